@@ -1,0 +1,110 @@
+// Package groups owns group folder names: validation, the one tier function,
+// parent and subtree relations, and the on-disk layout of a group (its working
+// directory, its MCP socket path and the .mcp.json that points clients at it).
+package groups
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MaxDepth is the deepest a folder may be nested.
+const MaxDepth = 6
+
+// ErrInvalidFolder: a folder name breaks the naming rules.
+var ErrInvalidFolder = errors.New("invalid group folder")
+
+// Validate checks a folder path: lowercase [a-z0-9_-] segments joined by "/",
+// no empty or ".." segment, at most MaxDepth deep.
+func Validate(folder string) error {
+	if folder == "" {
+		return fmt.Errorf("%w: empty name", ErrInvalidFolder)
+	}
+	segs := strings.Split(folder, "/")
+	if len(segs) > MaxDepth {
+		return fmt.Errorf("%w %q: %d levels deep, at most %d allowed", ErrInvalidFolder, folder, len(segs), MaxDepth)
+	}
+	for i, s := range segs {
+		if s == "" {
+			return fmt.Errorf("%w %q: empty segment %d (leading, trailing or double /)", ErrInvalidFolder, folder, i+1)
+		}
+		if len(s) > 64 {
+			return fmt.Errorf("%w %q: segment %q is longer than 64 characters", ErrInvalidFolder, folder, s)
+		}
+		for _, r := range s {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+				return fmt.Errorf("%w %q: segment %q has %q; use lowercase letters, digits, _ and -", ErrInvalidFolder, folder, s, r)
+			}
+		}
+	}
+	return nil
+}
+
+// Depth is the number of segments: "main" is 1, "acme/eng" is 2.
+func Depth(folder string) int { return strings.Count(folder, "/") + 1 }
+
+// Tier is the one tier function. The operator folder is tier 0; any other
+// top-level folder is tier 1; depth 2 is tier 2; depth 3 and deeper is tier 3.
+func Tier(folder, operator string) int {
+	if folder == operator {
+		return 0
+	}
+	return min(Depth(folder), 3)
+}
+
+// Parent returns the folder's parent, or "" for a top-level folder.
+func Parent(folder string) string {
+	i := strings.LastIndexByte(folder, '/')
+	if i < 0 {
+		return ""
+	}
+	return folder[:i]
+}
+
+// InSubtree reports whether folder is root or one of its descendants.
+func InSubtree(root, folder string) bool {
+	return folder == root || strings.HasPrefix(folder, root+"/")
+}
+
+// Layout locates a group's files under a data directory.
+type Layout struct{ DataDir string }
+
+// Dir is the group's working directory: <data_dir>/groups/<folder>.
+func (l Layout) Dir(folder string) string {
+	return filepath.Join(l.DataDir, "groups", filepath.FromSlash(folder))
+}
+
+// SocketPath is the group's MCP socket: <data_dir>/ipc/<folder>/mcp.sock.
+func (l Layout) SocketPath(folder string) string {
+	return filepath.Join(l.DataDir, "ipc", filepath.FromSlash(folder), "mcp.sock")
+}
+
+// Setup creates the group's working directory and writes its .mcp.json, which
+// points MCP clients at "<exe> mcp-bridge --socket <abs socket path>". It is
+// idempotent and leaves other files in the folder alone.
+func (l Layout) Setup(folder, exe string) error {
+	if err := Validate(folder); err != nil {
+		return err
+	}
+	dir := l.Dir(folder)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create group folder: %w", err)
+	}
+	sock, err := filepath.Abs(l.SocketPath(folder))
+	if err != nil {
+		return fmt.Errorf("socket path: %w", err)
+	}
+	cfg := map[string]any{"mcpServers": map[string]any{"switchboard": map[string]any{
+		"command": exe,
+		"args":    []string{"mcp-bridge", "--socket", sock},
+	}}}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write .mcp.json: %w", err)
+	}
+	return nil
+}

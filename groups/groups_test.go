@@ -1,0 +1,99 @@
+package groups
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	ok := []string{"main", "root", "acme/eng/oncall", "a_b-c/d1", "a/b/c/d/e/f"}
+	for _, f := range ok {
+		if err := Validate(f); err != nil {
+			t.Errorf("Validate(%q) = %v, want nil", f, err)
+		}
+	}
+	bad := map[string]string{
+		"empty":     "",
+		"upper":     "Main",
+		"dotdot":    "a/../b",
+		"dot":       "a/./b",
+		"leading":   "/a",
+		"trailing":  "a/",
+		"double":    "a//b",
+		"space":     "a b",
+		"too deep":  "a/b/c/d/e/f/g",
+		"backslash": `a\b`,
+		"unicode":   "caf\u00e9",
+		"long":      strings.Repeat("x", 65),
+		"nul":       "a\x00b",
+	}
+	for name, f := range bad {
+		err := Validate(f)
+		if err == nil || !errors.Is(err, ErrInvalidFolder) {
+			t.Errorf("%s: Validate(%q) = %v, want ErrInvalidFolder", name, f, err)
+		}
+	}
+}
+
+func TestTier(t *testing.T) {
+	cases := []struct {
+		folder, op string
+		want       int
+	}{
+		{"root", "root", 0},
+		{"main", "root", 1},
+		{"acme/eng", "root", 2},
+		{"acme/eng/oncall", "root", 3},
+		{"a/b/c/d/e/f", "root", 3},
+		{"acme/ops", "acme/ops", 0}, // the operator folder may be nested
+	}
+	for _, c := range cases {
+		if got := Tier(c.folder, c.op); got != c.want {
+			t.Errorf("Tier(%q, %q) = %d, want %d", c.folder, c.op, got, c.want)
+		}
+	}
+}
+
+func TestSubtreeAndParent(t *testing.T) {
+	if !InSubtree("acme", "acme") || !InSubtree("acme", "acme/eng/x") {
+		t.Error("subtree should include itself and descendants")
+	}
+	if InSubtree("acme", "acmecorp") || InSubtree("acme/eng", "acme") {
+		t.Error("subtree must not include prefix siblings or ancestors")
+	}
+	if Parent("acme/eng/x") != "acme/eng" || Parent("main") != "" {
+		t.Error("Parent wrong")
+	}
+}
+
+func TestSetupWritesMCPConfig(t *testing.T) {
+	l := Layout{DataDir: t.TempDir()}
+	if err := l.Setup("acme/eng", "/usr/bin/switchboard"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(l.Dir("acme/eng"), ".mcp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string
+			Args    []string
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.MCPServers["switchboard"]
+	if s.Command != "/usr/bin/switchboard" || len(s.Args) != 3 || s.Args[0] != "mcp-bridge" || !filepath.IsAbs(s.Args[2]) ||
+		!strings.HasSuffix(s.Args[2], filepath.Join("ipc", "acme", "eng", "mcp.sock")) {
+		t.Errorf("unexpected .mcp.json: %s", b)
+	}
+	if err := l.Setup("../x", "sb"); err == nil {
+		t.Error("Setup accepted an invalid folder")
+	}
+}
