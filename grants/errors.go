@@ -1,0 +1,7 @@
+package grants
+
+import "errors"
+
+// ErrBadRule is wrapped by every error Parse and Validate return. A rule that
+// does not parse is kept in a Set (so indexes line up) but matches nothing.
+var ErrBadRule = errors.New("invalid grant rule")
