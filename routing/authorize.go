@@ -1,0 +1,92 @@
+package routing
+
+import (
+	"fmt"
+
+	"switchboard/adapters"
+	"switchboard/groups"
+)
+
+// AuthorizeAdd decides whether the group caller, of the given tier, may add
+// r (CONTRACT §7). Tier 0 (the operator) may add anything. Any other caller
+// may add a route only when its target is in the caller's subtree and its
+// match pins chat_jid to one literal chat JID whose current owner
+// (Owner(chat, "")) is in the caller's subtree; if the match also pins a
+// literal topic, the owner of that topic must be in the subtree too. This
+// checks what the route captures, not only where it points: a group may not
+// add a catch-all or take over another group's chat. Errors wrap
+// ErrForbidden and say what to change. AuthorizeAdd does not validate r; call
+// r.Validate as well.
+func (t *Table) AuthorizeAdd(caller string, tier int, r Route) error {
+	if tier == 0 {
+		return nil
+	}
+	chat, err := t.authorize("add", caller, r)
+	if err != nil {
+		return err
+	}
+	// A route pinned to a topic must not take over a topic that another
+	// group's route owns inside a chat this group owns.
+	if topic, ok := r.Match[KeyTopic]; ok && IsLiteral(topic) {
+		return t.checkOwner(caller, chat, topic)
+	}
+	return nil
+}
+
+// AuthorizeDelete decides whether the group caller may delete (or replace) r,
+// a route currently in the table. Tier 0 may delete anything; any other caller
+// only routes whose target is in its subtree and that pin chat_jid to a
+// literal chat owned by its subtree. Errors wrap ErrForbidden.
+func (t *Table) AuthorizeDelete(caller string, tier int, r Route) error {
+	if tier == 0 {
+		return nil
+	}
+	_, err := t.authorize("delete", caller, r)
+	return err
+}
+
+// authorize runs the checks shared by add and delete and returns the pinned chat.
+func (t *Table) authorize(verb, caller string, r Route) (chat string, err error) {
+	if !groups.InSubtree(caller, r.Target) {
+		return "", fmt.Errorf("%w: group %q may %s only routes that target its own subtree (%q or below); target %q is outside it",
+			ErrForbidden, caller, verb, caller, r.Target)
+	}
+	chat, ok := r.Match[KeyChatJID]
+	if !ok {
+		fix := "ask the operator to delete it"
+		if verb == "add" {
+			fix = "add chat_jid=<chat JID> to the match"
+			if p, room := r.Match[KeyPlatform], r.Match[KeyRoom]; p != "" && room != "" && IsLiteral(p) && IsLiteral(room) {
+				fix = fmt.Sprintf("use chat_jid=%s instead of platform and room", p+":"+room)
+			}
+		}
+		return "", fmt.Errorf("%w: group %q may %s only routes that pin chat_jid to one chat it owns; %s",
+			ErrForbidden, caller, verb, fix)
+	}
+	if !IsLiteral(chat) {
+		return "", fmt.Errorf("%w: chat_jid %q is a glob and could capture other groups' chats; group %q must pin one literal chat JID",
+			ErrForbidden, chat, caller)
+	}
+	if _, err := adapters.ParseJID(chat); err != nil {
+		return "", fmt.Errorf("%w: chat_jid: %w", ErrForbidden, err)
+	}
+	return chat, t.checkOwner(caller, chat, "")
+}
+
+// checkOwner requires the chat (and topic) to be owned by caller's subtree.
+func (t *Table) checkOwner(caller, chat, topic string) error {
+	where := fmt.Sprintf("chat %q", chat)
+	if topic != "" {
+		where = fmt.Sprintf("topic %q of chat %q", topic, chat)
+	}
+	owner, ok := t.Owner(chat, topic)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: no route owns %s yet; ask the operator to route it to group %q first",
+			ErrForbidden, where, caller)
+	case !groups.InSubtree(caller, owner):
+		return fmt.Errorf("%w: %s is owned by group %q, outside the subtree of group %q; only its owner or the operator may route it",
+			ErrForbidden, where, owner, caller)
+	}
+	return nil
+}
