@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"switchboard/store"
+)
+
+// usageError marks a bad command line (exit code 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// app carries what every command needs: flags, config, output.
+type app struct {
+	getenv     func(string) string
+	stdin      io.Reader
+	stdout     io.Writer
+	stderr     io.Writer
+	configPath string
+	dataDir    string
+	jsonOut    bool
+
+	cfg     Config
+	cfgFrom string
+	log     *slog.Logger
+}
+
+// run is the whole program: main only maps its error to an exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetIn(stdin)
+	_, err := root.ExecuteContextC(ctx)
+	if err != nil && isCobraUsage(err) {
+		return usageError{err}
+	}
+	return err
+}
+
+// isCobraUsage recognizes cobra's own command-line errors.
+func isCobraUsage(err error) bool {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "flag needs an argument",
+		"invalid argument", "accepts ", "requires at least", "required flag", "arg(s)", "bad flag syntax"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+const rootHelp = `Switchboard bridges Discord, Telegram, Slack and a local web chat to AI agents.
+
+Inbound messages are stored, routed to a group folder, and answered by a turn
+of the group's agent (any program that reads a prompt on stdin), which can also
+use the group's MCP tools over a unix socket.
+
+Start here:
+  switchboard run                          start the gateway (web chat on 127.0.0.1:8420 by default)
+  switchboard route explain web:lobby      where does this chat go, and why?
+  switchboard grants show main             what may this group do?
+
+Every command works whether or not the gateway is running; changes take
+effect in a running gateway within 2 seconds.`
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "switchboard",
+		Short:         "Chat-platform gateway for AI agents",
+		Long:          rootHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&a.configPath, "config", "", "config file (default ./switchboard.yaml, else built-in defaults)")
+	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", "data directory (overrides data_dir in the config)")
+	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(a.groupCommand(), a.routeCommand(), a.grantsCommand(), a.versionCommand())
+	for _, extra := range a.extraCommands() {
+		root.AddCommand(extra)
+	}
+	return root
+}
+
+// load reads the config once and applies --data-dir.
+func (a *app) load() error {
+	if a.log != nil {
+		return nil
+	}
+	cfg, from, err := loadConfig(a.configPath, a.getenv)
+	if err != nil {
+		return err
+	}
+	if a.dataDir != "" {
+		cfg.DataDir = a.dataDir
+	}
+	a.cfg, a.cfgFrom = cfg, from
+	a.log = newLogger(a.stderr, cfg.Log)
+	return nil
+}
+
+func newLogger(w io.Writer, c LogConfig) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openStore opens <data_dir>/switchboard.db, creating the data directory when
+// its parent exists (a typo'd path with a missing parent is an error).
+func (a *app) openStore(ctx context.Context) (*store.Store, error) {
+	if err := a.load(); err != nil {
+		return nil, err
+	}
+	dir := a.cfg.DataDir
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		parent := filepath.Dir(filepath.Clean(dir))
+		if _, perr := os.Stat(parent); perr != nil {
+			return nil, fmt.Errorf("data dir %s: parent directory %s does not exist; create it or set data_dir / --data-dir", dir, parent)
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	return store.Open(ctx, filepath.Join(dir, "switchboard.db"))
+}
+
+// withStore runs fn with an open store and closes it afterwards.
+func (a *app) withStore(ctx context.Context, fn func(*store.Store) error) error {
+	st, err := a.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+// emit prints v as JSON with --json, else calls text.
+func (a *app) emit(v any, text func(w io.Writer)) error {
+	if a.jsonOut {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	text(tw)
+	return tw.Flush()
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := buildVersion()
+			return a.emit(v, func(w io.Writer) { fmt.Fprintf(w, "switchboard %s (%s, %s)\n", v["version"], v["commit"], v["go"]) })
+		},
+	}
+}
+
+func buildVersion() map[string]string {
+	v := map[string]string{"version": "dev", "commit": "unknown", "go": "unknown"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v["go"] = bi.GoVersion
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v["version"] = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v["commit"] = s.Value[:12]
+			}
+		}
+	}
+	return v
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sb runs the CLI in-process against dataDir and returns stdout, stderr and the error.
+func sb(t *testing.T, dataDir string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	full := append([]string{"--data-dir", dataDir}, args...)
+	err := run(context.Background(), full, env(nil), strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func mustSB(t *testing.T, dataDir string, args ...string) string {
+	t.Helper()
+	out, _, err := sb(t, dataDir, args...)
+	if err != nil {
+		t.Fatalf("switchboard %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+func TestGroupLifecycle(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	out := mustSB(t, dir, "group", "add", "acme")
+	if !strings.Contains(out, "added group acme (tier 1)") {
+		t.Errorf("group add output: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "groups", "acme", ".mcp.json")); err != nil {
+		t.Errorf("group folder not set up: %v", err)
+	}
+	mustSB(t, dir, "group", "add", "acme/eng", "--jid", "web:eng")
+	if _, _, err := sb(t, dir, "group", "add", "acme"); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("duplicate add: %v", err)
+	}
+	if _, _, err := sb(t, dir, "group", "add", "nope/child"); err == nil || !strings.Contains(err.Error(), "parent group nope does not exist") {
+		t.Errorf("orphan add: %v", err)
+	}
+	if _, _, err := sb(t, dir, "group", "add", "Bad!"); !isUsage(err) {
+		t.Errorf("invalid folder should be a usage error, got %v", err)
+	}
+	var rows []groupRow
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "group", "list")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	tiers := map[string]int{}
+	for _, r := range rows {
+		tiers[r.Folder] = r.Tier
+	}
+	if tiers["acme"] != 1 || tiers["acme/eng"] != 2 {
+		t.Errorf("tiers = %v", tiers)
+	}
+	// acme has a child; acme/eng has a route.
+	if _, _, err := sb(t, dir, "group", "rm", "acme"); err == nil || !strings.Contains(err.Error(), "subgroups (acme/eng)") {
+		t.Errorf("rm parent: %v", err)
+	}
+	if _, _, err := sb(t, dir, "group", "rm", "acme/eng"); err == nil || !strings.Contains(err.Error(), "still point at it") {
+		t.Errorf("rm routed group: %v", err)
+	}
+	mustSB(t, dir, "route", "rm", "1")
+	out = mustSB(t, dir, "group", "rm", "acme/eng")
+	if !strings.Contains(out, "files are kept") {
+		t.Errorf("rm output: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "groups", "acme", "eng")); err != nil {
+		t.Error("group rm deleted the folder's files")
+	}
+}
+
+func TestRouteAddListExplain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	mustSB(t, dir, "group", "add", "ops")
+	mustSB(t, dir, "route", "add", "--target", "main", "platform=web")
+	out := mustSB(t, dir, "route", "add", "--target", "ops", "chat_jid=web:ops")
+	if !strings.Contains(out, "warning: route 1") {
+		t.Errorf("a shadowed route should warn, got %q", out)
+	}
+	mustSB(t, dir, "route", "add", "--target", "ops", "--seq", "-1", "chat_jid=web:ops2", "verb=mention")
+
+	out = mustSB(t, dir, "route", "explain", "web:ops")
+	if !strings.Contains(out, "route 1 wins") || !strings.Contains(out, "folder main") {
+		t.Errorf("explain web:ops: %q", out)
+	}
+	out = mustSB(t, dir, "route", "explain", "web:ops2", "--verb", "message")
+	if !strings.Contains(out, "route 3 (seq -1 -> ops)") || !strings.Contains(out, "verb") {
+		t.Errorf("explain should say why route 3 lost: %q", out)
+	}
+	var ex map[string]any
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "route", "explain", "web:ops2", "--verb", "mention")), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex["folder"] != "ops" || ex["mode"] != "trigger" {
+		t.Errorf("explain json: %v", ex)
+	}
+	for _, bad := range [][]string{
+		{"route", "add", "platform=web"},                               // no target
+		{"route", "add", "--target", "main", "planet=mars"},            // unknown key
+		{"route", "add", "--target", "main", "--mode", "loud", "a=b"},  // bad mode / key
+		{"route", "add", "--target", "main", "platform"},               // not KEY=GLOB
+		{"route", "rm", "abc"},
+		{"route", "explain", "not a jid"},
+	} {
+		if _, _, err := sb(t, dir, bad...); !isUsage(err) {
+			t.Errorf("%v: want usage error, got %v", bad, err)
+		}
+	}
+	if _, _, err := sb(t, dir, "route", "add", "--target", "ghost", "platform=web"); err == nil || !strings.Contains(err.Error(), "group ghost does not exist") {
+		t.Errorf("route to missing group: %v", err)
+	}
+	if _, _, err := sb(t, dir, "route", "rm", "99"); err == nil || !strings.Contains(err.Error(), "no such route") {
+		t.Errorf("rm missing route: %v", err)
+	}
+	var routes []map[string]any
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "route", "list")), &routes); err != nil || len(routes) != 3 {
+		t.Fatalf("route list: %v %v", routes, err)
+	}
+	if routes[0]["id"].(float64) != 3 {
+		t.Errorf("routes not in seq order: %v", routes)
+	}
+}
+
+func TestGrantsShowSetCheck(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	mustSB(t, dir, "group", "add", "other")
+	mustSB(t, dir, "group", "add", "main/team")
+	mustSB(t, dir, "route", "add", "--target", "main", "chat_jid=web:lobby")
+	mustSB(t, dir, "route", "add", "--target", "other", "chat_jid=web:elsewhere")
+
+	out := mustSB(t, dir, "grants", "check", "main", "send", "jid=web:lobby")
+	if !strings.HasPrefix(out, "allow\n") || !strings.Contains(out, `"send"`) {
+		t.Errorf("check own chat: %q", out)
+	}
+	out = mustSB(t, dir, "grants", "check", "main", "send", "chat_jid=web:elsewhere")
+	if !strings.HasPrefix(out, "deny\n") || !strings.Contains(out, "belongs to group other") {
+		t.Errorf("check other group's chat: %q", out)
+	}
+	out = mustSB(t, dir, "grants", "check", "main/team", "add_route")
+	if !strings.HasPrefix(out, "deny\n") {
+		t.Errorf("tier 2 add_route: %q", out)
+	}
+	mustSB(t, dir, "grants", "set", "main", "!like", "send(jid=web:*)")
+	out = mustSB(t, dir, "grants", "show", "main")
+	_, visible, _ := strings.Cut(out, "tools it can see")
+	if !strings.Contains(out, "overrides: !like send(jid=web:*)") || strings.Contains(visible, " like ") || !strings.Contains(visible, " send ") || !strings.Contains(out, "tier 1") {
+		t.Errorf("show after set: %q", out)
+	}
+	out = mustSB(t, dir, "grants", "check", "main", "like", "jid=web:lobby")
+	if !strings.HasPrefix(out, "deny\n") || !strings.Contains(out, "!like") {
+		t.Errorf("check like after !like: %q", out)
+	}
+	if _, _, err := sb(t, dir, "grants", "set", "main", "send(jid="); !isUsage(err) || !strings.Contains(err.Error(), `missing ")"`) {
+		t.Errorf("bad rule: %v", err)
+	}
+	// The bad rule changed nothing.
+	if out := mustSB(t, dir, "grants", "show", "main"); !strings.Contains(out, "overrides: !like send(jid=web:*)") {
+		t.Errorf("a rejected set changed the overrides: %q", out)
+	}
+	mustSB(t, dir, "grants", "set", "main")
+	if out := mustSB(t, dir, "grants", "show", "main"); !strings.Contains(out, "overrides: none") {
+		t.Errorf("clear: %q", out)
+	}
+	if _, _, err := sb(t, dir, "grants", "show", "ghost"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("show missing group: %v", err)
+	}
+}
+
+func TestUsageAndDataDirErrors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, _, err := sb(t, dir, "frobnicate"); !isUsage(err) {
+		t.Errorf("unknown command: %v", err)
+	}
+	if _, _, err := sb(t, dir, "group", "list", "--nope"); !isUsage(err) {
+		t.Errorf("unknown flag: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "no", "such", "dir")
+	if _, _, err := sb(t, missing, "group", "list"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("missing parent dir: %v", err)
+	}
+	if _, _, err := sb(t, dir, "--config", "/nonexistent/sb.yaml", "group", "list"); err == nil || !strings.Contains(err.Error(), "read config") {
+		t.Errorf("missing explicit config: %v", err)
+	}
+	out := mustSB(t, dir, "--help")
+	for _, want := range []string{"route", "grants", "group", "run", "--data-dir"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+func TestCorruptDatabaseIsReportedAndKept(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "switchboard.db")
+	junk := bytes.Repeat([]byte("not a database "), 500)
+	if err := os.WriteFile(db, junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sb(t, dir, "group", "add", "x"); err == nil || !strings.Contains(err.Error(), "not a database") {
+		t.Errorf("corrupt db: %v", err)
+	}
+	got, _ := os.ReadFile(db)
+	if !bytes.Equal(got, junk) {
+		t.Error("the corrupt file was modified")
+	}
+}

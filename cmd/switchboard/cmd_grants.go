@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"switchboard/grants"
+	"switchboard/groups"
+	"switchboard/ipc"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+const grantsHelp = `A group's rules are its tier defaults followed by its stored overrides.
+A rule is [!]action[(param=glob, ...)]: the last rule that matches a call
+decides, ! denies, and no matching rule denies. A rule that does not parse
+matches nothing. The chat argument of a tool is the param jid; a call on a
+chat must also target a chat owned by the group's subtree (tier 0 excepted).`
+
+func (a *app) grantsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "grants", Short: "Show, set and check a group's tool grants", Long: grantsHelp}
+	show := &cobra.Command{
+		Use: "show FOLDER", Short: "Show a group's tier, rules and the tools it can see", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.grantsShow(cmd, args[0]) },
+	}
+	set := &cobra.Command{
+		Use:   "set FOLDER RULE...",
+		Short: "Replace a group's override rules (no rules: clear them)",
+		Example: `  switchboard grants set main '!like' 'send(jid=web:*)'
+  switchboard grants set acme/eng 'schedule_task'
+  switchboard grants set main          # back to the tier defaults`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.grantsSet(cmd, args[0], args[1:]) },
+	}
+	check := &cobra.Command{
+		Use:   "check FOLDER TOOL [PARAM=VALUE...]",
+		Short: "Say whether a group may call a tool, and which rule decided",
+		Example: `  switchboard grants check main send jid=web:lobby
+  switchboard grants check acme/eng/oncall delete`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.grantsCheck(cmd, args[0], args[1], args[2:]) },
+	}
+	cmd.AddCommand(show, set, check)
+	return cmd
+}
+
+// requireGroup fails unless folder is a known group.
+func requireGroup(ctx context.Context, st *store.Store, folder string) error {
+	if err := groups.Validate(folder); err != nil {
+		return usageError{err}
+	}
+	ok, err := st.GroupExists(ctx, folder)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("group %s does not exist (see switchboard group list)", folder)
+	}
+	return nil
+}
+
+func (a *app) grantsShow(cmd *cobra.Command, folder string) error {
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		if err := requireGroup(ctx, st, folder); err != nil {
+			return err
+		}
+		over, err := st.GrantOverrides(ctx, folder)
+		if err != nil {
+			return err
+		}
+		tier := groups.Tier(folder, a.cfg.OperatorFolder)
+		set := grants.ForGroup(tier, over)
+		listed := set.ListedTools(grants.AllTools())
+		var broken []string
+		for _, r := range over {
+			if _, err := grants.Parse(r); err != nil {
+				broken = append(broken, err.Error())
+			}
+		}
+		out := map[string]any{"folder": folder, "tier": tier, "defaults": grants.Defaults(tier), "overrides": nonNil(over), "tools": nonNil(listed), "invalid": nonNil(broken)}
+		return a.emit(out, func(w io.Writer) {
+			fmt.Fprintf(w, "group %s: tier %d\n", folder, tier)
+			fmt.Fprintf(w, "tier defaults: %s\n", strings.Join(grants.Defaults(tier), " "))
+			if len(over) == 0 {
+				fmt.Fprintln(w, "overrides: none")
+			} else {
+				fmt.Fprintf(w, "overrides: %s\n", strings.Join(over, " "))
+			}
+			for _, b := range broken {
+				fmt.Fprintf(w, "warning: %s (this rule matches nothing)\n", b)
+			}
+			fmt.Fprintf(w, "tools it can see (%d): %s\n", len(listed), strings.Join(listed, " "))
+		})
+	})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (a *app) grantsSet(cmd *cobra.Command, folder string, rules []string) error {
+	if err := grants.Validate(rules); err != nil {
+		return usageError{err}
+	}
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		if err := requireGroup(ctx, st, folder); err != nil {
+			return err
+		}
+		if err := st.SetGrantOverrides(ctx, folder, rules); err != nil {
+			return err
+		}
+		return a.emit(map[string]any{"folder": folder, "overrides": nonNil(rules)}, func(w io.Writer) {
+			if len(rules) == 0 {
+				fmt.Fprintf(w, "cleared overrides of %s: tier defaults apply\n", folder)
+			} else {
+				fmt.Fprintf(w, "set %d override rule(s) on %s\n", len(rules), folder)
+			}
+		})
+	})
+}
+
+func (a *app) grantsCheck(cmd *cobra.Command, folder, tool string, args []string) error {
+	params := map[string]string{}
+	for _, arg := range args {
+		k, v, ok := strings.Cut(arg, "=")
+		if !ok || k == "" {
+			return usagef("param %q: want NAME=VALUE, e.g. jid=web:lobby", arg)
+		}
+		if k == "chat_jid" { // the tools' argument name; grants call it jid
+			k = "jid"
+		}
+		params[k] = v
+	}
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		if err := requireGroup(ctx, st, folder); err != nil {
+			return err
+		}
+		over, err := st.GrantOverrides(ctx, folder)
+		if err != nil {
+			return err
+		}
+		routes, err := st.ListRoutes(ctx)
+		if err != nil {
+			return err
+		}
+		table, err := routing.New(routes)
+		if err != nil {
+			return fmt.Errorf("route table: %w", err)
+		}
+		tier := groups.Tier(folder, a.cfg.OperatorFolder)
+		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: grants.ForGroup(tier, over)}, table, tool, params)
+		verdict := "deny"
+		if d.Allow {
+			verdict = "allow"
+		}
+		out := map[string]any{"decision": verdict, "rule": d.Rule, "reason": d.Reason, "folder": folder, "tier": tier, "tool": tool}
+		return a.emit(out, func(w io.Writer) {
+			fmt.Fprintln(w, verdict)
+			fmt.Fprintln(w, d.Reason)
+		})
+	})
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"switchboard/adapters"
+	"switchboard/groups"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+func (a *app) groupCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "group",
+		Short: "Add, list and remove group folders",
+		Long: `A group is a folder such as main or acme/eng/oncall: lowercase [a-z0-9_-]
+segments joined by /, at most 6 deep. Its tier follows from its place: the
+operator folder is tier 0, other top-level folders tier 1, depth 2 tier 2,
+deeper tier 3. The agent of a group runs in <data_dir>/groups/<folder>.`,
+	}
+	var jid string
+	add := &cobra.Command{
+		Use:   "add FOLDER",
+		Short: "Create a group (and its folder on disk)",
+		Example: `  switchboard group add acme
+  switchboard group add acme/eng --jid slack:T1/channel/C42   # also route that chat to it`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.groupAdd(cmd, args[0], jid) },
+	}
+	add.Flags().StringVar(&jid, "jid", "", "also add a route that sends this chat to the group, ahead of existing routes")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List groups with their tier",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.groupList(cmd) },
+	}
+	rm := &cobra.Command{
+		Use:   "rm FOLDER",
+		Short: "Remove a group (its folder on disk is kept)",
+		Args:  cobra.ExactArgs(1),
+		RunE:  func(cmd *cobra.Command, args []string) error { return a.groupRemove(cmd, args[0]) },
+	}
+	cmd.AddCommand(add, list, rm)
+	return cmd
+}
+
+func (a *app) groupAdd(cmd *cobra.Command, folder, jid string) error {
+	if err := groups.Validate(folder); err != nil {
+		return usageError{err}
+	}
+	if jid != "" {
+		if _, err := adapters.ParseJID(jid); err != nil {
+			return usagef("--jid: %w", err)
+		}
+	}
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		if p := groups.Parent(folder); p != "" {
+			ok, err := st.GroupExists(ctx, p)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("group add %s: parent group %s does not exist; add it first (switchboard group add %s)", folder, p, p)
+			}
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			exe = "switchboard"
+		}
+		if err := (groups.Layout{DataDir: a.cfg.DataDir}).Setup(folder, exe); err != nil {
+			return fmt.Errorf("group add %s: %w", folder, err)
+		}
+		if err := st.AddGroup(ctx, folder); err != nil {
+			if errors.Is(err, store.ErrExists) {
+				return fmt.Errorf("group add %s: it already exists", folder)
+			}
+			return err
+		}
+		out := map[string]any{"folder": folder, "tier": groups.Tier(folder, a.cfg.OperatorFolder), "dir": groups.Layout{DataDir: a.cfg.DataDir}.Dir(folder)}
+		if jid != "" {
+			r, err := a.addPinnedRoute(cmd, st, folder, jid)
+			if err != nil {
+				return err
+			}
+			out["route"] = r
+		}
+		return a.emit(out, func(w io.Writer) {
+			fmt.Fprintf(w, "added group %s (tier %v) at %s\n", folder, out["tier"], out["dir"])
+			if r, ok := out["route"].(routing.Route); ok {
+				fmt.Fprintf(w, "added route %d (seq %d): chat_jid=%s -> %s\n", r.ID, r.Seq, jid, folder)
+			}
+		})
+	})
+}
+
+// addPinnedRoute routes one chat to folder, ahead of every existing route so
+// that a catch-all seeded earlier does not shadow it.
+func (a *app) addPinnedRoute(cmd *cobra.Command, st *store.Store, folder, jid string) (routing.Route, error) {
+	routes, err := st.ListRoutes(cmd.Context())
+	if err != nil {
+		return routing.Route{}, err
+	}
+	seq := 0
+	for _, r := range routes {
+		seq = min(seq, r.Seq-1)
+	}
+	if len(routes) > 0 && seq == 0 {
+		seq = -1
+	}
+	return st.AddRoute(cmd.Context(), routing.Route{Seq: seq, Match: map[string]string{routing.KeyChatJID: jid}, Target: folder, Mode: routing.Trigger})
+}
+
+type groupRow struct {
+	Folder string `json:"folder"`
+	Tier   int    `json:"tier"`
+	Parent string `json:"parent,omitempty"`
+	Routes int    `json:"routes"`
+}
+
+func (a *app) groupList(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		folders, err := st.Groups(ctx)
+		if err != nil {
+			return err
+		}
+		routes, err := st.ListRoutes(ctx)
+		if err != nil {
+			return err
+		}
+		rows := make([]groupRow, 0, len(folders))
+		for _, f := range folders {
+			n := 0
+			for _, r := range routes {
+				if r.Target == f {
+					n++
+				}
+			}
+			rows = append(rows, groupRow{Folder: f, Tier: groups.Tier(f, a.cfg.OperatorFolder), Parent: groups.Parent(f), Routes: n})
+		}
+		return a.emit(rows, func(w io.Writer) {
+			fmt.Fprintln(w, "FOLDER\tTIER\tROUTES")
+			for _, r := range rows {
+				fmt.Fprintf(w, "%s\t%d\t%d\n", r.Folder, r.Tier, r.Routes)
+			}
+		})
+	})
+}
+
+func (a *app) groupRemove(cmd *cobra.Command, folder string) error {
+	if err := groups.Validate(folder); err != nil {
+		return usageError{err}
+	}
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		if folder == a.cfg.OperatorFolder {
+			return fmt.Errorf("group rm %s: it is the operator folder (operator_folder in the config) and cannot be removed", folder)
+		}
+		all, err := st.Groups(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(all, folder) {
+			return fmt.Errorf("group rm %s: no such group (see switchboard group list)", folder)
+		}
+		var children []string
+		for _, g := range all {
+			if g != folder && groups.InSubtree(folder, g) {
+				children = append(children, g)
+			}
+		}
+		if len(children) > 0 {
+			return fmt.Errorf("group rm %s: it has subgroups (%s); remove them first", folder, strings.Join(children, ", "))
+		}
+		routes, err := st.ListRoutes(ctx)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for _, r := range routes {
+			if r.Target == folder {
+				ids = append(ids, fmt.Sprint(r.ID))
+			}
+		}
+		if len(ids) > 0 {
+			return fmt.Errorf("group rm %s: routes %s still point at it; remove them first (switchboard route rm ID)", folder, strings.Join(ids, ", "))
+		}
+		if err := st.RemoveGroup(ctx, folder); err != nil {
+			return err
+		}
+		dir := groups.Layout{DataDir: a.cfg.DataDir}.Dir(folder)
+		return a.emit(map[string]any{"removed": folder, "kept_dir": dir}, func(w io.Writer) {
+			fmt.Fprintf(w, "removed group %s; its files are kept in %s\n", folder, dir)
+		})
+	})
+}

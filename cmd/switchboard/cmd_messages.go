@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"switchboard/adapters"
+	"switchboard/gateway"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+func (a *app) sendCommand() *cobra.Command {
+	var topic string
+	cmd := &cobra.Command{
+		Use:   "send CHAT_JID TEXT",
+		Short: "Send a message as the bot (through the outbox)",
+		Long: `Queue a message in the outbox. A running gateway delivers it within about a
+second; otherwise it is delivered when the gateway next starts.`,
+		Example: `  switchboard send web:lobby "maintenance at 18:00"`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := adapters.ParseJID(args[0]); err != nil {
+				return usageError{err}
+			}
+			ctx := cmd.Context()
+			return a.withStore(ctx, func(st *store.Store) error {
+				it, err := gateway.QueueSend(ctx, st, gateway.SendRequest{Chat: args[0], Text: args[1], Topic: topic})
+				if err != nil {
+					return err
+				}
+				return a.emit(map[string]any{"outbox_id": it.ID, "key": it.Key, "status": it.Status}, func(w io.Writer) {
+					fmt.Fprintf(w, "queued outbox item %d for %s\n", it.ID, args[0])
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&topic, "topic", "", "thread or forum topic to post into")
+	return cmd
+}
+
+func (a *app) injectCommand() *cobra.Command {
+	var sender string
+	cmd := &cobra.Command{
+		Use:   "inject CHAT_JID TEXT [--sender S]",
+		Short: "Store a synthetic inbound message and run a turn of the chat's owner",
+		Long: `Store a message in the chat as if it had arrived, and queue a turn of the
+folder that owns the chat (trigger "inject"), whatever the route's mode.`,
+		Example: `  switchboard inject web:lobby "summarize today's discussion"`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := adapters.ParseJID(args[0]); err != nil {
+				return usageError{err}
+			}
+			if sender != "" {
+				if _, err := adapters.ParseJID(sender); err != nil {
+					return usagef("--sender: %w", err)
+				}
+			}
+			ctx := cmd.Context()
+			return a.withStore(ctx, func(st *store.Store) error {
+				routes, err := st.ListRoutes(ctx)
+				if err != nil {
+					return err
+				}
+				t, err := routing.New(routes)
+				if err != nil {
+					return fmt.Errorf("route table: %w", err)
+				}
+				m, folder, err := gateway.Inject(ctx, st, t, gateway.InjectRequest{Chat: args[0], Text: args[1], Sender: sender})
+				if err != nil {
+					return err
+				}
+				return a.emit(map[string]any{"seq": m.Seq, "id": m.ID, "folder": folder}, func(w io.Writer) {
+					fmt.Fprintf(w, "injected message %s (seq %d); folder %s will run a turn\n", m.ID, m.Seq, folder)
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&sender, "sender", "", "sender JID (default switchboard:user/operator)")
+	return cmd
+}
+
+func (a *app) messagesCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "messages", Short: "Search stored messages"}
+	var jid string
+	var limit int
+	search := &cobra.Command{
+		Use:   "search QUERY [--jid CHAT_JID]",
+		Short: "Full-text search (SQLite FTS5 syntax), best matches first",
+		Example: `  switchboard messages search deploy
+  switchboard messages search '"release notes" OR changelog' --jid web:lobby`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			opts := store.SearchOptions{Limit: limit}
+			if jid != "" {
+				if _, err := adapters.ParseJID(jid); err != nil {
+					return usagef("--jid: %w", err)
+				}
+				opts.ChatJIDs = []string{jid}
+			}
+			return a.withStore(ctx, func(st *store.Store) error {
+				hits, err := st.Search(ctx, args[0], opts)
+				if err != nil {
+					return err
+				}
+				rows := make([]map[string]any, 0, len(hits))
+				for _, h := range hits {
+					rows = append(rows, map[string]any{"seq": h.Seq, "chat_jid": h.ChatJID, "id": h.ID, "sender": h.Sender,
+						"time": time.UnixMilli(h.Time).UTC().Format(time.RFC3339), "snippet": h.Snippet, "text": h.Text})
+				}
+				return a.emit(rows, func(w io.Writer) {
+					if len(hits) == 0 {
+						fmt.Fprintln(w, "no matches")
+					}
+					for _, h := range hits {
+						fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", h.Seq, h.ChatJID, h.Sender, h.Snippet)
+					}
+				})
+			})
+		},
+	}
+	search.Flags().StringVar(&jid, "jid", "", "only this chat")
+	search.Flags().IntVar(&limit, "limit", 20, "at most this many results (max 200)")
+	cmd.AddCommand(search)
+	return cmd
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"switchboard/adapters"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+func (a *app) routeCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "route",
+		Short: "Manage the routing table (chat → group folder)",
+		Long: `Routes map inbound messages to group folders. A route matches on any of
+platform, room, chat_jid, sender, verb and topic (globs: * does not cross /,
+** does). Routes are tried by ascending seq, then id; the first match wins.
+mode trigger runs a turn; observe stores the message as context only.`,
+	}
+	var target, mode string
+	var seq int
+	add := &cobra.Command{
+		Use:   "add --target FOLDER [--seq N] [--mode trigger|observe] KEY=GLOB...",
+		Short: "Add a route",
+		Example: `  switchboard route add --target main platform=web
+  switchboard route add --target acme --seq -5 chat_jid=telegram:group/1001
+  switchboard route add --target audit --mode observe 'platform=slack' 'room=T1/channel/*'`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.routeAdd(cmd, routing.Route{Seq: seq, Target: target, Mode: routing.Mode(mode)}, args)
+		},
+	}
+	add.Flags().StringVar(&target, "target", "", "group folder that receives matching messages (required)")
+	add.Flags().IntVar(&seq, "seq", 0, "order: lower seq is tried first (ties by id)")
+	add.Flags().StringVar(&mode, "mode", "trigger", "trigger (run a turn) or observe (store as context)")
+	list := &cobra.Command{
+		Use: "list", Short: "List routes in the order they are tried", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.routeList(cmd) },
+	}
+	rm := &cobra.Command{
+		Use: "rm ID", Short: "Remove a route", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.routeRemove(cmd, args[0]) },
+	}
+	var sender, verb, topic string
+	explain := &cobra.Command{
+		Use:   "explain CHAT_JID [--sender S] [--verb V] [--topic T]",
+		Short: "Show which route wins for a chat and why earlier routes did not match",
+		Example: `  switchboard route explain web:lobby
+  switchboard route explain telegram:group/1001 --sender telegram:user/42 --verb mention`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.routeExplain(cmd, routing.Message{ChatJID: args[0], Sender: sender, Verb: verb, Topic: topic})
+		},
+	}
+	explain.Flags().StringVar(&sender, "sender", "", "sender JID, e.g. web:user/ann")
+	explain.Flags().StringVar(&verb, "verb", adapters.VerbMessage, "message or mention")
+	explain.Flags().StringVar(&topic, "topic", "", "thread or forum topic id")
+	cmd.AddCommand(add, list, rm, explain)
+	return cmd
+}
+
+// parseMatch turns KEY=GLOB arguments into a match map.
+func parseMatch(args []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, arg := range args {
+		k, v, ok := strings.Cut(arg, "=")
+		if !ok || k == "" {
+			return nil, usagef("match %q: want KEY=GLOB with KEY one of %s", arg, strings.Join(routing.MatchKeys, ", "))
+		}
+		if _, dup := m[k]; dup {
+			return nil, usagef("match key %s given twice", k)
+		}
+		m[k] = v
+	}
+	if err := routing.ValidateMatch(m); err != nil {
+		return nil, usageError{err}
+	}
+	return m, nil
+}
+
+func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error {
+	if r.Target == "" {
+		return usagef("--target is required")
+	}
+	m, err := parseMatch(args)
+	if err != nil {
+		return err
+	}
+	r.Match = m
+	r = r.Normalize()
+	if err := r.Validate(); err != nil {
+		return usageError{err}
+	}
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		ok, err := st.GroupExists(ctx, r.Target)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("route add: group %s does not exist; add it first (switchboard group add %s)", r.Target, r.Target)
+		}
+		added, err := st.AddRoute(ctx, r)
+		if err != nil {
+			return err
+		}
+		warning := a.shadowWarning(cmd, st, added)
+		return a.emit(map[string]any{"route": added, "warning": warning}, func(w io.Writer) {
+			fmt.Fprintf(w, "added route %d: %s -> %s (%s, seq %d)\n", added.ID, formatMatch(added.Match), added.Target, added.Mode, added.Seq)
+			if warning != "" {
+				fmt.Fprintln(w, "warning: "+warning)
+			}
+		})
+	})
+}
+
+// shadowWarning tells the operator when a route pinned to one chat loses to
+// an earlier route for that chat, the usual surprise after adding a route.
+func (a *app) shadowWarning(cmd *cobra.Command, st *store.Store, r routing.Route) string {
+	jid, ok := r.Match[routing.KeyChatJID]
+	if !ok || !routing.IsLiteral(jid) {
+		return ""
+	}
+	routes, err := st.ListRoutes(cmd.Context())
+	if err != nil {
+		return ""
+	}
+	t, err := routing.New(routes)
+	if err != nil {
+		return ""
+	}
+	msg := routing.Message{ChatJID: jid, Sender: r.Match[routing.KeySender], Verb: r.Match[routing.KeyVerb], Topic: r.Match[routing.KeyTopic]}
+	if win, ok := t.Resolve(msg); ok && win.ID != r.ID && routing.IsLiteral(msg.Sender) && routing.IsLiteral(msg.Verb) && routing.IsLiteral(msg.Topic) {
+		return fmt.Sprintf("route %d (seq %d) is tried first and wins for %s; give this one a lower --seq (e.g. --seq %d)", win.ID, win.Seq, jid, win.Seq-1)
+	}
+	return ""
+}
+
+func formatMatch(m map[string]string) string {
+	if len(m) == 0 {
+		return "(everything)"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return slices.Index(routing.MatchKeys, keys[i]) < slices.Index(routing.MatchKeys, keys[j])
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+func (a *app) routeList(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		routes, err := st.ListRoutes(ctx)
+		if err != nil {
+			return err
+		}
+		if routes == nil {
+			routes = []routing.Route{}
+		}
+		return a.emit(routes, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tSEQ\tMODE\tTARGET\tMATCH")
+			for _, r := range routes {
+				fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\n", r.ID, r.Seq, r.Mode, r.Target, formatMatch(r.Match))
+			}
+		})
+	})
+}
+
+func (a *app) routeRemove(cmd *cobra.Command, arg string) error {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id <= 0 {
+		return usagef("route id %q: want a positive number (see switchboard route list)", arg)
+	}
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		r, err := st.DeleteRoute(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("route rm %d: no such route (see switchboard route list)", id)
+		}
+		if err != nil {
+			return err
+		}
+		return a.emit(map[string]any{"removed": r}, func(w io.Writer) {
+			fmt.Fprintf(w, "removed route %d: %s -> %s\n", r.ID, formatMatch(r.Match), r.Target)
+		})
+	})
+}
+
+func (a *app) routeExplain(cmd *cobra.Command, m routing.Message) error {
+	if _, err := adapters.ParseJID(m.ChatJID); err != nil {
+		return usageError{err}
+	}
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		routes, err := st.ListRoutes(ctx)
+		if err != nil {
+			return err
+		}
+		t, err := routing.New(routes)
+		if err != nil {
+			return fmt.Errorf("route table: %w", err)
+		}
+		ex := t.Explain(m)
+		return a.emit(explainJSON(ex), func(w io.Writer) { printExplanation(w, m, ex) })
+	})
+}
+
+func explainJSON(ex routing.Explanation) map[string]any {
+	out := map[string]any{"matched": ex.Matched, "owner": ex.Owner}
+	if ex.Matched {
+		out["route"], out["folder"], out["mode"] = ex.Route, ex.Folder, ex.Mode
+	}
+	rej := make([]map[string]any, 0, len(ex.Rejected))
+	for _, r := range ex.Rejected {
+		rej = append(rej, map[string]any{"id": r.Route.ID, "seq": r.Route.Seq, "target": r.Route.Target, "reason": r.Reason})
+	}
+	out["rejected"] = rej
+	return out
+}
+
+func printExplanation(w io.Writer, m routing.Message, ex routing.Explanation) {
+	if ex.Matched {
+		fmt.Fprintf(w, "route %d wins: %s -> folder %s, mode %s\n", ex.Route.ID, formatMatch(ex.Route.Match), ex.Folder, ex.Mode)
+	} else {
+		fmt.Fprintf(w, "no route matches %s: the message is stored as unrouted and no turn runs\n", m.ChatJID)
+	}
+	if ex.Owner != "" {
+		fmt.Fprintf(w, "owner of %s: %s\n", m.ChatJID, ex.Owner)
+	} else {
+		fmt.Fprintf(w, "owner of %s: none\n", m.ChatJID)
+	}
+	if len(ex.Rejected) > 0 {
+		fmt.Fprintln(w, "tried first:")
+		for _, r := range ex.Rejected {
+			fmt.Fprintf(w, "  route %d (seq %d -> %s):\t%s\n", r.Route.ID, r.Route.Seq, r.Route.Target, r.Reason)
+		}
+	}
+}

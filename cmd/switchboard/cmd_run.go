@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"switchboard/adapters"
+	"switchboard/adapters/web"
+	"switchboard/gateway"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+func (a *app) runCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "run",
+		Short: "Start the gateway (adapters, queue, agent turns, outbox)",
+		Long: `Start the gateway: the enabled adapters, the message pipeline and the outbox.
+Groups and routes from the config are seeded first (groups when missing, routes
+when the route table is empty). Stop with Ctrl-C or SIGTERM: intake stops, running
+turns drain, then the store closes. A second Ctrl-C exits at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runGateway(cmd.Context()) },
+	}
+}
+
+func (a *app) runGateway(ctx context.Context) error {
+	if err := a.load(); err != nil {
+		return err
+	}
+	st, err := a.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	if err := a.seed(ctx, st); err != nil {
+		return err
+	}
+	adapterList, err := a.buildAdapters(st)
+	if err != nil {
+		return err
+	}
+	g, err := gateway.New(gateway.Options{
+		Store: st, Adapters: adapterList, Agent: a.agentSpec(exe), DataDir: a.cfg.DataDir,
+		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
+		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Logger: a.log,
+	})
+	if err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(a.cfg.DataDir)
+	a.log.Info("switchboard starting", "version", buildVersion()["version"], "config", orDefault(a.cfgFrom, "(built-in defaults)"),
+		"data_dir", abs, "agent", a.cfg.Agent.Command, "max_concurrent", a.cfg.Agent.MaxConcurrent)
+	for _, ad := range adapterList {
+		if w, ok := ad.(*web.Adapter); ok {
+			go func() {
+				select {
+				case <-w.Ready():
+					a.log.Info("web chat listening", "url", "http://"+w.Addr()+"/")
+				case <-ctx.Done():
+				}
+			}()
+		}
+	}
+	// A second signal exits at once; the first one is ctx.
+	go func() {
+		<-ctx.Done()
+		a.log.Info("shutting down; press Ctrl-C again to exit at once")
+		second := make(chan os.Signal, 1)
+		notifyInterrupt(second)
+		<-second
+		a.log.Warn("second interrupt: exiting now")
+		os.Exit(1)
+	}()
+	err = g.Run(ctx)
+	a.log.Info("switchboard stopped")
+	return err
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// agentSpec builds the runner spec; argv[0] "switchboard" is this binary.
+func (a *app) agentSpec(exe string) gateway.AgentSpec {
+	argv := append([]string(nil), a.cfg.Agent.Command...)
+	if argv[0] == "switchboard" {
+		argv[0] = exe
+	}
+	return gateway.AgentSpec{Command: argv, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
+		Timeout: time.Duration(a.cfg.Agent.Timeout)}
+}
+
+// seed creates the config's groups when missing and its routes when the route
+// table is empty.
+func (a *app) seed(ctx context.Context, st *store.Store) error {
+	folders := []string{a.cfg.OperatorFolder}
+	for _, g := range a.cfg.Groups {
+		folders = append(folders, g.Folder)
+	}
+	for _, f := range folders {
+		created, err := st.EnsureGroup(ctx, f)
+		if err != nil {
+			return fmt.Errorf("seed group %s: %w", f, err)
+		}
+		if created {
+			a.log.Info("group created from config", "folder", f)
+		}
+	}
+	if len(a.cfg.Routes) == 0 {
+		return nil
+	}
+	rs := make([]routing.Route, 0, len(a.cfg.Routes))
+	for _, r := range a.cfg.Routes {
+		rs = append(rs, r.Route())
+	}
+	seeded, err := st.SeedRoutes(ctx, rs)
+	if err != nil {
+		return fmt.Errorf("seed routes: %w", err)
+	}
+	if seeded {
+		a.log.Info("routes seeded from config", "count", len(rs))
+	}
+	return nil
+}
+
+// buildAdapters is the plain list of enabled adapters.
+func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
+	var list []adapters.Adapter
+	c := a.cfg.Adapters
+	if c.Web.Enabled {
+		list = append(list, web.New(web.Options{Listen: c.Web.Listen, History: gateway.History{Store: st}, Logger: a.log.With("adapter", "web")}))
+	}
+	for name, on := range map[string]bool{"telegram": c.Telegram.Enabled, "discord": c.Discord.Enabled, "slack": c.Slack.Enabled} {
+		if on {
+			return nil, fmt.Errorf("adapters.%s: this build has no %s adapter yet; set adapters.%s.enabled: false", name, name, name)
+		}
+	}
+	if len(list) == 0 {
+		return nil, errors.New("no adapter is enabled; enable adapters.web (or another adapter) in the config")
+	}
+	return list, nil
+}

@@ -1,0 +1,402 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"switchboard/groups"
+	"switchboard/routing"
+)
+
+// Config is the YAML configuration (CONTRACT §2). Sections are small structs
+// that are handed to the parts that use them; nothing below cmd sees Config.
+type Config struct {
+	DataDir        string         `yaml:"data_dir"`
+	OperatorFolder string         `yaml:"operator_folder"`
+	Timezone       string         `yaml:"timezone"`
+	Log            LogConfig      `yaml:"log"`
+	Agent          AgentConfig    `yaml:"agent"`
+	EngageTTL      Duration       `yaml:"engage_ttl"`
+	Adapters       AdaptersConfig `yaml:"adapters"`
+	Groups         []GroupSeed    `yaml:"groups"`
+	Routes         []RouteSeed    `yaml:"routes"`
+}
+
+type LogConfig struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+type AgentConfig struct {
+	Command       []string `yaml:"command"`
+	ResumeArgs    []string `yaml:"resume_args"`
+	Output        string   `yaml:"output"`
+	Timeout       Duration `yaml:"timeout"`
+	MaxConcurrent int      `yaml:"max_concurrent"`
+}
+
+type AdaptersConfig struct {
+	Web      WebConfig      `yaml:"web"`
+	Telegram TelegramConfig `yaml:"telegram"`
+	Discord  DiscordConfig  `yaml:"discord"`
+	Slack    SlackConfig    `yaml:"slack"`
+}
+
+type WebConfig struct {
+	Enabled bool   `yaml:"enabled"`
+	Listen  string `yaml:"listen"`
+}
+
+type TelegramConfig struct {
+	Enabled bool   `yaml:"enabled"`
+	Token   Secret `yaml:"token"`
+	APIURL  string `yaml:"api_url"`
+}
+
+type DiscordConfig struct {
+	Enabled bool   `yaml:"enabled"`
+	Token   Secret `yaml:"token"`
+	APIURL  string `yaml:"api_url"`
+}
+
+type SlackConfig struct {
+	Enabled       bool   `yaml:"enabled"`
+	BotToken      Secret `yaml:"bot_token"`
+	AppToken      Secret `yaml:"app_token"`
+	Mode          string `yaml:"mode"`
+	SigningSecret Secret `yaml:"signing_secret"`
+	Listen        string `yaml:"listen"`
+	APIURL        string `yaml:"api_url"`
+}
+
+// GroupSeed is a group created at start if missing.
+type GroupSeed struct {
+	Folder string `yaml:"folder"`
+}
+
+// RouteSeed is a route created at start when the route table is empty.
+type RouteSeed struct {
+	Match  map[string]string `yaml:"match"`
+	Target string            `yaml:"target"`
+	Seq    int               `yaml:"seq"`
+	Mode   string            `yaml:"mode"`
+}
+
+// Duration is a time.Duration written as "10m" in YAML.
+type Duration time.Duration
+
+// Secret is a string that never prints.
+type Secret string
+
+func (Secret) String() string { return "[redacted]" }
+
+// GoString keeps secrets out of %#v too.
+func (Secret) GoString() string { return "[redacted]" }
+
+// DefaultConfig is used when no config file exists; it matches config.example.yaml.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:        "./data",
+		OperatorFolder: "root",
+		Timezone:       "UTC",
+		Log:            LogConfig{Level: "info", Format: "text"},
+		Agent: AgentConfig{
+			Command:       []string{"switchboard", "demo-agent"},
+			Output:        "text",
+			Timeout:       Duration(10 * time.Minute),
+			MaxConcurrent: 4,
+		},
+		EngageTTL: Duration(10 * time.Minute),
+		Adapters: AdaptersConfig{
+			Web:   WebConfig{Enabled: true, Listen: "127.0.0.1:8420"},
+			Slack: SlackConfig{Mode: "socket"},
+		},
+		Groups: []GroupSeed{{Folder: "root"}, {Folder: "main"}},
+		Routes: []RouteSeed{{Match: map[string]string{"platform": "web"}, Target: "main"}},
+	}
+}
+
+// ParseConfig reads YAML over the defaults, expanding ${VAR} and
+// ${VAR:-default} from getenv in every string value, and validates the result.
+// Errors name the key: `agent.timeout: "soon" is not a duration (line 7)`.
+func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return cfg, fmt.Errorf("parse yaml: %w", err)
+	}
+	if len(doc.Content) > 0 {
+		root := doc.Content[0]
+		if err := expandEnv(root, getenv); err != nil {
+			return cfg, err
+		}
+		// Lists in the file replace the defaults rather than append to them.
+		if root.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(root.Content); i += 2 {
+				switch root.Content[i].Value {
+				case "groups":
+					cfg.Groups = nil
+				case "routes":
+					cfg.Routes = nil
+				}
+			}
+		}
+		if err := decodeNode("", root, reflect.ValueOf(&cfg).Elem()); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+func expandEnv(n *yaml.Node, getenv func(string) string) error {
+	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
+			m := envRef.FindStringSubmatch(ref)
+			if v := getenv(m[1]); v != "" || m[2] == "" {
+				return v
+			}
+			return m[3]
+		})
+		if strings.Contains(n.Value, "${") {
+			return fmt.Errorf("line %d: malformed variable reference %q; write ${NAME} or ${NAME:-default}", n.Line, n.Value)
+		}
+	}
+	for _, c := range n.Content {
+		if err := expandEnv(c, getenv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var durationType = reflect.TypeOf(Duration(0))
+
+// decodeNode decodes n into v, walking structs by their yaml tags so that an
+// unknown key or a bad value is reported with its full key path.
+func decodeNode(path string, n *yaml.Node, v reflect.Value) error {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Tag == "!!null" {
+		return nil
+	}
+	switch {
+	case v.Type() == durationType:
+		d, err := time.ParseDuration(n.Value)
+		if err != nil || n.Kind != yaml.ScalarNode {
+			return fmt.Errorf("%s: %q is not a duration like 30s, 10m or 1h (line %d)", path, n.Value, n.Line)
+		}
+		v.SetInt(int64(d))
+		return nil
+	case v.Kind() == reflect.Struct:
+		return decodeStruct(path, n, v)
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
+		if n.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%s: want a list (line %d)", path, n.Line)
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			if err := decodeNode(fmt.Sprintf("%s[%d]", path, i), c, s.Index(i)); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+		return nil
+	}
+	if err := n.Decode(v.Addr().Interface()); err != nil {
+		return fmt.Errorf("%s: %s (line %d)", path, describeType(v.Type(), n), n.Line)
+	}
+	return nil
+}
+
+func decodeStruct(path string, n *yaml.Node, v reflect.Value) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s: want a mapping of keys (line %d)", orRoot(path), n.Line)
+	}
+	t := v.Type()
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i].Value
+		idx := -1
+		var names []string
+		for f := 0; f < t.NumField(); f++ {
+			name := strings.Split(t.Field(f).Tag.Get("yaml"), ",")[0]
+			names = append(names, name)
+			if name == key {
+				idx = f
+			}
+		}
+		full := key
+		if path != "" {
+			full = path + "." + key
+		}
+		if idx < 0 {
+			return fmt.Errorf("%s: unknown key (line %d); valid keys here: %s", full, n.Content[i].Line, strings.Join(names, ", "))
+		}
+		if err := decodeNode(full, n.Content[i+1], v.Field(idx)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "config"
+	}
+	return path
+}
+
+func describeType(t reflect.Type, n *yaml.Node) string {
+	got := n.Value
+	if n.Kind != yaml.ScalarNode {
+		got = map[yaml.Kind]string{yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list"}[n.Kind]
+	} else {
+		got = strconv.Quote(got)
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return got + " is not true or false"
+	case reflect.Int:
+		return got + " is not a whole number"
+	case reflect.Slice:
+		return "want a list of strings, got " + got
+	case reflect.Map:
+		return "want a mapping of key: glob, got " + got
+	}
+	return "want a string, got " + got
+}
+
+// Validate checks values; every error names its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		bad("data_dir", "must not be empty")
+	}
+	if err := groups.Validate(c.OperatorFolder); err != nil {
+		bad("operator_folder", "%v", err)
+	}
+	if _, err := time.LoadLocation(c.Timezone); err != nil || c.Timezone == "" || strings.EqualFold(c.Timezone, "local") {
+		bad("timezone", "%q is not an IANA time zone such as UTC or Europe/Berlin", c.Timezone)
+	}
+	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
+		bad("log.level", "%q: want debug, info, warn or error", c.Log.Level)
+	}
+	if !oneOf(c.Log.Format, "text", "json") {
+		bad("log.format", "%q: want text or json", c.Log.Format)
+	}
+	c.validateAgent(bad)
+	if c.EngageTTL < 0 {
+		bad("engage_ttl", "must not be negative")
+	}
+	c.validateAdapters(bad)
+	known := map[string]bool{c.OperatorFolder: true}
+	for i, g := range c.Groups {
+		if err := groups.Validate(g.Folder); err != nil {
+			bad(fmt.Sprintf("groups[%d].folder", i), "%v", err)
+		}
+		known[g.Folder] = true
+	}
+	for i, r := range c.Routes {
+		rt := r.Route()
+		if err := rt.Validate(); err != nil {
+			bad(fmt.Sprintf("routes[%d]", i), "%v", err)
+		} else if !known[r.Target] {
+			bad(fmt.Sprintf("routes[%d].target", i), "group %q is not listed under groups", r.Target)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) validateAgent(bad func(string, string, ...any)) {
+	if len(c.Agent.Command) == 0 || strings.TrimSpace(c.Agent.Command[0]) == "" {
+		bad("agent.command", "must name a program, e.g. [\"switchboard\", \"demo-agent\"]")
+	}
+	if !oneOf(c.Agent.Output, "text", "claude-json", "none") {
+		bad("agent.output", "%q: want text, claude-json or none", c.Agent.Output)
+	}
+	if c.Agent.Timeout <= 0 {
+		bad("agent.timeout", "must be positive, e.g. 10m")
+	}
+	if c.Agent.MaxConcurrent < 1 || c.Agent.MaxConcurrent > 1024 {
+		bad("agent.max_concurrent", "%d: want 1 to 1024", c.Agent.MaxConcurrent)
+	}
+}
+
+func (c *Config) validateAdapters(bad func(string, string, ...any)) {
+	a := c.Adapters
+	if a.Web.Enabled {
+		if _, _, err := net.SplitHostPort(a.Web.Listen); err != nil {
+			bad("adapters.web.listen", "%q is not host:port, e.g. 127.0.0.1:8420", a.Web.Listen)
+		}
+	}
+	if a.Telegram.Enabled && a.Telegram.Token == "" {
+		bad("adapters.telegram.token", "empty; set TELEGRAM_BOT_TOKEN or disable the adapter")
+	}
+	if a.Discord.Enabled && a.Discord.Token == "" {
+		bad("adapters.discord.token", "empty; set DISCORD_BOT_TOKEN or disable the adapter")
+	}
+	if !oneOf(a.Slack.Mode, "socket", "events") {
+		bad("adapters.slack.mode", "%q: want socket or events", a.Slack.Mode)
+	}
+	if a.Slack.Enabled {
+		if a.Slack.BotToken == "" {
+			bad("adapters.slack.bot_token", "empty; set SLACK_BOT_TOKEN or disable the adapter")
+		}
+		if a.Slack.Mode == "socket" && a.Slack.AppToken == "" {
+			bad("adapters.slack.app_token", "empty; socket mode needs an app-level token (SLACK_APP_TOKEN)")
+		}
+		if a.Slack.Mode == "events" && (a.Slack.SigningSecret == "" || a.Slack.Listen == "") {
+			bad("adapters.slack", "events mode needs signing_secret and listen")
+		}
+	}
+}
+
+// Route converts a seed into a routing.Route.
+func (r RouteSeed) Route() routing.Route {
+	return routing.Route{Seq: r.Seq, Match: r.Match, Target: r.Target, Mode: routing.Mode(r.Mode)}.Normalize()
+}
+
+func oneOf(s string, opts ...string) bool {
+	for _, o := range opts {
+		if s == o {
+			return true
+		}
+	}
+	return false
+}
+
+// loadConfig reads path; when path is "" it tries ./switchboard.yaml and
+// falls back to the built-in defaults.
+func loadConfig(path string, getenv func(string) string) (Config, string, error) {
+	explicit := path != ""
+	if !explicit {
+		path = "switchboard.yaml"
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && !explicit {
+		cfg := DefaultConfig()
+		return cfg, "", cfg.Validate()
+	}
+	if err != nil {
+		return Config{}, path, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := ParseConfig(data, getenv)
+	if err != nil {
+		return cfg, path, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, path, nil
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestExampleConfigParses(t *testing.T) {
+	data, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig(data, env(nil))
+	if err != nil {
+		t.Fatalf("config.example.yaml: %v", err)
+	}
+	if cfg.Adapters.Web.Listen != "127.0.0.1:8420" || !cfg.Adapters.Web.Enabled {
+		t.Errorf("web adapter = %+v, want enabled on 127.0.0.1:8420", cfg.Adapters.Web)
+	}
+	if len(cfg.Groups) != 2 || len(cfg.Routes) != 1 || cfg.Routes[0].Target != "main" {
+		t.Errorf("groups/routes not read: %+v %+v", cfg.Groups, cfg.Routes)
+	}
+	if time.Duration(cfg.Agent.Timeout) != 10*time.Minute || cfg.Agent.Command[1] != "demo-agent" {
+		t.Errorf("agent = %+v", cfg.Agent)
+	}
+}
+
+func TestConfigEnvExpansion(t *testing.T) {
+	yaml := `
+data_dir: ${DATA:-/tmp/sb}
+adapters:
+  telegram: {enabled: true, token: "${TG}"}
+  web: {enabled: true, listen: "${HOST:-127.0.0.1}:${PORT:-9000}"}
+`
+	cfg, err := ParseConfig([]byte(yaml), env(map[string]string{"TG": "123:abc", "PORT": "9100"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != "/tmp/sb" || cfg.Adapters.Telegram.Token != "123:abc" || cfg.Adapters.Web.Listen != "127.0.0.1:9100" {
+		t.Errorf("expansion wrong: data_dir=%q listen=%q", cfg.DataDir, cfg.Adapters.Web.Listen)
+	}
+	if s := Secret("123:abc").String(); strings.Contains(s, "abc") {
+		t.Errorf("secret printed: %s", s)
+	}
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"unknown top-level key", "datadir: x", "datadir: unknown key"},
+		{"unknown nested key", "adapters:\n  web: {lisen: x}", "adapters.web.lisen: unknown key"},
+		{"bad duration", "agent: {timeout: soon}", `agent.timeout: "soon" is not a duration`},
+		{"bad int", "agent: {max_concurrent: lots}", "agent.max_concurrent:"},
+		{"zero concurrency", "agent: {max_concurrent: 0}", "agent.max_concurrent: 0"},
+		{"bad output", "agent: {output: xml}", `agent.output: "xml"`},
+		{"empty command", "agent: {command: []}", "agent.command:"},
+		{"bad timezone", "timezone: Mars/Olympus", "timezone:"},
+		{"bad folder", "operator_folder: Root", "operator_folder:"},
+		{"bad group", "groups: [{folder: '../x'}]", "groups[0].folder:"},
+		{"bad route key", "routes: [{match: {planet: x}, target: root}]", "routes[0]:"},
+		{"route to unknown group", "routes: [{match: {platform: web}, target: nowhere}]", "routes[0].target:"},
+		{"telegram without token", "adapters: {telegram: {enabled: true}}", "adapters.telegram.token: empty"},
+		{"bad listen", "adapters: {web: {listen: nope}}", "adapters.web.listen:"},
+		{"bad log level", "log: {level: loud}", "log.level:"},
+		{"not a mapping", "agent: 5", "agent: want a mapping"},
+		{"yaml syntax", "agent: [", "parse yaml"},
+		{"malformed var", "data_dir: ${FOO", "malformed variable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(c.yaml), env(nil))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestConfigListsReplaceDefaults(t *testing.T) {
+	cfg, err := ParseConfig([]byte("groups: [{folder: ops}]\nroutes: [{match: {platform: web}, target: ops}]"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Groups) != 1 || cfg.Groups[0].Folder != "ops" || len(cfg.Routes) != 1 {
+		t.Errorf("groups = %+v routes = %+v", cfg.Groups, cfg.Routes)
+	}
+}

@@ -1,0 +1,45 @@
+// Package ipc serves each group's MCP server on a unix socket: the tool
+// catalog, per-connection sessions, filtering by tier and grants, and
+// list_changed notifications. It talks to the rest of the system only
+// through the interfaces it defines.
+package ipc
+
+import (
+	"fmt"
+
+	"switchboard/grants"
+	"switchboard/groups"
+	"switchboard/routing"
+)
+
+// Caller is who makes a tool call: a group folder and its rules.
+type Caller struct {
+	Folder string
+	Tier   int
+	Rules  *grants.Set
+}
+
+// Authorize decides a tool call: the grant rules with the call's params, then
+// — for a call that targets a chat (param "jid") — that the chat's owner is in
+// the caller's subtree (tier 0 excepted). It is the only place that combines
+// the two, used by the MCP server and by `switchboard grants check`.
+func Authorize(c Caller, table *routing.Table, tool string, params map[string]string) grants.Decision {
+	d := c.Rules.Check(tool, params)
+	if !d.Allow || c.Tier == 0 {
+		return d
+	}
+	jid, ok := params["jid"]
+	if !ok {
+		return d
+	}
+	owner, owned := table.Owner(jid, "")
+	switch {
+	case !owned:
+		d.Allow = false
+		d.Reason = fmt.Sprintf("denied: chat %s has no owner (no route matches it), so only the operator may act on it", jid)
+	case !groups.InSubtree(c.Folder, owner):
+		d.Allow = false
+		d.Reason = fmt.Sprintf("denied: chat %s belongs to group %s, outside %s's subtree", jid, owner, c.Folder)
+	}
+	return d
+}

@@ -1,0 +1,234 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// OutboxItem is a message waiting for, or done with, delivery.
+type OutboxItem struct {
+	ID          int64
+	Key         string // idempotency key: one row per reply, ever
+	Kind        string // send | reply | notice
+	Folder      string // sender folder ("" for the operator); receives failure notices
+	ChatJID     string
+	Topic       string
+	ReplyTo     string
+	Text        string
+	Status      string // pending | sending | sent | failed
+	Attempts    int
+	NextAttempt int64
+	Error       string
+	PlatformID  string
+	Created     int64
+}
+
+const outboxColumns = `id, key, kind, folder, chat_jid, topic, reply_to, text, status, attempts, next_attempt_ms, error, platform_id, created_ms`
+
+func scanOutbox(sc scanner) (OutboxItem, error) {
+	var o OutboxItem
+	err := sc.Scan(&o.ID, &o.Key, &o.Kind, &o.Folder, &o.ChatJID, &o.Topic, &o.ReplyTo, &o.Text, &o.Status, &o.Attempts,
+		&o.NextAttempt, &o.Error, &o.PlatformID, &o.Created)
+	return o, err
+}
+
+// AddOutbox queues o. A second item with the same Key is not queued again:
+// the first one is returned.
+func (s *Store) AddOutbox(ctx context.Context, o OutboxItem) (OutboxItem, error) {
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error { return insertOutbox(ctx, tx, &o, s.nowMS()) })
+	if err != nil {
+		return o, err
+	}
+	return s.outboxByKey(ctx, o.Key)
+}
+
+func insertOutbox(ctx context.Context, tx *sql.Tx, o *OutboxItem, now int64) error {
+	if o.Key == "" || o.ChatJID == "" {
+		return errors.New("queue outbox: key and chat are required")
+	}
+	if o.Kind == "" {
+		o.Kind = "send"
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (key, kind, folder, chat_jid, topic, reply_to, text, created_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+		o.Key, o.Kind, o.Folder, o.ChatJID, o.Topic, o.ReplyTo, o.Text, now)
+	if err != nil {
+		return fmt.Errorf("queue outbox: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) outboxByKey(ctx context.Context, key string) (OutboxItem, error) {
+	o, err := scanOutbox(s.w.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM outbox WHERE key = ?`, key))
+	if err == sql.ErrNoRows {
+		return o, ErrNotFound
+	}
+	return o, err
+}
+
+// OutboxByKey returns the item with key (ErrNotFound when none).
+func (s *Store) OutboxByKey(ctx context.Context, key string) (OutboxItem, error) { return s.outboxByKey(ctx, key) }
+
+// DueOutbox returns pending items due at now, at most one per chat: the
+// chat's oldest unfinished item, so replies arrive in order and a chat whose
+// head is waiting (rate limit, retry) does not hold up other chats.
+func (s *Store) DueOutbox(ctx context.Context, now int64, limit int) ([]OutboxItem, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+outboxColumns+` FROM outbox o
+		WHERE status = 'pending' AND next_attempt_ms <= ?
+		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_jid = o.chat_jid AND e.status IN ('pending', 'sending') AND e.id < o.id)
+		ORDER BY id LIMIT ?`, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []OutboxItem
+	for rows.Next() {
+		o, err := scanOutbox(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read outbox: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// NextOutboxAt is when the earliest pending item falls due.
+func (s *Store) NextOutboxAt(ctx context.Context) (int64, bool, error) {
+	var at sql.NullInt64
+	if err := s.r.QueryRowContext(ctx, `SELECT min(next_attempt_ms) FROM outbox WHERE status = 'pending'`).Scan(&at); err != nil {
+		return 0, false, fmt.Errorf("read outbox: %w", err)
+	}
+	return at.Int64, at.Valid, nil
+}
+
+// ClaimOutbox moves a pending item to sending and counts the attempt; false
+// when it was not pending (someone else has it).
+func (s *Store) ClaimOutbox(ctx context.Context, id int64) (bool, error) {
+	return s.outboxUpdate(ctx, `UPDATE outbox SET status = 'sending', attempts = attempts + 1 WHERE id = ? AND status = 'pending'`, id)
+}
+
+// OutboxSent marks a sending item delivered and stores the bot's message
+// (bot.Seq is set), in one transaction.
+func (s *Store) OutboxSent(ctx context.Context, id int64, platformID string, bot *Message) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		now := s.nowMS()
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_id = ?, error = '', done_ms = ? WHERE id = ?`, platformID, now, id); err != nil {
+			return fmt.Errorf("mark sent: %w", err)
+		}
+		if bot == nil {
+			return nil
+		}
+		if bot.Time == 0 {
+			bot.Time = now
+		}
+		seq, _, err := insertOne(ctx, tx.StmtContext(ctx, s.insertMsg), tx.StmtContext(ctx, s.msgSeqByID), tx.StmtContext(ctx, s.touchChat), bot, bot.Time, now)
+		bot.Seq = seq
+		return err
+	})
+}
+
+// OutboxRetry puts a sending item back to pending, due at next.
+func (s *Store) OutboxRetry(ctx context.Context, id, next int64, reason string) error {
+	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET status = 'pending', next_attempt_ms = ?, error = ? WHERE id = ? AND status = 'sending'`, next, reason, id)
+	return err
+}
+
+// OutboxFailed marks an item failed for good and, when it came from a
+// folder, leaves a notice for that folder's next prompt.
+func (s *Store) OutboxFailed(ctx context.Context, id int64, reason string) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error { return failOutbox(ctx, tx, id, reason, s.nowMS()) })
+}
+
+func failOutbox(ctx context.Context, tx *sql.Tx, id int64, reason string, now int64) error {
+	o, err := scanOutbox(tx.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM outbox WHERE id = ?`, id))
+	if err != nil {
+		return fmt.Errorf("fail outbox %d: %w", id, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'failed', error = ?, done_ms = ? WHERE id = ?`, reason, now, id); err != nil {
+		return fmt.Errorf("fail outbox %d: %w", id, err)
+	}
+	if o.Folder == "" || o.Kind == "notice" {
+		return nil
+	}
+	text := o.Text
+	if len(text) > 200 {
+		text = strings.ToValidUTF8(text[:200], "") + "…"
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO notices (folder, chat_jid, text, error, created_ms) VALUES (?, ?, ?, ?, ?)`, o.Folder, o.ChatJID, text, reason, now)
+	if err != nil {
+		return fmt.Errorf("record notice: %w", err)
+	}
+	return nil
+}
+
+// RecoverOutbox fails items left in sending by a crash: they may have
+// reached the platform, and each reply is sent at most once.
+func (s *Store) RecoverOutbox(ctx context.Context) (int, error) {
+	n := 0
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		ids, err := queryInts(ctx, tx, `SELECT id FROM outbox WHERE status = 'sending'`)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := failOutbox(ctx, tx, id, "interrupted during delivery by a restart; not resent, it may or may not have arrived", s.nowMS()); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}
+
+func queryInts(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) outboxUpdate(ctx context.Context, q string, args ...any) (bool, error) {
+	var n int64
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("update outbox: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n > 0, err
+}
+
+// Outbox lists items of a chat, newest first (all chats when chat is "").
+func (s *Store) Outbox(ctx context.Context, chat string, limit int) ([]OutboxItem, error) {
+	q := `SELECT ` + outboxColumns + ` FROM outbox WHERE (? = '' OR chat_jid = ?) ORDER BY id DESC LIMIT ?`
+	rows, err := s.r.QueryContext(ctx, q, chat, chat, clampLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []OutboxItem
+	for rows.Next() {
+		o, err := scanOutbox(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read outbox: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
