@@ -70,7 +70,9 @@ func (s *Store) outboxByKey(ctx context.Context, key string) (OutboxItem, error)
 }
 
 // OutboxByKey returns the item with key (ErrNotFound when none).
-func (s *Store) OutboxByKey(ctx context.Context, key string) (OutboxItem, error) { return s.outboxByKey(ctx, key) }
+func (s *Store) OutboxByKey(ctx context.Context, key string) (OutboxItem, error) {
+	return s.outboxByKey(ctx, key)
+}
 
 // DueOutbox returns pending items due at now, at most one per chat: the
 // chat's oldest unfinished item, so replies arrive in order and a chat whose

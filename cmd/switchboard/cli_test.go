@@ -108,10 +108,10 @@ func TestRouteAddListExplain(t *testing.T) {
 		t.Errorf("explain json: %v", ex)
 	}
 	for _, bad := range [][]string{
-		{"route", "add", "platform=web"},                               // no target
-		{"route", "add", "--target", "main", "planet=mars"},            // unknown key
-		{"route", "add", "--target", "main", "--mode", "loud", "a=b"},  // bad mode / key
-		{"route", "add", "--target", "main", "platform"},               // not KEY=GLOB
+		{"route", "add", "platform=web"},                              // no target
+		{"route", "add", "--target", "main", "planet=mars"},           // unknown key
+		{"route", "add", "--target", "main", "--mode", "loud", "a=b"}, // bad mode / key
+		{"route", "add", "--target", "main", "platform"},              // not KEY=GLOB
 		{"route", "rm", "abc"},
 		{"route", "explain", "not a jid"},
 	} {

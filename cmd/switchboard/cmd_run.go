@@ -61,17 +61,6 @@ func (a *app) runGateway(ctx context.Context) error {
 	abs, _ := filepath.Abs(a.cfg.DataDir)
 	a.log.Info("switchboard starting", "version", buildVersion()["version"], "config", orDefault(a.cfgFrom, "(built-in defaults)"),
 		"data_dir", abs, "agent", a.cfg.Agent.Command, "max_concurrent", a.cfg.Agent.MaxConcurrent)
-	for _, ad := range adapterList {
-		if w, ok := ad.(*web.Adapter); ok {
-			go func() {
-				select {
-				case <-w.Ready():
-					a.log.Info("web chat listening", "url", "http://"+w.Addr()+"/")
-				case <-ctx.Done():
-				}
-			}()
-		}
-	}
 	// A second signal exits at once; the first one is ctx.
 	go func() {
 		<-ctx.Done()
@@ -142,7 +131,7 @@ func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
 	var list []adapters.Adapter
 	c := a.cfg.Adapters
 	if c.Web.Enabled {
-		list = append(list, web.New(web.Options{Listen: c.Web.Listen, History: gateway.History{Store: st}, Logger: a.log.With("adapter", "web")}))
+		list = append(list, web.New(web.Options{Listen: c.Web.Listen, History: gateway.History{Store: st}, Logger: a.log}))
 	}
 	for name, on := range map[string]bool{"telegram": c.Telegram.Enabled, "discord": c.Discord.Enabled, "slack": c.Slack.Enabled} {
 		if on {

@@ -1,0 +1,610 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// agentScript writes body as a shell script and returns the argv that runs it
+// with args. The script is run through /bin/sh rather than exec'd directly: a
+// file just written can fail to exec with ETXTBSY while parallel tests fork.
+func agentScript(t *testing.T, body string, args ...string) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"/bin/sh", path}, args...)
+}
+
+// printingAgent is an agent whose stdout is exactly out.
+func printingAgent(t *testing.T, out string) []string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "stdout")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return agentScript(t, `cat "$1"`, file)
+}
+
+// runAgent runs RunAgent with a safety timeout so that a bug fails the test
+// instead of hanging it.
+func runAgent(t *testing.T, spec AgentSpec, run AgentRun) (AgentResult, error) {
+	t.Helper()
+	if spec.Timeout == 0 {
+		spec.Timeout = 5 * time.Second
+	}
+	return RunAgent(context.Background(), spec, run)
+}
+
+// readPid polls for a pid file that a script wrote with `echo $! > tmp; mv`.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatalf("pid file %s: %v", path, err)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent never wrote %s", path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// requireGone fails unless pid dies within 2 s (a zombie counts as dead: who
+// reaps orphans depends on the machine's init).
+func requireGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !processGone(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("process %d outlived the turn", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')') // the state follows the command name
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+const writeGrandchildPid = `sleep 1000 &
+echo $! > "$1.tmp" && mv "$1.tmp" "$1"`
+
+func TestRunAgentText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body, prompt, want string
+	}{
+		{"prompt arrives on stdin and stdin is closed", `cat`, "hello\nworld", "hello\nworld"},
+		{"reply is trimmed", `printf '\n\n  hi there \n\n'`, "", "hi there"},
+		{"invalid utf-8 is replaced", `printf 'ok \377\376 end'`, "", "ok \uFFFD end"},
+		{"empty stdout is an empty reply", `true`, "x", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := AgentSpec{Command: agentScript(t, tt.body), Output: "text"}
+			res, err := runAgent(t, spec, AgentRun{Prompt: tt.prompt, SessionID: "s-7"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reply != tt.want {
+				t.Errorf("Reply = %q, want %q", res.Reply, tt.want)
+			}
+			if res.SessionID != "s-7" || res.ExitCode != 0 || res.TimedOut || res.Truncated {
+				t.Errorf("result = %+v, want session s-7, exit 0, not timed out or truncated", res)
+			}
+		})
+	}
+}
+
+func TestRunAgentDirAndEnv(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := agentScript(t, `pwd -P; printf '%s|%s|%s|%s\n' "$SWITCHBOARD_FOLDER" "$SWITCHBOARD_TIER" "$HOME" "${PATH:+inherited}"`)
+	res, err := runAgent(t, AgentSpec{Command: cmd}, AgentRun{
+		Dir: dir,
+		Env: []string{"SWITCHBOARD_FOLDER=main", "SWITCHBOARD_TIER=1", "HOME=/nonexistent-home"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := realDir + "\nmain|1|/nonexistent-home|inherited"
+	if res.Reply != want {
+		t.Errorf("Reply = %q, want %q", res.Reply, want)
+	}
+}
+
+func TestRunAgentResumeArgs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, session, want string
+	}{
+		{"fresh session gets no resume args", "", "-p"},
+		{"existing session gets them substituted", "s-1", "-p\n--resume\ns-1\n--tag=s-1:s-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := AgentSpec{
+				Command:    agentScript(t, `printf '%s\n' "$@"`, "-p"),
+				ResumeArgs: []string{"--resume", "{session}", "--tag={session}:{session}"},
+			}
+			res, err := runAgent(t, spec, AgentRun{SessionID: tt.session})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reply != tt.want {
+				t.Errorf("argv after the script = %q, want %q", res.Reply, tt.want)
+			}
+		})
+	}
+}
+
+// claudeJSONTests are stdouts of an agent run with output: claude-json.
+var claudeJSONTests = []struct {
+	name, stdout          string
+	wantReply, wantSessID string
+	wantErr               string // substring; "" means success
+}{
+	{
+		name:      "result object",
+		stdout:    `{"type":"result","subtype":"success","is_error":false,"result":"  Hello Ann \n","session_id":"abc-123"}` + "\n",
+		wantReply: "Hello Ann", wantSessID: "abc-123",
+	},
+	{
+		name:      "log lines before the object",
+		stdout:    "starting up\n{not json\n" + `{"type":"result","is_error":false,"result":"hi","session_id":"abc-9"}` + "\n",
+		wantReply: "hi", wantSessID: "abc-9",
+	},
+	{
+		name:      "array of messages ending with the result",
+		stdout:    `[{"type":"system","session_id":"x"},{"type":"result","result":"from array","session_id":"arr-1"}]`,
+		wantReply: "from array", wantSessID: "arr-1",
+	},
+	{
+		name:      "no session id keeps the old one",
+		stdout:    `{"result":"ok"}`,
+		wantReply: "ok", wantSessID: "old",
+	},
+	{
+		name:       "is_error",
+		stdout:     `{"type":"result","subtype":"success","is_error":true,"result":"Credit balance is too low","session_id":"abc-5"}`,
+		wantSessID: "abc-5",
+		wantErr:    "agent reported an error: Credit balance is too low",
+	},
+	{
+		name:       "is_error without result names the subtype",
+		stdout:     `{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"abc-6"}`,
+		wantSessID: "abc-6",
+		wantErr:    "agent reported an error: error_max_turns",
+	},
+	{
+		name:       "garbage",
+		stdout:     "Hello, I am plain text\n",
+		wantSessID: "old",
+		wantErr:    `agent output is not Claude Code JSON (output: claude-json): no line holds a JSON object; stdout begins "Hello, I am plain text"`,
+	},
+	{
+		name:       "result is not a string",
+		stdout:     `{"result":42}`,
+		wantSessID: "old",
+		wantErr:    "agent output is not Claude Code JSON (output: claude-json): json: cannot unmarshal number",
+	},
+	{
+		name:       "object without result",
+		stdout:     `{"type":"system"}`,
+		wantSessID: "old",
+		wantErr:    `agent output is not Claude Code JSON (output: claude-json): no string "result" field`,
+	},
+	{
+		name:       "empty stdout",
+		stdout:     "",
+		wantSessID: "old",
+		wantErr:    "agent output is not Claude Code JSON (output: claude-json): stdout is empty",
+	},
+}
+
+func TestRunAgentClaudeJSON(t *testing.T) {
+	t.Parallel()
+	for _, tt := range claudeJSONTests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := AgentSpec{Command: printingAgent(t, tt.stdout), Output: "claude-json"}
+			res, err := runAgent(t, spec, AgentRun{SessionID: "old"})
+			if res.SessionID != tt.wantSessID {
+				t.Errorf("SessionID = %q, want %q", res.SessionID, tt.wantSessID)
+			}
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Reply != tt.wantReply {
+					t.Errorf("Reply = %q, want %q", res.Reply, tt.wantReply)
+				}
+				return
+			}
+			if !errors.Is(err, ErrAgentFailed) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want ErrAgentFailed containing %q", err, tt.wantErr)
+			}
+			if res.Reply != "" {
+				t.Errorf("Reply = %q on a failed turn, want empty", res.Reply)
+			}
+		})
+	}
+}
+
+func TestRunAgentClaudeJSONTruncated(t *testing.T) {
+	t.Parallel()
+	out := `{"type":"result","result":"` + strings.Repeat("a", 5000) + `","session_id":"s"}`
+	spec := AgentSpec{Command: printingAgent(t, out), Output: "claude-json", MaxOutput: 1000}
+	res, err := runAgent(t, spec, AgentRun{})
+	if !errors.Is(err, ErrAgentFailed) || !strings.Contains(err.Error(), "stdout was cut at 1000 bytes") {
+		t.Fatalf("err = %v, want a truncation hint", err)
+	}
+	if !res.Truncated {
+		t.Error("Truncated = false, want true")
+	}
+}
+
+func TestRunAgentOutputNone(t *testing.T) {
+	t.Parallel()
+	spec := AgentSpec{Command: agentScript(t, `echo "replied through MCP"`), Output: "none"}
+	res, err := runAgent(t, spec, AgentRun{SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reply != "" || res.SessionID != "s" {
+		t.Errorf("result = %+v, want no reply and the session kept", res)
+	}
+}
+
+func TestRunAgentExitStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body, output string
+		wantCode           int
+		wantErr            string
+	}{
+		{
+			name:     "non-zero exit names the last stderr line",
+			body:     "echo 'loading config' >&2\necho 'bad config: missing key' >&2\necho partial\nexit 3",
+			wantCode: 3,
+			wantErr:  "agent exited with status 3: bad config: missing key",
+		},
+		{
+			name:     "non-zero exit without stderr",
+			body:     "exit 1",
+			wantCode: 1,
+			wantErr:  "agent exited with status 1: (nothing on stderr)",
+		},
+		{
+			name:     "claude-json error on stdout when stderr is empty",
+			body:     `echo '{"type":"result","is_error":true,"result":"Invalid API key"}'; exit 1`,
+			output:   "claude-json",
+			wantCode: 1,
+			wantErr:  "agent exited with status 1: Invalid API key",
+		},
+		{
+			name:     "killed by a signal",
+			body:     "echo 'out of memory' >&2\nkill -9 $$",
+			wantCode: -1,
+			wantErr:  "agent killed by signal 9 (killed): out of memory",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := runAgent(t, AgentSpec{Command: agentScript(t, tt.body), Output: tt.output}, AgentRun{})
+			if !errors.Is(err, ErrAgentFailed) || err.Error() != tt.wantErr {
+				t.Fatalf("err = %v, want ErrAgentFailed %q", err, tt.wantErr)
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Errorf("err does not unwrap to *exec.ExitError")
+			}
+			if res.ExitCode != tt.wantCode || res.Reply != "" || res.TimedOut {
+				t.Errorf("result = %+v, want exit code %d, no reply, not timed out", res, tt.wantCode)
+			}
+		})
+	}
+}
+
+func TestRunAgentStderrTail(t *testing.T) {
+	t.Parallel()
+	body := `i=0; while [ $i -lt 400 ]; do echo "noise line $i with some padding to make it long" >&2; i=$((i+1)); done
+echo 'the real reason' >&2; exit 2`
+	res, err := runAgent(t, AgentSpec{Command: agentScript(t, body)}, AgentRun{})
+	if err == nil || !strings.HasSuffix(err.Error(), ": the real reason") {
+		t.Fatalf("err = %v, want the last stderr line", err)
+	}
+	if len(res.Stderr) > 4096 || !strings.HasSuffix(res.Stderr, "the real reason\n") {
+		t.Errorf("Stderr has %d bytes ending %q, want ≤ 4096 ending with the last line", len(res.Stderr), res.Stderr[max(0, len(res.Stderr)-40):])
+	}
+	if strings.Contains(res.Stderr, "noise line 0 ") {
+		t.Error("Stderr kept the beginning, want only the tail")
+	}
+}
+
+func TestRunAgentStartErrors(t *testing.T) {
+	t.Parallel()
+	notExec := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		spec    AgentSpec
+		run     AgentRun
+		wantErr string
+	}{
+		{
+			name:    "command not found",
+			spec:    AgentSpec{Command: []string{"switchboard-no-such-agent"}},
+			wantErr: `start agent "switchboard-no-such-agent": exec: "switchboard-no-such-agent": executable file not found in $PATH; check agent.command`,
+		},
+		{
+			name:    "not executable",
+			spec:    AgentSpec{Command: []string{notExec}},
+			wantErr: fmt.Sprintf(`start agent %q: fork/exec %s: permission denied; check agent.command`, notExec, notExec),
+		},
+		{
+			name:    "empty command",
+			spec:    AgentSpec{},
+			wantErr: "agent command is empty; set agent.command",
+		},
+		{
+			name:    "unknown output",
+			spec:    AgentSpec{Command: []string{"/bin/true"}, Output: "json"},
+			wantErr: `unknown agent output "json"; set agent.output to text, claude-json or none`,
+		},
+		{
+			name:    "missing folder",
+			spec:    AgentSpec{Command: []string{"/bin/true"}},
+			run:     AgentRun{Dir: "/nonexistent/switchboard/main"},
+			wantErr: "agent working directory: stat /nonexistent/switchboard/main: no such file or directory; check that the group folder exists",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := runAgent(t, tt.spec, tt.run)
+			if !errors.Is(err, ErrAgentFailed) || err.Error() != tt.wantErr {
+				t.Fatalf("err = %v\nwant ErrAgentFailed %q", err, tt.wantErr)
+			}
+			if res.ExitCode != -1 {
+				t.Errorf("ExitCode = %d, want -1 for an agent that never ran", res.ExitCode)
+			}
+		})
+	}
+}
+
+func TestRunAgentTimeoutKillsGroup(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	spec := AgentSpec{Command: agentScript(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 300 * time.Millisecond}
+	start := time.Now()
+	res, err := RunAgent(context.Background(), spec, AgentRun{})
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("RunAgent took %v after a 300ms timeout", elapsed)
+	}
+	want := "agent timed out after 300ms; raise agent.timeout or make the agent faster"
+	if !errors.Is(err, ErrAgentFailed) || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if !res.TimedOut || res.Reply != "" {
+		t.Errorf("result = %+v, want TimedOut and no reply", res)
+	}
+	requireGone(t, readPid(t, pidFile))
+}
+
+// An agent that ignores SIGTERM is killed after the grace period. Not parallel:
+// it shortens agentTermGrace.
+func TestRunAgentTimeoutIgnoringTerm(t *testing.T) {
+	defer func(old time.Duration) { agentTermGrace = old }(agentTermGrace)
+	agentTermGrace = 200 * time.Millisecond
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	body := "trap '' TERM\n" + writeGrandchildPid + "\nwhile :; do wait; done"
+	spec := AgentSpec{Command: agentScript(t, body, pidFile), Timeout: 200 * time.Millisecond}
+	start := time.Now()
+	res, err := RunAgent(context.Background(), spec, AgentRun{})
+	if elapsed := time.Since(start); elapsed > 1500*time.Millisecond {
+		t.Errorf("RunAgent took %v, want about timeout + grace", elapsed)
+	}
+	if !errors.Is(err, ErrAgentFailed) || !res.TimedOut {
+		t.Fatalf("err = %v, TimedOut = %v; want a timeout", err, res.TimedOut)
+	}
+	requireGone(t, readPid(t, pidFile))
+}
+
+func TestRunAgentBackgroundChildHoldingStdout(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	spec := AgentSpec{Command: agentScript(t, writeGrandchildPid+"\necho done", pidFile)}
+	start := time.Now()
+	res, err := runAgent(t, spec, AgentRun{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("RunAgent took %v; the background child held it", elapsed)
+	}
+	if res.Reply != "done" {
+		t.Errorf("Reply = %q, want %q", res.Reply, "done")
+	}
+	requireGone(t, readPid(t, pidFile))
+}
+
+// A child that leaves the process group cannot be killed with it, but it cannot
+// keep the turn open past agentDrainGrace either.
+func TestRunAgentEscapedChildHoldingStdout(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	body := `setsid sleep 1000 &
+echo $! > "$1.tmp" && mv "$1.tmp" "$1"
+echo done`
+	start := time.Now()
+	res, err := runAgent(t, AgentSpec{Command: agentScript(t, body, pidFile)}, AgentRun{})
+	pid := readPid(t, pidFile)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed := time.Since(start); elapsed > agentDrainGrace+time.Second {
+		t.Errorf("RunAgent took %v, want at most about %v", elapsed, agentDrainGrace)
+	}
+	if res.Reply != "done" {
+		t.Errorf("Reply = %q, want %q", res.Reply, "done")
+	}
+}
+
+// Not parallel: it measures allocation.
+func TestRunAgentStdoutFloodIsCapped(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	spec := AgentSpec{Command: agentScript(t, `yes | head -c 50000000`), MaxOutput: 1000}
+	res, err := runAgent(t, spec, AgentRun{})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || len(res.Reply) > 1000 || !strings.HasPrefix(res.Reply, "y\ny\n") {
+		t.Errorf("Truncated = %v, reply of %d bytes; want truncated to ≤ 1000 bytes of y lines", res.Truncated, len(res.Reply))
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("allocated %d bytes reading a 50 MB flood capped at 1000", alloc)
+	}
+}
+
+func TestRunAgentEndlessStdoutTimesOut(t *testing.T) {
+	t.Parallel()
+	spec := AgentSpec{Command: []string{"yes"}, Timeout: 500 * time.Millisecond}
+	start := time.Now()
+	res, err := RunAgent(context.Background(), spec, AgentRun{})
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("RunAgent took %v after a 500ms timeout", elapsed)
+	}
+	if !errors.Is(err, ErrAgentFailed) || !res.TimedOut || !res.Truncated {
+		t.Errorf("err = %v, result = %+v; want a truncated timeout", err, res)
+	}
+}
+
+func TestRunAgentIgnoresStdinWithLargePrompt(t *testing.T) {
+	t.Parallel()
+	// The agent fills its stdout pipe before it exits and never reads stdin: a
+	// gateway that wrote the whole prompt before reading would deadlock with it.
+	prompt := strings.Repeat("p", 1<<20)
+	spec := AgentSpec{Command: agentScript(t, `yes | head -c 300000; echo ok`), Timeout: 2 * time.Second}
+	res, err := RunAgent(context.Background(), spec, AgentRun{Prompt: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Reply) != 300002 || !strings.HasSuffix(res.Reply, "\nok") {
+		t.Errorf("Reply has %d bytes ending %q, want 300002 ending in ok", len(res.Reply), res.Reply[max(0, len(res.Reply)-10):])
+	}
+}
+
+func TestRunAgentLargePromptIsReadWhole(t *testing.T) {
+	t.Parallel()
+	prompt := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	res, err := runAgent(t, AgentSpec{Command: agentScript(t, `wc -c`)}, AgentRun{Prompt: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reply != strconv.Itoa(len(prompt)) {
+		t.Errorf("agent read %s bytes, want %d", res.Reply, len(prompt))
+	}
+}
+
+func TestRunAgentCancel(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	spec := AgentSpec{Command: agentScript(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 5 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pidc := make(chan int, 1)
+	go func() {
+		pidc <- readPidQuiet(pidFile)
+		cancel()
+	}()
+	start := time.Now()
+	res, err := RunAgent(ctx, spec, AgentRun{})
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("RunAgent took %v after cancellation", elapsed)
+	}
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrAgentFailed) || !strings.HasPrefix(err.Error(), "agent turn cancelled: ") {
+		t.Fatalf("err = %v, want agent turn cancelled wrapping context.Canceled only", err)
+	}
+	if res.TimedOut {
+		t.Error("TimedOut = true for a cancelled turn")
+	}
+	pid := <-pidc
+	if pid == 0 {
+		t.Fatal("agent never wrote its grandchild's pid")
+	}
+	requireGone(t, pid)
+}
+
+// readPidQuiet is readPid for a goroutine: 0 when the file never appears.
+func readPidQuiet(path string) int {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			return pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0
+}
+
+func TestRunAgentCancelledBeforeStart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	marker := filepath.Join(t.TempDir(), "ran")
+	res, err := RunAgent(ctx, AgentSpec{Command: agentScript(t, `touch "$1"`, marker)}, AgentRun{})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrAgentFailed) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if _, statErr := os.Stat(marker); statErr == nil {
+		t.Error("agent ran although the turn was cancelled before it started")
+	}
+	if res.ExitCode != -1 {
+		t.Errorf("ExitCode = %d, want -1", res.ExitCode)
+	}
+}

@@ -1,0 +1,12 @@
+package gateway
+
+import "errors"
+
+var (
+	// ErrBadMessage: an inbound message failed validation and was not stored.
+	ErrBadMessage = errors.New("invalid inbound message")
+	// ErrNoOwner: no route owns the chat, so there is no folder to address.
+	ErrNoOwner = errors.New("no route owns this chat")
+	// ErrNoAdapter: no enabled adapter serves the chat's platform.
+	ErrNoAdapter = errors.New("no adapter for this platform is enabled")
+)

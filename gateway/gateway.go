@@ -1,0 +1,243 @@
+// Package gateway is the pipeline: inbound → store → route → per-folder queue
+// → agent turn → outbox → adapter. It holds no platform code, no SQL and no
+// MCP tool bodies; it wires the packages that do.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/groups"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+// Triggers of a turn (SWITCHBOARD_TRIGGER).
+const (
+	TriggerMessage  = "message"
+	TriggerTask     = "task"
+	TriggerInject   = "inject"
+	TriggerDelegate = "delegate"
+	TriggerEscalate = "escalate"
+)
+
+// Options configure a Gateway. Store and Agent are required.
+type Options struct {
+	Store         *store.Store
+	Adapters      []adapters.Adapter
+	Agent         AgentSpec
+	DataDir       string
+	Operator      string        // the tier-0 folder
+	EngageTTL     time.Duration // follow-ups trigger without a mention this long after the bot spoke
+	MaxConcurrent int           // turns at once, all folders together
+	Exe           string        // this binary, for the groups' .mcp.json
+	Logger        *slog.Logger
+	// PollInterval is how often changes made by other processes (the CLI)
+	// are picked up. Default 1s.
+	PollInterval time.Duration
+	// RetryDelays are the waits before the second and third attempt of a
+	// failed batch. Default 2s, 10s.
+	RetryDelays []time.Duration
+	// DrainTimeout bounds how long shutdown waits for running turns. Default 30s.
+	DrainTimeout time.Duration
+}
+
+// Gateway runs the pipeline. Create with New, start with Run.
+type Gateway struct {
+	opt      Options
+	st       *store.Store
+	log      *slog.Logger
+	layout   groups.Layout
+	adapters map[string]adapters.Adapter
+
+	table    atomic.Pointer[routing.Table]
+	revision atomic.Int64
+	unrouted atomic.Int64
+
+	engage  engagements
+	notices noticeLimiter
+	active  activeTurns
+	queue   *queue
+	outbox  *outbox
+}
+
+// New checks options and builds a Gateway; nothing runs until Run.
+func New(opt Options) (*Gateway, error) {
+	if opt.Store == nil {
+		return nil, errors.New("gateway: no store")
+	}
+	if len(opt.Agent.Command) == 0 {
+		return nil, errors.New("gateway: agent.command is empty")
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.PollInterval <= 0 {
+		opt.PollInterval = time.Second
+	}
+	if opt.RetryDelays == nil {
+		opt.RetryDelays = []time.Duration{2 * time.Second, 10 * time.Second}
+	}
+	if opt.DrainTimeout <= 0 {
+		opt.DrainTimeout = 30 * time.Second
+	}
+	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
+	g := &Gateway{
+		opt: opt, st: opt.Store, log: opt.Logger,
+		layout:   groups.Layout{DataDir: opt.DataDir},
+		adapters: map[string]adapters.Adapter{},
+		engage:   engagements{m: map[engageKey]engagement{}},
+		notices:  noticeLimiter{last: map[string]time.Time{}, every: 5 * time.Minute},
+	}
+	for _, a := range opt.Adapters {
+		if _, dup := g.adapters[a.Name()]; dup {
+			return nil, fmt.Errorf("gateway: two adapters named %q", a.Name())
+		}
+		g.adapters[a.Name()] = a
+	}
+	g.queue = newQueue(g)
+	g.outbox = newOutbox(g)
+	return g, nil
+}
+
+// Run serves until ctx is cancelled, then shuts down in order: stop intake,
+// drain turns (bounded by DrainTimeout), stop the outbox. The caller closes
+// the store afterwards.
+func (g *Gateway) Run(ctx context.Context) error {
+	if err := g.reload(ctx); err != nil {
+		return err
+	}
+	if n, err := g.st.RecoverOutbox(ctx); err != nil {
+		return fmt.Errorf("recover outbox: %w", err)
+	} else if n > 0 {
+		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
+	}
+	// Turns and deliveries outlive the intake context so they can drain.
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	intakeCtx, stopIntake := context.WithCancel(ctx)
+	defer stopIntake()
+
+	errc := make(chan error, len(g.adapters))
+	var intake sync.WaitGroup
+	for name, a := range g.adapters {
+		intake.Add(1)
+		go func() {
+			defer intake.Done()
+			if err := a.Run(intakeCtx, g.Deliver); err != nil && intakeCtx.Err() == nil {
+				errc <- fmt.Errorf("adapter %s: %w", name, err)
+			}
+		}()
+	}
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() { defer bg.Done(); g.outbox.run(workCtx) }()
+	go func() { defer bg.Done(); g.poll(intakeCtx) }()
+	g.kickPending(ctx)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	stopIntake()
+	intake.Wait()
+	g.log.Info("intake stopped; draining turns", "timeout", g.opt.DrainTimeout)
+	if !g.queue.drain(g.opt.DrainTimeout) {
+		g.log.Warn("turns still running at the drain deadline were stopped; their messages run again at next start")
+	}
+	stopWork()
+	g.queue.wait()
+	bg.Wait()
+	return runErr
+}
+
+// poll picks up changes other processes made to the store (CLI route, group
+// and grant edits, queued sends, injected messages).
+func (g *Gateway) poll(ctx context.Context) {
+	t := time.NewTicker(g.opt.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rev, err := g.st.Revision(ctx)
+		if err == nil && rev != g.revision.Load() {
+			err = g.reload(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			g.log.Error("poll store", "err", err)
+		}
+		g.kickPending(ctx)
+		g.outbox.wake()
+	}
+}
+
+// reload rebuilds the route table and sets up group folders.
+func (g *Gateway) reload(ctx context.Context) error {
+	rev, err := g.st.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("read revision: %w", err)
+	}
+	routes, err := g.st.ListRoutes(ctx)
+	if err != nil {
+		return fmt.Errorf("load routes: %w", err)
+	}
+	t, err := routing.New(routes)
+	if err != nil {
+		return fmt.Errorf("load routes: %w", err)
+	}
+	folders, err := g.st.Groups(ctx)
+	if err != nil {
+		return fmt.Errorf("load groups: %w", err)
+	}
+	for _, f := range folders {
+		if err := g.layout.Setup(f, g.opt.Exe); err != nil {
+			g.log.Error("set up group folder", "folder", f, "err", err)
+		}
+	}
+	g.table.Store(t)
+	if old := g.revision.Swap(rev); old != 0 && old != rev {
+		g.log.Info("configuration reloaded", "routes", t.Len(), "groups", len(folders))
+	}
+	return nil
+}
+
+func (g *Gateway) kickPending(ctx context.Context) {
+	folders, err := g.st.PendingFolders(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("list pending work", "err", err)
+		}
+		return
+	}
+	for _, f := range folders {
+		g.queue.kick(f)
+	}
+}
+
+// Table is the current route table.
+func (g *Gateway) Table() *routing.Table { return g.table.Load() }
+
+// Tier is the tier of folder.
+func (g *Gateway) Tier(folder string) int { return groups.Tier(folder, g.opt.Operator) }
+
+// Unrouted counts messages since start that matched no route.
+func (g *Gateway) Unrouted() int64 { return g.unrouted.Load() }
+
+// notifyStored tells the chat's adapter, if it watches, that a message is stored.
+func (g *Gateway) notifyStored(chat string, seq int64) {
+	if a, ok := g.adapters[adapters.JID(chat).Platform()]; ok {
+		if w, ok := a.(adapters.Watcher); ok {
+			w.Stored(adapters.JID(chat), seq)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"switchboard/adapters"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+// MaxText is the largest message text stored; longer text is cut.
+const MaxText = 64 << 10
+
+// Deliver is the adapters' DeliverFunc: validate, route, and store the
+// message together with the work it creates, in one transaction.
+func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, error) {
+	m, err := normalize(in)
+	if err != nil {
+		return 0, err
+	}
+	var work []store.WorkItem
+	if !in.FromBot {
+		work = g.route(m)
+	}
+	inserted, err := g.st.EnqueueMessage(ctx, &m, work)
+	if err != nil {
+		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
+	}
+	if !inserted {
+		return m.Seq, nil // a redelivery: stored once, already routed
+	}
+	g.notifyStored(m.ChatJID, m.Seq)
+	for _, w := range work {
+		if w.Mode == string(routing.Trigger) {
+			g.queue.kick(w.Folder)
+		}
+	}
+	return m.Seq, nil
+}
+
+func normalize(in adapters.Inbound) (store.Message, error) {
+	if _, err := adapters.ParseJID(string(in.Chat)); err != nil {
+		return store.Message{}, fmt.Errorf("%w: chat: %v", ErrBadMessage, err)
+	}
+	if in.ID == "" || len(in.ID) > 256 {
+		return store.Message{}, fmt.Errorf("%w: message id must be 1 to 256 bytes", ErrBadMessage)
+	}
+	text := strings.ToValidUTF8(in.Text, "\uFFFD")
+	if len(text) > MaxText {
+		cut := MaxText
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "\n[truncated by switchboard]"
+	}
+	t := in.Time
+	if t.IsZero() {
+		t = time.Now()
+	}
+	verb := in.Verb
+	if verb != adapters.VerbMention {
+		verb = adapters.VerbMessage
+	}
+	return store.Message{
+		ChatJID: string(in.Chat), ID: in.ID, Sender: string(in.Sender), SenderName: in.SenderName,
+		Text: text, Topic: in.Topic, ReplyTo: in.ReplyTo, Verb: verb, FromBot: in.FromBot,
+		Time: t.UnixMilli(), Attachments: in.Attachments,
+	}, nil
+}
+
+// route decides what a stored message does: nothing (unrouted), observe, or
+// trigger a turn of the winning route's folder. An observe route still
+// triggers while the folder is engaged in that chat/topic.
+func (g *Gateway) route(m store.Message) []store.WorkItem {
+	r, ok := g.table.Load().Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
+	if !ok {
+		g.unrouted.Add(1)
+		return nil
+	}
+	mode := r.Mode
+	if mode == routing.Observe && g.engage.active(m.ChatJID, m.Topic, r.Target) {
+		mode = routing.Trigger
+	}
+	if mode == routing.Trigger && m.Verb == adapters.VerbMention {
+		g.engage.start(m.ChatJID, m.Topic, r.Target, g.opt.EngageTTL)
+	}
+	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: TriggerMessage}}
+}
+
+type engageKey struct{ chat, topic string }
+
+type engagement struct {
+	folder string
+	until  time.Time
+}
+
+// engagements remember, per chat and topic, which folder the bot spoke for
+// recently, so follow-ups without a mention reach it.
+type engagements struct {
+	mu sync.Mutex
+	m  map[engageKey]engagement
+}
+
+func (e *engagements) start(chat, topic, folder string, ttl time.Duration) {
+	if ttl <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.m) > 100_000 { // bound memory: drop expired entries
+		now := time.Now()
+		for k, v := range e.m {
+			if now.After(v.until) {
+				delete(e.m, k)
+			}
+		}
+	}
+	e.m[engageKey{chat, topic}] = engagement{folder: folder, until: time.Now().Add(ttl)}
+}
+
+func (e *engagements) stop(chat, topic string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, engageKey{chat, topic})
+}
+
+func (e *engagements) active(chat, topic, folder string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en, ok := e.m[engageKey{chat, topic}]
+	return ok && en.folder == folder && time.Now().Before(en.until)
+}
+
+// Engage makes folder answer follow-ups in chat/topic without a mention.
+func (g *Gateway) Engage(chat, topic, folder string) {
+	g.engage.start(chat, topic, folder, g.opt.EngageTTL)
+}
+
+// Disengage ends an engagement.
+func (g *Gateway) Disengage(chat, topic string) { g.engage.stop(chat, topic) }
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// InjectRequest is a synthetic inbound message addressed to a folder.
+type InjectRequest struct {
+	Chat    string
+	Text    string
+	Sender  string // default "switchboard:user/operator"
+	Folder  string // default: the chat's owner
+	Trigger string // default TriggerInject
+}
+
+// Inject stores a synthetic message in chat and queues a turn of the chat's
+// owner (or req.Folder), bypassing trigger rules. It works with or without a
+// running gateway: a running one picks the work up within its poll interval.
+func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRequest) (store.Message, string, error) {
+	if _, err := adapters.ParseJID(req.Chat); err != nil {
+		return store.Message{}, "", err
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return store.Message{}, "", fmt.Errorf("%w: text is empty", ErrBadMessage)
+	}
+	folder := req.Folder
+	if folder == "" {
+		owner, ok := t.Owner(req.Chat, "")
+		if !ok {
+			return store.Message{}, "", fmt.Errorf("inject into %s: %w; add a route for it first", req.Chat, ErrNoOwner)
+		}
+		folder = owner
+	}
+	sender := req.Sender
+	if sender == "" {
+		sender = "switchboard:user/operator"
+	}
+	trigger := req.Trigger
+	if trigger == "" {
+		trigger = TriggerInject
+	}
+	name := sender[strings.LastIndexByte(sender, '/')+1:]
+	m, err := normalize(adapters.Inbound{Chat: adapters.JID(req.Chat), ID: newID("inj-"), Sender: adapters.JID(sender),
+		SenderName: name, Text: req.Text, Verb: adapters.VerbMention})
+	if err != nil {
+		return store.Message{}, "", err
+	}
+	work := []store.WorkItem{{Folder: folder, ChatJID: req.Chat, Mode: string(routing.Trigger), Trigger: trigger}}
+	if _, err := st.EnqueueMessage(ctx, &m, work); err != nil {
+		return store.Message{}, "", fmt.Errorf("inject into %s: %w", req.Chat, err)
+	}
+	return m, folder, nil
+}
+
+// Inject is the running gateway's Inject: it also wakes the folder at once.
+func (g *Gateway) Inject(ctx context.Context, req InjectRequest) (store.Message, error) {
+	m, folder, err := Inject(ctx, g.st, g.table.Load(), req)
+	if err != nil {
+		return m, err
+	}
+	g.notifyStored(m.ChatJID, m.Seq)
+	g.queue.kick(folder)
+	return m, nil
+}
+
+// SendRequest is an outbound message queued in the outbox.
+type SendRequest struct {
+	Chat    string
+	Text    string
+	Topic   string
+	ReplyTo string
+	Folder  string // who sent it (for delivery-failure notices); "" for the operator
+	Key     string // idempotency key; generated when empty
+	Kind    string // "send" (default), "reply", "notice"
+}
+
+// QueueSend writes a message to the outbox. Delivery happens in the running
+// gateway (at once if it is this process, else within its poll interval).
+func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.OutboxItem, error) {
+	if _, err := adapters.ParseJID(req.Chat); err != nil {
+		return store.OutboxItem{}, err
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return store.OutboxItem{}, fmt.Errorf("send to %s: text is empty", req.Chat)
+	}
+	if req.Key == "" {
+		req.Key = newID("send-")
+	}
+	if req.Kind == "" {
+		req.Kind = "send"
+	}
+	return st.AddOutbox(ctx, store.OutboxItem{Key: req.Key, Kind: req.Kind, Folder: req.Folder, ChatJID: req.Chat,
+		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: strings.ToValidUTF8(req.Text, "\uFFFD")})
+}
+
+// Send queues a message and wakes the outbox.
+func (g *Gateway) Send(ctx context.Context, req SendRequest) (store.OutboxItem, error) {
+	it, err := QueueSend(ctx, g.st, req)
+	if err == nil {
+		g.outbox.wake()
+	}
+	return it, err
+}

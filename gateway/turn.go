@@ -1,0 +1,164 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"switchboard/store"
+)
+
+const (
+	maxBatch    = 100 // messages in one turn
+	maxAttempts = 3   // a batch runs at most three times (two retries)
+)
+
+// runTurn runs one batch through the agent and records the outcome. It
+// returns how long to wait before the folder's next attempt (0: at once).
+func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
+	first := b.Items[0]
+	turn := store.Turn{
+		ID: newID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
+		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + 1, Started: time.Now().UnixMilli(),
+	}
+	isolated := first.Trigger == TriggerTask && first.Isolated
+	session := ""
+	if !isolated {
+		s, err := g.st.Session(ctx, b.Folder, b.ChatJID, b.Topic)
+		if err != nil {
+			g.log.Error("load session", "folder", b.Folder, "err", err)
+		}
+		session = s
+	}
+	tier := g.Tier(b.Folder)
+	prompt := buildPrompt(turnHeader{Folder: b.Folder, Tier: tier, Chat: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger, Now: time.Now()}, b)
+	env := []string{
+		"SWITCHBOARD_FOLDER=" + b.Folder,
+		"SWITCHBOARD_TIER=" + strconv.Itoa(tier),
+		"SWITCHBOARD_CHAT_JID=" + b.ChatJID,
+		"SWITCHBOARD_TOPIC=" + b.Topic,
+		"SWITCHBOARD_TURN_ID=" + turn.ID,
+		"SWITCHBOARD_SESSION_ID=" + session,
+		"SWITCHBOARD_MCP_SOCKET=" + absPath(g.layout.SocketPath(b.Folder)),
+		"SWITCHBOARD_TRIGGER=" + first.Trigger,
+		"SWITCHBOARD_TASK_ID=" + taskID(first.TaskID),
+	}
+	g.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
+	g.turnStarted(turn.ID, b)
+	res, err := RunAgent(ctx, g.opt.Agent, AgentRun{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt})
+	replied := g.turnFinished(turn.ID)
+	turn.DurationMS = res.Duration.Milliseconds()
+	turn.ExitCode = res.ExitCode
+	if err != nil && ctx.Err() != nil {
+		// Shutdown interrupted the turn: leave the batch pending for the next start.
+		g.log.Warn("turn interrupted by shutdown", "folder", b.Folder, "turn", turn.ID)
+		return 0
+	}
+	if err != nil {
+		return g.turnFailed(ctx, b, turn, res, err)
+	}
+	turn.Status = "succeeded"
+	turn.SessionID = res.SessionID
+	if turn.SessionID == "" && session == "" && !isolated && len(g.opt.Agent.ResumeArgs) == 0 {
+		turn.SessionID = turn.ID // agents that do not report one continue under the first turn's id
+	} else if turn.SessionID == "" {
+		turn.SessionID = session
+	}
+	var out []store.OutboxItem
+	if reply := strings.TrimSpace(res.Reply); reply != "" && g.opt.Agent.Output != "none" && !replied[b.ChatJID] {
+		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: "reply", Folder: b.Folder, ChatJID: b.ChatJID,
+			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: reply})
+	}
+	if err := g.st.FinishBatch(ctx, b, turn, out, false); err != nil {
+		g.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
+		return time.Second
+	}
+	if !isolated && turn.SessionID != session {
+		if err := g.st.SetSession(ctx, b.Folder, b.ChatJID, b.Topic, turn.SessionID); err != nil {
+			g.log.Error("save session", "folder", b.Folder, "err", err)
+		}
+	}
+	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.DurationMS, "reply", len(out) > 0)
+	if len(out) > 0 {
+		g.outbox.wake()
+	}
+	return 0
+}
+
+// turnFailed records a failed attempt, tells the chat (rate-limited), and
+// either leaves the batch for a retry or gives up on it.
+func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res AgentResult, err error) time.Duration {
+	turn.Status = "failed"
+	turn.Error = err.Error()
+	giveUp := turn.Attempt >= maxAttempts
+	g.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "err", err)
+	var out []store.OutboxItem
+	text := ""
+	switch {
+	case giveUp:
+		text = fmt.Sprintf("Sorry, I could not answer after %d attempts (%s). Please try again later.", turn.Attempt, shortReason(res, err))
+	case g.notices.allow(b.ChatJID):
+		text = fmt.Sprintf("Sorry, something went wrong (%s). Retrying.", shortReason(res, err))
+	}
+	if text != "" && len(b.Messages) > 0 {
+		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: "notice", Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Text: text})
+	}
+	if ferr := g.st.FinishBatch(ctx, b, turn, out, !giveUp); ferr != nil {
+		g.log.Error("record failed turn", "folder", b.Folder, "turn", turn.ID, "err", ferr)
+	}
+	if len(out) > 0 {
+		g.outbox.wake()
+	}
+	if giveUp {
+		return 0
+	}
+	return g.opt.RetryDelays[min(turn.Attempt-1, len(g.opt.RetryDelays)-1)]
+}
+
+func shortReason(res AgentResult, err error) string {
+	switch {
+	case res.TimedOut:
+		return "the agent timed out"
+	case res.ExitCode > 0:
+		return "the agent crashed"
+	case errors.Is(err, ErrAgentFailed):
+		return "the agent failed"
+	}
+	return "internal error"
+}
+
+func lastMessageID(b store.Batch) string {
+	if len(b.Messages) == 0 {
+		return ""
+	}
+	return b.Messages[len(b.Messages)-1].ID
+}
+
+func taskID(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
+}
+
+// noticeLimiter allows one failure notice per chat per interval.
+type noticeLimiter struct {
+	mu    sync.Mutex
+	last  map[string]time.Time
+	every time.Duration
+}
+
+func (n *noticeLimiter) allow(chat string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := time.Now()
+	if t, ok := n.last[chat]; ok && now.Sub(t) < n.every {
+		return false
+	}
+	n.last[chat] = now
+	return true
+}
