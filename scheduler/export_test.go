@@ -1,0 +1,21 @@
+package scheduler
+
+// FakeStoreForConformance exposes the in-memory fake to the conformance
+// suite, which runs from package scheduler_test (schedulertest imports
+// scheduler, so package scheduler's own tests cannot import it).
+func FakeStoreForConformance() (store Store, add func(Task) int64, get func(int64) Task, runs func(int64) []FakeRun) {
+	f := newFakeStore()
+	runs = func(taskID int64) []FakeRun {
+		var out []FakeRun
+		for _, r := range f.allRuns() {
+			if r.TaskID == taskID {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return f, f.add, f.task, runs
+}
+
+// FakeRun is a run row of the fake store.
+type FakeRun = fakeRun

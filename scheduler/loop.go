@@ -1,0 +1,368 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Clock is the Loop's source of time. SystemClock is the real one; under
+// testing/synctest it is also the fake one, since time.Now and time.Timer
+// follow the bubble's clock.
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of *time.Timer the Loop uses.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+}
+
+// SystemClock returns the Clock backed by package time.
+func SystemClock() Clock { return systemClock{} }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                 { return time.Now() }
+func (systemClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+func (r realTimer) Stop() bool          { return r.t.Stop() }
+
+// Loop defaults.
+const (
+	DefaultGrace     = time.Minute
+	DefaultMaxSleep  = 10 * time.Minute
+	DefaultBatchSize = 100
+	maxBackoff       = time.Minute
+)
+
+// Loop fires due tasks: it sleeps until the earliest Next in the Store (no
+// polling), wakes early on Wake, and for each due task claims the slot with
+// Store.ClaimRun and then calls Firer.Fire.
+//
+// # Crash safety
+//
+// A slot fires at most once, across crashes, restarts and concurrent loops:
+// the claim (run row unique on task and slot, and the task's Next moved past
+// the slot, compare-and-set on the old Next) commits before Fire is called,
+// and nothing ever claims a slot behind a task's Next again. The price is
+// that a crash can lose a slot. "Lost" means: the slot was claimed but no
+// turn started, which happens in exactly two ways, both visible in the run
+// history:
+//
+//   - the process died between ClaimRun committing and Fire queueing the
+//     turn: the run stays "fired" with no outcome (the gateway can flag runs
+//     left "fired" without an outcome at its next start as interrupted);
+//   - Fire returned an error: the run is marked "failed" with the error.
+//
+// Neither is retried, because the scheduler cannot tell "never started" from
+// "started, then the process died mid-turn", and a second run of a prompt
+// with side effects (posting to a chat) is worse than a visible failed run.
+// A crash between two catch-up claims loses nothing: the unclaimed slots
+// are still behind the task's Next and are handled at the next start.
+//
+// # Lateness
+//
+// A due slot at most Grace late runs normally. An older one is a missed
+// run: the task's Missed policy decides what runs (see Catchup), the same
+// way at startup and after the host was suspended or the store stalled.
+// Slots are never merged: if the loop falls behind by less than Grace, an
+// interval task's slots in that span each run, back to back.
+//
+// Set the exported fields before Run or Startup; they must not change after.
+type Loop struct {
+	// Grace is how late a slot may be handled and still count as on time
+	// (NewLoop sets DefaultGrace; zero means no grace).
+	Grace time.Duration
+	// MaxSleep caps one sleep, so that a stepped wall clock or a suspended
+	// host (monotonic timers stop while suspended) delays a slot by at most
+	// this much. Zero or negative means DefaultMaxSleep.
+	MaxSleep time.Duration
+	// MaxCatchup caps the runs of one task's MissedAll catch-up. Zero or
+	// negative means MaxCatchup.
+	MaxCatchup int
+	// BatchSize is the limit passed to Store.DueTasks. Zero or negative
+	// means DefaultBatchSize.
+	BatchSize int
+
+	store   Store
+	firer   Firer
+	clock   Clock
+	log     *slog.Logger
+	wake    chan struct{}
+	running atomic.Bool
+
+	passMu sync.Mutex             // one pass at a time (Startup and Run)
+	cache  map[[2]string]Schedule // spec, zone → parsed; under passMu
+}
+
+// NewLoop returns a Loop over store and firer. A nil clock means
+// SystemClock; a nil log discards.
+func NewLoop(store Store, firer Firer, clock Clock, log *slog.Logger) *Loop {
+	if clock == nil {
+		clock = SystemClock()
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Loop{
+		Grace:      DefaultGrace,
+		MaxSleep:   DefaultMaxSleep,
+		MaxCatchup: MaxCatchup,
+		BatchSize:  DefaultBatchSize,
+		store:      store,
+		firer:      firer,
+		clock:      clock,
+		log:        log,
+		wake:       make(chan struct{}, 1),
+		cache:      make(map[[2]string]Schedule),
+	}
+}
+
+// Wake tells the loop that tasks changed (added, resumed, cancelled), so it
+// recomputes its sleep. It never blocks, and wakes that arrive while the
+// loop is busy coalesce into one. The loop does not watch the store: a task
+// written by another process (the CLI) is seen when the gateway, noticing
+// the database change, calls Wake, or at the latest after MaxSleep.
+func (l *Loop) Wake() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Startup handles every task due at now before the loop starts serving:
+// missed slots go through each task's policy, on-time slots fire. Run does
+// the same on every wake, so Startup is optional; calling it first lets the
+// gateway fail fast when the store is unusable and finish catch-up before it
+// reports ready. It returns the first store error.
+func (l *Loop) Startup(ctx context.Context, now time.Time) error {
+	_, err := l.pass(ctx, now)
+	return err
+}
+
+// Run fires due tasks until ctx is done, then returns nil. Store errors are
+// logged and retried with backoff (1s doubling to a minute); they do not end
+// the loop. Run returns ErrLoopRunning if the Loop is already running.
+func (l *Loop) Run(ctx context.Context) error {
+	if !l.running.CompareAndSwap(false, true) {
+		return ErrLoopRunning
+	}
+	defer l.running.Store(false)
+	var backoff time.Duration
+	for ctx.Err() == nil {
+		wait, err := l.step(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			backoff = min(max(2*backoff, time.Second), maxBackoff)
+			l.log.Error("scheduler pass", "err", err, "retry_in", backoff)
+			wait = backoff
+		} else {
+			backoff = 0
+		}
+		if !l.sleep(ctx, wait) {
+			break
+		}
+	}
+	return nil
+}
+
+// step runs one pass and returns how long to sleep: 0 to go again at once,
+// negative to sleep until woken.
+func (l *Loop) step(ctx context.Context) (time.Duration, error) {
+	now := l.clock.Now()
+	progressed, err := l.pass(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	next, ok, err := l.store.NextDue(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("find next due task: %w", err)
+	}
+	if !ok {
+		return -1, nil
+	}
+	if !next.After(now) && progressed == 0 {
+		// The pass made no headway on a task that is due: the store keeps
+		// refusing its claims. Back off rather than spin.
+		return 0, fmt.Errorf("due task at %s cannot be claimed", next.Format(time.RFC3339))
+	}
+	return min(max(next.Sub(l.clock.Now()), 0), orDefault(l.MaxSleep, DefaultMaxSleep)), nil
+}
+
+// sleep waits for d (forever when negative), a Wake, or ctx; it reports
+// false when ctx is done.
+func (l *Loop) sleep(ctx context.Context, d time.Duration) bool {
+	var timeout <-chan time.Time
+	if d == 0 {
+		return ctx.Err() == nil
+	}
+	if d > 0 {
+		t := l.clock.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-l.wake:
+	case <-timeout:
+	}
+	return true
+}
+
+// pass handles every task due at now, batch by batch, and returns how many
+// tasks it moved forward. It stops when nothing is due or a whole batch made
+// no headway (claims refused), so it cannot spin.
+func (l *Loop) pass(ctx context.Context, now time.Time) (int, error) {
+	l.passMu.Lock()
+	defer l.passMu.Unlock()
+	total := 0
+	for ctx.Err() == nil {
+		tasks, err := l.store.DueTasks(ctx, now, orDefault(l.BatchSize, DefaultBatchSize))
+		if err != nil {
+			return total, fmt.Errorf("list due tasks: %w", err)
+		}
+		moved := 0
+		for _, t := range tasks {
+			ok, err := l.handle(ctx, t, now)
+			if err != nil {
+				return total + moved, err
+			}
+			if ok {
+				moved++
+			}
+		}
+		total += moved
+		if len(tasks) == 0 || moved == 0 {
+			break
+		}
+	}
+	return total, nil
+}
+
+// handle decides what a due task runs at now and applies it. It reports
+// whether the task moved forward.
+func (l *Loop) handle(ctx context.Context, t Task, now time.Time) (bool, error) {
+	s, err := l.schedule(t)
+	if err != nil {
+		return l.retire(ctx, t, err)
+	}
+	cutoff := now.Add(-max(l.Grace, 0))
+	if !t.Next.Before(cutoff) {
+		next, hasNext := s.Next(t.Next)
+		return l.runSlots(ctx, t, []time.Time{t.Next}, next, hasNext)
+	}
+	// Missed: slots up to the cutoff follow the policy; those after it are
+	// on time and come back in the pass's next batch.
+	runs, next, hasNext, dropped := Catchup(s, t.Next, cutoff, t.Missed, l.MaxCatchup)
+	l.log.Info("missed runs", "task", t.ID, "folder", t.Folder, "policy", string(t.Missed),
+		"first", t.Next, "run", len(runs), "dropped", dropped)
+	if len(runs) == 0 {
+		ok, err := l.store.SkipRuns(ctx, Advance{TaskID: t.ID, From: t.Next, Next: next, HasNext: hasNext}, dropped)
+		if err != nil {
+			return false, fmt.Errorf("skip missed runs of task %d: %w", t.ID, err)
+		}
+		return ok, nil
+	}
+	return l.runSlots(ctx, t, runs, next, hasNext)
+}
+
+// runSlots claims and fires slots in order, chaining the claims so each one
+// moves the task's Next to the following slot and the last to next. It
+// stops at the first refused claim (the task changed under it) or when ctx
+// is done, since a claim made then could not be fired.
+func (l *Loop) runSlots(ctx context.Context, t Task, slots []time.Time, next time.Time, hasNext bool) (bool, error) {
+	from, moved := t.Next, false
+	for i, slot := range slots {
+		if ctx.Err() != nil {
+			return moved, nil
+		}
+		a := Advance{TaskID: t.ID, From: from, Next: next, HasNext: hasNext}
+		if i+1 < len(slots) {
+			a.Next, a.HasNext = slots[i+1], true
+		}
+		runID, claimed, err := l.store.ClaimRun(ctx, a, slot)
+		if err != nil {
+			return moved, fmt.Errorf("claim run of task %d at %s: %w", t.ID, slot.Format(time.RFC3339), err)
+		}
+		if !claimed {
+			l.log.Debug("run not claimed", "task", t.ID, "slot", slot)
+			return moved, nil
+		}
+		moved, from = true, a.Next
+		l.fire(ctx, t, slot, runID)
+	}
+	return moved, nil
+}
+
+// fire hands a claimed slot to the Firer and, if it refuses, marks the run
+// failed. The claim stands either way (at most once, see Loop).
+func (l *Loop) fire(ctx context.Context, t Task, slot time.Time, runID int64) {
+	err := l.firer.Fire(ctx, t, slot, runID)
+	if err == nil {
+		l.log.Info("task fired", "task", t.ID, "folder", t.Folder, "slot", slot, "run", runID)
+		return
+	}
+	l.log.Error("fire task", "task", t.ID, "folder", t.Folder, "slot", slot, "run", runID, "err", err)
+	// The run must be marked even when ctx was cancelled mid-fire.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if ferr := l.store.FailRun(fctx, runID, err.Error()); ferr != nil {
+		l.log.Error("mark run failed", "task", t.ID, "run", runID, "err", ferr)
+	}
+}
+
+// retire ends a due task whose schedule no longer parses (a zone missing
+// from this host, or a spec edited behind the scheduler's back): it claims
+// the due slot as the last one and marks that run failed with the reason,
+// so the task stops being due and its history says why.
+func (l *Loop) retire(ctx context.Context, t Task, cause error) (bool, error) {
+	l.log.Error("task schedule unusable; completing task", "task", t.ID, "folder", t.Folder, "err", cause)
+	runID, claimed, err := l.store.ClaimRun(ctx, Advance{TaskID: t.ID, From: t.Next}, t.Next)
+	if err != nil {
+		return false, fmt.Errorf("retire task %d: %w", t.ID, err)
+	}
+	if claimed {
+		if err := l.store.FailRun(ctx, runID, "schedule unusable: "+cause.Error()); err != nil {
+			return true, fmt.Errorf("retire task %d: %w", t.ID, err)
+		}
+	}
+	return claimed, nil
+}
+
+// orDefault guards the exported knobs: a zero or negative value (which for
+// MaxSleep would make the loop spin) means the default.
+func orDefault[T time.Duration | int](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// schedule parses a task's schedule, caching by spec and zone.
+func (l *Loop) schedule(t Task) (Schedule, error) {
+	key := [2]string{t.Spec, t.Timezone}
+	if s, ok := l.cache[key]; ok {
+		return s, nil
+	}
+	s, err := Parse(t.Spec, t.Timezone)
+	if err != nil {
+		return Schedule{}, fmt.Errorf("task %d: %w", t.ID, err)
+	}
+	if len(l.cache) >= 4096 {
+		clear(l.cache)
+	}
+	l.cache[key] = s
+	return s, nil
+}

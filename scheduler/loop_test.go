@@ -1,0 +1,473 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// epoch is where a synctest bubble's clock starts.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// start runs l in the background; the returned func stops it and checks
+// that Run returned nil.
+func start(t *testing.T, l *Loop) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+// sleepUntil advances the bubble's clock to epoch+d and lets every
+// goroutine settle.
+func sleepUntil(d time.Duration) {
+	time.Sleep(time.Until(epoch.Add(d)))
+	synctest.Wait()
+}
+
+// offsets lists fires as "slot@at" offsets from epoch, for compact wants.
+func offsets(fires []fire) []string {
+	var out []string
+	for _, f := range fires {
+		out = append(out, fmt.Sprintf("%d:%s@%s", f.Task, f.Slot.Sub(epoch), f.At.Sub(epoch)))
+	}
+	return out
+}
+
+func TestLoopFiresOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, fr := newFakeStore(), &fakeFirer{}
+		id := st.add(Task{Spec: "*/5 * * * *", Next: epoch.Add(5 * time.Minute)})
+		stop := start(t, NewLoop(st, fr, nil, nil))
+		sleepUntil(16 * time.Minute)
+		stop()
+		want := []string{"1:5m0s@5m0s", "1:10m0s@10m0s", "1:15m0s@15m0s"}
+		if got := offsets(fr.all()); !equalStrings(got, want) {
+			t.Errorf("fires %v, want %v", got, want)
+		}
+		if next := st.task(id).Next; !next.Equal(epoch.Add(20 * time.Minute)) {
+			t.Errorf("Next = %s, want 00:20", next)
+		}
+		for _, r := range st.allRuns() {
+			if r.Status != RunFired {
+				t.Errorf("run %d status %q", r.ID, r.Status)
+			}
+		}
+	})
+}
+
+func TestLoopIntervalStaysAnchored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, fr := newFakeStore(), &fakeFirer{}
+		st.add(Task{Spec: "@every 10m", Next: epoch.Add(10*time.Minute + 30*time.Second)})
+		stop := start(t, NewLoop(st, fr, nil, nil))
+		sleepUntil(31 * time.Minute)
+		stop()
+		want := []string{"1:10m30s@10m30s", "1:20m30s@20m30s", "1:30m30s@30m30s"}
+		if got := offsets(fr.all()); !equalStrings(got, want) {
+			t.Errorf("fires %v, want %v", got, want)
+		}
+	})
+}
+
+func TestLoopManyTasksSameInstant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, fr := newFakeStore(), &fakeFirer{}
+		const n = 250 // more than two batches
+		for i := range n {
+			spec := []string{"@hourly", "0 * * * *", "@every 1h"}[i%3]
+			st.add(Task{Spec: spec, Missed: MissedAll, Next: epoch.Add(time.Hour)})
+		}
+		stop := start(t, NewLoop(st, fr, nil, nil))
+		sleepUntil(time.Hour + 30*time.Minute)
+		stop()
+		seen := map[int64]int{}
+		for _, f := range fr.all() {
+			seen[f.Task]++
+			if !f.Slot.Equal(epoch.Add(time.Hour)) || !f.At.Equal(f.Slot) {
+				t.Errorf("task %d fired slot %s at %s", f.Task, f.Slot, f.At)
+			}
+		}
+		if len(seen) != n {
+			t.Errorf("%d tasks fired, want %d", len(seen), n)
+		}
+		for id, c := range seen {
+			if c != 1 {
+				t.Errorf("task %d fired %d times", id, c)
+			}
+		}
+		if runs := len(st.allRuns()); runs != n {
+			t.Errorf("%d runs recorded, want %d", runs, n)
+		}
+	})
+}
+
+func TestLoopWake(t *testing.T) {
+	cases := []struct {
+		name string
+		wake bool
+		want string // the added task's fire
+	}{
+		{"wake recomputes the sleep", true, "2:5m0s@5m0s"},
+		// Without Wake the loop only notices at the end of its capped
+		// sleep: the slot is late (and runs only because missed=once).
+		{"without wake the task is late", false, "2:5m0s@10m0s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st, fr := newFakeStore(), &fakeFirer{}
+				st.add(Task{Spec: "0 3 * * *", Next: epoch.Add(3 * time.Hour)})
+				l := NewLoop(st, fr, nil, nil)
+				stop := start(t, l)
+				sleepUntil(time.Minute)
+				st.add(Task{Spec: "2000-01-01T00:05:00Z", Missed: MissedOnce, Next: epoch.Add(5 * time.Minute)})
+				if tc.wake {
+					l.Wake()
+					l.Wake() // coalesces, never blocks
+				}
+				sleepUntil(20 * time.Minute)
+				stop()
+				if got := offsets(fr.all()); !equalStrings(got, []string{tc.want}) {
+					t.Errorf("fires %v, want [%s]", got, tc.want)
+				}
+			})
+		})
+	}
+}
+
+func TestLoopSleepsWhenIdle(t *testing.T) {
+	cases := []struct {
+		name    string
+		tasks   []Task
+		maxCall int // NextDue and DueTasks calls allowed over the hour
+	}{
+		{"no tasks: one look, then sleep until woken", nil, 1},
+		{"a task next year: one look per MaxSleep", []Task{{Spec: "@yearly", Next: epoch.AddDate(1, 0, 0)}}, 7},
+		{"a paused task due now", []Task{{Spec: "@hourly", Status: StatusPaused, Next: epoch}}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st, fr := newFakeStore(), &fakeFirer{}
+				for _, task := range tc.tasks {
+					st.add(task)
+				}
+				stop := start(t, NewLoop(st, fr, nil, nil))
+				sleepUntil(time.Hour)
+				stop()
+				nextDue, due := st.calls()
+				if nextDue < 1 || nextDue > tc.maxCall || due > tc.maxCall {
+					t.Errorf("over an idle hour: %d NextDue and %d DueTasks calls, want 1..%d", nextDue, due, tc.maxCall)
+				}
+				if len(fr.all()) != 0 {
+					t.Errorf("fired %v", offsets(fr.all()))
+				}
+			})
+		})
+	}
+}
+
+// TestLoopMissedPolicies: the gateway is down from 00:00 to 05:30 while an
+// hourly task's slots 01:00 .. 05:00 fall due; at restart Startup applies
+// the policy, then the loop carries on at 06:00.
+func TestLoopMissedPolicies(t *testing.T) {
+	h := time.Hour
+	cases := []struct {
+		name       string
+		spec       string
+		missed     Missed
+		maxCatchup int
+		next       time.Duration // the task's Next when the gateway stopped
+		want       []string      // fires during Startup at 05:30, then the loop until 06:30
+		skipped    int
+	}{
+		{"skip", "0 * * * *", MissedSkip, 0, h, []string{"1:6h0m0s@6h0m0s"}, 5},
+		{"once", "0 * * * *", MissedOnce, 0, h, []string{"1:5h0m0s@5h30m0s", "1:6h0m0s@6h0m0s"}, 0},
+		{"all", "0 * * * *", MissedAll, 0, h, []string{"1:1h0m0s@5h30m0s", "1:2h0m0s@5h30m0s", "1:3h0m0s@5h30m0s",
+			"1:4h0m0s@5h30m0s", "1:5h0m0s@5h30m0s", "1:6h0m0s@6h0m0s"}, 0},
+		{"all capped", "0 * * * *", MissedAll, 2, h, []string{"1:4h0m0s@5h30m0s", "1:5h0m0s@5h30m0s", "1:6h0m0s@6h0m0s"}, 0},
+		{"interval once", "@every 20m", MissedOnce, 0, 20 * time.Minute,
+			[]string{"1:5h20m0s@5h30m0s", "1:5h40m0s@5h40m0s", "1:6h0m0s@6h0m0s", "1:6h20m0s@6h20m0s"}, 0},
+		{"skip keeps a slot within grace", "@every 1h", MissedSkip, 0, 5*h + 29*time.Minute + 30*time.Second,
+			[]string{"1:5h29m30s@5h30m0s", "1:6h29m30s@6h29m30s"}, 0},
+		{"one-shot skipped", "2000-01-01T02:00:00Z", MissedSkip, 0, 2 * h, nil, 1},
+		{"one-shot run late", "2000-01-01T02:00:00Z", MissedAll, 0, 2 * h, []string{"1:2h0m0s@5h30m0s"}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st, fr := newFakeStore(), &fakeFirer{}
+				id := st.add(Task{Spec: tc.spec, Missed: tc.missed, Next: epoch.Add(tc.next)})
+				sleepUntil(5*h + 30*time.Minute) // down
+				l := NewLoop(st, fr, nil, nil)
+				if tc.maxCatchup > 0 {
+					l.MaxCatchup = tc.maxCatchup
+				}
+				if err := l.Startup(t.Context(), time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				stop := start(t, l)
+				sleepUntil(6*h + 30*time.Minute)
+				stop()
+				if got := offsets(fr.all()); !equalStrings(got, tc.want) {
+					t.Errorf("fires\n got %v\nwant %v", got, tc.want)
+				}
+				if got := st.skipped[id]; got != tc.skipped {
+					t.Errorf("skipped %d, want %d", got, tc.skipped)
+				}
+			})
+		})
+	}
+}
+
+// TestLoopClaimOnceAcrossCrash: loop A dies right after claiming; loop B,
+// on the same store, must neither fire the claimed slot nor lose the rest.
+func TestLoopClaimOnceAcrossCrash(t *testing.T) {
+	cases := []struct {
+		name      string
+		missed    Missed
+		crashAt   int // A dies after this many claims
+		restartAt time.Duration
+		wantA     []string // A's fires; alive=false ones are "lost"
+		wantB     []string
+	}{
+		{"crash between claim and fire", MissedSkip, 1, 90 * time.Minute,
+			[]string{"1:1h0m0s@1h0m0s dead"}, []string{"1:2h0m0s@2h0m0s"}},
+		{"crash in the middle of a catch-up", MissedAll, 2, 5*time.Hour + 31*time.Minute,
+			[]string{"1:1h0m0s@5h30m0s alive", "1:2h0m0s@5h30m0s dead"},
+			[]string{"1:3h0m0s@5h31m0s", "1:4h0m0s@5h31m0s", "1:5h0m0s@5h31m0s", "1:6h0m0s@6h0m0s"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := newFakeStore()
+				st.add(Task{Spec: "0 * * * *", Missed: tc.missed, Next: epoch.Add(time.Hour)})
+				if tc.missed == MissedAll {
+					sleepUntil(5*time.Hour + 30*time.Minute) // down before A starts
+				}
+				frA, frB := &fakeFirer{}, &fakeFirer{}
+				ctxA, crashA := context.WithCancel(t.Context())
+				claims := 0
+				st.afterClaim = func(Advance, time.Time, bool) {
+					if claims++; claims == tc.crashAt {
+						crashA()
+					}
+				}
+				a := NewLoop(st, frA, nil, nil)
+				if err := a.Startup(ctxA, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				doneA := make(chan error, 1)
+				go func() { doneA <- a.Run(ctxA) }()
+				<-doneA
+				st.afterClaim = nil
+
+				sleepUntil(tc.restartAt)
+				b := NewLoop(st, frB, nil, nil)
+				if err := b.Startup(t.Context(), time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				stop := start(t, b)
+				sleepUntil(6*time.Hour + 30*time.Minute)
+				stop()
+
+				var gotA []string
+				for _, f := range frA.all() {
+					state := " dead" // the process had died: no turn started
+					if f.Alive {
+						state = " alive"
+					}
+					gotA = append(gotA, offsets([]fire{f})[0]+state)
+				}
+				if !equalStrings(gotA, tc.wantA) {
+					t.Errorf("A fired %v, want %v", gotA, tc.wantA)
+				}
+				gotB := offsets(frB.all())
+				if len(gotB) > len(tc.wantB) {
+					gotB = gotB[:len(tc.wantB)]
+				}
+				if !equalStrings(gotB, tc.wantB) {
+					t.Errorf("B fired %v, want %v first", offsets(frB.all()), tc.wantB)
+				}
+				perSlot := map[time.Time]int{}
+				for _, r := range st.allRuns() {
+					if perSlot[r.Slot]++; perSlot[r.Slot] > 1 {
+						t.Errorf("slot %s has %d runs", r.Slot, perSlot[r.Slot])
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestLoopsShareStore: two loops racing on one store fire every slot of
+// every task exactly once between them.
+func TestLoopsShareStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newFakeStore()
+		const tasks, minutes = 20, 30
+		for range tasks {
+			st.add(Task{Spec: "* * * * *", Next: epoch.Add(time.Minute)})
+		}
+		frA, frB := &fakeFirer{}, &fakeFirer{}
+		stopA := start(t, NewLoop(st, frA, nil, nil))
+		stopB := start(t, NewLoop(st, frB, nil, nil))
+		sleepUntil(minutes*time.Minute + 30*time.Second)
+		stopA()
+		stopB()
+		type key struct {
+			task int64
+			slot time.Time
+		}
+		seen := map[key]int{}
+		for _, f := range append(frA.all(), frB.all()...) {
+			seen[key{f.Task, f.Slot}]++
+			if !f.At.Equal(f.Slot) {
+				t.Errorf("task %d slot %s fired at %s", f.Task, f.Slot, f.At)
+			}
+		}
+		if len(seen) != tasks*minutes {
+			t.Errorf("%d distinct fires, want %d", len(seen), tasks*minutes)
+		}
+		for k, n := range seen {
+			if n != 1 {
+				t.Errorf("task %d slot %s fired %d times", k.task, k.slot, n)
+			}
+		}
+		if len(frA.all()) == 0 || len(frB.all()) == 0 {
+			t.Logf("one loop did all the work (A %d, B %d)", len(frA.all()), len(frB.all()))
+		}
+	})
+}
+
+func TestLoopFireErrorMarksRunFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newFakeStore()
+		fr := &fakeFirer{err: func(Task) error { return errors.New("folder main is gone") }}
+		id := st.add(Task{Spec: "@hourly", Next: epoch.Add(time.Hour)})
+		stop := start(t, NewLoop(st, fr, nil, nil))
+		sleepUntil(time.Hour + 30*time.Minute)
+		stop()
+		if got := offsets(fr.all()); !equalStrings(got, []string{"1:1h0m0s@1h0m0s"}) {
+			t.Errorf("fires %v: a failed fire is not retried", got)
+		}
+		runs := st.allRuns()
+		if len(runs) != 1 || runs[0].Status != RunFailed || !strings.Contains(runs[0].Reason, "folder main is gone") {
+			t.Errorf("runs %+v, want one failed with the reason", runs)
+		}
+		if next := st.task(id).Next; !next.Equal(epoch.Add(2 * time.Hour)) {
+			t.Errorf("Next = %s, want 02:00", next)
+		}
+	})
+}
+
+func TestLoopStoreErrorsBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, fr := newFakeStore(), &fakeFirer{}
+		st.failDue = 3
+		st.add(Task{Spec: "@hourly", Next: epoch})
+		stop := start(t, NewLoop(st, fr, nil, nil))
+		sleepUntil(time.Minute)
+		stop()
+		// Fails at 0s, 1s and 3s; backs off 1s, 2s, 4s; succeeds at 7s.
+		if got := offsets(fr.all()); !equalStrings(got, []string{"1:0s@7s"}) {
+			t.Errorf("fires %v, want [1:0s@7s]", got)
+		}
+		// Three failed calls, then a pass: one call finds the task, one more
+		// finds nothing left.
+		if _, due := st.calls(); due != 5 {
+			t.Errorf("%d DueTasks calls, want 5", due)
+		}
+	})
+}
+
+func TestLoopCompletesTasks(t *testing.T) {
+	cases := []struct {
+		name, spec string
+		runStatus  string
+		fires      int
+	}{
+		{"one-shot fires once", "2000-01-01T00:05:00Z", RunFired, 1},
+		{"unusable schedule is retired", "0 9 * * * *", RunFailed, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st, fr := newFakeStore(), &fakeFirer{}
+				id := st.add(Task{Spec: tc.spec, Next: epoch.Add(5 * time.Minute)})
+				stop := start(t, NewLoop(st, fr, nil, nil))
+				sleepUntil(time.Hour)
+				stop()
+				task := st.task(id)
+				if task.Status != StatusCompleted || !task.Next.IsZero() {
+					t.Errorf("task status %q next %s, want completed with no next", task.Status, task.Next)
+				}
+				if len(fr.all()) != tc.fires {
+					t.Errorf("fires %v, want %d", offsets(fr.all()), tc.fires)
+				}
+				runs := st.allRuns()
+				if len(runs) != 1 || runs[0].Status != tc.runStatus {
+					t.Errorf("runs %+v, want one %q", runs, tc.runStatus)
+				}
+				if nextDue, _ := st.calls(); nextDue > 3 {
+					t.Errorf("%d NextDue calls after completion, want a few", nextDue)
+				}
+			})
+		})
+	}
+}
+
+func TestLoopRunTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLoop(newFakeStore(), &fakeFirer{}, nil, nil)
+		stop := start(t, l)
+		synctest.Wait()
+		if err := l.Run(t.Context()); !errors.Is(err, ErrLoopRunning) {
+			t.Errorf("second Run = %v, want ErrLoopRunning", err)
+		}
+		stop()
+	})
+}
+
+// refusingStore is a broken store whose claims never take and never move
+// the task: the loop must back off, not spin.
+type refusingStore struct{ *fakeStore }
+
+func (refusingStore) ClaimRun(context.Context, Advance, time.Time) (int64, bool, error) {
+	return 0, false, nil
+}
+
+func (r refusingStore) DueTasks(ctx context.Context, now time.Time, limit int) ([]Task, error) {
+	if _, due := r.calls(); due > 1000 {
+		return nil, errors.New("spinning") // break the spin so the test can fail
+	}
+	return r.fakeStore.DueTasks(ctx, now, limit)
+}
+
+func TestLoopDoesNotSpinOnRefusedClaims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, fr := refusingStore{newFakeStore()}, &fakeFirer{}
+		st.add(Task{Spec: "@hourly", Next: epoch})
+		stop := start(t, NewLoop(st, fr, nil, nil))
+		sleepUntil(10 * time.Minute)
+		stop()
+		// Backoff 1s, 2s, 4s ... capped at a minute: about 15 passes.
+		if _, due := st.calls(); due > 30 {
+			t.Errorf("%d DueTasks calls in 10 minutes with a stuck task", due)
+		}
+		if len(fr.all()) != 0 {
+			t.Errorf("fired without a claim: %v", offsets(fr.all()))
+		}
+	})
+}

@@ -1,0 +1,283 @@
+// Package schedulertest holds the conformance suite for scheduler.Store:
+// a store implementation (the SQL one, the scheduler's in-memory fake) runs
+// TestStore from its own tests to show that it honours the contract
+// documented on scheduler.Store, claim-once included.
+package schedulertest
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"switchboard/scheduler"
+)
+
+// Run is a run row as the suite inspects it.
+type Run struct {
+	ID     int64
+	Slot   time.Time
+	Status string
+	Reason string
+}
+
+// Harness gives the suite a fresh, empty store and the few extra
+// operations the Store interface leaves to the rest of the program.
+type Harness struct {
+	Store scheduler.Store
+	// AddTask stores t (its ID is ignored) and returns the new ID.
+	AddTask func(t scheduler.Task) int64
+	// Task reads a task back.
+	Task func(id int64) scheduler.Task
+	// Runs lists a task's runs, oldest first.
+	Runs func(taskID int64) []Run
+}
+
+// base is a slot in a zone with daylight saving, to catch stores that
+// compare local strings instead of instants.
+var base = func() time.Time {
+	loc, err := scheduler.LoadZone("America/New_York")
+	if err != nil { // unreachable: package scheduler embeds tzdata
+		loc = time.FixedZone("EDT", -4*60*60)
+	}
+	return time.Date(2027, 3, 14, 3, 0, 0, 0, loc)
+}()
+
+func task(next time.Time) scheduler.Task {
+	return scheduler.Task{
+		Folder: "main", ChatJID: "web:alice", Prompt: "check the news", Spec: "0 * * * *",
+		Kind: scheduler.KindCron, Timezone: "America/New_York", Context: "isolated",
+		Missed: scheduler.MissedOnce, Status: scheduler.StatusActive, Next: next, CreatedBy: "main",
+	}
+}
+
+// TestStore runs the conformance suite; newHarness must return a harness
+// over a fresh, empty store for each call.
+func TestStore(t *testing.T, newHarness func(t *testing.T) Harness) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h Harness)
+	}{
+		{"DueTasksFiltersAndOrders", testDueTasks},
+		{"NextDue", testNextDue},
+		{"ClaimRunAdvancesAndRecords", testClaimRun},
+		{"ClaimRunCompareAndSet", testClaimRunRefused},
+		{"ClaimRunDuplicateSlotStillAdvances", testClaimRunDuplicate},
+		{"ClaimRunCompletes", testClaimRunCompletes},
+		{"SkipRuns", testSkipRuns},
+		{"FailRun", testFailRun},
+		{"ConcurrentClaimsOneWins", testConcurrentClaims},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newHarness(t)) })
+	}
+}
+
+func testDueTasks(t *testing.T, h Harness) {
+	ctx := t.Context()
+	a := h.AddTask(task(base.Add(2 * time.Minute)))
+	b := h.AddTask(task(base.Add(time.Minute)))
+	paused := task(base)
+	paused.Status = scheduler.StatusPaused
+	h.AddTask(paused)
+	h.AddTask(task(base.Add(time.Hour)))
+	f := h.AddTask(task(base.Add(time.Minute).UTC())) // same instant as b, written in UTC
+	now := base.Add(2 * time.Minute).In(time.UTC)
+	due, err := h.Store.DueTasks(ctx, now, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(due); !slices.Equal(got, []int64{b, f, a}) {
+		t.Fatalf("DueTasks = %v, want %v (by Next, then ID; active only)", got, []int64{b, f, a})
+	}
+	if want := task(base.Add(time.Minute)); !sameTask(due[0], want) {
+		t.Errorf("DueTasks returned %+v, want the stored fields %+v", due[0], want)
+	}
+	if due, _ := h.Store.DueTasks(ctx, now, 2); !slices.Equal(ids(due), []int64{b, f}) {
+		t.Errorf("DueTasks limit 2 = %v, want %v", ids(due), []int64{b, f})
+	}
+}
+
+func testNextDue(t *testing.T, h Harness) {
+	ctx := t.Context()
+	if _, ok, err := h.Store.NextDue(ctx); err != nil || ok {
+		t.Fatalf("empty store: NextDue ok=%v err=%v, want none", ok, err)
+	}
+	paused := task(base)
+	paused.Status = scheduler.StatusPaused
+	h.AddTask(paused)
+	h.AddTask(task(base.Add(time.Hour)))
+	h.AddTask(task(base.Add(time.Minute)))
+	next, ok, err := h.Store.NextDue(ctx)
+	if err != nil || !ok || !next.Equal(base.Add(time.Minute)) {
+		t.Errorf("NextDue = %s %v %v, want %s (paused tasks ignored)", next, ok, err, base.Add(time.Minute))
+	}
+}
+
+func testClaimRun(t *testing.T, h Harness) {
+	id := h.AddTask(task(base))
+	a := scheduler.Advance{TaskID: id, From: base.UTC(), Next: base.Add(time.Hour), HasNext: true}
+	runID, claimed, err := h.Store.ClaimRun(t.Context(), a, base)
+	if err != nil || !claimed || runID == 0 {
+		t.Fatalf("ClaimRun = %d %v %v, want a claimed run", runID, claimed, err)
+	}
+	if got := h.Task(id); !got.Next.Equal(base.Add(time.Hour)) || got.Status != scheduler.StatusActive {
+		t.Errorf("task after claim: status %q Next %s, want active at %s", got.Status, got.Next, base.Add(time.Hour))
+	}
+	runs := h.Runs(id)
+	if len(runs) != 1 || runs[0].ID != runID || !runs[0].Slot.Equal(base) || runs[0].Status != scheduler.RunFired {
+		t.Errorf("runs %+v, want one %q run %d at %s", runs, scheduler.RunFired, runID, base)
+	}
+}
+
+func testClaimRunRefused(t *testing.T, h Harness) {
+	ctx := t.Context()
+	id := h.AddTask(task(base))
+	paused := task(base)
+	paused.Status = scheduler.StatusPaused
+	pid := h.AddTask(paused)
+	cases := []struct {
+		name string
+		a    scheduler.Advance
+	}{
+		{"stale From", scheduler.Advance{TaskID: id, From: base.Add(-time.Hour), Next: base.Add(time.Hour), HasNext: true}},
+		{"paused task", scheduler.Advance{TaskID: pid, From: base, Next: base.Add(time.Hour), HasNext: true}},
+		{"missing task", scheduler.Advance{TaskID: id + pid + 1000, From: base, Next: base.Add(time.Hour), HasNext: true}},
+	}
+	for _, tc := range cases {
+		if _, claimed, err := h.Store.ClaimRun(ctx, tc.a, tc.a.From); err != nil || claimed {
+			t.Errorf("%s: claimed=%v err=%v, want refused without error", tc.name, claimed, err)
+		}
+		if ok, err := h.Store.SkipRuns(ctx, tc.a, 1); err != nil || ok {
+			t.Errorf("%s: SkipRuns applied, want refused", tc.name)
+		}
+	}
+	for _, tid := range []int64{id, pid} {
+		if got := h.Task(tid); !got.Next.Equal(base) || len(h.Runs(tid)) != 0 {
+			t.Errorf("task %d changed by refused claims: Next %s, %d runs", tid, got.Next, len(h.Runs(tid)))
+		}
+	}
+}
+
+func testClaimRunDuplicate(t *testing.T, h Harness) {
+	ctx := t.Context()
+	id := h.AddTask(task(base))
+	s2, s3 := base.Add(time.Hour), base.Add(2*time.Hour)
+	if _, claimed, err := h.Store.ClaimRun(ctx, scheduler.Advance{TaskID: id, From: base, Next: s2, HasNext: true}, base); err != nil || !claimed {
+		t.Fatalf("first claim: %v %v", claimed, err)
+	}
+	// A second claim of the same slot (from the new Next) records nothing
+	// but still moves the task on.
+	_, claimed, err := h.Store.ClaimRun(ctx, scheduler.Advance{TaskID: id, From: s2, Next: s3, HasNext: true}, base)
+	if err != nil || claimed {
+		t.Fatalf("duplicate slot: claimed=%v err=%v, want refused", claimed, err)
+	}
+	if got := h.Task(id).Next; !got.Equal(s3) {
+		t.Errorf("Next after duplicate = %s, want %s (the task must not stick)", got, s3)
+	}
+	if runs := h.Runs(id); len(runs) != 1 {
+		t.Errorf("%d runs, want 1", len(runs))
+	}
+}
+
+func testClaimRunCompletes(t *testing.T, h Harness) {
+	ctx := t.Context()
+	id := h.AddTask(task(base))
+	if _, claimed, err := h.Store.ClaimRun(ctx, scheduler.Advance{TaskID: id, From: base}, base); err != nil || !claimed {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	if got := h.Task(id); got.Status != scheduler.StatusCompleted || !got.Next.IsZero() {
+		t.Errorf("task: status %q Next %s, want completed with no Next", got.Status, got.Next)
+	}
+	if due, _ := h.Store.DueTasks(ctx, base.Add(time.Hour), 10); len(due) != 0 {
+		t.Errorf("completed task still due")
+	}
+	if _, ok, _ := h.Store.NextDue(ctx); ok {
+		t.Errorf("completed task still has a NextDue")
+	}
+}
+
+func testSkipRuns(t *testing.T, h Harness) {
+	ctx := t.Context()
+	id := h.AddTask(task(base))
+	ok, err := h.Store.SkipRuns(ctx, scheduler.Advance{TaskID: id, From: base, Next: base.Add(5 * time.Hour), HasNext: true}, 5)
+	if err != nil || !ok {
+		t.Fatalf("SkipRuns = %v %v", ok, err)
+	}
+	if got := h.Task(id).Next; !got.Equal(base.Add(5 * time.Hour)) {
+		t.Errorf("Next = %s, want %s", got, base.Add(5*time.Hour))
+	}
+	if runs := h.Runs(id); len(runs) != 0 {
+		t.Errorf("SkipRuns inserted runs %+v", runs)
+	}
+	if ok, _ := h.Store.SkipRuns(ctx, scheduler.Advance{TaskID: id, From: base, Next: base.Add(time.Hour), HasNext: true}, 1); ok {
+		t.Errorf("SkipRuns from a stale Next applied")
+	}
+	if ok, _ := h.Store.SkipRuns(ctx, scheduler.Advance{TaskID: id, From: base.Add(5 * time.Hour)}, 1); !ok || h.Task(id).Status != scheduler.StatusCompleted {
+		t.Errorf("SkipRuns without a next did not complete the task")
+	}
+}
+
+func testFailRun(t *testing.T, h Harness) {
+	ctx := t.Context()
+	id := h.AddTask(task(base))
+	runID, _, err := h.Store.ClaimRun(ctx, scheduler.Advance{TaskID: id, From: base, Next: base.Add(time.Hour), HasNext: true}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Store.FailRun(ctx, runID, "folder main is gone"); err != nil {
+		t.Fatal(err)
+	}
+	runs := h.Runs(id)
+	if len(runs) != 1 || runs[0].Status != scheduler.RunFailed || runs[0].Reason != "folder main is gone" {
+		t.Errorf("runs %+v, want one failed with the reason", runs)
+	}
+	if got := h.Task(id).Next; !got.Equal(base.Add(time.Hour)) {
+		t.Errorf("FailRun changed the task: Next %s", got)
+	}
+	if err := h.Store.FailRun(ctx, runID+1000, "x"); err == nil {
+		t.Errorf("FailRun of an unknown run: no error")
+	}
+}
+
+func testConcurrentClaims(t *testing.T, h Harness) {
+	id := h.AddTask(task(base))
+	a := scheduler.Advance{TaskID: id, From: base, Next: base.Add(time.Hour), HasNext: true}
+	const n = 8
+	var wg sync.WaitGroup
+	results := make([]bool, n)
+	for i := range n {
+		wg.Go(func() {
+			_, claimed, err := h.Store.ClaimRun(t.Context(), a, base)
+			if err != nil {
+				t.Errorf("concurrent ClaimRun: %v", err)
+			}
+			results[i] = claimed
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, c := range results {
+		if c {
+			won++
+		}
+	}
+	if won != 1 || len(h.Runs(id)) != 1 {
+		t.Errorf("%d of %d concurrent claims won, %d runs; want exactly one", won, n, len(h.Runs(id)))
+	}
+}
+
+func ids(ts []scheduler.Task) []int64 {
+	var out []int64
+	for _, t := range ts {
+		out = append(out, t.ID)
+	}
+	return out
+}
+
+// sameTask compares everything but the ID, Next as an instant.
+func sameTask(got, want scheduler.Task) bool {
+	gotNext, wantNext := got.Next, want.Next
+	got.ID, want.ID, got.Next, want.Next = 0, 0, time.Time{}, time.Time{}
+	return got == want && gotNext.Equal(wantNext)
+}

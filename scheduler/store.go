@@ -1,0 +1,115 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+)
+
+// Task is a scheduled task as the Store keeps it.
+type Task struct {
+	ID        int64
+	Folder    string // the group folder the turn runs in
+	ChatJID   string // the chat the turn answers in
+	Prompt    string
+	Spec      string // the schedule as given (see Parse)
+	Kind      Kind
+	Timezone  string // IANA zone the spec is evaluated in
+	Context   string // "group" (the chat's session) or "isolated" (a fresh one)
+	Missed    Missed
+	Status    string    // "active", "paused", "completed" or "cancelled"
+	Next      time.Time // the first unrun slot; zero when none remains
+	CreatedBy string
+}
+
+// Task statuses.
+const (
+	StatusActive    = "active"
+	StatusPaused    = "paused"
+	StatusCompleted = "completed"
+	StatusCancelled = "cancelled"
+)
+
+// Run statuses the scheduler writes. The gateway writes the outcome of a
+// turn (its own statuses, such as "ok" or "error") over "fired".
+const (
+	RunFired  = "fired"  // claimed and handed to the Firer (or about to be)
+	RunFailed = "failed" // claimed, but the Firer could not start the turn
+)
+
+// Advance moves a task from one Next to another. From is the task's Next as
+// the scheduler read it: an Advance applies only while the stored Next still
+// equals From (compare-and-set), so two schedulers, or a scheduler racing a
+// pause or cancel, can never both act on the same slot.
+type Advance struct {
+	TaskID int64
+	From   time.Time // the stored Next this change was computed from
+	Next   time.Time // the new Next, when HasNext
+	// HasNext false means the schedule has no slot left: the task becomes
+	// "completed" with a zero Next.
+	HasNext bool
+}
+
+// Store persists tasks and their runs for the Loop. Implementations must be
+// safe for concurrent use. All times are instants; slots are whole seconds,
+// so storing Unix seconds (UTC) round-trips them exactly, and comparisons
+// ("equals From", "Next <= now") are between instants. Errors are returned
+// only for storage failures: a refused claim or advance is not an error.
+//
+// A task is due when it is "active" and its Next is at or before now. The
+// Loop expects whoever creates or resumes a task to set Next (normally
+// Schedule.Next(now)) and then call Loop.Wake; a task resumed with a Next in
+// the past is handled as a missed run under its policy. Pausing and
+// cancelling only change the status (a paused task keeps its Next).
+type Store interface {
+	// DueTasks returns the tasks with status "active" and a non-zero Next at
+	// or before now, ordered by Next then ID, at most limit of them.
+	DueTasks(ctx context.Context, now time.Time, limit int) ([]Task, error)
+
+	// NextDue returns the earliest Next among tasks with status "active" and
+	// a non-zero Next; ok is false when there is none.
+	NextDue(ctx context.Context) (next time.Time, ok bool, err error)
+
+	// ClaimRun records that slot of task a.TaskID is being run, in one
+	// transaction:
+	//
+	//  1. If the task does not exist, its status is not "active", or its
+	//     Next is not a.From: change nothing; return claimed = false.
+	//  2. If a run row for (task, slot) already exists (runs are unique on
+	//     that pair): insert nothing, but still apply step 4; return
+	//     claimed = false. The slot must not fire again, and the task must
+	//     not stay stuck on it.
+	//  3. Otherwise insert a run row (task, slot, status "fired", started
+	//     at the store's current time) and return its id, claimed = true.
+	//  4. Set the task's Next to a.Next, or, when !a.HasNext, set its status
+	//     to "completed" and its Next to zero.
+	//
+	// slot is normally a.From itself; a catch-up run may claim a later slot
+	// (the latest missed one) while advancing from a.From. Because runs are
+	// unique on (task, slot) and the claim commits before the Loop fires, a
+	// slot fires at most once however many loops or restarts there are.
+	ClaimRun(ctx context.Context, a Advance, slot time.Time) (runID int64, claimed bool, err error)
+
+	// SkipRuns advances a task past missed slots without running them (the
+	// skip policy), in one transaction: when the task exists, is "active"
+	// and its Next equals a.From, apply step 4 of ClaimRun and return
+	// ok = true; otherwise change nothing and return ok = false. skipped is
+	// the number of slots passed over, for the task's history (a store may
+	// note it); it must not insert a run row per skipped slot.
+	SkipRuns(ctx context.Context, a Advance, skipped int) (ok bool, err error)
+
+	// FailRun marks run runID "failed" with reason (why its turn never
+	// started) if its status is still "fired"; a run with any other status
+	// keeps it. The task is not changed. An unknown runID is an error.
+	FailRun(ctx context.Context, runID int64, reason string) error
+}
+
+// Firer starts the turn for a claimed slot.
+type Firer interface {
+	// Fire injects the task's prompt into its folder as a task turn (t is
+	// the task as DueTasks returned it, before the claim moved its Next) and
+	// returns once the turn is queued; the turn runs asynchronously and the
+	// gateway writes its outcome to run runID. An error means the turn will
+	// not run: the Loop marks the run failed with it (and does not retry).
+	// Fire must not block on the turn itself.
+	Fire(ctx context.Context, t Task, slot time.Time, runID int64) error
+}
