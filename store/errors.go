@@ -14,6 +14,8 @@ var (
 	ErrSchemaTooNew = errors.New("database schema too new")
 	// ErrBadQuery: a search query is not valid FTS5 syntax.
 	ErrBadQuery = errors.New("bad search query")
+	// ErrTaskFinished: a cancelled or completed task cannot change status.
+	ErrTaskFinished = errors.New("task is finished")
 	// ErrNoFTS5: the binary was built without the sqlite_fts5 tag.
 	ErrNoFTS5 = errors.New("sqlite was built without fts5")
 	// ErrNotSwitchboard: the file is an SQLite database of something else.

@@ -340,8 +340,8 @@ func TestLaterMigrationsApplyInOrder(t *testing.T) {
 	s.Close()
 
 	next := withExtra(
-		`CREATE TABLE tasks (id INTEGER PRIMARY KEY, folder TEXT NOT NULL);`,
-		`ALTER TABLE tasks ADD COLUMN prompt TEXT NOT NULL DEFAULT ''; INSERT INTO tasks (folder, prompt) SELECT folder, 'hi' FROM groups;`,
+		`CREATE TABLE future (id INTEGER PRIMARY KEY, folder TEXT NOT NULL);`,
+		`ALTER TABLE future ADD COLUMN prompt TEXT NOT NULL DEFAULT ''; INSERT INTO future (folder, prompt) SELECT folder, 'hi' FROM groups;`,
 	)
 	s2, err := open(ctx, path, next)
 	if err != nil {
@@ -353,7 +353,7 @@ func TestLaterMigrationsApplyInOrder(t *testing.T) {
 		t.Errorf("version = %d, want %d", v, Migrations()+2)
 	}
 	var prompt string
-	if err := s2.Read().QueryRow(`SELECT prompt FROM tasks WHERE folder = 'main'`).Scan(&prompt); err != nil || prompt != "hi" {
+	if err := s2.Read().QueryRow(`SELECT prompt FROM future WHERE folder = 'main'`).Scan(&prompt); err != nil || prompt != "hi" {
 		t.Errorf("second migration did not run after the first: %q, %v", prompt, err)
 	}
 	s2.Close()

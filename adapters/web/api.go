@@ -1,0 +1,353 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"switchboard/adapters"
+)
+
+// Limits of the HTTP API.
+const (
+	maxBody      = 64 << 10 // bytes of a POST body
+	maxText      = 16 << 10 // bytes of a message text
+	maxWord      = 64       // characters of a room, sender or client id
+	maxName      = 64       // characters of a display name
+	maxTopic     = 256      // bytes of a topic
+	defaultLimit = 200
+	maxLimit     = 1000
+	bodyDeadline = 15 * time.Second // to read a POST body
+)
+
+// timeLayout is RFC 3339 with milliseconds; times are formatted in UTC.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// handler routes the page and the API; deliver stores posted messages.
+func (a *Adapter) handler(deliver adapters.DeliverFunc) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", a.servePage)
+	mux.Handle("GET /static/", staticHandler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("POST /api/rooms/{room}/messages", a.postMessage(deliver))
+	mux.HandleFunc("GET /api/rooms/{room}/messages", a.getMessages)
+	mux.HandleFunc("GET /api/rooms/{room}/events", a.events)
+	return a.guard(mux)
+}
+
+// guard adds headers every response carries and rejects requests that a
+// browser sent on behalf of another site: cross-origin POSTs (CSRF), and,
+// when bound to loopback, requests whose Host is not a loopback name (DNS
+// rebinding: a remote page resolving its own name to 127.0.0.1).
+func (a *Adapter) guard(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		if a.loopback.Load() && !loopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q not allowed: open the chat through 127.0.0.1 or localhost", r.Host))
+			return
+		}
+		if err := cop.Check(r); err != nil {
+			writeError(w, http.StatusForbidden, "cross-origin request rejected")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names this machine.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// postRequest is the body of POST /api/rooms/{room}/messages.
+type postRequest struct {
+	ID     string `json:"id"`     // optional client id: a retry with the same id is not stored twice
+	Sender string `json:"sender"` // user name: the sender JID is web:user/<sender>
+	Name   string `json:"name"`   // optional display name, default sender
+	Text   string `json:"text"`
+	Topic  string `json:"topic"`
+}
+
+type postResponse struct {
+	ID  string `json:"id"`
+	Seq int64  `json:"seq"`
+}
+
+// messageView is a stored message as the API and the event stream show it.
+type messageView struct {
+	Seq     int64  `json:"seq"`
+	ID      string `json:"id"`
+	Sender  string `json:"sender"`
+	Name    string `json:"name"`
+	Text    string `json:"text"`
+	Time    string `json:"time"`
+	FromBot bool   `json:"from_bot"`
+	Topic   string `json:"topic"`
+}
+
+type messagesResponse struct {
+	Messages []messageView `json:"messages"`
+}
+
+func (a *Adapter) postMessage(deliver adapters.DeliverFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		room := r.PathValue("room")
+		if err := checkRoom(room); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		// Any Content-Type is accepted (curl -d sends a form type): the
+		// body must parse as JSON, and cross-site browser posts are
+		// already refused by the cross-origin and Host checks.
+		// A slow client must not hold a connection open forever; the
+		// server has no ReadTimeout because event streams outlive it.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyDeadline))
+		req, status, err := decodePost(w, r)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+		if err != nil {
+			writeError(w, status, err.Error())
+			return
+		}
+		in, err := inbound(room, req, time.Now())
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		seq, err := deliver(r.Context(), in)
+		if err != nil {
+			a.log.Warn("web_deliver_failed", "jid", in.Chat, "id", in.ID, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "message not stored, try again")
+			return
+		}
+		writeJSON(w, http.StatusAccepted, postResponse{ID: in.ID, Seq: seq})
+	}
+}
+
+// decodePost reads a POST body: one JSON object of known fields, at most
+// maxBody bytes. On error it returns the HTTP status to answer.
+func decodePost(w http.ResponseWriter, r *http.Request) (postRequest, int, error) {
+	var req postRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return req, http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", maxBody)
+		}
+		return req, http.StatusBadRequest, fmt.Errorf("read body: %w", err)
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return req, http.StatusBadRequest, errors.New(`body must be a JSON object like {"sender": "ann", "text": "hi"}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, http.StatusBadRequest, jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return req, http.StatusBadRequest, errors.New("body must hold a single JSON object")
+	}
+	return req, 0, nil
+}
+
+// jsonError turns a decoding error into a message naming the field.
+func jsonError(err error) error {
+	if e, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && e.Field != "" {
+		return fmt.Errorf("field %q must be a %s", e.Field, e.Type)
+	}
+	if e, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return fmt.Errorf("body is not valid JSON: %s (at byte %d)", e.Error(), e.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("body is not valid JSON: unexpected end")
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if strings.HasPrefix(msg, "unknown field") {
+		return fmt.Errorf("%s: allowed fields are sender, text, name, topic, id", msg)
+	}
+	return fmt.Errorf("body is not valid JSON: %s", msg)
+}
+
+// inbound validates a posted message and builds the Inbound for room.
+func inbound(room string, req postRequest, now time.Time) (adapters.Inbound, error) {
+	if err := checkWord("sender", req.Sender); err != nil {
+		return adapters.Inbound{}, err
+	}
+	id := "w-" + randomID()
+	if req.ID != "" {
+		if err := checkWord("id", req.ID); err != nil {
+			return adapters.Inbound{}, err
+		}
+		id = "w-" + req.ID
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return adapters.Inbound{}, errors.New("text is required and must not be blank")
+	}
+	if len(req.Text) > maxText {
+		return adapters.Inbound{}, fmt.Errorf("text is longer than %d bytes", maxText)
+	}
+	name := strings.TrimSpace(req.Name)
+	if utf8.RuneCountInString(name) > maxName || hasControl(name) {
+		return adapters.Inbound{}, fmt.Errorf("name must be at most %d characters, without control characters", maxName)
+	}
+	if name == "" {
+		name = req.Sender
+	}
+	if len(req.Topic) > maxTopic || hasControl(req.Topic) {
+		return adapters.Inbound{}, fmt.Errorf("topic must be at most %d bytes, without control characters", maxTopic)
+	}
+	return adapters.Inbound{
+		Chat:       chatJID(room),
+		ChatName:   room,
+		ID:         id,
+		Sender:     senderJID(req.Sender),
+		SenderName: name,
+		Text:       req.Text,
+		Time:       now.UTC(),
+		Topic:      req.Topic,
+		Verb:       adapters.VerbMention,
+	}, nil
+}
+
+func (a *Adapter) getMessages(w http.ResponseWriter, r *http.Request) {
+	room := r.PathValue("room")
+	if err := checkRoom(room); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	q := r.URL.Query()
+	after, err := parseAfter(q.Get("after"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	limit := defaultLimit
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxLimit {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a whole number from 1 to %d", maxLimit))
+			return
+		}
+		limit = n
+	}
+	stored, err := a.history.Messages(r.Context(), chatJID(room), after, limit)
+	if err != nil {
+		a.log.Warn("web_history_failed", "jid", chatJID(room), "err", err)
+		writeError(w, http.StatusServiceUnavailable, "could not read messages, try again")
+		return
+	}
+	resp := messagesResponse{Messages: make([]messageView, 0, len(stored))}
+	for _, m := range stored {
+		resp.Messages = append(resp.Messages, a.view(m))
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// view renders a stored message for the API. sender is the user name for
+// web users ("ann"), the bot's name for the bot's messages, and the full
+// sender JID for anyone else.
+func (a *Adapter) view(m adapters.Stored) messageView {
+	v := messageView{
+		Seq:     m.Seq,
+		ID:      m.ID,
+		Sender:  string(m.Sender),
+		Name:    m.SenderName,
+		Text:    m.Text,
+		FromBot: m.FromBot,
+		Topic:   m.Topic,
+	}
+	if !m.Time.IsZero() {
+		v.Time = m.Time.UTC().Format(timeLayout)
+	}
+	if user, ok := strings.CutPrefix(v.Sender, platform+":user/"); ok {
+		v.Sender = user
+	}
+	if m.FromBot {
+		v.Sender = a.botName
+	}
+	if v.Name == "" {
+		v.Name = v.Sender
+	}
+	return v
+}
+
+// parseAfter parses a sequence cursor; "" is 0.
+func parseAfter(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errors.New("after must be a message seq (a whole number, 0 or more)")
+	}
+	return n, nil
+}
+
+// checkRoom validates a room name: it becomes the chat JID web:<room>.
+func checkRoom(room string) error {
+	if err := checkWord("room", room); err != nil {
+		return err
+	}
+	if strings.Trim(room, ".") == "" {
+		return errors.New(`room must not be only dots`)
+	}
+	return nil
+}
+
+// checkWord validates a name made of 1-64 ASCII letters, digits, '_', '.' or '-'.
+func checkWord(field, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is required: 1-%d characters of A-Z a-z 0-9 _ . -", field, maxWord)
+	}
+	if len(s) > maxWord {
+		return fmt.Errorf("%s is longer than %d characters", field, maxWord)
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return fmt.Errorf("%s %q has a character that is not allowed: use A-Z a-z 0-9 _ . -", field, s)
+		}
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, unicode.IsControl)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil { // only plain structs and strings are written: cannot happen
+		status, body = http.StatusInternalServerError, []byte(`{"error":"encode response"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}

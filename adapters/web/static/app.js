@@ -1,0 +1,281 @@
+// Switchboard web chat. User data only ever reaches the page through
+// textContent, never innerHTML.
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    join: $("join"), room: $("room"), name: $("name"), status: $("status"),
+    scroller: $("scroller"), list: $("messages"), empty: $("empty"),
+    error: $("error"), composer: $("composer"), text: $("text"), send: $("send"),
+  };
+  const ROOM_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+  const PAGE = 1000;      // messages per history request (the API maximum)
+  const MAX_SHOWN = 2000; // older messages leave the page beyond this
+  const NAME_KEY = "switchboard.name";
+
+  let room = "";
+  let last = 0;          // highest seq shown: the cursor for history and events
+  let seen = new Set();  // seqs shown, so a message never appears twice
+  let events = null;     // the open EventSource
+  let generation = 0;    // bumped on every join; stale callbacks check it
+  let retryTimer = 0;
+  let pending = null;    // {room, text, id}: a retry of the same text reuses its id
+
+  // ---- helpers -------------------------------------------------------
+
+  function el(tag, className, text) {
+    const n = document.createElement(tag);
+    if (className) n.className = className;
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+
+  function roomURL(r, tail) {
+    return "/api/rooms/" + encodeURIComponent(r) + tail;
+  }
+
+  async function readJSON(res) {
+    try {
+      return await res.json();
+    } catch {
+      return { error: "HTTP " + res.status + " " + res.statusText };
+    }
+  }
+
+  function showError(msg) {
+    ui.error.textContent = msg;
+    ui.error.hidden = false;
+  }
+
+  function clearError() {
+    ui.error.hidden = true;
+    ui.error.textContent = "";
+  }
+
+  function setStatus(text, state) {
+    ui.status.textContent = text;
+    ui.status.dataset.state = state || "";
+  }
+
+  // senderOf turns a display name into the API's sender: A-Z a-z 0-9 _ . -
+  function senderOf(name) {
+    const s = name.trim().replace(/[^A-Za-z0-9_.-]+/g, "_").slice(0, 64);
+    return /[A-Za-z0-9]/.test(s) ? s : "";
+  }
+
+  function randomId() {
+    const b = new Uint8Array(12);
+    crypto.getRandomValues(b);
+    return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  }
+
+  function hue(s) {
+    let h = 0;
+    for (const c of s) h = (h * 31 + c.codePointAt(0)) % 360;
+    return h;
+  }
+
+  function formatTime(iso) {
+    const d = new Date(iso);
+    if (isNaN(d)) return "";
+    const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    if (d.toDateString() === new Date().toDateString()) return time;
+    return d.toLocaleDateString([], { month: "short", day: "numeric" }) + " " + time;
+  }
+
+  function nearBottom() {
+    const s = ui.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < 80;
+  }
+
+  // ---- messages ------------------------------------------------------
+
+  function render(m) {
+    const mine = !m.from_bot && m.sender === senderOf(ui.name.value);
+    const li = el("li", "msg" + (m.from_bot ? " bot" : "") + (mine ? " mine" : ""));
+    li.dataset.seq = String(m.seq);
+
+    const who = m.name || m.sender || "?";
+    const avatar = el("span", "avatar", m.from_bot ? "◆" : Array.from(who)[0].toUpperCase());
+    avatar.setAttribute("aria-hidden", "true");
+    avatar.style.setProperty("--hue", String(hue(m.sender || who)));
+
+    const meta = el("div", "meta");
+    meta.append(el("span", "who", who));
+    if (m.from_bot) meta.append(el("span", "badge", "bot"));
+    if (m.topic) meta.append(el("span", "topic", "# " + m.topic));
+    const when = el("time", "when", formatTime(m.time));
+    when.dateTime = m.time || "";
+    if (m.time) when.title = new Date(m.time).toLocaleString();
+    meta.append(when);
+
+    const body = el("div", "body");
+    body.append(meta, el("div", "text", m.text));
+    li.append(avatar, body);
+    return li;
+  }
+
+  function add(m) {
+    if (!m || typeof m.seq !== "number" || seen.has(m.seq)) return;
+    seen.add(m.seq);
+    if (m.seq > last) last = m.seq;
+    const stick = nearBottom();
+    // Keep seq order; a message almost always goes last.
+    let before = null;
+    for (let n = ui.list.lastElementChild; n && Number(n.dataset.seq) > m.seq; n = n.previousElementSibling) {
+      before = n;
+    }
+    ui.list.insertBefore(render(m), before);
+    while (ui.list.childElementCount > MAX_SHOWN) ui.list.firstElementChild.remove();
+    ui.empty.hidden = true;
+    if (stick) ui.scroller.scrollTop = ui.scroller.scrollHeight;
+  }
+
+  // loadHistory reads every message after the cursor with plain requests.
+  async function loadHistory(gen) {
+    for (;;) {
+      const res = await fetch(roomURL(room, "/messages?after=" + last + "&limit=" + PAGE));
+      const body = await readJSON(res);
+      if (gen !== generation) return;
+      if (!res.ok) throw new Error(body.error || "HTTP " + res.status);
+      body.messages.forEach(add);
+      if (body.messages.length < PAGE) return;
+    }
+  }
+
+  // connect opens the live stream from the cursor. A reconnecting
+  // EventSource sends Last-Event-ID, so the server resumes where it left.
+  function connect(gen) {
+    if (gen !== generation) return;
+    const src = new EventSource(roomURL(room, "/events?after=" + last));
+    events = src;
+    src.onopen = () => { if (events === src) setStatus("live", "live"); };
+    src.onmessage = (ev) => {
+      try { add(JSON.parse(ev.data)); } catch (e) { console.error("bad event", e); }
+    };
+    src.onerror = () => {
+      if (events !== src) return;
+      if (src.readyState === EventSource.CLOSED) {
+        events = null;
+        setStatus("offline, retrying…", "off");
+        retryTimer = setTimeout(() => connect(gen), 3000);
+      } else {
+        setStatus("reconnecting…", "off");
+      }
+    };
+  }
+
+  async function join(r) {
+    const gen = ++generation;
+    if (events) events.close();
+    events = null;
+    clearTimeout(retryTimer);
+    room = r;
+    last = 0;
+    seen = new Set();
+    ui.list.replaceChildren();
+    ui.empty.hidden = false;
+    ui.room.value = r;
+    document.title = "#" + r + " · Switchboard";
+    ui.text.placeholder = "Message #" + r;
+    history.replaceState(null, "", "?room=" + encodeURIComponent(r));
+    setStatus("loading…", "off");
+    clearError();
+    try {
+      await loadHistory(gen);
+    } catch (e) {
+      if (gen === generation) showError("Could not load messages: " + e.message);
+    }
+    connect(gen);
+  }
+
+  // ---- sending -------------------------------------------------------
+
+  async function send() {
+    const text = ui.text.value;
+    if (!text.trim()) return;
+    const name = ui.name.value.trim();
+    const sender = senderOf(name);
+    if (!sender) {
+      showError("Enter your name (letters or digits) before sending.");
+      ui.name.focus();
+      return;
+    }
+    if (!pending || pending.text !== text || pending.room !== room) {
+      pending = { room, text, id: randomId() };
+    }
+    ui.send.disabled = true;
+    try {
+      const res = await fetch(roomURL(room, "/messages"), {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ id: pending.id, sender, name, text }),
+      });
+      const body = await readJSON(res);
+      if (!res.ok) throw new Error(body.error || "HTTP " + res.status);
+      pending = null;
+      ui.text.value = "";
+      autosize();
+      clearError();
+      // Without a live stream the message would not show up: fetch it.
+      if (!events || events.readyState !== EventSource.OPEN) await loadHistory(generation);
+    } catch (e) {
+      showError("Not sent: " + e.message);
+    } finally {
+      ui.send.disabled = false;
+      ui.text.focus();
+    }
+  }
+
+  function autosize() {
+    ui.text.style.height = "auto";
+    ui.text.style.height = Math.min(ui.text.scrollHeight, 200) + "px";
+  }
+
+  // ---- wiring --------------------------------------------------------
+
+  function initialRoom() {
+    const fromHash = decodeURIComponent(location.hash.slice(1));
+    if (ROOM_RE.test(fromHash)) return fromHash;
+    const fromQuery = new URLSearchParams(location.search).get("room");
+    if (fromQuery && ROOM_RE.test(fromQuery)) return fromQuery;
+    return "lobby";
+  }
+
+  ui.join.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const r = ui.room.value.trim();
+    if (!ROOM_RE.test(r)) {
+      showError("Room names are 1-64 letters, digits, _ . or -");
+      ui.room.focus();
+      return;
+    }
+    if (r !== room) join(r);
+    ui.text.focus();
+  });
+
+  ui.name.value = localStorage.getItem(NAME_KEY) || "";
+  ui.name.addEventListener("change", () => {
+    localStorage.setItem(NAME_KEY, ui.name.value.trim());
+  });
+
+  ui.composer.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    send();
+  });
+  ui.text.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      ui.composer.requestSubmit();
+    }
+  });
+  ui.text.addEventListener("input", autosize);
+  ui.error.addEventListener("click", clearError);
+  window.addEventListener("hashchange", () => {
+    const r = initialRoom();
+    if (r !== room) join(r);
+  });
+
+  join(initialRoom());
+  (ui.name.value ? ui.text : ui.name).focus();
+})();

@@ -1,0 +1,273 @@
+// Package web is the local web chat adapter (platform "web"): an HTTP server
+// with a self-contained chat page, a small JSON API to post and read the
+// messages of a room, and a server-sent event stream that pushes new messages
+// to open pages. A room "lobby" is the chat JID "web:lobby" and a user "ann"
+// is the sender JID "web:user/ann". Every message in a web room addresses the
+// bot (like a DM), so inbound messages carry adapters.VerbMention.
+//
+// The adapter owns no storage: the gateway stores every message (the users'
+// through deliver, the bot's after Send returned its id), the adapter reads
+// them back through History and is told of new ones through Stored.
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"switchboard/adapters"
+)
+
+const (
+	platform       = "web"
+	defaultBotName = "switchboard"
+	// shutdownGrace bounds how long Run waits for in-flight requests once
+	// ctx is cancelled before it closes the remaining connections.
+	shutdownGrace = 3 * time.Second
+	// defaultMaxStreams bounds concurrent event-stream clients.
+	defaultMaxStreams = 1000
+)
+
+// History reads stored messages back; the gateway's store implements it.
+type History interface {
+	// Messages returns stored messages of chat with seq > after, ascending,
+	// at most limit (user and bot messages alike).
+	Messages(ctx context.Context, chat adapters.JID, after int64, limit int) ([]adapters.Stored, error)
+}
+
+// Options configures an Adapter.
+type Options struct {
+	Listen  string // address to listen on, e.g. "127.0.0.1:8420"; ":0" picks a port
+	BotName string // display name of the bot, default "switchboard"
+	History History
+	Logger  *slog.Logger
+}
+
+// Adapter is the web chat adapter. Create it with New; it serves HTTP while
+// Run is running. Send and Stored may be called at any time, from any
+// goroutine.
+type Adapter struct {
+	listen  string
+	botName string
+	history History
+	log     *slog.Logger
+
+	hub     hub
+	streams chan struct{} // semaphore: one slot per open event stream
+	// keepAlive is the interval of the comment lines that keep idle event
+	// streams (and the proxies in front of them) open.
+	keepAlive time.Duration
+	// streamMaxAge ends an event stream after this long, so no connection
+	// lives forever; the EventSource reconnects after its retry delay with
+	// Last-Event-ID, so nothing is lost.
+	streamMaxAge time.Duration
+
+	running   atomic.Bool
+	ready     chan struct{} // closed once listening
+	readyOnce sync.Once
+	stop      chan struct{} // closed when Run stops: ends event streams
+	stopOnce  sync.Once
+	addr      atomic.Value // string: the bound address
+	loopback  atomic.Bool  // bound to a loopback address: check Host headers
+}
+
+var _ adapters.Adapter = (*Adapter)(nil)
+var _ adapters.Watcher = (*Adapter)(nil)
+
+// New returns an adapter configured by o. It does not listen until Run.
+func New(o Options) *Adapter {
+	a := &Adapter{
+		listen:       o.Listen,
+		botName:      o.BotName,
+		history:      o.History,
+		log:          o.Logger,
+		streams:      make(chan struct{}, defaultMaxStreams),
+		keepAlive:    15 * time.Second,
+		streamMaxAge: 30 * time.Minute,
+		ready:        make(chan struct{}),
+		stop:         make(chan struct{}),
+	}
+	if a.botName == "" {
+		a.botName = defaultBotName
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.log = a.log.With("adapter", platform)
+	a.hub.rooms = make(map[adapters.JID]map[*subscriber]struct{})
+	a.addr.Store("")
+	return a
+}
+
+// Name is the platform name used in JIDs: "web".
+func (a *Adapter) Name() string { return platform }
+
+// Addr returns the address the server is bound to ("127.0.0.1:8420"), or ""
+// before Run is listening. Useful with a ":0" listen address.
+func (a *Adapter) Addr() string { return a.addr.Load().(string) }
+
+// Ready returns a channel closed once Run is listening, so Addr is set. It
+// stays open if Run fails to listen: wait for Run's result too.
+func (a *Adapter) Ready() <-chan struct{} { return a.ready }
+
+// Run listens on the configured address and serves the chat page and API,
+// calling deliver for every posted message, until ctx is cancelled; then it
+// ends the event streams, shuts the server down with a short deadline and
+// returns nil. It returns an error if it cannot listen (the address is in
+// use) or the server fails. An Adapter runs once.
+func (a *Adapter) Run(ctx context.Context, deliver adapters.DeliverFunc) error {
+	if deliver == nil {
+		return errors.New("web: run: nil deliver func")
+	}
+	if a.history == nil {
+		return errors.New("web: run: no history configured")
+	}
+	if !a.running.CompareAndSwap(false, true) {
+		return errors.New("web: run: adapter already ran")
+	}
+	defer a.stopOnce.Do(func() { close(a.stop) })
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", a.listen)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled before we were up
+		}
+		return fmt.Errorf("web: listen on %q: %w (is another program using it? change adapters.web.listen in the config)", a.listen, err)
+	}
+	bound := ln.Addr().String()
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		a.loopback.Store(tcp.IP.IsLoopback())
+	}
+	a.addr.Store(bound)
+	a.readyOnce.Do(func() { close(a.ready) })
+	a.log.Info("web_listening", "addr", bound, "url", "http://"+bound+"/")
+
+	srv := &http.Server{
+		Handler:           a.handler(deliver),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("web: serve on %s: %w", bound, err)
+	case <-ctx.Done():
+	}
+	// Event streams never go idle on their own: end them first so that
+	// Shutdown only waits for ordinary requests.
+	a.stopOnce.Do(func() { close(a.stop) })
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		a.log.Warn("web_shutdown_forced", "err", err)
+		_ = srv.Close() // the deadline passed: drop what is left
+	}
+	<-served // http.ErrServerClosed
+	return nil
+}
+
+// Send "delivers" a bot message: the page shows it once the gateway has
+// stored it and called Stored. It returns a fresh unique id ("b-…") for the
+// gateway to store the message under. It does not block. A chat that is not
+// a valid web room is an error wrapping adapters.ErrPermanent.
+func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("web: send %s: %w", m.Chat, err)
+	}
+	if _, err := roomOf(m.Chat); err != nil {
+		return "", fmt.Errorf("web: send %s: %w: %w", m.Chat, err, adapters.ErrPermanent)
+	}
+	return "b-" + randomID(), nil
+}
+
+// Stored implements adapters.Watcher: it wakes the event streams open on
+// chat so they read the new message from History. It never blocks.
+func (a *Adapter) Stored(chat adapters.JID, seq int64) {
+	if chat.Platform() != platform {
+		return
+	}
+	a.hub.wake(chat)
+}
+
+// roomOf returns the room of a web chat JID, or an error if chat is not one.
+func roomOf(chat adapters.JID) (string, error) {
+	if chat.Platform() != platform {
+		return "", errors.New("not a web chat (want web:<room>)")
+	}
+	room := chat.Room()
+	if err := checkRoom(room); err != nil {
+		return "", err
+	}
+	return room, nil
+}
+
+// chatJID is the chat JID of a (valid) room.
+func chatJID(room string) adapters.JID { return adapters.JID(platform + ":" + room) }
+
+// senderJID is the sender JID of a (valid) web user name.
+func senderJID(name string) adapters.JID { return adapters.JID(platform + ":user/" + name) }
+
+// randomID returns 16 random hex digits.
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// hub tracks the event streams open on each room.
+type hub struct {
+	mu    sync.Mutex
+	rooms map[adapters.JID]map[*subscriber]struct{}
+}
+
+// subscriber is one open event stream; wake has room for one pending signal,
+// so many Stored calls between two reads coalesce into one.
+type subscriber struct {
+	wake chan struct{}
+}
+
+func (h *hub) subscribe(chat adapters.JID) *subscriber {
+	s := &subscriber{wake: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	subs := h.rooms[chat]
+	if subs == nil {
+		subs = make(map[*subscriber]struct{})
+		h.rooms[chat] = subs
+	}
+	subs[s] = struct{}{}
+	return s
+}
+
+func (h *hub) unsubscribe(chat adapters.JID, s *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.rooms[chat], s)
+	if len(h.rooms[chat]) == 0 {
+		delete(h.rooms, chat)
+	}
+}
+
+func (h *hub) wake(chat adapters.JID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.rooms[chat] {
+		select {
+		case s.wake <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+}

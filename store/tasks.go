@@ -1,0 +1,281 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"switchboard/scheduler"
+)
+
+// The Store implements scheduler.Store with the methods below; the contract
+// of each is documented on that interface.
+var _ scheduler.Store = (*Store)(nil)
+
+// TaskRun is one run of a task.
+type TaskRun struct {
+	ID         int64
+	TaskID     int64
+	Slot       time.Time
+	Status     string // fired | succeeded | failed
+	Started    int64  // unix ms
+	DurationMS int64
+	TurnID     string
+	Error      string
+}
+
+const taskColumns = `id, folder, chat_jid, prompt, spec, kind, timezone, context, missed, status, next_s, created_by`
+
+func scanTask(sc scanner) (scheduler.Task, error) {
+	var t scheduler.Task
+	var kind, missed string
+	var next int64
+	err := sc.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Prompt, &t.Spec, &kind, &t.Timezone, &t.Context, &missed, &t.Status, &next, &t.CreatedBy)
+	t.Kind, t.Missed = scheduler.Kind(kind), scheduler.Missed(missed)
+	if next != 0 {
+		t.Next = time.Unix(next, 0).UTC()
+	}
+	return t, err
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+// AddTask stores t (its ID is ignored) and returns it with its new ID. The
+// caller validates it and sets Next.
+func (s *Store) AddTask(ctx context.Context, t scheduler.Task) (scheduler.Task, error) {
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO tasks (folder, chat_jid, prompt, spec, kind, timezone, context, missed, status, next_s, created_by, created_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, t.Folder, t.ChatJID, t.Prompt, t.Spec, string(t.Kind), t.Timezone, t.Context,
+			string(t.Missed), t.Status, unixOrZero(t.Next), t.CreatedBy, s.nowMS())
+		if err != nil {
+			return fmt.Errorf("add task: %w", err)
+		}
+		t.ID, err = res.LastInsertId()
+		return err
+	})
+	return t, err
+}
+
+// Task returns one task (ErrNotFound).
+func (s *Store) Task(ctx context.Context, id int64) (scheduler.Task, error) {
+	t, err := scanTask(s.r.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+	if err == sql.ErrNoRows {
+		return t, fmt.Errorf("task %d: %w", id, ErrNotFound)
+	}
+	return t, err
+}
+
+// Tasks lists tasks, oldest first; folder "" means all folders, otherwise the
+// folder and its descendants when subtree is set.
+func (s *Store) Tasks(ctx context.Context, folder string, subtree bool) ([]scheduler.Task, error) {
+	q := `SELECT ` + taskColumns + ` FROM tasks WHERE ? = '' OR folder = ? OR (? AND folder LIKE ? ESCAPE '\') ORDER BY id`
+	rows, err := s.r.QueryContext(ctx, q, folder, folder, subtree, escapeLike(folder)+"/%")
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	defer rows.Close()
+	out := []scheduler.Task{}
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// SetTaskStatus changes a task's status, and its Next when next is non-nil.
+// A cancelled or completed task cannot change status again.
+func (s *Store) SetTaskStatus(ctx context.Context, id int64, status string, next *time.Time) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		var cur string
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = ?`, id).Scan(&cur); err == sql.ErrNoRows {
+			return fmt.Errorf("task %d: %w", id, ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("task %d: %w", id, err)
+		}
+		if cur == scheduler.StatusCancelled || cur == scheduler.StatusCompleted {
+			return fmt.Errorf("task %d is %s: %w", id, cur, ErrTaskFinished)
+		}
+		q, args := `UPDATE tasks SET status = ? WHERE id = ?`, []any{status, id}
+		if next != nil {
+			q, args = `UPDATE tasks SET status = ?, next_s = ? WHERE id = ?`, []any{status, unixOrZero(*next), id}
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("task %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// DueTasks implements scheduler.Store.
+func (s *Store) DueTasks(ctx context.Context, now time.Time, limit int) ([]scheduler.Task, error) {
+	rows, err := s.w.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE status = 'active' AND next_s > 0 AND next_s <= ?
+		ORDER BY next_s, id LIMIT ?`, now.Unix(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("due tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []scheduler.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("due tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// NextDue implements scheduler.Store.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var next sql.NullInt64
+	if err := s.w.QueryRowContext(ctx, `SELECT min(next_s) FROM tasks WHERE status = 'active' AND next_s > 0`).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("next due: %w", err)
+	}
+	if !next.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.Unix(next.Int64, 0).UTC(), true, nil
+}
+
+// advance applies step 4 of ClaimRun when the task is active at a.From.
+func advance(ctx context.Context, tx *sql.Tx, a scheduler.Advance, skipped int) (bool, error) {
+	q, args := `UPDATE tasks SET next_s = ?, skipped = skipped + ? WHERE id = ? AND status = 'active' AND next_s = ?`,
+		[]any{unixOrZero(a.Next), skipped, a.TaskID, a.From.Unix()}
+	if !a.HasNext {
+		q, args = `UPDATE tasks SET next_s = 0, status = 'completed', skipped = skipped + ? WHERE id = ? AND status = 'active' AND next_s = ?`,
+			[]any{skipped, a.TaskID, a.From.Unix()}
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return false, fmt.Errorf("advance task %d: %w", a.TaskID, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// ClaimRun implements scheduler.Store.
+func (s *Store) ClaimRun(ctx context.Context, a scheduler.Advance, slot time.Time) (int64, bool, error) {
+	var runID int64
+	var claimed bool
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE id = ? AND status = 'active' AND next_s = ?`, a.TaskID, a.From.Unix()).Scan(&n); err != nil {
+			return fmt.Errorf("claim run: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO task_runs (task_id, slot_s, status, started_ms) VALUES (?, ?, 'fired', ?)
+			ON CONFLICT (task_id, slot_s) DO NOTHING`, a.TaskID, slot.Unix(), s.nowMS())
+		if err != nil {
+			return fmt.Errorf("claim run: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k == 1 {
+			runID, _ = res.LastInsertId()
+			claimed = true
+		}
+		_, err = advance(ctx, tx, a, 0)
+		return err
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return runID, claimed, nil
+}
+
+// SkipRuns implements scheduler.Store.
+func (s *Store) SkipRuns(ctx context.Context, a scheduler.Advance, skipped int) (bool, error) {
+	var ok bool
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		var err error
+		ok, err = advance(ctx, tx, a, skipped)
+		return err
+	})
+	return ok, err
+}
+
+// FailRun implements scheduler.Store.
+func (s *Store) FailRun(ctx context.Context, runID int64, reason string) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM task_runs WHERE id = ?`, runID).Scan(&n); err != nil {
+			return fmt.Errorf("fail run %d: %w", runID, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("fail run %d: %w", runID, ErrNotFound)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = 'failed', error = ? WHERE id = ? AND status = 'fired'`, reason, runID)
+		return err
+	})
+}
+
+// FinishRun writes a run's outcome (the turn that ran it).
+func (s *Store) FinishRun(ctx context.Context, runID int64, status, turnID string, duration time.Duration, reason string) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,
+			status, turnID, duration.Milliseconds(), reason, runID)
+		if err != nil {
+			return fmt.Errorf("finish run %d: %w", runID, err)
+		}
+		return nil
+	})
+}
+
+// RecoverRuns fails runs left "fired" by a crash before their turn was
+// queued: they will not run (each slot fires at most once), and the run
+// history says so.
+func (s *Store) RecoverRuns(ctx context.Context) (int64, error) {
+	var n int64
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = 'failed',
+			error = 'interrupted: the gateway stopped after claiming this run and before queueing its turn'
+			WHERE status = 'fired' AND id NOT IN (SELECT run_id FROM work WHERE run_id > 0)`)
+		if err != nil {
+			return fmt.Errorf("recover runs: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n, err
+}
+
+// TaskRuns lists a task's runs, newest first.
+func (s *Store) TaskRuns(ctx context.Context, taskID int64, limit int) ([]TaskRun, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, task_id, slot_s, status, started_ms, duration_ms, turn_id, error
+		FROM task_runs WHERE task_id = ? ORDER BY slot_s DESC, id DESC LIMIT ?`, taskID, clampLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []TaskRun{}
+	for rows.Next() {
+		var r TaskRun
+		var slot int64
+		if err := rows.Scan(&r.ID, &r.TaskID, &slot, &r.Status, &r.Started, &r.DurationMS, &r.TurnID, &r.Error); err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		r.Slot = time.Unix(slot, 0).UTC()
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func escapeLike(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' || s[i] == '_' || s[i] == '\\' {
+			out = append(out, '\\')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
