@@ -15,6 +15,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/routing"
+	"switchboard/scheduler"
 	"switchboard/store"
 )
 
@@ -65,6 +66,7 @@ type Gateway struct {
 	active  activeTurns
 	queue   *queue
 	outbox  *outbox
+	sched   *scheduler.Loop
 }
 
 // New checks options and builds a Gateway; nothing runs until Run.
@@ -103,6 +105,7 @@ func New(opt Options) (*Gateway, error) {
 	}
 	g.queue = newQueue(g)
 	g.outbox = newOutbox(g)
+	g.sched = scheduler.NewLoop(opt.Store, g, scheduler.SystemClock(), opt.Logger.With("component", "scheduler"))
 	return g, nil
 }
 
@@ -134,6 +137,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 				errc <- fmt.Errorf("adapter %s: %w", name, err)
 			}
 		}()
+	}
+	if err := g.startScheduler(intakeCtx); err != nil {
+		return err
 	}
 	var bg sync.WaitGroup
 	bg.Add(2)
@@ -205,6 +211,7 @@ func (g *Gateway) reload(ctx context.Context) error {
 		}
 	}
 	g.table.Store(t)
+	g.sched.Wake() // tasks may have been added, paused or resumed
 	if old := g.revision.Swap(rev); old != 0 && old != rev {
 		g.log.Info("configuration reloaded", "routes", t.Len(), "groups", len(folders))
 	}

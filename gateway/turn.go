@@ -77,6 +77,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		g.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
 		return time.Second
 	}
+	g.recordRun(ctx, first, turn, true)
 	if !isolated && turn.SessionID != session {
 		if err := g.st.SetSession(ctx, b.Folder, b.ChatJID, b.Topic, turn.SessionID); err != nil {
 			g.log.Error("save session", "folder", b.Folder, "err", err)
@@ -110,6 +111,7 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	if ferr := g.st.FinishBatch(ctx, b, turn, out, !giveUp); ferr != nil {
 		g.log.Error("record failed turn", "folder", b.Folder, "turn", turn.ID, "err", ferr)
 	}
+	g.recordRun(ctx, b.Items[0], turn, giveUp)
 	if len(out) > 0 {
 		g.outbox.wake()
 	}
