@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"switchboard/adapters"
+	"switchboard/gateway"
+	"switchboard/groups"
+	"switchboard/scheduler"
+	"switchboard/store"
+)
+
+const taskHelp = `Scheduled tasks inject a prompt into a group folder as a "task" turn.
+
+Schedules: a 5-field cron ("0 9 * * 1-5") or descriptor (@daily, @hourly),
+an interval ("@every 15m" or "every 15m"), or an RFC 3339 instant for a
+one-shot ("2026-12-24T18:00:00+01:00"). Cron is evaluated in the task's IANA
+zone (--tz, default: timezone in the config); a time skipped by a DST jump
+fires at the first instant after it, a repeated one fires once.
+
+--missed says what happens to runs that fell due while the gateway was down:
+skip (default) waits for the next slot, once runs one catch-up, all runs
+every missed slot in order (at most 100).`
+
+func (a *app) taskCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "task", Short: "Schedule prompts for autonomous turns", Long: taskHelp}
+	var spec scheduler.TaskSpec
+	add := &cobra.Command{
+		Use:   "add --folder F --jid CHAT_JID --schedule SPEC --prompt TEXT [--tz ZONE] [--mode group|isolated] [--missed skip|once|all]",
+		Short: "Add a task",
+		Example: `  switchboard task add --folder main --jid web:lobby --schedule '0 9 * * 1-5' --tz Europe/Berlin --prompt 'Post the standup reminder'
+  switchboard task add --folder main --jid web:lobby --schedule 'every 30m' --mode isolated --prompt 'Check the build'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.taskAdd(cmd, spec) },
+	}
+	f := add.Flags()
+	f.StringVar(&spec.Folder, "folder", "", "group folder the turn runs in (required)")
+	f.StringVar(&spec.ChatJID, "jid", "", "chat the turn answers in (required)")
+	f.StringVar(&spec.Schedule, "schedule", "", "cron, @descriptor, interval or RFC 3339 instant (required)")
+	f.StringVar(&spec.Prompt, "prompt", "", "what the agent should do (required)")
+	f.StringVar(&spec.Timezone, "tz", "", "IANA time zone (default: the config's timezone)")
+	f.StringVar(&spec.Context, "mode", "group", "group (the chat's session) or isolated (a fresh session each run)")
+	f.StringVar(&spec.Missed, "missed", "skip", "skip, once or all")
+	list := &cobra.Command{
+		Use: "list", Short: "List tasks", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.taskList(cmd) },
+	}
+	cmd.AddCommand(add, list, a.taskStatusCommand("pause", scheduler.StatusPaused), a.taskStatusCommand("resume", scheduler.StatusActive),
+		a.taskStatusCommand("cancel", scheduler.StatusCancelled), a.taskRunsCommand(), a.taskPreviewCommand())
+	return cmd
+}
+
+func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
+	for name, v := range map[string]string{"--folder": spec.Folder, "--jid": spec.ChatJID, "--schedule": spec.Schedule, "--prompt": spec.Prompt} {
+		if v == "" {
+			return usagef("%s is required", name)
+		}
+	}
+	if err := groups.Validate(spec.Folder); err != nil {
+		return usagef("--folder: %w", err)
+	}
+	if _, err := adapters.ParseJID(spec.ChatJID); err != nil {
+		return usagef("--jid: %w", err)
+	}
+	spec.CreatedBy = "operator"
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		t, err := gateway.AddTask(ctx, st, spec, a.cfg.Timezone)
+		if err != nil {
+			return fmt.Errorf("task add: %w", err)
+		}
+		return a.emit(taskJSON(t), func(w io.Writer) {
+			fmt.Fprintf(w, "added task %d: %s in %s, next run %s\n", t.ID, t.Spec, t.Timezone, inZone(t.Next, t.Timezone))
+		})
+	})
+}
+
+func inZone(t time.Time, tz string) string {
+	if t.IsZero() {
+		return "none"
+	}
+	if loc, err := scheduler.LoadZone(tz); err == nil {
+		t = t.In(loc)
+	}
+	return t.Format("2006-01-02 15:04:05 MST")
+}
+
+func taskJSON(t scheduler.Task) map[string]any {
+	out := map[string]any{"id": t.ID, "folder": t.Folder, "chat_jid": t.ChatJID, "prompt": t.Prompt, "schedule": t.Spec,
+		"kind": t.Kind, "timezone": t.Timezone, "context_mode": t.Context, "missed": t.Missed, "status": t.Status, "next_run": nil}
+	if !t.Next.IsZero() {
+		out["next_run"] = t.Next.Format(time.RFC3339)
+	}
+	return out
+}
+
+func (a *app) taskList(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		tasks, err := st.Tasks(ctx, "", false)
+		if err != nil {
+			return err
+		}
+		rows := make([]map[string]any, len(tasks))
+		for i, t := range tasks {
+			rows[i] = taskJSON(t)
+		}
+		return a.emit(rows, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tSTATUS\tFOLDER\tCHAT\tSCHEDULE\tZONE\tNEXT RUN\tPROMPT")
+			for _, t := range tasks {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Folder, t.ChatJID, t.Spec, t.Timezone, inZone(t.Next, t.Timezone), firstLine(t.Prompt))
+			}
+		})
+	})
+}
+
+func parseTaskID(arg string) (int64, error) {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("task id %q: want a positive number (see switchboard task list)", arg)
+	}
+	return id, nil
+}
+
+func (a *app) taskStatusCommand(verb, status string) *cobra.Command {
+	return &cobra.Command{
+		Use: verb + " ID", Short: map[string]string{"pause": "Pause a task (it keeps its schedule)", "resume": "Resume a paused task from its next slot",
+			"cancel": "Cancel a task for good"}[verb],
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseTaskID(args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			return a.withStore(ctx, func(st *store.Store) error {
+				t, err := gateway.SetTaskStatus(ctx, st, id, status)
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+					return fmt.Errorf("task %s %d: no such task (see switchboard task list)", verb, id)
+				case err != nil:
+					return fmt.Errorf("task %s: %w", verb, err)
+				}
+				return a.emit(taskJSON(t), func(w io.Writer) {
+					fmt.Fprintf(w, "task %d is %s; next run %s\n", t.ID, t.Status, inZone(t.Next, t.Timezone))
+				})
+			})
+		},
+	}
+}
+
+func (a *app) taskRunsCommand() *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use: "runs ID", Short: "Show a task's run history, newest first", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseTaskID(args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			return a.withStore(ctx, func(st *store.Store) error {
+				t, err := st.Task(ctx, id)
+				if err != nil {
+					return fmt.Errorf("task runs %d: %w", id, err)
+				}
+				runs, err := st.TaskRuns(ctx, id, limit)
+				if err != nil {
+					return err
+				}
+				rows := make([]map[string]any, len(runs))
+				for i, r := range runs {
+					rows[i] = map[string]any{"id": r.ID, "slot": r.Slot.Format(time.RFC3339), "status": r.Status,
+						"started": time.UnixMilli(r.Started).UTC().Format(time.RFC3339), "duration_ms": r.DurationMS, "turn_id": r.TurnID, "error": r.Error}
+				}
+				return a.emit(rows, func(w io.Writer) {
+					fmt.Fprintln(w, "RUN\tSLOT\tSTATUS\tDURATION\tTURN\tERROR")
+					for _, r := range runs {
+						fmt.Fprintf(w, "%d\t%s\t%s\t%dms\t%s\t%s\n", r.ID, inZone(r.Slot, t.Timezone), r.Status, r.DurationMS, r.TurnID, r.Error)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs")
+	return cmd
+}
+
+func (a *app) taskPreviewCommand() *cobra.Command {
+	var tz string
+	var count int
+	cmd := &cobra.Command{
+		Use: "preview SPEC [--tz ZONE] [--count N]", Short: "Show the next fire times of a schedule",
+		Example: `  switchboard task preview '30 2 * * *' --tz America/New_York --count 3`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.load(); err != nil {
+				return err
+			}
+			if tz == "" {
+				tz = a.cfg.Timezone
+			}
+			times, err := scheduler.Preview(args[0], tz, time.Now(), count)
+			if err != nil {
+				return usageError{err}
+			}
+			out := make([]string, len(times))
+			for i, t := range times {
+				out[i] = t.Format(time.RFC3339)
+			}
+			return a.emit(map[string]any{"schedule": args[0], "timezone": tz, "next": out}, func(w io.Writer) {
+				for _, t := range times {
+					fmt.Fprintln(w, t.Format("2006-01-02 15:04:05 MST (Mon)"))
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&tz, "tz", "", "IANA time zone (default: the config's timezone)")
+	cmd.Flags().IntVar(&count, "count", 5, "how many (at most 100)")
+	return cmd
+}
