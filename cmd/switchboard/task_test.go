@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTaskCommands(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+
+	var task map[string]any
+	out := mustSB(t, dir, "--json", "task", "add", "--folder", "main", "--jid", "web:lobby", "--schedule", "30 2 * * *",
+		"--tz", "America/New_York", "--mode", "isolated", "--missed", "once", "--prompt", "nightly report")
+	if err := json.Unmarshal([]byte(out), &task); err != nil {
+		t.Fatal(err)
+	}
+	next, err := time.Parse(time.RFC3339, task["next_run"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ny, _ := time.LoadLocation("America/New_York")
+	if local := next.In(ny); local.Hour() != 2 && local.Hour() != 3 || !next.After(time.Now()) {
+		t.Errorf("next run %s is not the next 02:30 in New York", next.In(ny))
+	}
+	if task["context_mode"] != "isolated" || task["missed"] != "once" || task["timezone"] != "America/New_York" {
+		t.Errorf("task = %v", task)
+	}
+
+	bad := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"zone prefix", []string{"--schedule", "CRON_TZ=UTC 0 9 * * *"}, "timezone field"},
+		{"never fires", []string{"--schedule", "0 0 30 2 *"}, "never fires"},
+		{"past instant", []string{"--schedule", "2001-01-01T00:00:00Z"}, "past"},
+		{"bad zone", []string{"--schedule", "@daily", "--tz", "Mars/Base"}, "Mars/Base"},
+		{"bad mode", []string{"--schedule", "@daily", "--mode", "solo"}, "context_mode"},
+		{"bad missed", []string{"--schedule", "@daily", "--missed", "never"}, "never"},
+		{"missing group", []string{"--schedule", "@daily", "--folder", "ghost"}, "group ghost does not exist"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"task", "add", "--folder", "main", "--jid", "web:lobby", "--prompt", "x"}
+			args = append(args, c.args...)
+			_, _, err := sb(t, dir, args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error = %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+	if _, _, err := sb(t, dir, "task", "add", "--folder", "main"); !isUsage(err) {
+		t.Errorf("missing flags: want usage error, got %v", err)
+	}
+
+	id := "1"
+	if out := mustSB(t, dir, "task", "pause", id); !strings.Contains(out, "is paused") {
+		t.Errorf("pause: %q", out)
+	}
+	if out := mustSB(t, dir, "task", "resume", id); !strings.Contains(out, "is active") {
+		t.Errorf("resume: %q", out)
+	}
+	mustSB(t, dir, "task", "cancel", id)
+	if _, _, err := sb(t, dir, "task", "resume", id); err == nil || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("resume after cancel: %v", err)
+	}
+	if _, _, err := sb(t, dir, "task", "pause", "42"); err == nil || !strings.Contains(err.Error(), "no such task") {
+		t.Errorf("pause missing: %v", err)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "task", "list")), &list); err != nil || len(list) != 1 || list[0]["status"] != "cancelled" {
+		t.Errorf("list: %v %v", list, err)
+	}
+	if out := mustSB(t, dir, "task", "runs", id); !strings.Contains(out, "RUN") {
+		t.Errorf("runs: %q", out)
+	}
+}
+
+func TestTaskPreviewAcrossDST(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var p struct{ Next []string }
+	out := mustSB(t, dir, "--json", "task", "preview", "0 9 * * *", "--tz", "Europe/London", "--count", "3")
+	if err := json.Unmarshal([]byte(out), &p); err != nil || len(p.Next) != 3 {
+		t.Fatalf("preview: %s %v", out, err)
+	}
+	london, _ := time.LoadLocation("Europe/London")
+	for _, s := range p.Next {
+		ts, _ := time.Parse(time.RFC3339, s)
+		if ts.In(london).Hour() != 9 {
+			t.Errorf("slot %s is not 09:00 in London", ts.In(london))
+		}
+	}
+	if _, _, err := sb(t, dir, "task", "preview", "nonsense"); !isUsage(err) {
+		t.Errorf("bad spec: %v", err)
+	}
+}
