@@ -1,7 +1,3 @@
-// Package ipc serves each group's MCP server on a unix socket: the tool
-// catalog, per-connection sessions, filtering by tier and grants, and
-// list_changed notifications. It talks to the rest of the system only
-// through the interfaces it defines.
 package ipc
 
 import (

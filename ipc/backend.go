@@ -1,0 +1,216 @@
+package ipc
+
+import (
+	"context"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/routing"
+)
+
+// Backend is everything the tools act through. The gateway implements it;
+// ipc never touches the store, the queue or an adapter directly. It is split
+// into small interfaces by concern so that each method's contract sits next
+// to its neighbours; one gateway type implements them all.
+type Backend interface {
+	State
+	Messenger
+	History
+	RouteStore
+	GroupStore
+	Sessions
+}
+
+// State is the gateway's live configuration.
+type State interface {
+	// Table is the current route table (nil means empty). It changes when
+	// routes change; callers must not keep it across calls.
+	Table() *routing.Table
+	// Reload re-reads groups, routes and grant overrides now (and syncs the
+	// MCP sockets) instead of waiting for the next poll.
+	Reload(ctx context.Context) error
+}
+
+// Messenger sends and acts on chat messages.
+type Messenger interface {
+	// Send queues m in the outbox as sent by folder and waits briefly for the
+	// platform to accept it. A running turn of folder is marked as having
+	// replied to m.Chat, so its stdout reply to that chat is not sent.
+	Send(ctx context.Context, folder string, m Outgoing) (Sent, error)
+	// RunningTurn returns folder's running turn, if any.
+	RunningTurn(folder string) (Turn, bool)
+	// Act performs a platform verb (edit, delete, react, pin, unpin, send a
+	// file) through the chat's adapter. A platform without the capability
+	// returns an error wrapping adapters.ErrUnsupported; a platform with no
+	// enabled adapter one wrapping ErrNoAdapter.
+	Act(ctx context.Context, a Action) (id string, err error)
+}
+
+// History reads stored (or platform) messages.
+type History interface {
+	// Messages returns up to limit newest messages of chat with seq <
+	// beforeSeq (0: the newest), oldest first.
+	Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]Message, error)
+	// Thread returns up to limit newest messages of a topic, oldest first.
+	Thread(ctx context.Context, chat, topic string, limit int) ([]Message, error)
+	// FetchHistory reads recent messages from the platform when its adapter
+	// can, else from the store; source is "platform" or "store".
+	FetchHistory(ctx context.Context, chat string, limit int) (msgs []Message, source string, err error)
+	// Search runs an FTS5 query; a query that does not parse returns an
+	// error saying so.
+	Search(ctx context.Context, query string, o SearchOptions) ([]Hit, error)
+	// Chats lists the JIDs of every chat the gateway has seen.
+	Chats(ctx context.Context) ([]string, error)
+	// MessageByID returns a stored message by its platform id, or an error
+	// wrapping ErrNotFound.
+	MessageByID(ctx context.Context, chat, id string) (Message, error)
+}
+
+// RouteStore changes the routing table. Every change is visible in Table
+// when the call returns.
+type RouteStore interface {
+	AddRoute(ctx context.Context, r routing.Route) (routing.Route, error)
+	// DeleteRoute deletes a route; an unknown id wraps ErrNotFound.
+	DeleteRoute(ctx context.Context, id int64) (routing.Route, error)
+	// SwapRoutes deletes the routes with ids remove and adds add, in one
+	// transaction: all or nothing. A missing id wraps ErrNotFound.
+	SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, error)
+}
+
+// GroupStore lists, creates and queues work for groups.
+type GroupStore interface {
+	Groups(ctx context.Context) ([]string, error)
+	// CreateGroup stores a new group and sets up its folder; its socket
+	// exists when the call returns. An existing group wraps ErrExists.
+	CreateGroup(ctx context.Context, folder string) error
+	// Enqueue queues a prompt turn (delegate, escalate) and wakes the folder.
+	Enqueue(ctx context.Context, w Work) (id int64, err error)
+}
+
+// Sessions covers the agent-session and engagement state of a folder.
+type Sessions interface {
+	// Inject stores a synthetic message in a chat and queues a turn of the
+	// chat's owner; it returns the message and the folder that will answer.
+	Inject(ctx context.Context, chat, text, sender string) (Message, string, error)
+	// ResetSessions forgets every agent session of folder.
+	ResetSessions(ctx context.Context, folder string) (int64, error)
+	// Engage makes folder answer follow-ups in chat/topic without a mention
+	// until the returned time.
+	Engage(chat, topic, folder string) (time.Time, error)
+	Disengage(chat, topic string)
+	// AgentSessions lists folder's stored agent sessions.
+	AgentSessions(ctx context.Context, folder string) ([]AgentSession, error)
+	// Turns returns folder's most recent turn records, newest first.
+	Turns(ctx context.Context, folder string, limit int) ([]TurnRecord, error)
+}
+
+// Outgoing is a message a group sends.
+type Outgoing struct {
+	Chat    string
+	Text    string
+	Topic   string
+	ReplyTo string
+	Kind    string // "send" or "reply"
+}
+
+// Sent says what became of an Outgoing when Send returned.
+type Sent struct {
+	Key    string // the outbox idempotency key
+	Status string // "sent", "pending" (queued, not yet accepted) or "failed"
+	ID     string // the platform message id once sent
+	Error  string // why delivery failed, when Status is "failed"
+}
+
+// Verbs of an Action.
+const (
+	VerbEdit     = "edit"
+	VerbDelete   = "delete"
+	VerbReact    = "react"
+	VerbPin      = "pin"
+	VerbUnpin    = "unpin"
+	VerbSendFile = "send_file"
+)
+
+// Action is a platform verb on a chat or one of its messages.
+type Action struct {
+	Verb      string
+	Chat      string
+	MessageID string
+	Text      string // edit
+	Reaction  string // react
+	Path      string // send_file: an absolute path already checked to be inside the group folder
+	Caption   string // send_file
+}
+
+// Turn is a running agent turn.
+type Turn struct {
+	ID            string
+	Chat          string
+	Topic         string
+	Trigger       string
+	LastMessageID string // platform id of the batch's last message; "" for prompt turns
+}
+
+// Message is a chat message as the history tools show it.
+type Message struct {
+	Seq         int64                 `json:"seq,omitempty"`
+	ChatJID     string                `json:"chat_jid"`
+	ID          string                `json:"id"`
+	Sender      string                `json:"sender"`
+	Name        string                `json:"name,omitempty"`
+	Text        string                `json:"text"`
+	Time        time.Time             `json:"time"`
+	Topic       string                `json:"topic,omitempty"`
+	ReplyTo     string                `json:"reply_to,omitempty"`
+	Verb        string                `json:"verb,omitempty"`
+	FromBot     bool                  `json:"from_bot,omitempty"`
+	Attachments []adapters.Attachment `json:"attachments,omitempty"`
+}
+
+// SearchOptions narrow a search. Chats nil means all chats; an empty,
+// non-nil slice means none.
+type SearchOptions struct {
+	Chats  []string
+	Sender string
+	Since  time.Time
+	Limit  int
+}
+
+// Hit is one search result.
+type Hit struct {
+	Message
+	Snippet string  `json:"snippet"`
+	Rank    float64 `json:"rank"`
+}
+
+// Work is a prompt turn queued for a folder.
+type Work struct {
+	Folder  string
+	Chat    string
+	Topic   string
+	Trigger string // "delegate" or "escalate"
+	Prompt  string
+	Origin  string // the folder that asked
+}
+
+// AgentSession is the agent session a folder continues in a chat and topic.
+type AgentSession struct {
+	Chat      string    `json:"chat_jid"`
+	Topic     string    `json:"topic,omitempty"`
+	SessionID string    `json:"session_id"`
+	Updated   time.Time `json:"updated"`
+}
+
+// TurnRecord is a finished turn.
+type TurnRecord struct {
+	ID         string    `json:"id"`
+	Chat       string    `json:"chat_jid"`
+	Topic      string    `json:"topic,omitempty"`
+	Trigger    string    `json:"trigger"`
+	Attempt    int       `json:"attempt"`
+	Started    time.Time `json:"started"`
+	DurationMS int64     `json:"duration_ms"`
+	Status     string    `json:"status"`
+	Error      string    `json:"error,omitempty"`
+	SessionID  string    `json:"session_id,omitempty"`
+}

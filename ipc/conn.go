@@ -1,0 +1,380 @@
+package ipc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+const (
+	maxInflight  = 16               // requests served at once per connection
+	writeTimeout = 30 * time.Second // a client that stops reading is dropped
+	drainTimeout = 30 * time.Second // after the client's EOF, in-flight requests get this long
+)
+
+// session is one connection: one MCP session acting as its group.
+type session struct {
+	id    string
+	g     *group
+	conn  *net.UnixConn
+	notes chan mcp.JSONRPCNotification // never closed: mcp-go may still hold it
+
+	initialized atomic.Bool
+	legacy      atomic.Bool // the client used the initialize handshake
+
+	mu        sync.Mutex
+	filter    mcp.SubscriptionFilter
+	listening bool
+	listenID  any
+	closeOnce sync.Once
+}
+
+var (
+	_ server.ClientSession                 = (*session)(nil)
+	_ server.SessionWithSubscriptionFilter = (*session)(nil)
+)
+
+func (s *Server) newSession(g *group, c *net.UnixConn) *session {
+	return &session{
+		id:    g.folder + "#" + strconv.FormatInt(s.seq.Add(1), 10),
+		g:     g,
+		conn:  c,
+		notes: make(chan mcp.JSONRPCNotification, 16),
+	}
+}
+
+func (c *session) SessionID() string                                   { return c.id }
+func (c *session) Initialize()                                         { c.initialized.Store(true) }
+func (c *session) Initialized() bool                                   { return c.initialized.Load() }
+func (c *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.notes }
+
+// SetSubscriptionFilter records what a subscriptions/listen stream (protocol
+// 2026-07-28) opted in to; the zero filter ends the subscription.
+func (c *session) SetSubscriptionFilter(f mcp.SubscriptionFilter) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.filter = f
+	c.listening = !f.IsEmpty()
+}
+
+// SubscriptionFilter reports the active subscription, if any.
+func (c *session) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.filter, c.listening
+}
+
+// toolsChanged queues notifications/tools/list_changed when the client can
+// take it: a legacy session after initialize, a modern one only while it
+// listens with toolsListChanged (notifications are opt-in from 2026-07-28).
+// A full queue already holds a list_changed, so dropping is harmless.
+func (c *session) toolsChanged() {
+	c.mu.Lock()
+	listening, wants, id := c.listening, c.filter.ToolsListChanged, c.listenID
+	c.mu.Unlock()
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: mcp.MethodNotificationToolsListChanged}}
+	switch {
+	case listening && wants:
+		n.Params.Meta = map[string]any{mcp.MetaKeySubscriptionID: id}
+	case listening, !c.legacy.Load() || !c.initialized.Load():
+		return
+	}
+	select {
+	case c.notes <- n:
+	default:
+	}
+}
+
+func (c *session) close() { c.closeOnce.Do(func() { c.conn.Close() }) }
+
+// head is what the read loop looks at in a message before handing it on.
+type head struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// serve runs one connection. The read loop hands each request to a worker
+// (at most maxInflight per connection, reused so that their grown stacks
+// are too); notifications run in the read loop, since they must not wait
+// behind requests. Workers write their responses themselves under the
+// connection's write lock, and a small goroutine writes the session's
+// notifications the same way.
+func (s *Server) serve(sess *session) {
+	defer s.wg.Done()
+	defer s.dropSession(sess)
+	defer sess.close()
+
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	// subscriptions/listen blocks until its context ends; it ends at the
+	// client's EOF, while ordinary requests may still finish and answer.
+	listenCtx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+
+	if err := s.mcp.RegisterSession(ctx, sess); err != nil {
+		s.log.Error("register mcp session", "folder", sess.g.folder, "err", err)
+		return
+	}
+	defer s.mcp.UnregisterSession(context.WithoutCancel(ctx), sess.id)
+	ctx = s.mcp.WithContext(ctx, sess)
+	listenCtx = s.mcp.WithContext(listenCtx, sess)
+	s.log.Debug("mcp session opened", "folder", sess.g.folder, "session", sess.id)
+
+	w := &connWriter{s: s, sess: sess, cancel: cancel, w: bufio.NewWriterSize(sess.conn, 16<<10)}
+	notesDone := make(chan struct{})
+	go func() {
+		defer close(notesDone)
+		w.notifications(ctx)
+	}()
+	p := &workers{s: s, sess: sess, w: w, jobs: make(chan job)}
+
+	r := bufio.NewReaderSize(sess.conn, 16<<10)
+	for {
+		line, tooLong, err := readLine(r, s.opt.MaxLine)
+		if tooLong {
+			w.send(rpcError(nil, mcp.INVALID_REQUEST, fmt.Sprintf("message too large: one JSON-RPC message may be at most %d bytes", s.opt.MaxLine)))
+		} else if len(line) > 0 {
+			if !s.dispatch(ctx, listenCtx, sess, line, w, p) {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	// The client is gone or half-closed: stop listen streams, let ordinary
+	// requests finish (bounded), then close.
+	stopListening()
+	close(p.jobs)
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drainTimeout):
+		cancel()
+		<-done
+	case <-ctx.Done():
+		<-done
+	}
+	cancel()
+	<-notesDone
+	s.log.Debug("mcp session closed", "folder", sess.g.folder, "session", sess.id)
+}
+
+// job is one request for a worker.
+type job struct {
+	ctx  context.Context
+	line []byte
+}
+
+// workers serve a connection's requests: up to maxInflight goroutines,
+// started on demand and kept until the connection ends.
+type workers struct {
+	s    *Server
+	sess *session
+	w    *connWriter
+	jobs chan job // unbuffered: a send succeeds when a worker is idle
+	n    int
+	wg   sync.WaitGroup
+}
+
+// submit hands j to an idle worker, starts one, or waits for one; false
+// when the connection ended meanwhile.
+func (p *workers) submit(ctx context.Context, j job) bool {
+	select {
+	case p.jobs <- j:
+		return true
+	default:
+	}
+	if p.n < maxInflight {
+		p.n++
+		p.wg.Add(1)
+		go p.work(j)
+		return true
+	}
+	select {
+	case p.jobs <- j:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (p *workers) work(j job) {
+	defer p.wg.Done()
+	for {
+		if resp := p.s.handle(j.ctx, p.sess, j.line); resp != nil {
+			p.w.send(resp)
+		}
+		var ok bool
+		if j, ok = <-p.jobs; !ok {
+			return
+		}
+	}
+}
+
+// dispatch handles one line. It returns false when the connection is over.
+func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []byte, w *connWriter, p *workers) bool {
+	var h head
+	if err := json.Unmarshal(line, &h); err != nil {
+		var syntax *json.SyntaxError
+		switch {
+		case errors.As(err, &syntax):
+			w.send(rpcError(nil, mcp.PARSE_ERROR, "parse error: the line is not valid JSON"))
+		case line[0] == '[':
+			w.send(rpcError(nil, mcp.INVALID_REQUEST, "invalid request: JSON-RPC batches are not supported; send one message per line"))
+		default:
+			w.send(rpcError(nil, mcp.INVALID_REQUEST, "invalid request: want a JSON-RPC 2.0 object with jsonrpc, method and (for requests) id"))
+		}
+		return true
+	}
+	hasID := len(h.ID) > 0 && !bytes.Equal(h.ID, []byte("null"))
+	switch {
+	case h.Method == "" && (len(h.Result) > 0 || len(h.Error) > 0):
+		return true // a response to a server request; this server sends none
+	case h.Method == "":
+		w.send(rpcError(rawID(h.ID), mcp.INVALID_REQUEST, "invalid request: missing method"))
+		return true
+	case !hasID:
+		// A notification (initialized, cancelled): no answer, and it must not
+		// wait behind a request, so it runs here.
+		s.handle(ctx, sess, line)
+		return true
+	}
+	reqCtx := ctx
+	switch mcp.MCPMethod(h.Method) {
+	case mcp.MethodInitialize:
+		// In order: what the client sends next assumes the handshake is done.
+		sess.legacy.Store(true)
+		if resp := s.handle(ctx, sess, line); resp != nil {
+			w.send(resp)
+		}
+		return true
+	case mcp.MethodToolsCall:
+		reqCtx = context.WithValue(ctx, callKey{}, true)
+	case mcp.MethodSubscriptionsListen:
+		reqCtx = listenCtx
+		sess.mu.Lock()
+		sess.listenID = rawID(h.ID)
+		sess.mu.Unlock()
+	}
+	return p.submit(ctx, job{ctx: reqCtx, line: line})
+}
+
+// handle runs one message through mcp-go, turning a panic into an internal
+// error instead of a dead gateway.
+func (s *Server) handle(ctx context.Context, sess *session, line []byte) (resp mcp.JSONRPCMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("mcp handler panic", "folder", sess.g.folder, "panic", r)
+			var h head
+			_ = json.Unmarshal(line, &h)
+			resp = rpcError(rawID(h.ID), mcp.INTERNAL_ERROR, "internal error")
+		}
+	}()
+	return s.mcp.HandleMessage(ctx, json.RawMessage(line))
+}
+
+// connWriter is a connection's writing side: one JSON message per line,
+// whole lines only. After a write error (or a client that stops reading for
+// writeTimeout) it ends the connection and drops what follows.
+type connWriter struct {
+	s      *Server
+	sess   *session
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	w      *bufio.Writer
+	broken bool
+}
+
+func (w *connWriter) send(msg any) {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		w.s.log.Error("encode mcp message", "folder", w.sess.g.folder, "err", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.broken {
+		return
+	}
+	_ = w.sess.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err = w.w.Write(append(b, '\n'))
+	if err == nil {
+		err = w.w.Flush()
+	}
+	if err != nil {
+		w.broken = true
+		if !errors.Is(err, net.ErrClosed) {
+			w.s.log.Debug("mcp write failed; closing session", "folder", w.sess.g.folder, "session", w.sess.id, "err", err)
+		}
+		w.cancel()
+		w.sess.close()
+	}
+}
+
+// notifications writes the session's notifications until ctx ends.
+func (w *connWriter) notifications(ctx context.Context) {
+	for {
+		select {
+		case n := <-w.sess.notes:
+			w.send(n)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// readLine reads one newline-terminated line of at most max bytes (without
+// the newline, surrounding whitespace trimmed). A longer line is consumed
+// and reported as tooLong. err is io.EOF (or the read error) at the end; a
+// final line without newline is returned with it.
+func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > max+1 { // +1: the newline
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSpace(buf), tooLong, err
+	}
+}
+
+// rawID decodes a JSON-RPC id for echoing back (nil when absent or invalid).
+func rawID(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var id mcp.RequestId
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return nil
+	}
+	return id.Value()
+}
+
+func rpcError(id any, code int, msg string) mcp.JSONRPCError {
+	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id),
+		Error: mcp.NewJSONRPCErrorDetails(code, msg, nil)}
+}

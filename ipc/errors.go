@@ -1,0 +1,19 @@
+package ipc
+
+import "errors"
+
+var (
+	// ErrNotFound: a message, route or group does not exist. Backend
+	// implementations wrap it so that tools can say so plainly.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a group (or other keyed thing) already exists.
+	ErrExists = errors.New("already exists")
+	// ErrNoAdapter: no enabled adapter serves the chat's platform.
+	ErrNoAdapter = errors.New("no adapter for this platform is enabled")
+	// ErrSocketPath: a group's socket path is too long for a unix socket.
+	ErrSocketPath = errors.New("socket path too long")
+	// ErrSocketInUse: another process is serving the group's socket.
+	ErrSocketInUse = errors.New("socket in use by another process")
+	// ErrPeer: a connecting process runs as a user that may not act as the group.
+	ErrPeer = errors.New("peer not allowed")
+)
