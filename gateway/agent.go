@@ -165,7 +165,7 @@ func startAgent(ctx context.Context, spec AgentSpec, run AgentRun) (*agentProc, 
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = run.Dir
 	cmd.Env = append(os.Environ(), run.Env...) // exec keeps the last of duplicate keys
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = agentSysProcAttr()
 	cmd.WaitDelay = agentTermGrace // after Cancel's SIGTERM, exec sends SIGKILL
 	p := &agentProc{cmd: cmd, stdout: &cappedBuffer{max: maxOut}, stderr: &tailBuffer{max: agentStderrTail}}
 	cmd.Cancel = p.interrupt

@@ -14,6 +14,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/groups"
+	"switchboard/ipc"
 	"switchboard/routing"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -38,6 +39,7 @@ type Options struct {
 	EngageTTL     time.Duration // follow-ups trigger without a mention this long after the bot spoke
 	MaxConcurrent int           // turns at once, all folders together
 	Exe           string        // this binary, for the groups' .mcp.json
+	Timezone      string        // default IANA zone of tasks scheduled over MCP ("": UTC)
 	Logger        *slog.Logger
 	// PollInterval is how often changes made by other processes (the CLI)
 	// are picked up. Default 1s.
@@ -66,7 +68,12 @@ type Gateway struct {
 	active  activeTurns
 	queue   *queue
 	outbox  *outbox
+	commits committer // group commit of inbound messages
 	sched   *scheduler.Loop
+	mcp     *ipc.Server // the groups' MCP sockets
+
+	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
+	setUp    map[string]bool // group folders set up on disk by this process; guarded by reloadMu
 }
 
 // New checks options and builds a Gateway; nothing runs until Run.
@@ -103,16 +110,24 @@ func New(opt Options) (*Gateway, error) {
 		}
 		g.adapters[a.Name()] = a
 	}
+	g.commits.g = g
 	g.queue = newQueue(g)
 	g.outbox = newOutbox(g)
 	g.sched = scheduler.NewLoop(opt.Store, g, scheduler.SystemClock(), opt.Logger.With("component", "scheduler"))
+	mcp, err := newMCP(g)
+	if err != nil {
+		return nil, err
+	}
+	g.mcp = mcp
 	return g, nil
 }
 
 // Run serves until ctx is cancelled, then shuts down in order: stop intake,
-// drain turns (bounded by DrainTimeout), stop the outbox. The caller closes
-// the store afterwards.
+// drain turns (bounded by DrainTimeout), deliver their replies (bounded),
+// stop the outbox. The caller closes the store afterwards.
 func (g *Gateway) Run(ctx context.Context) error {
+	// Last, after the drain: agents of draining turns keep their tools.
+	defer g.mcp.Close()
 	if err := g.reload(ctx); err != nil {
 		return err
 	}
@@ -158,6 +173,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if !g.queue.drain(g.opt.DrainTimeout) {
 		g.log.Warn("turns still running at the drain deadline were stopped; their messages run again at next start")
 	}
+	if !g.outbox.drain(outboxDrainTimeout) {
+		g.log.Warn("replies not delivered by the drain deadline are delivered at next start")
+	}
 	stopWork()
 	g.queue.wait()
 	bg.Wait()
@@ -189,6 +207,8 @@ func (g *Gateway) poll(ctx context.Context) {
 
 // reload rebuilds the route table and sets up group folders.
 func (g *Gateway) reload(ctx context.Context) error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
 	rev, err := g.st.Revision(ctx)
 	if err != nil {
 		return fmt.Errorf("read revision: %w", err)
@@ -205,11 +225,8 @@ func (g *Gateway) reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load groups: %w", err)
 	}
-	for _, f := range folders {
-		if err := g.layout.Setup(f, g.opt.Exe); err != nil {
-			g.log.Error("set up group folder", "folder", f, "err", err)
-		}
-	}
+	g.setupGroups(folders)
+	g.syncMCP(ctx, folders)
 	g.table.Store(t)
 	g.sched.Wake() // tasks may have been added, paused or resumed
 	if old := g.revision.Swap(rev); old != 0 && old != rev {

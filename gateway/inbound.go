@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"switchboard/adapters"
 	"switchboard/routing"
@@ -19,7 +18,8 @@ import (
 const MaxText = 64 << 10
 
 // Deliver is the adapters' DeliverFunc: validate, route, and store the
-// message together with the work it creates, in one transaction.
+// message together with the work it creates, in one transaction (shared
+// with concurrent Deliver calls: see committer).
 func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, error) {
 	m, err := normalize(in)
 	if err != nil {
@@ -29,18 +29,14 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	if !in.FromBot {
 		work = g.route(m)
 	}
-	inserted, err := g.st.EnqueueMessage(ctx, &m, work)
+	inserted, err := g.commits.commit(ctx, &m, work)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
 	}
-	if !inserted {
-		return m.Seq, nil // a redelivery: stored once, already routed
-	}
-	g.notifyStored(m.ChatJID, m.Seq)
-	for _, w := range work {
-		if w.Mode == string(routing.Trigger) {
-			g.queue.kick(w.Folder)
-		}
+	// A redelivery was stored once and routed then; for a new message the
+	// committer told the watchers and woke the folders.
+	if inserted && !in.FromBot && len(work) == 0 {
+		g.unrouted.Add(1)
 	}
 	return m.Seq, nil
 }
@@ -52,14 +48,7 @@ func normalize(in adapters.Inbound) (store.Message, error) {
 	if in.ID == "" || len(in.ID) > 256 {
 		return store.Message{}, fmt.Errorf("%w: message id must be 1 to 256 bytes", ErrBadMessage)
 	}
-	text := strings.ToValidUTF8(in.Text, "\uFFFD")
-	if len(text) > MaxText {
-		cut := MaxText
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut] + "\n[truncated by switchboard]"
-	}
+	text := capText(strings.ToValidUTF8(in.Text, "\uFFFD"))
 	t := in.Time
 	if t.IsZero() {
 		t = time.Now()
@@ -81,8 +70,7 @@ func normalize(in adapters.Inbound) (store.Message, error) {
 func (g *Gateway) route(m store.Message) []store.WorkItem {
 	r, ok := g.table.Load().Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
 	if !ok {
-		g.unrouted.Add(1)
-		return nil
+		return nil // unrouted: stored, counted by Deliver, nothing runs
 	}
 	mode := r.Mode
 	if mode == routing.Observe && g.engage.active(m.ChatJID, m.Topic, r.Target) {
@@ -238,7 +226,7 @@ func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.Out
 		req.Kind = "send"
 	}
 	return st.AddOutbox(ctx, store.OutboxItem{Key: req.Key, Kind: req.Kind, Folder: req.Folder, ChatJID: req.Chat,
-		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: strings.ToValidUTF8(req.Text, "\uFFFD")})
+		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: capText(strings.ToValidUTF8(req.Text, "\uFFFD"))})
 }
 
 // Send queues a message and wakes the outbox.

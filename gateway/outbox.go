@@ -14,20 +14,27 @@ import (
 const (
 	maxSendAttempts = 8
 	sendConcurrency = 16
+	// outboxDrainTimeout bounds how long shutdown waits for the replies of
+	// the drained turns to be delivered.
+	outboxDrainTimeout = 5 * time.Second
 )
 
 // outbox is the one sender: it delivers outbox rows through the adapters, at
 // most once each, oldest first per chat, retrying transient failures with
 // backoff and failing permanently dead chats without blocking others.
 type outbox struct {
-	g     *Gateway
-	wakeC chan struct{}
-	sem   chan struct{}
-	wg    sync.WaitGroup
+	g       *Gateway
+	wakeC   chan struct{}
+	sem     chan struct{}
+	wg      sync.WaitGroup
+	drainC  chan struct{} // closed by drain: deliver what is due, then stop
+	stopped chan struct{} // closed when run returns
+	once    sync.Once
 }
 
 func newOutbox(g *Gateway) *outbox {
-	return &outbox{g: g, wakeC: make(chan struct{}, 1), sem: make(chan struct{}, sendConcurrency)}
+	return &outbox{g: g, wakeC: make(chan struct{}, 1), sem: make(chan struct{}, sendConcurrency),
+		drainC: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 func (o *outbox) wake() {
@@ -37,10 +44,20 @@ func (o *outbox) wake() {
 	}
 }
 
+// run delivers due items until ctx ends, or until drain was called and
+// nothing is due any more (items waiting for a retry stay for the next start).
 func (o *outbox) run(ctx context.Context) {
+	defer close(o.stopped)
 	defer o.wg.Wait()
 	for {
-		o.sendDue(ctx)
+		claimed := o.sendDue(ctx)
+		if claimed == 0 && o.draining() {
+			// A send in flight may make the next item of its chat due.
+			o.wg.Wait()
+			if o.sendDue(ctx) == 0 {
+				return
+			}
+		}
 		wait := time.Second
 		if at, ok, err := o.g.st.NextOutboxAt(ctx); err == nil && ok {
 			wait = min(wait, max(time.Until(time.UnixMilli(at)), 0))
@@ -51,32 +68,61 @@ func (o *outbox) run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-o.wakeC:
+		case <-o.drainC:
 		case <-t.C:
 		}
 		t.Stop()
 	}
 }
 
-func (o *outbox) sendDue(ctx context.Context) {
+func (o *outbox) draining() bool {
+	select {
+	case <-o.drainC:
+		return true
+	default:
+		return false
+	}
+}
+
+// drain makes run deliver what is due now and stop; it waits up to timeout
+// and reports whether run stopped in time. Call it after the turns drained,
+// so that their replies reach the chats before the gateway exits.
+func (o *outbox) drain(timeout time.Duration) bool {
+	o.once.Do(func() { close(o.drainC) })
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-o.stopped:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// sendDue claims the due chat heads and starts their delivery; it returns
+// how many it claimed.
+func (o *outbox) sendDue(ctx context.Context) int {
 	items, err := o.g.st.DueOutbox(ctx, time.Now().UnixMilli(), 256)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.g.log.Error("read outbox", "err", err)
 		}
-		return
+		return 0
 	}
+	n := 0
 	for _, it := range items {
 		claimed, err := o.g.st.ClaimOutbox(ctx, it.ID)
 		if err != nil || !claimed {
 			continue
 		}
+		n++
 		it.Attempts++
 		select {
 		case o.sem <- struct{}{}:
 		case <-ctx.Done():
 			// Not sent: put it back for the next start.
 			_ = o.g.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().UnixMilli(), "shutdown")
-			return
+			return n
 		}
 		o.wg.Add(1)
 		go func() {
@@ -86,6 +132,7 @@ func (o *outbox) sendDue(ctx context.Context) {
 			o.wake() // the chat's next reply may now be due
 		}()
 	}
+	return n
 }
 
 // deliver sends one claimed item and records the outcome.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"switchboard/store"
 )
 
 // queue runs one worker per folder with pending work, and at most
@@ -67,33 +69,58 @@ func (q *queue) work(folder string) {
 	}
 }
 
-// step runs one batch of folder; it reports whether there may be more.
+// step runs the folder's next ready batch; it reports whether there may be
+// more. A failed batch does not hold the worker: the store defers its chat
+// until the retry is due and runs the folder's other chats meanwhile.
 func (q *queue) step(folder string) bool {
-	b, ok, err := q.g.st.NextBatch(q.ctx, folder, maxBatch)
-	if err != nil {
-		if q.ctx.Err() == nil {
-			q.g.log.Error("load next batch", "folder", folder, "err", err)
-		}
-		return false
-	}
+	b, ok := q.next(folder)
 	if !ok || q.isClosed() {
 		return false
 	}
 	select {
 	case q.sem <- struct{}{}:
-	case <-q.closing:
-		return false
-	}
-	retry := q.g.runTurn(q.ctx, b)
-	<-q.sem
-	if retry > 0 {
+	default:
+		// All turn slots are busy. Wait for one, then look again: what
+		// arrived meanwhile belongs in this turn, not the next.
 		select {
-		case <-time.After(retry):
+		case q.sem <- struct{}{}:
+		case <-q.closing:
+			return false
+		}
+		if b, ok = q.next(folder); !ok {
+			<-q.sem
+			return false
+		}
+	}
+	backoff := q.g.runTurn(q.ctx, b)
+	<-q.sem
+	if backoff > 0 {
+		select {
+		case <-time.After(backoff):
 		case <-q.closing:
 			return false
 		}
 	}
 	return true
+}
+
+// next loads the folder's next ready batch.
+func (q *queue) next(folder string) (store.Batch, bool) {
+	b, ok, err := q.g.st.NextBatch(q.ctx, folder, maxBatch)
+	if err != nil {
+		if q.ctx.Err() == nil {
+			q.g.log.Error("load next batch", "folder", folder, "err", err)
+		}
+		return b, false
+	}
+	return b, ok
+}
+
+// kickAfter kicks folder once d has passed: when a batch waiting for its
+// retry falls due. (The poll loop kicks pending folders too, so a kick lost
+// to a restart only delays the retry by a poll interval.)
+func (q *queue) kickAfter(folder string, d time.Duration) {
+	time.AfterFunc(d, func() { q.kick(folder) })
 }
 
 func (q *queue) isClosed() bool {

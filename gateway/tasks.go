@@ -65,7 +65,9 @@ func (g *Gateway) startScheduler(ctx context.Context) error {
 }
 
 // AddTask validates and stores a task; a running gateway picks it up within
-// its poll interval (at once when this is that gateway).
+// its poll interval (at once when this is that gateway). Errors name the
+// field that is wrong (see scheduler.NewTask); the CLI and the MCP task tools
+// both go through here.
 func AddTask(ctx context.Context, st *store.Store, spec scheduler.TaskSpec, defaultZone string) (scheduler.Task, error) {
 	ok, err := st.GroupExists(ctx, spec.Folder)
 	if err != nil {
@@ -82,10 +84,13 @@ func AddTask(ctx context.Context, st *store.Store, spec scheduler.TaskSpec, defa
 }
 
 // SetTaskStatus pauses, resumes or cancels a task. Resuming starts from the
-// next slot after now.
+// next slot after now. A task already in status is returned unchanged (so
+// resuming an active task cannot drop its next slot). The CLI and the MCP
+// task tools both go through here; like AddTask, the change reaches a
+// running gateway's scheduler within its poll interval, at once through MCP.
 func SetTaskStatus(ctx context.Context, st *store.Store, id int64, status string) (scheduler.Task, error) {
 	t, err := st.Task(ctx, id)
-	if err != nil {
+	if err != nil || t.Status == status {
 		return t, err
 	}
 	var next *time.Time

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"switchboard/store"
 )
@@ -18,7 +19,8 @@ const (
 )
 
 // runTurn runs one batch through the agent and records the outcome. It
-// returns how long to wait before the folder's next attempt (0: at once).
+// returns how long the folder should wait before its next batch: 0, unless
+// the outcome could not be recorded.
 func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	first := b.Items[0]
 	turn := store.Turn{
@@ -30,7 +32,12 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	if !isolated {
 		s, err := g.st.Session(ctx, b.Folder, b.ChatJID, b.Topic)
 		if err != nil {
-			g.log.Error("load session", "folder", b.Folder, "err", err)
+			// Running without it would start a fresh session and then
+			// replace the chat's session with it.
+			if ctx.Err() == nil {
+				g.log.Error("load session", "folder", b.Folder, "err", err)
+			}
+			return time.Second
 		}
 		session = s
 	}
@@ -71,18 +78,17 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	var out []store.OutboxItem
 	if reply := strings.TrimSpace(res.Reply); reply != "" && g.opt.Agent.Output != "none" && !replied[b.ChatJID] {
 		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: "reply", Folder: b.Folder, ChatJID: b.ChatJID,
-			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: reply})
+			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: capText(reply)})
 	}
-	if err := g.st.FinishBatch(ctx, b, turn, out, false); err != nil {
+	// The agent has run: record it even if shutdown began meanwhile, or the
+	// batch would run (and answer) again at the next start. FinishBatch
+	// also saves the session.
+	rctx := context.WithoutCancel(ctx)
+	if err := g.st.FinishBatch(rctx, b, turn, out, 0); err != nil {
 		g.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
 		return time.Second
 	}
-	g.recordRun(ctx, first, turn, true)
-	if !isolated && turn.SessionID != session {
-		if err := g.st.SetSession(ctx, b.Folder, b.ChatJID, b.Topic, turn.SessionID); err != nil {
-			g.log.Error("save session", "folder", b.Folder, "err", err)
-		}
-	}
+	g.recordRun(rctx, first, turn, true)
 	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.DurationMS, "reply", len(out) > 0)
 	if len(out) > 0 {
 		g.outbox.wake()
@@ -91,7 +97,8 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 }
 
 // turnFailed records a failed attempt, tells the chat (rate-limited), and
-// either leaves the batch for a retry or gives up on it.
+// either defers the batch for a retry (RetryDelays; the folder's other
+// chats run meanwhile) or gives up on it.
 func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res AgentResult, err error) time.Duration {
 	turn.Status = "failed"
 	turn.Error = err.Error()
@@ -108,17 +115,38 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	if text != "" && len(b.Messages) > 0 {
 		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: "notice", Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Text: text})
 	}
-	if ferr := g.st.FinishBatch(ctx, b, turn, out, !giveUp); ferr != nil {
-		g.log.Error("record failed turn", "folder", b.Folder, "turn", turn.ID, "err", ferr)
+	var delay time.Duration
+	var retryAt int64
+	if !giveUp {
+		delay = g.opt.RetryDelays[min(turn.Attempt-1, len(g.opt.RetryDelays)-1)]
+		retryAt = time.Now().Add(delay).UnixMilli()
 	}
-	g.recordRun(ctx, b.Items[0], turn, giveUp)
+	rctx := context.WithoutCancel(ctx)
+	if ferr := g.st.FinishBatch(rctx, b, turn, out, retryAt); ferr != nil {
+		g.log.Error("record failed turn", "folder", b.Folder, "turn", turn.ID, "err", ferr)
+		return max(delay, time.Second)
+	}
+	g.recordRun(rctx, b.Items[0], turn, giveUp)
 	if len(out) > 0 {
 		g.outbox.wake()
 	}
-	if giveUp {
-		return 0
+	if !giveUp {
+		g.queue.kickAfter(b.Folder, delay)
 	}
-	return g.opt.RetryDelays[min(turn.Attempt-1, len(g.opt.RetryDelays)-1)]
+	return 0
+}
+
+// capText cuts a reply longer than MaxText (an agent that printed a flood)
+// at a rune boundary and says so.
+func capText(s string) string {
+	if len(s) <= MaxText {
+		return s
+	}
+	cut := MaxText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "\n[truncated by switchboard]"
 }
 
 func shortReason(res AgentResult, err error) string {

@@ -55,6 +55,10 @@ func (s *Store) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("prepare message lookup: %w", err)
 	}
+	s.insertWorkStmt, err = s.w.PrepareContext(ctx, insertWorkSQL)
+	if err != nil {
+		return fmt.Errorf("prepare insert work: %w", err)
+	}
 	s.touchChat, err = s.w.PrepareContext(ctx, `INSERT INTO chats (jid, platform, first_seen_ms, last_seq)
 		VALUES (?, ?, ?, ?)
 		ON CONFLICT (jid) DO UPDATE SET last_seq = max(chats.last_seq, excluded.last_seq)`)

@@ -97,10 +97,15 @@ func (s *Store) DueOutbox(ctx context.Context, now int64, limit int) ([]OutboxIt
 	return out, rows.Err()
 }
 
-// NextOutboxAt is when the earliest pending item falls due.
+// NextOutboxAt is when the earliest chat head (the oldest unfinished item of
+// its chat, as DueOutbox picks them) falls due. Items queued behind a head
+// are not counted: they become due when their head is done, not before, and
+// counting them would make a sender that sleeps until "the next due item"
+// spin while a head waits out a rate limit or is being sent.
 func (s *Store) NextOutboxAt(ctx context.Context) (int64, bool, error) {
 	var at sql.NullInt64
-	if err := s.r.QueryRowContext(ctx, `SELECT min(next_attempt_ms) FROM outbox WHERE status = 'pending'`).Scan(&at); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT min(next_attempt_ms) FROM outbox o WHERE status = 'pending'
+		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_jid = o.chat_jid AND e.status IN ('pending', 'sending') AND e.id < o.id)`).Scan(&at); err != nil {
 		return 0, false, fmt.Errorf("read outbox: %w", err)
 	}
 	return at.Int64, at.Valid, nil

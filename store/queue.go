@@ -73,34 +73,74 @@ const maxObserved = 50
 // one transaction: a crash can never keep one without the other. Work items
 // get m's Seq. inserted is false for a duplicate (m.Seq is the original's).
 func (s *Store) EnqueueMessage(ctx context.Context, m *Message, work []WorkItem) (inserted bool, err error) {
-	if err := validMessage(m); err != nil {
+	e := []Enqueue{{Message: m, Work: work}}
+	if err := s.EnqueueMessages(ctx, e); err != nil {
 		return false, err
 	}
-	var seq, tm int64
-	err = writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		now := s.nowMS()
-		tm = m.Time
-		if tm == 0 {
-			tm = now
-		}
-		var err error
-		seq, inserted, err = insertOne(ctx, tx.StmtContext(ctx, s.insertMsg), tx.StmtContext(ctx, s.msgSeqByID), tx.StmtContext(ctx, s.touchChat), m, tm, now)
-		if err != nil || !inserted {
+	return e[0].Inserted, nil
+}
+
+// Enqueue is one message and the work it creates, for EnqueueMessages.
+type Enqueue struct {
+	Message  *Message
+	Work     []WorkItem
+	Inserted bool // set by EnqueueMessages: false for a duplicate
+}
+
+// EnqueueMessages is EnqueueMessage for many messages in one transaction
+// (group commit): each message with its work, or — a duplicate, also of an
+// earlier message in es — nothing. It sets each Message's Seq and Time and
+// each Inserted. If anything fails, nothing is stored and no field changes;
+// the caller can retry the messages one by one to isolate a bad one.
+func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
+	for i := range es {
+		if err := validMessage(es[i].Message); err != nil {
 			return err
 		}
-		for _, w := range work {
-			w.Seq = seq
-			if err := insertWork(ctx, tx, w, now); err != nil {
+		for _, w := range es[i].Work {
+			if err := checkWork(w); err != nil {
 				return err
+			}
+		}
+	}
+	seqs := make([]int64, len(es))
+	times := make([]int64, len(es))
+	news := make([]bool, len(es))
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		ins := tx.StmtContext(ctx, s.insertMsg)
+		sel := tx.StmtContext(ctx, s.msgSeqByID)
+		touch := tx.StmtContext(ctx, s.touchChat)
+		work := tx.StmtContext(ctx, s.insertWorkStmt)
+		now := s.nowMS()
+		for i, e := range es {
+			times[i] = e.Message.Time
+			if times[i] == 0 {
+				times[i] = now
+			}
+			var err error
+			seqs[i], news[i], err = insertOne(ctx, ins, sel, touch, e.Message, times[i], now)
+			if err != nil {
+				return fmt.Errorf("insert message %s in %s: %w", e.Message.ID, e.Message.ChatJID, err)
+			}
+			if !news[i] {
+				continue
+			}
+			for _, w := range e.Work {
+				w.Seq = seqs[i]
+				if err := execWork(ctx, work, w, now); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return false, err
+		return err
 	}
-	m.Seq, m.Time = seq, tm
-	return inserted, nil
+	for i := range es {
+		es[i].Message.Seq, es[i].Message.Time, es[i].Inserted = seqs[i], times[i], news[i]
+	}
+	return nil
 }
 
 // Enqueue adds a prompt work item (task, delegate, escalate) and returns its id.
@@ -115,13 +155,32 @@ func (s *Store) Enqueue(ctx context.Context, w WorkItem) (int64, error) {
 	return id, err
 }
 
-func insertWork(ctx context.Context, tx *sql.Tx, w WorkItem, now int64) error {
+const insertWorkSQL = `INSERT INTO work (folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func checkWork(w WorkItem) error {
 	if w.Folder == "" || w.ChatJID == "" || w.Mode == "" || w.Trigger == "" {
 		return fmt.Errorf("insert work: folder, chat, mode and trigger are required")
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO work (folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		w.Folder, w.ChatJID, w.Topic, w.Seq, w.Mode, w.Trigger, w.Prompt, w.Origin, w.TaskID, w.RunID, w.Isolated, now)
+	return nil
+}
+
+func insertWork(ctx context.Context, tx *sql.Tx, w WorkItem, now int64) error {
+	if err := checkWork(w); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, insertWorkSQL, w.Folder, w.ChatJID, w.Topic, w.Seq, w.Mode, w.Trigger, w.Prompt, w.Origin,
+		w.TaskID, w.RunID, w.Isolated, now)
+	if err != nil {
+		return fmt.Errorf("insert work: %w", err)
+	}
+	return nil
+}
+
+// execWork is insertWork on the prepared statement of the message path.
+func execWork(ctx context.Context, st *sql.Stmt, w WorkItem, now int64) error {
+	_, err := st.ExecContext(ctx, w.Folder, w.ChatJID, w.Topic, w.Seq, w.Mode, w.Trigger, w.Prompt, w.Origin,
+		w.TaskID, w.RunID, w.Isolated, now)
 	if err != nil {
 		return fmt.Errorf("insert work: %w", err)
 	}
@@ -142,11 +201,15 @@ func scanWork(sc scanner) (WorkItem, error) {
 	return w, err
 }
 
-// NextBatch returns folder's next turn: the oldest trigger item decides the
-// chat and topic; message items of that chat and topic (up to max) batch
-// together, a prompt item runs alone. ok is false when nothing is pending.
+// NextBatch returns folder's next turn: the oldest trigger item whose chat
+// and topic are not waiting for a retry (see FinishBatch) decides the chat
+// and topic; message items of that chat and topic (up to max) batch
+// together, a prompt item runs alone. ok is false when nothing is ready.
 func (s *Store) NextBatch(ctx context.Context, folder string, max int) (Batch, bool, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND mode = 'trigger' ORDER BY id LIMIT 1`, folder)
+	row := s.r.QueryRowContext(ctx, `SELECT `+workColumns+` FROM work w WHERE folder = ? AND mode = 'trigger'
+		AND NOT EXISTS (SELECT 1 FROM work d WHERE d.folder = w.folder AND d.chat_jid = w.chat_jid AND d.topic = w.topic
+			AND d.not_before_ms > 0 AND d.not_before_ms > ?)
+		ORDER BY id LIMIT 1`, folder, s.nowMS())
 	first, err := scanWork(row)
 	if err == sql.ErrNoRows {
 		return Batch{}, false, nil
@@ -235,10 +298,19 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 	return rows.Err()
 }
 
-// FinishBatch records a turn and, in the same transaction, either consumes
-// the batch (its work rows, the observed context and notices it showed) and
-// queues its replies, or — retry — counts the attempt and keeps the batch.
-func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxItem, retry bool) error {
+// FinishBatch records a turn and, in the same transaction, queues its
+// replies and settles the batch:
+//   - retryAt > 0 (unix ms): the attempt is counted and the batch stays;
+//     its chat and topic are not picked again before retryAt (NextBatch
+//     runs the folder's other chats meanwhile);
+//   - a succeeded turn consumes the batch's work rows, the observed context
+//     and the notices its prompt showed, and saves t.SessionID as the
+//     session of the folder in the chat and topic (unless the batch is an
+//     isolated task, or the id is empty);
+//   - a failed turn that is not retried (given up) consumes only the work
+//     rows: the observed context and notices wait for the next turn that
+//     gets through.
+func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxItem, retryAt int64) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms,
@@ -251,11 +323,16 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 		for _, it := range b.Items {
 			ids = append(ids, it.ID)
 		}
-		if retry {
-			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1 WHERE id IN`, ids); err != nil {
+		switch {
+		case retryAt > 0:
+			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ? WHERE id IN`, ids, retryAt); err != nil {
 				return err
 			}
-		} else {
+		case t.Status != "succeeded":
+			if err := execIDs(ctx, tx, `DELETE FROM work WHERE id IN`, ids); err != nil {
+				return err
+			}
+		default:
 			if err := execIDs(ctx, tx, `DELETE FROM work WHERE id IN`, append(ids, b.observedIDs...)); err != nil {
 				return err
 			}
@@ -265,6 +342,11 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 			}
 			if err := execIDs(ctx, tx, `DELETE FROM notices WHERE id IN`, nids); err != nil {
 				return err
+			}
+			if t.SessionID != "" && !(len(b.Items) > 0 && b.Items[0].Isolated) {
+				if err := saveSession(ctx, tx, b.Folder, b.ChatJID, b.Topic, t.SessionID, now); err != nil {
+					return err
+				}
 			}
 		}
 		for _, o := range out {
@@ -276,12 +358,14 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 	})
 }
 
-func execIDs(ctx context.Context, tx *sql.Tx, prefix string, ids []int64) error {
+// execIDs runs prefix + " (?, ?, ...)" over ids in chunks; lead are the
+// arguments of the placeholders in prefix.
+func execIDs(ctx context.Context, tx *sql.Tx, prefix string, ids []int64, lead ...any) error {
 	for len(ids) > 0 {
 		n := min(len(ids), 500)
-		args := make([]any, n)
+		args := append(make([]any, 0, len(lead)+n), lead...)
 		for i := range n {
-			args[i] = ids[i]
+			args = append(args, ids[i])
 		}
 		if _, err := tx.ExecContext(ctx, prefix+` (?`+strings.Repeat(",?", n-1)+`)`, args...); err != nil {
 			return fmt.Errorf("update work: %w", err)
@@ -306,15 +390,17 @@ func (s *Store) Session(ctx context.Context, folder, chat, topic string) (string
 
 // SetSession stores the session a folder continues in a chat and topic.
 func (s *Store) SetSession(ctx context.Context, folder, chat, topic, id string) error {
-	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (folder, chat_jid, topic, session_id, updated_ms) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (folder, chat_jid, topic) DO UPDATE SET session_id = excluded.session_id, updated_ms = excluded.updated_ms`,
-			folder, chat, topic, id, s.nowMS())
-		if err != nil {
-			return fmt.Errorf("save session: %w", err)
-		}
-		return nil
-	})
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error { return saveSession(ctx, tx, folder, chat, topic, id, s.nowMS()) })
+}
+
+func saveSession(ctx context.Context, tx *sql.Tx, folder, chat, topic, id string, now int64) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (folder, chat_jid, topic, session_id, updated_ms) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (folder, chat_jid, topic) DO UPDATE SET session_id = excluded.session_id, updated_ms = excluded.updated_ms`,
+		folder, chat, topic, id, now)
+	if err != nil {
+		return fmt.Errorf("save session: %w", err)
+	}
+	return nil
 }
 
 // ResetSessions forgets every session of folder; its next turns start fresh.

@@ -40,9 +40,10 @@ type Store struct {
 	r    *sql.DB // readers; WAL lets them run while the writer writes
 	now  func() time.Time
 
-	insertMsg  *sql.Stmt
-	msgSeqByID *sql.Stmt
-	touchChat  *sql.Stmt
+	insertMsg      *sql.Stmt
+	msgSeqByID     *sql.Stmt
+	touchChat      *sql.Stmt
+	insertWorkStmt *sql.Stmt
 }
 
 // Open opens the database at path, creating the file (mode 0600) if it is
@@ -239,7 +240,7 @@ func (s *Store) Path() string { return s.path }
 // Close closes the readers, then the writer. The store must not be used after.
 func (s *Store) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.insertMsg, s.msgSeqByID, s.touchChat} {
+	for _, st := range []*sql.Stmt{s.insertMsg, s.msgSeqByID, s.touchChat, s.insertWorkStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

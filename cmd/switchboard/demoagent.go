@@ -1,14 +1,23 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
-	"os"
+	"net"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/spf13/cobra"
+
+	"switchboard/routing"
 )
 
 func (a *app) demoAgentCommand() *cobra.Command {
@@ -16,7 +25,15 @@ func (a *app) demoAgentCommand() *cobra.Command {
 		Use:   "demo-agent",
 		Short: "The built-in example agent (no LLM): answers from the prompt on stdin",
 		Long: `An agent for trying Switchboard without an LLM. It reads the turn prompt on
-stdin and replies on stdout with who said what and how many messages it saw.
+stdin and answers with who said what and how many messages it saw. It is an
+MCP client of its group's socket ($SWITCHBOARD_MCP_SOCKET) and answers with the
+reply tool; when the socket is missing or fails it prints the answer on stdout
+instead. It also understands three chat commands:
+
+  /tools          the tools this group may call
+  /search QUERY   full-text search in the chats this group owns (find_messages)
+  /routes         the routes this group can see (list_routes)
+
 Configure it as agent.command: ["switchboard", "demo-agent"].`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -24,10 +41,181 @@ Configure it as agent.command: ["switchboard", "demo-agent"].`,
 			if err != nil {
 				return fmt.Errorf("read prompt: %w", err)
 			}
-			_, err = io.WriteString(a.stdout, demoReply(string(prompt), os.Getenv)+"\n")
-			return err
+			return a.demoAgent(cmd.Context(), string(prompt))
 		},
 	}
+}
+
+// demoAgent answers one turn: over MCP when it can, else on stdout.
+func (a *app) demoAgent(ctx context.Context, prompt string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sock, chat := a.getenv("SWITCHBOARD_MCP_SOCKET"), a.getenv("SWITCHBOARD_CHAT_JID")
+	var mc *client.Client
+	if sock != "" && chat != "" {
+		var err error
+		if mc, err = dialAgentMCP(ctx, sock); err != nil {
+			fmt.Fprintf(a.stderr, "demo-agent: no MCP (%v); answering on stdout\n", err)
+		} else {
+			defer mc.Close()
+		}
+	}
+	reply := demoReply(prompt, a.getenv)
+	if command, arg, ok := chatCommand(lastMessageText(prompt)); ok {
+		reply = runChatCommand(ctx, mc, command, arg)
+	}
+	if mc != nil {
+		_, err := callTool(ctx, mc, "reply", map[string]any{"chat_jid": chat, "text": reply})
+		if err == nil {
+			return nil // replied; stdout stays empty
+		}
+		fmt.Fprintf(a.stderr, "demo-agent: reply over MCP failed (%v); answering on stdout\n", err)
+	}
+	_, err := io.WriteString(a.stdout, reply+"\n")
+	return err
+}
+
+// halfCloser closes only the sending side, so the gateway can finish and
+// close the connection itself (a clean EOF on the reading side).
+type halfCloser struct{ *net.UnixConn }
+
+func (h halfCloser) Close() error { return h.CloseWrite() }
+
+// dialAgentMCP connects an MCP client to the group's socket.
+func dialAgentMCP(ctx context.Context, path string) (*client.Client, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	conn := c.(*net.UnixConn)
+	mc := client.NewClient(transport.NewIO(conn, halfCloser{conn}, nil))
+	if err := mc.Start(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "switchboard-demo-agent", Version: buildVersion()["version"]}
+	if _, err := mc.Initialize(ctx, req); err != nil {
+		mc.Close()
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	return mc, nil
+}
+
+// callTool calls a tool and returns its text; an isError result is an error.
+func callTool(ctx context.Context, mc *client.Client, name string, args map[string]any) (string, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	res, err := mc.CallTool(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			sb.WriteString(t.Text)
+		}
+	}
+	if res.IsError {
+		return "", errors.New(sb.String())
+	}
+	return sb.String(), nil
+}
+
+// chatCommand recognizes /tools, /search QUERY and /routes.
+func chatCommand(text string) (command, arg string, ok bool) {
+	command, arg, _ = strings.Cut(strings.TrimSpace(text), " ")
+	switch command {
+	case "/tools", "/routes":
+		return command, "", true
+	case "/search":
+		return command, strings.TrimSpace(arg), true
+	}
+	return "", "", false
+}
+
+func runChatCommand(ctx context.Context, mc *client.Client, command, arg string) string {
+	if mc == nil {
+		return command + ": I have no MCP connection to the gateway, so I cannot use tools."
+	}
+	switch command {
+	case "/tools":
+		res, err := mc.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			return "/tools failed: " + err.Error()
+		}
+		names := make([]string, len(res.Tools))
+		for i, t := range res.Tools {
+			names[i] = t.Name
+		}
+		return fmt.Sprintf("I may call %d tools: %s", len(names), strings.Join(names, ", "))
+	case "/search":
+		if arg == "" {
+			return "Usage: /search QUERY (words, \"a phrase\", prefix*, OR, NOT)"
+		}
+		return searchReply(ctx, mc, arg)
+	default:
+		return routesReply(ctx, mc)
+	}
+}
+
+func searchReply(ctx context.Context, mc *client.Client, query string) string {
+	out, err := callTool(ctx, mc, "find_messages", map[string]any{"query": query, "limit": 5})
+	if err != nil {
+		return "Search failed: " + err.Error()
+	}
+	var res struct {
+		Hits []struct {
+			ChatJID string `json:"chat_jid"`
+			Name    string `json:"name"`
+			Sender  string `json:"sender"`
+			Snippet string `json:"snippet"`
+		} `json:"hits"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		return "Search failed: " + err.Error()
+	}
+	if len(res.Hits) == 0 {
+		return fmt.Sprintf("No messages match %q.", query)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d best matches for %q:", len(res.Hits), query)
+	for _, h := range res.Hits {
+		fmt.Fprintf(&sb, "\n- %s in %s: %s", orDefault(h.Name, h.Sender), h.ChatJID, h.Snippet)
+	}
+	return sb.String()
+}
+
+func routesReply(ctx context.Context, mc *client.Client) string {
+	out, err := callTool(ctx, mc, "list_routes", nil)
+	if err != nil {
+		return "/routes failed: " + err.Error()
+	}
+	var res struct {
+		Routes []routing.Route `json:"routes"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		return "/routes failed: " + err.Error()
+	}
+	if len(res.Routes) == 0 {
+		return "I see no routes."
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Routes I can see (%d), tried in this order:", len(res.Routes))
+	for _, r := range res.Routes {
+		fmt.Fprintf(&sb, "\n- #%d (seq %d) %s -> %s [%s]", r.ID, r.Seq, formatMatch(r.Match), r.Target, r.Mode)
+	}
+	return sb.String()
+}
+
+// lastMessageText is the text of the last message the turn answers.
+func lastMessageText(prompt string) string {
+	msgs := promptMessage.FindAllStringSubmatch(messagesSection(prompt), -1)
+	if len(msgs) == 0 {
+		return ""
+	}
+	return html.UnescapeString(stripTags(msgs[len(msgs)-1][2]))
 }
 
 var (

@@ -1,0 +1,366 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/ipc"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+// The gateway side of the MCP tools: mcpBackend implements ipc.Backend over
+// the store, the queue, the outbox and the adapters. The tool bodies live in
+// ipc; here is only what they act through.
+
+// sendWait bounds how long send and reply wait for the platform to accept a
+// message before answering "pending".
+const sendWait = 3 * time.Second
+
+// newMCP builds the MCP server; its sockets appear at the first reload.
+func newMCP(g *Gateway) (*ipc.Server, error) {
+	version := "dev"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
+	}
+	return ipc.New(ipc.Options{Layout: g.layout, Operator: g.opt.Operator, Backend: mcpBackend{g},
+		Logger: g.log.With("component", "mcp"), Version: version})
+}
+
+// setupGroups creates the working directory and .mcp.json of each folder
+// this process has not set up yet, several at a time: with a thousand
+// groups on a slow disk one after the other takes seconds.
+func (g *Gateway) setupGroups(folders []string) {
+	if g.setUp == nil {
+		g.setUp = map[string]bool{}
+	}
+	var todo []string
+	for _, f := range folders {
+		if !g.setUp[f] {
+			todo = append(todo, f)
+		}
+	}
+	done := make([]bool, len(todo))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, f := range todo {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := g.layout.Setup(f, g.opt.Exe); err != nil {
+				g.log.Error("set up group folder", "folder", f, "err", err)
+				return
+			}
+			done[i] = true
+		})
+	}
+	wg.Wait()
+	for i, f := range todo {
+		if done[i] {
+			g.setUp[f] = true
+		}
+	}
+}
+
+// syncMCP gives the MCP server the current groups and their grant overrides:
+// sockets come and go with the groups, and sessions whose tool set changed
+// are told so.
+func (g *Gateway) syncMCP(ctx context.Context, folders []string) {
+	over, err := g.st.AllGrantOverrides(ctx)
+	if err != nil {
+		g.log.Error("load grant overrides for mcp", "err", err)
+		return
+	}
+	gs := make([]ipc.Group, len(folders))
+	for i, f := range folders {
+		gs[i] = ipc.Group{Folder: f, Overrides: over[f]}
+	}
+	if err := g.mcp.Sync(gs); err != nil {
+		g.log.Error("mcp socket unavailable: the agents of these groups have no tools until it is fixed", "err", err)
+	}
+}
+
+// MCPSocket is the absolute path of folder's MCP socket.
+func (g *Gateway) MCPSocket(folder string) string { return g.mcp.SocketPath(folder) }
+
+type mcpBackend struct{ g *Gateway }
+
+var _ ipc.Backend = mcpBackend{}
+
+func (b mcpBackend) Table() *routing.Table { return b.g.Table() }
+
+func (b mcpBackend) Reload(ctx context.Context) error { return b.g.reload(ctx) }
+
+func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ipc.Sent, error) {
+	it, err := b.g.Send(ctx, SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
+		Folder: folder, Key: newID("mcp-"), Kind: m.Kind})
+	if err != nil {
+		return ipc.Sent{}, err
+	}
+	b.g.markReplied(folder, m.Chat)
+	return b.awaitDelivery(ctx, it), nil
+}
+
+// awaitDelivery polls the outbox row until the platform accepted or refused
+// it, for at most sendWait.
+func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) ipc.Sent {
+	deadline := time.Now().Add(sendWait)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		switch it.Status {
+		case "sent":
+			return ipc.Sent{Key: it.Key, Status: "sent", ID: it.PlatformID}
+		case "failed":
+			return ipc.Sent{Key: it.Key, Status: "failed", Error: it.Error}
+		}
+		if time.Now().After(deadline) {
+			return ipc.Sent{Key: it.Key, Status: "pending"}
+		}
+		select {
+		case <-ctx.Done():
+			return ipc.Sent{Key: it.Key, Status: "pending"}
+		case <-tick.C:
+		}
+		if cur, err := b.g.st.OutboxByKey(ctx, it.Key); err == nil {
+			it = cur
+		}
+	}
+}
+
+func (b mcpBackend) RunningTurn(folder string) (ipc.Turn, bool) {
+	id, t := b.g.runningTurn(folder)
+	if t == nil {
+		return ipc.Turn{}, false
+	}
+	turn := ipc.Turn{ID: id, Chat: t.batch.ChatJID, Topic: t.batch.Topic, LastMessageID: lastMessageID(t.batch)}
+	if len(t.batch.Items) > 0 {
+		turn.Trigger = t.batch.Items[0].Trigger
+	}
+	return turn, true
+}
+
+func (b mcpBackend) Act(ctx context.Context, a ipc.Action) (string, error) {
+	chat := adapters.JID(a.Chat)
+	ad, ok := b.g.adapters[chat.Platform()]
+	if !ok {
+		return "", fmt.Errorf("%w: %s", ipc.ErrNoAdapter, chat.Platform())
+	}
+	unsupported := adapters.Unsupported(chat.Platform(), a.Verb)
+	switch a.Verb {
+	case ipc.VerbEdit:
+		if e, ok := ad.(adapters.Editor); ok {
+			return "", e.Edit(ctx, chat, a.MessageID, a.Text)
+		}
+	case ipc.VerbDelete:
+		if d, ok := ad.(adapters.Deleter); ok {
+			return "", d.Delete(ctx, chat, a.MessageID)
+		}
+	case ipc.VerbReact:
+		if r, ok := ad.(adapters.Reactor); ok {
+			return "", r.React(ctx, chat, a.MessageID, a.Reaction)
+		}
+	case ipc.VerbPin:
+		if p, ok := ad.(adapters.Pinner); ok {
+			return "", p.Pin(ctx, chat, a.MessageID)
+		}
+	case ipc.VerbUnpin:
+		if p, ok := ad.(adapters.Pinner); ok {
+			return "", p.Unpin(ctx, chat, a.MessageID)
+		}
+	case ipc.VerbSendFile:
+		if f, ok := ad.(adapters.FileSender); ok {
+			return f.SendFile(ctx, chat, a.Path, a.Caption)
+		}
+	default:
+		return "", fmt.Errorf("unknown action %q", a.Verb)
+	}
+	return "", unsupported
+}
+
+func toIPC(m store.Message) ipc.Message {
+	return ipc.Message{Seq: m.Seq, ChatJID: m.ChatJID, ID: m.ID, Sender: m.Sender, Name: m.SenderName, Text: m.Text,
+		Time: time.UnixMilli(m.Time).UTC(), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments}
+}
+
+func toIPCAll(ms []store.Message) []ipc.Message {
+	out := make([]ipc.Message, len(ms))
+	for i, m := range ms {
+		out[i] = toIPC(m)
+	}
+	return out
+}
+
+func (b mcpBackend) Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]ipc.Message, error) {
+	ms, err := b.g.st.MessagesBefore(ctx, chat, beforeSeq, limit)
+	return toIPCAll(ms), err
+}
+
+func (b mcpBackend) Thread(ctx context.Context, chat, topic string, limit int) ([]ipc.Message, error) {
+	ms, err := b.g.st.Thread(ctx, chat, topic, limit)
+	return toIPCAll(ms), err
+}
+
+func (b mcpBackend) FetchHistory(ctx context.Context, chat string, limit int) ([]ipc.Message, string, error) {
+	jid := adapters.JID(chat)
+	if f, ok := b.g.adapters[jid.Platform()].(adapters.HistoryFetcher); ok {
+		in, err := f.FetchHistory(ctx, jid, limit)
+		if err == nil {
+			out := make([]ipc.Message, len(in))
+			for i, m := range in {
+				out[i] = ipc.Message{ChatJID: string(m.Chat), ID: m.ID, Sender: string(m.Sender), Name: m.SenderName, Text: m.Text,
+					Time: m.Time.UTC(), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments}
+			}
+			return out, "platform", nil
+		}
+		if !errors.Is(err, adapters.ErrUnsupported) {
+			return nil, "", fmt.Errorf("fetch history of %s from %s: %w", chat, jid.Platform(), err)
+		}
+	}
+	ms, err := b.g.st.MessagesBefore(ctx, chat, 0, limit)
+	return toIPCAll(ms), "store", err
+}
+
+func (b mcpBackend) Search(ctx context.Context, query string, o ipc.SearchOptions) ([]ipc.Hit, error) {
+	so := store.SearchOptions{ChatJIDs: o.Chats, Sender: o.Sender, Limit: o.Limit}
+	if !o.Since.IsZero() {
+		so.Since = o.Since.UnixMilli()
+	}
+	hits, err := b.g.st.Search(ctx, query, so)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ipc.Hit, len(hits))
+	for i, h := range hits {
+		out[i] = ipc.Hit{Message: toIPC(h.Message), Snippet: h.Snippet, Rank: h.Rank}
+	}
+	return out, nil
+}
+
+func (b mcpBackend) Chats(ctx context.Context) ([]string, error) {
+	cs, err := b.g.st.Chats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.JID
+	}
+	return out, nil
+}
+
+func (b mcpBackend) MessageByID(ctx context.Context, chat, id string) (ipc.Message, error) {
+	m, err := b.g.st.MessageByID(ctx, chat, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return ipc.Message{}, fmt.Errorf("%w: %w", ipc.ErrNotFound, err)
+	}
+	return toIPC(m), err
+}
+
+func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Route, error) {
+	added, err := b.g.st.AddRoute(ctx, r)
+	if err != nil {
+		return added, err
+	}
+	return added, b.g.reload(ctx)
+}
+
+func (b mcpBackend) DeleteRoute(ctx context.Context, id int64) (routing.Route, error) {
+	r, err := b.g.st.DeleteRoute(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return r, fmt.Errorf("%w: %w", ipc.ErrNotFound, err)
+	}
+	if err != nil {
+		return r, err
+	}
+	return r, b.g.reload(ctx)
+}
+
+func (b mcpBackend) SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, error) {
+	rs, err := b.g.st.SwapRoutes(ctx, remove, add)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", ipc.ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rs, b.g.reload(ctx)
+}
+
+func (b mcpBackend) Groups(ctx context.Context) ([]string, error) { return b.g.st.Groups(ctx) }
+
+func (b mcpBackend) CreateGroup(ctx context.Context, folder string) error {
+	if err := b.g.layout.Setup(folder, b.g.opt.Exe); err != nil {
+		return err
+	}
+	if err := b.g.st.AddGroup(ctx, folder); err != nil {
+		if errors.Is(err, store.ErrExists) {
+			return fmt.Errorf("%w: %w", ipc.ErrExists, err)
+		}
+		return err
+	}
+	return b.g.reload(ctx)
+}
+
+func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
+	id, err := b.g.st.Enqueue(ctx, store.WorkItem{Folder: w.Folder, ChatJID: w.Chat, Topic: w.Topic,
+		Mode: string(routing.Trigger), Trigger: w.Trigger, Prompt: w.Prompt, Origin: w.Origin})
+	if err != nil {
+		return 0, err
+	}
+	b.g.queue.kick(w.Folder)
+	return id, nil
+}
+
+func (b mcpBackend) Inject(ctx context.Context, chat, text, sender string) (ipc.Message, string, error) {
+	owner, _ := b.g.Table().Owner(chat, "")
+	m, err := b.g.Inject(ctx, InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner})
+	if err != nil {
+		return ipc.Message{}, "", err
+	}
+	return toIPC(m), owner, nil
+}
+
+func (b mcpBackend) ResetSessions(ctx context.Context, folder string) (int64, error) {
+	return b.g.st.ResetSessions(ctx, folder)
+}
+
+func (b mcpBackend) Engage(chat, topic, folder string) (time.Time, error) {
+	if b.g.opt.EngageTTL <= 0 {
+		return time.Time{}, errors.New("engagement is off: engage_ttl is 0 in the gateway's config")
+	}
+	b.g.Engage(chat, topic, folder)
+	return time.Now().Add(b.g.opt.EngageTTL).UTC(), nil
+}
+
+func (b mcpBackend) Disengage(chat, topic string) { b.g.Disengage(chat, topic) }
+
+func (b mcpBackend) AgentSessions(ctx context.Context, folder string) ([]ipc.AgentSession, error) {
+	rows, err := b.g.st.FolderSessions(ctx, folder)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ipc.AgentSession, len(rows))
+	for i, r := range rows {
+		out[i] = ipc.AgentSession{Chat: r.ChatJID, Topic: r.Topic, SessionID: r.SessionID, Updated: time.UnixMilli(r.Updated).UTC()}
+	}
+	return out, nil
+}
+
+func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]ipc.TurnRecord, error) {
+	ts, err := b.g.st.Turns(ctx, folder, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ipc.TurnRecord, len(ts))
+	for i, t := range ts {
+		out[i] = ipc.TurnRecord{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: t.Trigger, Attempt: t.Attempt,
+			Started: time.UnixMilli(t.Started).UTC(), DurationMS: t.DurationMS, Status: t.Status, Error: t.Error, SessionID: t.SessionID}
+	}
+	return out, nil
+}

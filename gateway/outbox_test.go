@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/store"
+)
+
+func (h *harness) send(chat, key, text, folder string) {
+	h.t.Helper()
+	if _, err := h.g.Send(context.Background(), SendRequest{Chat: chat, Text: text, Key: key, Folder: folder}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) outboxItem(key string) store.OutboxItem {
+	h.t.Helper()
+	it, err := h.st.OutboxByKey(context.Background(), key)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return it
+}
+
+// Replies to one chat arrive in order; a chat whose head waits out a rate
+// limit (honoured to the letter) holds up only that chat.
+func TestOutboxOrderAndRateLimit(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok")})
+	const wait = 300 * time.Millisecond
+	h.fa.setFail(func(m adapters.Outbound, attempt int) error {
+		if m.Key == "a" && attempt == 1 {
+			return &adapters.RetryAfterError{Wait: wait}
+		}
+		return nil
+	})
+	h.send(testChat, "a", "first", "")
+	h.send(testChat, "b", "second", "")
+	h.send("test:room/2", "c", "other chat", "")
+	got := h.waitSent(testChat, 2)
+	if got[0].Key != "a" || got[1].Key != "b" {
+		t.Fatalf("chat received %s, %s; want a, b", got[0].Key, got[1].Key)
+	}
+	tries := h.fa.triesOf("a")
+	if len(tries) != 2 {
+		t.Fatalf("a tried %d times", len(tries))
+	}
+	if d := tries[1].At.Sub(tries[0].At); d < wait-5*time.Millisecond {
+		t.Errorf("retried after %s; the platform asked for %s", d, wait)
+	}
+	if b := h.fa.triesOf("b"); len(b) != 1 || b[0].At.Before(got[0].At) {
+		t.Errorf("b was tried before a was delivered: %+v", b)
+	}
+	c := h.waitSent("test:room/2", 1)
+	if !c[0].At.Before(tries[1].At) {
+		t.Errorf("the other chat waited for this chat's rate limit")
+	}
+}
+
+// A dead chat fails permanently, at once, without blocking other chats; the
+// failures reach the sending folder's next prompt as <delivery_failed>.
+func TestOutboxDeadChat(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	const dead = "test:dead/1"
+	h.fa.setFail(func(m adapters.Outbound, _ int) error {
+		if string(m.Chat) == dead {
+			return fmt.Errorf("bot was kicked: %w", adapters.ErrPermanent)
+		}
+		return nil
+	})
+	for i := range 3 {
+		h.send(dead, fmt.Sprint("d", i), fmt.Sprint("lost <reply> ", i), "main")
+	}
+	h.send(testChat, "live", "hello", "main")
+	h.waitSent(testChat, 1)
+	eventually(t, 10*time.Second, "dead chat's items failed", func() bool {
+		for i := range 3 {
+			if h.outboxItem(fmt.Sprint("d", i)).Status != "failed" {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 3 {
+		if n := h.fa.attemptsOf(fmt.Sprint("d", i)); n != 1 {
+			t.Errorf("permanent failure tried %d times", n)
+		}
+	}
+	h.post(testChat, "m1", "hi")
+	h.waitSent(testChat, 2)
+	h.post(testChat, "m2", "hi again")
+	h.waitSent(testChat, 3)
+	ps := rec.prompts(t)
+	if n := strings.Count(ps[0], "<delivery_failed "); n != 3 {
+		t.Fatalf("next prompt has %d delivery_failed notices; want 3:\n%s", n, ps[0])
+	}
+	if !strings.Contains(ps[0], `chat="`+dead+`"`) || !strings.Contains(ps[0], "lost &lt;reply&gt; 0") || !strings.Contains(ps[0], "bot was kicked") {
+		t.Errorf("notice lacks chat, text or error:\n%s", ps[0])
+	}
+	if strings.Contains(ps[1], "<delivery_failed") {
+		t.Errorf("notices shown twice:\n%s", ps[1])
+	}
+}
+
+func TestOutboxNoAdapterForPlatform(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok")})
+	h.send("nowhere:room", "x", "hello", "")
+	eventually(t, 10*time.Second, "item failed", func() bool { return h.outboxItem("x").Status == "failed" })
+	if it := h.outboxItem("x"); !strings.Contains(it.Error, "nowhere") {
+		t.Errorf("error %q does not name the platform", it.Error)
+	}
+}
+
+// A reply left in "sending" by a crash may have reached the platform: it is
+// not sent again (at most once) and the folder hears about it.
+func TestOutboxInterruptedSendNotResent(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv, noStart: true})
+	ctx := context.Background()
+	it, err := h.st.AddOutbox(ctx, store.OutboxItem{Key: "k1", Kind: "reply", Folder: "main", ChatJID: testChat, Text: "maybe delivered"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := h.st.ClaimOutbox(ctx, it.ID); err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	h.start()
+	h.post(testChat, "m1", "hi")
+	sent := h.waitSent(testChat, 1)
+	if len(sent) != 1 || sent[0].Key == "k1" || h.fa.attemptsOf("k1") != 0 {
+		t.Fatalf("interrupted reply was sent again: %+v", sent)
+	}
+	if st := h.outboxItem("k1").Status; st != "failed" {
+		t.Errorf("interrupted item status %q; want failed", st)
+	}
+	if p := rec.prompts(t)[0]; !strings.Contains(p, "<delivery_failed ") || !strings.Contains(p, "maybe delivered") {
+		t.Errorf("prompt lacks the notice:\n%s", p)
+	}
+}

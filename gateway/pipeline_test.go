@@ -1,0 +1,581 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+// countFile counts the lines an agent appended to a file (one per run).
+func countFile(t testing.TB, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+func TestTurnReplyGoesToTheChat(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	h.post(testChat, "m1", "hello")
+	sent := h.waitSent(testChat, 1)
+	if sent[0].Text != "reply 1" || sent[0].ReplyTo != "m1" || sent[0].Key == "" {
+		t.Fatalf("sent %+v; want reply 1 answering m1 with a key", sent[0])
+	}
+	// The reply is stored as the bot's message, after the user's.
+	var ms []store.Message
+	eventually(t, 5*time.Second, "reply stored", func() bool {
+		var err error
+		ms, err = h.st.MessagesAfter(context.Background(), testChat, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ms) >= 2
+	})
+	if len(ms) != 2 || !ms[1].FromBot || ms[1].Text != "reply 1" || ms[1].ID != sent[0].ID {
+		t.Fatalf("stored %+v; want the user's message and the bot's reply under its platform id", ms)
+	}
+	env := rec.env(t, 1)
+	want := map[string]string{"SWITCHBOARD_FOLDER": "main", "SWITCHBOARD_TIER": "1", "SWITCHBOARD_CHAT_JID": testChat,
+		"SWITCHBOARD_TRIGGER": "message", "SWITCHBOARD_TOPIC": "", "SWITCHBOARD_TASK_ID": "", "SWITCHBOARD_SESSION_ID": "",
+		"SWITCHBOARD_MCP_SOCKET": filepath.Join(h.dir, "ipc", "main", "mcp.sock")}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	if len(h.pending()) != 0 {
+		t.Errorf("work left after the turn: %v", h.pending())
+	}
+}
+
+// A failed turn is retried at most twice; the chat hears about it once
+// (rate-limited) and once more when the gateway gives up; the batch is then
+// dropped and later messages run normally.
+func TestFailedTurnRetriedTwiceThenGivenUp(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, reason string
+		timeout            time.Duration
+	}{
+		{"timeout", "exec sleep 30", "the agent timed out", 300 * time.Millisecond},
+		{"crash", "echo boom >&2; exit 3", "the agent crashed", 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			runs := filepath.Join(t.TempDir(), "runs")
+			good := filepath.Join(t.TempDir(), "good")
+			agent := agentScript(t, `echo run >> "$1"; if [ -e "$2" ]; then cat >/dev/null; echo fine; exit 0; fi; `+tc.body, runs, good)
+			h := newHarness(t, harnessConfig{agent: agent, modify: func(o *Options) { o.Agent.Timeout = tc.timeout }})
+			h.post(testChat, "m1", "hello")
+			sent := h.waitSent(testChat, 2)
+			eventually(t, 10*time.Second, "three failed turns recorded", func() bool { return len(h.turns("main")) >= 3 })
+			if n := countFile(t, runs); n != 3 {
+				t.Errorf("agent ran %d times; want 3 (two retries)", n)
+			}
+			if !strings.Contains(sent[0].Text, tc.reason) || !strings.Contains(sent[0].Text, "Retrying") {
+				t.Errorf("first notice %q; want it to say %q and that it retries", sent[0].Text, tc.reason)
+			}
+			if !strings.Contains(sent[1].Text, "after 3 attempts") {
+				t.Errorf("final notice %q; want it to say it gave up after 3 attempts", sent[1].Text)
+			}
+			for i, tr := range h.turns("main") {
+				if tr.Status != "failed" || tr.Attempt != i+1 || tr.Error == "" {
+					t.Errorf("turn %d: %+v; want failed attempt %d with an error", i, tr, i+1)
+				}
+			}
+			if len(h.pending()) != 0 {
+				t.Fatalf("batch still pending after giving up: %v", h.pending())
+			}
+			// The folder is not stuck: the next message is answered.
+			if err := os.WriteFile(good, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h.post(testChat, "m2", "again")
+			if got := h.waitSent(testChat, 3)[2].Text; got != "fine" {
+				t.Errorf("reply after recovery %q", got)
+			}
+			if len(h.fa.sentTo(testChat)) != 3 {
+				t.Errorf("sent %d messages; want two notices and one reply", len(h.fa.sentTo(testChat)))
+			}
+		})
+	}
+}
+
+func TestFailedTurnSucceedsOnRetry(t *testing.T) {
+	dir := t.TempDir()
+	flag := filepath.Join(t.TempDir(), "failed")
+	agent := agentScript(t, `cat > "$1/prompt-$(ls "$1" | wc -l)"; if [ ! -e "$2" ]; then touch "$2"; exit 1; fi; echo answered`, dir, flag)
+	h := newHarness(t, harnessConfig{agent: agent})
+	h.post(testChat, "m1", "hello")
+	sent := h.waitSent(testChat, 2)
+	if !strings.Contains(sent[0].Text, "Retrying") || sent[1].Text != "answered" {
+		t.Fatalf("sent %q, %q; want a notice, then the answer", sent[0].Text, sent[1].Text)
+	}
+	ts := h.turns("main")
+	if len(ts) != 2 || ts[0].Status != "failed" || ts[1].Status != "succeeded" || ts[1].Attempt != 2 {
+		t.Fatalf("turns %+v", ts)
+	}
+	for i := range 2 {
+		b, _ := os.ReadFile(filepath.Join(dir, "prompt-"+strconv.Itoa(i)))
+		if !strings.Contains(string(b), `id="m1"`) {
+			t.Errorf("attempt %d prompt lacks the message:\n%s", i+1, b)
+		}
+	}
+}
+
+// Messages that arrive while a turn runs go together into the next turn.
+func TestMessagesDuringTurnBatchIntoNext(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	rec := newRecorder(t, `while [ ! -e "`+release+`" ]; do sleep 0.01; done`)
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	h.post(testChat, "m1", "first")
+	eventually(t, 10*time.Second, "first turn started", func() bool { return len(rec.prompts(t)) == 1 })
+	for i := 2; i <= 5; i++ {
+		h.post(testChat, fmt.Sprintf("m%d", i), fmt.Sprintf("msg %d", i))
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitSent(testChat, 2)
+	ps := rec.prompts(t)
+	if len(ps) != 2 {
+		t.Fatalf("%d turns; want 2", len(ps))
+	}
+	if strings.Count(ps[0], "<message ") != 1 {
+		t.Errorf("first prompt has %d messages:\n%s", strings.Count(ps[0], "<message "), ps[0])
+	}
+	if strings.Count(ps[1], "<message ") != 4 {
+		t.Errorf("second prompt has %d messages; want the 4 that arrived during the first turn:\n%s", strings.Count(ps[1], "<message "), ps[1])
+	}
+	for i := 2; i <= 5; i++ {
+		if !strings.Contains(ps[1], fmt.Sprintf(`id="m%d"`, i)) {
+			t.Errorf("second prompt lacks m%d", i)
+		}
+	}
+}
+
+// One turn at a time per folder, at most MaxConcurrent in all.
+func TestTurnConcurrencyLimits(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "log")
+	agent := agentScript(t, `cat >/dev/null; echo "start $SWITCHBOARD_FOLDER $(date +%s%N)" >> "$1"; sleep 0.1; echo "end $SWITCHBOARD_FOLDER $(date +%s%N)" >> "$1"; echo ok`, log)
+	var routes []routing.Route
+	folders := []string{"f1", "f2", "f3", "f4"}
+	for _, f := range folders {
+		routes = append(routes, routing.Route{Match: map[string]string{"chat_jid": "test:" + f + "/*"}, Target: f})
+	}
+	h := newHarness(t, harnessConfig{agent: agent, groups: folders, routes: routes, modify: func(o *Options) { o.MaxConcurrent = 2 }})
+	for round := range 3 {
+		for _, f := range folders {
+			for c := range 2 { // two chats per folder: separate batches
+				h.post(fmt.Sprintf("test:%s/%d", f, c), fmt.Sprintf("r%d", round), "hi")
+			}
+		}
+	}
+	total := 0
+	eventually(t, 30*time.Second, "all messages answered", func() bool {
+		total = 0
+		for _, f := range folders {
+			for c := range 2 {
+				total += len(h.fa.sentTo(fmt.Sprintf("test:%s/%d", f, c)))
+			}
+		}
+		return len(h.pending()) == 0 && total > 0 && countFile(t, log) == 2*totalTurns(h, folders)
+	})
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		at    int64
+		start bool
+		f     string
+	}
+	var evs []ev
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var kind, f string
+		var at int64
+		if _, err := fmt.Sscan(line, &kind, &f, &at); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		evs = append(evs, ev{at, kind == "start", f})
+	}
+	slices.SortStableFunc(evs, func(a, b ev) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		if !a.start { // an end at the same instant comes first
+			return -1
+		}
+		return 1
+	})
+	running, maxRunning := 0, 0
+	per := map[string]int{}
+	for _, e := range evs {
+		if e.start {
+			running++
+			per[e.f]++
+			if per[e.f] > 1 {
+				t.Errorf("folder %s ran two turns at once", e.f)
+			}
+		} else {
+			running--
+			per[e.f]--
+		}
+		maxRunning = max(maxRunning, running)
+	}
+	if maxRunning > 2 {
+		t.Errorf("%d turns ran at once; max_concurrent is 2", maxRunning)
+	}
+	if maxRunning < 2 {
+		t.Errorf("turns never overlapped; the limit of 2 should allow two folders at once")
+	}
+}
+
+func totalTurns(h *harness, folders []string) int {
+	n := 0
+	for _, f := range folders {
+		n += len(h.turns(f))
+	}
+	return n
+}
+
+// Shutdown lets a running turn finish, delivers its reply, then returns.
+func TestShutdownDrainsRunningTurn(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	rec := newRecorder(t, `while [ ! -e "`+release+`" ]; do sleep 0.01; done`)
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	h.post(testChat, "m1", "hello")
+	eventually(t, 10*time.Second, "turn started", func() bool { return len(rec.prompts(t)) == 1 })
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.stop() }()
+	// Intake stops first; the turn is still running then.
+	select {
+	case <-h.fa.stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("intake did not stop")
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if s := h.fa.sentTo(testChat); len(s) != 1 || s[0].Text != "reply 1" {
+		t.Fatalf("sent %+v; want the drained turn's reply delivered before Run returned", s)
+	}
+	if ts := h.turns("main"); len(ts) != 1 || ts[0].Status != "succeeded" {
+		t.Fatalf("turns %+v", ts)
+	}
+	if len(h.pending()) != 0 {
+		t.Fatal("work left after a drained turn")
+	}
+}
+
+// A turn still running at the drain deadline is stopped and its batch stays
+// pending, unconsumed and without a counted attempt, for the next start.
+func TestShutdownDeadlineLeavesBatchPending(t *testing.T) {
+	rec := newRecorder(t, `if [ "$(ls "`+"$out"+`" | grep -c '^prompt-')" = 1 ]; then exec sleep 30; fi`)
+	h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.DrainTimeout = 100 * time.Millisecond }})
+	h.post(testChat, "m1", "hello")
+	eventually(t, 10*time.Second, "turn started", func() bool { return len(rec.prompts(t)) == 1 })
+	start := time.Now()
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("shutdown took %s", d)
+	}
+	if len(h.turns("main")) != 0 || len(h.fa.sentTo(testChat)) != 0 {
+		t.Fatalf("an interrupted turn was recorded or answered: %+v", h.turns("main"))
+	}
+	if p := h.pending(); !slices.Equal(p, []string{"main"}) {
+		t.Fatalf("pending %v; want main's batch kept", p)
+	}
+	h.restart(nil)
+	if got := h.waitSent(testChat, 1)[0].Text; got != "reply 2" {
+		t.Fatalf("after restart sent %q", got)
+	}
+	if ts := h.turns("main"); len(ts) != 1 || ts[0].Attempt != 1 {
+		t.Fatalf("turns after restart %+v; want one first attempt", ts)
+	}
+}
+
+// Observed messages are context for the folder's next turn in that chat,
+// never a turn of their own; they are shown once.
+func TestObservedContext(t *testing.T) {
+	rec := newRecorder(t, "")
+	obs := "test:obs/1"
+	h := newHarness(t, harnessConfig{agent: rec.argv, routes: []routing.Route{
+		{Match: map[string]string{"chat_jid": "test:obs/*"}, Target: "main", Mode: routing.Observe},
+		{Match: map[string]string{"platform": "test"}, Target: "main"},
+	}})
+	h.post(obs, "o1", "context one")
+	h.post(obs, "o2", "context two")
+	h.post(testChat, "m1", "elsewhere") // a turn in another chat must not take them
+	h.waitSent(testChat, 1)
+	ctx := context.Background()
+	if _, err := h.g.Inject(ctx, InjectRequest{Chat: obs, Text: "now answer"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitSent(obs, 1)
+	if _, err := h.g.Inject(ctx, InjectRequest{Chat: obs, Text: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitSent(obs, 2)
+	ps := rec.prompts(t)
+	if len(ps) != 3 {
+		t.Fatalf("%d turns; want 3 (observed messages run none)", len(ps))
+	}
+	if strings.Contains(ps[0], "<observed>") {
+		t.Errorf("the other chat's turn got the observed context:\n%s", ps[0])
+	}
+	obsPart, msgPart, _ := strings.Cut(ps[1], "<messages>")
+	if !strings.Contains(obsPart, "<observed>") || !strings.Contains(obsPart, "context one") || !strings.Contains(obsPart, "context two") {
+		t.Errorf("inject turn lacks the observed context:\n%s", ps[1])
+	}
+	if !strings.Contains(msgPart, "now answer") || strings.Contains(msgPart, "context") || !strings.Contains(ps[1], `trigger="inject"`) {
+		t.Errorf("inject turn messages:\n%s", ps[1])
+	}
+	if strings.Contains(ps[2], "<observed>") {
+		t.Errorf("observed context shown twice:\n%s", ps[2])
+	}
+}
+
+// After the bot replied in a chat, follow-ups there trigger the folder even
+// on an observe route, for engage_ttl.
+func TestEngagementTriggersObserveRoute(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ttl     time.Duration
+		engaged bool
+	}{{"within ttl", time.Minute, true}, {"expired", time.Nanosecond, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := newRecorder(t, "")
+			obs := "test:obs/1"
+			h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.EngageTTL = tc.ttl }, routes: []routing.Route{
+				{Match: map[string]string{"chat_jid": "test:obs/*"}, Target: "main", Mode: routing.Observe},
+			}})
+			if _, err := h.g.Inject(context.Background(), InjectRequest{Chat: obs, Text: "say hi"}); err != nil {
+				t.Fatal(err)
+			}
+			h.waitSent(obs, 1)
+			if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(obs), ID: "f1", Sender: "test:user/bob",
+				Text: "follow-up", Verb: adapters.VerbMessage}); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.engaged {
+				if p := h.pending(); len(p) != 0 {
+					t.Fatalf("follow-up after the engagement expired queued a turn: %v", p)
+				}
+				return
+			}
+			h.waitSent(obs, 2)
+			ps := rec.prompts(t)
+			if len(ps) != 2 || !strings.Contains(ps[1], `trigger="message"`) || !strings.Contains(ps[1], "follow-up") {
+				t.Fatalf("prompts %q", ps)
+			}
+		})
+	}
+}
+
+func TestUnroutedMessageStoredWithoutTurn(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv, routes: []routing.Route{{Match: map[string]string{"chat_jid": testChat}, Target: "main"}}})
+	h.post("test:nowhere/1", "u1", "anyone?")
+	h.post("test:nowhere/1", "u1", "anyone?") // a redelivery is not counted again
+	if h.g.Unrouted() != 1 {
+		t.Errorf("unrouted = %d", h.g.Unrouted())
+	}
+	if len(h.pending()) != 0 {
+		t.Fatal("an unrouted message queued work")
+	}
+	if _, err := h.st.MessageByID(context.Background(), "test:nowhere/1", "u1"); err != nil {
+		t.Fatalf("unrouted message not stored: %v", err)
+	}
+}
+
+// A redelivered message (same chat and id) is stored once and runs once.
+func TestRedeliveryStoredAndRunOnce(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	s1 := h.post(testChat, "m1", "hello")
+	s2 := h.post(testChat, "m1", "hello")
+	if s1 != s2 {
+		t.Fatalf("redelivery got seq %d, first %d", s2, s1)
+	}
+	// Same id in another chat is another message.
+	if s3 := h.post("test:room/2", "m1", "hello"); s3 == s1 {
+		t.Fatal("same platform id in another chat was taken as a duplicate")
+	}
+	h.waitSent(testChat, 1)
+	h.waitSent("test:room/2", 1)
+	if n := len(rec.prompts(t)); n != 2 {
+		t.Fatalf("%d turns; want 2", n)
+	}
+}
+
+// Many concurrent deliveries over several folders: every message is stored
+// once, gets exactly one turn, and no wake-up is lost between a worker
+// finding no work and exiting.
+func TestConcurrentDeliveriesAllRunOnce(t *testing.T) {
+	agent := agentScript(t, `cat >/dev/null; echo ok`)
+	folders := []string{"f1", "f2", "f3"}
+	var routes []routing.Route
+	for _, f := range folders {
+		routes = append(routes, routing.Route{Match: map[string]string{"chat_jid": "test:" + f + "/*"}, Target: f})
+	}
+	h := newHarness(t, harnessConfig{agent: agent, groups: folders, routes: routes})
+	const n = 300
+	var wg sync.WaitGroup
+	seqs := make([]int64, n)
+	for w := range 12 {
+		wg.Go(func() {
+			for i := w; i < n; i += 12 {
+				chat := fmt.Sprintf("test:%s/%d", folders[i%3], i%2)
+				// Every message is delivered twice, concurrently with others.
+				for range 2 {
+					seq, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(chat), ID: strconv.Itoa(i),
+						Sender: "test:user/ann", Text: "hi", Verb: adapters.VerbMention})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if seqs[i] != 0 && seqs[i] != seq {
+						t.Errorf("message %d: seq %d then %d", i, seqs[i], seq)
+					}
+					seqs[i] = seq
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var consumed int
+	eventually(t, 30*time.Second, "every message consumed by a turn", func() bool {
+		if len(h.pending()) != 0 {
+			return false
+		}
+		if err := h.st.Read().QueryRow(`SELECT COALESCE(sum(messages), 0) FROM turns WHERE status = 'succeeded'`).Scan(&consumed); err != nil {
+			t.Fatal(err)
+		}
+		return consumed >= n
+	})
+	if consumed != n {
+		t.Fatalf("turns consumed %d messages; want %d", consumed, n)
+	}
+	var stored int
+	if err := h.st.Read().QueryRow(`SELECT count(*) FROM messages WHERE from_bot = 0`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != n {
+		t.Fatalf("stored %d user messages; want %d", stored, n)
+	}
+}
+
+// A bad message in a group commit fails alone; the others are stored.
+func TestGroupCommitIsolatesFailure(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"), noStart: true})
+	ctx := context.Background()
+	var reqs []*commitReq
+	for i := range 5 {
+		r := &commitReq{ctx: ctx, done: make(chan struct{}),
+			msg:  store.Message{ChatJID: testChat, ID: fmt.Sprint("g", i), Sender: "test:user/ann", Text: "hi", Verb: "mention"},
+			work: []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "observe", Trigger: TriggerMessage}}}
+		if i == 2 {
+			r.work[0].Folder = "" // the store refuses this work item
+		}
+		reqs = append(reqs, r)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	reqs = append(reqs, &commitReq{ctx: cancelled, done: make(chan struct{}), msg: store.Message{ChatJID: testChat, ID: "gone", Text: "x"}})
+	h.g.commits.commitBatch(reqs)
+	for i, r := range reqs {
+		<-r.done
+		wantErr := i == 2 || i == 5
+		if (r.err != nil) != wantErr {
+			t.Errorf("request %d: err %v", i, r.err)
+		}
+		if !wantErr && (!r.inserted || r.msg.Seq == 0) {
+			t.Errorf("request %d not stored: %+v", i, r)
+		}
+	}
+	var n int
+	if err := h.st.Read().QueryRow(`SELECT count(*) FROM messages`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Fatalf("%d messages stored; want the 4 good ones", n)
+	}
+}
+
+// A chat whose batch waits for its retry does not hold up the folder's
+// other chats.
+func TestRetryWaitDoesNotBlockOtherChats(t *testing.T) {
+	agent := agentScript(t, `cat >/dev/null; if [ "$SWITCHBOARD_CHAT_JID" = test:bad/1 ]; then exit 3; fi; echo ok`)
+	h := newHarness(t, harnessConfig{agent: agent, modify: func(o *Options) { o.RetryDelays = []time.Duration{time.Hour} }})
+	h.post("test:bad/1", "b1", "fails")
+	h.waitSent("test:bad/1", 1) // the "Retrying" notice
+	h.post(testChat, "m1", "hello")
+	if got := h.waitSent(testChat, 1)[0].Text; got != "ok" {
+		t.Fatalf("other chat got %q", got)
+	}
+	h.post("test:bad/1", "b2", "more")
+	h.post(testChat, "m2", "hello again")
+	h.waitSent(testChat, 2)
+	if ts := h.turns("main"); len(ts) != 3 {
+		t.Fatalf("turns %+v; want the failed one and two for the other chat", ts)
+	}
+}
+
+// Messages that arrive while a folder waits for a free turn slot
+// (max_concurrent) join the turn it is waiting to run.
+func TestMessagesWhileWaitingForSlotJoinTheTurn(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	agent := agentScript(t, `n=$(grep -c '<message ' ); if [ "$SWITCHBOARD_FOLDER" = f1 ]; then while [ ! -e "$1" ]; do sleep 0.01; done; fi; echo "$n"`, release)
+	h := newHarness(t, harnessConfig{agent: agent, groups: []string{"f1", "f2"}, modify: func(o *Options) { o.MaxConcurrent = 1 },
+		routes: []routing.Route{
+			{Match: map[string]string{"chat_jid": "test:f1/*"}, Target: "f1"},
+			{Match: map[string]string{"chat_jid": "test:f2/*"}, Target: "f2"},
+		}})
+	h.post("test:f1/a", "a1", "hold the slot")
+	eventually(t, 10*time.Second, "f1's turn to start", func() bool {
+		id, _ := h.g.runningTurn("f1")
+		return id != ""
+	})
+	h.post("test:f2/b", "b0", "waiting")
+	// Let f2's worker load its one-message batch and block on the slot. (If
+	// it has not got there yet the test still passes; it cannot fail
+	// because of this wait.)
+	time.Sleep(100 * time.Millisecond)
+	for i := 1; i < 5; i++ {
+		h.post("test:f2/b", fmt.Sprint("b", i), "waiting")
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.waitSent("test:f2/b", 1)[0].Text; got != "5" {
+		t.Fatalf("f2's turn had %s messages; want all 5 that arrived while it waited for the slot", got)
+	}
+}

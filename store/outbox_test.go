@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func addOutbox(t *testing.T, s *Store, key, chat, folder, kind string) OutboxItem {
+	t.Helper()
+	it, err := s.AddOutbox(context.Background(), OutboxItem{Key: key, Kind: kind, Folder: folder, ChatJID: chat, Text: "text of " + key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return it
+}
+
+func keys(items []OutboxItem) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Key)
+	}
+	return out
+}
+
+func TestAddOutboxKeyIsIdempotent(t *testing.T) {
+	s := newStore(t)
+	a := addOutbox(t, s, "k", "web:a", "", "")
+	b, err := s.AddOutbox(context.Background(), OutboxItem{Key: "k", ChatJID: "web:b", Text: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.ID != a.ID || b.ChatJID != "web:a" || a.Kind != "send" || a.Status != "pending" {
+		t.Fatalf("second add with the same key: %+v (first %+v)", b, a)
+	}
+}
+
+// DueOutbox offers each chat's oldest unfinished item only, so replies stay
+// in order and a waiting chat does not hold up the others.
+func TestDueOutboxOneHeadPerChat(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	a1 := addOutbox(t, s, "a1", "web:a", "", "")
+	addOutbox(t, s, "a2", "web:a", "", "")
+	b1 := addOutbox(t, s, "b1", "web:b", "", "")
+	addOutbox(t, s, "b2", "web:b", "", "")
+	addOutbox(t, s, "c1", "web:c", "", "")
+	due := func() []string {
+		items, err := s.DueOutbox(ctx, 1<<62, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys(items)
+	}
+	if got := due(); !slices.Equal(got, []string{"a1", "b1", "c1"}) {
+		t.Fatalf("due %v", got)
+	}
+	if ok, _ := s.ClaimOutbox(ctx, a1.ID); !ok {
+		t.Fatal("claim failed")
+	}
+	if ok, _ := s.ClaimOutbox(ctx, a1.ID); ok {
+		t.Fatal("claimed twice")
+	}
+	if ok, _ := s.ClaimOutbox(ctx, b1.ID); !ok {
+		t.Fatal("claim failed")
+	}
+	if err := s.OutboxRetry(ctx, b1.ID, 1<<62+1, "rate limited"); err != nil {
+		t.Fatal(err)
+	}
+	// a1 is being sent, b1 waits for its retry: only c1 is due.
+	if got := due(); !slices.Equal(got, []string{"c1"}) {
+		t.Fatalf("due while heads are busy: %v", got)
+	}
+	if err := s.OutboxSent(ctx, a1.ID, "p1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := due(); !slices.Equal(got, []string{"a2", "c1"}) {
+		t.Fatalf("due after a1 was sent: %v", got)
+	}
+}
+
+// NextOutboxAt must not count items queued behind a busy or waiting head:
+// they are not due before the head is done, and a sender sleeping until
+// "the next due item" would otherwise spin.
+func TestNextOutboxAtCountsOnlyChatHeads(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	a1 := addOutbox(t, s, "a1", "web:a", "", "")
+	addOutbox(t, s, "a2", "web:a", "", "")
+	if ok, _ := s.ClaimOutbox(ctx, a1.ID); !ok {
+		t.Fatal("claim failed")
+	}
+	if _, ok, err := s.NextOutboxAt(ctx); err != nil || ok {
+		t.Fatalf("head being sent: next due reported (%v, %v); want none", ok, err)
+	}
+	if err := s.OutboxRetry(ctx, a1.ID, 5000, "rate limited"); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok, err := s.NextOutboxAt(ctx); err != nil || !ok || at != 5000 {
+		t.Fatalf("head waiting until 5000: next due %d (%v, %v)", at, ok, err)
+	}
+}
+
+// Items left in "sending" by a crash fail instead of being resent; the
+// folder that sent a reply gets a notice, the operator and notices do not.
+func TestRecoverOutbox(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for _, it := range []OutboxItem{
+		addOutbox(t, s, "reply", "web:a", "main", "reply"),
+		addOutbox(t, s, "operator", "web:b", "", "send"),
+		addOutbox(t, s, "notice", "web:c", "main", "notice"),
+	} {
+		if ok, _ := s.ClaimOutbox(ctx, it.ID); !ok {
+			t.Fatal("claim failed")
+		}
+	}
+	addOutbox(t, s, "waiting", "web:d", "main", "reply")
+	n, err := s.RecoverOutbox(ctx)
+	if err != nil || n != 3 {
+		t.Fatalf("recovered %d (%v); want 3", n, err)
+	}
+	for _, k := range []string{"reply", "operator", "notice"} {
+		it, _ := s.OutboxByKey(ctx, k)
+		if it.Status != "failed" || !strings.Contains(it.Error, "restart") {
+			t.Errorf("%s: %s %q", k, it.Status, it.Error)
+		}
+	}
+	if it, _ := s.OutboxByKey(ctx, "waiting"); it.Status != "pending" {
+		t.Errorf("a pending item was touched: %s", it.Status)
+	}
+	b := Batch{Folder: "main"}
+	if err := s.loadBatch(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Notices) != 1 || b.Notices[0].ChatJID != "web:a" || b.Notices[0].Text != "text of reply" {
+		t.Fatalf("notices %+v; want one for the interrupted reply", b.Notices)
+	}
+	if n, _ := s.RecoverOutbox(ctx); n != 0 {
+		t.Fatalf("second recovery found %d", n)
+	}
+}

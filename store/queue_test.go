@@ -1,0 +1,275 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+func msg(chat, id string) *Message {
+	return &Message{ChatJID: chat, ID: id, Sender: "web:user/ann", Text: "hi " + id, Verb: "mention"}
+}
+
+func trigger(folder, chat, topic string) []WorkItem {
+	return []WorkItem{{Folder: folder, ChatJID: chat, Topic: topic, Mode: "trigger", Trigger: "message"}}
+}
+
+func observe(folder, chat, topic string) []WorkItem {
+	return []WorkItem{{Folder: folder, ChatJID: chat, Topic: topic, Mode: "observe", Trigger: "message"}}
+}
+
+func enqueue(t *testing.T, s *Store, m *Message, work []WorkItem) {
+	t.Helper()
+	if _, err := s.EnqueueMessage(context.Background(), m, work); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func workCount(t *testing.T, s *Store, where string) int {
+	t.Helper()
+	var n int
+	if err := s.r.QueryRow(`SELECT count(*) FROM work WHERE ` + where).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestEnqueueMessagesGroupCommit(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	old := msg("web:a", "old")
+	enqueue(t, s, old, trigger("main", "web:a", ""))
+	es := []Enqueue{
+		{Message: msg("web:a", "1"), Work: trigger("main", "web:a", "")},
+		{Message: msg("web:a", "old"), Work: trigger("main", "web:a", "")}, // stored before
+		{Message: msg("web:b", "1"), Work: trigger("main", "web:b", "")},   // same id, other chat
+		{Message: msg("web:a", "1"), Work: trigger("main", "web:a", "")},   // repeat within the batch
+		{Message: msg("web:c", "2")},                                       // no work (unrouted)
+	}
+	if err := s.EnqueueMessages(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	wantNew := []bool{true, false, true, false, true}
+	for i, e := range es {
+		if e.Inserted != wantNew[i] || e.Message.Seq == 0 || e.Message.Time == 0 {
+			t.Errorf("entry %d: inserted %v seq %d time %d; want inserted %v", i, e.Inserted, e.Message.Seq, e.Message.Time, wantNew[i])
+		}
+	}
+	if es[1].Message.Seq != old.Seq || es[3].Message.Seq != es[0].Message.Seq {
+		t.Errorf("duplicates got seqs %d, %d; want the originals' %d, %d", es[1].Message.Seq, es[3].Message.Seq, old.Seq, es[0].Message.Seq)
+	}
+	if n := workCount(t, s, "1"); n != 3 {
+		t.Errorf("%d work rows; want one per new routed message (3)", n)
+	}
+	var orphans int
+	if err := s.r.QueryRow(`SELECT count(*) FROM work w WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = w.seq)`).Scan(&orphans); err != nil || orphans != 0 {
+		t.Errorf("work rows without their message: %d (%v)", orphans, err)
+	}
+}
+
+// A batch with a bad entry stores nothing and changes nothing, so the caller
+// can retry the entries one by one.
+func TestEnqueueMessagesAllOrNothing(t *testing.T) {
+	s := newStore(t)
+	for _, bad := range []Enqueue{
+		{Message: msg("web:a", "")},
+		{Message: msg("web:a", "2"), Work: []WorkItem{{ChatJID: "web:a", Mode: "trigger", Trigger: "message"}}},
+	} {
+		es := []Enqueue{{Message: msg("web:a", "1"), Work: trigger("main", "web:a", "")}, bad}
+		if err := s.EnqueueMessages(context.Background(), es); err == nil {
+			t.Fatalf("batch with %+v stored", bad)
+		}
+		if es[0].Message.Seq != 0 || es[0].Inserted {
+			t.Errorf("failed batch changed its entries: %+v", es[0])
+		}
+	}
+	if seq, _ := s.LastSeq(context.Background()); seq != 0 || workCount(t, s, "1") != 0 {
+		t.Fatalf("a failed batch left rows behind (last seq %d)", seq)
+	}
+}
+
+func TestNextBatch(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	enqueue(t, s, msg("web:a", "1"), trigger("main", "web:a", ""))
+	enqueue(t, s, msg("web:a", "2"), trigger("main", "web:a", "t1")) // another topic: another batch
+	enqueue(t, s, msg("web:b", "3"), trigger("main", "web:b", ""))
+	enqueue(t, s, msg("web:a", "4"), trigger("main", "web:a", ""))
+	enqueue(t, s, msg("web:a", "5"), trigger("other", "web:a", "")) // another folder
+	enqueue(t, s, msg("web:a", "6"), observe("main", "web:a", ""))
+	if _, err := s.Enqueue(ctx, WorkItem{Folder: "main", ChatJID: "web:a", Mode: "trigger", Trigger: "task", Prompt: "p", TaskID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, s, msg("web:a", "7"), trigger("main", "web:a", ""))
+
+	b, ok, err := s.NextBatch(ctx, "main", 100)
+	if err != nil || !ok {
+		t.Fatalf("NextBatch: %v %v", ok, err)
+	}
+	ids := func(ms []Message) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	if got := ids(b.Messages); !slices.Equal(got, []string{"1", "4", "7"}) {
+		t.Errorf("batch messages %v; want the chat's and topic's trigger messages 1, 4, 7", got)
+	}
+	if got := ids(b.Observed); !slices.Equal(got, []string{"6"}) {
+		t.Errorf("observed %v", got)
+	}
+	if b2, _, _ := s.NextBatch(ctx, "main", 2); len(b2.Messages) != 2 {
+		t.Errorf("max 2: %d messages", len(b2.Messages))
+	}
+	finish(t, s, b, "succeeded", false)
+	b, _, _ = s.NextBatch(ctx, "main", 100)
+	if b.Topic != "t1" || len(b.Messages) != 1 || len(b.Observed) != 0 {
+		t.Errorf("second batch: topic %q, %d messages, %d observed", b.Topic, len(b.Messages), len(b.Observed))
+	}
+	finish(t, s, b, "succeeded", false)
+	b, _, _ = s.NextBatch(ctx, "main", 100)
+	if b.ChatJID != "web:b" {
+		t.Errorf("third batch is %s", b.ChatJID)
+	}
+	finish(t, s, b, "succeeded", false)
+	b, _, _ = s.NextBatch(ctx, "main", 100)
+	if len(b.Items) != 1 || b.Items[0].Trigger != "task" || len(b.Messages) != 0 {
+		t.Errorf("a prompt item runs alone: %+v", b.Items)
+	}
+	finish(t, s, b, "succeeded", false)
+	if _, ok, _ := s.NextBatch(ctx, "main", 100); ok {
+		t.Error("main has more work")
+	}
+	if fs, _ := s.PendingFolders(ctx); !slices.Equal(fs, []string{"other"}) {
+		t.Errorf("pending folders %v", fs)
+	}
+}
+
+func finish(t *testing.T, s *Store, b Batch, status string, retry bool) {
+	t.Helper()
+	var retryAt int64
+	if retry {
+		retryAt = s.nowMS() + 1
+	}
+	finishAt(t, s, b, status, retryAt)
+}
+
+func finishAt(t *testing.T, s *Store, b Batch, status string, retryAt int64) {
+	t.Helper()
+	turn := Turn{ID: fmt.Sprintf("t-%d-%s", b.Items[0].ID, status), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic,
+		Trigger: b.Items[0].Trigger, Attempt: b.Items[0].Attempts + 1, Status: status, SessionID: "s-" + status}
+	if err := s.FinishBatch(context.Background(), b, turn, nil, retryAt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FinishBatch settles a batch by outcome: success consumes the work, the
+// observed context and the notices shown, and saves the session; a retry
+// keeps everything and counts the attempt; giving up drops only the work.
+func TestFinishBatchOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		status           string
+		retry            bool
+		work, obs, notes int
+		attempts         int
+		session          string
+	}{
+		{"succeeded", "succeeded", false, 0, 1, 0, 0, "s-succeeded"}, // the observed row that came later stays
+		{"retry", "failed", true, 2, 3, 1, 1, ""},
+		{"given up", "failed", false, 0, 3, 1, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			ctx := context.Background()
+			enqueue(t, s, msg("web:a", "o1"), observe("main", "web:a", ""))
+			enqueue(t, s, msg("web:a", "o2"), observe("main", "web:a", ""))
+			enqueue(t, s, msg("web:a", "m1"), trigger("main", "web:a", ""))
+			enqueue(t, s, msg("web:a", "m2"), trigger("main", "web:a", ""))
+			it, _ := s.AddOutbox(ctx, OutboxItem{Key: "k", Folder: "main", ChatJID: "web:x", Text: "lost"})
+			if err := s.OutboxFailed(ctx, it.ID, "gone"); err != nil {
+				t.Fatal(err)
+			}
+			b, _, err := s.NextBatch(ctx, "main", 100)
+			if err != nil || len(b.Notices) != 1 || len(b.Observed) != 2 {
+				t.Fatalf("batch %+v, %v", b, err)
+			}
+			enqueue(t, s, msg("web:a", "o3"), observe("main", "web:a", "")) // during the turn
+			finish(t, s, b, tc.status, tc.retry)
+			if n := workCount(t, s, "mode = 'trigger'"); n != tc.work {
+				t.Errorf("%d trigger rows left; want %d", n, tc.work)
+			}
+			if n := workCount(t, s, "mode = 'observe'"); n != tc.obs {
+				t.Errorf("%d observed rows left; want %d", n, tc.obs)
+			}
+			var notes int
+			_ = s.r.QueryRow(`SELECT count(*) FROM notices`).Scan(&notes)
+			if notes != tc.notes {
+				t.Errorf("%d notices left; want %d", notes, tc.notes)
+			}
+			if tc.work > 0 {
+				if n := workCount(t, s, fmt.Sprintf("mode = 'trigger' AND attempts = %d", tc.attempts)); n != tc.work {
+					t.Errorf("attempts not counted on every kept item")
+				}
+			}
+			if sess, _ := s.Session(ctx, "main", "web:a", ""); sess != tc.session {
+				t.Errorf("session %q; want %q", sess, tc.session)
+			}
+			if ts, _ := s.Turns(ctx, "main", 10); len(ts) != 1 || ts[0].Status != tc.status {
+				t.Errorf("turn records %+v", ts)
+			}
+		})
+	}
+}
+
+func TestFinishBatchIsolatedTaskKeepsSession(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.SetSession(ctx, "main", "web:a", "", "chat-session"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Enqueue(ctx, WorkItem{Folder: "main", ChatJID: "web:a", Mode: "trigger", Trigger: "task", Prompt: "p", Isolated: true}); err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := s.NextBatch(ctx, "main", 100)
+	finish(t, s, b, "succeeded", false)
+	if sess, _ := s.Session(ctx, "main", "web:a", ""); sess != "chat-session" {
+		t.Fatalf("an isolated task replaced the chat's session with %q", sess)
+	}
+}
+
+// A batch waiting for its retry holds up its own chat and topic (later
+// messages there wait and join it), not the folder's other chats.
+func TestNextBatchSkipsChatsWaitingForRetry(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	clock := time.UnixMilli(1_000_000)
+	s.now = func() time.Time { return clock }
+	enqueue(t, s, msg("web:a", "1"), trigger("main", "web:a", ""))
+	enqueue(t, s, msg("web:b", "2"), trigger("main", "web:b", ""))
+	b, _, _ := s.NextBatch(ctx, "main", 100)
+	if b.ChatJID != "web:a" {
+		t.Fatalf("first batch %s", b.ChatJID)
+	}
+	finishAt(t, s, b, "failed", clock.Add(2*time.Second).UnixMilli())
+	enqueue(t, s, msg("web:a", "3"), trigger("main", "web:a", "")) // arrives during the wait
+	b, ok, _ := s.NextBatch(ctx, "main", 100)
+	if !ok || b.ChatJID != "web:b" {
+		t.Fatalf("while web:a waits: batch %q (%v); want web:b", b.ChatJID, ok)
+	}
+	finish(t, s, b, "succeeded", false)
+	if b, ok, _ := s.NextBatch(ctx, "main", 100); ok {
+		t.Fatalf("web:a ran before its retry was due: %+v", b.Items)
+	}
+	if fs, _ := s.PendingFolders(ctx); len(fs) != 1 {
+		t.Fatalf("a waiting batch is not pending: %v", fs)
+	}
+	clock = clock.Add(2 * time.Second)
+	b, ok, _ = s.NextBatch(ctx, "main", 100)
+	if !ok || b.ChatJID != "web:a" || len(b.Messages) != 2 || b.Items[0].Attempts != 1 {
+		t.Fatalf("retry batch %+v (%v); want both web:a messages, second attempt", b, ok)
+	}
+}
