@@ -6,6 +6,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/routing"
+	"switchboard/scheduler"
 )
 
 // Backend is everything the tools act through. The gateway implements it;
@@ -19,6 +20,7 @@ type Backend interface {
 	RouteStore
 	GroupStore
 	Sessions
+	TaskStore
 }
 
 // State is the gateway's live configuration.
@@ -102,6 +104,40 @@ type Sessions interface {
 	AgentSessions(ctx context.Context, folder string) ([]AgentSession, error)
 	// Turns returns folder's most recent turn records, newest first.
 	Turns(ctx context.Context, folder string, limit int) ([]TurnRecord, error)
+}
+
+// TaskStore manages scheduled tasks through the same code as the task CLI,
+// and wakes the scheduler after every change so it takes effect at once.
+type TaskStore interface {
+	// AddTask validates spec and stores the task. A bad spec returns an
+	// error that starts with the field's name (schedule, timezone,
+	// context_mode, missed, prompt, folder).
+	AddTask(ctx context.Context, spec scheduler.TaskSpec) (scheduler.Task, error)
+	// Task returns one task, or an error wrapping ErrNotFound.
+	Task(ctx context.Context, id int64) (scheduler.Task, error)
+	// Tasks lists the tasks of folder and its subgroups, oldest first; ""
+	// lists every task.
+	Tasks(ctx context.Context, folder string) ([]scheduler.Task, error)
+	// SetTaskStatus pauses (StatusPaused), resumes (StatusActive) or
+	// cancels (StatusCancelled) a task and returns it. A task already in
+	// that status is returned unchanged; a completed or cancelled one cannot
+	// change. An unknown id wraps ErrNotFound.
+	SetTaskStatus(ctx context.Context, id int64, status string) (scheduler.Task, error)
+	// TaskRuns lists up to limit runs of a task, newest first.
+	TaskRuns(ctx context.Context, id int64, limit int) ([]TaskRun, error)
+	// DefaultTimezone is the IANA zone of tasks that name none.
+	DefaultTimezone() string
+}
+
+// TaskRun is one run of a task.
+type TaskRun struct {
+	ID       int64
+	Slot     time.Time // the scheduled time this run is for
+	Status   string    // fired (claimed; its turn is queued or running), succeeded or failed
+	Started  time.Time
+	Duration time.Duration
+	TurnID   string
+	Error    string
 }
 
 // Outgoing is a message a group sends.

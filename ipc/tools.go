@@ -26,11 +26,10 @@ type toolDef struct {
 	run  func(ctx context.Context, c *call) (any, error)
 }
 
-// catalog lists every implemented tool. The task tools arrive with the
-// scheduler.
+// catalog lists every implemented tool.
 func catalog() []*toolDef {
 	var all []*toolDef
-	for _, part := range [][]*toolDef{messagingTools(), historyTools(), routingTools(), groupTools(), sessionTools()} {
+	for _, part := range [][]*toolDef{messagingTools(), historyTools(), routingTools(), groupTools(), taskTools(), sessionTools()} {
 		all = append(all, part...)
 	}
 	return all

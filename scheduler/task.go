@@ -29,7 +29,8 @@ const MaxPrompt = 16 << 10
 
 // NewTask validates spec and returns an active task whose Next is the first
 // slot after now. defaultZone applies when spec.Timezone is empty. Errors
-// name the field that is wrong.
+// start with the name of the field that is wrong (prompt, timezone,
+// schedule, context_mode, missed).
 func NewTask(spec TaskSpec, defaultZone string, now time.Time) (Task, error) {
 	if strings.TrimSpace(spec.Prompt) == "" {
 		return Task{}, fmt.Errorf("prompt: empty; say what the agent should do when the task runs")
@@ -40,6 +41,9 @@ func NewTask(spec TaskSpec, defaultZone string, now time.Time) (Task, error) {
 	tz := spec.Timezone
 	if tz == "" {
 		tz = defaultZone
+	}
+	if _, err := LoadZone(tz); err != nil {
+		return Task{}, fmt.Errorf("timezone: %w", err)
 	}
 	sched, err := Parse(spec.Schedule, tz)
 	if err != nil {

@@ -53,7 +53,7 @@ func (a *app) runGateway(ctx context.Context) error {
 	g, err := gateway.New(gateway.Options{
 		Store: st, Adapters: adapterList, Agent: a.agentSpec(exe), DataDir: a.cfg.DataDir,
 		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
-		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Logger: a.log,
+		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
 	})
 	if err != nil {
 		return err

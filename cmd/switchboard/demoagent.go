@@ -27,12 +27,17 @@ func (a *app) demoAgentCommand() *cobra.Command {
 		Long: `An agent for trying Switchboard without an LLM. It reads the turn prompt on
 stdin and answers with who said what and how many messages it saw. It is an
 MCP client of its group's socket ($SWITCHBOARD_MCP_SOCKET) and answers with the
-reply tool; when the socket is missing or fails it prints the answer on stdout
-instead. It also understands three chat commands:
+reply tool (a scheduled task's turn with the send tool); when the socket is
+missing or fails it prints the answer on stdout instead. It also understands
+these chat commands:
 
-  /tools          the tools this group may call
-  /search QUERY   full-text search in the chats this group owns (find_messages)
-  /routes         the routes this group can see (list_routes)
+  /tools              the tools this group may call
+  /search QUERY       full-text search in the chats this group owns (find_messages)
+  /routes             the routes this group can see (list_routes)
+  /every DURATION TEXT  schedule TEXT as a task in this chat every DURATION,
+                      e.g. /every 30s stretch (schedule_task); each run answers
+                      "Scheduled task ran: TEXT"
+  /tasks              the tasks of this group (list_tasks)
 
 Configure it as agent.command: ["switchboard", "demo-agent"].`,
 		Args: cobra.NoArgs,
@@ -61,15 +66,22 @@ func (a *app) demoAgent(ctx context.Context, prompt string) error {
 		}
 	}
 	reply := demoReply(prompt, a.getenv)
-	if command, arg, ok := chatCommand(lastMessageText(prompt)); ok {
-		reply = runChatCommand(ctx, mc, command, arg)
+	isTask := a.getenv("SWITCHBOARD_TRIGGER") == "task" || promptTask.MatchString(prompt)
+	if command, arg, ok := chatCommand(lastMessageText(prompt)); ok && !isTask {
+		reply = runChatCommand(ctx, mc, chat, command, arg)
 	}
 	if mc != nil {
-		_, err := callTool(ctx, mc, "reply", map[string]any{"chat_jid": chat, "text": reply})
-		if err == nil {
-			return nil // replied; stdout stays empty
+		// A task turn answers no message, so there is nothing to reply to:
+		// it posts in the task's chat instead.
+		tool := "reply"
+		if isTask {
+			tool = "send"
 		}
-		fmt.Fprintf(a.stderr, "demo-agent: reply over MCP failed (%v); answering on stdout\n", err)
+		_, err := callTool(ctx, mc, tool, map[string]any{"chat_jid": chat, "text": reply})
+		if err == nil {
+			return nil // answered; stdout stays empty
+		}
+		fmt.Fprintf(a.stderr, "demo-agent: %s over MCP failed (%v); answering on stdout\n", tool, err)
 	}
 	_, err := io.WriteString(a.stdout, reply+"\n")
 	return err
@@ -123,19 +135,20 @@ func callTool(ctx context.Context, mc *client.Client, name string, args map[stri
 	return sb.String(), nil
 }
 
-// chatCommand recognizes /tools, /search QUERY and /routes.
+// chatCommand recognizes /tools, /search QUERY, /routes, /every DURATION
+// TEXT and /tasks.
 func chatCommand(text string) (command, arg string, ok bool) {
 	command, arg, _ = strings.Cut(strings.TrimSpace(text), " ")
 	switch command {
-	case "/tools", "/routes":
+	case "/tools", "/routes", "/tasks":
 		return command, "", true
-	case "/search":
+	case "/search", "/every":
 		return command, strings.TrimSpace(arg), true
 	}
 	return "", "", false
 }
 
-func runChatCommand(ctx context.Context, mc *client.Client, command, arg string) string {
+func runChatCommand(ctx context.Context, mc *client.Client, chat, command, arg string) string {
 	if mc == nil {
 		return command + ": I have no MCP connection to the gateway, so I cannot use tools."
 	}
@@ -155,9 +168,73 @@ func runChatCommand(ctx context.Context, mc *client.Client, command, arg string)
 			return "Usage: /search QUERY (words, \"a phrase\", prefix*, OR, NOT)"
 		}
 		return searchReply(ctx, mc, arg)
+	case "/every":
+		return everyReply(ctx, mc, chat, arg)
+	case "/tasks":
+		return tasksReply(ctx, mc)
 	default:
 		return routesReply(ctx, mc)
 	}
+}
+
+// demoTask is a task as schedule_task and list_tasks return it.
+type demoTask struct {
+	ID       int64   `json:"id"`
+	Folder   string  `json:"folder"`
+	ChatJID  string  `json:"chat_jid"`
+	Prompt   string  `json:"prompt"`
+	Schedule string  `json:"schedule"`
+	Status   string  `json:"status"`
+	NextRun  *string `json:"next_run"`
+}
+
+func (t demoTask) next() string {
+	if t.NextRun == nil {
+		return "none"
+	}
+	return *t.NextRun
+}
+
+// everyReply schedules "/every DURATION TEXT" as a task of this group in
+// this chat; the scheduler checks the duration.
+func everyReply(ctx context.Context, mc *client.Client, chat, arg string) string {
+	every, text, _ := strings.Cut(arg, " ")
+	if text = strings.TrimSpace(text); every == "" || text == "" {
+		return "Usage: /every DURATION TEXT, e.g. /every 30s stretch your legs (at least 10s)"
+	}
+	out, err := callTool(ctx, mc, "schedule_task", map[string]any{"chat_jid": chat, "prompt": text,
+		"schedule": "every " + every, "context_mode": "group"})
+	if err != nil {
+		return "Could not schedule that: " + err.Error()
+	}
+	var t demoTask
+	if err := json.Unmarshal([]byte(out), &t); err != nil {
+		return "Could not schedule that: " + err.Error()
+	}
+	return fmt.Sprintf("Scheduled task %d: %q every %s, next run %s. Stop it with switchboard task cancel %d.", t.ID, t.Prompt, every, t.next(), t.ID)
+}
+
+// tasksReply lists the tasks this group can see.
+func tasksReply(ctx context.Context, mc *client.Client) string {
+	out, err := callTool(ctx, mc, "list_tasks", nil)
+	if err != nil {
+		return "/tasks failed: " + err.Error()
+	}
+	var res struct {
+		Tasks []demoTask `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		return "/tasks failed: " + err.Error()
+	}
+	if len(res.Tasks) == 0 {
+		return "No scheduled tasks. Try /every 30s stretch your legs"
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Tasks (%d):", len(res.Tasks))
+	for _, t := range res.Tasks {
+		fmt.Fprintf(&sb, "\n- #%d [%s] %s in %s (%s), next run %s: %q", t.ID, t.Status, t.Schedule, t.ChatJID, t.Folder, t.next(), firstLine(t.Prompt))
+	}
+	return sb.String()
 }
 
 func searchReply(ctx context.Context, mc *client.Client, query string) string {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/grants"
 	"switchboard/store"
 )
 
@@ -206,7 +207,7 @@ func TestDemoAgentOverMCP(t *testing.T) {
 		t.Fatalf("bot messages: %+v", bots)
 	}
 	for _, c := range []struct{ text, want string }{
-		{"/tools", "I may call 29 tools: add_route, "},
+		{"/tools", fmt.Sprintf("I may call %d tools: add_route, ", len(grants.AllTools()))}, // tier 1: all of them
 		{"/search hello", `best matches for "hello"`},
 		{"/routes", "-> main [trigger]"},
 	} {

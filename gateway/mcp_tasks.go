@@ -1,0 +1,66 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"switchboard/ipc"
+	"switchboard/scheduler"
+	"switchboard/store"
+)
+
+// The gateway side of the MCP task tools: the same AddTask and SetTaskStatus
+// as `switchboard task`, then a Wake so the scheduler sees the change now
+// rather than at its next poll.
+
+func (b mcpBackend) AddTask(ctx context.Context, spec scheduler.TaskSpec) (scheduler.Task, error) {
+	t, err := AddTask(ctx, b.g.st, spec, b.g.opt.Timezone)
+	if err != nil {
+		return t, err
+	}
+	b.g.sched.Wake()
+	return t, nil
+}
+
+func (b mcpBackend) Task(ctx context.Context, id int64) (scheduler.Task, error) {
+	t, err := b.g.st.Task(ctx, id)
+	return t, notFoundErr(err)
+}
+
+func (b mcpBackend) Tasks(ctx context.Context, folder string) ([]scheduler.Task, error) {
+	return b.g.st.Tasks(ctx, folder, true)
+}
+
+func (b mcpBackend) SetTaskStatus(ctx context.Context, id int64, status string) (scheduler.Task, error) {
+	t, err := SetTaskStatus(ctx, b.g.st, id, status)
+	if err != nil {
+		return t, notFoundErr(err)
+	}
+	b.g.sched.Wake()
+	return t, nil
+}
+
+func (b mcpBackend) TaskRuns(ctx context.Context, id int64, limit int) ([]ipc.TaskRun, error) {
+	runs, err := b.g.st.TaskRuns(ctx, id, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ipc.TaskRun, len(runs))
+	for i, r := range runs {
+		out[i] = ipc.TaskRun{ID: r.ID, Slot: r.Slot, Status: r.Status, Started: time.UnixMilli(r.Started).UTC(),
+			Duration: time.Duration(r.DurationMS) * time.Millisecond, TurnID: r.TurnID, Error: r.Error}
+	}
+	return out, nil
+}
+
+func (b mcpBackend) DefaultTimezone() string { return b.g.opt.Timezone }
+
+// notFoundErr marks a store "not found" as ipc's.
+func notFoundErr(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: %w", ipc.ErrNotFound, err)
+	}
+	return err
+}
