@@ -37,6 +37,11 @@ type session struct {
 	filter    mcp.SubscriptionFilter
 	listening bool
 	listenID  any
+	// inflight holds the requests the workers are serving, by idKey; true
+	// once the client cancelled one with notifications/cancelled: its
+	// response is then not sent (the client has forgotten the id, and for
+	// subscriptions/listen a result would announce a server-side close).
+	inflight  map[string]bool
 	closeOnce sync.Once
 }
 
@@ -47,10 +52,11 @@ var (
 
 func (s *Server) newSession(g *group, c *net.UnixConn) *session {
 	return &session{
-		id:    g.folder + "#" + strconv.FormatInt(s.seq.Add(1), 10),
-		g:     g,
-		conn:  c,
-		notes: make(chan mcp.JSONRPCNotification, 16),
+		id:       g.folder + "#" + strconv.FormatInt(s.seq.Add(1), 10),
+		g:        g,
+		conn:     c,
+		notes:    make(chan mcp.JSONRPCNotification, 16),
+		inflight: map[string]bool{},
 	}
 }
 
@@ -98,6 +104,42 @@ func (c *session) toolsChanged() {
 }
 
 func (c *session) close() { c.closeOnce.Do(func() { c.conn.Close() }) }
+
+// begin records a request handed to a worker.
+func (c *session) begin(key string) {
+	c.mu.Lock()
+	c.inflight[key] = false
+	c.mu.Unlock()
+}
+
+// finish forgets a served request; false when the client cancelled it,
+// so that its response must not be sent.
+func (c *session) finish(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cancelled := c.inflight[key]
+	delete(c.inflight, key)
+	return !cancelled
+}
+
+// cancelled marks the request a notifications/cancelled line names, if it
+// is still being served. (mcp-go cancels the request's context itself.)
+func (c *session) cancelled(line []byte) {
+	var n struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &n) != nil || len(n.Params.RequestID) == 0 {
+		return
+	}
+	key := idKey(n.Params.RequestID)
+	c.mu.Lock()
+	if _, ok := c.inflight[key]; ok {
+		c.inflight[key] = true
+	}
+	c.mu.Unlock()
+}
 
 // head is what the read loop looks at in a message before handing it on.
 type head struct {
@@ -180,6 +222,7 @@ func (s *Server) serve(sess *session) {
 type job struct {
 	ctx  context.Context
 	line []byte
+	key  string // idKey of the request's id
 }
 
 // workers serve a connection's requests: up to maxInflight goroutines,
@@ -218,7 +261,8 @@ func (p *workers) submit(ctx context.Context, j job) bool {
 func (p *workers) work(j job) {
 	defer p.wg.Done()
 	for {
-		if resp := p.s.handle(j.ctx, p.sess, j.line); resp != nil {
+		resp := p.s.handle(j.ctx, p.sess, j.line)
+		if p.sess.finish(j.key) && resp != nil {
 			p.w.send(resp)
 		}
 		var ok bool
@@ -253,6 +297,9 @@ func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []
 	case !hasID:
 		// A notification (initialized, cancelled): no answer, and it must not
 		// wait behind a request, so it runs here.
+		if h.Method == string(mcp.MethodNotificationCancelled) {
+			sess.cancelled(line)
+		}
 		s.handle(ctx, sess, line)
 		return true
 	}
@@ -273,7 +320,9 @@ func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []
 		sess.listenID = rawID(h.ID)
 		sess.mu.Unlock()
 	}
-	return p.submit(ctx, job{ctx: reqCtx, line: line})
+	key := idKey(h.ID)
+	sess.begin(key)
+	return p.submit(ctx, job{ctx: reqCtx, line: line, key: key})
 }
 
 // handle runs one message through mcp-go, turning a panic into an internal
@@ -372,6 +421,16 @@ func rawID(raw json.RawMessage) any {
 		return nil
 	}
 	return id.Value()
+}
+
+// idKey is a request id as a map key: the same for the id of a request and
+// the requestId of its notifications/cancelled ("int64:7", "string:a").
+func idKey(raw json.RawMessage) string {
+	var id mcp.RequestId
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return "invalid:" + string(raw)
+	}
+	return id.String()
 }
 
 func rpcError(id any, code int, msg string) mcp.JSONRPCError {
