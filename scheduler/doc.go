@@ -33,7 +33,7 @@
 //
 // # Firing at most once
 //
-// The Loop never fires a slot it has not first claimed: Store.ClaimRun
+// The Loop never fires a slot it has not first claimed: Store.ClaimRuns
 // records the run and advances the task in one transaction, and only then is
 // Firer.Fire called. A crash can therefore lose a claimed slot (see Loop) but
 // can never fire one twice. See Store for the exact contract a store must

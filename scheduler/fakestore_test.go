@@ -20,11 +20,12 @@ type fakeStore struct {
 	claimed map[runKey]int64
 	skipped map[int64]int // task → slots passed over by SkipRuns
 
-	nextDueCalls, dueCalls int
-	failDue                int // fail this many DueTasks calls first
+	nextDueCalls, dueCalls, claimCalls int
+	failDue                            int // fail this many DueTasks calls first
 
-	// afterClaim, when set, runs after every committed ClaimRun (outside
-	// the lock): tests use it to "crash" a loop between claim and fire.
+	// afterClaim, when set, runs for every claim of a committed ClaimRuns
+	// (outside the lock): tests use it to "crash" a loop between claim and
+	// fire.
 	afterClaim func(a Advance, slot time.Time, claimed bool)
 }
 
@@ -84,6 +85,12 @@ func (f *fakeStore) calls() (nextDue, due int) {
 	return f.nextDueCalls, f.dueCalls
 }
 
+func (f *fakeStore) claimCallCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.claimCalls
+}
+
 func (f *fakeStore) DueTasks(ctx context.Context, now time.Time, limit int) ([]Task, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -120,7 +127,7 @@ func (f *fakeStore) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return next, !next.IsZero(), nil
 }
 
-// applies reports whether a may change its task (step 1 of ClaimRun).
+// applies reports whether a may change its task (step 1 of ClaimRuns).
 func (f *fakeStore) applies(a Advance) (*Task, bool) {
 	t, ok := f.tasks[a.TaskID]
 	if !ok || t.Status != StatusActive || !t.Next.Equal(a.From) {
@@ -129,7 +136,7 @@ func (f *fakeStore) applies(a Advance) (*Task, bool) {
 	return t, true
 }
 
-// advance is step 4 of ClaimRun.
+// advance is step 4 of ClaimRuns.
 func advance(t *Task, a Advance) {
 	if a.HasNext {
 		t.Next = a.Next
@@ -138,30 +145,37 @@ func advance(t *Task, a Advance) {
 	t.Status, t.Next = StatusCompleted, time.Time{}
 }
 
-func (f *fakeStore) ClaimRun(ctx context.Context, a Advance, slot time.Time) (int64, bool, error) {
-	runID, claimed := f.claim(a, slot)
-	if f.afterClaim != nil {
-		f.afterClaim(a, slot, claimed)
+func (f *fakeStore) ClaimRuns(ctx context.Context, claims []Claim) ([]int64, error) {
+	f.mu.Lock()
+	f.claimCalls++
+	runIDs := make([]int64, len(claims))
+	for i, c := range claims {
+		runIDs[i] = f.claim(c.Advance, c.Slot)
 	}
-	return runID, claimed, nil
+	f.mu.Unlock()
+	if f.afterClaim != nil {
+		for i, c := range claims {
+			f.afterClaim(c.Advance, c.Slot, runIDs[i] != 0)
+		}
+	}
+	return runIDs, nil
 }
 
-func (f *fakeStore) claim(a Advance, slot time.Time) (int64, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// claim applies one claim; f.mu is held.
+func (f *fakeStore) claim(a Advance, slot time.Time) int64 {
 	t, ok := f.applies(a)
 	if !ok {
-		return 0, false
+		return 0
 	}
 	advance(t, a)
 	key := runKey{a.TaskID, slot.Unix()}
 	if _, dup := f.claimed[key]; dup {
-		return 0, false
+		return 0
 	}
 	id := int64(len(f.runs) + 1)
 	f.runs = append(f.runs, fakeRun{ID: id, TaskID: a.TaskID, Slot: slot, Status: RunFired})
 	f.claimed[key] = id
-	return id, true
+	return id
 }
 
 func (f *fakeStore) SkipRuns(ctx context.Context, a Advance, skipped int) (bool, error) {

@@ -45,8 +45,10 @@ const (
 )
 
 // Loop fires due tasks: it sleeps until the earliest Next in the Store (no
-// polling), wakes early on Wake, and for each due task claims the slot with
-// Store.ClaimRun and then calls Firer.Fire.
+// polling), wakes early on Wake, and claims due slots with Store.ClaimRuns
+// before it calls Firer.Fire for each one claimed. On-time slots are claimed
+// a batch (BatchSize) at a time, in one transaction, so that a burst of
+// tasks due at the same instant costs one commit per batch, not per slot.
 //
 // # Crash safety
 //
@@ -58,9 +60,11 @@ const (
 // turn started, which happens in exactly two ways, both visible in the run
 // history:
 //
-//   - the process died between ClaimRun committing and Fire queueing the
+//   - the process died between ClaimRuns committing and Fire queueing the
 //     turn: the run stays "fired" with no outcome (the gateway can flag runs
-//     left "fired" without an outcome at its next start as interrupted);
+//     left "fired" without an outcome at its next start as interrupted).
+//     A batch's claims all commit before its first fire, so a crash there
+//     can lose up to BatchSize on-time slots (milliseconds of work);
 //   - Fire returned an error: the run is marked "failed" with the error.
 //
 // Neither is retried, because the scheduler cannot tell "never started" from
@@ -89,8 +93,9 @@ type Loop struct {
 	// MaxCatchup caps the runs of one task's MissedAll catch-up. Zero or
 	// negative means MaxCatchup.
 	MaxCatchup int
-	// BatchSize is the limit passed to Store.DueTasks. Zero or negative
-	// means DefaultBatchSize.
+	// BatchSize is the limit passed to Store.DueTasks, and so the most
+	// on-time slots claimed in one Store.ClaimRuns. Zero or negative means
+	// DefaultBatchSize.
 	BatchSize int
 
 	store   Store
@@ -233,17 +238,11 @@ func (l *Loop) pass(ctx context.Context, now time.Time) (int, error) {
 		if err != nil {
 			return total, fmt.Errorf("list due tasks: %w", err)
 		}
-		moved := 0
-		for _, t := range tasks {
-			ok, err := l.handle(ctx, t, now)
-			if err != nil {
-				return total + moved, err
-			}
-			if ok {
-				moved++
-			}
-		}
+		moved, err := l.handleBatch(ctx, tasks, now)
 		total += moved
+		if err != nil {
+			return total, err
+		}
 		if len(tasks) == 0 || moved == 0 {
 			break
 		}
@@ -251,20 +250,75 @@ func (l *Loop) pass(ctx context.Context, now time.Time) (int, error) {
 	return total, nil
 }
 
-// handle decides what a due task runs at now and applies it. It reports
-// whether the task moved forward.
-func (l *Loop) handle(ctx context.Context, t Task, now time.Time) (bool, error) {
-	s, err := l.schedule(t)
-	if err != nil {
-		return l.retire(ctx, t, err)
-	}
+// handleBatch handles one batch of due tasks and reports how many moved
+// forward. Missed slots and unusable schedules are handled task by task; the
+// on-time slots of all the others are claimed together, then fired in order.
+// DueTasks orders by Next, so the missed tasks (the oldest) come first.
+func (l *Loop) handleBatch(ctx context.Context, tasks []Task, now time.Time) (int, error) {
 	cutoff := now.Add(-max(l.Grace, 0))
-	if !t.Next.Before(cutoff) {
-		next, hasNext := s.Next(t.Next)
-		return l.runSlots(ctx, t, []time.Time{t.Next}, next, hasNext)
+	moved := 0
+	var onTime []Task
+	var claims []Claim
+	for _, t := range tasks {
+		s, err := l.schedule(t)
+		var ok bool
+		switch {
+		case err != nil:
+			ok, err = l.retire(ctx, t, err)
+		case t.Next.Before(cutoff):
+			ok, err = l.catchUp(ctx, t, s, cutoff)
+		default:
+			next, hasNext := s.Next(t.Next)
+			onTime = append(onTime, t)
+			claims = append(claims, Claim{Advance: Advance{TaskID: t.ID, From: t.Next, Next: next, HasNext: hasNext}, Slot: t.Next})
+			continue
+		}
+		if err != nil {
+			return moved, err
+		}
+		if ok {
+			moved++
+		}
 	}
-	// Missed: slots up to the cutoff follow the policy; those after it are
-	// on time and come back in the pass's next batch.
+	n, err := l.claimAndFire(ctx, onTime, claims)
+	return moved + n, err
+}
+
+// claimAndFire claims the on-time slots of tasks (claims[i] is tasks[i]'s)
+// in one Store.ClaimRuns, then fires each one claimed, in order. It claims
+// nothing once ctx is done, since a claim made then could not be fired.
+func (l *Loop) claimAndFire(ctx context.Context, tasks []Task, claims []Claim) (int, error) {
+	if len(claims) == 0 || ctx.Err() != nil {
+		return 0, nil
+	}
+	runIDs, err := l.claim(ctx, claims)
+	if err != nil {
+		return 0, fmt.Errorf("claim %d on-time runs: %w", len(claims), err)
+	}
+	moved := 0
+	for i, runID := range runIDs {
+		if runID == 0 {
+			l.log.Debug("run not claimed", "task", tasks[i].ID, "slot", claims[i].Slot)
+			continue
+		}
+		moved++
+		l.fire(ctx, tasks[i], claims[i].Slot, runID)
+	}
+	return moved, nil
+}
+
+// claim calls Store.ClaimRuns and checks that it answered every claim.
+func (l *Loop) claim(ctx context.Context, claims []Claim) ([]int64, error) {
+	runIDs, err := l.store.ClaimRuns(ctx, claims)
+	if err == nil && len(runIDs) != len(claims) {
+		err = fmt.Errorf("store answered %d of %d claims", len(runIDs), len(claims))
+	}
+	return runIDs, err
+}
+
+// catchUp applies t's missed-run policy to its slots up to cutoff; slots
+// after it are on time and come back in the pass's next batch.
+func (l *Loop) catchUp(ctx context.Context, t Task, s Schedule, cutoff time.Time) (bool, error) {
 	runs, next, hasNext, dropped := Catchup(s, t.Next, cutoff, t.Missed, l.MaxCatchup)
 	l.log.Info("missed runs", "task", t.ID, "folder", t.Folder, "policy", string(t.Missed),
 		"first", t.Next, "run", len(runs), "dropped", dropped)
@@ -278,10 +332,10 @@ func (l *Loop) handle(ctx context.Context, t Task, now time.Time) (bool, error) 
 	return l.runSlots(ctx, t, runs, next, hasNext)
 }
 
-// runSlots claims and fires slots in order, chaining the claims so each one
-// moves the task's Next to the following slot and the last to next. It
-// stops at the first refused claim (the task changed under it) or when ctx
-// is done, since a claim made then could not be fired.
+// runSlots claims and fires a catch-up's slots in order, one claim each, so
+// that a crash between two of them loses nothing: each claim moves the
+// task's Next to the following slot and the last to next. It stops at the
+// first refused claim (the task changed under it) or when ctx is done.
 func (l *Loop) runSlots(ctx context.Context, t Task, slots []time.Time, next time.Time, hasNext bool) (bool, error) {
 	from, moved := t.Next, false
 	for i, slot := range slots {
@@ -292,16 +346,16 @@ func (l *Loop) runSlots(ctx context.Context, t Task, slots []time.Time, next tim
 		if i+1 < len(slots) {
 			a.Next, a.HasNext = slots[i+1], true
 		}
-		runID, claimed, err := l.store.ClaimRun(ctx, a, slot)
+		runIDs, err := l.claim(ctx, []Claim{{Advance: a, Slot: slot}})
 		if err != nil {
 			return moved, fmt.Errorf("claim run of task %d at %s: %w", t.ID, slot.Format(time.RFC3339), err)
 		}
-		if !claimed {
+		if runIDs[0] == 0 {
 			l.log.Debug("run not claimed", "task", t.ID, "slot", slot)
 			return moved, nil
 		}
 		moved, from = true, a.Next
-		l.fire(ctx, t, slot, runID)
+		l.fire(ctx, t, slot, runIDs[0])
 	}
 	return moved, nil
 }
@@ -329,16 +383,17 @@ func (l *Loop) fire(ctx context.Context, t Task, slot time.Time, runID int64) {
 // so the task stops being due and its history says why.
 func (l *Loop) retire(ctx context.Context, t Task, cause error) (bool, error) {
 	l.log.Error("task schedule unusable; completing task", "task", t.ID, "folder", t.Folder, "err", cause)
-	runID, claimed, err := l.store.ClaimRun(ctx, Advance{TaskID: t.ID, From: t.Next}, t.Next)
+	runIDs, err := l.claim(ctx, []Claim{{Advance: Advance{TaskID: t.ID, From: t.Next}, Slot: t.Next}})
 	if err != nil {
 		return false, fmt.Errorf("retire task %d: %w", t.ID, err)
 	}
-	if claimed {
-		if err := l.store.FailRun(ctx, runID, "schedule unusable: "+cause.Error()); err != nil {
-			return true, fmt.Errorf("retire task %d: %w", t.ID, err)
-		}
+	if runIDs[0] == 0 {
+		return false, nil
 	}
-	return claimed, nil
+	if err := l.store.FailRun(ctx, runIDs[0], "schedule unusable: "+cause.Error()); err != nil {
+		return true, fmt.Errorf("retire task %d: %w", t.ID, err)
+	}
+	return true, nil
 }
 
 // orDefault guards the exported knobs: a zero or negative value (which for

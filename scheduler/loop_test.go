@@ -109,6 +109,11 @@ func TestLoopManyTasksSameInstant(t *testing.T) {
 		if runs := len(st.allRuns()); runs != n {
 			t.Errorf("%d runs recorded, want %d", runs, n)
 		}
+		// One transaction per batch, not per slot: that is what keeps a
+		// burst of simultaneous slots from firing late.
+		if got, want := st.claimCallCount(), (n+DefaultBatchSize-1)/DefaultBatchSize; got != want {
+			t.Errorf("%d ClaimRuns calls for %d on-time slots, want %d (one per batch)", got, n, want)
+		}
 	})
 }
 
@@ -444,8 +449,8 @@ func TestLoopRunTwice(t *testing.T) {
 // the task: the loop must back off, not spin.
 type refusingStore struct{ *fakeStore }
 
-func (refusingStore) ClaimRun(context.Context, Advance, time.Time) (int64, bool, error) {
-	return 0, false, nil
+func (refusingStore) ClaimRuns(_ context.Context, claims []Claim) ([]int64, error) {
+	return make([]int64, len(claims)), nil
 }
 
 func (r refusingStore) DueTasks(ctx context.Context, now time.Time, limit int) ([]Task, error) {

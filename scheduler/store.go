@@ -49,6 +49,16 @@ type Advance struct {
 	HasNext bool
 }
 
+// Claim asks to run one slot of a task and advance the task: see
+// Store.ClaimRuns.
+type Claim struct {
+	Advance
+	// Slot is the slot being run: normally Advance.From itself; a catch-up
+	// run may claim a later slot (the latest missed one) while advancing
+	// from From.
+	Slot time.Time
+}
+
 // Store persists tasks and their runs for the Loop. Implementations must be
 // safe for concurrent use. All times are instants; slots are whole seconds,
 // so storing Unix seconds (UTC) round-trips them exactly, and comparisons
@@ -69,29 +79,33 @@ type Store interface {
 	// a non-zero Next; ok is false when there is none.
 	NextDue(ctx context.Context) (next time.Time, ok bool, err error)
 
-	// ClaimRun records that slot of task a.TaskID is being run, in one
-	// transaction:
+	// ClaimRuns records that the claims' slots are being run. It applies
+	// the claims in order, in one transaction, and returns one run id per
+	// claim, 0 for a claim that was not claimed (a run id is never 0). For
+	// each claim c:
 	//
 	//  1. If the task does not exist, its status is not "active", or its
-	//     Next is not a.From: change nothing; return claimed = false.
-	//  2. If a run row for (task, slot) already exists (runs are unique on
-	//     that pair): insert nothing, but still apply step 4; return
-	//     claimed = false. The slot must not fire again, and the task must
-	//     not stay stuck on it.
+	//     Next is not c.From: change nothing for c; its run id is 0.
+	//  2. If a run row for (task, c.Slot) already exists (runs are unique
+	//     on that pair): insert nothing, but still apply step 4; the run id
+	//     is 0. The slot must not fire again, and the task must not stay
+	//     stuck on it.
 	//  3. Otherwise insert a run row (task, slot, status "fired", started
-	//     at the store's current time) and return its id, claimed = true.
-	//  4. Set the task's Next to a.Next, or, when !a.HasNext, set its status
-	//     to "completed" and its Next to zero.
+	//     at the store's current time); its id is c's run id.
+	//  4. Set the task's Next to c.Next, or, when !c.HasNext, set its
+	//     status to "completed" and its Next to zero.
 	//
-	// slot is normally a.From itself; a catch-up run may claim a later slot
-	// (the latest missed one) while advancing from a.From. Because runs are
-	// unique on (task, slot) and the claim commits before the Loop fires, a
-	// slot fires at most once however many loops or restarts there are.
-	ClaimRun(ctx context.Context, a Advance, slot time.Time) (runID int64, claimed bool, err error)
+	// A claim sees the effects of the claims before it in the same call (it
+	// may advance from the Next an earlier one set). On error nothing is
+	// applied. Because runs are unique on (task, slot) and the claims
+	// commit before the Loop fires any of them, a slot fires at most once
+	// however many loops or restarts there are. The Loop claims a batch of
+	// on-time slots in one call, so that one transaction serves many fires.
+	ClaimRuns(ctx context.Context, claims []Claim) (runIDs []int64, err error)
 
 	// SkipRuns advances a task past missed slots without running them (the
 	// skip policy), in one transaction: when the task exists, is "active"
-	// and its Next equals a.From, apply step 4 of ClaimRun and return
+	// and its Next equals a.From, apply step 4 of ClaimRuns and return
 	// ok = true; otherwise change nothing and return ok = false. skipped is
 	// the number of slots passed over, for the task's history (a store may
 	// note it); it must not insert a run row per skipped slot.

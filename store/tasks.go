@@ -146,15 +146,15 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return time.Unix(next.Int64, 0).UTC(), true, nil
 }
 
-// advance applies step 4 of ClaimRun when the task is active at a.From.
+// advanceSQL applies step 4 of ClaimRuns when the task is active at From
+// (?4): Next becomes ?1, and a task with no slot left (?1 = 0) completes.
+// Leaving status unchanged otherwise does not fire the revision trigger.
+const advanceSQL = `UPDATE tasks SET next_s = ?1, status = CASE WHEN ?1 = 0 THEN 'completed' ELSE status END,
+	skipped = skipped + ?2 WHERE id = ?3 AND status = 'active' AND next_s = ?4`
+
+// advance applies a.
 func advance(ctx context.Context, tx *sql.Tx, a scheduler.Advance, skipped int) (bool, error) {
-	q, args := `UPDATE tasks SET next_s = ?, skipped = skipped + ? WHERE id = ? AND status = 'active' AND next_s = ?`,
-		[]any{unixOrZero(a.Next), skipped, a.TaskID, a.From.Unix()}
-	if !a.HasNext {
-		q, args = `UPDATE tasks SET next_s = 0, status = 'completed', skipped = skipped + ? WHERE id = ? AND status = 'active' AND next_s = ?`,
-			[]any{skipped, a.TaskID, a.From.Unix()}
-	}
-	res, err := tx.ExecContext(ctx, q, args...)
+	res, err := tx.ExecContext(ctx, advanceSQL, advanceArgs(a, skipped)...)
 	if err != nil {
 		return false, fmt.Errorf("advance task %d: %w", a.TaskID, err)
 	}
@@ -162,35 +162,84 @@ func advance(ctx context.Context, tx *sql.Tx, a scheduler.Advance, skipped int) 
 	return n == 1, nil
 }
 
-// ClaimRun implements scheduler.Store.
-func (s *Store) ClaimRun(ctx context.Context, a scheduler.Advance, slot time.Time) (int64, bool, error) {
-	var runID int64
-	var claimed bool
+func advanceArgs(a scheduler.Advance, skipped int) []any {
+	next := int64(0)
+	if a.HasNext {
+		next = unixOrZero(a.Next)
+	}
+	return []any{next, skipped, a.TaskID, a.From.Unix()}
+}
+
+// ClaimRuns implements scheduler.Store: one write transaction for the
+// whole batch, its two statements prepared once. Each claim does the
+// compare-and-set first, so a refused claim changes nothing and a duplicate
+// slot still advances.
+//
+// The statements run under a context without ctx's cancellation: the
+// driver runs each statement given a cancellable context on a goroutine of
+// its own, a handoff that costs more than the statement. The transaction is
+// still bound to ctx, so cancelling ctx still rolls the whole batch back.
+func (s *Store) ClaimRuns(ctx context.Context, claims []scheduler.Claim) ([]int64, error) {
+	runIDs := make([]int64, len(claims))
+	if len(claims) == 0 {
+		return runIDs, nil
+	}
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE id = ? AND status = 'active' AND next_s = ?`, a.TaskID, a.From.Unix()).Scan(&n); err != nil {
-			return fmt.Errorf("claim run: %w", err)
-		}
-		if n == 0 {
-			return nil
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO task_runs (task_id, slot_s, status, started_ms) VALUES (?, ?, 'fired', ?)
-			ON CONFLICT (task_id, slot_s) DO NOTHING`, a.TaskID, slot.Unix(), s.nowMS())
+		ctx := context.WithoutCancel(ctx)
+		adv, err := tx.PrepareContext(ctx, advanceSQL)
 		if err != nil {
-			return fmt.Errorf("claim run: %w", err)
+			return fmt.Errorf("claim runs: %w", err)
 		}
-		if k, _ := res.RowsAffected(); k == 1 {
-			runID, _ = res.LastInsertId()
-			claimed = true
+		defer adv.Close()
+		ins, err := tx.PrepareContext(ctx, insertRunSQL)
+		if err != nil {
+			return fmt.Errorf("claim runs: %w", err)
 		}
-		_, err = advance(ctx, tx, a, 0)
-		return err
+		defer ins.Close()
+		now := s.nowMS()
+		for i, c := range claims {
+			if runIDs[i], err = claimRun(ctx, adv, ins, c, now); err != nil {
+				return fmt.Errorf("claim run of task %d: %w", c.TaskID, err)
+			}
+		}
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return runIDs, nil
+}
+
+// claimRun applies one claim with the prepared statements of ClaimRuns and
+// returns its run id (0: not claimed).
+func claimRun(ctx context.Context, adv, ins *sql.Stmt, c scheduler.Claim, nowMS int64) (int64, error) {
+	res, err := adv.ExecContext(ctx, advanceArgs(c.Advance, 0)...)
+	if err != nil {
+		return 0, err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return 0, nil
+	}
+	if res, err = ins.ExecContext(ctx, c.TaskID, c.Slot.Unix(), nowMS); err != nil {
+		return 0, err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return 0, nil
+	}
+	return res.LastInsertId()
+}
+
+// ClaimRun is ClaimRuns for one slot.
+func (s *Store) ClaimRun(ctx context.Context, a scheduler.Advance, slot time.Time) (runID int64, claimed bool, err error) {
+	runIDs, err := s.ClaimRuns(ctx, []scheduler.Claim{{Advance: a, Slot: slot}})
 	if err != nil {
 		return 0, false, err
 	}
-	return runID, claimed, nil
+	return runIDs[0], runIDs[0] != 0, nil
 }
+
+const insertRunSQL = `INSERT INTO task_runs (task_id, slot_s, status, started_ms) VALUES (?, ?, 'fired', ?)
+	ON CONFLICT (task_id, slot_s) DO NOTHING`
 
 // SkipRuns implements scheduler.Store.
 func (s *Store) SkipRuns(ctx context.Context, a scheduler.Advance, skipped int) (bool, error) {

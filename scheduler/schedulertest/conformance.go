@@ -5,6 +5,7 @@
 package schedulertest
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -61,6 +62,7 @@ func TestStore(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"DueTasksFiltersAndOrders", testDueTasks},
 		{"NextDue", testNextDue},
 		{"ClaimRunAdvancesAndRecords", testClaimRun},
+		{"ClaimRunsBatch", testClaimRunsBatch},
 		{"ClaimRunCompareAndSet", testClaimRunRefused},
 		{"ClaimRunDuplicateSlotStillAdvances", testClaimRunDuplicate},
 		{"ClaimRunCompletes", testClaimRunCompletes},
@@ -117,9 +119,9 @@ func testNextDue(t *testing.T, h Harness) {
 func testClaimRun(t *testing.T, h Harness) {
 	id := h.AddTask(task(base))
 	a := scheduler.Advance{TaskID: id, From: base.UTC(), Next: base.Add(time.Hour), HasNext: true}
-	runID, claimed, err := h.Store.ClaimRun(t.Context(), a, base)
-	if err != nil || !claimed || runID == 0 {
-		t.Fatalf("ClaimRun = %d %v %v, want a claimed run", runID, claimed, err)
+	runID, claimed, err := claim(t, h, a, base)
+	if err != nil || !claimed {
+		t.Fatalf("claim = %d %v %v, want a claimed run", runID, claimed, err)
 	}
 	if got := h.Task(id); !got.Next.Equal(base.Add(time.Hour)) || got.Status != scheduler.StatusActive {
 		t.Errorf("task after claim: status %q Next %s, want active at %s", got.Status, got.Next, base.Add(time.Hour))
@@ -127,6 +129,65 @@ func testClaimRun(t *testing.T, h Harness) {
 	runs := h.Runs(id)
 	if len(runs) != 1 || runs[0].ID != runID || !runs[0].Slot.Equal(base) || runs[0].Status != scheduler.RunFired {
 		t.Errorf("runs %+v, want one %q run %d at %s", runs, scheduler.RunFired, runID, base)
+	}
+}
+
+// testClaimRunsBatch: one call applies its claims in order, each on its
+// own terms: claimed, refused, duplicate and completing claims mixed, and
+// two chained claims of one task.
+func testClaimRunsBatch(t *testing.T, h Harness) {
+	ctx := t.Context()
+	a, b, dup := h.AddTask(task(base)), h.AddTask(task(base)), h.AddTask(task(base))
+	paused := task(base)
+	paused.Status = scheduler.StatusPaused
+	p := h.AddTask(paused)
+	s2, s3 := base.Add(time.Hour), base.Add(2*time.Hour)
+	if _, claimed, err := claim(t, h, scheduler.Advance{TaskID: dup, From: base, Next: s2, HasNext: true}, base); err != nil || !claimed {
+		t.Fatalf("first claim of the duplicate: %v %v", claimed, err)
+	}
+	if runIDs, err := h.Store.ClaimRuns(ctx, nil); err != nil || len(runIDs) != 0 {
+		t.Errorf("ClaimRuns(nil) = %v %v, want no run ids and no error", runIDs, err)
+	}
+	claims := []scheduler.Claim{
+		{Advance: scheduler.Advance{TaskID: a, From: base, Next: s2, HasNext: true}, Slot: base},
+		{Advance: scheduler.Advance{TaskID: p, From: base, Next: s2, HasNext: true}, Slot: base}, // paused
+		{Advance: scheduler.Advance{TaskID: b, From: s2, Next: s3, HasNext: true}, Slot: s2},     // stale From
+		{Advance: scheduler.Advance{TaskID: dup, From: s2, Next: s3, HasNext: true}, Slot: base}, // slot already run
+		{Advance: scheduler.Advance{TaskID: a, From: s2, Next: s3, HasNext: true}, Slot: s2},     // from the first claim's Next
+		{Advance: scheduler.Advance{TaskID: b, From: base}, Slot: base},                          // the last slot
+	}
+	runIDs, err := h.Store.ClaimRuns(ctx, claims)
+	if err != nil || len(runIDs) != len(claims) {
+		t.Fatalf("ClaimRuns = %v %v, want %d run ids", runIDs, err, len(claims))
+	}
+	for i, want := range []bool{true, false, false, false, true, true} {
+		if got := runIDs[i] != 0; got != want {
+			t.Errorf("claim %d: claimed = %v (run id %d), want %v", i, got, runIDs[i], want)
+		}
+	}
+	if runIDs[0] == runIDs[4] || runIDs[0] == runIDs[5] || runIDs[4] == runIDs[5] {
+		t.Errorf("run ids %v are not distinct", runIDs)
+	}
+	checks := []struct {
+		name   string
+		id     int64
+		next   time.Time
+		status string
+		runs   int
+	}{
+		{"two chained claims", a, s3, scheduler.StatusActive, 2},
+		{"refused: paused", p, base, scheduler.StatusPaused, 0},
+		{"stale, then completed", b, time.Time{}, scheduler.StatusCompleted, 1},
+		{"duplicate still advances", dup, s3, scheduler.StatusActive, 1},
+	}
+	for _, c := range checks {
+		got := h.Task(c.id)
+		if !got.Next.Equal(c.next) || got.Status != c.status || len(h.Runs(c.id)) != c.runs {
+			t.Errorf("%s: status %q Next %s, %d runs; want %q, %s, %d runs", c.name, got.Status, got.Next, len(h.Runs(c.id)), c.status, c.next, c.runs)
+		}
+	}
+	if runs := h.Runs(a); len(runs) == 2 && (runs[0].ID != runIDs[0] || !runs[1].Slot.Equal(s2) || runs[1].ID != runIDs[4]) {
+		t.Errorf("runs of the chained task %+v, want ids %d and %d", runs, runIDs[0], runIDs[4])
 	}
 }
 
@@ -145,7 +206,7 @@ func testClaimRunRefused(t *testing.T, h Harness) {
 		{"missing task", scheduler.Advance{TaskID: id + pid + 1000, From: base, Next: base.Add(time.Hour), HasNext: true}},
 	}
 	for _, tc := range cases {
-		if _, claimed, err := h.Store.ClaimRun(ctx, tc.a, tc.a.From); err != nil || claimed {
+		if _, claimed, err := claim(t, h, tc.a, tc.a.From); err != nil || claimed {
 			t.Errorf("%s: claimed=%v err=%v, want refused without error", tc.name, claimed, err)
 		}
 		if ok, err := h.Store.SkipRuns(ctx, tc.a, 1); err != nil || ok {
@@ -160,15 +221,14 @@ func testClaimRunRefused(t *testing.T, h Harness) {
 }
 
 func testClaimRunDuplicate(t *testing.T, h Harness) {
-	ctx := t.Context()
 	id := h.AddTask(task(base))
 	s2, s3 := base.Add(time.Hour), base.Add(2*time.Hour)
-	if _, claimed, err := h.Store.ClaimRun(ctx, scheduler.Advance{TaskID: id, From: base, Next: s2, HasNext: true}, base); err != nil || !claimed {
+	if _, claimed, err := claim(t, h, scheduler.Advance{TaskID: id, From: base, Next: s2, HasNext: true}, base); err != nil || !claimed {
 		t.Fatalf("first claim: %v %v", claimed, err)
 	}
 	// A second claim of the same slot (from the new Next) records nothing
 	// but still moves the task on.
-	_, claimed, err := h.Store.ClaimRun(ctx, scheduler.Advance{TaskID: id, From: s2, Next: s3, HasNext: true}, base)
+	_, claimed, err := claim(t, h, scheduler.Advance{TaskID: id, From: s2, Next: s3, HasNext: true}, base)
 	if err != nil || claimed {
 		t.Fatalf("duplicate slot: claimed=%v err=%v, want refused", claimed, err)
 	}
@@ -183,7 +243,7 @@ func testClaimRunDuplicate(t *testing.T, h Harness) {
 func testClaimRunCompletes(t *testing.T, h Harness) {
 	ctx := t.Context()
 	id := h.AddTask(task(base))
-	if _, claimed, err := h.Store.ClaimRun(ctx, scheduler.Advance{TaskID: id, From: base}, base); err != nil || !claimed {
+	if _, claimed, err := claim(t, h, scheduler.Advance{TaskID: id, From: base}, base); err != nil || !claimed {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
 	if got := h.Task(id); got.Status != scheduler.StatusCompleted || !got.Next.IsZero() {
@@ -221,7 +281,7 @@ func testSkipRuns(t *testing.T, h Harness) {
 func testFailRun(t *testing.T, h Harness) {
 	ctx := t.Context()
 	id := h.AddTask(task(base))
-	runID, _, err := h.Store.ClaimRun(ctx, scheduler.Advance{TaskID: id, From: base, Next: base.Add(time.Hour), HasNext: true}, base)
+	runID, _, err := claim(t, h, scheduler.Advance{TaskID: id, From: base, Next: base.Add(time.Hour), HasNext: true}, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,9 +308,9 @@ func testConcurrentClaims(t *testing.T, h Harness) {
 	results := make([]bool, n)
 	for i := range n {
 		wg.Go(func() {
-			_, claimed, err := h.Store.ClaimRun(t.Context(), a, base)
+			_, claimed, err := claim(t, h, a, base)
 			if err != nil {
-				t.Errorf("concurrent ClaimRun: %v", err)
+				t.Errorf("concurrent ClaimRuns: %v", err)
 			}
 			results[i] = claimed
 		})
@@ -265,6 +325,18 @@ func testConcurrentClaims(t *testing.T, h Harness) {
 	if won != 1 || len(h.Runs(id)) != 1 {
 		t.Errorf("%d of %d concurrent claims won, %d runs; want exactly one", won, n, len(h.Runs(id)))
 	}
+}
+
+// claim is ClaimRuns for a single claim.
+func claim(t *testing.T, h Harness, a scheduler.Advance, slot time.Time) (runID int64, claimed bool, err error) {
+	runIDs, err := h.Store.ClaimRuns(t.Context(), []scheduler.Claim{{Advance: a, Slot: slot}})
+	if err != nil {
+		return 0, false, err
+	}
+	if len(runIDs) != 1 {
+		return 0, false, fmt.Errorf("ClaimRuns answered %d run ids for one claim", len(runIDs))
+	}
+	return runIDs[0], runIDs[0] != 0, nil
 }
 
 func ids(ts []scheduler.Task) []int64 {
