@@ -149,11 +149,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder, tool string, args []string
 		if err != nil {
 			return err
 		}
-		routes, err := st.ListRoutes(ctx)
-		if err != nil {
-			return err
-		}
-		table, err := routing.New(routes)
+		table, err := routing.Load(ctx, st)
 		if err != nil {
 			return fmt.Errorf("route table: %w", err)
 		}

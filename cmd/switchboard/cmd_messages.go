@@ -62,11 +62,7 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
-				routes, err := st.ListRoutes(ctx)
-				if err != nil {
-					return err
-				}
-				t, err := routing.New(routes)
+				t, err := routing.Load(ctx, st)
 				if err != nil {
 					return fmt.Errorf("route table: %w", err)
 				}

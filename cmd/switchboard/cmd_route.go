@@ -128,11 +128,7 @@ func (a *app) shadowWarning(cmd *cobra.Command, st *store.Store, r routing.Route
 	if !ok || !routing.IsLiteral(jid) {
 		return ""
 	}
-	routes, err := st.ListRoutes(cmd.Context())
-	if err != nil {
-		return ""
-	}
-	t, err := routing.New(routes)
+	t, err := routing.Load(cmd.Context(), st)
 	if err != nil {
 		return ""
 	}
@@ -206,11 +202,7 @@ func (a *app) routeExplain(cmd *cobra.Command, m routing.Message) error {
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		routes, err := st.ListRoutes(ctx)
-		if err != nil {
-			return err
-		}
-		t, err := routing.New(routes)
+		t, err := routing.Load(ctx, st)
 		if err != nil {
 			return fmt.Errorf("route table: %w", err)
 		}
