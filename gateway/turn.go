@@ -89,7 +89,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		return time.Second
 	}
 	g.recordRun(rctx, first, turn, true)
-	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.DurationMS, "reply", len(out) > 0)
+	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.DurationMS, "stdout_reply", len(out) > 0, "mcp_replies", len(replied))
 	if len(out) > 0 {
 		g.outbox.wake()
 	}
