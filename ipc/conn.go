@@ -32,11 +32,18 @@ type session struct {
 
 	initialized atomic.Bool
 	legacy      atomic.Bool // the client used the initialize handshake
+	// changed wakes the notification writer when toolsChanged left a
+	// list_changed to write (capacity 1: one wake-up covers any number).
+	changed chan struct{}
 
-	mu        sync.Mutex
-	filter    mcp.SubscriptionFilter
-	listening bool
-	listenID  any
+	mu sync.Mutex
+	// streams are the open subscriptions/listen streams (protocol
+	// 2026-07-28) by idKey of their request: a client may hold several on
+	// one connection, each with its own filter.
+	streams map[string]*listenStream
+	// toolsPending: a list_changed for a session without streams waits for
+	// the writer.
+	toolsPending bool
 	// inflight holds the requests the workers are serving, by idKey; true
 	// once the client cancelled one with notifications/cancelled: its
 	// response is then not sent (the client has forgotten the id, and for
@@ -48,6 +55,7 @@ type session struct {
 var (
 	_ server.ClientSession                 = (*session)(nil)
 	_ server.SessionWithSubscriptionFilter = (*session)(nil)
+	_ server.SessionWithSubscriptionFilter = (*listenStream)(nil)
 )
 
 func (s *Server) newSession(g *group, c *net.UnixConn) *session {
@@ -56,6 +64,8 @@ func (s *Server) newSession(g *group, c *net.UnixConn) *session {
 		g:        g,
 		conn:     c,
 		notes:    make(chan mcp.JSONRPCNotification, 16),
+		changed:  make(chan struct{}, 1),
+		streams:  map[string]*listenStream{},
 		inflight: map[string]bool{},
 	}
 }
@@ -65,42 +75,111 @@ func (c *session) Initialize()                                         { c.initi
 func (c *session) Initialized() bool                                   { return c.initialized.Load() }
 func (c *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.notes }
 
-// SetSubscriptionFilter records what a subscriptions/listen stream (protocol
-// 2026-07-28) opted in to; the zero filter ends the subscription.
-func (c *session) SetSubscriptionFilter(f mcp.SubscriptionFilter) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.filter = f
-	c.listening = !f.IsEmpty()
+// listenStream is the session as one subscriptions/listen request
+// (protocol 2026-07-28) sees it: dispatch hands mcp-go this view of the
+// session for the request, so that the filter mcp-go records for the stream
+// (and the zero filter it records when the stream ends) is this stream's
+// alone. Every other method is the session's.
+type listenStream struct {
+	*session
+	key string // idKey of the request's id
+	id  any    // the request's id: tags every notification of the stream
+
+	// Guarded by session.mu.
+	filter       mcp.SubscriptionFilter
+	toolsPending bool // a list_changed for this stream waits for the writer
 }
 
-// SubscriptionFilter reports the active subscription, if any.
+// SetSubscriptionFilter opens the stream with what it opted in to; the zero
+// filter ends it (and only it). A stream that opted in to nothing receives
+// nothing, so it is not recorded.
+func (l *listenStream) SetSubscriptionFilter(f mcp.SubscriptionFilter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f.IsEmpty() {
+		if l.streams[l.key] == l { // not a later request that reused the id
+			delete(l.streams, l.key)
+		}
+		return
+	}
+	l.filter = f
+	l.streams[l.key] = l
+}
+
+// SetSubscriptionFilter is never called by mcp-go for the session itself:
+// dispatch serves every subscriptions/listen with its own listenStream.
+func (c *session) SetSubscriptionFilter(mcp.SubscriptionFilter) {}
+
+// SubscriptionFilter reports what the session's open streams opted in to
+// together, and whether any is open: what mcp-go's own broadcasts go by.
 func (c *session) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.filter, c.listening
+	var all mcp.SubscriptionFilter
+	for _, l := range c.streams {
+		all.ToolsListChanged = all.ToolsListChanged || l.filter.ToolsListChanged
+		all.PromptsListChanged = all.PromptsListChanged || l.filter.PromptsListChanged
+		all.ResourcesListChanged = all.ResourcesListChanged || l.filter.ResourcesListChanged
+		all.ResourceSubscriptions = append(all.ResourceSubscriptions, l.filter.ResourceSubscriptions...)
+	}
+	return all, len(c.streams) > 0
 }
 
-// toolsChanged queues notifications/tools/list_changed when the client can
-// take it: a legacy session after initialize, a modern one only while it
-// listens with toolsListChanged (notifications are opt-in from 2026-07-28).
-// A full queue already holds a list_changed, so dropping is harmless.
+// toolsChanged leaves notifications/tools/list_changed for the writer where
+// the client can take it: on every open stream that asked for
+// toolsListChanged, tagged with that stream's id (notifications are opt-in
+// from 2026-07-28); without streams, to a legacy session after initialize.
+// Pending notifications are flags, not queued messages, so repeated changes
+// coalesce and none is lost to a full queue.
 func (c *session) toolsChanged() {
 	c.mu.Lock()
-	listening, wants, id := c.listening, c.filter.ToolsListChanged, c.listenID
+	pending := false
+	for _, l := range c.streams {
+		if l.filter.ToolsListChanged {
+			l.toolsPending, pending = true, true
+		}
+	}
+	if len(c.streams) == 0 && c.legacy.Load() && c.initialized.Load() {
+		c.toolsPending, pending = true, true
+	}
 	c.mu.Unlock()
+	if pending {
+		select {
+		case c.changed <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
+// takeChanged returns the pending list_changed notifications and clears
+// them. A stream that ended meanwhile has left c.streams, and its pending
+// notification with it.
+func (c *session) takeChanged() []mcp.JSONRPCNotification {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []mcp.JSONRPCNotification
+	if c.toolsPending {
+		c.toolsPending = false
+		out = append(out, toolsListChanged(nil))
+	}
+	for _, l := range c.streams {
+		if l.toolsPending {
+			l.toolsPending = false
+			out = append(out, toolsListChanged(l.id))
+		}
+	}
+	return out
+}
+
+// toolsListChanged is the notification, tagged with the subscription id of
+// the stream that carries it unless subscription is nil.
+func toolsListChanged(subscription any) mcp.JSONRPCNotification {
 	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: mcp.MethodNotificationToolsListChanged}}
-	switch {
-	case listening && wants:
-		n.Params.Meta = map[string]any{mcp.MetaKeySubscriptionID: id}
-	case listening, !c.legacy.Load() || !c.initialized.Load():
-		return
+	if subscription != nil {
+		n.Params.Meta = map[string]any{mcp.MetaKeySubscriptionID: subscription}
 	}
-	select {
-	case c.notes <- n:
-	default:
-	}
+	return n
 }
 
 func (c *session) close() { c.closeOnce.Do(func() { c.conn.Close() }) }
@@ -173,8 +252,7 @@ func (s *Server) serve(sess *session) {
 		return
 	}
 	defer s.mcp.UnregisterSession(context.WithoutCancel(ctx), sess.id)
-	ctx = s.mcp.WithContext(ctx, sess)
-	listenCtx = s.mcp.WithContext(listenCtx, sess)
+	ctx = s.mcp.WithContext(ctx, sess) // listenCtx gets each stream's view in dispatch
 	s.log.Debug("mcp session opened", "folder", sess.g.folder, "session", sess.id)
 
 	w := &connWriter{s: s, sess: sess, cancel: cancel, w: bufio.NewWriterSize(sess.conn, 16<<10)}
@@ -220,9 +298,10 @@ func (s *Server) serve(sess *session) {
 
 // job is one request for a worker.
 type job struct {
-	ctx  context.Context
-	line []byte
-	key  string // idKey of the request's id
+	ctx    context.Context
+	line   []byte
+	key    string        // idKey of the request's id
+	stream *listenStream // for subscriptions/listen
 }
 
 // workers serve a connection's requests: up to maxInflight goroutines,
@@ -262,6 +341,11 @@ func (p *workers) work(j job) {
 	defer p.wg.Done()
 	for {
 		resp := p.s.handle(j.ctx, p.sess, j.line)
+		if j.stream != nil {
+			// mcp-go has ended the stream already; make sure, before its
+			// result goes out.
+			j.stream.SetSubscriptionFilter(mcp.SubscriptionFilter{})
+		}
 		if p.sess.finish(j.key) && resp != nil {
 			p.w.send(resp)
 		}
@@ -303,7 +387,8 @@ func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []
 		s.handle(ctx, sess, line)
 		return true
 	}
-	reqCtx := ctx
+	reqCtx, key := ctx, idKey(h.ID)
+	var stream *listenStream
 	switch mcp.MCPMethod(h.Method) {
 	case mcp.MethodInitialize:
 		// In order: what the client sends next assumes the handshake is done.
@@ -315,14 +400,11 @@ func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []
 	case mcp.MethodToolsCall:
 		reqCtx = context.WithValue(ctx, callKey{}, true)
 	case mcp.MethodSubscriptionsListen:
-		reqCtx = listenCtx
-		sess.mu.Lock()
-		sess.listenID = rawID(h.ID)
-		sess.mu.Unlock()
+		stream = &listenStream{session: sess, key: key, id: rawID(h.ID)}
+		reqCtx = s.mcp.WithContext(listenCtx, stream)
 	}
-	key := idKey(h.ID)
 	sess.begin(key)
-	return p.submit(ctx, job{ctx: reqCtx, line: line, key: key})
+	return p.submit(ctx, job{ctx: reqCtx, line: line, key: key, stream: stream})
 }
 
 // handle runs one message through mcp-go, turning a panic into an internal
@@ -359,11 +441,32 @@ func (w *connWriter) send(msg any) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.writeLine(b)
+}
+
+// sendChanged writes the pending list_changed notifications. They are taken
+// under the write lock, and a stream leaves sess.streams before its worker
+// writes its result, so a stream's notification never follows its result.
+func (w *connWriter) sendChanged() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range w.sess.takeChanged() {
+		b, err := json.Marshal(n)
+		if err != nil {
+			w.s.log.Error("encode mcp message", "folder", w.sess.g.folder, "err", err)
+			continue
+		}
+		w.writeLine(b)
+	}
+}
+
+// writeLine writes one message and a newline; w.mu must be held.
+func (w *connWriter) writeLine(b []byte) {
 	if w.broken {
 		return
 	}
 	_ = w.sess.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, err = w.w.Write(append(b, '\n'))
+	_, err := w.w.Write(append(b, '\n'))
 	if err == nil {
 		err = w.w.Flush()
 	}
@@ -377,12 +480,24 @@ func (w *connWriter) send(msg any) {
 	}
 }
 
-// notifications writes the session's notifications until ctx ends.
+// notifications writes the session's notifications until ctx ends: those
+// mcp-go queues and the list_changed that toolsChanged leaves.
 func (w *connWriter) notifications(ctx context.Context) {
 	for {
 		select {
 		case n := <-w.sess.notes:
 			w.send(n)
+		case <-w.sess.changed:
+			// What mcp-go queued first (a stream's acknowledgement) first.
+			for drained := false; !drained; {
+				select {
+				case n := <-w.sess.notes:
+					w.send(n)
+				default:
+					drained = true
+				}
+			}
+			w.sendChanged()
 		case <-ctx.Done():
 			return
 		}
