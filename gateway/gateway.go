@@ -23,7 +23,7 @@ import (
 // Triggers of a turn (SWITCHBOARD_TRIGGER).
 const (
 	TriggerMessage  = "message"
-	TriggerTask     = "task"
+	TriggerTask     = store.TriggerTask
 	TriggerInject   = "inject"
 	TriggerDelegate = "delegate"
 	TriggerEscalate = "escalate"

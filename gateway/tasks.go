@@ -5,30 +5,37 @@ import (
 	"fmt"
 	"time"
 
-	"switchboard/routing"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
 
+// The Gateway starts the turns of scheduled tasks. Over the SQL store, the
+// scheduler queues each turn in the transaction that claims its slot
+// (store.ClaimAndQueue) and then calls StartTurns; Fire is the Firer of a
+// store that cannot queue.
+var _ scheduler.TurnStarter = (*Gateway)(nil)
+
 // Fire implements scheduler.Firer: it queues the task's prompt as a task
 // turn of its folder, addressed to the folder directly (never through routes,
-// so observe and mention-only routes cannot swallow it).
+// so observe and mention-only routes cannot swallow it), and starts it.
 func (g *Gateway) Fire(ctx context.Context, t scheduler.Task, slot time.Time, runID int64) error {
-	ok, err := g.st.GroupExists(ctx, t.Folder)
-	if err != nil {
+	if err := g.st.QueueTaskTurn(ctx, t.ID, runID); err != nil {
 		return err
 	}
-	if !ok {
-		return fmt.Errorf("group %s no longer exists", t.Folder)
-	}
-	_, err = g.st.Enqueue(ctx, store.WorkItem{Folder: t.Folder, ChatJID: t.ChatJID, Mode: string(routing.Trigger),
-		Trigger: TriggerTask, Prompt: t.Prompt, TaskID: t.ID, RunID: runID, Isolated: t.Context == scheduler.ContextIsolated})
-	if err != nil {
-		return err
-	}
-	g.log.Info("task fired", "task", t.ID, "folder", t.Folder, "slot", slot.Format(time.RFC3339), "run", runID)
 	g.queue.kick(t.Folder)
 	return nil
+}
+
+// StartTurns implements scheduler.TurnStarter: the turns are queued already
+// (work items like Fire's); it kicks each folder's worker once.
+func (g *Gateway) StartTurns(ctx context.Context, fires []scheduler.Fired) {
+	kicked := map[string]bool{}
+	for _, f := range fires {
+		if !kicked[f.Task.Folder] {
+			kicked[f.Task.Folder] = true
+			g.queue.kick(f.Task.Folder)
+		}
+	}
 }
 
 // recordRun writes a task turn's outcome to its run row.

@@ -11,7 +11,7 @@ import (
 // the SQL store, so that the loop tests prove something about production.
 func TestFakeStoreConformance(t *testing.T) {
 	schedulertest.TestStore(t, func(t *testing.T) schedulertest.Harness {
-		store, add, get, runs := scheduler.FakeStoreForConformance()
+		store, add, get, runs, queued, removeFolder := scheduler.FakeStoreForConformance()
 		return schedulertest.Harness{
 			Store:   store,
 			AddTask: add,
@@ -23,6 +23,14 @@ func TestFakeStoreConformance(t *testing.T) {
 				}
 				return out
 			},
+			Queued: func() []schedulertest.Turn {
+				var out []schedulertest.Turn
+				for _, q := range queued() {
+					out = append(out, schedulertest.Turn(q))
+				}
+				return out
+			},
+			RemoveFolder: removeFolder,
 		}
 	})
 }

@@ -35,9 +35,12 @@
 //
 // The Loop never fires a slot it has not first claimed: Store.ClaimRuns
 // records the run and advances the task in one transaction, and only then is
-// Firer.Fire called. A crash can therefore lose a claimed slot (see Loop) but
-// can never fire one twice. See Store for the exact contract a store must
-// honour.
+// Firer.Fire called. A store that also keeps the queue of turns can do both
+// in that one transaction (ClaimQueuer, with a Firer that is a TurnStarter),
+// so that a crash leaves a slot either unclaimed or with its turn queued. A
+// crash can lose a claimed slot only in the first way (see Loop), and can
+// never fire one twice. See Store and ClaimQueuer for the exact contract a
+// store must honour.
 package scheduler
 
 // The scheduler must evaluate zones the same way on every host, including a

@@ -4,14 +4,16 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 )
 
-// fakeStore is an in-memory Store that honours the documented contract
-// (compare-and-set on Next, runs unique on task and slot), so that a SQL
-// store and this fake can be held to the same tests.
+// fakeStore is an in-memory Store and ClaimQueuer that honours the
+// documented contract (compare-and-set on Next, runs unique on task and
+// slot, turns queued with their claims), so that a SQL store and this fake
+// can be held to the same tests.
 type fakeStore struct {
 	mu      sync.Mutex
 	tasks   map[int64]*Task
@@ -19,6 +21,8 @@ type fakeStore struct {
 	runs    []fakeRun // run id = index + 1
 	claimed map[runKey]int64
 	skipped map[int64]int // task → slots passed over by SkipRuns
+	queued  []FakeTurn    // turns queued by ClaimAndQueue, in order
+	gone    map[string]bool
 
 	nextDueCalls, dueCalls, claimCalls int
 	failDue                            int // fail this many DueTasks calls first
@@ -45,7 +49,7 @@ type fakeRun struct {
 var errFakeStore = errors.New("fake store unavailable")
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{tasks: map[int64]*Task{}, claimed: map[runKey]int64{}, skipped: map[int64]int{}}
+	return &fakeStore{tasks: map[int64]*Task{}, claimed: map[runKey]int64{}, skipped: map[int64]int{}, gone: map[string]bool{}}
 }
 
 // add stores a copy of t as a new active task and returns its id.
@@ -71,6 +75,19 @@ func (f *fakeStore) update(id int64, fn func(*Task)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f.tasks[id])
+}
+
+// removeFolder makes the turns of the folder's tasks unqueueable.
+func (f *fakeStore) removeFolder(folder string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gone[folder] = true
+}
+
+func (f *fakeStore) allQueued() []FakeTurn {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.queued)
 }
 
 func (f *fakeStore) allRuns() []fakeRun {
@@ -146,11 +163,25 @@ func advance(t *Task, a Advance) {
 }
 
 func (f *fakeStore) ClaimRuns(ctx context.Context, claims []Claim) ([]int64, error) {
+	runIDs, _ := f.claimRuns(claims, false)
+	return runIDs, nil
+}
+
+func (f *fakeStore) ClaimAndQueue(ctx context.Context, claims []Claim) ([]int64, []error, error) {
+	runIDs, errs := f.claimRuns(claims, true)
+	return runIDs, errs, nil
+}
+
+// claimRuns is ClaimRuns, and ClaimAndQueue when queue is set.
+func (f *fakeStore) claimRuns(claims []Claim, queue bool) ([]int64, []error) {
 	f.mu.Lock()
 	f.claimCalls++
-	runIDs := make([]int64, len(claims))
+	runIDs, errs := make([]int64, len(claims)), make([]error, len(claims))
 	for i, c := range claims {
 		runIDs[i] = f.claim(c.Advance, c.Slot)
+		if queue && runIDs[i] != 0 {
+			errs[i] = f.queue(c.TaskID, runIDs[i])
+		}
 	}
 	f.mu.Unlock()
 	if f.afterClaim != nil {
@@ -158,7 +189,21 @@ func (f *fakeStore) ClaimRuns(ctx context.Context, claims []Claim) ([]int64, err
 			f.afterClaim(c.Advance, c.Slot, runIDs[i] != 0)
 		}
 	}
-	return runIDs, nil
+	return runIDs, errs
+}
+
+// queue queues the turn of a claimed run or, when the task's folder is
+// gone, fails the run; f.mu is held.
+func (f *fakeStore) queue(taskID, runID int64) error {
+	t := f.tasks[taskID]
+	if f.gone[t.Folder] {
+		err := fmt.Errorf("group %s no longer exists", t.Folder)
+		f.runs[runID-1].Status, f.runs[runID-1].Reason = RunFailed, err.Error()
+		return err
+	}
+	f.queued = append(f.queued, FakeTurn{RunID: runID, TaskID: taskID, Folder: t.Folder, ChatJID: t.ChatJID,
+		Prompt: t.Prompt, Isolated: t.Context == ContextIsolated})
+	return nil
 }
 
 // claim applies one claim; f.mu is held.
@@ -226,6 +271,45 @@ func (f *fakeFirer) Fire(ctx context.Context, t Task, slot time.Time, runID int6
 		return f.err(t)
 	}
 	return nil
+}
+
+// fakeStarter is a fakeFirer that is also a TurnStarter, so that a Loop
+// over a fakeStore claims and queues; it records each started turn as a
+// fire, and counts Fire calls apart (there should be none).
+type fakeStarter struct {
+	fakeFirer
+	fireCalls int
+}
+
+func (f *fakeStarter) Fire(ctx context.Context, t Task, slot time.Time, runID int64) error {
+	f.mu.Lock()
+	f.fireCalls++
+	f.mu.Unlock()
+	return f.fakeFirer.Fire(ctx, t, slot, runID)
+}
+
+func (f *fakeStarter) StartTurns(ctx context.Context, fires []Fired) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fr := range fires {
+		f.fires = append(f.fires, fire{Task: fr.Task.ID, Slot: fr.Slot, Run: fr.RunID, At: time.Now(), Alive: ctx.Err() == nil})
+	}
+}
+
+// recorder is what the loop tests read back from either firer.
+type recorder interface {
+	Firer
+	all() []fire
+}
+
+// firers are the two ways a Loop fires (see Loop): each loop test that
+// does not depend on the way runs under both.
+var firers = []struct {
+	name string
+	new  func() recorder
+}{
+	{"claim then fire", func() recorder { return &fakeFirer{} }},
+	{"claim and queue", func() recorder { return &fakeStarter{} }},
 }
 
 func (f *fakeFirer) all() []fire {

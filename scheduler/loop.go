@@ -45,33 +45,47 @@ const (
 )
 
 // Loop fires due tasks: it sleeps until the earliest Next in the Store (no
-// polling), wakes early on Wake, and claims due slots with Store.ClaimRuns
-// before it calls Firer.Fire for each one claimed. On-time slots are claimed
-// a batch (BatchSize) at a time, in one transaction, so that a burst of
-// tasks due at the same instant costs one commit per batch, not per slot.
+// polling), wakes early on Wake, and claims due slots before it starts
+// their turns. On-time slots are claimed a batch (BatchSize) at a time, in
+// one transaction, so that a burst of tasks due at the same instant costs
+// one commit per batch, not per slot.
+//
+// A slot is claimed and fired in one of two ways:
+//
+//   - claim, then fire: Store.ClaimRuns commits the claims, then
+//     Firer.Fire queues each claimed slot's turn;
+//   - claim and queue: when the Store is a ClaimQueuer and the Firer a
+//     TurnStarter, Store.ClaimAndQueue queues the turns in the claims' own
+//     transaction, and TurnStarter.StartTurns then starts them all at once.
+//     The gateway over the SQL store works this way.
 //
 // # Crash safety
 //
 // A slot fires at most once, across crashes, restarts and concurrent loops:
 // the claim (run row unique on task and slot, and the task's Next moved past
-// the slot, compare-and-set on the old Next) commits before Fire is called,
-// and nothing ever claims a slot behind a task's Next again. The price is
-// that a crash can lose a slot. "Lost" means: the slot was claimed but no
-// turn started, which happens in exactly two ways, both visible in the run
-// history:
+// the slot, compare-and-set on the old Next) commits before any turn can
+// start, and nothing ever claims a slot behind a task's Next again. The
+// price is that a slot can be lost: claimed, but no turn started. Every
+// lost slot is visible in the run history:
 //
-//   - the process died between ClaimRuns committing and Fire queueing the
-//     turn: the run stays "fired" with no outcome (the gateway can flag runs
-//     left "fired" without an outcome at its next start as interrupted).
-//     A batch's claims all commit before its first fire, so a crash there
-//     can lose up to BatchSize on-time slots (milliseconds of work);
-//   - Fire returned an error: the run is marked "failed" with the error.
+//   - its turn could not be queued (Fire returned an error, or
+//     ClaimAndQueue found the task's folder gone): the run is "failed" with
+//     the reason;
+//   - claim, then fire only: the process died between ClaimRuns committing
+//     and Fire queueing the turn. The run stays "fired" with no turn (the
+//     gateway marks such runs failed as interrupted at its next start). A
+//     batch's claims all commit before its first fire, so one crash can
+//     lose up to BatchSize on-time slots. Claim and queue has no such
+//     window: a crash before the commit leaves the slots unclaimed (they
+//     fire, or go through the missed policy, at the next start), and a
+//     crash after it leaves their turns queued (they run at the next start).
 //
-// Neither is retried, because the scheduler cannot tell "never started" from
-// "started, then the process died mid-turn", and a second run of a prompt
-// with side effects (posting to a chat) is worse than a visible failed run.
-// A crash between two catch-up claims loses nothing: the unclaimed slots
-// are still behind the task's Next and are handled at the next start.
+// A lost slot is not retried, because the scheduler cannot tell "never
+// started" from "started, then the process died mid-turn", and a second run
+// of a prompt with side effects (posting to a chat) is worse than a visible
+// failed run. A crash between two catch-up claims loses nothing: the
+// unclaimed slots are still behind the task's Next and are handled at the
+// next start.
 //
 // # Lateness
 //
@@ -100,6 +114,8 @@ type Loop struct {
 
 	store   Store
 	firer   Firer
+	queuer  ClaimQueuer // with starter: claim and queue (nil: claim, then fire)
+	starter TurnStarter
 	clock   Clock
 	log     *slog.Logger
 	wake    chan struct{}
@@ -118,6 +134,11 @@ func NewLoop(store Store, firer Firer, clock Clock, log *slog.Logger) *Loop {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	queuer, _ := store.(ClaimQueuer)
+	starter, _ := firer.(TurnStarter)
+	if queuer == nil || starter == nil {
+		queuer, starter = nil, nil
+	}
 	return &Loop{
 		Grace:      DefaultGrace,
 		MaxSleep:   DefaultMaxSleep,
@@ -125,6 +146,8 @@ func NewLoop(store Store, firer Firer, clock Clock, log *slog.Logger) *Loop {
 		BatchSize:  DefaultBatchSize,
 		store:      store,
 		firer:      firer,
+		queuer:     queuer,
+		starter:    starter,
 		clock:      clock,
 		log:        log,
 		wake:       make(chan struct{}, 1),
@@ -285,26 +308,72 @@ func (l *Loop) handleBatch(ctx context.Context, tasks []Task, now time.Time) (in
 }
 
 // claimAndFire claims the on-time slots of tasks (claims[i] is tasks[i]'s)
-// in one Store.ClaimRuns, then fires each one claimed, in order. It claims
+// in one transaction and fires each one claimed, in order. It claims
 // nothing once ctx is done, since a claim made then could not be fired.
 func (l *Loop) claimAndFire(ctx context.Context, tasks []Task, claims []Claim) (int, error) {
 	if len(claims) == 0 || ctx.Err() != nil {
 		return 0, nil
 	}
-	runIDs, err := l.claim(ctx, claims)
+	runIDs, err := l.claimFire(ctx, tasks, claims)
 	if err != nil {
 		return 0, fmt.Errorf("claim %d on-time runs: %w", len(claims), err)
 	}
 	moved := 0
-	for i, runID := range runIDs {
-		if runID == 0 {
-			l.log.Debug("run not claimed", "task", tasks[i].ID, "slot", claims[i].Slot)
-			continue
+	for _, runID := range runIDs {
+		if runID != 0 {
+			moved++
 		}
-		moved++
-		l.fire(ctx, tasks[i], claims[i].Slot, runID)
 	}
 	return moved, nil
+}
+
+// claimFire claims slots (claims[i] is a slot of tasks[i]) in one store
+// call, starts the turn of each one claimed, in order, and returns the run
+// ids (0: not claimed). See Loop for the two ways it works.
+func (l *Loop) claimFire(ctx context.Context, tasks []Task, claims []Claim) ([]int64, error) {
+	if l.queuer == nil {
+		runIDs, err := l.claim(ctx, claims)
+		if err != nil {
+			return nil, err
+		}
+		for i, runID := range runIDs {
+			if runID == 0 {
+				l.log.Debug("run not claimed", "task", tasks[i].ID, "slot", claims[i].Slot)
+				continue
+			}
+			l.fire(ctx, tasks[i], claims[i].Slot, runID)
+		}
+		return runIDs, nil
+	}
+	runIDs, errs, err := l.queuer.ClaimAndQueue(ctx, claims)
+	if err == nil && (len(runIDs) != len(claims) || len(errs) != len(claims)) {
+		err = fmt.Errorf("store answered %d of %d claims (%d errors)", len(runIDs), len(claims), len(errs))
+	}
+	if err != nil {
+		return nil, err
+	}
+	fires := make([]Fired, 0, len(claims))
+	for i, runID := range runIDs {
+		if runID != 0 && errs[i] == nil {
+			fires = append(fires, Fired{Task: tasks[i], Slot: claims[i].Slot, RunID: runID})
+		}
+	}
+	if len(fires) > 0 {
+		l.starter.StartTurns(ctx, fires)
+	}
+	// Logged once the turns are started, so that logging cannot delay them.
+	for i, runID := range runIDs {
+		t := tasks[i]
+		switch {
+		case runID == 0:
+			l.log.Debug("run not claimed", "task", t.ID, "slot", claims[i].Slot)
+		case errs[i] != nil:
+			l.log.Error("fire task", "task", t.ID, "folder", t.Folder, "slot", claims[i].Slot, "run", runID, "err", errs[i])
+		default:
+			l.log.Info("task fired", "task", t.ID, "folder", t.Folder, "slot", claims[i].Slot, "run", runID)
+		}
+	}
+	return runIDs, nil
 }
 
 // claim calls Store.ClaimRuns and checks that it answered every claim.
@@ -346,16 +415,14 @@ func (l *Loop) runSlots(ctx context.Context, t Task, slots []time.Time, next tim
 		if i+1 < len(slots) {
 			a.Next, a.HasNext = slots[i+1], true
 		}
-		runIDs, err := l.claim(ctx, []Claim{{Advance: a, Slot: slot}})
+		runIDs, err := l.claimFire(ctx, []Task{t}, []Claim{{Advance: a, Slot: slot}})
 		if err != nil {
 			return moved, fmt.Errorf("claim run of task %d at %s: %w", t.ID, slot.Format(time.RFC3339), err)
 		}
 		if runIDs[0] == 0 {
-			l.log.Debug("run not claimed", "task", t.ID, "slot", slot)
 			return moved, nil
 		}
 		moved, from = true, a.Next
-		l.fire(ctx, t, slot, runIDs[0])
 	}
 	return moved, nil
 }

@@ -44,25 +44,58 @@ func offsets(fires []fire) []string {
 	return out
 }
 
+// forEachFirer runs test under both ways of firing (see firers).
+func forEachFirer(t *testing.T, test func(t *testing.T, fr recorder)) {
+	for _, f := range firers {
+		t.Run(f.name, func(t *testing.T) { test(t, f.new()) })
+	}
+}
+
+// checkQueued checks, when fr is a fakeStarter, that the loop never called
+// Fire and that every run in st is either failed or has exactly one turn
+// queued: claim and queue loses no slot, even when the loop dies.
+func checkQueued(t *testing.T, st *fakeStore, fr recorder) {
+	t.Helper()
+	s, ok := fr.(*fakeStarter)
+	if !ok {
+		return
+	}
+	if s.fireCalls != 0 {
+		t.Errorf("Fire called %d times; a TurnStarter's turns are queued by the store", s.fireCalls)
+	}
+	turns := map[int64]int{}
+	for _, q := range st.allQueued() {
+		turns[q.RunID]++
+	}
+	for _, r := range st.allRuns() {
+		if want := map[bool]int{true: 0, false: 1}[r.Status == RunFailed]; turns[r.ID] != want {
+			t.Errorf("run %d (%s): %d turns queued, want %d", r.ID, r.Status, turns[r.ID], want)
+		}
+	}
+}
+
 func TestLoopFiresOnTime(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st, fr := newFakeStore(), &fakeFirer{}
-		id := st.add(Task{Spec: "*/5 * * * *", Next: epoch.Add(5 * time.Minute)})
-		stop := start(t, NewLoop(st, fr, nil, nil))
-		sleepUntil(16 * time.Minute)
-		stop()
-		want := []string{"1:5m0s@5m0s", "1:10m0s@10m0s", "1:15m0s@15m0s"}
-		if got := offsets(fr.all()); !equalStrings(got, want) {
-			t.Errorf("fires %v, want %v", got, want)
-		}
-		if next := st.task(id).Next; !next.Equal(epoch.Add(20 * time.Minute)) {
-			t.Errorf("Next = %s, want 00:20", next)
-		}
-		for _, r := range st.allRuns() {
-			if r.Status != RunFired {
-				t.Errorf("run %d status %q", r.ID, r.Status)
+	forEachFirer(t, func(t *testing.T, fr recorder) {
+		synctest.Test(t, func(t *testing.T) {
+			st := newFakeStore()
+			id := st.add(Task{Spec: "*/5 * * * *", Next: epoch.Add(5 * time.Minute)})
+			stop := start(t, NewLoop(st, fr, nil, nil))
+			sleepUntil(16 * time.Minute)
+			stop()
+			want := []string{"1:5m0s@5m0s", "1:10m0s@10m0s", "1:15m0s@15m0s"}
+			if got := offsets(fr.all()); !equalStrings(got, want) {
+				t.Errorf("fires %v, want %v", got, want)
 			}
-		}
+			if next := st.task(id).Next; !next.Equal(epoch.Add(20 * time.Minute)) {
+				t.Errorf("Next = %s, want 00:20", next)
+			}
+			for _, r := range st.allRuns() {
+				if r.Status != RunFired {
+					t.Errorf("run %d status %q", r.ID, r.Status)
+				}
+			}
+			checkQueued(t, st, fr)
+		})
 	})
 }
 
@@ -81,8 +114,12 @@ func TestLoopIntervalStaysAnchored(t *testing.T) {
 }
 
 func TestLoopManyTasksSameInstant(t *testing.T) {
+	forEachFirer(t, testManyTasksSameInstant)
+}
+
+func testManyTasksSameInstant(t *testing.T, fr recorder) {
 	synctest.Test(t, func(t *testing.T) {
-		st, fr := newFakeStore(), &fakeFirer{}
+		st := newFakeStore()
 		const n = 250 // more than two batches
 		for i := range n {
 			spec := []string{"@hourly", "0 * * * *", "@every 1h"}[i%3]
@@ -112,8 +149,9 @@ func TestLoopManyTasksSameInstant(t *testing.T) {
 		// One transaction per batch, not per slot: that is what keeps a
 		// burst of simultaneous slots from firing late.
 		if got, want := st.claimCallCount(), (n+DefaultBatchSize-1)/DefaultBatchSize; got != want {
-			t.Errorf("%d ClaimRuns calls for %d on-time slots, want %d (one per batch)", got, n, want)
+			t.Errorf("%d claim calls for %d on-time slots, want %d (one per batch)", got, n, want)
 		}
+		checkQueued(t, st, fr)
 	})
 }
 
@@ -211,42 +249,50 @@ func TestLoopMissedPolicies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				st, fr := newFakeStore(), &fakeFirer{}
-				id := st.add(Task{Spec: tc.spec, Missed: tc.missed, Next: epoch.Add(tc.next)})
-				sleepUntil(5*h + 30*time.Minute) // down
-				l := NewLoop(st, fr, nil, nil)
-				if tc.maxCatchup > 0 {
-					l.MaxCatchup = tc.maxCatchup
-				}
-				if err := l.Startup(t.Context(), time.Now()); err != nil {
-					t.Fatal(err)
-				}
-				stop := start(t, l)
-				sleepUntil(6*h + 30*time.Minute)
-				stop()
-				if got := offsets(fr.all()); !equalStrings(got, tc.want) {
-					t.Errorf("fires\n got %v\nwant %v", got, tc.want)
-				}
-				if got := st.skipped[id]; got != tc.skipped {
-					t.Errorf("skipped %d, want %d", got, tc.skipped)
-				}
+			forEachFirer(t, func(t *testing.T, fr recorder) {
+				synctest.Test(t, func(t *testing.T) {
+					st := newFakeStore()
+					id := st.add(Task{Spec: tc.spec, Missed: tc.missed, Next: epoch.Add(tc.next)})
+					sleepUntil(5*h + 30*time.Minute) // down
+					l := NewLoop(st, fr, nil, nil)
+					if tc.maxCatchup > 0 {
+						l.MaxCatchup = tc.maxCatchup
+					}
+					if err := l.Startup(t.Context(), time.Now()); err != nil {
+						t.Fatal(err)
+					}
+					stop := start(t, l)
+					sleepUntil(6*h + 30*time.Minute)
+					stop()
+					if got := offsets(fr.all()); !equalStrings(got, tc.want) {
+						t.Errorf("fires\n got %v\nwant %v", got, tc.want)
+					}
+					if got := st.skipped[id]; got != tc.skipped {
+						t.Errorf("skipped %d, want %d", got, tc.skipped)
+					}
+					checkQueued(t, st, fr)
+				})
 			})
 		})
 	}
 }
 
+// crashCase is a case of TestLoopClaimOnceAcrossCrash.
+type crashCase struct {
+	name      string
+	missed    Missed
+	crashAt   int // A dies after this many claims
+	restartAt time.Duration
+	wantA     []string // A's fires; "dead" ones were started by a dead process
+	wantB     []string
+}
+
 // TestLoopClaimOnceAcrossCrash: loop A dies right after claiming; loop B,
 // on the same store, must neither fire the claimed slot nor lose the rest.
+// A "dead" fire is lost when claiming then firing (the turn was never
+// queued), not when claiming and queueing (checkQueued).
 func TestLoopClaimOnceAcrossCrash(t *testing.T) {
-	cases := []struct {
-		name      string
-		missed    Missed
-		crashAt   int // A dies after this many claims
-		restartAt time.Duration
-		wantA     []string // A's fires; alive=false ones are "lost"
-		wantB     []string
-	}{
+	cases := []crashCase{
 		{"crash between claim and fire", MissedSkip, 1, 90 * time.Minute,
 			[]string{"1:1h0m0s@1h0m0s dead"}, []string{"1:2h0m0s@2h0m0s"}},
 		{"crash in the middle of a catch-up", MissedAll, 2, 5*time.Hour + 31*time.Minute,
@@ -254,106 +300,117 @@ func TestLoopClaimOnceAcrossCrash(t *testing.T) {
 			[]string{"1:3h0m0s@5h31m0s", "1:4h0m0s@5h31m0s", "1:5h0m0s@5h31m0s", "1:6h0m0s@6h0m0s"}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				st := newFakeStore()
-				st.add(Task{Spec: "0 * * * *", Missed: tc.missed, Next: epoch.Add(time.Hour)})
-				if tc.missed == MissedAll {
-					sleepUntil(5*time.Hour + 30*time.Minute) // down before A starts
-				}
-				frA, frB := &fakeFirer{}, &fakeFirer{}
-				ctxA, crashA := context.WithCancel(t.Context())
-				claims := 0
-				st.afterClaim = func(Advance, time.Time, bool) {
-					if claims++; claims == tc.crashAt {
-						crashA()
-					}
-				}
-				a := NewLoop(st, frA, nil, nil)
-				if err := a.Startup(ctxA, time.Now()); err != nil {
-					t.Fatal(err)
-				}
-				doneA := make(chan error, 1)
-				go func() { doneA <- a.Run(ctxA) }()
-				<-doneA
-				st.afterClaim = nil
-
-				sleepUntil(tc.restartAt)
-				b := NewLoop(st, frB, nil, nil)
-				if err := b.Startup(t.Context(), time.Now()); err != nil {
-					t.Fatal(err)
-				}
-				stop := start(t, b)
-				sleepUntil(6*time.Hour + 30*time.Minute)
-				stop()
-
-				var gotA []string
-				for _, f := range frA.all() {
-					state := " dead" // the process had died: no turn started
-					if f.Alive {
-						state = " alive"
-					}
-					gotA = append(gotA, offsets([]fire{f})[0]+state)
-				}
-				if !equalStrings(gotA, tc.wantA) {
-					t.Errorf("A fired %v, want %v", gotA, tc.wantA)
-				}
-				gotB := offsets(frB.all())
-				if len(gotB) > len(tc.wantB) {
-					gotB = gotB[:len(tc.wantB)]
-				}
-				if !equalStrings(gotB, tc.wantB) {
-					t.Errorf("B fired %v, want %v first", offsets(frB.all()), tc.wantB)
-				}
-				perSlot := map[time.Time]int{}
-				for _, r := range st.allRuns() {
-					if perSlot[r.Slot]++; perSlot[r.Slot] > 1 {
-						t.Errorf("slot %s has %d runs", r.Slot, perSlot[r.Slot])
-					}
-				}
+		for _, f := range firers {
+			t.Run(tc.name+"/"+f.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { testCrash(t, tc, f.new(), f.new()) })
 			})
-		})
+		}
 	}
+}
+
+func testCrash(t *testing.T, tc crashCase, frA, frB recorder) {
+	st := newFakeStore()
+	st.add(Task{Spec: "0 * * * *", Missed: tc.missed, Next: epoch.Add(time.Hour)})
+	if tc.missed == MissedAll {
+		sleepUntil(5*time.Hour + 30*time.Minute) // down before A starts
+	}
+	ctxA, crashA := context.WithCancel(t.Context())
+	claims := 0
+	st.afterClaim = func(Advance, time.Time, bool) {
+		if claims++; claims == tc.crashAt {
+			crashA()
+		}
+	}
+	a := NewLoop(st, frA, nil, nil)
+	if err := a.Startup(ctxA, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	doneA := make(chan error, 1)
+	go func() { doneA <- a.Run(ctxA) }()
+	<-doneA
+	st.afterClaim = nil
+
+	sleepUntil(tc.restartAt)
+	b := NewLoop(st, frB, nil, nil)
+	if err := b.Startup(t.Context(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, b)
+	sleepUntil(6*time.Hour + 30*time.Minute)
+	stop()
+
+	var gotA []string
+	for _, f := range frA.all() {
+		state := " dead" // the process had died
+		if f.Alive {
+			state = " alive"
+		}
+		gotA = append(gotA, offsets([]fire{f})[0]+state)
+	}
+	if !equalStrings(gotA, tc.wantA) {
+		t.Errorf("A fired %v, want %v", gotA, tc.wantA)
+	}
+	gotB := offsets(frB.all())
+	if len(gotB) > len(tc.wantB) {
+		gotB = gotB[:len(tc.wantB)]
+	}
+	if !equalStrings(gotB, tc.wantB) {
+		t.Errorf("B fired %v, want %v first", offsets(frB.all()), tc.wantB)
+	}
+	perSlot := map[time.Time]int{}
+	for _, r := range st.allRuns() {
+		if perSlot[r.Slot]++; perSlot[r.Slot] > 1 {
+			t.Errorf("slot %s has %d runs", r.Slot, perSlot[r.Slot])
+		}
+	}
+	checkQueued(t, st, frA)
 }
 
 // TestLoopsShareStore: two loops racing on one store fire every slot of
 // every task exactly once between them.
 func TestLoopsShareStore(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st := newFakeStore()
-		const tasks, minutes = 20, 30
-		for range tasks {
-			st.add(Task{Spec: "* * * * *", Next: epoch.Add(time.Minute)})
+	for _, f := range firers {
+		t.Run(f.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testLoopsShareStore(t, f.new(), f.new()) })
+		})
+	}
+}
+
+func testLoopsShareStore(t *testing.T, frA, frB recorder) {
+	st := newFakeStore()
+	const tasks, minutes = 20, 30
+	for range tasks {
+		st.add(Task{Spec: "* * * * *", Next: epoch.Add(time.Minute)})
+	}
+	stopA := start(t, NewLoop(st, frA, nil, nil))
+	stopB := start(t, NewLoop(st, frB, nil, nil))
+	sleepUntil(minutes*time.Minute + 30*time.Second)
+	stopA()
+	stopB()
+	type key struct {
+		task int64
+		slot time.Time
+	}
+	seen := map[key]int{}
+	for _, f := range append(frA.all(), frB.all()...) {
+		seen[key{f.Task, f.Slot}]++
+		if !f.At.Equal(f.Slot) {
+			t.Errorf("task %d slot %s fired at %s", f.Task, f.Slot, f.At)
 		}
-		frA, frB := &fakeFirer{}, &fakeFirer{}
-		stopA := start(t, NewLoop(st, frA, nil, nil))
-		stopB := start(t, NewLoop(st, frB, nil, nil))
-		sleepUntil(minutes*time.Minute + 30*time.Second)
-		stopA()
-		stopB()
-		type key struct {
-			task int64
-			slot time.Time
+	}
+	if len(seen) != tasks*minutes {
+		t.Errorf("%d distinct fires, want %d", len(seen), tasks*minutes)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("task %d slot %s fired %d times", k.task, k.slot, n)
 		}
-		seen := map[key]int{}
-		for _, f := range append(frA.all(), frB.all()...) {
-			seen[key{f.Task, f.Slot}]++
-			if !f.At.Equal(f.Slot) {
-				t.Errorf("task %d slot %s fired at %s", f.Task, f.Slot, f.At)
-			}
-		}
-		if len(seen) != tasks*minutes {
-			t.Errorf("%d distinct fires, want %d", len(seen), tasks*minutes)
-		}
-		for k, n := range seen {
-			if n != 1 {
-				t.Errorf("task %d slot %s fired %d times", k.task, k.slot, n)
-			}
-		}
-		if len(frA.all()) == 0 || len(frB.all()) == 0 {
-			t.Logf("one loop did all the work (A %d, B %d)", len(frA.all()), len(frB.all()))
-		}
-	})
+	}
+	if len(frA.all()) == 0 || len(frB.all()) == 0 {
+		t.Logf("one loop did all the work (A %d, B %d)", len(frA.all()), len(frB.all()))
+	}
+	checkQueued(t, st, frA)
+	checkQueued(t, st, frB)
 }
 
 func TestLoopFireErrorMarksRunFailed(t *testing.T) {
@@ -374,6 +431,34 @@ func TestLoopFireErrorMarksRunFailed(t *testing.T) {
 		if next := st.task(id).Next; !next.Equal(epoch.Add(2 * time.Hour)) {
 			t.Errorf("Next = %s, want 02:00", next)
 		}
+	})
+}
+
+// TestLoopQueueRefused: with claim and queue, a slot whose turn the store
+// cannot queue (its folder is gone) is claimed and failed in one step: it
+// is not started, the loop does not fail it again, and the task moves on.
+func TestLoopQueueRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, fr := newFakeStore(), &fakeStarter{}
+		gone := st.add(Task{Folder: "old", Spec: "@hourly", Next: epoch.Add(time.Hour)})
+		kept := st.add(Task{Folder: "main", Spec: "@hourly", Next: epoch.Add(time.Hour)})
+		st.removeFolder("old")
+		stop := start(t, NewLoop(st, fr, nil, nil))
+		sleepUntil(time.Hour + 30*time.Minute)
+		stop()
+		if got := offsets(fr.all()); !equalStrings(got, []string{fmt.Sprintf("%d:1h0m0s@1h0m0s", kept)}) {
+			t.Errorf("started %v, want only task %d", got, kept)
+		}
+		for _, r := range st.allRuns() {
+			failed := r.Status == RunFailed && strings.Contains(r.Reason, "group old no longer exists")
+			if (r.TaskID == gone) != failed {
+				t.Errorf("run %+v: want the run of task %d failed with the reason, the other fired", r, gone)
+			}
+		}
+		if next := st.task(gone).Next; !next.Equal(epoch.Add(2 * time.Hour)) {
+			t.Errorf("Next of the task whose folder is gone = %s, want 02:00", next)
+		}
+		checkQueued(t, st, fr)
 	})
 }
 

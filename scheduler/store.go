@@ -117,6 +117,47 @@ type Store interface {
 	FailRun(ctx context.Context, runID int64, reason string) error
 }
 
+// ClaimQueuer is an optional Store capability: a store that keeps the
+// gateway's queue of turns as well can queue the turn of each slot it
+// claims in the claim's own transaction. The Loop uses it, instead of
+// ClaimRuns followed by Firer.Fire, when its Firer is a TurnStarter; a
+// crash can then never leave a slot claimed with its turn neither queued
+// nor recorded failed.
+type ClaimQueuer interface {
+	// ClaimAndQueue is ClaimRuns (the same contract, the same run ids)
+	// that, in the same transaction, also settles the turn of each slot it
+	// claims (runIDs[i] != 0), from the task as stored:
+	//
+	//   - normally it queues the turn, as Firer.Fire would (the task's
+	//     prompt into its folder as a task turn that writes its outcome to
+	//     run runIDs[i]), and errs[i] is nil;
+	//   - when the turn cannot run (the task's folder no longer exists), it
+	//     queues nothing and records the run "failed" with the reason, and
+	//     errs[i] is that reason.
+	//
+	// errs has one entry per claim (nil for a claim not claimed). On error
+	// nothing is applied, queued or recorded.
+	ClaimAndQueue(ctx context.Context, claims []Claim) (runIDs []int64, errs []error, err error)
+}
+
+// Fired is a claimed slot whose turn is queued.
+type Fired struct {
+	Task  Task // as DueTasks returned it, before the claim moved its Next
+	Slot  time.Time
+	RunID int64
+}
+
+// TurnStarter is the optional Firer capability that goes with a
+// ClaimQueuer store: the store queues the turns, the Firer starts them.
+type TurnStarter interface {
+	// StartTurns starts the turns that ClaimAndQueue queued for fires (in
+	// the order claimed). It must not block on the turns, and it cannot
+	// fail: the turns are already queued, and the queue's owner must also
+	// find queued turns on its own (at start-up, for one), so a lost start
+	// delays a turn but never drops it.
+	StartTurns(ctx context.Context, fires []Fired)
+}
+
 // Firer starts the turn for a claimed slot.
 type Firer interface {
 	// Fire injects the task's prompt into its folder as a task turn (t is

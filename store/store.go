@@ -38,6 +38,7 @@ type Store struct {
 	path string
 	w    *sql.DB // the one writer connection
 	r    *sql.DB // readers; WAL lets them run while the writer writes
+	ckpt *checkpointer
 	now  func() time.Time
 
 	insertMsg      *sql.Stmt
@@ -100,22 +101,22 @@ func (s *Store) init(ctx context.Context, abs string, migs migrationSet) error {
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("open readers: %w", err)
 	}
+	if s.ckpt, err = startCheckpointer(ctx, abs); err != nil {
+		return err
+	}
 	return s.prepare(ctx)
 }
 
 // openWriter opens the single writer connection and checks that the file is
-// a database in WAL mode.
+// a database in WAL mode. The writer does not checkpoint (see checkpointer).
 func openWriter(ctx context.Context, abs string) (*sql.DB, error) {
-	w, err := sql.Open("sqlite3", dsn(abs, writerParams))
-	if err != nil {
-		return nil, err
-	}
+	w := sql.OpenDB(newWriterConnector(dsn(abs, writerParams)))
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	var mode string
-	err = w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+	err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
 	if err == nil && !strings.EqualFold(mode, "wal") {
 		err = fmt.Errorf("journal mode is %q, not wal: the filesystem may not support WAL (shared memory)", mode)
 	}
@@ -237,9 +238,14 @@ func checkFTS5(ctx context.Context, db *sql.DB) error {
 // Path is the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the readers, then the writer. The store must not be used after.
+// Close stops the checkpointer, then closes the readers and the writer
+// (closing the last connection to the database checkpoints it and removes
+// the WAL). The store must not be used after.
 func (s *Store) Close() error {
 	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.close())
+	}
 	for _, st := range []*sql.Stmt{s.insertMsg, s.msgSeqByID, s.touchChat, s.insertWorkStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"time"
 
+	"switchboard/routing"
 	"switchboard/scheduler"
 )
 
-// The Store implements scheduler.Store with the methods below; the contract
-// of each is documented on that interface.
-var _ scheduler.Store = (*Store)(nil)
+// The Store implements scheduler.Store and scheduler.ClaimQueuer with the
+// methods below; the contract of each is documented on those interfaces.
+var (
+	_ scheduler.Store       = (*Store)(nil)
+	_ scheduler.ClaimQueuer = (*Store)(nil)
+)
 
 // TaskRun is one run of a task.
 type TaskRun struct {
@@ -171,62 +175,118 @@ func advanceArgs(a scheduler.Advance, skipped int) []any {
 }
 
 // ClaimRuns implements scheduler.Store: one write transaction for the
-// whole batch, its two statements prepared once. Each claim does the
+// whole batch, its statements prepared once. Each claim does the
 // compare-and-set first, so a refused claim changes nothing and a duplicate
 // slot still advances.
+func (s *Store) ClaimRuns(ctx context.Context, claims []scheduler.Claim) ([]int64, error) {
+	runIDs, _, err := s.claimRuns(ctx, claims, false)
+	return runIDs, err
+}
+
+// ClaimAndQueue implements scheduler.ClaimQueuer: ClaimRuns that, in the
+// same transaction, queues the task turn of each slot it claims (the work
+// item QueueTaskTurn queues) or, when the task's group is gone, records the
+// run failed.
+func (s *Store) ClaimAndQueue(ctx context.Context, claims []scheduler.Claim) ([]int64, []error, error) {
+	return s.claimRuns(ctx, claims, true)
+}
+
+// claimRuns is ClaimRuns, and ClaimAndQueue when queue is set.
 //
 // The statements run under a context without ctx's cancellation: the
 // driver runs each statement given a cancellable context on a goroutine of
 // its own, a handoff that costs more than the statement. The transaction is
 // still bound to ctx, so cancelling ctx still rolls the whole batch back.
-func (s *Store) ClaimRuns(ctx context.Context, claims []scheduler.Claim) ([]int64, error) {
-	runIDs := make([]int64, len(claims))
+func (s *Store) claimRuns(ctx context.Context, claims []scheduler.Claim, queue bool) ([]int64, []error, error) {
+	runIDs, errs := make([]int64, len(claims)), make([]error, len(claims))
 	if len(claims) == 0 {
-		return runIDs, nil
+		return runIDs, errs, nil
 	}
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		ctx := context.WithoutCancel(ctx)
-		adv, err := tx.PrepareContext(ctx, advanceSQL)
+		st, err := prepareClaims(ctx, tx, queue)
 		if err != nil {
 			return fmt.Errorf("claim runs: %w", err)
 		}
-		defer adv.Close()
-		ins, err := tx.PrepareContext(ctx, insertRunSQL)
-		if err != nil {
-			return fmt.Errorf("claim runs: %w", err)
-		}
-		defer ins.Close()
+		defer st.close()
 		now := s.nowMS()
 		for i, c := range claims {
-			if runIDs[i], err = claimRun(ctx, adv, ins, c, now); err != nil {
+			if runIDs[i], err = st.claim(ctx, c, now); err != nil {
 				return fmt.Errorf("claim run of task %d: %w", c.TaskID, err)
+			}
+			if !queue || runIDs[i] == 0 {
+				continue
+			}
+			if errs[i], err = st.queue(ctx, tx, c.TaskID, runIDs[i], now); err != nil {
+				return fmt.Errorf("queue run %d of task %d: %w", runIDs[i], c.TaskID, err)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return runIDs, nil
+	return runIDs, errs, nil
 }
 
-// claimRun applies one claim with the prepared statements of ClaimRuns and
-// returns its run id (0: not claimed).
-func claimRun(ctx context.Context, adv, ins *sql.Stmt, c scheduler.Claim, nowMS int64) (int64, error) {
-	res, err := adv.ExecContext(ctx, advanceArgs(c.Advance, 0)...)
+// claimStmts are the statements of one claimRuns transaction.
+type claimStmts struct {
+	adv, ins, work *sql.Stmt // work is nil unless queueing
+}
+
+// prepareClaims prepares the statements of a claimRuns transaction, the
+// queueing one only when queue is set.
+func prepareClaims(ctx context.Context, tx *sql.Tx, queue bool) (*claimStmts, error) {
+	st := &claimStmts{}
+	var err error
+	if st.adv, err = tx.PrepareContext(ctx, advanceSQL); err == nil {
+		st.ins, err = tx.PrepareContext(ctx, insertRunSQL)
+	}
+	if err == nil && queue {
+		st.work, err = tx.PrepareContext(ctx, queueTaskSQL)
+	}
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (st *claimStmts) close() {
+	for _, s := range []*sql.Stmt{st.adv, st.ins, st.work} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// claim applies one claim and returns its run id (0: not claimed).
+func (st *claimStmts) claim(ctx context.Context, c scheduler.Claim, nowMS int64) (int64, error) {
+	res, err := st.adv.ExecContext(ctx, advanceArgs(c.Advance, 0)...)
 	if err != nil {
 		return 0, err
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return 0, nil
 	}
-	if res, err = ins.ExecContext(ctx, c.TaskID, c.Slot.Unix(), nowMS); err != nil {
+	if res, err = st.ins.ExecContext(ctx, c.TaskID, c.Slot.Unix(), nowMS); err != nil {
 		return 0, err
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return 0, nil
 	}
 	return res.LastInsertId()
+}
+
+// queue queues the turn of run runID of task taskID or, when it cannot run,
+// marks the run failed and returns why (reason); err is a storage failure.
+func (st *claimStmts) queue(ctx context.Context, tx *sql.Tx, taskID, runID, nowMS int64) (reason, err error) {
+	reason, err = queueTask(ctx, tx, st.work, taskID, runID, nowMS)
+	if reason == nil || err != nil {
+		return reason, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE task_runs SET status = 'failed', error = ? WHERE id = ?`, reason.Error(), runID)
+	return reason, err
 }
 
 // ClaimRun is ClaimRuns for one slot.
@@ -240,6 +300,61 @@ func (s *Store) ClaimRun(ctx context.Context, a scheduler.Advance, slot time.Tim
 
 const insertRunSQL = `INSERT INTO task_runs (task_id, slot_s, status, started_ms) VALUES (?, ?, 'fired', ?)
 	ON CONFLICT (task_id, slot_s) DO NOTHING`
+
+// TriggerTask is the Trigger of a task turn's work item (the gateway's
+// TriggerTask).
+const TriggerTask = "task"
+
+// queueTaskSQL queues the turn of run ?2 of task ?1, created at ?3: the
+// task's prompt into its folder as a trigger work item of its chat, to run
+// in a fresh session when the task is isolated. It queues nothing when the
+// task's group is gone (or the task lacks a folder or chat).
+const queueTaskSQL = `INSERT INTO work (folder, chat_jid, mode, trigger, prompt, task_id, run_id, isolated, created_ms)
+	SELECT t.folder, t.chat_jid, ?4, ?5, t.prompt, t.id, ?2, t.context = ?6, ?3 FROM tasks t
+	WHERE t.id = ?1 AND t.folder <> '' AND t.chat_jid <> ''
+		AND EXISTS (SELECT 1 FROM groups g WHERE g.folder = t.folder)`
+
+// queueTask runs queueTaskSQL (on st when it is prepared) and, when it
+// queued nothing, returns why as reason; err is a storage failure.
+func queueTask(ctx context.Context, tx *sql.Tx, st *sql.Stmt, taskID, runID, nowMS int64) (reason, err error) {
+	args := []any{taskID, runID, nowMS, string(routing.Trigger), TriggerTask, scheduler.ContextIsolated}
+	var res sql.Result
+	if st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = tx.ExecContext(ctx, queueTaskSQL, args...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("insert work: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil, nil
+	}
+	var folder, chat string
+	err = tx.QueryRowContext(ctx, `SELECT folder, chat_jid FROM tasks WHERE id = ?`, taskID).Scan(&folder, &chat)
+	switch {
+	case err == sql.ErrNoRows:
+		return fmt.Errorf("task %d: %w", taskID, ErrNotFound), nil
+	case err != nil:
+		return nil, err
+	case folder == "" || chat == "":
+		return fmt.Errorf("task %d has no folder or chat", taskID), nil
+	}
+	return fmt.Errorf("group %s no longer exists", folder), nil
+}
+
+// QueueTaskTurn queues the turn of run runID of task taskID, as
+// ClaimAndQueue does for the runs it claims, in a transaction of its own.
+// It fails, queueing nothing, when the task's group no longer exists.
+func (s *Store) QueueTaskTurn(ctx context.Context, taskID, runID int64) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		reason, err := queueTask(ctx, tx, nil, taskID, runID, s.nowMS())
+		if err != nil {
+			return fmt.Errorf("queue run %d of task %d: %w", runID, taskID, err)
+		}
+		return reason
+	})
+}
 
 // SkipRuns implements scheduler.Store.
 func (s *Store) SkipRuns(ctx context.Context, a scheduler.Advance, skipped int) (bool, error) {

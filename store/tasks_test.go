@@ -16,6 +16,9 @@ func TestTaskStoreConformance(t *testing.T) {
 		return schedulertest.Harness{
 			Store: s,
 			AddTask: func(task scheduler.Task) int64 {
+				if _, err := s.EnsureGroup(ctx, task.Folder); err != nil {
+					t.Fatal(err)
+				}
 				got, err := s.AddTask(ctx, task)
 				if err != nil {
 					t.Fatal(err)
@@ -40,6 +43,31 @@ func TestTaskStoreConformance(t *testing.T) {
 					out = append(out, schedulertest.Run{ID: r.ID, Slot: r.Slot, Status: r.Status, Reason: r.Error})
 				}
 				return out
+			},
+			Queued: func() []schedulertest.Turn {
+				rows, err := s.Read().QueryContext(ctx, `SELECT run_id, task_id, folder, chat_jid, prompt, isolated FROM work
+					WHERE run_id > 0 ORDER BY id`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				var out []schedulertest.Turn
+				for rows.Next() {
+					var q schedulertest.Turn
+					if err := rows.Scan(&q.RunID, &q.TaskID, &q.Folder, &q.ChatJID, &q.Prompt, &q.Isolated); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, q)
+				}
+				if err := rows.Err(); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			},
+			RemoveFolder: func(folder string) {
+				if err := s.RemoveGroup(ctx, folder); err != nil {
+					t.Fatal(err)
+				}
 			},
 		}
 	})
@@ -84,5 +112,72 @@ func TestTaskStatusLifecycle(t *testing.T) {
 	list, err := s.Tasks(ctx, "main", true)
 	if err != nil || len(list) != 2 {
 		t.Fatalf("tasks: %v %v", list, err)
+	}
+}
+
+// The turn ClaimAndQueue queues is the task turn the gateway runs: a
+// trigger item of the task's folder and chat, with its prompt, task, run
+// and context; QueueTaskTurn queues the same, and refuses a folder that is
+// gone. A run whose turn is queued is not "interrupted".
+func TestQueuedTaskTurn(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if err := s.AddGroup(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	next := time.Date(2027, 1, 1, 9, 0, 0, 0, time.UTC)
+	add := func(context string) scheduler.Task {
+		task, err := s.AddTask(ctx, scheduler.Task{Folder: "main", ChatJID: "web:lobby", Prompt: "summarise " + context, Spec: "@daily",
+			Kind: scheduler.KindCron, Timezone: "UTC", Context: context, Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	isolated, group := add(scheduler.ContextIsolated), add(scheduler.ContextGroup)
+	claim := func(id int64) int64 {
+		runIDs, errs, err := s.ClaimAndQueue(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: id, From: next, Next: next.Add(24 * time.Hour), HasNext: true}, Slot: next}})
+		if err != nil || runIDs[0] == 0 || errs[0] != nil {
+			t.Fatalf("ClaimAndQueue = %v %v %v", runIDs, errs, err)
+		}
+		return runIDs[0]
+	}
+	run1 := claim(isolated.ID)
+	run2, err := s.ClaimRuns(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: group.ID, From: next, Next: next.Add(24 * time.Hour), HasNext: true}, Slot: next}})
+	if err != nil || run2[0] == 0 {
+		t.Fatalf("ClaimRuns = %v %v", run2, err)
+	}
+	if err := s.QueueTaskTurn(ctx, group.ID, run2[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RecoverRuns(ctx); err != nil || n != 0 {
+		t.Errorf("RecoverRuns = %d %v; runs with a queued turn are not interrupted", n, err)
+	}
+	for _, want := range []WorkItem{
+		{Folder: "main", ChatJID: "web:lobby", Mode: "trigger", Trigger: TriggerTask, Prompt: "summarise isolated", TaskID: isolated.ID, RunID: run1, Isolated: true},
+		{Folder: "main", ChatJID: "web:lobby", Mode: "trigger", Trigger: TriggerTask, Prompt: "summarise group", TaskID: group.ID, RunID: run2[0]},
+	} {
+		b, ok, err := s.NextBatch(ctx, "main", 10)
+		if err != nil || !ok || len(b.Items) != 1 {
+			t.Fatalf("NextBatch = %+v %v %v, want one task item", b, ok, err)
+		}
+		got := b.Items[0]
+		got.ID, got.Created = 0, 0
+		if got != want {
+			t.Errorf("queued item\n got %+v\nwant %+v", got, want)
+		}
+		if err := s.FinishBatch(ctx, b, Turn{ID: "t" + got.Prompt, Folder: "main", Status: "succeeded"}, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RemoveGroup(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	err = s.QueueTaskTurn(ctx, group.ID, run2[0])
+	if err == nil || err.Error() != "group main no longer exists" {
+		t.Errorf("QueueTaskTurn for a removed group = %v, want \"group main no longer exists\"", err)
+	}
+	if folders, _ := s.PendingFolders(ctx); len(folders) != 0 {
+		t.Errorf("work queued for a removed group: %v", folders)
 	}
 }

@@ -1,10 +1,12 @@
 // Package schedulertest holds the conformance suite for scheduler.Store:
 // a store implementation (the SQL one, the scheduler's in-memory fake) runs
 // TestStore from its own tests to show that it honours the contract
-// documented on scheduler.Store, claim-once included.
+// documented on scheduler.Store, claim-once included, and on
+// scheduler.ClaimQueuer when it has that capability.
 package schedulertest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -22,16 +24,33 @@ type Run struct {
 	Reason string
 }
 
+// Turn is a task turn queued by ClaimAndQueue, as the suite inspects it.
+type Turn struct {
+	RunID, TaskID   int64
+	Folder, ChatJID string
+	Prompt          string
+	Isolated        bool // the task's context is "isolated"
+}
+
 // Harness gives the suite a fresh, empty store and the few extra
 // operations the Store interface leaves to the rest of the program.
 type Harness struct {
 	Store scheduler.Store
-	// AddTask stores t (its ID is ignored) and returns the new ID.
+	// AddTask stores t (its ID is ignored) and returns the new ID; t's
+	// folder exists from then on.
 	AddTask func(t scheduler.Task) int64
 	// Task reads a task back.
 	Task func(id int64) scheduler.Task
 	// Runs lists a task's runs, oldest first.
 	Runs func(taskID int64) []Run
+
+	// For a store that is a scheduler.ClaimQueuer:
+
+	// Queued lists the task turns queued, oldest first.
+	Queued func() []Turn
+	// RemoveFolder deletes a folder, so that the turns of its tasks can no
+	// longer be queued.
+	RemoveFolder func(folder string)
 }
 
 // base is a slot in a zone with daylight saving, to catch stores that
@@ -69,10 +88,26 @@ func TestStore(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"SkipRuns", testSkipRuns},
 		{"FailRun", testFailRun},
 		{"ConcurrentClaimsOneWins", testConcurrentClaims},
+		{"ClaimAndQueueBatch", testClaimAndQueueBatch},
+		{"ClaimAndQueueFolderGone", testClaimAndQueueFolderGone},
+		{"ConcurrentClaimAndQueueOneWins", testConcurrentClaimAndQueue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newHarness(t)) })
 	}
+}
+
+// queuer returns h's store as a ClaimQueuer, or skips the test.
+func queuer(t *testing.T, h Harness) scheduler.ClaimQueuer {
+	t.Helper()
+	q, ok := h.Store.(scheduler.ClaimQueuer)
+	if !ok {
+		t.Skip("the store is not a scheduler.ClaimQueuer")
+	}
+	if h.Queued == nil || h.RemoveFolder == nil {
+		t.Fatal("a ClaimQueuer's harness needs Queued and RemoveFolder")
+	}
+	return q
 }
 
 func testDueTasks(t *testing.T, h Harness) {
@@ -136,8 +171,45 @@ func testClaimRun(t *testing.T, h Harness) {
 // own terms: claimed, refused, duplicate and completing claims mixed, and
 // two chained claims of one task.
 func testClaimRunsBatch(t *testing.T, h Harness) {
+	claimBatch(t, h, h.Store.ClaimRuns)
+}
+
+// testClaimAndQueueBatch: ClaimAndQueue claims as ClaimRuns does, and
+// queues one turn, from the stored task, for each run it claims.
+func testClaimAndQueueBatch(t *testing.T, h Harness) {
+	q := queuer(t, h)
+	var errs []error
+	tasks, runIDs := claimBatch(t, h, func(ctx context.Context, claims []scheduler.Claim) ([]int64, error) {
+		runIDs, e, err := q.ClaimAndQueue(ctx, claims)
+		errs = e
+		return runIDs, err
+	})
+	if len(errs) != len(runIDs) {
+		t.Fatalf("ClaimAndQueue answered %d errors for %d claims", len(errs), len(runIDs))
+	}
+	var want []Turn
+	for i, runID := range runIDs {
+		if errs[i] != nil {
+			t.Errorf("claim %d: %v", i, errs[i])
+		}
+		if runID != 0 {
+			st := h.Task(tasks[i])
+			want = append(want, Turn{RunID: runID, TaskID: st.ID, Folder: st.Folder, ChatJID: st.ChatJID, Prompt: st.Prompt,
+				Isolated: st.Context == scheduler.ContextIsolated})
+		}
+	}
+	if got := h.Queued(); !slices.Equal(got, want) {
+		t.Errorf("queued turns\n got %+v\nwant %+v (one per run claimed, in order)", got, want)
+	}
+}
+
+// claimBatch runs the mixed batch through claimRuns and checks the claims; it
+// returns each claim's task and run id.
+func claimBatch(t *testing.T, h Harness, claimRuns func(context.Context, []scheduler.Claim) ([]int64, error)) (taskIDs, runIDs []int64) {
 	ctx := t.Context()
-	a, b, dup := h.AddTask(task(base)), h.AddTask(task(base)), h.AddTask(task(base))
+	second := task(base)
+	second.Folder, second.ChatJID, second.Prompt, second.Context = "ops", "web:ops", "rotate the keys", "group"
+	a, b, dup := h.AddTask(task(base)), h.AddTask(second), h.AddTask(task(base))
 	paused := task(base)
 	paused.Status = scheduler.StatusPaused
 	p := h.AddTask(paused)
@@ -145,8 +217,8 @@ func testClaimRunsBatch(t *testing.T, h Harness) {
 	if _, claimed, err := claim(t, h, scheduler.Advance{TaskID: dup, From: base, Next: s2, HasNext: true}, base); err != nil || !claimed {
 		t.Fatalf("first claim of the duplicate: %v %v", claimed, err)
 	}
-	if runIDs, err := h.Store.ClaimRuns(ctx, nil); err != nil || len(runIDs) != 0 {
-		t.Errorf("ClaimRuns(nil) = %v %v, want no run ids and no error", runIDs, err)
+	if runIDs, err := claimRuns(ctx, nil); err != nil || len(runIDs) != 0 {
+		t.Errorf("claiming no claims = %v %v, want no run ids and no error", runIDs, err)
 	}
 	claims := []scheduler.Claim{
 		{Advance: scheduler.Advance{TaskID: a, From: base, Next: s2, HasNext: true}, Slot: base},
@@ -156,9 +228,9 @@ func testClaimRunsBatch(t *testing.T, h Harness) {
 		{Advance: scheduler.Advance{TaskID: a, From: s2, Next: s3, HasNext: true}, Slot: s2},     // from the first claim's Next
 		{Advance: scheduler.Advance{TaskID: b, From: base}, Slot: base},                          // the last slot
 	}
-	runIDs, err := h.Store.ClaimRuns(ctx, claims)
+	runIDs, err := claimRuns(ctx, claims)
 	if err != nil || len(runIDs) != len(claims) {
-		t.Fatalf("ClaimRuns = %v %v, want %d run ids", runIDs, err, len(claims))
+		t.Fatalf("claiming the batch = %v %v, want %d run ids", runIDs, err, len(claims))
 	}
 	for i, want := range []bool{true, false, false, false, true, true} {
 		if got := runIDs[i] != 0; got != want {
@@ -188,6 +260,70 @@ func testClaimRunsBatch(t *testing.T, h Harness) {
 	}
 	if runs := h.Runs(a); len(runs) == 2 && (runs[0].ID != runIDs[0] || !runs[1].Slot.Equal(s2) || runs[1].ID != runIDs[4]) {
 		t.Errorf("runs of the chained task %+v, want ids %d and %d", runs, runIDs[0], runIDs[4])
+	}
+	for _, c := range claims {
+		taskIDs = append(taskIDs, c.TaskID)
+	}
+	return taskIDs, runIDs
+}
+
+// testClaimAndQueueFolderGone: a claimed slot whose folder is gone queues
+// nothing; its run is failed with the reason, the task still advances, and
+// the other claims of the batch are unaffected.
+func testClaimAndQueueFolderGone(t *testing.T, h Harness) {
+	q := queuer(t, h)
+	goneTask := task(base)
+	goneTask.Folder = "old"
+	gone, kept := h.AddTask(goneTask), h.AddTask(task(base))
+	h.RemoveFolder("old")
+	next := base.Add(time.Hour)
+	runIDs, errs, err := q.ClaimAndQueue(t.Context(), []scheduler.Claim{
+		{Advance: scheduler.Advance{TaskID: gone, From: base, Next: next, HasNext: true}, Slot: base},
+		{Advance: scheduler.Advance{TaskID: kept, From: base, Next: next, HasNext: true}, Slot: base},
+	})
+	if err != nil || len(runIDs) != 2 || len(errs) != 2 {
+		t.Fatalf("ClaimAndQueue = %v %v %v, want two answers", runIDs, errs, err)
+	}
+	if runIDs[0] == 0 || errs[0] == nil || runIDs[1] == 0 || errs[1] != nil {
+		t.Fatalf("run ids %v errors %v: want both claimed, the first failed", runIDs, errs)
+	}
+	runs := h.Runs(gone)
+	if len(runs) != 1 || runs[0].ID != runIDs[0] || runs[0].Status != scheduler.RunFailed || runs[0].Reason != errs[0].Error() {
+		t.Errorf("runs of the task whose folder is gone: %+v, want run %d failed with %q", runs, runIDs[0], errs[0])
+	}
+	if got := h.Task(gone).Next; !got.Equal(next) {
+		t.Errorf("the task whose folder is gone did not advance: Next %s, want %s", got, next)
+	}
+	if got := h.Queued(); len(got) != 1 || got[0].RunID != runIDs[1] || got[0].TaskID != kept {
+		t.Errorf("queued %+v, want only run %d of task %d", got, runIDs[1], kept)
+	}
+	if runs := h.Runs(kept); len(runs) != 1 || runs[0].Status != scheduler.RunFired {
+		t.Errorf("runs of the other task: %+v, want one %q", runs, scheduler.RunFired)
+	}
+}
+
+// testConcurrentClaimAndQueue: of concurrent ClaimAndQueue calls for one
+// slot, one claims it and exactly one turn is queued.
+func testConcurrentClaimAndQueue(t *testing.T, h Harness) {
+	q := queuer(t, h)
+	id := h.AddTask(task(base))
+	claims := []scheduler.Claim{{Advance: scheduler.Advance{TaskID: id, From: base, Next: base.Add(time.Hour), HasNext: true}, Slot: base}}
+	const n = 8
+	var wg sync.WaitGroup
+	won := make([]bool, n)
+	for i := range n {
+		wg.Go(func() {
+			runIDs, _, err := q.ClaimAndQueue(t.Context(), claims)
+			if err != nil || len(runIDs) != 1 {
+				t.Errorf("concurrent ClaimAndQueue: %v %v", runIDs, err)
+				return
+			}
+			won[i] = runIDs[0] != 0
+		})
+	}
+	wg.Wait()
+	if w := len(slices.DeleteFunc(won, func(b bool) bool { return !b })); w != 1 || len(h.Queued()) != 1 || len(h.Runs(id)) != 1 {
+		t.Errorf("%d of %d concurrent claims won, %d turns queued, %d runs; want exactly one each", w, n, len(h.Queued()), len(h.Runs(id)))
 	}
 }
 
