@@ -153,6 +153,11 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		if id == "" {
 			id = "out-" + it.Key
 		}
+		// The bot has spoken: follow-ups engage from now, before anyone
+		// can see the message stored.
+		if it.Folder != "" && it.Kind != "notice" {
+			g.engage.start(it.ChatJID, it.Topic, it.Folder, g.opt.EngageTTL)
+		}
 		bot := &store.Message{ChatJID: it.ChatJID, ID: id, Sender: chat.Platform() + ":bot/switchboard", SenderName: "switchboard",
 			Text: it.Text, Topic: it.Topic, ReplyTo: it.ReplyTo, Verb: adapters.VerbMessage, FromBot: true, Time: time.Now().UnixMilli()}
 		if err := g.st.OutboxSent(context.WithoutCancel(ctx), it.ID, id, bot); err != nil {
@@ -160,9 +165,6 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 			return
 		}
 		g.notifyStored(it.ChatJID, bot.Seq)
-		if it.Folder != "" && it.Kind != "notice" {
-			g.engage.start(it.ChatJID, it.Topic, it.Folder, g.opt.EngageTTL)
-		}
 	case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrUnsupported):
 		o.fail(ctx, it, err)
 	case errors.As(err, &ra):

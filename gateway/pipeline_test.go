@@ -381,6 +381,11 @@ func TestEngagementTriggersObserveRoute(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.waitSent(obs, 1)
+			// A user sees the reply once it is stored; follow up only then.
+			eventually(t, 10*time.Second, "bot reply stored", func() bool {
+				ms, err := h.st.MessagesAfter(context.Background(), obs, 0, 10)
+				return err == nil && len(ms) == 2 && ms[1].FromBot
+			})
 			if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(obs), ID: "f1", Sender: "test:user/bob",
 				Text: "follow-up", Verb: adapters.VerbMessage}); err != nil {
 				t.Fatal(err)
