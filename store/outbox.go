@@ -78,23 +78,10 @@ func (s *Store) OutboxByKey(ctx context.Context, key string) (OutboxItem, error)
 // chat's oldest unfinished item, so replies arrive in order and a chat whose
 // head is waiting (rate limit, retry) does not hold up other chats.
 func (s *Store) DueOutbox(ctx context.Context, now int64, limit int) ([]OutboxItem, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+outboxColumns+` FROM outbox o
+	return s.queryOutbox(ctx, `SELECT `+outboxColumns+` FROM outbox o
 		WHERE status = 'pending' AND next_attempt_ms <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_jid = o.chat_jid AND e.status IN ('pending', 'sending') AND e.id < o.id)
 		ORDER BY id LIMIT ?`, now, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read outbox: %w", err)
-	}
-	defer rows.Close()
-	var out []OutboxItem
-	for rows.Next() {
-		o, err := scanOutbox(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read outbox: %w", err)
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
 }
 
 // NextOutboxAt is when the earliest chat head (the oldest unfinished item of
@@ -224,7 +211,11 @@ func (s *Store) outboxUpdate(ctx context.Context, q string, args ...any) (bool, 
 // Outbox lists items of a chat, newest first (all chats when chat is "").
 func (s *Store) Outbox(ctx context.Context, chat string, limit int) ([]OutboxItem, error) {
 	q := `SELECT ` + outboxColumns + ` FROM outbox WHERE (? = '' OR chat_jid = ?) ORDER BY id DESC LIMIT ?`
-	rows, err := s.r.QueryContext(ctx, q, chat, chat, clampLimit(limit))
+	return s.queryOutbox(ctx, q, chat, chat, clampLimit(limit))
+}
+
+func (s *Store) queryOutbox(ctx context.Context, q string, args ...any) ([]OutboxItem, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}

@@ -63,18 +63,26 @@ func requireGroup(ctx context.Context, st *store.Store, folder string) error {
 	return nil
 }
 
+// groupRules returns an existing group's tier, stored overrides and compiled rules.
+func (a *app) groupRules(ctx context.Context, st *store.Store, folder string) (int, []string, *grants.Set, error) {
+	if err := requireGroup(ctx, st, folder); err != nil {
+		return 0, nil, nil, err
+	}
+	over, err := st.GrantOverrides(ctx, folder)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	tier := groups.Tier(folder, a.cfg.OperatorFolder)
+	return tier, over, grants.ForGroup(tier, over), nil
+}
+
 func (a *app) grantsShow(cmd *cobra.Command, folder string) error {
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		if err := requireGroup(ctx, st, folder); err != nil {
-			return err
-		}
-		over, err := st.GrantOverrides(ctx, folder)
+		tier, over, set, err := a.groupRules(ctx, st, folder)
 		if err != nil {
 			return err
 		}
-		tier := groups.Tier(folder, a.cfg.OperatorFolder)
-		set := grants.ForGroup(tier, over)
 		listed := set.ListedTools(grants.AllTools())
 		var broken []string
 		for _, r := range over {
@@ -142,10 +150,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder, tool string, args []string
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		if err := requireGroup(ctx, st, folder); err != nil {
-			return err
-		}
-		over, err := st.GrantOverrides(ctx, folder)
+		tier, _, set, err := a.groupRules(ctx, st, folder)
 		if err != nil {
 			return err
 		}
@@ -153,8 +158,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder, tool string, args []string
 		if err != nil {
 			return fmt.Errorf("route table: %w", err)
 		}
-		tier := groups.Tier(folder, a.cfg.OperatorFolder)
-		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: grants.ForGroup(tier, over)}, table, tool, params)
+		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
 		verdict := "deny"
 		if d.Allow {
 			verdict = "allow"
