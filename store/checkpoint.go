@@ -32,9 +32,11 @@ const (
 	walMaxFrames    = 8192     // 32 MiB of 4 KiB pages
 	walSizeLimit    = 64 << 20 // bytes
 
-	// The checkpointer never waits on a lock: a busy database means "next
-	// time" (another process is checkpointing).
-	checkpointerParams = "_busy_timeout=0&_synchronous=NORMAL"
+	// A PASSIVE checkpoint never calls the busy handler, so the timeout
+	// only lets the connection open while another process is running WAL
+	// recovery or closing the database (with 0 that open failed at once
+	// with "database is locked").
+	checkpointerParams = "_busy_timeout=10000&_synchronous=NORMAL"
 )
 
 // writerConnector opens the writer's connections with the pragmas a DSN
@@ -64,8 +66,9 @@ type checkpointer struct {
 	done chan struct{}
 }
 
-// startCheckpointer opens the checkpointer's connection and starts its
-// goroutine, which runs until close (ctx's cancellation does not stop it).
+// startCheckpointer starts the checkpointer's goroutine, which runs until
+// close (ctx's cancellation does not stop it). Its connection opens at the
+// first checkpoint, so a short-lived store (a CLI command) never opens it.
 func startCheckpointer(ctx context.Context, abs string) (*checkpointer, error) {
 	db, err := sql.Open("sqlite3", dsn(abs, checkpointerParams))
 	if err != nil {
@@ -75,10 +78,6 @@ func startCheckpointer(ctx context.Context, abs string) (*checkpointer, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open checkpointer: %w", err)
-	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &checkpointer{db: db, stop: cancel, done: make(chan struct{})}
 	go c.run(ctx)

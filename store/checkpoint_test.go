@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 )
 
 // The writer leaves checkpoints to the checkpointer below walMaxFrames,
@@ -116,5 +118,46 @@ func TestCloseRemovesWAL(t *testing.T) {
 	s = openAt(t, path)
 	if ok, err := s.GroupExists(ctx, "main"); err != nil || !ok {
 		t.Errorf("group lost across Close: %v %v", ok, err)
+	}
+}
+
+// The CLI opens and closes the database while the gateway has it open and
+// its checkpointer runs: no open may fail with "database is locked".
+func TestOpenWhileAnotherStoreCheckpoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for checkpoints")
+	}
+	path := filepath.Join(t.TempDir(), "switchboard.db")
+	gw := openAt(t, path)
+	ctx := context.Background()
+	deadline := time.Now().Add(2500 * time.Millisecond) // spans two checkpoint ticks
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				if err := gw.AddGroup(ctx, fmt.Sprintf("g%d-%d", w, i)); err != nil {
+					errs <- err
+					return
+				}
+				s, err := Open(ctx, path)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.Groups(ctx); err != nil {
+					errs <- err
+				}
+				if err := s.Close(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

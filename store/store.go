@@ -117,6 +117,18 @@ func openWriter(ctx context.Context, abs string) (*sql.DB, error) {
 	w.SetConnMaxIdleTime(0)
 	var mode string
 	err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+	// While another process runs WAL recovery or closes the database (the
+	// last connection checkpoints and deletes the WAL), opening can fail
+	// with SQLITE_BUSY without SQLite calling the busy handler: retry briefly.
+	for wait := 10 * time.Millisecond; isBusy(err) && wait < 3*time.Second; wait *= 2 {
+		select {
+		case <-ctx.Done():
+			w.Close()
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		err = w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+	}
 	if err == nil && !strings.EqualFold(mode, "wal") {
 		err = fmt.Errorf("journal mode is %q, not wal: the filesystem may not support WAL (shared memory)", mode)
 	}
@@ -125,6 +137,11 @@ func openWriter(ctx context.Context, abs string) (*sql.DB, error) {
 		return nil, explainOpenError(abs, err)
 	}
 	return w, nil
+}
+
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // dsn builds a file: URI so that a path with '?', '#' or '%' in it is not
