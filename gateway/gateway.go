@@ -182,16 +182,28 @@ func (g *Gateway) Run(ctx context.Context) error {
 	return runErr
 }
 
+// pruneEvery is how often observed context beyond what a prompt shows is dropped.
+const pruneEvery = 10 * time.Minute
+
 // poll picks up changes other processes made to the store (CLI route, group
 // and grant edits, queued sends, injected messages).
 func (g *Gateway) poll(ctx context.Context) {
 	t := time.NewTicker(g.opt.PollInterval)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if time.Since(pruned) > pruneEvery {
+			pruned = time.Now()
+			if n, err := g.st.PruneObserved(ctx); err != nil && ctx.Err() == nil {
+				g.log.Error("prune observed context", "err", err)
+			} else if n > 0 {
+				g.log.Debug("observed context pruned", "rows", n)
+			}
 		}
 		rev, err := g.st.Revision(ctx)
 		if err == nil && rev != g.revision.Load() {

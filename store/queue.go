@@ -249,6 +249,25 @@ func (s *Store) workOf(ctx context.Context, q string, args ...any) ([]WorkItem, 
 	return out, rows.Err()
 }
 
+// PruneObserved drops observed-context work rows beyond the newest
+// maxObserved of each folder, chat and topic: a prompt never shows more, and
+// a chat whose route only observes would otherwise grow the queue forever.
+// The messages themselves stay stored and searchable.
+func (s *Store) PruneObserved(ctx context.Context) (int64, error) {
+	var n int64
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM work WHERE id IN (
+			SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY folder, chat_jid, topic ORDER BY id DESC) AS rn
+				FROM work WHERE mode = 'observe') WHERE rn > ?)`, maxObserved)
+		if err != nil {
+			return fmt.Errorf("prune observed context: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n, err
+}
+
 // loadBatch fills in messages, observed context and notices.
 func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 	var seqs []any

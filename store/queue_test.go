@@ -273,3 +273,46 @@ func TestNextBatchSkipsChatsWaitingForRetry(t *testing.T) {
 		t.Fatalf("retry batch %+v (%v); want both web:a messages, second attempt", b, ok)
 	}
 }
+
+func TestPruneObservedKeepsWhatAPromptShows(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	// An observe-only chat that never triggers, and a second chat with few rows.
+	for i := range maxObserved + 30 {
+		enqueue(t, s, msg("web:quiet", fmt.Sprint("q", i)), observe("main", "web:quiet", ""))
+	}
+	for i := range 3 {
+		enqueue(t, s, msg("web:other", fmt.Sprint("o", i)), observe("main", "web:other", ""))
+	}
+	enqueue(t, s, msg("web:quiet", "t1"), trigger("main", "web:quiet", ""))
+	before, ok, err := s.NextBatch(ctx, "main", 10)
+	if err != nil || !ok {
+		t.Fatalf("batch: %v %v", ok, err)
+	}
+	n, err := s.PruneObserved(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 30 {
+		t.Errorf("pruned %d rows, want 30", n)
+	}
+	if got := workCount(t, s, `mode = 'observe' AND chat_jid = 'web:quiet'`); got != maxObserved {
+		t.Errorf("quiet chat keeps %d observed rows, want %d", got, maxObserved)
+	}
+	if got := workCount(t, s, `mode = 'observe' AND chat_jid = 'web:other'`); got != 3 {
+		t.Errorf("other chat keeps %d observed rows, want 3", got)
+	}
+	if got := workCount(t, s, `mode = 'trigger'`); got != 1 {
+		t.Errorf("trigger rows touched: %d left", got)
+	}
+	after, _, err := s.NextBatch(ctx, "main", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(before.Observed, after.Observed, func(a, b Message) bool { return a.Seq == b.Seq }) {
+		t.Error("pruning changed the observed context a prompt shows")
+	}
+	if len(after.Observed) != maxObserved {
+		t.Errorf("prompt shows %d observed messages, want %d", len(after.Observed), maxObserved)
+	}
+}
