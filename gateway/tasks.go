@@ -38,27 +38,13 @@ func (g *Gateway) StartTurns(ctx context.Context, fires []scheduler.Fired) {
 	}
 }
 
-// recordRun writes a task turn's outcome to its run row.
-func (g *Gateway) recordRun(ctx context.Context, item store.WorkItem, turn store.Turn, final bool) {
-	if item.RunID == 0 || !final {
-		return
-	}
-	status := "succeeded"
-	if turn.Status != "succeeded" {
-		status = "failed"
-	}
-	if err := g.st.FinishRun(ctx, item.RunID, status, turn.ID, time.Duration(turn.DurationMS)*time.Millisecond, turn.Error); err != nil {
-		g.log.Error("record task run", "task", item.TaskID, "run", item.RunID, "err", err)
-	}
-}
-
 // startScheduler recovers interrupted runs, applies missed-run policies and
 // starts the due loop; it stops with ctx.
 func (g *Gateway) startScheduler(ctx context.Context) error {
 	if n, err := g.st.RecoverRuns(ctx); err != nil {
 		return err
 	} else if n > 0 {
-		g.log.Warn("task runs interrupted by a crash were marked failed", "count", n)
+		g.log.Warn("task runs left unsettled by a crash were settled from their turn records or marked failed", "count", n)
 	}
 	if err := g.sched.Startup(ctx, time.Now()); err != nil {
 		return fmt.Errorf("scheduler start-up: %w", err)

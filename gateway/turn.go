@@ -50,7 +50,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		"SWITCHBOARD_TOPIC=" + b.Topic,
 		"SWITCHBOARD_TURN_ID=" + turn.ID,
 		"SWITCHBOARD_SESSION_ID=" + session,
-		"SWITCHBOARD_MCP_SOCKET=" + absPath(g.layout.SocketPath(b.Folder)),
+		"SWITCHBOARD_MCP_SOCKET=" + g.MCPSocket(b.Folder),
 		"SWITCHBOARD_TRIGGER=" + first.Trigger,
 		"SWITCHBOARD_TASK_ID=" + taskID(first.TaskID),
 	}
@@ -88,7 +88,6 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		g.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
 		return time.Second
 	}
-	g.recordRun(rctx, first, turn, true)
 	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.DurationMS, "stdout_reply", len(out) > 0, "mcp_replies", len(replied))
 	if len(out) > 0 {
 		g.outbox.wake()
@@ -126,7 +125,6 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 		g.log.Error("record failed turn", "folder", b.Folder, "turn", turn.ID, "err", ferr)
 		return max(delay, time.Second)
 	}
-	g.recordRun(rctx, b.Items[0], turn, giveUp)
 	if len(out) > 0 {
 		g.outbox.wake()
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -211,7 +212,7 @@ func (s *Store) NextBatch(ctx context.Context, folder string, max int) (Batch, b
 			AND d.not_before_ms > 0 AND d.not_before_ms > ?)
 		ORDER BY id LIMIT 1`, folder, s.nowMS())
 	first, err := scanWork(row)
-	if err == sql.ErrNoRows {
+	if errors.Is(err, sql.ErrNoRows) {
 		return Batch{}, false, nil
 	}
 	if err != nil {
@@ -368,6 +369,11 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 				}
 			}
 		}
+		if retryAt == 0 && t.RunID != 0 {
+			if err := settleRun(ctx, tx, t); err != nil {
+				return err
+			}
+		}
 		for _, o := range out {
 			if err := insertOutbox(ctx, tx, &o, now); err != nil {
 				return err
@@ -375,6 +381,24 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 		}
 		return nil
 	})
+}
+
+// settleRun writes a task turn's final outcome to its run, in the turn's own
+// transaction: a crash can never record the turn without its run.
+func settleRun(ctx context.Context, tx *sql.Tx, t Turn) error {
+	status := "succeeded"
+	if t.Status != "succeeded" {
+		status = "failed"
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,
+		status, t.ID, t.DurationMS, t.Error, t.RunID)
+	if err != nil {
+		return fmt.Errorf("record run %d: %w", t.RunID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("record run %d: %w", t.RunID, ErrNotFound)
+	}
+	return nil
 }
 
 // execIDs runs prefix + " (?, ?, ...)" over ids in chunks; lead are the
@@ -398,7 +422,7 @@ func execIDs(ctx context.Context, tx *sql.Tx, prefix string, ids []int64, lead .
 func (s *Store) Session(ctx context.Context, folder, chat, topic string) (string, error) {
 	var id string
 	err := s.r.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE folder = ? AND chat_jid = ? AND topic = ?`, folder, chat, topic).Scan(&id)
-	if err == sql.ErrNoRows {
+	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,10 +70,13 @@ func (s *Store) AddTask(ctx context.Context, t scheduler.Task) (scheduler.Task, 
 // Task returns one task (ErrNotFound).
 func (s *Store) Task(ctx context.Context, id int64) (scheduler.Task, error) {
 	t, err := scanTask(s.r.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
-	if err == sql.ErrNoRows {
+	if errors.Is(err, sql.ErrNoRows) {
 		return t, fmt.Errorf("task %d: %w", id, ErrNotFound)
 	}
-	return t, err
+	if err != nil {
+		return t, fmt.Errorf("read task %d: %w", id, err)
+	}
+	return t, nil
 }
 
 // Tasks lists tasks, oldest first; folder "" means all folders, otherwise the
@@ -100,7 +104,7 @@ func (s *Store) Tasks(ctx context.Context, folder string, subtree bool) ([]sched
 func (s *Store) SetTaskStatus(ctx context.Context, id int64, status string, next *time.Time) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		var cur string
-		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = ?`, id).Scan(&cur); err == sql.ErrNoRows {
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = ?`, id).Scan(&cur); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("task %d: %w", id, ErrNotFound)
 		} else if err != nil {
 			return fmt.Errorf("task %d: %w", id, err)
@@ -119,9 +123,11 @@ func (s *Store) SetTaskStatus(ctx context.Context, id int64, status string, next
 	})
 }
 
-// DueTasks implements scheduler.Store.
+// DueTasks implements scheduler.Store. It reads on the reader pool, like
+// NextDue: they see every committed claim, and holding the one writer
+// connection while rows are scanned would stall message inserts.
 func (s *Store) DueTasks(ctx context.Context, now time.Time, limit int) ([]scheduler.Task, error) {
-	rows, err := s.w.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE status = 'active' AND next_s > 0 AND next_s <= ?
+	rows, err := s.r.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE status = 'active' AND next_s > 0 AND next_s <= ?
 		ORDER BY next_s, id LIMIT ?`, now.Unix(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("due tasks: %w", err)
@@ -141,7 +147,7 @@ func (s *Store) DueTasks(ctx context.Context, now time.Time, limit int) ([]sched
 // NextDue implements scheduler.Store.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	if err := s.w.QueryRowContext(ctx, `SELECT min(next_s) FROM tasks WHERE status = 'active' AND next_s > 0`).Scan(&next); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT min(next_s) FROM tasks WHERE status = 'active' AND next_s > 0`).Scan(&next); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due: %w", err)
 	}
 	if !next.Valid {
@@ -333,7 +339,7 @@ func queueTask(ctx context.Context, tx *sql.Tx, st *sql.Stmt, taskID, runID, now
 	var folder, chat string
 	err = tx.QueryRowContext(ctx, `SELECT folder, chat_jid FROM tasks WHERE id = ?`, taskID).Scan(&folder, &chat)
 	switch {
-	case err == sql.ErrNoRows:
+	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("task %d: %w", taskID, ErrNotFound), nil
 	case err != nil:
 		return nil, err
@@ -382,21 +388,12 @@ func (s *Store) FailRun(ctx context.Context, runID int64, reason string) error {
 	})
 }
 
-// FinishRun writes a run's outcome (the turn that ran it).
-func (s *Store) FinishRun(ctx context.Context, runID int64, status, turnID string, duration time.Duration, reason string) error {
-	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,
-			status, turnID, duration.Milliseconds(), reason, runID)
-		if err != nil {
-			return fmt.Errorf("finish run %d: %w", runID, err)
-		}
-		return nil
-	})
-}
-
-// RecoverRuns fails runs left "fired" by a crash before their turn was
-// queued: they will not run (each slot fires at most once), and the run
-// history says so.
+// RecoverRuns fails, at start-up, runs left "fired" with no queued turn: a
+// run lost between its claim and the queueing of its turn (only possible on
+// the plain Fire path; ClaimAndQueue does both in one transaction). It will
+// not run, since each slot fires at most once, and its history says why. A
+// run whose turn finished was settled in that turn's transaction
+// (FinishBatch), and one whose turn is still queued is left to that turn.
 func (s *Store) RecoverRuns(ctx context.Context) (int64, error) {
 	var n int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
@@ -404,7 +401,7 @@ func (s *Store) RecoverRuns(ctx context.Context) (int64, error) {
 			error = 'interrupted: the gateway stopped after claiming this run and before queueing its turn'
 			WHERE status = 'fired' AND id NOT IN (SELECT run_id FROM work WHERE run_id > 0)`)
 		if err != nil {
-			return fmt.Errorf("recover runs: %w", err)
+			return fmt.Errorf("recover interrupted runs: %w", err)
 		}
 		n, _ = res.RowsAffected()
 		return nil

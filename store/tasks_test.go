@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -179,5 +180,73 @@ func TestQueuedTaskTurn(t *testing.T) {
 	}
 	if folders, _ := s.PendingFolders(ctx); len(folders) != 0 {
 		t.Errorf("work queued for a removed group: %v", folders)
+	}
+}
+
+// A task turn's outcome is written to its run in the turn's own transaction
+// (FinishBatch). RecoverRuns, at start-up, fails a run with no turn queued
+// as interrupted and leaves a run whose turn is still queued to that turn.
+func TestRecoverRuns(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if err := s.AddGroup(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	next := time.Date(2027, 1, 1, 9, 0, 0, 0, time.UTC)
+	claim := func() (taskID, runID int64) {
+		task, err := s.AddTask(ctx, scheduler.Task{Folder: "main", ChatJID: "web:lobby", Prompt: "p", Spec: "@daily", Kind: scheduler.KindCron,
+			Timezone: "UTC", Context: scheduler.ContextGroup, Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runIDs, err := s.ClaimRuns(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: task.ID, From: next, Next: next.Add(24 * time.Hour), HasNext: true}, Slot: next}})
+		if err != nil || runIDs[0] == 0 {
+			t.Fatalf("ClaimRuns = %v %v", runIDs, err)
+		}
+		return task.ID, runIDs[0]
+	}
+	finishedTask, finishedRun := claim()
+	if err := s.QueueTaskTurn(ctx, finishedTask, finishedRun); err != nil {
+		t.Fatal(err)
+	}
+	b, ok, err := s.NextBatch(ctx, "main", 10)
+	if err != nil || !ok {
+		t.Fatalf("NextBatch = %v %v", ok, err)
+	}
+	turn := Turn{ID: "turn-1", Folder: "main", ChatJID: "web:lobby", Trigger: TriggerTask, TaskID: finishedTask, RunID: finishedRun,
+		Attempt: 1, DurationMS: 1500, Status: "failed", Error: "agent exited with status 2"}
+	if err := s.FinishBatch(ctx, b, turn, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	run := func(taskID int64) TaskRun {
+		runs, err := s.TaskRuns(ctx, taskID, 10)
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("TaskRuns(%d) = %+v %v", taskID, runs, err)
+		}
+		return runs[0]
+	}
+	if got := run(finishedTask); got.Status != "failed" || got.TurnID != "turn-1" || got.DurationMS != 1500 || got.Error != turn.Error {
+		t.Errorf("finished run = %+v, want the turn's outcome (failed, turn-1, 1500 ms, %q) written with the turn", got, turn.Error)
+	}
+	lostTask, _ := claim()
+	queuedTask, queuedRun := claim()
+	if err := s.QueueTaskTurn(ctx, queuedTask, queuedRun); err != nil {
+		t.Fatal(err)
+	}
+
+	if n, err := s.RecoverRuns(ctx); err != nil || n != 1 {
+		t.Fatalf("RecoverRuns = %d %v, want the lost run settled", n, err)
+	}
+	if got := run(finishedTask); got.TurnID != "turn-1" {
+		t.Errorf("RecoverRuns rewrote a settled run: %+v", got)
+	}
+	if got := run(lostTask); got.Status != "failed" || !strings.HasPrefix(got.Error, "interrupted") {
+		t.Errorf("lost run = %+v, want failed as interrupted", got)
+	}
+	if got := run(queuedTask); got.Status != scheduler.RunFired {
+		t.Errorf("queued run = %+v, want still fired (its turn will run)", got)
+	}
+	if n, err := s.RecoverRuns(ctx); err != nil || n != 0 {
+		t.Errorf("second RecoverRuns = %d %v, want nothing left to settle", n, err)
 	}
 }
