@@ -63,10 +63,13 @@ func insertOutbox(ctx context.Context, tx *sql.Tx, o *OutboxItem, now int64) err
 
 func (s *Store) outboxByKey(ctx context.Context, key string) (OutboxItem, error) {
 	o, err := scanOutbox(s.w.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM outbox WHERE key = ?`, key))
-	if err == sql.ErrNoRows {
-		return o, ErrNotFound
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, fmt.Errorf("outbox item %q: %w", key, ErrNotFound)
 	}
-	return o, err
+	if err != nil {
+		return o, fmt.Errorf("read outbox item %q: %w", key, err)
+	}
+	return o, nil
 }
 
 // OutboxByKey returns the item with key (ErrNotFound when none).
