@@ -183,9 +183,13 @@ func (b mcpBackend) Act(ctx context.Context, a ipc.Action) (string, error) {
 	return "", unsupported
 }
 
-func toIPC(m store.Message) ipc.Message {
-	return ipc.Message{Seq: m.Seq, ChatJID: m.ChatJID, ID: m.ID, Sender: m.Sender, Name: m.SenderName, Text: m.Text,
-		Time: time.UnixMilli(m.Time).UTC(), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments}
+func toIPC(m store.Message) ipc.Message { return storedToIPC(ToStored(m)) }
+
+// storedToIPC is the one conversion to the MCP tools' message, for stored
+// messages and (Seq 0) those fetched from the platform.
+func storedToIPC(m adapters.Stored) ipc.Message {
+	return ipc.Message{Seq: m.Seq, ChatJID: string(m.Chat), ID: m.ID, Sender: string(m.Sender), Name: m.SenderName, Text: m.Text,
+		Time: m.Time.UTC(), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments}
 }
 
 func toIPCAll(ms []store.Message) []ipc.Message {
@@ -213,8 +217,7 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat string, limit int) ([
 		if err == nil {
 			out := make([]ipc.Message, len(in))
 			for i, m := range in {
-				out[i] = ipc.Message{ChatJID: string(m.Chat), ID: m.ID, Sender: string(m.Sender), Name: m.SenderName, Text: m.Text,
-					Time: m.Time.UTC(), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments}
+				out[i] = storedToIPC(adapters.Stored{Inbound: m})
 			}
 			return out, "platform", nil
 		}
@@ -256,10 +259,10 @@ func (b mcpBackend) Chats(ctx context.Context) ([]string, error) {
 
 func (b mcpBackend) MessageByID(ctx context.Context, chat, id string) (ipc.Message, error) {
 	m, err := b.g.st.MessageByID(ctx, chat, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return ipc.Message{}, fmt.Errorf("%w: %w", ipc.ErrNotFound, err)
+	if err != nil {
+		return ipc.Message{}, notFoundErr(err)
 	}
-	return toIPC(m), err
+	return toIPC(m), nil
 }
 
 func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Route, error) {
@@ -272,22 +275,16 @@ func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Rout
 
 func (b mcpBackend) DeleteRoute(ctx context.Context, id int64) (routing.Route, error) {
 	r, err := b.g.st.DeleteRoute(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return r, fmt.Errorf("%w: %w", ipc.ErrNotFound, err)
-	}
 	if err != nil {
-		return r, err
+		return r, notFoundErr(err)
 	}
 	return r, b.g.reload(ctx)
 }
 
 func (b mcpBackend) SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, error) {
 	rs, err := b.g.st.SwapRoutes(ctx, remove, add)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %w", ipc.ErrNotFound, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, notFoundErr(err)
 	}
 	return rs, b.g.reload(ctx)
 }

@@ -249,13 +249,16 @@ func TestOutOfScopeChatRefused(t *testing.T) {
 	if r := call(t, h.connect(t, "root", true), "inspect_messages", map[string]any{"chat_jid": "web:nobody"}); r.IsError {
 		t.Errorf("operator on an unowned chat: %+v", r)
 	}
-	// A narrowing override: send stays listed, slack chats are refused.
+	// A narrowing override: send stays listed, sends to web:acme are refused.
 	if err := h.st.SetGrantOverrides(context.Background(), "acme", []string{"!send(jid=web:acme)"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "override in effect", func() bool {
 		return call(t, c, "send", map[string]any{"chat_jid": "web:acme", "text": "x"}).refused()
 	})
+	if !slices.Contains(listed(t, c), "send") {
+		t.Error("a param-narrowed deny hid send")
+	}
 	if r := call(t, c, "send", map[string]any{"chat_jid": "full:acme", "text": "x"}); r.IsError {
 		t.Errorf("send to a chat the override does not deny: %+v", r)
 	}

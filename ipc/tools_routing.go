@@ -72,10 +72,7 @@ func routingTools() []*toolDef {
 }
 
 func runListRoutes(_ context.Context, c *call) (any, error) {
-	routes := c.b.Table().Routes()
-	if c.tier != 0 {
-		routes = slices.DeleteFunc(routes, func(r routing.Route) bool { return !groups.InSubtree(c.folder, r.Target) })
-	}
+	routes := slices.DeleteFunc(c.b.Table().Routes(), func(r routing.Route) bool { return !c.seesRoute(r) })
 	return map[string]any{"routes": routes}, nil
 }
 
@@ -226,20 +223,32 @@ func runExplainRoute(_ context.Context, c *call) (any, error) {
 		verb = adapters.VerbMessage
 	}
 	x := c.b.Table().Explain(routing.Message{ChatJID: c.str("chat_jid"), Sender: c.str("sender"), Verb: verb, Topic: c.str("topic")})
-	// Other groups' routes stay private: a non-operator sees that they were
-	// tried, not what they match.
 	rejected := make([]map[string]any, 0, len(x.Rejected))
 	for _, rj := range x.Rejected {
-		if c.tier == 0 || groups.InSubtree(c.folder, rj.Route.Target) {
-			rejected = append(rejected, map[string]any{"route": rj.Route, "reason": rj.Reason})
-		} else {
-			rejected = append(rejected, map[string]any{"route": map[string]any{"id": rj.Route.ID, "seq": rj.Route.Seq},
-				"reason": "a route of another group; it does not match"})
+		reason := rj.Reason
+		if !c.seesRoute(rj.Route) {
+			reason = "a route of another group; it does not match"
 		}
+		rejected = append(rejected, map[string]any{"route": c.routeView(rj.Route), "reason": reason})
 	}
 	out := map[string]any{"matched": x.Matched, "owner": x.Owner, "rejected": rejected}
 	if x.Matched {
-		out["route"], out["folder"], out["mode"] = x.Route, x.Folder, x.Mode
+		out["route"], out["folder"], out["mode"] = c.routeView(x.Route), x.Folder, x.Mode
 	}
 	return out, nil
+}
+
+// seesRoute reports whether the caller may see r in full: the operator sees
+// every route, any other group the routes into its subtree (as list_routes).
+func (c *call) seesRoute(r routing.Route) bool {
+	return c.tier == 0 || groups.InSubtree(c.folder, r.Target)
+}
+
+// routeView is r as the caller may see it: another group's route shows only
+// its id and seq, not what it matches.
+func (c *call) routeView(r routing.Route) any {
+	if c.seesRoute(r) {
+		return r
+	}
+	return map[string]any{"id": r.ID, "seq": r.Seq}
 }

@@ -292,10 +292,35 @@ func TestRouteEdits(t *testing.T) {
 	if x.Folder != "acme" {
 		t.Errorf("explain: %+v", x)
 	}
+	redacted := 0
 	for _, rj := range x.Rejected {
-		if _, shown := rj.Route["match"]; shown && rj.Route["target"] != "acme" {
+		if _, shown := rj.Route["match"]; !shown {
+			redacted++
+		} else if rj.Route["target"] != "acme" {
 			t.Errorf("explain shows another group's route: %+v", rj)
 		}
+	}
+	if redacted == 0 { // root's web:root route is tried before acme's
+		t.Errorf("explain redacted no route of another group: %+v", x.Rejected)
+	}
+	// The winning route of another group is redacted too: acme owns web:acme
+	// (its mention route comes first), but plain messages go to root.
+	for _, r := range []map[string]any{
+		{"match": map[string]any{"chat_jid": "web:acme", "verb": "mention"}, "target": "acme", "seq": -20},
+		{"match": map[string]any{"chat_jid": "web:acme", "verb": "message"}, "target": "root", "seq": -10},
+	} {
+		if res := call(t, op, "add_route", r); res.IsError {
+			t.Fatal(res.Text)
+		}
+	}
+	var won struct {
+		Folder string         `json:"folder"`
+		Owner  string         `json:"owner"`
+		Route  map[string]any `json:"route"`
+	}
+	call(t, c, "explain_route", map[string]any{"chat_jid": "web:acme", "verb": "message"}).decode(t, &won)
+	if _, shown := won.Route["match"]; shown || won.Folder != "root" || won.Owner != "acme" {
+		t.Errorf("explain with another group's winning route: %+v", won)
 	}
 }
 
