@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"path/filepath"
 	"sync"
 
 	"switchboard/store"
@@ -62,11 +61,4 @@ func (g *Gateway) markReplied(folder, chat string) {
 			t.replied[chat] = true
 		}
 	}
-}
-
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }

@@ -111,19 +111,23 @@ func (o *outbox) sendDue(ctx context.Context) int {
 	}
 	n := 0
 	for _, it := range items {
+		// Claim only with a free sender in hand: a claimed row is
+		// "sending", and one a crash leaves so is never resent.
+		select {
+		case o.sem <- struct{}{}:
+		case <-ctx.Done():
+			return n
+		}
 		claimed, err := o.g.st.ClaimOutbox(ctx, it.ID)
 		if err != nil || !claimed {
+			<-o.sem
+			if err != nil && ctx.Err() == nil {
+				o.g.log.Error("claim outbox item", "jid", it.ChatJID, "outbox", it.ID, "err", err)
+			}
 			continue
 		}
 		n++
 		it.Attempts++
-		select {
-		case o.sem <- struct{}{}:
-		case <-ctx.Done():
-			// Not sent: put it back for the next start.
-			_ = o.g.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().UnixMilli(), "shutdown")
-			return n
-		}
 		o.wg.Add(1)
 		go func() {
 			defer o.wg.Done()

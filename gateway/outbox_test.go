@@ -142,3 +142,64 @@ func TestOutboxInterruptedSendNotResent(t *testing.T) {
 		t.Errorf("prompt lacks the notice:\n%s", p)
 	}
 }
+
+// blockingAdapter holds every Send until release is closed.
+type blockingAdapter struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingAdapter) Name() string { return "block" }
+
+func (b *blockingAdapter) Run(ctx context.Context, _ adapters.DeliverFunc) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (b *blockingAdapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+	b.entered <- struct{}{}
+	select {
+	case <-b.release:
+		return "", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// The outbox claims a row only when a sender is free to send it: a row
+// left "sending" by a crash is never resent, so claiming more than is being
+// sent would turn a crash into lost replies that were never tried.
+func TestOutboxClaimsOnlyWhatItSends(t *testing.T) {
+	ba := &blockingAdapter{entered: make(chan struct{}, 64), release: make(chan struct{})}
+	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"),
+		modify: func(o *Options) { o.Adapters = append(o.Adapters, ba) }})
+	const n = sendConcurrency + 4
+	for i := range n {
+		h.send(fmt.Sprintf("block:c/%d", i), fmt.Sprint("k", i), "hello", "")
+	}
+	for range sendConcurrency {
+		<-ba.entered
+	}
+	sending := func() int {
+		var c int
+		if err := h.st.Read().QueryRow(`SELECT count(*) FROM outbox WHERE status = 'sending'`).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// Every sender is busy; give the loop time to (wrongly) claim more.
+	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if c := sending(); c > sendConcurrency {
+			t.Fatalf("%d rows claimed with %d senders busy", c, sendConcurrency)
+		}
+	}
+	close(ba.release)
+	eventually(t, 10*time.Second, "every item sent", func() bool {
+		for i := range n {
+			if h.outboxItem(fmt.Sprint("k", i)).Status != "sent" {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -584,3 +584,82 @@ func TestMessagesWhileWaitingForSlotJoinTheTurn(t *testing.T) {
 		t.Fatalf("f2's turn had %s messages; want all 5 that arrived while it waited for the slot", got)
 	}
 }
+
+// The bot's own message echoed back by the platform is stored but never
+// triggers a turn, not even as a mention on a trigger route.
+func TestBotEchoStoredWithoutTurn(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	ctx := context.Background()
+	if _, err := h.g.Deliver(ctx, adapters.Inbound{Chat: testChat, ID: "echo1", Sender: "test:user/bot",
+		Text: "my own reply", Verb: adapters.VerbMention, FromBot: true}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := h.st.MessageByID(ctx, testChat, "echo1")
+	if err != nil || !m.FromBot {
+		t.Fatalf("echo stored as %+v, %v; want a bot message", m, err)
+	}
+	if p := h.pending(); len(p) != 0 {
+		t.Fatalf("the echo queued a turn for %v", p)
+	}
+	if h.g.Unrouted() != 0 {
+		t.Errorf("the echo was counted as unrouted")
+	}
+	// The next user message runs alone: the echo is not part of its batch.
+	h.post(testChat, "m1", "hello")
+	h.waitSent(testChat, 1)
+	if ps := rec.prompts(t); len(ps) != 1 || strings.Contains(ps[0], "echo1") {
+		t.Fatalf("prompts %q; want one turn without the echo", ps)
+	}
+}
+
+// A message in a thread or forum topic is answered in that topic: the turn
+// sees the topic (env and prompt) and its reply carries it.
+func TestReplyGoesToTheTopic(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: "t1", Sender: "test:user/ann",
+		Text: "in the thread", Topic: "thread-9", Verb: adapters.VerbMention}); err != nil {
+		t.Fatal(err)
+	}
+	sent := h.waitSent(testChat, 1)
+	if sent[0].Topic != "thread-9" || sent[0].ReplyTo != "t1" {
+		t.Fatalf("reply sent with topic %q reply_to %q; want thread-9, t1", sent[0].Topic, sent[0].ReplyTo)
+	}
+	if got := rec.env(t, 1)["SWITCHBOARD_TOPIC"]; got != "thread-9" {
+		t.Errorf("SWITCHBOARD_TOPIC = %q", got)
+	}
+	if p := rec.prompts(t)[0]; !strings.Contains(p, `<turn folder="main" tier="1" chat="`+testChat+`" topic="thread-9"`) {
+		t.Errorf("prompt header lacks the topic:\n%s", p)
+	}
+}
+
+// A mention engages the folder too: with a mention-only trigger route and an
+// observe route behind it, follow-ups in that chat/topic trigger even when
+// the bot said nothing (output: none).
+func TestMentionEngagesFolder(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.Agent.Output = "none" },
+		routes: []routing.Route{
+			{Match: map[string]string{"platform": "test", "verb": "mention"}, Target: "main"},
+			{Match: map[string]string{"platform": "test"}, Target: "main", Mode: routing.Observe},
+		}})
+	deliver := func(id, topic, verb string) {
+		t.Helper()
+		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: id, Sender: "test:user/ann",
+			Text: id, Topic: topic, Verb: verb}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver("other", "t2", adapters.VerbMessage) // not engaged: observed only
+	if p := h.pending(); len(p) != 0 {
+		t.Fatalf("a plain message on an observe route queued a turn: %v", p)
+	}
+	deliver("m1", "t1", adapters.VerbMention)
+	eventually(t, 10*time.Second, "the mention's turn", func() bool { return len(rec.prompts(t)) == 1 })
+	deliver("f1", "t1", adapters.VerbMessage)
+	eventually(t, 10*time.Second, "the follow-up's turn", func() bool { return len(rec.prompts(t)) == 2 })
+	if p := rec.prompts(t)[1]; !strings.Contains(p, `id="f1"`) || !strings.Contains(p, `trigger="message"`) {
+		t.Fatalf("second turn:\n%s", p)
+	}
+}
