@@ -98,11 +98,22 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", "data directory (overrides data_dir in the config)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(a.groupCommand(), a.routeCommand(), a.grantsCommand(), a.versionCommand())
-	for _, extra := range a.extraCommands() {
-		root.AddCommand(extra)
+	root.AddCommand(a.runCommand(), a.groupCommand(), a.routeCommand(), a.grantsCommand(), a.taskCommand(),
+		a.sendCommand(), a.injectCommand(), a.messagesCommand(), a.mcpBridgeCommand(), a.demoAgentCommand(), a.versionCommand())
+	for _, c := range root.Commands() {
+		if c.HasSubCommands() {
+			requireSubcommand(c)
+		}
 	}
 	return root
+}
+
+// requireSubcommand makes "switchboard group frobnicate" a usage error (exit 2)
+// instead of cobra's default of printing help and exiting 0; the bare command
+// still prints its help.
+func requireSubcommand(c *cobra.Command) {
+	c.Args = cobra.NoArgs
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 // load reads the config once and applies --data-dir.

@@ -114,6 +114,8 @@ func TestRouteAddListExplain(t *testing.T) {
 		{"route", "add", "--target", "main", "platform"},              // not KEY=GLOB
 		{"route", "rm", "abc"},
 		{"route", "explain", "not a jid"},
+		{"route", "explain", "web:ops", "--verb", "shout"},
+		{"route", "explain", "web:ops", "--sender", "ann"},
 	} {
 		if _, _, err := sb(t, dir, bad...); !isUsage(err) {
 			t.Errorf("%v: want usage error, got %v", bad, err)
@@ -187,6 +189,14 @@ func TestUsageAndDataDirErrors(t *testing.T) {
 	}
 	if _, _, err := sb(t, dir, "group", "list", "--nope"); !isUsage(err) {
 		t.Errorf("unknown flag: %v", err)
+	}
+	for _, parent := range []string{"group", "route", "grants", "task", "messages"} {
+		if _, _, err := sb(t, dir, parent, "frobnicate"); !isUsage(err) || !strings.Contains(err.Error(), `unknown command "frobnicate"`) {
+			t.Errorf("%s frobnicate: want a usage error, got %v", parent, err)
+		}
+		if out, _, err := sb(t, dir, parent); err != nil || !strings.Contains(out, "Available Commands") {
+			t.Errorf("bare %s: want its help, got %v %q", parent, err, out)
+		}
 	}
 	missing := filepath.Join(t.TempDir(), "no", "such", "dir")
 	if _, _, err := sb(t, missing, "group", "list"); err == nil || !strings.Contains(err.Error(), "does not exist") {

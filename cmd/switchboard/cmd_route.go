@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -177,9 +176,9 @@ func (a *app) routeList(cmd *cobra.Command) error {
 }
 
 func (a *app) routeRemove(cmd *cobra.Command, arg string) error {
-	id, err := strconv.ParseInt(arg, 10, 64)
-	if err != nil || id <= 0 {
-		return usagef("route id %q: want a positive number (see switchboard route list)", arg)
+	id, err := parseID("route", arg)
+	if err != nil {
+		return err
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
@@ -199,6 +198,14 @@ func (a *app) routeRemove(cmd *cobra.Command, arg string) error {
 func (a *app) routeExplain(cmd *cobra.Command, m routing.Message) error {
 	if _, err := adapters.ParseJID(m.ChatJID); err != nil {
 		return usageError{err}
+	}
+	if m.Sender != "" {
+		if _, err := adapters.ParseJID(m.Sender); err != nil {
+			return usagef("--sender: %w", err)
+		}
+	}
+	if m.Verb != adapters.VerbMessage && m.Verb != adapters.VerbMention {
+		return usagef("--verb %q: want %s or %s", m.Verb, adapters.VerbMessage, adapters.VerbMention)
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,7 +68,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		<-ctx.Done()
 		a.log.Info("shutting down; press Ctrl-C again to exit at once")
 		second := make(chan os.Signal, 1)
-		notifyInterrupt(second)
+		signal.Notify(second, os.Interrupt, syscall.SIGTERM)
 		<-second
 		a.log.Warn("second interrupt: exiting now")
 		os.Exit(1)

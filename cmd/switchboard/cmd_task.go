@@ -76,7 +76,7 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 			return fmt.Errorf("task add: %w", err)
 		}
 		return a.emit(taskJSON(t), func(w io.Writer) {
-			fmt.Fprintf(w, "added task %d: %s in %s, next run %s\n", t.ID, t.Spec, t.Timezone, inZone(t.Next, t.Timezone))
+			fmt.Fprintf(w, "added task %d: %s in %s, next run %s\n", t.ID, t.Spec, t.Timezone, inZone(nextRun(t), t.Timezone))
 		})
 	})
 }
@@ -91,11 +91,20 @@ func inZone(t time.Time, tz string) string {
 	return t.Format("2006-01-02 15:04:05 MST")
 }
 
+// nextRun is when t fires next: never once it is cancelled or completed,
+// whatever slot the store still holds.
+func nextRun(t scheduler.Task) time.Time {
+	if t.Status == scheduler.StatusCancelled || t.Status == scheduler.StatusCompleted {
+		return time.Time{}
+	}
+	return t.Next
+}
+
 func taskJSON(t scheduler.Task) map[string]any {
 	out := map[string]any{"id": t.ID, "folder": t.Folder, "chat_jid": t.ChatJID, "prompt": t.Prompt, "schedule": t.Spec,
 		"kind": t.Kind, "timezone": t.Timezone, "context_mode": t.Context, "missed": t.Missed, "status": t.Status, "next_run": nil}
-	if !t.Next.IsZero() {
-		out["next_run"] = t.Next.Format(time.RFC3339)
+	if next := nextRun(t); !next.IsZero() {
+		out["next_run"] = next.Format(time.RFC3339)
 	}
 	return out
 }
@@ -114,16 +123,17 @@ func (a *app) taskList(cmd *cobra.Command) error {
 		return a.emit(rows, func(w io.Writer) {
 			fmt.Fprintln(w, "ID\tSTATUS\tFOLDER\tCHAT\tSCHEDULE\tZONE\tNEXT RUN\tPROMPT")
 			for _, t := range tasks {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Folder, t.ChatJID, t.Spec, t.Timezone, inZone(t.Next, t.Timezone), firstLine(t.Prompt))
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Folder, t.ChatJID, t.Spec, t.Timezone, inZone(nextRun(t), t.Timezone), firstLine(t.Prompt))
 			}
 		})
 	})
 }
 
-func parseTaskID(arg string) (int64, error) {
+// parseID reads the ID argument of a route or task command.
+func parseID(kind, arg string) (int64, error) {
 	id, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, usagef("task id %q: want a positive number (see switchboard task list)", arg)
+		return 0, usagef("%s id %q: want a positive number (see switchboard %s list)", kind, arg, kind)
 	}
 	return id, nil
 }
@@ -134,7 +144,7 @@ func (a *app) taskStatusCommand(verb, status string) *cobra.Command {
 			"cancel": "Cancel a task for good"}[verb],
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseTaskID(args[0])
+			id, err := parseID("task", args[0])
 			if err != nil {
 				return err
 			}
@@ -148,7 +158,7 @@ func (a *app) taskStatusCommand(verb, status string) *cobra.Command {
 					return fmt.Errorf("task %s: %w", verb, err)
 				}
 				return a.emit(taskJSON(t), func(w io.Writer) {
-					fmt.Fprintf(w, "task %d is %s; next run %s\n", t.ID, t.Status, inZone(t.Next, t.Timezone))
+					fmt.Fprintf(w, "task %d is %s; next run %s\n", t.ID, t.Status, inZone(nextRun(t), t.Timezone))
 				})
 			})
 		},
@@ -160,13 +170,16 @@ func (a *app) taskRunsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "runs ID", Short: "Show a task's run history, newest first", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseTaskID(args[0])
+			id, err := parseID("task", args[0])
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
 				t, err := st.Task(ctx, id)
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("task runs %d: no such task (see switchboard task list)", id)
+				}
 				if err != nil {
 					return fmt.Errorf("task runs %d: %w", id, err)
 				}
@@ -202,6 +215,9 @@ func (a *app) taskPreviewCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := a.load(); err != nil {
 				return err
+			}
+			if count < 1 || count > 100 {
+				return usagef("--count %d: want 1 to 100", count)
 			}
 			if tz == "" {
 				tz = a.cfg.Timezone

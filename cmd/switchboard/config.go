@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,7 +137,7 @@ func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
 	}
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
-		if err := expandEnv(root, getenv); err != nil {
+		if err := expandEnv("", root, getenv); err != nil {
 			return cfg, err
 		}
 		// Lists in the file replace the defaults rather than append to them.
@@ -159,7 +160,9 @@ func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
-func expandEnv(n *yaml.Node, getenv func(string) string) error {
+// expandEnv replaces variable references in every scalar under n; path is
+// n's key path, so that a malformed reference names its key.
+func expandEnv(path string, n *yaml.Node, getenv func(string) string) error {
 	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
 			m := envRef.FindStringSubmatch(ref)
@@ -169,11 +172,21 @@ func expandEnv(n *yaml.Node, getenv func(string) string) error {
 			return m[3]
 		})
 		if strings.Contains(n.Value, "${") {
-			return fmt.Errorf("line %d: malformed variable reference %q; write ${NAME} or ${NAME:-default}", n.Line, n.Value)
+			return fmt.Errorf("%s: malformed variable reference %q (line %d); write ${NAME} or ${NAME:-default}", orRoot(path), n.Value, n.Line)
 		}
 	}
-	for _, c := range n.Content {
-		if err := expandEnv(c, getenv); err != nil {
+	for i, c := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if n.Kind == yaml.MappingNode {
+			if i%2 == 0 {
+				continue // keys are not expanded
+			}
+			p = n.Content[i-1].Value
+			if path != "" {
+				p = path + "." + p
+			}
+		}
+		if err := expandEnv(p, c, getenv); err != nil {
 			return err
 		}
 	}
@@ -292,10 +305,10 @@ func (c *Config) Validate() error {
 	if _, err := time.LoadLocation(c.Timezone); err != nil || c.Timezone == "" || strings.EqualFold(c.Timezone, "local") {
 		bad("timezone", "%q is not an IANA time zone such as UTC or Europe/Berlin", c.Timezone)
 	}
-	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
 		bad("log.level", "%q: want debug, info, warn or error", c.Log.Level)
 	}
-	if !oneOf(c.Log.Format, "text", "json") {
+	if !slices.Contains([]string{"text", "json"}, c.Log.Format) {
 		bad("log.format", "%q: want text or json", c.Log.Format)
 	}
 	c.validateAgent(bad)
@@ -325,7 +338,7 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 	if len(c.Agent.Command) == 0 || strings.TrimSpace(c.Agent.Command[0]) == "" {
 		bad("agent.command", "must name a program, e.g. [\"switchboard\", \"demo-agent\"]")
 	}
-	if !oneOf(c.Agent.Output, "text", "claude-json", "none") {
+	if !slices.Contains([]string{"text", "claude-json", "none"}, c.Agent.Output) {
 		bad("agent.output", "%q: want text, claude-json or none", c.Agent.Output)
 	}
 	if c.Agent.Timeout <= 0 {
@@ -349,7 +362,7 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 	if a.Discord.Enabled && a.Discord.Token == "" {
 		bad("adapters.discord.token", "empty; set DISCORD_BOT_TOKEN or disable the adapter")
 	}
-	if !oneOf(a.Slack.Mode, "socket", "events") {
+	if !slices.Contains([]string{"socket", "events"}, a.Slack.Mode) {
 		bad("adapters.slack.mode", "%q: want socket or events", a.Slack.Mode)
 	}
 	if a.Slack.Enabled {
@@ -368,15 +381,6 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 // Route converts a seed into a routing.Route.
 func (r RouteSeed) Route() routing.Route {
 	return routing.Route{Seq: r.Seq, Match: r.Match, Target: r.Target, Mode: routing.Mode(r.Mode)}.Normalize()
-}
-
-func oneOf(s string, opts ...string) bool {
-	for _, o := range opts {
-		if s == o {
-			return true
-		}
-	}
-	return false
 }
 
 // loadConfig reads path; when path is "" it tries ./switchboard.yaml and

@@ -71,7 +71,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad log level", "log: {level: loud}", "log.level:"},
 		{"not a mapping", "agent: 5", "agent: want a mapping"},
 		{"yaml syntax", "agent: [", "parse yaml"},
-		{"malformed var", "data_dir: ${FOO", "malformed variable"},
+		{"malformed var", "data_dir: ${FOO", "data_dir: malformed variable"},
+		{"malformed nested var", "adapters: {web: {listen: '${X'}}", "adapters.web.listen: malformed variable"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

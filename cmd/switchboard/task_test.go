@@ -64,15 +64,19 @@ func TestTaskCommands(t *testing.T) {
 	if out := mustSB(t, dir, "task", "resume", id); !strings.Contains(out, "is active") {
 		t.Errorf("resume: %q", out)
 	}
-	mustSB(t, dir, "task", "cancel", id)
+	if out := mustSB(t, dir, "task", "cancel", id); !strings.Contains(out, "next run none") {
+		t.Errorf("a cancelled task should have no next run: %q", out)
+	}
 	if _, _, err := sb(t, dir, "task", "resume", id); err == nil || !strings.Contains(err.Error(), "cancelled") {
 		t.Errorf("resume after cancel: %v", err)
 	}
-	if _, _, err := sb(t, dir, "task", "pause", "42"); err == nil || !strings.Contains(err.Error(), "no such task") {
-		t.Errorf("pause missing: %v", err)
+	for _, verb := range []string{"pause", "runs"} {
+		if _, _, err := sb(t, dir, "task", verb, "42"); err == nil || !strings.Contains(err.Error(), "no such task") {
+			t.Errorf("%s missing: %v", verb, err)
+		}
 	}
 	var list []map[string]any
-	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "task", "list")), &list); err != nil || len(list) != 1 || list[0]["status"] != "cancelled" {
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "task", "list")), &list); err != nil || len(list) != 1 || list[0]["status"] != "cancelled" || list[0]["next_run"] != nil {
 		t.Errorf("list: %v %v", list, err)
 	}
 	if out := mustSB(t, dir, "task", "runs", id); !strings.Contains(out, "RUN") {
@@ -94,7 +98,9 @@ func TestTaskPreviewAcrossDST(t *testing.T) {
 			t.Errorf("slot %s is not 09:00 in London", ts.In(london))
 		}
 	}
-	if _, _, err := sb(t, dir, "task", "preview", "nonsense"); !isUsage(err) {
-		t.Errorf("bad spec: %v", err)
+	for _, bad := range [][]string{{"nonsense"}, {"@daily", "--count", "0"}, {"@daily", "--count", "101"}} {
+		if _, _, err := sb(t, dir, append([]string{"task", "preview"}, bad...)...); !isUsage(err) {
+			t.Errorf("preview %v: want a usage error, got %v", bad, err)
+		}
 	}
 }
