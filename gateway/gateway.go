@@ -142,6 +142,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	intakeCtx, stopIntake := context.WithCancel(ctx)
 	defer stopIntake()
 
+	// The scheduler starts before intake so that a failure here returns
+	// with no adapter running (and no port held).
+	if err := g.startScheduler(intakeCtx); err != nil {
+		return err
+	}
 	errc := make(chan error, len(g.adapters))
 	var intake sync.WaitGroup
 	for name, a := range g.adapters {
@@ -152,9 +157,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 				errc <- fmt.Errorf("adapter %s: %w", name, err)
 			}
 		}()
-	}
-	if err := g.startScheduler(intakeCtx); err != nil {
-		return err
 	}
 	var bg sync.WaitGroup
 	bg.Add(2)

@@ -92,8 +92,9 @@ type engagement struct {
 // engagements remember, per chat and topic, which folder the bot spoke for
 // recently, so follow-ups without a mention reach it.
 type engagements struct {
-	mu sync.Mutex
-	m  map[engageKey]engagement
+	mu     sync.Mutex
+	m      map[engageKey]engagement
+	pruned time.Time
 }
 
 func (e *engagements) start(chat, topic, folder string, ttl time.Duration) {
@@ -102,8 +103,10 @@ func (e *engagements) start(chat, topic, folder string, ttl time.Duration) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.m) > 100_000 { // bound memory: drop expired entries
-		now := time.Now()
+	// Bound memory: drop expired entries, at most once a minute so that a
+	// map full of live engagements is not rescanned on every start.
+	if now := time.Now(); len(e.m) > 10_000 && now.Sub(e.pruned) > time.Minute {
+		e.pruned = now
 		for k, v := range e.m {
 			if now.After(v.until) {
 				delete(e.m, k)

@@ -663,3 +663,19 @@ func TestMentionEngagesFolder(t *testing.T) {
 		t.Fatalf("second turn:\n%s", p)
 	}
 }
+
+// A failing scheduled turn tells its chat too (CONTRACT §8: the chat gets a
+// notice), although the turn answers no message of the chat.
+func TestFailedTaskTurnNotifiesChat(t *testing.T) {
+	agent := agentScript(t, `cat >/dev/null; echo boom >&2; exit 3`)
+	h := newHarness(t, harnessConfig{agent: agent})
+	if _, err := h.st.Enqueue(context.Background(), store.WorkItem{Folder: "main", ChatJID: testChat, Mode: "trigger",
+		Trigger: TriggerTask, Prompt: "nightly report", TaskID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	h.g.queue.kick("main")
+	sent := h.waitSent(testChat, 2)
+	if !strings.Contains(sent[0].Text, "the agent crashed") || !strings.Contains(sent[1].Text, "after 3 attempts") {
+		t.Errorf("notices %q, %q; want a retry notice and a final one", sent[0].Text, sent[1].Text)
+	}
+}

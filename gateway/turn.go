@@ -111,7 +111,7 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	case g.notices.allow(b.ChatJID):
 		text = fmt.Sprintf("Sorry, something went wrong (%s). Retrying.", shortReason(res, err))
 	}
-	if text != "" && len(b.Messages) > 0 {
+	if text != "" {
 		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: "notice", Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Text: text})
 	}
 	var delay time.Duration
@@ -175,9 +175,10 @@ func taskID(id int64) string {
 
 // noticeLimiter allows one failure notice per chat per interval.
 type noticeLimiter struct {
-	mu    sync.Mutex
-	last  map[string]time.Time
-	every time.Duration
+	mu     sync.Mutex
+	last   map[string]time.Time
+	every  time.Duration
+	pruned time.Time
 }
 
 func (n *noticeLimiter) allow(chat string) bool {
@@ -186,6 +187,14 @@ func (n *noticeLimiter) allow(chat string) bool {
 	now := time.Now()
 	if t, ok := n.last[chat]; ok && now.Sub(t) < n.every {
 		return false
+	}
+	if now.Sub(n.pruned) > n.every { // forget chats whose window has passed
+		n.pruned = now
+		for c, t := range n.last {
+			if now.Sub(t) >= n.every {
+				delete(n.last, c)
+			}
+		}
 	}
 	n.last[chat] = now
 	return true

@@ -109,6 +109,7 @@ func TestRouteAddListExplain(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"route", "add", "platform=web"},                              // no target
+		{"route", "add", "--target", "main"},                          // no match: not a silent catch-all
 		{"route", "add", "--target", "main", "planet=mars"},           // unknown key
 		{"route", "add", "--target", "main", "--mode", "loud", "a=b"}, // bad mode / key
 		{"route", "add", "--target", "main", "platform"},              // not KEY=GLOB

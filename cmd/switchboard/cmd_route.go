@@ -67,6 +67,9 @@ mode trigger runs a turn; observe stores the message as context only.`,
 
 // parseMatch turns KEY=GLOB arguments into a match map.
 func parseMatch(args []string) (map[string]string, error) {
+	if len(args) == 0 {
+		return nil, usagef("give at least one KEY=GLOB (KEY one of %s); for a catch-all write platform=*", strings.Join(routing.MatchKeys, ", "))
+	}
 	m := map[string]string{}
 	for _, arg := range args {
 		k, v, ok := strings.Cut(arg, "=")
