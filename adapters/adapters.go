@@ -1,13 +1,18 @@
 // Package adapters defines what a chat platform looks like to the gateway: the
-// JID type, the normalized Inbound message, the Outbound request, the small
-// Adapter interface every platform implements, and optional capability
-// interfaces (edit, delete, react, pin, files, history, typing) discovered by
-// type assertion. It is a leaf: platform packages import it, never the reverse.
+// JID type, the normalized Inbound event, the Outbound request, the small
+// Adapter interface every platform implements, the Host a running adapter
+// talks back to, and optional capability interfaces (edit, delete, react,
+// pin, files, downloads, history, typing, identity, limits) discovered by type
+// assertion. It is a leaf: platform packages import it, never the reverse.
+//
+// docs/adapters.md says how to add a platform and what each capability
+// promises.
 package adapters
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
@@ -67,20 +72,45 @@ const (
 	VerbMention = "mention"
 )
 
-// Attachment is a file that came with a message.
+// Kind is what an Inbound event does to the store.
+type Kind string
+
+const (
+	// KindMessage is a new message (the zero Kind means KindMessage). It is
+	// stored once per (Chat, ID) and may start a turn.
+	KindMessage Kind = "message"
+	// KindEdit replaces the text (and attachments) of the stored message
+	// (Chat, ID); it never starts a turn. An edit of a message that was
+	// never stored is stored as a message that starts no turn.
+	KindEdit Kind = "edit"
+	// KindDelete marks the stored message (Chat, ID) deleted; it never
+	// starts a turn. Only Chat, ID and Time are read.
+	KindDelete Kind = "delete"
+	// KindReaction records Sender's Reaction on the message (Chat, ID), or
+	// removes it when ReactionRemoved. It never starts a turn; a reaction to
+	// one of the bot's messages shows in the owning folder's next prompt.
+	KindReaction Kind = "reaction"
+)
+
+// Attachment is a file that came with a message. Ref is opaque to everything
+// but the adapter that minted it (a file id, a path without credentials); it
+// never holds a token or a URL that grants access by itself. The adapter's
+// Downloader fetches it.
 type Attachment struct {
 	Name string `json:"name,omitempty"`
 	MIME string `json:"mime,omitempty"`
-	URL  string `json:"url,omitempty"`
-	Size int64  `json:"size,omitempty"`
+	Size int64  `json:"size,omitempty"` // bytes; 0 when the platform does not say
+	Ref  string `json:"ref,omitempty"`
 }
 
-// Inbound is one normalized chat message as an adapter hands it to the gateway.
-// Its identity is (Chat, ID): platform ids are unique per chat only.
+// Inbound is one normalized event as an adapter hands it to the gateway: a
+// new message, an edit, a delete or a reaction. Its target's identity is
+// (Chat, ID): platform ids are unique per chat only.
 type Inbound struct {
+	Kind        Kind // "" is KindMessage
 	Chat        JID
 	ChatName    string // human name of the chat, if known
-	ID          string // platform message id
+	ID          string // platform message id (of the message edited, deleted or reacted to, for those kinds)
 	Sender      JID
 	SenderName  string
 	Text        string
@@ -89,21 +119,75 @@ type Inbound struct {
 	ReplyTo     string // platform id of the message this one replies to
 	Verb        string // VerbMessage or VerbMention
 	FromBot     bool   // the bot's own message echoed back: stored, never triggers
+	OtherBot    bool   // sent by another bot or a webhook: stored and marked, never triggers
 	Attachments []Attachment
+
+	Reaction        string // KindReaction: the emoji (unicode, or a custom emoji's name)
+	ReactionRemoved bool   // KindReaction: the reaction was taken back
+
+	// Backfilled marks a message fetched from the platform's history after
+	// downtime rather than received live: it triggers a turn only when it is
+	// younger than BackfillTriggerAge, else it is stored as context.
+	Backfilled bool
 }
 
-// DeliverFunc hands an inbound message to the gateway. It returns once the
-// message is durably stored, with its store sequence number (a duplicate of a
-// stored message returns the original's), or an error if it could not be
-// stored; an adapter acknowledges the platform (commits an offset, answers
-// 200) only after a nil error. It may block briefly under back-pressure and
+// BackfillTriggerAge: backfilled messages older than this do not trigger.
+const BackfillTriggerAge = 10 * time.Minute
+
+// DeliverFunc hands an inbound event to the gateway. It returns once the
+// event is durably stored, with the store sequence number of the message it
+// concerns (a duplicate of a stored message returns the original's; a delete
+// or reaction of an unknown message returns 0), or an error if it could not
+// be stored; an adapter acknowledges the platform (commits an offset, answers
+// 200, acks an envelope) only after a nil error. An error wrapping
+// ErrBadMessage means the event is garbage and will never be stored: log it
+// and acknowledge anyway. It may block briefly under back-pressure and
 // honours ctx.
 type DeliverFunc func(ctx context.Context, m Inbound) (seq int64, err error)
+
+// State is an adapter's connection state as shown by `switchboard status`
+// and /readyz.
+type State string
+
+const (
+	StateConnecting State = "connecting"
+	StateConnected  State = "connected"
+	StateBackingOff State = "backing_off" // lost the connection; waiting to reconnect
+	StateFailed     State = "failed"      // will not reconnect on its own (bad token); Run returned
+)
+
+// ChatCursor is the newest stored message of a chat, where backfill starts.
+type ChatCursor struct {
+	Chat   JID
+	LastID string    // platform id of the newest stored message; "" when none
+	Last   time.Time // its time; zero when none
+}
+
+// Host is what the gateway gives a running adapter. Its methods are safe for
+// concurrent use.
+type Host interface {
+	// Deliver is the DeliverFunc.
+	Deliver(ctx context.Context, m Inbound) (seq int64, err error)
+	// SetState reports a connection change; err is the reason for
+	// StateBackingOff and StateFailed (nil otherwise). It never blocks.
+	SetState(s State, err error)
+	// Value reads a small value the adapter persisted under key (an update
+	// offset, a seen event id); ok is false when there is none or it expired.
+	Value(ctx context.Context, key string) (value string, ok bool, err error)
+	// SetValue persists value under key, in this adapter's own namespace,
+	// for ttl (0: until overwritten). Commit an offset only after the
+	// events before it were delivered.
+	SetValue(ctx context.Context, key, value string, ttl time.Duration) error
+	// RoutedChats lists this adapter's chats that a route owns, with their
+	// newest stored message: what backfill after downtime walks.
+	RoutedChats(ctx context.Context) ([]ChatCursor, error)
+}
 
 // Stored is a message as the store holds it: the inbound fields plus its
 // sequence number. The bot's own messages have FromBot set.
 type Stored struct {
-	Seq int64
+	Seq     int64
+	Deleted bool
 	Inbound
 }
 
@@ -114,63 +198,149 @@ type Watcher interface {
 	Stored(chat JID, seq int64)
 }
 
-// Outbound is a message the gateway asks an adapter to post.
+// Outbound is a message the gateway asks an adapter to post. Text is
+// Markdown, already split to fit Limits.MaxText: the adapter renders it to
+// its platform's format and, when the platform refuses the formatting, sends
+// it again as plain text (markdown.Plain) rather than failing.
 type Outbound struct {
 	Chat    JID
 	Text    string
 	Topic   string // post into this thread / forum topic
 	ReplyTo string // platform id to reply to, if the platform threads replies
-	// Key is an idempotency key unique per reply; adapters that can pass it
-	// to the platform (nonce, client id) should.
+	// Key is an idempotency key unique per message part; adapters that can
+	// pass it to the platform (nonce, client id) should.
 	Key string
 }
 
+// MessageRef names a message the bot acts on. Topic is the stored message's
+// topic (a Discord thread's channel id, a Slack thread_ts), for platforms
+// that need it to address the message.
+type MessageRef struct {
+	Chat  JID
+	Topic string
+	ID    string
+}
+
 // Adapter is the small interface every platform implements.
+//
+// Errors of Send and of every capability method: a *RetryAfterError is a
+// rate limit (the gateway pauses all of this adapter's sends for its Wait);
+// an error wrapping ErrPermanent will never succeed (bot kicked, chat not
+// found) and is fed back to the folder; ErrUnsupported, wrapped with the
+// platform name, means the platform lacks the verb; anything else is
+// transient and retried with backoff.
 type Adapter interface {
 	// Name is the platform name used in JIDs ("web", "telegram").
 	Name() string
-	// Run receives messages until ctx is cancelled, calling deliver for each;
-	// it reconnects on its own and returns nil on cancellation or an error it
-	// cannot recover from (bad token).
-	Run(ctx context.Context, deliver DeliverFunc) error
-	// Send posts a message and returns its platform id. It blocks until the
-	// platform answered. Errors: a *RetryAfterError or any other error is
-	// transient (retried later) unless it wraps ErrPermanent.
+	// Run connects and receives events until ctx is cancelled, handing
+	// each to host.Deliver and reporting its connection state through
+	// host.SetState. It reconnects on its own (with the SDK's backoff)
+	// and returns nil on cancellation. It returns an error only when it
+	// cannot go on: an error wrapping ErrBadToken at start is a start-up
+	// error; any other the gateway logs and restarts Run after a capped,
+	// jittered backoff.
+	Run(ctx context.Context, host Host) error
+	// Send posts one message part and returns its platform id. It blocks
+	// until the platform answered.
 	Send(ctx context.Context, m Outbound) (id string, err error)
 }
 
-// Editor edits a message the bot sent.
+// Identity is implemented by adapters that know their bot's own sender JID
+// once connected (for example telegram:user/<bot id>). The gateway stores the
+// bot's messages under it and treats inbound messages from it as the bot's
+// own echo. ok is false until known. It must not block.
+type Identity interface {
+	Self() (jid JID, ok bool)
+}
+
+// Format says how a platform renders message text.
+type Format string
+
+const (
+	FormatPlain    Format = "plain"    // no markup
+	FormatMarkdown Format = "markdown" // the platform renders Markdown itself (Discord, web)
+	FormatHTML     Format = "html"     // Telegram's HTML subset
+	FormatMrkdwn   Format = "mrkdwn"   // Slack
+)
+
+// Limits describe what one message may hold on a platform.
+type Limits struct {
+	// MaxText is the longest part, in UTF-16 code units of the Markdown
+	// source (the strictest of the platforms' measures); the gateway splits
+	// longer text with Split. 0: no limit.
+	MaxText int
+	// Format is what the adapter renders Markdown to (informational).
+	Format Format
+	// TypingEvery is how often a typing indicator must be repeated to stay
+	// visible while a turn runs (Telegram: 4s). 0: send it once.
+	TypingEvery time.Duration
+}
+
+// Limiter is implemented by adapters whose platform limits message length.
+type Limiter interface {
+	Limits() Limits
+}
+
+// Editor edits a message the bot sent; text is Markdown, rendered like Send.
 type Editor interface {
-	Edit(ctx context.Context, chat JID, id, text string) error
+	Edit(ctx context.Context, m MessageRef, text string) error
 }
 
 // Deleter deletes a message.
 type Deleter interface {
-	Delete(ctx context.Context, chat JID, id string) error
+	Delete(ctx context.Context, m MessageRef) error
 }
 
-// Reactor adds a reaction to a message.
+// Reactor adds a reaction to a message. An emoji the platform does not
+// accept is an error wrapping ErrPermanent that says which it accepts.
 type Reactor interface {
-	React(ctx context.Context, chat JID, id, reaction string) error
+	React(ctx context.Context, m MessageRef, reaction string) error
 }
 
 // Pinner pins and unpins messages.
 type Pinner interface {
-	Pin(ctx context.Context, chat JID, id string) error
-	Unpin(ctx context.Context, chat JID, id string) error
+	Pin(ctx context.Context, m MessageRef) error
+	Unpin(ctx context.Context, m MessageRef) error
 }
 
-// FileSender uploads a local file into a chat.
+// File is an open file to upload. Content is read once; the gateway opened it
+// inside the group folder (no path ever reaches the adapter) and closes it.
+type File struct {
+	Name    string // base name
+	MIME    string // sniffed or from the extension; may be ""
+	Size    int64
+	Content io.Reader
+}
+
+// FileSender uploads a file into a chat. m.Text is the caption (Markdown,
+// may be empty); m.Topic and m.ReplyTo place it like Send.
 type FileSender interface {
-	SendFile(ctx context.Context, chat JID, path, caption string) (id string, err error)
+	SendFile(ctx context.Context, m Outbound, f File) (id string, err error)
 }
 
-// HistoryFetcher reads recent messages from the platform itself.
+// Downloader fetches an attachment this adapter minted. The gateway reads at
+// most its size cap from the returned reader and closes it.
+type Downloader interface {
+	Download(ctx context.Context, a Attachment) (io.ReadCloser, error)
+}
+
+// HistoryQuery selects messages of one chat from the platform's history.
+type HistoryQuery struct {
+	Topic  string    // only this thread; "" for the chat's main timeline
+	Before string    // only messages older than this platform id; "" for the newest
+	After  string    // only messages newer than this platform id (backfill); "" for no bound
+	Since  time.Time // only messages at or after this time; zero for no bound
+	Limit  int       // at most this many (the adapter may cap it further)
+}
+
+// HistoryFetcher reads messages from the platform itself, oldest first. The
+// gateway stores what it returns (de-duplicated), so fetching fills gaps.
 type HistoryFetcher interface {
-	FetchHistory(ctx context.Context, chat JID, limit int) ([]Inbound, error)
+	FetchHistory(ctx context.Context, chat JID, q HistoryQuery) ([]Inbound, error)
 }
 
-// Typer shows a typing indicator.
+// Typer shows a typing indicator in a chat (and topic) for a while; see
+// Limits.TypingEvery. Errors are logged and otherwise ignored.
 type Typer interface {
-	Typing(ctx context.Context, chat JID) error
+	Typing(ctx context.Context, chat JID, topic string) error
 }

@@ -9,11 +9,21 @@ import (
 var (
 	// ErrBadJID: a string is not a valid JID.
 	ErrBadJID = errors.New("invalid chat JID")
+	// ErrBadMessage: an inbound event failed validation and will never be
+	// stored (empty id, unparsable JID, oversized or invalid text).
+	ErrBadMessage = errors.New("invalid inbound message")
 	// ErrUnsupported: the platform has no such verb. Wrap it with the platform name.
 	ErrUnsupported = errors.New("not supported by this platform")
 	// ErrPermanent marks a delivery that will never succeed (bot kicked,
 	// channel archived, chat not found); the outbox stops retrying it.
 	ErrPermanent = errors.New("permanent delivery failure")
+	// ErrBadToken: the platform refused the adapter's credentials at start.
+	// Wrap it with the config key to fix (adapters.telegram.token).
+	ErrBadToken = errors.New("the platform refused the token")
+	// ErrFormat: the platform refused the message's formatting. Adapters
+	// resend as plain text themselves; this never reaches the gateway
+	// unless the plain text was refused too.
+	ErrFormat = errors.New("the platform refused the formatting")
 )
 
 // RetryAfterError is a rate limit: try again after Wait.

@@ -66,6 +66,7 @@ type Gateway struct {
 	engage  engagements
 	notices noticeLimiter
 	active  activeTurns
+	states  adapterStates // each adapter's connection state
 	queue   *queue
 	outbox  *outbox
 	commits committer // group commit of inbound messages
@@ -153,7 +154,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		intake.Add(1)
 		go func() {
 			defer intake.Done()
-			if err := a.Run(intakeCtx, g.Deliver); err != nil && intakeCtx.Err() == nil {
+			if err := a.Run(intakeCtx, adapterHost{g: g, name: name}); err != nil && intakeCtx.Err() == nil {
 				errc <- fmt.Errorf("adapter %s: %w", name, err)
 			}
 		}()

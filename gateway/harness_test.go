@@ -27,7 +27,7 @@ type fakeAdapter struct {
 	stopped chan struct{} // closed when Run returns (intake stopped)
 
 	mu       sync.Mutex
-	deliver  adapters.DeliverFunc
+	deliver  adapters.DeliverFunc // the host's Deliver
 	sent     []sentMsg
 	tries    []sentMsg // every Send call, successful or not
 	attempts map[string]int
@@ -47,7 +47,8 @@ func newFakeAdapter(name string) *fakeAdapter {
 
 func (f *fakeAdapter) Name() string { return f.name }
 
-func (f *fakeAdapter) Run(ctx context.Context, deliver adapters.DeliverFunc) error {
+func (f *fakeAdapter) Run(ctx context.Context, host adapters.Host) error {
+	deliver := host.Deliver
 	f.mu.Lock()
 	f.deliver = deliver
 	f.mu.Unlock()

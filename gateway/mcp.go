@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -152,30 +154,37 @@ func (b mcpBackend) Act(ctx context.Context, a ipc.Action) (string, error) {
 		return "", fmt.Errorf("%w: %s", ipc.ErrNoAdapter, chat.Platform())
 	}
 	unsupported := adapters.Unsupported(chat.Platform(), a.Verb)
+	ref := adapters.MessageRef{Chat: chat, ID: a.MessageID}
+	if a.MessageID != "" {
+		// Some platforms address a message in a thread through the thread.
+		if m, err := b.g.st.MessageByID(ctx, a.Chat, a.MessageID); err == nil {
+			ref.Topic = m.Topic
+		}
+	}
 	switch a.Verb {
 	case ipc.VerbEdit:
 		if e, ok := ad.(adapters.Editor); ok {
-			return "", e.Edit(ctx, chat, a.MessageID, a.Text)
+			return "", e.Edit(ctx, ref, a.Text)
 		}
 	case ipc.VerbDelete:
 		if d, ok := ad.(adapters.Deleter); ok {
-			return "", d.Delete(ctx, chat, a.MessageID)
+			return "", d.Delete(ctx, ref)
 		}
 	case ipc.VerbReact:
 		if r, ok := ad.(adapters.Reactor); ok {
-			return "", r.React(ctx, chat, a.MessageID, a.Reaction)
+			return "", r.React(ctx, ref, a.Reaction)
 		}
 	case ipc.VerbPin:
 		if p, ok := ad.(adapters.Pinner); ok {
-			return "", p.Pin(ctx, chat, a.MessageID)
+			return "", p.Pin(ctx, ref)
 		}
 	case ipc.VerbUnpin:
 		if p, ok := ad.(adapters.Pinner); ok {
-			return "", p.Unpin(ctx, chat, a.MessageID)
+			return "", p.Unpin(ctx, ref)
 		}
 	case ipc.VerbSendFile:
 		if f, ok := ad.(adapters.FileSender); ok {
-			return f.SendFile(ctx, chat, a.Path, a.Caption)
+			return sendFile(ctx, f, chat, a.Path, a.Caption)
 		}
 	default:
 		return "", fmt.Errorf("unknown action %q", a.Verb)
@@ -213,7 +222,7 @@ func (b mcpBackend) Thread(ctx context.Context, chat, topic string, limit int) (
 func (b mcpBackend) FetchHistory(ctx context.Context, chat string, limit int) ([]ipc.Message, string, error) {
 	jid := adapters.JID(chat)
 	if f, ok := b.g.adapters[jid.Platform()].(adapters.HistoryFetcher); ok {
-		in, err := f.FetchHistory(ctx, jid, limit)
+		in, err := f.FetchHistory(ctx, jid, adapters.HistoryQuery{Limit: limit})
 		if err == nil {
 			out := make([]ipc.Message, len(in))
 			for i, m := range in {
@@ -360,4 +369,23 @@ func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]ipc.
 			Started: time.UnixMilli(t.Started).UTC(), DurationMS: t.DurationMS, Status: t.Status, Error: t.Error, SessionID: t.SessionID}
 	}
 	return out, nil
+}
+
+// sendFile opens path (already checked to be inside the group folder) and
+// hands the open file to the adapter.
+func sendFile(ctx context.Context, f adapters.FileSender, chat adapters.JID, path, caption string) (string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	}
+	return f.SendFile(ctx, adapters.Outbound{Chat: chat, Text: caption, Key: newID("file-")},
+		adapters.File{Name: filepath.Base(path), Size: fi.Size(), Content: fh})
 }

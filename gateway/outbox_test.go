@@ -151,7 +151,7 @@ type blockingAdapter struct {
 
 func (b *blockingAdapter) Name() string { return "block" }
 
-func (b *blockingAdapter) Run(ctx context.Context, _ adapters.DeliverFunc) error {
+func (b *blockingAdapter) Run(ctx context.Context, _ adapters.Host) error {
 	<-ctx.Done()
 	return nil
 }

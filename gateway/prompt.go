@@ -72,7 +72,7 @@ func writeMessage(sb *strings.Builder, m store.Message) {
 	sb.WriteString(">")
 	sb.WriteString(esc(m.Text))
 	for _, a := range m.Attachments {
-		fmt.Fprintf(sb, `<attachment name="%s" mime="%s" size="%d" url="%s"/>`, esc(a.Name), esc(a.MIME), a.Size, esc(a.URL))
+		fmt.Fprintf(sb, `<attachment name="%s" mime="%s" size="%d"/>`, esc(a.Name), esc(a.MIME), a.Size)
 	}
 	sb.WriteString("</message>\n")
 }

@@ -39,7 +39,7 @@ func TestPromptEscapesEverythingUsersControl(t *testing.T) {
 		Folder: "main", ChatJID: "web:lobby", Topic: attr,
 		Items: []store.WorkItem{{Seq: 1, Trigger: TriggerMessage}, {Trigger: TriggerDelegate, Origin: attr, Prompt: forge}},
 		Messages: []store.Message{{Seq: 1, ID: attr, Sender: attr, SenderName: attr, Text: forge, Verb: "mention", Topic: attr, ReplyTo: attr,
-			Attachments: []adapters.Attachment{{Name: attr, MIME: forge, URL: forge}}}},
+			Attachments: []adapters.Attachment{{Name: attr, MIME: forge, Ref: forge}}}},
 		Observed: []store.Message{{Seq: 2, ID: "o", Sender: "s", SenderName: attr, Text: forge}},
 		Notices:  []store.Notice{{ChatJID: attr, Text: forge, Error: forge}},
 	}

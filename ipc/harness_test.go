@@ -331,7 +331,7 @@ func newFake(name string, caps bool) *fakeAdapter { return &fakeAdapter{name: na
 
 func (f *fakeAdapter) Name() string { return f.name }
 
-func (f *fakeAdapter) Run(ctx context.Context, _ adapters.DeliverFunc) error {
+func (f *fakeAdapter) Run(ctx context.Context, _ adapters.Host) error {
 	<-ctx.Done()
 	return nil
 }
@@ -384,24 +384,24 @@ func (f *fakeAdapter) actions() []string {
 // gateway's type assertions see them.
 type fullAdapter struct{ *fakeAdapter }
 
-func (f fullAdapter) Edit(_ context.Context, chat adapters.JID, id, text string) error {
-	return f.record("edit " + string(chat) + " " + id + " " + text)
+func (f fullAdapter) Edit(_ context.Context, m adapters.MessageRef, text string) error {
+	return f.record("edit " + string(m.Chat) + " " + m.ID + " " + text)
 }
-func (f fullAdapter) Delete(_ context.Context, chat adapters.JID, id string) error {
-	return f.record("delete " + string(chat) + " " + id)
+func (f fullAdapter) Delete(_ context.Context, m adapters.MessageRef) error {
+	return f.record("delete " + string(m.Chat) + " " + m.ID)
 }
-func (f fullAdapter) React(_ context.Context, chat adapters.JID, id, reaction string) error {
-	return f.record("react " + string(chat) + " " + id + " " + reaction)
+func (f fullAdapter) React(_ context.Context, m adapters.MessageRef, reaction string) error {
+	return f.record("react " + string(m.Chat) + " " + m.ID + " " + reaction)
 }
-func (f fullAdapter) Pin(_ context.Context, chat adapters.JID, id string) error {
-	return f.record("pin " + string(chat) + " " + id)
+func (f fullAdapter) Pin(_ context.Context, m adapters.MessageRef) error {
+	return f.record("pin " + string(m.Chat) + " " + m.ID)
 }
-func (f fullAdapter) Unpin(_ context.Context, chat adapters.JID, id string) error {
-	return f.record("unpin " + string(chat) + " " + id)
+func (f fullAdapter) Unpin(_ context.Context, m adapters.MessageRef) error {
+	return f.record("unpin " + string(m.Chat) + " " + m.ID)
 }
-func (f fullAdapter) SendFile(_ context.Context, chat adapters.JID, path, caption string) (string, error) {
-	return "file-1", f.record("file " + string(chat) + " " + path + " " + caption)
+func (f fullAdapter) SendFile(_ context.Context, m adapters.Outbound, file adapters.File) (string, error) {
+	return "file-1", f.record("file " + string(m.Chat) + " " + file.Name + " " + m.Text)
 }
-func (f fullAdapter) FetchHistory(_ context.Context, chat adapters.JID, limit int) ([]adapters.Inbound, error) {
+func (f fullAdapter) FetchHistory(_ context.Context, chat adapters.JID, _ adapters.HistoryQuery) ([]adapters.Inbound, error) {
 	return []adapters.Inbound{{Chat: chat, ID: "p1", Sender: "full:user/1", Text: "from the platform", Time: time.Unix(1, 0)}}, nil
 }

@@ -37,7 +37,7 @@ func TestInsertMessageRoundTrip(t *testing.T) {
 		Text: "hello there", Topic: "5", ReplyTo: "41", Verb: "mention", FromBot: true,
 		Time: 1_790_000_000_123,
 		Attachments: []adapters.Attachment{
-			{Name: "a.png", MIME: "image/png", URL: "https://x/a.png", Size: 1234},
+			{Name: "a.png", MIME: "image/png", Ref: "file-a", Size: 1234},
 			{Name: "b.txt"},
 		},
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
 )
 
 func decode[T any](t *testing.T, body string) T {
@@ -234,7 +235,7 @@ func TestRunPortTaken(t *testing.T) {
 	defer ln.Close()
 	addr := ln.Addr().String()
 	a := New(Options{Listen: addr, History: newFakeGateway()})
-	err = a.Run(t.Context(), newFakeGateway().deliver)
+	err = a.Run(t.Context(), &adaptertest.Host{DeliverFunc: newFakeGateway().deliver})
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "adapters.web.listen") {
 		t.Fatalf("run on a taken port: %v, want an error naming %s and adapters.web.listen", err, addr)
 	}
@@ -301,13 +302,13 @@ func TestRunLifecycle(t *testing.T) {
 	a := New(Options{Listen: "127.0.0.1:0", History: g})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := a.Run(ctx, g.deliver); err != nil {
+	if err := a.Run(ctx, &adaptertest.Host{DeliverFunc: g.deliver}); err != nil {
 		t.Errorf("run with a cancelled context: %v, want nil", err)
 	}
-	if err := a.Run(t.Context(), g.deliver); err == nil || !strings.Contains(err.Error(), "already") {
+	if err := a.Run(t.Context(), &adaptertest.Host{DeliverFunc: g.deliver}); err == nil || !strings.Contains(err.Error(), "already") {
 		t.Errorf("second run: %v, want an error", err)
 	}
-	if err := New(Options{Listen: "127.0.0.1:0"}).Run(t.Context(), g.deliver); err == nil || !strings.Contains(err.Error(), "history") {
+	if err := New(Options{Listen: "127.0.0.1:0"}).Run(t.Context(), &adaptertest.Host{DeliverFunc: g.deliver}); err == nil || !strings.Contains(err.Error(), "history") {
 		t.Errorf("run without history: %v, want an error", err)
 	}
 }

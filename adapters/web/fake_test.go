@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
 )
 
 // fakeGateway stands in for the gateway and its store: deliver assigns
@@ -135,7 +136,7 @@ func start(t *testing.T, tweak func(*Adapter)) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{a: a, g: g, cancel: cancel, done: make(chan error, 1),
 		client: &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}}
-	go func() { s.done <- a.Run(ctx, g.deliver) }()
+	go func() { s.done <- a.Run(ctx, &adaptertest.Host{DeliverFunc: g.deliver}) }()
 	select {
 	case <-a.Ready():
 	case err := <-s.done:

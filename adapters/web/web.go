@@ -119,14 +119,15 @@ func (a *Adapter) Addr() string { return a.addr.Load().(string) }
 func (a *Adapter) Ready() <-chan struct{} { return a.ready }
 
 // Run listens on the configured address and serves the chat page and API,
-// calling deliver for every posted message, until ctx is cancelled; then it
+// calling host.Deliver for every posted message, until ctx is cancelled; then it
 // ends the event streams, shuts the server down with a short deadline and
 // returns nil. It returns an error if it cannot listen (the address is in
 // use) or the server fails. An Adapter runs once.
-func (a *Adapter) Run(ctx context.Context, deliver adapters.DeliverFunc) error {
-	if deliver == nil {
-		return errors.New("web: run: nil deliver func")
+func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
+	if host == nil {
+		return errors.New("web: run: nil host")
 	}
+	deliver := host.Deliver
 	if a.history == nil {
 		return errors.New("web: run: no history configured")
 	}

@@ -1,0 +1,351 @@
+// Package markdown renders the Markdown that agents write into each chat
+// platform's own format. It parses with goldmark (CommonMark plus GitHub's
+// tables, strikethrough, autolinks and task lists) and renders from the AST
+// through a Style: one walker, a small table of markup per platform. There
+// are no regex converters here. Every Style's output keeps all of the text
+// the agent wrote; what a platform cannot show (tables, headings, images)
+// degrades to readable text.
+//
+// The package is a leaf beside adapters: platform adapters import it, and
+// the gateway never renders.
+package markdown
+
+import (
+	"bytes"
+	"html"
+	"strconv"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+// Style is the markup of one platform. Zero fields render as plain text.
+type Style struct {
+	// Escape escapes literal text (not code) for the platform.
+	Escape func(string) string
+	// EscapeCode escapes the text of code spans and blocks; nil: Escape.
+	EscapeCode func(string) string
+	// Bold, Italic, Strike and Code wrap inline spans: {open, close}.
+	Bold, Italic, Strike, Code [2]string
+	// Pre renders a code block from its info string and escaped code.
+	Pre func(lang, code string) string
+	// Link renders a link from its rendered label and raw URL.
+	Link func(label, url string) string
+	// Heading renders a heading's rendered text.
+	Heading func(text string) string
+	// Quote renders a block quote's rendered content.
+	Quote func(content string) string
+}
+
+var parser = goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
+
+// Render parses src as Markdown and renders it in style st.
+func Render(src string, st Style) string {
+	source := []byte(src)
+	doc := parser.Parse(text.NewReader(source))
+	r := renderer{src: source, st: st}
+	r.blocks(doc, "")
+	return strings.TrimRight(r.out.String(), "\n")
+}
+
+type renderer struct {
+	src []byte
+	st  Style
+	out bytes.Buffer
+}
+
+func (r *renderer) esc(s string) string {
+	if r.st.Escape == nil {
+		return s
+	}
+	return r.st.Escape(s)
+}
+
+func (r *renderer) escCode(s string) string {
+	if r.st.EscapeCode != nil {
+		return r.st.EscapeCode(s)
+	}
+	return r.esc(s)
+}
+
+// blocks renders the block children of n, separated by blank lines, each
+// line after the first prefixed by indent.
+func (r *renderer) blocks(n ast.Node, indent string) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		if c != n.FirstChild() {
+			r.out.WriteString("\n")
+			if !tightItem(c) {
+				r.out.WriteString(indent + "\n")
+			}
+			r.out.WriteString(indent)
+		}
+		r.block(c, indent)
+	}
+}
+
+// tightItem: a block in a tight list item follows its sibling on the next line.
+func tightItem(n ast.Node) bool {
+	if li, ok := n.Parent().(*ast.ListItem); ok {
+		if l, ok := li.Parent().(*ast.List); ok {
+			return l.IsTight
+		}
+	}
+	if _, ok := n.(*ast.ListItem); ok {
+		return n.Parent().(*ast.List).IsTight
+	}
+	return false
+}
+
+func (r *renderer) block(n ast.Node, indent string) {
+	switch n := n.(type) {
+	case *ast.Paragraph, *ast.TextBlock:
+		r.out.WriteString(r.inlines(n))
+	case *ast.Heading:
+		s := r.inlines(n)
+		if r.st.Heading != nil {
+			s = r.st.Heading(s)
+		}
+		r.out.WriteString(s)
+	case *ast.ThematicBreak:
+		r.out.WriteString("———")
+	case *ast.FencedCodeBlock:
+		var lang string
+		if n.Info != nil {
+			lang = strings.Fields(string(n.Info.Segment.Value(r.src)) + " ")[0]
+		}
+		r.code(lang, lines(n, r.src), indent)
+	case *ast.CodeBlock:
+		r.code("", lines(n, r.src), indent)
+	case *ast.HTMLBlock:
+		s := lines(n, r.src)
+		if n.HasClosure() {
+			s += string(n.ClosureLine.Value(r.src))
+		}
+		r.out.WriteString(r.esc(strings.TrimRight(s, "\n")))
+	case *ast.Blockquote:
+		sub := renderer{src: r.src, st: r.st}
+		sub.blocks(n, "")
+		content := strings.TrimRight(sub.out.String(), "\n")
+		if r.st.Quote != nil {
+			content = r.st.Quote(content)
+		} else {
+			content = "> " + strings.ReplaceAll(content, "\n", "\n> ")
+		}
+		r.out.WriteString(strings.ReplaceAll(content, "\n", "\n"+indent))
+	case *ast.List:
+		r.list(n, indent)
+	case *east.Table:
+		r.table(n, indent)
+	default:
+		r.blocks(n, indent)
+	}
+}
+
+func (r *renderer) code(lang, code, indent string) {
+	code = strings.TrimRight(code, "\n")
+	var s string
+	if r.st.Pre != nil {
+		s = r.st.Pre(lang, r.escCode(code))
+	} else {
+		s = code
+	}
+	r.out.WriteString(strings.ReplaceAll(s, "\n", "\n"+indent))
+}
+
+func (r *renderer) list(l *ast.List, indent string) {
+	num := l.Start
+	for item := l.FirstChild(); item != nil; item = item.NextSibling() {
+		if item != l.FirstChild() {
+			r.out.WriteString("\n")
+			if !l.IsTight {
+				r.out.WriteString(indent + "\n")
+			}
+			r.out.WriteString(indent)
+		}
+		marker := "• "
+		if l.IsOrdered() {
+			marker = strconv.Itoa(num) + ". "
+			num++
+		}
+		r.out.WriteString(marker)
+		r.blocks(item, indent+strings.Repeat(" ", len([]rune(marker))))
+	}
+}
+
+// table renders a GFM table as lines of cells joined by " | ", the header
+// in bold: no chat platform renders tables.
+func (r *renderer) table(t *east.Table, indent string) {
+	first := true
+	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
+		if !first {
+			r.out.WriteString("\n" + indent)
+		}
+		first = false
+		var cells []string
+		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
+			s := r.inlines(c)
+			if _, head := row.(*east.TableHeader); head && s != "" {
+				s = r.st.Bold[0] + s + r.st.Bold[1]
+			}
+			cells = append(cells, s)
+		}
+		r.out.WriteString(strings.Join(cells, " | "))
+	}
+}
+
+// inlines renders the inline children of n.
+func (r *renderer) inlines(n ast.Node) string {
+	var b strings.Builder
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		r.inline(&b, c)
+	}
+	return b.String()
+}
+
+func (r *renderer) inline(b *strings.Builder, n ast.Node) {
+	switch n := n.(type) {
+	case *ast.Text:
+		b.WriteString(r.esc(string(n.Segment.Value(r.src))))
+		if n.HardLineBreak() || n.SoftLineBreak() {
+			b.WriteString("\n")
+		}
+	case *ast.String:
+		if n.IsCode() {
+			b.WriteString(r.escCode(string(n.Value)))
+		} else {
+			b.WriteString(r.esc(string(n.Value)))
+		}
+	case *ast.CodeSpan:
+		var code strings.Builder
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			switch t := c.(type) {
+			case *ast.Text:
+				code.Write(t.Segment.Value(r.src))
+			case *ast.String:
+				code.Write(t.Value)
+			}
+		}
+		b.WriteString(r.st.Code[0] + r.escCode(code.String()) + r.st.Code[1])
+	case *ast.Emphasis:
+		w := r.st.Italic
+		if n.Level >= 2 {
+			w = r.st.Bold
+		}
+		b.WriteString(w[0] + r.inlines(n) + w[1])
+	case *east.Strikethrough:
+		b.WriteString(r.st.Strike[0] + r.inlines(n) + r.st.Strike[1])
+	case *ast.Link:
+		r.link(b, r.inlines(n), string(n.Destination))
+	case *ast.Image:
+		r.link(b, r.inlines(n), string(n.Destination))
+	case *ast.AutoLink:
+		url := string(n.URL(r.src))
+		if n.AutoLinkType == ast.AutoLinkEmail && !strings.HasPrefix(url, "mailto:") {
+			url = "mailto:" + url
+		}
+		r.link(b, r.esc(string(n.Label(r.src))), url)
+	case *ast.RawHTML:
+		for i := 0; i < n.Segments.Len(); i++ {
+			s := n.Segments.At(i)
+			b.WriteString(r.esc(string(s.Value(r.src))))
+		}
+	case *east.TaskCheckBox:
+		if n.IsChecked {
+			b.WriteString("☑ ")
+		} else {
+			b.WriteString("☐ ")
+		}
+	default:
+		b.WriteString(r.inlines(n))
+	}
+}
+
+func (r *renderer) link(b *strings.Builder, label, url string) {
+	switch {
+	case r.st.Link != nil:
+		b.WriteString(r.st.Link(label, url))
+	case label == "" || label == r.esc(url) || "mailto:"+label == url:
+		b.WriteString(r.esc(url))
+	default:
+		b.WriteString(label + " (" + r.esc(url) + ")")
+	}
+}
+
+func lines(n ast.Node, src []byte) string {
+	var b strings.Builder
+	ls := n.Lines()
+	for i := 0; i < ls.Len(); i++ {
+		s := ls.At(i)
+		b.Write(s.Value(src))
+	}
+	return b.String()
+}
+
+// Plain renders src as plain text: the markup is dropped, links keep their
+// URL in parentheses, code keeps its text. It is what a message falls back
+// to when a platform refuses its formatting.
+func Plain(src string) string { return Render(src, Style{}) }
+
+// TelegramHTML renders src in the HTML subset of Telegram's Bot API
+// (parse_mode HTML): <b>, <i>, <s>, <code>, <pre>, <a>, <blockquote>, with
+// &, < and > escaped everywhere else.
+func TelegramHTML(src string) string { return Render(src, telegram) }
+
+var telegram = Style{
+	Escape: htmlEscape,
+	Bold:   [2]string{"<b>", "</b>"}, Italic: [2]string{"<i>", "</i>"},
+	Strike: [2]string{"<s>", "</s>"}, Code: [2]string{"<code>", "</code>"},
+	Pre: func(lang, code string) string {
+		if lang != "" {
+			return `<pre><code class="language-` + html.EscapeString(lang) + `">` + code + "</code></pre>"
+		}
+		return "<pre>" + code + "</pre>"
+	},
+	Link: func(label, url string) string {
+		if !safeURL(url) {
+			return label
+		}
+		return `<a href="` + html.EscapeString(url) + `">` + label + "</a>"
+	},
+	Heading: func(s string) string { return "<b>" + s + "</b>" },
+	Quote:   func(s string) string { return "<blockquote>" + s + "</blockquote>" },
+}
+
+// htmlEscape escapes the three characters Telegram's HTML parser requires.
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// SlackMrkdwn renders src in Slack's mrkdwn: *bold*, _italic_, ~strike~,
+// `code`, ```blocks```, <url|label> links, with &, < and > escaped so that
+// the agent's text cannot forge a mention or a link.
+func SlackMrkdwn(src string) string { return Render(src, slack) }
+
+var slack = Style{
+	Escape: htmlEscape,
+	Bold:   [2]string{"*", "*"}, Italic: [2]string{"_", "_"},
+	Strike: [2]string{"~", "~"}, Code: [2]string{"`", "`"},
+	Pre: func(_, code string) string { return "```\n" + code + "\n```" },
+	Link: func(label, url string) string {
+		if !safeURL(url) {
+			return label
+		}
+		u := strings.NewReplacer("|", "%7C", ">", "%3E", "<", "%3C").Replace(url)
+		if label == "" || label == htmlEscape(url) {
+			return "<" + u + ">"
+		}
+		return "<" + u + "|" + label + ">"
+	},
+	Heading: func(s string) string { return "*" + s + "*" },
+	Quote:   func(s string) string { return "> " + strings.ReplaceAll(s, "\n", "\n> ") },
+}
+
+// safeURL admits the link schemes a chat client opens.
+func safeURL(u string) bool {
+	l := strings.ToLower(u)
+	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "mailto:") || strings.HasPrefix(l, "tg://")
+}

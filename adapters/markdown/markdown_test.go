@@ -1,0 +1,60 @@
+package markdown
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTelegramHTML(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain text escaped", "a < b & c > d. (x) - y!", "a &lt; b &amp; c &gt; d. (x) - y!"},
+		{"bold italic strike", "**bold** *it* ~~gone~~", "<b>bold</b> <i>it</i> <s>gone</s>"},
+		{"code span escaped", "run `a<b>&c`", "run <code>a&lt;b&gt;&amp;c</code>"},
+		{"fenced code", "```go\nif a < b {\n}\n```", "<pre><code class=\"language-go\">if a &lt; b {\n}</code></pre>"},
+		{"link", "[docs](https://x.io/a?b=1&c=2)", `<a href="https://x.io/a?b=1&amp;c=2">docs</a>`},
+		{"unsafe link keeps label", "[click](javascript:alert(1))", "click"},
+		{"heading", "# Title\n\nbody", "<b>Title</b>\n\nbody"},
+		{"list", "- one\n- two", "• one\n• two"},
+		{"ordered", "3. c\n4. d", "3. c\n4. d"},
+		{"quote", "> said\n> so", "<blockquote>said\nso</blockquote>"},
+		{"raw html is text", "<b>not bold</b>", "&lt;b&gt;not bold&lt;/b&gt;"},
+		{"autolink", "see https://x.io now", `see <a href="https://x.io">https://x.io</a> now`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TelegramHTML(tc.in); got != tc.want {
+				t.Errorf("TelegramHTML(%q) =\n%q\nwant\n%q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSlackMrkdwn(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"bold italic strike", "**bold** _it_ ~~gone~~", "*bold* _it_ ~gone~"},
+		{"no forged mention", "hi <@U123> & <!channel>", "hi &lt;@U123&gt; &amp; &lt;!channel&gt;"},
+		{"link", "[docs](https://x.io/a|b)", "<https://x.io/a%7Cb|docs>"},
+		{"code block", "```\nx := <-c\n```", "```\nx := &lt;-c\n```"},
+		{"heading", "## Next", "*Next*"},
+		{"table", "| a | b |\n|---|---|\n| 1 | 2 |", "*a* | *b*\n1 | 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SlackMrkdwn(tc.in); got != tc.want {
+				t.Errorf("SlackMrkdwn(%q) =\n%q\nwant\n%q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlainKeepsEveryWord(t *testing.T) {
+	in := "# Report\n\n**Done**: 3 of *4* tasks, see [the log](https://x.io/log).\n\n- `make test`\n- ~~flaky~~ fixed\n\n```sh\necho hi\n```"
+	got := Plain(in)
+	want := "Report\n\nDone: 3 of 4 tasks, see the log (https://x.io/log).\n\n• make test\n• flaky fixed\n\necho hi"
+	if got != want {
+		t.Errorf("Plain =\n%q\nwant\n%q", got, want)
+	}
+	for _, w := range []string{"**", "`", "~~", "](", "#"} {
+		if strings.Contains(got, w) {
+			t.Errorf("Plain left markup %q in %q", w, got)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package adapters
+
+import (
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// fenceClose is the room a fence closing a cut code block takes.
+const fenceClose = "\n```"
+
+// Split cuts Markdown text into ordered parts of at most max UTF-16 code
+// units each (the measure of Limits.MaxText), preferring paragraph, then
+// line, then word boundaries, and cutting inside a word only when nothing
+// else fits. A fenced code block that has to be cut is closed at the end of
+// its part and reopened (with its info string) at the start of the next, so
+// every part renders on its own. max <= 0, or text that fits, returns text
+// alone. Whitespace at a cut is dropped; nothing else is.
+func Split(text string, max int) []string {
+	if max <= 0 || UTF16Len(text) <= max {
+		return []string{text}
+	}
+	var parts []string
+	prefix := "" // reopens a fence cut in the previous part
+	for text != "" {
+		if UTF16Len(prefix+text) <= max {
+			parts = append(parts, prefix+text)
+			break
+		}
+		budget := max - UTF16Len(prefix)
+		cut, skip := cutPoint(text, budget)
+		if _, open := openFence(prefix + text[:cut]); open && budget > len(fenceClose) {
+			// Room for the fence that closes this part.
+			cut, skip = cutPoint(text, budget-len(fenceClose))
+		}
+		piece := strings.TrimRight(prefix+text[:cut], " \t\n")
+		text = text[cut+skip:]
+		prefix = ""
+		if opener, open := openFence(piece); open {
+			rest := strings.TrimLeft(text, "\n")
+			if line, after, _ := strings.Cut(rest, "\n"); strings.TrimSpace(line) == opener[:3] {
+				// The block ends right here: close it with its own fence.
+				piece += "\n" + opener[:3]
+				text = after
+			} else {
+				piece += fenceClose[:1] + opener[:3]
+				prefix = opener + "\n"
+			}
+		} else {
+			text = strings.TrimLeft(text, "\n")
+		}
+		if strings.TrimSpace(piece) != "" {
+			parts = append(parts, piece)
+		}
+		if strings.TrimSpace(text) == "" {
+			break
+		}
+	}
+	return parts
+}
+
+// cutPoint returns where to cut text so that text[:cut] fits budget UTF-16
+// units, and how many separator bytes after the cut to drop.
+func cutPoint(text string, budget int) (cut, skip int) {
+	limit := prefixFitting(text, budget)
+	if limit >= len(text) {
+		return len(text), 0
+	}
+	head := text[:limit]
+	// A boundary in the last two thirds of the budget makes even parts;
+	// failing that, any boundary beats cutting a word.
+	for _, minAt := range []int{limit / 3, 1} {
+		for _, sep := range []string{"\n\n", "\n", " "} {
+			if i := strings.LastIndex(head, sep); i >= minAt {
+				return i, len(sep)
+			}
+		}
+	}
+	if limit == 0 { // one character wider than the budget: take it anyway
+		_, n := utf8.DecodeRuneInString(text)
+		return n, 0
+	}
+	return limit, 0
+}
+
+// prefixFitting is the byte length of the longest rune-aligned prefix of s
+// that is at most budget UTF-16 code units long.
+func prefixFitting(s string, budget int) int {
+	units := 0
+	for i, r := range s {
+		n := utf16.RuneLen(r)
+		if n < 0 {
+			n = 1
+		}
+		if units+n > budget {
+			return i
+		}
+		units += n
+	}
+	return len(s)
+}
+
+// UTF16Len is the length of s in UTF-16 code units, the measure Telegram and
+// Limits.MaxText use.
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if k := utf16.RuneLen(r); k > 0 {
+			n += k
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// openFence reports whether s ends inside a fenced code block, and that
+// block's opening line (``` or ~~~ with its info string).
+func openFence(s string) (opener string, open bool) {
+	var marker string
+	for line := range strings.SplitSeq(s, "\n") {
+		t := strings.TrimLeft(line, " ")
+		if len(line)-len(t) > 3 {
+			continue
+		}
+		switch {
+		case marker == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
+			marker, opener = t[:3], strings.TrimRight(t, " ")
+		case marker != "" && strings.HasPrefix(t, marker) && strings.Trim(t, marker[:1]+" ") == "":
+			marker, opener = "", ""
+		}
+	}
+	return opener, marker != ""
+}

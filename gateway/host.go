@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"switchboard/adapters"
+)
+
+// adapterHost is the adapters.Host the gateway gives one running adapter:
+// delivery into the pipeline, connection state, persisted values in the
+// adapter's own namespace, and the routed chats that backfill walks.
+type adapterHost struct {
+	g    *Gateway
+	name string
+}
+
+var _ adapters.Host = adapterHost{}
+
+func (h adapterHost) Deliver(ctx context.Context, m adapters.Inbound) (int64, error) {
+	return h.g.Deliver(ctx, m)
+}
+
+func (h adapterHost) SetState(s adapters.State, err error) { h.g.states.set(h.name, s, err) }
+
+func (h adapterHost) Value(ctx context.Context, key string) (string, bool, error) {
+	return h.g.st.AdapterValue(ctx, h.name, key)
+}
+
+func (h adapterHost) SetValue(ctx context.Context, key, value string, ttl time.Duration) error {
+	return h.g.st.SetAdapterValue(ctx, h.name, key, value, ttl)
+}
+
+// RoutedChats lists the adapter's chats that some route owns, with their
+// newest stored message.
+func (h adapterHost) RoutedChats(ctx context.Context) ([]adapters.ChatCursor, error) {
+	heads, err := h.g.st.ChatHeads(ctx, h.name)
+	if err != nil {
+		return nil, err
+	}
+	t := h.g.Table()
+	var out []adapters.ChatCursor
+	for _, c := range heads {
+		if _, ok := t.Owner(c.JID, ""); !ok {
+			continue
+		}
+		cur := adapters.ChatCursor{Chat: adapters.JID(c.JID), LastID: c.LastID}
+		if c.LastMS > 0 {
+			cur.Last = time.UnixMilli(c.LastMS)
+		}
+		out = append(out, cur)
+	}
+	return out, nil
+}
+
+// AdapterStatus is an adapter's connection state as last reported.
+type AdapterStatus struct {
+	State adapters.State
+	Err   string
+	Since time.Time
+}
+
+// adapterStates holds each adapter's last reported state.
+type adapterStates struct {
+	mu sync.Mutex
+	m  map[string]AdapterStatus
+}
+
+func (a *adapterStates) set(name string, s adapters.State, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string]AdapterStatus{}
+	}
+	st := AdapterStatus{State: s, Since: time.Now()}
+	if err != nil {
+		st.Err = err.Error()
+	}
+	if old, ok := a.m[name]; ok && old.State == s && old.Err == st.Err {
+		return // same state: keep its since
+	}
+	a.m[name] = st
+}
+
+// AdapterStates returns each adapter's last reported connection state.
+func (g *Gateway) AdapterStates() map[string]AdapterStatus {
+	g.states.mu.Lock()
+	defer g.states.mu.Unlock()
+	out := make(map[string]AdapterStatus, len(g.states.m))
+	for k, v := range g.states.m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// AdapterValue reads the value adapter persisted under key; ok is false when
+// there is none or it expired.
+func (s *Store) AdapterValue(ctx context.Context, adapter, key string) (value string, ok bool, err error) {
+	err = s.r.QueryRowContext(ctx, `SELECT value FROM adapter_values
+		WHERE adapter = ? AND key = ? AND (expires_ms = 0 OR expires_ms > ?)`, adapter, key, s.nowMS()).Scan(&value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read %s value %q: %w", adapter, key, err)
+	}
+	return value, true, nil
+}
+
+// SetAdapterValue persists value under (adapter, key) for ttl (0: until
+// overwritten). Expired values are swept now and then by the same call.
+func (s *Store) SetAdapterValue(ctx context.Context, adapter, key, value string, ttl time.Duration) error {
+	if adapter == "" || key == "" {
+		return errors.New("set adapter value: empty adapter or key")
+	}
+	now := s.nowMS()
+	var expires int64
+	if ttl > 0 {
+		expires = now + ttl.Milliseconds()
+	}
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO adapter_values (adapter, key, value, expires_ms) VALUES (?, ?, ?, ?)
+			ON CONFLICT (adapter, key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms`,
+			adapter, key, value, expires); err != nil {
+			return err
+		}
+		// Sweep a few expired rows per write: bounded work, no timer.
+		_, err := tx.ExecContext(ctx, `DELETE FROM adapter_values WHERE rowid IN
+			(SELECT rowid FROM adapter_values WHERE expires_ms > 0 AND expires_ms <= ? LIMIT 16)`, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set %s value %q: %w", adapter, key, err)
+	}
+	return nil
+}
+
+// ChatHead is a chat with its newest stored message.
+type ChatHead struct {
+	JID    string
+	LastID string // platform id of the newest stored message; "" when none
+	LastMS int64  // its time, unix ms; 0 when none
+}
+
+// ChatHeads lists the chats of platform with their newest stored message.
+func (s *Store) ChatHeads(ctx context.Context, platform string) ([]ChatHead, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT c.jid, coalesce(m.msg_id, ''), coalesce(m.time_ms, 0)
+		FROM chats c LEFT JOIN messages m ON m.seq = c.last_seq
+		WHERE c.platform = ? ORDER BY c.jid`, platform)
+	if err != nil {
+		return nil, fmt.Errorf("list %s chats: %w", platform, err)
+	}
+	defer rows.Close()
+	var out []ChatHead
+	for rows.Next() {
+		var h ChatHead
+		if err := rows.Scan(&h.JID, &h.LastID, &h.LastMS); err != nil {
+			return nil, fmt.Errorf("list %s chats: %w", platform, err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
