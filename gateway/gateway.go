@@ -49,6 +49,9 @@ type Options struct {
 	RetryDelays []time.Duration
 	// DrainTimeout bounds how long shutdown waits for running turns. Default 30s.
 	DrainTimeout time.Duration
+	// MaxDownload caps one attachment fetched into a group folder, in bytes.
+	// Default DefaultMaxDownload.
+	MaxDownload int64
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -59,9 +62,10 @@ type Gateway struct {
 	layout   groups.Layout
 	adapters map[string]adapters.Adapter
 
-	table    atomic.Pointer[routing.Table]
-	revision atomic.Int64
-	unrouted atomic.Int64
+	table        atomic.Pointer[routing.Table]
+	revision     atomic.Int64
+	unrouted     atomic.Int64
+	unroutedSeen unroutedLog // chats named in the log as unrouted
 
 	engage  engagements
 	notices noticeLimiter
@@ -96,6 +100,9 @@ func New(opt Options) (*Gateway, error) {
 	}
 	if opt.DrainTimeout <= 0 {
 		opt.DrainTimeout = 30 * time.Second
+	}
+	if opt.MaxDownload <= 0 {
+		opt.MaxDownload = DefaultMaxDownload
 	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
 	g := &Gateway{

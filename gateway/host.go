@@ -93,3 +93,43 @@ func (g *Gateway) AdapterStates() map[string]AdapterStatus {
 	}
 	return out
 }
+
+// self is the bot's own sender JID on platform, once its adapter knows it.
+func (g *Gateway) self(platform string) (string, bool) {
+	if id, ok := g.adapters[platform].(adapters.Identity); ok {
+		if jid, ok := id.Self(); ok {
+			return string(jid), true
+		}
+	}
+	return "", false
+}
+
+// botJID is the sender JID the bot's own messages are stored under: the
+// adapter's identity when it knows it, else "<platform>:bot/switchboard".
+func (g *Gateway) botJID(platform string) string {
+	if jid, ok := g.self(platform); ok {
+		return jid
+	}
+	return platform + ":bot/switchboard"
+}
+
+// unroutedLog names each unrouted chat in the log once (per process, for a
+// bounded number of chats), so an operator can copy its JID into a route.
+type unroutedLog struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (g *Gateway) logUnrouted(chat string) {
+	g.unroutedSeen.mu.Lock()
+	defer g.unroutedSeen.mu.Unlock()
+	if g.unroutedSeen.seen == nil {
+		g.unroutedSeen.seen = map[string]bool{}
+	}
+	if g.unroutedSeen.seen[chat] || len(g.unroutedSeen.seen) >= 10_000 {
+		return
+	}
+	g.unroutedSeen.seen[chat] = true
+	g.log.Info("message from an unrouted chat stored; nothing runs until a route matches it",
+		"jid", chat, "hint", "switchboard route add --target FOLDER chat_jid="+chat)
+}

@@ -42,7 +42,8 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		session = s
 	}
 	tier := g.Tier(b.Folder)
-	prompt := buildPrompt(turnHeader{Folder: b.Folder, Tier: tier, Chat: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger, Now: time.Now()}, b)
+	files := g.fetchAttachments(ctx, b)
+	prompt := buildPrompt(turnHeader{Folder: b.Folder, Tier: tier, Chat: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger, Now: time.Now(), Files: files}, b)
 	env := []string{
 		"SWITCHBOARD_FOLDER=" + b.Folder,
 		"SWITCHBOARD_TIER=" + strconv.Itoa(tier),

@@ -35,6 +35,7 @@ type Batch struct {
 	Observed               []Message
 	Messages               []Message
 	Notices                []Notice
+	Reactions              []ReactionNote // reactions to the bot's messages since the folder's last turn
 	observedIDs            []int64
 }
 
@@ -303,6 +304,9 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 		}
 		b.Observed = msgs
 	}
+	if b.Reactions, err = s.reactionNotes(ctx, b.Folder); err != nil {
+		return err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? ORDER BY id LIMIT 20`, b.Folder)
 	if err != nil {
 		return fmt.Errorf("read notices: %w", err)
@@ -361,6 +365,13 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 				nids = append(nids, n.ID)
 			}
 			if err := execIDs(ctx, tx, `DELETE FROM notices WHERE id IN`, nids); err != nil {
+				return err
+			}
+			var rids []int64
+			for _, r := range b.Reactions {
+				rids = append(rids, r.ID)
+			}
+			if err := execIDs(ctx, tx, `DELETE FROM reaction_notes WHERE id IN`, rids); err != nil {
 				return err
 			}
 			if t.SessionID != "" && !(len(b.Items) > 0 && b.Items[0].Isolated) {
