@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -293,7 +294,8 @@ type SendRequest struct {
 	ReplyTo string
 	Folder  string // who sent it (for delivery-failure notices); "" for the operator
 	Key     string // idempotency key; generated when empty
-	Kind    string // "send" (default), "reply", "notice"
+	Kind    string // "send" (default), "reply", "notice", "file"
+	File    string // kind file: the file, relative to Folder's directory; Text is the caption
 }
 
 // QueueSend writes a message to the outbox. Delivery happens in the running
@@ -302,7 +304,12 @@ func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.Out
 	if _, err := adapters.ParseJID(req.Chat); err != nil {
 		return store.OutboxItem{}, err
 	}
-	if strings.TrimSpace(req.Text) == "" {
+	if req.File != "" {
+		req.Kind = store.OutboxFile
+		if req.Folder == "" || !filepath.IsLocal(req.File) {
+			return store.OutboxItem{}, fmt.Errorf("send file to %s: the file must be inside the sending group's folder", req.Chat)
+		}
+	} else if strings.TrimSpace(req.Text) == "" {
 		return store.OutboxItem{}, fmt.Errorf("send to %s: text is empty", req.Chat)
 	}
 	if req.Key == "" {
@@ -312,7 +319,7 @@ func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.Out
 		req.Kind = "send"
 	}
 	return st.AddOutbox(ctx, store.OutboxItem{Key: req.Key, Kind: req.Kind, Folder: req.Folder, ChatJID: req.Chat,
-		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: capText(strings.ToValidUTF8(req.Text, "\uFFFD"))})
+		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: capText(strings.ToValidUTF8(req.Text, "\uFFFD")), FilePath: req.File})
 }
 
 // Send queues a message and wakes the outbox.
