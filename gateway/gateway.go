@@ -47,6 +47,10 @@ type Options struct {
 	// RetryDelays are the waits before the second and third attempt of a
 	// failed batch. Default 2s, 10s.
 	RetryDelays []time.Duration
+	// RestartBackoff is the first and the longest wait before an adapter
+	// whose Run failed is started again (doubling, with jitter). Default
+	// 1s and 2m.
+	RestartBackoff [2]time.Duration
 	// DrainTimeout bounds how long shutdown waits for running turns. Default 30s.
 	DrainTimeout time.Duration
 	// MaxDownload caps one attachment fetched into a group folder, in bytes.
@@ -101,6 +105,9 @@ func New(opt Options) (*Gateway, error) {
 	if opt.DrainTimeout <= 0 {
 		opt.DrainTimeout = 30 * time.Second
 	}
+	if opt.RestartBackoff[0] <= 0 {
+		opt.RestartBackoff = [2]time.Duration{time.Second, 2 * time.Minute}
+	}
 	if opt.MaxDownload <= 0 {
 		opt.MaxDownload = DefaultMaxDownload
 	}
@@ -151,25 +158,24 @@ func (g *Gateway) Run(ctx context.Context) error {
 	defer stopIntake()
 
 	// The scheduler starts before intake so that a failure here returns
-	// with no adapter running (and no port held).
-	if err := g.startScheduler(intakeCtx); err != nil {
+	// with no adapter running (and no port held). It is joined before Run
+	// returns: the caller closes the store next.
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	if err := g.startScheduler(intakeCtx, &bg); err != nil {
 		return err
 	}
 	errc := make(chan error, len(g.adapters))
 	var intake sync.WaitGroup
 	for name, a := range g.adapters {
-		intake.Add(1)
-		go func() {
-			defer intake.Done()
-			if err := a.Run(intakeCtx, adapterHost{g: g, name: name}); err != nil && intakeCtx.Err() == nil {
-				errc <- fmt.Errorf("adapter %s: %w", name, err)
+		intake.Go(func() {
+			if err := g.supervise(intakeCtx, name, a); err != nil {
+				errc <- err
 			}
-		}()
+		})
 	}
-	var bg sync.WaitGroup
-	bg.Add(2)
-	go func() { defer bg.Done(); g.outbox.run(workCtx) }()
-	go func() { defer bg.Done(); g.poll(intakeCtx) }()
+	bg.Go(func() { g.outbox.run(workCtx) })
+	bg.Go(func() { g.poll(intakeCtx) })
 	g.kickPending(ctx)
 
 	var runErr error
@@ -188,7 +194,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	stopWork()
 	g.queue.wait()
-	bg.Wait()
 	return runErr
 }
 

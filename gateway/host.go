@@ -63,8 +63,9 @@ type AdapterStatus struct {
 
 // adapterStates holds each adapter's last reported state.
 type adapterStates struct {
-	mu sync.Mutex
-	m  map[string]AdapterStatus
+	mu        sync.Mutex
+	m         map[string]AdapterStatus
+	connected map[string]bool // adapters that connected at least once
 }
 
 func (a *adapterStates) set(name string, s adapters.State, err error) {
@@ -72,6 +73,10 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 	defer a.mu.Unlock()
 	if a.m == nil {
 		a.m = map[string]AdapterStatus{}
+		a.connected = map[string]bool{}
+	}
+	if s == adapters.StateConnected {
+		a.connected[name] = true
 	}
 	st := AdapterStatus{State: s, Since: time.Now()}
 	if err != nil {

@@ -57,7 +57,9 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	}
 	g.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
 	g.turnStarted(turn.ID, b)
+	stopTyping := g.typing(ctx, b.ChatJID, b.Topic)
 	res, err := RunAgent(ctx, g.opt.Agent, AgentRun{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt})
+	stopTyping()
 	replied := g.turnFinished(turn.ID)
 	turn.DurationMS = res.Duration.Milliseconds()
 	turn.ExitCode = res.ExitCode

@@ -142,7 +142,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 		if ctx.Err() != nil {
 			return nil // cancelled before we were up
 		}
-		return fmt.Errorf("web: listen on %q: %w (is another program using it? change adapters.web.listen in the config)", a.listen, err)
+		return fmt.Errorf("%w: adapters.web.listen: listen on %q: %w (is another program using it? change adapters.web.listen in the config)", adapters.ErrConfig, a.listen, err)
 	}
 	bound := ln.Addr().String()
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
@@ -151,6 +151,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	a.addr.Store(bound)
 	a.readyOnce.Do(func() { close(a.ready) })
 	a.log.Info("web_listening", "addr", bound, "url", "http://"+bound+"/")
+	host.SetState(adapters.StateConnected, nil)
 
 	srv := &http.Server{
 		Handler:           a.handler(deliver),
