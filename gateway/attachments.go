@@ -70,7 +70,10 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, m store.Message, 
 		return fetched{err: "the platform gave no way to fetch this file"}
 	}
 	limit := g.opt.MaxDownload
-	mb := fmt.Sprintf("%d MB cap (adapters.max_download_mb)", limit>>20)
+	mb := fmt.Sprintf("%d-byte cap (adapters.max_download_mb)", limit)
+	if limit%(1<<20) == 0 {
+		mb = fmt.Sprintf("%d MB cap (adapters.max_download_mb)", limit>>20)
+	}
 	if a.Size > limit {
 		return fetched{err: fmt.Sprintf("%d bytes is over the %s", a.Size, mb)}
 	}

@@ -64,6 +64,23 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	return m.Seq, nil
 }
 
+// storeFetched stores a message read from the platform's history: stored
+// once (a known one keeps its seq), never routed.
+func (g *Gateway) storeFetched(ctx context.Context, in adapters.Inbound) (int64, error) {
+	in.Kind = adapters.KindMessage
+	m, err := normalize(in)
+	if err != nil {
+		return 0, err
+	}
+	if self, ok := g.self(in.Chat.Platform()); ok && string(in.Sender) == self {
+		m.FromBot = true
+	}
+	if _, err := g.commits.commit(ctx, &m, nil); err != nil {
+		return 0, err
+	}
+	return m.Seq, nil
+}
+
 // react stores a reaction; one to the bot's own message is kept for the
 // chat owner's next prompt.
 func (g *Gateway) react(ctx context.Context, in adapters.Inbound, m store.Message) (int64, error) {

@@ -171,11 +171,18 @@ func (b mcpBackend) Act(ctx context.Context, a ipc.Action) (string, error) {
 	switch a.Verb {
 	case ipc.VerbEdit:
 		if e, ok := ad.(adapters.Editor); ok {
-			return "", e.Edit(ctx, ref, a.Text)
+			if err := e.Edit(ctx, ref, a.Text); err != nil {
+				return "", err
+			}
+			return "", b.recordEdit(ctx, a.Chat, a.MessageID, a.Text)
 		}
 	case ipc.VerbDelete:
 		if d, ok := ad.(adapters.Deleter); ok {
-			return "", d.Delete(ctx, ref)
+			if err := d.Delete(ctx, ref); err != nil {
+				return "", err
+			}
+			_, err := b.g.st.DeleteMessage(ctx, a.Chat, a.MessageID)
+			return "", err
 		}
 	case ipc.VerbReact:
 		if r, ok := ad.(adapters.Reactor); ok {
@@ -193,6 +200,21 @@ func (b mcpBackend) Act(ctx context.Context, a ipc.Action) (string, error) {
 		return "", fmt.Errorf("unknown action %q", a.Verb)
 	}
 	return "", unsupported
+}
+
+// recordEdit brings the stored copy of an edited message up to date.
+func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error {
+	m, err := b.g.st.MessageByID(ctx, chat, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	m.Text = capText(text)
+	m.Edited = 0
+	_, err = b.g.st.EditMessage(ctx, &m)
+	return err
 }
 
 func toIPC(m store.Message) ipc.Message { return storedToIPC(ToStored(m)) }
@@ -227,9 +249,16 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat string, limit int) ([
 	if f, ok := b.g.adapters[jid.Platform()].(adapters.HistoryFetcher); ok {
 		in, err := f.FetchHistory(ctx, jid, adapters.HistoryQuery{Limit: limit})
 		if err == nil {
-			out := make([]ipc.Message, len(in))
-			for i, m := range in {
-				out[i] = storedToIPC(adapters.Stored{Inbound: m})
+			out := make([]ipc.Message, 0, len(in))
+			for _, m := range in {
+				// What the platform has fills gaps in the store; it never
+				// starts a turn.
+				seq, err := b.g.storeFetched(ctx, m)
+				if err != nil {
+					b.g.log.Warn("fetched message not stored", "jid", chat, "msg", m.ID, "err", err)
+					continue
+				}
+				out = append(out, storedToIPC(adapters.Stored{Seq: seq, Inbound: m}))
 			}
 			return out, "platform", nil
 		}

@@ -56,6 +56,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		Store: st, Adapters: adapterList, Agent: a.agentSpec(exe), DataDir: a.cfg.DataDir,
 		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
+		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20,
 	})
 	if err != nil {
 		return err

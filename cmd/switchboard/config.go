@@ -46,10 +46,11 @@ type AgentConfig struct {
 }
 
 type AdaptersConfig struct {
-	Web      WebConfig      `yaml:"web"`
-	Telegram TelegramConfig `yaml:"telegram"`
-	Discord  DiscordConfig  `yaml:"discord"`
-	Slack    SlackConfig    `yaml:"slack"`
+	Web           WebConfig      `yaml:"web"`
+	Telegram      TelegramConfig `yaml:"telegram"`
+	Discord       DiscordConfig  `yaml:"discord"`
+	Slack         SlackConfig    `yaml:"slack"`
+	MaxDownloadMB int            `yaml:"max_download_mb"` // attachments fetched into a group folder before a turn
 }
 
 type WebConfig struct {
@@ -118,8 +119,9 @@ func DefaultConfig() Config {
 		},
 		EngageTTL: Duration(10 * time.Minute),
 		Adapters: AdaptersConfig{
-			Web:   WebConfig{Enabled: true, Listen: "127.0.0.1:8420"},
-			Slack: SlackConfig{Mode: "socket"},
+			Web:           WebConfig{Enabled: true, Listen: "127.0.0.1:8420"},
+			Slack:         SlackConfig{Mode: "socket"},
+			MaxDownloadMB: 25,
 		},
 		Groups: []GroupSeed{{Folder: "root"}, {Folder: "main"}},
 		Routes: []RouteSeed{{Match: map[string]string{"platform": "web"}, Target: "main"}},
@@ -351,6 +353,9 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 
 func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 	a := c.Adapters
+	if a.MaxDownloadMB < 1 || a.MaxDownloadMB > 2048 {
+		bad("adapters.max_download_mb", "%d: want 1 to 2048 (megabytes per attachment)", a.MaxDownloadMB)
+	}
 	if a.Web.Enabled {
 		if _, _, err := net.SplitHostPort(a.Web.Listen); err != nil {
 			bad("adapters.web.listen", "%q is not host:port, e.g. 127.0.0.1:8420", a.Web.Listen)
