@@ -79,7 +79,17 @@ type Adapter struct {
 	loopback  atomic.Bool  // bound to a loopback address: check Host headers
 }
 
-var _ adapters.Adapter = (*Adapter)(nil)
+var (
+	_ adapters.Adapter  = (*Adapter)(nil)
+	_ adapters.Identity = (*Adapter)(nil)
+)
+
+// botSender is the bot's own sender in every room; no user may post as it.
+const botSender = "switchboard"
+
+// Self is the bot's sender JID, web:user/switchboard: the gateway stores the
+// bot's messages under it.
+func (a *Adapter) Self() (adapters.JID, bool) { return senderJID(botSender), true }
 var _ adapters.Watcher = (*Adapter)(nil)
 
 // New returns an adapter configured by o. It does not listen until Run.
