@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/go-telegram/bot v1.19.0 // indirect
 	github.com/google/jsonschema-go v0.4.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
