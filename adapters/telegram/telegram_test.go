@@ -14,6 +14,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/telegram/telegramtest"
 )
 
 var (
@@ -21,12 +22,12 @@ var (
 	dmChat    = adapters.JID("telegram:user/7")
 )
 
-func newAdapter(f *fakeAPI, log *slog.Logger) *Adapter {
-	return New(Options{Token: testToken, APIURL: f.srv.URL, Logger: log, PollTimeout: 2 * time.Second, PerChat: -1, PerGroup: -1, Global: -1})
+func newAdapter(f *telegramtest.Server, log *slog.Logger) *Adapter {
+	return New(Options{Token: telegramtest.Token, APIURL: f.URL(), Logger: log, PollTimeout: 2 * time.Second, PerChat: -1, PerGroup: -1, Global: -1})
 }
 
 // fakePlatform is the fake Telegram as the conformance suite sees it.
-type fakePlatform struct{ f *fakeAPI }
+type fakePlatform struct{ f *telegramtest.Server }
 
 func (p fakePlatform) NewAdapter(t *testing.T) adapters.Adapter { return newAdapter(p.f, nil) }
 func (p fakePlatform) Features() adaptertest.Features {
@@ -37,38 +38,36 @@ func (p fakePlatform) DM() adapters.JID              { return dmChat }
 
 func chatOf(jid adapters.JID) int64 {
 	if jid == dmChat {
-		return userID
+		return telegramtest.UserID
 	}
-	return groupID
+	return telegramtest.GroupID
 }
 
 func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) string {
-	m, id := p.f.userMessage(chatOf(post.Chat), post.Text, post.Mention, atoi(post.Topic), atoi(post.ReplyTo))
-	p.f.push("message", m)
+	m, id := p.f.UserMessage(chatOf(post.Chat), post.Text, post.Mention, atoi(post.Topic), atoi(post.ReplyTo))
+	p.f.Push("message", m)
 	return strconv.Itoa(id)
 }
 
 func (p fakePlatform) UserEdits(t *testing.T, chat adapters.JID, id, text string) bool {
-	m, _ := p.f.userMessage(chatOf(chat), text, false, 0, 0)
+	m, _ := p.f.UserMessage(chatOf(chat), text, false, 0, 0)
 	m["message_id"], m["edit_date"] = atoi(id), time.Now().Unix()
-	p.f.push("edited_message", m)
+	p.f.Push("edited_message", m)
 	return true
 }
 
 func (p fakePlatform) UserDeletes(*testing.T, adapters.JID, string) bool { return false }
 
 func (p fakePlatform) UserReacts(t *testing.T, chat adapters.JID, id, emoji string) bool {
-	p.f.push("message_reaction", map[string]any{"chat": chatObj(chatOf(chat)), "message_id": atoi(id), "date": time.Now().Unix(),
-		"user": map[string]any{"id": userID, "is_bot": false, "first_name": "Ann"},
+	p.f.Push("message_reaction", map[string]any{"chat": telegramtest.ChatObj(chatOf(chat)), "message_id": atoi(id), "date": time.Now().Unix(),
+		"user":         map[string]any{"id": telegramtest.UserID, "is_bot": false, "first_name": "Ann"},
 		"old_reaction": []any{}, "new_reaction": []any{map[string]any{"type": "emoji", "emoji": emoji}}})
 	return true
 }
 
 func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
-	p.f.mu.Lock()
-	defer p.f.mu.Unlock()
 	var out []adaptertest.Message
-	for _, m := range p.f.msgs[chatOf(chat)] {
+	for _, m := range p.f.Messages(chatOf(chat)) {
 		if !m.FromBot {
 			continue
 		}
@@ -86,29 +85,22 @@ func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 }
 
 func (p fakePlatform) RateLimit(wait time.Duration) {
-	p.f.mu.Lock()
-	defer p.f.mu.Unlock()
-	p.f.rateLimit = max(int(wait.Round(time.Second)/time.Second), 1)
+	p.f.RateLimit(max(int(wait.Round(time.Second)/time.Second), 1))
 }
 
 func (p fakePlatform) RejectFormatting() {
-	p.f.mu.Lock()
-	defer p.f.mu.Unlock()
-	p.f.rejectFmt = true
+	p.f.RejectFormatting()
 }
 
 func (p fakePlatform) Disconnect() {
-	p.f.mu.Lock()
-	defer p.f.mu.Unlock()
-	p.f.drop = true
-	p.f.notify()
+	p.f.Drop()
 }
 
 func TestConformance(t *testing.T) {
-	adaptertest.Run(t, func(t *testing.T) adaptertest.Platform { return fakePlatform{newFakeAPI(t)} })
+	adaptertest.Run(t, func(t *testing.T) adaptertest.Platform { return fakePlatform{telegramtest.New(t)} })
 }
 
-func start(t *testing.T, f *fakeAPI, host *adaptertest.Host) *Adapter {
+func start(t *testing.T, f *telegramtest.Server, host *adaptertest.Host) *Adapter {
 	t.Helper()
 	a := newAdapter(f, nil)
 	adaptertest.Start(t, a, host)
@@ -117,13 +109,13 @@ func start(t *testing.T, f *fakeAPI, host *adaptertest.Host) *Adapter {
 
 // Normalization of what a Telegram group, forum and private chat send.
 func TestInboundNormalization(t *testing.T) {
-	f := newFakeAPI(t)
+	f := telegramtest.New(t)
 	host := adaptertest.NewHost()
 	a := start(t, f, host)
 	if self, ok := a.Self(); !ok || self != "telegram:user/999" {
 		t.Errorf("Self = %q, %v", self, ok)
 	}
-	if f.webhook {
+	if f.WebhookSet() {
 		t.Error("the stale webhook was not deleted")
 	}
 	// A reply to the bot's message is a mention, without naming it.
@@ -131,26 +123,26 @@ func TestInboundNormalization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := f.userMessage(groupID, "thanks", false, 0, atoi(botID))
-	f.push("message", m)
+	m, _ := f.UserMessage(telegramtest.GroupID, "thanks", false, 0, atoi(botID))
+	f.Push("message", m)
 	// A command addressed to the bot.
-	m, _ = f.userMessage(groupID, "/status@"+botName, false, 0, 0)
-	m["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len("/status@" + botName)}}
-	f.push("message", m)
+	m, _ = f.UserMessage(telegramtest.GroupID, "/status@"+telegramtest.BotName, false, 0, 0)
+	m["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len("/status@" + telegramtest.BotName)}}
+	f.Push("message", m)
 	// A mention in a photo caption, in a forum topic.
-	m, _ = f.userMessage(groupID, "look", true, 42, 0)
+	m, _ = f.UserMessage(telegramtest.GroupID, "look", true, 42, 0)
 	m["caption"], m["caption_entities"], m["entities"] = m["text"], m["entities"], nil
 	delete(m, "text")
 	m["photo"] = []map[string]any{{"file_id": "small", "file_size": 10}, {"file_id": "big", "file_size": 999}}
-	f.push("message", m)
+	f.Push("message", m)
 	// A document and a sticker from another bot.
-	m, _ = f.userMessage(groupID, "", false, 0, 0)
+	m, _ = f.UserMessage(telegramtest.GroupID, "", false, 0, 0)
 	m["document"] = map[string]any{"file_id": "doc1", "file_name": "report.pdf", "mime_type": "application/pdf", "file_size": 1234}
 	m["from"] = map[string]any{"id": 55, "is_bot": true, "first_name": "OtherBot"}
-	f.push("message", m)
-	m, _ = f.userMessage(groupID, "", false, 0, 0)
+	f.Push("message", m)
+	m, _ = f.UserMessage(telegramtest.GroupID, "", false, 0, 0)
 	m["sticker"] = map[string]any{"file_id": "st", "emoji": "😀"}
-	f.push("message", m)
+	f.Push("message", m)
 
 	evs := host.WaitEvents(t, 5)
 	if evs[0].Verb != adapters.VerbMention || evs[0].ReplyTo != botID {
@@ -177,8 +169,8 @@ func TestInboundNormalization(t *testing.T) {
 // Attachments are fetched through getFile; the file URL (with the token)
 // never shows.
 func TestDownload(t *testing.T) {
-	f := newFakeAPI(t)
-	f.files["doc1"] = []byte("%PDF-1.7 report")
+	f := telegramtest.New(t)
+	f.AddFile("doc1", []byte("%PDF-1.7 report"))
 	a := start(t, f, adaptertest.NewHost())
 	rc, err := a.Download(t.Context(), adapters.Attachment{Ref: "doc1"})
 	if err != nil {
@@ -200,7 +192,7 @@ func TestDownload(t *testing.T) {
 // the same stored offset resumes after the last stored update, without
 // storing any twice.
 func TestNoLossNoDuplicateAcrossCrash(t *testing.T) {
-	f := newFakeAPI(t)
+	f := telegramtest.New(t)
 	var mu sync.Mutex
 	stored := map[string]int{}
 	failing, refused := true, make(chan struct{}, 100)
@@ -219,11 +211,11 @@ func TestNoLossNoDuplicateAcrossCrash(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, host) }()
-	m1, _ := f.userMessage(groupID, "first", true, 0, 0)
-	u1 := f.push("message", m1)
-	f.waitConfirmed(t, u1)
-	m2, _ := f.userMessage(groupID, "second", true, 0, 0)
-	u2 := f.push("message", m2)
+	m1, _ := f.UserMessage(telegramtest.GroupID, "first", true, 0, 0)
+	u1 := f.Push("message", m1)
+	f.WaitConfirmed(t, u1)
+	m2, _ := f.UserMessage(telegramtest.GroupID, "second", true, 0, 0)
+	u2 := f.Push("message", m2)
 	// The gateway keeps refusing "second": the adapter retries and never
 	// asks Telegram for more, which would confirm it.
 	for range 2 {
@@ -233,9 +225,7 @@ func TestNoLossNoDuplicateAcrossCrash(t *testing.T) {
 			t.Fatal("the refused update was not retried")
 		}
 	}
-	f.mu.Lock()
-	confirmedBeforeCrash := f.confirmed
-	f.mu.Unlock()
+	confirmedBeforeCrash := f.Confirmed()
 	if confirmedBeforeCrash > u2 {
 		t.Fatalf("update %d was confirmed to Telegram although it was never stored", u2)
 	}
@@ -246,7 +236,7 @@ func TestNoLossNoDuplicateAcrossCrash(t *testing.T) {
 	mu.Unlock()
 	a2 := newAdapter(f, nil)
 	adaptertest.Start(t, a2, host)
-	f.waitConfirmed(t, u2)
+	f.WaitConfirmed(t, u2)
 	mu.Lock()
 	defer mu.Unlock()
 	if stored[strconv.Itoa(m1["message_id"].(int))] != 1 || stored[strconv.Itoa(m2["message_id"].(int))] != 1 {
@@ -260,14 +250,14 @@ func TestNoLossNoDuplicateAcrossCrash(t *testing.T) {
 // Outbound: HTML rendering, reply into the topic, 429 → RetryAfterError,
 // a 502 burst is transient, dead chats are permanent, unknown emoji refused.
 func TestOutbound(t *testing.T) {
-	f := newFakeAPI(t)
+	f := telegramtest.New(t)
 	a := start(t, f, adaptertest.NewHost())
 	ctx := t.Context()
 	id, err := a.Send(ctx, adapters.Outbound{Chat: groupChat, Topic: "42", ReplyTo: "5", Text: "**Done** — see `a<b` and [docs](https://x.io/a?b&c)"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := f.callsOf("sendMessage")
+	sent := f.Calls("sendMessage")
 	last := sent[len(sent)-1].Params
 	if last["parse_mode"] != "HTML" || last["text"] != `<b>Done</b> — see <code>a&lt;b</code> and <a href="https://x.io/a?b&amp;c">docs</a>` ||
 		last["message_thread_id"] != "42" || !strings.Contains(last["reply_parameters"], `"message_id":5`) || last["chat_id"] != "-1001234" {
@@ -276,17 +266,13 @@ func TestOutbound(t *testing.T) {
 	if id == "" {
 		t.Error("no id")
 	}
-	f.mu.Lock()
-	f.rateLimit = 3
-	f.mu.Unlock()
+	f.RateLimit(3)
 	_, err = a.Send(ctx, adapters.Outbound{Chat: groupChat, Text: "x"})
 	var ra *adapters.RetryAfterError
 	if !errors.As(err, &ra) || ra.Wait != 3*time.Second {
 		t.Errorf("429: %v; want RetryAfterError of 3s", err)
 	}
-	f.mu.Lock()
-	f.fail5xx = 3
-	f.mu.Unlock()
+	f.Fail5xx(3)
 	for range 3 {
 		if _, err := a.Send(ctx, adapters.Outbound{Chat: dmChat, Text: "x"}); err == nil || errors.Is(err, adapters.ErrPermanent) {
 			t.Errorf("502: %v; want a transient error", err)
@@ -309,11 +295,11 @@ func TestOutbound(t *testing.T) {
 	if err := a.Typing(ctx, groupChat, "42"); err != nil {
 		t.Fatal(err)
 	}
-	if c := f.callsOf("sendChatAction"); len(c) != 1 || c[0].Params["action"] != "typing" || c[0].Params["message_thread_id"] != "42" {
+	if c := f.Calls("sendChatAction"); len(c) != 1 || c[0].Params["action"] != "typing" || c[0].Params["message_thread_id"] != "42" {
 		t.Errorf("typing calls %v", c)
 	}
 	fid, err := a.SendFile(ctx, adapters.Outbound{Chat: groupChat, Text: "chart"}, adapters.File{Name: "c.png", MIME: "image/png", Content: strings.NewReader("PNG")})
-	if err != nil || len(f.callsOf("sendPhoto")) != 1 || fid == "" {
+	if err != nil || len(f.Calls("sendPhoto")) != 1 || fid == "" {
 		t.Errorf("an image goes as a photo: %v, %v", fid, err)
 	}
 }
@@ -321,17 +307,17 @@ func TestOutbound(t *testing.T) {
 // A group that becomes a supergroup keeps its JID: routes and history carry
 // on, and sends to the old JID reach the supergroup.
 func TestSupergroupMigration(t *testing.T) {
-	f := newFakeAPI(t)
+	f := telegramtest.New(t)
 	host := adaptertest.NewHost()
 	var logs bytes.Buffer
 	a := newAdapter(f, slog.New(slog.NewTextHandler(&logs, nil)))
 	adaptertest.Start(t, a, host)
 	const old, new = int64(-5555), int64(-1009999)
-	m, _ := f.userMessage(old, "", false, 0, 0)
+	m, _ := f.UserMessage(old, "", false, 0, 0)
 	m["migrate_to_chat_id"] = new
-	f.push("message", m)
-	m2, _ := f.userMessage(new, "hello from the supergroup", true, 0, 0)
-	f.push("message", m2)
+	f.Push("message", m)
+	m2, _ := f.UserMessage(new, "hello from the supergroup", true, 0, 0)
+	f.Push("message", m2)
 	ev := host.WaitEvents(t, 1)[0]
 	if ev.Chat != "telegram:group/5555" {
 		t.Errorf("the supergroup's message arrived as %s; want the old group's JID", ev.Chat)
@@ -342,7 +328,7 @@ func TestSupergroupMigration(t *testing.T) {
 	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: "telegram:group/5555", Text: "still here"}); err != nil {
 		t.Fatal(err)
 	}
-	if c := f.callsOf("sendMessage"); c[len(c)-1].Params["chat_id"] != "-1009999" {
+	if c := f.Calls("sendMessage"); c[len(c)-1].Params["chat_id"] != "-1009999" {
 		t.Errorf("sent to %s; want the supergroup", c[len(c)-1].Params["chat_id"])
 	}
 	// A restarted adapter remembers the migration.
@@ -358,10 +344,12 @@ func TestSupergroupMigration(t *testing.T) {
 
 // A bad token is a start-up error naming the config key.
 func TestBadToken(t *testing.T) {
-	f := newFakeAPI(t)
-	a := New(Options{Token: "1:wrong", APIURL: f.srv.URL, PollTimeout: 2 * time.Second})
+	f := telegramtest.New(t)
+	a := New(Options{Token: "1:wrong", APIURL: f.URL(), PollTimeout: 2 * time.Second})
 	err := a.Run(t.Context(), adaptertest.NewHost())
 	if !errors.Is(err, adapters.ErrBadToken) || !strings.Contains(err.Error(), "adapters.telegram.token") {
 		t.Fatalf("Run with a bad token: %v", err)
 	}
 }
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }

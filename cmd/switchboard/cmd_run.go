@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
+	"switchboard/adapters/telegram"
 	"switchboard/adapters/web"
 	"switchboard/gateway"
 	"switchboard/routing"
@@ -136,7 +137,10 @@ func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
 	if c.Web.Enabled {
 		list = append(list, web.New(web.Options{Listen: c.Web.Listen, History: gateway.History{Store: st}, Logger: a.log}))
 	}
-	for name, on := range map[string]bool{"telegram": c.Telegram.Enabled, "discord": c.Discord.Enabled, "slack": c.Slack.Enabled} {
+	if c.Telegram.Enabled {
+		list = append(list, telegram.New(telegram.Options{Token: string(c.Telegram.Token), APIURL: c.Telegram.APIURL, Logger: a.log}))
+	}
+	for name, on := range map[string]bool{"discord": c.Discord.Enabled, "slack": c.Slack.Enabled} {
 		if on {
 			return nil, fmt.Errorf("adapters.%s: this build has no %s adapter yet; set adapters.%s.enabled: false", name, name, name)
 		}

@@ -81,6 +81,7 @@ type e2eConfig struct {
 	engageTTL     string   // default 10m
 	groups        []string // besides root
 	routes        string   // YAML list; default every web room → main
+	adapters      string   // more YAML lines under adapters:, indented two spaces
 }
 
 // agentPrologue records every turn of a folder in $E2E_OUT/<folder>/: the
@@ -155,9 +156,9 @@ agent:
 engage_ttl: %s
 adapters:
   web: {enabled: true, listen: "127.0.0.1:0"}
-groups:
+%sgroups:
 %sroutes:
-%s`, agent, resume, c.output, c.timeout, c.maxConcurrent, c.engageTTL, groups.String(), c.routes)
+%s`, agent, resume, c.output, c.timeout, c.maxConcurrent, c.engageTTL, c.adapters, groups.String(), c.routes)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,10 @@
-package telegram
+// Package telegramtest is a fake Telegram Bot API for tests: every method is
+// POST /bot<token>/<method> with a multipart, JSON or form body, answered
+// {"ok":true,"result":...}; getUpdates long-polls with offset semantics;
+// files download from /file/bot<token>/<path>. The real SDK talks to it
+// through api_url. Tests of the adapter and end-to-end tests of the binary
+// use it.
+package telegramtest
 
 import (
 	"encoding/json"
@@ -16,19 +22,18 @@ import (
 	"unicode/utf16"
 )
 
+// The fake's fixed world: the bot, a user, and a forum supergroup.
 const (
-	testToken = "123:SECRET-token"
-	botID     = 999
-	botName   = "SbTestBot"
-	userID    = 7
-	groupID   = -1001234 // a forum supergroup
+	Token   = "123:SECRET-token"
+	BotID   = 999
+	BotName = "SbTestBot"
+	UserID  = 7
+	GroupID = -1001234 // a forum supergroup
 )
 
-// fakeAPI is a fake Telegram Bot API: every method is POST /bot<token>/<method>
-// with a multipart, JSON or form body, answered {"ok":true,"result":...}.
-// The real SDK talks to it through api_url.
-type fakeAPI struct {
-	t   *testing.T
+// Server is the fake Bot API.
+type Server struct {
+	t   testing.TB
 	srv *httptest.Server
 
 	mu        sync.Mutex
@@ -36,10 +41,10 @@ type fakeAPI struct {
 	updates   []map[string]any
 	nextUpd   int64
 	confirmed int64 // every update below this offset was confirmed
-	msgs      map[int64][]*botMsg
+	msgs      map[int64][]*Msg
 	nextMsg   int
 	files     map[string][]byte // file_id -> content
-	calls     []apiCall
+	calls     []Call
 	rateLimit int  // the next write answers 429 with this retry_after
 	rejectFmt bool // the next formatted message is refused
 	drop      bool // the next getUpdates fails
@@ -47,13 +52,13 @@ type fakeAPI struct {
 	webhook   bool // a webhook is set
 }
 
-type apiCall struct {
+type Call struct {
 	Method string
 	Params map[string]string
 }
 
-// botMsg is a message as the fake chat holds it.
-type botMsg struct {
+// Msg is a message as the fake chat holds it.
+type Msg struct {
 	ID        int
 	FromBot   bool
 	Text      string // as shown: HTML parsed away
@@ -67,20 +72,22 @@ type botMsg struct {
 	FileData  []byte
 }
 
-func newFakeAPI(t *testing.T) *fakeAPI {
-	f := &fakeAPI{t: t, changed: make(chan struct{}), nextUpd: 100, msgs: map[int64][]*botMsg{}, nextMsg: 1,
+// New starts a fake Bot API for the test; a webhook is set, as a stale
+// one would be, until the bot deletes it.
+func New(t testing.TB) *Server {
+	f := &Server{t: t, changed: make(chan struct{}), nextUpd: 100, msgs: map[int64][]*Msg{}, nextMsg: 1,
 		files: map[string][]byte{}, webhook: true}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-func (f *fakeAPI) notify() {
+func (f *Server) notify() {
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
 
-func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/file/bot") {
 		f.serveFile(w, r)
 		return
@@ -91,13 +98,13 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if token != testToken {
+	if token != Token {
 		reply(w, 401, "Unauthorized", nil)
 		return
 	}
 	params, files := parseParams(r)
 	f.mu.Lock()
-	f.calls = append(f.calls, apiCall{Method: method, Params: params})
+	f.calls = append(f.calls, Call{Method: method, Params: params})
 	f.mu.Unlock()
 	if method == "getUpdates" {
 		f.getUpdates(w, r, params)
@@ -123,7 +130,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	chat, _ := strconv.ParseInt(params["chat_id"], 10, 64)
 	switch method {
 	case "getMe":
-		reply(w, 200, "", map[string]any{"id": botID, "is_bot": true, "first_name": "Switchboard", "username": botName})
+		reply(w, 200, "", map[string]any{"id": BotID, "is_bot": true, "first_name": "Switchboard", "username": BotName})
 	case "deleteWebhook":
 		f.webhook = false
 		reply(w, 200, "", true)
@@ -152,7 +159,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 			reply(w, 403, "Forbidden: bot was blocked by the user", nil)
 			return
 		}
-		m := &botMsg{ID: f.nextMsg, FromBot: true, Text: text, Raw: raw, Thread: atoi(params["message_thread_id"])}
+		m := &Msg{ID: f.nextMsg, FromBot: true, Text: text, Raw: raw, Thread: atoi(params["message_thread_id"])}
 		if rp := params["reply_parameters"]; rp != "" {
 			var p struct {
 				MessageID int `json:"message_id"`
@@ -167,7 +174,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.nextMsg++
 		f.msgs[chat] = append(f.msgs[chat], m)
-		reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": chatObj(chat), "text": text})
+		reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": ChatObj(chat), "text": text})
 	case "editMessageText":
 		m := f.find(chat, atoi(params["message_id"]))
 		if m == nil {
@@ -183,7 +190,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		m.Text, m.Raw = text, params["text"]
-		reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": chatObj(chat), "text": text})
+		reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": ChatObj(chat), "text": text})
 	case "deleteMessage", "pinChatMessage", "unpinChatMessage", "setMessageReaction":
 		m := f.find(chat, atoi(params["message_id"]))
 		if m == nil {
@@ -224,7 +231,7 @@ func isWrite(method string) bool {
 	return strings.HasPrefix(method, "send") && method != "sendChatAction" || method == "editMessageText"
 }
 
-func (f *fakeAPI) find(chat int64, id int) *botMsg {
+func (f *Server) find(chat int64, id int) *Msg {
 	for _, m := range f.msgs[chat] {
 		if m.ID == id {
 			return m
@@ -233,10 +240,10 @@ func (f *fakeAPI) find(chat int64, id int) *botMsg {
 	return nil
 }
 
-func (f *fakeAPI) serveFile(w http.ResponseWriter, r *http.Request) {
+func (f *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/file/bot")
 	token, path, _ := strings.Cut(rest, "/")
-	if token != testToken {
+	if token != Token {
 		http.Error(w, "unauthorized", 401)
 		return
 	}
@@ -253,7 +260,7 @@ func (f *fakeAPI) serveFile(w http.ResponseWriter, r *http.Request) {
 
 // getUpdates long-polls: it confirms updates below offset and answers those
 // at or above it, waiting up to timeout seconds for one to arrive.
-func (f *fakeAPI) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]string) {
+func (f *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]string) {
 	offset, _ := strconv.ParseInt(p["offset"], 10, 64)
 	timeout := time.Duration(atoi(p["timeout"])) * time.Second
 	deadline := time.After(timeout)
@@ -299,8 +306,8 @@ func (f *fakeAPI) getUpdates(w http.ResponseWriter, r *http.Request, p map[strin
 	}
 }
 
-// push queues an update and returns its id.
-func (f *fakeAPI) push(kind string, body map[string]any) int64 {
+// Push queues an update and returns its id.
+func (f *Server) Push(kind string, body map[string]any) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextUpd++
@@ -309,52 +316,52 @@ func (f *fakeAPI) push(kind string, body map[string]any) int64 {
 	return f.nextUpd
 }
 
-// userMessage is a message from user 7 in chat, addressed to the bot when
+// UserMessage is a message from user 7 in chat, addressed to the bot when
 // mention, in forum topic thread (0: none), replying to replyTo (0: none).
-func (f *fakeAPI) userMessage(chat int64, text string, mention bool, thread, replyTo int) (map[string]any, int) {
+func (f *Server) UserMessage(chat int64, text string, mention bool, thread, replyTo int) (map[string]any, int) {
 	f.mu.Lock()
 	id := f.nextMsg
 	f.nextMsg++
-	f.msgs[chat] = append(f.msgs[chat], &botMsg{ID: id, Text: text})
+	f.msgs[chat] = append(f.msgs[chat], &Msg{ID: id, Text: text})
 	f.mu.Unlock()
-	m := map[string]any{"message_id": id, "date": time.Now().Unix(), "chat": chatObj(chat),
-		"from": map[string]any{"id": userID, "is_bot": false, "first_name": "Ann", "username": "ann"}, "text": text}
+	m := map[string]any{"message_id": id, "date": time.Now().Unix(), "chat": ChatObj(chat),
+		"from": map[string]any{"id": UserID, "is_bot": false, "first_name": "Ann", "username": "ann"}, "text": text}
 	if mention {
-		m["text"] = "@" + botName + " " + text
-		m["entities"] = []map[string]any{{"type": "mention", "offset": 0, "length": len(botName) + 1}}
+		m["text"] = "@" + BotName + " " + text
+		m["entities"] = []map[string]any{{"type": "mention", "offset": 0, "length": len(BotName) + 1}}
 	}
 	if thread != 0 {
 		m["message_thread_id"], m["is_topic_message"] = thread, true
 	}
 	if replyTo != 0 {
-		from := map[string]any{"id": userID, "is_bot": false, "first_name": "Ann"}
+		from := map[string]any{"id": UserID, "is_bot": false, "first_name": "Ann"}
 		f.mu.Lock()
 		if r := f.find(chat, replyTo); r != nil && r.FromBot {
-			from = map[string]any{"id": botID, "is_bot": true, "first_name": "Switchboard", "username": botName}
+			from = map[string]any{"id": BotID, "is_bot": true, "first_name": "Switchboard", "username": BotName}
 		}
 		f.mu.Unlock()
-		m["reply_to_message"] = map[string]any{"message_id": replyTo, "date": time.Now().Unix(), "chat": chatObj(chat), "from": from}
+		m["reply_to_message"] = map[string]any{"message_id": replyTo, "date": time.Now().Unix(), "chat": ChatObj(chat), "from": from}
 	}
 	return m, id
 }
 
-func chatObj(id int64) map[string]any {
+func ChatObj(id int64) map[string]any {
 	if id > 0 {
 		return map[string]any{"id": id, "type": "private", "first_name": "Ann"}
 	}
-	if id < -1000000000 || id == groupID {
+	if id < -1000000000 || id == GroupID {
 		return map[string]any{"id": id, "type": "supergroup", "title": "Ops", "is_forum": true}
 	}
 	return map[string]any{"id": id, "type": "group", "title": "Old group"}
 }
 
-// waitConfirmed waits until Telegram would have forgotten update id.
-func (f *fakeAPI) waitConfirmed(t *testing.T, id int64) {
+// WaitConfirmed waits until Telegram would have forgotten update id.
+func (f *Server) WaitConfirmed(t testing.TB, id int64) {
 	t.Helper()
-	f.waitFor(t, fmt.Sprintf("update %d confirmed", id), func() bool { return f.confirmed > id })
+	f.WaitFor(t, fmt.Sprintf("update %d confirmed", id), func() bool { return f.confirmed > id })
 }
 
-func (f *fakeAPI) waitFor(t *testing.T, what string, cond func() bool) {
+func (f *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -372,10 +379,10 @@ func (f *fakeAPI) waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func (f *fakeAPI) callsOf(method string) []apiCall {
+func (f *Server) Calls(method string) []Call {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []apiCall
+	var out []Call
 	for _, c := range f.calls {
 		if c.Method == method {
 			out = append(out, c)
@@ -474,3 +481,84 @@ func parseHTML(s string) (string, bool) {
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// URL is the Bot API base to give the adapter as api_url.
+func (f *Server) URL() string { return f.srv.URL }
+
+// WebhookSet reports whether a webhook is still set.
+func (f *Server) WebhookSet() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.webhook
+}
+
+// Confirmed is the offset below which Telegram forgot every update.
+func (f *Server) Confirmed() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.confirmed
+}
+
+// AddFile makes a file downloadable by its file id.
+func (f *Server) AddFile(id string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.files[id] = data
+}
+
+// Messages returns a copy of what chat holds, oldest first.
+func (f *Server) Messages(chat int64) []Msg {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Msg
+	for _, m := range f.msgs[chat] {
+		out = append(out, *m)
+	}
+	return out
+}
+
+// RateLimit makes the next write answer 429 with retry_after seconds.
+func (f *Server) RateLimit(seconds int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rateLimit = seconds
+}
+
+// Fail5xx makes the next n writes answer 502.
+func (f *Server) Fail5xx(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail5xx = n
+}
+
+// RejectFormatting makes the next formatted message fail to parse.
+func (f *Server) RejectFormatting() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rejectFmt = true
+}
+
+// Drop closes the connection of the current (or next) getUpdates.
+func (f *Server) Drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drop = true
+	f.notify()
+}
+
+// WaitBotMessage waits until the bot posted a message in chat that match
+// accepts, and returns it.
+func (f *Server) WaitBotMessage(t testing.TB, chat int64, what string, match func(Msg) bool) Msg {
+	t.Helper()
+	var found Msg
+	f.WaitFor(t, what, func() bool {
+		for _, m := range f.msgs[chat] {
+			if m.FromBot && match(*m) {
+				found = *m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
