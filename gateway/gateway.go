@@ -146,6 +146,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.reload(ctx); err != nil {
 		return err
 	}
+	if n := killLeftovers(g.layout.SocketPath("x"), g.log); n > 0 {
+		g.log.Warn("agent processes left by a crashed gateway were killed", "count", n)
+	}
+	if n, err := g.st.RecoverStarted(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		g.log.Warn("turns interrupted by a crash count as failed attempts", "work_rows", n)
+	}
 	if n, err := g.st.RecoverOutbox(ctx); err != nil {
 		return fmt.Errorf("recover outbox: %w", err)
 	} else if n > 0 {

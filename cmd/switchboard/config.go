@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -38,11 +39,21 @@ type LogConfig struct {
 }
 
 type AgentConfig struct {
-	Command       []string `yaml:"command"`
-	ResumeArgs    []string `yaml:"resume_args"`
-	Output        string   `yaml:"output"`
-	Timeout       Duration `yaml:"timeout"`
-	MaxConcurrent int      `yaml:"max_concurrent"`
+	Command       []string     `yaml:"command"`
+	ResumeArgs    []string     `yaml:"resume_args"`
+	Output        string       `yaml:"output"`
+	Timeout       Duration     `yaml:"timeout"`
+	MaxConcurrent int          `yaml:"max_concurrent"`
+	Sandbox       string       `yaml:"sandbox"` // bwrap | auto | none
+	Binds         []BindConfig `yaml:"binds"`
+	Network       bool         `yaml:"network"`
+	Env           []string     `yaml:"env"`
+}
+
+// BindConfig is an extra path visible to sandboxed agents.
+type BindConfig struct {
+	Path string `yaml:"path"`
+	RW   bool   `yaml:"rw"`
 }
 
 type AdaptersConfig struct {
@@ -116,6 +127,8 @@ func DefaultConfig() Config {
 			Output:        "text",
 			Timeout:       Duration(10 * time.Minute),
 			MaxConcurrent: 4,
+			Sandbox:       "auto",
+			Network:       true,
 		},
 		EngageTTL: Duration(10 * time.Minute),
 		Adapters: AdaptersConfig{
@@ -349,6 +362,19 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 	if c.Agent.MaxConcurrent < 1 || c.Agent.MaxConcurrent > 1024 {
 		bad("agent.max_concurrent", "%d: want 1 to 1024", c.Agent.MaxConcurrent)
 	}
+	if !slices.Contains([]string{"bwrap", "auto", "none"}, c.Agent.Sandbox) {
+		bad("agent.sandbox", "%q: want bwrap, auto or none", c.Agent.Sandbox)
+	}
+	for i, b := range c.Agent.Binds {
+		if p := expandHome(b.Path); !filepath.IsAbs(p) {
+			bad(fmt.Sprintf("agent.binds[%d].path", i), "%q: want an absolute path or one starting with ~/", b.Path)
+		}
+	}
+	for i, n := range c.Agent.Env {
+		if n == "" || strings.ContainsAny(n, "= ") {
+			bad(fmt.Sprintf("agent.env[%d]", i), "%q is not an environment variable name", n)
+		}
+	}
 }
 
 func (c *Config) validateAdapters(bad func(string, string, ...any)) {
@@ -381,6 +407,16 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 			bad("adapters.slack", "events mode needs signing_secret and listen")
 		}
 	}
+}
+
+// expandHome replaces a leading ~/ with the user's home directory.
+func expandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return p
 }
 
 // Route converts a seed into a routing.Route.
