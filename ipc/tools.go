@@ -217,10 +217,13 @@ func jsonType(v any) string {
 	case string:
 		return "a string"
 	case float64:
-		if x == math.Trunc(x) {
-			return "an integer"
+		switch {
+		case x != math.Trunc(x):
+			return "a number"
+		case math.Abs(x) >= 1<<53:
+			return fmt.Sprintf("%g, which is too large to be an exact integer", x)
 		}
-		return "a number"
+		return "an integer"
 	case bool:
 		return "a boolean"
 	case map[string]any:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -79,15 +80,23 @@ func runRefreshGroups(ctx context.Context, c *call) (any, error) {
 }
 
 func runRegisterGroup(ctx context.Context, c *call) (any, error) {
+	known, err := c.b.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
 	folder := c.str("folder")
 	if !strings.Contains(folder, "/") && c.tier != 0 {
+		// A bare name is a child of the caller, unless it names the caller
+		// or another group: then the caller most likely meant that group.
+		switch {
+		case folder == c.folder || folder == path.Base(c.folder):
+			return nil, fmt.Errorf("%q is your own group's name; name the new subgroup, e.g. %s/reports", folder, c.folder)
+		case slices.Contains(known, folder):
+			return nil, fmt.Errorf("group %s already exists; to create a subgroup of yours with that name pass %s/%s", folder, c.folder, folder)
+		}
 		folder = c.folder + "/" + folder
 	}
 	if err := groups.Validate(folder); err != nil {
-		return nil, err
-	}
-	known, err := c.b.Groups(ctx)
-	if err != nil {
 		return nil, err
 	}
 	parent := groups.Parent(folder)

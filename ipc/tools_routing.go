@@ -76,6 +76,9 @@ func runListRoutes(_ context.Context, c *call) (any, error) {
 	return map[string]any{"routes": routes}, nil
 }
 
+// maxSeq bounds a route's seq: far beyond any table, well inside an int.
+const maxSeq = 1_000_000_000
+
 // routeArg reads one route object ({match, target, seq?, mode?}).
 func routeArg(v map[string]any) (r routing.Route, seqGiven bool, err error) {
 	m, ok := v["match"].(map[string]any)
@@ -97,6 +100,9 @@ func routeArg(v map[string]any) (r routing.Route, seqGiven bool, err error) {
 		f, isNum := s.(float64)
 		if !isNum || !typeMatches("integer", f) {
 			return r, false, fmt.Errorf("seq: want an integer, got %s", jsonType(s))
+		}
+		if f < -maxSeq || f > maxSeq {
+			return r, false, fmt.Errorf("seq: %g is out of range; want an integer from %d to %d", f, -maxSeq, maxSeq)
 		}
 		r.Seq, seqGiven = int(f), true
 	}

@@ -230,6 +230,8 @@ func TestRouteEdits(t *testing.T) {
 		{"add_route", map[string]any{"match": map[string]any{"chat_jid": "web:root"}, "target": "acme"}, `owned by group "root"`},
 		{"add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "root"}, "outside it"},
 		{"add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme/nope"}, "does not exist"},
+		{"add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": 1e300}, "param seq: want an integer, got 1e+300, which is too large to be an exact integer"},
+		{"add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": 1e12}, "seq: 1e+12 is out of range; want an integer from -1000000000 to 1000000000"},
 		{"delete_route", map[string]any{"id": 1}, "outside it"}, // root's route
 	}
 	for _, e := range refusedEdits {
@@ -362,6 +364,16 @@ func TestGroupTools(t *testing.T) {
 	}
 	if r := call(t, c, "register_group", map[string]any{"folder": "acme/sales"}); !r.IsError || !strings.Contains(r.Text, "already exists") {
 		t.Errorf("register twice: %+v", r)
+	}
+	// A bare name that is the caller's own, or another group's, is refused
+	// rather than nested (acme/acme, acme/root).
+	for name, want := range map[string]string{"acme": "your own group's name", "root": "group root already exists"} {
+		if r := call(t, c, "register_group", map[string]any{"folder": name}); !r.IsError || !strings.Contains(r.Text, want) {
+			t.Errorf("register_group %q: %+v; want an error saying %q", name, r, want)
+		}
+	}
+	if ok, _ := h.st.GroupExists(ctx, "acme/acme"); ok {
+		t.Error("acme/acme was created")
 	}
 	// delegate_group: only downwards; the subgroup's turn runs.
 	if r := call(t, sc, "delegate_group", map[string]any{"folder": "acme", "prompt": "x", "chat_jid": "full:sales"}); !r.IsError {

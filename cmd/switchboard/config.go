@@ -316,6 +316,8 @@ func (c *Config) Validate() error {
 	}
 	if err := groups.Validate(c.OperatorFolder); err != nil {
 		bad("operator_folder", "%v", err)
+	} else if strings.Contains(c.OperatorFolder, "/") {
+		bad("operator_folder", "%q: the operator folder must be a top-level folder such as root (a nested one could be reached by its ancestors)", c.OperatorFolder)
 	}
 	if _, err := time.LoadLocation(c.Timezone); err != nil || c.Timezone == "" || strings.EqualFold(c.Timezone, "local") {
 		bad("timezone", "%q is not an IANA time zone such as UTC or Europe/Berlin", c.Timezone)
