@@ -85,14 +85,24 @@ func (l Layout) SocketPath(folder string) string {
 
 // Setup creates the group's working directory and writes its .mcp.json, which
 // points MCP clients at "<exe> mcp-bridge --socket <abs socket path>". It is
-// idempotent and leaves other files in the folder alone.
+// idempotent and leaves other files in the folder alone. Group data is
+// private: the folder (and the groups/ directory above it) is made 0700,
+// tightening one that already exists.
 func (l Layout) Setup(folder, exe string) error {
 	if err := Validate(folder); err != nil {
 		return err
 	}
 	dir := l.Dir(folder)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create group folder: %w", err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o700); err != nil {
+			return fmt.Errorf("make group folder private: %w", err)
+		}
+		if filepath.Base(d) == "groups" || d == filepath.Dir(d) {
+			break
+		}
 	}
 	sock, err := filepath.Abs(l.SocketPath(folder))
 	if err != nil {
@@ -103,7 +113,7 @@ func (l Layout) Setup(folder, exe string) error {
 		"args":    []string{"mcp-bridge", "--socket", sock},
 	}}}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write .mcp.json: %w", err)
 	}
 	return nil

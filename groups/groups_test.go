@@ -97,3 +97,24 @@ func TestSetupWritesMCPConfig(t *testing.T) {
 		t.Error("Setup accepted an invalid folder")
 	}
 }
+
+// Group folders are private: created 0700 (the groups/ directory too), and
+// an existing one that is world-readable is tightened.
+func TestSetupMakesFoldersPrivate(t *testing.T) {
+	l := Layout{DataDir: t.TempDir()}
+	if err := os.MkdirAll(l.Dir("acme/eng"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Setup("acme/eng", "/bin/switchboard"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{l.Dir("acme/eng"), l.Dir("acme"), filepath.Join(l.DataDir, "groups")} {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: mode %v, %v; want 0700", d, fi.Mode().Perm(), err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(l.Dir("acme/eng"), ".mcp.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf(".mcp.json: %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+}

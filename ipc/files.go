@@ -95,7 +95,8 @@ func (s *Server) readWork(folder string) (string, bool, error) {
 		return "", false, fmt.Errorf("open group folder: %w", err)
 	}
 	defer root.Close()
-	f, err := root.Open(workFile)
+	// Non-blocking: a FIFO named work.md must not hang the call.
+	f, err := root.OpenFile(workFile, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}
@@ -103,6 +104,9 @@ func (s *Server) readWork(folder string) (string, bool, error) {
 		return "", false, fileError(workFile, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", true, fmt.Errorf("%s is not a regular file; replace it with one (set_work does)", workFile)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxWork+1))
 	if err != nil {
 		return "", false, fmt.Errorf("read %s: %w", workFile, err)
@@ -131,7 +135,7 @@ func (s *Server) writeWork(folder, content string) error {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := ".work.md." + hex.EncodeToString(rnd[:]) + ".tmp"
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", workFile, err)
 	}

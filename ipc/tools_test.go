@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"syscall"
 	"time"
 
 	"switchboard/adapters"
@@ -486,5 +487,39 @@ func TestSessionTools(t *testing.T) {
 	call(t, c, "reset_session", nil).decode(t, &rs)
 	if rs.Reset != 1 {
 		t.Errorf("reset %d sessions, want 1", rs.Reset)
+	}
+}
+
+// A FIFO (or any non-regular file) in a group folder never blocks a tool:
+// send_file and get_work answer at once with an error, and the session goes on.
+func TestFIFOsDoNotBlock(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connect(t, "acme", true)
+	dir := filepath.Join(h.dir, "groups", "acme")
+	for _, name := range []string{"pipe", "work.md"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if r := call(t, c, "send_file", map[string]any{"chat_jid": "full:room", "path": "pipe"}); !r.IsError || !strings.Contains(r.Text, "not a regular file") {
+			t.Errorf("send_file on a FIFO: %+v", r)
+		}
+		if r := call(t, c, "get_work", nil); !r.IsError || !strings.Contains(r.Text, "not a regular file") {
+			t.Errorf("get_work on a FIFO: %+v", r)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a tool blocked on a FIFO")
+	}
+	var w struct{ Exists bool }
+	call(t, c, "set_work", map[string]any{"content": "plan"}).decode(t, &struct{}{})
+	call(t, c, "get_work", nil).decode(t, &w)
+	if !w.Exists {
+		t.Error("set_work did not replace the FIFO")
 	}
 }

@@ -155,11 +155,14 @@ func (a *app) openStore(ctx context.Context) (*store.Store, error) {
 		if _, perr := os.Stat(parent); perr != nil {
 			return nil, fmt.Errorf("data dir %s: parent directory %s does not exist; create it or set data_dir / --data-dir", dir, parent)
 		}
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		if err := os.Mkdir(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dir, err)
+	} else if err := os.Chmod(dir, 0o700); err != nil {
+		// Private data (messages, folders, sockets): tighten an existing one.
+		return nil, fmt.Errorf("make data dir %s private: %w", dir, err)
 	}
 	return store.Open(ctx, filepath.Join(dir, "switchboard.db"))
 }

@@ -232,3 +232,16 @@ func TestCorruptDatabaseIsReportedAndKept(t *testing.T) {
 		t.Error("the corrupt file was modified")
 	}
 }
+
+// The data directory is private: created 0700, and a world-readable one
+// from an older version is tightened by the next command.
+func TestDataDirIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustSB(t, dir, "group", "add", "acme")
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data dir mode %v, %v; want 0700", fi.Mode().Perm(), err)
+	}
+}
