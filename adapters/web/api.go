@@ -124,9 +124,12 @@ func (a *Adapter) postMessage(deliver adapters.DeliverFunc) http.HandlerFunc {
 		// already refused by the cross-origin and Host checks.
 		// A slow client must not hold a connection open forever; the
 		// server has no ReadTimeout because event streams outlive it.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyDeadline))
+		// The deadline stays set after the body was read: net/http discards
+		// an unread rest after the handler returns, and must not wait for a
+		// client that stopped sending. The next request on the connection
+		// gets the server's own header deadline.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(a.bodyDeadline))
 		req, status, err := decodePost(w, r)
-		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		if err != nil {
 			writeError(w, status, err.Error())
 			return

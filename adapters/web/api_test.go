@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
@@ -321,5 +323,23 @@ func TestPostAcceptsJSONBodyWithAnyContentType(t *testing.T) {
 		if status != http.StatusAccepted {
 			t.Errorf("content type %q: status %d (%s), want 202", ct, status, body)
 		}
+	}
+}
+
+// A POST whose body stops arriving is closed at the body deadline, even
+// after the handler answered and net/http would discard the rest.
+func TestStalledBodyClosedAtDeadline(t *testing.T) {
+	s := start(t, func(a *Adapter) { a.bodyDeadline = 200 * time.Millisecond })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Content-Length promises more than is sent: the handler reads what
+	// came (invalid JSON), answers 400, and the rest never arrives.
+	fmt.Fprintf(conn, "POST /api/rooms/lobby/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"sender\":")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadAll(conn); err != nil {
+		t.Fatalf("the server held the stalled connection open: %v", err)
 	}
 }

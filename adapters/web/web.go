@@ -69,6 +69,8 @@ type Adapter struct {
 	// lives forever; the EventSource reconnects after its retry delay with
 	// Last-Event-ID, so nothing is lost.
 	streamMaxAge time.Duration
+	// bodyDeadline bounds reading a POST body (and discarding its unread rest).
+	bodyDeadline time.Duration
 
 	running   atomic.Bool
 	ready     chan struct{} // closed once listening
@@ -90,6 +92,7 @@ const botSender = "switchboard"
 // Self is the bot's sender JID, web:user/switchboard: the gateway stores the
 // bot's messages under it.
 func (a *Adapter) Self() (adapters.JID, bool) { return senderJID(botSender), true }
+
 var _ adapters.Watcher = (*Adapter)(nil)
 
 // New returns an adapter configured by o. It does not listen until Run.
@@ -102,6 +105,7 @@ func New(o Options) *Adapter {
 		streams:      make(chan struct{}, defaultMaxStreams),
 		keepAlive:    15 * time.Second,
 		streamMaxAge: 30 * time.Minute,
+		bodyDeadline: bodyDeadline,
 		ready:        make(chan struct{}),
 		stop:         make(chan struct{}),
 	}

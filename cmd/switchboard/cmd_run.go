@@ -44,6 +44,11 @@ func (a *app) runGateway(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
+	unlock, err := lockDataDir(a.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own executable: %w", err)

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -373,4 +375,25 @@ echo fine`})
 			t.Errorf("%s: bot said %q; want %q", room, got, want)
 		}
 	}
+}
+
+// A second gateway on the same data directory refuses to start, naming the
+// first one's pid; CLI commands keep working beside the running one.
+func TestE2ESecondGatewayRefused(t *testing.T) {
+	t.Parallel()
+	dir := newE2E(t, e2eConfig{agent: replyAgent})
+	g := startGW(t, dir)
+	cmd := exec.Command(g.bin, "--config", "switchboard.yaml", "run")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "in use by another switchboard run (pid "+strconv.Itoa(g.cmd.Process.Pid)+")") {
+		t.Fatalf("second gateway: %v\n%s", err, out)
+	}
+	cli := exec.Command(g.bin, "--config", "switchboard.yaml", "group", "list")
+	cli.Dir = dir
+	if out, err := cli.CombinedOutput(); err != nil || !strings.Contains(string(out), "main") {
+		t.Errorf("group list beside a running gateway: %v\n%s", err, out)
+	}
+	g.mustPost("lobby", "ann", "still answering")
+	g.waitBot("lobby", 1)
 }
