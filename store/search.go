@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -42,10 +44,22 @@ type Hit struct {
 // NOT, NEAR) over message text and returns the best hits first (bm25; newer
 // first among equals). A query FTS5 cannot parse returns an error wrapping
 // ErrBadQuery that quotes the query and SQLite's complaint.
+//
+// A query is bounded (MaxQueryBytes, MaxQueryTerms) and so is its run time
+// (SearchTimeout): SQLite is interrupted when either the deadline or ctx
+// (the caller went away) ends it.
 func (s *Store) Search(ctx context.Context, query string, o SearchOptions) ([]Hit, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, fmt.Errorf("search %q: %w: empty query", query, ErrBadQuery)
 	}
+	if len(query) > MaxQueryBytes {
+		return nil, fmt.Errorf("search %s: %w: the query is %d bytes; at most %d", short(query), ErrBadQuery, len(query), MaxQueryBytes)
+	}
+	if n := len(strings.Fields(query)); n > MaxQueryTerms {
+		return nil, fmt.Errorf("search %s: %w: the query has %d terms; at most %d", short(query), ErrBadQuery, n, MaxQueryTerms)
+	}
+	ctx, cancel := context.WithTimeout(ctx, SearchTimeout)
+	defer cancel()
 	if o.ChatJIDs != nil && len(o.ChatJIDs) == 0 {
 		return []Hit{}, nil
 	}
@@ -120,8 +134,28 @@ func searchSQL(query string, o SearchOptions) (string, []any, error) {
 // plain SQL error (SQLITE_ERROR) comes from the user's query.
 func searchError(query string, err error) error {
 	var se sqlite3.Error
-	if errors.As(err, &se) && se.Code == sqlite3.ErrError {
-		return fmt.Errorf("search %q: %w: %s", query, ErrBadQuery, se.Error())
+	switch {
+	case errors.As(err, &se) && se.Code == sqlite3.ErrError:
+		return fmt.Errorf("search %s: %w: %s", short(query), ErrBadQuery, se.Error())
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &se) && se.Code == sqlite3.ErrInterrupt:
+		return fmt.Errorf("search %s: stopped after %s; narrow the query (fewer OR terms, a chat_jid or since): %w", short(query), SearchTimeout, err)
 	}
-	return fmt.Errorf("search %q: %w", query, err)
+	return fmt.Errorf("search %s: %w", short(query), err)
+}
+
+// Bounds of a search (see Search).
+const (
+	MaxQueryBytes = 1024
+	MaxQueryTerms = 64
+)
+
+// SearchTimeout bounds one search's run time. A variable for tests.
+var SearchTimeout = 5 * time.Second
+
+// short quotes a query for an error or a log line, cut to 80 bytes.
+func short(q string) string {
+	if len(q) > 80 {
+		return strconv.Quote(strings.ToValidUTF8(q[:80], "")) + "…"
+	}
+	return strconv.Quote(q)
 }
