@@ -223,6 +223,21 @@ func (e *engagements) stop(chat, topic string) {
 	delete(e.m, engageKey{chat, topic})
 }
 
+// stopIf ends the engagement in chat/topic if allowed(its folder).
+func (e *engagements) stopIf(chat, topic string, allowed func(string) bool) (folder string, ended bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en, ok := e.m[engageKey{chat, topic}]
+	if !ok || time.Now().After(en.until) {
+		return "", false
+	}
+	if !allowed(en.folder) {
+		return en.folder, false
+	}
+	delete(e.m, engageKey{chat, topic})
+	return en.folder, true
+}
+
 func (e *engagements) active(chat, topic, folder string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -21,6 +21,20 @@ func killLeftovers(anySocket string, log *slog.Logger) int {
 		return 0
 	}
 	marker := []byte("SWITCHBOARD_MCP_SOCKET=" + ipcRoot + string(filepath.Separator))
+	// A process killed mid-fork can leave a child the scan did not see:
+	// scan again until a scan finds nothing (a few rounds at most).
+	total := 0
+	for range 5 {
+		n := killMarked(marker, log)
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	return total
+}
+
+func killMarked(marker []byte, log *slog.Logger) int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -32,7 +46,7 @@ func killLeftovers(anySocket string, log *slog.Logger) int {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
+		if err != nil || len(env) == 0 { // unreadable, or a zombie
 			continue
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {

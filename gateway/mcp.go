@@ -376,7 +376,9 @@ func (b mcpBackend) Engage(chat, topic, folder string) (time.Time, error) {
 	return time.Now().Add(b.g.opt.EngageTTL).UTC(), nil
 }
 
-func (b mcpBackend) Disengage(chat, topic string) { b.g.Disengage(chat, topic) }
+func (b mcpBackend) Disengage(chat, topic string, allowed func(string) bool) (string, bool) {
+	return b.g.engage.stopIf(chat, topic, allowed)
+}
 
 func (b mcpBackend) AgentSessions(ctx context.Context, folder string) ([]ipc.AgentSession, error) {
 	rows, err := b.g.st.FolderSessions(ctx, folder)

@@ -99,7 +99,10 @@ type Sessions interface {
 	// Engage makes folder answer follow-ups in chat/topic without a mention
 	// until the returned time.
 	Engage(chat, topic, folder string) (time.Time, error)
-	Disengage(chat, topic string)
+	// Disengage ends the engagement in chat/topic and returns the folder
+	// that was engaged ("" when none). It ends it only when allowed(folder)
+	// holds for that folder.
+	Disengage(chat, topic string, allowed func(folder string) bool) (folder string, ended bool)
 	// AgentSessions lists folder's stored agent sessions.
 	AgentSessions(ctx context.Context, folder string) ([]AgentSession, error)
 	// Turns returns folder's most recent turn records, newest first.

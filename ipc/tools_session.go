@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"switchboard/groups"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -100,8 +101,15 @@ func runEngage(_ context.Context, c *call) (any, error) {
 	return map[string]any{"ok": true, "until": until}, nil
 }
 
+// runDisengage ends an engagement of the caller or of one of its
+// descendants; a child cannot end its parent's (or a sibling's).
 func runDisengage(_ context.Context, c *call) (any, error) {
-	c.b.Disengage(c.str("chat_jid"), c.str("topic"))
+	folder, ended := c.b.Disengage(c.str("chat_jid"), c.str("topic"), func(f string) bool {
+		return c.tier == 0 || groups.InSubtree(c.folder, f)
+	})
+	if folder != "" && !ended {
+		return nil, fmt.Errorf("the engagement in %s belongs to group %s; only %s or a group above it can end it", c.str("chat_jid"), folder, folder)
+	}
 	return ok, nil
 }
 

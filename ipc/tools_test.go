@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"testing"
 	"syscall"
+	"testing"
 	"time"
 
 	"switchboard/adapters"
@@ -477,6 +477,17 @@ func TestSessionTools(t *testing.T) {
 	}
 	if r := call(t, c, "disengage", map[string]any{"chat_jid": "web:acme", "topic": "t1"}); r.IsError {
 		t.Errorf("disengage: %+v", r)
+	}
+	// acme engages in its child's chat; the child cannot end that.
+	child := h.connect(t, "acme/eng", true)
+	if r := call(t, c, "engage", map[string]any{"chat_jid": "web:eng"}); r.IsError {
+		t.Fatalf("engage in a child's chat: %+v", r)
+	}
+	if r := call(t, child, "disengage", map[string]any{"chat_jid": "web:eng"}); !r.IsError || !strings.Contains(r.Text, "belongs to group acme") {
+		t.Errorf("a child ended its parent's engagement: %+v", r)
+	}
+	if r := call(t, c, "disengage", map[string]any{"chat_jid": "web:eng"}); r.IsError {
+		t.Errorf("the engaged group could not end its engagement: %+v", r)
 	}
 	// reset_session forgets the sessions the turns left.
 	h.deliver(t, "web:acme", "m1", "hi")

@@ -199,6 +199,30 @@ func TestSeedRoutes(t *testing.T) {
 	if again, _ := s.ListRoutes(ctx); !reflect.DeepEqual(again, rs) {
 		t.Errorf("SeedRoutes changed a non-empty table: %+v", again)
 	}
+	// Once seeded, an operator who deleted every route keeps an empty table.
+	if _, err := s.DeleteRoute(ctx, rs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if seeded, _ := s.SeedRoutes(ctx, cfg); seeded {
+		t.Error("the config's routes came back after the operator deleted them")
+	}
+}
+
+// A route added before the first run does not stop the config's routes
+// from being seeded: seeding follows the database being new.
+func TestSeedRoutesAfterEarlyRouteAdd(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if _, err := s.AddRoute(ctx, routing.Route{Match: map[string]string{"chat_jid": "web:ops"}, Target: "ops"}.Normalize()); err != nil {
+		t.Fatal(err)
+	}
+	seeded, err := s.SeedRoutes(ctx, []routing.Route{{Match: map[string]string{"platform": "web"}, Target: "main"}})
+	if err != nil || !seeded {
+		t.Fatalf("SeedRoutes after an early route add = %v, %v; want seeded", seeded, err)
+	}
+	if rs, _ := s.ListRoutes(ctx); len(rs) != 2 {
+		t.Errorf("routes %+v; want the operator's and the config's", rs)
+	}
 }
 
 func TestGrantOverrides(t *testing.T) {
@@ -261,7 +285,8 @@ func TestRevision(t *testing.T) {
 		}, true},
 		{"delete route", func() error { _, err := s.DeleteRoute(ctx, routeID); return err }, true},
 		{"replace routes", func() error { _, err := s.ReplaceRoutes(ctx, []routing.Route{{Target: "main"}}); return err }, true},
-		{"seed non-empty", func() error { _, err := s.SeedRoutes(ctx, []routing.Route{{Target: "x"}}); return err }, false},
+		{"first seed", func() error { _, err := s.SeedRoutes(ctx, []routing.Route{{Target: "main"}}); return err }, true},
+		{"seed again", func() error { _, err := s.SeedRoutes(ctx, []routing.Route{{Target: "x"}}); return err }, false},
 		{"set grants", func() error { return s.SetGrantOverrides(ctx, "main", []string{"send"}) }, true},
 		{"set same grants", func() error { return s.SetGrantOverrides(ctx, "main", []string{"send"}) }, false},
 		{"clear grants", func() error { return s.SetGrantOverrides(ctx, "main", nil) }, true},

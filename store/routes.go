@@ -81,9 +81,9 @@ func (s *Store) ReplaceRoutes(ctx context.Context, rs []routing.Route) ([]routin
 	return out, nil
 }
 
-// SeedRoutes stores rs, in one transaction, only when the routes table is
-// empty (the config's routes on first start); seeded says whether it did.
-// An empty rs seeds nothing.
+// SeedRoutes stores rs, in one transaction, once in the database's life
+// (the config's routes on first start, even if a route was added by the
+// CLI before); seeded says whether it did. An empty rs seeds nothing.
 func (s *Store) SeedRoutes(ctx context.Context, rs []routing.Route) (seeded bool, err error) {
 	if len(rs) == 0 {
 		return false, nil
@@ -91,12 +91,15 @@ func (s *Store) SeedRoutes(ctx context.Context, rs []routing.Route) (seeded bool
 	out := make([]routing.Route, len(rs))
 	copy(out, rs)
 	err = writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM routes)`).Scan(&exists); err != nil {
+		var done bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'routes_seeded')`).Scan(&done); err != nil {
 			return err
 		}
-		if exists {
+		if done {
 			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('routes_seeded', '1')`); err != nil {
+			return err
 		}
 		seeded = true
 		return insertRoutes(ctx, tx, out, s.nowMS())

@@ -28,7 +28,7 @@ func (a *app) runCommand() *cobra.Command {
 		Short: "Start the gateway (adapters, queue, agent turns, outbox)",
 		Long: `Start the gateway: the enabled adapters, the message pipeline and the outbox.
 Groups and routes from the config are seeded first (groups when missing, routes
-when the route table is empty). Stop with Ctrl-C or SIGTERM: intake stops, running
+once, when the database is new). Stop with Ctrl-C or SIGTERM: intake stops, running
 turns drain, then the store closes. A second Ctrl-C exits at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runGateway(cmd.Context()) },
@@ -153,8 +153,8 @@ func (a *app) sandbox(exe string) (*gateway.Sandbox, error) {
 	return sb, nil
 }
 
-// seed creates the config's groups when missing and its routes when the route
-// table is empty.
+// seed creates the config's groups when missing and its routes once, at the
+// first start of a new database.
 func (a *app) seed(ctx context.Context, st *store.Store) error {
 	folders := []string{a.cfg.OperatorFolder}
 	for _, g := range a.cfg.Groups {

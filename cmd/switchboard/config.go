@@ -96,7 +96,7 @@ type GroupSeed struct {
 	Folder string `yaml:"folder"`
 }
 
-// RouteSeed is a route created at start when the route table is empty.
+// RouteSeed is a route created at the first start of a new database.
 type RouteSeed struct {
 	Match  map[string]string `yaml:"match"`
 	Target string            `yaml:"target"`

@@ -326,9 +326,9 @@ while :; do sleep 0.05; done`})
 			}
 			// The restart ends whatever is left and counts the crashed attempt.
 			g = startGW(t, dir)
-			if pids := agentPIDs(t, "SWITCHBOARD_TURN_ID="+turn); len(pids) != 0 {
-				t.Errorf("after the restart, processes of the crashed turn are alive: %v", pids)
-			}
+			waitFor(t, 2*time.Second, "no process of the crashed turn after the restart", func() bool {
+				return len(agentPIDs(t, "SWITCHBOARD_TURN_ID="+turn)) == 0
+			})
 			if got := g.waitBot("lobby", 1)[0].Text; got != "second run" {
 				t.Errorf("the rerun answered %q", got)
 			}
