@@ -16,8 +16,9 @@ type Caller struct {
 }
 
 // Authorize decides a tool call: the grant rules with the call's params, then
-// — for a call that targets a chat (param "jid") — that the chat's owner is in
-// the caller's subtree (tier 0 excepted). It is the only place that combines
+// — for a call that targets a chat (param "jid") — that the owner of the chat,
+// or of its topic when the call names one (param "topic"), is in the caller's
+// subtree (tier 0 excepted): a group routed one thread of a chat acts there. It is the only place that combines
 // the two, used by the MCP server and by `switchboard grants check`.
 func Authorize(c Caller, table *routing.Table, tool string, params map[string]string) grants.Decision {
 	d := c.Rules.Check(tool, params)
@@ -28,7 +29,7 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 	if !ok {
 		return d
 	}
-	owner, owned := table.Owner(jid, "")
+	owner, owned := table.Owner(jid, params["topic"])
 	switch {
 	case !owned:
 		d.Allow = false

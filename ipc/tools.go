@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,7 +112,14 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 			}
 			return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
 		}
-		d := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules}, s.opt.Backend.Table(), name, grantParams(args))
+		params := grantParams(args)
+		if id := cmp.Or(params["message_id"], params["reply_to"]); id != "" && params["jid"] != "" && params["topic"] == "" {
+			// A message in a thread belongs to whoever owns that thread.
+			if m, err := s.opt.Backend.MessageByID(ctx, params["jid"], id); err == nil && m.Topic != "" {
+				params["topic"] = m.Topic
+			}
+		}
+		d := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules}, s.opt.Backend.Table(), name, params)
 		if !d.Allow {
 			s.log.Info("mcp call refused", "folder", folder, "tool", name, "reason", d.Reason)
 			return refusal(folder, a.tier, name, d.Reason), nil

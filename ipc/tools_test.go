@@ -534,3 +534,37 @@ func TestFIFOsDoNotBlock(t *testing.T) {
 		t.Error("set_work did not replace the FIFO")
 	}
 }
+
+// A group routed one topic of a chat acts in that topic — send into it,
+// read it, reply to its messages — and nowhere else in the chat.
+func TestTopicOwnership(t *testing.T) {
+	h := newHarness(t, func(ctx context.Context, st *store.Store) error {
+		if err := standardSetup(ctx, st); err != nil {
+			return err
+		}
+		_, err := st.AddRoute(ctx, routing.Route{Seq: -5, Match: map[string]string{"chat_jid": "web:acme", "topic": "t9"}, Target: "acme/eng"})
+		return err
+	})
+	ctx := context.Background()
+	if _, err := h.g.Deliver(ctx, adapters.Inbound{Chat: "web:acme", ID: "in-t9", Sender: "web:user/ann", Text: "thread question", Topic: "t9"}); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t, "web:acme", "in-main", "main channel")
+	eng := h.connect(t, "acme/eng", true)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		ok   bool
+	}{
+		{"send", map[string]any{"chat_jid": "web:acme", "topic": "t9", "text": "on it"}, true},
+		{"get_thread", map[string]any{"chat_jid": "web:acme", "topic": "t9"}, true},
+		{"reply", map[string]any{"chat_jid": "web:acme", "reply_to": "in-t9", "text": "answer"}, true},
+		{"send", map[string]any{"chat_jid": "web:acme", "text": "to the whole chat"}, false},
+		{"reply", map[string]any{"chat_jid": "web:acme", "reply_to": "in-main", "text": "not mine"}, false},
+	} {
+		r := call(t, eng, tc.tool, tc.args)
+		if refused := r.refused(); refused == tc.ok {
+			t.Errorf("%s %v: %+v; want allowed=%v", tc.tool, tc.args, r, tc.ok)
+		}
+	}
+}
