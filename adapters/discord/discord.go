@@ -1,0 +1,241 @@
+// Package discord is the Discord adapter (platform "discord"), built on
+// github.com/bwmarrin/discordgo: the gateway websocket for events, REST for
+// everything the bot does. discordgo's own reconnect, resume and rate-limit
+// handling run underneath; this package supervises them (connection state,
+// backfill after a session that could not resume) rather than repeating them.
+//
+// Chats: a guild channel is discord:<guild id>/<channel id>, a DM
+// discord:dm/<channel id>. A thread or forum post carries its parent
+// channel's JID and the thread's id as the topic, so a route for a channel
+// covers its threads. Senders are discord:user/<id>.
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"switchboard/adapters"
+)
+
+const platform = "discord"
+
+// Intents the bot asks for. Message content is privileged: it must also be
+// enabled for the application in the developer portal.
+const intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages |
+	discordgo.IntentsMessageContent | discordgo.IntentsGuildMessageReactions | discordgo.IntentsDirectMessageReactions
+
+// Options configure an Adapter.
+type Options struct {
+	Token  string // the bot token ("Bot " is added)
+	APIURL string // replaces https://discord.com (REST under /api/v9, the gateway URL from /api/v9/gateway)
+	Logger *slog.Logger
+}
+
+// Adapter is the Discord adapter. Create it with New.
+type Adapter struct {
+	opt  Options
+	log  *slog.Logger
+	http *http.Client
+
+	mu       sync.Mutex
+	s        *discordgo.Session
+	host     adapters.Host
+	parents  map[string]parent // thread id -> its parent channel
+	botRoles map[string]bool   // the bot's managed role ids
+
+	selfID       atomic.Value // string
+	contentWarn  sync.Once    // the Message Content intent hint
+	connectedCnt atomic.Int64
+}
+
+// parent is a thread's parent channel and guild.
+type parent struct{ guild, channel string }
+
+var (
+	_ adapters.Adapter        = (*Adapter)(nil)
+	_ adapters.Identity       = (*Adapter)(nil)
+	_ adapters.Limiter        = (*Adapter)(nil)
+	_ adapters.Editor         = (*Adapter)(nil)
+	_ adapters.Deleter        = (*Adapter)(nil)
+	_ adapters.Reactor        = (*Adapter)(nil)
+	_ adapters.Pinner         = (*Adapter)(nil)
+	_ adapters.FileSender     = (*Adapter)(nil)
+	_ adapters.Downloader     = (*Adapter)(nil)
+	_ adapters.HistoryFetcher = (*Adapter)(nil)
+	_ adapters.Typer          = (*Adapter)(nil)
+)
+
+// New returns an adapter; nothing connects until Run.
+func New(o Options) *Adapter {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Adapter{opt: o, log: o.Logger.With("adapter", platform), parents: map[string]parent{}, botRoles: map[string]bool{}}
+	a.http = &http.Client{Timeout: time.Minute}
+	if o.APIURL != "" {
+		if base, err := url.Parse(strings.TrimRight(o.APIURL, "/")); err == nil {
+			a.http.Transport = rewrite{base: base, next: http.DefaultTransport}
+		}
+	}
+	a.selfID.Store("")
+	return a
+}
+
+// rewrite sends requests for https://discord.com to another base URL:
+// discordgo computes its endpoints at package init.
+type rewrite struct {
+	base *url.URL
+	next http.RoundTripper
+}
+
+func (r rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host == "discord.com" || req.URL.Host == "discordapp.com" {
+		req = req.Clone(req.Context())
+		req.URL.Scheme, req.URL.Host = r.base.Scheme, r.base.Host
+		req.URL.Path = strings.TrimRight(r.base.Path, "/") + req.URL.Path
+		req.Host = r.base.Host
+	}
+	return r.next.RoundTrip(req)
+}
+
+// Name is "discord".
+func (a *Adapter) Name() string { return platform }
+
+// Self is discord:user/<bot id> once connected.
+func (a *Adapter) Self() (adapters.JID, bool) {
+	id, _ := a.selfID.Load().(string)
+	if id == "" {
+		return "", false
+	}
+	return userJID(id), true
+}
+
+// Limits: 2,000 characters; Discord renders Markdown itself; typing lasts 10 s.
+func (a *Adapter) Limits() adapters.Limits {
+	return adapters.Limits{MaxText: 2000, Format: adapters.FormatMarkdown, TypingEvery: 8 * time.Second}
+}
+
+// Run checks the token, opens the gateway and serves events until ctx ends.
+// discordgo reconnects and resumes on its own; a session that had to start
+// afresh (READY rather than RESUMED) is followed by a backfill.
+func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
+	host.SetState(adapters.StateConnecting, nil)
+	s, err := discordgo.New("Bot " + a.opt.Token)
+	if err != nil {
+		return fmt.Errorf("discord: %w", err)
+	}
+	s.Client = a.http
+	s.Identify.Intents = intents
+	s.ShouldReconnectOnError = true
+	s.ShouldRetryOnRateLimit = true
+	s.MaxRestRetries = 3
+	s.StateEnabled = true
+	s.SyncEvents = true // one event at a time, in order: each is stored before the next
+	me, err := s.User("@me", discordgo.WithContext(ctx))
+	if err != nil {
+		var rest *discordgo.RESTError
+		if errors.As(err, &rest) && rest.Response != nil && rest.Response.StatusCode == http.StatusUnauthorized {
+			return fmt.Errorf("%w: adapters.discord.token: Discord refused the token (401); copy the bot token again from the developer portal (Bot → Reset Token)", adapters.ErrBadToken)
+		}
+		return fmt.Errorf("discord: check token: %w", err)
+	}
+	a.selfID.Store(me.ID)
+	a.mu.Lock()
+	a.s, a.host = s, host
+	a.mu.Unlock()
+	a.handlers(ctx, s, host)
+	if err := s.Open(); err != nil {
+		return fmt.Errorf("discord: open gateway: %w", err)
+	}
+	a.log.Info("discord connected", "bot", me.Username, "jid", userJID(me.ID))
+	<-ctx.Done()
+	_ = s.Close()
+	return nil
+}
+
+// session is the current Run's session.
+func (a *Adapter) session() (*discordgo.Session, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.s == nil {
+		return nil, errors.New("discord: not connected yet")
+	}
+	return a.s, nil
+}
+
+func userJID(id string) adapters.JID { return adapters.JID(platform + ":user/" + id) }
+
+// chatJID is the JID of a channel (threads: their parent's).
+func chatJID(guild, channel string) adapters.JID {
+	if guild == "" {
+		return adapters.JID(platform + ":dm/" + channel)
+	}
+	return adapters.JID(platform + ":" + guild + "/" + channel)
+}
+
+// channelOf is the channel to address for a chat and topic: the thread when
+// there is one, else the chat's channel.
+func channelOf(chat adapters.JID, topic string) (string, error) {
+	if chat.Platform() != platform {
+		return "", fmt.Errorf("discord: %q is not a discord chat: %w", chat, adapters.ErrPermanent)
+	}
+	_, ch, ok := strings.Cut(chat.Room(), "/")
+	if !ok || ch == "" {
+		return "", fmt.Errorf("discord: %q is not discord:<guild>/<channel> or discord:dm/<channel>: %w", chat, adapters.ErrPermanent)
+	}
+	if topic != "" {
+		return topic, nil
+	}
+	return ch, nil
+}
+
+func guildOf(chat adapters.JID) string {
+	g, _, _ := strings.Cut(chat.Room(), "/")
+	if g == "dm" {
+		return ""
+	}
+	return g
+}
+
+// mapError turns discordgo's errors into the adapters' ones.
+func mapError(chat adapters.JID, err error) error {
+	if err == nil {
+		return nil
+	}
+	var rest *discordgo.RESTError
+	if errors.As(err, &rest) {
+		if rest.Message != nil {
+			switch rest.Message.Code {
+			case discordgo.ErrCodeMissingAccess, discordgo.ErrCodeMissingPermissions:
+				return fmt.Errorf("discord: the bot may not post in %s (%s); invite it to the channel and give it Send Messages: %w", chat, rest.Message.Message, adapters.ErrPermanent)
+			case discordgo.ErrCodeUnknownChannel:
+				return fmt.Errorf("discord: channel %s does not exist (deleted, or the bot left the server): %w", chat, adapters.ErrPermanent)
+			case discordgo.ErrCodeUnknownMessage:
+				return fmt.Errorf("discord: message not found in %s: %w", chat, adapters.ErrPermanent)
+			}
+		}
+		if rest.Response != nil {
+			switch code := rest.Response.StatusCode; {
+			case code == http.StatusTooManyRequests:
+				return &adapters.RetryAfterError{Wait: time.Second}
+			case code >= 400 && code < 500:
+				return fmt.Errorf("discord: %v: %w", err, adapters.ErrPermanent)
+			}
+		}
+	}
+	var rl *discordgo.RateLimitError
+	if errors.As(err, &rl) && rl.RateLimit != nil {
+		return &adapters.RetryAfterError{Wait: rl.RetryAfter}
+	}
+	return fmt.Errorf("discord: %w", err)
+}

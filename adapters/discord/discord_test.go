@@ -1,0 +1,267 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/discord/discordtest"
+)
+
+var (
+	channelChat = adapters.JID("discord:" + discordtest.GuildID + "/" + discordtest.Channel)
+	dmChat      = adapters.JID("discord:dm/" + discordtest.DMChan)
+)
+
+func newAdapter(f *discordtest.Server, log *slog.Logger) *Adapter {
+	return New(Options{Token: discordtest.Token, APIURL: f.URL(), Logger: log})
+}
+
+// fakePlatform is the fake Discord as the conformance suite sees it.
+type fakePlatform struct{ f *discordtest.Server }
+
+func (p fakePlatform) NewAdapter(t *testing.T) adapters.Adapter { return newAdapter(p.f, nil) }
+func (p fakePlatform) Group() (adapters.JID, string)            { return channelChat, discordtest.Thread }
+func (p fakePlatform) DM() adapters.JID                         { return dmChat }
+
+func channelOfJID(chat adapters.JID, topic string) string {
+	if topic != "" {
+		return topic
+	}
+	if chat == dmChat {
+		return discordtest.DMChan
+	}
+	return discordtest.Channel
+}
+
+func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) string {
+	return p.f.UserPosts(discordtest.Post{Channel: channelOfJID(post.Chat, post.Topic), Content: post.Text, MentionBot: post.Mention, ReplyTo: post.ReplyTo})
+}
+
+func (p fakePlatform) UserEdits(t *testing.T, chat adapters.JID, id, text string) bool {
+	p.f.UserEdits(channelOfJID(chat, ""), id, text)
+	return true
+}
+
+func (p fakePlatform) UserDeletes(t *testing.T, chat adapters.JID, id string) bool {
+	p.f.UserDeletes(channelOfJID(chat, ""), id)
+	return true
+}
+
+func (p fakePlatform) UserReacts(t *testing.T, chat adapters.JID, id, emoji string) bool {
+	p.f.UserReacts(channelOfJID(chat, ""), id, emoji)
+	return true
+}
+
+// BotMessages lists the bot's messages in the chat and its thread, as users
+// see them (Discord renders the Markdown).
+func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
+	var out []adaptertest.Message
+	chans := []string{channelOfJID(chat, "")}
+	if chat == channelChat {
+		chans = append(chans, discordtest.Thread)
+	}
+	for _, ch := range chans {
+		for _, m := range p.f.Messages(ch) {
+			if m.AuthorID != discordtest.BotID {
+				continue
+			}
+			msg := adaptertest.Message{ID: m.ID, Text: rendered(m.Content), Raw: m.Content, ReplyTo: m.ReplyTo, Deleted: m.Deleted,
+				Pinned: m.Pinned, Reactions: m.Reactions, File: m.File, FileData: m.FileData}
+			if ch == discordtest.Thread {
+				msg.Topic = discordtest.Thread
+			}
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+// rendered is roughly what Discord's client shows for Markdown.
+func rendered(s string) string {
+	return strings.NewReplacer("**", "", "__", "", "_", "", "*", "", "`", "").Replace(s)
+}
+
+func (p fakePlatform) RateLimit(wait time.Duration) { p.f.RateLimit(wait.Seconds(), false) }
+
+// RejectFormatting: Discord never refuses Markdown.
+func (p fakePlatform) RejectFormatting() {}
+
+func (p fakePlatform) Disconnect() { p.f.Disconnect(true) }
+
+func TestConformance(t *testing.T) {
+	adaptertest.Run(t, func(t *testing.T) adaptertest.Platform { return fakePlatform{discordtest.New(t)} })
+}
+
+func start(t *testing.T, f *discordtest.Server, host *adaptertest.Host, log *slog.Logger) *Adapter {
+	t.Helper()
+	a := newAdapter(f, log)
+	adaptertest.Start(t, a, host)
+	return a
+}
+
+// Normalization: channel, thread (parent's JID, thread as topic), DM; a
+// mention by user and by the bot's role; replies to the bot; other bots.
+func TestInbound(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	a := start(t, f, host, nil)
+	if self, _ := a.Self(); self != "discord:user/"+discordtest.BotID {
+		t.Errorf("Self = %s", self)
+	}
+	botMsg, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Text: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{
+		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "plain"}),
+		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "by role", MentionRole: true}),
+		f.UserPosts(discordtest.Post{Channel: discordtest.Thread, Content: "in the thread", MentionBot: true}),
+		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "thanks", ReplyTo: botMsg}),
+		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "beep", Author: "55", Bot: true}),
+		f.UserPosts(discordtest.Post{Channel: discordtest.DMChan, Content: "psst"}),
+	}
+	evs := host.WaitEvents(t, len(ids))
+	byID := map[string]adapters.Inbound{}
+	for _, ev := range evs {
+		byID[ev.ID] = ev
+	}
+	check := func(i int, chat adapters.JID, topic, verb string, other bool) {
+		t.Helper()
+		ev := byID[ids[i]]
+		if ev.Chat != chat || ev.Topic != topic || ev.Verb != verb || ev.OtherBot != other {
+			t.Errorf("message %d: %+v; want chat %s topic %q verb %s other bot %v", i, ev, chat, topic, verb, other)
+		}
+	}
+	check(0, channelChat, "", adapters.VerbMessage, false)
+	check(1, channelChat, "", adapters.VerbMention, false)
+	check(2, channelChat, discordtest.Thread, adapters.VerbMention, false)
+	check(3, channelChat, "", adapters.VerbMention, false)
+	check(4, channelChat, "", adapters.VerbMessage, true)
+	check(5, dmChat, "", adapters.VerbMention, false)
+	if ev := byID[ids[2]]; ev.Text != "@switchboard in the thread" || ev.Sender != "discord:user/"+discordtest.UserID || ev.SenderName != "Ann" {
+		t.Errorf("mention text and sender: %+v", ev)
+	}
+}
+
+// @everyone in the agent's reply does not ping: allowed mentions are users only.
+func TestEveryoneDoesNotPing(t *testing.T) {
+	f := discordtest.New(t)
+	a := start(t, f, adaptertest.NewHost(), nil)
+	uid := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "hi", MentionBot: true})
+	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Text: "@everyone the deploy is done <@&701>", ReplyTo: uid}); err != nil {
+		t.Fatal(err)
+	}
+	m := f.Messages(discordtest.Channel)
+	got := m[len(m)-1].AllowedJSON
+	if !strings.Contains(got, `"parse":["users"]`) || strings.Contains(got, "everyone") || strings.Contains(got, "roles") {
+		t.Errorf("allowed_mentions %s; want users only", got)
+	}
+}
+
+// Rate limits: a 429, per route or global, is waited out by discordgo and
+// the message arrives once; errors map to permanent where they are.
+func TestRateLimitsAndErrors(t *testing.T) {
+	f := discordtest.New(t)
+	a := start(t, f, adaptertest.NewHost(), nil)
+	for _, global := range []bool{false, true} {
+		f.RateLimit(0.05, global)
+		if _, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Text: "after the limit"}); err != nil {
+			t.Fatalf("send after a 429 (global %v): %v", global, err)
+		}
+	}
+	if n := len(f.Messages(discordtest.Channel)); n != 2 {
+		t.Errorf("%d messages; want each once", n)
+	}
+	_, err := a.Send(t.Context(), adapters.Outbound{Chat: adapters.JID("discord:" + discordtest.GuildID + "/" + discordtest.NoAccess), Text: "x"})
+	if !errors.Is(err, adapters.ErrPermanent) || !strings.Contains(err.Error(), "invite it") {
+		t.Errorf("missing access: %v", err)
+	}
+	if err := a.React(t.Context(), adapters.MessageRef{Chat: channelChat, ID: f.Messages(discordtest.Channel)[0].ID}, ":shipit:"); err != nil {
+		t.Errorf("custom emoji by name: %v", err)
+	}
+	if r := f.Messages(discordtest.Channel)[0].Reactions; len(r) != 1 || r[0] != "shipit:55" {
+		t.Errorf("reactions %q; want the custom emoji by id", r)
+	}
+}
+
+// A connection that could not resume is followed by a backfill: messages
+// posted while the bot was away are delivered once, marked backfilled,
+// with their own times (old ones will not trigger).
+func TestBackfillAfterNewSession(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	seen := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "before"})
+	host.Chats = []adapters.ChatCursor{{Chat: channelChat, LastID: seen, Last: time.Now().Add(-time.Hour)}}
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	f.Disconnect(false)
+	old := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "while away, long ago", Time: time.Now().Add(-30 * time.Minute)})
+	recent := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "while away, just now", MentionBot: true})
+	f.WaitFor(t, "a new session", func() bool { return f.Sessions() >= 2 })
+	evs := host.WaitEvents(t, 2)
+	count := map[string]int{}
+	for _, ev := range host.Events() {
+		count[ev.ID]++
+		if (ev.ID == old || ev.ID == recent) && !ev.Backfilled {
+			t.Errorf("%s not marked backfilled", ev.ID)
+		}
+		if ev.ID == old && time.Since(ev.Time) < 20*time.Minute {
+			t.Errorf("the old message carries time %v, not its own", ev.Time)
+		}
+	}
+	if count[old] != 1 || count[recent] != 1 || count[seen] != 0 {
+		t.Errorf("delivered %v from %d events; want each missed message once and nothing already stored", count, len(evs))
+	}
+}
+
+// Empty content from a user means the privileged intent is off: said once.
+func TestEmptyContentWarnsOnce(t *testing.T) {
+	f := discordtest.New(t)
+	var logs bytes.Buffer
+	host := adaptertest.NewHost()
+	start(t, f, host, slog.New(slog.NewTextHandler(&logs, nil)))
+	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: ""})
+	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: ""})
+	host.WaitEvents(t, 2)
+	if n := strings.Count(logs.String(), "Message Content Intent"); n != 1 {
+		t.Errorf("the intent hint was logged %d times:\n%s", n, logs.String())
+	}
+}
+
+// Attachments are fetched through a fresh message read.
+func TestDownload(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	a := start(t, f, host, nil)
+	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "see", File: "log.txt", FileData: []byte("panic: at the disco")})
+	ev := host.WaitEvents(t, 1)[0]
+	if len(ev.Attachments) != 1 || strings.Contains(ev.Attachments[0].Ref, "http") {
+		t.Fatalf("attachments %+v", ev.Attachments)
+	}
+	rc, err := a.Download(t.Context(), ev.Attachments[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "panic: at the disco" {
+		t.Errorf("downloaded %q", b)
+	}
+}
+
+// A bad token is a start-up error naming the key.
+func TestBadToken(t *testing.T) {
+	f := discordtest.New(t)
+	err := New(Options{Token: "wrong", APIURL: f.URL()}).Run(context.Background(), adaptertest.NewHost())
+	if !errors.Is(err, adapters.ErrBadToken) || !strings.Contains(err.Error(), "adapters.discord.token") {
+		t.Fatalf("bad token: %v", err)
+	}
+}

@@ -1,0 +1,314 @@
+// Package discordtest is a fake Discord for tests: REST under /api/v9 and a
+// gateway websocket speaking HELLO, IDENTIFY, READY, heartbeats, RESUME and
+// INVALID_SESSION, dispatching message, reaction and thread events. The real
+// discordgo talks to it through api_url.
+package discordtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// The fake's fixed world.
+const (
+	Token    = "fake-discord-token"
+	BotID    = "900"
+	BotRole  = "700" // the bot's managed role
+	UserID   = "7"
+	GuildID  = "100"
+	Channel  = "200" // a text channel in the guild
+	Thread   = "300" // a thread under Channel
+	DMChan   = "400" // a DM channel with the user
+	NoAccess = "666" // a channel the bot may not post in
+)
+
+// Msg is a message the fake holds.
+type Msg struct {
+	ID          string
+	Channel     string
+	AuthorID    string
+	Content     string
+	ReplyTo     string
+	Deleted     bool
+	Pinned      bool
+	Reactions   []string
+	File        string
+	FileData    []byte
+	AllowedJSON string // the allowed_mentions the bot sent
+	Time        time.Time
+}
+
+// Server is the fake Discord.
+type Server struct {
+	t   testing.TB
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	changed   chan struct{}
+	msgs      []*Msg
+	nextID    int
+	conn      *websocket.Conn
+	seq       int
+	session   string
+	sessions  int      // READYs sent
+	missed    [][]byte // events raised while no connection was up
+	rateLimit float64  // seconds: the next write answers 429
+	global    bool
+	noResume  bool // the next RESUME is refused (INVALID_SESSION)
+	calls     []string
+	files     map[string][]byte // attachment id -> content
+}
+
+// New starts a fake Discord for the test.
+func New(t testing.TB) *Server {
+	f := &Server{t: t, changed: make(chan struct{}), nextID: 1000, files: map[string][]byte{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(func() {
+		f.mu.Lock()
+		if f.conn != nil {
+			f.conn.Close()
+		}
+		f.mu.Unlock()
+		f.srv.Close()
+	})
+	return f
+}
+
+// URL is the base to give the adapter as api_url.
+func (f *Server) URL() string { return f.srv.URL }
+
+func (f *Server) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/gateway" || r.URL.Path == "/gateway/":
+		f.gateway(w, r)
+		return
+	case strings.HasPrefix(r.URL.Path, "/cdn/"):
+		f.mu.Lock()
+		data, ok := f.files[strings.TrimPrefix(r.URL.Path, "/cdn/")]
+		f.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(data)
+		return
+	}
+	if r.Header.Get("Authorization") != "Bot "+Token {
+		writeJSON(w, 401, map[string]any{"message": "401: Unauthorized", "code": 0})
+		return
+	}
+	path := strings.TrimPrefix(r.URL.Path, "/api/v9")
+	f.mu.Lock()
+	f.calls = append(f.calls, r.Method+" "+path)
+	f.mu.Unlock()
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case path == "/users/@me":
+		writeJSON(w, 200, map[string]any{"id": BotID, "username": "switchboard", "bot": true})
+	case path == "/gateway":
+		writeJSON(w, 200, map[string]any{"url": "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/gateway"})
+	case len(parts) == 2 && parts[0] == "channels" && r.Method == http.MethodGet:
+		writeJSON(w, 200, f.channelObj(parts[1]))
+	case len(parts) >= 3 && parts[0] == "channels":
+		f.channelCall(w, r, parts[1], parts[2:])
+	case len(parts) == 3 && parts[0] == "guilds" && parts[2] == "emojis":
+		writeJSON(w, 200, []map[string]any{{"id": "55", "name": "shipit"}})
+	default:
+		writeJSON(w, 404, map[string]any{"message": "404: Not Found", "code": 0})
+	}
+}
+
+func (f *Server) channelObj(id string) map[string]any {
+	switch id {
+	case Thread:
+		return map[string]any{"id": Thread, "type": 11, "guild_id": GuildID, "parent_id": Channel, "name": "incident"}
+	case DMChan:
+		return map[string]any{"id": DMChan, "type": 1}
+	}
+	return map[string]any{"id": id, "type": 0, "guild_id": GuildID, "name": "general"}
+}
+
+func (f *Server) channelCall(w http.ResponseWriter, r *http.Request, ch string, rest []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.notify()
+	write := r.Method != http.MethodGet
+	if write && f.rateLimit > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(f.rateLimit))
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(f.rateLimit))
+		w.Header().Set("X-RateLimit-Bucket", "fake-bucket")
+		if f.global {
+			w.Header().Set("X-RateLimit-Global", "true")
+		}
+		writeJSON(w, 429, map[string]any{"message": "You are being rate limited.", "retry_after": f.rateLimit, "global": f.global})
+		f.rateLimit, f.global = 0, false
+		return
+	}
+	if ch == NoAccess && write {
+		writeJSON(w, 403, map[string]any{"message": "Missing Access", "code": 50001})
+		return
+	}
+	switch {
+	case rest[0] == "messages" && len(rest) == 1 && r.Method == http.MethodPost:
+		f.postMessage(w, r, ch)
+	case rest[0] == "messages" && len(rest) == 1 && r.Method == http.MethodGet:
+		f.history(w, r, ch)
+	case rest[0] == "messages" && len(rest) == 2:
+		m := f.find(ch, rest[1])
+		if m == nil {
+			writeJSON(w, 404, map[string]any{"message": "Unknown Message", "code": 10008})
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+			writeJSON(w, 200, f.msgObj(m))
+		case http.MethodPatch:
+			var body struct{ Content *string }
+			json.NewDecoder(r.Body).Decode(&body)
+			if body.Content != nil {
+				m.Content = *body.Content
+			}
+			writeJSON(w, 200, f.msgObj(m))
+		case http.MethodDelete:
+			m.Deleted = true
+			w.WriteHeader(204)
+		}
+	case rest[0] == "messages" && len(rest) == 5 && rest[2] == "reactions" && r.Method == http.MethodPut:
+		if m := f.find(ch, rest[1]); m != nil {
+			m.Reactions = append(m.Reactions, rest[3])
+		}
+		w.WriteHeader(204)
+	case rest[0] == "pins" && len(rest) == 2:
+		if m := f.find(ch, rest[1]); m != nil {
+			m.Pinned = r.Method == http.MethodPut
+		}
+		w.WriteHeader(204)
+	case rest[0] == "typing":
+		w.WriteHeader(204)
+	default:
+		writeJSON(w, 404, map[string]any{"message": "404: Not Found", "code": 0})
+	}
+}
+
+// postMessage creates the bot's message from a JSON or multipart body.
+func (f *Server) postMessage(w http.ResponseWriter, r *http.Request, ch string) {
+	var body struct {
+		Content         string          `json:"content"`
+		AllowedMentions json.RawMessage `json:"allowed_mentions"`
+		Reference       *struct {
+			MessageID string `json:"message_id"`
+		} `json:"message_reference"`
+	}
+	m := &Msg{Channel: ch, AuthorID: BotID, Time: time.Now()}
+	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "multipart/form-data" {
+		mr := multipart.NewReader(r.Body, params["boundary"])
+		for {
+			p, err := mr.NextPart()
+			if err != nil {
+				break
+			}
+			data, _ := io.ReadAll(p)
+			if p.FormName() == "payload_json" {
+				json.Unmarshal(data, &body)
+			} else if p.FileName() != "" {
+				m.File, m.FileData = p.FileName(), data
+			}
+		}
+	} else {
+		json.NewDecoder(r.Body).Decode(&body)
+	}
+	if len([]rune(body.Content)) > 2000 {
+		writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+		return
+	}
+	m.Content, m.AllowedJSON = body.Content, string(body.AllowedMentions)
+	if body.Reference != nil {
+		m.ReplyTo = body.Reference.MessageID
+	}
+	f.nextID++
+	m.ID = strconv.Itoa(f.nextID)
+	f.msgs = append(f.msgs, m)
+	writeJSON(w, 200, f.msgObj(m))
+}
+
+func (f *Server) history(w http.ResponseWriter, r *http.Request, ch string) {
+	q := r.URL.Query()
+	after, before := q.Get("after"), q.Get("before")
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit == 0 {
+		limit = 50
+	}
+	var out []map[string]any
+	for i := len(f.msgs) - 1; i >= 0 && len(out) < limit; i-- { // newest first
+		m := f.msgs[i]
+		id, _ := strconv.Atoi(m.ID)
+		if m.Channel != ch || m.Deleted {
+			continue
+		}
+		if a, _ := strconv.Atoi(after); after != "" && id <= a {
+			continue
+		}
+		if b, _ := strconv.Atoi(before); before != "" && id >= b {
+			continue
+		}
+		out = append(out, f.msgObj(m))
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	writeJSON(w, 200, out)
+}
+
+func (f *Server) find(ch, id string) *Msg {
+	for _, m := range f.msgs {
+		if m.ID == id && m.Channel == ch {
+			return m
+		}
+	}
+	return nil
+}
+
+func (f *Server) msgObj(m *Msg) map[string]any {
+	author := map[string]any{"id": m.AuthorID, "username": "ann", "global_name": "Ann"}
+	if m.AuthorID == BotID {
+		author = map[string]any{"id": BotID, "username": "switchboard", "bot": true}
+	}
+	o := map[string]any{"id": m.ID, "channel_id": m.Channel, "content": m.Content, "author": author,
+		"timestamp": m.Time.UTC().Format(time.RFC3339Nano), "mentions": []any{}, "mention_roles": []any{}, "attachments": []any{}}
+	if m.Channel != DMChan {
+		o["guild_id"] = GuildID
+	}
+	if m.ReplyTo != "" {
+		o["message_reference"] = map[string]any{"message_id": m.ReplyTo, "channel_id": m.Channel}
+	}
+	if m.File != "" && m.AuthorID != BotID {
+		o["attachments"] = []map[string]any{{"id": "a" + m.ID, "filename": m.File, "size": len(m.FileData),
+			"content_type": "application/octet-stream", "url": f.srv.URL + "/cdn/a" + m.ID}}
+	}
+	return o
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,228 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"switchboard/adapters"
+)
+
+// handlers wires discordgo's events to the host. discordgo calls handlers
+// from its event loop; each delivery blocks until stored.
+func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapters.Host) {
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+		host.SetState(adapters.StateConnected, nil)
+		// A new session (not a resumed one) may have missed messages.
+		go a.backfill(ctx, host)
+	})
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
+		host.SetState(adapters.StateConnected, nil)
+	})
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+		if ctx.Err() == nil {
+			host.SetState(adapters.StateBackingOff, errors.New("gateway connection lost; discordgo is reconnecting"))
+		}
+	})
+	s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) { a.learnGuild(g.Guild) })
+	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) { a.learnChannel(c.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
+		if ev, ok := a.message(ctx, m.Message, adapters.KindMessage); ok {
+			a.deliver(ctx, host, ev)
+		}
+	})
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) {
+		if m.Message == nil || m.Author == nil {
+			return // an embed resolved, not an edit
+		}
+		if ev, ok := a.message(ctx, m.Message, adapters.KindEdit); ok {
+			a.deliver(ctx, host, ev)
+		}
+	})
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageDelete) {
+		chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
+		a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindDelete, Chat: chat, Topic: topic, ID: m.ID, Time: time.Now()})
+	})
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) {
+		a.reaction(ctx, host, r.MessageReaction, false)
+	})
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) {
+		a.reaction(ctx, host, r.MessageReaction, true)
+	})
+}
+
+// deliver hands ev to the gateway, retrying while the store refuses it
+// (Discord does not redeliver: an event not stored now is lost).
+func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.Inbound) {
+	wait := 100 * time.Millisecond
+	for {
+		_, err := host.Deliver(ctx, ev)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, adapters.ErrBadMessage):
+			a.log.Warn("discord event refused as invalid; skipped", "jid", ev.Chat, "msg", ev.ID, "err", err)
+			return
+		case ctx.Err() != nil:
+			return
+		}
+		a.log.Warn("discord event not stored; retrying", "jid", ev.Chat, "msg", ev.ID, "wait", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}
+
+// message normalizes a message; ok is false for messages with nothing to store.
+func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapters.Kind) (adapters.Inbound, bool) {
+	if m.Author == nil {
+		return adapters.Inbound{}, false
+	}
+	self, _ := a.selfID.Load().(string)
+	chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
+	ev := adapters.Inbound{
+		Kind: kind, Chat: chat, Topic: topic, ID: m.ID, Sender: userJID(m.Author.ID), SenderName: displayName(m),
+		Text: m.ContentWithMentionsReplaced(), Time: m.Timestamp, Verb: adapters.VerbMessage,
+		FromBot: m.Author.ID == self, OtherBot: (m.Author.Bot || m.WebhookID != "") && m.Author.ID != self,
+	}
+	if kind == adapters.KindEdit && m.EditedTimestamp != nil {
+		ev.Time = *m.EditedTimestamp
+	}
+	if m.MessageReference != nil && m.MessageReference.MessageID != "" {
+		ev.ReplyTo = m.MessageReference.MessageID
+	}
+	for _, att := range m.Attachments {
+		ev.Attachments = append(ev.Attachments, adapters.Attachment{Name: att.Filename, MIME: att.ContentType, Size: int64(att.Size),
+			Ref: m.ChannelID + "/" + m.ID + "/" + att.ID})
+	}
+	for _, st := range m.StickerItems {
+		ev.Text += " [sticker " + st.Name + "]"
+	}
+	if a.addressed(m, self) {
+		ev.Verb = adapters.VerbMention
+	}
+	if kind == adapters.KindMessage && !ev.FromBot && !ev.OtherBot && m.Content == "" && len(m.Attachments) == 0 &&
+		len(m.Embeds) == 0 && len(m.StickerItems) == 0 {
+		a.contentWarn.Do(func() {
+			a.log.Warn("discord message content arrived empty: enable the Message Content intent for this bot " +
+				"(developer portal → your application → Bot → Privileged Gateway Intents → Message Content Intent), then restart")
+		})
+	}
+	return ev, true
+}
+
+// addressed: a DM, a mention of the bot or of its managed role, or a reply
+// to one of its messages.
+func (a *Adapter) addressed(m *discordgo.Message, self string) bool {
+	if m.GuildID == "" {
+		return true
+	}
+	for _, u := range m.Mentions {
+		if u.ID == self {
+			return true
+		}
+	}
+	if r := m.ReferencedMessage; r != nil && r.Author != nil && r.Author.ID == self {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.ContainsFunc(m.MentionRoles, func(id string) bool { return a.botRoles[id] })
+}
+
+func (a *Adapter) reaction(ctx context.Context, host adapters.Host, r *discordgo.MessageReaction, removed bool) {
+	if r == nil {
+		return
+	}
+	emoji := r.Emoji.Name
+	chat, topic := a.place(ctx, r.GuildID, r.ChannelID)
+	a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindReaction, Chat: chat, Topic: topic, ID: r.MessageID,
+		Sender: userJID(r.UserID), Reaction: emoji, ReactionRemoved: removed, Time: time.Now()})
+}
+
+// place is the chat JID and topic of a channel: a thread's parent channel,
+// with the thread as topic.
+func (a *Adapter) place(ctx context.Context, guild, channel string) (adapters.JID, string) {
+	if guild == "" {
+		return chatJID("", channel), ""
+	}
+	a.mu.Lock()
+	p, known := a.parents[channel]
+	s := a.s
+	a.mu.Unlock()
+	if !known && s != nil {
+		if c, err := s.State.Channel(channel); err == nil {
+			a.learnChannel(c)
+		} else if c, err := s.Channel(channel, discordgo.WithContext(ctx)); err == nil {
+			a.learnChannel(c)
+		}
+		a.mu.Lock()
+		p, known = a.parents[channel]
+		a.mu.Unlock()
+	}
+	if known {
+		return chatJID(p.guild, p.channel), channel
+	}
+	return chatJID(guild, channel), ""
+}
+
+// learnChannel remembers a thread's parent (other channels are their own).
+func (a *Adapter) learnChannel(c *discordgo.Channel) {
+	if c == nil || !c.IsThread() || c.ParentID == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.parents[c.ID] = parent{guild: c.GuildID, channel: c.ParentID}
+}
+
+// learnGuild remembers the guild's threads and the bot's managed role.
+func (a *Adapter) learnGuild(g *discordgo.Guild) {
+	for _, t := range g.Threads {
+		if t.GuildID == "" {
+			t.GuildID = g.ID
+		}
+		a.learnChannel(t)
+	}
+	self, _ := a.selfID.Load().(string)
+	var mine []string
+	for _, m := range g.Members {
+		if m.User != nil && m.User.ID == self {
+			mine = m.Roles
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range g.Roles {
+		if r.Managed && slices.Contains(mine, r.ID) {
+			a.botRoles[r.ID] = true
+		}
+	}
+}
+
+func displayName(m *discordgo.Message) string {
+	if m.Member != nil && m.Member.Nick != "" {
+		return m.Member.Nick
+	}
+	if m.Author.GlobalName != "" {
+		return m.Author.GlobalName
+	}
+	return m.Author.Username
+}
+
+// backfill stores what routed channels received while the bot was away.
+func (a *Adapter) backfill(ctx context.Context, host adapters.Host) {
+	n, err := adapters.Backfill(ctx, host, a, time.Now())
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("discord backfill incomplete", "err", err)
+	}
+	if n > 0 {
+		a.log.Info("discord backfilled messages missed while disconnected", "count", n)
+	}
+}
