@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
+	"switchboard/adapters/discord"
 	"switchboard/adapters/telegram"
 	"switchboard/adapters/web"
 	"switchboard/gateway"
@@ -196,7 +197,10 @@ func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
 	if c.Telegram.Enabled {
 		list = append(list, telegram.New(telegram.Options{Token: string(c.Telegram.Token), APIURL: c.Telegram.APIURL, Logger: a.log}))
 	}
-	for name, on := range map[string]bool{"discord": c.Discord.Enabled, "slack": c.Slack.Enabled} {
+	if c.Discord.Enabled {
+		list = append(list, discord.New(discord.Options{Token: string(c.Discord.Token), APIURL: c.Discord.APIURL, Logger: a.log}))
+	}
+	for name, on := range map[string]bool{"slack": c.Slack.Enabled} {
 		if on {
 			return nil, fmt.Errorf("adapters.%s: this build has no %s adapter yet; set adapters.%s.enabled: false", name, name, name)
 		}
