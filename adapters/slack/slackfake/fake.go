@@ -521,9 +521,19 @@ func (s *Server) Emit(inner map[string]any) (eventID string, status int, err err
 
 // Post sends a signed Events API request (signed with secret at ts).
 func (s *Server) Post(body []byte, secret string, ts time.Time, retryNum string) (int, error) {
+	status, _, err := s.post(body, secret, ts, retryNum)
+	return status, err
+}
+
+// PostBody sends a well-signed Events API request and returns the answer.
+func (s *Server) PostBody(body []byte) (int, string, error) {
+	return s.post(body, Secret, time.Now(), "")
+}
+
+func (s *Server) post(body []byte, secret string, ts time.Time, retryNum string) (int, string, error) {
 	req, err := http.NewRequest(http.MethodPost, s.EventsURL, bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	stamp := strconv.FormatInt(ts.Unix(), 10)
 	mac := hmac.New(sha256.New, []byte(secret))
@@ -537,11 +547,11 @@ func (s *Server) Post(body []byte, secret string, ts time.Time, retryNum string)
 	}
 	resp, err := s.HTTP.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	answer, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(answer), err
 }
 
 // Callback builds an event_callback body with a given event id.
