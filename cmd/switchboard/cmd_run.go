@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
+	"switchboard/adapters/slack"
 	"switchboard/adapters/web"
 	"switchboard/gateway"
 	"switchboard/routing"
@@ -135,7 +136,11 @@ func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
 	if c.Web.Enabled {
 		list = append(list, web.New(web.Options{Listen: c.Web.Listen, History: gateway.History{Store: st}, Logger: a.log}))
 	}
-	for name, on := range map[string]bool{"telegram": c.Telegram.Enabled, "discord": c.Discord.Enabled, "slack": c.Slack.Enabled} {
+	if c.Slack.Enabled {
+		list = append(list, slack.New(slack.Options{BotToken: string(c.Slack.BotToken), AppToken: string(c.Slack.AppToken),
+			Mode: c.Slack.Mode, SigningSecret: string(c.Slack.SigningSecret), Listen: c.Slack.Listen, APIURL: c.Slack.APIURL, Logger: a.log}))
+	}
+	for name, on := range map[string]bool{"telegram": c.Telegram.Enabled, "discord": c.Discord.Enabled} {
 		if on {
 			return nil, fmt.Errorf("adapters.%s: this build has no %s adapter yet; set adapters.%s.enabled: false", name, name, name)
 		}
