@@ -85,6 +85,9 @@ func (a *Adapter) history(ctx context.Context, channel, oldest, latest string, l
 	var out []slack.Message
 	p := &slack.GetConversationHistoryParameters{ChannelID: channel, Oldest: oldest, Latest: latest, Limit: min(limit, pageSize)}
 	for len(out) < limit {
+		if err := a.tiers.wait(ctx, "conversations.history", channel); err != nil {
+			return nil, err
+		}
 		res, err := a.api.GetConversationHistoryContext(ctx, p)
 		if err != nil {
 			return nil, err
@@ -102,6 +105,9 @@ func (a *Adapter) replies(ctx context.Context, channel, thread, oldest, latest s
 	var out []slack.Message
 	p := &slack.GetConversationRepliesParameters{ChannelID: channel, Timestamp: thread, Oldest: oldest, Latest: latest, Limit: min(limit, pageSize)}
 	for len(out) < limit {
+		if err := a.tiers.wait(ctx, "conversations.replies", channel); err != nil {
+			return nil, err
+		}
 		msgs, more, cursor, err := a.api.GetConversationRepliesContext(ctx, p)
 		if err != nil {
 			return nil, err
@@ -126,9 +132,12 @@ func (a *Adapter) withThreads(ctx context.Context, channel, oldest string, msgs 
 	if w := tsOf(time.Now().Add(-adapters.BackfillWindow)); compareTS(w, from) < 0 {
 		from = w
 	}
-	parents, err := a.history(ctx, channel, from, "", pageSize)
-	if err != nil {
-		return nil, err
+	parents := msgs
+	if from != oldest {
+		var err error
+		if parents, err = a.history(ctx, channel, from, "", pageSize); err != nil {
+			return nil, err
+		}
 	}
 	n := 0
 	for _, p := range parents {

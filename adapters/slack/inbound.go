@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -125,32 +126,42 @@ func (a *Adapter) fromMsg(ctx context.Context, team, channel, channelType string
 // chat is the JID of a conversation: the kind comes from the event's
 // channel_type, else from the cache, else from conversations.info.
 func (a *Adapter) chat(ctx context.Context, team, channel, channelType string) adapters.JID {
-	kind := kindOf(channelType)
-	if kind == "" {
-		kind = a.lookupKind(ctx, channel)
-	} else if _, ok := a.chans.get(channel); !ok {
-		a.lookupKind(ctx, channel) // learn the name
-	}
-	return chatJID(team, kind, channel)
+	return chatJID(team, a.lookupKind(ctx, channel, kindOf(channelType)), channel)
 }
 
-func (a *Adapter) lookupKind(ctx context.Context, channel string) string {
+// lookupKind returns a conversation's kind and learns its name: the event's
+// channel_type is authoritative (known); else the cache; else
+// conversations.info; else a guess from the id, not cached.
+func (a *Adapter) lookupKind(ctx context.Context, channel, known string) string {
 	if v, ok := a.chans.get(channel); ok {
 		kind, _, _ := strings.Cut(v, "|")
-		return kind
+		if known == "" || known == kind {
+			return kind
+		}
 	}
-	kind, name := guessKind(channel), ""
-	if c, err := a.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel}); err != nil {
+	kind, name := known, ""
+	err := a.tiers.wait(ctx, "conversations.info", "")
+	var c *slack.Channel
+	if err == nil {
+		c, err = a.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
+	}
+	if err != nil {
 		a.log.Debug("slack conversations.info", "channel", channel, "err", err)
-		return kind // not cached: retried next time
+		if kind == "" {
+			return guessKind(channel) // not cached: asked again next time
+		}
 	} else {
+		k := "channel"
 		switch {
 		case c.IsIM:
-			kind, name = "dm", a.userName(ctx, c.User)
+			k, name = "dm", a.userName(ctx, c.User)
 		case c.IsMpIM, c.IsPrivate, c.IsGroup:
-			kind, name = "group", c.Name
+			k, name = "group", c.Name
 		default:
-			kind, name = "channel", c.Name
+			name = c.Name
+		}
+		if kind == "" {
+			kind = k
 		}
 	}
 	a.chans.put(channel, kind+"|"+name)
@@ -183,9 +194,17 @@ func (a *Adapter) userName(ctx context.Context, id string) string {
 	if v, ok := a.users.get(id); ok {
 		return v
 	}
-	u, err := a.api.GetUserInfoContext(ctx, id)
+	err := a.tiers.wait(ctx, "users.info", "")
+	var u *slack.User
+	if err == nil {
+		u, err = a.api.GetUserInfoContext(ctx, id)
+	}
 	if err != nil {
 		a.log.Debug("slack users.info", "user", id, "err", err)
+		var se slack.SlackErrorResponse
+		if errors.As(err, &se) {
+			a.users.put(id, id) // no such user (a bot id): do not ask again for an hour
+		}
 		return id
 	}
 	name := u.Profile.DisplayName

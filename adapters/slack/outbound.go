@@ -34,6 +34,9 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error)
 		if ts := threadOf(m); ts != "" {
 			opts = append(opts, slack.MsgOptionTS(ts))
 		}
+		if err := a.tiers.wait(ctx, "chat.postMessage", channel); err != nil {
+			return "", err
+		}
 		_, ts, err := a.api.PostMessageContext(ctx, channel, opts...)
 		return ts, err
 	}
@@ -63,6 +66,9 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 	if err != nil {
 		return err
 	}
+	if err := a.tiers.wait(ctx, "chat.update", channel); err != nil {
+		return err
+	}
 	_, _, _, err = a.api.UpdateMessageContext(ctx, channel, ref.ID, slack.MsgOptionText(markdown.SlackMrkdwn(text), false))
 	if isFormatError(err) {
 		_, _, _, err = a.api.UpdateMessageContext(ctx, channel, ref.ID, slack.MsgOptionText(markdown.Plain(text), false))
@@ -74,6 +80,9 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
 	channel, _, err := channelOf(ref.Chat)
 	if err != nil {
+		return err
+	}
+	if err := a.tiers.wait(ctx, "chat.delete", channel); err != nil {
 		return err
 	}
 	_, _, err = a.api.DeleteMessageContext(ctx, channel, ref.ID)
@@ -91,6 +100,9 @@ func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction s
 	if name == "" {
 		return fmt.Errorf("%w: slack like: empty emoji name", adapters.ErrPermanent)
 	}
+	if err := a.tiers.wait(ctx, "reactions.add", channel); err != nil {
+		return err
+	}
 	err = a.api.AddReactionContext(ctx, name, slack.NewRefToMessage(channel, ref.ID))
 	if isCode(err, "already_reacted") {
 		err = nil
@@ -104,6 +116,9 @@ func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
 	if err != nil {
 		return err
 	}
+	if err := a.tiers.wait(ctx, "pins.add", channel); err != nil {
+		return err
+	}
 	err = a.api.AddPinContext(ctx, channel, slack.NewRefToMessage(channel, ref.ID))
 	if isCode(err, "already_pinned") {
 		err = nil
@@ -115,6 +130,9 @@ func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
 func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 	channel, _, err := channelOf(ref.Chat)
 	if err != nil {
+		return err
+	}
+	if err := a.tiers.wait(ctx, "pins.remove", channel); err != nil {
 		return err
 	}
 	err = a.api.RemovePinContext(ctx, channel, slack.NewRefToMessage(channel, ref.ID))
@@ -146,6 +164,12 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if strings.TrimSpace(m.Text) != "" {
 		p.InitialComment = markdown.SlackMrkdwn(m.Text)
 	}
+	if err := a.tiers.wait(ctx, "files.getUploadURLExternal", channel); err != nil {
+		return "", err
+	}
+	if err := a.tiers.wait(ctx, "files.completeUploadExternal", channel); err != nil {
+		return "", err
+	}
 	sum, err := a.api.UploadFileContext(ctx, p)
 	if err != nil {
 		return "", classify("send_file", m.Chat, err)
@@ -156,6 +180,9 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 // Download fetches an attachment: files.info gives the private download URL,
 // fetched with the bot token in the Authorization header (never in the ref).
 func (a *Adapter) Download(ctx context.Context, att adapters.Attachment) (io.ReadCloser, error) {
+	if err := a.tiers.wait(ctx, "files.info", ""); err != nil {
+		return nil, err
+	}
 	f, _, _, err := a.api.GetFileInfoContext(ctx, att.Ref, 0, 0)
 	if err != nil {
 		return nil, classify("download", adapters.JID("slack:file/"+att.Ref), err)

@@ -73,6 +73,7 @@ type Adapter struct {
 	chans cache // channel id → kind "|" name
 
 	backfilling sync.Mutex
+	tiers       tiers
 }
 
 var (
