@@ -36,7 +36,8 @@ func (a *Adapter) runEvents(ctx context.Context, host adapters.Host) error {
 	go func() { errc <- srv.Serve(ln) }()
 	host.SetState(adapters.StateConnected, nil)
 	a.log.Info("slack events api listening", "addr", ln.Addr().String(), "path", EventsPath)
-	go a.runBackfill(ctx, host)
+	a.bg.Go(func() { a.runBackfill(ctx, host) })
+	defer a.bg.Wait()
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

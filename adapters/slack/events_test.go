@@ -2,6 +2,7 @@ package slack_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -106,5 +107,52 @@ func TestEventsAPIRetriesAndRestartStoredOnce(t *testing.T) {
 	// Reactions are not de-duplicated by the host: only event_id stops them.
 	if ev := host.Events(); len(ev) != 1 {
 		t.Fatalf("stored %d events %+v; want the reaction once", len(ev), ev)
+	}
+}
+
+func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
+	s := slackfake.New()
+	defer s.Close()
+	host := adaptertest.NewHost()
+	entered, release := make(chan string, 4), make(chan error)
+	host.DeliverFunc = func(ctx context.Context, m adapters.Inbound) (int64, error) {
+		entered <- m.ID
+		select {
+		case err := <-release:
+			return 0, err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	start(t, s, slack.ModeEvents, host)
+	ts := s.AddMessage("C1", "U1", "hello", "")
+	body := slackfake.Callback("Ev9", map[string]any{"type": "message", "channel": "C1", "channel_type": "channel",
+		"user": "U1", "text": "hello", "ts": ts, "event_ts": ts})
+	answered := make(chan int, 1)
+	go func() {
+		status, _ := s.Post(body, slackfake.Secret, time.Now(), "")
+		answered <- status
+	}()
+	<-entered
+	select {
+	case status := <-answered:
+		t.Fatalf("answered %d while Deliver blocks", status)
+	default:
+	}
+	release <- errors.New("database is locked")
+	if status := <-answered; status != http.StatusInternalServerError {
+		t.Fatalf("answered %d when the message was not stored; want 500 so that Slack retries", status)
+	}
+	go func() {
+		status, _ := s.Post(body, slackfake.Secret, time.Now(), "1")
+		answered <- status
+	}()
+	<-entered
+	release <- nil
+	if status := <-answered; status != http.StatusOK {
+		t.Fatalf("retry answered %d", status)
+	}
+	if ev := host.Events(); len(ev) != 1 || ev[0].ID != ts {
+		t.Fatalf("stored %+v; want the retried message", ev)
 	}
 }

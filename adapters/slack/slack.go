@@ -73,6 +73,7 @@ type Adapter struct {
 	chans cache // channel id → kind "|" name
 
 	backfilling sync.Mutex
+	bg          sync.WaitGroup // backfills in flight
 	tiers       tiers
 }
 

@@ -268,6 +268,16 @@ func TestOutboundVerbs(t *testing.T) {
 		len(m.Reactions) != 1 || m.Reactions[0] != "white_check_mark" {
 		t.Errorf("reply after edit, like, pin: %+v", m)
 	}
+	s.RejectFormatting()
+	plain, err := a.Send(ctx, adapters.Outbound{Chat: chat, Text: "**bold** claim"})
+	if err != nil {
+		t.Fatalf("send after refused formatting: %v", err)
+	}
+	for _, m := range s.Messages("C1") {
+		if m.TS == plain && m.Text != "bold claim" {
+			t.Errorf("resent as %q; want the plain text", m.Text)
+		}
+	}
 	if err := a.Unpin(ctx, ref); err != nil {
 		t.Fatal(err)
 	}

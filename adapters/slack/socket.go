@@ -22,6 +22,7 @@ func (a *Adapter) runSocket(ctx context.Context, host adapters.Host) error {
 	}
 	sm := socketmode.New(a.api, opts...)
 	ctx, cancel := context.WithCancel(ctx)
+	defer a.bg.Wait() // backfills end before Run returns
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- sm.RunContext(ctx) }()
@@ -69,7 +70,7 @@ func (a *Adapter) socketEvent(ctx context.Context, host adapters.Host, sm *socke
 			// Slack refreshes Socket Mode connections every few hours.
 			a.log.Info("slack socket mode reconnected", "connection", ce.ConnectionCount)
 		}
-		go a.runBackfill(ctx, host)
+		a.bg.Go(func() { a.runBackfill(ctx, host) })
 	case socketmode.EventTypeEventsAPI:
 		ev, ok := evt.Data.(slackevents.EventsAPIEvent)
 		if !ok || evt.Request == nil {
