@@ -1,7 +1,10 @@
 package slack_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"sync"
 	"errors"
 	"io"
 	"strings"
@@ -336,7 +339,10 @@ func TestDisconnectWarningReconnects(t *testing.T) {
 	s := slackfake.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
-	start(t, s, slack.ModeSocket, host)
+	var logs lockedBuf
+	a := slack.New(slack.Options{BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: s.APIURL(),
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	adaptertest.Start(t, a, host)
 	for i, reason := range []string{"warning", "refresh_requested"} {
 		s.WarnDisconnect(reason)
 		if !s.Wait(10*time.Second, func() bool { return s.Connections() == i+2 }) {
@@ -348,6 +354,10 @@ func TestDisconnectWarningReconnects(t *testing.T) {
 	ts := post(t, s, slackfake.Post{Channel: "C1", User: "U1", Text: "still there?"})
 	if ev := host.WaitEvents(t, 1); ev[0].ID != ts {
 		t.Fatalf("after reconnecting got %+v", ev)
+	}
+	if out := logs.String(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") ||
+		!strings.Contains(out, "slack socket mode reconnected") {
+		t.Errorf("routine reconnects logged as problems (or not at all):\n%s", out)
 	}
 	states, _ := host.States()
 	for _, st := range states {
@@ -384,4 +394,22 @@ func TestBackfillAfterDowntime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuf is a log sink safe for concurrent use.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
