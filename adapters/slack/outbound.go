@@ -16,9 +16,11 @@ import (
 )
 
 // threadOf is where a message goes: the topic's thread, else (a reply) the
-// thread of the replied message, which starts one under it.
-func threadOf(m adapters.Outbound) string {
-	if m.Topic != "" {
+// thread of the replied message, which starts one under it. In a DM a reply
+// to a top-level message stays in the conversation: a DM is one
+// conversation already, and answers hidden in threads would be missed.
+func threadOf(m adapters.Outbound, kind string) string {
+	if m.Topic != "" || kind == "dm" {
 		return m.Topic
 	}
 	return m.ReplyTo
@@ -26,12 +28,12 @@ func threadOf(m adapters.Outbound) string {
 
 // Send posts one part, rendered to mrkdwn, in its thread.
 func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
-	channel, _, err := channelOf(m.Chat)
+	channel, kind, err := channelOf(m.Chat)
 	if err != nil {
 		return "", err
 	}
 	post := func(opts ...slack.MsgOption) (string, error) {
-		if ts := threadOf(m); ts != "" {
+		if ts := threadOf(m, kind); ts != "" {
 			opts = append(opts, slack.MsgOptionTS(ts))
 		}
 		if err := a.tiers.wait(ctx, "chat.postMessage", channel); err != nil {
@@ -152,7 +154,7 @@ func isCode(err error, code string) bool {
 // into the chat and thread, with the caption as its comment. It returns the
 // file id (Slack shares the file asynchronously, without a message ts).
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (string, error) {
-	channel, _, err := channelOf(m.Chat)
+	channel, kind, err := channelOf(m.Chat)
 	if err != nil {
 		return "", err
 	}
@@ -160,7 +162,7 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 		return "", fmt.Errorf("%w: slack send_file %s: Slack refuses empty files", adapters.ErrPermanent, f.Name)
 	}
 	p := slack.UploadFileParameters{Filename: f.Name, Title: f.Name, FileSize: int(f.Size), Reader: f.Content,
-		Channel: channel, ThreadTimestamp: threadOf(m)}
+		Channel: channel, ThreadTimestamp: threadOf(m, kind)}
 	if strings.TrimSpace(m.Text) != "" {
 		p.InitialComment = markdown.SlackMrkdwn(m.Text)
 	}

@@ -247,6 +247,16 @@ func TestOutboundVerbs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dmQ := s.AddMessage("D1", "U1", "dm question", "")
+	dmReply, err := a.Send(ctx, adapters.Outbound{Chat: "slack:T1/dm/D1", Text: "dm answer", ReplyTo: dmQ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range s.Messages("D1") {
+		if m.TS == dmReply && m.ThreadTS != "" {
+			t.Errorf("a DM reply went into a thread: %+v", m)
+		}
+	}
 	ref := adapters.MessageRef{Chat: chat, ID: reply, Topic: parent}
 	for _, step := range []struct {
 		verb string
