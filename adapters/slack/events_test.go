@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -154,5 +155,32 @@ func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
 	}
 	if ev := host.Events(); len(ev) != 1 || ev[0].ID != ts {
 		t.Fatalf("stored %+v; want the retried message", ev)
+	}
+}
+
+// BenchmarkEventsAPIMessage: one signed message event, verified, parsed,
+// normalized, delivered (in-memory host) and answered.
+func BenchmarkEventsAPIMessage(b *testing.B) {
+	s := slackfake.New()
+	defer s.Close()
+	host := adaptertest.NewHost()
+	a := newAdapter(s, slack.ModeEvents)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, host) }()
+	defer func() { cancel(); <-done }()
+	host.Wait(b, 10*time.Second, "connected", func(h *adaptertest.Host) bool {
+		st, _ := h.States()
+		return len(st) > 0 && st[len(st)-1] == adapters.StateConnected
+	})
+	s.EventsURL = "http://" + a.Addr().String() + slack.EventsPath
+	b.ResetTimer()
+	for i := range b.N {
+		ts := fmt.Sprintf("1700000000.%06d", i)
+		body := slackfake.Callback(fmt.Sprintf("EvB%d", i), map[string]any{"type": "message", "channel": "C1",
+			"channel_type": "channel", "user": "U1", "text": "hello <@U2> see <https://x.io|docs>", "ts": ts, "event_ts": ts})
+		if status, err := s.Post(body, slackfake.Secret, time.Now(), ""); err != nil || status != http.StatusOK {
+			b.Fatalf("status %d, %v", status, err)
+		}
 	}
 }
