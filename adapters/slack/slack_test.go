@@ -3,11 +3,11 @@ package slack_test
 import (
 	"bytes"
 	"context"
-	"log/slog"
-	"sync"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
