@@ -144,14 +144,32 @@ func (a *Adapter) identity() (team, user, bot string) {
 // mode until ctx is cancelled.
 func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	host.SetState(adapters.StateConnecting, nil)
-	if err := a.authenticate(ctx); err != nil {
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		err := a.authenticate(ctx)
+		if err == nil {
+			break
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
 		if errors.Is(err, adapters.ErrBadToken) {
 			host.SetState(adapters.StateFailed, err)
+			return err
 		}
-		return err
+		// Slack unreachable or rate limited: not the operator's fault.
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) {
+			wait = max(wait, rl.RetryAfter)
+		}
+		host.SetState(adapters.StateBackingOff, err)
+		a.log.Warn("slack auth.test failed; retrying", "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
 	}
 	if a.opt.Mode == ModeEvents {
 		return a.runEvents(ctx, host)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -422,4 +423,16 @@ func (l *lockedBuf) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+func TestSlackUnreachableAtStartIsRetried(t *testing.T) {
+	s := slackfake.New()
+	defer s.Close()
+	s.Outage("auth.test", 1)
+	host := adaptertest.NewHost()
+	start(t, s, slack.ModeSocket, host) // waits for connected
+	states, _ := host.States()
+	if !slices.Contains(states, adapters.StateBackingOff) || slices.Contains(states, adapters.StateFailed) {
+		t.Fatalf("states %v: want backing_off then connected, never failed", states)
+	}
 }
