@@ -84,33 +84,39 @@ func (a *Adapter) eventsHandler(host adapters.Host) http.Handler {
 			a.log.Debug("slack event ignored", "type", ev.Type, "err", err)
 			return
 		}
-		status := a.deliverCallback(r.Context(), host, ev, r.Header.Get("X-Slack-Retry-Num"))
-		w.WriteHeader(status)
+		if err := a.deliverOnce(r.Context(), host, ev); err != nil {
+			a.log.Warn("slack event not stored; Slack will retry", "retry", r.Header.Get("X-Slack-Retry-Num"), "err", err)
+			http.Error(w, "not stored", http.StatusInternalServerError)
+		}
 	})
 }
 
-func (a *Adapter) deliverCallback(ctx context.Context, host adapters.Host, ev slackevents.EventsAPIEvent, retry string) int {
-	cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
-	if !ok || cb.EventID == "" {
-		return http.StatusOK
+// deliverOnce delivers an event unless its event_id was stored before (Slack
+// retries events; in Socket Mode too, when an acknowledgement is late). nil
+// means acknowledge: stored, seen before, garbage, or not an event to keep.
+func (a *Adapter) deliverOnce(ctx context.Context, host adapters.Host, ev slackevents.EventsAPIEvent) error {
+	key := ""
+	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" {
+		key = "event:" + cb.EventID
 	}
-	key := "event:" + cb.EventID
-	if _, seen, err := host.Value(ctx, key); err != nil {
-		a.log.Warn("slack event dedupe lookup", "event_id", cb.EventID, "err", err)
-		return http.StatusInternalServerError
-	} else if seen {
-		a.log.Debug("slack event already stored", "event_id", cb.EventID, "retry", retry)
-		return http.StatusOK
+	if key != "" {
+		if _, seen, err := host.Value(ctx, key); err != nil {
+			return fmt.Errorf("look up %s: %w", key, err)
+		} else if seen {
+			a.log.Debug("slack event already stored", "key", key)
+			return nil
+		}
 	}
 	if err := a.handle(ctx, host, ev); err != nil {
 		if !errors.Is(err, adapters.ErrBadMessage) {
-			a.log.Warn("slack event not stored; Slack will retry", "event_id", cb.EventID, "err", err)
-			return http.StatusInternalServerError
+			return err
 		}
-		a.log.Warn("slack event dropped as invalid", "event_id", cb.EventID, "err", err)
+		a.log.Warn("slack event dropped as invalid", "key", key, "err", err)
 	}
-	if err := host.SetValue(ctx, key, "1", seenTTL); err != nil {
-		a.log.Warn("slack event dedupe record", "event_id", cb.EventID, "err", err)
+	if key != "" {
+		if err := host.SetValue(ctx, key, "1", seenTTL); err != nil {
+			a.log.Warn("slack event dedupe record", "key", key, "err", err)
+		}
 	}
-	return http.StatusOK
+	return nil
 }

@@ -436,3 +436,28 @@ func TestSlackUnreachableAtStartIsRetried(t *testing.T) {
 		t.Fatalf("states %v: want backing_off then connected, never failed", states)
 	}
 }
+
+func TestSocketModeReplayedEnvelopeStoredOnce(t *testing.T) {
+	s := slackfake.New()
+	defer s.Close()
+	host := adaptertest.NewHost()
+	start(t, s, slack.ModeSocket, host)
+	ts := s.AddMessage("C1", "U1", "hello", "")
+	if err := s.UserReacts("C1", ts, "U2", "tada"); err != nil {
+		t.Fatal(err)
+	}
+	acks := func(n int) func() bool {
+		return func() bool { e := s.Envelopes(); return len(e) == 1 && e[0].Acks == n }
+	}
+	if !s.Wait(10*time.Second, acks(1)) {
+		t.Fatal("reaction not acknowledged")
+	}
+	s.Replay()
+	if !s.Wait(10*time.Second, acks(2)) {
+		t.Fatal("replayed envelope not acknowledged")
+	}
+	// The host does not de-duplicate reactions: only the event_id does.
+	if ev := host.Events(); len(ev) != 1 || ev[0].Reaction != "tada" {
+		t.Fatalf("stored %+v; want the reaction once", ev)
+	}
+}

@@ -76,16 +76,12 @@ func (a *Adapter) socketEvent(ctx context.Context, host adapters.Host, sm *socke
 		if !ok || evt.Request == nil {
 			return nil
 		}
-		err := a.handle(ctx, host, ev)
-		if err != nil && !errors.Is(err, adapters.ErrBadMessage) {
+		if err := a.deliverOnce(ctx, host, ev); err != nil {
 			// Not acknowledged: Slack redelivers it.
 			if ctx.Err() == nil {
 				a.log.Warn("slack event not stored; left for redelivery", "envelope", evt.Request.EnvelopeID, "err", err)
 			}
 			return nil
-		}
-		if err != nil {
-			a.log.Warn("slack event dropped as invalid", "envelope", evt.Request.EnvelopeID, "err", err)
 		}
 		if err := sm.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
 			a.log.Warn("slack ack", "envelope", evt.Request.EnvelopeID, "err", err)

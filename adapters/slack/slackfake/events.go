@@ -118,6 +118,16 @@ func (s *Server) Redeliver() {
 	}
 }
 
+// Replay sends every envelope again, acknowledged or not: Slack's retry
+// when an acknowledgement came late.
+func (s *Server) Replay() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.envelopes {
+		s.writeEnvelope(e)
+	}
+}
+
 // Connections counts Socket Mode connections opened so far.
 func (s *Server) Connections() int {
 	s.mu.Lock()
@@ -198,6 +208,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		for _, e := range s.envelopes {
 			if e.ID == ack.EnvelopeID {
 				e.Acked = true
+				e.Acks++
 			}
 		}
 		s.notify()

@@ -60,6 +60,7 @@ type Envelope struct {
 	ID    string
 	Body  []byte
 	Acked bool
+	Acks  int // acknowledgements received (a replayed envelope is acknowledged again)
 }
 
 // Server is the fake.
