@@ -121,7 +121,11 @@ func (p *platform) BotMessages(chat adapters.JID) []adaptertest.Message {
 
 func (p *platform) RateLimit(wait time.Duration) { p.s.RateLimit(wait) }
 func (p *platform) RejectFormatting()            { p.s.RejectFormatting() }
-func (p *platform) Disconnect()                  { p.s.Disconnect() }
+func (p *platform) Disconnect() {
+	if p.mode == slack.ModeSocket {
+		p.s.Disconnect()
+	}
+}
 
 func TestConformanceSocketMode(t *testing.T) { adaptertest.Run(t, newPlatform(slack.ModeSocket)) }
 func TestConformanceEventsAPI(t *testing.T)  { adaptertest.Run(t, newPlatform(slack.ModeEvents)) }

@@ -354,6 +354,9 @@ func TestDisconnectWarningReconnects(t *testing.T) {
 	a := slack.New(slack.Options{BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: s.APIURL(),
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	adaptertest.Start(t, a, host)
+	// The client can report connected before the fake's handler holds
+	// the connection.
+	s.Wait(10*time.Second, func() bool { return s.Connections() == 1 })
 	for i, reason := range []string{"warning", "refresh_requested"} {
 		s.WarnDisconnect(reason)
 		if !s.Wait(10*time.Second, func() bool { return s.Connections() == i+2 }) {

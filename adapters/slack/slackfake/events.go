@@ -135,8 +135,22 @@ func (s *Server) Connections() int {
 	return s.conns
 }
 
+// waitLive waits (up to 10s) for a live Socket Mode connection: a client
+// can see its dial succeed before the handler here holds the connection.
+func (s *Server) waitLive() {
+	if s.EventsURL != "" {
+		return // the Events API has no connection to drop
+	}
+	s.Wait(10*time.Second, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.conn != nil
+	})
+}
+
 // Disconnect drops the live Socket Mode connection.
 func (s *Server) Disconnect() {
+	s.waitLive()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil {
@@ -147,6 +161,7 @@ func (s *Server) Disconnect() {
 
 // WarnDisconnect sends Slack's routine refresh notice.
 func (s *Server) WarnDisconnect(reason string) {
+	s.waitLive()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil {
