@@ -33,18 +33,22 @@ func (a *Adapter) handle(ctx context.Context, host adapters.Host, ev slackevents
 			in = append(in, m)
 		}
 	case *slackevents.AppMentionEvent:
+		if e.Edited != nil {
+			return nil // the message_changed event carries the edit
+		}
 		msg := slack.Msg{Channel: e.Channel, User: e.User, Text: e.Text, Timestamp: e.TimeStamp,
 			ThreadTimestamp: e.ThreadTimeStamp, BotID: e.BotID, Files: e.Files}
 		m := a.fromMsg(ctx, team, e.Channel, "", msg)
 		m.Verb = adapters.VerbMention
-		if e.Edited != nil {
-			return nil // the message_changed event carries the edit
-		}
 		in = append(in, m)
 	case *slackevents.ReactionAddedEvent:
-		in = append(in, a.reaction(ctx, team, slackevents.ReactionRemovedEvent(*e), false))
+		if e.Item.Type == "message" && e.Item.Channel != "" {
+			in = append(in, a.reaction(ctx, team, slackevents.ReactionRemovedEvent(*e), false))
+		}
 	case *slackevents.ReactionRemovedEvent:
-		in = append(in, a.reaction(ctx, team, *e, true))
+		if e.Item.Type == "message" && e.Item.Channel != "" {
+			in = append(in, a.reaction(ctx, team, *e, true))
+		}
 	default:
 		return nil
 	}
@@ -249,10 +253,12 @@ func (a *Adapter) render(ctx context.Context, text string) string {
 			return label
 		case strings.HasPrefix(target, "!"):
 			return "@" + target[1:]
-		case label != "" && label != target && label != strings.TrimPrefix(target, "mailto:"):
-			return label + " (" + target + ")"
+		case label == strings.TrimPrefix(target, "mailto:"):
+			return label // an e-mail address
+		case label == "" || label == strings.TrimPrefix(strings.TrimPrefix(target, "https://"), "http://"):
+			return target // a bare link
 		}
-		return target
+		return label + " (" + target + ")"
 	})
 	return strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(out)
 }
