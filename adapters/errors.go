@@ -20,6 +20,10 @@ var (
 	// ErrBadToken: the platform refused the adapter's credentials at start.
 	// Wrap it with the config key to fix (adapters.telegram.token).
 	ErrBadToken = errors.New("the platform refused the token")
+	// ErrConfig: the adapter cannot start with its configuration (a listen
+	// address in use, a missing setting). Like ErrBadToken at start, it stops
+	// the gateway with the message; wrap it with the config key to fix.
+	ErrConfig = errors.New("unusable adapter configuration")
 	// ErrFormat: the platform refused the message's formatting. Adapters
 	// resend as plain text themselves; this never reaches the gateway
 	// unless the plain text was refused too.

@@ -47,12 +47,19 @@ type AgentSpec struct {
 	Output     string        // "text" (also "") | "claude-json" | "none"
 	Timeout    time.Duration // whole-turn limit; 0 means none
 	MaxOutput  int           // bytes of stdout kept (0 → 1 MiB); the rest is read and discarded so the child never blocks
+	// Env names the gateway's environment variables passed to agents
+	// besides the basic ones (PATH, HOME, LANG, ...): agent.env.
+	Env []string
+	// Sandbox confines agents; nil runs them as the gateway's user with
+	// its view of the disk.
+	Sandbox *Sandbox
 }
 
 // AgentRun is one turn's inputs.
 type AgentRun struct {
 	Dir       string   // working directory (the group folder)
-	Env       []string // KEY=VALUE entries added on top of os.Environ() (the caller passes SWITCHBOARD_* vars)
+	Env       []string // KEY=VALUE entries for this turn (SWITCHBOARD_*), added to the allowed part of the gateway's environment
+	Socket    string   // the group's MCP socket, made visible inside the sandbox
 	SessionID string
 	Prompt    string // written to stdin, then stdin is closed
 }
@@ -158,13 +165,16 @@ type agentProc struct {
 
 func startAgent(ctx context.Context, spec AgentSpec, run AgentRun) (*agentProc, error) {
 	argv := agentArgv(spec, run.SessionID)
+	if spec.Sandbox != nil {
+		argv = spec.Sandbox.wrap(argv, run.Dir, socketDirOf(run.Socket))
+	}
 	maxOut := spec.MaxOutput
 	if maxOut <= 0 {
 		maxOut = defaultAgentMaxOutput
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = run.Dir
-	cmd.Env = append(os.Environ(), run.Env...) // exec keeps the last of duplicate keys
+	cmd.Env = agentEnv(spec.Env, run.Env)
 	cmd.SysProcAttr = agentSysProcAttr()
 	cmd.WaitDelay = agentTermGrace // after Cancel's SIGTERM, exec sends SIGKILL
 	p := &agentProc{cmd: cmd, stdout: &cappedBuffer{max: maxOut}, stderr: &tailBuffer{max: agentStderrTail}}

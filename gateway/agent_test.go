@@ -608,3 +608,31 @@ func TestRunAgentCancelledBeforeStart(t *testing.T) {
 		t.Errorf("ExitCode = %d, want -1", res.ExitCode)
 	}
 }
+
+// BenchmarkAgentStart measures a whole trivial turn (start, prompt, exit,
+// output) without and with the bubblewrap sandbox: the difference is what
+// the sandbox adds to every turn's start.
+func BenchmarkAgentStart(b *testing.B) {
+	dir := b.TempDir()
+	bwrap, err := exec.LookPath("bwrap")
+	for _, tc := range []struct {
+		name string
+		sb   *Sandbox
+	}{
+		{"none", nil},
+		{"bwrap", &Sandbox{Bwrap: bwrap, DataDir: filepath.Join(dir, "data"), Network: true}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if tc.sb != nil && err != nil {
+				b.Fatal("bubblewrap is not installed (make test installs it)")
+			}
+			spec := AgentSpec{Command: []string{"/bin/sh", "-c", "cat >/dev/null; echo ok"}, Timeout: 10 * time.Second, Sandbox: tc.sb}
+			for b.Loop() {
+				res, err := RunAgent(context.Background(), spec, AgentRun{Dir: dir, Prompt: "hello"})
+				if err != nil || res.Reply != "ok" {
+					b.Fatalf("turn: %q, %v", res.Reply, err)
+				}
+			}
+		})
+	}
+}

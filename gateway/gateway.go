@@ -47,8 +47,15 @@ type Options struct {
 	// RetryDelays are the waits before the second and third attempt of a
 	// failed batch. Default 2s, 10s.
 	RetryDelays []time.Duration
+	// RestartBackoff is the first and the longest wait before an adapter
+	// whose Run failed is started again (doubling, with jitter). Default
+	// 1s and 2m.
+	RestartBackoff [2]time.Duration
 	// DrainTimeout bounds how long shutdown waits for running turns. Default 30s.
 	DrainTimeout time.Duration
+	// MaxDownload caps one attachment fetched into a group folder, in bytes.
+	// Default DefaultMaxDownload.
+	MaxDownload int64
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -59,9 +66,10 @@ type Gateway struct {
 	layout   groups.Layout
 	adapters map[string]adapters.Adapter
 
-	table    atomic.Pointer[routing.Table]
-	revision atomic.Int64
-	unrouted atomic.Int64
+	table        atomic.Pointer[routing.Table]
+	revision     atomic.Int64
+	unrouted     atomic.Int64
+	unroutedSeen unroutedLog // chats named in the log as unrouted
 
 	engage  engagements
 	notices noticeLimiter
@@ -96,6 +104,12 @@ func New(opt Options) (*Gateway, error) {
 	}
 	if opt.DrainTimeout <= 0 {
 		opt.DrainTimeout = 30 * time.Second
+	}
+	if opt.RestartBackoff[0] <= 0 {
+		opt.RestartBackoff = [2]time.Duration{time.Second, 2 * time.Minute}
+	}
+	if opt.MaxDownload <= 0 {
+		opt.MaxDownload = DefaultMaxDownload
 	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
 	g := &Gateway{
@@ -132,6 +146,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.reload(ctx); err != nil {
 		return err
 	}
+	if n := killLeftovers(g.layout.SocketPath("x"), g.log); n > 0 {
+		g.log.Warn("agent processes left by a crashed gateway were killed", "count", n)
+	}
+	if n, err := g.st.RecoverStarted(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		g.log.Warn("turns interrupted by a crash count as failed attempts", "work_rows", n)
+	}
 	if n, err := g.st.RecoverOutbox(ctx); err != nil {
 		return fmt.Errorf("recover outbox: %w", err)
 	} else if n > 0 {
@@ -144,25 +166,24 @@ func (g *Gateway) Run(ctx context.Context) error {
 	defer stopIntake()
 
 	// The scheduler starts before intake so that a failure here returns
-	// with no adapter running (and no port held).
-	if err := g.startScheduler(intakeCtx); err != nil {
+	// with no adapter running (and no port held). It is joined before Run
+	// returns: the caller closes the store next.
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	if err := g.startScheduler(intakeCtx, &bg); err != nil {
 		return err
 	}
 	errc := make(chan error, len(g.adapters))
 	var intake sync.WaitGroup
 	for name, a := range g.adapters {
-		intake.Add(1)
-		go func() {
-			defer intake.Done()
-			if err := a.Run(intakeCtx, adapterHost{g: g, name: name}); err != nil && intakeCtx.Err() == nil {
-				errc <- fmt.Errorf("adapter %s: %w", name, err)
+		intake.Go(func() {
+			if err := g.supervise(intakeCtx, name, a); err != nil {
+				errc <- err
 			}
-		}()
+		})
 	}
-	var bg sync.WaitGroup
-	bg.Add(2)
-	go func() { defer bg.Done(); g.outbox.run(workCtx) }()
-	go func() { defer bg.Done(); g.poll(intakeCtx) }()
+	bg.Go(func() { g.outbox.run(workCtx) })
+	bg.Go(func() { g.poll(intakeCtx) })
 	g.kickPending(ctx)
 
 	var runErr error
@@ -181,7 +202,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	stopWork()
 	g.queue.wait()
-	bg.Wait()
 	return runErr
 }
 

@@ -63,8 +63,9 @@ type AdapterStatus struct {
 
 // adapterStates holds each adapter's last reported state.
 type adapterStates struct {
-	mu sync.Mutex
-	m  map[string]AdapterStatus
+	mu        sync.Mutex
+	m         map[string]AdapterStatus
+	connected map[string]bool // adapters that connected at least once
 }
 
 func (a *adapterStates) set(name string, s adapters.State, err error) {
@@ -72,6 +73,10 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 	defer a.mu.Unlock()
 	if a.m == nil {
 		a.m = map[string]AdapterStatus{}
+		a.connected = map[string]bool{}
+	}
+	if s == adapters.StateConnected {
+		a.connected[name] = true
 	}
 	st := AdapterStatus{State: s, Since: time.Now()}
 	if err != nil {
@@ -92,4 +97,44 @@ func (g *Gateway) AdapterStates() map[string]AdapterStatus {
 		out[k] = v
 	}
 	return out
+}
+
+// self is the bot's own sender JID on platform, once its adapter knows it.
+func (g *Gateway) self(platform string) (string, bool) {
+	if id, ok := g.adapters[platform].(adapters.Identity); ok {
+		if jid, ok := id.Self(); ok {
+			return string(jid), true
+		}
+	}
+	return "", false
+}
+
+// botJID is the sender JID the bot's own messages are stored under: the
+// adapter's identity when it knows it, else "<platform>:bot/switchboard".
+func (g *Gateway) botJID(platform string) string {
+	if jid, ok := g.self(platform); ok {
+		return jid
+	}
+	return platform + ":bot/switchboard"
+}
+
+// unroutedLog names each unrouted chat in the log once (per process, for a
+// bounded number of chats), so an operator can copy its JID into a route.
+type unroutedLog struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (g *Gateway) logUnrouted(chat string) {
+	g.unroutedSeen.mu.Lock()
+	defer g.unroutedSeen.mu.Unlock()
+	if g.unroutedSeen.seen == nil {
+		g.unroutedSeen.seen = map[string]bool{}
+	}
+	if g.unroutedSeen.seen[chat] || len(g.unroutedSeen.seen) >= 10_000 {
+		return
+	}
+	g.unroutedSeen.seen[chat] = true
+	g.log.Info("message from an unrouted chat stored; nothing runs until a route matches it",
+		"jid", chat, "hint", "switchboard route add --target FOLDER chat_jid="+chat)
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"switchboard/adapters"
 	"switchboard/routing"
@@ -17,17 +19,37 @@ import (
 // MaxText is the largest message text stored; longer text is cut.
 const MaxText = 64 << 10
 
-// Deliver is the adapters' DeliverFunc: validate, route, and store the
-// message together with the work it creates, in one transaction (shared
-// with concurrent Deliver calls: see committer).
+// maxInboundText is the largest text an adapter may deliver at all: more is
+// garbage, refused rather than cut.
+const maxInboundText = 1 << 20
+
+// Deliver is the adapters' DeliverFunc: validate, route, and store the event.
+// A new message is stored together with the work it creates, in one
+// transaction (shared with concurrent Deliver calls: see committer); edits,
+// deletes and reactions change what is stored and never start a turn.
 func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, error) {
 	m, err := normalize(in)
 	if err != nil {
 		return 0, err
 	}
+	if self, ok := g.self(in.Chat.Platform()); ok && string(in.Sender) == self {
+		m.FromBot = true
+	}
+	switch in.Kind {
+	case adapters.KindEdit:
+		if _, err := g.st.EditMessage(ctx, &m); err != nil {
+			return 0, err
+		}
+		g.notifyStored(m.ChatJID, m.Seq)
+		return m.Seq, nil
+	case adapters.KindDelete:
+		return g.st.DeleteMessage(ctx, m.ChatJID, m.ID)
+	case adapters.KindReaction:
+		return g.react(ctx, in, m)
+	}
 	var work []store.WorkItem
-	if !in.FromBot {
-		work = g.route(m)
+	if !m.FromBot && !m.OtherBot {
+		work = g.route(m, in.Backfilled && time.Since(in.Time) > adapters.BackfillTriggerAge)
 	}
 	inserted, err := g.commits.commit(ctx, &m, work)
 	if err != nil {
@@ -35,20 +57,76 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	}
 	// A redelivery was stored once and routed then; for a new message the
 	// committer told the watchers and woke the folders.
-	if inserted && !in.FromBot && len(work) == 0 {
+	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 {
 		g.unrouted.Add(1)
+		g.logUnrouted(m.ChatJID)
 	}
 	return m.Seq, nil
 }
 
+// storeFetched stores a message read from the platform's history: stored
+// once (a known one keeps its seq), never routed.
+func (g *Gateway) storeFetched(ctx context.Context, in adapters.Inbound) (int64, error) {
+	in.Kind = adapters.KindMessage
+	m, err := normalize(in)
+	if err != nil {
+		return 0, err
+	}
+	if self, ok := g.self(in.Chat.Platform()); ok && string(in.Sender) == self {
+		m.FromBot = true
+	}
+	if _, err := g.commits.commit(ctx, &m, nil); err != nil {
+		return 0, err
+	}
+	return m.Seq, nil
+}
+
+// react stores a reaction; one to the bot's own message is kept for the
+// chat owner's next prompt.
+func (g *Gateway) react(ctx context.Context, in adapters.Inbound, m store.Message) (int64, error) {
+	note := ""
+	if target, err := g.st.MessageByID(ctx, m.ChatJID, m.ID); err == nil && target.FromBot && !m.FromBot {
+		note, _ = g.Table().Owner(m.ChatJID, target.Topic)
+	}
+	return g.st.SetReaction(ctx, store.Reaction{ChatJID: m.ChatJID, MsgID: m.ID, Sender: m.Sender, SenderName: m.SenderName,
+		Emoji: in.Reaction, Removed: in.ReactionRemoved, Time: m.Time}, note)
+}
+
+// normalize validates an inbound event and converts it to a store message.
+// Garbage gets an error wrapping ErrBadMessage that says what was wrong.
 func normalize(in adapters.Inbound) (store.Message, error) {
+	bad := func(format string, args ...any) (store.Message, error) {
+		where := fmt.Sprintf("%s %q in %q", kindName(in.Kind), in.ID, in.Chat)
+		return store.Message{}, fmt.Errorf("%w: %s: %s", ErrBadMessage, where, fmt.Sprintf(format, args...))
+	}
+	switch in.Kind {
+	case "", adapters.KindMessage, adapters.KindEdit, adapters.KindDelete, adapters.KindReaction:
+	default:
+		return bad("unknown kind %q (want message, edit, delete or reaction)", in.Kind)
+	}
 	if _, err := adapters.ParseJID(string(in.Chat)); err != nil {
-		return store.Message{}, fmt.Errorf("%w: chat: %v", ErrBadMessage, err)
+		return bad("chat: %v", err)
 	}
-	if in.ID == "" || len(in.ID) > 256 {
-		return store.Message{}, fmt.Errorf("%w: message id must be 1 to 256 bytes", ErrBadMessage)
+	if in.ID == "" || len(in.ID) > 256 || !utf8.ValidString(in.ID) {
+		return bad("message id must be 1 to 256 bytes of UTF-8")
 	}
-	text := capText(strings.ToValidUTF8(in.Text, "\uFFFD"))
+	needSender := in.Kind != adapters.KindDelete && in.Kind != adapters.KindEdit
+	if in.Sender != "" || needSender {
+		if _, err := adapters.ParseJID(string(in.Sender)); err != nil {
+			return bad("sender: %v", err)
+		}
+	}
+	if len(in.Text) > maxInboundText {
+		return bad("text is %d bytes, more than the %d an adapter may deliver", len(in.Text), maxInboundText)
+	}
+	for _, f := range []struct{ name, v string }{{"text", in.Text}, {"sender name", in.SenderName}, {"topic", in.Topic}, {"reply_to", in.ReplyTo}} {
+		if i := invalidUTF8At(f.v); i >= 0 {
+			return bad("%s is not valid UTF-8 (byte %d)", f.name, i)
+		}
+	}
+	if in.Kind == adapters.KindReaction && (in.Reaction == "" || len(in.Reaction) > 128 || !utf8.ValidString(in.Reaction)) {
+		return bad("a reaction needs an emoji of 1 to 128 bytes")
+	}
 	t := in.Time
 	if t.IsZero() {
 		t = time.Now()
@@ -59,15 +137,35 @@ func normalize(in adapters.Inbound) (store.Message, error) {
 	}
 	return store.Message{
 		ChatJID: string(in.Chat), ID: in.ID, Sender: string(in.Sender), SenderName: in.SenderName,
-		Text: text, Topic: in.Topic, ReplyTo: in.ReplyTo, Verb: verb, FromBot: in.FromBot,
+		Text: capText(in.Text), Topic: in.Topic, ReplyTo: in.ReplyTo, Verb: verb, FromBot: in.FromBot, OtherBot: in.OtherBot,
 		Time: t.UnixMilli(), Attachments: in.Attachments,
 	}, nil
+}
+
+func kindName(k adapters.Kind) string {
+	if k == "" {
+		return string(adapters.KindMessage)
+	}
+	return string(k)
+}
+
+// invalidUTF8At is the byte offset of the first invalid UTF-8 in s, or -1.
+func invalidUTF8At(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // route decides what a stored message does: nothing (unrouted), observe, or
 // trigger a turn of the winning route's folder. An observe route still
 // triggers while the folder is engaged in that chat/topic.
-func (g *Gateway) route(m store.Message) []store.WorkItem {
+// A stale backfilled message is observed context only.
+func (g *Gateway) route(m store.Message, stale bool) []store.WorkItem {
 	r, ok := g.table.Load().Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
 	if !ok {
 		return nil // unrouted: stored, counted by Deliver, nothing runs
@@ -75,6 +173,9 @@ func (g *Gateway) route(m store.Message) []store.WorkItem {
 	mode := r.Mode
 	if mode == routing.Observe && g.engage.active(m.ChatJID, m.Topic, r.Target) {
 		mode = routing.Trigger
+	}
+	if stale {
+		mode = routing.Observe
 	}
 	if mode == routing.Trigger && m.Verb == adapters.VerbMention {
 		g.engage.start(m.ChatJID, m.Topic, r.Target, g.opt.EngageTTL)
@@ -210,7 +311,8 @@ type SendRequest struct {
 	ReplyTo string
 	Folder  string // who sent it (for delivery-failure notices); "" for the operator
 	Key     string // idempotency key; generated when empty
-	Kind    string // "send" (default), "reply", "notice"
+	Kind    string // "send" (default), "reply", "notice", "file"
+	File    string // kind file: the file, relative to Folder's directory; Text is the caption
 }
 
 // QueueSend writes a message to the outbox. Delivery happens in the running
@@ -219,7 +321,12 @@ func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.Out
 	if _, err := adapters.ParseJID(req.Chat); err != nil {
 		return store.OutboxItem{}, err
 	}
-	if strings.TrimSpace(req.Text) == "" {
+	if req.File != "" {
+		req.Kind = store.OutboxFile
+		if req.Folder == "" || !filepath.IsLocal(req.File) {
+			return store.OutboxItem{}, fmt.Errorf("send file to %s: the file must be inside the sending group's folder", req.Chat)
+		}
+	} else if strings.TrimSpace(req.Text) == "" {
 		return store.OutboxItem{}, fmt.Errorf("send to %s: text is empty", req.Chat)
 	}
 	if req.Key == "" {
@@ -229,7 +336,7 @@ func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.Out
 		req.Kind = "send"
 	}
 	return st.AddOutbox(ctx, store.OutboxItem{Key: req.Key, Kind: req.Kind, Folder: req.Folder, ChatJID: req.Chat,
-		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: capText(strings.ToValidUTF8(req.Text, "\uFFFD"))})
+		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: capText(strings.ToValidUTF8(req.Text, "\uFFFD")), FilePath: req.File})
 }
 
 // Send queues a message and wakes the outbox.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -99,8 +97,18 @@ func (b mcpBackend) Table() *routing.Table { return b.g.Table() }
 func (b mcpBackend) Reload(ctx context.Context) error { return b.g.reload(ctx) }
 
 func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ipc.Sent, error) {
+	if m.File != "" {
+		platform := adapters.JID(m.Chat).Platform()
+		a, ok := b.g.adapters[platform]
+		if !ok {
+			return ipc.Sent{}, fmt.Errorf("%w: %s", ipc.ErrNoAdapter, platform)
+		}
+		if _, ok := a.(adapters.FileSender); !ok {
+			return ipc.Sent{}, adapters.Unsupported(platform, "send_file")
+		}
+	}
 	it, err := b.g.Send(ctx, SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: newID("mcp-"), Kind: m.Kind})
+		Folder: folder, Key: newID("mcp-"), Kind: m.Kind, File: m.File})
 	if err != nil {
 		return ipc.Sent{}, err
 	}
@@ -108,29 +116,28 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ip
 	return b.awaitDelivery(ctx, it), nil
 }
 
-// awaitDelivery polls the outbox row until the platform accepted or refused
-// it, for at most sendWait.
+// awaitDelivery waits, for at most sendWait, until the platform accepted
+// or refused the item: the outbox wakes it when the item settles.
 func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) ipc.Sent {
-	deadline := time.Now().Add(sendWait)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
+	deadline := time.NewTimer(sendWait)
+	defer deadline.Stop()
 	for {
+		settled := b.g.outbox.await(it.Key) // before reading: no wake-up is missed
+		if cur, err := b.g.st.OutboxByKey(ctx, it.Key); err == nil {
+			it = cur
+		}
 		switch it.Status {
 		case "sent":
 			return ipc.Sent{Key: it.Key, Status: "sent", ID: it.PlatformID}
 		case "failed":
 			return ipc.Sent{Key: it.Key, Status: "failed", Error: it.Error}
 		}
-		if time.Now().After(deadline) {
-			return ipc.Sent{Key: it.Key, Status: "pending"}
-		}
 		select {
 		case <-ctx.Done():
 			return ipc.Sent{Key: it.Key, Status: "pending"}
-		case <-tick.C:
-		}
-		if cur, err := b.g.st.OutboxByKey(ctx, it.Key); err == nil {
-			it = cur
+		case <-deadline.C:
+			return ipc.Sent{Key: it.Key, Status: "pending"}
+		case <-settled:
 		}
 	}
 }
@@ -164,11 +171,18 @@ func (b mcpBackend) Act(ctx context.Context, a ipc.Action) (string, error) {
 	switch a.Verb {
 	case ipc.VerbEdit:
 		if e, ok := ad.(adapters.Editor); ok {
-			return "", e.Edit(ctx, ref, a.Text)
+			if err := e.Edit(ctx, ref, a.Text); err != nil {
+				return "", err
+			}
+			return "", b.recordEdit(ctx, a.Chat, a.MessageID, a.Text)
 		}
 	case ipc.VerbDelete:
 		if d, ok := ad.(adapters.Deleter); ok {
-			return "", d.Delete(ctx, ref)
+			if err := d.Delete(ctx, ref); err != nil {
+				return "", err
+			}
+			_, err := b.g.st.DeleteMessage(ctx, a.Chat, a.MessageID)
+			return "", err
 		}
 	case ipc.VerbReact:
 		if r, ok := ad.(adapters.Reactor); ok {
@@ -182,14 +196,25 @@ func (b mcpBackend) Act(ctx context.Context, a ipc.Action) (string, error) {
 		if p, ok := ad.(adapters.Pinner); ok {
 			return "", p.Unpin(ctx, ref)
 		}
-	case ipc.VerbSendFile:
-		if f, ok := ad.(adapters.FileSender); ok {
-			return sendFile(ctx, f, chat, a.Path, a.Caption)
-		}
 	default:
 		return "", fmt.Errorf("unknown action %q", a.Verb)
 	}
 	return "", unsupported
+}
+
+// recordEdit brings the stored copy of an edited message up to date.
+func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error {
+	m, err := b.g.st.MessageByID(ctx, chat, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	m.Text = capText(text)
+	m.Edited = 0
+	_, err = b.g.st.EditMessage(ctx, &m)
+	return err
 }
 
 func toIPC(m store.Message) ipc.Message { return storedToIPC(ToStored(m)) }
@@ -224,9 +249,16 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat string, limit int) ([
 	if f, ok := b.g.adapters[jid.Platform()].(adapters.HistoryFetcher); ok {
 		in, err := f.FetchHistory(ctx, jid, adapters.HistoryQuery{Limit: limit})
 		if err == nil {
-			out := make([]ipc.Message, len(in))
-			for i, m := range in {
-				out[i] = storedToIPC(adapters.Stored{Inbound: m})
+			out := make([]ipc.Message, 0, len(in))
+			for _, m := range in {
+				// What the platform has fills gaps in the store; it never
+				// starts a turn.
+				seq, err := b.g.storeFetched(ctx, m)
+				if err != nil {
+					b.g.log.Warn("fetched message not stored", "jid", chat, "msg", m.ID, "err", err)
+					continue
+				}
+				out = append(out, storedToIPC(adapters.Stored{Seq: seq, Inbound: m}))
 			}
 			return out, "platform", nil
 		}
@@ -369,23 +401,4 @@ func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]ipc.
 			Started: time.UnixMilli(t.Started).UTC(), DurationMS: t.DurationMS, Status: t.Status, Error: t.Error, SessionID: t.SessionID}
 	}
 	return out, nil
-}
-
-// sendFile opens path (already checked to be inside the group folder) and
-// hands the open file to the adapter.
-func sendFile(ctx context.Context, f adapters.FileSender, chat adapters.JID, path, caption string) (string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", filepath.Base(path))
-	}
-	return f.SendFile(ctx, adapters.Outbound{Chat: chat, Text: caption, Key: newID("file-")},
-		adapters.File{Name: filepath.Base(path), Size: fi.Size(), Content: fh})
 }

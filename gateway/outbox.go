@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
+	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"switchboard/adapters"
@@ -30,11 +34,16 @@ type outbox struct {
 	drainC  chan struct{} // closed by drain: deliver what is due, then stop
 	stopped chan struct{} // closed when run returns
 	once    sync.Once
+
+	mu      sync.Mutex
+	paused  map[string]time.Time     // platform -> end of its rate-limit pause
+	waiters map[string]chan struct{} // outbox key -> closed when the item settles
 }
 
 func newOutbox(g *Gateway) *outbox {
 	return &outbox{g: g, wakeC: make(chan struct{}, 1), sem: make(chan struct{}, sendConcurrency),
-		drainC: make(chan struct{}), stopped: make(chan struct{})}
+		drainC: make(chan struct{}), stopped: make(chan struct{}),
+		paused: map[string]time.Time{}, waiters: map[string]chan struct{}{}}
 }
 
 func (o *outbox) wake() {
@@ -111,6 +120,13 @@ func (o *outbox) sendDue(ctx context.Context) int {
 	}
 	n := 0
 	for _, it := range items {
+		if until := o.pausedUntil(adapters.JID(it.ChatJID).Platform()); !until.IsZero() {
+			// The platform is rate limited: wait without counting an attempt.
+			if err := o.g.st.OutboxDefer(ctx, it.ID, until.UnixMilli()); err != nil && ctx.Err() == nil {
+				o.g.log.Error("defer outbox item", "outbox", it.ID, "err", err)
+			}
+			continue
+		}
 		// Claim only with a free sender in hand: a claimed row is
 		// "sending", and one a crash leaves so is never resent.
 		select {
@@ -141,6 +157,7 @@ func (o *outbox) sendDue(ctx context.Context) int {
 
 // deliver sends one claimed item and records the outcome.
 func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
+	defer o.finished(it.Key)
 	g := o.g
 	chat := adapters.JID(it.ChatJID)
 	a, ok := g.adapters[chat.Platform()]
@@ -149,34 +166,177 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		return
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	id, err := a.Send(sendCtx, adapters.Outbound{Chat: chat, Text: it.Text, Topic: it.Topic, ReplyTo: it.ReplyTo, Key: it.Key})
+	var id string
+	var bot *store.Message
+	var err error
+	if it.Kind == store.OutboxFile {
+		id, bot, err = o.sendFile(sendCtx, a, it)
+	} else {
+		id, bot, err = o.sendText(sendCtx, a, it)
+	}
 	cancel()
 	var ra *adapters.RetryAfterError
 	switch {
 	case err == nil:
-		if id == "" {
-			id = "out-" + it.Key
-		}
 		// The bot has spoken: follow-ups engage from now, before anyone
 		// can see the message stored.
 		if it.Folder != "" && it.Kind != "notice" {
 			g.engage.start(it.ChatJID, it.Topic, it.Folder, g.opt.EngageTTL)
 		}
-		bot := &store.Message{ChatJID: it.ChatJID, ID: id, Sender: chat.Platform() + ":bot/switchboard", SenderName: "switchboard",
-			Text: it.Text, Topic: it.Topic, ReplyTo: it.ReplyTo, Verb: adapters.VerbMessage, FromBot: true, Time: time.Now().UnixMilli()}
 		if err := g.st.OutboxSent(context.WithoutCancel(ctx), it.ID, id, bot); err != nil {
 			g.log.Error("record delivery", "jid", it.ChatJID, "outbox", it.ID, "err", err)
 			return
 		}
 		g.notifyStored(it.ChatJID, bot.Seq)
-	case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrUnsupported):
+	case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrUnsupported) || errors.Is(err, adapters.ErrFormat):
 		o.fail(ctx, it, err)
 	case errors.As(err, &ra):
+		o.pause(chat.Platform(), ra.Wait)
 		o.retry(ctx, it, ra.Wait, err)
 	case it.Attempts >= maxSendAttempts:
 		o.fail(ctx, it, fmt.Errorf("gave up after %d attempts: %w", it.Attempts, err))
 	default:
 		o.retry(ctx, it, min(time.Second<<it.Attempts, 5*time.Minute), err)
+	}
+}
+
+// sendText sends a text item as the parts that fit the platform, from the
+// first part not yet sent; every part but the last is recorded as it goes,
+// the last is returned for OutboxSent to record.
+func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.OutboxItem) (string, *store.Message, error) {
+	limit := 0
+	if l, ok := a.(adapters.Limiter); ok {
+		limit = l.Limits().MaxText
+	}
+	parts := adapters.Split(it.Text, limit)
+	first := it.PlatformID
+	for n := it.PartsSent; n < len(parts); n++ {
+		out := adapters.Outbound{Chat: adapters.JID(it.ChatJID), Text: parts[n], Topic: it.Topic, Key: it.Key}
+		if n == 0 {
+			out.ReplyTo = it.ReplyTo
+		} else {
+			out.Key = fmt.Sprintf("%s/%d", it.Key, n+1)
+		}
+		id, err := a.Send(ctx, out)
+		if err != nil {
+			return "", nil, err
+		}
+		if id == "" {
+			id = "out-" + out.Key
+		}
+		if first == "" {
+			first = id
+		}
+		bot := o.botMessage(it, id, parts[n])
+		if n == len(parts)-1 {
+			return first, bot, nil
+		}
+		if err := o.g.st.OutboxPartSent(context.WithoutCancel(ctx), it.ID, n+1, id, bot); err != nil {
+			return "", nil, fmt.Errorf("record part %d of %d: %w", n+1, len(parts), err)
+		}
+		o.g.notifyStored(it.ChatJID, bot.Seq)
+	}
+	return first, o.botMessage(it, first, ""), nil // every part was sent before a crash
+}
+
+func (o *outbox) botMessage(it store.OutboxItem, id, text string) *store.Message {
+	platform := adapters.JID(it.ChatJID).Platform()
+	return &store.Message{ChatJID: it.ChatJID, ID: id, Sender: o.g.botJID(platform), SenderName: "switchboard",
+		Text: text, Topic: it.Topic, ReplyTo: it.ReplyTo, Verb: adapters.VerbMessage, FromBot: true, Time: time.Now().UnixMilli()}
+}
+
+// sendFile opens the item's file inside its folder at send time (regular
+// files only, without following a symlink out or blocking on a FIFO) and
+// hands the open file to the adapter: no path ever reaches it.
+func (o *outbox) sendFile(ctx context.Context, a adapters.Adapter, it store.OutboxItem) (string, *store.Message, error) {
+	fs, ok := a.(adapters.FileSender)
+	if !ok {
+		return "", nil, adapters.Unsupported(a.Name(), "send_file")
+	}
+	f, fi, err := openGroupFile(o.g.layout.Dir(it.Folder), it.FilePath)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %w", adapters.ErrPermanent, err)
+	}
+	defer f.Close()
+	name := filepath.Base(it.FilePath)
+	file := adapters.File{Name: name, MIME: mime.TypeByExtension(filepath.Ext(name)), Size: fi.Size(), Content: f}
+	id, err := fs.SendFile(ctx, adapters.Outbound{Chat: adapters.JID(it.ChatJID), Text: it.Text, Topic: it.Topic, ReplyTo: it.ReplyTo, Key: it.Key}, file)
+	if err != nil {
+		return "", nil, err
+	}
+	if id == "" {
+		id = "out-" + it.Key
+	}
+	bot := o.botMessage(it, id, it.Text)
+	bot.Attachments = []adapters.Attachment{{Name: name, MIME: file.MIME, Size: file.Size}}
+	return id, bot, nil
+}
+
+// openGroupFile opens rel inside dir through os.Root, without blocking on
+// a FIFO, and refuses anything but a regular file.
+func openGroupFile(dir, rel string) (*os.File, os.FileInfo, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open group folder: %w", err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", rel, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", rel)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// pause holds every send of platform for wait: a rate limit applies to the
+// whole bot, not to one chat.
+func (o *outbox) pause(platform string, wait time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	until := time.Now().Add(wait)
+	if until.After(o.paused[platform]) {
+		o.paused[platform] = until
+	}
+}
+
+// pausedUntil is when platform's rate-limit pause ends (zero: not paused).
+func (o *outbox) pausedUntil(platform string) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.paused[platform]
+	if time.Now().After(t) {
+		delete(o.paused, platform)
+		return time.Time{}
+	}
+	return t
+}
+
+// await returns a channel closed when the item with key is next settled
+// (sent, failed, or put back for a retry).
+func (o *outbox) await(key string) <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ch, ok := o.waiters[key]
+	if !ok {
+		ch = make(chan struct{})
+		o.waiters[key] = ch
+	}
+	return ch
+}
+
+func (o *outbox) finished(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ch, ok := o.waiters[key]; ok {
+		close(ch)
+		delete(o.waiters, key)
 	}
 }
 

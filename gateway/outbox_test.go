@@ -27,19 +27,23 @@ func (h *harness) outboxItem(key string) store.OutboxItem {
 	return it
 }
 
-// Replies to one chat arrive in order; a chat whose head waits out a rate
-// limit (honoured to the letter) holds up only that chat.
+// Replies to one chat arrive in order; a rate limit (honoured to the
+// letter) pauses every send of that adapter, other chats included, and
+// nothing is dropped.
 func TestOutboxOrderAndRateLimit(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok")})
 	const wait = 300 * time.Millisecond
+	limited := make(chan struct{})
 	h.fa.setFail(func(m adapters.Outbound, attempt int) error {
 		if m.Key == "a" && attempt == 1 {
+			close(limited)
 			return &adapters.RetryAfterError{Wait: wait}
 		}
 		return nil
 	})
 	h.send(testChat, "a", "first", "")
 	h.send(testChat, "b", "second", "")
+	<-limited
 	h.send("test:room/2", "c", "other chat", "")
 	got := h.waitSent(testChat, 2)
 	if got[0].Key != "a" || got[1].Key != "b" {
@@ -56,8 +60,11 @@ func TestOutboxOrderAndRateLimit(t *testing.T) {
 		t.Errorf("b was tried before a was delivered: %+v", b)
 	}
 	c := h.waitSent("test:room/2", 1)
-	if !c[0].At.Before(tries[1].At) {
-		t.Errorf("the other chat waited for this chat's rate limit")
+	if d := c[0].At.Sub(tries[0].At); d < wait-5*time.Millisecond {
+		t.Errorf("another chat of the rate-limited adapter was sent %s after the 429; want the whole adapter paused %s", d, wait)
+	}
+	if it := h.outboxItem("c"); it.Attempts != 1 {
+		t.Errorf("the paused chat's item counted %d attempts; a pause is not an attempt", it.Attempts)
 	}
 }
 

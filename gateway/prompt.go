@@ -16,6 +16,7 @@ type turnHeader struct {
 	Topic   string
 	Trigger string
 	Now     time.Time
+	Files   map[fileKey]fetched // attachments downloaded into the folder
 }
 
 // buildPrompt renders the prompt of CONTRACT §8: the <turn/> header, earlier
@@ -32,10 +33,18 @@ func buildPrompt(h turnHeader, b store.Batch) string {
 		fmt.Fprintf(&sb, `<delivery_failed chat="%s" time="%s" error="%s">%s</delivery_failed>`+"\n",
 			esc(n.ChatJID), msTime(n.Created), esc(n.Error), esc(n.Text))
 	}
+	for _, r := range b.Reactions {
+		fmt.Fprintf(&sb, `<reaction chat="%s" message_id="%s" sender="%s" name="%s" emoji="%s" time="%s"`,
+			esc(r.ChatJID), esc(r.MsgID), esc(r.Sender), esc(r.SenderName), esc(r.Emoji), msTime(r.Time))
+		if r.Removed {
+			sb.WriteString(` removed="true"`)
+		}
+		sb.WriteString("/>\n")
+	}
 	if len(b.Observed) > 0 {
 		sb.WriteString("<observed>\n")
 		for _, m := range b.Observed {
-			writeMessage(&sb, m)
+			writeMessage(&sb, m, h.Files)
 		}
 		sb.WriteString("</observed>\n")
 	}
@@ -50,14 +59,14 @@ func buildPrompt(h turnHeader, b store.Batch) string {
 	if len(b.Messages) > 0 {
 		sb.WriteString("<messages>\n")
 		for _, m := range b.Messages {
-			writeMessage(&sb, m)
+			writeMessage(&sb, m, h.Files)
 		}
 		sb.WriteString("</messages>\n")
 	}
 	return sb.String()
 }
 
-func writeMessage(sb *strings.Builder, m store.Message) {
+func writeMessage(sb *strings.Builder, m store.Message, files map[fileKey]fetched) {
 	fmt.Fprintf(sb, `<message seq="%d" id="%s" sender="%s" name="%s" time="%s" verb="%s"`,
 		m.Seq, esc(m.ID), esc(m.Sender), esc(m.SenderName), msTime(m.Time), esc(m.Verb))
 	if m.Topic != "" {
@@ -69,10 +78,27 @@ func writeMessage(sb *strings.Builder, m store.Message) {
 	if m.FromBot {
 		sb.WriteString(` from_bot="true"`)
 	}
+	if m.OtherBot {
+		sb.WriteString(` other_bot="true"`)
+	}
+	if m.Deleted {
+		sb.WriteString(` deleted="true"`)
+	}
+	if m.Edited != 0 {
+		fmt.Fprintf(sb, ` edited="%s"`, msTime(m.Edited))
+	}
 	sb.WriteString(">")
 	sb.WriteString(esc(m.Text))
-	for _, a := range m.Attachments {
-		fmt.Fprintf(sb, `<attachment name="%s" mime="%s" size="%d"/>`, esc(a.Name), esc(a.MIME), a.Size)
+	for i, a := range m.Attachments {
+		f := files[fileKey{m.Seq, i}]
+		if f.path != "" {
+			fmt.Fprintf(sb, `<attachment path="%s" name="%s" mime="%s" size="%d"/>`, esc(f.path), esc(a.Name), esc(a.MIME), a.Size)
+		} else {
+			if f.err == "" {
+				f.err = "not fetched"
+			}
+			fmt.Fprintf(sb, `<attachment name="%s" mime="%s" size="%d" error="%s"/>`, esc(a.Name), esc(a.MIME), a.Size, esc(f.err))
+		}
 	}
 	sb.WriteString("</message>\n")
 }

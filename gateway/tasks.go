@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"switchboard/scheduler"
@@ -40,7 +41,7 @@ func (g *Gateway) StartTurns(ctx context.Context, fires []scheduler.Fired) {
 
 // startScheduler recovers interrupted runs, applies missed-run policies and
 // starts the due loop; it stops with ctx.
-func (g *Gateway) startScheduler(ctx context.Context) error {
+func (g *Gateway) startScheduler(ctx context.Context, wg *sync.WaitGroup) error {
 	if n, err := g.st.RecoverRuns(ctx); err != nil {
 		return err
 	} else if n > 0 {
@@ -49,11 +50,11 @@ func (g *Gateway) startScheduler(ctx context.Context) error {
 	if err := g.sched.Startup(ctx, time.Now()); err != nil {
 		return fmt.Errorf("scheduler start-up: %w", err)
 	}
-	go func() {
+	wg.Go(func() {
 		if err := g.sched.Run(ctx); err != nil && ctx.Err() == nil {
 			g.log.Error("scheduler stopped", "err", err)
 		}
-	}()
+	})
 	return nil
 }
 

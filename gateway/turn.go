@@ -27,6 +27,11 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		ID: newID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
 		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + 1, Started: time.Now().UnixMilli(),
 	}
+	if first.Attempts >= maxAttempts {
+		// Every attempt so far died with the gateway under it.
+		turn.Attempt = first.Attempts
+		return g.turnFailed(ctx, b, turn, AgentResult{ExitCode: -1}, fmt.Errorf("%w: the gateway stopped during each of %d attempts", ErrAgentFailed, first.Attempts))
+	}
 	isolated := first.Trigger == TriggerTask && first.Isolated
 	session := ""
 	if !isolated {
@@ -42,7 +47,8 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		session = s
 	}
 	tier := g.Tier(b.Folder)
-	prompt := buildPrompt(turnHeader{Folder: b.Folder, Tier: tier, Chat: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger, Now: time.Now()}, b)
+	files := g.fetchAttachments(ctx, b)
+	prompt := buildPrompt(turnHeader{Folder: b.Folder, Tier: tier, Chat: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger, Now: time.Now(), Files: files}, b)
 	env := []string{
 		"SWITCHBOARD_FOLDER=" + b.Folder,
 		"SWITCHBOARD_TIER=" + strconv.Itoa(tier),
@@ -55,14 +61,27 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		"SWITCHBOARD_TASK_ID=" + taskID(first.TaskID),
 	}
 	g.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
+	if err := g.st.MarkStarted(ctx, b); err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("record turn start", "folder", b.Folder, "err", err)
+		}
+		return time.Second
+	}
 	g.turnStarted(turn.ID, b)
-	res, err := RunAgent(ctx, g.opt.Agent, AgentRun{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt})
+	stopTyping := g.typing(ctx, b.ChatJID, b.Topic)
+	res, err := RunAgent(ctx, g.opt.Agent, AgentRun{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt,
+		Socket: g.MCPSocket(b.Folder)})
+	stopTyping()
 	replied := g.turnFinished(turn.ID)
 	turn.DurationMS = res.Duration.Milliseconds()
 	turn.ExitCode = res.ExitCode
 	if err != nil && ctx.Err() != nil {
-		// Shutdown interrupted the turn: leave the batch pending for the next start.
+		// Shutdown interrupted the turn: leave the batch pending for the
+		// next start, and do not count it as an attempt.
 		g.log.Warn("turn interrupted by shutdown", "folder", b.Folder, "turn", turn.ID)
+		if err := g.st.ResetStarted(context.WithoutCancel(ctx), b); err != nil {
+			g.log.Error("record turn interruption", "folder", b.Folder, "err", err)
+		}
 		return 0
 	}
 	if err != nil {

@@ -41,8 +41,8 @@ type Messenger interface {
 	Send(ctx context.Context, folder string, m Outgoing) (Sent, error)
 	// RunningTurn returns folder's running turn, if any.
 	RunningTurn(folder string) (Turn, bool)
-	// Act performs a platform verb (edit, delete, react, pin, unpin, send a
-	// file) through the chat's adapter. A platform without the capability
+	// Act performs a platform verb (edit, delete, react, pin, unpin)
+	// through the chat's adapter. A platform without the capability
 	// returns an error wrapping adapters.ErrUnsupported; a platform with no
 	// enabled adapter one wrapping ErrNoAdapter.
 	Act(ctx context.Context, a Action) (id string, err error)
@@ -146,7 +146,8 @@ type Outgoing struct {
 	Text    string
 	Topic   string
 	ReplyTo string
-	Kind    string // "send" or "reply"
+	Kind    string // "send", "reply" or "file"
+	File    string // kind file: a path relative to the group folder, already checked to be a regular file in it; Text is the caption
 }
 
 // Sent says what became of an Outgoing when Send returned.
@@ -159,12 +160,11 @@ type Sent struct {
 
 // Verbs of an Action.
 const (
-	VerbEdit     = "edit"
-	VerbDelete   = "delete"
-	VerbReact    = "react"
-	VerbPin      = "pin"
-	VerbUnpin    = "unpin"
-	VerbSendFile = "send_file"
+	VerbEdit   = "edit"
+	VerbDelete = "delete"
+	VerbReact  = "react"
+	VerbPin    = "pin"
+	VerbUnpin  = "unpin"
 )
 
 // Action is a platform verb on a chat or one of its messages.
@@ -174,8 +174,6 @@ type Action struct {
 	MessageID string
 	Text      string // edit
 	Reaction  string // react
-	Path      string // send_file: an absolute path already checked to be inside the group folder
-	Caption   string // send_file
 }
 
 // Turn is a running agent turn.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Files in a group folder are opened through os.Root, so neither ".." nor a
@@ -30,7 +31,8 @@ func (s *Server) groupDir(folder string) (string, error) {
 }
 
 // groupFile resolves p (relative to the group folder, or absolute inside
-// it) to the absolute path of a regular file inside folder's directory.
+// it) to the path, relative to folder's directory, of a regular file in it.
+// It never blocks: a FIFO is opened non-blocking and refused.
 func (s *Server) groupFile(folder, p string) (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", errors.New("path is empty")
@@ -53,7 +55,7 @@ func (s *Server) groupFile(folder, p string) (string, error) {
 		return "", fmt.Errorf("open group folder: %w", err)
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", fileError(p, err)
 	}
@@ -65,7 +67,7 @@ func (s *Server) groupFile(folder, p string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%s is not a regular file", p)
 	}
-	return filepath.Join(dir, rel), nil
+	return filepath.Clean(rel), nil
 }
 
 func fileError(p string, err error) error {

@@ -167,15 +167,15 @@ func runSendFile(ctx context.Context, c *call) (any, error) {
 	if err := validJID(chat); err != nil {
 		return nil, err
 	}
-	path, err := c.s.groupFile(c.folder, c.str("path"))
+	rel, err := c.s.groupFile(c.folder, c.str("path"))
 	if err != nil {
 		return nil, err
 	}
-	id, err := c.b.Act(ctx, Action{Verb: VerbSendFile, Chat: chat, Path: path, Caption: c.str("caption")})
+	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: c.str("caption"), File: rel, Kind: "file"})
 	if err != nil {
 		return nil, actError(chat, "send_file", err)
 	}
-	return map[string]any{"id": id}, nil
+	return sentResult(sent, nil)
 }
 
 // actError names the platform when it lacks the verb.

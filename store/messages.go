@@ -34,19 +34,22 @@ type Message struct {
 	ReplyTo     string
 	Verb        string
 	FromBot     bool
+	OtherBot    bool  // sent by another bot or a webhook: never starts a turn
+	Deleted     bool  // deleted on the platform; the text is kept for the record
 	Time        int64 // unix ms
+	Edited      int64 // unix ms of the last edit; 0 when never edited
 	Attachments []adapters.Attachment
 }
 
-const msgColumns = `seq, chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments`
+const msgColumns = `seq, chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, other_bot, deleted, edited_ms`
 
 // prepare readies the statements on the insert path, which runs tens of
 // thousands of times a minute.
 func (s *Store) prepare(ctx context.Context) error {
 	var err error
 	s.insertMsg, err = s.w.PrepareContext(ctx, `INSERT INTO messages
-		(chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		(chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, created_ms, other_bot)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (chat_jid, msg_id) DO NOTHING`)
 	if err != nil {
 		return fmt.Errorf("prepare insert message: %w", err)
@@ -139,7 +142,7 @@ func insertOne(ctx context.Context, ins, sel, touch *sql.Stmt, m *Message, timeM
 		return 0, false, err
 	}
 	res, err := ins.ExecContext(ctx, m.ChatJID, m.ID, m.Sender, m.SenderName, m.Text, m.Topic,
-		m.ReplyTo, m.Verb, m.FromBot, timeMS, att, now)
+		m.ReplyTo, m.Verb, m.FromBot, timeMS, att, now, m.OtherBot)
 	if err != nil {
 		return 0, false, err
 	}
@@ -188,7 +191,7 @@ type scanner interface{ Scan(dest ...any) error }
 func scanMessage(sc scanner, m *Message, extra ...any) error {
 	var att sql.NullString
 	dest := append([]any{&m.Seq, &m.ChatJID, &m.ID, &m.Sender, &m.SenderName, &m.Text, &m.Topic,
-		&m.ReplyTo, &m.Verb, &m.FromBot, &m.Time, &att}, extra...)
+		&m.ReplyTo, &m.Verb, &m.FromBot, &m.Time, &att, &m.OtherBot, &m.Deleted, &m.Edited}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return err
 	}

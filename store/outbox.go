@@ -8,11 +8,14 @@ import (
 	"strings"
 )
 
+// OutboxFile is the kind of an item that uploads a file.
+const OutboxFile = "file"
+
 // OutboxItem is a message waiting for, or done with, delivery.
 type OutboxItem struct {
 	ID          int64
 	Key         string // idempotency key: one row per reply, ever
-	Kind        string // send | reply | notice
+	Kind        string // send | reply | notice | file
 	Folder      string // sender folder ("" for the operator); receives failure notices
 	ChatJID     string
 	Topic       string
@@ -22,16 +25,18 @@ type OutboxItem struct {
 	Attempts    int
 	NextAttempt int64
 	Error       string
-	PlatformID  string
+	PlatformID  string // the first part's id once it was sent
 	Created     int64
+	PartsSent   int    // parts of a split text already delivered
+	FilePath    string // kind file: the file, relative to Folder's directory; Text is its caption
 }
 
-const outboxColumns = `id, key, kind, folder, chat_jid, topic, reply_to, text, status, attempts, next_attempt_ms, error, platform_id, created_ms`
+const outboxColumns = `id, key, kind, folder, chat_jid, topic, reply_to, text, status, attempts, next_attempt_ms, error, platform_id, created_ms, parts_sent, file_path`
 
 func scanOutbox(sc scanner) (OutboxItem, error) {
 	var o OutboxItem
 	err := sc.Scan(&o.ID, &o.Key, &o.Kind, &o.Folder, &o.ChatJID, &o.Topic, &o.ReplyTo, &o.Text, &o.Status, &o.Attempts,
-		&o.NextAttempt, &o.Error, &o.PlatformID, &o.Created)
+		&o.NextAttempt, &o.Error, &o.PlatformID, &o.Created, &o.PartsSent, &o.FilePath)
 	return o, err
 }
 
@@ -52,9 +57,9 @@ func insertOutbox(ctx context.Context, tx *sql.Tx, o *OutboxItem, now int64) err
 	if o.Kind == "" {
 		o.Kind = "send"
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (key, kind, folder, chat_jid, topic, reply_to, text, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
-		o.Key, o.Kind, o.Folder, o.ChatJID, o.Topic, o.ReplyTo, o.Text, now)
+	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (key, kind, folder, chat_jid, topic, reply_to, text, created_ms, file_path)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+		o.Key, o.Kind, o.Folder, o.ChatJID, o.Topic, o.ReplyTo, o.Text, now, o.FilePath)
 	if err != nil {
 		return fmt.Errorf("queue outbox: %w", err)
 	}
@@ -108,23 +113,50 @@ func (s *Store) ClaimOutbox(ctx context.Context, id int64) (bool, error) {
 }
 
 // OutboxSent marks a sending item delivered and stores the bot's message
-// (bot.Seq is set), in one transaction.
+// (bot.Seq is set), in one transaction. platformID is the first part's id:
+// it is kept when the item already has one.
 func (s *Store) OutboxSent(ctx context.Context, id int64, platformID string, bot *Message) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
-		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_id = ?, error = '', done_ms = ? WHERE id = ?`, platformID, now, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_id = CASE WHEN platform_id = '' THEN ? ELSE platform_id END,
+			error = '', done_ms = ? WHERE id = ?`, platformID, now, id); err != nil {
 			return fmt.Errorf("mark sent: %w", err)
 		}
-		if bot == nil {
-			return nil
-		}
-		if bot.Time == 0 {
-			bot.Time = now
-		}
-		seq, _, err := insertOne(ctx, tx.StmtContext(ctx, s.insertMsg), tx.StmtContext(ctx, s.msgSeqByID), tx.StmtContext(ctx, s.touchChat), bot, bot.Time, now)
-		bot.Seq = seq
-		return err
+		return storeBotMessage(ctx, s, tx, bot, now)
 	})
+}
+
+// OutboxPartSent records that part n (1-based) of a split item was
+// delivered as platformID and stores it as the bot's message, in one
+// transaction, so a retry resumes at the next part and never resends one.
+func (s *Store) OutboxPartSent(ctx context.Context, id int64, n int, platformID string, bot *Message) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		now := s.nowMS()
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET parts_sent = ?, platform_id = CASE WHEN platform_id = '' THEN ? ELSE platform_id END
+			WHERE id = ?`, n, platformID, id); err != nil {
+			return fmt.Errorf("record part %d: %w", n, err)
+		}
+		return storeBotMessage(ctx, s, tx, bot, now)
+	})
+}
+
+func storeBotMessage(ctx context.Context, s *Store, tx *sql.Tx, bot *Message, now int64) error {
+	if bot == nil {
+		return nil
+	}
+	if bot.Time == 0 {
+		bot.Time = now
+	}
+	seq, _, err := insertOne(ctx, tx.StmtContext(ctx, s.insertMsg), tx.StmtContext(ctx, s.msgSeqByID), tx.StmtContext(ctx, s.touchChat), bot, bot.Time, now)
+	bot.Seq = seq
+	return err
+}
+
+// OutboxDefer makes a pending item due at next, without counting an
+// attempt (its platform is paused by a rate limit).
+func (s *Store) OutboxDefer(ctx context.Context, id, next int64) error {
+	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET next_attempt_ms = ? WHERE id = ? AND status = 'pending'`, next, id)
+	return err
 }
 
 // OutboxRetry puts a sending item back to pending, due at next.

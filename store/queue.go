@@ -35,6 +35,7 @@ type Batch struct {
 	Observed               []Message
 	Messages               []Message
 	Notices                []Notice
+	Reactions              []ReactionNote // reactions to the bot's messages since the folder's last turn
 	observedIDs            []int64
 }
 
@@ -303,6 +304,9 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 		}
 		b.Observed = msgs
 	}
+	if b.Reactions, err = s.reactionNotes(ctx, b.Folder); err != nil {
+		return err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? ORDER BY id LIMIT 20`, b.Folder)
 	if err != nil {
 		return fmt.Errorf("read notices: %w", err)
@@ -345,7 +349,7 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 		}
 		switch {
 		case retryAt > 0:
-			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ? WHERE id IN`, ids, retryAt); err != nil {
+			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0 WHERE id IN`, ids, retryAt); err != nil {
 				return err
 			}
 		case t.Status != "succeeded":
@@ -361,6 +365,13 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 				nids = append(nids, n.ID)
 			}
 			if err := execIDs(ctx, tx, `DELETE FROM notices WHERE id IN`, nids); err != nil {
+				return err
+			}
+			var rids []int64
+			for _, r := range b.Reactions {
+				rids = append(rids, r.ID)
+			}
+			if err := execIDs(ctx, tx, `DELETE FROM reaction_notes WHERE id IN`, rids); err != nil {
 				return err
 			}
 			if t.SessionID != "" && !(len(b.Items) > 0 && b.Items[0].Isolated) {
@@ -416,6 +427,48 @@ func execIDs(ctx context.Context, tx *sql.Tx, prefix string, ids []int64, lead .
 		ids = ids[n:]
 	}
 	return nil
+}
+
+// MarkStarted records that a turn of the batch started: a crash before
+// FinishBatch then counts as an attempt at the next start (RecoverStarted).
+func (s *Store) MarkStarted(ctx context.Context, b Batch) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		return execIDs(ctx, tx, `UPDATE work SET started_ms = ? WHERE id IN`, b.itemIDs(), s.nowMS())
+	})
+}
+
+// ResetStarted forgets that the batch's turn started: it was stopped by a
+// shutdown, not by a fault, and runs again at the next start uncounted.
+func (s *Store) ResetStarted(ctx context.Context, b Batch) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		return execIDs(ctx, tx, `UPDATE work SET started_ms = 0 WHERE id IN`, b.itemIDs())
+	})
+}
+
+// RecoverStarted counts an attempt for every batch whose turn was running
+// when the gateway died, and returns how many work rows that touched.
+func (s *Store) RecoverStarted(ctx context.Context) (int64, error) {
+	var n int64
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE work SET attempts = attempts + 1, started_ms = 0 WHERE started_ms > 0`)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover interrupted turns: %w", err)
+	}
+	return n, nil
+}
+
+func (b Batch) itemIDs() []int64 {
+	ids := make([]int64, len(b.Items))
+	for i, it := range b.Items {
+		ids[i] = it.ID
+	}
+	return ids
 }
 
 // Session returns the agent session of a folder in a chat and topic ("" when fresh).

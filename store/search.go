@@ -107,7 +107,7 @@ func searchSQL(query string, o SearchOptions) (string, []any, error) {
 	args = append(args, min(limit, MaxSearchLimit))
 	fmt.Fprintf(&b, ` ORDER BY rank, m.seq DESC LIMIT ?%d)
 		SELECT m.seq, m.chat_jid, m.msg_id, m.sender, m.sender_name, m.text, m.topic,
-			m.reply_to, m.verb, m.from_bot, m.time_ms, m.attachments,
+			m.reply_to, m.verb, m.from_bot, m.time_ms, m.attachments, m.other_bot, m.deleted, m.edited_ms,
 			snippet(messages_fts, 0, '[', ']', '…', 16), top.rank
 		FROM top
 		JOIN messages m ON m.seq = top.seq

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -152,7 +153,8 @@ func isCode(err error, code string) bool {
 // SendFile uploads through the external upload flow
 // (files.getUploadURLExternal, the upload, files.completeUploadExternal)
 // into the chat and thread, with the caption as its comment. It returns the
-// file id (Slack shares the file asynchronously, without a message ts).
+// ts of the message that shares the file (from files.info), or the file id
+// when Slack has not shared it yet (sharing is asynchronous).
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (string, error) {
 	channel, kind, err := channelOf(m.Chat)
 	if err != nil {
@@ -176,7 +178,36 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if err != nil {
 		return "", classify("send_file", m.Chat, err)
 	}
-	return sum.ID, nil
+	return a.shareTS(ctx, sum.ID, channel), nil
+}
+
+// shareTS finds the message that shared file in channel: a few quick looks
+// at files.info, then the file id.
+func (a *Adapter) shareTS(ctx context.Context, file, channel string) string {
+	for try := range 3 {
+		if try > 0 {
+			t := time.NewTimer(time.Duration(try) * 300 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return file
+			case <-t.C:
+			}
+		}
+		if a.tiers.wait(ctx, "files.info", "") != nil {
+			return file
+		}
+		f, _, _, err := a.api.GetFileInfoContext(ctx, file, 0, 0)
+		if err != nil {
+			return file
+		}
+		for _, shares := range []map[string][]slack.ShareFileInfo{f.Shares.Public, f.Shares.Private} {
+			if s := shares[channel]; len(s) > 0 && s[0].Ts != "" {
+				return s[0].Ts
+			}
+		}
+	}
+	return file
 }
 
 // Download fetches an attachment: files.info gives the private download URL,

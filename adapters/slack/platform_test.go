@@ -32,7 +32,8 @@ func newPlatform(mode string) func(t *testing.T) adaptertest.Platform {
 
 func newAdapter(s *slackfake.Server, mode string) *slack.Adapter {
 	return slack.New(slack.Options{BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, Mode: mode,
-		SigningSecret: slackfake.Secret, Listen: "127.0.0.1:0", APIURL: s.APIURL(), PingInterval: 10 * time.Second})
+		SigningSecret: slackfake.Secret, Listen: "127.0.0.1:0", APIURL: s.APIURL(), PingInterval: 10 * time.Second,
+		PostInterval: 10 * time.Millisecond}) // the pacing itself: TestTiersBurstThenPace
 }
 
 func (p *platform) NewAdapter(t *testing.T) adapters.Adapter {
@@ -99,6 +100,7 @@ func (p *platform) UserReacts(t *testing.T, chat adapters.JID, id, emoji string)
 // shown is how Slack displays mrkdwn: markers gone, links as their label.
 func shown(mrkdwn string) string {
 	s := linkRe.ReplaceAllString(mrkdwn, "$2")
+	s = italicRe.ReplaceAllString(s, "$1$2$3")
 	s = strings.NewReplacer("*", "", "~", "", "`", "").Replace(s)
 	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
 }
@@ -130,4 +132,7 @@ func (p *platform) Disconnect() {
 func TestConformanceSocketMode(t *testing.T) { adaptertest.Run(t, newPlatform(slack.ModeSocket)) }
 func TestConformanceEventsAPI(t *testing.T)  { adaptertest.Run(t, newPlatform(slack.ModeEvents)) }
 
-var linkRe = regexp.MustCompile(`<([^|>]+)\|([^>]*)>`)
+var (
+	linkRe   = regexp.MustCompile(`<([^|>]+)\|([^>]*)>`)
+	italicRe = regexp.MustCompile(`(^|\W)_([^_]+)_(\W|$)`)
+)

@@ -51,6 +51,9 @@ type Options struct {
 	Listen        string // ModeEvents: host:port serving POST /slack/events
 	APIURL        string // Web API base with a trailing slash; "" for Slack's
 	Logger        *slog.Logger
+	// PostInterval paces chat.postMessage per channel after a burst of
+	// five (0: Slack's one message per second).
+	PostInterval time.Duration
 	// PingInterval is how long Socket Mode waits for Slack's websocket
 	// ping before it reconnects (0: slack-go's 30s).
 	PingInterval time.Duration
@@ -105,7 +108,8 @@ func New(opt Options) *Adapter {
 	if opt.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(opt.AppToken))
 	}
-	return &Adapter{opt: opt, api: slack.New(opt.BotToken, opts...), log: opt.Logger.With("adapter", "slack")}
+	return &Adapter{opt: opt, api: slack.New(opt.BotToken, opts...), log: opt.Logger.With("adapter", "slack"),
+		tiers: tiers{postEvery: opt.PostInterval}}
 }
 
 // Name is "slack".

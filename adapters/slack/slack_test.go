@@ -221,7 +221,7 @@ func TestFilesInAndOut(t *testing.T) {
 	}
 	var found bool
 	for _, m := range s.Messages("C1") {
-		if len(m.Files) == 1 && m.Files[0].ID == id {
+		if m.TS == id && len(m.Files) == 1 {
 			found = true
 			if string(m.Files[0].Data) != content || m.ThreadTS != ev.ID || m.Text != "*the* report" {
 				t.Errorf("uploaded %+v: want the bytes in thread %s with the caption", m, ev.ID)
@@ -229,7 +229,7 @@ func TestFilesInAndOut(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("no message holds file %s", id)
+		t.Fatalf("no message %s holds the file", id)
 	}
 }
 

@@ -26,8 +26,9 @@ const (
 // tiers is a token bucket per method (and per channel for posts): bursts
 // pass at once, a sustained rate waits instead of hammering Slack into 429s.
 type tiers struct {
-	mu      sync.Mutex
-	buckets map[string]*bucket
+	postEvery time.Duration // 0: postEvery
+	mu        sync.Mutex
+	buckets   map[string]*bucket
 }
 
 type bucket struct {
@@ -39,6 +40,9 @@ type bucket struct {
 // tier, or ctx ends.
 func (t *tiers) wait(ctx context.Context, method, channel string) error {
 	capacity, every := float64(postBurst), postEvery
+	if t.postEvery > 0 {
+		every = t.postEvery
+	}
 	key := method + "/" + channel
 	if n, ok := tierOf[method]; ok {
 		capacity, every, key = float64(n), time.Minute/time.Duration(n), method

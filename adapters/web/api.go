@@ -195,6 +195,9 @@ func inbound(room string, req postRequest, now time.Time) (adapters.Inbound, err
 	if err := checkWord("sender", req.Sender); err != nil {
 		return adapters.Inbound{}, err
 	}
+	if strings.EqualFold(req.Sender, botSender) {
+		return adapters.Inbound{}, fmt.Errorf("sender %q is reserved for the bot; pick another name", req.Sender)
+	}
 	id := "w-" + randomID()
 	if req.ID != "" {
 		if err := checkWord("id", req.ID); err != nil {

@@ -79,7 +79,17 @@ type Adapter struct {
 	loopback  atomic.Bool  // bound to a loopback address: check Host headers
 }
 
-var _ adapters.Adapter = (*Adapter)(nil)
+var (
+	_ adapters.Adapter  = (*Adapter)(nil)
+	_ adapters.Identity = (*Adapter)(nil)
+)
+
+// botSender is the bot's own sender in every room; no user may post as it.
+const botSender = "switchboard"
+
+// Self is the bot's sender JID, web:user/switchboard: the gateway stores the
+// bot's messages under it.
+func (a *Adapter) Self() (adapters.JID, bool) { return senderJID(botSender), true }
 var _ adapters.Watcher = (*Adapter)(nil)
 
 // New returns an adapter configured by o. It does not listen until Run.
@@ -142,7 +152,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 		if ctx.Err() != nil {
 			return nil // cancelled before we were up
 		}
-		return fmt.Errorf("web: listen on %q: %w (is another program using it? change adapters.web.listen in the config)", a.listen, err)
+		return fmt.Errorf("%w: adapters.web.listen: listen on %q: %w (is another program using it? change adapters.web.listen in the config)", adapters.ErrConfig, a.listen, err)
 	}
 	bound := ln.Addr().String()
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
@@ -151,6 +161,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	a.addr.Store(bound)
 	a.readyOnce.Do(func() { close(a.ready) })
 	a.log.Info("web_listening", "addr", bound, "url", "http://"+bound+"/")
+	host.SetState(adapters.StateConnected, nil)
 
 	srv := &http.Server{
 		Handler:           a.handler(deliver),

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/adapters/slack"
+	"switchboard/adapters/telegram"
 	"switchboard/adapters/web"
 	"switchboard/gateway"
 	"switchboard/routing"
@@ -53,10 +56,15 @@ func (a *app) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	spec := a.agentSpec(exe)
+	if spec.Sandbox, err = a.sandbox(exe); err != nil {
+		return err
+	}
 	g, err := gateway.New(gateway.Options{
-		Store: st, Adapters: adapterList, Agent: a.agentSpec(exe), DataDir: a.cfg.DataDir,
+		Store: st, Adapters: adapterList, Agent: spec, DataDir: a.cfg.DataDir,
 		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
+		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20,
 	})
 	if err != nil {
 		return err
@@ -93,7 +101,52 @@ func (a *app) agentSpec(exe string) gateway.AgentSpec {
 		argv[0] = exe
 	}
 	return gateway.AgentSpec{Command: argv, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
-		Timeout: time.Duration(a.cfg.Agent.Timeout)}
+		Timeout: time.Duration(a.cfg.Agent.Timeout), Env: a.cfg.Agent.Env}
+}
+
+// unconfinedWarning is logged (and shown by status) when agents run
+// without a sandbox.
+const unconfinedWarning = "AGENTS ARE NOT SANDBOXED: any agent with a shell can read the database and other groups' folders and act as any group (switchboard mcp-bridge --folder root); tiers and grants are advice"
+
+// sandbox resolves agent.sandbox: bwrap when installed and working (auto),
+// required (bwrap), or off (none).
+func (a *app) sandbox(exe string) (*gateway.Sandbox, error) {
+	mode := a.cfg.Agent.Sandbox
+	if mode == "none" {
+		a.log.Warn(unconfinedWarning, "agent.sandbox", "none")
+		return nil, nil
+	}
+	path, err := exec.LookPath("bwrap")
+	if err == nil {
+		// User namespaces may be off (some containers): try it once.
+		out, rerr := exec.Command(path, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "true").CombinedOutput()
+		if rerr != nil {
+			err = fmt.Errorf("bwrap does not work here: %v: %s", rerr, strings.TrimSpace(string(out)))
+		}
+	} else {
+		err = errors.New("bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+	}
+	if err != nil {
+		if mode == "bwrap" {
+			return nil, fmt.Errorf("agent.sandbox: bwrap: %v; or set agent.sandbox: auto to run without it", err)
+		}
+		a.log.Warn(unconfinedWarning, "agent.sandbox", "auto", "reason", err.Error())
+		return nil, nil
+	}
+	data, err := filepath.Abs(a.cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
+	}
+	sb := &gateway.Sandbox{Bwrap: path, Exe: exe, DataDir: data, Network: a.cfg.Agent.Network}
+	for _, b := range a.cfg.Agent.Binds {
+		p := expandHome(b.Path)
+		if _, err := os.Stat(p); err != nil {
+			a.log.Warn("agent.binds: path not found; agents will not see it", "path", p)
+		}
+		sb.Binds = append(sb.Binds, gateway.Bind{Path: p, RW: b.RW})
+	}
+	a.log.Info("agents run sandboxed with bubblewrap", "bwrap", path, "network", sb.Network, "binds", len(sb.Binds))
+	return sb, nil
 }
 
 // seed creates the config's groups when missing and its routes when the route
@@ -136,11 +189,14 @@ func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
 	if c.Web.Enabled {
 		list = append(list, web.New(web.Options{Listen: c.Web.Listen, History: gateway.History{Store: st}, Logger: a.log}))
 	}
+	if c.Telegram.Enabled {
+		list = append(list, telegram.New(telegram.Options{Token: string(c.Telegram.Token), APIURL: c.Telegram.APIURL, Logger: a.log}))
+	}
 	if c.Slack.Enabled {
 		list = append(list, slack.New(slack.Options{BotToken: string(c.Slack.BotToken), AppToken: string(c.Slack.AppToken),
 			Mode: c.Slack.Mode, SigningSecret: string(c.Slack.SigningSecret), Listen: c.Slack.Listen, APIURL: c.Slack.APIURL, Logger: a.log}))
 	}
-	for name, on := range map[string]bool{"telegram": c.Telegram.Enabled, "discord": c.Discord.Enabled} {
+	for name, on := range map[string]bool{"discord": c.Discord.Enabled} {
 		if on {
 			return nil, fmt.Errorf("adapters.%s: this build has no %s adapter yet; set adapters.%s.enabled: false", name, name, name)
 		}

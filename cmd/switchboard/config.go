@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -38,18 +39,29 @@ type LogConfig struct {
 }
 
 type AgentConfig struct {
-	Command       []string `yaml:"command"`
-	ResumeArgs    []string `yaml:"resume_args"`
-	Output        string   `yaml:"output"`
-	Timeout       Duration `yaml:"timeout"`
-	MaxConcurrent int      `yaml:"max_concurrent"`
+	Command       []string     `yaml:"command"`
+	ResumeArgs    []string     `yaml:"resume_args"`
+	Output        string       `yaml:"output"`
+	Timeout       Duration     `yaml:"timeout"`
+	MaxConcurrent int          `yaml:"max_concurrent"`
+	Sandbox       string       `yaml:"sandbox"` // bwrap | auto | none
+	Binds         []BindConfig `yaml:"binds"`
+	Network       bool         `yaml:"network"`
+	Env           []string     `yaml:"env"`
+}
+
+// BindConfig is an extra path visible to sandboxed agents.
+type BindConfig struct {
+	Path string `yaml:"path"`
+	RW   bool   `yaml:"rw"`
 }
 
 type AdaptersConfig struct {
-	Web      WebConfig      `yaml:"web"`
-	Telegram TelegramConfig `yaml:"telegram"`
-	Discord  DiscordConfig  `yaml:"discord"`
-	Slack    SlackConfig    `yaml:"slack"`
+	Web           WebConfig      `yaml:"web"`
+	Telegram      TelegramConfig `yaml:"telegram"`
+	Discord       DiscordConfig  `yaml:"discord"`
+	Slack         SlackConfig    `yaml:"slack"`
+	MaxDownloadMB int            `yaml:"max_download_mb"` // attachments fetched into a group folder before a turn
 }
 
 type WebConfig struct {
@@ -115,11 +127,14 @@ func DefaultConfig() Config {
 			Output:        "text",
 			Timeout:       Duration(10 * time.Minute),
 			MaxConcurrent: 4,
+			Sandbox:       "auto",
+			Network:       true,
 		},
 		EngageTTL: Duration(10 * time.Minute),
 		Adapters: AdaptersConfig{
-			Web:   WebConfig{Enabled: true, Listen: "127.0.0.1:8420"},
-			Slack: SlackConfig{Mode: "socket"},
+			Web:           WebConfig{Enabled: true, Listen: "127.0.0.1:8420"},
+			Slack:         SlackConfig{Mode: "socket"},
+			MaxDownloadMB: 25,
 		},
 		Groups: []GroupSeed{{Folder: "root"}, {Folder: "main"}},
 		Routes: []RouteSeed{{Match: map[string]string{"platform": "web"}, Target: "main"}},
@@ -347,10 +362,26 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 	if c.Agent.MaxConcurrent < 1 || c.Agent.MaxConcurrent > 1024 {
 		bad("agent.max_concurrent", "%d: want 1 to 1024", c.Agent.MaxConcurrent)
 	}
+	if !slices.Contains([]string{"bwrap", "auto", "none"}, c.Agent.Sandbox) {
+		bad("agent.sandbox", "%q: want bwrap, auto or none", c.Agent.Sandbox)
+	}
+	for i, b := range c.Agent.Binds {
+		if p := expandHome(b.Path); !filepath.IsAbs(p) {
+			bad(fmt.Sprintf("agent.binds[%d].path", i), "%q: want an absolute path or one starting with ~/", b.Path)
+		}
+	}
+	for i, n := range c.Agent.Env {
+		if n == "" || strings.ContainsAny(n, "= ") {
+			bad(fmt.Sprintf("agent.env[%d]", i), "%q is not an environment variable name", n)
+		}
+	}
 }
 
 func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 	a := c.Adapters
+	if a.MaxDownloadMB < 1 || a.MaxDownloadMB > 2048 {
+		bad("adapters.max_download_mb", "%d: want 1 to 2048 (megabytes per attachment)", a.MaxDownloadMB)
+	}
 	if a.Web.Enabled {
 		if _, _, err := net.SplitHostPort(a.Web.Listen); err != nil {
 			bad("adapters.web.listen", "%q is not host:port, e.g. 127.0.0.1:8420", a.Web.Listen)
@@ -384,6 +415,16 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 			bad("adapters.slack.api_url", "%q: the Web API base ends with a slash, e.g. http://host:port/api/", a.Slack.APIURL)
 		}
 	}
+}
+
+// expandHome replaces a leading ~/ with the user's home directory.
+func expandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return p
 }
 
 // Route converts a seed into a routing.Route.

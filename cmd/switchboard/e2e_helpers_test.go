@@ -81,6 +81,8 @@ type e2eConfig struct {
 	engageTTL     string   // default 10m
 	groups        []string // besides root
 	routes        string   // YAML list; default every web room → main
+	adapters      string   // more YAML lines under adapters:, indented two spaces
+	sandbox       string   // agent.sandbox; default auto (bubblewrap, which make test installs)
 }
 
 // agentPrologue records every turn of a folder in $E2E_OUT/<folder>/: the
@@ -131,8 +133,15 @@ func newE2E(t testing.TB, c e2eConfig) string {
 	if c.routes == "" {
 		c.routes = "  - {match: {platform: web}, target: main}\n"
 	}
+	if c.sandbox == "" {
+		c.sandbox = "auto"
+	}
 	agent := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agent, []byte(agentPrologue+c.agent+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The agents record into out/, which a sandboxed agent sees through a bind.
+	if err := os.Mkdir(filepath.Join(dir, "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	resume, _ := json.Marshal(c.resumeArgs)
@@ -152,12 +161,15 @@ agent:
   output: %s
   timeout: %s
   max_concurrent: %d
+  sandbox: %s
+  env: [E2E_OUT]
+  binds: [{path: %q}, {path: %q, rw: true}]
 engage_ttl: %s
 adapters:
   web: {enabled: true, listen: "127.0.0.1:0"}
-groups:
+%sgroups:
 %sroutes:
-%s`, agent, resume, c.output, c.timeout, c.maxConcurrent, c.engageTTL, groups.String(), c.routes)
+%s`, agent, resume, c.output, c.timeout, c.maxConcurrent, c.sandbox, agent, filepath.Join(dir, "out"), c.engageTTL, c.adapters, groups.String(), c.routes)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -165,13 +177,14 @@ groups:
 }
 
 // startGW runs `switchboard run` in dir and waits until the web chat listens.
-func startGW(t testing.TB, dir string) *gw {
+// env adds variables to the gateway's environment.
+func startGW(t testing.TB, dir string, env ...string) *gw {
 	t.Helper()
 	g := &gw{t: t, bin: switchboardBinary(t), dir: dir, exited: make(chan struct{}),
 		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	g.cmd = exec.Command(g.bin, "--config", "switchboard.yaml", "run")
 	g.cmd.Dir = dir
-	g.cmd.Env = append(os.Environ(), "E2E_OUT="+filepath.Join(dir, "out"))
+	g.cmd.Env = append(append(os.Environ(), "E2E_OUT="+filepath.Join(dir, "out")), env...)
 	stderr, err := g.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -462,4 +475,36 @@ func openStore(t testing.TB, dir string) *store.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// agentPIDs lists the host pids of live processes whose environment holds
+// entry (for example SWITCHBOARD_TURN_ID=t-…): a sandboxed agent's own $$ is
+// a pid inside its PID namespace, so tests find its processes this way.
+func agentPIDs(t testing.TB, entry string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
+			continue // a zombie is dead, waiting to be reaped
+		}
+		for _, kv := range bytes.Split(b, []byte{0}) {
+			if string(kv) == entry {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
 }

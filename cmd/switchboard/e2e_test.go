@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -302,23 +301,57 @@ echo "drained reply"`})
 // restart the turn runs again, and an orphan would work next to it.
 func TestE2EKilledGatewayTakesAgentAlong(t *testing.T) {
 	t.Parallel()
-	dir := newE2E(t, e2eConfig{agent: `echo $$ > "$E2E_OUT/pid.tmp"; mv "$E2E_OUT/pid.tmp" "$E2E_OUT/pid"
+	for _, sandbox := range []string{"auto", "none"} {
+		t.Run(sandbox, func(t *testing.T) {
+			// The agent leaves a grandchild in a session of its own, which
+			// no process-group kill reaches.
+			dir := newE2E(t, e2eConfig{sandbox: sandbox, agent: `setsid sh -c 'while :; do sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+echo "$SWITCHBOARD_TURN_ID" > "$E2E_OUT/turn-$n.tmp"; mv "$E2E_OUT/turn-$n.tmp" "$E2E_OUT/turn-$n"
+[ "$n" -ge 2 ] && { echo "second run"; exit 0; }
 while :; do sleep 0.05; done`})
-	g := startGW(t, dir)
-	g.mustPost("lobby", "ann", "hang")
-	var pid int
-	waitFor(t, 10*time.Second, "the agent's pid", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "out", "pid"))
-		if err != nil {
-			return false
-		}
-		_, err = fmt.Sscan(string(b), &pid)
-		return err == nil
+			g := startGW(t, dir)
+			g.mustPost("lobby", "ann", "hang")
+			turn := waitTurnID(t, dir, 1)
+			if n := len(agentPIDs(t, "SWITCHBOARD_TURN_ID="+turn)); n < 2 {
+				t.Fatalf("%d processes of the running agent found; want it and its grandchild", n)
+			}
+			g.kill()
+			if sandbox != "none" {
+				// Its PID namespace dies with the gateway.
+				waitFor(t, 5*time.Second, "the agent and its grandchild to die with the gateway", func() bool {
+					return len(agentPIDs(t, "SWITCHBOARD_TURN_ID="+turn)) == 0
+				})
+			}
+			// The restart ends whatever is left and counts the crashed attempt.
+			g = startGW(t, dir)
+			if pids := agentPIDs(t, "SWITCHBOARD_TURN_ID="+turn); len(pids) != 0 {
+				t.Errorf("after the restart, processes of the crashed turn are alive: %v", pids)
+			}
+			if got := g.waitBot("lobby", 1)[0].Text; got != "second run" {
+				t.Errorf("the rerun answered %q", got)
+			}
+			if err := g.stop(30 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			st := openStore(t, dir)
+			ts, err := st.Turns(context.Background(), "main", 10)
+			if err != nil || len(ts) != 1 || ts[0].Attempt != 2 {
+				t.Errorf("turn records %+v (%v); want the rerun recorded as attempt 2", ts, err)
+			}
+		})
+	}
+}
+
+// waitTurnID waits for the n-th turn's id as the agent recorded it.
+func waitTurnID(t *testing.T, dir string, n int) string {
+	t.Helper()
+	var turn string
+	waitFor(t, 10*time.Second, "the agent's turn id", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "out", fmt.Sprintf("turn-%d", n)))
+		turn = strings.TrimSpace(string(b))
+		return err == nil && turn != ""
 	})
-	g.kill()
-	waitFor(t, 5*time.Second, "the agent to die with the gateway", func() bool {
-		return syscall.Kill(pid, 0) == syscall.ESRCH
-	})
+	return turn
 }
 
 // A turn that times out (agent.timeout) or crashes tells the chat at once

@@ -94,6 +94,8 @@ agent:
   command: %s
   output: text
   timeout: 60s
+  sandbox: none
+  env: [SWITCHBOARD_TEST_HELPER]
 adapters:
   web: {enabled: true, listen: "%s"}
 groups:

@@ -29,7 +29,17 @@ func (s *Server) Emit(inner map[string]any) (eventID string, status int, err err
 	body, _ := json.Marshal(map[string]any{"token": "x", "team_id": Team, "api_app_id": "A1", "type": "event_callback",
 		"event_id": eventID, "event_time": time.Now().Unix(), "event": inner})
 	if s.EventsURL != "" {
-		status, err = s.Post(body, Secret, time.Now(), "")
+		// Slack retries a delivery that was not answered 200, three times.
+		for try := 0; try <= 3; try++ {
+			retry := ""
+			if try > 0 {
+				retry = strconv.Itoa(try)
+				time.Sleep(20 * time.Millisecond) // the platform's retry delay, shortened
+			}
+			if status, err = s.Post(body, Secret, time.Now(), retry); err == nil && status == http.StatusOK {
+				break
+			}
+		}
 		return eventID, status, err
 	}
 	s.sendEnvelope(eventID, body)

@@ -234,7 +234,17 @@ func (s *Server) AddFile(name, mime string, data []byte) string {
 }
 
 func (s *Server) fileJSON(f *File) map[string]any {
-	return map[string]any{"id": f.ID, "name": f.Name, "title": f.Name, "mimetype": f.MIME, "size": len(f.Data),
+	shares := map[string]any{}
+	for _, c := range s.channels {
+		for _, m := range c.Messages {
+			for _, mf := range m.Files {
+				if mf.ID == f.ID {
+					shares[c.ID] = []map[string]any{{"ts": m.TS, "thread_ts": m.ThreadTS}}
+				}
+			}
+		}
+	}
+	return map[string]any{"shares": map[string]any{"public": shares}, "id": f.ID, "name": f.Name, "title": f.Name, "mimetype": f.MIME, "size": len(f.Data),
 		"url_private_download": s.URL + "/files/" + f.ID, "url_private": s.URL + "/files/" + f.ID}
 }
 

@@ -1,0 +1,261 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/go-telegram/bot/models"
+
+	"switchboard/adapters"
+)
+
+// handle stores one update (retrying while the store refuses, so that the
+// gate does not confirm it to Telegram) and marks it handled.
+func (a *Adapter) handle(ctx context.Context, host adapters.Host, g *gate, u *models.Update) {
+	defer g.handled()
+	events := a.normalize(ctx, host, u)
+	for _, ev := range events {
+		if !a.deliver(ctx, host, ev) {
+			return // shutting down: the update stays unconfirmed and comes again
+		}
+	}
+	if err := host.SetValue(ctx, "offset", strconv.FormatInt(u.ID, 10), 0); err != nil && ctx.Err() == nil {
+		a.log.Error("persist telegram update offset", "update", u.ID, "err", err)
+	}
+}
+
+// deliver hands ev to the gateway until it is stored; false when ctx ended.
+func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.Inbound) bool {
+	wait := 100 * time.Millisecond
+	for {
+		_, err := host.Deliver(ctx, ev)
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, adapters.ErrBadMessage) {
+			a.log.Warn("telegram update refused as invalid; skipped", "jid", ev.Chat, "msg", ev.ID, "err", err)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		a.log.Warn("telegram update not stored; retrying", "jid", ev.Chat, "msg", ev.ID, "wait", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}
+
+// normalize turns an update into the events it carries (none for updates
+// the gateway has no use for).
+func (a *Adapter) normalize(ctx context.Context, host adapters.Host, u *models.Update) []adapters.Inbound {
+	switch {
+	case u.Message != nil:
+		return a.message(ctx, host, u.Message, adapters.KindMessage)
+	case u.ChannelPost != nil:
+		return a.message(ctx, host, u.ChannelPost, adapters.KindMessage)
+	case u.EditedMessage != nil:
+		return a.message(ctx, host, u.EditedMessage, adapters.KindEdit)
+	case u.EditedChannelPost != nil:
+		return a.message(ctx, host, u.EditedChannelPost, adapters.KindEdit)
+	case u.MessageReaction != nil:
+		return a.reactions(u.MessageReaction)
+	}
+	return nil
+}
+
+// chatJID is the JID of a chat; a supergroup that a group became keeps the
+// group's JID, so its history and routes carry on.
+func (a *Adapter) chatJID(c models.Chat) adapters.JID {
+	if c.Type == models.ChatTypePrivate {
+		return userJID(c.ID)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if old, ok := a.alias[c.ID]; ok {
+		return groupJID(old)
+	}
+	return groupJID(c.ID)
+}
+
+func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Message, kind adapters.Kind) []adapters.Inbound {
+	if m.MigrateToChatID != 0 {
+		a.migrate(ctx, host, m.Chat.ID, m.MigrateToChatID)
+		return nil
+	}
+	text, entities := m.Text, m.Entities
+	if text == "" {
+		text, entities = m.Caption, m.CaptionEntities
+	}
+	atts, note := attachments(m)
+	if note != "" {
+		text = strings.TrimSpace(text + " " + note)
+	}
+	if text == "" && len(atts) == 0 {
+		return nil // service messages: members joined, title changed, pins
+	}
+	ev := adapters.Inbound{
+		Kind: kind, Chat: a.chatJID(m.Chat), ChatName: chatName(m.Chat), ID: strconv.Itoa(m.ID),
+		Text: text, Time: time.Unix(int64(m.Date), 0), Attachments: atts, Verb: adapters.VerbMessage,
+	}
+	switch {
+	case m.From != nil:
+		ev.Sender, ev.SenderName = userJID(m.From.ID), userName(m.From)
+		ev.FromBot = m.From.ID == a.selfID.Load()
+		ev.OtherBot = m.From.IsBot && !ev.FromBot
+	case m.SenderChat != nil: // a channel post or an anonymous admin
+		ev.Sender, ev.SenderName = groupJID(m.SenderChat.ID), chatName(*m.SenderChat)
+	}
+	if m.Chat.IsForum && m.IsTopicMessage && m.MessageThreadID != 0 {
+		ev.Topic = strconv.Itoa(m.MessageThreadID)
+	}
+	if r := m.ReplyToMessage; r != nil && !(ev.Topic != "" && r.ID == m.MessageThreadID) {
+		ev.ReplyTo = strconv.Itoa(r.ID)
+	}
+	if a.addressed(m, text, entities) {
+		ev.Verb = adapters.VerbMention
+	}
+	return []adapters.Inbound{ev}
+}
+
+// addressed: a private chat, a mention of the bot (@name, a text mention,
+// /command@name) or a reply to one of its messages.
+func (a *Adapter) addressed(m *models.Message, text string, entities []models.MessageEntity) bool {
+	if m.Chat.Type == models.ChatTypePrivate {
+		return true
+	}
+	self := a.selfID.Load()
+	if r := m.ReplyToMessage; r != nil && r.From != nil && r.From.ID == self && r.ID != m.MessageThreadID {
+		return true
+	}
+	name, _ := a.username.Load().(string)
+	units := utf16.Encode([]rune(text))
+	for _, e := range entities {
+		if e.Offset < 0 || e.Length < 0 || e.Offset+e.Length > len(units) {
+			continue
+		}
+		part := strings.ToLower(string(utf16.Decode(units[e.Offset : e.Offset+e.Length])))
+		switch e.Type {
+		case models.MessageEntityTypeMention:
+			if name != "" && part == "@"+name {
+				return true
+			}
+		case models.MessageEntityTypeBotCommand:
+			if name != "" && strings.HasSuffix(part, "@"+name) {
+				return true
+			}
+		case models.MessageEntityTypeTextMention:
+			if e.User != nil && e.User.ID == self {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// attachments lists the files of a message with their file ids as opaque
+// references; a sticker becomes text.
+func attachments(m *models.Message) (atts []adapters.Attachment, note string) {
+	switch {
+	case len(m.Photo) > 0:
+		p := m.Photo[len(m.Photo)-1] // the largest size
+		atts = append(atts, adapters.Attachment{Name: "photo-" + strconv.Itoa(m.ID) + ".jpg", MIME: "image/jpeg", Size: int64(p.FileSize), Ref: p.FileID})
+	case m.Document != nil:
+		atts = append(atts, adapters.Attachment{Name: orDefault(m.Document.FileName, "document"), MIME: m.Document.MimeType, Size: m.Document.FileSize, Ref: m.Document.FileID})
+	case m.Voice != nil:
+		atts = append(atts, adapters.Attachment{Name: "voice-" + strconv.Itoa(m.ID) + ".ogg", MIME: orDefault(m.Voice.MimeType, "audio/ogg"), Size: m.Voice.FileSize, Ref: m.Voice.FileID})
+	case m.Audio != nil:
+		atts = append(atts, adapters.Attachment{Name: orDefault(m.Audio.FileName, "audio"), MIME: m.Audio.MimeType, Size: m.Audio.FileSize, Ref: m.Audio.FileID})
+	case m.Video != nil:
+		atts = append(atts, adapters.Attachment{Name: orDefault(m.Video.FileName, "video-"+strconv.Itoa(m.ID)+".mp4"), MIME: m.Video.MimeType, Size: m.Video.FileSize, Ref: m.Video.FileID})
+	case m.Sticker != nil:
+		note = "[sticker " + m.Sticker.Emoji + "]"
+	}
+	return atts, note
+}
+
+// reactions turns a reaction change into added and removed reactions.
+func (a *Adapter) reactions(r *models.MessageReactionUpdated) []adapters.Inbound {
+	if r.User == nil {
+		return nil // anonymous reactions carry no sender
+	}
+	old, cur := emojis(r.OldReaction), emojis(r.NewReaction)
+	base := adapters.Inbound{Kind: adapters.KindReaction, Chat: a.chatJID(r.Chat), ID: strconv.Itoa(r.MessageID),
+		Sender: userJID(r.User.ID), SenderName: userName(r.User), Time: time.Unix(int64(r.Date), 0)}
+	var out []adapters.Inbound
+	for e := range cur {
+		if !old[e] {
+			ev := base
+			ev.Reaction = e
+			out = append(out, ev)
+		}
+	}
+	for e := range old {
+		if !cur[e] {
+			ev := base
+			ev.Reaction, ev.ReactionRemoved = e, true
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func emojis(rs []models.ReactionType) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rs {
+		if r.ReactionTypeEmoji != nil {
+			out[r.ReactionTypeEmoji.Emoji] = true
+		}
+	}
+	return out
+}
+
+// migrate records that group from became supergroup to: its messages keep
+// the group's JID (so routes and history carry on) and sends follow it.
+func (a *Adapter) migrate(ctx context.Context, host adapters.Host, from, to int64) {
+	a.mu.Lock()
+	if old, ok := a.alias[from]; ok {
+		from = old // migrated twice: keep the first JID
+	}
+	a.moved[from], a.alias[to] = to, from
+	b, err := json.Marshal(a.moved)
+	a.mu.Unlock()
+	if err == nil {
+		err = host.SetValue(ctx, "migrations", string(b), 0)
+	}
+	if err != nil {
+		a.log.Error("persist telegram group migration", "err", err)
+	}
+	a.log.Warn("telegram group became a supergroup; its messages keep the old JID, so routes still match",
+		"jid", groupJID(from), "new_chat_id", to, "new_jid_if_routed_afresh", groupJID(to))
+}
+
+func userName(u *models.User) string {
+	name := strings.TrimSpace(u.FirstName + " " + u.LastName)
+	if name == "" {
+		name = u.Username
+	}
+	return name
+}
+
+func chatName(c models.Chat) string {
+	if c.Title != "" {
+		return c.Title
+	}
+	return strings.TrimSpace(c.FirstName + " " + c.LastName)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

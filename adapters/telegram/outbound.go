@@ -1,0 +1,325 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"switchboard/adapters"
+	"switchboard/adapters/markdown"
+)
+
+// Send posts one part: Markdown rendered to Telegram HTML, sent again as
+// plain text if Telegram cannot parse it; into the forum topic, replying to
+// ReplyTo when given.
+func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+	b, chat, err := a.target(m.Chat)
+	if err != nil {
+		return "", err
+	}
+	p := &bot.SendMessageParams{ChatID: chat, Text: markdown.TelegramHTML(m.Text), ParseMode: models.ParseModeHTML,
+		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)}
+	var sent *models.Message
+	err = a.call(ctx, m.Chat, chat, func() (err error) {
+		sent, err = b.SendMessage(ctx, p)
+		if isParseError(err) {
+			a.log.Warn("telegram refused the formatting; sending plain text", "jid", m.Chat, "err", err)
+			p.Text, p.ParseMode = markdown.Plain(m.Text), ""
+			sent, err = b.SendMessage(ctx, p)
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return strconv.Itoa(sent.ID), nil
+}
+
+// Edit replaces the text of one of the bot's messages.
+func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string) error {
+	b, chat, id, err := a.ref(ref)
+	if err != nil {
+		return err
+	}
+	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: markdown.TelegramHTML(text), ParseMode: models.ParseModeHTML}
+	return a.call(ctx, ref.Chat, chat, func() error {
+		_, err := b.EditMessageText(ctx, p)
+		if isParseError(err) {
+			p.Text, p.ParseMode = markdown.Plain(text), ""
+			_, err = b.EditMessageText(ctx, p)
+		}
+		return err
+	})
+}
+
+// Delete deletes a message (the bot's own, or any in a group where it is admin).
+func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
+	b, chat, id, err := a.ref(ref)
+	if err != nil {
+		return err
+	}
+	return a.call(ctx, ref.Chat, chat, func() error {
+		_, err := b.DeleteMessage(ctx, &bot.DeleteMessageParams{ChatID: chat, MessageID: id})
+		return err
+	})
+}
+
+// Reactions is the set of emoji a bot may react with.
+var Reactions = []string{"👍", "👎", "❤", "🔥", "🥰", "👏", "😁", "🤔", "🤯", "😱", "🤬", "😢", "🎉", "🤩", "🤮", "💩", "🙏",
+	"👌", "🕊", "🤡", "🥱", "🥴", "😍", "🐳", "❤‍🔥", "🌚", "🌭", "💯", "🤣", "⚡", "🍌", "🏆", "💔", "🤨", "😐", "🍓", "🍾",
+	"💋", "🖕", "😈", "😴", "😭", "🤓", "👻", "👨‍💻", "👀", "🎃", "🙈", "😇", "😨", "🤝", "✍", "🤗", "🫡", "🎅", "🎄", "☃",
+	"💅", "🤪", "🗿", "🆒", "💘", "🙉", "🦄", "😘", "💊", "🙊", "😎", "👾", "🤷‍♂", "🤷", "🤷‍♀", "😡"}
+
+// React sets the bot's reaction on a message; only Telegram's set is allowed.
+func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction string) error {
+	emoji := strings.ReplaceAll(reaction, "\ufe0f", "") // ❤️ is ❤ to Telegram
+	if !slices.Contains(Reactions, emoji) {
+		return fmt.Errorf("telegram: %q is not a reaction Telegram allows; use one of %s: %w", reaction, strings.Join(Reactions, " "), adapters.ErrPermanent)
+	}
+	b, chat, id, err := a.ref(ref)
+	if err != nil {
+		return err
+	}
+	return a.call(ctx, ref.Chat, chat, func() error {
+		_, err := b.SetMessageReaction(ctx, &bot.SetMessageReactionParams{ChatID: chat, MessageID: id, Reaction: []models.ReactionType{
+			{Type: models.ReactionTypeTypeEmoji, ReactionTypeEmoji: &models.ReactionTypeEmoji{Type: models.ReactionTypeTypeEmoji, Emoji: emoji}}}})
+		return err
+	})
+}
+
+// Pin pins a message (the bot must be allowed to pin in groups).
+func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
+	b, chat, id, err := a.ref(ref)
+	if err != nil {
+		return err
+	}
+	return a.call(ctx, ref.Chat, chat, func() error {
+		_, err := b.PinChatMessage(ctx, &bot.PinChatMessageParams{ChatID: chat, MessageID: id, DisableNotification: true})
+		return err
+	})
+}
+
+// Unpin unpins a message.
+func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
+	b, chat, id, err := a.ref(ref)
+	if err != nil {
+		return err
+	}
+	return a.call(ctx, ref.Chat, chat, func() error {
+		_, err := b.UnpinChatMessage(ctx, &bot.UnpinChatMessageParams{ChatID: chat, MessageID: id})
+		return err
+	})
+}
+
+// SendFile uploads an image as a photo and anything else as a document.
+func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (string, error) {
+	b, chat, err := a.target(m.Chat)
+	if err != nil {
+		return "", err
+	}
+	upload := &models.InputFileUpload{Filename: f.Name, Data: f.Content}
+	caption := markdown.TelegramHTML(m.Text)
+	var sent *models.Message
+	err = a.call(ctx, m.Chat, chat, func() (err error) {
+		switch f.MIME {
+		case "image/jpeg", "image/png", "image/webp":
+			sent, err = b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: upload, Caption: caption, ParseMode: models.ParseModeHTML,
+				MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
+		default:
+			sent, err = b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: upload, Caption: caption, ParseMode: models.ParseModeHTML,
+				MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return strconv.Itoa(sent.ID), nil
+}
+
+// Download fetches an attachment by its file id (getFile, then the file
+// URL, which holds the token and so never leaves this function).
+func (a *Adapter) Download(ctx context.Context, att adapters.Attachment) (io.ReadCloser, error) {
+	b, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: att.Ref})
+	if err != nil {
+		return nil, fmt.Errorf("telegram: getFile: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.FileDownloadLink(f), nil)
+	if err != nil {
+		return nil, errors.New("telegram: bad file path")
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, errors.New("telegram: download failed (connection error)")
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("telegram: download failed: HTTP %d", resp.StatusCode)
+	}
+	return resp.Body, nil
+}
+
+// Typing shows "typing…" in the chat (and forum topic) for five seconds.
+func (a *Adapter) Typing(ctx context.Context, chat adapters.JID, topic string) error {
+	b, id, err := a.target(chat)
+	if err != nil {
+		return err
+	}
+	_, err = b.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: id, MessageThreadID: threadID(topic), Action: models.ChatActionTyping})
+	return err
+}
+
+func (a *Adapter) target(chat adapters.JID) (*bot.Bot, int64, error) {
+	b, err := a.client()
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := a.chatID(chat)
+	return b, id, err
+}
+
+func (a *Adapter) ref(ref adapters.MessageRef) (*bot.Bot, int64, int, error) {
+	b, chat, err := a.target(ref.Chat)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	id, err := strconv.Atoi(ref.ID)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("telegram: message id %q is not a number: %w", ref.ID, adapters.ErrPermanent)
+	}
+	return b, chat, id, nil
+}
+
+// call paces a request to chat, runs it (following one group-to-supergroup
+// migration) and maps Telegram's errors to the adapters' ones.
+func (a *Adapter) call(ctx context.Context, jid adapters.JID, chat int64, fn func() error) error {
+	if err := a.pace.wait(ctx, chat); err != nil {
+		return err
+	}
+	err := fn()
+	var mig *bot.MigrateError
+	if errors.As(err, &mig) && mig.MigrateToChatID != 0 {
+		a.mu.Lock()
+		host := a.host
+		a.mu.Unlock()
+		if host != nil {
+			a.migrate(ctx, host, chat, int64(mig.MigrateToChatID))
+		}
+		return fmt.Errorf("telegram: %s became a supergroup; retrying there", jid)
+	}
+	return mapError(jid, err)
+}
+
+func mapError(jid adapters.JID, err error) error {
+	if err == nil {
+		return nil
+	}
+	var tooMany *bot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		return &adapters.RetryAfterError{Wait: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second}
+	}
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "bot was blocked by the user"):
+		return fmt.Errorf("telegram: %s blocked the bot; they must unblock it to get replies: %w", jid, adapters.ErrPermanent)
+	case strings.Contains(msg, "bot was kicked"), strings.Contains(msg, "not a member"):
+		return fmt.Errorf("telegram: the bot was removed from %s; add it to the group again: %w", jid, adapters.ErrPermanent)
+	case strings.Contains(msg, "chat not found"):
+		return fmt.Errorf("telegram: chat %s not found (the bot was never added, or the chat is gone): %w", jid, adapters.ErrPermanent)
+	case isParseError(err):
+		return fmt.Errorf("telegram: %v: %w", err, adapters.ErrFormat)
+	case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorBadRequest):
+		return fmt.Errorf("telegram: %v: %w", err, adapters.ErrPermanent)
+	}
+	return fmt.Errorf("telegram: %w", err)
+}
+
+func isParseError(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "can't parse entities")
+}
+
+func threadID(topic string) int {
+	n, _ := strconv.Atoi(topic)
+	return n
+}
+
+func replyTo(id string) *models.ReplyParameters {
+	n, err := strconv.Atoi(id)
+	if err != nil || n == 0 {
+		return nil
+	}
+	return &models.ReplyParameters{MessageID: n, AllowSendingWithoutReply: true}
+}
+
+// pacer keeps the bot under Telegram's limits by waiting (never dropping):
+// one message a second per private chat, twenty a minute per group, thirty
+// a second in all.
+type pacer struct {
+	perChat, perGroup, global time.Duration
+	mu                        sync.Mutex
+	next                      map[int64]time.Time
+	nextGlobal                time.Time
+}
+
+func newPacer(o Options) pacer {
+	def := func(d, v time.Duration) time.Duration {
+		switch {
+		case v < 0:
+			return 0
+		case v == 0:
+			return d
+		}
+		return v
+	}
+	return pacer{perChat: def(time.Second, o.PerChat), perGroup: def(3*time.Second, o.PerGroup),
+		global: def(time.Second/30, o.Global), next: map[int64]time.Time{}}
+}
+
+func (p *pacer) wait(ctx context.Context, chat int64) error {
+	gap := p.perChat
+	if chat < 0 {
+		gap = p.perGroup
+	}
+	p.mu.Lock()
+	now := time.Now()
+	at := now
+	for _, t := range []time.Time{p.next[chat], p.nextGlobal} {
+		if t.After(at) {
+			at = t
+		}
+	}
+	p.next[chat] = at.Add(gap)
+	p.nextGlobal = at.Add(p.global)
+	if len(p.next) > 10_000 { // forget chats whose slot has passed
+		for c, t := range p.next {
+			if t.Before(now) {
+				delete(p.next, c)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}

@@ -1,0 +1,319 @@
+// Package telegram is the Telegram adapter (platform "telegram"), built on
+// github.com/go-telegram/bot with long polling.
+//
+// Chats: a private chat is telegram:user/<user id>; a group, supergroup or
+// channel is telegram:group/<absolute chat id> (the minus sign is restored
+// when sending). Forum topics travel as the message's topic
+// (message_thread_id). Senders are telegram:user/<id>.
+//
+// Nothing is lost across restarts: the SDK's poller is gated so that it asks
+// for the next batch of updates — which confirms the previous one to
+// Telegram — only after every update of the batch was stored, and the last
+// stored update id is persisted through the Host and restored at start.
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"switchboard/adapters"
+)
+
+const platform = "telegram"
+
+// Options configure an Adapter.
+type Options struct {
+	Token  string // the bot token from BotFather
+	APIURL string // Bot API base, default https://api.telegram.org (requests go to /bot<token>/<method>)
+	Logger *slog.Logger
+	// PollTimeout is the long-poll duration of getUpdates. Default 50s.
+	PollTimeout time.Duration
+	// PerChat and PerGroup are the least time between two messages the bot
+	// sends to one private chat and to one group (Telegram allows about one
+	// a second per chat and twenty a minute per group); Global bounds all
+	// chats together (about thirty a second). Zero keeps the defaults; a
+	// negative value turns the pacing off (tests).
+	PerChat, PerGroup, Global time.Duration
+}
+
+// Adapter is the Telegram adapter. Create it with New.
+type Adapter struct {
+	opt  Options
+	log  *slog.Logger
+	http *http.Client
+
+	mu    sync.Mutex
+	bot   *bot.Bot // the current Run's client; nil before the first connect
+	host  adapters.Host
+	alias map[int64]int64 // new (supergroup) chat id -> the old id whose JID it keeps
+	moved map[int64]int64 // old chat id -> the supergroup it became
+
+	selfID   atomic.Int64
+	username atomic.Value // string, lowercase, without @
+	pace     pacer
+	warned   atomic.Bool // the privacy-mode hint was logged
+}
+
+var (
+	_ adapters.Adapter    = (*Adapter)(nil)
+	_ adapters.Identity   = (*Adapter)(nil)
+	_ adapters.Limiter    = (*Adapter)(nil)
+	_ adapters.Editor     = (*Adapter)(nil)
+	_ adapters.Deleter    = (*Adapter)(nil)
+	_ adapters.Reactor    = (*Adapter)(nil)
+	_ adapters.Pinner     = (*Adapter)(nil)
+	_ adapters.FileSender = (*Adapter)(nil)
+	_ adapters.Downloader = (*Adapter)(nil)
+	_ adapters.Typer      = (*Adapter)(nil)
+)
+
+// New returns an adapter; nothing connects until Run.
+func New(o Options) *Adapter {
+	if o.APIURL == "" {
+		o.APIURL = "https://api.telegram.org"
+	}
+	o.APIURL = strings.TrimRight(o.APIURL, "/")
+	if o.PollTimeout <= 0 {
+		o.PollTimeout = 50 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Adapter{opt: o, log: o.Logger.With("adapter", platform),
+		http:  &http.Client{Timeout: o.PollTimeout + 30*time.Second},
+		alias: map[int64]int64{}, moved: map[int64]int64{}}
+	a.username.Store("")
+	a.pace = newPacer(o)
+	return a
+}
+
+// Name is "telegram".
+func (a *Adapter) Name() string { return platform }
+
+// Self is telegram:user/<bot id> once connected.
+func (a *Adapter) Self() (adapters.JID, bool) {
+	id := a.selfID.Load()
+	if id == 0 {
+		return "", false
+	}
+	return userJID(id), true
+}
+
+// Limits: 4096 characters a message; the typing indicator lasts 5 s.
+func (a *Adapter) Limits() adapters.Limits {
+	return adapters.Limits{MaxText: 4096, Format: adapters.FormatHTML, TypingEvery: 4 * time.Second}
+}
+
+// Run connects (getMe, deleteWebhook), then long-polls until ctx ends.
+func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
+	host.SetState(adapters.StateConnecting, nil)
+	offset, err := a.restore(ctx, host)
+	if err != nil {
+		return err
+	}
+	g := &gate{client: a.http, host: host, log: a.log, ready: make(chan struct{}, 1)}
+	g.ready <- struct{}{}
+	b, err := bot.New(a.opt.Token, bot.WithServerURL(a.opt.APIURL), bot.WithHTTPClient(a.opt.PollTimeout, g),
+		bot.WithSkipGetMe(), bot.WithInitialOffset(offset), bot.WithWorkers(1), bot.WithNotAsyncHandlers(),
+		bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "edited_message", "channel_post", "edited_channel_post", "message_reaction"}),
+		bot.WithDefaultHandler(func(ctx context.Context, _ *bot.Bot, u *models.Update) { a.handle(ctx, host, g, u) }),
+		bot.WithErrorsHandler(func(err error) { g.failed(err) }))
+	if err != nil {
+		return fmt.Errorf("%w: adapters.telegram.token: %v", adapters.ErrBadToken, err)
+	}
+	me, err := b.GetMe(ctx)
+	if err != nil {
+		if errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
+			return fmt.Errorf("%w: adapters.telegram.token: Telegram refused the token (%v); copy it again from @BotFather", adapters.ErrBadToken, err)
+		}
+		return fmt.Errorf("telegram: getMe: %w", err)
+	}
+	a.selfID.Store(me.ID)
+	a.username.Store(strings.ToLower(me.Username))
+	// Polling gets nothing while a webhook is set.
+	if _, err := b.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}); err != nil {
+		return fmt.Errorf("telegram: delete webhook: %w", err)
+	}
+	a.mu.Lock()
+	a.bot, a.host = b, host
+	a.mu.Unlock()
+	a.log.Info("telegram connected", "bot", "@"+me.Username, "jid", userJID(me.ID), "resume_after_update", offset)
+	host.SetState(adapters.StateConnected, nil)
+	b.Start(ctx)
+	return nil
+}
+
+// restore reads the last stored update id and the supergroup migrations.
+func (a *Adapter) restore(ctx context.Context, host adapters.Host) (int64, error) {
+	v, ok, err := host.Value(ctx, "offset")
+	if err != nil {
+		return 0, fmt.Errorf("telegram: read update offset: %w", err)
+	}
+	var offset int64
+	if ok {
+		if offset, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return 0, fmt.Errorf("telegram: stored update offset %q: %w", v, err)
+		}
+	}
+	v, ok, err = host.Value(ctx, "migrations")
+	if err != nil {
+		return 0, fmt.Errorf("telegram: read group migrations: %w", err)
+	}
+	if ok {
+		var moved map[int64]int64
+		if err := json.Unmarshal([]byte(v), &moved); err != nil {
+			return 0, fmt.Errorf("telegram: stored group migrations: %w", err)
+		}
+		a.mu.Lock()
+		for from, to := range moved {
+			a.moved[from], a.alias[to] = to, from
+		}
+		a.mu.Unlock()
+	}
+	return offset, nil
+}
+
+// client is the current Run's bot, for sending.
+func (a *Adapter) client() (*bot.Bot, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bot == nil {
+		return nil, errors.New("telegram: not connected yet")
+	}
+	return a.bot, nil
+}
+
+// gate is the SDK's HTTP client. It holds each getUpdates request — which
+// confirms the previous batch to Telegram — until every update of the
+// previous batch was handled (stored), and reports the poller's health.
+type gate struct {
+	client *http.Client
+	host   adapters.Host
+	log    *slog.Logger
+
+	ready   chan struct{} // holds a token while no update is outstanding
+	mu      sync.Mutex
+	pending int
+	down    bool
+}
+
+func (g *gate) Do(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/getUpdates") {
+		return g.client.Do(req)
+	}
+	select {
+	case <-g.ready:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		g.ready <- struct{}{}
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		g.ready <- struct{}{}
+		return nil, err
+	}
+	resp.Body = io.NopCloser(strings.NewReader(string(body)))
+	n := countUpdates(body)
+	g.mu.Lock()
+	g.pending = n
+	wasDown := g.down
+	if resp.StatusCode == http.StatusOK {
+		g.down = false
+	}
+	g.mu.Unlock()
+	if wasDown && resp.StatusCode == http.StatusOK {
+		g.host.SetState(adapters.StateConnected, nil)
+		g.log.Info("telegram polling again")
+	}
+	if n == 0 {
+		g.ready <- struct{}{}
+	}
+	return resp, nil
+}
+
+// handled marks one update of the batch stored; the last one opens the gate.
+func (g *gate) handled() {
+	g.mu.Lock()
+	g.pending--
+	open := g.pending == 0
+	g.mu.Unlock()
+	if open {
+		g.ready <- struct{}{}
+	}
+}
+
+// failed is the SDK's error handler: a failed poll means the connection is
+// down until the next poll succeeds (the SDK retries with its own backoff).
+func (g *gate) failed(err error) {
+	g.mu.Lock()
+	first := !g.down
+	g.down = true
+	g.mu.Unlock()
+	if first {
+		g.log.Warn("telegram polling failed; retrying", "err", err)
+	}
+	g.host.SetState(adapters.StateBackingOff, err)
+}
+
+// countUpdates counts the updates in a getUpdates answer (0 for an error).
+func countUpdates(body []byte) int {
+	var r struct {
+		OK     bool              `json:"ok"`
+		Result []json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || !r.OK {
+		return 0
+	}
+	return len(r.Result)
+}
+
+func userJID(id int64) adapters.JID {
+	return adapters.JID(platform + ":user/" + strconv.FormatInt(id, 10))
+}
+
+func groupJID(id int64) adapters.JID {
+	if id < 0 {
+		id = -id
+	}
+	return adapters.JID(platform + ":group/" + strconv.FormatInt(id, 10))
+}
+
+// chatID turns a chat JID back into Telegram's chat id, following a group's
+// migration to a supergroup.
+func (a *Adapter) chatID(chat adapters.JID) (int64, error) {
+	kind, id, ok := strings.Cut(chat.Room(), "/")
+	n, err := strconv.ParseInt(id, 10, 64)
+	if !ok || err != nil || n <= 0 || chat.Platform() != platform {
+		return 0, fmt.Errorf("telegram: %q is not a telegram:user/<id> or telegram:group/<id> chat: %w", chat, adapters.ErrPermanent)
+	}
+	switch kind {
+	case "user":
+		return n, nil
+	case "group":
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if to, ok := a.moved[-n]; ok {
+			return to, nil
+		}
+		return -n, nil
+	}
+	return 0, fmt.Errorf("telegram: %q: unknown chat kind %q: %w", chat, kind, adapters.ErrPermanent)
+}

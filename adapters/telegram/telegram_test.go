@@ -1,0 +1,355 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/telegram/telegramtest"
+)
+
+var (
+	groupChat = adapters.JID("telegram:group/1001234")
+	dmChat    = adapters.JID("telegram:user/7")
+)
+
+func newAdapter(f *telegramtest.Server, log *slog.Logger) *Adapter {
+	return New(Options{Token: telegramtest.Token, APIURL: f.URL(), Logger: log, PollTimeout: 2 * time.Second, PerChat: -1, PerGroup: -1, Global: -1})
+}
+
+// fakePlatform is the fake Telegram as the conformance suite sees it.
+type fakePlatform struct{ f *telegramtest.Server }
+
+func (p fakePlatform) NewAdapter(t *testing.T) adapters.Adapter { return newAdapter(p.f, nil) }
+func (p fakePlatform) Features() adaptertest.Features {
+	return adaptertest.Features{Edits: true, Reactions: true} // Telegram tells bots of no deletes
+}
+func (p fakePlatform) Group() (adapters.JID, string) { return groupChat, "42" }
+func (p fakePlatform) DM() adapters.JID              { return dmChat }
+
+func chatOf(jid adapters.JID) int64 {
+	if jid == dmChat {
+		return telegramtest.UserID
+	}
+	return telegramtest.GroupID
+}
+
+func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) string {
+	m, id := p.f.UserMessage(chatOf(post.Chat), post.Text, post.Mention, atoi(post.Topic), atoi(post.ReplyTo))
+	p.f.Push("message", m)
+	return strconv.Itoa(id)
+}
+
+func (p fakePlatform) UserEdits(t *testing.T, chat adapters.JID, id, text string) bool {
+	m, _ := p.f.UserMessage(chatOf(chat), text, false, 0, 0)
+	m["message_id"], m["edit_date"] = atoi(id), time.Now().Unix()
+	p.f.Push("edited_message", m)
+	return true
+}
+
+func (p fakePlatform) UserDeletes(*testing.T, adapters.JID, string) bool { return false }
+
+func (p fakePlatform) UserReacts(t *testing.T, chat adapters.JID, id, emoji string) bool {
+	p.f.Push("message_reaction", map[string]any{"chat": telegramtest.ChatObj(chatOf(chat)), "message_id": atoi(id), "date": time.Now().Unix(),
+		"user":         map[string]any{"id": telegramtest.UserID, "is_bot": false, "first_name": "Ann"},
+		"old_reaction": []any{}, "new_reaction": []any{map[string]any{"type": "emoji", "emoji": emoji}}})
+	return true
+}
+
+func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
+	var out []adaptertest.Message
+	for _, m := range p.f.Messages(chatOf(chat)) {
+		if !m.FromBot {
+			continue
+		}
+		msg := adaptertest.Message{ID: strconv.Itoa(m.ID), Text: m.Text, Raw: m.Raw, Deleted: m.Deleted, Pinned: m.Pinned,
+			Reactions: m.Reactions, File: m.File, FileData: m.FileData}
+		if m.Thread != 0 {
+			msg.Topic = strconv.Itoa(m.Thread)
+		}
+		if m.ReplyTo != 0 {
+			msg.ReplyTo = strconv.Itoa(m.ReplyTo)
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+func (p fakePlatform) RateLimit(wait time.Duration) {
+	p.f.RateLimit(max(int(wait.Round(time.Second)/time.Second), 1))
+}
+
+func (p fakePlatform) RejectFormatting() {
+	p.f.RejectFormatting()
+}
+
+func (p fakePlatform) Disconnect() {
+	p.f.Drop()
+}
+
+func TestConformance(t *testing.T) {
+	adaptertest.Run(t, func(t *testing.T) adaptertest.Platform { return fakePlatform{telegramtest.New(t)} })
+}
+
+func start(t *testing.T, f *telegramtest.Server, host *adaptertest.Host) *Adapter {
+	t.Helper()
+	a := newAdapter(f, nil)
+	adaptertest.Start(t, a, host)
+	return a
+}
+
+// Normalization of what a Telegram group, forum and private chat send.
+func TestInboundNormalization(t *testing.T) {
+	f := telegramtest.New(t)
+	host := adaptertest.NewHost()
+	a := start(t, f, host)
+	if self, ok := a.Self(); !ok || self != "telegram:user/999" {
+		t.Errorf("Self = %q, %v", self, ok)
+	}
+	if f.WebhookSet() {
+		t.Error("the stale webhook was not deleted")
+	}
+	// A reply to the bot's message is a mention, without naming it.
+	botID, err := a.Send(t.Context(), adapters.Outbound{Chat: groupChat, Text: "hi all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := f.UserMessage(telegramtest.GroupID, "thanks", false, 0, atoi(botID))
+	f.Push("message", m)
+	// A command addressed to the bot.
+	m, _ = f.UserMessage(telegramtest.GroupID, "/status@"+telegramtest.BotName, false, 0, 0)
+	m["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len("/status@" + telegramtest.BotName)}}
+	f.Push("message", m)
+	// A mention in a photo caption, in a forum topic.
+	m, _ = f.UserMessage(telegramtest.GroupID, "look", true, 42, 0)
+	m["caption"], m["caption_entities"], m["entities"] = m["text"], m["entities"], nil
+	delete(m, "text")
+	m["photo"] = []map[string]any{{"file_id": "small", "file_size": 10}, {"file_id": "big", "file_size": 999}}
+	f.Push("message", m)
+	// A document and a sticker from another bot.
+	m, _ = f.UserMessage(telegramtest.GroupID, "", false, 0, 0)
+	m["document"] = map[string]any{"file_id": "doc1", "file_name": "report.pdf", "mime_type": "application/pdf", "file_size": 1234}
+	m["from"] = map[string]any{"id": 55, "is_bot": true, "first_name": "OtherBot"}
+	f.Push("message", m)
+	m, _ = f.UserMessage(telegramtest.GroupID, "", false, 0, 0)
+	m["sticker"] = map[string]any{"file_id": "st", "emoji": "😀"}
+	f.Push("message", m)
+
+	evs := host.WaitEvents(t, 5)
+	if evs[0].Verb != adapters.VerbMention || evs[0].ReplyTo != botID {
+		t.Errorf("a reply to the bot: %+v; want a mention replying to %s", evs[0], botID)
+	}
+	if evs[1].Verb != adapters.VerbMention {
+		t.Errorf("/status@bot: verb %q", evs[1].Verb)
+	}
+	if e := evs[2]; e.Verb != adapters.VerbMention || e.Topic != "42" || !strings.Contains(e.Text, "look") ||
+		len(e.Attachments) != 1 || e.Attachments[0].Ref != "big" || strings.Contains(e.Attachments[0].Ref, "http") {
+		t.Errorf("captioned photo in a topic: %+v", e)
+	}
+	if e := evs[3]; !e.OtherBot || len(e.Attachments) != 1 || e.Attachments[0].Name != "report.pdf" || e.Attachments[0].MIME != "application/pdf" {
+		t.Errorf("another bot's document: %+v", e)
+	}
+	if e := evs[4]; e.Text != "[sticker 😀]" || e.Verb != adapters.VerbMessage {
+		t.Errorf("sticker: %+v", e)
+	}
+	if e := evs[0]; e.Chat != groupChat || e.Sender != "telegram:user/7" || e.SenderName != "Ann" || e.ChatName != "Ops" {
+		t.Errorf("identity of the group message: %+v", e)
+	}
+}
+
+// Attachments are fetched through getFile; the file URL (with the token)
+// never shows.
+func TestDownload(t *testing.T) {
+	f := telegramtest.New(t)
+	f.AddFile("doc1", []byte("%PDF-1.7 report"))
+	a := start(t, f, adaptertest.NewHost())
+	rc, err := a.Download(t.Context(), adapters.Attachment{Ref: "doc1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "%PDF-1.7 report" {
+		t.Errorf("downloaded %q", b)
+	}
+	_, err = a.Download(t.Context(), adapters.Attachment{Ref: "missing"})
+	if err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// A crash between receiving an update and storing it loses nothing: the
+// update is confirmed to Telegram only once stored, and a new adapter on
+// the same stored offset resumes after the last stored update, without
+// storing any twice.
+func TestNoLossNoDuplicateAcrossCrash(t *testing.T) {
+	f := telegramtest.New(t)
+	var mu sync.Mutex
+	stored := map[string]int{}
+	failing, refused := true, make(chan struct{}, 100)
+	host := adaptertest.NewHost()
+	host.DeliverFunc = func(_ context.Context, m adapters.Inbound) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing && strings.HasSuffix(m.Text, "second") {
+			refused <- struct{}{}
+			return 0, errors.New("disk full")
+		}
+		stored[m.ID]++
+		return 0, nil
+	}
+	a := newAdapter(f, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, host) }()
+	m1, _ := f.UserMessage(telegramtest.GroupID, "first", true, 0, 0)
+	u1 := f.Push("message", m1)
+	f.WaitConfirmed(t, u1)
+	m2, _ := f.UserMessage(telegramtest.GroupID, "second", true, 0, 0)
+	u2 := f.Push("message", m2)
+	// The gateway keeps refusing "second": the adapter retries and never
+	// asks Telegram for more, which would confirm it.
+	for range 2 {
+		select {
+		case <-refused:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the refused update was not retried")
+		}
+	}
+	confirmedBeforeCrash := f.Confirmed()
+	if confirmedBeforeCrash > u2 {
+		t.Fatalf("update %d was confirmed to Telegram although it was never stored", u2)
+	}
+	cancel() // the crash
+	<-done
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	a2 := newAdapter(f, nil)
+	adaptertest.Start(t, a2, host)
+	f.WaitConfirmed(t, u2)
+	mu.Lock()
+	defer mu.Unlock()
+	if stored[strconv.Itoa(m1["message_id"].(int))] != 1 || stored[strconv.Itoa(m2["message_id"].(int))] != 1 {
+		t.Errorf("stored %v; want each update once", stored)
+	}
+	if v, _, _ := host.Value(t.Context(), "offset"); v != strconv.FormatInt(u2, 10) {
+		t.Errorf("persisted offset %q; want %d", v, u2)
+	}
+}
+
+// Outbound: HTML rendering, reply into the topic, 429 → RetryAfterError,
+// a 502 burst is transient, dead chats are permanent, unknown emoji refused.
+func TestOutbound(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	ctx := t.Context()
+	id, err := a.Send(ctx, adapters.Outbound{Chat: groupChat, Topic: "42", ReplyTo: "5", Text: "**Done** — see `a<b` and [docs](https://x.io/a?b&c)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := f.Calls("sendMessage")
+	last := sent[len(sent)-1].Params
+	if last["parse_mode"] != "HTML" || last["text"] != `<b>Done</b> — see <code>a&lt;b</code> and <a href="https://x.io/a?b&amp;c">docs</a>` ||
+		last["message_thread_id"] != "42" || !strings.Contains(last["reply_parameters"], `"message_id":5`) || last["chat_id"] != "-1001234" {
+		t.Errorf("sendMessage params %v", last)
+	}
+	if id == "" {
+		t.Error("no id")
+	}
+	f.RateLimit(3)
+	_, err = a.Send(ctx, adapters.Outbound{Chat: groupChat, Text: "x"})
+	var ra *adapters.RetryAfterError
+	if !errors.As(err, &ra) || ra.Wait != 3*time.Second {
+		t.Errorf("429: %v; want RetryAfterError of 3s", err)
+	}
+	f.Fail5xx(3)
+	for range 3 {
+		if _, err := a.Send(ctx, adapters.Outbound{Chat: dmChat, Text: "x"}); err == nil || errors.Is(err, adapters.ErrPermanent) {
+			t.Errorf("502: %v; want a transient error", err)
+		}
+	}
+	if _, err := a.Send(ctx, adapters.Outbound{Chat: dmChat, Text: "after the burst"}); err != nil {
+		t.Errorf("after the 502 burst: %v", err)
+	}
+	for _, chat := range []adapters.JID{"telegram:group/4040", "telegram:user/4030"} {
+		if _, err := a.Send(ctx, adapters.Outbound{Chat: chat, Text: "x"}); !errors.Is(err, adapters.ErrPermanent) {
+			t.Errorf("send to %s: %v; want permanent", chat, err)
+		}
+	}
+	if err := a.React(ctx, adapters.MessageRef{Chat: groupChat, ID: id}, "🦖"); !errors.Is(err, adapters.ErrPermanent) || !strings.Contains(err.Error(), "👍") {
+		t.Errorf("unknown emoji: %v; want a permanent error listing the allowed ones", err)
+	}
+	if err := a.React(ctx, adapters.MessageRef{Chat: groupChat, ID: id}, "❤️"); err != nil {
+		t.Errorf("❤️: %v", err)
+	}
+	if err := a.Typing(ctx, groupChat, "42"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Calls("sendChatAction"); len(c) != 1 || c[0].Params["action"] != "typing" || c[0].Params["message_thread_id"] != "42" {
+		t.Errorf("typing calls %v", c)
+	}
+	fid, err := a.SendFile(ctx, adapters.Outbound{Chat: groupChat, Text: "chart"}, adapters.File{Name: "c.png", MIME: "image/png", Content: strings.NewReader("PNG")})
+	if err != nil || len(f.Calls("sendPhoto")) != 1 || fid == "" {
+		t.Errorf("an image goes as a photo: %v, %v", fid, err)
+	}
+}
+
+// A group that becomes a supergroup keeps its JID: routes and history carry
+// on, and sends to the old JID reach the supergroup.
+func TestSupergroupMigration(t *testing.T) {
+	f := telegramtest.New(t)
+	host := adaptertest.NewHost()
+	var logs bytes.Buffer
+	a := newAdapter(f, slog.New(slog.NewTextHandler(&logs, nil)))
+	adaptertest.Start(t, a, host)
+	const old, new = int64(-5555), int64(-1009999)
+	m, _ := f.UserMessage(old, "", false, 0, 0)
+	m["migrate_to_chat_id"] = new
+	f.Push("message", m)
+	m2, _ := f.UserMessage(new, "hello from the supergroup", true, 0, 0)
+	f.Push("message", m2)
+	ev := host.WaitEvents(t, 1)[0]
+	if ev.Chat != "telegram:group/5555" {
+		t.Errorf("the supergroup's message arrived as %s; want the old group's JID", ev.Chat)
+	}
+	if !strings.Contains(logs.String(), "became a supergroup") {
+		t.Errorf("the operator was not told:\n%s", logs.String())
+	}
+	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: "telegram:group/5555", Text: "still here"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Calls("sendMessage"); c[len(c)-1].Params["chat_id"] != "-1009999" {
+		t.Errorf("sent to %s; want the supergroup", c[len(c)-1].Params["chat_id"])
+	}
+	// A restarted adapter remembers the migration.
+	a2 := newAdapter(f, nil)
+	h2 := adaptertest.NewHost()
+	v, _, _ := host.Value(t.Context(), "migrations")
+	h2.SetValue(t.Context(), "migrations", v, 0)
+	adaptertest.Start(t, a2, h2)
+	if id, _ := a2.chatID("telegram:group/5555"); id != new {
+		t.Errorf("after restart the old JID maps to %d", id)
+	}
+}
+
+// A bad token is a start-up error naming the config key.
+func TestBadToken(t *testing.T) {
+	f := telegramtest.New(t)
+	a := New(Options{Token: "1:wrong", APIURL: f.URL(), PollTimeout: 2 * time.Second})
+	err := a.Run(t.Context(), adaptertest.NewHost())
+	if !errors.Is(err, adapters.ErrBadToken) || !strings.Contains(err.Error(), "adapters.telegram.token") {
+		t.Fatalf("Run with a bad token: %v", err)
+	}
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }

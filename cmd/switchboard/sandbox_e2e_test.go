@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An agent in the sandbox tries what a hostile agent with a shell would:
+// everything outside its folder and socket fails, its own folder, socket and
+// mcp-bridge work, and a grandchild that called setsid is gone after the
+// turn times out.
+func TestE2ESandboxConfinesAgent(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	bin := switchboardBinary(t)
+	// The agent runs in data/groups/main: the data directory is ../..
+	probe := `
+data="$(cd ../.. && pwd)"
+try() { if sh -c "$2" >/dev/null 2>&1; then echo "$1=allowed"; else echo "$1=denied"; fi; }
+{
+try read_db "cat $data/switchboard.db"
+try list_groups "ls $data/groups/other"
+try other_socket "[ -S $data/ipc/other/mcp.sock ]"
+try write_usr "touch /usr/escape-$$ && rm /usr/escape-$$"
+try write_groups "touch $data/groups/escape"
+try token "[ -n \"\$FAKE_BOT_TOKEN\" ]"
+try own_folder "echo hi > ./inside.txt"
+try own_socket "[ -S \"\$SWITCHBOARD_MCP_SOCKET\" ]"
+try bridge "printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}' | timeout 5 ` + bin + ` mcp-bridge --socket \"\$SWITCHBOARD_MCP_SOCKET\" | grep -q protocolVersion"
+} > "$E2E_OUT/probe.tmp"
+mv "$E2E_OUT/probe.tmp" "$E2E_OUT/probe"
+[ "$SWITCHBOARD_CHAT_JID" = web:slow ] || { echo probed; exit 0; }
+setsid sh -c 'while :; do sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+exec sleep 30`
+	e2e := newE2E(t, e2eConfig{agent: probe, timeout: "2s", groups: []string{"other"}})
+	g := startGW(t, e2e, "FAKE_BOT_TOKEN=123:secret")
+	g.mustPost("lobby", "ann", "probe")
+	if got := g.waitBot("lobby", 1)[0].Text; got != "probed" {
+		t.Fatalf("agent answered %q", got)
+	}
+	b, err := os.ReadFile(filepath.Join(e2e, "out", "probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := map[string]string{}
+	for _, line := range strings.Fields(string(b)) {
+		k, v, _ := strings.Cut(line, "=")
+		results[k] = v
+	}
+	for probe, want := range map[string]string{
+		"read_db": "denied", "list_groups": "denied", "other_socket": "denied", "write_usr": "denied", "token": "denied",
+		"own_folder": "allowed", "own_socket": "allowed", "bridge": "allowed",
+	} {
+		if results[probe] != want {
+			t.Errorf("%s: %s; want %s", probe, results[probe], want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e2e, "data", "groups", "escape")); !os.IsNotExist(err) {
+		t.Errorf("the agent wrote into the data directory outside its folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e2e, "data", "groups", "main", "inside.txt")); err != nil {
+		t.Errorf("the agent's write to its own folder is missing: %v", err)
+	}
+
+	// A timed-out turn takes a setsid grandchild with it.
+	g.mustPost("slow", "ann", "hang")
+	waitFor(t, 10*time.Second, "the slow turn's failure notice", func() bool {
+		for _, m := range g.messages("slow") {
+			if m.FromBot && strings.Contains(m.Text, "timed out") {
+				return true
+			}
+		}
+		return false
+	})
+	env := turnEnv(t, e2e, "main", 2)
+	waitFor(t, 5*time.Second, "the timed-out turn's processes gone", func() bool {
+		return len(agentPIDs(t, "SWITCHBOARD_TURN_ID="+env["SWITCHBOARD_TURN_ID"])) == 0
+	})
+}
+
+// requireBwrap fails (never skips) without bubblewrap: make test installs it.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Fatal("bubblewrap is not installed: run make test (it installs it) or apt-get install bubblewrap")
+	}
+}

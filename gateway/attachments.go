@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/store"
+)
+
+// DefaultMaxDownload caps one attachment fetched into a group folder.
+const DefaultMaxDownload = 25 << 20
+
+// downloadTimeout bounds one attachment's download.
+const downloadTimeout = 2 * time.Minute
+
+type fileKey struct {
+	seq int64
+	i   int
+}
+
+// fetched is where an attachment landed in the group folder (path, relative
+// to it) or why it could not be fetched (err).
+type fetched struct{ path, err string }
+
+// fetchAttachments downloads the attachments of the batch's messages into
+// the folder's inbox before the turn, through the chat adapter's Downloader.
+// A failure is reported in the prompt, never fatal to the turn.
+func (g *Gateway) fetchAttachments(ctx context.Context, b store.Batch) map[fileKey]fetched {
+	var out map[fileKey]fetched
+	var root *os.Root
+	for _, m := range append(b.Observed[:len(b.Observed):len(b.Observed)], b.Messages...) {
+		for i, a := range m.Attachments {
+			if out == nil {
+				out = map[fileKey]fetched{}
+				r, err := os.OpenRoot(g.layout.Dir(b.Folder))
+				if err != nil {
+					g.log.Error("open group folder for downloads", "folder", b.Folder, "err", err)
+				} else {
+					root = r
+					defer root.Close()
+				}
+			}
+			res := fetched{err: "the group folder could not be opened"}
+			if root != nil {
+				res = g.fetchOne(ctx, root, m, a)
+			}
+			if res.err != "" {
+				g.log.Warn("attachment not fetched", "folder", b.Folder, "jid", m.ChatJID, "msg", m.ID, "err", res.err)
+			}
+			out[fileKey{m.Seq, i}] = res
+		}
+	}
+	return out
+}
+
+func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, m store.Message, a adapters.Attachment) fetched {
+	platform := adapters.JID(m.ChatJID).Platform()
+	dl, ok := g.adapters[platform].(adapters.Downloader)
+	switch {
+	case !ok:
+		return fetched{err: fmt.Sprintf("the %s adapter cannot download files", platform)}
+	case a.Ref == "":
+		return fetched{err: "the platform gave no way to fetch this file"}
+	}
+	limit := g.opt.MaxDownload
+	mb := fmt.Sprintf("%d-byte cap (adapters.max_download_mb)", limit)
+	if limit%(1<<20) == 0 {
+		mb = fmt.Sprintf("%d MB cap (adapters.max_download_mb)", limit>>20)
+	}
+	if a.Size > limit {
+		return fetched{err: fmt.Sprintf("%d bytes is over the %s", a.Size, mb)}
+	}
+	dir := "inbox/" + time.UnixMilli(m.Time).UTC().Format("2006-01-02")
+	rel := dir + "/" + safeName(m.ID, "msg") + "-" + safeName(a.Name, "file")
+	if fi, err := root.Lstat(rel); err == nil && fi.Mode().IsRegular() && (a.Size == 0 || fi.Size() == a.Size) {
+		return fetched{path: rel} // fetched by an earlier attempt of this batch
+	}
+	if err := root.MkdirAll(dir, 0o700); err != nil {
+		return fetched{err: "create " + dir + ": " + scrub(err)}
+	}
+	dctx, cancel := context.WithTimeout(ctx, downloadTimeout)
+	defer cancel()
+	rc, err := dl.Download(dctx, a)
+	if err != nil {
+		return fetched{err: "download: " + scrub(err)}
+	}
+	defer rc.Close()
+	part := rel + ".part"
+	f, err := root.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fetched{err: "write " + rel + ": " + scrub(err)}
+	}
+	n, err := io.Copy(f, io.LimitReader(rc, limit+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		err = errors.New("download: " + scrub(err))
+	case n > limit:
+		err = fmt.Errorf("stopped at the %s", mb)
+	default:
+		err = root.Rename(part, rel)
+	}
+	if err != nil {
+		_ = root.Remove(part)
+		return fetched{err: err.Error()}
+	}
+	return fetched{path: rel}
+}
+
+// safeName makes s usable as one path segment: no separators, no leading
+// dots, bounded length.
+func safeName(s, fallback string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 80 {
+			break
+		}
+	}
+	out := strings.TrimLeft(b.String(), ".")
+	if out == "" {
+		return fallback
+	}
+	return out
+}
+
+var urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"']+`)
+
+// scrub removes URLs from an error before it reaches a log or a prompt:
+// platform file URLs can carry the bot token (Telegram) or a signature.
+func scrub(err error) string { return urlPattern.ReplaceAllString(err.Error(), "[url]") }

@@ -1,0 +1,445 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+// richAdapter is the fake platform with the optional capabilities: its own
+// identity, a message limit, downloads, files and typing.
+type richAdapter struct {
+	*fakeAdapter
+	limit  int
+	typing chan string
+	files  map[string][]byte // attachment ref -> content
+
+	mu       sync.Mutex
+	uploaded []string // "name: content"
+}
+
+func (r *richAdapter) Self() (adapters.JID, bool) { return "test:user/bot", true }
+
+func (r *richAdapter) Limits() adapters.Limits {
+	return adapters.Limits{MaxText: r.limit, TypingEvery: 20 * time.Millisecond}
+}
+
+func (r *richAdapter) Typing(_ context.Context, chat adapters.JID, topic string) error {
+	select {
+	case r.typing <- string(chat) + "#" + topic:
+	default:
+	}
+	return nil
+}
+
+func (r *richAdapter) Download(_ context.Context, a adapters.Attachment) (io.ReadCloser, error) {
+	b, ok := r.files[a.Ref]
+	if !ok {
+		return nil, errors.New("fetch https://files.example/bot123:SECRET/x: not found")
+	}
+	return io.NopCloser(strings.NewReader(string(b))), nil
+}
+
+func (r *richAdapter) SendFile(_ context.Context, m adapters.Outbound, f adapters.File) (string, error) {
+	b, err := io.ReadAll(f.Content)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.uploaded = append(r.uploaded, f.Name+": "+string(b))
+	return fmt.Sprintf("file-%d", len(r.uploaded)), nil
+}
+
+func newRich(limit int) *richAdapter {
+	return &richAdapter{fakeAdapter: newFakeAdapter("test"), limit: limit, typing: make(chan string, 100), files: map[string][]byte{}}
+}
+
+func richHarness(t *testing.T, ra *richAdapter, agent []string, modify func(*Options)) *harness {
+	h := newHarness(t, harnessConfig{agent: agent, noStart: true, modify: func(o *Options) {
+		o.Adapters = []adapters.Adapter{ra}
+		if modify != nil {
+			modify(o)
+		}
+	}})
+	h.fa = ra.fakeAdapter
+	var err error
+	if h.g, err = New(h.opt); err != nil {
+		t.Fatal(err)
+	}
+	h.opt.Adapters = []adapters.Adapter{ra}
+	if h.g, err = New(h.opt); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	return h
+}
+
+func (h *harness) deliver(in adapters.Inbound) int64 {
+	h.t.Helper()
+	if in.Sender == "" && in.Kind != adapters.KindDelete {
+		in.Sender = "test:user/ann"
+	}
+	seq, err := h.g.Deliver(context.Background(), in)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return seq
+}
+
+// Edits update the stored text and the search index, deletes mark the
+// message, and neither starts a turn; redelivering them is harmless.
+func TestEditAndDeleteStartNoTurn(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv, routes: []routing.Route{{Match: map[string]string{"platform": "test"}, Target: "main", Mode: routing.Observe}}})
+	ctx := context.Background()
+	seq := h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "the deploy is broken"})
+	for range 2 {
+		if got := h.deliver(adapters.Inbound{Kind: adapters.KindEdit, Chat: testChat, ID: "m1", Text: "the rollout is fine"}); got != seq {
+			t.Fatalf("edit returned seq %d; want the message's %d", got, seq)
+		}
+	}
+	m, _ := h.st.MessageByID(ctx, testChat, "m1")
+	if m.Text != "the rollout is fine" || m.Edited == 0 {
+		t.Errorf("after the edit: %+v", m)
+	}
+	if hits, _ := h.st.Search(ctx, "deploy", store.SearchOptions{}); len(hits) != 0 {
+		t.Errorf("the old text is still found: %+v", hits)
+	}
+	if hits, _ := h.st.Search(ctx, "rollout", store.SearchOptions{}); len(hits) != 1 {
+		t.Errorf("the new text is not found: %+v", hits)
+	}
+	// An edit of a message never stored is stored as a message.
+	h.deliver(adapters.Inbound{Kind: adapters.KindEdit, Chat: testChat, ID: "m0", Sender: "test:user/bob", Text: "older, edited"})
+	if m, err := h.st.MessageByID(ctx, testChat, "m0"); err != nil || m.Text != "older, edited" {
+		t.Errorf("unknown edit stored as %+v, %v", m, err)
+	}
+	for range 2 {
+		if got := h.deliver(adapters.Inbound{Kind: adapters.KindDelete, Chat: testChat, ID: "m1"}); got != seq {
+			t.Fatalf("delete returned %d", got)
+		}
+	}
+	if got := h.deliver(adapters.Inbound{Kind: adapters.KindDelete, Chat: testChat, ID: "never"}); got != 0 {
+		t.Errorf("delete of an unknown message returned %d", got)
+	}
+	if m, _ := h.st.MessageByID(ctx, testChat, "m1"); !m.Deleted {
+		t.Errorf("not marked deleted: %+v", m)
+	}
+	if p := h.pending(); len(p) != 0 {
+		t.Errorf("edits or deletes queued turns for %v", p)
+	}
+	var work int
+	if err := h.st.Read().QueryRow(`SELECT count(*) FROM work`).Scan(&work); err != nil || work != 1 {
+		t.Errorf("%d work rows (%v); want only the first message's observe row", work, err)
+	}
+}
+
+// A reaction to the bot's own message shows once in the owning folder's
+// next prompt; it never starts a turn by itself. Other bots never trigger.
+func TestReactionsAndOtherBots(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	h := richHarness(t, ra, rec.argv, nil)
+	ctx := context.Background()
+	// The bot's own message, stored by the outbox under its identity.
+	h.send(testChat, "k1", "deployed", "main")
+	h.waitSent(testChat, 1)
+	eventually(t, 5*time.Second, "the bot's message stored", func() bool {
+		_, err := h.st.MessageByID(ctx, testChat, "out-1")
+		return err == nil
+	})
+	if m, _ := h.st.MessageByID(ctx, testChat, "out-1"); m.Sender != "test:user/bot" || !m.FromBot {
+		t.Fatalf("the bot's message stored as %+v; want under its identity", m)
+	}
+	for range 2 {
+		h.deliver(adapters.Inbound{Kind: adapters.KindReaction, Chat: testChat, ID: "out-1", SenderName: "Ann", Reaction: "👍"})
+	}
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "b1", Sender: "test:user/otherbot", Text: "@bot ping", Verb: adapters.VerbMention, OtherBot: true})
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "echo", Sender: "test:user/bot", Text: "echo of my own", Verb: adapters.VerbMention})
+	if p := h.pending(); len(p) != 0 {
+		t.Fatalf("a reaction, another bot or the echo queued a turn: %v", p)
+	}
+	if m, _ := h.st.MessageByID(ctx, testChat, "echo"); !m.FromBot {
+		t.Errorf("the echo from the bot's identity was not recognised: %+v", m)
+	}
+	if rs, _ := h.st.Reactions(ctx, testChat, "out-1"); len(rs) != 1 {
+		t.Errorf("reactions %+v; want one", rs)
+	}
+	h.post(testChat, "m1", "thanks")
+	h.waitSent(testChat, 2)
+	h.post(testChat, "m2", "again")
+	h.waitSent(testChat, 3)
+	ps := rec.prompts(t)
+	want := `<reaction chat="test:room/1" message_id="out-1" sender="test:user/ann" name="Ann" emoji="👍"`
+	if len(ps) != 2 || strings.Count(ps[0], want) != 1 || strings.Contains(ps[1], "<reaction") {
+		t.Fatalf("prompts %q; want the reaction once, in the first", ps)
+	}
+	if strings.Contains(ps[0], `id="b1"`) && !strings.Contains(ps[0], `other_bot="true"`) {
+		t.Errorf("another bot's message shown unmarked:\n%s", ps[0])
+	}
+}
+
+// Garbage from an adapter is refused with a clear error naming what is
+// wrong, and nothing stored changes.
+func TestDeliverRefusesGarbage(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok")})
+	h.post(testChat, "keep", "stored before")
+	for _, tc := range []struct {
+		name string
+		in   adapters.Inbound
+		want string
+	}{
+		{"empty id", adapters.Inbound{Chat: testChat, Sender: "test:user/a", Text: "x"}, "message id"},
+		{"bad chat", adapters.Inbound{Chat: "not a jid", ID: "1", Sender: "test:user/a"}, "chat"},
+		{"bad sender", adapters.Inbound{Chat: testChat, ID: "2", Sender: "https://x", Text: "x"}, "sender"},
+		{"10 MB text", adapters.Inbound{Chat: testChat, ID: "3", Sender: "test:user/a", Text: strings.Repeat("a", 10<<20)}, "10485760 bytes"},
+		{"invalid utf-8", adapters.Inbound{Chat: testChat, ID: "4", Sender: "test:user/a", Text: "ok\xffno"}, "not valid UTF-8 (byte 2)"},
+		{"unknown kind", adapters.Inbound{Kind: "poke", Chat: testChat, ID: "5", Sender: "test:user/a"}, `unknown kind "poke"`},
+		{"reaction without emoji", adapters.Inbound{Kind: adapters.KindReaction, Chat: testChat, ID: "keep", Sender: "test:user/a"}, "emoji"},
+		{"edit overwriting with garbage", adapters.Inbound{Kind: adapters.KindEdit, Chat: testChat, ID: "keep", Text: "\xc3"}, "UTF-8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.g.Deliver(context.Background(), tc.in)
+			if !errors.Is(err, adapters.ErrBadMessage) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Deliver: %v; want ErrBadMessage mentioning %q", err, tc.want)
+			}
+		})
+	}
+	if m, err := h.st.MessageByID(context.Background(), testChat, "keep"); err != nil || m.Text != "stored before" {
+		t.Errorf("the stored message changed: %+v, %v", m, err)
+	}
+	var n int
+	if err := h.st.Read().QueryRow(`SELECT count(*) FROM messages WHERE from_bot = 0`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d user messages stored (%v); want only the first", n, err)
+	}
+}
+
+// Backfilled messages are stored once; only those younger than ten minutes
+// trigger, older ones are context for the next turn.
+func TestBackfillTriggersOnlyRecent(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	old := adapters.Inbound{Chat: testChat, ID: "old", Text: "from an hour ago", Time: time.Now().Add(-time.Hour), Backfilled: true, Verb: adapters.VerbMention}
+	h.deliver(old)
+	if p := h.pending(); len(p) != 0 {
+		t.Fatalf("an old backfilled message queued a turn: %v", p)
+	}
+	recent := adapters.Inbound{Chat: testChat, ID: "new", Text: "from a minute ago", Time: time.Now().Add(-time.Minute), Backfilled: true, Verb: adapters.VerbMention}
+	h.deliver(recent)
+	h.deliver(recent) // backfilled again after another reconnect
+	h.waitSent(testChat, 1)
+	ps := rec.prompts(t)
+	if len(ps) != 1 || !strings.Contains(ps[0], "<observed>") || !strings.Contains(ps[0], `id="old"`) || !strings.Contains(ps[0], `id="new"`) {
+		t.Fatalf("prompts %q; want one turn for the recent message with the old one observed", ps)
+	}
+	h.post(testChat, "after", "next")
+	h.waitSent(testChat, 2)
+	if n := len(rec.prompts(t)); n != 2 {
+		t.Errorf("%d turns; the duplicate backfill was answered again", n)
+	}
+}
+
+// Attachments are downloaded into the folder's inbox before the turn and
+// listed by path; one over the cap, or one that fails, is listed with the
+// reason, and no URL (token) reaches the prompt.
+func TestAttachmentsDownloadedBeforeTurn(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["ref-photo"] = []byte("PNGDATA")
+	ra.files["ref-big"] = []byte(strings.Repeat("x", 2000))
+	h := richHarness(t, ra, rec.argv, func(o *Options) { o.MaxDownload = 1000 })
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m/1", Text: "see", Verb: adapters.VerbMention, Time: when, Attachments: []adapters.Attachment{
+		{Name: "../cat.png", MIME: "image/png", Size: 7, Ref: "ref-photo"},
+		{Name: "big.bin", Ref: "ref-big"},
+		{Name: "gone.txt", Ref: "ref-missing"},
+	}})
+	h.waitSent(testChat, 1)
+	p := rec.prompts(t)[0]
+	if !strings.Contains(p, `<attachment path="inbox/2026-11-24/m_1-_cat.png" name="../cat.png" mime="image/png" size="7"/>`) {
+		t.Errorf("photo not listed by path:\n%s", p)
+	}
+	b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "m_1-_cat.png"))
+	if err != nil || string(b) != "PNGDATA" {
+		t.Errorf("downloaded file: %q, %v", b, err)
+	}
+	if !strings.Contains(p, `name="big.bin" mime="" size="0" error="stopped at the 1000-byte cap`) {
+		t.Errorf("the oversized file is not reported:\n%s", p)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "m_1-big.bin")); !os.IsNotExist(err) {
+		t.Errorf("the oversized file was kept: %v", err)
+	}
+	if !strings.Contains(p, `name="gone.txt"`) || strings.Contains(p, "SECRET") || strings.Contains(p, "files.example") {
+		t.Errorf("the failed download leaks its URL or is missing:\n%s", p)
+	}
+}
+
+// A long reply goes out as ordered parts within the platform's limit; when
+// a part fails, the retry resumes after the parts already sent.
+func TestOutboxSplitsAndResumes(t *testing.T) {
+	ra := newRich(40)
+	h := richHarness(t, ra, agentScript(t, "echo ok"), nil)
+	text := strings.Repeat("alpha beta gamma delta ", 8) // 184 bytes
+	ra.setFail(func(m adapters.Outbound, attempt int) error {
+		if strings.HasSuffix(m.Key, "/3") && attempt == 1 {
+			return errors.New("502 bad gateway")
+		}
+		return nil
+	})
+	h.send(testChat, "long", text, "main")
+	eventually(t, 20*time.Second, "the long reply sent", func() bool { return h.outboxItem("long").Status == "sent" })
+	sent := ra.sentTo(testChat)
+	var words []string
+	seen := map[string]bool{}
+	for _, s := range sent {
+		if adapters.UTF16Len(s.Text) > 40 {
+			t.Errorf("part %q is longer than the limit", s.Text)
+		}
+		if seen[s.Key] {
+			t.Errorf("part %s sent twice", s.Key)
+		}
+		seen[s.Key] = true
+		words = append(words, strings.Fields(s.Text)...)
+	}
+	if strings.Join(words, " ") != strings.TrimSpace(text) {
+		t.Errorf("parts reassemble to %q", strings.Join(words, " "))
+	}
+	if it := h.outboxItem("long"); it.PlatformID != sent[0].ID {
+		t.Errorf("the reply's id is %q; want the first part's %q", it.PlatformID, sent[0].ID)
+	}
+}
+
+// send_file goes through the outbox: the adapter receives the open file,
+// and a FIFO in the folder is refused without blocking.
+func TestSendFileThroughOutbox(t *testing.T) {
+	ra := newRich(0)
+	h := richHarness(t, ra, agentScript(t, "echo ok"), nil)
+	dir := filepath.Join(h.dir, "groups", "main")
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte("all green"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := h.g.Send(ctx, SendRequest{Chat: testChat, File: "report.txt", Text: "today", Folder: "main", Key: "f1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.g.Send(ctx, SendRequest{Chat: testChat, File: "pipe", Folder: "main", Key: "f2"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "both files settled", func() bool {
+		return h.outboxItem("f1").Status == "sent" && h.outboxItem("f2").Status == "failed"
+	})
+	if it := h.outboxItem("f2"); !strings.Contains(it.Error, "not a regular file") {
+		t.Errorf("FIFO failed with %q", it.Error)
+	}
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if len(ra.uploaded) != 1 || ra.uploaded[0] != "report.txt: all green" {
+		t.Errorf("uploaded %q", ra.uploaded)
+	}
+	if m, err := h.st.MessageByID(ctx, testChat, "file-1"); err != nil || len(m.Attachments) != 1 || m.Text != "today" {
+		t.Errorf("the bot's file message stored as %+v, %v", m, err)
+	}
+}
+
+// The typing indicator runs, refreshed, while a chat's turn runs.
+func TestTypingWhileTurnRuns(t *testing.T) {
+	ra := newRich(0)
+	release := filepath.Join(t.TempDir(), "release")
+	h := richHarness(t, ra, agentScript(t, `while [ ! -e `+release+` ]; do sleep 0.01; done; echo done`), nil)
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "hi", Topic: "t9", Verb: adapters.VerbMention})
+	for range 3 { // the first call and two refreshes
+		select {
+		case got := <-ra.typing:
+			if got != testChat+"#t9" {
+				t.Fatalf("typing in %q", got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no typing indicator while the turn runs")
+		}
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.waitSent(testChat, 1)
+}
+
+// flakyAdapter fails its first runs, then connects; badToken refuses at once.
+type flakyAdapter struct {
+	name     string
+	failures int
+	badToken bool
+	mu       sync.Mutex
+	runs     int
+}
+
+func (f *flakyAdapter) Name() string { return f.name }
+func (f *flakyAdapter) Send(context.Context, adapters.Outbound) (string, error) {
+	return "", errors.New("offline")
+}
+func (f *flakyAdapter) Run(ctx context.Context, host adapters.Host) error {
+	f.mu.Lock()
+	f.runs++
+	n := f.runs
+	f.mu.Unlock()
+	if f.badToken {
+		return fmt.Errorf("adapters.%s.token: 401: %w", f.name, adapters.ErrBadToken)
+	}
+	if n <= f.failures {
+		return fmt.Errorf("connection reset (run %d)", n)
+	}
+	host.SetState(adapters.StateConnected, nil)
+	<-ctx.Done()
+	return nil
+}
+
+// An adapter that fails after start is restarted with backoff while the
+// others keep working; a bad token at start stops the gateway with it.
+func TestAdapterSupervision(t *testing.T) {
+	flaky := &flakyAdapter{name: "flaky", failures: 3}
+	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"), modify: func(o *Options) {
+		o.Adapters = append(o.Adapters, flaky)
+		o.RestartBackoff = [2]time.Duration{time.Millisecond, 4 * time.Millisecond}
+	}})
+	eventually(t, 10*time.Second, "the flaky adapter connected", func() bool {
+		return h.g.AdapterStates()["flaky"].State == adapters.StateConnected
+	})
+	flaky.mu.Lock()
+	runs := flaky.runs
+	flaky.mu.Unlock()
+	if runs != 4 {
+		t.Errorf("Run called %d times; want 3 failures and a success", runs)
+	}
+	h.post(testChat, "m1", "still here")
+	h.waitSent(testChat, 1)
+
+	ctx := context.Background()
+	bad := &flakyAdapter{name: "bad", badToken: true}
+	g, err := New(Options{Store: h.st, Adapters: []adapters.Adapter{bad}, DataDir: t.TempDir(), Operator: "root",
+		Agent: AgentSpec{Command: []string{"true"}}, Exe: "switchboard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	err = g.Run(ctx)
+	if !errors.Is(err, adapters.ErrBadToken) || !strings.Contains(err.Error(), "adapters.bad.token") {
+		t.Fatalf("Run with a bad token: %v", err)
+	}
+	if st := g.AdapterStates()["bad"]; st.State != adapters.StateFailed || st.Err == "" {
+		t.Errorf("state %+v; want failed with the error", st)
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package gateway
+
+import "log/slog"
+
+// killLeftovers is Linux-only (it reads /proc).
+func killLeftovers(string, *slog.Logger) int { return 0 }

@@ -1,0 +1,46 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"switchboard/adapters"
+)
+
+// typing shows the chat's typing indicator while a turn runs, repeated as
+// often as the platform needs (Limits.TypingEvery), for adapters that have
+// one. The returned stop ends it and waits for the refresher to exit.
+func (g *Gateway) typing(ctx context.Context, chat, topic string) (stop func()) {
+	jid := adapters.JID(chat)
+	t, ok := g.adapters[jid.Platform()].(adapters.Typer)
+	if !ok {
+		return func() {}
+	}
+	var every time.Duration
+	if l, ok := t.(adapters.Limiter); ok {
+		every = l.Limits().TypingEvery
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)
+			if err := t.Typing(tctx, jid, topic); err != nil && ctx.Err() == nil {
+				g.log.Debug("typing indicator", "jid", chat, "err", err)
+			}
+			tcancel()
+			if every <= 0 {
+				return
+			}
+			tm := time.NewTimer(every)
+			select {
+			case <-ctx.Done():
+				tm.Stop()
+				return
+			case <-tm.C:
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
