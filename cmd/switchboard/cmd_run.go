@@ -16,6 +16,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/adapters/discord"
+	"switchboard/adapters/slack"
 	"switchboard/adapters/telegram"
 	"switchboard/adapters/web"
 	"switchboard/gateway"
@@ -200,10 +201,9 @@ func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
 	if c.Discord.Enabled {
 		list = append(list, discord.New(discord.Options{Token: string(c.Discord.Token), APIURL: c.Discord.APIURL, Logger: a.log}))
 	}
-	for name, on := range map[string]bool{"slack": c.Slack.Enabled} {
-		if on {
-			return nil, fmt.Errorf("adapters.%s: this build has no %s adapter yet; set adapters.%s.enabled: false", name, name, name)
-		}
+	if c.Slack.Enabled {
+		list = append(list, slack.New(slack.Options{BotToken: string(c.Slack.BotToken), AppToken: string(c.Slack.AppToken),
+			Mode: c.Slack.Mode, SigningSecret: string(c.Slack.SigningSecret), Listen: c.Slack.Listen, APIURL: c.Slack.APIURL, Logger: a.log}))
 	}
 	if len(list) == 0 {
 		return nil, errors.New("no adapter is enabled; enable adapters.web (or another adapter) in the config")

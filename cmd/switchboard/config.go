@@ -405,8 +405,16 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 		if a.Slack.Mode == "socket" && a.Slack.AppToken == "" {
 			bad("adapters.slack.app_token", "empty; socket mode needs an app-level token (SLACK_APP_TOKEN)")
 		}
-		if a.Slack.Mode == "events" && (a.Slack.SigningSecret == "" || a.Slack.Listen == "") {
-			bad("adapters.slack", "events mode needs signing_secret and listen")
+		if a.Slack.Mode == "events" && a.Slack.SigningSecret == "" {
+			bad("adapters.slack.signing_secret", "empty; events mode verifies every request with the app's signing secret (SLACK_SIGNING_SECRET)")
+		}
+		if a.Slack.Mode == "events" {
+			if _, _, err := net.SplitHostPort(a.Slack.Listen); err != nil {
+				bad("adapters.slack.listen", "%q is not host:port, e.g. 127.0.0.1:3000 (events mode serves POST /slack/events there)", a.Slack.Listen)
+			}
+		}
+		if a.Slack.APIURL != "" && !strings.HasSuffix(a.Slack.APIURL, "/") {
+			bad("adapters.slack.api_url", "%q: the Web API base ends with a slash, e.g. http://host:port/api/", a.Slack.APIURL)
 		}
 	}
 }

@@ -1,0 +1,264 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"switchboard/adapters"
+	"switchboard/adapters/markdown"
+)
+
+// threadOf is where a message goes: the topic's thread, else (a reply) the
+// thread of the replied message, which starts one under it. In a DM a reply
+// to a top-level message stays in the conversation: a DM is one
+// conversation already, and answers hidden in threads would be missed.
+func threadOf(m adapters.Outbound, kind string) string {
+	if m.Topic != "" || kind == "dm" {
+		return m.Topic
+	}
+	return m.ReplyTo
+}
+
+// Send posts one part, rendered to mrkdwn, in its thread.
+func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+	channel, kind, err := channelOf(m.Chat)
+	if err != nil {
+		return "", err
+	}
+	post := func(opts ...slack.MsgOption) (string, error) {
+		if ts := threadOf(m, kind); ts != "" {
+			opts = append(opts, slack.MsgOptionTS(ts))
+		}
+		if err := a.tiers.wait(ctx, "chat.postMessage", channel); err != nil {
+			return "", err
+		}
+		_, ts, err := a.api.PostMessageContext(ctx, channel, opts...)
+		return ts, err
+	}
+	ts, err := post(slack.MsgOptionText(markdown.SlackMrkdwn(m.Text), false))
+	if isFormatError(err) {
+		ts, err = post(slack.MsgOptionText(markdown.Plain(m.Text), false), slack.MsgOptionDisableMarkdown())
+	}
+	return ts, classify("send", m.Chat, err)
+}
+
+// isFormatError: Slack refused the message's markup.
+func isFormatError(err error) bool {
+	var se slack.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Err {
+	case "invalid_blocks", "invalid_blocks_format", "invalid_attachments", "markdown_text_conflict":
+		return true
+	}
+	return false
+}
+
+// Edit replaces a bot message's text (chat.update).
+func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string) error {
+	channel, _, err := channelOf(ref.Chat)
+	if err != nil {
+		return err
+	}
+	if err := a.tiers.wait(ctx, "chat.update", channel); err != nil {
+		return err
+	}
+	_, _, _, err = a.api.UpdateMessageContext(ctx, channel, ref.ID, slack.MsgOptionText(markdown.SlackMrkdwn(text), false))
+	if isFormatError(err) {
+		_, _, _, err = a.api.UpdateMessageContext(ctx, channel, ref.ID, slack.MsgOptionText(markdown.Plain(text), false))
+	}
+	return classify("edit", ref.Chat, err)
+}
+
+// Delete deletes a message (chat.delete).
+func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
+	channel, _, err := channelOf(ref.Chat)
+	if err != nil {
+		return err
+	}
+	if err := a.tiers.wait(ctx, "chat.delete", channel); err != nil {
+		return err
+	}
+	_, _, err = a.api.DeleteMessageContext(ctx, channel, ref.ID)
+	return classify("delete", ref.Chat, err)
+}
+
+// React adds an emoji by name (reactions.add); ":thumbsup:" and "thumbsup"
+// are the same. Reacting twice is not an error.
+func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction string) error {
+	channel, _, err := channelOf(ref.Chat)
+	if err != nil {
+		return err
+	}
+	name := strings.Trim(strings.TrimSpace(reaction), ":")
+	if name == "" {
+		return fmt.Errorf("%w: slack like: empty emoji name", adapters.ErrPermanent)
+	}
+	if err := a.tiers.wait(ctx, "reactions.add", channel); err != nil {
+		return err
+	}
+	err = a.api.AddReactionContext(ctx, name, slack.NewRefToMessage(channel, ref.ID))
+	if isCode(err, "already_reacted") {
+		err = nil
+	}
+	return classify("like", ref.Chat, err)
+}
+
+// Pin pins a message (pins.add); pinning twice is not an error.
+func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
+	channel, _, err := channelOf(ref.Chat)
+	if err != nil {
+		return err
+	}
+	if err := a.tiers.wait(ctx, "pins.add", channel); err != nil {
+		return err
+	}
+	err = a.api.AddPinContext(ctx, channel, slack.NewRefToMessage(channel, ref.ID))
+	if isCode(err, "already_pinned") {
+		err = nil
+	}
+	return classify("pin", ref.Chat, err)
+}
+
+// Unpin unpins a message (pins.remove); a message not pinned is not an error.
+func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
+	channel, _, err := channelOf(ref.Chat)
+	if err != nil {
+		return err
+	}
+	if err := a.tiers.wait(ctx, "pins.remove", channel); err != nil {
+		return err
+	}
+	err = a.api.RemovePinContext(ctx, channel, slack.NewRefToMessage(channel, ref.ID))
+	if isCode(err, "no_pin") {
+		err = nil
+	}
+	return classify("unpin", ref.Chat, err)
+}
+
+func isCode(err error, code string) bool {
+	var se slack.SlackErrorResponse
+	return errors.As(err, &se) && se.Err == code
+}
+
+// SendFile uploads through the external upload flow
+// (files.getUploadURLExternal, the upload, files.completeUploadExternal)
+// into the chat and thread, with the caption as its comment. It returns the
+// ts of the message that shares the file (from files.info), or the file id
+// when Slack has not shared it yet (sharing is asynchronous).
+func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (string, error) {
+	channel, kind, err := channelOf(m.Chat)
+	if err != nil {
+		return "", err
+	}
+	if f.Size <= 0 {
+		return "", fmt.Errorf("%w: slack send_file %s: Slack refuses empty files", adapters.ErrPermanent, f.Name)
+	}
+	p := slack.UploadFileParameters{Filename: f.Name, Title: f.Name, FileSize: int(f.Size), Reader: f.Content,
+		Channel: channel, ThreadTimestamp: threadOf(m, kind)}
+	if strings.TrimSpace(m.Text) != "" {
+		p.InitialComment = markdown.SlackMrkdwn(m.Text)
+	}
+	if err := a.tiers.wait(ctx, "files.getUploadURLExternal", channel); err != nil {
+		return "", err
+	}
+	if err := a.tiers.wait(ctx, "files.completeUploadExternal", channel); err != nil {
+		return "", err
+	}
+	sum, err := a.api.UploadFileContext(ctx, p)
+	if err != nil {
+		return "", classify("send_file", m.Chat, err)
+	}
+	return a.shareTS(ctx, sum.ID, channel), nil
+}
+
+// shareTS finds the message that shared file in channel: a few quick looks
+// at files.info, then the file id.
+func (a *Adapter) shareTS(ctx context.Context, file, channel string) string {
+	for try := range 3 {
+		if try > 0 {
+			t := time.NewTimer(time.Duration(try) * 300 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return file
+			case <-t.C:
+			}
+		}
+		if a.tiers.wait(ctx, "files.info", "") != nil {
+			return file
+		}
+		f, _, _, err := a.api.GetFileInfoContext(ctx, file, 0, 0)
+		if err != nil {
+			return file
+		}
+		for _, shares := range []map[string][]slack.ShareFileInfo{f.Shares.Public, f.Shares.Private} {
+			if s := shares[channel]; len(s) > 0 && s[0].Ts != "" {
+				return s[0].Ts
+			}
+		}
+	}
+	return file
+}
+
+// Download fetches an attachment: files.info gives the private download URL,
+// fetched with the bot token in the Authorization header (never in the ref).
+func (a *Adapter) Download(ctx context.Context, att adapters.Attachment) (io.ReadCloser, error) {
+	if err := a.tiers.wait(ctx, "files.info", ""); err != nil {
+		return nil, err
+	}
+	f, _, _, err := a.api.GetFileInfoContext(ctx, att.Ref, 0, 0)
+	if err != nil {
+		return nil, classify("download", adapters.JID("slack:file/"+att.Ref), err)
+	}
+	u := f.URLPrivateDownload
+	if u == "" {
+		u = f.URLPrivate
+	}
+	if !a.mayReceiveToken(u) {
+		return nil, fmt.Errorf("%w: slack download %s: the file's URL is not on Slack: refusing to send the token there", adapters.ErrPermanent, att.Ref)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("slack download %s: %w", att.Ref, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.opt.BotToken)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("slack download %s: %w", att.Ref, errors.Unwrap(err)) // the URL stays out
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			return nil, classify("download", "", &slack.RateLimitedError{RetryAfter: retryAfter(resp)})
+		}
+		return nil, fmt.Errorf("slack download %s: status %d", att.Ref, resp.StatusCode)
+	}
+	return resp.Body, nil
+}
+
+// mayReceiveToken: https on a Slack domain, or the configured API host.
+func (a *Adapter) mayReceiveToken(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	if u.Scheme == "https" && (h == "slack.com" || strings.HasSuffix(h, ".slack.com")) {
+		return true
+	}
+	if a.opt.APIURL == "" {
+		return false
+	}
+	api, err := url.Parse(a.opt.APIURL)
+	return err == nil && api.Scheme == u.Scheme && strings.EqualFold(api.Host, u.Host)
+}

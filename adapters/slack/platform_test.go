@@ -1,0 +1,138 @@
+package slack_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/slack"
+	"switchboard/adapters/slack/slackfake"
+)
+
+// platform is adaptertest.Platform over the fake Slack, in one mode.
+type platform struct {
+	s      *slackfake.Server
+	mode   string
+	thread string
+	a      *slack.Adapter
+}
+
+func newPlatform(mode string) func(t *testing.T) adaptertest.Platform {
+	return func(t *testing.T) adaptertest.Platform {
+		s := slackfake.New()
+		t.Cleanup(s.Close)
+		p := &platform{s: s, mode: mode}
+		p.thread = s.AddMessage("C1", "U2", "a thread starts here", "")
+		return p
+	}
+}
+
+func newAdapter(s *slackfake.Server, mode string) *slack.Adapter {
+	return slack.New(slack.Options{BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, Mode: mode,
+		SigningSecret: slackfake.Secret, Listen: "127.0.0.1:0", APIURL: s.APIURL(), PingInterval: 10 * time.Second,
+		PostInterval: 10 * time.Millisecond}) // the pacing itself: TestTiersBurstThenPace
+}
+
+func (p *platform) NewAdapter(t *testing.T) adapters.Adapter {
+	p.a = newAdapter(p.s, p.mode)
+	return p.a
+}
+
+func (p *platform) emitter(t *testing.T) {
+	if p.mode == slack.ModeEvents && p.s.EventsURL == "" {
+		p.s.EventsURL = "http://" + p.a.Addr().String() + slack.EventsPath
+	}
+}
+
+func (p *platform) Group() (adapters.JID, string) { return "slack:T1/channel/C1", p.thread }
+func (p *platform) DM() adapters.JID              { return "slack:T1/dm/D1" }
+
+func channel(chat adapters.JID) string { return chat.Room()[strings.LastIndex(chat.Room(), "/")+1:] }
+
+func (p *platform) UserPosts(t *testing.T, post adaptertest.Post) string {
+	t.Helper()
+	p.emitter(t)
+	text := post.Text
+	if post.Mention {
+		text = "<@" + slackfake.BotUser + "> " + text
+	}
+	fp := slackfake.Post{Channel: channel(post.Chat), User: "U1", Text: text, ThreadTS: post.Topic, Mention: post.Mention}
+	if fp.ThreadTS == "" {
+		fp.ThreadTS = post.ReplyTo
+	}
+	if post.Attachment != nil {
+		fp.File = &slackfake.File{Name: post.AttachmentName, MIME: "application/octet-stream", Data: post.Attachment}
+	}
+	ts, err := p.s.UserPost(fp)
+	if err != nil {
+		t.Fatalf("user posts: %v", err)
+	}
+	return ts
+}
+
+func (p *platform) UserEdits(t *testing.T, chat adapters.JID, id, text string) bool {
+	p.emitter(t)
+	if err := p.s.UserEdits(channel(chat), id, text); err != nil {
+		t.Fatalf("user edits: %v", err)
+	}
+	return true
+}
+
+func (p *platform) UserDeletes(t *testing.T, chat adapters.JID, id string) bool {
+	p.emitter(t)
+	if err := p.s.UserDeletes(channel(chat), id); err != nil {
+		t.Fatalf("user deletes: %v", err)
+	}
+	return true
+}
+
+func (p *platform) UserReacts(t *testing.T, chat adapters.JID, id, emoji string) bool {
+	p.emitter(t)
+	if err := p.s.UserReacts(channel(chat), id, "U1", emoji); err != nil {
+		t.Fatalf("user reacts: %v", err)
+	}
+	return true
+}
+
+// shown is how Slack displays mrkdwn: markers gone, links as their label.
+func shown(mrkdwn string) string {
+	s := linkRe.ReplaceAllString(mrkdwn, "$2")
+	s = italicRe.ReplaceAllString(s, "$1$2$3")
+	s = strings.NewReplacer("*", "", "~", "", "`", "").Replace(s)
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
+
+func (p *platform) BotMessages(chat adapters.JID) []adaptertest.Message {
+	var out []adaptertest.Message
+	for _, m := range p.s.Messages(channel(chat)) {
+		if m.User != slackfake.BotUser {
+			continue
+		}
+		bm := adaptertest.Message{ID: m.TS, Text: shown(m.Text), Raw: m.Text, Topic: m.ThreadTS, Deleted: m.Deleted,
+			Pinned: m.Pinned, Reactions: m.Reactions}
+		if len(m.Files) > 0 {
+			bm.File, bm.FileData = m.Files[0].Name, m.Files[0].Data
+		}
+		out = append(out, bm)
+	}
+	return out
+}
+
+func (p *platform) RateLimit(wait time.Duration) { p.s.RateLimit(wait) }
+func (p *platform) RejectFormatting()            { p.s.RejectFormatting() }
+func (p *platform) Disconnect() {
+	if p.mode == slack.ModeSocket {
+		p.s.Disconnect()
+	}
+}
+
+func TestConformanceSocketMode(t *testing.T) { adaptertest.Run(t, newPlatform(slack.ModeSocket)) }
+func TestConformanceEventsAPI(t *testing.T)  { adaptertest.Run(t, newPlatform(slack.ModeEvents)) }
+
+var (
+	linkRe   = regexp.MustCompile(`<([^|>]+)\|([^>]*)>`)
+	italicRe = regexp.MustCompile(`(^|\W)_([^_]+)_(\W|$)`)
+)

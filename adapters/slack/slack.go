@@ -1,0 +1,357 @@
+// Package slack is the Slack adapter: it receives events through Socket Mode
+// (default) or the Events API over HTTP (signature-checked), normalizes them
+// into adapters.Inbound (slack:<team>/channel|dm|group/<id> chats, thread_ts
+// as the topic, Slack markup rendered readably), acknowledges an event only
+// after the gateway stored it, backfills routed chats after downtime, and
+// implements the messaging verbs over the Web API (github.com/slack-go/slack).
+//
+// A group DM (Slack's mpim) is a `group`: several people talk there, so the
+// bot answers when mentioned, as in a private channel; only a one-to-one DM
+// (im) is a `dm`, where every message is a mention.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"switchboard/adapters"
+)
+
+// Modes of receiving events.
+const (
+	ModeSocket = "socket"
+	ModeEvents = "events"
+)
+
+// MaxText is the longest part sent: Slack shows up to 4,000 characters of a
+// message's text comfortably and truncates at 40,000; the mrkdwn rendering
+// of 4,000 UTF-16 units of Markdown stays far below the hard limit even when
+// links expand.
+const MaxText = 4000
+
+// seenTTL is how long an Events API event id is remembered: Slack retries a
+// failed delivery three times within about five minutes.
+const seenTTL = 24 * time.Hour
+
+// Options configure the adapter.
+type Options struct {
+	BotToken      string // xoxb-...: the Web API
+	AppToken      string // xapp-...: Socket Mode only
+	Mode          string // ModeSocket (default) or ModeEvents
+	SigningSecret string // ModeEvents: verifies requests
+	Listen        string // ModeEvents: host:port serving POST /slack/events
+	APIURL        string // Web API base with a trailing slash; "" for Slack's
+	Logger        *slog.Logger
+	// PostInterval paces chat.postMessage per channel after a burst of
+	// five (0: Slack's one message per second).
+	PostInterval time.Duration
+	// PingInterval is how long Socket Mode waits for Slack's websocket
+	// ping before it reconnects (0: slack-go's 30s).
+	PingInterval time.Duration
+}
+
+// Adapter is the Slack adapter.
+type Adapter struct {
+	opt Options
+	api *slack.Client
+	log *slog.Logger
+
+	mu      sync.Mutex
+	botUser string // the bot's user id (auth.test user_id)
+	botID   string // the bot's bot id (B...)
+	team    string
+	ready   bool
+	addr    net.Addr // events mode: the bound listener
+
+	users cache // user id → display name
+	chans cache // channel id → kind "|" name
+
+	backfilling sync.Mutex
+	bg          sync.WaitGroup // backfills in flight
+	tiers       tiers
+}
+
+var (
+	_ adapters.Adapter        = (*Adapter)(nil)
+	_ adapters.Identity       = (*Adapter)(nil)
+	_ adapters.Limiter        = (*Adapter)(nil)
+	_ adapters.Editor         = (*Adapter)(nil)
+	_ adapters.Deleter        = (*Adapter)(nil)
+	_ adapters.Reactor        = (*Adapter)(nil)
+	_ adapters.Pinner         = (*Adapter)(nil)
+	_ adapters.FileSender     = (*Adapter)(nil)
+	_ adapters.Downloader     = (*Adapter)(nil)
+	_ adapters.HistoryFetcher = (*Adapter)(nil)
+)
+
+// New returns a Slack adapter; it connects in Run.
+func New(opt Options) *Adapter {
+	if opt.Mode == "" {
+		opt.Mode = ModeSocket
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts := []slack.Option{}
+	if opt.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(opt.APIURL))
+	}
+	if opt.AppToken != "" {
+		opts = append(opts, slack.OptionAppLevelToken(opt.AppToken))
+	}
+	return &Adapter{opt: opt, api: slack.New(opt.BotToken, opts...), log: opt.Logger.With("adapter", "slack"),
+		tiers: tiers{postEvery: opt.PostInterval}}
+}
+
+// Name is "slack".
+func (a *Adapter) Name() string { return "slack" }
+
+// Self is the bot's sender JID, known after auth.test.
+func (a *Adapter) Self() (adapters.JID, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.ready {
+		return "", false
+	}
+	return userJID(a.team, a.botUser), true
+}
+
+// Limits: 4,000 units of Markdown per message, rendered to mrkdwn.
+func (a *Adapter) Limits() adapters.Limits {
+	return adapters.Limits{MaxText: MaxText, Format: adapters.FormatMrkdwn}
+}
+
+// Addr is the bound address of the Events API listener (nil before Run
+// listens or in socket mode).
+func (a *Adapter) Addr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.addr
+}
+
+func (a *Adapter) identity() (team, user, bot string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.team, a.botUser, a.botID
+}
+
+// Run authenticates the bot token, then receives events in the configured
+// mode until ctx is cancelled.
+func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
+	host.SetState(adapters.StateConnecting, nil)
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		err := a.authenticate(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, adapters.ErrBadToken) {
+			host.SetState(adapters.StateFailed, err)
+			return err
+		}
+		// Slack unreachable or rate limited: not the operator's fault.
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) {
+			wait = max(wait, rl.RetryAfter)
+		}
+		host.SetState(adapters.StateBackingOff, err)
+		a.log.Warn("slack auth.test failed; retrying", "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+	if a.opt.Mode == ModeEvents {
+		return a.runEvents(ctx, host)
+	}
+	return a.runSocket(ctx, host)
+}
+
+// authenticate calls auth.test with the bot token and records the identity.
+func (a *Adapter) authenticate(ctx context.Context) error {
+	res, err := a.api.AuthTestContext(ctx)
+	if err != nil {
+		if isAuthError(err) {
+			return fmt.Errorf("adapters.slack.bot_token: %w: auth.test: %v", adapters.ErrBadToken, err)
+		}
+		return fmt.Errorf("slack auth.test: %w", err)
+	}
+	a.mu.Lock()
+	a.botUser, a.botID, a.team, a.ready = res.UserID, res.BotID, res.TeamID, true
+	a.mu.Unlock()
+	a.log.Info("slack authenticated", "team", res.TeamID, "bot_user", res.UserID, "mode", a.opt.Mode)
+	return nil
+}
+
+func isAuthError(err error) bool {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		err = se
+	}
+	switch err.Error() {
+	case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type":
+		return true
+	}
+	return false
+}
+
+// runBackfill walks the routed chats once; concurrent calls skip while one runs.
+func (a *Adapter) runBackfill(ctx context.Context, host adapters.Host) {
+	if !a.backfilling.TryLock() {
+		return
+	}
+	defer a.backfilling.Unlock()
+	n, err := adapters.Backfill(ctx, host, patientFetcher{a}, time.Now())
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("slack backfill incomplete", "delivered", n, "err", err)
+		return
+	}
+	if n > 0 {
+		a.log.Info("slack backfill", "delivered", n)
+	}
+}
+
+// patientFetcher waits out rate limits during backfill (a few times) instead
+// of giving up on the chat.
+type patientFetcher struct{ a *Adapter }
+
+func (p patientFetcher) FetchHistory(ctx context.Context, chat adapters.JID, q adapters.HistoryQuery) ([]adapters.Inbound, error) {
+	for try := 0; ; try++ {
+		msgs, err := p.a.FetchHistory(ctx, chat, q)
+		var ra *adapters.RetryAfterError
+		if err == nil || !errors.As(err, &ra) || try == 3 {
+			return msgs, err
+		}
+		t := time.NewTimer(ra.Wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// JIDs.
+
+func userJID(team, user string) adapters.JID {
+	return adapters.JID("slack:" + team + "/user/" + user)
+}
+
+func chatJID(team, kind, id string) adapters.JID {
+	return adapters.JID("slack:" + team + "/" + kind + "/" + id)
+}
+
+// channelOf returns the Slack conversation id and kind of a chat JID.
+func channelOf(chat adapters.JID) (id, kind string, err error) {
+	parts := strings.Split(chat.Room(), "/")
+	if chat.Platform() != "slack" || len(parts) != 3 || parts[2] == "" {
+		return "", "", fmt.Errorf("%w: %s is not a slack:<team>/channel|dm|group/<id> chat", adapters.ErrPermanent, chat)
+	}
+	switch parts[1] {
+	case "channel", "dm", "group":
+	default:
+		return "", "", fmt.Errorf("%w: %s: kind %q is not channel, dm or group", adapters.ErrPermanent, chat, parts[1])
+	}
+	return parts[2], parts[1], nil
+}
+
+// kindOf maps an event's channel_type to the JID kind.
+func kindOf(channelType string) string {
+	switch channelType {
+	case "im":
+		return "dm"
+	case "group", "mpim":
+		return "group"
+	case "channel":
+		return "channel"
+	}
+	return ""
+}
+
+// Errors.
+
+// classify converts a Web API error into the adapters' error kinds.
+func classify(verb string, chat adapters.JID, err error) error {
+	if err == nil {
+		return nil
+	}
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return &adapters.RetryAfterError{Wait: rl.RetryAfter}
+	}
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "not_in_channel":
+			return fmt.Errorf("%w: slack %s %s: the bot is not in this channel: invite it with /invite @<bot name>", adapters.ErrPermanent, verb, chat)
+		case "channel_not_found":
+			return fmt.Errorf("%w: slack %s %s: channel not found: it was deleted, or it is private and the bot was never invited (/invite @<bot name>)", adapters.ErrPermanent, verb, chat)
+		case "is_archived":
+			return fmt.Errorf("%w: slack %s %s: the channel is archived: unarchive it to talk here", adapters.ErrPermanent, verb, chat)
+		case "message_not_found", "cant_update_message", "cant_delete_message", "edit_window_closed",
+			"msg_too_long", "no_text", "invalid_name", "too_many_reactions", "too_many_pins", "restricted_action", "missing_scope":
+			return fmt.Errorf("%w: slack %s %s: %s", adapters.ErrPermanent, verb, chat, describe(se))
+		}
+	}
+	return fmt.Errorf("slack %s %s: %w", verb, chat, err)
+}
+
+func describe(se slack.SlackErrorResponse) string {
+	switch se.Err {
+	case "invalid_name":
+		return "Slack knows no emoji by that name: use a Slack emoji name such as thumbsup or white_check_mark"
+	case "missing_scope":
+		return "the app lacks the scope " + se.Needed + ": add it in the app's manifest and reinstall"
+	}
+	return se.Err
+}
+
+// cache is a small map of names with an expiry, bounded by clearing.
+type cache struct {
+	mu sync.Mutex
+	m  map[string]cached
+}
+
+type cached struct {
+	v     string
+	until time.Time
+}
+
+const cacheTTL = time.Hour
+
+func (c *cache) get(k string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok || time.Now().After(e.until) {
+		return "", false
+	}
+	return e.v, true
+}
+
+func (c *cache) put(k, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) > 10_000 {
+		c.m = map[string]cached{}
+	}
+	c.m[k] = cached{v: v, until: time.Now().Add(cacheTTL)}
+}
+
+// httpClient is the client for file transfers.
+var httpClient = &http.Client{Timeout: 5 * time.Minute}

@@ -1,0 +1,90 @@
+package slack
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Slack's per-method rate-limit tiers, in calls per minute per workspace.
+// chat.postMessage has its own limit (about one message per second per
+// channel, with short bursts), kept per channel.
+var tierOf = map[string]int{
+	"chat.update": 50, "chat.delete": 50, "reactions.add": 50,
+	"pins.add": 20, "pins.remove": 20,
+	"conversations.history": 50, "conversations.replies": 50, "conversations.info": 50,
+	"users.info": 100, "files.info": 100,
+	"files.getUploadURLExternal": 20, "files.completeUploadExternal": 20,
+}
+
+// postBurst and postEvery shape chat.postMessage per channel.
+const (
+	postBurst = 5
+	postEvery = time.Second
+)
+
+// tiers is a token bucket per method (and per channel for posts): bursts
+// pass at once, a sustained rate waits instead of hammering Slack into 429s.
+type tiers struct {
+	postEvery time.Duration // 0: postEvery
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// wait blocks until a call to method (in channel, for posts) is within its
+// tier, or ctx ends.
+func (t *tiers) wait(ctx context.Context, method, channel string) error {
+	capacity, every := float64(postBurst), postEvery
+	if t.postEvery > 0 {
+		every = t.postEvery
+	}
+	key := method + "/" + channel
+	if n, ok := tierOf[method]; ok {
+		capacity, every, key = float64(n), time.Minute/time.Duration(n), method
+	} else if method != "chat.postMessage" {
+		return nil
+	}
+	for {
+		d := t.take(key, capacity, every)
+		if d == 0 {
+			return nil
+		}
+		timer := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// take spends a token and returns 0, or returns how long until one is due.
+func (t *tiers) take(key string, capacity float64, every time.Duration) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.buckets == nil {
+		t.buckets = map[string]*bucket{}
+	}
+	now := time.Now()
+	b, ok := t.buckets[key]
+	if !ok {
+		if len(t.buckets) > 10_000 {
+			t.buckets = map[string]*bucket{}
+		}
+		b = &bucket{tokens: capacity, last: now}
+		t.buckets[key] = b
+	}
+	b.tokens = min(capacity, b.tokens+float64(now.Sub(b.last))/float64(every))
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return 0
+	}
+	return time.Duration((1 - b.tokens) * float64(every))
+}

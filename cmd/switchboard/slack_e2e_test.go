@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/adapters/slack/slackfake"
+)
+
+// A Slack user's message in a thread reaches the scripted agent through the
+// real binary, and the reply lands in the same thread, in both modes.
+func TestE2ESlack(t *testing.T) {
+	for _, mode := range []string{"socket", "events"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			s := slackfake.New()
+			t.Cleanup(s.Close)
+			dir := newE2E(t, e2eConfig{agent: replyAgent,
+				routes: "  - {match: {platform: slack}, target: main}\n  - {match: {platform: web}, target: main}\n"})
+			cfgPath := filepath.Join(dir, "switchboard.yaml")
+			cfg, err := os.ReadFile(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slackCfg := "  slack: {enabled: true, mode: " + mode + ", bot_token: " + slackfake.BotToken +
+				", app_token: " + slackfake.AppToken + ", signing_secret: " + slackfake.Secret +
+				`, listen: "127.0.0.1:0", api_url: "` + s.APIURL() + `"}` + "\n"
+			cfg = []byte(strings.Replace(string(cfg), "groups:\n", slackCfg+"groups:\n", 1))
+			if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			g := startGW(t, dir)
+			switch mode {
+			case "events":
+				waitFor(t, 20*time.Second, "slack events listener", func() bool {
+					rec := g.findLog("slack events api listening")
+					if rec != nil {
+						s.EventsURL = "http://" + rec["addr"].(string) + "/slack/events"
+					}
+					return rec != nil
+				})
+			default:
+				waitFor(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+			}
+
+			parent := s.AddMessage("C1", "U2", "a thread about deploys", "")
+			if _, err := s.UserPost(slackfake.Post{Channel: "C1", User: "U1", Text: "<@UBOT> how did it go?", ThreadTS: parent, Mention: true}); err != nil {
+				t.Fatal(err)
+			}
+			var reply slackfake.Message
+			waitFor(t, 20*time.Second, "the bot's reply in slack", func() bool {
+				for _, m := range s.Messages("C1") {
+					if m.User == slackfake.BotUser {
+						reply = m
+						return true
+					}
+				}
+				return false
+			})
+			if reply.Text != "reply 1 from main" || reply.ThreadTS != parent {
+				t.Fatalf("bot posted %+v; want \"reply 1 from main\" in thread %s", reply, parent)
+			}
+			prompt := turnFile(t, dir, "main", "prompt", 1)
+			if !strings.Contains(prompt, `chat="slack:T1/channel/C1"`) || !strings.Contains(prompt, `verb="mention" topic="`+parent+`">@switchboard how did it go?</message>`) {
+				t.Errorf("prompt:\n%s", prompt)
+			}
+		})
+	}
+}
