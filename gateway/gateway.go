@@ -53,6 +53,9 @@ type Options struct {
 	RestartBackoff [2]time.Duration
 	// DrainTimeout bounds how long shutdown waits for running turns. Default 30s.
 	DrainTimeout time.Duration
+	// Warning is shown by `switchboard status` while this gateway runs
+	// (for example that agents are not sandboxed).
+	Warning string
 	// MaxDownload caps one attachment fetched into a group folder, in bytes.
 	// Default DefaultMaxDownload.
 	MaxDownload int64
@@ -213,12 +216,18 @@ const pruneEvery = 10 * time.Minute
 func (g *Gateway) poll(ctx context.Context) {
 	t := time.NewTicker(g.opt.PollInterval)
 	defer t.Stop()
-	var pruned time.Time
+	var pruned, beat time.Time
+	g.persistStatus(ctx, true)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		now := time.Now()
+		g.persistStatus(ctx, now.Sub(beat) >= heartbeatEvery)
+		if now.Sub(beat) >= heartbeatEvery {
+			beat = now
 		}
 		if time.Since(pruned) > pruneEvery {
 			pruned = time.Now()

@@ -56,9 +56,9 @@ func (h adapterHost) RoutedChats(ctx context.Context) ([]adapters.ChatCursor, er
 
 // AdapterStatus is an adapter's connection state as last reported.
 type AdapterStatus struct {
-	State adapters.State
-	Err   string
-	Since time.Time
+	State adapters.State `json:"state"`
+	Err   string         `json:"error,omitempty"`
+	Since time.Time      `json:"since"`
 }
 
 // adapterStates holds each adapter's last reported state.
@@ -66,6 +66,7 @@ type adapterStates struct {
 	mu        sync.Mutex
 	m         map[string]AdapterStatus
 	connected map[string]bool // adapters that connected at least once
+	dirty     bool            // changed since last persisted
 }
 
 func (a *adapterStates) set(name string, s adapters.State, err error) {
@@ -86,6 +87,7 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 		return // same state: keep its since
 	}
 	a.m[name] = st
+	a.dirty = true
 }
 
 // AdapterStates returns each adapter's last reported connection state.

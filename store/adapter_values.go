@@ -76,3 +76,23 @@ func (s *Store) ChatHeads(ctx context.Context, platform string) ([]ChatHead, err
 	}
 	return out, rows.Err()
 }
+
+// ValuesByKey returns, for every adapter (namespace) that has one, its
+// value under key: the persisted adapter states, for example.
+func (s *Store) ValuesByKey(ctx context.Context, key string) (map[string]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT adapter, value FROM adapter_values
+		WHERE key = ? AND (expires_ms = 0 OR expires_ms > ?)`, key, s.nowMS())
+	if err != nil {
+		return nil, fmt.Errorf("read %s values: %w", key, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var a, v string
+		if err := rows.Scan(&a, &v); err != nil {
+			return nil, fmt.Errorf("read %s values: %w", key, err)
+		}
+		out[a] = v
+	}
+	return out, rows.Err()
+}

@@ -99,7 +99,8 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.runCommand(), a.groupCommand(), a.routeCommand(), a.grantsCommand(), a.taskCommand(),
-		a.sendCommand(), a.injectCommand(), a.messagesCommand(), a.mcpBridgeCommand(), a.demoAgentCommand(), a.versionCommand())
+		a.sendCommand(), a.injectCommand(), a.messagesCommand(), a.mcpBridgeCommand(), a.demoAgentCommand(), a.versionCommand(),
+		a.statusCommand(), a.backupCommand())
 	for _, c := range root.Commands() {
 		if c.HasSubCommands() {
 			requireSubcommand(c)

@@ -70,7 +70,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		Store: st, Adapters: adapterList, Agent: spec, DataDir: a.cfg.DataDir,
 		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
-		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20,
+		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20, Warning: sandboxWarning(spec.Sandbox),
 	})
 	if err != nil {
 		return err
@@ -113,6 +113,14 @@ func (a *app) agentSpec(exe string) gateway.AgentSpec {
 // unconfinedWarning is logged (and shown by status) when agents run
 // without a sandbox.
 const unconfinedWarning = "AGENTS ARE NOT SANDBOXED: any agent with a shell can read the database and other groups' folders and act as any group (switchboard mcp-bridge --folder root); tiers and grants are advice"
+
+// sandboxWarning is what status shows about the sandbox.
+func sandboxWarning(sb *gateway.Sandbox) string {
+	if sb != nil {
+		return ""
+	}
+	return unconfinedWarning
+}
 
 // sandbox resolves agent.sandbox: bwrap when installed and working (auto),
 // required (bwrap), or off (none).

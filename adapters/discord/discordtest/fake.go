@@ -56,6 +56,7 @@ type Server struct {
 	srv *httptest.Server
 
 	mu        sync.Mutex
+	wmu       sync.Mutex // serializes writes to the websocket
 	changed   chan struct{}
 	msgs      []*Msg
 	nextID    int

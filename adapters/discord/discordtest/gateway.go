@@ -26,10 +26,9 @@ func (f *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	var wmu = make(chan struct{}, 1)
 	send := func(v any) error {
-		wmu <- struct{}{}
-		defer func() { <-wmu }()
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
 		return c.WriteJSON(v)
 	}
 	if err := send(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": 45000}}); err != nil {
@@ -77,7 +76,7 @@ func (f *Server) gateway(w http.ResponseWriter, r *http.Request) {
 			err := send(map[string]any{"op": 0, "t": "RESUMED", "s": f.seq, "d": map[string]any{}})
 			for _, ev := range missed {
 				if err == nil {
-					err = c.WriteMessage(websocket.TextMessage, ev)
+					err = f.write(c, ev)
 				}
 			}
 			f.notify()
@@ -113,7 +112,7 @@ func (f *Server) ready(c *websocket.Conn, send func(any) error) {
 func (f *Server) dispatch(t string, d any) {
 	f.seq++
 	b, _ := json.Marshal(map[string]any{"op": 0, "t": t, "s": f.seq, "d": d})
-	if f.conn == nil || f.conn.WriteMessage(websocket.TextMessage, b) != nil {
+	if f.conn == nil || f.write(f.conn, b) != nil {
 		f.missed = append(f.missed, b)
 	}
 	f.notify()
@@ -296,4 +295,11 @@ func (f *Server) WaitBotMessage(t testing.TB, ch, what string, match func(Msg) b
 		return false
 	})
 	return found
+}
+
+// write sends one frame; every write to a connection goes through here.
+func (f *Server) write(c *websocket.Conn, b []byte) error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	return c.WriteMessage(websocket.TextMessage, b)
 }

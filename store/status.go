@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Status is what `switchboard status` shows, read from the database alone so
+// that it works whether or not the gateway runs.
+type Status struct {
+	Queue         map[string]int // trigger work waiting per folder
+	Running       []RunningTurn  // batches whose turn has started and not finished
+	OutboxPending int
+	OutboxFailed  int
+	NextTasks     []NextTask
+	FailedTurns   []Turn // the most recent failed turns, newest first
+	DBBytes       int64  // database file plus its WAL
+}
+
+// RunningTurn is a batch whose turn is running (or was, when the gateway died).
+type RunningTurn struct {
+	Folder, ChatJID string
+	Started         time.Time
+}
+
+// NextTask is a task and when it next fires.
+type NextTask struct {
+	ID     int64
+	Folder string
+	Spec   string
+	Next   time.Time
+}
+
+// Status reads the queue, running turns, outbox, next tasks and recent
+// failures.
+func (s *Store) Status(ctx context.Context) (Status, error) {
+	st := Status{Queue: map[string]int{}}
+	q := func(query string, scan func(*sql.Rows) error, args ...any) error {
+		rows, err := s.r.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	err := errors.Join(
+		q(`SELECT folder, count(*) FROM work WHERE mode = 'trigger' GROUP BY folder ORDER BY folder`, func(r *sql.Rows) error {
+			var f string
+			var n int
+			err := r.Scan(&f, &n)
+			st.Queue[f] = n
+			return err
+		}),
+		q(`SELECT folder, chat_jid, max(started_ms) FROM work WHERE started_ms > 0 GROUP BY folder, chat_jid, topic ORDER BY folder`, func(r *sql.Rows) error {
+			var t RunningTurn
+			var ms int64
+			err := r.Scan(&t.Folder, &t.ChatJID, &ms)
+			t.Started = time.UnixMilli(ms)
+			st.Running = append(st.Running, t)
+			return err
+		}),
+		q(`SELECT coalesce(sum(status IN ('pending', 'sending')), 0), coalesce(sum(status = 'failed'), 0) FROM outbox`, func(r *sql.Rows) error {
+			return r.Scan(&st.OutboxPending, &st.OutboxFailed)
+		}),
+		q(`SELECT id, folder, spec, next_s FROM tasks WHERE status = 'active' AND next_s > 0 ORDER BY next_s LIMIT 5`, func(r *sql.Rows) error {
+			var t NextTask
+			var next int64
+			err := r.Scan(&t.ID, &t.Folder, &t.Spec, &next)
+			t.Next = time.Unix(next, 0)
+			st.NextTasks = append(st.NextTasks, t)
+			return err
+		}),
+		q(`SELECT id, folder, chat_jid, trigger, attempt, started_ms, duration_ms, error FROM turns WHERE status = 'failed'
+			ORDER BY started_ms DESC LIMIT 5`, func(r *sql.Rows) error {
+			var t Turn
+			err := r.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Trigger, &t.Attempt, &t.Started, &t.DurationMS, &t.Error)
+			t.Status = "failed"
+			st.FailedTurns = append(st.FailedTurns, t)
+			return err
+		}),
+	)
+	if err != nil {
+		return st, fmt.Errorf("read status: %w", err)
+	}
+	for _, p := range []string{s.path, s.path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			st.DBBytes += fi.Size()
+		}
+	}
+	return st, nil
+}
+
+// Backup writes a consistent copy of the database to path (VACUUM INTO,
+// safe while the gateway writes) and checks the copy: it opens, passes
+// SQLite's integrity check and has this schema. path must not exist; on any
+// failure nothing is left there and the database is untouched.
+func (s *Store) Backup(ctx context.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if _, err := os.Lstat(abs); err == nil {
+		return fmt.Errorf("backup: %s already exists; choose a new file name", abs)
+	}
+	if fi, err := os.Stat(filepath.Dir(abs)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("backup: directory %s does not exist", filepath.Dir(abs))
+	}
+	if _, err := s.r.ExecContext(ctx, `VACUUM INTO ?`, abs); err != nil {
+		os.Remove(abs)
+		return fmt.Errorf("backup to %s: %w (is the directory writable?)", abs, err)
+	}
+	if err := verifyCopy(ctx, abs); err != nil {
+		os.Remove(abs)
+		return fmt.Errorf("backup to %s: the copy does not verify: %w", abs, err)
+	}
+	return os.Chmod(abs, 0o600)
+}
+
+func verifyCopy(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite3", dsn(path, readerParams))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var ok string
+	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil {
+		return err
+	}
+	if ok != "ok" {
+		return errors.New(ok)
+	}
+	var n int
+	return db.QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(&n)
+}
