@@ -5,7 +5,11 @@ export CGO_ENABLED := 1
 BIN := bin/switchboard
 CONFIG ?= config.example.yaml
 
-.PHONY: run build test deps lint bench fuzz clean
+.PHONY: run build release test deps lint bench fuzz clean
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 run: build
 	./$(BIN) --config $(CONFIG) run
@@ -13,20 +17,33 @@ run: build
 build:
 	go build -o $(BIN) ./cmd/switchboard
 
+# release: a statically linked linux/amd64 binary (SQLite included; no glibc
+# needed at run time) with its version, commit and date stamped.
+release:
+	GOOS=linux GOARCH=amd64 go build -trimpath -tags 'sqlite_fts5 osusergo netgo sqlite_omit_load_extension' \
+		-ldflags "-s -w -linkmode external -extldflags '-static' -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)" \
+		-o bin/switchboard-linux-amd64 ./cmd/switchboard
+	@file bin/switchboard-linux-amd64 2>/dev/null || true
+
 test: deps
 	go vet ./...
 	go test -race -timeout 12m ./...
 
 # deps makes sure of what the tests need on a fresh machine, so that no test
-# of the agent sandbox skips: bubblewrap (installed when running as root).
+# skips: bubblewrap (the agent sandbox) and chromium (the browser tests of the
+# web chat and the status page), installed when running as root.
 deps:
-	@command -v bwrap >/dev/null 2>&1 || { \
+	@missing=""; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
-			echo "installing bubblewrap (the agent sandbox)"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+			echo "installing$$missing (needed by the tests)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 		else \
-			echo "bubblewrap is missing; the sandbox tests need it: sudo apt-get install bubblewrap" >&2; exit 1; \
-		fi; }
+			echo "the tests need$$missing: sudo apt-get install$$missing" >&2; exit 1; \
+		fi; \
+	fi
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)

@@ -82,6 +82,7 @@ type Gateway struct {
 	outbox  *outbox
 	commits committer // group commit of inbound messages
 	sched   *scheduler.Loop
+	metrics *metrics
 	mcp     *ipc.Server // the groups' MCP sockets
 
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
@@ -129,6 +130,7 @@ func New(opt Options) (*Gateway, error) {
 		g.adapters[a.Name()] = a
 	}
 	g.commits.g = g
+	g.metrics = newMetrics(g)
 	g.queue = newQueue(g)
 	g.outbox = newOutbox(g)
 	g.sched = scheduler.NewLoop(opt.Store, g, scheduler.SystemClock(), opt.Logger.With("component", "scheduler"))

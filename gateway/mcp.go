@@ -29,7 +29,7 @@ func newMCP(g *Gateway) (*ipc.Server, error) {
 		version = bi.Main.Version
 	}
 	return ipc.New(ipc.Options{Layout: g.layout, Operator: g.opt.Operator, Backend: mcpBackend{g},
-		Logger: g.log.With("component", "mcp"), Version: version})
+		Logger: g.log.With("component", "mcp"), Version: version, OnCall: g.mcpCall})
 }
 
 // setupGroups creates the working directory and .mcp.json of each folder

@@ -183,6 +183,7 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		if it.Folder != "" && it.Kind != "notice" {
 			g.engage.start(it.ChatJID, it.Topic, it.Folder, g.opt.EngageTTL)
 		}
+		g.metrics.outbox.WithLabelValues(chat.Platform(), "sent").Inc()
 		if err := g.st.OutboxSent(context.WithoutCancel(ctx), it.ID, id, bot); err != nil {
 			g.log.Error("record delivery", "jid", it.ChatJID, "outbox", it.ID, "err", err)
 			return
@@ -191,6 +192,7 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 	case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrUnsupported) || errors.Is(err, adapters.ErrFormat):
 		o.fail(ctx, it, err)
 	case errors.As(err, &ra):
+		g.metrics.rateLimitWaits.WithLabelValues(chat.Platform()).Inc()
 		o.pause(chat.Platform(), ra.Wait)
 		o.retry(ctx, it, ra.Wait, err)
 	case it.Attempts >= maxSendAttempts:
@@ -341,6 +343,7 @@ func (o *outbox) finished(key string) {
 }
 
 func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Duration, cause error) {
+	o.g.metrics.outbox.WithLabelValues(adapters.JID(it.ChatJID).Platform(), "retried").Inc()
 	o.g.log.Warn("delivery will be retried", "jid", it.ChatJID, "outbox", it.ID, "attempt", it.Attempts, "wait", wait, "err", cause)
 	if err := o.g.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().Add(wait).UnixMilli(), cause.Error()); err != nil {
 		o.g.log.Error("record delivery retry", "outbox", it.ID, "err", err)
@@ -348,6 +351,7 @@ func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Durat
 }
 
 func (o *outbox) fail(ctx context.Context, it store.OutboxItem, cause error) {
+	o.g.metrics.outbox.WithLabelValues(adapters.JID(it.ChatJID).Platform(), "failed").Inc()
 	o.g.log.Warn("delivery failed permanently", "jid", it.ChatJID, "outbox", it.ID, "err", cause)
 	if err := o.g.st.OutboxFailed(context.WithoutCancel(ctx), it.ID, cause.Error()); err != nil {
 		o.g.log.Error("record delivery failure", "outbox", it.ID, "err", err)

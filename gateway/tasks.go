@@ -24,6 +24,8 @@ func (g *Gateway) Fire(ctx context.Context, t scheduler.Task, slot time.Time, ru
 		return err
 	}
 	g.queue.kick(t.Folder)
+	g.metrics.fires.Inc()
+	g.metrics.lateness.Observe(max(time.Since(slot), 0).Seconds())
 	return nil
 }
 
@@ -32,6 +34,8 @@ func (g *Gateway) Fire(ctx context.Context, t scheduler.Task, slot time.Time, ru
 func (g *Gateway) StartTurns(ctx context.Context, fires []scheduler.Fired) {
 	kicked := map[string]bool{}
 	for _, f := range fires {
+		g.metrics.fires.Inc()
+		g.metrics.lateness.Observe(max(time.Since(f.Slot), 0).Seconds())
 		if !kicked[f.Task.Folder] {
 			kicked[f.Task.Folder] = true
 			g.queue.kick(f.Task.Folder)

@@ -88,6 +88,8 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		return g.turnFailed(ctx, b, turn, res, err)
 	}
 	turn.Status = "succeeded"
+	g.metrics.turns.WithLabelValues(first.Trigger, "succeeded").Inc()
+	g.metrics.turnSeconds.WithLabelValues(first.Trigger).Observe(res.Duration.Seconds())
 	turn.SessionID = res.SessionID
 	if turn.SessionID == "" && session == "" && !isolated && len(g.opt.Agent.ResumeArgs) == 0 {
 		turn.SessionID = turn.ID // agents that do not report one continue under the first turn's id
@@ -120,6 +122,18 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res AgentResult, err error) time.Duration {
 	turn.Status = "failed"
 	turn.Error = err.Error()
+	outcome, reason := "failed", "exit"
+	switch {
+	case res.TimedOut:
+		outcome, reason = "timeout", "timeout"
+	case res.ExitCode < 0:
+		reason = "start"
+	}
+	g.metrics.turns.WithLabelValues(turn.Trigger, outcome).Inc()
+	g.metrics.agentFailures.WithLabelValues(reason).Inc()
+	if res.Duration > 0 {
+		g.metrics.turnSeconds.WithLabelValues(turn.Trigger).Observe(res.Duration.Seconds())
+	}
 	giveUp := turn.Attempt >= maxAttempts
 	g.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "err", err)
 	var out []store.OutboxItem

@@ -40,6 +40,9 @@ type Options struct {
 	MaxLine int
 	// Version is the server version reported to clients.
 	Version string
+	// OnCall, when set, is told of every tool call's outcome: "allowed"
+	// (it ran and succeeded), "refused" (grants or ownership) or "error".
+	OnCall func(tool, outcome string)
 }
 
 // Group is a group as Sync sees it: its folder and stored grant overrides.

@@ -121,6 +121,7 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 		}
 		d := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules}, s.opt.Backend.Table(), name, params)
 		if !d.Allow {
+			s.count(name, "refused")
 			s.log.Info("mcp call refused", "folder", folder, "tool", name, "reason", d.Reason)
 			return refusal(folder, a.tier, name, d.Reason), nil
 		}
@@ -129,9 +130,11 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 		start := time.Now()
 		v, err := def.run(ctx, &call{s: s, b: s.opt.Backend, folder: folder, tier: a.tier, a: a, args: args})
 		if err != nil {
+			s.count(name, "error")
 			s.log.Info("mcp call failed", "folder", folder, "tool", name, "ms", time.Since(start).Milliseconds(), "err", err)
 			return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
 		}
+		s.count(name, "allowed")
 		s.log.Debug("mcp call", "folder", folder, "tool", name, "ms", time.Since(start).Milliseconds())
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -315,3 +318,10 @@ func requireText(name, s string, max int) error {
 
 // notFound reports whether err says something does not exist.
 func notFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// count reports a call's outcome to Options.OnCall.
+func (s *Server) count(tool, outcome string) {
+	if s.opt.OnCall != nil {
+		s.opt.OnCall(tool, outcome)
+	}
+}

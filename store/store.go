@@ -294,3 +294,12 @@ func (s *Store) Read() *sql.DB { return s.r }
 
 // nowMS is the store clock in unix milliseconds.
 func (s *Store) nowMS() int64 { return s.now().UnixMilli() }
+
+// Ping checks that the database answers and is writable (a write
+// transaction that changes nothing).
+func (s *Store) Ping(ctx context.Context) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE revision SET n = n WHERE id = 0`)
+		return err
+	})
+}

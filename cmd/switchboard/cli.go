@@ -197,13 +197,25 @@ func (a *app) versionCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := buildVersion()
-			return a.emit(v, func(w io.Writer) { fmt.Fprintf(w, "switchboard %s (%s, %s)\n", v["version"], v["commit"], v["go"]) })
+			return a.emit(v, func(w io.Writer) {
+				fmt.Fprintf(w, "switchboard %s (commit %s, built %s, %s)\n", v["version"], v["commit"], orDefault(v["date"], "unknown"), v["go"])
+			})
 		},
 	}
 }
 
+// Stamped by make release (-ldflags -X); empty in other builds.
+var version, commit, date string
+
 func buildVersion() map[string]string {
 	v := map[string]string{"version": "dev", "commit": "unknown", "go": "unknown"}
+	defer func() {
+		for k, s := range map[string]string{"version": version, "commit": commit, "date": date} {
+			if s != "" {
+				v[k] = s
+			}
+		}
+	}()
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v["go"] = bi.GoVersion
 		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {

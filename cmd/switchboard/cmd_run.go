@@ -88,7 +88,12 @@ func (a *app) runGateway(ctx context.Context) error {
 		a.log.Warn("second interrupt: exiting now")
 		os.Exit(1)
 	}()
+	adm, err := startAdmin(a.cfg.Admin.Listen, g, st, a.log)
+	if err != nil {
+		return err
+	}
 	err = g.Run(ctx)
+	adm.stop()
 	a.log.Info("switchboard stopped")
 	return err
 }

@@ -29,6 +29,7 @@ type Config struct {
 	Agent          AgentConfig    `yaml:"agent"`
 	EngageTTL      Duration       `yaml:"engage_ttl"`
 	Adapters       AdaptersConfig `yaml:"adapters"`
+	Admin          AdminConfig    `yaml:"admin"`
 	Groups         []GroupSeed    `yaml:"groups"`
 	Routes         []RouteSeed    `yaml:"routes"`
 }
@@ -48,6 +49,12 @@ type AgentConfig struct {
 	Binds         []BindConfig `yaml:"binds"`
 	Network       bool         `yaml:"network"`
 	Env           []string     `yaml:"env"`
+}
+
+// AdminConfig is the operator's HTTP listener: /metrics, /healthz, /readyz
+// and a status page. An empty Listen turns it off.
+type AdminConfig struct {
+	Listen string `yaml:"listen"`
 }
 
 // BindConfig is an extra path visible to sandboxed agents.
@@ -136,6 +143,7 @@ func DefaultConfig() Config {
 			Slack:         SlackConfig{Mode: "socket"},
 			MaxDownloadMB: 25,
 		},
+		Admin:  AdminConfig{Listen: "127.0.0.1:8421"},
 		Groups: []GroupSeed{{Folder: "root"}, {Folder: "main"}},
 		Routes: []RouteSeed{{Match: map[string]string{"platform": "web"}, Target: "main"}},
 	}
@@ -333,6 +341,11 @@ func (c *Config) Validate() error {
 		bad("engage_ttl", "must not be negative")
 	}
 	c.validateAdapters(bad)
+	if c.Admin.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Admin.Listen); err != nil {
+			bad("admin.listen", "%q is not host:port, e.g. 127.0.0.1:8421 (\"\" turns it off)", c.Admin.Listen)
+		}
+	}
 	known := map[string]bool{c.OperatorFolder: true}
 	for i, g := range c.Groups {
 		if err := groups.Validate(g.Folder); err != nil {

@@ -106,6 +106,8 @@ type gw struct {
 	dir  string // the process's cwd; holds switchboard.yaml, data/ and out/
 	cmd  *exec.Cmd
 	addr string
+	// adminAddr is the admin listener's address (admin.listen).
+	adminAddr string
 	http *http.Client
 
 	mu     sync.Mutex
@@ -167,7 +169,8 @@ agent:
 engage_ttl: %s
 adapters:
   web: {enabled: true, listen: "127.0.0.1:0"}
-%sgroups:
+%sadmin: {listen: "127.0.0.1:0"}
+groups:
 %sroutes:
 %s`, agent, resume, c.output, c.timeout, c.maxConcurrent, c.sandbox, agent, filepath.Join(dir, "out"), c.engageTTL, c.adapters, groups.String(), c.routes)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
@@ -242,6 +245,9 @@ func startGW(t testing.TB, dir string, env ...string) *gw {
 		if time.Now().After(deadline) {
 			t.Fatalf("gateway did not start listening:\n%s", g.logText())
 		}
+	}
+	if rec := g.findLog("admin listening"); rec != nil {
+		g.adminAddr, _ = rec["addr"].(string)
 	}
 	return g
 }

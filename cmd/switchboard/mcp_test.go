@@ -96,6 +96,7 @@ agent:
   timeout: 60s
   sandbox: none
   env: [SWITCHBOARD_TEST_HELPER]
+admin: {listen: ""}
 adapters:
   web: {enabled: true, listen: "%s"}
 groups:

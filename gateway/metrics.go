@@ -1,0 +1,128 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"switchboard/adapters"
+)
+
+// metrics are the gateway's Prometheus metrics, in a registry of their own.
+// Label values come from small fixed sets (platforms, event kinds, triggers,
+// outcomes, tool names): never chat ids or text.
+type metrics struct {
+	reg            *prometheus.Registry
+	inbound        *prometheus.CounterVec
+	turns          *prometheus.CounterVec
+	turnSeconds    *prometheus.HistogramVec
+	agentFailures  *prometheus.CounterVec
+	outbox         *prometheus.CounterVec
+	rateLimitWaits *prometheus.CounterVec
+	mcpCalls       *prometheus.CounterVec
+	fires          prometheus.Counter
+	lateness       prometheus.Histogram
+}
+
+func newMetrics(g *Gateway) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_inbound_events_total",
+			Help: "Inbound events stored, by platform and kind (message, edit, delete, reaction)."}, []string{"platform", "kind"}),
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_turns_total",
+			Help: "Agent turns finished, by trigger and outcome (succeeded, failed, timeout)."}, []string{"trigger", "outcome"}),
+		turnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "switchboard_turn_duration_seconds",
+			Help: "How long agent turns ran.", Buckets: []float64{.1, .5, 1, 2, 5, 10, 30, 60, 120, 300, 600}}, []string{"trigger"}),
+		agentFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_agent_failures_total",
+			Help: "Agent turns that failed, by reason (timeout, exit, start)."}, []string{"reason"}),
+		outbox: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_outbox_deliveries_total",
+			Help: "Outbox delivery attempts by adapter and result (sent, failed, retried)."}, []string{"adapter", "result"}),
+		rateLimitWaits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_rate_limit_waits_total",
+			Help: "Rate limits a platform imposed (the adapter's sends paused)."}, []string{"adapter"}),
+		mcpCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_mcp_calls_total",
+			Help: "MCP tool calls by tool and outcome (allowed, refused, error)."}, []string{"tool", "outcome"}),
+		fires: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_scheduler_fires_total",
+			Help: "Scheduled task runs fired."}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchboard_scheduler_lateness_seconds",
+			Help: "How late a scheduled run fired after its slot.", Buckets: []float64{.01, .05, .1, .5, 1, 5, 30, 60, 300}}),
+	}
+	m.reg.MustRegister(m.inbound, m.turns, m.turnSeconds, m.agentFailures, m.outbox, m.rateLimitWaits, m.mcpCalls,
+		m.fires, m.lateness, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		stateCollector{g})
+	return m
+}
+
+// stateCollector reports, at scrape time, what is cheap to read then:
+// each adapter's connection state, the outbox backlog and the store's size.
+type stateCollector struct{ g *Gateway }
+
+var (
+	adapterUp = prometheus.NewDesc("switchboard_adapter_state", "1 for each adapter's current connection state.",
+		[]string{"adapter", "state"}, nil)
+	outboxGauge = prometheus.NewDesc("switchboard_outbox_items", "Outbox items pending (or being sent) and failed.",
+		[]string{"status"}, nil)
+	storeBytes = prometheus.NewDesc("switchboard_store_bytes", "Size of the database file and its WAL.", nil, nil)
+)
+
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- adapterUp
+	ch <- outboxGauge
+	ch <- storeBytes
+}
+
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, st := range c.g.AdapterStates() {
+		for _, s := range []adapters.State{adapters.StateConnecting, adapters.StateConnected, adapters.StateBackingOff, adapters.StateFailed} {
+			v := 0.0
+			if st.State == s {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(adapterUp, prometheus.GaugeValue, v, name, string(s))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if s, err := c.g.st.Status(ctx); err == nil {
+		ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(s.OutboxPending), "pending")
+		ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(s.OutboxFailed), "failed")
+		ch <- prometheus.MustNewConstMetric(storeBytes, prometheus.GaugeValue, float64(s.DBBytes))
+	}
+}
+
+// MetricsHandler serves /metrics in the Prometheus text format.
+func (g *Gateway) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{ErrorLog: nil})
+}
+
+// MCPCall counts an MCP tool call; ipc reports every call through it.
+func (g *Gateway) mcpCall(tool, outcome string) {
+	g.metrics.mcpCalls.WithLabelValues(tool, outcome).Inc()
+}
+
+// NotReady lists what keeps the gateway from being ready: the store not
+// writable, or an enabled adapter not connected. Empty means ready.
+func (g *Gateway) NotReady(ctx context.Context) []string {
+	var out []string
+	if err := g.st.Ping(ctx); err != nil {
+		out = append(out, "store: "+err.Error())
+	}
+	states := g.AdapterStates()
+	for name := range g.adapters {
+		st, ok := states[name]
+		switch {
+		case !ok:
+			out = append(out, "adapter "+name+": not started")
+		case st.State != adapters.StateConnected:
+			msg := "adapter " + name + ": " + string(st.State)
+			if st.Err != "" {
+				msg += ": " + st.Err
+			}
+			out = append(out, msg)
+		}
+	}
+	return out
+}
