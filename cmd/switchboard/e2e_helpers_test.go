@@ -108,7 +108,7 @@ type gw struct {
 	addr string
 	// adminAddr is the admin listener's address (admin.listen).
 	adminAddr string
-	http *http.Client
+	http      *http.Client
 
 	mu     sync.Mutex
 	logs   []map[string]any
