@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,4 +170,63 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	}
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// BenchmarkDeliverWhileScraped measures intake (64 concurrent Deliver
+// callers) alone and while 100 clients scrape /metrics as fast as they can.
+func BenchmarkDeliverWhileScraped(b *testing.B) {
+	for _, scrapers := range []int{0, 100} {
+		b.Run(fmt.Sprintf("scrapers=%d", scrapers), func(b *testing.B) {
+			h := newHarness(b, harnessConfig{agent: blockedAgent(b), modify: func(o *Options) { o.DrainTimeout = 10 * time.Millisecond }})
+			srv := httptest.NewServer(h.g.MetricsHandler())
+			defer srv.Close()
+			stop := make(chan struct{})
+			var scrapes atomic.Int64
+			var sg sync.WaitGroup
+			for range scrapers {
+				sg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						resp, err := http.Get(srv.URL)
+						if err != nil {
+							continue
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						scrapes.Add(1)
+					}
+				})
+			}
+			var next atomic.Int64
+			ctx := context.Background()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for c := range 64 {
+				wg.Go(func() {
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						if _, err := h.g.Deliver(ctx, adapters.Inbound{Chat: adapters.JID(fmt.Sprintf("test:room/%d", c%16)), ID: strconv.FormatInt(i, 10),
+							Sender: "test:user/ann", Text: "deploy the release after the incident review", Verb: adapters.VerbMention}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(stop)
+			sg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			b.ReportMetric(float64(scrapes.Load())/b.Elapsed().Seconds(), "scrapes/s")
+			h.stop()
+		})
+	}
 }

@@ -131,6 +131,7 @@ func New(opt Options) (*Gateway, error) {
 	}
 	g.commits.g = g
 	g.metrics = newMetrics(g)
+	g.states.changed = make(chan struct{}, 1)
 	g.queue = newQueue(g)
 	g.outbox = newOutbox(g)
 	g.sched = scheduler.NewLoop(opt.Store, g, scheduler.SystemClock(), opt.Logger.With("component", "scheduler"))
@@ -224,6 +225,9 @@ func (g *Gateway) poll(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-g.states.changed:
+			g.persistStatus(ctx, false)
+			continue
 		case <-t.C:
 		}
 		now := time.Now()

@@ -67,6 +67,7 @@ type adapterStates struct {
 	m         map[string]AdapterStatus
 	connected map[string]bool // adapters that connected at least once
 	dirty     bool            // changed since last persisted
+	changed   chan struct{}   // wakes the poll loop to persist a change at once
 }
 
 func (a *adapterStates) set(name string, s adapters.State, err error) {
@@ -88,6 +89,10 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 	}
 	a.m[name] = st
 	a.dirty = true
+	select {
+	case a.changed <- struct{}{}:
+	default:
+	}
 }
 
 // AdapterStates returns each adapter's last reported connection state.

@@ -55,6 +55,9 @@ func startAdmin(addr string, g *gateway.Gateway, st *store.Store, log *slog.Logg
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
+		for name, s := range g.AdapterStates() { // this process knows them first-hand
+			rep.Adapters[name] = s
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		if err := statusPage.Execute(w, rep); err != nil {
 			log.Warn("render status page", "err", err)

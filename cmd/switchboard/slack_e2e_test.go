@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,20 +16,11 @@ func TestE2ESlack(t *testing.T) {
 			t.Parallel()
 			s := slackfake.New()
 			t.Cleanup(s.Close)
-			dir := newE2E(t, e2eConfig{agent: replyAgent,
-				routes: "  - {match: {platform: slack}, target: main}\n  - {match: {platform: web}, target: main}\n"})
-			cfgPath := filepath.Join(dir, "switchboard.yaml")
-			cfg, err := os.ReadFile(cfgPath)
-			if err != nil {
-				t.Fatal(err)
-			}
 			slackCfg := "  slack: {enabled: true, mode: " + mode + ", bot_token: " + slackfake.BotToken +
 				", app_token: " + slackfake.AppToken + ", signing_secret: " + slackfake.Secret +
 				`, listen: "127.0.0.1:0", api_url: "` + s.APIURL() + `"}` + "\n"
-			cfg = []byte(strings.Replace(string(cfg), "groups:\n", slackCfg+"groups:\n", 1))
-			if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			dir := newE2E(t, e2eConfig{agent: replyAgent, adapters: slackCfg,
+				routes: "  - {match: {platform: slack}, target: main}\n  - {match: {platform: web}, target: main}\n"})
 			g := startGW(t, dir)
 			switch mode {
 			case "events":

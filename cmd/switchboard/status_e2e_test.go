@@ -21,9 +21,9 @@ func TestE2EStatusAndBackup(t *testing.T) {
 	dir := newE2E(t, e2eConfig{agent: `exit 3`, timeout: "5s"})
 	g := startGW(t, dir)
 	g.mustPost("lobby", "ann", "this turn fails")
-	waitFor(t, 20*time.Second, "the failed turn recorded", func() bool {
+	waitFor(t, 20*time.Second, "the failed turn and the web adapter's state recorded", func() bool {
 		out, err := g.cli("--json", "status")
-		return err == nil && strings.Contains(out, `"failed_turns": [`) && !strings.Contains(out, `"failed_turns": null`)
+		return err == nil && strings.Contains(out, `"failed_turns": [`) && strings.Contains(out, `"state": "connected"`)
 	})
 	out, err := g.cli("--json", "status")
 	if err != nil {
