@@ -47,6 +47,12 @@ type Options struct {
 	// chats together (about thirty a second). Zero keeps the defaults; a
 	// negative value turns the pacing off (tests).
 	PerChat, PerGroup, Global time.Duration
+	// WebhookURL, when set, switches from long polling to a webhook:
+	// Telegram posts updates to this public HTTPS URL, which must reach
+	// Listen; Secret is the secret token it sends along.
+	WebhookURL string
+	Listen     string
+	Secret     string
 }
 
 // Adapter is the Telegram adapter. Create it with New.
@@ -128,7 +134,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	g.ready <- struct{}{}
 	b, err := bot.New(a.opt.Token, bot.WithServerURL(a.opt.APIURL), bot.WithHTTPClient(a.opt.PollTimeout, g),
 		bot.WithSkipGetMe(), bot.WithInitialOffset(offset), bot.WithWorkers(1), bot.WithNotAsyncHandlers(),
-		bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "edited_message", "channel_post", "edited_channel_post", "message_reaction"}),
+		bot.WithAllowedUpdates(allowedUpdates),
 		bot.WithDefaultHandler(func(ctx context.Context, _ *bot.Bot, u *models.Update) { a.handle(ctx, host, g, u) }),
 		bot.WithErrorsHandler(func(err error) { g.failed(err) }))
 	if err != nil {
@@ -143,13 +149,17 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	}
 	a.selfID.Store(me.ID)
 	a.username.Store(strings.ToLower(me.Username))
-	// Polling gets nothing while a webhook is set.
-	if _, err := b.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}); err != nil {
-		return fmt.Errorf("telegram: delete webhook: %w", err)
-	}
 	a.mu.Lock()
 	a.bot, a.host = b, host
 	a.mu.Unlock()
+	if a.opt.WebhookURL != "" {
+		a.log.Info("telegram connected", "bot", "@"+me.Username, "jid", userJID(me.ID), "mode", "webhook")
+		return a.runWebhook(ctx, b, host)
+	}
+	// Polling gets nothing while a webhook is set (a stale one, say).
+	if _, err := b.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}); err != nil {
+		return fmt.Errorf("telegram: delete webhook: %w", err)
+	}
 	a.log.Info("telegram connected", "bot", "@"+me.Username, "jid", userJID(me.ID), "resume_after_update", offset)
 	host.SetState(adapters.StateConnected, nil)
 	b.Start(ctx)

@@ -3,9 +3,12 @@ package telegram
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -353,3 +356,57 @@ func TestBadToken(t *testing.T) {
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// Webhook mode: the webhook is registered with its secret; an update is
+// answered 200 once stored, 503 when it could not be (Telegram resends),
+// and a request without the secret is refused and stores nothing.
+func TestWebhook(t *testing.T) {
+	f := telegramtest.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), WebhookURL: "https://bot.example.com/tg", Listen: addr, Secret: "s3cret"})
+	failing := true
+	var mu sync.Mutex
+	host := adaptertest.NewHost()
+	host.DeliverFunc = func(context.Context, adapters.Inbound) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			failing = false
+			return 0, errors.New("store busy")
+		}
+		return 0, nil
+	}
+	adaptertest.Start(t, a, host)
+	if url, secret := f.Webhook(); url != "https://bot.example.com/tg" || secret != "s3cret" {
+		t.Errorf("registered webhook %q with secret %q", url, secret)
+	}
+	m, _ := f.UserMessage(telegramtest.GroupID, "via webhook", true, 0, 0)
+	body, _ := json.Marshal(map[string]any{"update_id": 1, "message": m})
+	post := func(secret string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", bytes.NewReader(body))
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("wrong"); code != http.StatusUnauthorized {
+		t.Errorf("wrong secret: %d", code)
+	}
+	if code := post("s3cret"); code != http.StatusServiceUnavailable {
+		t.Errorf("store refused: %d; want 503 so that Telegram resends", code)
+	}
+	if code := post("s3cret"); code != http.StatusOK {
+		t.Errorf("stored: %d", code)
+	}
+	if evs := host.Events(); len(evs) != 1 || !strings.Contains(evs[0].Text, "via webhook") {
+		t.Errorf("delivered %+v; want the update once", evs)
+	}
+}

@@ -209,7 +209,8 @@ func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
 		list = append(list, web.New(web.Options{Listen: c.Web.Listen, History: gateway.History{Store: st}, Logger: a.log}))
 	}
 	if c.Telegram.Enabled {
-		list = append(list, telegram.New(telegram.Options{Token: string(c.Telegram.Token), APIURL: c.Telegram.APIURL, Logger: a.log}))
+		list = append(list, telegram.New(telegram.Options{Token: string(c.Telegram.Token), APIURL: c.Telegram.APIURL, Logger: a.log,
+			WebhookURL: c.Telegram.WebhookURL, Listen: c.Telegram.Listen, Secret: string(c.Telegram.SecretToken)}))
 	}
 	if c.Discord.Enabled {
 		list = append(list, discord.New(discord.Options{Token: string(c.Discord.Token), APIURL: c.Discord.APIURL, Logger: a.log}))

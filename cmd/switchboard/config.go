@@ -80,6 +80,11 @@ type TelegramConfig struct {
 	Enabled bool   `yaml:"enabled"`
 	Token   Secret `yaml:"token"`
 	APIURL  string `yaml:"api_url"`
+	// Webhook mode instead of long polling: Telegram posts to WebhookURL
+	// (public HTTPS), which your proxy forwards to Listen.
+	WebhookURL  string `yaml:"webhook_url"`
+	Listen      string `yaml:"listen"`
+	SecretToken Secret `yaml:"secret_token"`
 }
 
 type DiscordConfig struct {
@@ -404,6 +409,17 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 	}
 	if a.Telegram.Enabled && a.Telegram.Token == "" {
 		bad("adapters.telegram.token", "empty; set TELEGRAM_BOT_TOKEN or disable the adapter")
+	}
+	if a.Telegram.Enabled && a.Telegram.WebhookURL != "" {
+		if !strings.HasPrefix(a.Telegram.WebhookURL, "https://") {
+			bad("adapters.telegram.webhook_url", "%q: Telegram posts to https:// URLs only", a.Telegram.WebhookURL)
+		}
+		if _, _, err := net.SplitHostPort(a.Telegram.Listen); err != nil {
+			bad("adapters.telegram.listen", "%q is not host:port; webhook mode needs the address your proxy forwards webhook_url to", a.Telegram.Listen)
+		}
+		if len(a.Telegram.SecretToken) < 16 {
+			bad("adapters.telegram.secret_token", "webhook mode needs a secret of at least 16 characters (A-Z, a-z, 0-9, _ and -), which Telegram sends with every update")
+		}
 	}
 	if a.Discord.Enabled && a.Discord.Token == "" {
 		bad("adapters.discord.token", "empty; set DISCORD_BOT_TOKEN or disable the adapter")

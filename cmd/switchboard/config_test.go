@@ -63,6 +63,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"empty command", "agent: {command: []}", "agent.command:"},
 		{"bad timezone", "timezone: Mars/Olympus", "timezone:"},
 		{"bad folder", "operator_folder: Root", "operator_folder:"},
+		{"webhook without secret", "adapters: {telegram: {enabled: true, token: x, webhook_url: 'https://b.example/tg', listen: '127.0.0.1:8443'}}", "adapters.telegram.secret_token:"},
 		{"nested operator folder", "operator_folder: main/team", "operator_folder: \"main/team\": the operator folder must be a top-level folder"},
 		{"bad sandbox", "agent: {sandbox: docker}", `agent.sandbox: "docker": want bwrap, auto or none`},
 		{"relative bind", "agent: {binds: [{path: claude}]}", "agent.binds[0].path:"},

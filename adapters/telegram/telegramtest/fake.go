@@ -36,20 +36,21 @@ type Server struct {
 	t   testing.TB
 	srv *httptest.Server
 
-	mu        sync.Mutex
-	changed   chan struct{} // closed and replaced on every change
-	updates   []map[string]any
-	nextUpd   int64
-	confirmed int64 // every update below this offset was confirmed
-	msgs      map[int64][]*Msg
-	nextMsg   int
-	files     map[string][]byte // file_id -> content
-	calls     []Call
-	rateLimit int  // the next write answers 429 with this retry_after
-	rejectFmt bool // the next formatted message is refused
-	drop      bool // the next getUpdates fails
-	fail5xx   int  // so many writes answer 502
-	webhook   bool // a webhook is set
+	mu                        sync.Mutex
+	changed                   chan struct{} // closed and replaced on every change
+	updates                   []map[string]any
+	nextUpd                   int64
+	confirmed                 int64 // every update below this offset was confirmed
+	msgs                      map[int64][]*Msg
+	nextMsg                   int
+	files                     map[string][]byte // file_id -> content
+	calls                     []Call
+	rateLimit                 int  // the next write answers 429 with this retry_after
+	rejectFmt                 bool // the next formatted message is refused
+	drop                      bool // the next getUpdates fails
+	fail5xx                   int  // so many writes answer 502
+	webhook                   bool // a webhook is set
+	webhookURL, webhookSecret string
 }
 
 type Call struct {
@@ -133,6 +134,9 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, 200, "", map[string]any{"id": BotID, "is_bot": true, "first_name": "Switchboard", "username": BotName})
 	case "deleteWebhook":
 		f.webhook = false
+		reply(w, 200, "", true)
+	case "setWebhook":
+		f.webhook, f.webhookURL, f.webhookSecret = true, params["url"], params["secret_token"]
 		reply(w, 200, "", true)
 	case "sendMessage", "sendPhoto", "sendDocument":
 		text, raw := params["text"], params["text"]
@@ -561,4 +565,11 @@ func (f *Server) WaitBotMessage(t testing.TB, chat int64, what string, match fun
 		return false
 	})
 	return found
+}
+
+// Webhook returns the webhook URL and secret token the bot registered.
+func (f *Server) Webhook() (url, secret string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.webhookURL, f.webhookSecret
 }
