@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,13 +53,26 @@ func newMetrics(g *Gateway) *metrics {
 	}
 	m.reg.MustRegister(m.inbound, m.turns, m.turnSeconds, m.agentFailures, m.outbox, m.rateLimitWaits, m.mcpCalls,
 		m.fires, m.lateness, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		stateCollector{g})
+		stateCollector{g: g, cache: &storeGauges{}})
 	return m
 }
 
-// stateCollector reports, at scrape time, what is cheap to read then:
-// each adapter's connection state, the outbox backlog and the store's size.
-type stateCollector struct{ g *Gateway }
+// stateCollector reports, at scrape time, each adapter's connection state
+// and — read from the store at most every storeEvery, however often
+// Prometheus scrapes — the outbox backlog and the store's size.
+type stateCollector struct {
+	g     *Gateway
+	cache *storeGauges
+}
+
+const storeEvery = 5 * time.Second
+
+type storeGauges struct {
+	mu              sync.Mutex
+	at              time.Time
+	pending, failed int
+	bytes           int64
+}
 
 var (
 	adapterUp = prometheus.NewDesc("switchboard_adapter_state", "1 for each adapter's current connection state.",
@@ -84,13 +98,21 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(adapterUp, prometheus.GaugeValue, v, name, string(s))
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if s, err := c.g.st.Status(ctx); err == nil {
-		ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(s.OutboxPending), "pending")
-		ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(s.OutboxFailed), "failed")
-		ch <- prometheus.MustNewConstMetric(storeBytes, prometheus.GaugeValue, float64(s.DBBytes))
+	sg := c.cache
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	if time.Since(sg.at) > storeEvery {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s, err := c.g.st.Status(ctx)
+		cancel()
+		if err != nil {
+			return
+		}
+		sg.at, sg.pending, sg.failed, sg.bytes = time.Now(), s.OutboxPending, s.OutboxFailed, s.DBBytes
 	}
+	ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(sg.pending), "pending")
+	ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(sg.failed), "failed")
+	ch <- prometheus.MustNewConstMetric(storeBytes, prometheus.GaugeValue, float64(sg.bytes))
 }
 
 // MetricsHandler serves /metrics in the Prometheus text format.
