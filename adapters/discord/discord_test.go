@@ -205,8 +205,9 @@ func TestBackfillAfterNewSession(t *testing.T) {
 	f.Disconnect(false)
 	old := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "while away, long ago", Time: time.Now().Add(-30 * time.Minute)})
 	recent := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "while away, just now", MentionBot: true})
+	inThread := f.UserPosts(discordtest.Post{Channel: discordtest.Thread, Content: "in the thread, while away"})
 	f.WaitFor(t, "a new session", func() bool { return f.Sessions() >= 2 })
-	evs := host.WaitEvents(t, 2)
+	evs := host.WaitEvents(t, 3)
 	count := map[string]int{}
 	for _, ev := range host.Events() {
 		count[ev.ID]++
@@ -217,7 +218,12 @@ func TestBackfillAfterNewSession(t *testing.T) {
 			t.Errorf("the old message carries time %v, not its own", ev.Time)
 		}
 	}
-	if count[old] != 1 || count[recent] != 1 || count[seen] != 0 {
+	for _, ev := range host.Events() {
+		if ev.ID == inThread && (ev.Chat != channelChat || ev.Topic != discordtest.Thread || !ev.Backfilled) {
+			t.Errorf("the thread's missed message came as %+v; want the channel's JID with the thread as topic, backfilled", ev)
+		}
+	}
+	if count[old] != 1 || count[recent] != 1 || count[inThread] != 1 || count[seen] != 0 {
 		t.Errorf("delivered %v from %d events; want each missed message once and nothing already stored", count, len(evs))
 	}
 }

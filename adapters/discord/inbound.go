@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -216,13 +217,56 @@ func displayName(m *discordgo.Message) string {
 	return m.Author.Username
 }
 
-// backfill stores what routed channels received while the bot was away.
+// backfill stores what routed channels, and the threads under them that
+// the bot knows, received while it was away.
 func (a *Adapter) backfill(ctx context.Context, host adapters.Host) {
-	n, err := adapters.Backfill(ctx, host, a, time.Now())
+	now := time.Now()
+	n, err := adapters.Backfill(ctx, host, a, now)
+	if m, terr := a.backfillThreads(ctx, host, now); terr != nil {
+		err = errors.Join(err, terr)
+	} else {
+		n += m
+	}
 	if err != nil && ctx.Err() == nil {
 		a.log.Warn("discord backfill incomplete", "err", err)
 	}
 	if n > 0 {
 		a.log.Info("discord backfilled messages missed while disconnected", "count", n)
 	}
+}
+
+// backfillThreads fetches, for each routed channel, its known threads'
+// messages newer than the channel's newest stored one (Discord ids grow
+// with time across channels, so one cursor serves the threads too).
+func (a *Adapter) backfillThreads(ctx context.Context, host adapters.Host, now time.Time) (int, error) {
+	chats, err := host.RoutedChats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	a.mu.Lock()
+	threads := map[adapters.JID][]string{}
+	for id, p := range a.parents {
+		jid := chatJID(p.guild, p.channel)
+		threads[jid] = append(threads[jid], id)
+	}
+	a.mu.Unlock()
+	n := 0
+	var errs []error
+	for _, c := range chats {
+		for _, th := range threads[c.Chat] {
+			q := adapters.HistoryQuery{Topic: th, After: c.LastID, Since: now.Add(-adapters.BackfillWindow), Limit: adapters.BackfillMax}
+			msgs, err := a.FetchHistory(ctx, c.Chat, q)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("backfill thread %s of %s: %w", th, c.Chat, err))
+				continue
+			}
+			for _, m := range msgs {
+				m.Backfilled = true
+				if _, err := host.Deliver(ctx, m); err == nil {
+					n++
+				}
+			}
+		}
+	}
+	return n, errors.Join(errs...)
 }
