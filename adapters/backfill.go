@@ -56,3 +56,38 @@ func Backfill(ctx context.Context, host Host, f HistoryFetcher, now time.Time) (
 	}
 	return n, errors.Join(errs...)
 }
+
+// DeliverUntilStored hands m to host.Deliver, retrying with a capped
+// backoff (100 ms doubling to 10 s) while the store refuses it, for
+// platforms that will not send an event again once it was acknowledged.
+// Garbage (ErrBadMessage) is given up at once. onRetry, when set, is told
+// of each refusal before the wait (wait 0: garbage, not retried). It
+// returns false only when ctx ended before m was stored.
+func DeliverUntilStored(ctx context.Context, host Host, m Inbound, onRetry func(err error, wait time.Duration)) bool {
+	wait := 100 * time.Millisecond
+	for {
+		_, err := host.Deliver(ctx, m)
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, ErrBadMessage):
+			if onRetry != nil {
+				onRetry(err, 0)
+			}
+			return true
+		case ctx.Err() != nil:
+			return false
+		}
+		if onRetry != nil {
+			onRetry(err, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}

@@ -58,26 +58,13 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 // deliver hands ev to the gateway, retrying while the store refuses it
 // (Discord does not redeliver: an event not stored now is lost).
 func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.Inbound) {
-	wait := 100 * time.Millisecond
-	for {
-		_, err := host.Deliver(ctx, ev)
-		switch {
-		case err == nil:
-			return
-		case errors.Is(err, adapters.ErrBadMessage):
+	adapters.DeliverUntilStored(ctx, host, ev, func(err error, wait time.Duration) {
+		if wait == 0 {
 			a.log.Warn("discord event refused as invalid; skipped", "jid", ev.Chat, "msg", ev.ID, "err", err)
-			return
-		case ctx.Err() != nil:
 			return
 		}
 		a.log.Warn("discord event not stored; retrying", "jid", ev.Chat, "msg", ev.ID, "wait", wait, "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 10*time.Second)
-	}
+	})
 }
 
 // message normalizes a message; ok is false for messages with nothing to store.

@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -31,27 +30,13 @@ func (a *Adapter) handle(ctx context.Context, host adapters.Host, g *gate, u *mo
 
 // deliver hands ev to the gateway until it is stored; false when ctx ended.
 func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.Inbound) bool {
-	wait := 100 * time.Millisecond
-	for {
-		_, err := host.Deliver(ctx, ev)
-		if err == nil {
-			return true
-		}
-		if errors.Is(err, adapters.ErrBadMessage) {
+	return adapters.DeliverUntilStored(ctx, host, ev, func(err error, wait time.Duration) {
+		if wait == 0 {
 			a.log.Warn("telegram update refused as invalid; skipped", "jid", ev.Chat, "msg", ev.ID, "err", err)
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
+			return
 		}
 		a.log.Warn("telegram update not stored; retrying", "jid", ev.Chat, "msg", ev.ID, "wait", wait, "err", err)
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 10*time.Second)
-	}
+	})
 }
 
 // normalize turns an update into the events it carries (none for updates

@@ -64,6 +64,7 @@ type Server struct {
 	seq       int
 	session   string
 	sessions  int      // READYs sent
+	beats     int      // heartbeats received on the current connection
 	missed    [][]byte // events raised while no connection was up
 	rateLimit float64  // seconds: the next write answers 429
 	global    bool

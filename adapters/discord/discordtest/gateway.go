@@ -47,6 +47,12 @@ func (f *Server) gateway(w http.ResponseWriter, r *http.Request) {
 		}
 		switch in.Op {
 		case 1:
+			f.mu.Lock()
+			if f.conn == c {
+				f.beats++
+				f.notify()
+			}
+			f.mu.Unlock()
 			send(map[string]any{"op": 11})
 		case 2:
 			var id struct {
@@ -69,7 +75,7 @@ func (f *Server) gateway(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			f.mu.Lock()
-			f.conn = c
+			f.conn, f.beats = c, 0
 			f.seq++
 			missed := f.missed
 			f.missed = nil
@@ -89,6 +95,7 @@ func (f *Server) gateway(w http.ResponseWriter, r *http.Request) {
 func (f *Server) ready(c *websocket.Conn, send func(any) error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.beats = 0
 	f.sessions++
 	f.session = "session-" + strconv.Itoa(f.sessions)
 	f.missed = nil // a new session replays nothing
@@ -217,8 +224,24 @@ func (f *Server) UserReacts(ch, id, emoji string) {
 // Disconnect drops the bot's websocket; it reconnects and resumes, and the
 // events raised meanwhile are replayed. With resumable false the RESUME is
 // refused: the bot starts a new session and must backfill what it missed.
+//
+// It waits for the connection's first heartbeat: discordgo sends one as soon
+// as it connects, and a drop that races it makes discordgo close its new
+// session after reconnecting (a discordgo bug this fake steps around).
 func (f *Server) Disconnect(resumable bool) {
-	f.mu.Lock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		if f.beats > 0 || time.Now().After(deadline) {
+			break
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-time.After(time.Until(deadline)):
+		}
+	}
 	defer f.mu.Unlock()
 	f.noResume = !resumable
 	if f.conn != nil {
