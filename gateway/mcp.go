@@ -244,10 +244,10 @@ func (b mcpBackend) Thread(ctx context.Context, chat, topic string, limit int) (
 	return toIPCAll(ms), err
 }
 
-func (b mcpBackend) FetchHistory(ctx context.Context, chat string, limit int) ([]ipc.Message, string, error) {
+func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, limit int) ([]ipc.Message, string, error) {
 	jid := adapters.JID(chat)
 	if f, ok := b.g.adapters[jid.Platform()].(adapters.HistoryFetcher); ok {
-		in, err := f.FetchHistory(ctx, jid, adapters.HistoryQuery{Limit: limit})
+		in, err := f.FetchHistory(ctx, jid, adapters.HistoryQuery{Before: beforeID, Limit: limit})
 		if err == nil {
 			out := make([]ipc.Message, 0, len(in))
 			for _, m := range in {
@@ -266,7 +266,15 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat string, limit int) ([
 			return nil, "", fmt.Errorf("fetch history of %s from %s: %w", chat, jid.Platform(), err)
 		}
 	}
-	ms, err := b.g.st.MessagesBefore(ctx, chat, 0, limit)
+	var before int64
+	if beforeID != "" {
+		m, err := b.g.st.MessageByID(ctx, chat, beforeID)
+		if err != nil {
+			return nil, "", fmt.Errorf("before_id %s: %w", beforeID, notFoundErr(err))
+		}
+		before = m.Seq
+	}
+	ms, err := b.g.st.MessagesBefore(ctx, chat, before, limit)
 	return toIPCAll(ms), "store", err
 }
 

@@ -57,7 +57,8 @@ type History interface {
 	Thread(ctx context.Context, chat, topic string, limit int) ([]Message, error)
 	// FetchHistory reads recent messages from the platform when its adapter
 	// can, else from the store; source is "platform" or "store".
-	FetchHistory(ctx context.Context, chat string, limit int) (msgs []Message, source string, err error)
+	// beforeID pages back: only messages older than that platform id.
+	FetchHistory(ctx context.Context, chat, beforeID string, limit int) (msgs []Message, source string, err error)
 	// Search runs an FTS5 query; a query that does not parse returns an
 	// error saying so.
 	Search(ctx context.Context, query string, o SearchOptions) ([]Hit, error)

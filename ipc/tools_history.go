@@ -37,6 +37,7 @@ func historyTools() []*toolDef {
 				"Returns {\"source\": \"platform\"|\"store\", \"messages\": [...]}.",
 			readOnly,
 			chatParam(chatDesc),
+			mcp.WithString("before_id", mcp.Description("Only messages older than this platform message id (to page back); default: the newest.")),
 			limitParam(50, 200, "messages"),
 		), run: runFetchHistory},
 		{tool: newTool("find_messages", "Search messages",
@@ -71,7 +72,7 @@ func runGetThread(ctx context.Context, c *call) (any, error) {
 }
 
 func runFetchHistory(ctx context.Context, c *call) (any, error) {
-	ms, source, err := c.b.FetchHistory(ctx, c.str("chat_jid"), clamp(c.int("limit", 0), 50, 200))
+	ms, source, err := c.b.FetchHistory(ctx, c.str("chat_jid"), c.str("before_id"), clamp(c.int("limit", 0), 50, 200))
 	if err != nil {
 		return nil, err
 	}

@@ -568,3 +568,32 @@ func TestTopicOwnership(t *testing.T) {
 		}
 	}
 }
+
+// fetch_history pages back with before_id (here from the store, which the
+// web chat falls back to).
+func TestFetchHistoryBeforeID(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connect(t, "acme", true)
+	for _, id := range []string{"h1", "h2", "h3"} {
+		h.deliver(t, "web:acme", id, "text "+id)
+	}
+	var fh struct {
+		Source   string `json:"source"`
+		Messages []struct {
+			ID string `json:"id"`
+		} `json:"messages"`
+	}
+	call(t, c, "fetch_history", map[string]any{"chat_jid": "web:acme", "before_id": "h3"}).decode(t, &fh)
+	var ids []string
+	for _, m := range fh.Messages {
+		if strings.HasPrefix(m.ID, "h") {
+			ids = append(ids, m.ID)
+		}
+	}
+	if fh.Source != "store" || strings.Join(ids, ",") != "h1,h2" {
+		t.Errorf("fetch_history before h3: %s %v; want h1, h2 from the store", fh.Source, ids)
+	}
+	if r := call(t, c, "fetch_history", map[string]any{"chat_jid": "web:acme", "before_id": "nope"}); !r.IsError || !strings.Contains(r.Text, "before_id nope") {
+		t.Errorf("unknown before_id: %+v", r)
+	}
+}
