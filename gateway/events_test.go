@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -441,5 +442,43 @@ func TestAdapterSupervision(t *testing.T) {
 	}
 	if st := g.AdapterStates()["bad"]; st.State != adapters.StateFailed || st.Err == "" {
 		t.Errorf("state %+v; want failed with the error", st)
+	}
+}
+
+// A batch runs at most three times when the agent is to blame, crashes of
+// the gateway under it included; crashes alone never drop it.
+func TestCrashedAttemptsCount(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv, noStart: true})
+	ctx := context.Background()
+	for chat, id := range map[string]string{testChat: "failed-and-crashed", "test:room/2": "only-crashed"} {
+		m := &store.Message{ChatJID: chat, ID: id, Sender: "test:user/ann", Text: id, Verb: adapters.VerbMention}
+		if _, err := h.st.EnqueueMessage(ctx, m, []store.WorkItem{{Folder: "main", ChatJID: chat, Mode: "trigger", Trigger: TriggerMessage}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first batch failed once and two turns were cut short by crashes;
+	// the second only ever crashed, three times.
+	if err := h.st.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`UPDATE work SET attempts = 1, crashes = 2 WHERE chat_jid = ?`, testChat); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`UPDATE work SET crashes = 3 WHERE chat_jid = 'test:room/2'`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	sent := h.waitSent(testChat, 1)
+	if !strings.Contains(sent[0].Text, "could not answer after 3 attempts") {
+		t.Errorf("the failed-and-crashed batch: %q; want the final notice", sent[0].Text)
+	}
+	if got := h.waitSent("test:room/2", 1)[0].Text; !strings.HasPrefix(got, "reply") {
+		t.Errorf("the batch that only crashed was answered %q; want the agent's reply", got)
+	}
+	for _, p := range rec.prompts(t) {
+		if strings.Contains(p, "failed-and-crashed") {
+			t.Error("the batch whose attempts were used up ran a fourth time")
+		}
 	}
 }

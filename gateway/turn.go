@@ -25,12 +25,14 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	first := b.Items[0]
 	turn := store.Turn{
 		ID: newID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
-		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + 1, Started: time.Now().UnixMilli(),
+		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: time.Now().UnixMilli(),
 	}
-	if first.Attempts >= maxAttempts {
-		// Every attempt so far died with the gateway under it.
-		turn.Attempt = first.Attempts
-		return g.turnFailed(ctx, b, turn, AgentResult{ExitCode: -1}, fmt.Errorf("%w: the gateway stopped during each of %d attempts", ErrAgentFailed, first.Attempts))
+	if first.Attempts > 0 && first.Attempts+first.Crashes >= maxAttempts {
+		// The agent failed, and crashes of the gateway under its other
+		// attempts used up the rest: a batch runs at most three times
+		// unless only the gateway (never the agent) is to blame.
+		turn.Attempt = first.Attempts + first.Crashes
+		return g.turnFailed(ctx, b, turn, AgentResult{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", ErrAgentFailed, first.Crashes))
 	}
 	isolated := first.Trigger == TriggerTask && first.Isolated
 	session := ""

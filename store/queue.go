@@ -23,7 +23,8 @@ type WorkItem struct {
 	TaskID   int64
 	RunID    int64
 	Isolated bool
-	Attempts int
+	Attempts int // failed attempts (the agent failed or timed out)
+	Crashes  int // attempts a gateway crash interrupted
 	Created  int64
 }
 
@@ -194,12 +195,12 @@ func (s *Store) PendingFolders(ctx context.Context) ([]string, error) {
 	return queryStrings(ctx, s.r, `SELECT DISTINCT folder FROM work WHERE mode = 'trigger'`)
 }
 
-const workColumns = `id, folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, attempts, created_ms`
+const workColumns = `id, folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, attempts, created_ms, crashes`
 
 func scanWork(sc scanner) (WorkItem, error) {
 	var w WorkItem
 	err := sc.Scan(&w.ID, &w.Folder, &w.ChatJID, &w.Topic, &w.Seq, &w.Mode, &w.Trigger, &w.Prompt, &w.Origin,
-		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, &w.Created)
+		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, &w.Created, &w.Crashes)
 	return w, err
 }
 
@@ -445,12 +446,12 @@ func (s *Store) ResetStarted(ctx context.Context, b Batch) error {
 	})
 }
 
-// RecoverStarted counts an attempt for every batch whose turn was running
-// when the gateway died, and returns how many work rows that touched.
+// RecoverStarted counts a crash for every batch whose turn was running when
+// the gateway died, and returns how many work rows that touched.
 func (s *Store) RecoverStarted(ctx context.Context) (int64, error) {
 	var n int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE work SET attempts = attempts + 1, started_ms = 0 WHERE started_ms > 0`)
+		res, err := tx.ExecContext(ctx, `UPDATE work SET crashes = crashes + 1, started_ms = 0 WHERE started_ms > 0`)
 		if err != nil {
 			return err
 		}
