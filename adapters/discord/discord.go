@@ -39,6 +39,10 @@ type Options struct {
 	Token  string // the bot token ("Bot " is added)
 	APIURL string // replaces https://discord.com (REST under /api/v9, the gateway URL from /api/v9/gateway)
 	Logger *slog.Logger
+	// ReconnectDeadline bounds how long discordgo may try to restore a lost
+	// gateway connection before Run gives up on the session and returns, so
+	// the gateway starts a fresh one. Default 2m.
+	ReconnectDeadline time.Duration
 }
 
 // Adapter is the Discord adapter. Create it with New.
@@ -79,6 +83,9 @@ var (
 func New(o Options) *Adapter {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ReconnectDeadline <= 0 {
+		o.ReconnectDeadline = 2 * time.Minute
 	}
 	a := &Adapter{opt: o, log: o.Logger.With("adapter", platform), parents: map[string]parent{}, botRoles: map[string]bool{}}
 	a.http = &http.Client{Timeout: time.Minute}
@@ -153,14 +160,22 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	a.mu.Lock()
 	a.s, a.host = s, host
 	a.mu.Unlock()
-	a.handlers(ctx, s, host)
+	stuck := make(chan struct{}, 1)
+	a.handlers(ctx, s, host, stuck)
 	if err := s.Open(); err != nil {
 		return fmt.Errorf("discord: open gateway: %w", err)
 	}
 	a.log.Info("discord connected", "bot", me.Username, "jid", userJID(me.ID))
-	<-ctx.Done()
-	_ = s.Close()
-	return nil
+	select {
+	case <-ctx.Done():
+		_ = s.Close()
+		return nil
+	case <-stuck:
+		// discordgo's own reconnect did not get the session back (it can
+		// give up on a session it just reopened): start afresh.
+		_ = s.Close()
+		return fmt.Errorf("discord: gateway connection not restored within %s; starting a new session", a.opt.ReconnectDeadline)
+	}
 }
 
 // session is the current Run's session.

@@ -271,3 +271,29 @@ func TestBadToken(t *testing.T) {
 		t.Fatalf("bad token: %v", err)
 	}
 }
+
+// When discordgo cannot restore a lost connection in time, Run gives the
+// session up and returns an error, so the gateway starts a fresh one.
+func TestStuckReconnectEndsRun(t *testing.T) {
+	f := discordtest.New(t)
+	a := New(Options{Token: discordtest.Token, APIURL: f.URL(), ReconnectDeadline: 300 * time.Millisecond})
+	host := adaptertest.NewHost()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, host) }()
+	host.Wait(t, 10*time.Second, "connected", func(h *adaptertest.Host) bool {
+		st, _ := h.States()
+		return len(st) > 0 && st[len(st)-1] == adapters.StateConnected
+	})
+	f.RefuseConnections(true)
+	f.Disconnect(true)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not restored") {
+			t.Errorf("Run returned %v; want the stuck-reconnect error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not give up on a connection that could not be restored")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -14,19 +15,34 @@ import (
 
 // handlers wires discordgo's events to the host. discordgo calls handlers
 // from its event loop; each delivery blocks until stored.
-func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapters.Host) {
-	s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+// stuck is signalled when a lost connection is not back within
+// Options.ReconnectDeadline.
+func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapters.Host, stuck chan<- struct{}) {
+	var epoch atomic.Int64 // counts connects, so a watchdog knows whether one came
+	connected := func() {
+		epoch.Add(1)
 		host.SetState(adapters.StateConnected, nil)
+	}
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+		connected()
 		// A new session (not a resumed one) may have missed messages.
 		go a.backfill(ctx, host)
 	})
-	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
-		host.SetState(adapters.StateConnected, nil)
-	})
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) { connected() })
 	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
-		if ctx.Err() == nil {
-			host.SetState(adapters.StateBackingOff, errors.New("gateway connection lost; discordgo is reconnecting"))
+		if ctx.Err() != nil {
+			return
 		}
+		host.SetState(adapters.StateBackingOff, errors.New("gateway connection lost; discordgo is reconnecting"))
+		at := epoch.Load()
+		time.AfterFunc(a.opt.ReconnectDeadline, func() {
+			if epoch.Load() == at && ctx.Err() == nil {
+				select {
+				case stuck <- struct{}{}:
+				default:
+				}
+			}
+		})
 	})
 	s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) { a.learnGuild(g.Guild) })
 	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) { a.learnChannel(c.Channel) })

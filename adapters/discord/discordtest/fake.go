@@ -65,6 +65,7 @@ type Server struct {
 	session   string
 	sessions  int      // READYs sent
 	beats     int      // heartbeats received on the current connection
+	refuseWS  bool     // the gateway refuses websocket connections
 	missed    [][]byte // events raised while no connection was up
 	rateLimit float64  // seconds: the next write answers 429
 	global    bool

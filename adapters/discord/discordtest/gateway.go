@@ -22,6 +22,13 @@ type frame struct {
 
 // gateway serves one websocket connection of the bot.
 func (f *Server) gateway(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	refuse := f.refuseWS
+	f.mu.Unlock()
+	if refuse {
+		http.Error(w, "gateway unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	c, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
@@ -325,4 +332,12 @@ func (f *Server) write(c *websocket.Conn, b []byte) error {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	return c.WriteMessage(websocket.TextMessage, b)
+}
+
+// RefuseConnections makes the gateway refuse new websocket connections
+// (an outage), or accept them again.
+func (f *Server) RefuseConnections(refuse bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuseWS = refuse
 }
