@@ -10,6 +10,7 @@ CONFIG ?= config.example.yaml
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+RELEASE_BIN ?= bin/switchboard-linux-amd64
 
 run: build
 	./$(BIN) --config $(CONFIG) run
@@ -22,8 +23,8 @@ build:
 release:
 	GOOS=linux GOARCH=amd64 go build -trimpath -tags 'sqlite_fts5 osusergo netgo sqlite_omit_load_extension' \
 		-ldflags "-s -w -linkmode external -extldflags '-static' -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)" \
-		-o bin/switchboard-linux-amd64 ./cmd/switchboard
-	@file bin/switchboard-linux-amd64 2>/dev/null || true
+		-o $(RELEASE_BIN) ./cmd/switchboard
+	@file $(RELEASE_BIN) 2>/dev/null || true
 
 test: deps
 	go vet ./...

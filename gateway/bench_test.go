@@ -173,28 +173,41 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 }
 
 // BenchmarkDeliverWhileScraped measures intake (64 concurrent Deliver
-// callers) alone and while 100 Prometheus servers scrape /metrics, each
-// once a second (100 scrapes a second, far above the usual one per 15 s).
+// callers) alone, while 100 Prometheus servers scrape /metrics once a second
+// each (100 scrapes a second, far above the usual one per 15 s), and while
+// 100 scrapers scrape back to back (100 scrapes in flight at all times).
 func BenchmarkDeliverWhileScraped(b *testing.B) {
-	for _, scrapers := range []int{0, 100} {
-		b.Run(fmt.Sprintf("scrapers=%d", scrapers), func(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		scrapers int
+		every    time.Duration // 0: back to back
+	}{{"scrapers=0", 0, 0}, {"scrapers=100/1s", 100, time.Second}, {"scrapers=100/busy", 100, 0}} {
+		b.Run(bc.name, func(b *testing.B) {
 			h := newHarness(b, harnessConfig{agent: blockedAgent(b), modify: func(o *Options) { o.DrainTimeout = 10 * time.Millisecond }})
 			srv := httptest.NewServer(h.g.MetricsHandler())
 			defer srv.Close()
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: max(bc.scrapers, 1)}}
 			stop := make(chan struct{})
 			var scrapes atomic.Int64
 			var sg sync.WaitGroup
-			for range scrapers {
+			for range bc.scrapers {
 				sg.Go(func() {
-					tick := time.NewTicker(time.Second)
-					defer tick.Stop()
+					// A ticker, or a closed channel for back to back.
+					always := make(chan time.Time)
+					close(always)
+					var tick <-chan time.Time = always
+					if bc.every > 0 {
+						t := time.NewTicker(bc.every)
+						defer t.Stop()
+						tick = t.C
+					}
 					for {
 						select {
 						case <-stop:
 							return
-						case <-tick.C:
+						case <-tick:
 						}
-						resp, err := http.Get(srv.URL)
+						resp, err := client.Get(srv.URL)
 						if err != nil {
 							continue
 						}

@@ -175,6 +175,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// with no adapter running (and no port held). It is joined before Run
 	// returns: the caller closes the store next.
 	var bg sync.WaitGroup
+	defer g.persistStopped(ctx) // after bg.Wait: the poll loop writes no heartbeat after it
 	defer bg.Wait()
 	if err := g.startScheduler(intakeCtx, &bg); err != nil {
 		return err

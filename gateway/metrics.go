@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"switchboard/adapters"
 )
@@ -115,9 +116,44 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(storeBytes, prometheus.GaugeValue, float64(sg.bytes))
 }
 
-// MetricsHandler serves /metrics in the Prometheus text format.
+// MetricsHandler serves /metrics in the Prometheus text format. Scrapes
+// that arrive while a gather runs share its result, so many scrapers at once
+// cost about one gather.
 func (g *Gateway) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{ErrorLog: nil})
+	return promhttp.HandlerFor(&sharedGather{g: g.metrics.reg}, promhttp.HandlerOpts{})
+}
+
+// sharedGather runs one Gather at a time; callers that arrive while it runs
+// wait for it and share its result, which misses at most what changed
+// between that gather's start and their arrival.
+type sharedGather struct {
+	g  prometheus.Gatherer
+	mu sync.Mutex
+	in *gatherCall // the gather in flight, if any
+}
+
+type gatherCall struct {
+	done chan struct{}
+	mfs  []*dto.MetricFamily
+	err  error
+}
+
+func (s *sharedGather) Gather() ([]*dto.MetricFamily, error) {
+	s.mu.Lock()
+	if c := s.in; c != nil {
+		s.mu.Unlock()
+		<-c.done
+		return c.mfs, c.err
+	}
+	c := &gatherCall{done: make(chan struct{})}
+	s.in = c
+	s.mu.Unlock()
+	c.mfs, c.err = s.g.Gather()
+	s.mu.Lock()
+	s.in = nil
+	s.mu.Unlock()
+	close(c.done)
+	return c.mfs, c.err
 }
 
 // MCPCall counts an MCP tool call; ipc reports every call through it.

@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"switchboard/store"
@@ -20,11 +22,19 @@ const (
 	heartbeatEvery     = 5 * time.Second
 )
 
+// processStart is when this process started: the heartbeat's Started.
+var processStart = time.Now()
+
 // Heartbeat says that a gateway runs, and how.
 type Heartbeat struct {
 	PID     int       `json:"pid"`
-	Time    time.Time `json:"time"`
-	Warning string    `json:"warning,omitempty"` // e.g. that agents are not sandboxed
+	Time    time.Time `json:"time"`              // last written
+	Started time.Time `json:"started,omitempty"` // when this gateway started
+	// Stopped is set by a gateway that shut down cleanly; a heartbeat that
+	// stops without it is a gateway that died.
+	Stopped  bool     `json:"stopped,omitempty"`
+	Adapters []string `json:"adapters,omitempty"` // the adapters this gateway runs
+	Warning  string   `json:"warning,omitempty"`  // e.g. that agents are not sandboxed
 }
 
 // persistStatus writes the adapters' states when they changed and a
@@ -47,11 +57,29 @@ func (g *Gateway) persistStatus(ctx context.Context, beat bool) {
 		}
 	}
 	if beat {
-		b, _ := json.Marshal(Heartbeat{PID: os.Getpid(), Time: time.Now().UTC(), Warning: g.opt.Warning})
-		if err := g.st.SetAdapterValue(ctx, HeartbeatNamespace, HeartbeatKey, string(b), 0); err != nil && ctx.Err() == nil {
-			g.log.Error("persist heartbeat", "err", err)
-		}
+		g.beat(ctx, false)
 	}
+}
+
+// beat writes the heartbeat; stopped says the gateway shuts down cleanly.
+func (g *Gateway) beat(ctx context.Context, stopped bool) {
+	names := slices.Sorted(maps.Keys(g.adapters))
+	h := Heartbeat{PID: os.Getpid(), Time: time.Now().UTC(), Started: processStart.UTC(), Stopped: stopped,
+		Adapters: names, Warning: g.opt.Warning}
+	b, _ := json.Marshal(h)
+	if err := g.st.SetAdapterValue(ctx, HeartbeatNamespace, HeartbeatKey, string(b), 0); err != nil && ctx.Err() == nil {
+		g.log.Error("persist heartbeat", "err", err)
+	}
+}
+
+// persistStopped records a clean shutdown, with the adapters' last states,
+// so that status tells a stopped gateway from one that died. Run calls it
+// last, before the caller closes the store.
+func (g *Gateway) persistStopped(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	g.persistStatus(ctx, false)
+	g.beat(ctx, true)
 }
 
 // RuntimeStatus is the gateway's view persisted in the store: adapter
@@ -61,7 +89,9 @@ type RuntimeStatus struct {
 	Heartbeat *Heartbeat
 }
 
-// ReadRuntimeStatus reads what a running (or the last) gateway persisted.
+// ReadRuntimeStatus reads what a running (or the last) gateway persisted:
+// the states of the adapters that gateway ran (states an earlier gateway
+// left for adapters since disabled are not shown).
 func ReadRuntimeStatus(ctx context.Context, st *store.Store) (RuntimeStatus, error) {
 	rs := RuntimeStatus{Adapters: map[string]AdapterStatus{}}
 	vals, err := st.ValuesByKey(ctx, StateKey)
@@ -81,6 +111,9 @@ func ReadRuntimeStatus(ctx context.Context, st *store.Store) (RuntimeStatus, err
 		if json.Unmarshal([]byte(v), &h) == nil {
 			rs.Heartbeat = &h
 		}
+	}
+	if h := rs.Heartbeat; h != nil && h.Adapters != nil {
+		maps.DeleteFunc(rs.Adapters, func(name string, _ AdapterStatus) bool { return !slices.Contains(h.Adapters, name) })
 	}
 	return rs, nil
 }

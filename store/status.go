@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -102,31 +103,48 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 
 // Backup writes a consistent copy of the database to path (VACUUM INTO,
 // safe while the gateway writes) and checks the copy: it opens, passes
-// SQLite's integrity check and has this schema. path must not exist; on any
-// failure nothing is left there and the database is untouched.
+// SQLite's integrity check and has this database's schema version. path must
+// not exist: it is created exclusively (mode 0600, so the copy is never
+// readable by others, and two backups never write one file). On any failure
+// nothing is left there and the database is untouched: the copy is read
+// through a read-only connection.
 func (s *Store) Backup(ctx context.Context, path string) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if _, err := os.Lstat(abs); err == nil {
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("backup: %s already exists; choose a new file name", abs)
+	case err != nil:
+		return fmt.Errorf("backup: create %s: %w (does the directory exist and is it writable?)", abs, err)
 	}
-	if fi, err := os.Stat(filepath.Dir(abs)); err != nil || !fi.IsDir() {
-		return fmt.Errorf("backup: directory %s does not exist", filepath.Dir(abs))
-	}
-	if _, err := s.r.ExecContext(ctx, `VACUUM INTO ?`, abs); err != nil {
+	f.Close()
+	if err := s.backupInto(ctx, abs); err != nil {
 		os.Remove(abs)
-		return fmt.Errorf("backup to %s: %w (is the directory writable?)", abs, err)
+		return fmt.Errorf("backup to %s: %w", abs, err)
 	}
-	if err := verifyCopy(ctx, abs); err != nil {
-		os.Remove(abs)
-		return fmt.Errorf("backup to %s: the copy does not verify: %w", abs, err)
-	}
-	return os.Chmod(abs, 0o600)
+	return nil
 }
 
-func verifyCopy(ctx context.Context, path string) error {
+func (s *Store) backupInto(ctx context.Context, abs string) error {
+	// VACUUM INTO accepts an empty file: the one just created.
+	if _, err := s.r.ExecContext(ctx, `VACUUM INTO ?`, abs); err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	want, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if err := verifyCopy(ctx, abs, want); err != nil {
+		return fmt.Errorf("the copy does not verify: %w", err)
+	}
+	return nil
+}
+
+// verifyCopy opens the copy read-only and checks its integrity and schema.
+func verifyCopy(ctx context.Context, path string, schema int) error {
 	db, err := sql.Open("sqlite3", dsn(path, readerParams))
 	if err != nil {
 		return err
@@ -137,8 +155,14 @@ func verifyCopy(ctx context.Context, path string) error {
 		return err
 	}
 	if ok != "ok" {
-		return errors.New(ok)
+		return fmt.Errorf("integrity check: %s", ok)
 	}
-	var n int
-	return db.QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(&n)
+	v, err := schemaVersion(ctx, db)
+	if err != nil {
+		return err
+	}
+	if v != schema {
+		return fmt.Errorf("schema version %d, the database has %d", v, schema)
+	}
+	return nil
 }

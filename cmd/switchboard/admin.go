@@ -86,7 +86,7 @@ func (a *admin) stop() {
 
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"ago": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
-	"ms":  func(ms int64) string { return time.UnixMilli(ms).Local().Format(time.DateTime) },
+	"at":  func(t time.Time) string { return t.Local().Format(time.DateTime) },
 	"mb":  func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
@@ -95,15 +95,15 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.bad{color:#b00}.ok{color:#070}.warn{background:#fee;padding:.5em}</style>
 </head><body>
 <h1>Switchboard</h1>
-{{with .Gateway}}<p id="gateway">{{if .Running}}<span class="ok">running</span> (pid {{.PID}}, seen {{ago .LastSeen}} ago){{else if .LastSeen}}<span class="bad">not running</span> (last seen {{ago .LastSeen}} ago){{else}}never started{{end}}</p>
+{{with .Gateway}}<p id="gateway">{{if .Running}}<span class="ok">running</span> (pid {{.PID}}, seen {{ago .LastSeen}} ago){{else if .Stopped}}<span class="bad">stopped</span> (cleanly, {{ago .LastSeen}} ago){{else if .LastSeen}}<span class="bad">not running</span> (last seen {{ago .LastSeen}} ago; it did not stop cleanly){{else}}never started{{end}}</p>
 {{if .Warning}}<p class="warn" id="warning">{{.Warning}}</p>{{end}}{{end}}
 <h2>Adapters</h2><table id="adapters"><tr><th>adapter</th><th>state</th><th>since</th><th>last error</th></tr>
 {{range $name, $s := .Adapters}}<tr><td>{{$name}}</td><td class="{{if eq (print $s.State) "connected"}}ok{{else}}bad{{end}}">{{$s.State}}</td><td>{{ago $s.Since}} ago</td><td>{{$s.Err}}</td></tr>{{end}}</table>
 <h2>Queue</h2><table id="queue"><tr><th>folder</th><th>waiting</th></tr>{{range $f, $n := .Queue}}<tr><td>{{$f}}</td><td>{{$n}}</td></tr>{{else}}<tr><td colspan="2">empty</td></tr>{{end}}</table>
 <h2>Running turns</h2><table id="running">{{range .Running}}<tr><td>{{.Folder}}</td><td>{{.ChatJID}}</td><td>{{ago .Started}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 <h2>Outbox</h2><p id="outbox">{{.Outbox.Pending}} pending, {{.Outbox.Failed}} failed</p>
-<h2>Next tasks</h2><table id="tasks">{{range .NextTasks}}<tr><td>#{{.ID}}</td><td>{{.Folder}}</td><td>{{.Spec}}</td><td>{{.Next.Local.Format "2006-01-02 15:04:05"}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
-<h2>Recent failed turns</h2><table id="failed">{{range .FailedTurns}}<tr><td>{{ms .Started}}</td><td>{{.Folder}}</td><td>{{.ChatJID}}</td><td>attempt {{.Attempt}}</td><td>{{.Error}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
+<h2>Next tasks</h2><table id="tasks">{{range .NextTasks}}<tr><td>#{{.ID}}</td><td>{{.Folder}}</td><td>{{.Spec}}</td><td>{{at .Next}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
+<h2>Recent failed turns</h2><table id="failed">{{range .FailedTurns}}<tr><td>{{at .Started}}</td><td>{{.Folder}}</td><td>{{.ChatJID}}</td><td>attempt {{.Attempt}}</td><td>{{.Error}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 <p>database {{mb .DBBytes}} · <a href="/metrics">metrics</a> · <a href="/readyz">readyz</a></p>
 </body></html>
 `))

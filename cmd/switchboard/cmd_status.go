@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 	"syscall"
@@ -40,31 +40,61 @@ whether or not the gateway runs, and says when the gateway was last seen.`,
 
 // statusReport is `switchboard status`, in text or JSON.
 type statusReport struct {
-	Gateway  gatewayState                     `json:"gateway"`
-	Adapters map[string]gateway.AdapterStatus `json:"adapters"`
-	Queue    map[string]int                   `json:"queue"`
-	Running  []store.RunningTurn              `json:"running"`
-	Outbox   struct {
-		Pending int `json:"pending"`
-		Failed  int `json:"failed"`
-	} `json:"outbox"`
-	NextTasks   []store.NextTask `json:"next_tasks"`
-	FailedTurns []store.Turn     `json:"failed_turns"`
-	DBBytes     int64            `json:"db_bytes"`
+	Gateway     gatewayState                     `json:"gateway"`
+	Adapters    map[string]gateway.AdapterStatus `json:"adapters"`
+	Queue       map[string]int                   `json:"queue"` // trigger work waiting, per folder
+	Running     []runningTurn                    `json:"running"`
+	Outbox      outboxCounts                     `json:"outbox"`
+	NextTasks   []nextTask                       `json:"next_tasks"`
+	FailedTurns []failedTurn                     `json:"failed_turns"`
+	DBBytes     int64                            `json:"db_bytes"`
 }
 
 type gatewayState struct {
-	Running  bool       `json:"running"`
+	Running bool `json:"running"`
+	// Stopped: the last gateway shut down cleanly. Neither running nor
+	// stopped: it died (crash, kill -9, power loss).
+	Stopped  bool       `json:"stopped"`
 	PID      int        `json:"pid,omitempty"`
+	Started  *time.Time `json:"started,omitempty"`
 	LastSeen *time.Time `json:"last_seen,omitempty"`
-	Warning  string     `json:"warning,omitempty"`
+	Warning  string     `json:"warning,omitempty"` // e.g. that agents are not sandboxed
 }
 
-// aliveWithin: a heartbeat younger than this, from a live pid, is a running gateway.
+type runningTurn struct {
+	Folder  string    `json:"folder"`
+	ChatJID string    `json:"chat_jid"`
+	Started time.Time `json:"started"`
+}
+
+type outboxCounts struct {
+	Pending int `json:"pending"`
+	Failed  int `json:"failed"`
+}
+
+type nextTask struct {
+	ID     int64     `json:"id"`
+	Folder string    `json:"folder"`
+	Spec   string    `json:"schedule"`
+	Next   time.Time `json:"next"`
+}
+
+type failedTurn struct {
+	TurnID  string    `json:"turn_id"`
+	Folder  string    `json:"folder"`
+	ChatJID string    `json:"chat_jid"`
+	Trigger string    `json:"trigger"`
+	Attempt int       `json:"attempt"`
+	Started time.Time `json:"started"`
+	Error   string    `json:"error"`
+}
+
+// aliveWithin: a heartbeat younger than this, from a live pid, is a running
+// gateway (it beats every 5 s).
 const aliveWithin = 20 * time.Second
 
 func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
-	var rep statusReport
+	rep := statusReport{Running: []runningTurn{}, NextTasks: []nextTask{}, FailedTurns: []failedTurn{}}
 	rt, err := gateway.ReadRuntimeStatus(ctx, st)
 	if err != nil {
 		return rep, err
@@ -73,100 +103,93 @@ func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.Adapters, rep.Queue, rep.Running = rt.Adapters, s.Queue, s.Running
-	rep.Outbox.Pending, rep.Outbox.Failed = s.OutboxPending, s.OutboxFailed
-	rep.NextTasks, rep.FailedTurns, rep.DBBytes = s.NextTasks, s.FailedTurns, s.DBBytes
+	rep.Adapters, rep.Queue, rep.DBBytes = rt.Adapters, s.Queue, s.DBBytes
+	rep.Outbox = outboxCounts{Pending: s.OutboxPending, Failed: s.OutboxFailed}
+	for _, r := range s.Running {
+		rep.Running = append(rep.Running, runningTurn{Folder: r.Folder, ChatJID: r.ChatJID, Started: r.Started})
+	}
+	for _, t := range s.NextTasks {
+		rep.NextTasks = append(rep.NextTasks, nextTask{ID: t.ID, Folder: t.Folder, Spec: t.Spec, Next: t.Next})
+	}
+	for _, t := range s.FailedTurns {
+		rep.FailedTurns = append(rep.FailedTurns, failedTurn{TurnID: t.ID, Folder: t.Folder, ChatJID: t.ChatJID,
+			Trigger: t.Trigger, Attempt: t.Attempt, Started: time.UnixMilli(t.Started), Error: t.Error})
+	}
 	if h := rt.Heartbeat; h != nil {
-		rep.Gateway.LastSeen, rep.Gateway.PID, rep.Gateway.Warning = &h.Time, h.PID, h.Warning
-		rep.Gateway.Running = time.Since(h.Time) < aliveWithin && syscall.Kill(h.PID, 0) == nil
+		g := &rep.Gateway
+		g.LastSeen, g.PID, g.Warning, g.Stopped = &h.Time, h.PID, h.Warning, h.Stopped
+		if !h.Started.IsZero() {
+			g.Started = &h.Started
+		}
+		g.Running = !h.Stopped && time.Since(h.Time) < aliveWithin && processAlive(h.PID)
 	}
 	return rep, nil
 }
 
+// processAlive reports whether pid exists; EPERM (another user's process,
+// e.g. the service user's, seen from an operator's shell) counts as alive.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 func (r statusReport) text(w io.Writer) {
-	switch g := r.Gateway; {
+	g := r.Gateway
+	switch {
 	case g.LastSeen == nil:
 		fmt.Fprintln(w, "gateway\tnever started on this data directory")
 	case g.Running:
-		fmt.Fprintf(w, "gateway\trunning (pid %d, seen %s ago)\n", g.PID, time.Since(*g.LastSeen).Round(time.Second))
+		fmt.Fprintf(w, "gateway\trunning (pid %d, up %s, seen %s ago)\n", g.PID, since(g.Started), time.Since(*g.LastSeen).Round(time.Second))
+	case g.Stopped:
+		fmt.Fprintf(w, "gateway\tnot running: stopped cleanly at %s (%s ago)\n", g.LastSeen.Local().Format(time.DateTime), time.Since(*g.LastSeen).Round(time.Second))
 	default:
-		fmt.Fprintf(w, "gateway\tnot running (last seen %s, %s ago)\n", g.LastSeen.Local().Format(time.DateTime), time.Since(*g.LastSeen).Round(time.Second))
+		fmt.Fprintf(w, "gateway\tnot running (last seen %s, %s ago; it did not stop cleanly: crashed or killed, see the log)\n",
+			g.LastSeen.Local().Format(time.DateTime), time.Since(*g.LastSeen).Round(time.Second))
 	}
-	if r.Gateway.Warning != "" {
-		fmt.Fprintf(w, "WARNING\t%s\n", r.Gateway.Warning)
+	if g.Warning != "" {
+		fmt.Fprintf(w, "WARNING\t%s\n", g.Warning)
 	}
-	names := slices.Sorted(mapKeys(r.Adapters))
-	for i, n := range names {
+	label := "adapters"
+	if !g.Running && len(r.Adapters) > 0 {
+		label = "adapters (as last seen)"
+	}
+	for _, n := range slices.Sorted(maps.Keys(r.Adapters)) {
 		s := r.Adapters[n]
-		label := ""
-		if i == 0 {
-			label = "adapters"
-		}
 		line := fmt.Sprintf("%s\t%s\t%s since %s", label, n, s.State, s.Since.Local().Format(time.DateTime))
 		if s.Err != "" {
 			line += "\tlast error: " + s.Err
 		}
 		fmt.Fprintln(w, line)
+		label = ""
 	}
 	var q []string
-	for _, f := range slices.Sorted(mapKeys(r.Queue)) {
+	for _, f := range slices.Sorted(maps.Keys(r.Queue)) {
 		q = append(q, fmt.Sprintf("%s %d", f, r.Queue[f]))
 	}
 	fmt.Fprintf(w, "queue\t%s\n", orDefault(strings.Join(q, ", "), "empty"))
-	for i, t := range r.Running {
-		label := ""
-		if i == 0 {
-			label = "running"
-		}
+	label = "running"
+	for _, t := range r.Running {
 		fmt.Fprintf(w, "%s\t%s\t%s since %s\n", label, t.Folder, t.ChatJID, t.Started.Local().Format(time.DateTime))
+		label = ""
 	}
 	fmt.Fprintf(w, "outbox\t%d pending, %d failed\n", r.Outbox.Pending, r.Outbox.Failed)
-	for i, t := range r.NextTasks {
-		label := ""
-		if i == 0 {
-			label = "next tasks"
-		}
+	label = "next tasks"
+	for _, t := range r.NextTasks {
 		fmt.Fprintf(w, "%s\t#%d %s\t%s\t%s\n", label, t.ID, t.Folder, t.Spec, t.Next.Local().Format(time.DateTime))
+		label = ""
 	}
-	for i, t := range r.FailedTurns {
-		label := ""
-		if i == 0 {
-			label = "failed turns"
-		}
-		fmt.Fprintf(w, "%s\t%s %s\t%s attempt %d\t%s\n", label, time.UnixMilli(t.Started).Local().Format(time.DateTime), t.Folder, t.ChatJID, t.Attempt, t.Error)
+	label = "failed turns"
+	for _, t := range r.FailedTurns {
+		fmt.Fprintf(w, "%s\t%s %s\t%s attempt %d\t%s\n", label, t.Started.Local().Format(time.DateTime), t.Folder, t.ChatJID, t.Attempt, t.Error)
+		label = ""
 	}
 	fmt.Fprintf(w, "database\t%.1f MB\n", float64(r.DBBytes)/(1<<20))
 }
 
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
+// since is how long ago t was, rounded to the second ("?" when unknown).
+func since(t *time.Time) string {
+	if t == nil {
+		return "?"
 	}
-}
-
-func (a *app) backupCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "backup FILE",
-		Short: "Write a consistent copy of the database to FILE (safe while the gateway runs)",
-		Long: `Write a consistent online copy of the database to FILE with SQLite's VACUUM INTO,
-then verify it (it opens, passes the integrity check). FILE must not exist. Restore by
-stopping the gateway and copying FILE over <data_dir>/switchboard.db (docs/deploy.md).`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd.Context(), func(st *store.Store) error {
-				if err := st.Backup(cmd.Context(), args[0]); err != nil {
-					return err
-				}
-				abs, _ := filepath.Abs(args[0])
-				fi, _ := os.Stat(abs)
-				return a.emit(map[string]any{"file": abs, "bytes": fi.Size()}, func(w io.Writer) {
-					fmt.Fprintf(w, "backup written and verified: %s (%d bytes)\n", abs, fi.Size())
-				})
-			})
-		},
-	}
+	return time.Since(*t).Round(time.Second).String()
 }

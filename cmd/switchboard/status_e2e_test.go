@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,17 +15,21 @@ import (
 	"switchboard/store"
 )
 
-// status reads what the running gateway persisted, and says so after it
-// stopped; a backup taken during a burst holds every message acknowledged
-// before it began.
+// status reads what the running gateway persisted (adapters, failed turns),
+// says whether it stopped cleanly or died, and shows only the adapters the
+// last gateway ran; a backup taken during a burst holds every message
+// acknowledged before it began.
 func TestE2EStatusAndBackup(t *testing.T) {
 	t.Parallel()
-	dir := newE2E(t, e2eConfig{agent: `exit 3`, timeout: "5s"})
+	// An unreachable Telegram: the adapter keeps backing off.
+	dir := newE2E(t, e2eConfig{agent: `exit 3`, timeout: "5s",
+		adapters: "  telegram: {enabled: true, token: \"1:x\", api_url: \"http://127.0.0.1:1\"}\n"})
 	g := startGW(t, dir)
 	g.mustPost("lobby", "ann", "this turn fails")
-	waitFor(t, 20*time.Second, "the failed turn and the web adapter's state recorded", func() bool {
+	waitFor(t, 20*time.Second, "the failed turn and both adapters' states recorded", func() bool {
 		out, err := g.cli("--json", "status")
-		return err == nil && strings.Contains(out, `"failed_turns": [`) && strings.Contains(out, `"state": "connected"`)
+		return err == nil && strings.Contains(out, `"chat_jid": "web:lobby"`) && strings.Contains(out, `"state": "connected"`) &&
+			strings.Contains(out, `"state": "backing_off"`)
 	})
 	out, err := g.cli("--json", "status")
 	if err != nil {
@@ -36,16 +42,23 @@ func TestE2EStatusAndBackup(t *testing.T) {
 		} `json:"gateway"`
 		Adapters map[string]struct {
 			State string `json:"state"`
+			Err   string `json:"error"`
 		} `json:"adapters"`
 		FailedTurns []struct {
-			Folder string `json:"Folder"`
+			Folder  string `json:"folder"`
+			ChatJID string `json:"chat_jid"`
+			Error   string `json:"error"`
 		} `json:"failed_turns"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err, out)
 	}
-	if !rep.Gateway.Running || rep.Gateway.PID != g.cmd.Process.Pid || rep.Adapters["web"].State != "connected" || len(rep.FailedTurns) == 0 {
+	if !rep.Gateway.Running || rep.Gateway.PID != g.cmd.Process.Pid || rep.Adapters["web"].State != "connected" ||
+		rep.Adapters["telegram"].State != "backing_off" || rep.Adapters["telegram"].Err == "" {
 		t.Errorf("status while running: %s", out)
+	}
+	if f := rep.FailedTurns; len(f) == 0 || f[0].Folder != "main" || f[0].ChatJID != "web:lobby" || !strings.Contains(f[0].Error, "3") {
+		t.Errorf("failed turns: %+v; want main's turn in web:lobby that exited with 3", f)
 	}
 
 	// A burst of messages, and a backup in the middle of it.
@@ -98,7 +111,27 @@ func TestE2EStatusAndBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _ = g.cli("status")
-	if !strings.Contains(out, "not running (last seen") {
+	if !strings.Contains(out, "not running: stopped cleanly") || !strings.Contains(out, "adapters (as last seen)") {
 		t.Errorf("status after stop:\n%s", out)
+	}
+
+	// Telegram disabled, and the next gateway dies (kill -9).
+	cfg := filepath.Join(dir, "switchboard.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, bytes.Replace(b, []byte("telegram: {enabled: true"), []byte("telegram: {enabled: false"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g = startGW(t, dir)
+	waitFor(t, 20*time.Second, "the new gateway's heartbeat", func() bool {
+		out, err := g.cli("--json", "status")
+		return err == nil && strings.Contains(out, fmt.Sprintf(`"pid": %d`, g.cmd.Process.Pid))
+	})
+	g.kill()
+	out, _ = g.cli("status")
+	if !strings.Contains(out, "did not stop cleanly") || strings.Contains(out, "telegram") || !strings.Contains(out, "web") {
+		t.Errorf("status after kill -9, telegram disabled:\n%s", out)
 	}
 }

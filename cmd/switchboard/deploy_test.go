@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The systemd unit keeps its hardening, leaves user namespaces to
+// bubblewrap, and passes systemd-analyze verify where systemd is installed.
+func TestSystemdUnit(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "switchboard.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(b)
+	set := map[string]string{}
+	for _, line := range strings.Split(unit, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(line, "#") {
+			set[k] = v
+		}
+	}
+	for k, want := range map[string]string{
+		"User": "switchboard", "StateDirectory": "switchboard", "NoNewPrivileges": "yes", "ProtectSystem": "strict",
+		"ProtectHome": "read-only", "PrivateTmp": "yes", "ReadWritePaths": "/var/lib/switchboard", "KillSignal": "SIGTERM",
+	} {
+		if set[k] != want {
+			t.Errorf("%s=%q; want %q", k, set[k], want)
+		}
+	}
+	// bubblewrap needs to create user, mount, PID (and network) namespaces.
+	for _, k := range []string{"RestrictNamespaces", "PrivateUsers"} {
+		if v, ok := set[k]; ok {
+			t.Errorf("%s=%s would break the agent sandbox (bubblewrap)", k, v)
+		}
+	}
+	if !strings.Contains(set["ExecStart"], " run") || !strings.Contains(set["ExecStart"], "--data-dir /var/lib/switchboard") {
+		t.Errorf("ExecStart=%s", set["ExecStart"])
+	}
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Log("systemd-analyze not installed: the unit's syntax is not verified")
+		return
+	}
+	// verify needs ExecStart to exist: point it at the test binary.
+	local := filepath.Join(t.TempDir(), "switchboard.service")
+	if err := os.WriteFile(local, []byte(strings.ReplaceAll(unit, "/usr/local/bin/switchboard", switchboardBinary(t))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(analyze, "verify", local).CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,210 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+)
+
+// scrape reads the gateway's /metrics once.
+func scrape(t testing.TB, g *Gateway) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	g.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 {
+		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body)
+	}
+	return rec.Body.String()
+}
+
+// sample is one series' value in a text exposition (0 when absent).
+func sample(t testing.TB, body, series string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// mcpConn is a raw MCP session on a group's socket, as an agent has.
+type mcpConn struct {
+	t  testing.TB
+	c  net.Conn
+	rd *bufio.Reader
+	id int
+}
+
+func dialGroup(t testing.TB, h *harness, folder string) *mcpConn {
+	t.Helper()
+	sock := filepath.Join(h.dir, "ipc", folder, "mcp.sock")
+	var c net.Conn
+	eventually(t, 10*time.Second, "the socket of "+folder, func() bool {
+		var err error
+		c, err = net.Dial("unix", sock)
+		return err == nil
+	})
+	t.Cleanup(func() { c.Close() })
+	m := &mcpConn{t: t, c: c, rd: bufio.NewReader(c)}
+	m.rpc("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"metrics-test","version":"1"}}`)
+	fmt.Fprintln(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return m
+}
+
+// rpc sends a request and returns its result, skipping notifications.
+func (m *mcpConn) rpc(method, params string) json.RawMessage {
+	m.t.Helper()
+	m.id++
+	fmt.Fprintf(m.c, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", m.id, method, params)
+	m.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for {
+		line, err := m.rd.ReadBytes('\n')
+		if err != nil {
+			m.t.Fatalf("%s: read: %v", method, err)
+		}
+		var r struct {
+			ID     *int            `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			m.t.Fatalf("%s: server sent %q", method, line)
+		}
+		if r.ID == nil || *r.ID != m.id {
+			continue
+		}
+		if r.Error != nil {
+			m.t.Fatalf("%s: %s", method, r.Error)
+		}
+		return r.Result
+	}
+}
+
+// call runs a tool and reports whether the result is an error result.
+func (m *mcpConn) call(tool, args string) (isError bool) {
+	m.t.Helper()
+	var res struct {
+		IsError bool `json:"isError"`
+	}
+	json.Unmarshal(m.rpc("tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, tool, args)), &res)
+	return res.IsError
+}
+
+// The metrics move as a message goes through the pipeline (inbound, turn,
+// duration, delivery) and as an agent calls tools (allowed, refused,
+// error); no chat id or text reaches a label.
+func TestMetricsMoveThroughThePipeline(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	adapterHost{g: h.g, name: "test"}.SetState(adapters.StateConnected, nil) // the fake adapter reports nothing
+	before := scrape(t, h.g)
+	h.post(testChat, "m1", "secret words")
+	h.waitSent(testChat, 1)
+	var after string
+	eventually(t, 10*time.Second, "the delivery counted", func() bool {
+		after = scrape(t, h.g)
+		return sample(t, after, `switchboard_outbox_deliveries_total{adapter="test",result="sent"}`) == 1
+	})
+	for _, series := range []string{
+		`switchboard_inbound_events_total{kind="message",platform="test"}`,
+		`switchboard_turns_total{outcome="succeeded",trigger="message"}`,
+		`switchboard_turn_duration_seconds_count{trigger="message"}`,
+	} {
+		if b, a := sample(t, before, series), sample(t, after, series); a != b+1 {
+			t.Errorf("%s went from %v to %v; want +1", series, b, a)
+		}
+	}
+	if sample(t, after, `switchboard_adapter_state{adapter="test",state="connected"}`) != 1 {
+		t.Errorf("adapter state not reported:\n%s", after)
+	}
+
+	mc := dialGroup(t, h, "main")
+	if mc.call("list_grants", `{}`) {
+		t.Error("list_grants failed")
+	}
+	if !mc.call("send", `{"chat_jid":"web:not-mine","text":"hi"}`) { // a chat main does not own
+		t.Error("send to a chat main does not own was not refused")
+	}
+	if !mc.call("delete_route", `{"id":987654}`) { // no such route
+		t.Error("delete_route of a missing route did not fail")
+	}
+	got := scrape(t, h.g)
+	for series, want := range map[string]float64{
+		`switchboard_mcp_calls_total{outcome="allowed",tool="list_grants"}`: 1,
+		`switchboard_mcp_calls_total{outcome="refused",tool="send"}`:        1,
+	} {
+		if v := sample(t, got, series); v != want {
+			t.Errorf("%s = %v; want %v", series, v, want)
+		}
+	}
+	if e, r := sample(t, got, `switchboard_mcp_calls_total{outcome="error",tool="delete_route"}`),
+		sample(t, got, `switchboard_mcp_calls_total{outcome="refused",tool="delete_route"}`); e+r != 1 {
+		t.Errorf("delete_route of a missing route counted %v errors and %v refusals; want one of them", e, r)
+	}
+	for _, leak := range []string{testChat, "web:not-mine", "secret words"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("%q leaked into the metrics", leak)
+		}
+	}
+}
+
+// downAdapter connects, then reports that it lost its platform and backs off.
+type downAdapter struct {
+	down chan struct{}
+}
+
+func (d *downAdapter) Name() string { return "flaky" }
+
+func (d *downAdapter) Run(ctx context.Context, host adapters.Host) error {
+	host.SetState(adapters.StateConnected, nil)
+	<-d.down
+	host.SetState(adapters.StateBackingOff, errors.New("connection reset by platform"))
+	<-ctx.Done()
+	return nil
+}
+
+func (d *downAdapter) Send(context.Context, adapters.Outbound) (string, error) {
+	return "", errors.New("not connected")
+}
+
+// Ready while every adapter is connected and the store takes writes; an
+// adapter backing off makes it not ready, named with its error, and the
+// state gauge follows.
+func TestNotReadyWhileAnAdapterIsDown(t *testing.T) {
+	d := &downAdapter{down: make(chan struct{})}
+	h := newHarness(t, harnessConfig{agent: []string{"true"}, modify: func(o *Options) {
+		o.Adapters = append(o.Adapters, d)
+	}})
+	adapterHost{g: h.g, name: "test"}.SetState(adapters.StateConnected, nil) // the fake adapter reports nothing
+	eventually(t, 10*time.Second, "ready", func() bool { return len(h.g.NotReady(context.Background())) == 0 })
+	close(d.down)
+	var not []string
+	eventually(t, 10*time.Second, "not ready", func() bool {
+		not = h.g.NotReady(context.Background())
+		return len(not) > 0
+	})
+	if len(not) != 1 || not[0] != "adapter flaky: backing_off: connection reset by platform" {
+		t.Errorf("not ready: %q", not)
+	}
+	m := scrape(t, h.g)
+	if sample(t, m, `switchboard_adapter_state{adapter="flaky",state="backing_off"}`) != 1 ||
+		sample(t, m, `switchboard_adapter_state{adapter="flaky",state="connected"}`) != 0 {
+		t.Errorf("state gauge does not show flaky backing off:\n%s", m)
+	}
+}
