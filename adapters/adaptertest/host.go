@@ -156,3 +156,24 @@ type TB interface {
 	Helper()
 	Fatalf(format string, args ...any)
 }
+
+// Logs is a log sink (for slog handlers) that an adapter's goroutines may
+// write while the test reads it.
+type Logs struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+// String is everything written so far.
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}

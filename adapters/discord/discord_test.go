@@ -1,7 +1,6 @@
 package discord
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -231,7 +230,7 @@ func TestBackfillAfterNewSession(t *testing.T) {
 // Empty content from a user means the privileged intent is off: said once.
 func TestEmptyContentWarnsOnce(t *testing.T) {
 	f := discordtest.New(t)
-	var logs bytes.Buffer
+	var logs adaptertest.Logs
 	host := adaptertest.NewHost()
 	start(t, f, host, slog.New(slog.NewTextHandler(&logs, nil)))
 	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: ""})
@@ -297,3 +296,4 @@ func TestStuckReconnectEndsRun(t *testing.T) {
 		t.Fatal("Run did not give up on a connection that could not be restored")
 	}
 }
+

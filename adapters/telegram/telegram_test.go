@@ -312,7 +312,7 @@ func TestOutbound(t *testing.T) {
 func TestSupergroupMigration(t *testing.T) {
 	f := telegramtest.New(t)
 	host := adaptertest.NewHost()
-	var logs bytes.Buffer
+	var logs adaptertest.Logs
 	a := newAdapter(f, slog.New(slog.NewTextHandler(&logs, nil)))
 	adaptertest.Start(t, a, host)
 	const old, new = int64(-5555), int64(-1009999)
