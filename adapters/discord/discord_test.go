@@ -296,4 +296,3 @@ func TestStuckReconnectEndsRun(t *testing.T) {
 		t.Fatal("Run did not give up on a connection that could not be restored")
 	}
 }
-
