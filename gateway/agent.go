@@ -74,6 +74,11 @@ type AgentResult struct {
 	TimedOut  bool          // killed because spec.Timeout elapsed
 	Truncated bool          // stdout exceeded MaxOutput
 	Stderr    string        // last ≤ 4 KiB of stderr, for the failure record
+	// Escaped counts the processes of an unsandboxed turn that had left
+	// its process group (setsid, double fork) and were killed when it
+	// ended; EscapedErr is why one of them could not be.
+	Escaped    int
+	EscapedErr error
 }
 
 // RunAgent runs one agent turn: spec.Command (plus ResumeArgs when run.SessionID is
@@ -81,7 +86,9 @@ type AgentResult struct {
 // agent runs in its own process group. When spec.Timeout elapses or ctx ends, the
 // group gets SIGTERM and, agentTermGrace later, SIGKILL; once the agent's main
 // process has exited, the group gets SIGKILL so that background children it left
-// cannot outlive the turn or hold its pipes open.
+// cannot outlive the turn or hold its pipes open. Without a sandbox, processes
+// that left the group (setsid) are then found by the turn's SWITCHBOARD_TURN_ID
+// and killed too; in the sandbox, its PID namespace ends with the agent.
 //
 // Errors wrap ErrAgentFailed, except when ctx ends first: then the error is
 // "agent turn cancelled: " wrapping ctx.Err().
@@ -139,6 +146,17 @@ func checkAgentRun(spec AgentSpec, run AgentRun) error {
 	return nil
 }
 
+// turnEntry is the SWITCHBOARD_TURN_ID entry of a turn's environment, or ""
+// when it has none (or an empty one, which would mark nothing).
+func turnEntry(env []string) string {
+	for _, kv := range env {
+		if id, ok := strings.CutPrefix(kv, "SWITCHBOARD_TURN_ID="); ok && id != "" {
+			return kv
+		}
+	}
+	return ""
+}
+
 // agentArgv is spec.Command plus, for a resumed session, spec.ResumeArgs with
 // "{session}" replaced.
 func agentArgv(spec AgentSpec, sessionID string) []string {
@@ -161,6 +179,12 @@ type agentProc struct {
 	stdinR, stdinW, outR, outW, errR, errW *os.File
 	readers, writer                        sync.WaitGroup
 	interrupted                            atomic.Bool // cmd.Cancel signalled the group
+	// turnEntry (SWITCHBOARD_TURN_ID=…) marks the turn's processes when no
+	// sandbox's PID namespace ends them: those that left the group are
+	// found by it and killed at the end.
+	turnEntry  string
+	escaped    int
+	escapedErr error
 }
 
 func startAgent(ctx context.Context, spec AgentSpec, run AgentRun) (*agentProc, error) {
@@ -178,6 +202,9 @@ func startAgent(ctx context.Context, spec AgentSpec, run AgentRun) (*agentProc, 
 	cmd.SysProcAttr = agentSysProcAttr()
 	cmd.WaitDelay = agentTermGrace // after Cancel's SIGTERM, exec sends SIGKILL
 	p := &agentProc{cmd: cmd, stdout: &cappedBuffer{max: maxOut}, stderr: &tailBuffer{max: agentStderrTail}}
+	if spec.Sandbox == nil {
+		p.turnEntry = turnEntry(run.Env)
+	}
 	cmd.Cancel = p.interrupt
 	if err := p.openPipes(); err != nil {
 		p.closePipes()
@@ -246,6 +273,9 @@ func (p *agentProc) wait() error {
 	// The group id stays valid while any member lives, even after Wait reaped
 	// the leader; ESRCH just means nothing was left.
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	// Processes that left the group: before the drain, so that one holding
+	// a pipe does not make the turn wait agentDrainGrace.
+	p.escaped, p.escapedErr = killTurnLeftovers(p.turnEntry)
 
 	done := make(chan struct{})
 	go func() {
@@ -269,6 +299,7 @@ func (p *agentProc) wait() error {
 // result fills res from the finished process and decides the turn's error.
 func (p *agentProc) result(ctx context.Context, spec AgentSpec, waitErr error, res AgentResult) (AgentResult, error) {
 	res.Truncated = p.stdout.truncated
+	res.Escaped, res.EscapedErr = p.escaped, p.escapedErr
 	res.Stderr = strings.ToValidUTF8(string(p.stderr.buf), "\uFFFD")
 	if st := p.cmd.ProcessState; st != nil {
 		res.ExitCode = st.ExitCode()

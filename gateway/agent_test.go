@@ -492,6 +492,68 @@ echo done`
 	}
 }
 
+// Without a sandbox, processes that left the agent's process group (setsid,
+// a double fork) are found by the turn's SWITCHBOARD_TURN_ID and killed when
+// the turn ends, whether it exited, timed out or was cancelled; a process of
+// another turn is left alone.
+func TestRunAgentKillsEscapedProcessesOfTheTurn(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Fatal("setsid (util-linux) is missing")
+	}
+	// Both escapes write their pid; the double-forked one is orphaned at once.
+	const escape = `setsid sh -c 'while :; do sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+echo $! > "$1.tmp" && mv "$1.tmp" "$1"
+( sh -c 'echo $$ > "$1.tmp" && mv "$1.tmp" "$1"; exec sleep 1000' sh "$2" </dev/null >/dev/null 2>&1 & )
+until [ -e "$1" ] && [ -e "$2" ]; do sleep 0.01; done`
+	// Another turn's process, also marked, must survive this turn's cleanup.
+	bystander := exec.Command("sleep", "1000")
+	bystander.Env = append(os.Environ(), "SWITCHBOARD_TURN_ID=t-other-"+t.Name())
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bystander.Process.Kill(); _ = bystander.Wait() })
+	t.Cleanup(func() { // runs first, after every subtest
+		if processGone(bystander.Process.Pid) {
+			t.Error("another turn's process was killed")
+		}
+	})
+	for _, tc := range []struct{ name, body string }{
+		{"exit", escape + "\necho done"},
+		{"timeout", escape + "\nexec sleep 30"},
+		{"escapees hold stdout", `setsid sh -c 'while :; do sleep 0.05; done' &
+echo $! > "$1.tmp" && mv "$1.tmp" "$1"
+( sh -c 'echo $$ > "$1.tmp" && mv "$1.tmp" "$1"; exec sleep 1000' sh "$2" & )
+until [ -e "$1" ] && [ -e "$2" ]; do sleep 0.01; done
+echo done`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			setsidPid, forkPid := filepath.Join(dir, "setsid"), filepath.Join(dir, "fork")
+			spec := AgentSpec{Command: agentScript(t, tc.body, setsidPid, forkPid), Timeout: time.Second}
+			start := time.Now()
+			res, err := RunAgent(context.Background(), spec, AgentRun{Env: []string{"SWITCHBOARD_TURN_ID=t-" + strings.ReplaceAll(t.Name(), "/", "-")}})
+			elapsed := time.Since(start)
+			if tc.name == "timeout" {
+				if !res.TimedOut {
+					t.Errorf("err = %v; want a timeout", err)
+				}
+			} else if err != nil || res.Reply != "done" {
+				t.Errorf("reply %q, err %v", res.Reply, err)
+			}
+			if tc.name == "escapees hold stdout" && elapsed >= agentDrainGrace {
+				t.Errorf("RunAgent took %v: it waited for the escaped processes' pipe instead of ending them", elapsed)
+			}
+			requireGone(t, readPid(t, setsidPid))
+			requireGone(t, readPid(t, forkPid))
+			if res.Escaped == 0 || res.EscapedErr != nil {
+				t.Errorf("Escaped = %d (%v); want the escapes counted", res.Escaped, res.EscapedErr)
+			}
+		})
+	}
+}
+
 // Not parallel: it measures allocation.
 func TestRunAgentStdoutFloodIsCapped(t *testing.T) {
 	var before, after runtime.MemStats
@@ -628,7 +690,9 @@ func BenchmarkAgentStart(b *testing.B) {
 			}
 			spec := AgentSpec{Command: []string{"/bin/sh", "-c", "cat >/dev/null; echo ok"}, Timeout: 10 * time.Second, Sandbox: tc.sb}
 			for b.Loop() {
-				res, err := RunAgent(context.Background(), spec, AgentRun{Dir: dir, Prompt: "hello"})
+				// The turn id makes the unsandboxed run pay for its scan
+				// for escaped processes, as a real turn does.
+				res, err := RunAgent(context.Background(), spec, AgentRun{Dir: dir, Prompt: "hello", Env: []string{"SWITCHBOARD_TURN_ID=t-bench"}})
 				if err != nil || res.Reply != "ok" {
 					b.Fatalf("turn: %q, %v", res.Reply, err)
 				}

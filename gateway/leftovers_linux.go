@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,56 +10,142 @@ import (
 	"syscall"
 )
 
+// Without a sandbox, an agent's child that called setsid or double-forked
+// leaves the agent's process group, so neither the group kill at the end of
+// a turn nor Pdeathsig (which reaches only the direct child) ends it. Every
+// agent process inherits the turn's environment, though, so such processes
+// are found by it in /proc: SWITCHBOARD_TURN_ID at the end of a turn, and
+// SWITCHBOARD_MCP_SOCKET (a path under this data directory's ipc/) at a
+// restart after a crash. Only processes of this user can be read, and only
+// those are ours. A process that replaced its whole environment (env -i)
+// escapes the scan; the sandbox's PID namespace has no such gap.
+
 // killLeftovers kills the agent processes a crashed gateway of this data
-// directory left behind: without a sandbox, a child that called setsid or
-// double-forked survives the gateway (only the direct child dies with it).
-// They are found by their environment: every agent process inherits
-// SWITCHBOARD_MCP_SOCKET, a path under this data directory's ipc/. Only
-// processes of this user can be read, and only those are ours.
+// directory left behind.
 func killLeftovers(anySocket string, log *slog.Logger) int {
 	ipcRoot, err := filepath.Abs(filepath.Dir(filepath.Dir(anySocket)))
 	if err != nil {
 		return 0
 	}
-	marker := []byte("SWITCHBOARD_MCP_SOCKET=" + ipcRoot + string(filepath.Separator))
-	// A process killed mid-fork can leave a child the scan did not see:
-	// scan again until a scan finds nothing (a few rounds at most).
+	prefix := []byte("SWITCHBOARD_MCP_SOCKET=" + ipcRoot + string(filepath.Separator))
+	n, err := killAllMarked(func(kv []byte) bool { return bytes.HasPrefix(kv, prefix) })
+	if err != nil {
+		log.Warn("kill leftover agent process", "err", err)
+	}
+	return n
+}
+
+// killTurnLeftovers kills what is left of an unsandboxed turn whose
+// environment env holds turnEntry (SWITCHBOARD_TURN_ID=…), after its process
+// group was killed. It reports the processes killed and the last error.
+func killTurnLeftovers(turnEntry string) (int, error) {
+	if turnEntry == "" {
+		return 0, nil
+	}
+	entry := []byte(turnEntry)
+	return killAllMarked(func(kv []byte) bool { return bytes.Equal(kv, entry) })
+}
+
+// killAllMarked scans until a scan finds nothing (a few rounds at most): a
+// process killed mid-fork can leave a child the scan before did not see.
+func killAllMarked(marked func(kv []byte) bool) (int, error) {
 	total := 0
+	var lastErr error
 	for range 5 {
-		n := killMarked(marker, log)
+		n, err := killMarked(marked)
+		if err != nil {
+			lastErr = err
+		}
 		if n == 0 {
 			break
 		}
 		total += n
 	}
-	return total
+	return total, lastErr
 }
 
-func killMarked(marker []byte, log *slog.Logger) int {
+// killMarked sends SIGKILL to every process (but this one) with an
+// environment entry that marked accepts, and returns how many it killed.
+func killMarked(marked func(kv []byte) bool) (int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return 0, err
 	}
+	self := os.Getpid()
 	n := 0
+	var lastErr error
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
+		if err != nil || pid == self {
 			continue
 		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || len(env) == 0 { // unreadable, or a zombie
-			continue
+		killed, err := killIfMarked(pid, marked)
+		if killed {
+			n++
 		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.HasPrefix(kv, marker) {
-				if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
-					n++
-				} else {
-					log.Warn("kill leftover agent process", "pid", pid, "err", err)
-				}
-				break
-			}
+		if err != nil {
+			lastErr = err
 		}
 	}
-	return n
+	return n, lastErr
+}
+
+// killIfMarked kills process pid if its environment is marked. The process
+// is pinned by a pidfd before its environment is read, so a pid reused in
+// between is never signalled (the pidfd's process is then gone: ESRCH).
+func killIfMarked(pid int, marked func(kv []byte) bool) (bool, error) {
+	pidfd, pinned := pidfdOpen(pid)
+	if pinned {
+		defer syscall.Close(pidfd)
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || len(env) == 0 { // gone, another user's, or a zombie
+		return false, nil
+	}
+	found := false
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
+		if marked(kv) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return false, nil
+	}
+	if pinned {
+		err = pidfdKill(pidfd)
+	} else {
+		err = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if errors.Is(err, syscall.ESRCH) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &os.SyscallError{Syscall: "kill " + strconv.Itoa(pid), Err: err}
+	}
+	return true, nil
+}
+
+// The pidfd system calls have the same numbers on every Linux architecture.
+const (
+	sysPidfdSendSignal = 424
+	sysPidfdOpen       = 434
+)
+
+// pidfdOpen pins process pid; false when the kernel lacks pidfds (before
+// 5.3) or the process is gone.
+func pidfdOpen(pid int) (int, bool) {
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if errno != 0 {
+		return -1, false
+	}
+	return int(fd), true
+}
+
+func pidfdKill(pidfd int) error {
+	_, _, errno := syscall.Syscall6(sysPidfdSendSignal, uintptr(pidfd), uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }

@@ -74,6 +74,10 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	res, err := RunAgent(ctx, g.opt.Agent, AgentRun{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt,
 		Socket: g.MCPSocket(b.Folder)})
 	stopTyping()
+	if res.Escaped > 0 || res.EscapedErr != nil {
+		g.log.Info("agent processes outside its process group killed at turn end", "folder", b.Folder, "turn", turn.ID,
+			"count", res.Escaped, "err", res.EscapedErr)
+	}
 	replied := g.turnFinished(turn.ID)
 	turn.DurationMS = res.Duration.Milliseconds()
 	turn.ExitCode = res.ExitCode

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -334,6 +335,14 @@ while :; do sleep 0.05; done`})
 			}
 			if err := g.stop(30 * time.Second); err != nil {
 				t.Fatal(err)
+			}
+			// The rerun ended normally: its setsid grandchild ended with it.
+			rerun := waitTurnID(t, dir, 2)
+			if pids := agentPIDs(t, "SWITCHBOARD_TURN_ID="+rerun); len(pids) != 0 {
+				t.Errorf("processes %v of the finished rerun outlived it", pids)
+				for _, pid := range pids {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
 			}
 			st := openStore(t, dir)
 			ts, err := st.Turns(context.Background(), "main", 10)
