@@ -30,14 +30,20 @@ type Bind struct {
 // merged-/usr systems, are recreated as symlinks).
 var systemDirs = []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
 
+// procCovers are the parts of /proc that act on the whole host.
+var procCovers = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}
+
 // wrap returns the bwrap command line that runs argv in the sandbox for a
 // turn in dir (the group folder) whose MCP socket lives in socketDir.
 func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
+	// --cap-drop ALL matters when the gateway runs as root: bwrap then
+	// keeps every capability by default, and an agent could mount, mknod
+	// the disk and read anything. (Unprivileged, bwrap grants none anyway.)
 	args := []string{s.Bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-		"--unshare-cgroup-try", "--hostname", "switchboard-agent"}
+		"--unshare-cgroup-try", "--cap-drop", "ALL", "--hostname", "switchboard-agent"}
 	if !s.Network {
 		args = append(args, "--unshare-net")
 	}
@@ -53,7 +59,13 @@ func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
 			args = append(args, "--ro-bind", d, d)
 		}
 	}
-	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	args = append(args, "--proc", "/proc")
+	// The host-wide knobs under /proc stay read-only even for an agent of
+	// a gateway that runs as root (its uid still owns them).
+	for _, d := range procCovers {
+		args = append(args, "--ro-bind-try", d, d)
+	}
+	args = append(args, "--dev", "/dev", "--tmpfs", "/tmp")
 	// Whatever the system binds above happen to contain of the data
 	// directory is covered by an empty tmpfs; then only the group's own
 	// pieces are put back.
@@ -73,6 +85,11 @@ func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
 	args = append(args, "--bind", dir, dir)
 	if socketDir != "" {
 		args = append(args, "--bind", socketDir, socketDir)
+	}
+	if s.DataDir != "" {
+		// The tmpfs is read-only once the mount points in it exist: a
+		// write beside the folder fails instead of vanishing after the turn.
+		args = append(args, "--remount-ro", s.DataDir)
 	}
 	args = append(args, "--chdir", dir, "--")
 	return append(args, argv...)

@@ -138,7 +138,7 @@ func (a *app) sandbox(exe string) (*gateway.Sandbox, error) {
 	path, err := exec.LookPath("bwrap")
 	if err == nil {
 		// User namespaces may be off (some containers): try it once.
-		out, rerr := exec.Command(path, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "true").CombinedOutput()
+		out, rerr := exec.Command(path, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL", "true").CombinedOutput()
 		if rerr != nil {
 			err = fmt.Errorf("bwrap does not work here: %v: %s", rerr, strings.TrimSpace(string(out)))
 		}

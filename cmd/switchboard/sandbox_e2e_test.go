@@ -17,19 +17,32 @@ func TestE2ESandboxConfinesAgent(t *testing.T) {
 	requireBwrap(t)
 	bin := switchboardBinary(t)
 	// The agent runs in data/groups/main: the data directory is ../..
+	// MCP over the bridge: initialize, then tools/list (main, tier 1, lists
+	// reply); the requests are written to the sandbox's private /tmp.
 	probe := `
 data="$(cd ../.. && pwd)"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' > /tmp/mcp-requests
+bridge="timeout 5 ` + bin + ` mcp-bridge"
+listed="grep -q '\"name\":\"reply\"'"
 try() { if sh -c "$2" >/dev/null 2>&1; then echo "$1=allowed"; else echo "$1=denied"; fi; }
 {
 try read_db "cat $data/switchboard.db"
 try list_groups "ls $data/groups/other"
-try other_socket "[ -S $data/ipc/other/mcp.sock ]"
+try list_data "ls -A $data $data/groups $data/ipc | grep -v -e '^groups\$' -e '^ipc\$' -e '^main\$' -e ':\$' -e '^\$' | grep -q ."
+try other_socket "$bridge --socket $data/ipc/other/mcp.sock </tmp/mcp-requests | $listed"
+try root_by_folder "$bridge --data-dir $data --folder root </tmp/mcp-requests | $listed"
 try write_usr "touch /usr/escape-$$ && rm /usr/escape-$$"
 try write_groups "touch $data/groups/escape"
+try write_binary "touch ` + bin + `"
 try token "[ -n \"\$FAKE_BOT_TOKEN\" ]"
+try token_in_proc "cat /proc/*/environ | tr '\\0' '\\n' | grep -q FAKE_BOT_TOKEN"
+try mount "mkdir -p /tmp/m && mount -t tmpfs x /tmp/m"
+try mknod "mknod /tmp/disk b 8 0"
+try sysctl "v=\$(cat /proc/sys/vm/swappiness) && echo \$v > /proc/sys/vm/swappiness"
 try own_folder "echo hi > ./inside.txt"
 try own_socket "[ -S \"\$SWITCHBOARD_MCP_SOCKET\" ]"
-try bridge "printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}' | timeout 5 ` + bin + ` mcp-bridge --socket \"\$SWITCHBOARD_MCP_SOCKET\" | grep -q protocolVersion"
+try bridge "$bridge --socket \"\$SWITCHBOARD_MCP_SOCKET\" </tmp/mcp-requests | $listed"
 } > "$E2E_OUT/probe.tmp"
 mv "$E2E_OUT/probe.tmp" "$E2E_OUT/probe"
 [ "$SWITCHBOARD_CHAT_JID" = web:slow ] || { echo probed; exit 0; }
@@ -51,7 +64,9 @@ exec sleep 30`
 		results[k] = v
 	}
 	for probe, want := range map[string]string{
-		"read_db": "denied", "list_groups": "denied", "other_socket": "denied", "write_usr": "denied", "token": "denied",
+		"read_db": "denied", "list_groups": "denied", "list_data": "denied", "other_socket": "denied", "root_by_folder": "denied",
+		"write_usr": "denied", "write_groups": "denied", "write_binary": "denied", "token": "denied", "token_in_proc": "denied",
+		"mount": "denied", "mknod": "denied", "sysctl": "denied",
 		"own_folder": "allowed", "own_socket": "allowed", "bridge": "allowed",
 	} {
 		if results[probe] != want {
