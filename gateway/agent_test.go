@@ -675,14 +675,18 @@ func TestRunAgentCancelledBeforeStart(t *testing.T) {
 // output) without and with the bubblewrap sandbox: the difference is what
 // the sandbox adds to every turn's start.
 func BenchmarkAgentStart(b *testing.B) {
-	dir := b.TempDir()
+	data := b.TempDir()
+	dir := filepath.Join(data, "groups", "main") // as in a real data directory
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
 	bwrap, err := exec.LookPath("bwrap")
 	for _, tc := range []struct {
 		name string
 		sb   *Sandbox
 	}{
 		{"none", nil},
-		{"bwrap", &Sandbox{Bwrap: bwrap, DataDir: filepath.Join(dir, "data"), Network: true}},
+		{"bwrap", &Sandbox{Bwrap: bwrap, DataDir: data, Network: true}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			if tc.sb != nil && err != nil {
@@ -698,5 +702,16 @@ func BenchmarkAgentStart(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTurnLeftoverScan is what an unsandboxed turn pays at its end to
+// look for processes that left its group: one /proc scan (the figure grows
+// with the number of processes on the machine).
+func BenchmarkTurnLeftoverScan(b *testing.B) {
+	for b.Loop() {
+		if n, err := killTurnLeftovers("SWITCHBOARD_TURN_ID=t-bench-nothing"); n != 0 || err != nil {
+			b.Fatal(n, err)
+		}
 	}
 }

@@ -90,29 +90,20 @@ func killMarked(marked func(kv []byte) bool) (int, error) {
 	return n, lastErr
 }
 
-// killIfMarked kills process pid if its environment is marked. The process
-// is pinned by a pidfd before its environment is read, so a pid reused in
-// between is never signalled (the pidfd's process is then gone: ESRCH).
+// killIfMarked kills process pid if its environment is marked. A marked
+// process is pinned by a pidfd and its environment read again: a pid
+// reused in between is then either never signalled (the pidfd's process is
+// gone: ESRCH) or marked itself.
 func killIfMarked(pid int, marked func(kv []byte) bool) (bool, error) {
-	pidfd, pinned := pidfdOpen(pid)
-	if pinned {
+	if !environMarked(pid, marked) {
+		return false, nil
+	}
+	var err error
+	if pidfd, ok := pidfdOpen(pid); ok {
 		defer syscall.Close(pidfd)
-	}
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil || len(env) == 0 { // gone, another user's, or a zombie
-		return false, nil
-	}
-	found := false
-	for kv := range bytes.SplitSeq(env, []byte{0}) {
-		if marked(kv) {
-			found = true
-			break
+		if !environMarked(pid, marked) {
+			return false, nil
 		}
-	}
-	if !found {
-		return false, nil
-	}
-	if pinned {
 		err = pidfdKill(pidfd)
 	} else {
 		err = syscall.Kill(pid, syscall.SIGKILL)
@@ -124,6 +115,21 @@ func killIfMarked(pid int, marked func(kv []byte) bool) (bool, error) {
 		return false, &os.SyscallError{Syscall: "kill " + strconv.Itoa(pid), Err: err}
 	}
 	return true, nil
+}
+
+// environMarked reports whether process pid's environment has an entry
+// that marked accepts; false when it is gone, another user's or a zombie.
+func environMarked(pid int, marked func(kv []byte) bool) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
+		if marked(kv) {
+			return true
+		}
+	}
+	return false
 }
 
 // The pidfd system calls have the same numbers on every Linux architecture.

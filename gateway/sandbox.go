@@ -66,15 +66,6 @@ func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
 		args = append(args, "--ro-bind-try", d, d)
 	}
 	args = append(args, "--dev", "/dev", "--tmpfs", "/tmp")
-	// Whatever the system binds above happen to contain of the data
-	// directory is covered by an empty tmpfs; then only the group's own
-	// pieces are put back.
-	if s.DataDir != "" {
-		args = append(args, "--tmpfs", s.DataDir)
-	}
-	if s.Exe != "" {
-		args = append(args, "--ro-bind", s.Exe, s.Exe)
-	}
 	for _, b := range s.Binds {
 		flag := "--ro-bind-try"
 		if b.RW {
@@ -82,13 +73,24 @@ func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
 		}
 		args = append(args, flag, b.Path, b.Path)
 	}
+	// Whatever the binds above contain of the data directory (the system
+	// dirs, or a bind of a parent such as the home directory) is covered
+	// by an empty tmpfs; then only the group's own pieces are put back.
+	if s.DataDir != "" {
+		args = append(args, "--tmpfs", s.DataDir)
+	}
+	if s.Exe != "" {
+		args = append(args, "--ro-bind", s.Exe, s.Exe)
+	}
 	args = append(args, "--bind", dir, dir)
 	if socketDir != "" {
 		args = append(args, "--bind", socketDir, socketDir)
 	}
-	if s.DataDir != "" {
+	if s.DataDir != "" && strings.HasPrefix(dir, s.DataDir+string(filepath.Separator)) {
 		// The tmpfs is read-only once the mount points in it exist: a
-		// write beside the folder fails instead of vanishing after the turn.
+		// write beside the folder fails instead of vanishing after the
+		// turn. (Only while the folder lies inside it, or the folder's
+		// bind hides it.)
 		args = append(args, "--remount-ro", s.DataDir)
 	}
 	args = append(args, "--chdir", dir, "--")

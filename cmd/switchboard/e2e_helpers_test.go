@@ -83,6 +83,7 @@ type e2eConfig struct {
 	routes        string   // YAML list; default every web room → main
 	adapters      string   // more YAML lines under adapters:, indented two spaces
 	sandbox       string   // agent.sandbox; default auto (bubblewrap, which make test installs)
+	binds         []string // agent.binds paths (read-only), before the test's own; "{dir}" is the test's directory
 }
 
 // agentPrologue records every turn of a folder in $E2E_OUT/<folder>/: the
@@ -165,18 +166,27 @@ agent:
   max_concurrent: %d
   sandbox: %s
   env: [E2E_OUT]
-  binds: [{path: %q}, {path: %q, rw: true}]
+  binds: [%s{path: %q}, {path: %q, rw: true}]
 engage_ttl: %s
 adapters:
   web: {enabled: true, listen: "127.0.0.1:0"}
 %sadmin: {listen: "127.0.0.1:0"}
 groups:
 %sroutes:
-%s`, agent, resume, c.output, c.timeout, c.maxConcurrent, c.sandbox, agent, filepath.Join(dir, "out"), c.engageTTL, c.adapters, groups.String(), c.routes)
+%s`, agent, resume, c.output, c.timeout, c.maxConcurrent, c.sandbox, extraBinds(c.binds, dir), agent, filepath.Join(dir, "out"), c.engageTTL, c.adapters, groups.String(), c.routes)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// extraBinds is binds as YAML flow entries, each followed by ", ".
+func extraBinds(binds []string, dir string) string {
+	var b strings.Builder
+	for _, p := range binds {
+		fmt.Fprintf(&b, "{path: %q}, ", strings.ReplaceAll(p, "{dir}", dir))
+	}
+	return b.String()
 }
 
 // startGW runs `switchboard run` in dir and waits until the web chat listens.

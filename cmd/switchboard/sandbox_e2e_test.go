@@ -48,7 +48,9 @@ mv "$E2E_OUT/probe.tmp" "$E2E_OUT/probe"
 [ "$SWITCHBOARD_CHAT_JID" = web:slow ] || { echo probed; exit 0; }
 setsid sh -c 'while :; do sleep 0.05; done' </dev/null >/dev/null 2>&1 &
 exec sleep 30`
-	e2e := newE2E(t, e2eConfig{agent: probe, timeout: "2s", groups: []string{"other"}})
+	// The operator binds a parent of the data directory (as binding the
+	// home directory would): the data directory stays hidden all the same.
+	e2e := newE2E(t, e2eConfig{agent: probe, timeout: "2s", groups: []string{"other"}, binds: []string{"{dir}"}})
 	g := startGW(t, e2e, "FAKE_BOT_TOKEN=123:secret")
 	g.mustPost("lobby", "ann", "probe")
 	if got := g.waitBot("lobby", 1)[0].Text; got != "probed" {
