@@ -97,18 +97,13 @@ func (b mcpBackend) Table() *routing.Table { return b.g.Table() }
 func (b mcpBackend) Reload(ctx context.Context) error { return b.g.reload(ctx) }
 
 func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ipc.Sent, error) {
-	if m.File != "" {
-		platform := adapters.JID(m.Chat).Platform()
-		a, ok := b.g.adapters[platform]
-		if !ok {
-			return ipc.Sent{}, fmt.Errorf("%w: %s", ipc.ErrNoAdapter, platform)
-		}
-		if _, ok := a.(adapters.FileSender); !ok {
-			return ipc.Sent{}, adapters.Unsupported(platform, "send_file")
+	if m.Kind == ipc.KindFile {
+		if _, err := capability[adapters.FileSender](b, m.Chat, "send_file"); err != nil {
+			return ipc.Sent{}, err
 		}
 	}
 	it, err := b.g.Send(ctx, SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: newID("mcp-"), Kind: m.Kind, File: m.File})
+		Folder: folder, Key: newID("mcp-"), Kind: string(m.Kind), File: m.File})
 	if err != nil {
 		return ipc.Sent{}, err
 	}
@@ -128,15 +123,15 @@ func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) ipc.
 		}
 		switch it.Status {
 		case "sent":
-			return ipc.Sent{Key: it.Key, Status: "sent", ID: it.PlatformID}
+			return ipc.Sent{Key: it.Key, Status: ipc.SentOK, ID: it.PlatformID}
 		case "failed":
-			return ipc.Sent{Key: it.Key, Status: "failed", Error: it.Error}
+			return ipc.Sent{Key: it.Key, Status: ipc.SentFailed, Error: it.Error}
 		}
 		select {
 		case <-ctx.Done():
-			return ipc.Sent{Key: it.Key, Status: "pending"}
+			return ipc.Sent{Key: it.Key, Status: ipc.SentPending}
 		case <-deadline.C:
-			return ipc.Sent{Key: it.Key, Status: "pending"}
+			return ipc.Sent{Key: it.Key, Status: ipc.SentPending}
 		case <-settled:
 		}
 	}
@@ -154,52 +149,77 @@ func (b mcpBackend) RunningTurn(folder string) (ipc.Turn, bool) {
 	return turn, true
 }
 
-func (b mcpBackend) Act(ctx context.Context, a ipc.Action) (string, error) {
-	chat := adapters.JID(a.Chat)
-	ad, ok := b.g.adapters[chat.Platform()]
+// capability returns the adapter of chat's platform as capability C; verb
+// names it in the error when the adapter lacks it.
+func capability[C any](b mcpBackend, chat, verb string) (C, error) {
+	var c C
+	platform := adapters.JID(chat).Platform()
+	ad, ok := b.g.adapters[platform]
 	if !ok {
-		return "", fmt.Errorf("%w: %s", ipc.ErrNoAdapter, chat.Platform())
+		return c, fmt.Errorf("%w: %s", ipc.ErrNoAdapter, platform)
 	}
-	unsupported := adapters.Unsupported(chat.Platform(), a.Verb)
-	ref := adapters.MessageRef{Chat: chat, ID: a.MessageID}
-	if a.MessageID != "" {
-		// Some platforms address a message in a thread through the thread.
-		if m, err := b.g.st.MessageByID(ctx, a.Chat, a.MessageID); err == nil {
-			ref.Topic = m.Topic
-		}
+	c, ok = ad.(C)
+	if !ok {
+		return c, adapters.Unsupported(platform, verb)
 	}
-	switch a.Verb {
-	case ipc.VerbEdit:
-		if e, ok := ad.(adapters.Editor); ok {
-			if err := e.Edit(ctx, ref, a.Text); err != nil {
-				return "", err
-			}
-			return "", b.recordEdit(ctx, a.Chat, a.MessageID, a.Text)
-		}
-	case ipc.VerbDelete:
-		if d, ok := ad.(adapters.Deleter); ok {
-			if err := d.Delete(ctx, ref); err != nil {
-				return "", err
-			}
-			_, err := b.g.st.DeleteMessage(ctx, a.Chat, a.MessageID)
-			return "", err
-		}
-	case ipc.VerbReact:
-		if r, ok := ad.(adapters.Reactor); ok {
-			return "", r.React(ctx, ref, a.Reaction)
-		}
-	case ipc.VerbPin:
-		if p, ok := ad.(adapters.Pinner); ok {
-			return "", p.Pin(ctx, ref)
-		}
-	case ipc.VerbUnpin:
-		if p, ok := ad.(adapters.Pinner); ok {
-			return "", p.Unpin(ctx, ref)
-		}
-	default:
-		return "", fmt.Errorf("unknown action %q", a.Verb)
+	return c, nil
+}
+
+// messageRef addresses message id of chat. Some platforms address a
+// message in a thread through the thread, so its stored topic goes along.
+func (b mcpBackend) messageRef(ctx context.Context, chat, id string) adapters.MessageRef {
+	ref := adapters.MessageRef{Chat: adapters.JID(chat), ID: id}
+	if m, err := b.g.st.MessageByID(ctx, chat, id); err == nil {
+		ref.Topic = m.Topic
 	}
-	return "", unsupported
+	return ref
+}
+
+func (b mcpBackend) Edit(ctx context.Context, chat, id, text string) error {
+	e, err := capability[adapters.Editor](b, chat, "edit")
+	if err != nil {
+		return err
+	}
+	if err := e.Edit(ctx, b.messageRef(ctx, chat, id), text); err != nil {
+		return err
+	}
+	return b.recordEdit(ctx, chat, id, text)
+}
+
+func (b mcpBackend) Delete(ctx context.Context, chat, id string) error {
+	d, err := capability[adapters.Deleter](b, chat, "delete")
+	if err != nil {
+		return err
+	}
+	if err := d.Delete(ctx, b.messageRef(ctx, chat, id)); err != nil {
+		return err
+	}
+	_, err = b.g.st.DeleteMessage(ctx, chat, id)
+	return err
+}
+
+func (b mcpBackend) React(ctx context.Context, chat, id, reaction string) error {
+	r, err := capability[adapters.Reactor](b, chat, "react")
+	if err != nil {
+		return err
+	}
+	return r.React(ctx, b.messageRef(ctx, chat, id), reaction)
+}
+
+func (b mcpBackend) Pin(ctx context.Context, chat, id string) error {
+	p, err := capability[adapters.Pinner](b, chat, "pin")
+	if err != nil {
+		return err
+	}
+	return p.Pin(ctx, b.messageRef(ctx, chat, id))
+}
+
+func (b mcpBackend) Unpin(ctx context.Context, chat, id string) error {
+	p, err := capability[adapters.Pinner](b, chat, "unpin")
+	if err != nil {
+		return err
+	}
+	return p.Unpin(ctx, b.messageRef(ctx, chat, id))
 }
 
 // recordEdit brings the stored copy of an edited message up to date.

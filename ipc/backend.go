@@ -34,6 +34,11 @@ type State interface {
 }
 
 // Messenger sends and acts on chat messages.
+//
+// The message verbs (Edit, Delete, React, Pin, Unpin) act through the
+// adapter of chat's platform. A platform whose adapter lacks the capability
+// returns an error wrapping adapters.ErrUnsupported that names the platform;
+// a platform with no enabled adapter, one wrapping ErrNoAdapter.
 type Messenger interface {
 	// Send queues m in the outbox as sent by folder and waits briefly for the
 	// platform to accept it. A running turn of folder is marked as having
@@ -41,11 +46,18 @@ type Messenger interface {
 	Send(ctx context.Context, folder string, m Outgoing) (Sent, error)
 	// RunningTurn returns folder's running turn, if any.
 	RunningTurn(folder string) (Turn, bool)
-	// Act performs a platform verb (edit, delete, react, pin, unpin)
-	// through the chat's adapter. A platform without the capability
-	// returns an error wrapping adapters.ErrUnsupported; a platform with no
-	// enabled adapter one wrapping ErrNoAdapter.
-	Act(ctx context.Context, a Action) (id string, err error)
+	// Edit replaces the text of message messageID in chat (platforms let
+	// the bot edit only its own messages) and the stored copy's text.
+	Edit(ctx context.Context, chat, messageID, text string) error
+	// Delete deletes message messageID from chat, and its stored copy.
+	Delete(ctx context.Context, chat, messageID string) error
+	// React adds reaction (an emoji or the platform's reaction name) to
+	// message messageID in chat.
+	React(ctx context.Context, chat, messageID, reaction string) error
+	// Pin pins message messageID in chat.
+	Pin(ctx context.Context, chat, messageID string) error
+	// Unpin unpins message messageID in chat.
+	Unpin(ctx context.Context, chat, messageID string) error
 }
 
 // History reads stored (or platform) messages.
@@ -144,40 +156,42 @@ type TaskRun struct {
 	Error    string
 }
 
+// OutgoingKind says what an Outgoing is.
+type OutgoingKind string
+
+// Kinds of Outgoing.
+const (
+	KindSend  OutgoingKind = "send"  // a new message
+	KindReply OutgoingKind = "reply" // an answer to ReplyTo
+	KindFile  OutgoingKind = "file"  // an upload of File
+)
+
 // Outgoing is a message a group sends.
 type Outgoing struct {
 	Chat    string
 	Text    string
 	Topic   string
 	ReplyTo string
-	Kind    string // "send", "reply" or "file"
-	File    string // kind file: a path relative to the group folder, already checked to be a regular file in it; Text is the caption
+	Kind    OutgoingKind
+	File    string // KindFile: a path relative to the group folder, already checked to be a regular file in it; Text is the caption
 }
+
+// SentStatus says what became of an Outgoing when Send returned.
+type SentStatus string
+
+// Statuses of a Sent.
+const (
+	SentOK      SentStatus = "sent"    // the platform accepted it
+	SentPending SentStatus = "pending" // queued, not yet accepted; delivered in order, at most once
+	SentFailed  SentStatus = "failed"  // refused for good
+)
 
 // Sent says what became of an Outgoing when Send returned.
 type Sent struct {
 	Key    string // the outbox idempotency key
-	Status string // "sent", "pending" (queued, not yet accepted) or "failed"
+	Status SentStatus
 	ID     string // the platform message id once sent
-	Error  string // why delivery failed, when Status is "failed"
-}
-
-// Verbs of an Action.
-const (
-	VerbEdit   = "edit"
-	VerbDelete = "delete"
-	VerbReact  = "react"
-	VerbPin    = "pin"
-	VerbUnpin  = "unpin"
-)
-
-// Action is a platform verb on a chat or one of its messages.
-type Action struct {
-	Verb      string
-	Chat      string
-	MessageID string
-	Text      string // edit
-	Reaction  string // react
+	Error  string // why delivery failed, when Status is SentFailed
 }
 
 // Turn is a running agent turn.

@@ -47,38 +47,28 @@ func messagingTools() []*toolDef {
 			mcp.WithString("path", mcp.Required(), mcp.Description("File path inside the group folder, e.g. report.pdf or out/chart.png.")),
 			mcp.WithString("caption", mcp.Description("Text shown with the file.")),
 		), run: runSendFile},
-		{tool: newTool("edit", "Edit a message",
+		messageTool("edit", "Edit a message",
 			"Replace the text of a message the bot sent earlier. Platforms only let the bot edit its own messages. Returns {\"ok\": true}.",
-			destructive,
-			chatParam(chatDesc),
-			mcp.WithString("message_id", mcp.Required(), mcp.Description(msgIDDesc)),
+			destructive, runEdit,
 			mcp.WithString("text", mcp.Required(), mcp.Description("The new text (at most 64 KiB).")),
-		), run: actRunner(VerbEdit, "edit")},
-		{tool: newTool("delete", "Delete a message",
+		),
+		messageTool("delete", "Delete a message",
 			"Delete a message from a chat (the bot's own, or any where the bot is a moderator). This cannot be undone. Returns {\"ok\": true}.",
-			destructive,
-			chatParam(chatDesc),
-			mcp.WithString("message_id", mcp.Required(), mcp.Description(msgIDDesc)),
-		), run: actRunner(VerbDelete, "delete")},
-		{tool: newTool("like", "React to a message",
+			destructive, func(ctx context.Context, c *call, chat, id string) error { return c.b.Delete(ctx, chat, id) },
+		),
+		messageTool("like", "React to a message",
 			"Add a reaction to a message, e.g. to acknowledge it without posting text. Returns {\"ok\": true}.",
-			additive,
-			chatParam(chatDesc),
-			mcp.WithString("message_id", mcp.Required(), mcp.Description(msgIDDesc)),
+			additive, runReact,
 			mcp.WithString("reaction", mcp.Required(), mcp.Description("The reaction: an emoji such as 👍, or the platform's reaction name such as thumbsup on Slack.")),
-		), run: actRunner(VerbReact, "like")},
-		{tool: newTool("pin_message", "Pin a message",
+		),
+		messageTool("pin_message", "Pin a message",
 			"Pin a message in its chat so members find it easily. Returns {\"ok\": true}.",
-			additive,
-			chatParam(chatDesc),
-			mcp.WithString("message_id", mcp.Required(), mcp.Description(msgIDDesc)),
-		), run: actRunner(VerbPin, "pin_message")},
-		{tool: newTool("unpin_message", "Unpin a message",
+			additive, func(ctx context.Context, c *call, chat, id string) error { return c.b.Pin(ctx, chat, id) },
+		),
+		messageTool("unpin_message", "Unpin a message",
 			"Unpin a pinned message. Returns {\"ok\": true}.",
-			destructive,
-			chatParam(chatDesc),
-			mcp.WithString("message_id", mcp.Required(), mcp.Description(msgIDDesc)),
-		), run: actRunner(VerbUnpin, "unpin_message")},
+			destructive, func(ctx context.Context, c *call, chat, id string) error { return c.b.Unpin(ctx, chat, id) },
+		),
 	}
 }
 
@@ -90,7 +80,7 @@ func runSend(ctx context.Context, c *call) (any, error) {
 	if err := validJID(c.str("chat_jid")); err != nil {
 		return nil, err
 	}
-	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: c.str("chat_jid"), Text: text, Topic: c.str("topic"), Kind: "send"})
+	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: c.str("chat_jid"), Text: text, Topic: c.str("topic"), Kind: KindSend})
 	return sentResult(sent, err)
 }
 
@@ -119,7 +109,7 @@ func runReply(ctx context.Context, c *call) (any, error) {
 		}
 		topic = m.Topic
 	}
-	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: text, Topic: topic, ReplyTo: replyTo, Kind: "reply"})
+	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: text, Topic: topic, ReplyTo: replyTo, Kind: KindReply})
 	return sentResult(sent, err)
 }
 
@@ -129,7 +119,7 @@ func sentResult(s Sent, err error) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Status == "failed" {
+	if s.Status == SentFailed {
 		return nil, fmt.Errorf("delivery failed: %s", s.Error)
 	}
 	var id any
@@ -139,27 +129,40 @@ func sentResult(s Sent, err error) (any, error) {
 	return map[string]any{"id": id, "status": s.Status}, nil
 }
 
-// actRunner runs a platform verb on a message; tool is the tool name used
-// in "not supported" errors.
-func actRunner(verb, tool string) func(context.Context, *call) (any, error) {
-	return func(ctx context.Context, c *call) (any, error) {
-		a := Action{Verb: verb, Chat: c.str("chat_jid"), MessageID: c.str("message_id"), Text: c.str("text"), Reaction: c.str("reaction")}
-		if err := validJID(a.Chat); err != nil {
+// messageVerb acts on message id of chat, both already checked.
+type messageVerb func(ctx context.Context, c *call, chat, id string) error
+
+// messageTool is a tool that acts on one message: it takes chat_jid and
+// message_id, then params, and answers {"ok": true}. A platform that
+// cannot do it is named in the error, with the tool.
+func messageTool(name, title, description string, e effect, verb messageVerb, params ...mcp.ToolOption) *toolDef {
+	params = append([]mcp.ToolOption{chatParam(chatDesc), mcp.WithString("message_id", mcp.Required(), mcp.Description(msgIDDesc))}, params...)
+	return &toolDef{tool: newTool(name, title, description, e, params...), run: func(ctx context.Context, c *call) (any, error) {
+		chat := c.str("chat_jid")
+		if err := validJID(chat); err != nil {
 			return nil, err
 		}
-		if verb == VerbEdit {
-			if err := requireText("text", a.Text, maxText); err != nil {
-				return nil, err
-			}
-		}
-		if verb == VerbReact && a.Reaction == "" {
-			return nil, errors.New("reaction is empty")
-		}
-		if _, err := c.b.Act(ctx, a); err != nil {
-			return nil, actError(a.Chat, tool, err)
+		if err := verb(ctx, c, chat, c.str("message_id")); err != nil {
+			return nil, actError(chat, name, err)
 		}
 		return ok, nil
+	}}
+}
+
+func runEdit(ctx context.Context, c *call, chat, id string) error {
+	text := c.str("text")
+	if err := requireText("text", text, maxText); err != nil {
+		return err
 	}
+	return c.b.Edit(ctx, chat, id, text)
+}
+
+func runReact(ctx context.Context, c *call, chat, id string) error {
+	reaction := c.str("reaction")
+	if reaction == "" {
+		return errors.New("reaction is empty")
+	}
+	return c.b.React(ctx, chat, id, reaction)
 }
 
 func runSendFile(ctx context.Context, c *call) (any, error) {
@@ -171,7 +174,7 @@ func runSendFile(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: c.str("caption"), File: rel, Kind: "file"})
+	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: c.str("caption"), File: rel, Kind: KindFile})
 	if err != nil {
 		return nil, actError(chat, "send_file", err)
 	}
