@@ -116,7 +116,7 @@ func runRegisterGroup(ctx context.Context, c *call) (any, error) {
 		}
 		r := routing.Route{Match: map[string]string{routing.KeyChatJID: jid}, Target: folder, Mode: routing.Trigger, Seq: aheadSeq(t)}
 		// Check before anything is created, so a refused route leaves no group behind.
-		if err := t.AuthorizeAdd(c.folder, c.tier, r); err != nil {
+		if err := t.CheckAdd(c.folder, c.tier, r); err != nil {
 			return nil, err
 		}
 		route = &r

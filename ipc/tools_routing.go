@@ -129,7 +129,7 @@ func (c *call) checkRouteAdd(t *routing.Table, r routing.Route, known []string) 
 			return fmt.Errorf("match chat_jid: %w", err)
 		}
 	}
-	return t.AuthorizeAdd(c.folder, c.tier, r)
+	return t.CheckAdd(c.folder, c.tier, r)
 }
 
 // aheadSeq is the seq that puts a route before every route in t.
@@ -172,7 +172,7 @@ func runDeleteRoute(ctx context.Context, c *call) (any, error) {
 	if i < 0 {
 		return nil, fmt.Errorf("no route has id %d (see list_routes)", id)
 	}
-	if err := t.AuthorizeDelete(c.folder, c.tier, routes[i]); err != nil {
+	if err := t.CheckDelete(c.folder, c.tier, routes[i]); err != nil {
 		return nil, err
 	}
 	deleted, err := c.b.DeleteRoute(ctx, id)
@@ -209,7 +209,7 @@ func runSetRoutes(ctx context.Context, c *call) (any, error) {
 	}
 	var remove []int64
 	for _, r := range t.Routes() {
-		if t.AuthorizeDelete(c.folder, c.tier, r) == nil {
+		if t.CheckDelete(c.folder, c.tier, r) == nil {
 			remove = append(remove, r.ID)
 		}
 	}

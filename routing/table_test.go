@@ -311,7 +311,7 @@ func TestNilTableIsEmpty(t *testing.T) {
 	if x := tab.Explain(Message{ChatJID: "web:lobby"}); x.Matched || tab.Len() != 0 || len(tab.Routes()) != 0 {
 		t.Errorf("nil table is not empty: %+v", x)
 	}
-	if err := tab.AuthorizeAdd("main", 1, Route{Match: match("chat_jid", "web:lobby"), Target: "main"}); !errors.Is(err, ErrForbidden) {
-		t.Errorf("AuthorizeAdd on a nil table = %v, want ErrForbidden (no owner)", err)
+	if err := tab.CheckAdd("main", 1, Route{Match: match("chat_jid", "web:lobby"), Target: "main"}); !errors.Is(err, ErrForbidden) {
+		t.Errorf("CheckAdd on a nil table = %v, want ErrForbidden (no owner)", err)
 	}
 }

@@ -1,5 +1,9 @@
 package ipc
 
+// The JSON-RPC transport of a connection: one MCP session per unix-socket
+// connection, newline-delimited JSON-RPC read by serve, requests served by a
+// small worker pool, responses and notifications written by connWriter.
+
 import (
 	"bufio"
 	"bytes"

@@ -16,7 +16,7 @@ func authTable(t *testing.T) *Table {
 	)
 }
 
-func TestAuthorizeAdd(t *testing.T) {
+func TestCheckAdd(t *testing.T) {
 	tab := authTable(t)
 	cases := []struct {
 		name    string
@@ -59,13 +59,13 @@ func TestAuthorizeAdd(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := tab.AuthorizeAdd(c.caller, c.tier, c.route)
+			err := tab.CheckAdd(c.caller, c.tier, c.route)
 			checkAuth(t, err, c.wantErr)
 		})
 	}
 }
 
-func TestAuthorizeDelete(t *testing.T) {
+func TestCheckDelete(t *testing.T) {
 	tab := authTable(t)
 	routes := map[int64]Route{}
 	for _, r := range tab.Routes() {
@@ -88,7 +88,7 @@ func TestAuthorizeDelete(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := tab.AuthorizeDelete(c.caller, c.tier, routes[c.id])
+			err := tab.CheckDelete(c.caller, c.tier, routes[c.id])
 			checkAuth(t, err, c.wantErr)
 		})
 	}

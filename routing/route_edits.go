@@ -7,7 +7,7 @@ import (
 	"switchboard/groups"
 )
 
-// AuthorizeAdd decides whether the group caller, of the given tier, may add
+// CheckAdd decides whether the group caller, of the given tier, may add
 // r (CONTRACT §7). Tier 0 (the operator) may add anything. Any other caller
 // may add a route only when its target is in the caller's subtree and its
 // match pins chat_jid to one literal chat JID whose current owner
@@ -15,13 +15,13 @@ import (
 // literal topic, the owner of that topic must be in the subtree too. This
 // checks what the route captures, not only where it points: a group may not
 // add a catch-all or take over another group's chat. Errors wrap
-// ErrForbidden and say what to change. AuthorizeAdd does not validate r; call
+// ErrForbidden and say what to change. CheckAdd does not validate r; call
 // r.Validate as well.
-func (t *Table) AuthorizeAdd(caller string, tier int, r Route) error {
+func (t *Table) CheckAdd(caller string, tier int, r Route) error {
 	if tier == 0 {
 		return nil
 	}
-	chat, err := t.authorize("add", caller, r)
+	chat, err := t.checkEdit("add", caller, r)
 	if err != nil {
 		return err
 	}
@@ -33,20 +33,20 @@ func (t *Table) AuthorizeAdd(caller string, tier int, r Route) error {
 	return nil
 }
 
-// AuthorizeDelete decides whether the group caller may delete (or replace) r,
+// CheckDelete decides whether the group caller may delete (or replace) r,
 // a route currently in the table. Tier 0 may delete anything; any other caller
 // only routes whose target is in its subtree and that pin chat_jid to a
 // literal chat owned by its subtree. Errors wrap ErrForbidden.
-func (t *Table) AuthorizeDelete(caller string, tier int, r Route) error {
+func (t *Table) CheckDelete(caller string, tier int, r Route) error {
 	if tier == 0 {
 		return nil
 	}
-	_, err := t.authorize("delete", caller, r)
+	_, err := t.checkEdit("delete", caller, r)
 	return err
 }
 
-// authorize runs the checks shared by add and delete and returns the pinned chat.
-func (t *Table) authorize(verb, caller string, r Route) (chat string, err error) {
+// checkEdit runs the checks shared by add and delete and returns the pinned chat.
+func (t *Table) checkEdit(verb, caller string, r Route) (chat string, err error) {
 	if !groups.InSubtree(caller, r.Target) {
 		return "", fmt.Errorf("%w: group %q may %s only routes that target its own subtree (%q or below); target %q is outside it",
 			ErrForbidden, caller, verb, caller, r.Target)
