@@ -237,6 +237,16 @@ func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error
 	return err
 }
 
+// ignoreNotFound drops a store "not found": the ipc.Backend methods that
+// look something up by key report a missing key as found false, not as an
+// error.
+func ignoreNotFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
 func toIPC(m store.Message) ipc.Message { return storedToIPC(ToStored(m)) }
 
 // storedToIPC is the one conversion to the MCP tools' message, for stored
@@ -290,7 +300,7 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 	if beforeID != "" {
 		m, err := b.g.st.MessageByID(ctx, chat, beforeID)
 		if err != nil {
-			return nil, "", fmt.Errorf("before_id %s: %w", beforeID, notFoundErr(err))
+			return nil, "", fmt.Errorf("before_id %s: %w", beforeID, err)
 		}
 		before = m.Seq
 	}
@@ -326,12 +336,12 @@ func (b mcpBackend) Chats(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (b mcpBackend) MessageByID(ctx context.Context, chat, id string) (ipc.Message, error) {
+func (b mcpBackend) MessageByID(ctx context.Context, chat, id string) (ipc.Message, bool, error) {
 	m, err := b.g.st.MessageByID(ctx, chat, id)
 	if err != nil {
-		return ipc.Message{}, notFoundErr(err)
+		return ipc.Message{}, false, ignoreNotFound(err)
 	}
-	return toIPC(m), nil
+	return toIPC(m), true, nil
 }
 
 func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Route, error) {
@@ -342,35 +352,35 @@ func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Rout
 	return added, b.g.reload(ctx)
 }
 
-func (b mcpBackend) DeleteRoute(ctx context.Context, id int64) (routing.Route, error) {
+func (b mcpBackend) DeleteRoute(ctx context.Context, id int64) (routing.Route, bool, error) {
 	r, err := b.g.st.DeleteRoute(ctx, id)
 	if err != nil {
-		return r, notFoundErr(err)
+		return r, false, ignoreNotFound(err)
 	}
-	return r, b.g.reload(ctx)
+	return r, true, b.g.reload(ctx)
 }
 
-func (b mcpBackend) SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, error) {
+func (b mcpBackend) SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, bool, error) {
 	rs, err := b.g.st.SwapRoutes(ctx, remove, add)
 	if err != nil {
-		return nil, notFoundErr(err)
+		return nil, false, ignoreNotFound(err)
 	}
-	return rs, b.g.reload(ctx)
+	return rs, true, b.g.reload(ctx)
 }
 
 func (b mcpBackend) Groups(ctx context.Context) ([]string, error) { return b.g.st.Groups(ctx) }
 
-func (b mcpBackend) CreateGroup(ctx context.Context, folder string) error {
+func (b mcpBackend) CreateGroup(ctx context.Context, folder string) (bool, error) {
 	if err := b.g.layout.Setup(folder, b.g.opt.Exe); err != nil {
-		return err
+		return false, err
 	}
 	if err := b.g.st.AddGroup(ctx, folder); err != nil {
 		if errors.Is(err, store.ErrExists) {
-			return fmt.Errorf("%w: %w", ipc.ErrExists, err)
+			return false, nil
 		}
-		return err
+		return false, err
 	}
-	return b.g.reload(ctx)
+	return true, b.g.reload(ctx)
 }
 
 func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {

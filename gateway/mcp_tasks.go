@@ -2,13 +2,10 @@ package gateway
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"switchboard/ipc"
 	"switchboard/scheduler"
-	"switchboard/store"
 )
 
 // The gateway side of the MCP task tools: the same AddTask and SetTaskStatus
@@ -24,9 +21,12 @@ func (b mcpBackend) AddTask(ctx context.Context, spec scheduler.TaskSpec) (sched
 	return t, nil
 }
 
-func (b mcpBackend) Task(ctx context.Context, id int64) (scheduler.Task, error) {
+func (b mcpBackend) Task(ctx context.Context, id int64) (scheduler.Task, bool, error) {
 	t, err := b.g.st.Task(ctx, id)
-	return t, notFoundErr(err)
+	if err != nil {
+		return t, false, ignoreNotFound(err)
+	}
+	return t, true, nil
 }
 
 func (b mcpBackend) Tasks(ctx context.Context, folder string) ([]scheduler.Task, error) {
@@ -36,7 +36,7 @@ func (b mcpBackend) Tasks(ctx context.Context, folder string) ([]scheduler.Task,
 func (b mcpBackend) SetTaskStatus(ctx context.Context, id int64, status string) (scheduler.Task, error) {
 	t, err := SetTaskStatus(ctx, b.g.st, id, status)
 	if err != nil {
-		return t, notFoundErr(err)
+		return t, err
 	}
 	b.g.sched.Wake()
 	return t, nil
@@ -56,11 +56,3 @@ func (b mcpBackend) TaskRuns(ctx context.Context, id int64, limit int) ([]ipc.Ta
 }
 
 func (b mcpBackend) DefaultTimezone() string { return b.g.opt.Timezone }
-
-// notFoundErr marks a store "not found" as ipc's.
-func notFoundErr(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w: %w", ipc.ErrNotFound, err)
-	}
-	return err
-}

@@ -69,35 +69,39 @@ type History interface {
 	Thread(ctx context.Context, chat, topic string, limit int) ([]Message, error)
 	// FetchHistory reads recent messages from the platform when its adapter
 	// can, else from the store; source is "platform" or "store".
-	// beforeID pages back: only messages older than that platform id.
+	// beforeID pages back: only messages older than that platform id; one
+	// the platform cannot page from and the store does not hold is an error.
 	FetchHistory(ctx context.Context, chat, beforeID string, limit int) (msgs []Message, source string, err error)
 	// Search runs an FTS5 query; a query that does not parse returns an
 	// error saying so.
 	Search(ctx context.Context, query string, o SearchOptions) ([]Hit, error)
 	// Chats lists the JIDs of every chat the gateway has seen.
 	Chats(ctx context.Context) ([]string, error)
-	// MessageByID returns a stored message by its platform id, or an error
-	// wrapping ErrNotFound.
-	MessageByID(ctx context.Context, chat, id string) (Message, error)
+	// MessageByID returns a stored message by its platform id; found is
+	// false when chat has no stored message with that id.
+	MessageByID(ctx context.Context, chat, id string) (m Message, found bool, err error)
 }
 
 // RouteStore changes the routing table. Every change is visible in Table
 // when the call returns.
 type RouteStore interface {
 	AddRoute(ctx context.Context, r routing.Route) (routing.Route, error)
-	// DeleteRoute deletes a route; an unknown id wraps ErrNotFound.
-	DeleteRoute(ctx context.Context, id int64) (routing.Route, error)
+	// DeleteRoute deletes a route and returns it; found is false, and
+	// nothing changes, when no route has that id.
+	DeleteRoute(ctx context.Context, id int64) (r routing.Route, found bool, err error)
 	// SwapRoutes deletes the routes with ids remove and adds add, in one
-	// transaction: all or nothing. A missing id wraps ErrNotFound.
-	SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, error)
+	// transaction: all or nothing. swapped is false, and nothing changes,
+	// when a route of remove no longer exists.
+	SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) (added []routing.Route, swapped bool, err error)
 }
 
 // GroupStore lists, creates and queues work for groups.
 type GroupStore interface {
 	Groups(ctx context.Context) ([]string, error)
 	// CreateGroup stores a new group and sets up its folder; its socket
-	// exists when the call returns. An existing group wraps ErrExists.
-	CreateGroup(ctx context.Context, folder string) error
+	// exists when the call returns. created is false, and no group is
+	// added, when the group already exists.
+	CreateGroup(ctx context.Context, folder string) (created bool, err error)
 	// Enqueue queues a prompt turn (delegate, escalate) and wakes the folder.
 	Enqueue(ctx context.Context, w Work) (id int64, err error)
 }
@@ -129,15 +133,15 @@ type TaskStore interface {
 	// error that starts with the field's name (schedule, timezone,
 	// context_mode, missed, prompt, folder).
 	AddTask(ctx context.Context, spec scheduler.TaskSpec) (scheduler.Task, error)
-	// Task returns one task, or an error wrapping ErrNotFound.
-	Task(ctx context.Context, id int64) (scheduler.Task, error)
+	// Task returns one task; found is false when no task has that id.
+	Task(ctx context.Context, id int64) (t scheduler.Task, found bool, err error)
 	// Tasks lists the tasks of folder and its subgroups, oldest first; ""
 	// lists every task.
 	Tasks(ctx context.Context, folder string) ([]scheduler.Task, error)
 	// SetTaskStatus pauses (StatusPaused), resumes (StatusActive) or
 	// cancels (StatusCancelled) a task and returns it. A task already in
 	// that status is returned unchanged; a completed or cancelled one cannot
-	// change. An unknown id wraps ErrNotFound.
+	// change. An unknown id is an error saying no task has it.
 	SetTaskStatus(ctx context.Context, id int64, status string) (scheduler.Task, error)
 	// TaskRuns lists up to limit runs of a task, newest first.
 	TaskRuns(ctx context.Context, id int64, limit int) ([]TaskRun, error)

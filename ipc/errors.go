@@ -3,11 +3,6 @@ package ipc
 import "errors"
 
 var (
-	// ErrNotFound: a message, route or group does not exist. Backend
-	// implementations wrap it so that tools can say so plainly.
-	ErrNotFound = errors.New("not found")
-	// ErrExists: a group (or other keyed thing) already exists.
-	ErrExists = errors.New("already exists")
 	// ErrNoAdapter: no enabled adapter serves the chat's platform.
 	ErrNoAdapter = errors.New("no adapter for this platform is enabled")
 	// ErrSocketPath: a group's socket path is too long for a unix socket.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -115,7 +114,7 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 		params := grantParams(args)
 		if id := cmp.Or(params["message_id"], params["reply_to"]); id != "" && params["jid"] != "" && params["topic"] == "" {
 			// A message in a thread belongs to whoever owns that thread.
-			if m, err := s.opt.Backend.MessageByID(ctx, params["jid"], id); err == nil && m.Topic != "" {
+			if m, found, err := s.opt.Backend.MessageByID(ctx, params["jid"], id); err == nil && found && m.Topic != "" {
 				params["topic"] = m.Topic
 			}
 		}
@@ -315,9 +314,6 @@ func requireText(name, s string, max int) error {
 	}
 	return nil
 }
-
-// notFound reports whether err says something does not exist.
-func notFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // count reports a call's outcome to Options.OnCall.
 func (s *Server) count(tool, outcome string) {

@@ -2,7 +2,6 @@ package ipc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -121,11 +120,12 @@ func runRegisterGroup(ctx context.Context, c *call) (any, error) {
 		}
 		route = &r
 	}
-	if err := c.b.CreateGroup(ctx, folder); err != nil {
-		if errors.Is(err, ErrExists) {
-			return nil, fmt.Errorf("group %s already exists", folder)
-		}
+	created, err := c.b.CreateGroup(ctx, folder)
+	if err != nil {
 		return nil, err
+	}
+	if !created {
+		return nil, fmt.Errorf("group %s already exists", folder)
 	}
 	out := map[string]any{"folder": folder, "tier": groups.Tier(folder, c.s.opt.Operator), "socket": c.s.SocketPath(folder)}
 	if route != nil {

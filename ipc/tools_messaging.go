@@ -100,12 +100,12 @@ func runReply(ctx context.Context, c *call) (any, error) {
 		}
 		replyTo, topic = turn.LastMessageID, turn.Topic
 	} else {
-		m, err := c.b.MessageByID(ctx, chat, replyTo)
-		if notFound(err) {
-			return nil, fmt.Errorf("message %s is not stored in %s; check the id (inspect_messages lists them)", replyTo, chat)
-		}
+		m, found, err := c.b.MessageByID(ctx, chat, replyTo)
 		if err != nil {
 			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("message %s is not stored in %s; check the id (inspect_messages lists them)", replyTo, chat)
 		}
 		topic = m.Topic
 	}

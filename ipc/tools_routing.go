@@ -175,12 +175,12 @@ func runDeleteRoute(ctx context.Context, c *call) (any, error) {
 	if err := t.CheckDelete(c.folder, c.tier, routes[i]); err != nil {
 		return nil, err
 	}
-	deleted, err := c.b.DeleteRoute(ctx, id)
-	if notFound(err) {
-		return nil, fmt.Errorf("route %d was deleted meanwhile", id)
-	}
+	deleted, found, err := c.b.DeleteRoute(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("route %d was deleted meanwhile", id)
 	}
 	return map[string]any{"ok": true, "deleted": deleted}, nil
 }
@@ -213,12 +213,12 @@ func runSetRoutes(ctx context.Context, c *call) (any, error) {
 			remove = append(remove, r.ID)
 		}
 	}
-	added, err := c.b.SwapRoutes(ctx, remove, add)
-	if notFound(err) {
-		return nil, errors.New("the routes changed meanwhile; nothing was replaced, try again")
-	}
+	added, swapped, err := c.b.SwapRoutes(ctx, remove, add)
 	if err != nil {
 		return nil, err
+	}
+	if !swapped {
+		return nil, errors.New("the routes changed meanwhile; nothing was replaced, try again")
 	}
 	return map[string]any{"removed": len(remove), "routes": added}, nil
 }

@@ -194,12 +194,12 @@ func runListTasks(ctx context.Context, c *call) (any, error) {
 
 // ownTask returns task id if it is in the caller's subtree.
 func (c *call) ownTask(ctx context.Context, id int64) (scheduler.Task, error) {
-	t, err := c.b.Task(ctx, id)
-	if notFound(err) {
-		return t, fmt.Errorf("task %d does not exist (list_tasks shows the tasks you can see)", id)
-	}
+	t, found, err := c.b.Task(ctx, id)
 	if err != nil {
 		return t, err
+	}
+	if !found {
+		return t, fmt.Errorf("task %d does not exist (list_tasks shows the tasks you can see)", id)
 	}
 	if c.tier != 0 && !groups.InSubtree(c.folder, t.Folder) {
 		return t, fmt.Errorf("task %d belongs to group %s, outside your subtree (%s)", id, t.Folder, c.folder)
