@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testwait"
 	"switchboard/store"
 )
 
@@ -189,7 +190,7 @@ func thousandGroups(tb testing.TB) (elapsed time.Duration, rssBefore, rssAfter i
 	began := time.Now()
 	h := start(tb, dir, st, []string{"true"})
 	for _, f := range append(folders, "g000", "g249") {
-		waitFor(tb, 60*time.Second, "socket of "+f, func() bool {
+		testwait.For(tb, 60*time.Second, "socket of "+f, func() bool {
 			_, err := os.Stat(h.sock(f))
 			return err == nil
 		})

@@ -21,6 +21,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/gateway"
 	"switchboard/groups"
+	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -167,7 +168,7 @@ func (h *harness) sock(folder string) string { return groups.Layout{DataDir: h.d
 // waitSocket waits until folder's socket accepts connections.
 func (h *harness) waitSocket(t testing.TB, folder string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "socket of "+folder, func() bool {
+	testwait.For(t, 10*time.Second, "socket of "+folder, func() bool {
 		c, err := net.Dial("unix", h.sock(folder))
 		if err == nil {
 			c.Close()
@@ -176,15 +177,15 @@ func (h *harness) waitSocket(t testing.TB, folder string) {
 	})
 }
 
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+// waitStarted waits until the gateway has started everything it runs: the
+// poll loop, started last, has written its first heartbeat, and every
+// adapter is connected.
+func (h *harness) waitStarted(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the gateway started", func() bool {
+		_, beat, err := h.st.AdapterValue(context.Background(), gateway.HeartbeatNamespace, gateway.HeartbeatKey)
+		return err == nil && beat && len(h.g.NotReady(context.Background())) == 0
+	})
 }
 
 // connect opens an MCP client session as folder; legacy pins the
@@ -331,7 +332,8 @@ func newFake(name string, caps bool) *fakeAdapter { return &fakeAdapter{name: na
 
 func (f *fakeAdapter) Name() string { return f.name }
 
-func (f *fakeAdapter) Run(ctx context.Context, _ adapters.Host) error {
+func (f *fakeAdapter) Run(ctx context.Context, host adapters.Host) error {
+	host.SetState(adapters.StateConnected, nil)
 	<-ctx.Done()
 	return nil
 }

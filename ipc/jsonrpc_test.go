@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"switchboard/internal/testwait"
 	"switchboard/ipc"
 )
 
@@ -215,8 +216,8 @@ func (f *fakeAdapter) block() (entered <-chan struct{}, release func()) {
 // goroutine is left behind.
 func TestClientDisconnectMidCall(t *testing.T) {
 	h := newHarness(t, nil)
-	h.waitSocket(t, "acme")
-	base := settledGoroutines()
+	h.waitStarted(t)
+	base := runtime.NumGoroutine()
 	entered, release := h.web.block()
 	defer release()
 	rc := h.raw(t, "acme")
@@ -240,9 +241,10 @@ func TestClientDisconnectMidCall(t *testing.T) {
 // TestConcurrentConnections: 100 sessions at once, each listing and calling.
 func TestConcurrentConnections(t *testing.T) {
 	h := newHarness(t, nil)
+	h.waitStarted(t)
 	h.waitSocket(t, "acme")
 	h.waitSocket(t, "acme/eng")
-	base := settledGoroutines()
+	base := runtime.NumGoroutine()
 	const n = 100
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -278,28 +280,15 @@ func TestConcurrentConnections(t *testing.T) {
 	waitGoroutines(t, base)
 }
 
-// settledGoroutines is the goroutine count once idle.
-func settledGoroutines() int {
-	time.Sleep(50 * time.Millisecond)
-	return runtime.NumGoroutine()
-}
-
-// waitGoroutines waits for the goroutine count to come back to base (a few
-// of slack for the runtime's own), failing with a dump if it does not.
+// waitGoroutines waits for the goroutine count to come back to base, the
+// count once the gateway had started (a few of slack for the runtime's
+// own), failing with a dump if it does not.
 func waitGoroutines(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= base+2 {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("%d goroutines, %d at the start:\n%s", n, base, buf)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Until(15*time.Second, func() bool { return runtime.NumGoroutine() <= base+2 }) {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("%d goroutines, %d at the start:\n%s", runtime.NumGoroutine(), base, buf)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/grants"
+	"switchboard/internal/testwait"
 	"switchboard/store"
 )
 
@@ -253,7 +254,7 @@ func TestOutOfScopeChatRefused(t *testing.T) {
 	if err := h.st.SetGrantOverrides(context.Background(), "acme", []string{"!send(jid=web:acme)"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "override in effect", func() bool {
+	testwait.For(t, 10*time.Second, "override in effect", func() bool {
 		return call(t, c, "send", map[string]any{"chat_jid": "web:acme", "text": "x"}).refused()
 	})
 	if !slices.Contains(listed(t, c), "send") {
@@ -394,11 +395,11 @@ func TestGroupLifecycleSockets(t *testing.T) {
 	if err := h.st.RemoveGroup(ctx, "beta"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "socket removed", func() bool {
+	testwait.For(t, 10*time.Second, "socket removed", func() bool {
 		_, err := os.Stat(h.sock("beta"))
 		return os.IsNotExist(err)
 	})
-	waitFor(t, 10*time.Second, "session closed", func() bool {
+	testwait.For(t, 10*time.Second, "session closed", func() bool {
 		_, err := tryCall(c, "list_grants", nil)
 		return err != nil
 	})
@@ -447,7 +448,7 @@ func TestSocketPathTooLongKeepsGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := start(t, deep, st, []string{"true"})
-	waitFor(t, 10*time.Second, "socket error logged", func() bool {
+	testwait.For(t, 10*time.Second, "socket error logged", func() bool {
 		return strings.Contains(h.logs.String(), "use a shorter data_dir")
 	})
 	for _, want := range []string{"group acme/eng/ops", "mcp socket unavailable"} {

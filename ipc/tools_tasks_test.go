@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"switchboard/gateway"
+	"switchboard/internal/testwait"
 	"switchboard/scheduler"
 )
 
@@ -256,7 +257,7 @@ func TestScheduledTaskRuns(t *testing.T) {
 		t.Fatalf("one-shot task %+v", tk)
 	}
 	var run task
-	waitFor(t, 15*time.Second, "the task's run to succeed", func() bool {
+	testwait.For(t, 15*time.Second, "the task's run to succeed", func() bool {
 		var l taskList
 		call(t, c, "inspect_tasks", map[string]any{"id": tk.ID}).decode(t, &l)
 		run = l.Tasks[0]
@@ -269,7 +270,7 @@ func TestScheduledTaskRuns(t *testing.T) {
 		t.Errorf("task after its run %+v (slot %s)", run, at.Format(time.RFC3339))
 	}
 	want := fmt.Sprintf("ran task %d", tk.ID)
-	waitFor(t, 10*time.Second, "the reply in web:acme", func() bool {
+	testwait.For(t, 10*time.Second, "the reply in web:acme", func() bool {
 		for _, m := range h.web.sends() {
 			if m.Chat == "web:acme" && m.Text == want {
 				return true

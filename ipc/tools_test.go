@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -134,6 +135,7 @@ func blockingAgent(t *testing.T) (argv []string, gate string) {
 func TestReplyDuringTurn(t *testing.T) {
 	agent, gate := blockingAgent(t)
 	h := newHarnessAgent(t, nil, agent)
+	h.waitStarted(t) // past its crash recovery, which would take the turn below for a crashed one
 	c := h.connect(t, "acme", true)
 	if r := call(t, c, "reply", map[string]any{"chat_jid": "web:acme", "text": "x"}); !r.IsError || !strings.Contains(r.Text, "no turn of group acme") {
 		t.Errorf("reply with no turn running: %+v", r)
@@ -143,7 +145,7 @@ func TestReplyDuringTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "turn running", func() bool {
+	testwait.For(t, 10*time.Second, "turn running", func() bool {
 		return strings.Contains(call(t, c, "inspect_session", nil).Text, `"running":{`)
 	})
 	var sent struct {
@@ -155,21 +157,29 @@ func TestReplyDuringTurn(t *testing.T) {
 		t.Errorf("reply result %+v", sent)
 	}
 	mustWrite(t, gate, "")
-	waitFor(t, 10*time.Second, "turn finished", func() bool {
-		return strings.Contains(call(t, c, "inspect_session", nil).Text, `"running":null`)
-	})
-	time.Sleep(100 * time.Millisecond) // a stdout reply, if wrongly queued, would be delivered by now
+	// The turn is recorded in the same transaction that would queue its
+	// stdout reply, and the outbox delivers a chat's messages oldest first:
+	// once a later send is delivered, a wrongly queued reply would be too.
+	waitTurn(t, h.st, "acme", "message")
+	call(t, c, "send", map[string]any{"chat_jid": "web:acme", "text": "later"}).decode(t, &sent)
+	if sent.Status != "sent" {
+		t.Fatalf("send after the turn: %+v", sent)
+	}
 	got := h.web.sends()
-	if len(got) != 1 {
-		t.Fatalf("adapter got %d messages, want exactly the MCP reply: %+v", len(got), got)
+	if len(got) != 2 || got[1].Text != "later" {
+		t.Fatalf("adapter got %+v, want exactly the MCP reply, then the later send", got)
 	}
 	if got[0].Text != "answer" || got[0].ReplyTo != "m7" || got[0].Topic != "t9" {
 		t.Errorf("reply sent as %+v, want text answer, reply_to m7, topic t9", got[0])
 	}
 	// An explicit reply_to goes to that message's thread.
 	call(t, c, "reply", map[string]any{"chat_jid": "web:acme", "text": "again", "reply_to": "m7"}).decode(t, &sent)
-	if got := h.web.sends(); len(got) != 2 || got[1].Topic != "t9" || got[1].ReplyTo != "m7" {
+	if got := h.web.sends(); len(got) != 3 || got[2].Topic != "t9" || got[2].ReplyTo != "m7" {
 		t.Errorf("explicit reply_to: %+v", got)
+	}
+	// A reply_to that is not stored is refused, naming it.
+	if r := call(t, c, "reply", map[string]any{"chat_jid": "web:acme", "text": "x", "reply_to": "nope"}); !r.IsError || !strings.Contains(r.Text, "message nope is not stored in web:acme") {
+		t.Errorf("unknown reply_to: %+v", r)
 	}
 }
 
@@ -408,7 +418,7 @@ func TestGroupTools(t *testing.T) {
 
 func waitTurn(t *testing.T, st *store.Store, folder, trigger string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, trigger+" turn of "+folder, func() bool {
+	testwait.For(t, 10*time.Second, trigger+" turn of "+folder, func() bool {
 		turns, err := st.Turns(context.Background(), folder, 10)
 		if err != nil {
 			t.Fatal(err)
