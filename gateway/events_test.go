@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/control"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -335,10 +337,10 @@ func TestSendFileThroughOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := h.g.Send(ctx, SendRequest{Chat: testChat, File: "report.txt", Text: "today", Folder: "main", Key: "f1"}); err != nil {
+	if _, err := h.g.Send(ctx, control.SendRequest{Chat: testChat, File: "report.txt", Text: "today", Folder: "main", Key: "f1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.g.Send(ctx, SendRequest{Chat: testChat, File: "pipe", Folder: "main", Key: "f2"}); err != nil {
+	if _, err := h.g.Send(ctx, control.SendRequest{Chat: testChat, File: "pipe", Folder: "main", Key: "f2"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "both files settled", func() bool {
@@ -431,7 +433,7 @@ func TestAdapterSupervision(t *testing.T) {
 	ctx := context.Background()
 	bad := &flakyAdapter{name: "bad", badToken: true}
 	g, err := New(Options{Store: h.st, Adapters: []adapters.Adapter{bad}, DataDir: t.TempDir(), Operator: "root",
-		Agent: AgentSpec{Command: []string{"true"}}, Exe: "switchboard"})
+		Agent: agent.Spec{Command: []string{"true"}}, Exe: "switchboard"})
 	if err != nil {
 		t.Fatal(err)
 	}

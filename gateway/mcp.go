@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/control"
 	"switchboard/ipc"
 	"switchboard/routing"
 	"switchboard/store"
@@ -107,8 +108,8 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ip
 			return ipc.Sent{}, adapters.Unsupported(platform, "send_file")
 		}
 	}
-	it, err := b.g.Send(ctx, SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: newID("mcp-"), Kind: m.Kind, File: m.File})
+	it, err := b.g.Send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
+		Folder: folder, Key: control.NewID("mcp-"), Kind: m.Kind, File: m.File})
 	if err != nil {
 		return ipc.Sent{}, err
 	}
@@ -211,13 +212,13 @@ func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error
 	if err != nil {
 		return err
 	}
-	m.Text = capText(text)
+	m.Text = control.CapText(text)
 	m.Edited = 0
 	_, err = b.g.st.EditMessage(ctx, &m)
 	return err
 }
 
-func toIPC(m store.Message) ipc.Message { return storedToIPC(ToStored(m)) }
+func toIPC(m store.Message) ipc.Message { return storedToIPC(toStored(m)) }
 
 // storedToIPC is the one conversion to the MCP tools' message, for stored
 // messages and (Seq 0) those fetched from the platform.
@@ -359,13 +360,13 @@ func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	b.g.queue.kick(w.Folder)
+	b.g.workers.kick(w.Folder)
 	return id, nil
 }
 
 func (b mcpBackend) Inject(ctx context.Context, chat, text, sender string) (ipc.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
-	m, err := b.g.Inject(ctx, InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner})
+	m, err := b.g.Inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner})
 	if err != nil {
 		return ipc.Message{}, "", err
 	}

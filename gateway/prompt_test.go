@@ -83,17 +83,3 @@ func TestPromptSections(t *testing.T) {
 		t.Errorf("a task turn without messages has a <messages> element:\n%s", p)
 	}
 }
-
-func TestCapText(t *testing.T) {
-	long := strings.Repeat("é", MaxText) // 2 bytes each
-	got := capText(long)
-	if len(got) > MaxText+64 || !strings.HasSuffix(got, "[truncated by switchboard]") || !strings.HasPrefix(got, "éé") {
-		t.Fatalf("capText: %d bytes, suffix %q", len(got), got[len(got)-30:])
-	}
-	if strings.ContainsRune(got, '\uFFFD') {
-		t.Fatal("cut inside a rune")
-	}
-	if capText("short") != "short" {
-		t.Fatal("short text changed")
-	}
-}

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/gateway"
 	"switchboard/groups"
 	"switchboard/routing"
@@ -112,12 +113,12 @@ func restart(t testing.TB, old *harness) *harness {
 	return start(t, old.dir, st, []string{"true"})
 }
 
-func start(t testing.TB, dir string, st *store.Store, agent []string) *harness {
+func start(t testing.TB, dir string, st *store.Store, argv []string) *harness {
 	t.Helper()
 	h := &harness{dir: dir, st: st, web: newFake("web", false), all: newFake("full", true), done: make(chan error, 1), logs: &logBuffer{}}
 	g, err := gateway.New(gateway.Options{
 		Store: st, Adapters: []adapters.Adapter{h.web, fullAdapter{h.all}}, DataDir: dir, Operator: "root", Exe: "switchboard",
-		Agent:        gateway.AgentSpec{Command: agent, Output: "text", Timeout: 20 * time.Second},
+		Agent:        agent.Spec{Command: argv, Output: "text", Timeout: 20 * time.Second},
 		EngageTTL:    time.Minute,
 		PollInterval: 20 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(testWriter{t, h.logs}, &slog.HandlerOptions{Level: slog.LevelWarn})),
