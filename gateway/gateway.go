@@ -25,11 +25,11 @@ import (
 
 // Triggers of a turn (SWITCHBOARD_TRIGGER).
 const (
-	TriggerMessage  = "message"
-	TriggerTask     = store.TriggerTask
-	TriggerInject   = control.TriggerInject
-	TriggerDelegate = "delegate"
-	TriggerEscalate = "escalate"
+	triggerMessage  = "message"
+	triggerTask     = store.TriggerTask
+	triggerInject   = control.TriggerInject
+	triggerDelegate = "delegate"
+	triggerEscalate = "escalate"
 )
 
 // Options configure a Gateway. Store and Agent are required.
@@ -60,7 +60,7 @@ type Options struct {
 	// (for example that agents are not sandboxed).
 	Warning string
 	// MaxDownload caps one attachment fetched into a group folder, in bytes.
-	// Default DefaultMaxDownload.
+	// Default 25 MiB.
 	MaxDownload int64
 }
 
@@ -116,7 +116,7 @@ func New(opt Options) (*Gateway, error) {
 		opt.RestartBackoff = [2]time.Duration{time.Second, 2 * time.Minute}
 	}
 	if opt.MaxDownload <= 0 {
-		opt.MaxDownload = DefaultMaxDownload
+		opt.MaxDownload = defaultMaxDownload
 	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
 	g := &Gateway{

@@ -108,7 +108,7 @@ func (g *Gateway) route(m store.Message, stale bool) []store.WorkItem {
 	if mode == routing.Trigger && m.Verb == adapters.VerbMention {
 		g.engage.start(m.ChatJID, m.Topic, r.Target, g.opt.EngageTTL)
 	}
-	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: TriggerMessage}}
+	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: triggerMessage}}
 }
 
 type engageKey struct{ chat, topic string }
@@ -181,9 +181,9 @@ func (g *Gateway) Engage(chat, topic, folder string) {
 // Disengage ends an engagement.
 func (g *Gateway) Disengage(chat, topic string) { g.engage.stop(chat, topic) }
 
-// Inject is control.Inject in the running gateway: it also wakes the folder
+// inject is control.Inject in the running gateway: it also wakes the folder
 // at once.
-func (g *Gateway) Inject(ctx context.Context, req control.InjectRequest) (store.Message, error) {
+func (g *Gateway) inject(ctx context.Context, req control.InjectRequest) (store.Message, error) {
 	m, folder, err := control.Inject(ctx, g.st, g.table.Load(), req)
 	if err != nil {
 		return m, err
@@ -193,9 +193,9 @@ func (g *Gateway) Inject(ctx context.Context, req control.InjectRequest) (store.
 	return m, nil
 }
 
-// Send is control.QueueSend in the running gateway: it also wakes the
+// send is control.QueueSend in the running gateway: it also wakes the
 // outbox.
-func (g *Gateway) Send(ctx context.Context, req control.SendRequest) (store.OutboxItem, error) {
+func (g *Gateway) send(ctx context.Context, req control.SendRequest) (store.OutboxItem, error) {
 	it, err := control.QueueSend(ctx, g.st, req)
 	if err == nil {
 		g.outbox.wake()

@@ -86,8 +86,8 @@ func (g *Gateway) syncMCP(ctx context.Context, folders []string) {
 	}
 }
 
-// MCPSocket is the absolute path of folder's MCP socket.
-func (g *Gateway) MCPSocket(folder string) string { return g.mcp.SocketPath(folder) }
+// mcpSocket is the absolute path of folder's MCP socket.
+func (g *Gateway) mcpSocket(folder string) string { return g.mcp.SocketPath(folder) }
 
 type mcpBackend struct{ g *Gateway }
 
@@ -108,7 +108,7 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ip
 			return ipc.Sent{}, adapters.Unsupported(platform, "send_file")
 		}
 	}
-	it, err := b.g.Send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
+	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
 		Folder: folder, Key: control.NewID("mcp-"), Kind: m.Kind, File: m.File})
 	if err != nil {
 		return ipc.Sent{}, err
@@ -366,7 +366,7 @@ func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
 
 func (b mcpBackend) Inject(ctx context.Context, chat, text, sender string) (ipc.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
-	m, err := b.g.Inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner})
+	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner})
 	if err != nil {
 		return ipc.Message{}, "", err
 	}

@@ -35,7 +35,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		turn.Attempt = first.Attempts + first.Crashes
 		return g.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes))
 	}
-	isolated := first.Trigger == TriggerTask && first.Isolated
+	isolated := first.Trigger == triggerTask && first.Isolated
 	session := ""
 	if !isolated {
 		s, err := g.st.Session(ctx, b.Folder, b.ChatJID, b.Topic)
@@ -59,7 +59,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		"SWITCHBOARD_TOPIC=" + b.Topic,
 		"SWITCHBOARD_TURN_ID=" + turn.ID,
 		"SWITCHBOARD_SESSION_ID=" + session,
-		"SWITCHBOARD_MCP_SOCKET=" + g.MCPSocket(b.Folder),
+		"SWITCHBOARD_MCP_SOCKET=" + g.mcpSocket(b.Folder),
 		"SWITCHBOARD_TRIGGER=" + first.Trigger,
 		"SWITCHBOARD_TASK_ID=" + taskID(first.TaskID),
 	}
@@ -73,7 +73,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	g.turnStarted(turn.ID, b)
 	stopTyping := g.typing(ctx, b.ChatJID, b.Topic)
 	res, err := agent.Run(ctx, g.opt.Agent, agent.Input{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt,
-		Socket: g.MCPSocket(b.Folder)})
+		Socket: g.mcpSocket(b.Folder)})
 	stopTyping()
 	if res.Escaped > 0 || res.EscapedErr != nil {
 		g.log.Info("agent processes outside its process group killed at turn end", "folder", b.Folder, "turn", turn.ID,
