@@ -14,8 +14,8 @@ import (
 	"switchboard/store"
 )
 
-// DefaultMaxDownload caps one attachment fetched into a group folder.
-const DefaultMaxDownload = 25 << 20
+// defaultMaxDownload caps one attachment fetched into a group folder.
+const defaultMaxDownload = 25 << 20
 
 // downloadTimeout bounds one attachment's download.
 const downloadTimeout = 2 * time.Minute

@@ -120,7 +120,7 @@ func (c *committer) commitBatch(batch []*commitReq) {
 			for _, w := range r.work {
 				if w.Mode == string(routing.Trigger) && !kicked[w.Folder] {
 					kicked[w.Folder] = true
-					c.g.queue.kick(w.Folder)
+					c.g.workers.kick(w.Folder)
 				}
 			}
 		}

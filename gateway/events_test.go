@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/control"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -335,10 +337,10 @@ func TestSendFileThroughOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := h.g.Send(ctx, SendRequest{Chat: testChat, File: "report.txt", Text: "today", Folder: "main", Key: "f1"}); err != nil {
+	if _, err := h.g.send(ctx, control.SendRequest{Chat: testChat, File: "report.txt", Text: "today", Folder: "main", Key: "f1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.g.Send(ctx, SendRequest{Chat: testChat, File: "pipe", Folder: "main", Key: "f2"}); err != nil {
+	if _, err := h.g.send(ctx, control.SendRequest{Chat: testChat, File: "pipe", Folder: "main", Key: "f2"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "both files settled", func() bool {
@@ -431,7 +433,7 @@ func TestAdapterSupervision(t *testing.T) {
 	ctx := context.Background()
 	bad := &flakyAdapter{name: "bad", badToken: true}
 	g, err := New(Options{Store: h.st, Adapters: []adapters.Adapter{bad}, DataDir: t.TempDir(), Operator: "root",
-		Agent: AgentSpec{Command: []string{"true"}}, Exe: "switchboard"})
+		Agent: agent.Spec{Command: []string{"true"}}, Exe: "switchboard"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +455,7 @@ func TestCrashedAttemptsCount(t *testing.T) {
 	ctx := context.Background()
 	for chat, id := range map[string]string{testChat: "failed-and-crashed", "test:room/2": "only-crashed"} {
 		m := &store.Message{ChatJID: chat, ID: id, Sender: "test:user/ann", Text: id, Verb: adapters.VerbMention}
-		if _, err := h.st.EnqueueMessage(ctx, m, []store.WorkItem{{Folder: "main", ChatJID: chat, Mode: "trigger", Trigger: TriggerMessage}}); err != nil {
+		if _, err := h.st.EnqueueMessage(ctx, m, []store.WorkItem{{Folder: "main", ChatJID: chat, Mode: "trigger", Trigger: triggerMessage}}); err != nil {
 			t.Fatal(err)
 		}
 	}

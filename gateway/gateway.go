@@ -1,4 +1,4 @@
-// Package gateway is the pipeline: inbound → store → route → per-folder queue
+// Package gateway is the pipeline: inbound → store → route → per-folder workers
 // → agent turn → outbox → adapter. It holds no platform code, no SQL and no
 // MCP tool bodies; it wires the packages that do.
 package gateway
@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/control"
 	"switchboard/groups"
 	"switchboard/ipc"
 	"switchboard/routing"
@@ -22,18 +25,18 @@ import (
 
 // Triggers of a turn (SWITCHBOARD_TRIGGER).
 const (
-	TriggerMessage  = "message"
-	TriggerTask     = store.TriggerTask
-	TriggerInject   = "inject"
-	TriggerDelegate = "delegate"
-	TriggerEscalate = "escalate"
+	triggerMessage  = "message"
+	triggerTask     = store.TriggerTask
+	triggerInject   = control.TriggerInject
+	triggerDelegate = "delegate"
+	triggerEscalate = "escalate"
 )
 
 // Options configure a Gateway. Store and Agent are required.
 type Options struct {
 	Store         *store.Store
 	Adapters      []adapters.Adapter
-	Agent         AgentSpec
+	Agent         agent.Spec
 	DataDir       string
 	Operator      string        // the tier-0 folder
 	EngageTTL     time.Duration // follow-ups trigger without a mention this long after the bot spoke
@@ -57,7 +60,7 @@ type Options struct {
 	// (for example that agents are not sandboxed).
 	Warning string
 	// MaxDownload caps one attachment fetched into a group folder, in bytes.
-	// Default DefaultMaxDownload.
+	// Default 25 MiB.
 	MaxDownload int64
 }
 
@@ -78,7 +81,7 @@ type Gateway struct {
 	notices noticeLimiter
 	active  activeTurns
 	states  adapterStates // each adapter's connection state
-	queue   *queue
+	workers *workers
 	outbox  *outbox
 	commits committer // group commit of inbound messages
 	sched   *scheduler.Loop
@@ -113,7 +116,7 @@ func New(opt Options) (*Gateway, error) {
 		opt.RestartBackoff = [2]time.Duration{time.Second, 2 * time.Minute}
 	}
 	if opt.MaxDownload <= 0 {
-		opt.MaxDownload = DefaultMaxDownload
+		opt.MaxDownload = defaultMaxDownload
 	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
 	g := &Gateway{
@@ -132,7 +135,7 @@ func New(opt Options) (*Gateway, error) {
 	g.commits.g = g
 	g.metrics = newMetrics(g)
 	g.states.changed = make(chan struct{}, 1)
-	g.queue = newQueue(g)
+	g.workers = newWorkers(g)
 	g.outbox = newOutbox(g)
 	g.sched = scheduler.NewLoop(opt.Store, g, scheduler.SystemClock(), opt.Logger.With("component", "scheduler"))
 	mcp, err := newMCP(g)
@@ -152,7 +155,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.reload(ctx); err != nil {
 		return err
 	}
-	if n := killLeftovers(g.layout.SocketPath("x"), g.log); n > 0 {
+	// Every group's socket lies in its own directory under one root.
+	n, err := agent.KillLeftovers(filepath.Dir(filepath.Dir(g.layout.SocketPath("x"))))
+	if err != nil {
+		g.log.Warn("kill leftover agent process", "err", err)
+	}
+	if n > 0 {
 		g.log.Warn("agent processes left by a crashed gateway were killed", "count", n)
 	}
 	if n, err := g.st.RecoverStarted(ctx); err != nil {
@@ -201,14 +209,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 	stopIntake()
 	intake.Wait()
 	g.log.Info("intake stopped; draining turns", "timeout", g.opt.DrainTimeout)
-	if !g.queue.drain(g.opt.DrainTimeout) {
+	if !g.workers.drain(g.opt.DrainTimeout) {
 		g.log.Warn("turns still running at the drain deadline were stopped; their messages run again at next start")
 	}
 	if !g.outbox.drain(outboxDrainTimeout) {
 		g.log.Warn("replies not delivered by the drain deadline are delivered at next start")
 	}
 	stopWork()
-	g.queue.wait()
+	g.workers.wait()
 	return runErr
 }
 
@@ -295,7 +303,7 @@ func (g *Gateway) kickPending(ctx context.Context) {
 		return
 	}
 	for _, f := range folders {
-		g.queue.kick(f)
+		g.workers.kick(f)
 	}
 }
 

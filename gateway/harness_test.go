@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -175,7 +176,7 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	}
 	opt := Options{
 		Store: st, Adapters: []adapters.Adapter{h.fa}, DataDir: dir, Operator: "root", Exe: "switchboard",
-		Agent:     AgentSpec{Command: cfg.agent, Output: "text", Timeout: 10 * time.Second},
+		Agent:     agent.Spec{Command: cfg.agent, Output: "text", Timeout: 10 * time.Second},
 		EngageTTL: time.Minute, MaxConcurrent: 4, PollInterval: 50 * time.Millisecond,
 		RetryDelays: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}, DrainTimeout: 10 * time.Second,
 	}

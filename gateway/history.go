@@ -19,13 +19,13 @@ func (h History) Messages(ctx context.Context, chat adapters.JID, after int64, l
 	}
 	out := make([]adapters.Stored, len(ms))
 	for i, m := range ms {
-		out[i] = ToStored(m)
+		out[i] = toStored(m)
 	}
 	return out, nil
 }
 
-// ToStored converts a store message to the adapters' view of it.
-func ToStored(m store.Message) adapters.Stored {
+// toStored converts a store message to the adapters' view of it.
+func toStored(m store.Message) adapters.Stored {
 	return adapters.Stored{Seq: m.Seq, Inbound: adapters.Inbound{
 		Chat: adapters.JID(m.ChatJID), ID: m.ID, Sender: adapters.JID(m.Sender), SenderName: m.SenderName, Text: m.Text,
 		Time: time.UnixMilli(m.Time), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments,

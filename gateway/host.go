@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/control"
 )
 
 // adapterHost is the adapters.Host the gateway gives one running adapter:
@@ -54,17 +55,10 @@ func (h adapterHost) RoutedChats(ctx context.Context) ([]adapters.ChatCursor, er
 	return out, nil
 }
 
-// AdapterStatus is an adapter's connection state as last reported.
-type AdapterStatus struct {
-	State adapters.State `json:"state"`
-	Err   string         `json:"error,omitempty"`
-	Since time.Time      `json:"since"`
-}
-
 // adapterStates holds each adapter's last reported state.
 type adapterStates struct {
 	mu        sync.Mutex
-	m         map[string]AdapterStatus
+	m         map[string]control.AdapterStatus
 	connected map[string]bool // adapters that connected at least once
 	dirty     bool            // changed since last persisted
 	changed   chan struct{}   // wakes the poll loop to persist a change at once
@@ -74,13 +68,13 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
-		a.m = map[string]AdapterStatus{}
+		a.m = map[string]control.AdapterStatus{}
 		a.connected = map[string]bool{}
 	}
 	if s == adapters.StateConnected {
 		a.connected[name] = true
 	}
-	st := AdapterStatus{State: s, Since: time.Now()}
+	st := control.AdapterStatus{State: s, Since: time.Now()}
 	if err != nil {
 		st.Err = err.Error()
 	}
@@ -96,10 +90,10 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 }
 
 // AdapterStates returns each adapter's last reported connection state.
-func (g *Gateway) AdapterStates() map[string]AdapterStatus {
+func (g *Gateway) AdapterStates() map[string]control.AdapterStatus {
 	g.states.mu.Lock()
 	defer g.states.mu.Unlock()
-	out := make(map[string]AdapterStatus, len(g.states.m))
+	out := make(map[string]control.AdapterStatus, len(g.states.m))
 	for k, v := range g.states.m {
 		out[k] = v
 	}

@@ -2,33 +2,22 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"switchboard/adapters"
+	"switchboard/control"
 	"switchboard/routing"
 	"switchboard/store"
 )
-
-// MaxText is the largest message text stored; longer text is cut.
-const MaxText = 64 << 10
-
-// maxInboundText is the largest text an adapter may deliver at all: more is
-// garbage, refused rather than cut.
-const maxInboundText = 1 << 20
 
 // Deliver is the adapters' DeliverFunc: validate, route, and store the event.
 // A new message is stored together with the work it creates, in one
 // transaction (shared with concurrent Deliver calls: see committer); edits,
 // deletes and reactions change what is stored and never start a turn.
 func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, error) {
-	m, err := normalize(in)
+	m, err := control.Normalize(in)
 	if err != nil {
 		return 0, err
 	}
@@ -69,7 +58,7 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 // once (a known one keeps its seq), never routed.
 func (g *Gateway) storeFetched(ctx context.Context, in adapters.Inbound) (int64, error) {
 	in.Kind = adapters.KindMessage
-	m, err := normalize(in)
+	m, err := control.Normalize(in)
 	if err != nil {
 		return 0, err
 	}
@@ -93,73 +82,11 @@ func (g *Gateway) react(ctx context.Context, in adapters.Inbound, m store.Messag
 		Emoji: in.Reaction, Removed: in.ReactionRemoved, Time: m.Time}, note)
 }
 
-// normalize validates an inbound event and converts it to a store message.
-// Garbage gets an error wrapping ErrBadMessage that says what was wrong.
-func normalize(in adapters.Inbound) (store.Message, error) {
-	bad := func(format string, args ...any) (store.Message, error) {
-		where := fmt.Sprintf("%s %q in %q", kindName(in.Kind), in.ID, in.Chat)
-		return store.Message{}, fmt.Errorf("%w: %s: %s", ErrBadMessage, where, fmt.Sprintf(format, args...))
-	}
-	switch in.Kind {
-	case "", adapters.KindMessage, adapters.KindEdit, adapters.KindDelete, adapters.KindReaction:
-	default:
-		return bad("unknown kind %q (want message, edit, delete or reaction)", in.Kind)
-	}
-	if _, err := adapters.ParseJID(string(in.Chat)); err != nil {
-		return bad("chat: %v", err)
-	}
-	if in.ID == "" || len(in.ID) > 256 || !utf8.ValidString(in.ID) {
-		return bad("message id must be 1 to 256 bytes of UTF-8")
-	}
-	needSender := in.Kind != adapters.KindDelete && in.Kind != adapters.KindEdit
-	if in.Sender != "" || needSender {
-		if _, err := adapters.ParseJID(string(in.Sender)); err != nil {
-			return bad("sender: %v", err)
-		}
-	}
-	if len(in.Text) > maxInboundText {
-		return bad("text is %d bytes, more than the %d an adapter may deliver", len(in.Text), maxInboundText)
-	}
-	for _, f := range []struct{ name, v string }{{"text", in.Text}, {"sender name", in.SenderName}, {"topic", in.Topic}, {"reply_to", in.ReplyTo}} {
-		if i := invalidUTF8At(f.v); i >= 0 {
-			return bad("%s is not valid UTF-8 (byte %d)", f.name, i)
-		}
-	}
-	if in.Kind == adapters.KindReaction && (in.Reaction == "" || len(in.Reaction) > 128 || !utf8.ValidString(in.Reaction)) {
-		return bad("a reaction needs an emoji of 1 to 128 bytes")
-	}
-	t := in.Time
-	if t.IsZero() {
-		t = time.Now()
-	}
-	verb := in.Verb
-	if verb != adapters.VerbMention {
-		verb = adapters.VerbMessage
-	}
-	return store.Message{
-		ChatJID: string(in.Chat), ID: in.ID, Sender: string(in.Sender), SenderName: in.SenderName,
-		Text: capText(in.Text), Topic: in.Topic, ReplyTo: in.ReplyTo, Verb: verb, FromBot: in.FromBot, OtherBot: in.OtherBot,
-		Time: t.UnixMilli(), Attachments: in.Attachments,
-	}, nil
-}
-
 func kindName(k adapters.Kind) string {
 	if k == "" {
 		return string(adapters.KindMessage)
 	}
 	return string(k)
-}
-
-// invalidUTF8At is the byte offset of the first invalid UTF-8 in s, or -1.
-func invalidUTF8At(s string) int {
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 // route decides what a stored message does: nothing (unrouted), observe, or
@@ -181,7 +108,7 @@ func (g *Gateway) route(m store.Message, stale bool) []store.WorkItem {
 	if mode == routing.Trigger && m.Verb == adapters.VerbMention {
 		g.engage.start(m.ChatJID, m.Topic, r.Target, g.opt.EngageTTL)
 	}
-	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: TriggerMessage}}
+	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: triggerMessage}}
 }
 
 type engageKey struct{ chat, topic string }
@@ -254,110 +181,22 @@ func (g *Gateway) Engage(chat, topic, folder string) {
 // Disengage ends an engagement.
 func (g *Gateway) Disengage(chat, topic string) { g.engage.stop(chat, topic) }
 
-func newID(prefix string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
-// InjectRequest is a synthetic inbound message addressed to a folder.
-type InjectRequest struct {
-	Chat    string
-	Text    string
-	Sender  string // default "switchboard:user/operator"
-	Folder  string // default: the chat's owner
-	Trigger string // default TriggerInject
-}
-
-// Inject stores a synthetic message in chat and queues a turn of the chat's
-// owner (or req.Folder), bypassing trigger rules. It works with or without a
-// running gateway: a running one picks the work up within its poll interval.
-func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRequest) (store.Message, string, error) {
-	if _, err := adapters.ParseJID(req.Chat); err != nil {
-		return store.Message{}, "", err
-	}
-	if strings.TrimSpace(req.Text) == "" {
-		return store.Message{}, "", fmt.Errorf("%w: text is empty", ErrBadMessage)
-	}
-	folder := req.Folder
-	if folder == "" {
-		owner, ok := t.Owner(req.Chat, "")
-		if !ok {
-			return store.Message{}, "", fmt.Errorf("inject into %s: %w; add a route for it first", req.Chat, ErrNoOwner)
-		}
-		folder = owner
-	}
-	sender := req.Sender
-	if sender == "" {
-		sender = "switchboard:user/operator"
-	}
-	trigger := req.Trigger
-	if trigger == "" {
-		trigger = TriggerInject
-	}
-	name := sender[strings.LastIndexByte(sender, '/')+1:]
-	m, err := normalize(adapters.Inbound{Chat: adapters.JID(req.Chat), ID: newID("inj-"), Sender: adapters.JID(sender),
-		SenderName: name, Text: req.Text, Verb: adapters.VerbMention})
-	if err != nil {
-		return store.Message{}, "", err
-	}
-	work := []store.WorkItem{{Folder: folder, ChatJID: req.Chat, Mode: string(routing.Trigger), Trigger: trigger}}
-	if _, err := st.EnqueueMessage(ctx, &m, work); err != nil {
-		return store.Message{}, "", fmt.Errorf("inject into %s: %w", req.Chat, err)
-	}
-	return m, folder, nil
-}
-
-// Inject is the running gateway's Inject: it also wakes the folder at once.
-func (g *Gateway) Inject(ctx context.Context, req InjectRequest) (store.Message, error) {
-	m, folder, err := Inject(ctx, g.st, g.table.Load(), req)
+// inject is control.Inject in the running gateway: it also wakes the folder
+// at once.
+func (g *Gateway) inject(ctx context.Context, req control.InjectRequest) (store.Message, error) {
+	m, folder, err := control.Inject(ctx, g.st, g.table.Load(), req)
 	if err != nil {
 		return m, err
 	}
 	g.notifyStored(m.ChatJID, m.Seq)
-	g.queue.kick(folder)
+	g.workers.kick(folder)
 	return m, nil
 }
 
-// SendRequest is an outbound message queued in the outbox.
-type SendRequest struct {
-	Chat    string
-	Text    string
-	Topic   string
-	ReplyTo string
-	Folder  string // who sent it (for delivery-failure notices); "" for the operator
-	Key     string // idempotency key; generated when empty
-	Kind    string // "send" (default), "reply", "notice", "file"
-	File    string // kind file: the file, relative to Folder's directory; Text is the caption
-}
-
-// QueueSend writes a message to the outbox. Delivery happens in the running
-// gateway (at once if it is this process, else within its poll interval).
-func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.OutboxItem, error) {
-	if _, err := adapters.ParseJID(req.Chat); err != nil {
-		return store.OutboxItem{}, err
-	}
-	if req.File != "" {
-		req.Kind = store.OutboxFile
-		if req.Folder == "" || !filepath.IsLocal(req.File) {
-			return store.OutboxItem{}, fmt.Errorf("send file to %s: the file must be inside the sending group's folder", req.Chat)
-		}
-	} else if strings.TrimSpace(req.Text) == "" {
-		return store.OutboxItem{}, fmt.Errorf("send to %s: text is empty", req.Chat)
-	}
-	if req.Key == "" {
-		req.Key = newID("send-")
-	}
-	if req.Kind == "" {
-		req.Kind = "send"
-	}
-	return st.AddOutbox(ctx, store.OutboxItem{Key: req.Key, Kind: req.Kind, Folder: req.Folder, ChatJID: req.Chat,
-		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: capText(strings.ToValidUTF8(req.Text, "\uFFFD")), FilePath: req.File})
-}
-
-// Send queues a message and wakes the outbox.
-func (g *Gateway) Send(ctx context.Context, req SendRequest) (store.OutboxItem, error) {
-	it, err := QueueSend(ctx, g.st, req)
+// send is control.QueueSend in the running gateway: it also wakes the
+// outbox.
+func (g *Gateway) send(ctx context.Context, req control.SendRequest) (store.OutboxItem, error) {
+	it, err := control.QueueSend(ctx, g.st, req)
 	if err == nil {
 		g.outbox.wake()
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/control"
 	"switchboard/ipc"
 	"switchboard/routing"
 	"switchboard/store"
@@ -85,8 +86,8 @@ func (g *Gateway) syncMCP(ctx context.Context, folders []string) {
 	}
 }
 
-// MCPSocket is the absolute path of folder's MCP socket.
-func (g *Gateway) MCPSocket(folder string) string { return g.mcp.SocketPath(folder) }
+// mcpSocket is the absolute path of folder's MCP socket.
+func (g *Gateway) mcpSocket(folder string) string { return g.mcp.SocketPath(folder) }
 
 type mcpBackend struct{ g *Gateway }
 
@@ -102,8 +103,8 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ip
 			return ipc.Sent{}, err
 		}
 	}
-	it, err := b.g.Send(ctx, SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: newID("mcp-"), Kind: string(m.Kind), File: m.File})
+	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
+		Folder: folder, Key: control.NewID("mcp-"), Kind: string(m.Kind), File: m.File})
 	if err != nil {
 		return ipc.Sent{}, err
 	}
@@ -231,7 +232,7 @@ func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error
 	if err != nil {
 		return err
 	}
-	m.Text = capText(text)
+	m.Text = control.CapText(text)
 	m.Edited = 0
 	_, err = b.g.st.EditMessage(ctx, &m)
 	return err
@@ -247,7 +248,7 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-func toIPC(m store.Message) ipc.Message { return storedToIPC(ToStored(m)) }
+func toIPC(m store.Message) ipc.Message { return storedToIPC(toStored(m)) }
 
 // storedToIPC is the one conversion to the MCP tools' message, for stored
 // messages and (Seq 0) those fetched from the platform.
@@ -389,13 +390,13 @@ func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	b.g.queue.kick(w.Folder)
+	b.g.workers.kick(w.Folder)
 	return id, nil
 }
 
 func (b mcpBackend) Inject(ctx context.Context, chat, text, sender string) (ipc.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
-	m, err := b.g.Inject(ctx, InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner})
+	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner})
 	if err != nil {
 		return ipc.Message{}, "", err
 	}

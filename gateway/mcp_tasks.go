@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"switchboard/control"
 	"switchboard/ipc"
 	"switchboard/scheduler"
 )
@@ -13,7 +14,7 @@ import (
 // rather than at its next poll.
 
 func (b mcpBackend) AddTask(ctx context.Context, spec scheduler.TaskSpec) (scheduler.Task, error) {
-	t, err := AddTask(ctx, b.g.st, spec, b.g.opt.Timezone)
+	t, err := control.AddTask(ctx, b.g.st, spec, b.g.opt.Timezone)
 	if err != nil {
 		return t, err
 	}
@@ -34,7 +35,7 @@ func (b mcpBackend) Tasks(ctx context.Context, folder string) ([]scheduler.Task,
 }
 
 func (b mcpBackend) SetTaskStatus(ctx context.Context, id int64, status string) (scheduler.Task, error) {
-	t, err := SetTaskStatus(ctx, b.g.st, id, status)
+	t, err := control.SetTaskStatus(ctx, b.g.st, id, status)
 	if err != nil {
 		return t, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/ipc"
 	"switchboard/store"
 )
 
@@ -162,7 +163,7 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 	chat := adapters.JID(it.ChatJID)
 	a, ok := g.adapters[chat.Platform()]
 	if !ok {
-		o.fail(ctx, it, fmt.Errorf("%w: %s", ErrNoAdapter, chat.Platform()))
+		o.fail(ctx, it, fmt.Errorf("%w: %s", ipc.ErrNoAdapter, chat.Platform()))
 		return
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, time.Minute)

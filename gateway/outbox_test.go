@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/control"
 	"switchboard/store"
 )
 
 func (h *harness) send(chat, key, text, folder string) {
 	h.t.Helper()
-	if _, err := h.g.Send(context.Background(), SendRequest{Chat: chat, Text: text, Key: key, Folder: folder}); err != nil {
+	if _, err := h.g.send(context.Background(), control.SendRequest{Chat: chat, Text: text, Key: key, Folder: folder}); err != nil {
 		h.t.Fatal(err)
 	}
 }

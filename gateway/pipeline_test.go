@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/control"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -335,11 +336,11 @@ func TestObservedContext(t *testing.T) {
 	h.post(testChat, "m1", "elsewhere") // a turn in another chat must not take them
 	h.waitSent(testChat, 1)
 	ctx := context.Background()
-	if _, err := h.g.Inject(ctx, InjectRequest{Chat: obs, Text: "now answer"}); err != nil {
+	if _, err := h.g.inject(ctx, control.InjectRequest{Chat: obs, Text: "now answer"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitSent(obs, 1)
-	if _, err := h.g.Inject(ctx, InjectRequest{Chat: obs, Text: "again"}); err != nil {
+	if _, err := h.g.inject(ctx, control.InjectRequest{Chat: obs, Text: "again"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitSent(obs, 2)
@@ -377,7 +378,7 @@ func TestEngagementTriggersObserveRoute(t *testing.T) {
 			h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.EngageTTL = tc.ttl }, routes: []routing.Route{
 				{Match: map[string]string{"chat_jid": "test:obs/*"}, Target: "main", Mode: routing.Observe},
 			}})
-			if _, err := h.g.Inject(context.Background(), InjectRequest{Chat: obs, Text: "say hi"}); err != nil {
+			if _, err := h.g.inject(context.Background(), control.InjectRequest{Chat: obs, Text: "say hi"}); err != nil {
 				t.Fatal(err)
 			}
 			h.waitSent(obs, 1)
@@ -506,7 +507,7 @@ func TestGroupCommitIsolatesFailure(t *testing.T) {
 	for i := range 5 {
 		r := &commitReq{ctx: ctx, done: make(chan struct{}),
 			msg:  store.Message{ChatJID: testChat, ID: fmt.Sprint("g", i), Sender: "test:user/ann", Text: "hi", Verb: "mention"},
-			work: []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "observe", Trigger: TriggerMessage}}}
+			work: []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "observe", Trigger: triggerMessage}}}
 		if i == 2 {
 			r.work[0].Folder = "" // the store refuses this work item
 		}
@@ -670,10 +671,10 @@ func TestFailedTaskTurnNotifiesChat(t *testing.T) {
 	agent := agentScript(t, `cat >/dev/null; echo boom >&2; exit 3`)
 	h := newHarness(t, harnessConfig{agent: agent})
 	if _, err := h.st.Enqueue(context.Background(), store.WorkItem{Folder: "main", ChatJID: testChat, Mode: "trigger",
-		Trigger: TriggerTask, Prompt: "nightly report", TaskID: 7}); err != nil {
+		Trigger: triggerTask, Prompt: "nightly report", TaskID: 7}); err != nil {
 		t.Fatal(err)
 	}
-	h.g.queue.kick("main")
+	h.g.workers.kick("main")
 	sent := h.waitSent(testChat, 2)
 	if !strings.Contains(sent[0].Text, "the agent crashed") || !strings.Contains(sent[1].Text, "after 3 attempts") {
 		t.Errorf("notices %q, %q; want a retry notice and a final one", sent[0].Text, sent[1].Text)

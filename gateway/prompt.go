@@ -50,9 +50,9 @@ func buildPrompt(h turnHeader, b store.Batch) string {
 	}
 	for _, it := range b.Items {
 		switch it.Trigger {
-		case TriggerTask:
+		case triggerTask:
 			fmt.Fprintf(&sb, `<task id="%d" run="%d">%s</task>`+"\n", it.TaskID, it.RunID, esc(it.Prompt))
-		case TriggerDelegate, TriggerEscalate:
+		case triggerDelegate, triggerEscalate:
 			fmt.Fprintf(&sb, `<%s from="%s">%s</%s>`+"\n", it.Trigger, esc(it.Origin), esc(it.Prompt), it.Trigger)
 		}
 	}

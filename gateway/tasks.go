@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"switchboard/scheduler"
-	"switchboard/store"
 )
 
 // The Gateway starts the turns of scheduled tasks. Over the SQL store, the
@@ -23,7 +22,7 @@ func (g *Gateway) Fire(ctx context.Context, t scheduler.Task, slot time.Time, ru
 	if err := g.st.QueueTaskTurn(ctx, t.ID, runID); err != nil {
 		return err
 	}
-	g.queue.kick(t.Folder)
+	g.workers.kick(t.Folder)
 	g.metrics.fires.Inc()
 	g.metrics.lateness.Observe(max(time.Since(slot), 0).Seconds())
 	return nil
@@ -38,7 +37,7 @@ func (g *Gateway) StartTurns(ctx context.Context, fires []scheduler.Fired) {
 		g.metrics.lateness.Observe(max(time.Since(f.Slot), 0).Seconds())
 		if !kicked[f.Task.Folder] {
 			kicked[f.Task.Folder] = true
-			g.queue.kick(f.Task.Folder)
+			g.workers.kick(f.Task.Folder)
 		}
 	}
 }
@@ -60,50 +59,4 @@ func (g *Gateway) startScheduler(ctx context.Context, wg *sync.WaitGroup) error 
 		}
 	})
 	return nil
-}
-
-// AddTask validates and stores a task; a running gateway picks it up within
-// its poll interval (at once when this is that gateway). Errors name the
-// field that is wrong (see scheduler.NewTask); the CLI and the MCP task tools
-// both go through here.
-func AddTask(ctx context.Context, st *store.Store, spec scheduler.TaskSpec, defaultZone string) (scheduler.Task, error) {
-	ok, err := st.GroupExists(ctx, spec.Folder)
-	if err != nil {
-		return scheduler.Task{}, err
-	}
-	if !ok {
-		return scheduler.Task{}, fmt.Errorf("folder: group %s does not exist", spec.Folder)
-	}
-	t, err := scheduler.NewTask(spec, defaultZone, time.Now())
-	if err != nil {
-		return t, err
-	}
-	return st.AddTask(ctx, t)
-}
-
-// SetTaskStatus pauses, resumes or cancels a task. Resuming starts from the
-// next slot after now. A task already in status is returned unchanged (so
-// resuming an active task cannot drop its next slot). The CLI and the MCP
-// task tools both go through here; like AddTask, the change reaches a
-// running gateway's scheduler within its poll interval, at once through MCP.
-func SetTaskStatus(ctx context.Context, st *store.Store, id int64, status string) (scheduler.Task, error) {
-	t, err := st.Task(ctx, id)
-	if err != nil || t.Status == status {
-		return t, err
-	}
-	var next *time.Time
-	if status == scheduler.StatusActive {
-		n, ok, err := scheduler.ResumeNext(t, time.Now())
-		if err != nil {
-			return t, err
-		}
-		if !ok {
-			status = scheduler.StatusCompleted
-		}
-		next = &n
-	}
-	if err := st.SetTaskStatus(ctx, id, status, next); err != nil {
-		return t, err
-	}
-	return st.Task(ctx, id)
 }

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"switchboard/agent"
+	"switchboard/control"
 	"switchboard/store"
 )
 
@@ -24,7 +25,7 @@ const (
 func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	first := b.Items[0]
 	turn := store.Turn{
-		ID: newID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
+		ID: control.NewID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
 		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: time.Now().UnixMilli(),
 	}
 	if first.Attempts > 0 && first.Attempts+first.Crashes >= maxAttempts {
@@ -32,9 +33,9 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		// attempts used up the rest: a batch runs at most three times
 		// unless only the gateway (never the agent) is to blame.
 		turn.Attempt = first.Attempts + first.Crashes
-		return g.turnFailed(ctx, b, turn, AgentResult{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", ErrAgentFailed, first.Crashes))
+		return g.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes))
 	}
-	isolated := first.Trigger == TriggerTask && first.Isolated
+	isolated := first.Trigger == triggerTask && first.Isolated
 	session := ""
 	if !isolated {
 		s, err := g.st.Session(ctx, b.Folder, b.ChatJID, b.Topic)
@@ -58,7 +59,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		"SWITCHBOARD_TOPIC=" + b.Topic,
 		"SWITCHBOARD_TURN_ID=" + turn.ID,
 		"SWITCHBOARD_SESSION_ID=" + session,
-		"SWITCHBOARD_MCP_SOCKET=" + g.MCPSocket(b.Folder),
+		"SWITCHBOARD_MCP_SOCKET=" + g.mcpSocket(b.Folder),
 		"SWITCHBOARD_TRIGGER=" + first.Trigger,
 		"SWITCHBOARD_TASK_ID=" + taskID(first.TaskID),
 	}
@@ -71,8 +72,8 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	}
 	g.turnStarted(turn.ID, b)
 	stopTyping := g.typing(ctx, b.ChatJID, b.Topic)
-	res, err := RunAgent(ctx, g.opt.Agent, AgentRun{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt,
-		Socket: g.MCPSocket(b.Folder)})
+	res, err := agent.Run(ctx, g.opt.Agent, agent.Input{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt,
+		Socket: g.mcpSocket(b.Folder)})
 	stopTyping()
 	if res.Escaped > 0 || res.EscapedErr != nil {
 		g.log.Info("agent processes outside its process group killed at turn end", "folder", b.Folder, "turn", turn.ID,
@@ -103,9 +104,9 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		turn.SessionID = session
 	}
 	var out []store.OutboxItem
-	if reply := strings.TrimSpace(res.Reply); reply != "" && g.opt.Agent.Output != "none" && !replied[b.ChatJID] {
+	if reply := strings.TrimSpace(res.Reply); reply != "" && g.opt.Agent.Output != agent.OutputNone && !replied[b.ChatJID] {
 		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: "reply", Folder: b.Folder, ChatJID: b.ChatJID,
-			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: capText(reply)})
+			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: control.CapText(reply)})
 	}
 	// The agent has run: record it even if shutdown began meanwhile, or the
 	// batch would run (and answer) again at the next start. FinishBatch
@@ -125,7 +126,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 // turnFailed records a failed attempt, tells the chat (rate-limited), and
 // either defers the batch for a retry (RetryDelays; the folder's other
 // chats run meanwhile) or gives up on it.
-func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res AgentResult, err error) time.Duration {
+func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res agent.Result, err error) time.Duration {
 	turn.Status = "failed"
 	turn.Error = err.Error()
 	outcome, reason := "failed", "exit"
@@ -168,31 +169,18 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 		g.outbox.wake()
 	}
 	if !giveUp {
-		g.queue.kickAfter(b.Folder, delay)
+		g.workers.kickAfter(b.Folder, delay)
 	}
 	return 0
 }
 
-// capText cuts a reply longer than MaxText (an agent that printed a flood)
-// at a rune boundary and says so.
-func capText(s string) string {
-	if len(s) <= MaxText {
-		return s
-	}
-	cut := MaxText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "\n[truncated by switchboard]"
-}
-
-func shortReason(res AgentResult, err error) string {
+func shortReason(res agent.Result, err error) string {
 	switch {
 	case res.TimedOut:
 		return "the agent timed out"
 	case res.ExitCode > 0:
 		return "the agent crashed"
-	case errors.Is(err, ErrAgentFailed):
+	case errors.Is(err, agent.ErrFailed):
 		return "the agent failed"
 	}
 	return "internal error"

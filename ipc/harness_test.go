@@ -19,6 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/control"
 	"switchboard/gateway"
 	"switchboard/groups"
 	"switchboard/internal/testwait"
@@ -113,12 +115,12 @@ func restart(t testing.TB, old *harness) *harness {
 	return start(t, old.dir, st, []string{"true"})
 }
 
-func start(t testing.TB, dir string, st *store.Store, agent []string) *harness {
+func start(t testing.TB, dir string, st *store.Store, argv []string) *harness {
 	t.Helper()
 	h := &harness{dir: dir, st: st, web: newFake("web", false), all: newFake("full", true), done: make(chan error, 1), logs: &logBuffer{}}
 	g, err := gateway.New(gateway.Options{
 		Store: st, Adapters: []adapters.Adapter{h.web, fullAdapter{h.all}}, DataDir: dir, Operator: "root", Exe: "switchboard",
-		Agent:        gateway.AgentSpec{Command: agent, Output: "text", Timeout: 20 * time.Second},
+		Agent:        agent.Spec{Command: argv, Output: "text", Timeout: 20 * time.Second},
 		EngageTTL:    time.Minute,
 		PollInterval: 20 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(testWriter{t, h.logs}, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -183,8 +185,8 @@ func (h *harness) waitSocket(t testing.TB, folder string) {
 func (h *harness) waitStarted(t testing.TB) {
 	t.Helper()
 	testwait.For(t, 10*time.Second, "the gateway started", func() bool {
-		_, beat, err := h.st.AdapterValue(context.Background(), gateway.HeartbeatNamespace, gateway.HeartbeatKey)
-		return err == nil && beat && len(h.g.NotReady(context.Background())) == 0
+		rs, err := control.ReadRuntimeStatus(context.Background(), h.st)
+		return err == nil && rs.Heartbeat != nil && len(h.g.NotReady(context.Background())) == 0
 	})
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
-	"switchboard/gateway"
+	"switchboard/control"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -28,7 +28,7 @@ second; otherwise it is delivered when the gateway next starts.`,
 			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
-				it, err := gateway.QueueSend(ctx, st, gateway.SendRequest{Chat: args[0], Text: args[1], Topic: topic})
+				it, err := control.QueueSend(ctx, st, control.SendRequest{Chat: args[0], Text: args[1], Topic: topic})
 				if err != nil {
 					return err
 				}
@@ -66,7 +66,7 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 				if err != nil {
 					return fmt.Errorf("route table: %w", err)
 				}
-				m, folder, err := gateway.Inject(ctx, st, t, gateway.InjectRequest{Chat: args[0], Text: args[1], Sender: sender})
+				m, folder, err := control.Inject(ctx, st, t, control.InjectRequest{Chat: args[0], Text: args[1], Sender: sender})
 				if err != nil {
 					return err
 				}

@@ -19,6 +19,7 @@ import (
 	"switchboard/adapters/slack"
 	"switchboard/adapters/telegram"
 	"switchboard/adapters/web"
+	"switchboard/agent"
 	"switchboard/gateway"
 	"switchboard/routing"
 	"switchboard/store"
@@ -106,12 +107,12 @@ func orDefault(s, d string) string {
 }
 
 // agentSpec builds the runner spec; argv[0] "switchboard" is this binary.
-func (a *app) agentSpec(exe string) gateway.AgentSpec {
+func (a *app) agentSpec(exe string) agent.Spec {
 	argv := append([]string(nil), a.cfg.Agent.Command...)
 	if argv[0] == "switchboard" {
 		argv[0] = exe
 	}
-	return gateway.AgentSpec{Command: argv, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
+	return agent.Spec{Command: argv, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
 		Timeout: time.Duration(a.cfg.Agent.Timeout), Env: a.cfg.Agent.Env}
 }
 
@@ -120,7 +121,7 @@ func (a *app) agentSpec(exe string) gateway.AgentSpec {
 const unconfinedWarning = "AGENTS ARE NOT SANDBOXED: any agent with a shell can read the database and other groups' folders and act as any group (switchboard mcp-bridge --folder root); tiers and grants are advice"
 
 // sandboxWarning is what status shows about the sandbox.
-func sandboxWarning(sb *gateway.Sandbox) string {
+func sandboxWarning(sb *agent.Sandbox) string {
 	if sb != nil {
 		return ""
 	}
@@ -129,7 +130,7 @@ func sandboxWarning(sb *gateway.Sandbox) string {
 
 // sandbox resolves agent.sandbox: bwrap when installed and working (auto),
 // required (bwrap), or off (none).
-func (a *app) sandbox(exe string) (*gateway.Sandbox, error) {
+func (a *app) sandbox(exe string) (*agent.Sandbox, error) {
 	mode := a.cfg.Agent.Sandbox
 	if mode == "none" {
 		a.log.Warn(unconfinedWarning, "agent.sandbox", "none")
@@ -156,13 +157,13 @@ func (a *app) sandbox(exe string) (*gateway.Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
-	sb := &gateway.Sandbox{Bwrap: path, Exe: exe, DataDir: data, Network: a.cfg.Agent.Network}
+	sb := &agent.Sandbox{Bwrap: path, Exe: exe, DataDir: data, Network: a.cfg.Agent.Network}
 	for _, b := range a.cfg.Agent.Binds {
 		p := expandHome(b.Path)
 		if _, err := os.Stat(p); err != nil {
 			a.log.Warn("agent.binds: path not found; agents will not see it", "path", p)
 		}
-		sb.Binds = append(sb.Binds, gateway.Bind{Path: p, RW: b.RW})
+		sb.Binds = append(sb.Binds, agent.Bind{Path: p, RW: b.RW})
 	}
 	a.log.Info("agents run sandboxed with bubblewrap", "bwrap", path, "network", sb.Network, "binds", len(sb.Binds))
 	return sb, nil

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"switchboard/gateway"
+	"switchboard/control"
 	"switchboard/store"
 )
 
@@ -41,7 +41,7 @@ whether or not the gateway runs, and says when the gateway was last seen.`,
 // statusReport is `switchboard status`, in text or JSON.
 type statusReport struct {
 	Gateway     gatewayState                     `json:"gateway"`
-	Adapters    map[string]gateway.AdapterStatus `json:"adapters"`
+	Adapters    map[string]control.AdapterStatus `json:"adapters"`
 	Queue       map[string]int                   `json:"queue"` // trigger work waiting, per folder
 	Running     []runningTurn                    `json:"running"`
 	Outbox      outboxCounts                     `json:"outbox"`
@@ -95,7 +95,7 @@ const aliveWithin = 20 * time.Second
 
 func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
 	rep := statusReport{Running: []runningTurn{}, NextTasks: []nextTask{}, FailedTurns: []failedTurn{}}
-	rt, err := gateway.ReadRuntimeStatus(ctx, st)
+	rt, err := control.ReadRuntimeStatus(ctx, st)
 	if err != nil {
 		return rep, err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
-	"switchboard/gateway"
+	"switchboard/control"
 	"switchboard/groups"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -71,7 +71,7 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 	spec.CreatedBy = "operator"
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		t, err := gateway.AddTask(ctx, st, spec, a.cfg.Timezone)
+		t, err := control.AddTask(ctx, st, spec, a.cfg.Timezone)
 		if err != nil {
 			return fmt.Errorf("task add: %w", err)
 		}
@@ -150,7 +150,7 @@ func (a *app) taskStatusCommand(verb, status string) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
-				t, err := gateway.SetTaskStatus(ctx, st, id, status)
+				t, err := control.SetTaskStatus(ctx, st, id, status)
 				switch {
 				case errors.Is(err, store.ErrNotFound):
 					return fmt.Errorf("task %s %d: no such task (see switchboard task list)", verb, id)

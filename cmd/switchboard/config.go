@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/routing"
 )
@@ -42,7 +43,7 @@ type LogConfig struct {
 type AgentConfig struct {
 	Command       []string     `yaml:"command"`
 	ResumeArgs    []string     `yaml:"resume_args"`
-	Output        string       `yaml:"output"`
+	Output        agent.Output `yaml:"output"`
 	Timeout       Duration     `yaml:"timeout"`
 	MaxConcurrent int          `yaml:"max_concurrent"`
 	Sandbox       string       `yaml:"sandbox"` // bwrap | auto | none
@@ -136,7 +137,7 @@ func DefaultConfig() Config {
 		Log:            LogConfig{Level: "info", Format: "text"},
 		Agent: AgentConfig{
 			Command:       []string{"switchboard", "demo-agent"},
-			Output:        "text",
+			Output:        agent.OutputText,
 			Timeout:       Duration(10 * time.Minute),
 			MaxConcurrent: 4,
 			Sandbox:       "auto",
@@ -373,7 +374,7 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 	if len(c.Agent.Command) == 0 || strings.TrimSpace(c.Agent.Command[0]) == "" {
 		bad("agent.command", "must name a program, e.g. [\"switchboard\", \"demo-agent\"]")
 	}
-	if !slices.Contains([]string{"text", "claude-json", "none"}, c.Agent.Output) {
+	if _, err := agent.ParseOutput(string(c.Agent.Output)); err != nil {
 		bad("agent.output", "%q: want text, claude-json or none", c.Agent.Output)
 	}
 	if c.Agent.Timeout <= 0 {

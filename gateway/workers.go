@@ -8,17 +8,17 @@ import (
 	"switchboard/store"
 )
 
-// queue runs one worker per folder with pending work, and at most
+// workers runs one worker per folder with pending work, and at most
 // MaxConcurrent turns at once across all folders. Work itself lives in the
 // store; a worker only asks the store for the folder's next batch, so a crash
 // loses nothing and a restart resumes where it stopped.
-type queue struct {
+type workers struct {
 	g       *Gateway
 	sem     chan struct{}
 	ctx     context.Context // turns; cancelled at the end of the drain
 	cancel  context.CancelFunc
 	mu      sync.Mutex
-	workers map[string]*worker
+	folders map[string]*worker // the running workers
 	closed  bool
 	closing chan struct{} // closed by drain: no new turns, no retry waits
 	wg      sync.WaitGroup
@@ -28,43 +28,43 @@ type worker struct {
 	dirty bool // work may have arrived since the worker last looked
 }
 
-func newQueue(g *Gateway) *queue {
+func newWorkers(g *Gateway) *workers {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &queue{g: g, sem: make(chan struct{}, g.opt.MaxConcurrent), ctx: ctx, cancel: cancel, workers: map[string]*worker{}, closing: make(chan struct{})}
+	return &workers{g: g, sem: make(chan struct{}, g.opt.MaxConcurrent), ctx: ctx, cancel: cancel, folders: map[string]*worker{}, closing: make(chan struct{})}
 }
 
 // kick makes sure folder's worker runs and looks for work again.
-func (q *queue) kick(folder string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
+func (ws *workers) kick(folder string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.closed {
 		return
 	}
-	if w, ok := q.workers[folder]; ok {
+	if w, ok := ws.folders[folder]; ok {
 		w.dirty = true
 		return
 	}
-	q.workers[folder] = &worker{dirty: true}
-	q.wg.Add(1)
-	go q.work(folder)
+	ws.folders[folder] = &worker{dirty: true}
+	ws.wg.Add(1)
+	go ws.work(folder)
 }
 
-func (q *queue) work(folder string) {
-	defer q.wg.Done()
+func (ws *workers) work(folder string) {
+	defer ws.wg.Done()
 	for {
-		q.mu.Lock()
-		w := q.workers[folder]
-		if !w.dirty || q.closed {
-			delete(q.workers, folder)
-			q.mu.Unlock()
+		ws.mu.Lock()
+		w := ws.folders[folder]
+		if !w.dirty || ws.closed {
+			delete(ws.folders, folder)
+			ws.mu.Unlock()
 			return
 		}
 		w.dirty = false
-		q.mu.Unlock()
-		for q.step(folder) {
-			q.mu.Lock()
+		ws.mu.Unlock()
+		for ws.step(folder) {
+			ws.mu.Lock()
 			w.dirty = false
-			q.mu.Unlock()
+			ws.mu.Unlock()
 		}
 	}
 }
@@ -72,32 +72,32 @@ func (q *queue) work(folder string) {
 // step runs the folder's next ready batch; it reports whether there may be
 // more. A failed batch does not hold the worker: the store defers its chat
 // until the retry is due and runs the folder's other chats meanwhile.
-func (q *queue) step(folder string) bool {
-	b, ok := q.next(folder)
-	if !ok || q.isClosed() {
+func (ws *workers) step(folder string) bool {
+	b, ok := ws.next(folder)
+	if !ok || ws.isClosed() {
 		return false
 	}
 	select {
-	case q.sem <- struct{}{}:
+	case ws.sem <- struct{}{}:
 	default:
 		// All turn slots are busy. Wait for one, then look again: what
 		// arrived meanwhile belongs in this turn, not the next.
 		select {
-		case q.sem <- struct{}{}:
-		case <-q.closing:
+		case ws.sem <- struct{}{}:
+		case <-ws.closing:
 			return false
 		}
-		if b, ok = q.next(folder); !ok {
-			<-q.sem
+		if b, ok = ws.next(folder); !ok {
+			<-ws.sem
 			return false
 		}
 	}
-	backoff := q.g.runTurn(q.ctx, b)
-	<-q.sem
+	backoff := ws.g.runTurn(ws.ctx, b)
+	<-ws.sem
 	if backoff > 0 {
 		select {
 		case <-time.After(backoff):
-		case <-q.closing:
+		case <-ws.closing:
 			return false
 		}
 	}
@@ -105,11 +105,11 @@ func (q *queue) step(folder string) bool {
 }
 
 // next loads the folder's next ready batch.
-func (q *queue) next(folder string) (store.Batch, bool) {
-	b, ok, err := q.g.st.NextBatch(q.ctx, folder, maxBatch)
+func (ws *workers) next(folder string) (store.Batch, bool) {
+	b, ok, err := ws.g.st.NextBatch(ws.ctx, folder, maxBatch)
 	if err != nil {
-		if q.ctx.Err() == nil {
-			q.g.log.Error("load next batch", "folder", folder, "err", err)
+		if ws.ctx.Err() == nil {
+			ws.g.log.Error("load next batch", "folder", folder, "err", err)
 		}
 		return b, false
 	}
@@ -119,37 +119,37 @@ func (q *queue) next(folder string) (store.Batch, bool) {
 // kickAfter kicks folder once d has passed: when a batch waiting for its
 // retry falls due. (The poll loop kicks pending folders too, so a kick lost
 // to a restart only delays the retry by a poll interval.)
-func (q *queue) kickAfter(folder string, d time.Duration) {
-	time.AfterFunc(d, func() { q.kick(folder) })
+func (ws *workers) kickAfter(folder string, d time.Duration) {
+	time.AfterFunc(d, func() { ws.kick(folder) })
 }
 
-func (q *queue) isClosed() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.closed
+func (ws *workers) isClosed() bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.closed
 }
 
 // drain stops new turns and waits up to timeout for running ones; it reports
 // whether they all finished in time.
-func (q *queue) drain(timeout time.Duration) bool {
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.closing)
+func (ws *workers) drain(timeout time.Duration) bool {
+	ws.mu.Lock()
+	if !ws.closed {
+		ws.closed = true
+		close(ws.closing)
 	}
-	q.mu.Unlock()
+	ws.mu.Unlock()
 	done := make(chan struct{})
-	go func() { q.wg.Wait(); close(done) }()
+	go func() { ws.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 		return true
 	case <-time.After(timeout):
-		q.cancel()
+		ws.cancel()
 		return false
 	}
 }
 
-func (q *queue) wait() {
-	q.cancel()
-	q.wg.Wait()
+func (ws *workers) wait() {
+	ws.cancel()
+	ws.wg.Wait()
 }

@@ -1,4 +1,4 @@
-package gateway
+package agent
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"switchboard/internal/testwait"
 )
 
 // agentScript writes body as a shell script and returns the argv that runs it
@@ -38,47 +40,42 @@ func printingAgent(t *testing.T, out string) []string {
 	return agentScript(t, `cat "$1"`, file)
 }
 
-// runAgent runs RunAgent with a safety timeout so that a bug fails the test
+// runAgent runs Run with a safety timeout so that a bug fails the test
 // instead of hanging it.
-func runAgent(t *testing.T, spec AgentSpec, run AgentRun) (AgentResult, error) {
+func runAgent(t *testing.T, spec Spec, in Input) (Result, error) {
 	t.Helper()
 	if spec.Timeout == 0 {
 		spec.Timeout = 5 * time.Second
 	}
-	return RunAgent(context.Background(), spec, run)
+	return Run(context.Background(), spec, in)
 }
 
-// readPid polls for a pid file that a script wrote with `echo $! > tmp; mv`.
+// readPid waits for a pid file that a script wrote with `echo $! > tmp; mv`
+// (the rename makes it appear whole).
 func readPid(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatalf("pid file %s: %v", path, err)
-			}
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent never wrote %s", path)
-		}
-		time.Sleep(5 * time.Millisecond)
+	testwait.For(t, 2*time.Second, "the agent to write "+path, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file %s: %v", path, err)
+	}
+	return pid
 }
 
 // requireGone fails unless pid dies within 2 s (a zombie counts as dead: who
 // reaps orphans depends on the machine's init).
 func requireGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !processGone(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d outlived the turn", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Until(2*time.Second, func() bool { return processGone(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("process %d outlived the turn", pid)
 	}
 }
 
@@ -97,7 +94,7 @@ func processGone(pid int) bool {
 const writeGrandchildPid = `sleep 1000 &
 echo $! > "$1.tmp" && mv "$1.tmp" "$1"`
 
-func TestRunAgentText(t *testing.T) {
+func TestRunText(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, body, prompt, want string
@@ -110,8 +107,8 @@ func TestRunAgentText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			spec := AgentSpec{Command: agentScript(t, tt.body), Output: "text"}
-			res, err := runAgent(t, spec, AgentRun{Prompt: tt.prompt, SessionID: "s-7"})
+			spec := Spec{Command: agentScript(t, tt.body), Output: OutputText}
+			res, err := runAgent(t, spec, Input{Prompt: tt.prompt, SessionID: "s-7"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,11 +122,11 @@ func TestRunAgentText(t *testing.T) {
 	}
 }
 
-func TestRunAgentDirAndEnv(t *testing.T) {
+func TestRunDirAndEnv(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cmd := agentScript(t, `pwd -P; printf '%s|%s|%s|%s\n' "$SWITCHBOARD_FOLDER" "$SWITCHBOARD_TIER" "$HOME" "${PATH:+inherited}"`)
-	res, err := runAgent(t, AgentSpec{Command: cmd}, AgentRun{
+	res, err := runAgent(t, Spec{Command: cmd}, Input{
 		Dir: dir,
 		Env: []string{"SWITCHBOARD_FOLDER=main", "SWITCHBOARD_TIER=1", "HOME=/nonexistent-home"},
 	})
@@ -146,7 +143,7 @@ func TestRunAgentDirAndEnv(t *testing.T) {
 	}
 }
 
-func TestRunAgentResumeArgs(t *testing.T) {
+func TestRunResumeArgs(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, session, want string
@@ -157,11 +154,11 @@ func TestRunAgentResumeArgs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			spec := AgentSpec{
+			spec := Spec{
 				Command:    agentScript(t, `printf '%s\n' "$@"`, "-p"),
 				ResumeArgs: []string{"--resume", "{session}", "--tag={session}:{session}"},
 			}
-			res, err := runAgent(t, spec, AgentRun{SessionID: tt.session})
+			res, err := runAgent(t, spec, Input{SessionID: tt.session})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,13 +233,13 @@ var claudeJSONTests = []struct {
 	},
 }
 
-func TestRunAgentClaudeJSON(t *testing.T) {
+func TestRunClaudeJSON(t *testing.T) {
 	t.Parallel()
 	for _, tt := range claudeJSONTests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			spec := AgentSpec{Command: printingAgent(t, tt.stdout), Output: "claude-json"}
-			res, err := runAgent(t, spec, AgentRun{SessionID: "old"})
+			spec := Spec{Command: printingAgent(t, tt.stdout), Output: OutputClaudeJSON}
+			res, err := runAgent(t, spec, Input{SessionID: "old"})
 			if res.SessionID != tt.wantSessID {
 				t.Errorf("SessionID = %q, want %q", res.SessionID, tt.wantSessID)
 			}
@@ -255,8 +252,8 @@ func TestRunAgentClaudeJSON(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrAgentFailed) || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("err = %v, want ErrAgentFailed containing %q", err, tt.wantErr)
+			if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want ErrFailed containing %q", err, tt.wantErr)
 			}
 			if res.Reply != "" {
 				t.Errorf("Reply = %q on a failed turn, want empty", res.Reply)
@@ -265,12 +262,12 @@ func TestRunAgentClaudeJSON(t *testing.T) {
 	}
 }
 
-func TestRunAgentClaudeJSONTruncated(t *testing.T) {
+func TestRunClaudeJSONTruncated(t *testing.T) {
 	t.Parallel()
 	out := `{"type":"result","result":"` + strings.Repeat("a", 5000) + `","session_id":"s"}`
-	spec := AgentSpec{Command: printingAgent(t, out), Output: "claude-json", MaxOutput: 1000}
-	res, err := runAgent(t, spec, AgentRun{})
-	if !errors.Is(err, ErrAgentFailed) || !strings.Contains(err.Error(), "stdout was cut at 1000 bytes") {
+	spec := Spec{Command: printingAgent(t, out), Output: OutputClaudeJSON, MaxOutput: 1000}
+	res, err := runAgent(t, spec, Input{})
+	if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "stdout was cut at 1000 bytes") {
 		t.Fatalf("err = %v, want a truncation hint", err)
 	}
 	if !res.Truncated {
@@ -278,10 +275,10 @@ func TestRunAgentClaudeJSONTruncated(t *testing.T) {
 	}
 }
 
-func TestRunAgentOutputNone(t *testing.T) {
+func TestRunOutputNone(t *testing.T) {
 	t.Parallel()
-	spec := AgentSpec{Command: agentScript(t, `echo "replied through MCP"`), Output: "none"}
-	res, err := runAgent(t, spec, AgentRun{SessionID: "s"})
+	spec := Spec{Command: agentScript(t, `echo "replied through MCP"`), Output: OutputNone}
+	res, err := runAgent(t, spec, Input{SessionID: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +287,13 @@ func TestRunAgentOutputNone(t *testing.T) {
 	}
 }
 
-func TestRunAgentExitStatus(t *testing.T) {
+func TestRunExitStatus(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name, body, output string
-		wantCode           int
-		wantErr            string
+		name, body string
+		output     Output
+		wantCode   int
+		wantErr    string
 	}{
 		{
 			name:     "non-zero exit names the last stderr line",
@@ -312,7 +310,7 @@ func TestRunAgentExitStatus(t *testing.T) {
 		{
 			name:     "claude-json error on stdout when stderr is empty",
 			body:     `echo '{"type":"result","is_error":true,"result":"Invalid API key"}'; exit 1`,
-			output:   "claude-json",
+			output:   OutputClaudeJSON,
 			wantCode: 1,
 			wantErr:  "agent exited with status 1: Invalid API key",
 		},
@@ -326,9 +324,9 @@ func TestRunAgentExitStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := runAgent(t, AgentSpec{Command: agentScript(t, tt.body), Output: tt.output}, AgentRun{})
-			if !errors.Is(err, ErrAgentFailed) || err.Error() != tt.wantErr {
-				t.Fatalf("err = %v, want ErrAgentFailed %q", err, tt.wantErr)
+			res, err := runAgent(t, Spec{Command: agentScript(t, tt.body), Output: tt.output}, Input{})
+			if !errors.Is(err, ErrFailed) || err.Error() != tt.wantErr {
+				t.Fatalf("err = %v, want ErrFailed %q", err, tt.wantErr)
 			}
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) {
@@ -341,11 +339,11 @@ func TestRunAgentExitStatus(t *testing.T) {
 	}
 }
 
-func TestRunAgentStderrTail(t *testing.T) {
+func TestRunStderrTail(t *testing.T) {
 	t.Parallel()
 	body := `i=0; while [ $i -lt 400 ]; do echo "noise line $i with some padding to make it long" >&2; i=$((i+1)); done
 echo 'the real reason' >&2; exit 2`
-	res, err := runAgent(t, AgentSpec{Command: agentScript(t, body)}, AgentRun{})
+	res, err := runAgent(t, Spec{Command: agentScript(t, body)}, Input{})
 	if err == nil || !strings.HasSuffix(err.Error(), ": the real reason") {
 		t.Fatalf("err = %v, want the last stderr line", err)
 	}
@@ -357,7 +355,7 @@ echo 'the real reason' >&2; exit 2`
 	}
 }
 
-func TestRunAgentStartErrors(t *testing.T) {
+func TestRunStartErrors(t *testing.T) {
 	t.Parallel()
 	notExec := filepath.Join(t.TempDir(), "agent")
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
@@ -365,34 +363,34 @@ func TestRunAgentStartErrors(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		spec    AgentSpec
-		run     AgentRun
+		spec    Spec
+		run     Input
 		wantErr string
 	}{
 		{
 			name:    "command not found",
-			spec:    AgentSpec{Command: []string{"switchboard-no-such-agent"}},
+			spec:    Spec{Command: []string{"switchboard-no-such-agent"}},
 			wantErr: `start agent "switchboard-no-such-agent": exec: "switchboard-no-such-agent": executable file not found in $PATH; check agent.command`,
 		},
 		{
 			name:    "not executable",
-			spec:    AgentSpec{Command: []string{notExec}},
+			spec:    Spec{Command: []string{notExec}},
 			wantErr: fmt.Sprintf(`start agent %q: fork/exec %s: permission denied; check agent.command`, notExec, notExec),
 		},
 		{
 			name:    "empty command",
-			spec:    AgentSpec{},
+			spec:    Spec{},
 			wantErr: "agent command is empty; set agent.command",
 		},
 		{
 			name:    "unknown output",
-			spec:    AgentSpec{Command: []string{"/bin/true"}, Output: "json"},
+			spec:    Spec{Command: []string{"/bin/true"}, Output: "json"},
 			wantErr: `unknown agent output "json"; set agent.output to text, claude-json or none`,
 		},
 		{
 			name:    "missing folder",
-			spec:    AgentSpec{Command: []string{"/bin/true"}},
-			run:     AgentRun{Dir: "/nonexistent/switchboard/main"},
+			spec:    Spec{Command: []string{"/bin/true"}},
+			run:     Input{Dir: "/nonexistent/switchboard/main"},
 			wantErr: "agent working directory: stat /nonexistent/switchboard/main: no such file or directory; check that the group folder exists",
 		},
 	}
@@ -400,8 +398,8 @@ func TestRunAgentStartErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			res, err := runAgent(t, tt.spec, tt.run)
-			if !errors.Is(err, ErrAgentFailed) || err.Error() != tt.wantErr {
-				t.Fatalf("err = %v\nwant ErrAgentFailed %q", err, tt.wantErr)
+			if !errors.Is(err, ErrFailed) || err.Error() != tt.wantErr {
+				t.Fatalf("err = %v\nwant ErrFailed %q", err, tt.wantErr)
 			}
 			if res.ExitCode != -1 {
 				t.Errorf("ExitCode = %d, want -1 for an agent that never ran", res.ExitCode)
@@ -410,17 +408,17 @@ func TestRunAgentStartErrors(t *testing.T) {
 	}
 }
 
-func TestRunAgentTimeoutKillsGroup(t *testing.T) {
+func TestRunTimeoutKillsGroup(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	spec := AgentSpec{Command: agentScript(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 300 * time.Millisecond}
+	spec := Spec{Command: agentScript(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 300 * time.Millisecond}
 	start := time.Now()
-	res, err := RunAgent(context.Background(), spec, AgentRun{})
+	res, err := Run(context.Background(), spec, Input{})
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Errorf("RunAgent took %v after a 300ms timeout", elapsed)
+		t.Errorf("Run took %v after a 300ms timeout", elapsed)
 	}
 	want := "agent timed out after 300ms; raise agent.timeout or make the agent faster"
-	if !errors.Is(err, ErrAgentFailed) || err.Error() != want {
+	if !errors.Is(err, ErrFailed) || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 	if !res.TimedOut || res.Reply != "" {
@@ -430,35 +428,35 @@ func TestRunAgentTimeoutKillsGroup(t *testing.T) {
 }
 
 // An agent that ignores SIGTERM is killed after the grace period. Not parallel:
-// it shortens agentTermGrace.
-func TestRunAgentTimeoutIgnoringTerm(t *testing.T) {
-	defer func(old time.Duration) { agentTermGrace = old }(agentTermGrace)
-	agentTermGrace = 200 * time.Millisecond
+// it shortens termGrace.
+func TestRunTimeoutIgnoringTerm(t *testing.T) {
+	defer func(old time.Duration) { termGrace = old }(termGrace)
+	termGrace = 200 * time.Millisecond
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	body := "trap '' TERM\n" + writeGrandchildPid + "\nwhile :; do wait; done"
-	spec := AgentSpec{Command: agentScript(t, body, pidFile), Timeout: 200 * time.Millisecond}
+	spec := Spec{Command: agentScript(t, body, pidFile), Timeout: 200 * time.Millisecond}
 	start := time.Now()
-	res, err := RunAgent(context.Background(), spec, AgentRun{})
+	res, err := Run(context.Background(), spec, Input{})
 	if elapsed := time.Since(start); elapsed > 1500*time.Millisecond {
-		t.Errorf("RunAgent took %v, want about timeout + grace", elapsed)
+		t.Errorf("Run took %v, want about timeout + grace", elapsed)
 	}
-	if !errors.Is(err, ErrAgentFailed) || !res.TimedOut {
+	if !errors.Is(err, ErrFailed) || !res.TimedOut {
 		t.Fatalf("err = %v, TimedOut = %v; want a timeout", err, res.TimedOut)
 	}
 	requireGone(t, readPid(t, pidFile))
 }
 
-func TestRunAgentBackgroundChildHoldingStdout(t *testing.T) {
+func TestRunBackgroundChildHoldingStdout(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	spec := AgentSpec{Command: agentScript(t, writeGrandchildPid+"\necho done", pidFile)}
+	spec := Spec{Command: agentScript(t, writeGrandchildPid+"\necho done", pidFile)}
 	start := time.Now()
-	res, err := runAgent(t, spec, AgentRun{})
+	res, err := runAgent(t, spec, Input{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if elapsed := time.Since(start); elapsed > time.Second {
-		t.Errorf("RunAgent took %v; the background child held it", elapsed)
+		t.Errorf("Run took %v; the background child held it", elapsed)
 	}
 	if res.Reply != "done" {
 		t.Errorf("Reply = %q, want %q", res.Reply, "done")
@@ -467,8 +465,8 @@ func TestRunAgentBackgroundChildHoldingStdout(t *testing.T) {
 }
 
 // A child that leaves the process group cannot be killed with it, but it cannot
-// keep the turn open past agentDrainGrace either.
-func TestRunAgentEscapedChildHoldingStdout(t *testing.T) {
+// keep the turn open past drainGrace either.
+func TestRunEscapedChildHoldingStdout(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid")
@@ -478,14 +476,14 @@ func TestRunAgentEscapedChildHoldingStdout(t *testing.T) {
 echo $! > "$1.tmp" && mv "$1.tmp" "$1"
 echo done`
 	start := time.Now()
-	res, err := runAgent(t, AgentSpec{Command: agentScript(t, body, pidFile)}, AgentRun{})
+	res, err := runAgent(t, Spec{Command: agentScript(t, body, pidFile)}, Input{})
 	pid := readPid(t, pidFile)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if elapsed := time.Since(start); elapsed > agentDrainGrace+time.Second {
-		t.Errorf("RunAgent took %v, want at most about %v", elapsed, agentDrainGrace)
+	if elapsed := time.Since(start); elapsed > drainGrace+time.Second {
+		t.Errorf("Run took %v, want at most about %v", elapsed, drainGrace)
 	}
 	if res.Reply != "done" {
 		t.Errorf("Reply = %q, want %q", res.Reply, "done")
@@ -496,7 +494,7 @@ echo done`
 // a double fork) are found by the turn's SWITCHBOARD_TURN_ID and killed when
 // the turn ends, whether it exited, timed out or was cancelled; a process of
 // another turn is left alone.
-func TestRunAgentKillsEscapedProcessesOfTheTurn(t *testing.T) {
+func TestRunKillsEscapedProcessesOfTheTurn(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Fatal("setsid (util-linux) is missing")
@@ -531,9 +529,9 @@ echo done`},
 			t.Parallel()
 			dir := t.TempDir()
 			setsidPid, forkPid := filepath.Join(dir, "setsid"), filepath.Join(dir, "fork")
-			spec := AgentSpec{Command: agentScript(t, tc.body, setsidPid, forkPid), Timeout: time.Second}
+			spec := Spec{Command: agentScript(t, tc.body, setsidPid, forkPid), Timeout: time.Second}
 			start := time.Now()
-			res, err := RunAgent(context.Background(), spec, AgentRun{Env: []string{"SWITCHBOARD_TURN_ID=t-" + strings.ReplaceAll(t.Name(), "/", "-")}})
+			res, err := Run(context.Background(), spec, Input{Env: []string{"SWITCHBOARD_TURN_ID=t-" + strings.ReplaceAll(t.Name(), "/", "-")}})
 			elapsed := time.Since(start)
 			if tc.name == "timeout" {
 				if !res.TimedOut {
@@ -542,8 +540,8 @@ echo done`},
 			} else if err != nil || res.Reply != "done" {
 				t.Errorf("reply %q, err %v", res.Reply, err)
 			}
-			if tc.name == "escapees hold stdout" && elapsed >= agentDrainGrace {
-				t.Errorf("RunAgent took %v: it waited for the escaped processes' pipe instead of ending them", elapsed)
+			if tc.name == "escapees hold stdout" && elapsed >= drainGrace {
+				t.Errorf("Run took %v: it waited for the escaped processes' pipe instead of ending them", elapsed)
 			}
 			requireGone(t, readPid(t, setsidPid))
 			requireGone(t, readPid(t, forkPid))
@@ -555,11 +553,11 @@ echo done`},
 }
 
 // Not parallel: it measures allocation.
-func TestRunAgentStdoutFloodIsCapped(t *testing.T) {
+func TestRunStdoutFloodIsCapped(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	spec := AgentSpec{Command: agentScript(t, `yes | head -c 50000000`), MaxOutput: 1000}
-	res, err := runAgent(t, spec, AgentRun{})
+	spec := Spec{Command: agentScript(t, `yes | head -c 50000000`), MaxOutput: 1000}
+	res, err := runAgent(t, spec, Input{})
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -572,26 +570,26 @@ func TestRunAgentStdoutFloodIsCapped(t *testing.T) {
 	}
 }
 
-func TestRunAgentEndlessStdoutTimesOut(t *testing.T) {
+func TestRunEndlessStdoutTimesOut(t *testing.T) {
 	t.Parallel()
-	spec := AgentSpec{Command: []string{"yes"}, Timeout: 500 * time.Millisecond}
+	spec := Spec{Command: []string{"yes"}, Timeout: 500 * time.Millisecond}
 	start := time.Now()
-	res, err := RunAgent(context.Background(), spec, AgentRun{})
+	res, err := Run(context.Background(), spec, Input{})
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Errorf("RunAgent took %v after a 500ms timeout", elapsed)
+		t.Errorf("Run took %v after a 500ms timeout", elapsed)
 	}
-	if !errors.Is(err, ErrAgentFailed) || !res.TimedOut || !res.Truncated {
+	if !errors.Is(err, ErrFailed) || !res.TimedOut || !res.Truncated {
 		t.Errorf("err = %v, result = %+v; want a truncated timeout", err, res)
 	}
 }
 
-func TestRunAgentIgnoresStdinWithLargePrompt(t *testing.T) {
+func TestRunIgnoresStdinWithLargePrompt(t *testing.T) {
 	t.Parallel()
 	// The agent fills its stdout pipe before it exits and never reads stdin: a
 	// gateway that wrote the whole prompt before reading would deadlock with it.
 	prompt := strings.Repeat("p", 1<<20)
-	spec := AgentSpec{Command: agentScript(t, `yes | head -c 300000; echo ok`), Timeout: 2 * time.Second}
-	res, err := RunAgent(context.Background(), spec, AgentRun{Prompt: prompt})
+	spec := Spec{Command: agentScript(t, `yes | head -c 300000; echo ok`), Timeout: 2 * time.Second}
+	res, err := Run(context.Background(), spec, Input{Prompt: prompt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,10 +598,10 @@ func TestRunAgentIgnoresStdinWithLargePrompt(t *testing.T) {
 	}
 }
 
-func TestRunAgentLargePromptIsReadWhole(t *testing.T) {
+func TestRunLargePromptIsReadWhole(t *testing.T) {
 	t.Parallel()
 	prompt := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
-	res, err := runAgent(t, AgentSpec{Command: agentScript(t, `wc -c`)}, AgentRun{Prompt: prompt})
+	res, err := runAgent(t, Spec{Command: agentScript(t, `wc -c`)}, Input{Prompt: prompt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,10 +610,10 @@ func TestRunAgentLargePromptIsReadWhole(t *testing.T) {
 	}
 }
 
-func TestRunAgentCancel(t *testing.T) {
+func TestRunCancel(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	spec := AgentSpec{Command: agentScript(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 5 * time.Second}
+	spec := Spec{Command: agentScript(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 5 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pidc := make(chan int, 1)
@@ -624,11 +622,11 @@ func TestRunAgentCancel(t *testing.T) {
 		cancel()
 	}()
 	start := time.Now()
-	res, err := RunAgent(ctx, spec, AgentRun{})
+	res, err := Run(ctx, spec, Input{})
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Errorf("RunAgent took %v after cancellation", elapsed)
+		t.Errorf("Run took %v after cancellation", elapsed)
 	}
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrAgentFailed) || !strings.HasPrefix(err.Error(), "agent turn cancelled: ") {
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrFailed) || !strings.HasPrefix(err.Error(), "agent turn cancelled: ") {
 		t.Fatalf("err = %v, want agent turn cancelled wrapping context.Canceled only", err)
 	}
 	if res.TimedOut {
@@ -643,24 +641,25 @@ func TestRunAgentCancel(t *testing.T) {
 
 // readPidQuiet is readPid for a goroutine: 0 when the file never appears.
 func readPidQuiet(path string) int {
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil {
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			return pid
-		}
-		time.Sleep(5 * time.Millisecond)
+	var b []byte
+	if !testwait.Until(2*time.Second, func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil
+	}) {
+		return 0
 	}
-	return 0
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
 }
 
-func TestRunAgentCancelledBeforeStart(t *testing.T) {
+func TestRunCancelledBeforeStart(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	marker := filepath.Join(t.TempDir(), "ran")
-	res, err := RunAgent(ctx, AgentSpec{Command: agentScript(t, `touch "$1"`, marker)}, AgentRun{})
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrAgentFailed) {
+	res, err := Run(ctx, Spec{Command: agentScript(t, `touch "$1"`, marker)}, Input{})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrFailed) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if _, statErr := os.Stat(marker); statErr == nil {
@@ -692,11 +691,11 @@ func BenchmarkAgentStart(b *testing.B) {
 			if tc.sb != nil && err != nil {
 				b.Fatal("bubblewrap is not installed (make test installs it)")
 			}
-			spec := AgentSpec{Command: []string{"/bin/sh", "-c", "cat >/dev/null; echo ok"}, Timeout: 10 * time.Second, Sandbox: tc.sb}
+			spec := Spec{Command: []string{"/bin/sh", "-c", "cat >/dev/null; echo ok"}, Timeout: 10 * time.Second, Sandbox: tc.sb}
 			for b.Loop() {
 				// The turn id makes the unsandboxed run pay for its scan
 				// for escaped processes, as a real turn does.
-				res, err := RunAgent(context.Background(), spec, AgentRun{Dir: dir, Prompt: "hello", Env: []string{"SWITCHBOARD_TURN_ID=t-bench"}})
+				res, err := Run(context.Background(), spec, Input{Dir: dir, Prompt: "hello", Env: []string{"SWITCHBOARD_TURN_ID=t-bench"}})
 				if err != nil || res.Reply != "ok" {
 					b.Fatalf("turn: %q, %v", res.Reply, err)
 				}
@@ -712,6 +711,19 @@ func BenchmarkTurnLeftoverScan(b *testing.B) {
 	for b.Loop() {
 		if n, err := killTurnLeftovers("SWITCHBOARD_TURN_ID=t-bench-nothing"); n != 0 || err != nil {
 			b.Fatal(n, err)
+		}
+	}
+}
+
+func TestParseOutput(t *testing.T) {
+	for _, s := range []string{"text", "claude-json", "none"} {
+		if o, err := ParseOutput(s); err != nil || string(o) != s {
+			t.Errorf("ParseOutput(%q) = %q, %v; want it back", s, o, err)
+		}
+	}
+	for _, s := range []string{"", "json", "Text"} {
+		if _, err := ParseOutput(s); !errors.Is(err, ErrUnknownOutput) {
+			t.Errorf("ParseOutput(%q): err = %v, want ErrUnknownOutput", s, err)
 		}
 	}
 }

@@ -1,4 +1,8 @@
-package gateway
+// Package agent runs one agent turn: a subprocess in its own process group
+// (optionally confined by bubblewrap), the prompt on stdin, its output read
+// as text or as Claude Code JSON, and every process it started ended with
+// the turn. It knows nothing of chats, folders or the store.
+package agent
 
 import (
 	"bytes"
@@ -16,35 +20,52 @@ import (
 	"time"
 )
 
-// ErrAgentFailed marks every error of RunAgent that is the agent's fault or the
-// agent configuration's: it could not start, exited non-zero, was killed, timed out
-// or printed output that does not fit agent.output. Shutdown (the caller's ctx
-// ending) is not one of them.
-var ErrAgentFailed = errors.New("agent turn failed")
-
 const (
-	defaultAgentMaxOutput = 1 << 20 // bytes of stdout kept when AgentSpec.MaxOutput is 0
-	agentStderrTail       = 4 << 10 // bytes of stderr kept (the end)
-	agentDetailMax        = 512     // bytes of stderr line or stdout quoted in an error
+	defaultMaxOutput = 1 << 20 // bytes of stdout kept when Spec.MaxOutput is 0
+	stderrTail       = 4 << 10 // bytes of stderr kept (the end)
+	detailMax        = 512     // bytes of stderr line or stdout quoted in an error
 )
 
-// These bound how long RunAgent can take beyond the agent's own run. Variables so
+// These bound how long Run can take beyond the agent's own run. Variables so
 // that tests can shorten them.
 var (
-	// agentTermGrace is the time between SIGTERM and SIGKILL for an agent that
+	// termGrace is the time between SIGTERM and SIGKILL for an agent that
 	// timed out or whose turn was cancelled.
-	agentTermGrace = 2 * time.Second
-	// agentDrainGrace is how long the output pipes are still read after the agent
+	termGrace = 2 * time.Second
+	// drainGrace is how long the output pipes are still read after the agent
 	// exited and its process group was killed. Only a process that left the group
 	// (setsid) can hold them open that long; its output is then abandoned.
-	agentDrainGrace = time.Second
+	drainGrace = time.Second
 )
 
-// AgentSpec is how to run the agent (from config agent.*).
-type AgentSpec struct {
+// Output is how an agent's stdout is read (config agent.output).
+type Output string
+
+const (
+	// OutputText: the trimmed stdout is the reply. The zero Output means it too.
+	OutputText Output = "text"
+	// OutputClaudeJSON: stdout is Claude Code's --output-format json; the
+	// reply is its "result", the session its "session_id".
+	OutputClaudeJSON Output = "claude-json"
+	// OutputNone: stdout is ignored; the agent replies through MCP tools.
+	OutputNone Output = "none"
+)
+
+// ParseOutput returns the Output named s (exactly text, claude-json or
+// none), or an error wrapping ErrUnknownOutput.
+func ParseOutput(s string) (Output, error) {
+	switch o := Output(s); o {
+	case OutputText, OutputClaudeJSON, OutputNone:
+		return o, nil
+	}
+	return "", fmt.Errorf("%w %q; want text, claude-json or none", ErrUnknownOutput, s)
+}
+
+// Spec is how to run the agent (from config agent.*).
+type Spec struct {
 	Command    []string      // argv; argv[0] already resolved by the caller
 	ResumeArgs []string      // appended when SessionID != ""; every "{session}" in them replaced by the id
-	Output     string        // "text" (also "") | "claude-json" | "none"
+	Output     Output        // "" means OutputText
 	Timeout    time.Duration // whole-turn limit; 0 means none
 	MaxOutput  int           // bytes of stdout kept (0 → 1 MiB); the rest is read and discarded so the child never blocks
 	// Env names the gateway's environment variables passed to agents
@@ -55,8 +76,8 @@ type AgentSpec struct {
 	Sandbox *Sandbox
 }
 
-// AgentRun is one turn's inputs.
-type AgentRun struct {
+// Input is one turn's inputs.
+type Input struct {
 	Dir       string   // working directory (the group folder)
 	Env       []string // KEY=VALUE entries for this turn (SWITCHBOARD_*), added to the allowed part of the gateway's environment
 	Socket    string   // the group's MCP socket, made visible inside the sandbox
@@ -64,9 +85,9 @@ type AgentRun struct {
 	Prompt    string // written to stdin, then stdin is closed
 }
 
-// AgentResult is what one turn produced. RunAgent fills it on failure too (except
+// Result is what one turn produced. Run fills it on failure too (except
 // Reply, which is set only when the turn succeeded).
-type AgentResult struct {
+type Result struct {
 	Reply     string        // text: trimmed stdout; claude-json: the "result" field (trimmed); none: ""
 	SessionID string        // claude-json: "session_id" when present; otherwise the input SessionID
 	Duration  time.Duration // from start to the end of output
@@ -81,23 +102,23 @@ type AgentResult struct {
 	EscapedErr error
 }
 
-// RunAgent runs one agent turn: spec.Command (plus ResumeArgs when run.SessionID is
-// set) in run.Dir with run.Env added to the environment, the prompt on stdin. The
+// Run runs one agent turn: spec.Command (plus ResumeArgs when in.SessionID is
+// set) in in.Dir with in.Env added to the environment, the prompt on stdin. The
 // agent runs in its own process group. When spec.Timeout elapses or ctx ends, the
-// group gets SIGTERM and, agentTermGrace later, SIGKILL; once the agent's main
+// group gets SIGTERM and, termGrace later, SIGKILL; once the agent's main
 // process has exited, the group gets SIGKILL so that background children it left
 // cannot outlive the turn or hold its pipes open. Without a sandbox, processes
 // that left the group (setsid) are then found by the turn's SWITCHBOARD_TURN_ID
 // and killed too; in the sandbox, its PID namespace ends with the agent.
 //
-// Errors wrap ErrAgentFailed, except when ctx ends first: then the error is
+// Errors wrap ErrFailed, except when ctx ends first: then the error is
 // "agent turn cancelled: " wrapping ctx.Err().
-func RunAgent(ctx context.Context, spec AgentSpec, run AgentRun) (AgentResult, error) {
-	res := AgentResult{SessionID: run.SessionID, ExitCode: -1}
+func Run(ctx context.Context, spec Spec, in Input) (Result, error) {
+	res := Result{SessionID: in.SessionID, ExitCode: -1}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("agent turn cancelled: %w", err)
 	}
-	if err := checkAgentRun(spec, run); err != nil {
+	if err := check(spec, in); err != nil {
 		return res, err
 	}
 	turnCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -107,7 +128,7 @@ func RunAgent(ctx context.Context, spec AgentSpec, run AgentRun) (AgentResult, e
 	defer cancel()
 
 	started := time.Now()
-	p, err := startAgent(turnCtx, spec, run)
+	p, err := start(turnCtx, spec, in)
 	if err != nil {
 		res.Duration = time.Since(started)
 		switch {
@@ -124,23 +145,23 @@ func RunAgent(ctx context.Context, spec AgentSpec, run AgentRun) (AgentResult, e
 	return p.result(ctx, spec, waitErr, res)
 }
 
-// checkAgentRun rejects what would fail in a confusing way at start.
-func checkAgentRun(spec AgentSpec, run AgentRun) error {
+// check rejects what would fail in a confusing way at start.
+func check(spec Spec, in Input) error {
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
-		return agentFailed(nil, "agent command is empty; set agent.command")
+		return failed(nil, "agent command is empty; set agent.command")
 	}
-	switch spec.Output {
-	case "", "text", "claude-json", "none":
-	default:
-		return agentFailed(nil, "unknown agent output %q; set agent.output to text, claude-json or none", spec.Output)
+	if spec.Output != "" {
+		if _, err := ParseOutput(string(spec.Output)); err != nil {
+			return failed(nil, "unknown agent output %q; set agent.output to text, claude-json or none", spec.Output)
+		}
 	}
-	if run.Dir != "" {
-		fi, err := os.Stat(run.Dir)
+	if in.Dir != "" {
+		fi, err := os.Stat(in.Dir)
 		if err != nil {
-			return agentFailed(err, "agent working directory: %v; check that the group folder exists", err)
+			return failed(err, "agent working directory: %v; check that the group folder exists", err)
 		}
 		if !fi.IsDir() {
-			return agentFailed(nil, "agent working directory %s is not a directory; check the group folder", run.Dir)
+			return failed(nil, "agent working directory %s is not a directory; check the group folder", in.Dir)
 		}
 	}
 	return nil
@@ -157,9 +178,9 @@ func turnEntry(env []string) string {
 	return ""
 }
 
-// agentArgv is spec.Command plus, for a resumed session, spec.ResumeArgs with
+// argv is spec.Command plus, for a resumed session, spec.ResumeArgs with
 // "{session}" replaced.
-func agentArgv(spec AgentSpec, sessionID string) []string {
+func argv(spec Spec, sessionID string) []string {
 	argv := append([]string(nil), spec.Command...)
 	if sessionID == "" {
 		return argv
@@ -170,8 +191,8 @@ func agentArgv(spec AgentSpec, sessionID string) []string {
 	return argv
 }
 
-// agentProc is one started agent and the pipes and goroutines around it.
-type agentProc struct {
+// proc is one started agent and the pipes and goroutines around it.
+type proc struct {
 	cmd    *exec.Cmd
 	stdout *cappedBuffer
 	stderr *tailBuffer
@@ -187,32 +208,32 @@ type agentProc struct {
 	escapedErr error
 }
 
-func startAgent(ctx context.Context, spec AgentSpec, run AgentRun) (*agentProc, error) {
-	argv := agentArgv(spec, run.SessionID)
+func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
+	args := argv(spec, in.SessionID)
 	if spec.Sandbox != nil {
-		argv = spec.Sandbox.wrap(argv, run.Dir, socketDirOf(run.Socket))
+		args = spec.Sandbox.wrap(args, in.Dir, socketDirOf(in.Socket))
 	}
 	maxOut := spec.MaxOutput
 	if maxOut <= 0 {
-		maxOut = defaultAgentMaxOutput
+		maxOut = defaultMaxOutput
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = run.Dir
-	cmd.Env = agentEnv(spec.Env, run.Env)
-	cmd.SysProcAttr = agentSysProcAttr()
-	cmd.WaitDelay = agentTermGrace // after Cancel's SIGTERM, exec sends SIGKILL
-	p := &agentProc{cmd: cmd, stdout: &cappedBuffer{max: maxOut}, stderr: &tailBuffer{max: agentStderrTail}}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = in.Dir
+	cmd.Env = environ(spec.Env, in.Env)
+	cmd.SysProcAttr = sysProcAttr()
+	cmd.WaitDelay = termGrace // after Cancel's SIGTERM, exec sends SIGKILL
+	p := &proc{cmd: cmd, stdout: &cappedBuffer{max: maxOut}, stderr: &tailBuffer{max: stderrTail}}
 	if spec.Sandbox == nil {
-		p.turnEntry = turnEntry(run.Env)
+		p.turnEntry = turnEntry(in.Env)
 	}
 	cmd.Cancel = p.interrupt
 	if err := p.openPipes(); err != nil {
 		p.closePipes()
-		return nil, agentFailed(err, "start agent %q: %v", argv[0], err)
+		return nil, failed(err, "start agent %q: %v", args[0], err)
 	}
 	if err := cmd.Start(); err != nil {
 		p.closePipes()
-		return nil, agentFailed(err, "start agent %q: %v; check agent.command", argv[0], err)
+		return nil, failed(err, "start agent %q: %v; check agent.command", args[0], err)
 	}
 	// The child has its ends now; holding them would keep our readers from EOF.
 	p.stdinR.Close()
@@ -223,7 +244,7 @@ func startAgent(ctx context.Context, spec AgentSpec, run AgentRun) (*agentProc, 
 	p.writer.Go(func() {
 		// An agent that does not read its prompt makes this fail with EPIPE
 		// once it exits; that is its business.
-		_, _ = io.WriteString(p.stdinW, run.Prompt)
+		_, _ = io.WriteString(p.stdinW, in.Prompt)
 		_ = p.stdinW.Close()
 	})
 	return p, nil
@@ -232,7 +253,7 @@ func startAgent(ctx context.Context, spec AgentSpec, run AgentRun) (*agentProc, 
 // openPipes makes the three pipes itself rather than letting exec copy through
 // goroutines, so that Wait returns when the agent exits, not when every process
 // holding a pipe does.
-func (p *agentProc) openPipes() error {
+func (p *proc) openPipes() error {
 	var err error
 	if p.stdinR, p.stdinW, err = os.Pipe(); err != nil {
 		return err
@@ -249,7 +270,7 @@ func (p *agentProc) openPipes() error {
 
 // closePipes closes every end still open; closing a nil or closed *os.File is a
 // harmless error.
-func (p *agentProc) closePipes() {
+func (p *proc) closePipes() {
 	for _, f := range []*os.File{p.stdinR, p.stdinW, p.outR, p.outW, p.errR, p.errW} {
 		_ = f.Close()
 	}
@@ -257,7 +278,7 @@ func (p *agentProc) closePipes() {
 
 // interrupt is cmd.Cancel: SIGTERM to the whole group. exec sends SIGKILL to the
 // main process WaitDelay later, and wait then kills the rest of the group.
-func (p *agentProc) interrupt() error {
+func (p *proc) interrupt() error {
 	err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	if errors.Is(err, syscall.ESRCH) {
 		return os.ErrProcessDone
@@ -267,14 +288,14 @@ func (p *agentProc) interrupt() error {
 }
 
 // wait waits for the agent's main process, kills what is left of its process
-// group, and finishes reading its output within agentDrainGrace.
-func (p *agentProc) wait() error {
+// group, and finishes reading its output within drainGrace.
+func (p *proc) wait() error {
 	err := p.cmd.Wait()
 	// The group id stays valid while any member lives, even after Wait reaped
 	// the leader; ESRCH just means nothing was left.
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	// Processes that left the group: before the drain, so that one holding
-	// a pipe does not make the turn wait agentDrainGrace.
+	// a pipe does not make the turn wait drainGrace.
 	p.escaped, p.escapedErr = killTurnLeftovers(p.turnEntry)
 
 	done := make(chan struct{})
@@ -282,7 +303,7 @@ func (p *agentProc) wait() error {
 		p.readers.Wait()
 		close(done)
 	}()
-	timer := time.NewTimer(agentDrainGrace)
+	timer := time.NewTimer(drainGrace)
 	defer timer.Stop()
 	select {
 	case <-done:
@@ -297,7 +318,7 @@ func (p *agentProc) wait() error {
 }
 
 // result fills res from the finished process and decides the turn's error.
-func (p *agentProc) result(ctx context.Context, spec AgentSpec, waitErr error, res AgentResult) (AgentResult, error) {
+func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result) (Result, error) {
 	res.Truncated = p.stdout.truncated
 	res.Escaped, res.EscapedErr = p.escaped, p.escapedErr
 	res.Stderr = strings.ToValidUTF8(string(p.stderr.buf), "\uFFFD")
@@ -315,8 +336,8 @@ func (p *agentProc) result(ctx context.Context, spec AgentSpec, waitErr error, r
 		return res, p.exitError(spec, waitErr)
 	}
 	switch spec.Output {
-	case "none":
-	case "claude-json":
+	case OutputNone:
+	case OutputClaudeJSON:
 		cr, err := parseClaudeJSON(p.stdout.buf, res.Truncated)
 		if cr.SessionID != "" {
 			res.SessionID = cr.SessionID
@@ -333,13 +354,13 @@ func (p *agentProc) result(ctx context.Context, spec AgentSpec, waitErr error, r
 
 // exitError describes an agent that exited non-zero or died of a signal, with the
 // last line it wrote to stderr (or, for claude-json, the error it reported).
-func (p *agentProc) exitError(spec AgentSpec, waitErr error) error {
+func (p *proc) exitError(spec Spec, waitErr error) error {
 	var ee *exec.ExitError
 	if !errors.As(waitErr, &ee) {
-		return agentFailed(waitErr, "wait for agent: %v", waitErr)
+		return failed(waitErr, "wait for agent: %v", waitErr)
 	}
 	detail := lastLine(p.stderr.buf)
-	if detail == "" && spec.Output == "claude-json" {
+	if detail == "" && spec.Output == OutputClaudeJSON {
 		if cr, _ := parseClaudeJSON(p.stdout.buf, false); cr.IsError || cr.Result != nil {
 			detail = clip(claudeErrorText(cr))
 		}
@@ -348,17 +369,17 @@ func (p *agentProc) exitError(spec AgentSpec, waitErr error) error {
 		detail = "(nothing on stderr)"
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return agentFailed(ee, "agent killed by signal %d (%s): %s", int(ws.Signal()), ws.Signal(), detail)
+		return failed(ee, "agent killed by signal %d (%s): %s", int(ws.Signal()), ws.Signal(), detail)
 	}
-	return agentFailed(ee, "agent exited with status %d: %s", ee.ExitCode(), detail)
+	return failed(ee, "agent exited with status %d: %s", ee.ExitCode(), detail)
 }
 
 func timeoutError(limit time.Duration) error {
-	return agentFailed(nil, "agent timed out after %s; raise agent.timeout or make the agent faster", limit)
+	return failed(nil, "agent timed out after %s; raise agent.timeout or make the agent faster", limit)
 }
 
 // claudeResult is the part of Claude Code's `--output-format json` object that
-// the gateway uses.
+// Run uses.
 type claudeResult struct {
 	Type      string  `json:"type"`
 	Subtype   string  `json:"subtype"`
@@ -378,7 +399,7 @@ func parseClaudeJSON(out []byte, truncated bool) (claudeResult, error) {
 		if err := json.Unmarshal(raw, &cr); err != nil {
 			why = err.Error()
 		} else if cr.IsError {
-			return cr, agentFailed(nil, "agent reported an error: %s", clip(claudeErrorText(cr)))
+			return cr, failed(nil, "agent reported an error: %s", clip(claudeErrorText(cr)))
 		} else if cr.Result == nil {
 			why = `no string "result" field`
 		}
@@ -389,7 +410,7 @@ func parseClaudeJSON(out []byte, truncated bool) (claudeResult, error) {
 	if truncated {
 		why = fmt.Sprintf("%s (stdout was cut at %d bytes)", why, len(out))
 	}
-	return cr, agentFailed(nil, "agent output is not Claude Code JSON (output: claude-json): %s; stdout begins %q; run claude with --output-format json or set agent.output to text",
+	return cr, failed(nil, "agent output is not Claude Code JSON (output: claude-json): %s; stdout begins %q; run claude with --output-format json or set agent.output to text",
 		why, clip(string(bytes.TrimSpace(out))))
 }
 
@@ -446,30 +467,30 @@ func lastLine(b []byte) string {
 
 // clip keeps error messages readable when an agent prints a lot.
 func clip(s string) string {
-	if len(s) <= agentDetailMax {
+	if len(s) <= detailMax {
 		return s
 	}
-	return strings.ToValidUTF8(s[:agentDetailMax], "") + "…"
+	return strings.ToValidUTF8(s[:detailMax], "") + "…"
 }
 
-// agentError is an ErrAgentFailed whose message reads on its own
+// failure is an ErrFailed whose message reads on its own
 // ("agent exited with status 3: ...") and which still unwraps to its cause.
-type agentError struct {
+type failure struct {
 	msg   string
 	cause error
 }
 
-func agentFailed(cause error, format string, args ...any) error {
-	return &agentError{msg: fmt.Sprintf(format, args...), cause: cause}
+func failed(cause error, format string, args ...any) error {
+	return &failure{msg: fmt.Sprintf(format, args...), cause: cause}
 }
 
-func (e *agentError) Error() string { return e.msg }
+func (e *failure) Error() string { return e.msg }
 
-func (e *agentError) Unwrap() []error {
+func (e *failure) Unwrap() []error {
 	if e.cause == nil {
-		return []error{ErrAgentFailed}
+		return []error{ErrFailed}
 	}
-	return []error{ErrAgentFailed, e.cause}
+	return []error{ErrFailed, e.cause}
 }
 
 // cappedBuffer keeps the first max bytes written and counts the rest as

@@ -1,9 +1,8 @@
-package gateway
+package agent
 
 import (
 	"bytes"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,19 +19,17 @@ import (
 // those are ours. A process that replaced its whole environment (env -i)
 // escapes the scan; the sandbox's PID namespace has no such gap.
 
-// killLeftovers kills the agent processes a crashed gateway of this data
-// directory left behind.
-func killLeftovers(anySocket string, log *slog.Logger) int {
-	ipcRoot, err := filepath.Abs(filepath.Dir(filepath.Dir(anySocket)))
+// KillLeftovers kills the agent processes a crashed gateway left behind:
+// those whose SWITCHBOARD_MCP_SOCKET lies under socketRoot (the data
+// directory's socket root, which no other gateway shares). It reports the
+// processes killed and the last error.
+func KillLeftovers(socketRoot string) (int, error) {
+	root, err := filepath.Abs(socketRoot)
 	if err != nil {
-		return 0
+		return 0, err
 	}
-	prefix := []byte("SWITCHBOARD_MCP_SOCKET=" + ipcRoot + string(filepath.Separator))
-	n, err := killAllMarked(func(kv []byte) bool { return bytes.HasPrefix(kv, prefix) })
-	if err != nil {
-		log.Warn("kill leftover agent process", "err", err)
-	}
-	return n
+	prefix := []byte("SWITCHBOARD_MCP_SOCKET=" + root + string(filepath.Separator))
+	return killAllMarked(func(kv []byte) bool { return bytes.HasPrefix(kv, prefix) })
 }
 
 // killTurnLeftovers kills what is left of an unsandboxed turn whose

@@ -1,4 +1,4 @@
-package gateway
+package agent
 
 import (
 	"os"
@@ -101,9 +101,9 @@ func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
 // other (tokens, keys) reaches an agent only when agent.env names it.
 var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TERM", "TMPDIR"}
 
-// agentEnv is the agent's environment: the base names and the allow-listed
+// environ is the agent's environment: the base names and the allow-listed
 // ones from the gateway's environment, then the turn's SWITCHBOARD_* vars.
-func agentEnv(allow []string, turn []string) []string {
+func environ(allow []string, turn []string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")

@@ -1,0 +1,13 @@
+package agent
+
+import "errors"
+
+var (
+	// ErrFailed marks every error of Run that is the agent's fault or the
+	// agent configuration's: it could not start, exited non-zero, was killed,
+	// timed out or printed output that does not fit agent.output. Shutdown
+	// (the caller's ctx ending) is not one of them.
+	ErrFailed = errors.New("agent turn failed")
+	// ErrUnknownOutput: an output mode other than text, claude-json or none.
+	ErrUnknownOutput = errors.New("unknown agent output")
+)

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package agent
+
+// KillLeftovers is Linux-only (it reads /proc).
+func KillLeftovers(string) (int, error) { return 0, nil }
+
+// killTurnLeftovers is Linux-only (it reads /proc).
+func killTurnLeftovers(string) (int, error) { return 0, nil }

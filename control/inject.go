@@ -1,0 +1,110 @@
+package control
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"switchboard/adapters"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+// TriggerInject is the trigger (SWITCHBOARD_TRIGGER) of an injected turn
+// unless the request names another.
+const TriggerInject = "inject"
+
+// InjectRequest is a synthetic inbound message addressed to a folder.
+type InjectRequest struct {
+	Chat    string
+	Text    string
+	Sender  string // default "switchboard:user/operator"
+	Folder  string // default: the chat's owner
+	Trigger string // default TriggerInject
+}
+
+// Inject stores a synthetic message in chat and queues a turn of the chat's
+// owner (or req.Folder), bypassing trigger rules. It works with or without a
+// running gateway: a running one picks the work up within its poll interval.
+func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRequest) (store.Message, string, error) {
+	if _, err := adapters.ParseJID(req.Chat); err != nil {
+		return store.Message{}, "", err
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return store.Message{}, "", fmt.Errorf("%w: text is empty", adapters.ErrBadMessage)
+	}
+	folder := req.Folder
+	if folder == "" {
+		owner, ok := t.Owner(req.Chat, "")
+		if !ok {
+			return store.Message{}, "", fmt.Errorf("inject into %s: %w; add a route for it first", req.Chat, ErrNoOwner)
+		}
+		folder = owner
+	}
+	sender := req.Sender
+	if sender == "" {
+		sender = "switchboard:user/operator"
+	}
+	trigger := req.Trigger
+	if trigger == "" {
+		trigger = TriggerInject
+	}
+	name := sender[strings.LastIndexByte(sender, '/')+1:]
+	m, err := Normalize(adapters.Inbound{Chat: adapters.JID(req.Chat), ID: NewID("inj-"), Sender: adapters.JID(sender),
+		SenderName: name, Text: req.Text, Verb: adapters.VerbMention})
+	if err != nil {
+		return store.Message{}, "", err
+	}
+	work := []store.WorkItem{{Folder: folder, ChatJID: req.Chat, Mode: string(routing.Trigger), Trigger: trigger}}
+	if _, err := st.EnqueueMessage(ctx, &m, work); err != nil {
+		return store.Message{}, "", fmt.Errorf("inject into %s: %w", req.Chat, err)
+	}
+	return m, folder, nil
+}
+
+// SendRequest is an outbound message queued in the outbox.
+type SendRequest struct {
+	Chat    string
+	Text    string
+	Topic   string
+	ReplyTo string
+	Folder  string // who sent it (for delivery-failure notices); "" for the operator
+	Key     string // idempotency key; generated when empty
+	Kind    string // "send" (default), "reply", "notice", "file"
+	File    string // kind file: the file, relative to Folder's directory; Text is the caption
+}
+
+// QueueSend writes a message to the outbox. Delivery happens in the running
+// gateway (at once if it is this process, else within its poll interval).
+func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.OutboxItem, error) {
+	if _, err := adapters.ParseJID(req.Chat); err != nil {
+		return store.OutboxItem{}, err
+	}
+	if req.File != "" {
+		req.Kind = store.OutboxFile
+		if req.Folder == "" || !filepath.IsLocal(req.File) {
+			return store.OutboxItem{}, fmt.Errorf("send file to %s: the file must be inside the sending group's folder", req.Chat)
+		}
+	} else if strings.TrimSpace(req.Text) == "" {
+		return store.OutboxItem{}, fmt.Errorf("send to %s: text is empty", req.Chat)
+	}
+	if req.Key == "" {
+		req.Key = NewID("send-")
+	}
+	if req.Kind == "" {
+		req.Kind = "send"
+	}
+	return st.AddOutbox(ctx, store.OutboxItem{Key: req.Key, Kind: req.Kind, Folder: req.Folder, ChatJID: req.Chat,
+		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: CapText(strings.ToValidUTF8(req.Text, "\uFFFD")), FilePath: req.File})
+}
+
+// NewID is a random identifier with prefix: of a turn, an injected
+// message, an outbox row.
+func NewID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
