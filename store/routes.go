@@ -157,3 +157,27 @@ func scanRoute(sc scanner) (routing.Route, error) {
 	}
 	return r, nil
 }
+
+// SwapRoutes deletes the routes with ids remove and adds add (returned with
+// their new IDs), in one transaction: if any id is missing nothing changes
+// and the error wraps ErrNotFound. Routes are not validated here.
+func (s *Store) SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, error) {
+	out := make([]routing.Route, len(add))
+	copy(out, add)
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		for _, id := range remove {
+			res, err := tx.ExecContext(ctx, `DELETE FROM routes WHERE id = ?`, id)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return fmt.Errorf("route %d: %w", id, ErrNotFound)
+			}
+		}
+		return insertRoutes(ctx, tx, out, s.nowMS())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("swap routes: %w", err)
+	}
+	return out, nil
+}

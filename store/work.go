@@ -50,24 +50,6 @@ type Notice struct {
 	Created int64
 }
 
-// Turn is the record of one agent run.
-type Turn struct {
-	ID         string
-	Folder     string
-	ChatJID    string
-	Topic      string
-	Trigger    string
-	TaskID     int64
-	RunID      int64
-	Attempt    int
-	Started    int64
-	DurationMS int64
-	Status     string // succeeded | failed
-	Error      string
-	ExitCode   int
-	SessionID  string
-}
-
 // maxObserved bounds the observed context carried into one prompt; older
 // observed rows of the same chat and topic are dropped when a turn consumes them.
 const maxObserved = 50
@@ -470,66 +452,4 @@ func (b Batch) itemIDs() []int64 {
 		ids[i] = it.ID
 	}
 	return ids
-}
-
-// Session returns the agent session of a folder in a chat and topic ("" when fresh).
-func (s *Store) Session(ctx context.Context, folder, chat, topic string) (string, error) {
-	var id string
-	err := s.r.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE folder = ? AND chat_jid = ? AND topic = ?`, folder, chat, topic).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read session: %w", err)
-	}
-	return id, nil
-}
-
-// SetSession stores the session a folder continues in a chat and topic.
-func (s *Store) SetSession(ctx context.Context, folder, chat, topic, id string) error {
-	return writeTx(ctx, s.w, func(tx *sql.Tx) error { return saveSession(ctx, tx, folder, chat, topic, id, s.nowMS()) })
-}
-
-func saveSession(ctx context.Context, tx *sql.Tx, folder, chat, topic, id string, now int64) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (folder, chat_jid, topic, session_id, updated_ms) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (folder, chat_jid, topic) DO UPDATE SET session_id = excluded.session_id, updated_ms = excluded.updated_ms`,
-		folder, chat, topic, id, now)
-	if err != nil {
-		return fmt.Errorf("save session: %w", err)
-	}
-	return nil
-}
-
-// ResetSessions forgets every session of folder; its next turns start fresh.
-func (s *Store) ResetSessions(ctx context.Context, folder string) (int64, error) {
-	var n int64
-	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE folder = ?`, folder)
-		if err != nil {
-			return fmt.Errorf("reset sessions: %w", err)
-		}
-		n, _ = res.RowsAffected()
-		return nil
-	})
-	return n, err
-}
-
-// Turns returns folder's most recent turn records, newest first.
-func (s *Store) Turns(ctx context.Context, folder string, limit int) ([]Turn, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms, duration_ms,
-		status, error, exit_code, session_id FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`, folder, clampLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("read turns: %w", err)
-	}
-	defer rows.Close()
-	var out []Turn
-	for rows.Next() {
-		var t Turn
-		if err := rows.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, &t.Started,
-			&t.DurationMS, &t.Status, &t.Error, &t.ExitCode, &t.SessionID); err != nil {
-			return nil, fmt.Errorf("read turns: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
 }

@@ -1,0 +1,44 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Turn is the record of one agent run.
+type Turn struct {
+	ID         string
+	Folder     string
+	ChatJID    string
+	Topic      string
+	Trigger    string
+	TaskID     int64
+	RunID      int64
+	Attempt    int
+	Started    int64
+	DurationMS int64
+	Status     string // succeeded | failed
+	Error      string
+	ExitCode   int
+	SessionID  string
+}
+
+// Turns returns folder's most recent turn records, newest first.
+func (s *Store) Turns(ctx context.Context, folder string, limit int) ([]Turn, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms, duration_ms,
+		status, error, exit_code, session_id FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`, folder, clampLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("read turns: %w", err)
+	}
+	defer rows.Close()
+	var out []Turn
+	for rows.Next() {
+		var t Turn
+		if err := rows.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, &t.Started,
+			&t.DurationMS, &t.Status, &t.Error, &t.ExitCode, &t.SessionID); err != nil {
+			return nil, fmt.Errorf("read turns: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
