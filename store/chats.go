@@ -47,19 +47,12 @@ func (s *Store) UpsertChat(ctx context.Context, c Chat) error {
 func (s *Store) Chats(ctx context.Context) ([]Chat, error) {
 	rows, err := s.r.QueryContext(ctx,
 		`SELECT jid, platform, name, first_seen_ms, last_seq FROM chats ORDER BY jid`)
-	if err != nil {
-		return nil, fmt.Errorf("list chats: %w", err)
-	}
-	defer rows.Close()
-	cs := []Chat{}
-	for rows.Next() {
+	cs, err := collect(rows, err, func(sc scanner) (Chat, error) {
 		var c Chat
-		if err := rows.Scan(&c.JID, &c.Platform, &c.Name, &c.FirstSeen, &c.LastSeq); err != nil {
-			return nil, fmt.Errorf("list chats: %w", err)
-		}
-		cs = append(cs, c)
-	}
-	if err := rows.Err(); err != nil {
+		err := sc.Scan(&c.JID, &c.Platform, &c.Name, &c.FirstSeen, &c.LastSeq)
+		return c, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list chats: %w", err)
 	}
 	return cs, nil

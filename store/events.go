@@ -128,36 +128,28 @@ func (s *Store) SetReaction(ctx context.Context, r Reaction, noteFolder string) 
 // Reactions lists the reactions to a message, oldest first.
 func (s *Store) Reactions(ctx context.Context, chat, id string) ([]Reaction, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT sender, emoji, time_ms FROM reactions WHERE chat_jid = ? AND msg_id = ? ORDER BY time_ms, sender`, chat, id)
+	out, err := collect(rows, err, func(sc scanner) (Reaction, error) {
+		r := Reaction{ChatJID: chat, MsgID: id}
+		err := sc.Scan(&r.Sender, &r.Emoji, &r.Time)
+		return r, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read reactions of %s in %s: %w", id, chat, err)
 	}
-	defer rows.Close()
-	var out []Reaction
-	for rows.Next() {
-		r := Reaction{ChatJID: chat, MsgID: id}
-		if err := rows.Scan(&r.Sender, &r.Emoji, &r.Time); err != nil {
-			return nil, fmt.Errorf("read reactions of %s in %s: %w", id, chat, err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // reactionNotes reads up to 20 of folder's pending reaction notes.
 func (s *Store) reactionNotes(ctx context.Context, folder string) ([]ReactionNote, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, msg_id, sender, sender_name, emoji, removed, time_ms
 		FROM reaction_notes WHERE folder = ? ORDER BY id LIMIT 20`, folder)
+	out, err := collect(rows, err, func(sc scanner) (ReactionNote, error) {
+		var n ReactionNote
+		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.MsgID, &n.Sender, &n.SenderName, &n.Emoji, &n.Removed, &n.Time)
+		return n, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read reaction notes: %w", err)
 	}
-	defer rows.Close()
-	var out []ReactionNote
-	for rows.Next() {
-		var n ReactionNote
-		if err := rows.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.MsgID, &n.Sender, &n.SenderName, &n.Emoji, &n.Removed, &n.Time); err != nil {
-			return nil, fmt.Errorf("read reaction notes: %w", err)
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -53,20 +53,15 @@ func (s *Store) SetGrantOverrides(ctx context.Context, folder string, rules []st
 
 // AllGrantOverrides returns every folder's rules, in order.
 func (s *Store) AllGrantOverrides(ctx context.Context) (map[string][]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT folder, rule FROM grant_overrides ORDER BY folder, position`)
-	if err != nil {
-		return nil, fmt.Errorf("read grant overrides: %w", err)
-	}
-	defer rows.Close()
 	all := map[string][]string{}
-	for rows.Next() {
+	rows, err := s.r.QueryContext(ctx, `SELECT folder, rule FROM grant_overrides ORDER BY folder, position`)
+	err = each(rows, err, func(sc scanner) error {
 		var folder, rule string
-		if err := rows.Scan(&folder, &rule); err != nil {
-			return nil, fmt.Errorf("read grant overrides: %w", err)
-		}
+		err := sc.Scan(&folder, &rule)
 		all[folder] = append(all[folder], rule)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read grant overrides: %w", err)
 	}
 	return all, nil

@@ -185,8 +185,6 @@ func encodeAttachments(a []adapters.Attachment) (any, error) {
 	return string(b), nil
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
 // scanMessage reads msgColumns, followed by extra destinations.
 func scanMessage(sc scanner, m *Message, extra ...any) error {
 	var att sql.NullString
@@ -282,19 +280,11 @@ func (s *Store) Thread(ctx context.Context, chatJID, topic string, limit int) ([
 
 func (s *Store) queryMessages(ctx context.Context, query string, args ...any) ([]Message, error) {
 	rows, err := s.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	ms := []Message{}
-	for rows.Next() {
+	return collect(rows, err, func(sc scanner) (Message, error) {
 		var m Message
-		if err := scanMessage(rows, &m); err != nil {
-			return nil, err
-		}
-		ms = append(ms, m)
-	}
-	return ms, rows.Err()
+		err := scanMessage(sc, &m)
+		return m, err
+	})
 }
 
 // LastSeq is the highest message seq stored, 0 when there are none.

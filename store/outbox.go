@@ -198,9 +198,10 @@ func failOutbox(ctx context.Context, tx *sql.Tx, id int64, reason string, now in
 func (s *Store) RecoverOutbox(ctx context.Context) (int, error) {
 	n := 0
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		ids, err := queryInts(ctx, tx, `SELECT id FROM outbox WHERE status = 'sending'`)
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM outbox WHERE status = 'sending'`)
+		ids, err := collect(rows, err, scanOne[int64])
 		if err != nil {
-			return err
+			return fmt.Errorf("read outbox: %w", err)
 		}
 		for _, id := range ids {
 			if err := failOutbox(ctx, tx, id, "interrupted during delivery by a restart; not resent, it may or may not have arrived", s.nowMS()); err != nil {
@@ -211,23 +212,6 @@ func (s *Store) RecoverOutbox(ctx context.Context) (int, error) {
 		return nil
 	})
 	return n, err
-}
-
-func queryInts(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("query: %w", err)
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }
 
 func (s *Store) outboxUpdate(ctx context.Context, q string, args ...any) (bool, error) {
@@ -251,17 +235,9 @@ func (s *Store) Outbox(ctx context.Context, chat string, limit int) ([]OutboxIte
 
 func (s *Store) queryOutbox(ctx context.Context, q string, args ...any) ([]OutboxItem, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
+	out, err := collect(rows, err, scanOutbox)
 	if err != nil {
-		return nil, fmt.Errorf("read outbox: %w", err)
+		err = fmt.Errorf("read outbox: %w", err)
 	}
-	defer rows.Close()
-	var out []OutboxItem
-	for rows.Next() {
-		o, err := scanOutbox(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read outbox: %w", err)
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return out, err
 }

@@ -26,19 +26,8 @@ func (s *Store) AddRoute(ctx context.Context, r routing.Route) (routing.Route, e
 // ListRoutes returns every route in the order they are tried: by seq, then id.
 func (s *Store) ListRoutes(ctx context.Context) ([]routing.Route, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, seq, match, target, mode FROM routes ORDER BY seq, id`)
+	rs, err := collect(rows, err, scanRoute)
 	if err != nil {
-		return nil, fmt.Errorf("list routes: %w", err)
-	}
-	defer rows.Close()
-	rs := []routing.Route{}
-	for rows.Next() {
-		r, err := scanRoute(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list routes: %w", err)
-		}
-		rs = append(rs, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
 	return rs, nil

@@ -68,19 +68,12 @@ func (s *Store) Search(ctx context.Context, query string, o SearchOptions) ([]Hi
 		return nil, fmt.Errorf("search %q: %w", query, err)
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, searchError(query, err)
-	}
-	defer rows.Close()
-	hits := []Hit{}
-	for rows.Next() {
+	hits, err := collect(rows, err, func(sc scanner) (Hit, error) {
 		var h Hit
-		if err := scanMessage(rows, &h.Message, &h.Snippet, &h.Rank); err != nil {
-			return nil, searchError(query, err)
-		}
-		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
+		err := scanMessage(sc, &h.Message, &h.Snippet, &h.Rank)
+		return h, err
+	})
+	if err != nil {
 		return nil, searchError(query, err)
 	}
 	return hits, nil

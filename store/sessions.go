@@ -23,19 +23,12 @@ type SessionRow struct {
 func (s *Store) FolderSessions(ctx context.Context, folder string) ([]SessionRow, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT folder, chat_jid, topic, session_id, updated_ms FROM sessions
 		WHERE folder = ? ORDER BY updated_ms DESC, chat_jid, topic`, folder)
-	if err != nil {
-		return nil, fmt.Errorf("read sessions of %s: %w", folder, err)
-	}
-	defer rows.Close()
-	out := []SessionRow{}
-	for rows.Next() {
+	out, err := collect(rows, err, func(sc scanner) (SessionRow, error) {
 		var r SessionRow
-		if err := rows.Scan(&r.Folder, &r.ChatJID, &r.Topic, &r.SessionID, &r.Updated); err != nil {
-			return nil, fmt.Errorf("read sessions of %s: %w", folder, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		err := sc.Scan(&r.Folder, &r.ChatJID, &r.Topic, &r.SessionID, &r.Updated)
+		return r, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read sessions of %s: %w", folder, err)
 	}
 	return out, nil

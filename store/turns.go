@@ -27,18 +27,14 @@ type Turn struct {
 func (s *Store) Turns(ctx context.Context, folder string, limit int) ([]Turn, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms, duration_ms,
 		status, error, exit_code, session_id FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`, folder, clampLimit(limit))
+	out, err := collect(rows, err, func(sc scanner) (Turn, error) {
+		var t Turn
+		err := sc.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, &t.Started,
+			&t.DurationMS, &t.Status, &t.Error, &t.ExitCode, &t.SessionID)
+		return t, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read turns: %w", err)
 	}
-	defer rows.Close()
-	var out []Turn
-	for rows.Next() {
-		var t Turn
-		if err := rows.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, &t.Started,
-			&t.DurationMS, &t.Status, &t.Error, &t.ExitCode, &t.SessionID); err != nil {
-			return nil, fmt.Errorf("read turns: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -207,7 +207,7 @@ func (s *Store) NextBatch(ctx context.Context, folder string, max int) (Batch, b
 		items, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ?
 			AND mode = 'trigger' AND seq > 0 AND id > ? ORDER BY id LIMIT ?`, folder, first.ChatJID, first.Topic, first.ID, max-1)
 		if err != nil {
-			return b, false, err
+			return b, false, fmt.Errorf("next batch of %s: %w", folder, err)
 		}
 		b.Items = append(b.Items, items...)
 	}
@@ -219,19 +219,7 @@ func (s *Store) NextBatch(ctx context.Context, folder string, max int) (Batch, b
 
 func (s *Store) workOf(ctx context.Context, q string, args ...any) ([]WorkItem, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read work: %w", err)
-	}
-	defer rows.Close()
-	var out []WorkItem
-	for rows.Next() {
-		w, err := scanWork(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read work: %w", err)
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanWork)
 }
 
 // PruneObserved drops observed-context work rows beyond the newest
@@ -261,17 +249,14 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 			seqs = append(seqs, it.Seq)
 		}
 	}
-	if len(seqs) > 0 {
-		msgs, err := s.queryMessages(ctx, `SELECT `+msgColumns+` FROM messages WHERE seq IN (?`+strings.Repeat(",?", len(seqs)-1)+`) ORDER BY seq`, seqs...)
-		if err != nil {
-			return err
-		}
-		b.Messages = msgs
+	var err error
+	if b.Messages, err = s.messagesBySeq(ctx, seqs); err != nil {
+		return err
 	}
 	obs, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'observe' ORDER BY id`,
 		b.Folder, b.ChatJID, b.Topic)
 	if err != nil {
-		return err
+		return fmt.Errorf("read observed context: %w", err)
 	}
 	var obsSeqs []any
 	for i, w := range obs {
@@ -280,29 +265,31 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 			obsSeqs = append(obsSeqs, w.Seq)
 		}
 	}
-	if len(obsSeqs) > 0 {
-		msgs, err := s.queryMessages(ctx, `SELECT `+msgColumns+` FROM messages WHERE seq IN (?`+strings.Repeat(",?", len(obsSeqs)-1)+`) ORDER BY seq`, obsSeqs...)
-		if err != nil {
-			return err
-		}
-		b.Observed = msgs
+	if b.Observed, err = s.messagesBySeq(ctx, obsSeqs); err != nil {
+		return err
 	}
 	if b.Reactions, err = s.reactionNotes(ctx, b.Folder); err != nil {
 		return err
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? ORDER BY id LIMIT 20`, b.Folder)
+	b.Notices, err = collect(rows, err, func(sc scanner) (Notice, error) {
+		var n Notice
+		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, &n.Created)
+		return n, err
+	})
 	if err != nil {
 		return fmt.Errorf("read notices: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var n Notice
-		if err := rows.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, &n.Created); err != nil {
-			return fmt.Errorf("read notices: %w", err)
-		}
-		b.Notices = append(b.Notices, n)
+	return nil
+}
+
+// messagesBySeq reads the messages with these seqs, in seq order (nil when
+// seqs is empty).
+func (s *Store) messagesBySeq(ctx context.Context, seqs []any) ([]Message, error) {
+	if len(seqs) == 0 {
+		return nil, nil
 	}
-	return rows.Err()
+	return s.queryMessages(ctx, `SELECT `+msgColumns+` FROM messages WHERE seq IN (?`+strings.Repeat(",?", len(seqs)-1)+`) ORDER BY seq`, seqs...)
 }
 
 // FinishBatch records a turn and, in the same transaction, queues its
