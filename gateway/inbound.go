@@ -139,7 +139,7 @@ func normalize(in adapters.Inbound) (store.Message, error) {
 	return store.Message{
 		ChatJID: string(in.Chat), ID: in.ID, Sender: string(in.Sender), SenderName: in.SenderName,
 		Text: capText(in.Text), Topic: in.Topic, ReplyTo: in.ReplyTo, Verb: verb, FromBot: in.FromBot, OtherBot: in.OtherBot,
-		Time: t.UnixMilli(), Attachments: in.Attachments,
+		Time: t, Attachments: in.Attachments,
 	}, nil
 }
 

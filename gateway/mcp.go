@@ -212,7 +212,7 @@ func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error
 		return err
 	}
 	m.Text = capText(text)
-	m.Edited = 0
+	m.Edited = time.Time{}
 	_, err = b.g.st.EditMessage(ctx, &m)
 	return err
 }
@@ -281,7 +281,7 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 func (b mcpBackend) Search(ctx context.Context, query string, o ipc.SearchOptions) ([]ipc.Hit, error) {
 	so := store.SearchOptions{ChatJIDs: o.Chats, Sender: o.Sender, Limit: o.Limit}
 	if !o.Since.IsZero() {
-		so.Since = o.Since.UnixMilli()
+		so.Since = o.Since
 	}
 	hits, err := b.g.st.Search(ctx, query, so)
 	if err != nil {
@@ -395,7 +395,7 @@ func (b mcpBackend) AgentSessions(ctx context.Context, folder string) ([]ipc.Age
 	}
 	out := make([]ipc.AgentSession, len(rows))
 	for i, r := range rows {
-		out[i] = ipc.AgentSession{Chat: r.ChatJID, Topic: r.Topic, SessionID: r.SessionID, Updated: time.UnixMilli(r.Updated).UTC()}
+		out[i] = ipc.AgentSession{Chat: r.ChatJID, Topic: r.Topic, SessionID: r.SessionID, Updated: r.Updated.UTC()}
 	}
 	return out, nil
 }
@@ -408,7 +408,7 @@ func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]ipc.
 	out := make([]ipc.TurnRecord, len(ts))
 	for i, t := range ts {
 		out[i] = ipc.TurnRecord{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: t.Trigger, Attempt: t.Attempt,
-			Started: time.UnixMilli(t.Started).UTC(), DurationMS: t.DurationMS, Status: t.Status, Error: t.Error, SessionID: t.SessionID}
+			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: t.Status, Error: t.Error, SessionID: t.SessionID}
 	}
 	return out, nil
 }

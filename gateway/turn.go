@@ -25,7 +25,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	first := b.Items[0]
 	turn := store.Turn{
 		ID: newID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
-		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: time.Now().UnixMilli(),
+		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: time.Now(),
 	}
 	if first.Attempts > 0 && first.Attempts+first.Crashes >= maxAttempts {
 		// The agent failed, and crashes of the gateway under its other
@@ -79,7 +79,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 			"count", res.Escaped, "err", res.EscapedErr)
 	}
 	replied := g.turnFinished(turn.ID)
-	turn.DurationMS = res.Duration.Milliseconds()
+	turn.Duration = res.Duration
 	turn.ExitCode = res.ExitCode
 	if err != nil && ctx.Err() != nil {
 		// Shutdown interrupted the turn: leave the batch pending for the
@@ -111,11 +111,11 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	// batch would run (and answer) again at the next start. FinishBatch
 	// also saves the session.
 	rctx := context.WithoutCancel(ctx)
-	if err := g.st.FinishBatch(rctx, b, turn, out, 0); err != nil {
+	if err := g.st.FinishBatch(rctx, b, turn, out, time.Time{}); err != nil {
 		g.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
 		return time.Second
 	}
-	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.DurationMS, "stdout_reply", len(out) > 0, "mcp_replies", len(replied))
+	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.Duration.Milliseconds(), "stdout_reply", len(out) > 0, "mcp_replies", len(replied))
 	if len(out) > 0 {
 		g.outbox.wake()
 	}
@@ -154,10 +154,10 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: "notice", Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Text: text})
 	}
 	var delay time.Duration
-	var retryAt int64
+	var retryAt time.Time
 	if !giveUp {
 		delay = g.opt.RetryDelays[min(turn.Attempt-1, len(g.opt.RetryDelays)-1)]
-		retryAt = time.Now().Add(delay).UnixMilli()
+		retryAt = time.Now().Add(delay)
 	}
 	rctx := context.WithoutCancel(ctx)
 	if ferr := g.st.FinishBatch(rctx, b, turn, out, retryAt); ferr != nil {

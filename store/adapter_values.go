@@ -52,9 +52,9 @@ func (s *Store) SetAdapterValue(ctx context.Context, adapter, key, value string,
 
 // ChatHead is a chat with its newest stored message.
 type ChatHead struct {
-	JID    string
-	LastID string // platform id of the newest stored message; "" when none
-	LastMS int64  // its time, unix ms; 0 when none
+	JID      string
+	LastID   string    // platform id of the newest stored message; "" when none
+	LastTime time.Time // its time; zero when none
 }
 
 // ChatHeads lists the chats of platform with their newest stored message.
@@ -64,7 +64,7 @@ func (s *Store) ChatHeads(ctx context.Context, platform string) ([]ChatHead, err
 		WHERE c.platform = ? ORDER BY c.jid`, platform)
 	out, err := collect(rows, err, func(sc scanner) (ChatHead, error) {
 		var h ChatHead
-		err := sc.Scan(&h.JID, &h.LastID, &h.LastMS)
+		err := sc.Scan(&h.JID, &h.LastID, msTime{&h.LastTime})
 		return h, err
 	})
 	if err != nil {

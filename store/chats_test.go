@@ -24,7 +24,7 @@ func TestChats(t *testing.T) {
 	if err := s.UpsertChat(ctx, Chat{JID: "telegram:group/1"}); err != nil { // empty name keeps "Ops"
 		t.Fatal(err)
 	}
-	if err := s.UpsertChat(ctx, Chat{JID: "discord:dm/77", Platform: "discord", Name: "DM", FirstSeen: 1}); err != nil {
+	if err := s.UpsertChat(ctx, Chat{JID: "discord:dm/77", Platform: "discord", Name: "DM", FirstSeen: time.UnixMilli(1)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.UpsertChat(ctx, Chat{JID: "discord:dm/77", Name: "Renamed", LastSeq: 3}); err != nil {
@@ -35,8 +35,8 @@ func TestChats(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Chat{
-		{JID: "discord:dm/77", Platform: "discord", Name: "Renamed", FirstSeen: 1, LastSeq: 3},
-		{JID: "telegram:group/1", Platform: "telegram", Name: "Ops", FirstSeen: 5_000, LastSeq: m2.Seq},
+		{JID: "discord:dm/77", Platform: "discord", Name: "Renamed", FirstSeen: time.UnixMilli(1), LastSeq: 3},
+		{JID: "telegram:group/1", Platform: "telegram", Name: "Ops", FirstSeen: time.UnixMilli(5_000), LastSeq: m2.Seq},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Chats = %+v\nwant   %+v", got, want)

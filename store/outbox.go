@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // OutboxFile is the kind of an item that uploads a file.
@@ -23,10 +24,10 @@ type OutboxItem struct {
 	Text        string
 	Status      string // pending | sending | sent | failed
 	Attempts    int
-	NextAttempt int64
+	NextAttempt time.Time
 	Error       string
 	PlatformID  string // the first part's id once it was sent
-	Created     int64
+	Created     time.Time
 	PartsSent   int    // parts of a split text already delivered
 	FilePath    string // kind file: the file, relative to Folder's directory; Text is its caption
 }
@@ -36,7 +37,7 @@ const outboxColumns = `id, key, kind, folder, chat_jid, topic, reply_to, text, s
 func scanOutbox(sc scanner) (OutboxItem, error) {
 	var o OutboxItem
 	err := sc.Scan(&o.ID, &o.Key, &o.Kind, &o.Folder, &o.ChatJID, &o.Topic, &o.ReplyTo, &o.Text, &o.Status, &o.Attempts,
-		&o.NextAttempt, &o.Error, &o.PlatformID, &o.Created, &o.PartsSent, &o.FilePath)
+		msTime{&o.NextAttempt}, &o.Error, &o.PlatformID, msTime{&o.Created}, &o.PartsSent, &o.FilePath)
 	return o, err
 }
 
@@ -85,11 +86,11 @@ func (s *Store) OutboxByKey(ctx context.Context, key string) (OutboxItem, error)
 // DueOutbox returns pending items due at now, at most one per chat: the
 // chat's oldest unfinished item, so replies arrive in order and a chat whose
 // head is waiting (rate limit, retry) does not hold up other chats.
-func (s *Store) DueOutbox(ctx context.Context, now int64, limit int) ([]OutboxItem, error) {
+func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]OutboxItem, error) {
 	return s.queryOutbox(ctx, `SELECT `+outboxColumns+` FROM outbox o
 		WHERE status = 'pending' AND next_attempt_ms <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_jid = o.chat_jid AND e.status IN ('pending', 'sending') AND e.id < o.id)
-		ORDER BY id LIMIT ?`, now, limit)
+		ORDER BY id LIMIT ?`, toMS(now), limit)
 }
 
 // NextOutboxAt is when the earliest chat head (the oldest unfinished item of
@@ -97,13 +98,16 @@ func (s *Store) DueOutbox(ctx context.Context, now int64, limit int) ([]OutboxIt
 // are not counted: they become due when their head is done, not before, and
 // counting them would make a sender that sleeps until "the next due item"
 // spin while a head waits out a rate limit or is being sent.
-func (s *Store) NextOutboxAt(ctx context.Context) (int64, bool, error) {
+func (s *Store) NextOutboxAt(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
 	if err := s.r.QueryRowContext(ctx, `SELECT min(next_attempt_ms) FROM outbox o WHERE status = 'pending'
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_jid = o.chat_jid AND e.status IN ('pending', 'sending') AND e.id < o.id)`).Scan(&at); err != nil {
-		return 0, false, fmt.Errorf("read outbox: %w", err)
+		return time.Time{}, false, fmt.Errorf("read outbox: %w", err)
 	}
-	return at.Int64, at.Valid, nil
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(at.Int64), true, nil
 }
 
 // ClaimOutbox moves a pending item to sending and counts the attempt; false
@@ -144,24 +148,24 @@ func storeBotMessage(ctx context.Context, s *Store, tx *sql.Tx, bot *Message, no
 	if bot == nil {
 		return nil
 	}
-	if bot.Time == 0 {
-		bot.Time = now
+	if bot.Time.IsZero() {
+		bot.Time = fromMS(now)
 	}
-	seq, _, err := insertOne(ctx, tx.StmtContext(ctx, s.insertMsg), tx.StmtContext(ctx, s.msgSeqByID), tx.StmtContext(ctx, s.touchChat), bot, bot.Time, now)
+	seq, _, err := insertOne(ctx, tx.StmtContext(ctx, s.insertMsg), tx.StmtContext(ctx, s.msgSeqByID), tx.StmtContext(ctx, s.touchChat), bot, toMS(bot.Time), now)
 	bot.Seq = seq
 	return err
 }
 
 // OutboxDefer makes a pending item due at next, without counting an
 // attempt (its platform is paused by a rate limit).
-func (s *Store) OutboxDefer(ctx context.Context, id, next int64) error {
-	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET next_attempt_ms = ? WHERE id = ? AND status = 'pending'`, next, id)
+func (s *Store) OutboxDefer(ctx context.Context, id int64, next time.Time) error {
+	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET next_attempt_ms = ? WHERE id = ? AND status = 'pending'`, toMS(next), id)
 	return err
 }
 
 // OutboxRetry puts a sending item back to pending, due at next.
-func (s *Store) OutboxRetry(ctx context.Context, id, next int64, reason string) error {
-	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET status = 'pending', next_attempt_ms = ?, error = ? WHERE id = ? AND status = 'sending'`, next, reason, id)
+func (s *Store) OutboxRetry(ctx context.Context, id int64, next time.Time, reason string) error {
+	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET status = 'pending', next_attempt_ms = ?, error = ? WHERE id = ? AND status = 'sending'`, toMS(next), reason, id)
 	return err
 }
 

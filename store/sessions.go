@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Agent sessions: the session a folder continues in each chat and topic.
@@ -15,7 +16,7 @@ type SessionRow struct {
 	ChatJID   string
 	Topic     string
 	SessionID string
-	Updated   int64 // unix ms
+	Updated   time.Time
 }
 
 // FolderSessions lists folder's stored agent sessions, most recently
@@ -25,7 +26,7 @@ func (s *Store) FolderSessions(ctx context.Context, folder string) ([]SessionRow
 		WHERE folder = ? ORDER BY updated_ms DESC, chat_jid, topic`, folder)
 	out, err := collect(rows, err, func(sc scanner) (SessionRow, error) {
 		var r SessionRow
-		err := sc.Scan(&r.Folder, &r.ChatJID, &r.Topic, &r.SessionID, &r.Updated)
+		err := sc.Scan(&r.Folder, &r.ChatJID, &r.Topic, &r.SessionID, msTime{&r.Updated})
 		return r, err
 	})
 	if err != nil {

@@ -20,14 +20,14 @@ var (
 
 // TaskRun is one run of a task.
 type TaskRun struct {
-	ID         int64
-	TaskID     int64
-	Slot       time.Time
-	Status     string // fired | succeeded | failed
-	Started    int64  // unix ms
-	DurationMS int64
-	TurnID     string
-	Error      string
+	ID       int64
+	TaskID   int64
+	Slot     time.Time
+	Status   string // fired | succeeded | failed
+	Started  time.Time
+	Duration time.Duration
+	TurnID   string
+	Error    string
 }
 
 const taskColumns = `id, folder, chat_jid, prompt, spec, kind, timezone, context, missed, status, next_s, created_by`
@@ -400,7 +400,7 @@ func (s *Store) TaskRuns(ctx context.Context, taskID int64, limit int) ([]TaskRu
 	out, err := collect(rows, err, func(sc scanner) (TaskRun, error) {
 		var r TaskRun
 		var slot int64
-		err := sc.Scan(&r.ID, &r.TaskID, &slot, &r.Status, &r.Started, &r.DurationMS, &r.TurnID, &r.Error)
+		err := sc.Scan(&r.ID, &r.TaskID, &slot, &r.Status, msTime{&r.Started}, msDuration{&r.Duration}, &r.TurnID, &r.Error)
 		r.Slot = time.Unix(slot, 0).UTC()
 		return r, err
 	})

@@ -3,24 +3,25 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Turn is the record of one agent run.
 type Turn struct {
-	ID         string
-	Folder     string
-	ChatJID    string
-	Topic      string
-	Trigger    string
-	TaskID     int64
-	RunID      int64
-	Attempt    int
-	Started    int64
-	DurationMS int64
-	Status     string // succeeded | failed
-	Error      string
-	ExitCode   int
-	SessionID  string
+	ID        string
+	Folder    string
+	ChatJID   string
+	Topic     string
+	Trigger   string
+	TaskID    int64
+	RunID     int64
+	Attempt   int
+	Started   time.Time
+	Duration  time.Duration
+	Status    string // succeeded | failed
+	Error     string
+	ExitCode  int
+	SessionID string
 }
 
 // Turns returns folder's most recent turn records, newest first.
@@ -29,8 +30,8 @@ func (s *Store) Turns(ctx context.Context, folder string, limit int) ([]Turn, er
 		status, error, exit_code, session_id FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`, folder, clampLimit(limit))
 	out, err := collect(rows, err, func(sc scanner) (Turn, error) {
 		var t Turn
-		err := sc.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, &t.Started,
-			&t.DurationMS, &t.Status, &t.Error, &t.ExitCode, &t.SessionID)
+		err := sc.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, msTime{&t.Started},
+			msDuration{&t.Duration}, &t.Status, &t.Error, &t.ExitCode, &t.SessionID)
 		return t, err
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // WorkItem is one thing a folder has to do: a routed or injected message
@@ -25,7 +26,7 @@ type WorkItem struct {
 	Isolated bool
 	Attempts int // failed attempts (the agent failed or timed out)
 	Crashes  int // attempts a gateway crash interrupted
-	Created  int64
+	Created  time.Time
 }
 
 // Batch is the next turn of a folder: trigger items of one chat and topic,
@@ -47,7 +48,7 @@ type Notice struct {
 	ChatJID string
 	Text    string
 	Error   string
-	Created int64
+	Created time.Time
 }
 
 // maxObserved bounds the observed context carried into one prompt; older
@@ -98,7 +99,7 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 		work := tx.StmtContext(ctx, s.insertWorkStmt)
 		now := s.nowMS()
 		for i, e := range es {
-			times[i] = e.Message.Time
+			times[i] = toMS(e.Message.Time)
 			if times[i] == 0 {
 				times[i] = now
 			}
@@ -123,7 +124,7 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 		return err
 	}
 	for i := range es {
-		es[i].Message.Seq, es[i].Message.Time, es[i].Inserted = seqs[i], times[i], news[i]
+		es[i].Message.Seq, es[i].Message.Time, es[i].Inserted = seqs[i], fromMS(times[i]), news[i]
 	}
 	return nil
 }
@@ -182,7 +183,7 @@ const workColumns = `id, folder, chat_jid, topic, seq, mode, trigger, prompt, or
 func scanWork(sc scanner) (WorkItem, error) {
 	var w WorkItem
 	err := sc.Scan(&w.ID, &w.Folder, &w.ChatJID, &w.Topic, &w.Seq, &w.Mode, &w.Trigger, &w.Prompt, &w.Origin,
-		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, &w.Created, &w.Crashes)
+		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, msTime{&w.Created}, &w.Crashes)
 	return w, err
 }
 
@@ -274,7 +275,7 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? ORDER BY id LIMIT 20`, b.Folder)
 	b.Notices, err = collect(rows, err, func(sc scanner) (Notice, error) {
 		var n Notice
-		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, &n.Created)
+		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, msTime{&n.Created})
 		return n, err
 	})
 	if err != nil {
@@ -294,7 +295,7 @@ func (s *Store) messagesBySeq(ctx context.Context, seqs []any) ([]Message, error
 
 // FinishBatch records a turn and, in the same transaction, queues its
 // replies and settles the batch:
-//   - retryAt > 0 (unix ms): the attempt is counted and the batch stays;
+//   - a non-zero retryAt: the attempt is counted and the batch stays;
 //     its chat and topic are not picked again before retryAt (NextBatch
 //     runs the folder's other chats meanwhile);
 //   - a succeeded turn consumes the batch's work rows, the observed context
@@ -304,12 +305,12 @@ func (s *Store) messagesBySeq(ctx context.Context, seqs []any) ([]Message, error
 //   - a failed turn that is not retried (given up) consumes only the work
 //     rows: the observed context and notices wait for the next turn that
 //     gets through.
-func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxItem, retryAt int64) error {
+func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxItem, retryAt time.Time) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms,
 			duration_ms, status, error, exit_code, session_id, messages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Folder, t.ChatJID, t.Topic, t.Trigger, t.TaskID, t.RunID, t.Attempt, t.Started, t.DurationMS,
+			t.ID, t.Folder, t.ChatJID, t.Topic, t.Trigger, t.TaskID, t.RunID, t.Attempt, toMS(t.Started), t.Duration.Milliseconds(),
 			t.Status, t.Error, t.ExitCode, t.SessionID, len(b.Messages)); err != nil {
 			return fmt.Errorf("record turn: %w", err)
 		}
@@ -318,8 +319,8 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 			ids = append(ids, it.ID)
 		}
 		switch {
-		case retryAt > 0:
-			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0 WHERE id IN`, ids, retryAt); err != nil {
+		case !retryAt.IsZero():
+			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0 WHERE id IN`, ids, toMS(retryAt)); err != nil {
 				return err
 			}
 		case t.Status != "succeeded":
@@ -350,7 +351,7 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 				}
 			}
 		}
-		if retryAt == 0 && t.RunID != 0 {
+		if retryAt.IsZero() && t.RunID != 0 {
 			if err := settleRun(ctx, tx, t); err != nil {
 				return err
 			}
@@ -372,7 +373,7 @@ func settleRun(ctx context.Context, tx *sql.Tx, t Turn) error {
 		status = "failed"
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,
-		status, t.ID, t.DurationMS, t.Error, t.RunID)
+		status, t.ID, t.Duration.Milliseconds(), t.Error, t.RunID)
 	if err != nil {
 		return fmt.Errorf("record run %d: %w", t.RunID, err)
 	}
