@@ -108,7 +108,7 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ip
 		}
 	}
 	it, err := b.g.Send(ctx, SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: newID("mcp-"), Kind: m.Kind, File: m.File})
+		Folder: folder, Key: newID("mcp-"), Kind: store.OutboxKind(m.Kind), File: m.File})
 	if err != nil {
 		return ipc.Sent{}, err
 	}
@@ -127,9 +127,9 @@ func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) ipc.
 			it = cur
 		}
 		switch it.Status {
-		case "sent":
+		case store.OutboxSent:
 			return ipc.Sent{Key: it.Key, Status: "sent", ID: it.PlatformID}
-		case "failed":
+		case store.OutboxFailed:
 			return ipc.Sent{Key: it.Key, Status: "failed", Error: it.Error}
 		}
 		select {
@@ -408,7 +408,7 @@ func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]ipc.
 	out := make([]ipc.TurnRecord, len(ts))
 	for i, t := range ts {
 		out[i] = ipc.TurnRecord{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: t.Trigger, Attempt: t.Attempt,
-			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: t.Status, Error: t.Error, SessionID: t.SessionID}
+			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: string(t.Status), Error: t.Error, SessionID: t.SessionID}
 	}
 	return out, nil
 }

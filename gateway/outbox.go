@@ -180,7 +180,7 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 	case err == nil:
 		// The bot has spoken: follow-ups engage from now, before anyone
 		// can see the message stored.
-		if it.Folder != "" && it.Kind != "notice" {
+		if it.Folder != "" && it.Kind != store.OutboxNotice {
 			g.engage.start(it.ChatJID, it.Topic, it.Folder, g.opt.EngageTTL)
 		}
 		g.metrics.outbox.WithLabelValues(chat.Platform(), "sent").Inc()

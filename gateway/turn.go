@@ -93,7 +93,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	if err != nil {
 		return g.turnFailed(ctx, b, turn, res, err)
 	}
-	turn.Status = "succeeded"
+	turn.Status = store.TurnSucceeded
 	g.metrics.turns.WithLabelValues(first.Trigger, "succeeded").Inc()
 	g.metrics.turnSeconds.WithLabelValues(first.Trigger).Observe(res.Duration.Seconds())
 	turn.SessionID = res.SessionID
@@ -104,7 +104,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	}
 	var out []store.OutboxItem
 	if reply := strings.TrimSpace(res.Reply); reply != "" && g.opt.Agent.Output != "none" && !replied[b.ChatJID] {
-		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: "reply", Folder: b.Folder, ChatJID: b.ChatJID,
+		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: store.OutboxReply, Folder: b.Folder, ChatJID: b.ChatJID,
 			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: capText(reply)})
 	}
 	// The agent has run: record it even if shutdown began meanwhile, or the
@@ -126,7 +126,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 // either defers the batch for a retry (RetryDelays; the folder's other
 // chats run meanwhile) or gives up on it.
 func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res AgentResult, err error) time.Duration {
-	turn.Status = "failed"
+	turn.Status = store.TurnFailed
 	turn.Error = err.Error()
 	outcome, reason := "failed", "exit"
 	switch {
@@ -151,7 +151,7 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 		text = fmt.Sprintf("Sorry, something went wrong (%s). Retrying.", shortReason(res, err))
 	}
 	if text != "" {
-		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: "notice", Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Text: text})
+		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Text: text})
 	}
 	var delay time.Duration
 	var retryAt time.Time

@@ -9,20 +9,37 @@ import (
 	"time"
 )
 
-// OutboxFile is the kind of an item that uploads a file.
-const OutboxFile = "file"
+// OutboxKind is what an outbox item is.
+type OutboxKind string
+
+const (
+	OutboxSend   OutboxKind = "send"   // a message sent by a folder or the operator (the default)
+	OutboxReply  OutboxKind = "reply"  // a turn's reply
+	OutboxNotice OutboxKind = "notice" // the gateway's own notice to a chat: its failure leaves no notice
+	OutboxFile   OutboxKind = "file"   // a file upload: FilePath is the file, Text its caption
+)
+
+// OutboxStatus is where an outbox item is in its delivery.
+type OutboxStatus string
+
+const (
+	OutboxPending OutboxStatus = "pending" // waiting to be sent (maybe for a retry)
+	OutboxSending OutboxStatus = "sending" // claimed by a sender
+	OutboxSent    OutboxStatus = "sent"    // delivered
+	OutboxFailed  OutboxStatus = "failed"  // given up on, for good
+)
 
 // OutboxItem is a message waiting for, or done with, delivery.
 type OutboxItem struct {
 	ID          int64
 	Key         string // idempotency key: one row per reply, ever
-	Kind        string // send | reply | notice | file
+	Kind        OutboxKind
 	Folder      string // sender folder ("" for the operator); receives failure notices
 	ChatJID     string
 	Topic       string
 	ReplyTo     string
 	Text        string
-	Status      string // pending | sending | sent | failed
+	Status      OutboxStatus
 	Attempts    int
 	NextAttempt time.Time
 	Error       string
@@ -56,7 +73,7 @@ func insertOutbox(ctx context.Context, tx *sql.Tx, o *OutboxItem, now int64) err
 		return errors.New("queue outbox: key and chat are required")
 	}
 	if o.Kind == "" {
-		o.Kind = "send"
+		o.Kind = OutboxSend
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (key, kind, folder, chat_jid, topic, reply_to, text, created_ms, file_path)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
@@ -183,7 +200,7 @@ func failOutbox(ctx context.Context, tx *sql.Tx, id int64, reason string, now in
 	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'failed', error = ?, done_ms = ? WHERE id = ?`, reason, now, id); err != nil {
 		return fmt.Errorf("fail outbox %d: %w", id, err)
 	}
-	if o.Folder == "" || o.Kind == "notice" {
+	if o.Folder == "" || o.Kind == OutboxNotice {
 		return nil
 	}
 	text := o.Text

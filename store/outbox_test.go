@@ -11,7 +11,7 @@ import (
 // farFuture is a time every item is due at.
 var farFuture = time.UnixMilli(1 << 62)
 
-func addOutbox(t *testing.T, s *Store, key, chat, folder, kind string) OutboxItem {
+func addOutbox(t *testing.T, s *Store, key, chat, folder string, kind OutboxKind) OutboxItem {
 	t.Helper()
 	it, err := s.AddOutbox(context.Background(), OutboxItem{Key: key, Kind: kind, Folder: folder, ChatJID: chat, Text: "text of " + key})
 	if err != nil {

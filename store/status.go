@@ -74,7 +74,7 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 			ORDER BY started_ms DESC LIMIT 5`, func(r scanner) error {
 			var t Turn
 			err := r.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Trigger, &t.Attempt, msTime{&t.Started}, msDuration{&t.Duration}, &t.Error)
-			t.Status = "failed"
+			t.Status = TurnFailed
 			st.FailedTurns = append(st.FailedTurns, t)
 			return err
 		}),

@@ -6,6 +6,14 @@ import (
 	"time"
 )
 
+// TurnStatus is how a turn ended.
+type TurnStatus string
+
+const (
+	TurnSucceeded TurnStatus = "succeeded"
+	TurnFailed    TurnStatus = "failed" // the agent failed or timed out (retried or given up)
+)
+
 // Turn is the record of one agent run.
 type Turn struct {
 	ID        string
@@ -18,7 +26,7 @@ type Turn struct {
 	Attempt   int
 	Started   time.Time
 	Duration  time.Duration
-	Status    string // succeeded | failed
+	Status    TurnStatus
 	Error     string
 	ExitCode  int
 	SessionID string

@@ -323,7 +323,7 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0 WHERE id IN`, ids, toMS(retryAt)); err != nil {
 				return err
 			}
-		case t.Status != "succeeded":
+		case t.Status != TurnSucceeded:
 			if err := execIDs(ctx, tx, `DELETE FROM work WHERE id IN`, ids); err != nil {
 				return err
 			}
@@ -369,7 +369,7 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 // transaction: a crash can never record the turn without its run.
 func settleRun(ctx context.Context, tx *sql.Tx, t Turn) error {
 	status := "succeeded"
-	if t.Status != "succeeded" {
+	if t.Status != TurnSucceeded {
 		status = "failed"
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,

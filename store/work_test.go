@@ -148,7 +148,7 @@ func TestNextBatch(t *testing.T) {
 	}
 }
 
-func finish(t *testing.T, s *Store, b Batch, status string, retry bool) {
+func finish(t *testing.T, s *Store, b Batch, status TurnStatus, retry bool) {
 	t.Helper()
 	var retryAt time.Time
 	if retry {
@@ -157,10 +157,10 @@ func finish(t *testing.T, s *Store, b Batch, status string, retry bool) {
 	finishAt(t, s, b, status, retryAt)
 }
 
-func finishAt(t *testing.T, s *Store, b Batch, status string, retryAt time.Time) {
+func finishAt(t *testing.T, s *Store, b Batch, status TurnStatus, retryAt time.Time) {
 	t.Helper()
 	turn := Turn{ID: fmt.Sprintf("t-%d-%s", b.Items[0].ID, status), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic,
-		Trigger: b.Items[0].Trigger, Attempt: b.Items[0].Attempts + 1, Status: status, SessionID: "s-" + status}
+		Trigger: b.Items[0].Trigger, Attempt: b.Items[0].Attempts + 1, Status: status, SessionID: "s-" + string(status)}
 	if err := s.FinishBatch(context.Background(), b, turn, nil, retryAt); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func finishAt(t *testing.T, s *Store, b Batch, status string, retryAt time.Time)
 func TestFinishBatchOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
-		status           string
+		status           TurnStatus
 		retry            bool
 		work, obs, notes int
 		attempts         int
