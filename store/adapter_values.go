@@ -64,7 +64,7 @@ func (s *Store) ChatHeads(ctx context.Context, platform string) ([]ChatHead, err
 		WHERE c.platform = ? ORDER BY c.jid`, platform)
 	out, err := collect(rows, err, func(sc scanner) (ChatHead, error) {
 		var h ChatHead
-		err := sc.Scan(&h.JID, &h.LastID, msTime{&h.LastTime})
+		err := sc.Scan(&h.JID, &h.LastID, msTime(&h.LastTime))
 		return h, err
 	})
 	if err != nil {

@@ -51,7 +51,7 @@ func (s *Store) Chats(ctx context.Context) ([]Chat, error) {
 		`SELECT jid, platform, name, first_seen_ms, last_seq FROM chats ORDER BY jid`)
 	cs, err := collect(rows, err, func(sc scanner) (Chat, error) {
 		var c Chat
-		err := sc.Scan(&c.JID, &c.Platform, &c.Name, msTime{&c.FirstSeen}, &c.LastSeq)
+		err := sc.Scan(&c.JID, &c.Platform, &c.Name, msTime(&c.FirstSeen), &c.LastSeq)
 		return c, err
 	})
 	if err != nil {

@@ -131,7 +131,7 @@ func (s *Store) Reactions(ctx context.Context, chat, id string) ([]Reaction, err
 	rows, err := s.r.QueryContext(ctx, `SELECT sender, emoji, time_ms FROM reactions WHERE chat_jid = ? AND msg_id = ? ORDER BY time_ms, sender`, chat, id)
 	out, err := collect(rows, err, func(sc scanner) (Reaction, error) {
 		r := Reaction{ChatJID: chat, MsgID: id}
-		err := sc.Scan(&r.Sender, &r.Emoji, msTime{&r.Time})
+		err := sc.Scan(&r.Sender, &r.Emoji, msTime(&r.Time))
 		return r, err
 	})
 	if err != nil {
@@ -146,7 +146,7 @@ func (s *Store) reactionNotes(ctx context.Context, folder string) ([]ReactionNot
 		FROM reaction_notes WHERE folder = ? ORDER BY id LIMIT 20`, folder)
 	out, err := collect(rows, err, func(sc scanner) (ReactionNote, error) {
 		var n ReactionNote
-		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.MsgID, &n.Sender, &n.SenderName, &n.Emoji, &n.Removed, msTime{&n.Time})
+		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.MsgID, &n.Sender, &n.SenderName, &n.Emoji, &n.Removed, msTime(&n.Time))
 		return n, err
 	})
 	if err != nil {

@@ -190,7 +190,7 @@ func encodeAttachments(a []adapters.Attachment) (any, error) {
 func scanMessage(sc scanner, m *Message, extra ...any) error {
 	var att sql.NullString
 	dest := append([]any{&m.Seq, &m.ChatJID, &m.ID, &m.Sender, &m.SenderName, &m.Text, &m.Topic,
-		&m.ReplyTo, &m.Verb, &m.FromBot, msTime{&m.Time}, &att, &m.OtherBot, &m.Deleted, msTime{&m.Edited}}, extra...)
+		&m.ReplyTo, &m.Verb, &m.FromBot, msTime(&m.Time), &att, &m.OtherBot, &m.Deleted, msTime(&m.Edited)}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ const outboxColumns = `id, key, kind, folder, chat_jid, topic, reply_to, text, s
 func scanOutbox(sc scanner) (OutboxItem, error) {
 	var o OutboxItem
 	err := sc.Scan(&o.ID, &o.Key, &o.Kind, &o.Folder, &o.ChatJID, &o.Topic, &o.ReplyTo, &o.Text, &o.Status, &o.Attempts,
-		msTime{&o.NextAttempt}, &o.Error, &o.PlatformID, msTime{&o.Created}, &o.PartsSent, &o.FilePath)
+		msTime(&o.NextAttempt), &o.Error, &o.PlatformID, msTime(&o.Created), &o.PartsSent, &o.FilePath)
 	return o, err
 }
 

@@ -26,7 +26,7 @@ func (s *Store) FolderSessions(ctx context.Context, folder string) ([]SessionRow
 		WHERE folder = ? ORDER BY updated_ms DESC, chat_jid, topic`, folder)
 	out, err := collect(rows, err, func(sc scanner) (SessionRow, error) {
 		var r SessionRow
-		err := sc.Scan(&r.Folder, &r.ChatJID, &r.Topic, &r.SessionID, msTime{&r.Updated})
+		err := sc.Scan(&r.Folder, &r.ChatJID, &r.Topic, &r.SessionID, msTime(&r.Updated))
 		return r, err
 	})
 	if err != nil {

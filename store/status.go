@@ -55,7 +55,7 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 		}),
 		q(`SELECT folder, chat_jid, max(started_ms) FROM work WHERE started_ms > 0 GROUP BY folder, chat_jid, topic ORDER BY folder`, func(r scanner) error {
 			var t RunningTurn
-			err := r.Scan(&t.Folder, &t.ChatJID, msTime{&t.Started})
+			err := r.Scan(&t.Folder, &t.ChatJID, msTime(&t.Started))
 			st.Running = append(st.Running, t)
 			return err
 		}),
@@ -73,7 +73,7 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 		q(`SELECT id, folder, chat_jid, trigger, attempt, started_ms, duration_ms, error FROM turns WHERE status = 'failed'
 			ORDER BY started_ms DESC LIMIT 5`, func(r scanner) error {
 			var t Turn
-			err := r.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Trigger, &t.Attempt, msTime{&t.Started}, msDuration{&t.Duration}, &t.Error)
+			err := r.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Trigger, &t.Attempt, msTime(&t.Started), msDuration(&t.Duration), &t.Error)
 			t.Status = TurnFailed
 			st.FailedTurns = append(st.FailedTurns, t)
 			return err

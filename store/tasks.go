@@ -400,7 +400,7 @@ func (s *Store) TaskRuns(ctx context.Context, taskID int64, limit int) ([]TaskRu
 	out, err := collect(rows, err, func(sc scanner) (TaskRun, error) {
 		var r TaskRun
 		var slot int64
-		err := sc.Scan(&r.ID, &r.TaskID, &slot, &r.Status, msTime{&r.Started}, msDuration{&r.Duration}, &r.TurnID, &r.Error)
+		err := sc.Scan(&r.ID, &r.TaskID, &slot, &r.Status, msTime(&r.Started), msDuration(&r.Duration), &r.TurnID, &r.Error)
 		r.Slot = time.Unix(slot, 0).UTC()
 		return r, err
 	})

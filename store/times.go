@@ -25,32 +25,30 @@ func fromMS(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// msTime scans an integer unix-milliseconds column into a time.Time.
-type msTime struct{ t *time.Time }
+// msColumn scans an integer milliseconds column (NULL as 0) into *dst,
+// converted by conv.
+type msColumn[T any] struct {
+	dst  *T
+	conv func(int64) T
+}
 
-func (m msTime) Scan(v any) error {
+func (c msColumn[T]) Scan(v any) error {
+	var ms int64
 	switch v := v.(type) {
 	case nil:
-		*m.t = time.Time{}
 	case int64:
-		*m.t = fromMS(v)
+		ms = v
 	default:
-		return fmt.Errorf("scan time: unix milliseconds expected, got %T", v)
+		return fmt.Errorf("scan %T: integer milliseconds expected, got %T", *c.dst, v)
 	}
+	*c.dst = c.conv(ms)
 	return nil
 }
 
-// msDuration scans an integer milliseconds column into a time.Duration.
-type msDuration struct{ d *time.Duration }
+// msTime scans a unix-milliseconds column into t.
+func msTime(t *time.Time) msColumn[time.Time] { return msColumn[time.Time]{t, fromMS} }
 
-func (m msDuration) Scan(v any) error {
-	switch v := v.(type) {
-	case nil:
-		*m.d = 0
-	case int64:
-		*m.d = time.Duration(v) * time.Millisecond
-	default:
-		return fmt.Errorf("scan duration: milliseconds expected, got %T", v)
-	}
-	return nil
+// msDuration scans a milliseconds column into d.
+func msDuration(d *time.Duration) msColumn[time.Duration] {
+	return msColumn[time.Duration]{d, func(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }}
 }

@@ -38,8 +38,8 @@ func (s *Store) Turns(ctx context.Context, folder string, limit int) ([]Turn, er
 		status, error, exit_code, session_id FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`, folder, clampLimit(limit))
 	out, err := collect(rows, err, func(sc scanner) (Turn, error) {
 		var t Turn
-		err := sc.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, msTime{&t.Started},
-			msDuration{&t.Duration}, &t.Status, &t.Error, &t.ExitCode, &t.SessionID)
+		err := sc.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, msTime(&t.Started),
+			msDuration(&t.Duration), &t.Status, &t.Error, &t.ExitCode, &t.SessionID)
 		return t, err
 	})
 	if err != nil {

@@ -183,7 +183,7 @@ const workColumns = `id, folder, chat_jid, topic, seq, mode, trigger, prompt, or
 func scanWork(sc scanner) (WorkItem, error) {
 	var w WorkItem
 	err := sc.Scan(&w.ID, &w.Folder, &w.ChatJID, &w.Topic, &w.Seq, &w.Mode, &w.Trigger, &w.Prompt, &w.Origin,
-		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, msTime{&w.Created}, &w.Crashes)
+		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, msTime(&w.Created), &w.Crashes)
 	return w, err
 }
 
@@ -275,7 +275,7 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? ORDER BY id LIMIT 20`, b.Folder)
 	b.Notices, err = collect(rows, err, func(sc scanner) (Notice, error) {
 		var n Notice
-		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, msTime{&n.Created})
+		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, msTime(&n.Created))
 		return n, err
 	})
 	if err != nil {
