@@ -71,10 +71,10 @@ type SendRequest struct {
 	Text    string
 	Topic   string
 	ReplyTo string
-	Folder  string // who sent it (for delivery-failure notices); "" for the operator
-	Key     string // idempotency key; generated when empty
-	Kind    string // "send" (default), "reply", "notice", "file"
-	File    string // kind file: the file, relative to Folder's directory; Text is the caption
+	Folder  string           // who sent it (for delivery-failure notices); "" for the operator
+	Key     string           // idempotency key; generated when empty
+	Kind    store.OutboxKind // store.OutboxSend when empty
+	File    string           // kind file: the file, relative to Folder's directory; Text is the caption
 }
 
 // QueueSend writes a message to the outbox. Delivery happens in the running
@@ -95,7 +95,7 @@ func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.Out
 		req.Key = NewID("send-")
 	}
 	if req.Kind == "" {
-		req.Kind = "send"
+		req.Kind = store.OutboxSend
 	}
 	return st.AddOutbox(ctx, store.OutboxItem{Key: req.Key, Kind: req.Kind, Folder: req.Folder, ChatJID: req.Chat,
 		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: CapText(strings.ToValidUTF8(req.Text, "\uFFFD")), FilePath: req.File})

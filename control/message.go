@@ -62,7 +62,7 @@ func Normalize(in adapters.Inbound) (store.Message, error) {
 	return store.Message{
 		ChatJID: string(in.Chat), ID: in.ID, Sender: string(in.Sender), SenderName: in.SenderName,
 		Text: CapText(in.Text), Topic: in.Topic, ReplyTo: in.ReplyTo, Verb: verb, FromBot: in.FromBot, OtherBot: in.OtherBot,
-		Time: t.UnixMilli(), Attachments: in.Attachments,
+		Time: t, Attachments: in.Attachments,
 	}, nil
 }
 

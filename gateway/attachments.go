@@ -77,7 +77,7 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, m store.Message, 
 	if a.Size > limit {
 		return fetched{err: fmt.Sprintf("%d bytes is over the %s", a.Size, mb)}
 	}
-	dir := "inbox/" + time.UnixMilli(m.Time).UTC().Format("2006-01-02")
+	dir := "inbox/" + m.Time.UTC().Format("2006-01-02")
 	rel := dir + "/" + safeName(m.ID, "msg") + "-" + safeName(a.Name, "file")
 	if fi, err := root.Lstat(rel); err == nil && fi.Mode().IsRegular() && (a.Size == 0 || fi.Size() == a.Size) {
 		return fetched{path: rel} // fetched by an earlier attempt of this batch

@@ -115,7 +115,7 @@ func TestEditAndDeleteStartNoTurn(t *testing.T) {
 		}
 	}
 	m, _ := h.st.MessageByID(ctx, testChat, "m1")
-	if m.Text != "the rollout is fine" || m.Edited == 0 {
+	if m.Text != "the rollout is fine" || m.Edited.IsZero() {
 		t.Errorf("after the edit: %+v", m)
 	}
 	if hits, _ := h.st.Search(ctx, "deploy", store.SearchOptions{}); len(hits) != 0 {

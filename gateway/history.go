@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"time"
 
 	"switchboard/adapters"
 	"switchboard/store"
@@ -28,6 +27,6 @@ func (h History) Messages(ctx context.Context, chat adapters.JID, after int64, l
 func toStored(m store.Message) adapters.Stored {
 	return adapters.Stored{Seq: m.Seq, Inbound: adapters.Inbound{
 		Chat: adapters.JID(m.ChatJID), ID: m.ID, Sender: adapters.JID(m.Sender), SenderName: m.SenderName, Text: m.Text,
-		Time: time.UnixMilli(m.Time), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments,
+		Time: m.Time, Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments,
 	}}
 }

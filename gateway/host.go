@@ -47,9 +47,7 @@ func (h adapterHost) RoutedChats(ctx context.Context) ([]adapters.ChatCursor, er
 			continue
 		}
 		cur := adapters.ChatCursor{Chat: adapters.JID(c.JID), LastID: c.LastID}
-		if c.LastMS > 0 {
-			cur.Last = time.UnixMilli(c.LastMS)
-		}
+		cur.Last = c.LastTime
 		out = append(out, cur)
 	}
 	return out, nil

@@ -104,7 +104,7 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ip
 		}
 	}
 	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: control.NewID("mcp-"), Kind: string(m.Kind), File: m.File})
+		Folder: folder, Key: control.NewID("mcp-"), Kind: store.OutboxKind(m.Kind), File: m.File})
 	if err != nil {
 		return ipc.Sent{}, err
 	}
@@ -123,9 +123,9 @@ func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) ipc.
 			it = cur
 		}
 		switch it.Status {
-		case "sent":
+		case store.OutboxSent:
 			return ipc.Sent{Key: it.Key, Status: ipc.SentOK, ID: it.PlatformID}
-		case "failed":
+		case store.OutboxFailed:
 			return ipc.Sent{Key: it.Key, Status: ipc.SentFailed, Error: it.Error}
 		}
 		select {
@@ -233,7 +233,7 @@ func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error
 		return err
 	}
 	m.Text = control.CapText(text)
-	m.Edited = 0
+	m.Edited = time.Time{}
 	_, err = b.g.st.EditMessage(ctx, &m)
 	return err
 }
@@ -312,7 +312,7 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 func (b mcpBackend) Search(ctx context.Context, query string, o ipc.SearchOptions) ([]ipc.Hit, error) {
 	so := store.SearchOptions{ChatJIDs: o.Chats, Sender: o.Sender, Limit: o.Limit}
 	if !o.Since.IsZero() {
-		so.Since = o.Since.UnixMilli()
+		so.Since = o.Since
 	}
 	hits, err := b.g.st.Search(ctx, query, so)
 	if err != nil {
@@ -426,7 +426,7 @@ func (b mcpBackend) AgentSessions(ctx context.Context, folder string) ([]ipc.Age
 	}
 	out := make([]ipc.AgentSession, len(rows))
 	for i, r := range rows {
-		out[i] = ipc.AgentSession{Chat: r.ChatJID, Topic: r.Topic, SessionID: r.SessionID, Updated: time.UnixMilli(r.Updated).UTC()}
+		out[i] = ipc.AgentSession{Chat: r.ChatJID, Topic: r.Topic, SessionID: r.SessionID, Updated: r.Updated.UTC()}
 	}
 	return out, nil
 }
@@ -439,7 +439,7 @@ func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]ipc.
 	out := make([]ipc.TurnRecord, len(ts))
 	for i, t := range ts {
 		out[i] = ipc.TurnRecord{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: t.Trigger, Attempt: t.Attempt,
-			Started: time.UnixMilli(t.Started).UTC(), DurationMS: t.DurationMS, Status: t.Status, Error: t.Error, SessionID: t.SessionID}
+			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: string(t.Status), Error: t.Error, SessionID: t.SessionID}
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"time"
 
 	"switchboard/control"
 	"switchboard/ipc"
@@ -50,8 +49,8 @@ func (b mcpBackend) TaskRuns(ctx context.Context, id int64, limit int) ([]ipc.Ta
 	}
 	out := make([]ipc.TaskRun, len(runs))
 	for i, r := range runs {
-		out[i] = ipc.TaskRun{ID: r.ID, Slot: r.Slot, Status: r.Status, Started: time.UnixMilli(r.Started).UTC(),
-			Duration: time.Duration(r.DurationMS) * time.Millisecond, TurnID: r.TurnID, Error: r.Error}
+		out[i] = ipc.TaskRun{ID: r.ID, Slot: r.Slot, Status: r.Status, Started: r.Started.UTC(),
+			Duration: r.Duration, TurnID: r.TurnID, Error: r.Error}
 	}
 	return out, nil
 }

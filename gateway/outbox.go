@@ -70,7 +70,7 @@ func (o *outbox) run(ctx context.Context) {
 		}
 		wait := time.Second
 		if at, ok, err := o.g.st.NextOutboxAt(ctx); err == nil && ok {
-			wait = min(wait, max(time.Until(time.UnixMilli(at)), 0))
+			wait = min(wait, max(time.Until(at), 0))
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -112,7 +112,7 @@ func (o *outbox) drain(timeout time.Duration) bool {
 // sendDue claims the due chat heads and starts their delivery; it returns
 // how many it claimed.
 func (o *outbox) sendDue(ctx context.Context) int {
-	items, err := o.g.st.DueOutbox(ctx, time.Now().UnixMilli(), 256)
+	items, err := o.g.st.DueOutbox(ctx, time.Now(), 256)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.g.log.Error("read outbox", "err", err)
@@ -123,7 +123,7 @@ func (o *outbox) sendDue(ctx context.Context) int {
 	for _, it := range items {
 		if until := o.pausedUntil(adapters.JID(it.ChatJID).Platform()); !until.IsZero() {
 			// The platform is rate limited: wait without counting an attempt.
-			if err := o.g.st.OutboxDefer(ctx, it.ID, until.UnixMilli()); err != nil && ctx.Err() == nil {
+			if err := o.g.st.OutboxDefer(ctx, it.ID, until); err != nil && ctx.Err() == nil {
 				o.g.log.Error("defer outbox item", "outbox", it.ID, "err", err)
 			}
 			continue
@@ -181,7 +181,7 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 	case err == nil:
 		// The bot has spoken: follow-ups engage from now, before anyone
 		// can see the message stored.
-		if it.Folder != "" && it.Kind != "notice" {
+		if it.Folder != "" && it.Kind != store.OutboxNotice {
 			g.engage.start(it.ChatJID, it.Topic, it.Folder, g.opt.EngageTTL)
 		}
 		g.metrics.outbox.WithLabelValues(chat.Platform(), "sent").Inc()
@@ -245,7 +245,7 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 func (o *outbox) botMessage(it store.OutboxItem, id, text string) *store.Message {
 	platform := adapters.JID(it.ChatJID).Platform()
 	return &store.Message{ChatJID: it.ChatJID, ID: id, Sender: o.g.botJID(platform), SenderName: "switchboard",
-		Text: text, Topic: it.Topic, ReplyTo: it.ReplyTo, Verb: adapters.VerbMessage, FromBot: true, Time: time.Now().UnixMilli()}
+		Text: text, Topic: it.Topic, ReplyTo: it.ReplyTo, Verb: adapters.VerbMessage, FromBot: true, Time: time.Now()}
 }
 
 // sendFile opens the item's file inside its folder at send time (regular
@@ -346,7 +346,7 @@ func (o *outbox) finished(key string) {
 func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Duration, cause error) {
 	o.g.metrics.outbox.WithLabelValues(adapters.JID(it.ChatJID).Platform(), "retried").Inc()
 	o.g.log.Warn("delivery will be retried", "jid", it.ChatJID, "outbox", it.ID, "attempt", it.Attempts, "wait", wait, "err", cause)
-	if err := o.g.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().Add(wait).UnixMilli(), cause.Error()); err != nil {
+	if err := o.g.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().Add(wait), cause.Error()); err != nil {
 		o.g.log.Error("record delivery retry", "outbox", it.ID, "err", err)
 	}
 }

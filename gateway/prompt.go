@@ -84,7 +84,7 @@ func writeMessage(sb *strings.Builder, m store.Message, files map[fileKey]fetche
 	if m.Deleted {
 		sb.WriteString(` deleted="true"`)
 	}
-	if m.Edited != 0 {
+	if !m.Edited.IsZero() {
 		fmt.Fprintf(sb, ` edited="%s"`, msTime(m.Edited))
 	}
 	sb.WriteString(">")
@@ -103,7 +103,7 @@ func writeMessage(sb *strings.Builder, m store.Message, files map[fileKey]fetche
 	sb.WriteString("</message>\n")
 }
 
-func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+func msTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
 

@@ -17,7 +17,7 @@ func TestPromptFormat(t *testing.T) {
 		Folder: "main", ChatJID: "web:lobby",
 		Items: []store.WorkItem{{Seq: 41, Trigger: triggerMessage}},
 		Messages: []store.Message{{Seq: 41, ChatJID: "web:lobby", ID: "m-3", Sender: "web:user/ann", SenderName: "Ann",
-			Text: "hello", Verb: "mention", Time: now.UnixMilli()}},
+			Text: "hello", Verb: "mention", Time: now}},
 	}
 	got := buildPrompt(turnHeader{Folder: "main", Tier: 1, Chat: "web:lobby", Trigger: triggerMessage, Now: now}, b)
 	want := `<turn folder="main" tier="1" chat="web:lobby" trigger="message" now="2026-11-21T09:00:00Z"/>
@@ -66,7 +66,7 @@ func TestPromptSections(t *testing.T) {
 		Folder: "acme/eng", ChatJID: "slack:T1/channel/C1", Topic: "171.5",
 		Items:    []store.WorkItem{{Trigger: triggerTask, TaskID: 7, RunID: 9, Prompt: "daily summary"}},
 		Observed: []store.Message{{Seq: 5, ID: "o1", Sender: "slack:T1/user/U1", SenderName: "Bob", Text: "fyi", Verb: "message", Topic: "171.5"}},
-		Notices:  []store.Notice{{ChatJID: "slack:T1/channel/C2", Text: "old reply", Error: "channel_archived", Created: now.UnixMilli()}},
+		Notices:  []store.Notice{{ChatJID: "slack:T1/channel/C2", Text: "old reply", Error: "channel_archived", Created: now}},
 	}
 	p := buildPrompt(turnHeader{Folder: "acme/eng", Tier: 2, Chat: b.ChatJID, Topic: b.Topic, Trigger: triggerTask, Now: now}, b)
 	for _, want := range []string{

@@ -26,7 +26,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	first := b.Items[0]
 	turn := store.Turn{
 		ID: control.NewID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
-		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: time.Now().UnixMilli(),
+		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: time.Now(),
 	}
 	if first.Attempts > 0 && first.Attempts+first.Crashes >= maxAttempts {
 		// The agent failed, and crashes of the gateway under its other
@@ -80,7 +80,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 			"count", res.Escaped, "err", res.EscapedErr)
 	}
 	replied := g.turnFinished(turn.ID)
-	turn.DurationMS = res.Duration.Milliseconds()
+	turn.Duration = res.Duration
 	turn.ExitCode = res.ExitCode
 	if err != nil && ctx.Err() != nil {
 		// Shutdown interrupted the turn: leave the batch pending for the
@@ -94,7 +94,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	if err != nil {
 		return g.turnFailed(ctx, b, turn, res, err)
 	}
-	turn.Status = "succeeded"
+	turn.Status = store.TurnSucceeded
 	g.metrics.turns.WithLabelValues(first.Trigger, "succeeded").Inc()
 	g.metrics.turnSeconds.WithLabelValues(first.Trigger).Observe(res.Duration.Seconds())
 	turn.SessionID = res.SessionID
@@ -105,18 +105,18 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	}
 	var out []store.OutboxItem
 	if reply := strings.TrimSpace(res.Reply); reply != "" && g.opt.Agent.Output != agent.OutputNone && !replied[b.ChatJID] {
-		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: "reply", Folder: b.Folder, ChatJID: b.ChatJID,
+		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: store.OutboxReply, Folder: b.Folder, ChatJID: b.ChatJID,
 			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: control.CapText(reply)})
 	}
 	// The agent has run: record it even if shutdown began meanwhile, or the
 	// batch would run (and answer) again at the next start. FinishBatch
 	// also saves the session.
 	rctx := context.WithoutCancel(ctx)
-	if err := g.st.FinishBatch(rctx, b, turn, out, 0); err != nil {
+	if err := g.st.FinishBatch(rctx, b, turn, out, time.Time{}); err != nil {
 		g.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
 		return time.Second
 	}
-	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.DurationMS, "stdout_reply", len(out) > 0, "mcp_replies", len(replied))
+	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.Duration.Milliseconds(), "stdout_reply", len(out) > 0, "mcp_replies", len(replied))
 	if len(out) > 0 {
 		g.outbox.wake()
 	}
@@ -127,7 +127,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 // either defers the batch for a retry (RetryDelays; the folder's other
 // chats run meanwhile) or gives up on it.
 func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res agent.Result, err error) time.Duration {
-	turn.Status = "failed"
+	turn.Status = store.TurnFailed
 	turn.Error = err.Error()
 	outcome, reason := "failed", "exit"
 	switch {
@@ -152,13 +152,13 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 		text = fmt.Sprintf("Sorry, something went wrong (%s). Retrying.", shortReason(res, err))
 	}
 	if text != "" {
-		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: "notice", Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Text: text})
+		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Text: text})
 	}
 	var delay time.Duration
-	var retryAt int64
+	var retryAt time.Time
 	if !giveUp {
 		delay = g.opt.RetryDelays[min(turn.Attempt-1, len(g.opt.RetryDelays)-1)]
-		retryAt = time.Now().Add(delay).UnixMilli()
+		retryAt = time.Now().Add(delay)
 	}
 	rctx := context.WithoutCancel(ctx)
 	if ferr := g.st.FinishBatch(rctx, b, turn, out, retryAt); ferr != nil {

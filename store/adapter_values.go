@@ -52,9 +52,9 @@ func (s *Store) SetAdapterValue(ctx context.Context, adapter, key, value string,
 
 // ChatHead is a chat with its newest stored message.
 type ChatHead struct {
-	JID    string
-	LastID string // platform id of the newest stored message; "" when none
-	LastMS int64  // its time, unix ms; 0 when none
+	JID      string
+	LastID   string    // platform id of the newest stored message; "" when none
+	LastTime time.Time // its time; zero when none
 }
 
 // ChatHeads lists the chats of platform with their newest stored message.
@@ -62,37 +62,31 @@ func (s *Store) ChatHeads(ctx context.Context, platform string) ([]ChatHead, err
 	rows, err := s.r.QueryContext(ctx, `SELECT c.jid, coalesce(m.msg_id, ''), coalesce(m.time_ms, 0)
 		FROM chats c LEFT JOIN messages m ON m.seq = c.last_seq
 		WHERE c.platform = ? ORDER BY c.jid`, platform)
+	out, err := collect(rows, err, func(sc scanner) (ChatHead, error) {
+		var h ChatHead
+		err := sc.Scan(&h.JID, &h.LastID, msTime(&h.LastTime))
+		return h, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s chats: %w", platform, err)
 	}
-	defer rows.Close()
-	var out []ChatHead
-	for rows.Next() {
-		var h ChatHead
-		if err := rows.Scan(&h.JID, &h.LastID, &h.LastMS); err != nil {
-			return nil, fmt.Errorf("list %s chats: %w", platform, err)
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ValuesByKey returns, for every adapter (namespace) that has one, its
 // value under key: the persisted adapter states, for example.
 func (s *Store) ValuesByKey(ctx context.Context, key string) (map[string]string, error) {
+	out := map[string]string{}
 	rows, err := s.r.QueryContext(ctx, `SELECT adapter, value FROM adapter_values
 		WHERE key = ? AND (expires_ms = 0 OR expires_ms > ?)`, key, s.nowMS())
+	err = each(rows, err, func(sc scanner) error {
+		var a, v string
+		err := sc.Scan(&a, &v)
+		out[a] = v
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s values: %w", key, err)
 	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var a, v string
-		if err := rows.Scan(&a, &v); err != nil {
-			return nil, fmt.Errorf("read %s values: %w", key, err)
-		}
-		out[a] = v
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 var benchWords = strings.Fields(`deploy release incident review lunch meeting budget design
@@ -78,7 +79,7 @@ func searchCorpus(b *testing.B, s *Store, n int) {
 				ws[i] = word()
 			}
 			ms = append(ms, &Message{ChatJID: fmt.Sprintf("slack:T1/channel/C%d", id%20), ID: fmt.Sprint(id),
-				Sender: fmt.Sprintf("slack:T1/user/U%d", id%50), Text: strings.Join(ws, " "), Time: int64(id)})
+				Sender: fmt.Sprintf("slack:T1/user/U%d", id%50), Text: strings.Join(ws, " "), Time: time.UnixMilli(int64(id))})
 		}
 		if _, err := s.InsertMessages(ctx, ms); err != nil {
 			b.Fatal(err)
@@ -103,7 +104,7 @@ func BenchmarkSearch(b *testing.B) {
 		{"term", "merge", SearchOptions{}},
 		{"and", "incident AND rollback", SearchOptions{}},
 		{"phrase_in_chats", `"search index"`, SearchOptions{ChatJIDs: []string{"slack:T1/channel/C1", "slack:T1/channel/C2"}}},
-		{"prefix_since_sender", "w123*", SearchOptions{Since: total / 2, Sender: "slack:T1/user/U7", Limit: 50}},
+		{"prefix_since_sender", "w123*", SearchOptions{Since: time.UnixMilli(total / 2), Sender: "slack:T1/user/U7", Limit: 50}},
 		{"rare_term", "w1000 OR w1500", SearchOptions{}},
 	}
 	for _, q := range queries {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Chat is a chat the gateway has seen.
@@ -11,12 +12,12 @@ type Chat struct {
 	JID       string
 	Platform  string
 	Name      string
-	FirstSeen int64 // unix ms
+	FirstSeen time.Time
 	LastSeq   int64 // seq of the newest stored message, 0 when none
 }
 
 // UpsertChat creates the chat or updates it. A non-empty Name or Platform
-// replaces the stored one; an empty one keeps it. FirstSeen (0: now) only
+// replaces the stored one; an empty one keeps it. FirstSeen (zero: now) only
 // moves earlier and LastSeq only moves forward. An empty Platform is taken
 // from the JID.
 func (s *Store) UpsertChat(ctx context.Context, c Chat) error {
@@ -26,8 +27,9 @@ func (s *Store) UpsertChat(ctx context.Context, c Chat) error {
 	if c.Platform == "" {
 		c.Platform = platformOf(c.JID)
 	}
-	if c.FirstSeen == 0 {
-		c.FirstSeen = s.nowMS()
+	firstSeen := toMS(c.FirstSeen)
+	if firstSeen == 0 {
+		firstSeen = s.nowMS()
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO chats (jid, platform, name, first_seen_ms, last_seq)
 		VALUES (?, ?, ?, ?, ?)
@@ -36,7 +38,7 @@ func (s *Store) UpsertChat(ctx context.Context, c Chat) error {
 			name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE chats.name END,
 			first_seen_ms = min(chats.first_seen_ms, excluded.first_seen_ms),
 			last_seq = max(chats.last_seq, excluded.last_seq)`,
-		c.JID, c.Platform, c.Name, c.FirstSeen, c.LastSeq)
+		c.JID, c.Platform, c.Name, firstSeen, c.LastSeq)
 	if err != nil {
 		return fmt.Errorf("upsert chat %s: %w", c.JID, err)
 	}
@@ -47,19 +49,12 @@ func (s *Store) UpsertChat(ctx context.Context, c Chat) error {
 func (s *Store) Chats(ctx context.Context) ([]Chat, error) {
 	rows, err := s.r.QueryContext(ctx,
 		`SELECT jid, platform, name, first_seen_ms, last_seq FROM chats ORDER BY jid`)
-	if err != nil {
-		return nil, fmt.Errorf("list chats: %w", err)
-	}
-	defer rows.Close()
-	cs := []Chat{}
-	for rows.Next() {
+	cs, err := collect(rows, err, func(sc scanner) (Chat, error) {
 		var c Chat
-		if err := rows.Scan(&c.JID, &c.Platform, &c.Name, &c.FirstSeen, &c.LastSeq); err != nil {
-			return nil, fmt.Errorf("list chats: %w", err)
-		}
-		cs = append(cs, c)
-	}
-	if err := rows.Err(); err != nil {
+		err := sc.Scan(&c.JID, &c.Platform, &c.Name, msTime(&c.FirstSeen), &c.LastSeq)
+		return c, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list chats: %w", err)
 	}
 	return cs, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // EditMessage replaces the text and attachments of the stored message
@@ -20,11 +21,11 @@ func (s *Store) EditMessage(ctx context.Context, m *Message) (existed bool, err 
 	}
 	err = writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
-		if m.Edited == 0 {
-			m.Edited = now
+		if m.Edited.IsZero() {
+			m.Edited = fromMS(now)
 		}
 		err := tx.QueryRowContext(ctx, `UPDATE messages SET text = ?, attachments = coalesce(?, attachments), edited_ms = ?
-			WHERE chat_jid = ? AND msg_id = ? RETURNING seq`, m.Text, att, m.Edited, m.ChatJID, m.ID).Scan(&m.Seq)
+			WHERE chat_jid = ? AND msg_id = ? RETURNING seq`, m.Text, att, toMS(m.Edited), m.ChatJID, m.ID).Scan(&m.Seq)
 		if err == nil {
 			existed = true
 			return nil
@@ -32,11 +33,11 @@ func (s *Store) EditMessage(ctx context.Context, m *Message) (existed bool, err 
 		if err != sql.ErrNoRows {
 			return err
 		}
-		if m.Time == 0 {
-			m.Time = now
+		if m.Time.IsZero() {
+			m.Time = fromMS(now)
 		}
 		seq, _, err := insertOne(ctx, tx.StmtContext(ctx, s.insertMsg), tx.StmtContext(ctx, s.msgSeqByID),
-			tx.StmtContext(ctx, s.touchChat), m, m.Time, now)
+			tx.StmtContext(ctx, s.touchChat), m, toMS(m.Time), now)
 		m.Seq = seq
 		return err
 	})
@@ -70,8 +71,8 @@ type Reaction struct {
 	Sender     string
 	SenderName string
 	Emoji      string
-	Removed    bool  // the reaction was taken back
-	Time       int64 // unix ms
+	Removed    bool // the reaction was taken back
+	Time       time.Time
 }
 
 // ReactionNote is a reaction to one of the bot's messages, waiting for the
@@ -92,8 +93,8 @@ func (s *Store) SetReaction(ctx context.Context, r Reaction, noteFolder string) 
 	}
 	var seq int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		if r.Time == 0 {
-			r.Time = s.nowMS()
+		if r.Time.IsZero() {
+			r.Time = fromMS(s.nowMS())
 		}
 		var res sql.Result
 		var err error
@@ -102,14 +103,14 @@ func (s *Store) SetReaction(ctx context.Context, r Reaction, noteFolder string) 
 				r.ChatJID, r.MsgID, r.Sender, r.Emoji)
 		} else {
 			res, err = tx.ExecContext(ctx, `INSERT INTO reactions (chat_jid, msg_id, sender, emoji, time_ms) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT DO NOTHING`, r.ChatJID, r.MsgID, r.Sender, r.Emoji, r.Time)
+				ON CONFLICT DO NOTHING`, r.ChatJID, r.MsgID, r.Sender, r.Emoji, toMS(r.Time))
 		}
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n > 0 && noteFolder != "" {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO reaction_notes (folder, chat_jid, msg_id, sender, sender_name, emoji, removed, time_ms)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, noteFolder, r.ChatJID, r.MsgID, r.Sender, r.SenderName, r.Emoji, r.Removed, r.Time); err != nil {
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, noteFolder, r.ChatJID, r.MsgID, r.Sender, r.SenderName, r.Emoji, r.Removed, toMS(r.Time)); err != nil {
 				return err
 			}
 		}
@@ -128,36 +129,28 @@ func (s *Store) SetReaction(ctx context.Context, r Reaction, noteFolder string) 
 // Reactions lists the reactions to a message, oldest first.
 func (s *Store) Reactions(ctx context.Context, chat, id string) ([]Reaction, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT sender, emoji, time_ms FROM reactions WHERE chat_jid = ? AND msg_id = ? ORDER BY time_ms, sender`, chat, id)
+	out, err := collect(rows, err, func(sc scanner) (Reaction, error) {
+		r := Reaction{ChatJID: chat, MsgID: id}
+		err := sc.Scan(&r.Sender, &r.Emoji, msTime(&r.Time))
+		return r, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read reactions of %s in %s: %w", id, chat, err)
 	}
-	defer rows.Close()
-	var out []Reaction
-	for rows.Next() {
-		r := Reaction{ChatJID: chat, MsgID: id}
-		if err := rows.Scan(&r.Sender, &r.Emoji, &r.Time); err != nil {
-			return nil, fmt.Errorf("read reactions of %s in %s: %w", id, chat, err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // reactionNotes reads up to 20 of folder's pending reaction notes.
 func (s *Store) reactionNotes(ctx context.Context, folder string) ([]ReactionNote, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, msg_id, sender, sender_name, emoji, removed, time_ms
 		FROM reaction_notes WHERE folder = ? ORDER BY id LIMIT 20`, folder)
+	out, err := collect(rows, err, func(sc scanner) (ReactionNote, error) {
+		var n ReactionNote
+		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.MsgID, &n.Sender, &n.SenderName, &n.Emoji, &n.Removed, msTime(&n.Time))
+		return n, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read reaction notes: %w", err)
 	}
-	defer rows.Close()
-	var out []ReactionNote
-	for rows.Next() {
-		var n ReactionNote
-		if err := rows.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.MsgID, &n.Sender, &n.SenderName, &n.Emoji, &n.Removed, &n.Time); err != nil {
-			return nil, fmt.Errorf("read reaction notes: %w", err)
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return out, nil
 }

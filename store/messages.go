@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"switchboard/adapters"
 )
@@ -34,10 +35,10 @@ type Message struct {
 	ReplyTo     string
 	Verb        string
 	FromBot     bool
-	OtherBot    bool  // sent by another bot or a webhook: never starts a turn
-	Deleted     bool  // deleted on the platform; the text is kept for the record
-	Time        int64 // unix ms
-	Edited      int64 // unix ms of the last edit; 0 when never edited
+	OtherBot    bool // sent by another bot or a webhook: never starts a turn
+	Deleted     bool // deleted on the platform; the text is kept for the record
+	Time        time.Time
+	Edited      time.Time // the last edit; zero when never edited
 	Attachments []adapters.Attachment
 }
 
@@ -100,7 +101,7 @@ func (s *Store) InsertMessages(ctx context.Context, ms []*Message) (inserted int
 		now := s.nowMS()
 		inserted = 0
 		for i, m := range ms {
-			times[i] = m.Time
+			times[i] = toMS(m.Time)
 			if times[i] == 0 {
 				times[i] = now
 			}
@@ -119,7 +120,7 @@ func (s *Store) InsertMessages(ctx context.Context, ms []*Message) (inserted int
 		return 0, err
 	}
 	for i, m := range ms {
-		m.Seq, m.Time = seqs[i], times[i]
+		m.Seq, m.Time = seqs[i], fromMS(times[i])
 	}
 	return inserted, nil
 }
@@ -185,13 +186,11 @@ func encodeAttachments(a []adapters.Attachment) (any, error) {
 	return string(b), nil
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
 // scanMessage reads msgColumns, followed by extra destinations.
 func scanMessage(sc scanner, m *Message, extra ...any) error {
 	var att sql.NullString
 	dest := append([]any{&m.Seq, &m.ChatJID, &m.ID, &m.Sender, &m.SenderName, &m.Text, &m.Topic,
-		&m.ReplyTo, &m.Verb, &m.FromBot, &m.Time, &att, &m.OtherBot, &m.Deleted, &m.Edited}, extra...)
+		&m.ReplyTo, &m.Verb, &m.FromBot, msTime(&m.Time), &att, &m.OtherBot, &m.Deleted, msTime(&m.Edited)}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return err
 	}
@@ -282,19 +281,11 @@ func (s *Store) Thread(ctx context.Context, chatJID, topic string, limit int) ([
 
 func (s *Store) queryMessages(ctx context.Context, query string, args ...any) ([]Message, error) {
 	rows, err := s.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	ms := []Message{}
-	for rows.Next() {
+	return collect(rows, err, func(sc scanner) (Message, error) {
 		var m Message
-		if err := scanMessage(rows, &m); err != nil {
-			return nil, err
-		}
-		ms = append(ms, m)
-	}
-	return ms, rows.Err()
+		err := scanMessage(sc, &m)
+		return m, err
+	})
 }
 
 // LastSeq is the highest message seq stored, 0 when there are none.

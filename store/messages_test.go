@@ -35,7 +35,7 @@ func TestInsertMessageRoundTrip(t *testing.T) {
 	in := Message{
 		ChatJID: "telegram:group/100", ID: "42", Sender: "telegram:user/7", SenderName: "Ann",
 		Text: "hello there", Topic: "5", ReplyTo: "41", Verb: "mention", FromBot: true,
-		Time: 1_790_000_000_123,
+		Time: time.UnixMilli(1_790_000_000_123),
 		Attachments: []adapters.Attachment{
 			{Name: "a.png", MIME: "image/png", Ref: "file-a", Size: 1234},
 			{Name: "b.txt"},
@@ -69,11 +69,11 @@ func TestInsertMessageDefaults(t *testing.T) {
 	s.now = func() time.Time { return fixed }
 	m := &Message{ChatJID: "web:lobby", ID: "x"}
 	mustInsert(t, s, m)
-	if m.Time != fixed.UnixMilli() {
-		t.Errorf("zero Time became %d, want now %d", m.Time, fixed.UnixMilli())
+	if !m.Time.Equal(fixed) {
+		t.Errorf("zero Time became %v, want now %v", m.Time, fixed)
 	}
 	got, _ := s.Message(ctx, m.Seq)
-	if got.Attachments != nil || got.Time != fixed.UnixMilli() {
+	if got.Attachments != nil || !got.Time.Equal(fixed) {
 		t.Errorf("stored = %+v", got)
 	}
 }
@@ -198,8 +198,8 @@ func TestInsertMessagesRollsBackWholeBatch(t *testing.T) {
 		t.Fatalf("InsertMessages = %d, %v; want an error", n, err)
 	}
 	for i, m := range batch {
-		if m.Seq != 0 || m.Time != 0 {
-			t.Errorf("message %d was changed by a failed batch: seq %d time %d", i, m.Seq, m.Time)
+		if m.Seq != 0 || !m.Time.IsZero() {
+			t.Errorf("message %d was changed by a failed batch: seq %d time %v", i, m.Seq, m.Time)
 		}
 	}
 	if last, _ := s.LastSeq(ctx); last != 0 {

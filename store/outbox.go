@@ -6,27 +6,45 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
-// OutboxFile is the kind of an item that uploads a file.
-const OutboxFile = "file"
+// OutboxKind is what an outbox item is.
+type OutboxKind string
+
+const (
+	OutboxSend   OutboxKind = "send"   // a message sent by a folder or the operator (the default)
+	OutboxReply  OutboxKind = "reply"  // a turn's reply
+	OutboxNotice OutboxKind = "notice" // the gateway's own notice to a chat: its failure leaves no notice
+	OutboxFile   OutboxKind = "file"   // a file upload: FilePath is the file, Text its caption
+)
+
+// OutboxStatus is where an outbox item is in its delivery.
+type OutboxStatus string
+
+const (
+	OutboxPending OutboxStatus = "pending" // waiting to be sent (maybe for a retry)
+	OutboxSending OutboxStatus = "sending" // claimed by a sender
+	OutboxSent    OutboxStatus = "sent"    // delivered
+	OutboxFailed  OutboxStatus = "failed"  // given up on, for good
+)
 
 // OutboxItem is a message waiting for, or done with, delivery.
 type OutboxItem struct {
 	ID          int64
 	Key         string // idempotency key: one row per reply, ever
-	Kind        string // send | reply | notice | file
+	Kind        OutboxKind
 	Folder      string // sender folder ("" for the operator); receives failure notices
 	ChatJID     string
 	Topic       string
 	ReplyTo     string
 	Text        string
-	Status      string // pending | sending | sent | failed
+	Status      OutboxStatus
 	Attempts    int
-	NextAttempt int64
+	NextAttempt time.Time
 	Error       string
 	PlatformID  string // the first part's id once it was sent
-	Created     int64
+	Created     time.Time
 	PartsSent   int    // parts of a split text already delivered
 	FilePath    string // kind file: the file, relative to Folder's directory; Text is its caption
 }
@@ -36,7 +54,7 @@ const outboxColumns = `id, key, kind, folder, chat_jid, topic, reply_to, text, s
 func scanOutbox(sc scanner) (OutboxItem, error) {
 	var o OutboxItem
 	err := sc.Scan(&o.ID, &o.Key, &o.Kind, &o.Folder, &o.ChatJID, &o.Topic, &o.ReplyTo, &o.Text, &o.Status, &o.Attempts,
-		&o.NextAttempt, &o.Error, &o.PlatformID, &o.Created, &o.PartsSent, &o.FilePath)
+		msTime(&o.NextAttempt), &o.Error, &o.PlatformID, msTime(&o.Created), &o.PartsSent, &o.FilePath)
 	return o, err
 }
 
@@ -55,7 +73,7 @@ func insertOutbox(ctx context.Context, tx *sql.Tx, o *OutboxItem, now int64) err
 		return errors.New("queue outbox: key and chat are required")
 	}
 	if o.Kind == "" {
-		o.Kind = "send"
+		o.Kind = OutboxSend
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (key, kind, folder, chat_jid, topic, reply_to, text, created_ms, file_path)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
@@ -85,11 +103,11 @@ func (s *Store) OutboxByKey(ctx context.Context, key string) (OutboxItem, error)
 // DueOutbox returns pending items due at now, at most one per chat: the
 // chat's oldest unfinished item, so replies arrive in order and a chat whose
 // head is waiting (rate limit, retry) does not hold up other chats.
-func (s *Store) DueOutbox(ctx context.Context, now int64, limit int) ([]OutboxItem, error) {
+func (s *Store) DueOutbox(ctx context.Context, now time.Time, limit int) ([]OutboxItem, error) {
 	return s.queryOutbox(ctx, `SELECT `+outboxColumns+` FROM outbox o
 		WHERE status = 'pending' AND next_attempt_ms <= ?
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_jid = o.chat_jid AND e.status IN ('pending', 'sending') AND e.id < o.id)
-		ORDER BY id LIMIT ?`, now, limit)
+		ORDER BY id LIMIT ?`, toMS(now), limit)
 }
 
 // NextOutboxAt is when the earliest chat head (the oldest unfinished item of
@@ -97,13 +115,16 @@ func (s *Store) DueOutbox(ctx context.Context, now int64, limit int) ([]OutboxIt
 // are not counted: they become due when their head is done, not before, and
 // counting them would make a sender that sleeps until "the next due item"
 // spin while a head waits out a rate limit or is being sent.
-func (s *Store) NextOutboxAt(ctx context.Context) (int64, bool, error) {
+func (s *Store) NextOutboxAt(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
 	if err := s.r.QueryRowContext(ctx, `SELECT min(next_attempt_ms) FROM outbox o WHERE status = 'pending'
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.chat_jid = o.chat_jid AND e.status IN ('pending', 'sending') AND e.id < o.id)`).Scan(&at); err != nil {
-		return 0, false, fmt.Errorf("read outbox: %w", err)
+		return time.Time{}, false, fmt.Errorf("read outbox: %w", err)
 	}
-	return at.Int64, at.Valid, nil
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(at.Int64), true, nil
 }
 
 // ClaimOutbox moves a pending item to sending and counts the attempt; false
@@ -144,24 +165,24 @@ func storeBotMessage(ctx context.Context, s *Store, tx *sql.Tx, bot *Message, no
 	if bot == nil {
 		return nil
 	}
-	if bot.Time == 0 {
-		bot.Time = now
+	if bot.Time.IsZero() {
+		bot.Time = fromMS(now)
 	}
-	seq, _, err := insertOne(ctx, tx.StmtContext(ctx, s.insertMsg), tx.StmtContext(ctx, s.msgSeqByID), tx.StmtContext(ctx, s.touchChat), bot, bot.Time, now)
+	seq, _, err := insertOne(ctx, tx.StmtContext(ctx, s.insertMsg), tx.StmtContext(ctx, s.msgSeqByID), tx.StmtContext(ctx, s.touchChat), bot, toMS(bot.Time), now)
 	bot.Seq = seq
 	return err
 }
 
 // OutboxDefer makes a pending item due at next, without counting an
 // attempt (its platform is paused by a rate limit).
-func (s *Store) OutboxDefer(ctx context.Context, id, next int64) error {
-	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET next_attempt_ms = ? WHERE id = ? AND status = 'pending'`, next, id)
+func (s *Store) OutboxDefer(ctx context.Context, id int64, next time.Time) error {
+	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET next_attempt_ms = ? WHERE id = ? AND status = 'pending'`, toMS(next), id)
 	return err
 }
 
 // OutboxRetry puts a sending item back to pending, due at next.
-func (s *Store) OutboxRetry(ctx context.Context, id, next int64, reason string) error {
-	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET status = 'pending', next_attempt_ms = ?, error = ? WHERE id = ? AND status = 'sending'`, next, reason, id)
+func (s *Store) OutboxRetry(ctx context.Context, id int64, next time.Time, reason string) error {
+	_, err := s.outboxUpdate(ctx, `UPDATE outbox SET status = 'pending', next_attempt_ms = ?, error = ? WHERE id = ? AND status = 'sending'`, toMS(next), reason, id)
 	return err
 }
 
@@ -179,7 +200,7 @@ func failOutbox(ctx context.Context, tx *sql.Tx, id int64, reason string, now in
 	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'failed', error = ?, done_ms = ? WHERE id = ?`, reason, now, id); err != nil {
 		return fmt.Errorf("fail outbox %d: %w", id, err)
 	}
-	if o.Folder == "" || o.Kind == "notice" {
+	if o.Folder == "" || o.Kind == OutboxNotice {
 		return nil
 	}
 	text := o.Text
@@ -198,9 +219,10 @@ func failOutbox(ctx context.Context, tx *sql.Tx, id int64, reason string, now in
 func (s *Store) RecoverOutbox(ctx context.Context) (int, error) {
 	n := 0
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		ids, err := queryInts(ctx, tx, `SELECT id FROM outbox WHERE status = 'sending'`)
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM outbox WHERE status = 'sending'`)
+		ids, err := collect(rows, err, scanOne[int64])
 		if err != nil {
-			return err
+			return fmt.Errorf("read outbox: %w", err)
 		}
 		for _, id := range ids {
 			if err := failOutbox(ctx, tx, id, "interrupted during delivery by a restart; not resent, it may or may not have arrived", s.nowMS()); err != nil {
@@ -211,23 +233,6 @@ func (s *Store) RecoverOutbox(ctx context.Context) (int, error) {
 		return nil
 	})
 	return n, err
-}
-
-func queryInts(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("query: %w", err)
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }
 
 func (s *Store) outboxUpdate(ctx context.Context, q string, args ...any) (bool, error) {
@@ -251,17 +256,9 @@ func (s *Store) Outbox(ctx context.Context, chat string, limit int) ([]OutboxIte
 
 func (s *Store) queryOutbox(ctx context.Context, q string, args ...any) ([]OutboxItem, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
+	out, err := collect(rows, err, scanOutbox)
 	if err != nil {
-		return nil, fmt.Errorf("read outbox: %w", err)
+		err = fmt.Errorf("read outbox: %w", err)
 	}
-	defer rows.Close()
-	var out []OutboxItem
-	for rows.Next() {
-		o, err := scanOutbox(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read outbox: %w", err)
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return out, err
 }

@@ -5,9 +5,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
-func addOutbox(t *testing.T, s *Store, key, chat, folder, kind string) OutboxItem {
+// farFuture is a time every item is due at.
+var farFuture = time.UnixMilli(1 << 62)
+
+func addOutbox(t *testing.T, s *Store, key, chat, folder string, kind OutboxKind) OutboxItem {
 	t.Helper()
 	it, err := s.AddOutbox(context.Background(), OutboxItem{Key: key, Kind: kind, Folder: folder, ChatJID: chat, Text: "text of " + key})
 	if err != nil {
@@ -47,7 +51,7 @@ func TestDueOutboxOneHeadPerChat(t *testing.T) {
 	addOutbox(t, s, "b2", "web:b", "", "")
 	addOutbox(t, s, "c1", "web:c", "", "")
 	due := func() []string {
-		items, err := s.DueOutbox(ctx, 1<<62, 100)
+		items, err := s.DueOutbox(ctx, farFuture, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +69,7 @@ func TestDueOutboxOneHeadPerChat(t *testing.T) {
 	if ok, _ := s.ClaimOutbox(ctx, b1.ID); !ok {
 		t.Fatal("claim failed")
 	}
-	if err := s.OutboxRetry(ctx, b1.ID, 1<<62+1, "rate limited"); err != nil {
+	if err := s.OutboxRetry(ctx, b1.ID, farFuture.Add(time.Millisecond), "rate limited"); err != nil {
 		t.Fatal(err)
 	}
 	// a1 is being sent, b1 waits for its retry: only c1 is due.
@@ -94,11 +98,11 @@ func TestNextOutboxAtCountsOnlyChatHeads(t *testing.T) {
 	if _, ok, err := s.NextOutboxAt(ctx); err != nil || ok {
 		t.Fatalf("head being sent: next due reported (%v, %v); want none", ok, err)
 	}
-	if err := s.OutboxRetry(ctx, a1.ID, 5000, "rate limited"); err != nil {
+	if err := s.OutboxRetry(ctx, a1.ID, time.UnixMilli(5000), "rate limited"); err != nil {
 		t.Fatal(err)
 	}
-	if at, ok, err := s.NextOutboxAt(ctx); err != nil || !ok || at != 5000 {
-		t.Fatalf("head waiting until 5000: next due %d (%v, %v)", at, ok, err)
+	if at, ok, err := s.NextOutboxAt(ctx); err != nil || !ok || !at.Equal(time.UnixMilli(5000)) {
+		t.Fatalf("head waiting until 5000: next due %v (%v, %v)", at, ok, err)
 	}
 }
 

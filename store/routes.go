@@ -26,19 +26,8 @@ func (s *Store) AddRoute(ctx context.Context, r routing.Route) (routing.Route, e
 // ListRoutes returns every route in the order they are tried: by seq, then id.
 func (s *Store) ListRoutes(ctx context.Context) ([]routing.Route, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, seq, match, target, mode FROM routes ORDER BY seq, id`)
+	rs, err := collect(rows, err, scanRoute)
 	if err != nil {
-		return nil, fmt.Errorf("list routes: %w", err)
-	}
-	defer rows.Close()
-	rs := []routing.Route{}
-	for rows.Next() {
-		r, err := scanRoute(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list routes: %w", err)
-		}
-		rs = append(rs, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
 	return rs, nil
@@ -156,4 +145,28 @@ func scanRoute(sc scanner) (routing.Route, error) {
 		r.Match = map[string]string{}
 	}
 	return r, nil
+}
+
+// SwapRoutes deletes the routes with ids remove and adds add (returned with
+// their new IDs), in one transaction: if any id is missing nothing changes
+// and the error wraps ErrNotFound. Routes are not validated here.
+func (s *Store) SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, error) {
+	out := make([]routing.Route, len(add))
+	copy(out, add)
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		for _, id := range remove {
+			res, err := tx.ExecContext(ctx, `DELETE FROM routes WHERE id = ?`, id)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return fmt.Errorf("route %d: %w", id, ErrNotFound)
+			}
+		}
+		return insertRoutes(ctx, tx, out, s.nowMS())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("swap routes: %w", err)
+	}
+	return out, nil
 }

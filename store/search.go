@@ -25,8 +25,8 @@ type SearchOptions struct {
 	// empty non-nil slice means none (a caller that may see no chat gets no
 	// hits, never everything).
 	ChatJIDs []string
-	Sender   string // exact sender JID; "" for any
-	Since    int64  // unix ms; messages at or after it; 0 for any time
+	Sender   string    // exact sender JID; "" for any
+	Since    time.Time // messages at or after it; zero for any time
 	Limit    int
 }
 
@@ -68,19 +68,12 @@ func (s *Store) Search(ctx context.Context, query string, o SearchOptions) ([]Hi
 		return nil, fmt.Errorf("search %q: %w", query, err)
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, searchError(query, err)
-	}
-	defer rows.Close()
-	hits := []Hit{}
-	for rows.Next() {
+	hits, err := collect(rows, err, func(sc scanner) (Hit, error) {
 		var h Hit
-		if err := scanMessage(rows, &h.Message, &h.Snippet, &h.Rank); err != nil {
-			return nil, searchError(query, err)
-		}
-		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
+		err := scanMessage(sc, &h.Message, &h.Snippet, &h.Rank)
+		return h, err
+	})
+	if err != nil {
 		return nil, searchError(query, err)
 	}
 	return hits, nil
@@ -110,8 +103,8 @@ func searchSQL(query string, o SearchOptions) (string, []any, error) {
 		args = append(args, o.Sender)
 		fmt.Fprintf(&b, ` AND m.sender = ?%d`, len(args))
 	}
-	if o.Since > 0 {
-		args = append(args, o.Since)
+	if since := toMS(o.Since); since > 0 {
+		args = append(args, since)
 		fmt.Fprintf(&b, ` AND m.time_ms >= ?%d`, len(args))
 	}
 	limit := o.Limit

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // searchFixture stores a small corpus and returns the messages by id.
@@ -15,13 +16,13 @@ func searchFixture(t *testing.T) (*Store, map[string]*Message) {
 	t.Helper()
 	s := newStore(t)
 	ms := []*Message{
-		{ChatJID: "slack:T1/channel/C1", ID: "dense", Sender: "slack:T1/user/ann", Time: 1000,
+		{ChatJID: "slack:T1/channel/C1", ID: "dense", Sender: "slack:T1/user/ann", Time: time.UnixMilli(1000),
 			Text: "deploy deploy deploy: the deploy pipeline"},
-		{ChatJID: "slack:T1/channel/C1", ID: "sparse", Sender: "slack:T1/user/bob", Time: 2000,
+		{ChatJID: "slack:T1/channel/C1", ID: "sparse", Sender: "slack:T1/user/bob", Time: time.UnixMilli(2000),
 			Text: "we will probably deploy later today, after lunch, once the whole team is back from the offsite meeting"},
-		{ChatJID: "telegram:group/9", ID: "tg", Sender: "telegram:user/5", Time: 3000,
+		{ChatJID: "telegram:group/9", ID: "tg", Sender: "telegram:user/5", Time: time.UnixMilli(3000),
 			Text: "Café déploiement: deploy the café build"},
-		{ChatJID: "web:lobby", ID: "web", Sender: "web:user/ann", Time: 4000,
+		{ChatJID: "web:lobby", ID: "web", Sender: "web:user/ann", Time: time.UnixMilli(4000),
 			Text: "nothing relevant here, just lunch plans"},
 	}
 	n, err := s.InsertMessages(context.Background(), ms)
@@ -111,10 +112,10 @@ func TestSearchFilters(t *testing.T) {
 		{"unknown chat", "deploy", SearchOptions{ChatJIDs: []string{"web:nope"}}, []string{}, false},
 		{"sender", "deploy OR lunch", SearchOptions{Sender: "web:user/ann"}, []string{"web"}, false},
 		{"sender is exact", "deploy", SearchOptions{Sender: "slack:T1/user/an"}, []string{}, false},
-		{"since", "deploy", SearchOptions{Since: 2000}, []string{"tg", "sparse"}, false},
-		{"since excludes all", "deploy", SearchOptions{Since: 5000}, []string{}, false},
+		{"since", "deploy", SearchOptions{Since: time.UnixMilli(2000)}, []string{"tg", "sparse"}, false},
+		{"since excludes all", "deploy", SearchOptions{Since: time.UnixMilli(5000)}, []string{}, false},
 		{"limit", "deploy", SearchOptions{Limit: 1}, []string{"dense"}, false},
-		{"all filters", "deploy", SearchOptions{ChatJIDs: []string{"slack:T1/channel/C1"}, Sender: "slack:T1/user/bob", Since: 1500}, []string{"sparse"}, false},
+		{"all filters", "deploy", SearchOptions{ChatJIDs: []string{"slack:T1/channel/C1"}, Sender: "slack:T1/user/bob", Since: time.UnixMilli(1500)}, []string{"sparse"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

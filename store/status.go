@@ -41,39 +41,28 @@ type NextTask struct {
 // failures.
 func (s *Store) Status(ctx context.Context) (Status, error) {
 	st := Status{Queue: map[string]int{}}
-	q := func(query string, scan func(*sql.Rows) error, args ...any) error {
-		rows, err := s.r.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+	q := func(query string, scan func(scanner) error) error {
+		rows, err := s.r.QueryContext(ctx, query)
+		return each(rows, err, scan)
 	}
 	err := errors.Join(
-		q(`SELECT folder, count(*) FROM work WHERE mode = 'trigger' GROUP BY folder ORDER BY folder`, func(r *sql.Rows) error {
+		q(`SELECT folder, count(*) FROM work WHERE mode = 'trigger' GROUP BY folder ORDER BY folder`, func(r scanner) error {
 			var f string
 			var n int
 			err := r.Scan(&f, &n)
 			st.Queue[f] = n
 			return err
 		}),
-		q(`SELECT folder, chat_jid, max(started_ms) FROM work WHERE started_ms > 0 GROUP BY folder, chat_jid, topic ORDER BY folder`, func(r *sql.Rows) error {
+		q(`SELECT folder, chat_jid, max(started_ms) FROM work WHERE started_ms > 0 GROUP BY folder, chat_jid, topic ORDER BY folder`, func(r scanner) error {
 			var t RunningTurn
-			var ms int64
-			err := r.Scan(&t.Folder, &t.ChatJID, &ms)
-			t.Started = time.UnixMilli(ms)
+			err := r.Scan(&t.Folder, &t.ChatJID, msTime(&t.Started))
 			st.Running = append(st.Running, t)
 			return err
 		}),
-		q(`SELECT coalesce(sum(status IN ('pending', 'sending')), 0), coalesce(sum(status = 'failed'), 0) FROM outbox`, func(r *sql.Rows) error {
+		q(`SELECT coalesce(sum(status IN ('pending', 'sending')), 0), coalesce(sum(status = 'failed'), 0) FROM outbox`, func(r scanner) error {
 			return r.Scan(&st.OutboxPending, &st.OutboxFailed)
 		}),
-		q(`SELECT id, folder, spec, next_s FROM tasks WHERE status = 'active' AND next_s > 0 ORDER BY next_s LIMIT 5`, func(r *sql.Rows) error {
+		q(`SELECT id, folder, spec, next_s FROM tasks WHERE status = 'active' AND next_s > 0 ORDER BY next_s LIMIT 5`, func(r scanner) error {
 			var t NextTask
 			var next int64
 			err := r.Scan(&t.ID, &t.Folder, &t.Spec, &next)
@@ -82,10 +71,10 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 			return err
 		}),
 		q(`SELECT id, folder, chat_jid, trigger, attempt, started_ms, duration_ms, error FROM turns WHERE status = 'failed'
-			ORDER BY started_ms DESC LIMIT 5`, func(r *sql.Rows) error {
+			ORDER BY started_ms DESC LIMIT 5`, func(r scanner) error {
 			var t Turn
-			err := r.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Trigger, &t.Attempt, &t.Started, &t.DurationMS, &t.Error)
-			t.Status = "failed"
+			err := r.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Trigger, &t.Attempt, msTime(&t.Started), msDuration(&t.Duration), &t.Error)
+			t.Status = TurnFailed
 			st.FailedTurns = append(st.FailedTurns, t)
 			return err
 		}),

@@ -46,7 +46,7 @@ func TestStatusReadsWhatHappened(t *testing.T) {
 		t.Errorf("running %+v; want ops web:b", st.Running)
 	}
 	turn := Turn{ID: "t-fail", Folder: "ops", ChatJID: "web:b", Trigger: "message", Attempt: 3, Status: "failed", Error: "exit status 3"}
-	if err := s.FinishBatch(ctx, b, turn, nil, 0); err != nil {
+	if err := s.FinishBatch(ctx, b, turn, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 

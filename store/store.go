@@ -3,7 +3,9 @@
 // WAL mode with a single writer connection and a separate pool of readers, and
 // holds messages (with an FTS5 index), chats, groups, routes, grant overrides
 // and the revision counter that lets a running gateway notice changes made by
-// the CLI. Times in the database are integer unix milliseconds.
+// the CLI. Times in the database are integer unix milliseconds; they cross
+// the package boundary as time.Time (the zero time: none) and durations as
+// time.Duration.
 //
 // Every build, test and vet of this package needs the sqlite_fts5 build tag
 // (GOFLAGS=-tags=sqlite_fts5).

@@ -20,14 +20,14 @@ var (
 
 // TaskRun is one run of a task.
 type TaskRun struct {
-	ID         int64
-	TaskID     int64
-	Slot       time.Time
-	Status     string // fired | succeeded | failed
-	Started    int64  // unix ms
-	DurationMS int64
-	TurnID     string
-	Error      string
+	ID       int64
+	TaskID   int64
+	Slot     time.Time
+	Status   string // fired | succeeded | failed
+	Started  time.Time
+	Duration time.Duration
+	TurnID   string
+	Error    string
 }
 
 const taskColumns = `id, folder, chat_jid, prompt, spec, kind, timezone, context, missed, status, next_s, created_by`
@@ -84,19 +84,11 @@ func (s *Store) Task(ctx context.Context, id int64) (scheduler.Task, error) {
 func (s *Store) Tasks(ctx context.Context, folder string, subtree bool) ([]scheduler.Task, error) {
 	q := `SELECT ` + taskColumns + ` FROM tasks WHERE ? = '' OR folder = ? OR (? AND folder LIKE ? ESCAPE '\') ORDER BY id`
 	rows, err := s.r.QueryContext(ctx, q, folder, folder, subtree, escapeLike(folder)+"/%")
+	out, err := collect(rows, err, scanTask)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
-	defer rows.Close()
-	out := []scheduler.Task{}
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SetTaskStatus changes a task's status, and its Next when next is non-nil.
@@ -129,19 +121,11 @@ func (s *Store) SetTaskStatus(ctx context.Context, id int64, status string, next
 func (s *Store) DueTasks(ctx context.Context, now time.Time, limit int) ([]scheduler.Task, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE status = 'active' AND next_s > 0 AND next_s <= ?
 		ORDER BY next_s, id LIMIT ?`, now.Unix(), limit)
+	out, err := collect(rows, err, scanTask)
 	if err != nil {
 		return nil, fmt.Errorf("due tasks: %w", err)
 	}
-	defer rows.Close()
-	var out []scheduler.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("due tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // NextDue implements scheduler.Store.
@@ -413,21 +397,17 @@ func (s *Store) RecoverRuns(ctx context.Context) (int64, error) {
 func (s *Store) TaskRuns(ctx context.Context, taskID int64, limit int) ([]TaskRun, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, task_id, slot_s, status, started_ms, duration_ms, turn_id, error
 		FROM task_runs WHERE task_id = ? ORDER BY slot_s DESC, id DESC LIMIT ?`, taskID, clampLimit(limit))
+	out, err := collect(rows, err, func(sc scanner) (TaskRun, error) {
+		var r TaskRun
+		var slot int64
+		err := sc.Scan(&r.ID, &r.TaskID, &slot, &r.Status, msTime(&r.Started), msDuration(&r.Duration), &r.TurnID, &r.Error)
+		r.Slot = time.Unix(slot, 0).UTC()
+		return r, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	defer rows.Close()
-	out := []TaskRun{}
-	for rows.Next() {
-		var r TaskRun
-		var slot int64
-		if err := rows.Scan(&r.ID, &r.TaskID, &slot, &r.Status, &r.Started, &r.DurationMS, &r.TurnID, &r.Error); err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		r.Slot = time.Unix(slot, 0).UTC()
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func escapeLike(s string) string {

@@ -163,11 +163,11 @@ func TestQueuedTaskTurn(t *testing.T) {
 			t.Fatalf("NextBatch = %+v %v %v, want one task item", b, ok, err)
 		}
 		got := b.Items[0]
-		got.ID, got.Created = 0, 0
+		got.ID, got.Created = 0, time.Time{}
 		if got != want {
 			t.Errorf("queued item\n got %+v\nwant %+v", got, want)
 		}
-		if err := s.FinishBatch(ctx, b, Turn{ID: "t" + got.Prompt, Folder: "main", Status: "succeeded"}, nil, 0); err != nil {
+		if err := s.FinishBatch(ctx, b, Turn{ID: "t" + got.Prompt, Folder: "main", Status: "succeeded"}, nil, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -214,8 +214,8 @@ func TestRecoverRuns(t *testing.T) {
 		t.Fatalf("NextBatch = %v %v", ok, err)
 	}
 	turn := Turn{ID: "turn-1", Folder: "main", ChatJID: "web:lobby", Trigger: TriggerTask, TaskID: finishedTask, RunID: finishedRun,
-		Attempt: 1, DurationMS: 1500, Status: "failed", Error: "agent exited with status 2"}
-	if err := s.FinishBatch(ctx, b, turn, nil, 0); err != nil {
+		Attempt: 1, Duration: 1500 * time.Millisecond, Status: "failed", Error: "agent exited with status 2"}
+	if err := s.FinishBatch(ctx, b, turn, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	run := func(taskID int64) TaskRun {
@@ -225,7 +225,7 @@ func TestRecoverRuns(t *testing.T) {
 		}
 		return runs[0]
 	}
-	if got := run(finishedTask); got.Status != "failed" || got.TurnID != "turn-1" || got.DurationMS != 1500 || got.Error != turn.Error {
+	if got := run(finishedTask); got.Status != "failed" || got.TurnID != "turn-1" || got.Duration != 1500*time.Millisecond || got.Error != turn.Error {
 		t.Errorf("finished run = %+v, want the turn's outcome (failed, turn-1, 1500 ms, %q) written with the turn", got, turn.Error)
 	}
 	lostTask, _ := claim()

@@ -107,7 +107,7 @@ func (a *app) messagesCommand() *cobra.Command {
 				rows := make([]map[string]any, 0, len(hits))
 				for _, h := range hits {
 					rows = append(rows, map[string]any{"seq": h.Seq, "chat_jid": h.ChatJID, "id": h.ID, "sender": h.Sender,
-						"time": time.UnixMilli(h.Time).UTC().Format(time.RFC3339), "snippet": h.Snippet, "text": h.Text})
+						"time": h.Time.UTC().Format(time.RFC3339), "snippet": h.Snippet, "text": h.Text})
 				}
 				return a.emit(rows, func(w io.Writer) {
 					if len(hits) == 0 {

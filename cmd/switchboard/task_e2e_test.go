@@ -277,7 +277,7 @@ func TestDemoAgentTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := map[string]int{}
+	kinds := map[store.OutboxKind]int{}
 	for _, it := range items {
 		if !strings.HasPrefix(it.Key, "mcp-") {
 			t.Errorf("outbox item %s (%s) did not come from an MCP tool", it.Key, it.Kind)

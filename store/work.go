@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // WorkItem is one thing a folder has to do: a routed or injected message
@@ -25,7 +26,7 @@ type WorkItem struct {
 	Isolated bool
 	Attempts int // failed attempts (the agent failed or timed out)
 	Crashes  int // attempts a gateway crash interrupted
-	Created  int64
+	Created  time.Time
 }
 
 // Batch is the next turn of a folder: trigger items of one chat and topic,
@@ -47,25 +48,7 @@ type Notice struct {
 	ChatJID string
 	Text    string
 	Error   string
-	Created int64
-}
-
-// Turn is the record of one agent run.
-type Turn struct {
-	ID         string
-	Folder     string
-	ChatJID    string
-	Topic      string
-	Trigger    string
-	TaskID     int64
-	RunID      int64
-	Attempt    int
-	Started    int64
-	DurationMS int64
-	Status     string // succeeded | failed
-	Error      string
-	ExitCode   int
-	SessionID  string
+	Created time.Time
 }
 
 // maxObserved bounds the observed context carried into one prompt; older
@@ -116,7 +99,7 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 		work := tx.StmtContext(ctx, s.insertWorkStmt)
 		now := s.nowMS()
 		for i, e := range es {
-			times[i] = e.Message.Time
+			times[i] = toMS(e.Message.Time)
 			if times[i] == 0 {
 				times[i] = now
 			}
@@ -141,7 +124,7 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 		return err
 	}
 	for i := range es {
-		es[i].Message.Seq, es[i].Message.Time, es[i].Inserted = seqs[i], times[i], news[i]
+		es[i].Message.Seq, es[i].Message.Time, es[i].Inserted = seqs[i], fromMS(times[i]), news[i]
 	}
 	return nil
 }
@@ -200,7 +183,7 @@ const workColumns = `id, folder, chat_jid, topic, seq, mode, trigger, prompt, or
 func scanWork(sc scanner) (WorkItem, error) {
 	var w WorkItem
 	err := sc.Scan(&w.ID, &w.Folder, &w.ChatJID, &w.Topic, &w.Seq, &w.Mode, &w.Trigger, &w.Prompt, &w.Origin,
-		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, &w.Created, &w.Crashes)
+		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, msTime(&w.Created), &w.Crashes)
 	return w, err
 }
 
@@ -225,7 +208,7 @@ func (s *Store) NextBatch(ctx context.Context, folder string, max int) (Batch, b
 		items, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ?
 			AND mode = 'trigger' AND seq > 0 AND id > ? ORDER BY id LIMIT ?`, folder, first.ChatJID, first.Topic, first.ID, max-1)
 		if err != nil {
-			return b, false, err
+			return b, false, fmt.Errorf("next batch of %s: %w", folder, err)
 		}
 		b.Items = append(b.Items, items...)
 	}
@@ -237,19 +220,7 @@ func (s *Store) NextBatch(ctx context.Context, folder string, max int) (Batch, b
 
 func (s *Store) workOf(ctx context.Context, q string, args ...any) ([]WorkItem, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read work: %w", err)
-	}
-	defer rows.Close()
-	var out []WorkItem
-	for rows.Next() {
-		w, err := scanWork(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read work: %w", err)
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanWork)
 }
 
 // PruneObserved drops observed-context work rows beyond the newest
@@ -279,17 +250,14 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 			seqs = append(seqs, it.Seq)
 		}
 	}
-	if len(seqs) > 0 {
-		msgs, err := s.queryMessages(ctx, `SELECT `+msgColumns+` FROM messages WHERE seq IN (?`+strings.Repeat(",?", len(seqs)-1)+`) ORDER BY seq`, seqs...)
-		if err != nil {
-			return err
-		}
-		b.Messages = msgs
+	var err error
+	if b.Messages, err = s.messagesBySeq(ctx, seqs); err != nil {
+		return err
 	}
 	obs, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'observe' ORDER BY id`,
 		b.Folder, b.ChatJID, b.Topic)
 	if err != nil {
-		return err
+		return fmt.Errorf("read observed context: %w", err)
 	}
 	var obsSeqs []any
 	for i, w := range obs {
@@ -298,34 +266,36 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 			obsSeqs = append(obsSeqs, w.Seq)
 		}
 	}
-	if len(obsSeqs) > 0 {
-		msgs, err := s.queryMessages(ctx, `SELECT `+msgColumns+` FROM messages WHERE seq IN (?`+strings.Repeat(",?", len(obsSeqs)-1)+`) ORDER BY seq`, obsSeqs...)
-		if err != nil {
-			return err
-		}
-		b.Observed = msgs
+	if b.Observed, err = s.messagesBySeq(ctx, obsSeqs); err != nil {
+		return err
 	}
 	if b.Reactions, err = s.reactionNotes(ctx, b.Folder); err != nil {
 		return err
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? ORDER BY id LIMIT 20`, b.Folder)
+	b.Notices, err = collect(rows, err, func(sc scanner) (Notice, error) {
+		var n Notice
+		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, msTime(&n.Created))
+		return n, err
+	})
 	if err != nil {
 		return fmt.Errorf("read notices: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var n Notice
-		if err := rows.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, &n.Created); err != nil {
-			return fmt.Errorf("read notices: %w", err)
-		}
-		b.Notices = append(b.Notices, n)
+	return nil
+}
+
+// messagesBySeq reads the messages with these seqs, in seq order (nil when
+// seqs is empty).
+func (s *Store) messagesBySeq(ctx context.Context, seqs []any) ([]Message, error) {
+	if len(seqs) == 0 {
+		return nil, nil
 	}
-	return rows.Err()
+	return s.queryMessages(ctx, `SELECT `+msgColumns+` FROM messages WHERE seq IN (?`+strings.Repeat(",?", len(seqs)-1)+`) ORDER BY seq`, seqs...)
 }
 
 // FinishBatch records a turn and, in the same transaction, queues its
 // replies and settles the batch:
-//   - retryAt > 0 (unix ms): the attempt is counted and the batch stays;
+//   - a non-zero retryAt: the attempt is counted and the batch stays;
 //     its chat and topic are not picked again before retryAt (NextBatch
 //     runs the folder's other chats meanwhile);
 //   - a succeeded turn consumes the batch's work rows, the observed context
@@ -335,12 +305,12 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 //   - a failed turn that is not retried (given up) consumes only the work
 //     rows: the observed context and notices wait for the next turn that
 //     gets through.
-func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxItem, retryAt int64) error {
+func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxItem, retryAt time.Time) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms,
 			duration_ms, status, error, exit_code, session_id, messages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Folder, t.ChatJID, t.Topic, t.Trigger, t.TaskID, t.RunID, t.Attempt, t.Started, t.DurationMS,
+			t.ID, t.Folder, t.ChatJID, t.Topic, t.Trigger, t.TaskID, t.RunID, t.Attempt, toMS(t.Started), t.Duration.Milliseconds(),
 			t.Status, t.Error, t.ExitCode, t.SessionID, len(b.Messages)); err != nil {
 			return fmt.Errorf("record turn: %w", err)
 		}
@@ -349,11 +319,11 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 			ids = append(ids, it.ID)
 		}
 		switch {
-		case retryAt > 0:
-			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0 WHERE id IN`, ids, retryAt); err != nil {
+		case !retryAt.IsZero():
+			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0 WHERE id IN`, ids, toMS(retryAt)); err != nil {
 				return err
 			}
-		case t.Status != "succeeded":
+		case t.Status != TurnSucceeded:
 			if err := execIDs(ctx, tx, `DELETE FROM work WHERE id IN`, ids); err != nil {
 				return err
 			}
@@ -381,7 +351,7 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 				}
 			}
 		}
-		if retryAt == 0 && t.RunID != 0 {
+		if retryAt.IsZero() && t.RunID != 0 {
 			if err := settleRun(ctx, tx, t); err != nil {
 				return err
 			}
@@ -399,11 +369,11 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 // transaction: a crash can never record the turn without its run.
 func settleRun(ctx context.Context, tx *sql.Tx, t Turn) error {
 	status := "succeeded"
-	if t.Status != "succeeded" {
+	if t.Status != TurnSucceeded {
 		status = "failed"
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,
-		status, t.ID, t.DurationMS, t.Error, t.RunID)
+		status, t.ID, t.Duration.Milliseconds(), t.Error, t.RunID)
 	if err != nil {
 		return fmt.Errorf("record run %d: %w", t.RunID, err)
 	}
@@ -470,66 +440,4 @@ func (b Batch) itemIDs() []int64 {
 		ids[i] = it.ID
 	}
 	return ids
-}
-
-// Session returns the agent session of a folder in a chat and topic ("" when fresh).
-func (s *Store) Session(ctx context.Context, folder, chat, topic string) (string, error) {
-	var id string
-	err := s.r.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE folder = ? AND chat_jid = ? AND topic = ?`, folder, chat, topic).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read session: %w", err)
-	}
-	return id, nil
-}
-
-// SetSession stores the session a folder continues in a chat and topic.
-func (s *Store) SetSession(ctx context.Context, folder, chat, topic, id string) error {
-	return writeTx(ctx, s.w, func(tx *sql.Tx) error { return saveSession(ctx, tx, folder, chat, topic, id, s.nowMS()) })
-}
-
-func saveSession(ctx context.Context, tx *sql.Tx, folder, chat, topic, id string, now int64) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (folder, chat_jid, topic, session_id, updated_ms) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (folder, chat_jid, topic) DO UPDATE SET session_id = excluded.session_id, updated_ms = excluded.updated_ms`,
-		folder, chat, topic, id, now)
-	if err != nil {
-		return fmt.Errorf("save session: %w", err)
-	}
-	return nil
-}
-
-// ResetSessions forgets every session of folder; its next turns start fresh.
-func (s *Store) ResetSessions(ctx context.Context, folder string) (int64, error) {
-	var n int64
-	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE folder = ?`, folder)
-		if err != nil {
-			return fmt.Errorf("reset sessions: %w", err)
-		}
-		n, _ = res.RowsAffected()
-		return nil
-	})
-	return n, err
-}
-
-// Turns returns folder's most recent turn records, newest first.
-func (s *Store) Turns(ctx context.Context, folder string, limit int) ([]Turn, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms, duration_ms,
-		status, error, exit_code, session_id FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`, folder, clampLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("read turns: %w", err)
-	}
-	defer rows.Close()
-	var out []Turn
-	for rows.Next() {
-		var t Turn
-		if err := rows.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, &t.Started,
-			&t.DurationMS, &t.Status, &t.Error, &t.ExitCode, &t.SessionID); err != nil {
-			return nil, fmt.Errorf("read turns: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
 }

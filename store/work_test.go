@@ -53,8 +53,8 @@ func TestEnqueueMessagesGroupCommit(t *testing.T) {
 	}
 	wantNew := []bool{true, false, true, false, true}
 	for i, e := range es {
-		if e.Inserted != wantNew[i] || e.Message.Seq == 0 || e.Message.Time == 0 {
-			t.Errorf("entry %d: inserted %v seq %d time %d; want inserted %v", i, e.Inserted, e.Message.Seq, e.Message.Time, wantNew[i])
+		if e.Inserted != wantNew[i] || e.Message.Seq == 0 || e.Message.Time.IsZero() {
+			t.Errorf("entry %d: inserted %v seq %d time %v; want inserted %v", i, e.Inserted, e.Message.Seq, e.Message.Time, wantNew[i])
 		}
 	}
 	if es[1].Message.Seq != old.Seq || es[3].Message.Seq != es[0].Message.Seq {
@@ -148,19 +148,19 @@ func TestNextBatch(t *testing.T) {
 	}
 }
 
-func finish(t *testing.T, s *Store, b Batch, status string, retry bool) {
+func finish(t *testing.T, s *Store, b Batch, status TurnStatus, retry bool) {
 	t.Helper()
-	var retryAt int64
+	var retryAt time.Time
 	if retry {
-		retryAt = s.nowMS() + 1
+		retryAt = s.now().Add(time.Millisecond)
 	}
 	finishAt(t, s, b, status, retryAt)
 }
 
-func finishAt(t *testing.T, s *Store, b Batch, status string, retryAt int64) {
+func finishAt(t *testing.T, s *Store, b Batch, status TurnStatus, retryAt time.Time) {
 	t.Helper()
 	turn := Turn{ID: fmt.Sprintf("t-%d-%s", b.Items[0].ID, status), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic,
-		Trigger: b.Items[0].Trigger, Attempt: b.Items[0].Attempts + 1, Status: status, SessionID: "s-" + status}
+		Trigger: b.Items[0].Trigger, Attempt: b.Items[0].Attempts + 1, Status: status, SessionID: "s-" + string(status)}
 	if err := s.FinishBatch(context.Background(), b, turn, nil, retryAt); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func finishAt(t *testing.T, s *Store, b Batch, status string, retryAt int64) {
 func TestFinishBatchOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
-		status           string
+		status           TurnStatus
 		retry            bool
 		work, obs, notes int
 		attempts         int
@@ -254,7 +254,7 @@ func TestNextBatchSkipsChatsWaitingForRetry(t *testing.T) {
 	if b.ChatJID != "web:a" {
 		t.Fatalf("first batch %s", b.ChatJID)
 	}
-	finishAt(t, s, b, "failed", clock.Add(2*time.Second).UnixMilli())
+	finishAt(t, s, b, "failed", clock.Add(2*time.Second))
 	enqueue(t, s, msg("web:a", "3"), trigger("main", "web:a", "")) // arrives during the wait
 	b, ok, _ := s.NextBatch(ctx, "main", 100)
 	if !ok || b.ChatJID != "web:b" {

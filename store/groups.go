@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Groups: the folders agents run in. Folder names are validated by the
+// callers (package groups); the store keeps whatever it is given.
+
+// AddGroup stores a new group, or returns an error wrapping ErrExists.
+func (s *Store) AddGroup(ctx context.Context, folder string) error {
+	created, err := s.EnsureGroup(ctx, folder)
+	if err != nil {
+		return fmt.Errorf("add group %s: %w", folder, err)
+	}
+	if !created {
+		return fmt.Errorf("add group %s: %w", folder, ErrExists)
+	}
+	return nil
+}
+
+// EnsureGroup stores the group if it is missing; created says whether it was.
+func (s *Store) EnsureGroup(ctx context.Context, folder string) (created bool, err error) {
+	res, err := s.w.ExecContext(ctx,
+		`INSERT INTO groups (folder, created_ms) VALUES (?, ?) ON CONFLICT (folder) DO NOTHING`,
+		folder, s.nowMS())
+	if err != nil {
+		return false, fmt.Errorf("ensure group %s: %w", folder, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("ensure group %s: %w", folder, err)
+	}
+	return n == 1, nil
+}
+
+// RemoveGroup deletes the group and its grant overrides in one transaction,
+// or returns an error wrapping ErrNotFound. Routes that target it are left
+// in place (the caller warns about them).
+func (s *Store) RemoveGroup(ctx context.Context, folder string) error {
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM groups WHERE folder = ?`, folder)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return ErrNotFound
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM grant_overrides WHERE folder = ?`, folder)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("remove group %s: %w", folder, err)
+	}
+	return nil
+}
+
+// Groups lists every group folder, sorted.
+func (s *Store) Groups(ctx context.Context) ([]string, error) {
+	fs, err := queryStrings(ctx, s.r, `SELECT folder FROM groups ORDER BY folder`)
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	return fs, nil
+}
+
+// GroupExists reports whether the group is stored.
+func (s *Store) GroupExists(ctx context.Context, folder string) (bool, error) {
+	var ok bool
+	err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM groups WHERE folder = ?)`, folder).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("check group %s: %w", folder, err)
+	}
+	return ok, nil
+}
