@@ -152,9 +152,9 @@ func New(opt Options) (*Gateway, error) {
 func (g *Gateway) Run(ctx context.Context) error {
 	// Last, after the drain: agents of draining turns keep their tools.
 	defer g.mcp.Close()
-	if err := g.reload(ctx); err != nil {
-		return err
-	}
+	// What a crashed gateway left is settled before reload opens the MCP
+	// sockets: until then no agent (a leftover one included) can queue work
+	// that RecoverStarted would take for a turn the crash interrupted.
 	// Every group's socket lies in its own directory under one root.
 	n, err := agent.KillLeftovers(filepath.Dir(filepath.Dir(g.layout.SocketPath("x"))))
 	if err != nil {
@@ -172,6 +172,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return fmt.Errorf("recover outbox: %w", err)
 	} else if n > 0 {
 		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
+	}
+	if err := g.reload(ctx); err != nil {
+		return err
 	}
 	// Turns and deliveries outlive the intake context so they can drain.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
