@@ -173,13 +173,10 @@ func (e *engagements) active(chat, topic, folder string) bool {
 	return ok && en.folder == folder && time.Now().Before(en.until)
 }
 
-// Engage makes folder answer follow-ups in chat/topic without a mention.
-func (g *Gateway) Engage(chat, topic, folder string) {
+// engageChat makes folder answer follow-ups in chat/topic without a mention.
+func (g *Gateway) engageChat(chat, topic, folder string) {
 	g.engage.start(chat, topic, folder, g.opt.EngageTTL)
 }
-
-// Disengage ends an engagement.
-func (g *Gateway) Disengage(chat, topic string) { g.engage.stop(chat, topic) }
 
 // inject is control.Inject in the running gateway: it also wakes the folder
 // at once.

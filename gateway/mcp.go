@@ -411,7 +411,7 @@ func (b mcpBackend) Engage(chat, topic, folder string) (time.Time, error) {
 	if b.g.opt.EngageTTL <= 0 {
 		return time.Time{}, errors.New("engagement is off: engage_ttl is 0 in the gateway's config")
 	}
-	b.g.Engage(chat, topic, folder)
+	b.g.engageChat(chat, topic, folder)
 	return time.Now().Add(b.g.opt.EngageTTL).UTC(), nil
 }
 
