@@ -314,7 +314,7 @@ func (g *Gateway) kickPending(ctx context.Context) {
 func (g *Gateway) Table() *routing.Table { return g.table.Load() }
 
 // Tier is the tier of folder.
-func (g *Gateway) Tier(folder string) int { return groups.Tier(folder, g.opt.Operator) }
+func (g *Gateway) tierOf(folder string) int { return groups.Tier(folder, g.opt.Operator) }
 
 // Unrouted counts messages since start that matched no route.
 func (g *Gateway) Unrouted() int64 { return g.unrouted.Load() }

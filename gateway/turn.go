@@ -49,7 +49,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		}
 		session = s
 	}
-	tier := g.Tier(b.Folder)
+	tier := g.tierOf(b.Folder)
 	files := g.fetchAttachments(ctx, b)
 	prompt := buildPrompt(turnHeader{Folder: b.Folder, Tier: tier, Chat: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger, Now: time.Now(), Files: files}, b)
 	env := []string{
