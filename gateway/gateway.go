@@ -313,7 +313,7 @@ func (g *Gateway) kickPending(ctx context.Context) {
 // Table is the current route table.
 func (g *Gateway) Table() *routing.Table { return g.table.Load() }
 
-// Tier is the tier of folder.
+// tierOf is the tier of folder (groups.Tier with the configured operator).
 func (g *Gateway) tierOf(folder string) int { return groups.Tier(folder, g.opt.Operator) }
 
 // Unrouted counts messages since start that matched no route.
