@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -109,18 +110,6 @@ func (f *fakeAdapter) attemptsOf(key string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.attempts[key]
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // harness is a gateway running in this process on a real store in a temp
@@ -255,7 +244,7 @@ func (h *harness) post(chat, id, text string) int64 {
 // waitSent waits until chat received n messages and returns them.
 func (h *harness) waitSent(chat string, n int) []sentMsg {
 	h.t.Helper()
-	eventually(h.t, 20*time.Second, fmt.Sprintf("%d messages sent to %s", n, chat), func() bool { return len(h.fa.sentTo(chat)) >= n })
+	testwait.For(h.t, 20*time.Second, fmt.Sprintf("%d messages sent to %s", n, chat), func() bool { return len(h.fa.sentTo(chat)) >= n })
 	return h.fa.sentTo(chat)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/internal/testwait"
 	"switchboard/store"
 )
 
@@ -85,7 +86,7 @@ func TestOutboxDeadChat(t *testing.T) {
 	}
 	h.send(testChat, "live", "hello", "main")
 	h.waitSent(testChat, 1)
-	eventually(t, 10*time.Second, "dead chat's items failed", func() bool {
+	testwait.For(t, 10*time.Second, "dead chat's items failed", func() bool {
 		for i := range 3 {
 			if h.outboxItem(fmt.Sprint("d", i)).Status != "failed" {
 				return false
@@ -117,7 +118,7 @@ func TestOutboxDeadChat(t *testing.T) {
 func TestOutboxNoAdapterForPlatform(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok")})
 	h.send("nowhere:room", "x", "hello", "")
-	eventually(t, 10*time.Second, "item failed", func() bool { return h.outboxItem("x").Status == "failed" })
+	testwait.For(t, 10*time.Second, "item failed", func() bool { return h.outboxItem("x").Status == "failed" })
 	if it := h.outboxItem("x"); !strings.Contains(it.Error, "nowhere") {
 		t.Errorf("error %q does not name the platform", it.Error)
 	}
@@ -201,7 +202,7 @@ func TestOutboxClaimsOnlyWhatItSends(t *testing.T) {
 		}
 	}
 	close(ba.release)
-	eventually(t, 10*time.Second, "every item sent", func() bool {
+	testwait.For(t, 10*time.Second, "every item sent", func() bool {
 		for i := range n {
 			if h.outboxItem(fmt.Sprint("k", i)).Status != "sent" {
 				return false

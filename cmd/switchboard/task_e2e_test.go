@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testwait"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
@@ -82,7 +83,7 @@ func taskList(t *testing.T, bin, dir string) map[int64]cliTask {
 func waitRun(t *testing.T, bin, dir string, id int64) []cliRun {
 	t.Helper()
 	var runs []cliRun
-	waitFor(t, 15*time.Second, fmt.Sprintf("a finished run of task %d", id), func() bool {
+	testwait.For(t, 15*time.Second, fmt.Sprintf("a finished run of task %d", id), func() bool {
 		runs = taskRuns(t, bin, dir, id)
 		return len(runs) > 0 && runs[0].Status != "fired"
 	})
@@ -210,7 +211,7 @@ func TestE2ETaskMissedAcrossRestart(t *testing.T) {
 	if slot, _ := time.Parse(time.RFC3339, once[0].Slot); !slot.Equal(past) {
 		t.Errorf("catch-up run's slot %s, want the missed %s", once[0].Slot, past.Format(time.RFC3339))
 	}
-	waitFor(t, 5*time.Second, "the skipped task to complete", func() bool {
+	testwait.For(t, 5*time.Second, "the skipped task to complete", func() bool {
 		return taskList(t, bin, dir)[ids["skip"]].Status == "completed"
 	})
 	if runs := taskRuns(t, bin, dir, ids["skip"]); len(runs) != 0 {
