@@ -117,6 +117,7 @@ func (f *fakeAdapter) attemptsOf(key string) int {
 type harness struct {
 	t      testing.TB
 	opt    Options
+	hooks  testHooks
 	dir    string
 	st     *store.Store
 	g      *Gateway
@@ -131,6 +132,7 @@ type harnessConfig struct {
 	routes  []routing.Route
 	groups  []string
 	modify  func(*Options)
+	hooks   testHooks // set on every gateway the harness starts
 	noStart bool
 }
 
@@ -171,11 +173,12 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	if cfg.modify != nil {
 		cfg.modify(&opt)
 	}
-	h.opt = opt
+	h.opt, h.hooks = opt, cfg.hooks
 	h.g, err = New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.g.hooks = cfg.hooks
 	if !cfg.noStart {
 		h.start()
 	}
@@ -211,6 +214,7 @@ func (h *harness) restart(modify func(*Options)) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	g.hooks = h.hooks
 	h.g = g
 	h.start()
 }

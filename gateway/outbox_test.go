@@ -179,27 +179,32 @@ func (b *blockingAdapter) Send(ctx context.Context, m adapters.Outbound) (string
 // sent would turn a crash into lost replies that were never tried.
 func TestOutboxClaimsOnlyWhatItSends(t *testing.T) {
 	ba := &blockingAdapter{entered: make(chan struct{}, 64), release: make(chan struct{})}
+	waiting := make(chan struct{}, 1)
 	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"),
-		modify: func(o *Options) { o.Adapters = append(o.Adapters, ba) }})
+		modify: func(o *Options) { o.Adapters = append(o.Adapters, ba) },
+		hooks: testHooks{senderWait: func() {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}}})
 	const n = sendConcurrency + 4
 	for i := range n {
 		h.send(fmt.Sprintf("block:c/%d", i), fmt.Sprint("k", i), "hello", "")
 	}
-	for range sendConcurrency {
-		<-ba.entered
+	// Every sender is busy and the outbox holds a due item it cannot send:
+	// a wrong claim would have happened by now.
+	select {
+	case <-waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the outbox never waited for a free sender")
 	}
-	sending := func() int {
-		var c int
-		if err := h.st.Read().QueryRow(`SELECT count(*) FROM outbox WHERE status = 'sending'`).Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		return c
+	var c int
+	if err := h.st.Read().QueryRow(`SELECT count(*) FROM outbox WHERE status = 'sending'`).Scan(&c); err != nil {
+		t.Fatal(err)
 	}
-	// Every sender is busy; give the loop time to (wrongly) claim more.
-	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if c := sending(); c > sendConcurrency {
-			t.Fatalf("%d rows claimed with %d senders busy", c, sendConcurrency)
-		}
+	if c != sendConcurrency {
+		t.Fatalf("%d rows claimed with %d senders busy; want one per sender", c, sendConcurrency)
 	}
 	close(ba.release)
 	testwait.For(t, 10*time.Second, "every item sent", func() bool {

@@ -560,7 +560,14 @@ func TestRetryWaitDoesNotBlockOtherChats(t *testing.T) {
 func TestMessagesWhileWaitingForSlotJoinTheTurn(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	agent := agentScript(t, `n=$(grep -c '<message ' ); if [ "$SWITCHBOARD_FOLDER" = f1 ]; then while [ ! -e "$1" ]; do sleep 0.01; done; fi; echo "$n"`, release)
+	waiting := make(chan string, 8)
 	h := newHarness(t, harnessConfig{agent: agent, groups: []string{"f1", "f2"}, modify: func(o *Options) { o.MaxConcurrent = 1 },
+		hooks: testHooks{slotWait: func(folder string) {
+			select {
+			case waiting <- folder:
+			default:
+			}
+		}},
 		routes: []routing.Route{
 			{Match: map[string]string{"chat_jid": "test:f1/*"}, Target: "f1"},
 			{Match: map[string]string{"chat_jid": "test:f2/*"}, Target: "f2"},
@@ -571,10 +578,15 @@ func TestMessagesWhileWaitingForSlotJoinTheTurn(t *testing.T) {
 		return id != ""
 	})
 	h.post("test:f2/b", "b0", "waiting")
-	// Let f2's worker load its one-message batch and block on the slot. (If
-	// it has not got there yet the test still passes; it cannot fail
-	// because of this wait.)
-	time.Sleep(100 * time.Millisecond)
+	// f2's worker has loaded its one-message batch and waits for the slot.
+	select {
+	case f := <-waiting:
+		if f != "f2" {
+			t.Fatalf("%s waited for a slot; want f2", f)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("f2's worker never waited for the turn slot")
+	}
 	for i := 1; i < 5; i++ {
 		h.post("test:f2/b", fmt.Sprint("b", i), "waiting")
 	}

@@ -82,6 +82,9 @@ func (q *queue) step(folder string) bool {
 	default:
 		// All turn slots are busy. Wait for one, then look again: what
 		// arrived meanwhile belongs in this turn, not the next.
+		if h := q.g.hooks.slotWait; h != nil {
+			h(folder)
+		}
 		select {
 		case q.sem <- struct{}{}:
 		case <-q.closing:
