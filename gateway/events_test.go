@@ -17,6 +17,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/control"
+	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -159,7 +160,7 @@ func TestReactionsAndOtherBots(t *testing.T) {
 	// The bot's own message, stored by the outbox under its identity.
 	h.send(testChat, "k1", "deployed", "main")
 	h.waitSent(testChat, 1)
-	eventually(t, 5*time.Second, "the bot's message stored", func() bool {
+	testwait.For(t, 5*time.Second, "the bot's message stored", func() bool {
 		_, err := h.st.MessageByID(ctx, testChat, "out-1")
 		return err == nil
 	})
@@ -302,7 +303,7 @@ func TestOutboxSplitsAndResumes(t *testing.T) {
 		return nil
 	})
 	h.send(testChat, "long", text, "main")
-	eventually(t, 20*time.Second, "the long reply sent", func() bool { return h.outboxItem("long").Status == "sent" })
+	testwait.For(t, 20*time.Second, "the long reply sent", func() bool { return h.outboxItem("long").Status == "sent" })
 	sent := ra.sentTo(testChat)
 	var words []string
 	seen := map[string]bool{}
@@ -343,7 +344,7 @@ func TestSendFileThroughOutbox(t *testing.T) {
 	if _, err := h.g.send(ctx, control.SendRequest{Chat: testChat, File: "pipe", Folder: "main", Key: "f2"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "both files settled", func() bool {
+	testwait.For(t, 10*time.Second, "both files settled", func() bool {
 		return h.outboxItem("f1").Status == "sent" && h.outboxItem("f2").Status == "failed"
 	})
 	if it := h.outboxItem("f2"); !strings.Contains(it.Error, "not a regular file") {
@@ -418,7 +419,7 @@ func TestAdapterSupervision(t *testing.T) {
 		o.Adapters = append(o.Adapters, flaky)
 		o.RestartBackoff = [2]time.Duration{time.Millisecond, 4 * time.Millisecond}
 	}})
-	eventually(t, 10*time.Second, "the flaky adapter connected", func() bool {
+	testwait.For(t, 10*time.Second, "the flaky adapter connected", func() bool {
 		return h.g.AdapterStates()["flaky"].State == adapters.StateConnected
 	})
 	flaky.mu.Lock()

@@ -90,6 +90,20 @@ type Gateway struct {
 
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
 	setUp    map[string]bool // group folders set up on disk by this process; guarded by reloadMu
+
+	hooks testHooks
+}
+
+// testHooks are the points of the pipeline a test waits on instead of
+// sleeping: the moments after which something it checks must not have
+// happened. A test sets them between New and Run; in production they are nil.
+type testHooks struct {
+	// slotWait is called when folder's worker holds a batch and every turn
+	// slot is busy (MaxConcurrent).
+	slotWait func(folder string)
+	// senderWait is called when the outbox has a due item and every sender
+	// is busy; nothing more is claimed until one is free.
+	senderWait func()
 }
 
 // New checks options and builds a Gateway; nothing runs until Run.

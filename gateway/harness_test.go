@@ -15,6 +15,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/agent"
+	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -112,23 +113,12 @@ func (f *fakeAdapter) attemptsOf(key string) int {
 	return f.attempts[key]
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // harness is a gateway running in this process on a real store in a temp
 // dir, with a fake "test" platform and real agent subprocesses.
 type harness struct {
 	t      testing.TB
 	opt    Options
+	hooks  testHooks
 	dir    string
 	st     *store.Store
 	g      *Gateway
@@ -143,6 +133,7 @@ type harnessConfig struct {
 	routes  []routing.Route
 	groups  []string
 	modify  func(*Options)
+	hooks   testHooks // set on every gateway the harness starts
 	noStart bool
 }
 
@@ -183,11 +174,12 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	if cfg.modify != nil {
 		cfg.modify(&opt)
 	}
-	h.opt = opt
+	h.opt, h.hooks = opt, cfg.hooks
 	h.g, err = New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.g.hooks = cfg.hooks
 	if !cfg.noStart {
 		h.start()
 	}
@@ -223,6 +215,7 @@ func (h *harness) restart(modify func(*Options)) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	g.hooks = h.hooks
 	h.g = g
 	h.start()
 }
@@ -256,7 +249,7 @@ func (h *harness) post(chat, id, text string) int64 {
 // waitSent waits until chat received n messages and returns them.
 func (h *harness) waitSent(chat string, n int) []sentMsg {
 	h.t.Helper()
-	eventually(h.t, 20*time.Second, fmt.Sprintf("%d messages sent to %s", n, chat), func() bool { return len(h.fa.sentTo(chat)) >= n })
+	testwait.For(h.t, 20*time.Second, fmt.Sprintf("%d messages sent to %s", n, chat), func() bool { return len(h.fa.sentTo(chat)) >= n })
 	return h.fa.sentTo(chat)
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/internal/testwait"
 )
 
 // scrape reads the gateway's /metrics once.
@@ -55,7 +56,7 @@ func dialGroup(t testing.TB, h *harness, folder string) *mcpConn {
 	t.Helper()
 	sock := filepath.Join(h.dir, "ipc", folder, "mcp.sock")
 	var c net.Conn
-	eventually(t, 10*time.Second, "the socket of "+folder, func() bool {
+	testwait.For(t, 10*time.Second, "the socket of "+folder, func() bool {
 		var err error
 		c, err = net.Dial("unix", sock)
 		return err == nil
@@ -117,7 +118,7 @@ func TestMetricsMoveThroughThePipeline(t *testing.T) {
 	h.post(testChat, "m1", "secret words")
 	h.waitSent(testChat, 1)
 	var after string
-	eventually(t, 10*time.Second, "the delivery counted", func() bool {
+	testwait.For(t, 10*time.Second, "the delivery counted", func() bool {
 		after = scrape(t, h.g)
 		return sample(t, after, `switchboard_outbox_deliveries_total{adapter="test",result="sent"}`) == 1
 	})
@@ -192,10 +193,10 @@ func TestNotReadyWhileAnAdapterIsDown(t *testing.T) {
 		o.Adapters = append(o.Adapters, d)
 	}})
 	adapterHost{g: h.g, name: "test"}.SetState(adapters.StateConnected, nil) // the fake adapter reports nothing
-	eventually(t, 10*time.Second, "ready", func() bool { return len(h.g.NotReady(context.Background())) == 0 })
+	testwait.For(t, 10*time.Second, "ready", func() bool { return len(h.g.NotReady(context.Background())) == 0 })
 	close(d.down)
 	var not []string
-	eventually(t, 10*time.Second, "not ready", func() bool {
+	testwait.For(t, 10*time.Second, "not ready", func() bool {
 		not = h.g.NotReady(context.Background())
 		return len(not) > 0
 	})

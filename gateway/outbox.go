@@ -132,8 +132,15 @@ func (o *outbox) sendDue(ctx context.Context) int {
 		// "sending", and one a crash leaves so is never resent.
 		select {
 		case o.sem <- struct{}{}:
-		case <-ctx.Done():
-			return n
+		default:
+			if h := o.g.hooks.senderWait; h != nil {
+				h()
+			}
+			select {
+			case o.sem <- struct{}{}:
+			case <-ctx.Done():
+				return n
+			}
 		}
 		claimed, err := o.g.st.ClaimOutbox(ctx, it.ID)
 		if err != nil || !claimed {

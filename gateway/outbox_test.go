@@ -9,6 +9,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/control"
+	"switchboard/internal/testwait"
 	"switchboard/store"
 )
 
@@ -86,7 +87,7 @@ func TestOutboxDeadChat(t *testing.T) {
 	}
 	h.send(testChat, "live", "hello", "main")
 	h.waitSent(testChat, 1)
-	eventually(t, 10*time.Second, "dead chat's items failed", func() bool {
+	testwait.For(t, 10*time.Second, "dead chat's items failed", func() bool {
 		for i := range 3 {
 			if h.outboxItem(fmt.Sprint("d", i)).Status != "failed" {
 				return false
@@ -118,7 +119,7 @@ func TestOutboxDeadChat(t *testing.T) {
 func TestOutboxNoAdapterForPlatform(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok")})
 	h.send("nowhere:room", "x", "hello", "")
-	eventually(t, 10*time.Second, "item failed", func() bool { return h.outboxItem("x").Status == "failed" })
+	testwait.For(t, 10*time.Second, "item failed", func() bool { return h.outboxItem("x").Status == "failed" })
 	if it := h.outboxItem("x"); !strings.Contains(it.Error, "nowhere") {
 		t.Errorf("error %q does not name the platform", it.Error)
 	}
@@ -179,30 +180,35 @@ func (b *blockingAdapter) Send(ctx context.Context, m adapters.Outbound) (string
 // sent would turn a crash into lost replies that were never tried.
 func TestOutboxClaimsOnlyWhatItSends(t *testing.T) {
 	ba := &blockingAdapter{entered: make(chan struct{}, 64), release: make(chan struct{})}
+	waiting := make(chan struct{}, 1)
 	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"),
-		modify: func(o *Options) { o.Adapters = append(o.Adapters, ba) }})
+		modify: func(o *Options) { o.Adapters = append(o.Adapters, ba) },
+		hooks: testHooks{senderWait: func() {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}}})
 	const n = sendConcurrency + 4
 	for i := range n {
 		h.send(fmt.Sprintf("block:c/%d", i), fmt.Sprint("k", i), "hello", "")
 	}
-	for range sendConcurrency {
-		<-ba.entered
+	// Every sender is busy and the outbox holds a due item it cannot send:
+	// a wrong claim would have happened by now.
+	select {
+	case <-waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the outbox never waited for a free sender")
 	}
-	sending := func() int {
-		var c int
-		if err := h.st.Read().QueryRow(`SELECT count(*) FROM outbox WHERE status = 'sending'`).Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		return c
+	var c int
+	if err := h.st.Read().QueryRow(`SELECT count(*) FROM outbox WHERE status = 'sending'`).Scan(&c); err != nil {
+		t.Fatal(err)
 	}
-	// Every sender is busy; give the loop time to (wrongly) claim more.
-	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if c := sending(); c > sendConcurrency {
-			t.Fatalf("%d rows claimed with %d senders busy", c, sendConcurrency)
-		}
+	if c != sendConcurrency {
+		t.Fatalf("%d rows claimed with %d senders busy; want one per sender", c, sendConcurrency)
 	}
 	close(ba.release)
-	eventually(t, 10*time.Second, "every item sent", func() bool {
+	testwait.For(t, 10*time.Second, "every item sent", func() bool {
 		for i := range n {
 			if h.outboxItem(fmt.Sprint("k", i)).Status != "sent" {
 				return false

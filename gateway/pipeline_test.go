@@ -14,6 +14,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/control"
+	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -41,7 +42,7 @@ func TestTurnReplyGoesToTheChat(t *testing.T) {
 	}
 	// The reply is stored as the bot's message, after the user's.
 	var ms []store.Message
-	eventually(t, 5*time.Second, "reply stored", func() bool {
+	testwait.For(t, 5*time.Second, "reply stored", func() bool {
 		var err error
 		ms, err = h.st.MessagesAfter(context.Background(), testChat, 0, 10)
 		if err != nil {
@@ -85,7 +86,7 @@ func TestFailedTurnRetriedTwiceThenGivenUp(t *testing.T) {
 			h := newHarness(t, harnessConfig{agent: agent, modify: func(o *Options) { o.Agent.Timeout = tc.timeout }})
 			h.post(testChat, "m1", "hello")
 			sent := h.waitSent(testChat, 2)
-			eventually(t, 10*time.Second, "three failed turns recorded", func() bool { return len(h.turns("main")) >= 3 })
+			testwait.For(t, 10*time.Second, "three failed turns recorded", func() bool { return len(h.turns("main")) >= 3 })
 			if n := countFile(t, runs); n != 3 {
 				t.Errorf("agent ran %d times; want 3 (two retries)", n)
 			}
@@ -146,7 +147,7 @@ func TestMessagesDuringTurnBatchIntoNext(t *testing.T) {
 	rec := newRecorder(t, `while [ ! -e "`+release+`" ]; do sleep 0.01; done`)
 	h := newHarness(t, harnessConfig{agent: rec.argv})
 	h.post(testChat, "m1", "first")
-	eventually(t, 10*time.Second, "first turn started", func() bool { return len(rec.prompts(t)) == 1 })
+	testwait.For(t, 10*time.Second, "first turn started", func() bool { return len(rec.prompts(t)) == 1 })
 	for i := 2; i <= 5; i++ {
 		h.post(testChat, fmt.Sprintf("m%d", i), fmt.Sprintf("msg %d", i))
 	}
@@ -189,7 +190,7 @@ func TestTurnConcurrencyLimits(t *testing.T) {
 		}
 	}
 	total := 0
-	eventually(t, 30*time.Second, "all messages answered", func() bool {
+	testwait.For(t, 30*time.Second, "all messages answered", func() bool {
 		total = 0
 		for _, f := range folders {
 			for c := range 2 {
@@ -262,7 +263,7 @@ func TestShutdownDrainsRunningTurn(t *testing.T) {
 	rec := newRecorder(t, `while [ ! -e "`+release+`" ]; do sleep 0.01; done`)
 	h := newHarness(t, harnessConfig{agent: rec.argv})
 	h.post(testChat, "m1", "hello")
-	eventually(t, 10*time.Second, "turn started", func() bool { return len(rec.prompts(t)) == 1 })
+	testwait.For(t, 10*time.Second, "turn started", func() bool { return len(rec.prompts(t)) == 1 })
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.stop() }()
 	// Intake stops first; the turn is still running then.
@@ -299,7 +300,7 @@ func TestShutdownDeadlineLeavesBatchPending(t *testing.T) {
 	rec := newRecorder(t, `if [ "$(ls "`+"$out"+`" | grep -c '^prompt-')" = 1 ]; then exec sleep 30; fi`)
 	h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.DrainTimeout = 100 * time.Millisecond }})
 	h.post(testChat, "m1", "hello")
-	eventually(t, 10*time.Second, "turn started", func() bool { return len(rec.prompts(t)) == 1 })
+	testwait.For(t, 10*time.Second, "turn started", func() bool { return len(rec.prompts(t)) == 1 })
 	start := time.Now()
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
@@ -383,7 +384,7 @@ func TestEngagementTriggersObserveRoute(t *testing.T) {
 			}
 			h.waitSent(obs, 1)
 			// A user sees the reply once it is stored; follow up only then.
-			eventually(t, 10*time.Second, "bot reply stored", func() bool {
+			testwait.For(t, 10*time.Second, "bot reply stored", func() bool {
 				ms, err := h.st.MessagesAfter(context.Background(), obs, 0, 10)
 				return err == nil && len(ms) == 2 && ms[1].FromBot
 			})
@@ -478,7 +479,7 @@ func TestConcurrentDeliveriesAllRunOnce(t *testing.T) {
 	}
 	wg.Wait()
 	var consumed int
-	eventually(t, 30*time.Second, "every message consumed by a turn", func() bool {
+	testwait.For(t, 30*time.Second, "every message consumed by a turn", func() bool {
 		if len(h.pending()) != 0 {
 			return false
 		}
@@ -560,21 +561,33 @@ func TestRetryWaitDoesNotBlockOtherChats(t *testing.T) {
 func TestMessagesWhileWaitingForSlotJoinTheTurn(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	agent := agentScript(t, `n=$(grep -c '<message ' ); if [ "$SWITCHBOARD_FOLDER" = f1 ]; then while [ ! -e "$1" ]; do sleep 0.01; done; fi; echo "$n"`, release)
+	waiting := make(chan string, 8)
 	h := newHarness(t, harnessConfig{agent: agent, groups: []string{"f1", "f2"}, modify: func(o *Options) { o.MaxConcurrent = 1 },
+		hooks: testHooks{slotWait: func(folder string) {
+			select {
+			case waiting <- folder:
+			default:
+			}
+		}},
 		routes: []routing.Route{
 			{Match: map[string]string{"chat_jid": "test:f1/*"}, Target: "f1"},
 			{Match: map[string]string{"chat_jid": "test:f2/*"}, Target: "f2"},
 		}})
 	h.post("test:f1/a", "a1", "hold the slot")
-	eventually(t, 10*time.Second, "f1's turn to start", func() bool {
+	testwait.For(t, 10*time.Second, "f1's turn to start", func() bool {
 		id, _ := h.g.runningTurn("f1")
 		return id != ""
 	})
 	h.post("test:f2/b", "b0", "waiting")
-	// Let f2's worker load its one-message batch and block on the slot. (If
-	// it has not got there yet the test still passes; it cannot fail
-	// because of this wait.)
-	time.Sleep(100 * time.Millisecond)
+	// f2's worker has loaded its one-message batch and waits for the slot.
+	select {
+	case f := <-waiting:
+		if f != "f2" {
+			t.Fatalf("%s waited for a slot; want f2", f)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("f2's worker never waited for the turn slot")
+	}
 	for i := 1; i < 5; i++ {
 		h.post("test:f2/b", fmt.Sprint("b", i), "waiting")
 	}
@@ -657,9 +670,9 @@ func TestMentionEngagesFolder(t *testing.T) {
 		t.Fatalf("a plain message on an observe route queued a turn: %v", p)
 	}
 	deliver("m1", "t1", adapters.VerbMention)
-	eventually(t, 10*time.Second, "the mention's turn", func() bool { return len(rec.prompts(t)) == 1 })
+	testwait.For(t, 10*time.Second, "the mention's turn", func() bool { return len(rec.prompts(t)) == 1 })
 	deliver("f1", "t1", adapters.VerbMessage)
-	eventually(t, 10*time.Second, "the follow-up's turn", func() bool { return len(rec.prompts(t)) == 2 })
+	testwait.For(t, 10*time.Second, "the follow-up's turn", func() bool { return len(rec.prompts(t)) == 2 })
 	if p := rec.prompts(t)[1]; !strings.Contains(p, `id="f1"`) || !strings.Contains(p, `trigger="message"`) {
 		t.Fatalf("second turn:\n%s", p)
 	}

@@ -82,6 +82,9 @@ func (ws *workers) step(folder string) bool {
 	default:
 		// All turn slots are busy. Wait for one, then look again: what
 		// arrived meanwhile belongs in this turn, not the next.
+		if h := ws.g.hooks.slotWait; h != nil {
+			h(folder)
+		}
 		select {
 		case ws.sem <- struct{}{}:
 		case <-ws.closing:

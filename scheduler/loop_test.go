@@ -29,7 +29,11 @@ func start(t *testing.T, l *Loop) (stop func()) {
 }
 
 // sleepUntil advances the bubble's clock to epoch+d and lets every
-// goroutine settle.
+// goroutine settle. Inside a synctest bubble time.Sleep waits for no real
+// time: the fake clock jumps to the instant once every goroutine of the
+// bubble is blocked, so the loop's timers fire in order and at once. It is
+// the clock's "advance", not a wait for something to happen; synctest.Wait
+// then waits for the loop to act on what fell due.
 func sleepUntil(d time.Duration) {
 	time.Sleep(time.Until(epoch.Add(d)))
 	synctest.Wait()

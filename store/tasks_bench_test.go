@@ -125,6 +125,8 @@ func benchStartup(b *testing.B, loop *scheduler.Loop, cs *countingStore, f *benc
 // the next half hour: it must sleep, not poll.
 func benchIdleWindow(b *testing.B, cs *countingStore) {
 	calls0, cpu0, t0 := cs.calls.Load(), cpuTime(), time.Now()
+	// Idle time is what this measures: the window is a span of wall-clock
+	// time with nothing due, not a wait for an event.
 	time.Sleep(benchIdle)
 	idle := time.Since(t0)
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/idle.Seconds(), "idle-cpu-ms/s")
@@ -140,12 +142,14 @@ func benchLoad(b *testing.B, s *Store, roles map[int64]benchRole, loop *schedule
 	calls0, cpu0, t0, fired0 := cs.calls.Load(), cpuTime(), time.Now(), f.count()
 	claimCalls0, claimed0 := cs.claimCalls.Load(), cs.claimed.Load()
 	claimT0, dueT0, fireT0 := cs.claimTime.Load(), cs.dueTime.Load(), f.busy.Load()
-	loop.Wake()
 	end := base.Add(benchWindow)
-	for deadline := end.Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(end) && f.countIn(base, end) >= expected {
-			break
-		}
+	// The window's last slot is end itself (a spread task's third), so the
+	// window has passed once every slot in it fired.
+	all := f.await(base, end, expected)
+	loop.Wake()
+	select {
+	case <-all:
+	case <-time.After(time.Until(end.Add(20 * time.Second))):
 	}
 	stop()
 	busy := time.Since(t0)
@@ -361,6 +365,24 @@ type benchFirer struct {
 	busy  atomic.Int64 // ns spent in Fire and StartTurns
 	mu    sync.Mutex
 	fires []benchFire
+	watch *benchWatch // set by await
+}
+
+// benchWatch counts the fires whose slot is in [from, to] and closes done
+// when there are want of them.
+type benchWatch struct {
+	from, to time.Time
+	want, n  int
+	done     chan struct{}
+}
+
+// await returns a channel closed once want fires with a slot in [from, to]
+// happened after this call.
+func (f *benchFirer) await(from, to time.Time, want int) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.watch = &benchWatch{from: from, to: to, want: want, done: make(chan struct{})}
+	return f.watch.done
 }
 
 type benchFire struct {
@@ -384,6 +406,11 @@ func (f *benchFirer) StartTurns(ctx context.Context, fires []scheduler.Fired) {
 	f.mu.Lock()
 	for _, fr := range fires {
 		f.fires = append(f.fires, benchFire{fr.Task.ID, fr.Slot, at})
+		if w := f.watch; w != nil && !fr.Slot.Before(w.from) && !fr.Slot.After(w.to) {
+			if w.n++; w.n == w.want {
+				close(w.done)
+			}
+		}
 	}
 	f.mu.Unlock()
 }
@@ -392,18 +419,6 @@ func (f *benchFirer) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.fires)
-}
-
-func (f *benchFirer) countIn(from, to time.Time) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, fr := range f.fires {
-		if !fr.slot.Before(from) && !fr.slot.After(to) {
-			n++
-		}
-	}
-	return n
 }
 
 // countingStore counts the scheduler's store calls and signals the first

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"switchboard/internal/testwait"
 )
 
 // sse is an open event stream as a client sees it.
@@ -203,13 +205,10 @@ func TestShutdownEndsStreams(t *testing.T) {
 			t.Errorf("%d subscribers left after shutdown", n)
 		}
 	}()
-	// Goroutines settle asynchronously; poll with a bound.
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		runtime.Gosched()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
+	// The HTTP client's and server's connection goroutines end after the
+	// streams closed, with no event to wait on: poll the count, bounded.
+	if !testwait.Until(5*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		n := runtime.NumGoroutine()
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines after shutdown, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}

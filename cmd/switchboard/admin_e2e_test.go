@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"switchboard/internal/testwait"
 	"testing"
 	"time"
 )
@@ -61,7 +62,7 @@ func TestE2EAdmin(t *testing.T) {
 	g.mustPost("lobby", "ann", "count me")
 	g.waitBot("lobby", 1)
 	var after string
-	waitFor(t, 10*time.Second, "the metrics to move", func() bool {
+	testwait.For(t, 10*time.Second, "the metrics to move", func() bool {
 		_, after = g.admin(t, "/metrics")
 		return metricValue(t, after, `switchboard_outbox_deliveries_total{adapter="web",result="sent"}`) >= 1
 	})
@@ -82,7 +83,7 @@ func TestE2EAdmin(t *testing.T) {
 	}
 	var code int
 	var body string
-	waitFor(t, 10*time.Second, "readyz to report telegram", func() bool {
+	testwait.For(t, 10*time.Second, "readyz to report telegram", func() bool {
 		code, body = g.admin(t, "/readyz")
 		return strings.Contains(body, "telegram")
 	})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"switchboard/internal/testwait"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,7 +78,7 @@ func TestE2ECrashRecovery(t *testing.T) {
 			break
 		}
 		if killAt > 0 {
-			waitFor(t, 10*time.Second, "the killed gateway to exit", func() bool { return !g.alive() })
+			testwait.For(t, 10*time.Second, "the killed gateway to exit", func() bool { return !g.alive() })
 		}
 	}
 	if len(acked) != crashMessages {
@@ -88,7 +89,7 @@ func TestE2ECrashRecovery(t *testing.T) {
 	for r := range crashRooms {
 		g.mustPost(fmt.Sprintf("r%d", r), "closer", "last one")
 	}
-	waitFor(t, 60*time.Second, "every room's last message answered", func() bool {
+	testwait.For(t, 60*time.Second, "every room's last message answered", func() bool {
 		for r := range crashRooms {
 			ms := g.messages(fmt.Sprintf("r%d", r))
 			if len(ms) == 0 || !ms[len(ms)-1].FromBot {

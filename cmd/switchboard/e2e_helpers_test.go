@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testwait"
 	"switchboard/store"
 )
 
@@ -431,23 +432,11 @@ func (g *gw) botMessages(room string) []apiMsg {
 func (g *gw) waitBot(room string, n int) []apiMsg {
 	g.t.Helper()
 	var got []apiMsg
-	waitFor(g.t, 20*time.Second, fmt.Sprintf("%d bot messages in %s", n, room), func() bool {
+	testwait.For(g.t, 20*time.Second, fmt.Sprintf("%d bot messages in %s", n, room), func() bool {
 		got = g.botMessages(room)
 		return len(got) >= n
 	})
 	return got
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: still waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // turnFile reads file <name>-<n> the agent recorded for folder's nth turn.

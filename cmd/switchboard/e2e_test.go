@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"switchboard/internal/testwait"
 	"syscall"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func TestE2ETurnPromptEnvAndReply(t *testing.T) {
 	// send: delivered by the running gateway within 2 seconds.
 	g.mustCLI("send", "web:lobby", "maintenance at 18:00")
 	sent := time.Now()
-	waitFor(t, 3*time.Second, "the sent message in the chat", func() bool {
+	testwait.For(t, 3*time.Second, "the sent message in the chat", func() bool {
 		for _, m := range g.botMessages("lobby") {
 			if m.Text == "maintenance at 18:00" {
 				return true
@@ -88,7 +89,7 @@ func TestE2ETurnPromptEnvAndReply(t *testing.T) {
 	// inject: a turn of the chat's owner, trigger inject.
 	g.mustCLI("inject", "web:lobby", "summarize the day", "--sender", "web:user/ops")
 	injected := time.Now()
-	waitFor(t, 3*time.Second, "the injected turn's reply", func() bool { return len(g.botMessages("lobby")) >= 4 })
+	testwait.For(t, 3*time.Second, "the injected turn's reply", func() bool { return len(g.botMessages("lobby")) >= 4 })
 	t.Logf("inject answered after %s", time.Since(injected).Round(time.Millisecond))
 	p3 := turnFile(t, dir, "main", "prompt", 3)
 	if !strings.Contains(p3, `trigger="inject"`) || !strings.Contains(p3, "summarize the day") || turnEnv(t, dir, "main", 3)["SWITCHBOARD_TRIGGER"] != "inject" {
@@ -118,7 +119,7 @@ func TestE2EBatching(t *testing.T) {
 grep -c '<message ' "$out/prompt-$n"`})
 	g := startGW(t, dir)
 	g.mustPost("lobby", "ann", "first")
-	waitFor(t, 10*time.Second, "the first turn", func() bool { return turnCount(dir, "main") == 1 })
+	testwait.For(t, 10*time.Second, "the first turn", func() bool { return turnCount(dir, "main") == 1 })
 	for i := range 5 {
 		g.mustPost("lobby", "ann", fmt.Sprintf("follow-up %d", i))
 	}
@@ -243,13 +244,13 @@ func TestE2ECLIChangesWhileRunning(t *testing.T) {
 	g.mustCLI("group", "add", "side")
 	g.mustCLI("route", "add", "--target", "side", "platform=web", "room=side")
 	changed := time.Now()
-	waitFor(t, 3*time.Second, "the new group's folder", func() bool {
+	testwait.For(t, 3*time.Second, "the new group's folder", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "data", "groups", "side"))
 		return err == nil
 	})
 	// Probe until a message posted to the new route runs a turn of "side".
 	n := 0
-	waitFor(t, 3*time.Second, "the new route to take effect", func() bool {
+	testwait.For(t, 3*time.Second, "the new route to take effect", func() bool {
 		n++
 		g.mustPost("side", "ann", fmt.Sprintf("probe %d", n))
 		return turnCount(dir, "side") > 0 || len(g.botMessages("side")) > 0
@@ -268,11 +269,11 @@ func TestE2ESIGTERMDrainsTurn(t *testing.T) {
 echo "drained reply"`})
 	g := startGW(t, dir)
 	g.mustPost("lobby", "ann", "slow one")
-	waitFor(t, 10*time.Second, "the turn to start", func() bool { return turnCount(dir, "main") == 1 })
+	testwait.For(t, 10*time.Second, "the turn to start", func() bool { return turnCount(dir, "main") == 1 })
 	if err := g.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "intake to stop", func() bool { return g.findLog("intake stopped; draining turns") != nil })
+	testwait.For(t, 10*time.Second, "intake to stop", func() bool { return g.findLog("intake stopped; draining turns") != nil })
 	if status, _, err := g.post(context.Background(), "lobby", "ann", "too late", ""); err == nil && status == 202 {
 		t.Error("a message was accepted after intake stopped")
 	}
@@ -321,13 +322,13 @@ while :; do sleep 0.05; done`})
 			g.kill()
 			if sandbox != "none" {
 				// Its PID namespace dies with the gateway.
-				waitFor(t, 5*time.Second, "the agent and its grandchild to die with the gateway", func() bool {
+				testwait.For(t, 5*time.Second, "the agent and its grandchild to die with the gateway", func() bool {
 					return len(agentPIDs(t, "SWITCHBOARD_TURN_ID="+turn)) == 0
 				})
 			}
 			// The restart ends whatever is left and counts the crashed attempt.
 			g = startGW(t, dir)
-			waitFor(t, 2*time.Second, "no process of the crashed turn after the restart", func() bool {
+			testwait.For(t, 2*time.Second, "no process of the crashed turn after the restart", func() bool {
 				return len(agentPIDs(t, "SWITCHBOARD_TURN_ID="+turn)) == 0
 			})
 			if got := g.waitBot("lobby", 1)[0].Text; got != "second run" {
@@ -357,7 +358,7 @@ while :; do sleep 0.05; done`})
 func waitTurnID(t *testing.T, dir string, n int) string {
 	t.Helper()
 	var turn string
-	waitFor(t, 10*time.Second, "the agent's turn id", func() bool {
+	testwait.For(t, 10*time.Second, "the agent's turn id", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "out", fmt.Sprintf("turn-%d", n)))
 		turn = strings.TrimSpace(string(b))
 		return err == nil && turn != ""

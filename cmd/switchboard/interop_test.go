@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"switchboard/internal/testwait"
 	"syscall"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestMCPInterop(t *testing.T) {
 		return filepath.Join(dir, "data", "ipc", filepath.FromSlash(folder), "mcp.sock")
 	}
 	for _, f := range []string{"main", "main/team/bot"} {
-		waitFor(t, 10*time.Second, "the MCP socket of "+f, func() bool {
+		testwait.For(t, 10*time.Second, "the MCP socket of "+f, func() bool {
 			_, err := os.Stat(sock(f))
 			return err == nil
 		})
@@ -72,7 +73,7 @@ func TestMCPInterop(t *testing.T) {
 	// botSaid waits until the web API shows a bot message with text in room.
 	botSaid := func(t *testing.T, room, text string) {
 		t.Helper()
-		waitFor(t, 10*time.Second, fmt.Sprintf("bot message %q in %s (web API)", text, room), func() bool {
+		testwait.For(t, 10*time.Second, fmt.Sprintf("bot message %q in %s (web API)", text, room), func() bool {
 			return slices.ContainsFunc(g.botMessages(room), func(m apiMsg) bool { return m.Text == text })
 		})
 	}
@@ -253,7 +254,7 @@ func TestMCPInterop(t *testing.T) {
 			return !slices.Contains(tools, "like") && !slices.Contains(tools, "edit") && slices.Contains(tools, "send")
 		}
 		// Already in effect when the SDK subtests ran; else within 2 s.
-		waitFor(t, 10*time.Second, "main's tools/list without like and edit", func() bool {
+		testwait.For(t, 10*time.Second, "main's tools/list without like and edit", func() bool {
 			return narrowed(inspector.toolNames(t, "legacy", sock("main")))
 		})
 		for _, era := range []string{"legacy", "modern"} {

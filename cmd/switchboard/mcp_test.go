@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"switchboard/grants"
+	"switchboard/internal/testwait"
 	"switchboard/store"
 )
 
@@ -126,19 +127,19 @@ routes:
 		}
 	})
 	base := "http://" + addr
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if resp, err := http.Get(base + "/api/rooms/lobby/messages"); err == nil {
-			resp.Body.Close()
-			if _, err := os.Stat(filepath.Join(dir, "ipc", "main", "mcp.sock")); err == nil {
-				return base
-			}
+	up := testwait.Until(10*time.Second, func() bool {
+		resp, err := http.Get(base + "/api/rooms/lobby/messages")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway did not come up; log:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		resp.Body.Close()
+		_, err = os.Stat(filepath.Join(dir, "ipc", "main", "mcp.sock"))
+		return err == nil
+	})
+	if !up {
+		t.Fatalf("gateway did not come up; log:\n%s", logs.String())
 	}
+	return base
 }
 
 type webMsg struct {
@@ -183,18 +184,35 @@ func botMessages(t *testing.T, base, room string) []webMsg {
 	return bots
 }
 
-// waitBots waits for n bot messages in room, then a little longer to catch
-// a duplicate.
-func waitBots(t *testing.T, base, room string, n int) []webMsg {
+// waitBots waits for n bot messages in room, then until the gateway in dir
+// is idle: no turn pending or running, and every outbox item sent or failed.
+// A duplicate answer would be stored by then. It returns room's bot messages.
+func waitBots(t *testing.T, dir, base, room string, n int) []webMsg {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for len(botMessages(t, base, room)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bot messages in %s, want %d", len(botMessages(t, base, room)), room, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	testwait.For(t, 30*time.Second, fmt.Sprintf("%d bot messages in %s", n, room), func() bool {
+		return len(botMessages(t, base, room)) >= n
+	})
+	st, err := store.Open(context.Background(), filepath.Join(dir, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	defer st.Close()
+	testwait.For(t, 30*time.Second, "every turn recorded and every reply delivered", func() bool {
+		ctx := context.Background()
+		if pending, err := st.PendingFolders(ctx); err != nil || len(pending) > 0 {
+			return false
+		}
+		items, err := st.Outbox(ctx, "", 1000)
+		if err != nil {
+			return false
+		}
+		for _, it := range items {
+			if it.Status != "sent" && it.Status != "failed" {
+				return false
+			}
+		}
+		return true
+	})
 	return botMessages(t, base, room)
 }
 
@@ -205,7 +223,7 @@ func TestDemoAgentOverMCP(t *testing.T) {
 	dir := shortDir(t)
 	base := gatewayRun(t, dir, helperArgv("demo-agent"))
 	post(t, base, "lobby", "hello there")
-	bots := waitBots(t, base, "lobby", 1)
+	bots := waitBots(t, dir, base, "lobby", 1)
 	if len(bots) != 1 || !strings.HasPrefix(bots[0].Text, "Hi ann! I am the Switchboard demo agent in folder main.") {
 		t.Fatalf("bot messages: %+v", bots)
 	}
@@ -216,7 +234,7 @@ func TestDemoAgentOverMCP(t *testing.T) {
 	} {
 		before := len(botMessages(t, base, "lobby"))
 		post(t, base, "lobby", c.text)
-		bots := waitBots(t, base, "lobby", before+1)
+		bots := waitBots(t, dir, base, "lobby", before+1)
 		if len(bots) != before+1 || !strings.Contains(bots[before].Text, c.want) {
 			t.Errorf("%s: bot messages %+v, want one more containing %q", c.text, bots[before:], c.want)
 		}
@@ -276,7 +294,7 @@ echo "stdout reply"
 	}
 	base := gatewayRun(t, dir, []string{script})
 	post(t, base, "lobby", "hi")
-	bots := waitBots(t, base, "lobby", 1)
+	bots := waitBots(t, dir, base, "lobby", 1)
 	out, _ := os.ReadFile(filepath.Join(dir, "groups", "main", "bridge.out"))
 	errOut, _ := os.ReadFile(filepath.Join(dir, "groups", "main", "bridge.err"))
 	if len(bots) != 1 || bots[0].Text != "via bridge" {

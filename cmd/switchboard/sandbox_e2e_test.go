@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"switchboard/internal/testwait"
 	"testing"
 	"time"
 )
@@ -84,7 +85,7 @@ exec sleep 30`
 
 	// A timed-out turn takes a setsid grandchild with it.
 	g.mustPost("slow", "ann", "hang")
-	waitFor(t, 10*time.Second, "the slow turn's failure notice", func() bool {
+	testwait.For(t, 10*time.Second, "the slow turn's failure notice", func() bool {
 		for _, m := range g.messages("slow") {
 			if m.FromBot && strings.Contains(m.Text, "timed out") {
 				return true
@@ -93,7 +94,7 @@ exec sleep 30`
 		return false
 	})
 	env := turnEnv(t, e2e, "main", 2)
-	waitFor(t, 5*time.Second, "the timed-out turn's processes gone", func() bool {
+	testwait.For(t, 5*time.Second, "the timed-out turn's processes gone", func() bool {
 		return len(agentPIDs(t, "SWITCHBOARD_TURN_ID="+env["SWITCHBOARD_TURN_ID"])) == 0
 	})
 }

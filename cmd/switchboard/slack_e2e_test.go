@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"switchboard/adapters/slack/slackfake"
+	"switchboard/internal/testwait"
 )
 
 // A Slack user's message in a thread reaches the scripted agent through the
@@ -24,7 +25,7 @@ func TestE2ESlack(t *testing.T) {
 			g := startGW(t, dir)
 			switch mode {
 			case "events":
-				waitFor(t, 20*time.Second, "slack events listener", func() bool {
+				testwait.For(t, 20*time.Second, "slack events listener", func() bool {
 					rec := g.findLog("slack events api listening")
 					if rec != nil {
 						s.EventsURL = "http://" + rec["addr"].(string) + "/slack/events"
@@ -32,7 +33,7 @@ func TestE2ESlack(t *testing.T) {
 					return rec != nil
 				})
 			default:
-				waitFor(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+				testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
 			}
 
 			parent := s.AddMessage("C1", "U2", "a thread about deploys", "")
@@ -40,7 +41,7 @@ func TestE2ESlack(t *testing.T) {
 				t.Fatal(err)
 			}
 			var reply slackfake.Message
-			waitFor(t, 20*time.Second, "the bot's reply in slack", func() bool {
+			testwait.For(t, 20*time.Second, "the bot's reply in slack", func() bool {
 				for _, m := range s.Messages("C1") {
 					if m.User == slackfake.BotUser {
 						reply = m

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testwait"
 	"switchboard/store"
 )
 
@@ -26,7 +27,7 @@ func TestE2EStatusAndBackup(t *testing.T) {
 		adapters: "  telegram: {enabled: true, token: \"1:x\", api_url: \"http://127.0.0.1:1\"}\n"})
 	g := startGW(t, dir)
 	g.mustPost("lobby", "ann", "this turn fails")
-	waitFor(t, 20*time.Second, "the failed turn and both adapters' states recorded", func() bool {
+	testwait.For(t, 20*time.Second, "the failed turn and both adapters' states recorded", func() bool {
 		out, err := g.cli("--json", "status")
 		// The failed turn's error, not its chat: that also shows while it runs.
 		return err == nil && strings.Contains(out, `exited with status 3`) && strings.Contains(out, `"state": "connected"`) &&
@@ -76,7 +77,7 @@ func TestE2EStatusAndBackup(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, 20*time.Second, "the burst under way", func() bool {
+	testwait.For(t, 20*time.Second, "the burst under way", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked) >= 20
@@ -126,7 +127,7 @@ func TestE2EStatusAndBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	g = startGW(t, dir)
-	waitFor(t, 20*time.Second, "the new gateway's heartbeat", func() bool {
+	testwait.For(t, 20*time.Second, "the new gateway's heartbeat", func() bool {
 		out, err := g.cli("--json", "status")
 		return err == nil && strings.Contains(out, fmt.Sprintf(`"pid": %d`, g.cmd.Process.Pid))
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testwait"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
@@ -82,7 +83,7 @@ func taskList(t *testing.T, bin, dir string) map[int64]cliTask {
 func waitRun(t *testing.T, bin, dir string, id int64) []cliRun {
 	t.Helper()
 	var runs []cliRun
-	waitFor(t, 15*time.Second, fmt.Sprintf("a finished run of task %d", id), func() bool {
+	testwait.For(t, 15*time.Second, fmt.Sprintf("a finished run of task %d", id), func() bool {
 		runs = taskRuns(t, bin, dir, id)
 		return len(runs) > 0 && runs[0].Status != "fired"
 	})
@@ -174,35 +175,41 @@ func TestE2ETaskMissedAcrossRestart(t *testing.T) {
 	}
 	bin := first.bin
 
-	// Added while the gateway is down, due in 2-3 s.
-	at := soon()
-	lateID := addTask(t, bin, dir, "--folder", "main", "--jid", "web:lobby", "--schedule", at.Format(time.RFC3339), "--prompt", "a little late")
-	// Due two minutes ago, as if created before a long downtime (the CLI
-	// refuses an instant in the past, so they are written as it would have
-	// written them then).
+	// Written while the gateway is down as the CLI would have written them
+	// (it refuses an instant in the past): one due a second ago, which the
+	// restart finds late by less than the grace; two due two minutes ago,
+	// as if created before a long downtime.
+	late := time.Now().Add(-time.Second).Truncate(time.Second)
 	past := time.Now().Add(-2 * time.Minute).Truncate(time.Second)
 	st, err := store.Open(context.Background(), filepath.Join(dir, "data", "switchboard.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := map[string]int64{}
-	for _, missed := range []string{"skip", "once"} {
-		tk, err := scheduler.NewTask(scheduler.TaskSpec{Folder: "main", ChatJID: "web:lobby", Prompt: "long missed, " + missed,
-			Schedule: past.Format(time.RFC3339), Missed: missed, CreatedBy: "operator"}, "UTC", past.Add(-time.Hour))
+	for _, tc := range []struct {
+		name, prompt, missed string
+		at                   time.Time
+	}{
+		{"late", "a little late", "", late}, // the default policy: skip
+		{"skip", "long missed, skip", "skip", past},
+		{"once", "long missed, once", "once", past},
+	} {
+		tk, err := scheduler.NewTask(scheduler.TaskSpec{Folder: "main", ChatJID: "web:lobby", Prompt: tc.prompt,
+			Schedule: tc.at.Format(time.RFC3339), Missed: tc.missed, CreatedBy: "operator"}, "UTC", tc.at.Add(-time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tk, err = st.AddTask(context.Background(), tk); err != nil {
 			t.Fatal(err)
 		}
-		ids[missed] = tk.ID
+		ids[tc.name] = tk.ID
 	}
 	st.Close()
-	time.Sleep(time.Until(at.Add(time.Second))) // let the late task's instant pass while the gateway is down
+	lateID := ids["late"]
 
 	g := startGW(t, dir)
-	late, once := waitRun(t, bin, dir, lateID), waitRun(t, bin, dir, ids["once"])
-	for name, runs := range map[string][]cliRun{"late by a second": late, "missed, once": once} {
+	lateRuns, once := waitRun(t, bin, dir, lateID), waitRun(t, bin, dir, ids["once"])
+	for name, runs := range map[string][]cliRun{"late by seconds": lateRuns, "missed, once": once} {
 		if len(runs) != 1 || runs[0].Status != "succeeded" {
 			t.Errorf("%s: runs %+v, want one succeeded", name, runs)
 		}
@@ -210,7 +217,7 @@ func TestE2ETaskMissedAcrossRestart(t *testing.T) {
 	if slot, _ := time.Parse(time.RFC3339, once[0].Slot); !slot.Equal(past) {
 		t.Errorf("catch-up run's slot %s, want the missed %s", once[0].Slot, past.Format(time.RFC3339))
 	}
-	waitFor(t, 5*time.Second, "the skipped task to complete", func() bool {
+	testwait.For(t, 5*time.Second, "the skipped task to complete", func() bool {
 		return taskList(t, bin, dir)[ids["skip"]].Status == "completed"
 	})
 	if runs := taskRuns(t, bin, dir, ids["skip"]); len(runs) != 0 {
@@ -247,24 +254,24 @@ func TestDemoAgentTasks(t *testing.T) {
 	dir := shortDir(t)
 	base := gatewayRun(t, dir, helperArgv("demo-agent"))
 	post(t, base, "lobby", "/every 10s stretch your legs")
-	bots := waitBots(t, base, "lobby", 1)
+	bots := waitBots(t, dir, base, "lobby", 1)
 	if !regexp.MustCompile(`^Scheduled task 1: "stretch your legs" every 10s, next run \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.`).MatchString(bots[0].Text) {
 		t.Errorf("/every reply %q", bots[0].Text)
 	}
 	post(t, base, "lobby", "/tasks")
-	bots = waitBots(t, base, "lobby", 2)
+	bots = waitBots(t, dir, base, "lobby", 2)
 	if want := `#1 [active] every 10s in web:lobby (main), next run `; !strings.Contains(bots[1].Text, want) || !strings.Contains(bots[1].Text, `"stretch your legs"`) {
 		t.Errorf("/tasks reply %q, want it to contain %q", bots[1].Text, want)
 	}
 	post(t, base, "lobby", "/every 2s too often")
-	bots = waitBots(t, base, "lobby", 3)
+	bots = waitBots(t, dir, base, "lobby", 3)
 	if !strings.HasPrefix(bots[2].Text, "Could not schedule that: ") || !strings.Contains(bots[2].Text, "shorter than the minimum 10s") {
 		t.Errorf("/every 2s reply %q", bots[2].Text)
 	}
 	// A task turn: cancel the interval task so only this one-shot fires.
 	mustSB(t, dir, "task", "cancel", "1")
 	mustSB(t, dir, "task", "add", "--folder", "main", "--jid", "web:lobby", "--schedule", soon().Format(time.RFC3339), "--prompt", "water the plants")
-	bots = waitBots(t, base, "lobby", 4)
+	bots = waitBots(t, dir, base, "lobby", 4)
 	if len(bots) != 4 || bots[3].Text != "Scheduled task ran: water the plants" {
 		t.Fatalf("bot messages %+v", bots)
 	}
