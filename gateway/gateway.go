@@ -62,6 +62,12 @@ type Options struct {
 	// MaxDownload caps one attachment fetched into a group folder, in bytes.
 	// Default 25 MiB.
 	MaxDownload int64
+	// Now is the clock of the gateway's decisions that compare times: when
+	// an engagement ends, whether a failure notice is rate-limited, whether a
+	// backfilled message is old enough to be context only. Waits (retry
+	// delays, rate-limit pauses, timeouts) run on real time. Default time.Now;
+	// tests advance their own clock instead of sleeping.
+	Now func() time.Time
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -104,6 +110,8 @@ type testHooks struct {
 	// senderWait is called when the outbox has a due item and every sender
 	// is busy; nothing more is claimed until one is free.
 	senderWait func()
+	// paused is called once a rate limit from platform holds its sends.
+	paused func(platform string)
 }
 
 // New checks options and builds a Gateway; nothing runs until Run.
@@ -132,13 +140,16 @@ func New(opt Options) (*Gateway, error) {
 	if opt.MaxDownload <= 0 {
 		opt.MaxDownload = defaultMaxDownload
 	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
 	g := &Gateway{
 		opt: opt, st: opt.Store, log: opt.Logger,
 		layout:   groups.Layout{DataDir: opt.DataDir},
 		adapters: map[string]adapters.Adapter{},
-		engage:   engagements{m: map[engageKey]engagement{}},
-		notices:  noticeLimiter{last: map[string]time.Time{}, every: 5 * time.Minute},
+		engage:   engagements{m: map[engageKey]engagement{}, now: opt.Now},
+		notices:  noticeLimiter{last: map[string]time.Time{}, every: noticeEvery, now: opt.Now},
 	}
 	for _, a := range opt.Adapters {
 		if _, dup := g.adapters[a.Name()]; dup {

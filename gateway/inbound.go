@@ -39,7 +39,7 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	}
 	var work []store.WorkItem
 	if !m.FromBot && !m.OtherBot {
-		work = g.route(m, in.Backfilled && time.Since(in.Time) > adapters.BackfillTriggerAge)
+		work = g.route(m, in.Backfilled && g.opt.Now().Sub(in.Time) > adapters.BackfillTriggerAge)
 	}
 	inserted, err := g.commits.commit(ctx, &m, work)
 	if err != nil {
@@ -124,6 +124,7 @@ type engagements struct {
 	mu     sync.Mutex
 	m      map[engageKey]engagement
 	pruned time.Time
+	now    func() time.Time
 }
 
 func (e *engagements) start(chat, topic, folder string, ttl time.Duration) {
@@ -134,7 +135,8 @@ func (e *engagements) start(chat, topic, folder string, ttl time.Duration) {
 	defer e.mu.Unlock()
 	// Bound memory: drop expired entries, at most once a minute so that a
 	// map full of live engagements is not rescanned on every start.
-	if now := time.Now(); len(e.m) > 10_000 && now.Sub(e.pruned) > time.Minute {
+	now := e.now()
+	if len(e.m) > 10_000 && now.Sub(e.pruned) > time.Minute {
 		e.pruned = now
 		for k, v := range e.m {
 			if now.After(v.until) {
@@ -142,7 +144,7 @@ func (e *engagements) start(chat, topic, folder string, ttl time.Duration) {
 			}
 		}
 	}
-	e.m[engageKey{chat, topic}] = engagement{folder: folder, until: time.Now().Add(ttl)}
+	e.m[engageKey{chat, topic}] = engagement{folder: folder, until: now.Add(ttl)}
 }
 
 func (e *engagements) stop(chat, topic string) {
@@ -156,7 +158,7 @@ func (e *engagements) stopIf(chat, topic string, allowed func(string) bool) (fol
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en, ok := e.m[engageKey{chat, topic}]
-	if !ok || time.Now().After(en.until) {
+	if !ok || e.now().After(en.until) {
 		return "", false
 	}
 	if !allowed(en.folder) {
@@ -170,7 +172,7 @@ func (e *engagements) active(chat, topic, folder string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en, ok := e.m[engageKey{chat, topic}]
-	return ok && en.folder == folder && time.Now().Before(en.until)
+	return ok && en.folder == folder && e.now().Before(en.until)
 }
 
 // engageChat makes folder answer follow-ups in chat/topic without a mention.

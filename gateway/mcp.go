@@ -412,7 +412,7 @@ func (b mcpBackend) Engage(chat, topic, folder string) (time.Time, error) {
 		return time.Time{}, errors.New("engagement is off: engage_ttl is 0 in the gateway's config")
 	}
 	b.g.engageChat(chat, topic, folder)
-	return time.Now().Add(b.g.opt.EngageTTL).UTC(), nil
+	return b.g.opt.Now().Add(b.g.opt.EngageTTL).UTC(), nil
 }
 
 func (b mcpBackend) Disengage(chat, topic string, allowed func(string) bool) (string, bool) {

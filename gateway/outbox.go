@@ -202,6 +202,9 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 	case errors.As(err, &ra):
 		g.metrics.rateLimitWaits.WithLabelValues(chat.Platform()).Inc()
 		o.pause(chat.Platform(), ra.Wait)
+		if h := g.hooks.paused; h != nil {
+			h(chat.Platform())
+		}
 		o.retry(ctx, it, ra.Wait, err)
 	case it.Attempts >= maxSendAttempts:
 		o.fail(ctx, it, fmt.Errorf("gave up after %d attempts: %w", it.Attempts, err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,12 +34,15 @@ func (h *harness) outboxItem(key string) store.OutboxItem {
 // letter) pauses every send of that adapter, other chats included, and
 // nothing is dropped.
 func TestOutboxOrderAndRateLimit(t *testing.T) {
-	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok")})
-	const wait = 300 * time.Millisecond
+	// c is sent once the pause holds: sent earlier, it could go out while
+	// the 429 is on its way back, as it would on the platform too.
 	limited := make(chan struct{})
+	var once sync.Once
+	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"),
+		hooks: testHooks{paused: func(string) { once.Do(func() { close(limited) }) }}})
+	const wait = 300 * time.Millisecond
 	h.fa.setFail(func(m adapters.Outbound, attempt int) error {
 		if m.Key == "a" && attempt == 1 {
-			close(limited)
 			return &adapters.RetryAfterError{Wait: wait}
 		}
 		return nil

@@ -119,6 +119,34 @@ func TestFailedTurnRetriedTwiceThenGivenUp(t *testing.T) {
 	}
 }
 
+// The "Retrying" notice is sent at most once per chat in noticeEvery; the
+// notice that the gateway gave up always is. Replies to a chat go out in
+// order, so a notice that should not exist would show before the final one.
+func TestFailureNoticeOncePerWindow(t *testing.T) {
+	clk := newFakeClock()
+	h := newHarness(t, harnessConfig{agent: agentScript(t, "cat >/dev/null; exit 3"), modify: func(o *Options) { o.Now = clk.Now }})
+	want := func(texts ...string) {
+		t.Helper()
+		sent := h.waitSent(testChat, len(texts))
+		for i, w := range texts {
+			if !strings.Contains(sent[i].Text, w) {
+				t.Fatalf("message %d to the chat is %q; want it to say %q", i, sent[i].Text, w)
+			}
+		}
+	}
+	h.post(testChat, "m1", "hello")
+	want("Retrying", "after 3 attempts")
+	h.post(testChat, "m2", "again, within the window")
+	want("Retrying", "after 3 attempts", "after 3 attempts")
+	clk.Advance(noticeEvery)
+	h.post(testChat, "m3", "again, a window later")
+	want("Retrying", "after 3 attempts", "after 3 attempts", "Retrying", "after 3 attempts")
+	testwait.For(t, 10*time.Second, "nine failed turns recorded", func() bool { return len(h.turns("main")) == 9 })
+	if n := len(h.fa.sentTo(testChat)); n != 5 {
+		t.Errorf("the chat got %d messages; want 5 notices", n)
+	}
+}
+
 func TestFailedTurnSucceedsOnRetry(t *testing.T) {
 	dir := t.TempDir()
 	flag := filepath.Join(t.TempDir(), "failed")
@@ -365,45 +393,49 @@ func TestObservedContext(t *testing.T) {
 }
 
 // After the bot replied in a chat, follow-ups there trigger the folder even
-// on an observe route, for engage_ttl.
+// on an observe route, for engage_ttl; once that has passed since the bot
+// last spoke, they are context again.
 func TestEngagementTriggersObserveRoute(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		ttl     time.Duration
-		engaged bool
-	}{{"within ttl", time.Minute, true}, {"expired", time.Nanosecond, false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			rec := newRecorder(t, "")
-			obs := "test:obs/1"
-			h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.EngageTTL = tc.ttl }, routes: []routing.Route{
-				{Match: map[string]string{"chat_jid": "test:obs/*"}, Target: "main", Mode: routing.Observe},
-			}})
-			if _, err := h.g.inject(context.Background(), control.InjectRequest{Chat: obs, Text: "say hi"}); err != nil {
-				t.Fatal(err)
-			}
-			h.waitSent(obs, 1)
-			// A user sees the reply once it is stored; follow up only then.
-			testwait.For(t, 10*time.Second, "bot reply stored", func() bool {
-				ms, err := h.st.MessagesAfter(context.Background(), obs, 0, 10)
-				return err == nil && len(ms) == 2 && ms[1].FromBot
-			})
-			if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(obs), ID: "f1", Sender: "test:user/bob",
-				Text: "follow-up", Verb: adapters.VerbMessage}); err != nil {
-				t.Fatal(err)
-			}
-			if !tc.engaged {
-				if p := h.pending(); len(p) != 0 {
-					t.Fatalf("follow-up after the engagement expired queued a turn: %v", p)
-				}
-				return
-			}
-			h.waitSent(obs, 2)
-			ps := rec.prompts(t)
-			if len(ps) != 2 || !strings.Contains(ps[1], `trigger="message"`) || !strings.Contains(ps[1], "follow-up") {
-				t.Fatalf("prompts %q", ps)
-			}
+	clk := newFakeClock()
+	rec := newRecorder(t, "")
+	obs := "test:obs/1"
+	h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.Now = clk.Now }, routes: []routing.Route{
+		{Match: map[string]string{"chat_jid": "test:obs/*"}, Target: "main", Mode: routing.Observe},
+	}})
+	ttl := h.opt.EngageTTL
+	// botSpoke waits until the nth message of the chat is the bot's stored
+	// reply: a user sees it only then, and the engagement starts before.
+	botSpoke := func(n int) {
+		t.Helper()
+		h.waitSent(obs, n/2)
+		testwait.For(t, 10*time.Second, "bot reply stored", func() bool {
+			ms, err := h.st.MessagesAfter(context.Background(), obs, 0, 10)
+			return err == nil && len(ms) == n && ms[n-1].FromBot
 		})
+	}
+	followUp := func(id string) {
+		t.Helper()
+		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(obs), ID: id, Sender: "test:user/bob",
+			Text: "follow-up " + id, Verb: adapters.VerbMessage}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.g.inject(context.Background(), control.InjectRequest{Chat: obs, Text: "say hi"}); err != nil {
+		t.Fatal(err)
+	}
+	botSpoke(2)
+	clk.Advance(ttl - time.Second)
+	followUp("f1")
+	botSpoke(4)
+	ps := rec.prompts(t)
+	if len(ps) != 2 || !strings.Contains(ps[1], `trigger="message"`) || !strings.Contains(ps[1], "follow-up f1") {
+		t.Fatalf("prompts %q", ps)
+	}
+	// The reply to f1 engaged the chat again, from the clock's now.
+	clk.Advance(ttl + time.Second)
+	followUp("f2")
+	if p := h.pending(); len(p) != 0 {
+		t.Fatalf("follow-up after the engagement expired queued a turn: %v", p)
 	}
 }
 

@@ -200,18 +200,23 @@ func taskID(id int64) string {
 	return strconv.FormatInt(id, 10)
 }
 
+// noticeEvery is how often a chat is told that a turn failed and is retried
+// (the final notice after the last attempt is always sent).
+const noticeEvery = 5 * time.Minute
+
 // noticeLimiter allows one failure notice per chat per interval.
 type noticeLimiter struct {
 	mu     sync.Mutex
 	last   map[string]time.Time
 	every  time.Duration
 	pruned time.Time
+	now    func() time.Time
 }
 
 func (n *noticeLimiter) allow(chat string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	now := time.Now()
+	now := n.now()
 	if t, ok := n.last[chat]; ok && now.Sub(t) < n.every {
 		return false
 	}
