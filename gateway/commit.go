@@ -24,8 +24,8 @@ const maxCommitBatch = 256
 type committer struct {
 	g       *Gateway
 	mu      sync.Mutex
-	queue   []*commitReq
-	running bool // a caller or goroutine is committing; queue is empty when false
+	waiting []*commitReq
+	running bool // a caller or goroutine is committing; waiting is empty when false
 }
 
 type commitReq struct {
@@ -42,7 +42,7 @@ type commitReq struct {
 func (c *committer) commit(ctx context.Context, m *store.Message, work []store.WorkItem) (bool, error) {
 	r := &commitReq{ctx: ctx, msg: *m, work: work, done: make(chan struct{})}
 	c.mu.Lock()
-	c.queue = append(c.queue, r)
+	c.waiting = append(c.waiting, r)
 	lead := !c.running
 	c.running = true
 	c.mu.Unlock()
@@ -59,14 +59,14 @@ func (c *committer) commit(ctx context.Context, m *store.Message, work []store.W
 	return r.inserted, r.err
 }
 
-// run commits batches until the queue is empty. The leading caller commits
+// run commits batches until nothing is waiting. The leading caller commits
 // one batch (its own message is in the first) and hands the rest over.
 func (c *committer) run(leader bool) {
 	for first := true; ; first = false {
 		c.mu.Lock()
-		if len(c.queue) == 0 {
+		if len(c.waiting) == 0 {
 			c.running = false
-			c.queue = nil
+			c.waiting = nil
 			c.mu.Unlock()
 			return
 		}
@@ -75,9 +75,9 @@ func (c *committer) run(leader bool) {
 			go c.run(false)
 			return
 		}
-		n := min(len(c.queue), maxCommitBatch)
-		batch := c.queue[:n:n]
-		c.queue = c.queue[n:]
+		n := min(len(c.waiting), maxCommitBatch)
+		batch := c.waiting[:n:n]
+		c.waiting = c.waiting[n:]
 		c.mu.Unlock()
 		c.commitBatch(batch)
 	}

@@ -14,7 +14,7 @@ import (
 // Status is what `switchboard status` shows, read from the database alone so
 // that it works whether or not the gateway runs.
 type Status struct {
-	Queue         map[string]int // trigger work waiting per folder
+	Waiting       map[string]int // trigger work waiting per folder
 	Running       []RunningTurn  // batches whose turn has started and not finished
 	OutboxPending int
 	OutboxFailed  int
@@ -40,7 +40,7 @@ type NextTask struct {
 // Status reads the queue, running turns, outbox, next tasks and recent
 // failures.
 func (s *Store) Status(ctx context.Context) (Status, error) {
-	st := Status{Queue: map[string]int{}}
+	st := Status{Waiting: map[string]int{}}
 	q := func(query string, scan func(scanner) error) error {
 		rows, err := s.r.QueryContext(ctx, query)
 		return each(rows, err, scan)
@@ -50,7 +50,7 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 			var f string
 			var n int
 			err := r.Scan(&f, &n)
-			st.Queue[f] = n
+			st.Waiting[f] = n
 			return err
 		}),
 		q(`SELECT folder, chat_jid, max(started_ms) FROM work WHERE started_ms > 0 GROUP BY folder, chat_jid, topic ORDER BY folder`, func(r scanner) error {

@@ -68,8 +68,8 @@ func TestStatusReadsWhatHappened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(st.Queue) != "map[main:2]" {
-		t.Errorf("queue %v; want main:2 (ops' failed batch dropped, observed context not counted)", st.Queue)
+	if fmt.Sprint(st.Waiting) != "map[main:2]" {
+		t.Errorf("queue %v; want main:2 (ops' failed batch dropped, observed context not counted)", st.Waiting)
 	}
 	if len(st.Running) != 0 {
 		t.Errorf("running after the turn finished: %+v", st.Running)

@@ -103,7 +103,7 @@ func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.Adapters, rep.Queue, rep.DBBytes = rt.Adapters, s.Queue, s.DBBytes
+	rep.Adapters, rep.Queue, rep.DBBytes = rt.Adapters, s.Waiting, s.DBBytes
 	rep.Outbox = outboxCounts{Pending: s.OutboxPending, Failed: s.OutboxFailed}
 	for _, r := range s.Running {
 		rep.Running = append(rep.Running, runningTurn{Folder: r.Folder, ChatJID: r.ChatJID, Started: r.Started})
