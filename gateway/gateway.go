@@ -341,8 +341,8 @@ func (g *Gateway) Table() *routing.Table { return g.table.Load() }
 // tierOf is the tier of folder (groups.Tier with the configured operator).
 func (g *Gateway) tierOf(folder string) int { return groups.Tier(folder, g.opt.Operator) }
 
-// Unrouted counts messages since start that matched no route.
-func (g *Gateway) Unrouted() int64 { return g.unrouted.Load() }
+// unroutedCount counts messages since start that matched no route.
+func (g *Gateway) unroutedCount() int64 { return g.unrouted.Load() }
 
 // notifyStored tells the chat's adapter, if it watches, that a message is stored.
 func (g *Gateway) notifyStored(chat string, seq int64) {

@@ -444,8 +444,8 @@ func TestUnroutedMessageStoredWithoutTurn(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: rec.argv, routes: []routing.Route{{Match: map[string]string{"chat_jid": testChat}, Target: "main"}}})
 	h.post("test:nowhere/1", "u1", "anyone?")
 	h.post("test:nowhere/1", "u1", "anyone?") // a redelivery is not counted again
-	if h.g.Unrouted() != 1 {
-		t.Errorf("unrouted = %d", h.g.Unrouted())
+	if h.g.unroutedCount() != 1 {
+		t.Errorf("unrouted = %d", h.g.unroutedCount())
 	}
 	if len(h.pending()) != 0 {
 		t.Fatal("an unrouted message queued work")
@@ -648,7 +648,7 @@ func TestBotEchoStoredWithoutTurn(t *testing.T) {
 	if p := h.pending(); len(p) != 0 {
 		t.Fatalf("the echo queued a turn for %v", p)
 	}
-	if h.g.Unrouted() != 0 {
+	if h.g.unroutedCount() != 0 {
 		t.Errorf("the echo was counted as unrouted")
 	}
 	// The next user message runs alone: the echo is not part of its batch.
