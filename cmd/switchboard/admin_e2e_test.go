@@ -12,9 +12,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"switchboard/internal/testwait"
 	"testing"
 	"time"
+
+	"switchboard/internal/testwait"
 )
 
 func (g *gw) admin(t *testing.T, path string) (int, string) {

@@ -10,10 +10,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"switchboard/internal/testwait"
 	"syscall"
 	"testing"
 	"time"
+
+	"switchboard/internal/testwait"
 )
 
 // The agent of these tests replies "reply <n> from <folder>".

@@ -29,10 +29,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"switchboard/internal/testwait"
 	"syscall"
 	"testing"
 	"time"
+
+	"switchboard/internal/testwait"
 )
 
 const (

@@ -4,9 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"switchboard/internal/testwait"
 	"testing"
 	"time"
+
+	"switchboard/internal/testwait"
 )
 
 // An agent in the sandbox tries what a hostile agent with a shell would:
