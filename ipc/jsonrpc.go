@@ -39,6 +39,11 @@ type session struct {
 	// changed wakes the notification writer when toolsChanged left a
 	// list_changed to write (capacity 1: one wake-up covers any number).
 	changed chan struct{}
+	// listChanged counts the list_changed notifications toolsChanged has
+	// left for the writer: which sessions a change reaches is decided
+	// synchronously in Sync, while the writing is not, so this is what a
+	// test can check exactly, including that nothing was sent.
+	listChanged atomic.Int64
 
 	mu sync.Mutex
 	// streams are the open subscriptions/listen streams (protocol
@@ -137,17 +142,20 @@ func (c *session) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
 // coalesce and none is lost to a full queue.
 func (c *session) toolsChanged() {
 	c.mu.Lock()
-	pending := false
+	n := 0
 	for _, l := range c.streams {
 		if l.filter.ToolsListChanged {
-			l.toolsPending, pending = true, true
+			l.toolsPending = true
+			n++
 		}
 	}
 	if len(c.streams) == 0 && c.legacy.Load() && c.initialized.Load() {
-		c.toolsPending, pending = true, true
+		c.toolsPending = true
+		n++
 	}
+	c.listChanged.Add(int64(n))
 	c.mu.Unlock()
-	if pending {
+	if n > 0 {
 		select {
 		case c.changed <- struct{}{}:
 		default: // a wake-up is pending already

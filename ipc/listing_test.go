@@ -301,9 +301,11 @@ func waitNote(ch <-chan mcp.JSONRPCNotification, method string, d time.Duration)
 	}
 }
 
-// TestListChanged: a grant change reaches exactly the affected group's
-// sessions, in both protocol generations (2026-07-28 only through a
-// subscriptions/listen stream that asked for it).
+// TestListChanged: a grant change reaches the affected group's sessions, in
+// both protocol generations (2026-07-28 through a subscriptions/listen
+// stream that asked for it), and they then list the changed tools. That no
+// other session is notified, nor any for a change that leaves the listing
+// alone, is checked exactly against Sync in TestListChangedReachesOnlyAffected.
 func TestListChanged(t *testing.T) {
 	for _, legacy := range []bool{true, false} {
 		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
@@ -311,9 +313,7 @@ func TestListChanged(t *testing.T) {
 			ctx := context.Background()
 			affected := h.connect(t, "acme", legacy)
 			affected2 := h.connect(t, "acme", legacy)
-			other := h.connect(t, "acme/eng", legacy)
-			chA, chA2, chO := notes(affected), notes(affected2), notes(other)
-			var chS <-chan mcp.JSONRPCNotification
+			chA, chA2 := notes(affected), notes(affected2)
 			if !legacy {
 				if affected.ProtocolVersion() != mcp.ProtocolVersion20260728 {
 					t.Fatalf("client negotiated %s, want the stateless protocol", affected.ProtocolVersion())
@@ -321,7 +321,7 @@ func TestListChanged(t *testing.T) {
 				for _, pair := range []struct {
 					c  *client.Client
 					ch <-chan mcp.JSONRPCNotification
-				}{{affected, chA}, {affected2, chA2}, {other, chO}} {
+				}{{affected, chA}, {affected2, chA2}} {
 					stop, err := pair.c.ListenAsync(ctx, mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
 					if err != nil {
 						t.Fatal(err)
@@ -331,8 +331,6 @@ func TestListChanged(t *testing.T) {
 						t.Fatal("no subscriptions/acknowledged")
 					}
 				}
-				// A modern session that did not listen must not get it.
-				chS = notes(h.connect(t, "acme", false))
 			}
 			before := listed(t, affected)
 			if err := h.st.SetGrantOverrides(ctx, "acme", []string{"!like", "!pin_message"}); err != nil {
@@ -346,19 +344,6 @@ func TestListChanged(t *testing.T) {
 			after := listed(t, affected)
 			if len(after) != len(before)-2 || slices.Contains(after, "like") {
 				t.Errorf("after the change acme lists %v", after)
-			}
-			if waitNote(chO, mcp.MethodNotificationToolsListChanged, 300*time.Millisecond) {
-				t.Error("a session of another group got list_changed")
-			}
-			if chS != nil && waitNote(chS, mcp.MethodNotificationToolsListChanged, 100*time.Millisecond) {
-				t.Error("a 2026-07-28 session that did not listen got list_changed")
-			}
-			// A rule change that leaves the listing alone sends nothing.
-			if err := h.st.SetGrantOverrides(ctx, "acme", []string{"!like", "!pin_message", "send(jid=web:*)"}); err != nil {
-				t.Fatal(err)
-			}
-			if waitNote(chA, mcp.MethodNotificationToolsListChanged, 300*time.Millisecond) {
-				t.Error("list_changed without a change of the listed tools")
 			}
 		})
 	}

@@ -273,14 +273,22 @@ func TestListenStreamsPerRequest(t *testing.T) {
 	}
 	rc.barrier(101) // and no response to 7, no list_changed on it
 
-	// A change that leaves the listing alone sends nothing.
+	// A change that leaves the listing alone sends nothing. (The barrier
+	// alone would miss a list_changed written after its response: the
+	// count of what Sync decided is exact.)
 	setOverrides(t, s, "!like", "!pin_message", "send(jid=web:*)")
+	if n := sess.listChanged.Load(); n != 3 {
+		t.Fatalf("%d list_changed sent, want 3: two for the first change, one for the second", n)
+	}
 	rc.barrier(102)
 
 	// With no stream left, a 2026-07-28 session gets nothing.
 	rc.cancel(`"b"`)
 	waitStreams(t, sess)
 	setOverrides(t, s)
+	if n := sess.listChanged.Load(); n != 3 {
+		t.Fatalf("%d list_changed sent, want still 3", n)
+	}
 	rc.barrier(103)
 }
 
@@ -364,7 +372,10 @@ func TestListenCyclesNoLeak(t *testing.T) {
 		return len(inflight) == 0
 	})
 	setOverrides(t, s, "!like")
-	rc.barrier(2) // no list_changed: every stream ended
+	if n := sess.listChanged.Load(); n != 0 {
+		t.Fatalf("%d list_changed sent, want none: every stream ended", n)
+	}
+	rc.barrier(2)
 	rc.c.Close()
 	for i := range 20 {
 		rc := dialStub(t, s)
