@@ -52,7 +52,10 @@ setsid sh -c 'while :; do sleep 0.05; done' </dev/null >/dev/null 2>&1 &
 exec sleep 30`
 	// The operator binds a parent of the data directory (as binding the
 	// home directory would): the data directory stays hidden all the same.
-	e2e := newE2E(t, e2eConfig{agent: probe, timeout: "2s", groups: []string{"other"}, binds: []string{"{dir}"}})
+	// The turn limit leaves the probe room under a loaded test run (it
+	// starts some twenty processes, mcp-bridge among them); the slow turn
+	// below is what hits it.
+	e2e := newE2E(t, e2eConfig{agent: probe, timeout: "8s", groups: []string{"other"}, binds: []string{"{dir}"}})
 	g := startGW(t, e2e, "FAKE_BOT_TOKEN=123:secret")
 	g.mustPost("lobby", "ann", "probe")
 	if got := g.waitBot("lobby", 1)[0].Text; got != "probed" {
@@ -86,7 +89,7 @@ exec sleep 30`
 
 	// A timed-out turn takes a setsid grandchild with it.
 	g.mustPost("slow", "ann", "hang")
-	testwait.For(t, 10*time.Second, "the slow turn's failure notice", func() bool {
+	testwait.For(t, 30*time.Second, "the slow turn's failure notice", func() bool {
 		for _, m := range g.messages("slow") {
 			if m.FromBot && strings.Contains(m.Text, "timed out") {
 				return true
