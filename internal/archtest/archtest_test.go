@@ -2,8 +2,10 @@ package archtest
 
 import (
 	"bufio"
+	"fmt"
+	"go/build"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,28 +21,7 @@ func TestArchitectureMatchesImports(t *testing.T) {
 	root := moduleRoot(t)
 	documented := readDocumented(t, filepath.Join(root, "ARCHITECTURE.md"))
 
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, "./...")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	actual := map[string][]string{}
-	for line := range strings.Lines(string(out)) {
-		pkg, imports, _ := strings.Cut(strings.TrimSpace(line), ":")
-		pkg = strings.TrimPrefix(pkg, module)
-		if pkg == "internal/archtest" {
-			continue
-		}
-		var deps []string
-		for _, imp := range strings.Fields(imports) {
-			if dep, ok := strings.CutPrefix(imp, module); ok {
-				deps = append(deps, dep)
-			}
-		}
-		slices.Sort(deps)
-		actual[pkg] = deps
-	}
+	actual := imports(t, root)
 	for pkg, deps := range actual {
 		doc, ok := documented[pkg]
 		switch {
@@ -94,11 +75,56 @@ func readDocumented(t *testing.T, path string) map[string][]string {
 	return doc
 }
 
+// imports reads each package's non-test imports of project packages, as
+// go list would (go/build, the same build constraints). Reading the files
+// here, not in a go list subprocess, also lets go test's cache see them.
+func imports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	actual := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		p, err := build.Default.ImportDir(path, 0)
+		if _, none := err.(*build.NoGoError); none {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		rel, _ := filepath.Rel(root, path)
+		pkg := filepath.ToSlash(rel)
+		if pkg == "internal/archtest" {
+			return nil
+		}
+		deps := []string{}
+		for _, imp := range p.Imports {
+			if dep, ok := strings.CutPrefix(imp, module); ok {
+				deps = append(deps, dep)
+			}
+		}
+		slices.Sort(deps)
+		actual[pkg] = deps
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return actual
+}
+
+// moduleRoot is two levels up: go test runs in the package's directory.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
+		t.Fatal(err)
 	}
-	return filepath.Dir(strings.TrimSpace(string(out)))
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root: %v", err)
+	}
+	return root
 }
