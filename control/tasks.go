@@ -33,7 +33,7 @@ func AddTask(ctx context.Context, st *store.Store, spec scheduler.TaskSpec, defa
 // resuming an active task cannot drop its next slot). The CLI and the MCP
 // task tools both go through here; like AddTask, the change reaches a
 // running gateway's scheduler within its poll interval, at once through MCP.
-func SetTaskStatus(ctx context.Context, st *store.Store, id int64, status string) (scheduler.Task, error) {
+func SetTaskStatus(ctx context.Context, st *store.Store, id int64, status scheduler.TaskStatus) (scheduler.Task, error) {
 	t, err := st.Task(ctx, id)
 	if err != nil || t.Status == status {
 		return t, err

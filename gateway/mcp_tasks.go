@@ -33,7 +33,7 @@ func (b mcpBackend) Tasks(ctx context.Context, folder string) ([]scheduler.Task,
 	return b.g.st.Tasks(ctx, folder, true)
 }
 
-func (b mcpBackend) SetTaskStatus(ctx context.Context, id int64, status string) (scheduler.Task, error) {
+func (b mcpBackend) SetTaskStatus(ctx context.Context, id int64, status scheduler.TaskStatus) (scheduler.Task, error) {
 	t, err := control.SetTaskStatus(ctx, b.g.st, id, status)
 	if err != nil {
 		return t, err

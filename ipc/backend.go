@@ -142,7 +142,7 @@ type TaskStore interface {
 	// cancels (StatusCancelled) a task and returns it. A task already in
 	// that status is returned unchanged; a completed or cancelled one cannot
 	// change. An unknown id is an error saying no task has it.
-	SetTaskStatus(ctx context.Context, id int64, status string) (scheduler.Task, error)
+	SetTaskStatus(ctx context.Context, id int64, status scheduler.TaskStatus) (scheduler.Task, error)
 	// TaskRuns lists up to limit runs of a task, newest first.
 	TaskRuns(ctx context.Context, id int64, limit int) ([]TaskRun, error)
 	// DefaultTimezone is the IANA zone of tasks that name none.

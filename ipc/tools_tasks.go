@@ -139,7 +139,7 @@ func zoneOf(tz string) *time.Location {
 
 func viewTask(t scheduler.Task) taskView {
 	v := taskView{ID: t.ID, Folder: t.Folder, ChatJID: t.ChatJID, Prompt: t.Prompt, Schedule: t.Spec, Kind: t.Kind,
-		Timezone: t.Timezone, Context: t.Context, Missed: string(t.Missed), Status: t.Status, CreatedBy: t.CreatedBy}
+		Timezone: t.Timezone, Context: t.Context, Missed: string(t.Missed), Status: string(t.Status), CreatedBy: t.CreatedBy}
 	if !t.Next.IsZero() {
 		next := t.Next.In(zoneOf(t.Timezone)).Format(time.RFC3339)
 		v.NextRun = &next
@@ -207,7 +207,7 @@ func (c *call) ownTask(ctx context.Context, id int64) (scheduler.Task, error) {
 	return t, nil
 }
 
-func taskStatusRunner(status string) func(context.Context, *call) (any, error) {
+func taskStatusRunner(status scheduler.TaskStatus) func(context.Context, *call) (any, error) {
 	return func(ctx context.Context, c *call) (any, error) {
 		id := int64(c.int("id", 0))
 		t, err := c.ownTask(ctx, id)

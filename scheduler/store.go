@@ -16,17 +16,22 @@ type Task struct {
 	Timezone  string // IANA zone the spec is evaluated in
 	Context   string // "group" (the chat's session) or "isolated" (a fresh one)
 	Missed    Missed
-	Status    string    // "active", "paused", "completed" or "cancelled"
+	Status    TaskStatus
 	Next      time.Time // the first unrun slot; zero when none remains
 	CreatedBy string
 }
 
+// TaskStatus is where a task is in its life: active (it fires), paused (it
+// keeps its schedule but does not fire), completed (no slot is left) or
+// cancelled (stopped for good).
+type TaskStatus string
+
 // Task statuses.
 const (
-	StatusActive    = "active"
-	StatusPaused    = "paused"
-	StatusCompleted = "completed"
-	StatusCancelled = "cancelled"
+	StatusActive    TaskStatus = "active"
+	StatusPaused    TaskStatus = "paused"
+	StatusCompleted TaskStatus = "completed"
+	StatusCancelled TaskStatus = "cancelled"
 )
 
 // Run statuses the scheduler writes. The gateway writes the outcome of a

@@ -93,9 +93,9 @@ func (s *Store) Tasks(ctx context.Context, folder string, subtree bool) ([]sched
 
 // SetTaskStatus changes a task's status, and its Next when next is non-nil.
 // A cancelled or completed task cannot change status again.
-func (s *Store) SetTaskStatus(ctx context.Context, id int64, status string, next *time.Time) error {
+func (s *Store) SetTaskStatus(ctx context.Context, id int64, status scheduler.TaskStatus, next *time.Time) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		var cur string
+		var cur scheduler.TaskStatus
 		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = ?`, id).Scan(&cur); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("task %d: %w", id, ErrNotFound)
 		} else if err != nil {

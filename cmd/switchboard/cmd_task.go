@@ -138,7 +138,7 @@ func parseID(kind, arg string) (int64, error) {
 	return id, nil
 }
 
-func (a *app) taskStatusCommand(verb, status string) *cobra.Command {
+func (a *app) taskStatusCommand(verb string, status scheduler.TaskStatus) *cobra.Command {
 	return &cobra.Command{
 		Use: verb + " ID", Short: map[string]string{"pause": "Pause a task (it keeps its schedule)", "resume": "Resume a paused task from its next slot",
 			"cancel": "Cancel a task for good"}[verb],

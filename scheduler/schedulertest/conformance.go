@@ -244,7 +244,7 @@ func claimBatch(t *testing.T, h Harness, claimRuns func(context.Context, []sched
 		name   string
 		id     int64
 		next   time.Time
-		status string
+		status scheduler.TaskStatus
 		runs   int
 	}{
 		{"two chained claims", a, s3, scheduler.StatusActive, 2},
