@@ -13,17 +13,13 @@ import (
 	"switchboard/store"
 )
 
-// TriggerInject is the trigger (SWITCHBOARD_TRIGGER) of an injected turn
-// unless the request names another.
-const TriggerInject = "inject"
-
 // InjectRequest is a synthetic inbound message addressed to a folder.
 type InjectRequest struct {
 	Chat    string
 	Text    string
-	Sender  string // default "switchboard:user/operator"
-	Folder  string // default: the chat's owner
-	Trigger string // default TriggerInject
+	Sender  string        // default "switchboard:user/operator"
+	Folder  string        // default: the chat's owner
+	Trigger store.Trigger // default store.TriggerInject
 }
 
 // Inject stores a synthetic message in chat and queues a turn of the chat's
@@ -50,7 +46,7 @@ func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRe
 	}
 	trigger := req.Trigger
 	if trigger == "" {
-		trigger = TriggerInject
+		trigger = store.TriggerInject
 	}
 	name := sender[strings.LastIndexByte(sender, '/')+1:]
 	m, err := Normalize(adapters.Inbound{Chat: adapters.JID(req.Chat), ID: NewID("inj-"), Sender: adapters.JID(sender),

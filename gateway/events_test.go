@@ -456,7 +456,7 @@ func TestCrashedAttemptsCount(t *testing.T) {
 	ctx := context.Background()
 	for chat, id := range map[string]string{testChat: "failed-and-crashed", "test:room/2": "only-crashed"} {
 		m := &store.Message{ChatJID: chat, ID: id, Sender: "test:user/ann", Text: id, Verb: adapters.VerbMention}
-		if _, err := h.st.EnqueueMessage(ctx, m, []store.WorkItem{{Folder: "main", ChatJID: chat, Mode: "trigger", Trigger: triggerMessage}}); err != nil {
+		if _, err := h.st.EnqueueMessage(ctx, m, []store.WorkItem{{Folder: "main", ChatJID: chat, Mode: "trigger", Trigger: store.TriggerMessage}}); err != nil {
 			t.Fatal(err)
 		}
 	}

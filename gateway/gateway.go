@@ -15,21 +15,11 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/agent"
-	"switchboard/control"
 	"switchboard/groups"
 	"switchboard/ipc"
 	"switchboard/routing"
 	"switchboard/scheduler"
 	"switchboard/store"
-)
-
-// Triggers of a turn (SWITCHBOARD_TRIGGER).
-const (
-	triggerMessage  = "message"
-	triggerTask     = store.TriggerTask
-	triggerInject   = control.TriggerInject
-	triggerDelegate = "delegate"
-	triggerEscalate = "escalate"
 )
 
 // Options configure a Gateway. Store and Agent are required.

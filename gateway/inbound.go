@@ -108,7 +108,7 @@ func (g *Gateway) route(m store.Message, stale bool) []store.WorkItem {
 	if mode == routing.Trigger && m.Verb == adapters.VerbMention {
 		g.engage.start(m.ChatJID, m.Topic, r.Target, g.opt.EngageTTL)
 	}
-	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: triggerMessage}}
+	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: store.TriggerMessage}}
 }
 
 type engageKey struct{ chat, topic string }

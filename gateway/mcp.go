@@ -145,7 +145,7 @@ func (b mcpBackend) RunningTurn(folder string) (ipc.Turn, bool) {
 	}
 	turn := ipc.Turn{ID: id, Chat: t.batch.ChatJID, Topic: t.batch.Topic, LastMessageID: lastMessageID(t.batch)}
 	if len(t.batch.Items) > 0 {
-		turn.Trigger = t.batch.Items[0].Trigger
+		turn.Trigger = string(t.batch.Items[0].Trigger)
 	}
 	return turn, true
 }
@@ -386,7 +386,7 @@ func (b mcpBackend) CreateGroup(ctx context.Context, folder string) (bool, error
 
 func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
 	id, err := b.g.st.Enqueue(ctx, store.WorkItem{Folder: w.Folder, ChatJID: w.Chat, Topic: w.Topic,
-		Mode: string(routing.Trigger), Trigger: w.Trigger, Prompt: w.Prompt, Origin: w.Origin})
+		Mode: string(routing.Trigger), Trigger: store.Trigger(w.Trigger), Prompt: w.Prompt, Origin: w.Origin})
 	if err != nil {
 		return 0, err
 	}
@@ -438,7 +438,7 @@ func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]ipc.
 	}
 	out := make([]ipc.TurnRecord, len(ts))
 	for i, t := range ts {
-		out[i] = ipc.TurnRecord{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: t.Trigger, Attempt: t.Attempt,
+		out[i] = ipc.TurnRecord{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: string(t.Trigger), Attempt: t.Attempt,
 			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: string(t.Status), Error: t.Error, SessionID: t.SessionID}
 	}
 	return out, nil

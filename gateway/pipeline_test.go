@@ -540,7 +540,7 @@ func TestGroupCommitIsolatesFailure(t *testing.T) {
 	for i := range 5 {
 		r := &commitReq{ctx: ctx, done: make(chan struct{}),
 			msg:  store.Message{ChatJID: testChat, ID: fmt.Sprint("g", i), Sender: "test:user/ann", Text: "hi", Verb: "mention"},
-			work: []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "observe", Trigger: triggerMessage}}}
+			work: []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "observe", Trigger: store.TriggerMessage}}}
 		if i == 2 {
 			r.work[0].Folder = "" // the store refuses this work item
 		}
@@ -716,7 +716,7 @@ func TestFailedTaskTurnNotifiesChat(t *testing.T) {
 	agent := agentScript(t, `cat >/dev/null; echo boom >&2; exit 3`)
 	h := newHarness(t, harnessConfig{agent: agent})
 	if _, err := h.st.Enqueue(context.Background(), store.WorkItem{Folder: "main", ChatJID: testChat, Mode: "trigger",
-		Trigger: triggerTask, Prompt: "nightly report", TaskID: 7}); err != nil {
+		Trigger: store.TriggerTask, Prompt: "nightly report", TaskID: 7}); err != nil {
 		t.Fatal(err)
 	}
 	h.g.workers.kick("main")

@@ -14,7 +14,7 @@ type turnHeader struct {
 	Tier    int
 	Chat    string
 	Topic   string
-	Trigger string
+	Trigger store.Trigger
 	Now     time.Time
 	Files   map[fileKey]fetched // attachments downloaded into the folder
 }
@@ -28,7 +28,7 @@ func buildPrompt(h turnHeader, b store.Batch) string {
 	if h.Topic != "" {
 		fmt.Fprintf(&sb, ` topic="%s"`, esc(h.Topic))
 	}
-	fmt.Fprintf(&sb, ` trigger="%s" now="%s"/>`+"\n", esc(h.Trigger), h.Now.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&sb, ` trigger="%s" now="%s"/>`+"\n", esc(string(h.Trigger)), h.Now.UTC().Format(time.RFC3339))
 	for _, n := range b.Notices {
 		fmt.Fprintf(&sb, `<delivery_failed chat="%s" time="%s" error="%s">%s</delivery_failed>`+"\n",
 			esc(n.ChatJID), msTime(n.Created), esc(n.Error), esc(n.Text))
@@ -50,9 +50,9 @@ func buildPrompt(h turnHeader, b store.Batch) string {
 	}
 	for _, it := range b.Items {
 		switch it.Trigger {
-		case triggerTask:
+		case store.TriggerTask:
 			fmt.Fprintf(&sb, `<task id="%d" run="%d">%s</task>`+"\n", it.TaskID, it.RunID, esc(it.Prompt))
-		case triggerDelegate, triggerEscalate:
+		case store.TriggerDelegate, store.TriggerEscalate:
 			fmt.Fprintf(&sb, `<%s from="%s">%s</%s>`+"\n", it.Trigger, esc(it.Origin), esc(it.Prompt), it.Trigger)
 		}
 	}

@@ -35,7 +35,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		turn.Attempt = first.Attempts + first.Crashes
 		return g.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes))
 	}
-	isolated := first.Trigger == triggerTask && first.Isolated
+	isolated := first.Trigger == store.TriggerTask && first.Isolated
 	session := ""
 	if !isolated {
 		s, err := g.st.Session(ctx, b.Folder, b.ChatJID, b.Topic)
@@ -60,7 +60,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		"SWITCHBOARD_TURN_ID=" + turn.ID,
 		"SWITCHBOARD_SESSION_ID=" + session,
 		"SWITCHBOARD_MCP_SOCKET=" + g.mcpSocket(b.Folder),
-		"SWITCHBOARD_TRIGGER=" + first.Trigger,
+		"SWITCHBOARD_TRIGGER=" + string(first.Trigger),
 		"SWITCHBOARD_TASK_ID=" + taskID(first.TaskID),
 	}
 	g.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
@@ -95,8 +95,8 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		return g.turnFailed(ctx, b, turn, res, err)
 	}
 	turn.Status = store.TurnSucceeded
-	g.metrics.turns.WithLabelValues(first.Trigger, "succeeded").Inc()
-	g.metrics.turnSeconds.WithLabelValues(first.Trigger).Observe(res.Duration.Seconds())
+	g.metrics.turns.WithLabelValues(string(first.Trigger), string(store.TurnSucceeded)).Inc()
+	g.metrics.turnSeconds.WithLabelValues(string(first.Trigger)).Observe(res.Duration.Seconds())
 	turn.SessionID = res.SessionID
 	if turn.SessionID == "" && session == "" && !isolated && len(g.opt.Agent.ResumeArgs) == 0 {
 		turn.SessionID = turn.ID // agents that do not report one continue under the first turn's id
@@ -136,10 +136,10 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	case res.ExitCode < 0:
 		reason = "start"
 	}
-	g.metrics.turns.WithLabelValues(turn.Trigger, outcome).Inc()
+	g.metrics.turns.WithLabelValues(string(turn.Trigger), outcome).Inc()
 	g.metrics.agentFailures.WithLabelValues(reason).Inc()
 	if res.Duration > 0 {
-		g.metrics.turnSeconds.WithLabelValues(turn.Trigger).Observe(res.Duration.Seconds())
+		g.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
 	}
 	giveUp := turn.Attempt >= maxAttempts
 	g.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "err", err)

@@ -416,15 +416,15 @@ func TestGroupTools(t *testing.T) {
 	}
 }
 
-func waitTurn(t *testing.T, st *store.Store, folder, trigger string) {
+func waitTurn(t *testing.T, st *store.Store, folder string, trigger store.Trigger) {
 	t.Helper()
-	testwait.For(t, 10*time.Second, trigger+" turn of "+folder, func() bool {
+	testwait.For(t, 10*time.Second, string(trigger)+" turn of "+folder, func() bool {
 		turns, err := st.Turns(context.Background(), folder, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, tr := range turns {
-			if tr.Trigger == trigger && tr.Status == "succeeded" {
+			if tr.Trigger == trigger && tr.Status == store.TurnSucceeded {
 				return true
 			}
 		}

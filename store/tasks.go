@@ -291,10 +291,6 @@ func (s *Store) ClaimRun(ctx context.Context, a scheduler.Advance, slot time.Tim
 const insertRunSQL = `INSERT INTO task_runs (task_id, slot_s, status, started_ms) VALUES (?, ?, 'fired', ?)
 	ON CONFLICT (task_id, slot_s) DO NOTHING`
 
-// TriggerTask is the Trigger of a task turn's work item (the gateway's
-// TriggerTask).
-const TriggerTask = "task"
-
 // queueTaskSQL queues the turn of run ?2 of task ?1, created at ?3: the
 // task's prompt into its folder as a trigger work item of its chat, to run
 // in a fresh session when the task is isolated. It queues nothing when the

@@ -20,7 +20,7 @@ type Turn struct {
 	Folder    string
 	ChatJID   string
 	Topic     string
-	Trigger   string
+	Trigger   Trigger
 	TaskID    int64
 	RunID     int64
 	Attempt   int

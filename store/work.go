@@ -9,6 +9,18 @@ import (
 	"time"
 )
 
+// Trigger is why a turn runs (SWITCHBOARD_TRIGGER): its first work item's.
+type Trigger string
+
+// Triggers of work items and turns.
+const (
+	TriggerMessage  Trigger = "message"  // a routed chat message
+	TriggerInject   Trigger = "inject"   // a message injected by the CLI or an agent
+	TriggerTask     Trigger = "task"     // a scheduled task's prompt
+	TriggerDelegate Trigger = "delegate" // a prompt from an ancestor group
+	TriggerEscalate Trigger = "escalate" // a prompt from a descendant group
+)
+
 // WorkItem is one thing a folder has to do: a routed or injected message
 // (Seq > 0) or a prompt (task, delegate, escalate).
 type WorkItem struct {
@@ -18,7 +30,7 @@ type WorkItem struct {
 	Topic    string
 	Seq      int64  // the message; 0 for prompts
 	Mode     string // "trigger" | "observe"
-	Trigger  string // message | inject | task | delegate | escalate
+	Trigger  Trigger
 	Prompt   string
 	Origin   string
 	TaskID   int64

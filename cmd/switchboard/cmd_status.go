@@ -113,7 +113,7 @@ func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
 	}
 	for _, t := range s.FailedTurns {
 		rep.FailedTurns = append(rep.FailedTurns, failedTurn{TurnID: t.ID, Folder: t.Folder, ChatJID: t.ChatJID,
-			Trigger: t.Trigger, Attempt: t.Attempt, Started: t.Started, Error: t.Error})
+			Trigger: string(t.Trigger), Attempt: t.Attempt, Started: t.Started, Error: t.Error})
 	}
 	if h := rt.Heartbeat; h != nil {
 		g := &rep.Gateway
