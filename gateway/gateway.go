@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,8 +169,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// What a crashed gateway left is settled before reload opens the MCP
 	// sockets: until then no agent (a leftover one included) can queue work
 	// that RecoverStarted would take for a turn the crash interrupted.
-	// Every group's socket lies in its own directory under one root.
-	n, err := agent.KillLeftovers(filepath.Dir(filepath.Dir(g.layout.SocketPath("x"))))
+	n, err := agent.KillLeftovers(g.layout.SocketRoot())
 	if err != nil {
 		g.log.Warn("kill leftover agent process", "err", err)
 	}

@@ -78,9 +78,12 @@ func (l Layout) Dir(folder string) string {
 	return filepath.Join(l.DataDir, "groups", filepath.FromSlash(folder))
 }
 
+// SocketRoot holds every group's socket directory: <data_dir>/ipc.
+func (l Layout) SocketRoot() string { return filepath.Join(l.DataDir, "ipc") }
+
 // SocketPath is the group's MCP socket: <data_dir>/ipc/<folder>/mcp.sock.
 func (l Layout) SocketPath(folder string) string {
-	return filepath.Join(l.DataDir, "ipc", filepath.FromSlash(folder), "mcp.sock")
+	return filepath.Join(l.SocketRoot(), filepath.FromSlash(folder), "mcp.sock")
 }
 
 // Setup creates the group's working directory and writes its .mcp.json, which
