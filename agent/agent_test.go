@@ -15,20 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 )
-
-// agentScript writes body as a shell script and returns the argv that runs it
-// with args. The script is run through /bin/sh rather than exec'd directly: a
-// file just written can fail to exec with ETXTBSY while parallel tests fork.
-func agentScript(t *testing.T, body string, args ...string) []string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "agent.sh")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return append([]string{"/bin/sh", path}, args...)
-}
 
 // printingAgent is an agent whose stdout is exactly out.
 func printingAgent(t *testing.T, out string) []string {
@@ -37,7 +26,7 @@ func printingAgent(t *testing.T, out string) []string {
 	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return agentScript(t, `cat "$1"`, file)
+	return testagent.Script(t, `cat "$1"`, file)
 }
 
 // runAgent runs Run with a safety timeout so that a bug fails the test
@@ -107,7 +96,7 @@ func TestRunText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			spec := Spec{Command: agentScript(t, tt.body), Output: OutputText}
+			spec := Spec{Command: testagent.Script(t, tt.body), Output: OutputText}
 			res, err := runAgent(t, spec, Input{Prompt: tt.prompt, SessionID: "s-7"})
 			if err != nil {
 				t.Fatal(err)
@@ -125,7 +114,7 @@ func TestRunText(t *testing.T) {
 func TestRunDirAndEnv(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cmd := agentScript(t, `pwd -P; printf '%s|%s|%s|%s\n' "$SWITCHBOARD_FOLDER" "$SWITCHBOARD_TIER" "$HOME" "${PATH:+inherited}"`)
+	cmd := testagent.Script(t, `pwd -P; printf '%s|%s|%s|%s\n' "$SWITCHBOARD_FOLDER" "$SWITCHBOARD_TIER" "$HOME" "${PATH:+inherited}"`)
 	res, err := runAgent(t, Spec{Command: cmd}, Input{
 		Dir: dir,
 		Env: []string{"SWITCHBOARD_FOLDER=main", "SWITCHBOARD_TIER=1", "HOME=/nonexistent-home"},
@@ -155,7 +144,7 @@ func TestRunResumeArgs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			spec := Spec{
-				Command:    agentScript(t, `printf '%s\n' "$@"`, "-p"),
+				Command:    testagent.Script(t, `printf '%s\n' "$@"`, "-p"),
 				ResumeArgs: []string{"--resume", "{session}", "--tag={session}:{session}"},
 			}
 			res, err := runAgent(t, spec, Input{SessionID: tt.session})
@@ -277,7 +266,7 @@ func TestRunClaudeJSONTruncated(t *testing.T) {
 
 func TestRunOutputNone(t *testing.T) {
 	t.Parallel()
-	spec := Spec{Command: agentScript(t, `echo "replied through MCP"`), Output: OutputNone}
+	spec := Spec{Command: testagent.Script(t, `echo "replied through MCP"`), Output: OutputNone}
 	res, err := runAgent(t, spec, Input{SessionID: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +313,7 @@ func TestRunExitStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := runAgent(t, Spec{Command: agentScript(t, tt.body), Output: tt.output}, Input{})
+			res, err := runAgent(t, Spec{Command: testagent.Script(t, tt.body), Output: tt.output}, Input{})
 			if !errors.Is(err, ErrFailed) || err.Error() != tt.wantErr {
 				t.Fatalf("err = %v, want ErrFailed %q", err, tt.wantErr)
 			}
@@ -343,7 +332,7 @@ func TestRunStderrTail(t *testing.T) {
 	t.Parallel()
 	body := `i=0; while [ $i -lt 400 ]; do echo "noise line $i with some padding to make it long" >&2; i=$((i+1)); done
 echo 'the real reason' >&2; exit 2`
-	res, err := runAgent(t, Spec{Command: agentScript(t, body)}, Input{})
+	res, err := runAgent(t, Spec{Command: testagent.Script(t, body)}, Input{})
 	if err == nil || !strings.HasSuffix(err.Error(), ": the real reason") {
 		t.Fatalf("err = %v, want the last stderr line", err)
 	}
@@ -411,7 +400,7 @@ func TestRunStartErrors(t *testing.T) {
 func TestRunTimeoutKillsGroup(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	spec := Spec{Command: agentScript(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 300 * time.Millisecond}
+	spec := Spec{Command: testagent.Script(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 300 * time.Millisecond}
 	start := time.Now()
 	res, err := Run(context.Background(), spec, Input{})
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
@@ -434,7 +423,7 @@ func TestRunTimeoutIgnoringTerm(t *testing.T) {
 	termGrace = 200 * time.Millisecond
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	body := "trap '' TERM\n" + writeGrandchildPid + "\nwhile :; do wait; done"
-	spec := Spec{Command: agentScript(t, body, pidFile), Timeout: 200 * time.Millisecond}
+	spec := Spec{Command: testagent.Script(t, body, pidFile), Timeout: 200 * time.Millisecond}
 	start := time.Now()
 	res, err := Run(context.Background(), spec, Input{})
 	if elapsed := time.Since(start); elapsed > 1500*time.Millisecond {
@@ -449,7 +438,7 @@ func TestRunTimeoutIgnoringTerm(t *testing.T) {
 func TestRunBackgroundChildHoldingStdout(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	spec := Spec{Command: agentScript(t, writeGrandchildPid+"\necho done", pidFile)}
+	spec := Spec{Command: testagent.Script(t, writeGrandchildPid+"\necho done", pidFile)}
 	start := time.Now()
 	res, err := runAgent(t, spec, Input{})
 	if err != nil {
@@ -476,7 +465,7 @@ func TestRunEscapedChildHoldingStdout(t *testing.T) {
 echo $! > "$1.tmp" && mv "$1.tmp" "$1"
 echo done`
 	start := time.Now()
-	res, err := runAgent(t, Spec{Command: agentScript(t, body, pidFile)}, Input{})
+	res, err := runAgent(t, Spec{Command: testagent.Script(t, body, pidFile)}, Input{})
 	pid := readPid(t, pidFile)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	if err != nil {
@@ -529,7 +518,7 @@ echo done`},
 			t.Parallel()
 			dir := t.TempDir()
 			setsidPid, forkPid := filepath.Join(dir, "setsid"), filepath.Join(dir, "fork")
-			spec := Spec{Command: agentScript(t, tc.body, setsidPid, forkPid), Timeout: time.Second}
+			spec := Spec{Command: testagent.Script(t, tc.body, setsidPid, forkPid), Timeout: time.Second}
 			start := time.Now()
 			res, err := Run(context.Background(), spec, Input{Env: []string{"SWITCHBOARD_TURN_ID=t-" + strings.ReplaceAll(t.Name(), "/", "-")}})
 			elapsed := time.Since(start)
@@ -556,7 +545,7 @@ echo done`},
 func TestRunStdoutFloodIsCapped(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	spec := Spec{Command: agentScript(t, `yes | head -c 50000000`), MaxOutput: 1000}
+	spec := Spec{Command: testagent.Script(t, `yes | head -c 50000000`), MaxOutput: 1000}
 	res, err := runAgent(t, spec, Input{})
 	runtime.ReadMemStats(&after)
 	if err != nil {
@@ -588,7 +577,7 @@ func TestRunIgnoresStdinWithLargePrompt(t *testing.T) {
 	// The agent fills its stdout pipe before it exits and never reads stdin: a
 	// gateway that wrote the whole prompt before reading would deadlock with it.
 	prompt := strings.Repeat("p", 1<<20)
-	spec := Spec{Command: agentScript(t, `yes | head -c 300000; echo ok`), Timeout: 2 * time.Second}
+	spec := Spec{Command: testagent.Script(t, `yes | head -c 300000; echo ok`), Timeout: 2 * time.Second}
 	res, err := Run(context.Background(), spec, Input{Prompt: prompt})
 	if err != nil {
 		t.Fatal(err)
@@ -601,7 +590,7 @@ func TestRunIgnoresStdinWithLargePrompt(t *testing.T) {
 func TestRunLargePromptIsReadWhole(t *testing.T) {
 	t.Parallel()
 	prompt := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
-	res, err := runAgent(t, Spec{Command: agentScript(t, `wc -c`)}, Input{Prompt: prompt})
+	res, err := runAgent(t, Spec{Command: testagent.Script(t, `wc -c`)}, Input{Prompt: prompt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +602,7 @@ func TestRunLargePromptIsReadWhole(t *testing.T) {
 func TestRunCancel(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	spec := Spec{Command: agentScript(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 5 * time.Second}
+	spec := Spec{Command: testagent.Script(t, writeGrandchildPid+"\nwait", pidFile), Timeout: 5 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pidc := make(chan int, 1)
@@ -658,7 +647,7 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	marker := filepath.Join(t.TempDir(), "ran")
-	res, err := Run(ctx, Spec{Command: agentScript(t, `touch "$1"`, marker)}, Input{})
+	res, err := Run(ctx, Spec{Command: testagent.Script(t, `touch "$1"`, marker)}, Input{})
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrFailed) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/control"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
@@ -198,7 +199,7 @@ func TestReactionsAndOtherBots(t *testing.T) {
 // Garbage from an adapter is refused with a clear error naming what is
 // wrong, and nothing stored changes.
 func TestDeliverRefusesGarbage(t *testing.T) {
-	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok")})
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "echo ok")})
 	h.post(testChat, "keep", "stored before")
 	for _, tc := range []struct {
 		name string
@@ -294,7 +295,7 @@ func TestAttachmentsDownloadedBeforeTurn(t *testing.T) {
 // a part fails, the retry resumes after the parts already sent.
 func TestOutboxSplitsAndResumes(t *testing.T) {
 	ra := newRich(40)
-	h := richHarness(t, ra, agentScript(t, "echo ok"), nil)
+	h := richHarness(t, ra, testagent.Script(t, "echo ok"), nil)
 	text := strings.Repeat("alpha beta gamma delta ", 8) // 184 bytes
 	ra.setFail(func(m adapters.Outbound, attempt int) error {
 		if strings.HasSuffix(m.Key, "/3") && attempt == 1 {
@@ -329,7 +330,7 @@ func TestOutboxSplitsAndResumes(t *testing.T) {
 // and a FIFO in the folder is refused without blocking.
 func TestSendFileThroughOutbox(t *testing.T) {
 	ra := newRich(0)
-	h := richHarness(t, ra, agentScript(t, "echo ok"), nil)
+	h := richHarness(t, ra, testagent.Script(t, "echo ok"), nil)
 	dir := filepath.Join(h.dir, "groups", "main")
 	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte("all green"), 0o600); err != nil {
 		t.Fatal(err)
@@ -364,7 +365,7 @@ func TestSendFileThroughOutbox(t *testing.T) {
 func TestTypingWhileTurnRuns(t *testing.T) {
 	ra := newRich(0)
 	release := filepath.Join(t.TempDir(), "release")
-	h := richHarness(t, ra, agentScript(t, `while [ ! -e `+release+` ]; do sleep 0.01; done; echo done`), nil)
+	h := richHarness(t, ra, testagent.Script(t, `while [ ! -e `+release+` ]; do sleep 0.01; done; echo done`), nil)
 	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "hi", Topic: "t9", Verb: adapters.VerbMention})
 	for range 3 { // the first call and two refreshes
 		select {
@@ -415,7 +416,7 @@ func (f *flakyAdapter) Run(ctx context.Context, host adapters.Host) error {
 // others keep working; a bad token at start stops the gateway with it.
 func TestAdapterSupervision(t *testing.T) {
 	flaky := &flakyAdapter{name: "flaky", failures: 3}
-	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"), modify: func(o *Options) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "echo ok"), modify: func(o *Options) {
 		o.Adapters = append(o.Adapters, flaky)
 		o.RestartBackoff = [2]time.Duration{time.Millisecond, 4 * time.Millisecond}
 	}})

@@ -10,6 +10,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/control"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/store"
 )
@@ -38,7 +39,7 @@ func TestOutboxOrderAndRateLimit(t *testing.T) {
 	// the 429 is on its way back, as it would on the platform too.
 	limited := make(chan struct{})
 	var once sync.Once
-	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"),
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "echo ok"),
 		hooks: testHooks{paused: func(string) { once.Do(func() { close(limited) }) }}})
 	const wait = 300 * time.Millisecond
 	h.fa.setFail(func(m adapters.Outbound, attempt int) error {
@@ -121,7 +122,7 @@ func TestOutboxDeadChat(t *testing.T) {
 }
 
 func TestOutboxNoAdapterForPlatform(t *testing.T) {
-	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok")})
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "echo ok")})
 	h.send("nowhere:room", "x", "hello", "")
 	testwait.For(t, 10*time.Second, "item failed", func() bool { return h.outboxItem("x").Status == "failed" })
 	if it := h.outboxItem("x"); !strings.Contains(it.Error, "nowhere") {
@@ -185,7 +186,7 @@ func (b *blockingAdapter) Send(ctx context.Context, m adapters.Outbound) (string
 func TestOutboxClaimsOnlyWhatItSends(t *testing.T) {
 	ba := &blockingAdapter{entered: make(chan struct{}, 64), release: make(chan struct{})}
 	waiting := make(chan struct{}, 1)
-	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"),
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "echo ok"),
 		modify: func(o *Options) { o.Adapters = append(o.Adapters, ba) },
 		hooks: testHooks{senderWait: func() {
 			select {

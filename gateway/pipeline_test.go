@@ -14,6 +14,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/control"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
@@ -82,7 +83,7 @@ func TestFailedTurnRetriedTwiceThenGivenUp(t *testing.T) {
 			t.Parallel()
 			runs := filepath.Join(t.TempDir(), "runs")
 			good := filepath.Join(t.TempDir(), "good")
-			agent := agentScript(t, `echo run >> "$1"; if [ -e "$2" ]; then cat >/dev/null; echo fine; exit 0; fi; `+tc.body, runs, good)
+			agent := testagent.Script(t, `echo run >> "$1"; if [ -e "$2" ]; then cat >/dev/null; echo fine; exit 0; fi; `+tc.body, runs, good)
 			h := newHarness(t, harnessConfig{agent: agent, modify: func(o *Options) { o.Agent.Timeout = tc.timeout }})
 			h.post(testChat, "m1", "hello")
 			sent := h.waitSent(testChat, 2)
@@ -124,7 +125,7 @@ func TestFailedTurnRetriedTwiceThenGivenUp(t *testing.T) {
 // order, so a notice that should not exist would show before the final one.
 func TestFailureNoticeOncePerWindow(t *testing.T) {
 	clk := newFakeClock()
-	h := newHarness(t, harnessConfig{agent: agentScript(t, "cat >/dev/null; exit 3"), modify: func(o *Options) { o.Now = clk.Now }})
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "cat >/dev/null; exit 3"), modify: func(o *Options) { o.Now = clk.Now }})
 	want := func(texts ...string) {
 		t.Helper()
 		sent := h.waitSent(testChat, len(texts))
@@ -150,7 +151,7 @@ func TestFailureNoticeOncePerWindow(t *testing.T) {
 func TestFailedTurnSucceedsOnRetry(t *testing.T) {
 	dir := t.TempDir()
 	flag := filepath.Join(t.TempDir(), "failed")
-	agent := agentScript(t, `cat > "$1/prompt-$(ls "$1" | wc -l)"; if [ ! -e "$2" ]; then touch "$2"; exit 1; fi; echo answered`, dir, flag)
+	agent := testagent.Script(t, `cat > "$1/prompt-$(ls "$1" | wc -l)"; if [ ! -e "$2" ]; then touch "$2"; exit 1; fi; echo answered`, dir, flag)
 	h := newHarness(t, harnessConfig{agent: agent})
 	h.post(testChat, "m1", "hello")
 	sent := h.waitSent(testChat, 2)
@@ -203,7 +204,7 @@ func TestMessagesDuringTurnBatchIntoNext(t *testing.T) {
 // One turn at a time per folder, at most MaxConcurrent in all.
 func TestTurnConcurrencyLimits(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "log")
-	agent := agentScript(t, `cat >/dev/null; echo "start $SWITCHBOARD_FOLDER $(date +%s%N)" >> "$1"; sleep 0.1; echo "end $SWITCHBOARD_FOLDER $(date +%s%N)" >> "$1"; echo ok`, log)
+	agent := testagent.Script(t, `cat >/dev/null; echo "start $SWITCHBOARD_FOLDER $(date +%s%N)" >> "$1"; sleep 0.1; echo "end $SWITCHBOARD_FOLDER $(date +%s%N)" >> "$1"; echo ok`, log)
 	var routes []routing.Route
 	folders := []string{"f1", "f2", "f3", "f4"}
 	for _, f := range folders {
@@ -479,7 +480,7 @@ func TestRedeliveryStoredAndRunOnce(t *testing.T) {
 // once, gets exactly one turn, and no wake-up is lost between a worker
 // finding no work and exiting.
 func TestConcurrentDeliveriesAllRunOnce(t *testing.T) {
-	agent := agentScript(t, `cat >/dev/null; echo ok`)
+	agent := testagent.Script(t, `cat >/dev/null; echo ok`)
 	folders := []string{"f1", "f2", "f3"}
 	var routes []routing.Route
 	for _, f := range folders {
@@ -534,7 +535,7 @@ func TestConcurrentDeliveriesAllRunOnce(t *testing.T) {
 
 // A bad message in a group commit fails alone; the others are stored.
 func TestGroupCommitIsolatesFailure(t *testing.T) {
-	h := newHarness(t, harnessConfig{agent: agentScript(t, "echo ok"), noStart: true})
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "echo ok"), noStart: true})
 	ctx := context.Background()
 	var reqs []*commitReq
 	for i := range 5 {
@@ -572,7 +573,7 @@ func TestGroupCommitIsolatesFailure(t *testing.T) {
 // A chat whose batch waits for its retry does not hold up the folder's
 // other chats.
 func TestRetryWaitDoesNotBlockOtherChats(t *testing.T) {
-	agent := agentScript(t, `cat >/dev/null; if [ "$SWITCHBOARD_CHAT_JID" = test:bad/1 ]; then exit 3; fi; echo ok`)
+	agent := testagent.Script(t, `cat >/dev/null; if [ "$SWITCHBOARD_CHAT_JID" = test:bad/1 ]; then exit 3; fi; echo ok`)
 	h := newHarness(t, harnessConfig{agent: agent, modify: func(o *Options) { o.RetryDelays = []time.Duration{time.Hour} }})
 	h.post("test:bad/1", "b1", "fails")
 	h.waitSent("test:bad/1", 1) // the "Retrying" notice
@@ -592,7 +593,7 @@ func TestRetryWaitDoesNotBlockOtherChats(t *testing.T) {
 // (max_concurrent) join the turn it is waiting to run.
 func TestMessagesWhileWaitingForSlotJoinTheTurn(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
-	agent := agentScript(t, `n=$(grep -c '<message ' ); if [ "$SWITCHBOARD_FOLDER" = f1 ]; then while [ ! -e "$1" ]; do sleep 0.01; done; fi; echo "$n"`, release)
+	agent := testagent.Script(t, `n=$(grep -c '<message ' ); if [ "$SWITCHBOARD_FOLDER" = f1 ]; then while [ ! -e "$1" ]; do sleep 0.01; done; fi; echo "$n"`, release)
 	waiting := make(chan string, 8)
 	h := newHarness(t, harnessConfig{agent: agent, groups: []string{"f1", "f2"}, modify: func(o *Options) { o.MaxConcurrent = 1 },
 		hooks: testHooks{slotWait: func(folder string) {
@@ -713,7 +714,7 @@ func TestMentionEngagesFolder(t *testing.T) {
 // A failing scheduled turn tells its chat too (CONTRACT §8: the chat gets a
 // notice), although the turn answers no message of the chat.
 func TestFailedTaskTurnNotifiesChat(t *testing.T) {
-	agent := agentScript(t, `cat >/dev/null; echo boom >&2; exit 3`)
+	agent := testagent.Script(t, `cat >/dev/null; echo boom >&2; exit 3`)
 	h := newHarness(t, harnessConfig{agent: agent})
 	if _, err := h.st.Enqueue(context.Background(), store.WorkItem{Folder: "main", ChatJID: testChat, Mode: "trigger",
 		Trigger: store.TriggerTask, Prompt: "nightly report", TaskID: 7}); err != nil {

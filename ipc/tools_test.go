@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
@@ -120,14 +121,8 @@ func TestPlatformVerbs(t *testing.T) {
 // prints "stdout reply".
 func blockingAgent(t *testing.T) (argv []string, gate string) {
 	t.Helper()
-	dir := shortTempDir(t)
-	gate = filepath.Join(dir, "go")
-	script := filepath.Join(dir, "agent.sh")
-	body := "#!/bin/sh\ncat > /dev/null\nwhile [ ! -e '" + gate + "' ]; do sleep 0.01; done\necho 'stdout reply'\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return []string{script}, gate
+	gate = filepath.Join(t.TempDir(), "go")
+	return testagent.Script(t, `cat > /dev/null; while [ ! -e "$1" ]; do sleep 0.01; done; echo 'stdout reply'`, gate), gate
 }
 
 // TestReplyDuringTurn: reply without reply_to answers the turn's last

@@ -380,9 +380,9 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 // settleRun writes a task turn's final outcome to its run, in the turn's own
 // transaction: a crash can never record the turn without its run.
 func settleRun(ctx context.Context, tx *sql.Tx, t Turn) error {
-	status := "succeeded"
+	status := TurnSucceeded
 	if t.Status != TurnSucceeded {
-		status = "failed"
+		status = TurnFailed
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,
 		status, t.ID, t.Duration.Milliseconds(), t.Error, t.RunID)

@@ -207,7 +207,7 @@ func waitBots(t *testing.T, dir, base, room string, n int) []webMsg {
 			return false
 		}
 		for _, it := range items {
-			if it.Status != "sent" && it.Status != "failed" {
+			if it.Status != store.OutboxSent && it.Status != store.OutboxFailed {
 				return false
 			}
 		}
