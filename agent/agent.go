@@ -152,7 +152,7 @@ func check(spec Spec, in Input) error {
 	}
 	if spec.Output != "" {
 		if _, err := ParseOutput(string(spec.Output)); err != nil {
-			return failed(nil, "unknown agent output %q; set agent.output to text, claude-json or none", spec.Output)
+			return failed(err, "%v: set agent.output", err)
 		}
 	}
 	if in.Dir != "" {

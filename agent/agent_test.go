@@ -374,7 +374,7 @@ func TestRunStartErrors(t *testing.T) {
 		{
 			name:    "unknown output",
 			spec:    Spec{Command: []string{"/bin/true"}, Output: "json"},
-			wantErr: `unknown agent output "json"; set agent.output to text, claude-json or none`,
+			wantErr: `unknown agent output "json"; want text, claude-json or none: set agent.output`,
 		},
 		{
 			name:    "missing folder",

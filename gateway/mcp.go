@@ -310,10 +310,7 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 }
 
 func (b mcpBackend) Search(ctx context.Context, query string, o ipc.SearchOptions) ([]ipc.Hit, error) {
-	so := store.SearchOptions{ChatJIDs: o.Chats, Sender: o.Sender, Limit: o.Limit}
-	if !o.Since.IsZero() {
-		so.Since = o.Since
-	}
+	so := store.SearchOptions{ChatJIDs: o.Chats, Sender: o.Sender, Since: o.Since, Limit: o.Limit}
 	hits, err := b.g.st.Search(ctx, query, so)
 	if err != nil {
 		return nil, err
