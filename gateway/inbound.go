@@ -24,7 +24,7 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	if self, ok := g.self(in.Chat.Platform()); ok && string(in.Sender) == self {
 		m.FromBot = true
 	}
-	g.metrics.inbound.WithLabelValues(in.Chat.Platform(), kindName(in.Kind)).Inc()
+	g.metrics.inbound.WithLabelValues(g.platformLabel(in.Chat), kindName(in.Kind)).Inc()
 	switch in.Kind {
 	case adapters.KindEdit:
 		if _, err := g.st.EditMessage(ctx, &m); err != nil {

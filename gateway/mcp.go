@@ -98,10 +98,14 @@ func (b mcpBackend) Table() *routing.Table { return b.g.Table() }
 func (b mcpBackend) Reload(ctx context.Context) error { return b.g.reload(ctx) }
 
 func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ipc.Sent, error) {
+	// A platform no adapter serves is refused here, before anything is
+	// queued: the outbox would only fail it later.
 	if m.Kind == ipc.KindFile {
 		if _, err := capability[adapters.FileSender](b, m.Chat, "send_file"); err != nil {
 			return ipc.Sent{}, err
 		}
+	} else if _, err := capability[adapters.Adapter](b, m.Chat, "send"); err != nil {
+		return ipc.Sent{}, err
 	}
 	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
 		Folder: folder, Key: control.NewID("mcp-"), Kind: store.OutboxKind(m.Kind), File: m.File})

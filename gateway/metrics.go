@@ -58,6 +58,17 @@ func newMetrics(g *Gateway) *metrics {
 	return m
 }
 
+// platformLabel is chat's platform as a metric label: the name of an
+// enabled adapter, or "other" for anything else, so that queued rows
+// naming made-up platforms cannot grow a label set without bound.
+func (g *Gateway) platformLabel(chat adapters.JID) string {
+	p := chat.Platform()
+	if _, ok := g.adapters[p]; ok {
+		return p
+	}
+	return "other"
+}
+
 // stateCollector reports, at scrape time, each adapter's connection state
 // and — read from the store at most every storeEvery, however often
 // Prometheus scrapes — the outbox backlog and the store's size.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/control"
 	"switchboard/internal/testwait"
 )
 
@@ -207,5 +208,41 @@ func TestNotReadyWhileAnAdapterIsDown(t *testing.T) {
 	if sample(t, m, `switchboard_adapter_state{adapter="flaky",state="backing_off"}`) != 1 ||
 		sample(t, m, `switchboard_adapter_state{adapter="flaky",state="connected"}`) != 0 {
 		t.Errorf("state gauge does not show flaky backing off:\n%s", m)
+	}
+}
+
+// A platform with no adapter never becomes a metric label: an MCP send to
+// it is refused before anything is queued, naming the platform, and rows
+// queued anyway (the CLI queues without the gateway) fail under the label
+// "other", however many made-up platforms they name.
+func TestUnknownPlatformsShareOneLabel(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: []string{"true"}})
+	mc := dialGroup(t, h, "root") // tier 0: no ownership check stands in the way
+	var res struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	json.Unmarshal(mc.rpc("tools/call", `{"name":"send","arguments":{"chat_jid":"zz1:x","text":"hi"}}`), &res)
+	if !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "zz1") {
+		t.Fatalf("send to a platform without an adapter: %+v; want an error naming zz1", res)
+	}
+	if st, err := h.st.Status(context.Background()); err != nil || st.OutboxPending+st.OutboxFailed != 0 {
+		t.Fatalf("the refused send left outbox rows: %+v %v", st, err)
+	}
+	for i := range 20 {
+		if _, err := control.QueueSend(context.Background(), h.st, control.SendRequest{Chat: fmt.Sprintf("zz%d:x", i), Text: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.g.outbox.wake()
+	var got string
+	testwait.For(t, 10*time.Second, "the 20 rows failed", func() bool {
+		got = scrape(t, h.g)
+		return sample(t, got, `switchboard_outbox_deliveries_total{adapter="other",result="failed"}`) == 20
+	})
+	if strings.Contains(got, `adapter="zz`) {
+		t.Errorf("a made-up platform became a label:\n%s", got)
 	}
 }

@@ -191,7 +191,7 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		if it.Folder != "" && it.Kind != store.OutboxNotice {
 			g.engage.start(it.ChatJID, it.Topic, it.Folder, g.opt.EngageTTL)
 		}
-		g.metrics.outbox.WithLabelValues(chat.Platform(), "sent").Inc()
+		g.metrics.outbox.WithLabelValues(g.platformLabel(chat), "sent").Inc()
 		if err := g.st.OutboxSent(context.WithoutCancel(ctx), it.ID, id, bot); err != nil {
 			g.log.Error("record delivery", "jid", it.ChatJID, "outbox", it.ID, "err", err)
 			return
@@ -354,7 +354,7 @@ func (o *outbox) finished(key string) {
 }
 
 func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Duration, cause error) {
-	o.g.metrics.outbox.WithLabelValues(adapters.JID(it.ChatJID).Platform(), "retried").Inc()
+	o.g.metrics.outbox.WithLabelValues(o.g.platformLabel(adapters.JID(it.ChatJID)), "retried").Inc()
 	o.g.log.Warn("delivery will be retried", "jid", it.ChatJID, "outbox", it.ID, "attempt", it.Attempts, "wait", wait, "err", cause)
 	if err := o.g.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().Add(wait), cause.Error()); err != nil {
 		o.g.log.Error("record delivery retry", "outbox", it.ID, "err", err)
@@ -362,7 +362,7 @@ func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Durat
 }
 
 func (o *outbox) fail(ctx context.Context, it store.OutboxItem, cause error) {
-	o.g.metrics.outbox.WithLabelValues(adapters.JID(it.ChatJID).Platform(), "failed").Inc()
+	o.g.metrics.outbox.WithLabelValues(o.g.platformLabel(adapters.JID(it.ChatJID)), "failed").Inc()
 	o.g.log.Warn("delivery failed permanently", "jid", it.ChatJID, "outbox", it.ID, "err", cause)
 	if err := o.g.st.OutboxFailed(context.WithoutCancel(ctx), it.ID, cause.Error()); err != nil {
 		o.g.log.Error("record delivery failure", "outbox", it.ID, "err", err)
