@@ -290,6 +290,11 @@ func lines(n ast.Node, src []byte) string {
 // to when a platform refuses its formatting.
 func Plain(src string) string { return Render(src, Style{}) }
 
+// SlackPlain is Plain for Slack: with the markup dropped, &, < and > are
+// still escaped, because Slack reads <!channel>, <@U…> and <url|label> in
+// any text, mrkdwn or not.
+func SlackPlain(src string) string { return Render(src, Style{Escape: htmlEscape}) }
+
 // TelegramHTML renders src in the HTML subset of Telegram's Bot API
 // (parse_mode HTML): <b>, <i>, <s>, <code>, <pre>, <a>, <blockquote>, with
 // &, < and > escaped everywhere else.

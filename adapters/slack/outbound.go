@@ -45,7 +45,7 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error)
 	}
 	ts, err := post(slack.MsgOptionText(markdown.SlackMrkdwn(m.Text), false))
 	if isFormatError(err) {
-		ts, err = post(slack.MsgOptionText(markdown.Plain(m.Text), false), slack.MsgOptionDisableMarkdown())
+		ts, err = post(slack.MsgOptionText(markdown.SlackPlain(m.Text), false), slack.MsgOptionDisableMarkdown())
 	}
 	return ts, classify("send", m.Chat, err)
 }
@@ -74,7 +74,8 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 	}
 	_, _, _, err = a.api.UpdateMessageContext(ctx, channel, ref.ID, slack.MsgOptionText(markdown.SlackMrkdwn(text), false))
 	if isFormatError(err) {
-		_, _, _, err = a.api.UpdateMessageContext(ctx, channel, ref.ID, slack.MsgOptionText(markdown.Plain(text), false))
+		_, _, _, err = a.api.UpdateMessageContext(ctx, channel, ref.ID, slack.MsgOptionText(markdown.SlackPlain(text), false),
+			slack.MsgOptionDisableMarkdown())
 	}
 	return classify("edit", ref.Chat, err)
 }

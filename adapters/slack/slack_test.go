@@ -282,15 +282,26 @@ func TestOutboundVerbs(t *testing.T) {
 		len(m.Reactions) != 1 || m.Reactions[0] != "white_check_mark" {
 		t.Errorf("reply after edit, like, pin: %+v", m)
 	}
+	// The plain fallback drops the markup but still escapes what Slack
+	// reads in any text: <!channel> must not ping the channel.
 	s.RejectFormatting()
-	plain, err := a.Send(ctx, adapters.Outbound{Chat: chat, Text: "**bold** claim"})
+	plain, err := a.Send(ctx, adapters.Outbound{Chat: chat, Text: "**bold** claim <!channel> & co"})
 	if err != nil {
 		t.Fatalf("send after refused formatting: %v", err)
 	}
+	const escaped = "bold claim &lt;!channel&gt; &amp; co"
 	for _, m := range s.Messages("C1") {
-		if m.TS == plain && m.Text != "bold claim" {
-			t.Errorf("resent as %q; want the plain text", m.Text)
+		if m.TS == plain && m.Text != escaped {
+			t.Errorf("resent as %q; want %q", m.Text, escaped)
 		}
+	}
+	s.RejectFormatting()
+	if err := a.Edit(ctx, adapters.MessageRef{Chat: chat, ID: plain}, "**bold** claim <!channel> & co"); err != nil {
+		t.Fatalf("edit after refused formatting: %v", err)
+	}
+	updates := s.Calls("chat.update")
+	if last := updates[len(updates)-1].Form; last.Get("text") != escaped || last.Get("mrkdwn") != "false" {
+		t.Errorf("edit fell back to text %q mrkdwn=%q; want %q with mrkdwn=false", last.Get("text"), last.Get("mrkdwn"), escaped)
 	}
 	if err := a.Unpin(ctx, ref); err != nil {
 		t.Fatal(err)

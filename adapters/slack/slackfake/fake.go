@@ -180,7 +180,8 @@ func (s *Server) Outage(method string, n int) {
 	s.outages[method] = n
 }
 
-// RejectFormatting makes the next chat.postMessage with markup fail.
+// RejectFormatting makes the next chat.postMessage or chat.update with
+// markup (mrkdwn not false) fail with invalid_blocks.
 func (s *Server) RejectFormatting() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -388,12 +389,12 @@ func (s *Server) find(c *Channel, ts string) *Message {
 }
 
 func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[string]any {
+	if (method == "chat.postMessage" || method == "chat.update") && s.rejectFmt && f.Get("mrkdwn") != "false" {
+		s.rejectFmt = false
+		return fail("invalid_blocks")
+	}
 	switch method {
 	case "chat.postMessage":
-		if s.rejectFmt && f.Get("mrkdwn") != "false" {
-			s.rejectFmt = false
-			return fail("invalid_blocks")
-		}
 		m := &Message{TS: s.newTS(), User: BotUser, BotID: BotID, Text: f.Get("text"), ThreadTS: f.Get("thread_ts")}
 		c.Messages = append(c.Messages, m)
 		return ok("channel", c.ID, "ts", m.TS)
