@@ -265,10 +265,16 @@ const (
 
 // Limits describe what one message may hold on a platform.
 type Limits struct {
-	// MaxText is the longest part, in UTF-16 code units of the Markdown
-	// source (the strictest of the platforms' measures); the gateway splits
-	// longer text with Split. 0: no limit.
+	// MaxText is the longest part, in UTF-16 code units (the strictest of
+	// the platforms' measures) of what the platform counts: the Markdown
+	// source, or what Measure says. The gateway splits longer text with
+	// SplitRendered. 0: no limit.
 	MaxText int
+	// Measure, when set, is a part's length as the platform counts it once
+	// the adapter rendered it (tags it does not show left out, escapes as
+	// what they show), the longer of the formatted rendering and its plain
+	// fallback. nil: the source's UTF16Len.
+	Measure func(markdown string) int
 	// Format is what the adapter renders Markdown to (informational).
 	Format Format
 	// TypingEvery is how often a typing indicator must be repeated to stay

@@ -132,3 +132,44 @@ func openFence(s string) (opener string, open bool) {
 	}
 	return opener, marker != ""
 }
+
+// SplitRendered is Split for a platform that counts the rendered part:
+// measure gives a part's length as the platform counts it once rendered
+// (Limits.Measure; nil means the source's length, as Split measures). A
+// part whose rendering is over max (tables, nested lists and quotes can
+// render longer than their source) is split again with a budget shrunk by
+// the rendering's growth, until every part fits or a part cannot shrink.
+// Like Split, it is deterministic: a retry resumes at the same part.
+func SplitRendered(text string, max int, measure func(string) int) []string {
+	parts := Split(text, max)
+	if max <= 0 || measure == nil {
+		return parts
+	}
+	var out []string
+	for _, p := range parts {
+		out = append(out, fitRendered(p, max, measure, 8)...)
+	}
+	return out
+}
+
+// fitRendered splits part until each piece's rendering fits max, at most
+// depth times over.
+func fitRendered(part string, max int, measure func(string) int, depth int) []string {
+	n := measure(part)
+	if n <= max || depth == 0 {
+		return []string{part}
+	}
+	src := UTF16Len(part)
+	budget := src * max / n * 9 / 10 // the growth, and a margin for where the cut falls
+	if budget >= src {
+		budget = src - 1
+	}
+	if budget < 1 {
+		return []string{part}
+	}
+	var out []string
+	for _, p := range Split(part, budget) {
+		out = append(out, fitRendered(p, max, measure, depth-1)...)
+	}
+	return out
+}

@@ -217,11 +217,11 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 // first part not yet sent; every part but the last is recorded as it goes,
 // the last is returned for OutboxSent to record.
 func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.OutboxItem) (string, *store.Message, error) {
-	limit := 0
+	var lim adapters.Limits
 	if l, ok := a.(adapters.Limiter); ok {
-		limit = l.Limits().MaxText
+		lim = l.Limits()
 	}
-	parts := adapters.Split(it.Text, limit)
+	parts := adapters.SplitRendered(it.Text, lim.MaxText, lim.Measure)
 	first := it.PlatformID
 	for n := it.PartsSent; n < len(parts); n++ {
 		out := adapters.Outbound{Chat: adapters.JID(it.ChatJID), Text: parts[n], Topic: it.Topic, Key: it.Key}

@@ -354,7 +354,7 @@ func testLongest(t *testing.T, p Platform) {
 	max := l.Limits().MaxText
 	chat, _ := p.Group()
 	text := strings.Repeat("long message ", max)
-	parts := adapters.Split(text, max)
+	parts := adapters.SplitRendered(text, max, l.Limits().Measure)
 	for i, part := range parts {
 		if _, err := a.Send(t.Context(), adapters.Outbound{Chat: chat, Text: part, Key: fmt.Sprint("long/", i)}); err != nil {
 			t.Fatalf("part %d of %d (%d units, limit %d) refused: %v", i+1, len(parts), adapters.UTF16Len(part), max, err)

@@ -321,6 +321,28 @@ var telegram = Style{
 }
 
 // htmlEscape escapes the three characters Telegram's HTML parser requires.
+// HTMLText is what an HTML rendering of this package shows: its tags left
+// out and its entities as the characters they stand for (Telegram counts a
+// message's length so, after parsing its entities).
+func HTMLText(s string) string {
+	var b strings.Builder
+	for s != "" {
+		i := strings.IndexByte(s, '<')
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:i])
+		j := strings.IndexByte(s[i:], '>')
+		if j < 0 {
+			b.WriteString(s[i:])
+			break
+		}
+		s = s[i+j+1:]
+	}
+	return html.UnescapeString(b.String())
+}
+
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

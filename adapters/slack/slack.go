@@ -24,6 +24,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"switchboard/adapters"
+	"switchboard/adapters/markdown"
 )
 
 // Modes of receiving events.
@@ -127,7 +128,13 @@ func (a *Adapter) Self() (adapters.JID, bool) {
 
 // Limits: 4,000 units of Markdown per message, rendered to mrkdwn.
 func (a *Adapter) Limits() adapters.Limits {
-	return adapters.Limits{MaxText: MaxText, Format: adapters.FormatMrkdwn}
+	return adapters.Limits{MaxText: MaxText, Format: adapters.FormatMrkdwn, Measure: measure}
+}
+
+// measure is a part's length as sent: its mrkdwn rendering or its escaped
+// plain fallback, whichever is longer.
+func measure(src string) int {
+	return max(adapters.UTF16Len(markdown.SlackMrkdwn(src)), adapters.UTF16Len(markdown.SlackPlain(src)))
 }
 
 // Addr is the bound address of the Events API listener (nil before Run

@@ -30,6 +30,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"switchboard/adapters"
+	"switchboard/adapters/markdown"
 )
 
 const platform = "telegram"
@@ -120,7 +121,14 @@ func (a *Adapter) Self() (adapters.JID, bool) {
 
 // Limits: 4096 characters a message; the typing indicator lasts 5 s.
 func (a *Adapter) Limits() adapters.Limits {
-	return adapters.Limits{MaxText: 4096, Format: adapters.FormatHTML, TypingEvery: 4 * time.Second}
+	return adapters.Limits{MaxText: 4096, Format: adapters.FormatHTML, TypingEvery: 4 * time.Second, Measure: measure}
+}
+
+// measure is a part's length as Telegram counts it (the text its HTML
+// shows), or as its plain fallback, whichever is longer: a "message is too
+// long" refusal is permanent, so neither may exceed the limit.
+func measure(src string) int {
+	return max(adapters.UTF16Len(markdown.HTMLText(markdown.TelegramHTML(src))), adapters.UTF16Len(markdown.Plain(src)))
 }
 
 // Run connects (getMe, deleteWebhook), then long-polls until ctx ends.
