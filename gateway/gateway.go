@@ -57,6 +57,9 @@ type Options struct {
 	// delays, rate-limit pauses, timeouts) run on real time. Default time.Now;
 	// tests advance their own clock instead of sleeping.
 	Now func() time.Time
+	// LoopGuard pauses a web room its agent keeps re-triggering from its
+	// own turns. Zero fields take the defaults.
+	LoopGuard LoopGuard
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -75,6 +78,7 @@ type Gateway struct {
 	engage  engagements
 	notices noticeLimiter
 	active  activeTurns
+	loops   loops
 	states  adapterStates // each adapter's connection state
 	workers *workers
 	outbox  *outbox
@@ -139,6 +143,7 @@ func New(opt Options) (*Gateway, error) {
 		adapters: map[string]adapters.Adapter{},
 		engage:   engagements{m: map[engageKey]engagement{}, now: opt.Now},
 		notices:  noticeLimiter{last: map[string]time.Time{}, every: noticeEvery, now: opt.Now},
+		loops:    loops{cfg: opt.LoopGuard.withDefaults(), now: opt.Now},
 	}
 	for _, a := range opt.Adapters {
 		if _, dup := g.adapters[a.Name()]; dup {

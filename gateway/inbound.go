@@ -45,6 +45,9 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
 	}
+	if inserted {
+		g.watchLoop(m, work)
+	}
 	// A redelivery was stored once and routed then; for a new message the
 	// committer told the watchers and woke the folders.
 	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 {

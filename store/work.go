@@ -412,6 +412,18 @@ func execIDs(ctx context.Context, tx *sql.Tx, prefix string, ids []int64, lead .
 	return nil
 }
 
+// DeferChat holds folder's pending trigger work of chat and topic until
+// until: NextBatch skips that chat and topic meanwhile (its messages stay
+// stored and queued, none is dropped), and the folder's other chats go on.
+func (s *Store) DeferChat(ctx context.Context, folder, chat, topic string, until time.Time) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE work SET not_before_ms = ? WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'trigger'`,
+		toMS(until), folder, chat, topic)
+	if err != nil {
+		return fmt.Errorf("defer %s in %s: %w", chat, folder, err)
+	}
+	return nil
+}
+
 // MarkStarted records that a turn of the batch started: a crash before
 // FinishBatch then counts as an attempt at the next start (RecoverStarted).
 func (s *Store) MarkStarted(ctx context.Context, b Batch) error {
