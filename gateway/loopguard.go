@@ -43,33 +43,23 @@ func (l LoopGuard) withDefaults() LoopGuard {
 
 type loopKey struct{ folder, chat, topic string }
 
-// loopState is one room's recent turns: idle says a trigger message
-// arrived while its folder ran no turn (a person, not the agent's echo)
-// since the last turn started; starts are the turns in a row since then.
+// loopState is one room's turns in a row since a trigger message last
+// arrived while its folder ran no turn (a person, not the agent's echo).
+// A room without an entry is in that state: nothing in a row.
 type loopState struct {
-	idle   bool
 	starts []time.Time
 }
 
 // loops is the guard's state, in memory: a restart forgets it, and the
-// room needs Turns more echoes to pause again.
+// room needs Turns more echoes to pause again. Entries exist only for
+// rooms whose last turn started while no message had arrived idle since,
+// and are pruned once their window is over.
 type loops struct {
-	mu  sync.Mutex
-	cfg LoopGuard
-	m   map[loopKey]*loopState
-	now func() time.Time
-}
-
-func (l *loops) state(k loopKey) *loopState {
-	if l.m == nil {
-		l.m = map[loopKey]*loopState{}
-	}
-	s := l.m[k]
-	if s == nil {
-		s = &loopState{idle: true}
-		l.m[k] = s
-	}
-	return s
+	mu     sync.Mutex
+	cfg    LoopGuard
+	m      map[loopKey]*loopState
+	now    func() time.Time
+	pruned time.Time
 }
 
 // arrived records a trigger message for folder in chat/topic; running says
@@ -80,27 +70,41 @@ func (l *loops) arrived(k loopKey, running bool) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.state(k).idle = true
+	delete(l.m, k)
 }
 
 // started records a turn of chat/topic starting and reports whether the
-// room is to pause instead: Turns turns in a row, within Window, each
-// started only by messages that arrived while the folder was busy.
+// room is to pause instead: Turns turns in a row, within Window, the
+// first started by any message, the rest only by messages that arrived
+// while the folder was busy.
 func (l *loops) started(k loopKey) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s, now := l.state(k), l.now()
-	if s.idle {
-		s.idle, s.starts = false, s.starts[:0]
+	now := l.now()
+	if l.m == nil {
+		l.m = map[loopKey]*loopState{}
+	}
+	if len(l.m) > 10_000 && now.Sub(l.pruned) > time.Minute {
+		l.pruned = now
+		for key, s := range l.m {
+			if now.Sub(s.starts[len(s.starts)-1]) > l.cfg.Window {
+				delete(l.m, key)
+			}
+		}
+	}
+	s := l.m[k]
+	if s == nil {
+		s = &loopState{}
+		l.m[k] = s
 	}
 	s.starts = append(s.starts, now)
-	for len(s.starts) > 0 && now.Sub(s.starts[0]) > l.cfg.Window {
+	for len(s.starts) > 1 && now.Sub(s.starts[0]) > l.cfg.Window {
 		s.starts = s.starts[1:]
 	}
 	if len(s.starts) < l.cfg.Turns {
 		return false
 	}
-	s.starts = s.starts[:0]
+	delete(l.m, k)
 	return true
 }
 
