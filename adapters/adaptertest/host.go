@@ -2,7 +2,7 @@ package adaptertest
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -53,7 +53,7 @@ func (h *Host) Deliver(ctx context.Context, m adapters.Inbound) (int64, error) {
 		}
 	}
 	if m.ID == "" || m.Chat == "" {
-		return 0, errors.New("adaptertest: empty chat or id")
+		return 0, fmt.Errorf("%w: adaptertest: empty chat or id (the gateway refuses it so too)", adapters.ErrBadMessage)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

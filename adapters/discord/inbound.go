@@ -24,12 +24,17 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 		host.SetState(adapters.StateConnected, nil)
 	}
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+		defer a.survive("Ready")
 		connected()
 		// A new session (not a resumed one) may have missed messages.
 		go a.backfill(ctx, host)
 	})
-	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) { connected() })
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
+		defer a.survive("Resumed")
+		connected()
+	})
 	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+		defer a.survive("Disconnect")
 		if ctx.Err() != nil {
 			return
 		}
@@ -44,14 +49,22 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 			}
 		})
 	})
-	s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) { a.learnGuild(g.Guild) })
-	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) { a.learnChannel(c.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
+		defer a.survive("GuildCreate")
+		a.learnGuild(g.Guild)
+	})
+	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) {
+		defer a.survive("ThreadCreate")
+		a.learnChannel(c.Channel)
+	})
 	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
+		defer a.survive("MessageCreate")
 		if ev, ok := a.message(ctx, m.Message, adapters.KindMessage); ok {
 			a.deliver(ctx, host, ev)
 		}
 	})
 	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) {
+		defer a.survive("MessageUpdate")
 		if m.Message == nil || m.Author == nil {
 			return // an embed resolved, not an edit
 		}
@@ -60,15 +73,27 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 		}
 	})
 	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageDelete) {
+		defer a.survive("MessageDelete")
 		chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
 		a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindDelete, Chat: chat, Topic: topic, ID: m.ID, Time: time.Now()})
 	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) {
+		defer a.survive("MessageReactionAdd")
 		a.reaction(ctx, host, r.MessageReaction, false)
 	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) {
+		defer a.survive("MessageReactionRemove")
 		a.reaction(ctx, host, r.MessageReaction, true)
 	})
+}
+
+// survive ends a handler that panicked on an event it could not handle
+// (discordgo decodes "null" into a nil struct, for one): the event is
+// logged and skipped, and the adapter and the process go on.
+func (a *Adapter) survive(event string) {
+	if r := recover(); r != nil {
+		a.log.Error("discord event could not be handled; skipped", "event", event, "panic", fmt.Sprint(r))
+	}
 }
 
 // deliver hands ev to the gateway, retrying while the store refuses it
@@ -85,7 +110,7 @@ func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.I
 
 // message normalizes a message; ok is false for messages with nothing to store.
 func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapters.Kind) (adapters.Inbound, bool) {
-	if m.Author == nil {
+	if m == nil || m.Author == nil {
 		return adapters.Inbound{}, false
 	}
 	self, _ := a.selfID.Load().(string)

@@ -154,7 +154,10 @@ func (a *Adapter) Download(ctx context.Context, att adapters.Attachment) (io.Rea
 	if err != nil {
 		return nil, fmt.Errorf("discord: bad attachment URL")
 	}
-	resp, err := a.http.Do(req)
+	if !a.cdnURL(req.URL) {
+		return nil, fmt.Errorf("discord: the attachment URL is not on Discord's CDN (host %q); not fetched", req.URL.Host)
+	}
+	resp, err := a.dl.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("discord: download failed (connection error)")
 	}

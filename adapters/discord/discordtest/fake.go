@@ -46,6 +46,7 @@ type Msg struct {
 	Reactions   []string
 	File        string
 	FileData    []byte
+	FileURL     string
 	AllowedJSON string // the allowed_mentions the bot sent
 	Time        time.Time
 }
@@ -304,8 +305,12 @@ func (f *Server) msgObj(m *Msg) map[string]any {
 		o["message_reference"] = map[string]any{"message_id": m.ReplyTo, "channel_id": m.Channel}
 	}
 	if m.File != "" && m.AuthorID != BotID {
+		u := m.FileURL
+		if u == "" {
+			u = f.srv.URL + "/cdn/a" + m.ID
+		}
 		o["attachments"] = []map[string]any{{"id": "a" + m.ID, "filename": m.File, "size": len(m.FileData),
-			"content_type": "application/octet-stream", "url": f.srv.URL + "/cdn/a" + m.ID}}
+			"content_type": "application/octet-stream", "url": u}}
 	}
 	return o
 }

@@ -143,6 +143,7 @@ type Post struct {
 	Bot         bool   // the author is another bot
 	File        string // an attachment's name
 	FileData    []byte
+	FileURL     string    // the attachment's URL; default this fake's CDN
 	Time        time.Time // default now
 }
 
@@ -159,7 +160,7 @@ func (f *Server) UserPosts(p Post) string {
 	}
 	f.nextID++
 	m := &Msg{ID: strconv.Itoa(f.nextID), Channel: p.Channel, AuthorID: p.Author, Content: p.Content, ReplyTo: p.ReplyTo,
-		File: p.File, FileData: p.FileData, Time: p.Time}
+		File: p.File, FileData: p.FileData, FileURL: p.FileURL, Time: p.Time}
 	if p.MentionBot {
 		m.Content = "<@" + BotID + "> " + m.Content
 	}
