@@ -45,6 +45,8 @@ try sysctl "v=\$(cat /proc/sys/vm/swappiness) && echo \$v > /proc/sys/vm/swappin
 try own_folder "echo hi > ./inside.txt"
 try own_socket "[ -S \"\$SWITCHBOARD_MCP_SOCKET\" ]"
 try bridge "$bridge --socket \"\$SWITCHBOARD_MCP_SOCKET\" </tmp/mcp-requests | $listed"
+try bare_bridge "$bridge </tmp/mcp-requests | $listed"
+try bare_bridge_cwd "env -u SWITCHBOARD_MCP_SOCKET $bridge </tmp/mcp-requests | $listed"
 } > "$E2E_OUT/probe.tmp"
 mv "$E2E_OUT/probe.tmp" "$E2E_OUT/probe"
 [ "$SWITCHBOARD_CHAT_JID" = web:slow ] || { echo probed; exit 0; }
@@ -75,6 +77,7 @@ exec sleep 30`
 		"write_usr": "denied", "write_groups": "denied", "write_binary": "denied", "token": "denied", "token_in_proc": "denied",
 		"mount": "denied", "mknod": "denied", "sysctl": "denied",
 		"own_folder": "allowed", "own_socket": "allowed", "bridge": "allowed",
+		"bare_bridge": "allowed", "bare_bridge_cwd": "allowed",
 	} {
 		if results[probe] != want {
 			t.Errorf("%s: %s; want %s", probe, results[probe], want)
