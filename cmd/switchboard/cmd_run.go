@@ -42,6 +42,11 @@ func (a *app) runGateway(ctx context.Context) error {
 	if err := a.load(); err != nil {
 		return err
 	}
+	// Only run talks to the platforms: the other commands load the config
+	// without its tokens.
+	if err := a.cfg.ValidateSecrets(); err != nil {
+		return fmt.Errorf("config %s: %w", orDefault(a.cfgFrom, "(built-in defaults)"), err)
+	}
 	st, err := a.openStore(ctx)
 	if err != nil {
 		return err
