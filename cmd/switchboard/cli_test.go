@@ -273,3 +273,22 @@ func TestCLIWithoutPlatformTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionFlag: `switchboard --version` prints what `switchboard version`
+// prints, in text and JSON; the bare command still prints its help.
+func TestVersionFlag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, pre := range [][]string{nil, {"--json"}} {
+		want := mustSB(t, dir, append(pre, "version")...)
+		got := mustSB(t, dir, append(pre, "--version")...)
+		if got != want || !strings.Contains(got, "dev") {
+			t.Errorf("%v --version = %q, want %q", pre, got, want)
+		}
+	}
+	if out := mustSB(t, dir); !strings.Contains(out, "Available Commands") {
+		t.Errorf("bare switchboard: %q, want its help", out)
+	}
+	if _, _, err := sb(t, dir, "--version", "extra"); !isUsage(err) {
+		t.Errorf("--version extra: %v, want a usage error", err)
+	}
+}
