@@ -81,6 +81,8 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 	})
 }
 
+// inZone shows t as wall time in the task's zone, with the offset and the
+// zone's name: "2026-11-25 09:00:00 +01:00 Europe/Berlin".
 func inZone(t time.Time, tz string) string {
 	if t.IsZero() {
 		return "none"
@@ -88,7 +90,7 @@ func inZone(t time.Time, tz string) string {
 	if loc, err := scheduler.LoadZone(tz); err == nil {
 		t = t.In(loc)
 	}
-	return t.Format("2006-01-02 15:04:05 MST")
+	return t.Format("2006-01-02 15:04:05 -07:00") + " " + orDefault(tz, "UTC")
 }
 
 // nextRun is when t fires next: never once it is cancelled or completed,
