@@ -319,7 +319,8 @@ func describeType(t reflect.Type, n *yaml.Node) string {
 	return "want a string, got " + got
 }
 
-// Validate checks values; every error names its key.
+// Validate checks values; every error names its key. The adapters' tokens
+// and secrets are not checked here but by ValidateSecrets, for run only.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
