@@ -123,7 +123,7 @@ func Parse(spec, tz string) (Schedule, error) {
 	case spec == "":
 		return Schedule{}, badSchedule(spec, "empty")
 	case strings.HasPrefix(lower, "tz=") || strings.HasPrefix(lower, "cron_tz="):
-		return Schedule{}, badSchedule(spec, "a zone prefix is not accepted; put the zone in the timezone field instead")
+		return Schedule{}, newZonePrefixError(spec)
 	case strings.HasPrefix(lower, "@every") || strings.HasPrefix(lower, "every"):
 		s.kind = KindInterval
 		s.every, err = parseInterval(spec)
@@ -139,6 +139,29 @@ func Parse(spec, tz string) (Schedule, error) {
 	}
 	return s, nil
 }
+
+// ZonePrefixError is a spec that embeds its zone ("CRON_TZ=Europe/Berlin 0 9
+// * * *", "TZ=UTC @daily"): the zone belongs in the task's timezone instead.
+// Its message names the MCP tools' timezone parameter; a caller whose field
+// has another name (the CLI's --tz) builds its own from Zone and Rest. It
+// wraps ErrBadSchedule.
+type ZonePrefixError struct {
+	Spec string // as given, trimmed
+	Zone string // the zone the prefix names, e.g. "Europe/Berlin" (may be empty)
+	Rest string // the schedule after the prefix, e.g. "0 9 * * *" (may be empty)
+}
+
+func newZonePrefixError(spec string) *ZonePrefixError {
+	prefix, rest, _ := strings.Cut(spec, " ")
+	_, zone, _ := strings.Cut(prefix, "=")
+	return &ZonePrefixError{Spec: spec, Zone: zone, Rest: strings.TrimSpace(rest)}
+}
+
+func (e *ZonePrefixError) Error() string {
+	return badSchedule(e.Spec, "a zone prefix is not accepted; put the zone in the timezone field instead").Error()
+}
+
+func (e *ZonePrefixError) Unwrap() error { return ErrBadSchedule }
 
 // badSchedule builds an ErrBadSchedule error quoting spec, giving the reason
 // and the accepted forms.

@@ -289,3 +289,19 @@ func TestPreview(t *testing.T) {
 		t.Errorf("bad spec: err = %v", err)
 	}
 }
+
+// TestZonePrefixErrorParts: a spec that embeds its zone reports the zone and
+// the rest of the spec, so each caller can say where the zone goes.
+func TestZonePrefixErrorParts(t *testing.T) {
+	for spec, want := range map[string]ZonePrefixError{
+		"CRON_TZ=Europe/Berlin 30 2 * * *": {Spec: "CRON_TZ=Europe/Berlin 30 2 * * *", Zone: "Europe/Berlin", Rest: "30 2 * * *"},
+		"TZ=UTC @daily":                    {Spec: "TZ=UTC @daily", Zone: "UTC", Rest: "@daily"},
+		"CRON_TZ=UTC":                      {Spec: "CRON_TZ=UTC", Zone: "UTC"},
+	} {
+		_, err := Parse(spec, "")
+		var zp *ZonePrefixError
+		if !errors.As(err, &zp) || *zp != want || !errors.Is(err, ErrBadSchedule) {
+			t.Errorf("Parse(%q) = %v, want a ZonePrefixError %+v wrapping ErrBadSchedule", spec, err, want)
+		}
+	}
+}

@@ -31,10 +31,11 @@ type RunningTurn struct {
 
 // NextTask is a task and when it next fires.
 type NextTask struct {
-	ID     int64
-	Folder string
-	Spec   string
-	Next   time.Time
+	ID       int64
+	Folder   string
+	Spec     string
+	Timezone string // the task's IANA zone, which its schedule is evaluated in
+	Next     time.Time
 }
 
 // Status reads the queue, running turns, outbox, next tasks and recent
@@ -62,10 +63,10 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 		q(`SELECT coalesce(sum(status IN ('pending', 'sending')), 0), coalesce(sum(status = 'failed'), 0) FROM outbox`, func(r scanner) error {
 			return r.Scan(&st.OutboxPending, &st.OutboxFailed)
 		}),
-		q(`SELECT id, folder, spec, next_s FROM tasks WHERE status = 'active' AND next_s > 0 ORDER BY next_s LIMIT 5`, func(r scanner) error {
+		q(`SELECT id, folder, spec, timezone, next_s FROM tasks WHERE status = 'active' AND next_s > 0 ORDER BY next_s LIMIT 5`, func(r scanner) error {
 			var t NextTask
 			var next int64
-			err := r.Scan(&t.ID, &t.Folder, &t.Spec, &next)
+			err := r.Scan(&t.ID, &t.Folder, &t.Spec, &t.Timezone, &next)
 			t.Next = time.Unix(next, 0)
 			st.NextTasks = append(st.NextTasks, t)
 			return err

@@ -59,7 +59,7 @@ func TestStatusReadsWhatHappened(t *testing.T) {
 	for i, spec := range []string{"@daily", "@hourly"} {
 		next := now.Add(time.Duration(2-i) * time.Hour)
 		if _, err := s.AddTask(ctx, scheduler.Task{Folder: "main", ChatJID: "web:a", Prompt: "p", Spec: spec, Kind: scheduler.KindCron,
-			Timezone: "UTC", Context: "group", Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: next}); err != nil {
+			Timezone: []string{"UTC", "Europe/Berlin"}[i], Context: "group", Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: next}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,8 +77,9 @@ func TestStatusReadsWhatHappened(t *testing.T) {
 	if st.OutboxPending != 1 || st.OutboxFailed != 1 {
 		t.Errorf("outbox %d pending %d failed; want 1 and 1", st.OutboxPending, st.OutboxFailed)
 	}
-	if len(st.NextTasks) != 2 || st.NextTasks[0].Spec != "@hourly" || !st.NextTasks[0].Next.Equal(now.Add(time.Hour)) {
-		t.Errorf("next tasks %+v; want @hourly (in 1h) first", st.NextTasks)
+	if len(st.NextTasks) != 2 || st.NextTasks[0].Spec != "@hourly" || !st.NextTasks[0].Next.Equal(now.Add(time.Hour)) ||
+		st.NextTasks[0].Timezone != "Europe/Berlin" {
+		t.Errorf("next tasks %+v; want @hourly (in 1h, Europe/Berlin) first", st.NextTasks)
 	}
 	if len(st.FailedTurns) != 1 || st.FailedTurns[0].ID != "t-fail" || st.FailedTurns[0].Error != "exit status 3" {
 		t.Errorf("failed turns %+v", st.FailedTurns)

@@ -102,7 +102,7 @@ td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.bad{color:
 <h2>Queue</h2><table id="queue"><tr><th>folder</th><th>waiting</th></tr>{{range $f, $n := .Queue}}<tr><td>{{$f}}</td><td>{{$n}}</td></tr>{{else}}<tr><td colspan="2">empty</td></tr>{{end}}</table>
 <h2>Running turns</h2><table id="running">{{range .Running}}<tr><td>{{.Folder}}</td><td>{{.ChatJID}}</td><td>{{ago .Started}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 <h2>Outbox</h2><p id="outbox">{{.Outbox.Pending}} pending, {{.Outbox.Failed}} failed</p>
-<h2>Next tasks</h2><table id="tasks">{{range .NextTasks}}<tr><td>#{{.ID}}</td><td>{{.Folder}}</td><td>{{.Spec}}</td><td>{{at .Next}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
+<h2>Next tasks</h2><table id="tasks">{{range .NextTasks}}<tr><td>#{{.ID}}</td><td>{{.Folder}}</td><td>{{.Spec}}</td><td>{{.At}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 <h2>Recent failed turns</h2><table id="failed">{{range .FailedTurns}}<tr><td>{{at .Started}}</td><td>{{.Folder}}</td><td>{{.ChatJID}}</td><td>attempt {{.Attempt}}</td><td>{{.Error}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 <p>database {{mb .DBBytes}} · <a href="/metrics">metrics</a> · <a href="/readyz">readyz</a></p>
 </body></html>

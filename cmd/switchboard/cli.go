@@ -97,6 +97,15 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.configPath, "config", "", "config file (default ./switchboard.yaml, else built-in defaults)")
 	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", "data directory (overrides data_dir in the config)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
+	var showVersion bool
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version (what switchboard version prints)")
+	root.Args = cobra.NoArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if showVersion {
+			return a.printVersion()
+		}
+		return cmd.Help()
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.runCommand(), a.groupCommand(), a.routeCommand(), a.grantsCommand(), a.taskCommand(),
 		a.sendCommand(), a.injectCommand(), a.messagesCommand(), a.mcpBridgeCommand(), a.demoAgentCommand(), a.versionCommand(),
@@ -195,13 +204,16 @@ func (a *app) versionCommand() *cobra.Command {
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := buildVersion()
-			return a.emit(v, func(w io.Writer) {
-				fmt.Fprintf(w, "switchboard %s (commit %s, built %s, %s)\n", v["version"], v["commit"], orDefault(v["date"], "unknown"), v["go"])
-			})
-		},
+		RunE:  func(*cobra.Command, []string) error { return a.printVersion() },
 	}
+}
+
+// printVersion is `switchboard version` and `switchboard --version`.
+func (a *app) printVersion() error {
+	v := buildVersion()
+	return a.emit(v, func(w io.Writer) {
+		fmt.Fprintf(w, "switchboard %s (commit %s, built %s, %s)\n", v["version"], v["commit"], orDefault(v["date"], "unknown"), v["go"])
+	})
 }
 
 // Stamped by make release (-ldflags -X); empty in other builds.

@@ -245,3 +245,50 @@ func TestDataDirIsPrivate(t *testing.T) {
 		t.Errorf("data dir mode %v, %v; want 0700", fi.Mode().Perm(), err)
 	}
 }
+
+// TestCLIWithoutPlatformTokens: with every platform enabled and no token in
+// the environment (a fresh operator shell), the commands that only touch the
+// database work; run refuses, naming each missing key.
+func TestCLIWithoutPlatformTokens(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "data")
+	cfg := filepath.Join(base, "switchboard.yaml")
+	yaml := `adapters:
+  telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}"}
+  discord:  {enabled: true, token: "${DISCORD_BOT_TOKEN}"}
+  slack:    {enabled: true, bot_token: "${SLACK_BOT_TOKEN}", app_token: "${SLACK_APP_TOKEN}"}
+`
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"group", "add", "main"}, {"route", "list"}, {"status"}} {
+		if _, _, err := sb(t, dir, append([]string{"--config", cfg}, args...)...); err != nil {
+			t.Errorf("switchboard %s without tokens: %v", strings.Join(args, " "), err)
+		}
+	}
+	_, _, err := sb(t, dir, "--config", cfg, "run")
+	for _, key := range []string{"adapters.telegram.token: empty", "adapters.discord.token: empty", "adapters.slack.bot_token: empty", "adapters.slack.app_token: empty"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("run without tokens: %v; want it to name %s", err, key)
+		}
+	}
+}
+
+// TestVersionFlag: `switchboard --version` prints what `switchboard version`
+// prints, in text and JSON; the bare command still prints its help.
+func TestVersionFlag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, pre := range [][]string{nil, {"--json"}} {
+		want := mustSB(t, dir, append(pre, "version")...)
+		got := mustSB(t, dir, append(pre, "--version")...)
+		if got != want || !strings.Contains(got, "dev") {
+			t.Errorf("%v --version = %q, want %q", pre, got, want)
+		}
+	}
+	if out := mustSB(t, dir); !strings.Contains(out, "Available Commands") {
+		t.Errorf("bare switchboard: %q, want its help", out)
+	}
+	if _, _, err := sb(t, dir, "--version", "extra"); !isUsage(err) {
+		t.Errorf("--version extra: %v, want a usage error", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -23,40 +24,103 @@ const bridgeFlushTimeout = 35 * time.Second
 func (a *app) mcpBridgeCommand() *cobra.Command {
 	var sock, folder string
 	cmd := &cobra.Command{
-		Use:   "mcp-bridge --socket PATH | --folder FOLDER",
+		Use:   "mcp-bridge [--socket PATH | --folder FOLDER]",
 		Short: "Join stdin/stdout to a group's MCP socket, for MCP clients that start a command",
 		Long: `Connect an MCP client that speaks stdio (Claude Code, Codex, MCP Inspector) to a
 group's MCP server: newline-delimited JSON-RPC from stdin goes to the group's
-socket, and everything the gateway sends comes out on stdout. Each group folder's
-.mcp.json already runs this command. The bridge exits when the gateway closes
-the connection, or when stdin ends and the answers to the requests sent so far
-have arrived. Whoever runs it acts as the group: the socket is mode 0600 and
-only the gateway's own user may connect.`,
-		Example: `  switchboard mcp-bridge --folder main
+socket, and everything the gateway sends comes out on stdout.
+
+The socket is, in this order: --socket PATH; --folder FOLDER (under the config's
+data_dir); $SWITCHBOARD_MCP_SOCKET, which the gateway sets for every agent turn;
+else the working directory's group, when it is a group folder
+(<data_dir>/groups/<folder> → <data_dir>/ipc/<folder>/mcp.sock). So inside a turn
+"switchboard mcp-bridge" with no flags joins the turn's own group, and one global
+MCP client entry (Codex's ~/.codex/config.toml) serves every group. Each group
+folder's .mcp.json (read by Claude Code) runs it with --socket.
+
+The bridge exits when the gateway closes the connection, or when stdin ends and
+the answers to the requests sent so far have arrived. Whoever runs it acts as the
+group: the socket is mode 0600 and only the gateway's own user may connect.`,
+		Example: `  switchboard mcp-bridge                      # inside an agent turn, or with cwd in a group folder
+  switchboard mcp-bridge --folder main
   switchboard mcp-bridge --socket /srv/switchboard/data/ipc/acme/eng/mcp.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (sock == "") == (folder == "") {
-				return usagef("give exactly one of --socket PATH and --folder FOLDER")
+			path, group, err := a.bridgeSocket(sock, folder)
+			if err != nil {
+				return err
 			}
-			if folder != "" {
-				if err := groups.Validate(folder); err != nil {
-					return usageError{err}
-				}
-				if err := a.load(); err != nil {
-					return err
-				}
-				sock = groups.Layout{DataDir: a.cfg.DataDir}.SocketPath(folder)
-			}
-			if abs, err := filepath.Abs(sock); err == nil {
-				sock = abs
-			}
-			return bridge(cmd.Context(), sock, folder, a.stdin, a.stdout)
+			return bridge(cmd.Context(), path, group, a.stdin, a.stdout)
 		},
 	}
 	cmd.Flags().StringVar(&sock, "socket", "", "path of the group's MCP socket (<data_dir>/ipc/<folder>/mcp.sock)")
 	cmd.Flags().StringVar(&folder, "folder", "", "group folder; the socket is found under the config's data_dir")
 	return cmd
+}
+
+// bridgeSocket picks the socket mcp-bridge joins, and the group's folder
+// when it is known (for the error message): --socket, --folder, then
+// $SWITCHBOARD_MCP_SOCKET, then the working directory's group.
+func (a *app) bridgeSocket(sock, folder string) (string, string, error) {
+	switch {
+	case sock != "" && folder != "":
+		return "", "", usagef("give one of --socket PATH and --folder FOLDER, not both")
+	case folder != "":
+		if err := groups.Validate(folder); err != nil {
+			return "", "", usageError{err}
+		}
+		if err := a.load(); err != nil {
+			return "", "", err
+		}
+		sock = groups.Layout{DataDir: a.cfg.DataDir}.SocketPath(folder)
+	case sock == "":
+		sock = a.getenv("SWITCHBOARD_MCP_SOCKET")
+	}
+	if sock == "" {
+		wd, err := os.Getwd()
+		if err == nil {
+			sock, folder = socketOfGroupDir(wd)
+		}
+		if sock == "" {
+			return "", "", usagef("no socket to join: give --socket PATH or --folder FOLDER, set SWITCHBOARD_MCP_SOCKET " +
+				"(the gateway sets it for every agent turn), or run it with a group folder (<data_dir>/groups/<folder>) as the working directory")
+		}
+	}
+	if abs, err := filepath.Abs(sock); err == nil {
+		sock = abs
+	}
+	return sock, folder, nil
+}
+
+// socketOfGroupDir returns the MCP socket and folder of the group whose
+// folder is dir (<data_dir>/groups/<folder>, see groups.Layout), or "" when dir
+// is not a group folder. A folder may itself contain a segment named
+// "groups", so every such ancestor is tried: the first whose socket exists
+// wins, else the first whose directory holds the .mcp.json the gateway
+// writes into every group folder.
+func socketOfGroupDir(dir string) (sock, folder string) {
+	dir = filepath.Clean(dir)
+	for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
+		root := filepath.Dir(d)
+		if filepath.Base(root) != "groups" {
+			continue
+		}
+		rel, err := filepath.Rel(root, dir)
+		f := filepath.ToSlash(rel)
+		if err != nil || groups.Validate(f) != nil {
+			continue
+		}
+		s := groups.Layout{DataDir: filepath.Dir(root)}.SocketPath(f)
+		if fi, err := os.Stat(s); err == nil && fi.Mode().Type() == fs.ModeSocket {
+			return s, f
+		}
+		if sock == "" {
+			if _, err := os.Stat(filepath.Join(dir, ".mcp.json")); err == nil {
+				sock, folder = s, f
+			}
+		}
+	}
+	return sock, folder
 }
 
 // bridge copies stdin to the socket and the socket to stdout until the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -31,7 +33,9 @@ func (a *app) runCommand() *cobra.Command {
 		Short: "Start the gateway (adapters, queue, agent turns, outbox)",
 		Long: `Start the gateway: the enabled adapters, the message pipeline and the outbox.
 Groups and routes from the config are seeded first (groups when missing, routes
-once, when the database is new). Stop with Ctrl-C or SIGTERM: intake stops, running
+once, when the database is new; later edits to routes: are not applied, and a
+start whose config routes differ from the database's logs a warning: change
+routes with switchboard route add / route rm). Stop with Ctrl-C or SIGTERM: intake stops, running
 turns drain, then the store closes. A second Ctrl-C exits at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runGateway(cmd.Context()) },
@@ -41,6 +45,11 @@ turns drain, then the store closes. A second Ctrl-C exits at once.`,
 func (a *app) runGateway(ctx context.Context) error {
 	if err := a.load(); err != nil {
 		return err
+	}
+	// Only run talks to the platforms: the other commands load the config
+	// without its tokens.
+	if err := a.cfg.ValidateSecrets(); err != nil {
+		return fmt.Errorf("config %s: %w", orDefault(a.cfgFrom, "(built-in defaults)"), err)
 	}
 	st, err := a.openStore(ctx)
 	if err != nil {
@@ -170,7 +179,8 @@ func (a *app) sandbox(exe string) (*agent.Sandbox, error) {
 }
 
 // seed creates the config's groups when missing and its routes once, at the
-// first start of a new database.
+// first start of a new database; later, it warns when the config's routes
+// and the database's differ.
 func (a *app) seed(ctx context.Context, st *store.Store) error {
 	folders := []string{a.cfg.OperatorFolder}
 	for _, g := range a.cfg.Groups {
@@ -198,8 +208,63 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 	}
 	if seeded {
 		a.log.Info("routes seeded from config", "count", len(rs))
+		return nil
+	}
+	inDB, err := st.ListRoutes(ctx)
+	if err != nil {
+		return fmt.Errorf("list routes: %w", err)
+	}
+	if missing, differ := routesDiffer(rs, inDB); differ {
+		a.log.Warn("the config's routes differ from the database's: config routes are only seeded into a new database, "+
+			"so edits to routes: take no effect; see switchboard route list, and change routes with switchboard route add / route rm",
+			"config_routes", len(rs), "database_routes", len(inDB), "route_add", missing,
+			"silence", "set routes: [] in the config once the database holds the routes you want")
 	}
 	return nil
+}
+
+// routesDiffer compares the config's routes with the database's in the
+// order they are tried (seq, then config order or id), on what decides
+// routing: seq, match, target and mode. It also returns, for the config's
+// routes the database lacks, the `switchboard route add` lines that add them.
+func routesDiffer(cfg, db []routing.Route) (missing []string, differ bool) {
+	key := func(r routing.Route) string {
+		r = r.Normalize()
+		return fmt.Sprintf("%d %s %s %s", r.Seq, r.Mode, r.Target, formatMatch(r.Match))
+	}
+	ordered := slices.Clone(cfg)
+	slices.SortStableFunc(ordered, func(a, b routing.Route) int { return cmp.Compare(a.Seq, b.Seq) })
+	have := map[string]bool{}
+	for _, r := range db {
+		have[key(r)] = true
+	}
+	differ = len(ordered) != len(db)
+	for i, r := range ordered {
+		if !differ && key(r) != key(db[i]) {
+			differ = true
+		}
+		if !have[key(r)] {
+			missing = append(missing, routeAddLine(r.Normalize()))
+		}
+	}
+	return missing, differ
+}
+
+// routeAddLine is the command that adds r.
+func routeAddLine(r routing.Route) string {
+	line := "switchboard route add --target " + r.Target
+	if r.Seq != 0 {
+		line += fmt.Sprintf(" --seq %d", r.Seq)
+	}
+	if r.Mode != routing.Trigger {
+		line += " --mode " + string(r.Mode)
+	}
+	for _, k := range routing.MatchKeys {
+		if v, ok := r.Match[k]; ok {
+			line += " '" + strings.ReplaceAll(k+"="+v, "'", `'\''`) + "'"
+		}
+	}
+	return line
 }
 
 // buildAdapters is the plain list of enabled adapters.

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/control"
+	"switchboard/scheduler"
 	"switchboard/store"
 )
 
@@ -73,11 +74,15 @@ type outboxCounts struct {
 }
 
 type nextTask struct {
-	ID     int64     `json:"id"`
-	Folder string    `json:"folder"`
-	Spec   string    `json:"schedule"`
-	Next   time.Time `json:"next"`
+	ID       int64     `json:"id"`
+	Folder   string    `json:"folder"`
+	Spec     string    `json:"schedule"`
+	Timezone string    `json:"timezone"`
+	Next     time.Time `json:"next"` // in the task's zone: RFC 3339 with its offset
 }
+
+// At is when the task fires next, in its own zone, zone named.
+func (t nextTask) At() string { return inZone(t.Next, t.Timezone) }
 
 type failedTurn struct {
 	TurnID  string    `json:"turn_id"`
@@ -109,7 +114,11 @@ func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
 		rep.Running = append(rep.Running, runningTurn{Folder: r.Folder, ChatJID: r.ChatJID, Started: r.Started})
 	}
 	for _, t := range s.NextTasks {
-		rep.NextTasks = append(rep.NextTasks, nextTask{ID: t.ID, Folder: t.Folder, Spec: t.Spec, Next: t.Next})
+		next := t.Next
+		if loc, err := scheduler.LoadZone(t.Timezone); err == nil {
+			next = next.In(loc)
+		}
+		rep.NextTasks = append(rep.NextTasks, nextTask{ID: t.ID, Folder: t.Folder, Spec: t.Spec, Timezone: t.Timezone, Next: next})
 	}
 	for _, t := range s.FailedTurns {
 		rep.FailedTurns = append(rep.FailedTurns, failedTurn{TurnID: t.ID, Folder: t.Folder, ChatJID: t.ChatJID,
@@ -175,7 +184,7 @@ func (r statusReport) text(w io.Writer) {
 	fmt.Fprintf(w, "outbox\t%d pending, %d failed\n", r.Outbox.Pending, r.Outbox.Failed)
 	label = "next tasks"
 	for _, t := range r.NextTasks {
-		fmt.Fprintf(w, "%s\t#%d %s\t%s\t%s\n", label, t.ID, t.Folder, t.Spec, t.Next.Local().Format(time.DateTime))
+		fmt.Fprintf(w, "%s\t#%d %s\t%s\t%s\n", label, t.ID, t.Folder, t.Spec, t.At())
 		label = ""
 	}
 	label = "failed turns"

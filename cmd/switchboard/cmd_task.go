@@ -73,12 +73,30 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 	return a.withStore(ctx, func(st *store.Store) error {
 		t, err := control.AddTask(ctx, st, spec, a.cfg.Timezone)
 		if err != nil {
-			return fmt.Errorf("task add: %w", err)
+			return fmt.Errorf("task add: %w", cliScheduleError(err, "--schedule"))
 		}
 		return a.emit(taskJSON(t), func(w io.Writer) {
 			fmt.Fprintf(w, "added task %d: %s in %s, next run %s\n", t.ID, t.Spec, t.Timezone, inZone(nextRun(t), t.Timezone))
 		})
 	})
+}
+
+// inZone shows t as wall time in the task's zone, with the offset and the
+// zone's name: "2026-11-25 09:00:00 +01:00 Europe/Berlin".
+// cliScheduleError rewrites a schedule that embeds its zone (CRON_TZ=…)
+// into the command line's terms: the zone goes in --tz. what names the
+// argument that held the schedule. Other errors pass unchanged.
+func cliScheduleError(err error, what string) error {
+	var zp *scheduler.ZonePrefixError
+	if !errors.As(err, &zp) {
+		return err
+	}
+	fix := fmt.Sprintf("give the zone with --tz %s", orDefault(zp.Zone, "ZONE"))
+	if zp.Rest != "" {
+		fix = fmt.Sprintf("write %s %q --tz %s", what, zp.Rest, orDefault(zp.Zone, "ZONE"))
+	}
+	return fmt.Errorf("%w: %s %q: a zone prefix is not accepted; the zone goes in --tz (default: timezone in the config): %s",
+		scheduler.ErrBadSchedule, what, zp.Spec, fix)
 }
 
 func inZone(t time.Time, tz string) string {
@@ -88,7 +106,7 @@ func inZone(t time.Time, tz string) string {
 	if loc, err := scheduler.LoadZone(tz); err == nil {
 		t = t.In(loc)
 	}
-	return t.Format("2006-01-02 15:04:05 MST")
+	return t.Format("2006-01-02 15:04:05 -07:00") + " " + orDefault(tz, "UTC")
 }
 
 // nextRun is when t fires next: never once it is cancelled or completed,
@@ -206,31 +224,50 @@ func (a *app) taskRunsCommand() *cobra.Command {
 }
 
 func (a *app) taskPreviewCommand() *cobra.Command {
-	var tz string
+	var tz, from string
 	var count int
 	cmd := &cobra.Command{
-		Use: "preview SPEC [--tz ZONE] [--count N]", Short: "Show the next fire times of a schedule",
-		Example: `  switchboard task preview '30 2 * * *' --tz America/New_York --count 3`,
-		Args:    cobra.ExactArgs(1),
+		Use: "preview SPEC [--tz ZONE] [--count N] [--from DATE]", Short: "Show the next fire times of a schedule",
+		Long: `Show the next fire times of a schedule, from now or from --from: a date
+(YYYY-MM-DD, midnight in the zone) or an RFC 3339 instant. Slots at or after
+--from are listed, so a daily schedule can be checked across a DST change.`,
+		Example: `  switchboard task preview '30 2 * * *' --tz America/New_York --count 3
+  switchboard task preview '30 2 * * *' --tz Europe/Berlin --from 2026-03-28 --count 3`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := a.load(); err != nil {
 				return err
 			}
-			if count < 1 || count > 100 {
-				return usagef("--count %d: want 1 to 100", count)
+			if count < 1 || count > scheduler.MaxPreview {
+				return usagef("--count %d: want 1 to %d", count, scheduler.MaxPreview)
 			}
 			if tz == "" {
 				tz = a.cfg.Timezone
 			}
-			times, err := scheduler.Preview(args[0], tz, time.Now(), count)
+			s, err := scheduler.Parse(args[0], tz)
 			if err != nil {
-				return usageError{err}
+				return usageError{cliScheduleError(err, "SPEC")}
+			}
+			start, after := time.Now(), time.Now()
+			if from != "" {
+				if start, err = parseFrom(from, s.Location()); err != nil {
+					return err
+				}
+				// Include a slot at start itself; an interval counts from it.
+				after = start
+				if s.Kind() != scheduler.KindInterval {
+					after = start.Add(-time.Nanosecond)
+				}
+			}
+			times, err := scheduler.Preview(args[0], tz, after, count)
+			if err != nil {
+				return usageError{cliScheduleError(err, "SPEC")}
 			}
 			out := make([]string, len(times))
 			for i, t := range times {
 				out[i] = t.Format(time.RFC3339)
 			}
-			return a.emit(map[string]any{"schedule": args[0], "timezone": tz, "next": out}, func(w io.Writer) {
+			return a.emit(map[string]any{"schedule": args[0], "timezone": tz, "from": start.In(s.Location()).Format(time.RFC3339), "next": out}, func(w io.Writer) {
 				for _, t := range times {
 					fmt.Fprintln(w, t.Format("2006-01-02 15:04:05 MST (Mon)"))
 				}
@@ -239,5 +276,18 @@ func (a *app) taskPreviewCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&tz, "tz", "", "IANA time zone (default: the config's timezone)")
 	cmd.Flags().IntVar(&count, "count", 5, "how many (at most 100)")
+	cmd.Flags().StringVar(&from, "from", "", "list slots from this date (YYYY-MM-DD in the zone) or RFC 3339 instant instead of now")
 	return cmd
+}
+
+// parseFrom reads task preview's --from: a date (midnight in loc) or an
+// RFC 3339 instant.
+func parseFrom(s string, loc *time.Location) (time.Time, error) {
+	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usagef("--from %q: want a date such as 2026-10-24 (midnight in --tz) or an RFC 3339 instant such as 2026-10-24T09:00:00+02:00", s)
 }

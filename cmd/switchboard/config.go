@@ -319,7 +319,8 @@ func describeType(t reflect.Type, n *yaml.Node) string {
 	return "want a string, got " + got
 }
 
-// Validate checks values; every error names its key.
+// Validate checks values; every error names its key. The adapters' tokens
+// and secrets are not checked here but by ValidateSecrets, for run only.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
@@ -408,9 +409,6 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 			bad("adapters.web.listen", "%q is not host:port, e.g. 127.0.0.1:8420", a.Web.Listen)
 		}
 	}
-	if a.Telegram.Enabled && a.Telegram.Token == "" {
-		bad("adapters.telegram.token", "empty; set TELEGRAM_BOT_TOKEN or disable the adapter")
-	}
 	if a.Telegram.Enabled && a.Telegram.WebhookURL != "" {
 		if !strings.HasPrefix(a.Telegram.WebhookURL, "https://") {
 			bad("adapters.telegram.webhook_url", "%q: Telegram posts to https:// URLs only", a.Telegram.WebhookURL)
@@ -418,26 +416,11 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 		if _, _, err := net.SplitHostPort(a.Telegram.Listen); err != nil {
 			bad("adapters.telegram.listen", "%q is not host:port; webhook mode needs the address your proxy forwards webhook_url to", a.Telegram.Listen)
 		}
-		if len(a.Telegram.SecretToken) < 16 {
-			bad("adapters.telegram.secret_token", "webhook mode needs a secret of at least 16 characters (A-Z, a-z, 0-9, _ and -), which Telegram sends with every update")
-		}
-	}
-	if a.Discord.Enabled && a.Discord.Token == "" {
-		bad("adapters.discord.token", "empty; set DISCORD_BOT_TOKEN or disable the adapter")
 	}
 	if !slices.Contains([]string{"socket", "events"}, a.Slack.Mode) {
 		bad("adapters.slack.mode", "%q: want socket or events", a.Slack.Mode)
 	}
 	if a.Slack.Enabled {
-		if a.Slack.BotToken == "" {
-			bad("adapters.slack.bot_token", "empty; set SLACK_BOT_TOKEN or disable the adapter")
-		}
-		if a.Slack.Mode == "socket" && a.Slack.AppToken == "" {
-			bad("adapters.slack.app_token", "empty; socket mode needs an app-level token (SLACK_APP_TOKEN)")
-		}
-		if a.Slack.Mode == "events" && a.Slack.SigningSecret == "" {
-			bad("adapters.slack.signing_secret", "empty; events mode verifies every request with the app's signing secret (SLACK_SIGNING_SECRET)")
-		}
 		if a.Slack.Mode == "events" {
 			if _, _, err := net.SplitHostPort(a.Slack.Listen); err != nil {
 				bad("adapters.slack.listen", "%q is not host:port, e.g. 127.0.0.1:3000 (events mode serves POST /slack/events there)", a.Slack.Listen)
@@ -446,6 +429,67 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 		if a.Slack.APIURL != "" && !strings.HasSuffix(a.Slack.APIURL, "/") {
 			bad("adapters.slack.api_url", "%q: the Web API base ends with a slash, e.g. http://host:port/api/", a.Slack.APIURL)
 		}
+	}
+}
+
+// ValidateSecrets checks what only `switchboard run` needs: the tokens and
+// secrets of the enabled adapters. The other commands work on the database
+// and never talk to a platform, so a shell without the tokens exported can
+// still run them.
+func (c *Config) ValidateSecrets() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	a := c.Adapters
+	if a.Telegram.Enabled {
+		if a.Telegram.Token == "" {
+			bad("adapters.telegram.token", "empty; set TELEGRAM_BOT_TOKEN or disable the adapter")
+		}
+		if a.Telegram.WebhookURL != "" && len(a.Telegram.SecretToken) < 16 {
+			bad("adapters.telegram.secret_token", "webhook mode needs a secret of at least 16 characters (A-Z, a-z, 0-9, _ and -), which Telegram sends with every update")
+		}
+	}
+	if a.Discord.Enabled && a.Discord.Token == "" {
+		bad("adapters.discord.token", "empty; set DISCORD_BOT_TOKEN or disable the adapter")
+	}
+	if a.Slack.Enabled {
+		validateSlackSecrets(a.Slack, bad)
+	}
+	return errors.Join(errs...)
+}
+
+// Slack's token kinds, told apart by their prefixes.
+const (
+	slackBotPrefix  = "xoxb-" // Bot User OAuth Token (OAuth & Permissions)
+	slackAppPrefix  = "xapp-" // App-Level Token (Basic Information), for Socket Mode
+	slackUserPrefix = "xoxp-" // User OAuth Token: acts as a person, not the bot
+)
+
+func validateSlackSecrets(s SlackConfig, bad func(string, string, ...any)) {
+	bot, app := string(s.BotToken), string(s.AppToken)
+	switch {
+	case bot == "":
+		bad("adapters.slack.bot_token", "empty; set SLACK_BOT_TOKEN or disable the adapter")
+	case strings.HasPrefix(bot, slackAppPrefix):
+		bad("adapters.slack.bot_token", "starts with %s: that is the app-level token; the bot token starts with %s (Bot User OAuth Token, under OAuth & Permissions)", slackAppPrefix, slackBotPrefix)
+	case strings.HasPrefix(bot, slackUserPrefix):
+		bad("adapters.slack.bot_token", "starts with %s: that is a user token; the bot token starts with %s (Bot User OAuth Token, under OAuth & Permissions)", slackUserPrefix, slackBotPrefix)
+	case !strings.HasPrefix(bot, slackBotPrefix):
+		bad("adapters.slack.bot_token", "does not start with %s; use the Bot User OAuth Token (OAuth & Permissions)", slackBotPrefix)
+	}
+	if s.Mode == "socket" {
+		switch {
+		case app == "":
+			bad("adapters.slack.app_token", "empty; socket mode needs an app-level token (SLACK_APP_TOKEN)")
+		case strings.HasPrefix(app, slackBotPrefix):
+			bad("adapters.slack.app_token", "starts with %s: that is the bot token; the app-level token starts with %s (Basic Information → App-Level Tokens, scope connections:write)", slackBotPrefix, slackAppPrefix)
+		case !strings.HasPrefix(app, slackAppPrefix):
+			bad("adapters.slack.app_token", "does not start with %s; create an app-level token with connections:write (Basic Information → App-Level Tokens)", slackAppPrefix)
+		}
+	}
+	if s.Mode == "events" && s.SigningSecret == "" {
+		bad("adapters.slack.signing_secret", "empty; events mode verifies every request with the app's signing secret (SLACK_SIGNING_SECRET)")
 	}
 }
 

@@ -63,7 +63,6 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"empty command", "agent: {command: []}", "agent.command:"},
 		{"bad timezone", "timezone: Mars/Olympus", "timezone:"},
 		{"bad folder", "operator_folder: Root", "operator_folder:"},
-		{"webhook without secret", "adapters: {telegram: {enabled: true, token: x, webhook_url: 'https://b.example/tg', listen: '127.0.0.1:8443'}}", "adapters.telegram.secret_token:"},
 		{"nested operator folder", "operator_folder: main/team", "operator_folder: \"main/team\": the operator folder must be a top-level folder"},
 		{"bad sandbox", "agent: {sandbox: docker}", `agent.sandbox: "docker": want bwrap, auto or none`},
 		{"relative bind", "agent: {binds: [{path: claude}]}", "agent.binds[0].path:"},
@@ -72,12 +71,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad group", "groups: [{folder: '../x'}]", "groups[0].folder:"},
 		{"bad route key", "routes: [{match: {planet: x}, target: root}]", "routes[0]:"},
 		{"route to unknown group", "routes: [{match: {platform: web}, target: nowhere}]", "routes[0].target:"},
-		{"telegram without token", "adapters: {telegram: {enabled: true}}", "adapters.telegram.token: empty"},
 		{"bad listen", "adapters: {web: {listen: nope}}", "adapters.web.listen:"},
 		{"slack bad mode", "adapters: {slack: {mode: rtm}}", "adapters.slack.mode:"},
-		{"slack without bot token", "adapters: {slack: {enabled: true, app_token: x}}", "adapters.slack.bot_token: empty"},
-		{"slack socket without app token", "adapters: {slack: {enabled: true, bot_token: x}}", "adapters.slack.app_token: empty"},
-		{"slack events without secret", "adapters: {slack: {enabled: true, bot_token: x, mode: events, listen: '127.0.0.1:3000'}}", "adapters.slack.signing_secret: empty"},
 		{"slack events without listen", "adapters: {slack: {enabled: true, bot_token: x, mode: events, signing_secret: s}}", "adapters.slack.listen:"},
 		{"slack api_url without slash", "adapters: {slack: {enabled: true, bot_token: x, app_token: y, api_url: 'http://h/api'}}", "adapters.slack.api_url:"},
 		{"bad log level", "log: {level: loud}", "log.level:"},
@@ -103,5 +98,46 @@ func TestConfigListsReplaceDefaults(t *testing.T) {
 	}
 	if len(cfg.Groups) != 1 || cfg.Groups[0].Folder != "ops" || len(cfg.Routes) != 1 {
 		t.Errorf("groups = %+v routes = %+v", cfg.Groups, cfg.Routes)
+	}
+}
+
+// Tokens and secrets are checked for `run` only (ValidateSecrets); the
+// config parses without them, so the CLI works in a shell without them.
+func TestSecretsAreCheckedForRunOnly(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"telegram without token", "adapters: {telegram: {enabled: true}}", "adapters.telegram.token: empty"},
+		{"webhook without secret", "adapters: {telegram: {enabled: true, token: x, webhook_url: 'https://b.example/tg', listen: '127.0.0.1:8443'}}", "adapters.telegram.secret_token:"},
+		{"discord without token", "adapters: {discord: {enabled: true}}", "adapters.discord.token: empty"},
+		{"slack without bot token", "adapters: {slack: {enabled: true, app_token: xapp-1}}", "adapters.slack.bot_token: empty"},
+		{"slack socket without app token", "adapters: {slack: {enabled: true, bot_token: xoxb-1}}", "adapters.slack.app_token: empty"},
+		{"slack events without secret", "adapters: {slack: {enabled: true, bot_token: xoxb-1, mode: events, listen: '127.0.0.1:3000'}}", "adapters.slack.signing_secret: empty"},
+		{"slack tokens swapped (bot)", "adapters: {slack: {enabled: true, bot_token: xapp-1-A, app_token: xoxb-1}}",
+			"adapters.slack.bot_token: starts with xapp-: that is the app-level token; the bot token starts with xoxb-"},
+		{"slack tokens swapped (app)", "adapters: {slack: {enabled: true, bot_token: xapp-1-A, app_token: xoxb-1}}",
+			"adapters.slack.app_token: starts with xoxb-: that is the bot token; the app-level token starts with xapp-"},
+		{"slack user token", "adapters: {slack: {enabled: true, bot_token: xoxp-1, app_token: xapp-1}}", "adapters.slack.bot_token: starts with xoxp-: that is a user token"},
+		{"slack bot token of no kind", "adapters: {slack: {enabled: true, bot_token: hunter2, app_token: xapp-1}}", "adapters.slack.bot_token: does not start with xoxb-"},
+		{"slack app token of no kind", "adapters: {slack: {enabled: true, bot_token: xoxb-1, app_token: hunter2}}", "adapters.slack.app_token: does not start with xapp-"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(c.yaml), env(nil))
+			if err != nil {
+				t.Fatalf("the config must parse without tokens: %v", err)
+			}
+			if err := cfg.ValidateSecrets(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+	ok := "adapters: {slack: {enabled: true, bot_token: xoxb-1, app_token: xapp-1}, telegram: {enabled: true, token: '1:x'}, discord: {enabled: true, token: d}}"
+	cfg, err := ParseConfig([]byte(ok), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.ValidateSecrets(); err != nil {
+		t.Errorf("good tokens: %v", err)
 	}
 }

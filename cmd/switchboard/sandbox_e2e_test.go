@@ -27,6 +27,10 @@ printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol
   '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' > /tmp/mcp-requests
 bridge="timeout 5 ` + bin + ` mcp-bridge"
 listed="grep -q '\"name\":\"reply\"'"
+# The command line the group folder's .mcp.json gives Claude Code.
+mcpcmd="$(sed -n 's/.*"command": *"\([^"]*\)".*/\1/p' .mcp.json)"
+mcpargs="$(sed -n '/"args"/,/]/p' .mcp.json | grep -o '"[^"]*"' | tr -d '"' | grep -vx args | tr '\n' ' ')"
+mcpjson="timeout 5 $mcpcmd $mcpargs"
 try() { if sh -c "$2" >/dev/null 2>&1; then echo "$1=allowed"; else echo "$1=denied"; fi; }
 {
 try read_db "cat $data/switchboard.db"
@@ -45,6 +49,9 @@ try sysctl "v=\$(cat /proc/sys/vm/swappiness) && echo \$v > /proc/sys/vm/swappin
 try own_folder "echo hi > ./inside.txt"
 try own_socket "[ -S \"\$SWITCHBOARD_MCP_SOCKET\" ]"
 try bridge "$bridge --socket \"\$SWITCHBOARD_MCP_SOCKET\" </tmp/mcp-requests | $listed"
+try bare_bridge "$bridge </tmp/mcp-requests | $listed"
+try bare_bridge_cwd "env -u SWITCHBOARD_MCP_SOCKET $bridge </tmp/mcp-requests | $listed"
+try mcp_json "env -u SWITCHBOARD_MCP_SOCKET $mcpjson </tmp/mcp-requests | $listed"
 } > "$E2E_OUT/probe.tmp"
 mv "$E2E_OUT/probe.tmp" "$E2E_OUT/probe"
 [ "$SWITCHBOARD_CHAT_JID" = web:slow ] || { echo probed; exit 0; }
@@ -75,6 +82,7 @@ exec sleep 30`
 		"write_usr": "denied", "write_groups": "denied", "write_binary": "denied", "token": "denied", "token_in_proc": "denied",
 		"mount": "denied", "mknod": "denied", "sysctl": "denied",
 		"own_folder": "allowed", "own_socket": "allowed", "bridge": "allowed",
+		"bare_bridge": "allowed", "bare_bridge_cwd": "allowed", "mcp_json": "allowed",
 	} {
 		if results[probe] != want {
 			t.Errorf("%s: %s; want %s", probe, results[probe], want)

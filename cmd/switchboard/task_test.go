@@ -35,7 +35,7 @@ func TestTaskCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"zone prefix", []string{"--schedule", "CRON_TZ=UTC 0 9 * * *"}, "timezone field"},
+		{"zone prefix", []string{"--schedule", "CRON_TZ=UTC 0 9 * * *"}, `write --schedule "0 9 * * *" --tz UTC`},
 		{"never fires", []string{"--schedule", "0 0 30 2 *"}, "never fires"},
 		{"past instant", []string{"--schedule", "2001-01-01T00:00:00Z"}, "past"},
 		{"bad zone", []string{"--schedule", "@daily", "--tz", "Mars/Base"}, "Mars/Base"},
@@ -102,5 +102,49 @@ func TestTaskPreviewAcrossDST(t *testing.T) {
 		if _, _, err := sb(t, dir, append([]string{"task", "preview"}, bad...)...); !isUsage(err) {
 			t.Errorf("preview %v: want a usage error, got %v", bad, err)
 		}
+	}
+}
+
+// TestTaskPreviewFrom: --from lets a daily schedule be previewed across the
+// 2026 Europe/Berlin DST changes (without it, 100 fires from now may not
+// reach one): the spring-forward day's 02:30 fires at 03:00 CEST, the
+// fall-back day's 02:30 fires once.
+func TestTaskPreviewFrom(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"spring forward", []string{"30 2 * * *", "--tz", "Europe/Berlin", "--from", "2026-03-28", "--count", "3"},
+			[]string{"2026-03-28T02:30:00+01:00", "2026-03-29T03:00:00+02:00", "2026-03-30T02:30:00+02:00"}},
+		{"fall back", []string{"30 2 * * *", "--tz", "Europe/Berlin", "--from", "2026-10-24", "--count", "3"},
+			[]string{"2026-10-24T02:30:00+02:00", "2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"}},
+		{"daily at 9 across fall back", []string{"0 9 * * *", "--tz", "Europe/Berlin", "--from", "2026-10-24T09:00:00+02:00", "--count", "3"},
+			[]string{"2026-10-24T09:00:00+02:00", "2026-10-25T09:00:00+01:00", "2026-10-26T09:00:00+01:00"}},
+		{"midnight is included", []string{"@daily", "--tz", "Europe/Berlin", "--from", "2026-10-25", "--count", "2"},
+			[]string{"2026-10-25T00:00:00+02:00", "2026-10-26T00:00:00+01:00"}},
+		{"interval counts from --from", []string{"every 90m", "--tz", "UTC", "--from", "2026-10-25T00:00:00Z", "--count", "2"},
+			[]string{"2026-10-25T01:30:00Z", "2026-10-25T03:00:00Z"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p struct{ Next []string }
+			out := mustSB(t, dir, append([]string{"--json", "task", "preview"}, c.args...)...)
+			if err := json.Unmarshal([]byte(out), &p); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(p.Next, " ") != strings.Join(c.want, " ") {
+				t.Errorf("preview %v:\n got %v\nwant %v", c.args, p.Next, c.want)
+			}
+		})
+	}
+	if _, _, err := sb(t, dir, "task", "preview", "@daily", "--from", "next week"); !isUsage(err) || !strings.Contains(err.Error(), "--from") {
+		t.Errorf("bad --from: %v, want a usage error naming --from", err)
+	}
+	// A spec that embeds its zone: the command line takes it in --tz.
+	_, _, err := sb(t, dir, "task", "preview", "CRON_TZ=Europe/Berlin 30 2 * * *")
+	if !isUsage(err) || !strings.Contains(err.Error(), `"30 2 * * *" --tz Europe/Berlin`) {
+		t.Errorf("CRON_TZ spec: %v, want a usage error that gives --tz Europe/Berlin", err)
 	}
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"switchboard/store"
+)
+
+// TestRunWarnsWhenConfigRoutesDiffer: routes: is seeded into a new database
+// only; a start whose config routes differ from the database's logs one
+// warning that names route list / route add (and the route add line for
+// what the config adds), and a start whose routes agree logs none.
+func TestRunWarnsWhenConfigRoutesDiffer(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "list") // creates the data directory and database
+	st, err := store.Open(ctx, filepath.Join(dir, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const groups = "groups: [{folder: root}, {folder: main}, {folder: ops}]\n"
+	// start seeds with cfg as the config and returns the warnings it logged.
+	start := func(cfgYAML string) []map[string]any {
+		t.Helper()
+		cfg, err := ParseConfig([]byte(groups+cfgYAML), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		a := &app{cfg: cfg, log: slog.New(slog.NewJSONHandler(&logs, nil))}
+		if err := a.seed(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		var warns []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["level"] == "WARN" {
+				warns = append(warns, rec)
+			}
+		}
+		return warns
+	}
+	web := "routes: [{match: {platform: web}, target: main}]\n"
+	if w := start(web); len(w) != 0 {
+		t.Errorf("first start (routes seeded): warnings %v", w)
+	}
+	if w := start(web); len(w) != 0 {
+		t.Errorf("same routes again: warnings %v", w)
+	}
+	if w := start("routes: [{match: {platform: web}, target: main, mode: trigger, seq: 0}]\n"); len(w) != 0 {
+		t.Errorf("the same route with its defaults spelled out: warnings %v", w)
+	}
+	if w := start("routes: []\n"); len(w) != 0 {
+		t.Errorf("no routes in the config: warnings %v", w)
+	}
+
+	// The operator adds a route to the config after the first run, as
+	// docs/slack.md used to say.
+	edited := "routes: [{match: {platform: web}, target: main}, {match: {platform: slack, verb: mention}, target: ops, mode: observe, seq: 5}]\n"
+	w := start(edited)
+	if len(w) != 1 {
+		t.Fatalf("edited config: %d warnings, want exactly one: %v", len(w), w)
+	}
+	msg, _ := w[0]["msg"].(string)
+	for _, want := range []string{"switchboard route list", "switchboard route add", "only seeded into a new database"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("warning %q does not say %q", msg, want)
+		}
+	}
+	add, _ := w[0]["route_add"].([]any)
+	wantLine := "switchboard route add --target ops --seq 5 --mode observe 'platform=slack' 'verb=mention'"
+	if len(add) != 1 || add[0] != wantLine {
+		t.Errorf("route_add = %v, want [%s]", add, wantLine)
+	}
+
+	// Following the hint makes them agree.
+	mustSB(t, dir, "route", "add", "--target", "ops", "--seq", "5", "--mode", "observe", "platform=slack", "verb=mention")
+	if w := start(edited); len(w) != 0 {
+		t.Errorf("after route add: warnings %v", w)
+	}
+	// The database changed behind an unchanged config.
+	mustSB(t, dir, "route", "rm", "1")
+	if w := start(edited); len(w) != 1 {
+		t.Errorf("after route rm: %d warnings, want one: %v", len(w), w)
+	}
+}
