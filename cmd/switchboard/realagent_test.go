@@ -121,6 +121,9 @@ func npmPackage(t *testing.T, what, spec string) string {
 	if err := os.WriteFile(filepath.Join(tmp, npmInstalledMarker), []byte(spec+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp made it private
+		t.Fatal(err)
+	}
 	if err := os.Rename(tmp, final); err != nil {
 		t.Fatalf("move the install of %s into place: %v", spec, err)
 	}
