@@ -147,13 +147,15 @@ routes:
 
 	// reply waits for the bot's message text in room and returns how long
 	// it took since start.
-	// A failure notice (the agent failed) ends the wait early.
+	// Any other bot message (a failure notice) ends the wait early.
 	reply := func(room, text string, start time.Time) time.Duration {
 		t.Helper()
 		var got []apiMsg
 		testwait.For(t, claudeTurnWithin, fmt.Sprintf("bot message %q in %s", text, room), func() bool {
 			got = g.botMessages(room)
-			return slices.ContainsFunc(got, func(m apiMsg) bool { return m.Text == text || strings.HasPrefix(m.Text, "Sorry") })
+			return slices.ContainsFunc(got, func(m apiMsg) bool {
+				return m.Text == text || (!strings.HasPrefix(m.Text, "ack: ") && m.Text != sideNote)
+			})
 		})
 		elapsed := time.Since(start)
 		if !slices.ContainsFunc(got, func(m apiMsg) bool { return m.Text == text }) {
