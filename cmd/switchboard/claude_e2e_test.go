@@ -96,7 +96,8 @@ func TestE2EClaudeCode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	agentEnv := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
+	// agent.env as documented, with the optional names the docs list.
+	agentEnv := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
 	apiKey := "sk-ant-test-" + randomHex(t)
 	secret := "sb-test-secret-" + randomHex(t)
 	tgToken := "123456789:tg-secret-" + randomHex(t)
@@ -105,8 +106,6 @@ func TestE2EClaudeCode(t *testing.T) {
 		"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"ANTHROPIC_API_KEY=" + apiKey,
 		"ANTHROPIC_BASE_URL=" + api.srv.URL,
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"SWITCHBOARD_TEST_SECRET=" + secret,
 		"TELEGRAM_BOT_TOKEN=" + tgToken,
@@ -399,7 +398,7 @@ func (r *messagesRequest) hasText(role, s string) bool {
 }
 
 // currentTurn returns the switchboard prompt of the request's last user
-// turn and the names of the tools the model has called since.
+// turn and the names of the tools the model has called since, in order.
 func (r *messagesRequest) currentTurn() (prompt string, called []string) {
 	for i := len(r.Messages) - 1; i >= 0; i-- {
 		m := r.Messages[i]
@@ -416,6 +415,7 @@ func (r *messagesRequest) currentTurn() (prompt string, called []string) {
 		}
 		for _, b := range m.blocks() {
 			if b.Type == "text" && strings.Contains(b.Text, "<messages>") {
+				slices.Reverse(called)
 				return b.Text, called
 			}
 		}
