@@ -1,0 +1,143 @@
+//go:build linux || darwin
+
+package main
+
+// Real agent CLIs for the end-to-end tests. npmPackage installs one pinned
+// npm package, with the native optional dependency npm picks for this
+// platform, into a cache outside the repository
+// (<user cache dir>/switchboard-test/npm/<name>@<version>, where the user
+// cache dir is $XDG_CACHE_HOME or ~/.cache on Linux): once per version,
+// reused by later runs, and installed into a temporary sibling that is
+// renamed into place only when complete, so parallel or interrupted runs
+// never see half an install.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const npmInstallTimeout = 10 * time.Minute // a first install downloads a few hundred MB
+
+// npmInstalledMarker is written last into a complete install.
+const npmInstalledMarker = ".switchboard-installed"
+
+// npmPackage installs spec ("name@exact-version") and returns the install's
+// directory (its packages are under node_modules/). Without node and npm, or
+// when the registry cannot be reached, it skips the test outside CI and
+// fails it in CI. what names the test for those messages.
+func npmPackage(t *testing.T, what, spec string) string {
+	t.Helper()
+	name, version, ok := strings.Cut(strings.TrimPrefix(spec, "@"), "@")
+	if !ok || version == "" || strings.ContainsAny(version, "^~<>=* ") {
+		t.Fatalf("npmPackage(%q): want name@exact-version", spec)
+	}
+	npm, err := exec.LookPath("npm")
+	if err == nil {
+		_, err = exec.LookPath("node")
+	}
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("skipping %s: npm/node is not on PATH and CI is unset (%v); install Node 20+ with npm to run it", what, err)
+		}
+		t.Fatalf("%s needs Node and npm on PATH in CI: %v", what, err)
+	}
+
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	root := filepath.Join(cache, "switchboard-test", "npm")
+	safe := strings.ReplaceAll(name, "/", "-") + "@" + version // @scope/pkg → scope-pkg@1.2.3
+	final := filepath.Join(root, safe)
+	installed := func() bool {
+		_, err := os.Stat(filepath.Join(final, npmInstalledMarker))
+		return err == nil
+	}
+	if installed() {
+		return final
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(root, safe+".lock")
+	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("lock %s: %v", lockPath, err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if installed() { // another test process installed it meanwhile
+		return final
+	}
+	// Under the lock nobody else installs this version: what is left of
+	// it is from an interrupted run.
+	leftovers, _ := filepath.Glob(filepath.Join(root, ".tmp-"+safe+"-*"))
+	for _, d := range append(leftovers, final) {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatalf("remove the incomplete install %s: %v", d, err)
+		}
+	}
+	if err := registryReachable(); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("skipping %s: the npm registry cannot be reached (%v); it runs when online and always in CI", what, err)
+		}
+		t.Fatalf("%s needs the npm registry in CI: %v", what, err)
+	}
+
+	tmp, err := os.MkdirTemp(root, ".tmp-"+safe+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp) // gone already after the rename below
+	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte("{\"private\": true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), npmInstallTimeout)
+	defer cancel()
+	start := time.Now()
+	// --ignore-scripts: what a package's install script would fetch or
+	// link, the test finds in the native optional dependency itself.
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--save-exact", spec)
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (timed out after %s)", err, npmInstallTimeout)
+		}
+		t.Fatalf("npm install %s in %s failed (is the npm registry reachable?): %v\n%s", spec, tmp, err, tail(out, 4000))
+	}
+	if err := os.WriteFile(filepath.Join(tmp, npmInstalledMarker), []byte(spec+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp made it private
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		t.Fatalf("move the install of %s into place: %v", spec, err)
+	}
+	t.Logf("npm installed %s into %s in %s", spec, final, time.Since(start).Round(100*time.Millisecond))
+	return final
+}
+
+// npmPlatform is the suffix of the per-platform packages that CLIs such as
+// Claude Code ship their native binary in (claude-code-linux-x64, …).
+func npmPlatform(t *testing.T, goos, goarch string) string {
+	t.Helper()
+	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[goarch]
+	if arch == "" || (goos != "linux" && goos != "darwin") {
+		t.Skipf("no native npm package for %s/%s", goos, goarch)
+	}
+	return goos + "-" + arch
+}
