@@ -55,7 +55,7 @@ func (g *Gateway) fetchAttachments(ctx context.Context, b store.Batch) map[fileK
 				res = g.fetchOne(ctx, root, b.Folder, m, i, a)
 			}
 			if res.err != "" {
-				g.log.Warn("attachment not fetched", "folder", b.Folder, "jid", m.ChatJID, "msg", m.ID, "err", res.err)
+				g.log.Warn("attachment not fetched", "folder", b.Folder, "jid", m.ChatJID, "msg_id", m.ID, "err", res.err)
 			}
 			out[fileKey{m.Seq, i}] = res
 		}

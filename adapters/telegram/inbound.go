@@ -49,10 +49,10 @@ func (a *Adapter) saveOffset(ctx context.Context, host adapters.Host, id int64) 
 func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.Inbound) bool {
 	return adapters.DeliverUntilStored(ctx, host, ev, func(err error, wait time.Duration) {
 		if wait == 0 {
-			a.log.Warn("telegram update refused as invalid; skipped", "jid", ev.Chat, "msg", ev.ID, "err", err)
+			a.log.Warn("telegram update refused as invalid; skipped", "jid", ev.Chat, "msg_id", ev.ID, "err", err)
 			return
 		}
-		a.log.Warn("telegram update not stored; retrying", "jid", ev.Chat, "msg", ev.ID, "wait", wait, "err", err)
+		a.log.Warn("telegram update not stored; retrying", "jid", ev.Chat, "msg_id", ev.ID, "wait", wait, "err", err)
 	})
 }
 

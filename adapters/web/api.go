@@ -141,7 +141,7 @@ func (a *Adapter) postMessage(deliver adapters.DeliverFunc) http.HandlerFunc {
 		}
 		seq, err := deliver(r.Context(), in)
 		if err != nil {
-			a.log.Warn("web_deliver_failed", "jid", in.Chat, "id", in.ID, "err", err)
+			a.log.Warn("web message not stored", "jid", in.Chat, "msg_id", in.ID, "err", err)
 			writeError(w, http.StatusServiceUnavailable, "message not stored, try again")
 			return
 		}
@@ -265,7 +265,7 @@ func (a *Adapter) getMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := a.history.Messages(r.Context(), chatJID(room), after, limit)
 	if err != nil {
-		a.log.Warn("web_history_failed", "jid", chatJID(room), "err", err)
+		a.log.Warn("web chat history not read", "jid", chatJID(room), "err", err)
 		writeError(w, http.StatusServiceUnavailable, "could not read messages, try again")
 		return
 	}
