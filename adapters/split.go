@@ -13,9 +13,10 @@ const fenceClose = "\n```"
 // units each (the measure of Limits.MaxText), preferring paragraph, then
 // line, then word boundaries, and cutting inside a word only when nothing
 // else fits. A fenced code block that has to be cut is closed at the end of
-// its part and reopened (with its info string) at the start of the next, so
-// every part renders on its own. max <= 0, or text that fits, returns text
-// alone. Whitespace at a cut is dropped; nothing else is.
+// its part and reopened (with its info string, cut short when it is long:
+// see reopener) at the start of the next, so every part renders on its own.
+// max <= 0, or text that fits, returns text alone. Whitespace at a cut is
+// dropped; nothing else is.
 func Split(text string, max int) []string {
 	if max <= 0 || UTF16Len(text) <= max {
 		return []string{text}
@@ -44,7 +45,7 @@ func Split(text string, max int) []string {
 				text = after
 			} else {
 				piece += fenceClose[:1] + opener[:3]
-				prefix = opener + "\n"
+				prefix = reopener(opener, max) + "\n"
 			}
 		} else {
 			text = strings.TrimLeft(text, "\n")
@@ -112,6 +113,22 @@ func UTF16Len(s string) int {
 		}
 	}
 	return n
+}
+
+// reopener is the line that reopens a cut code block in the next part: its
+// opening line while that takes at most a quarter of a part, else the
+// fence with only the info string's first word (the language), else the
+// bare fence. An info string as long as a part would otherwise leave no
+// room for code, and every part would carry one character.
+func reopener(opener string, max int) string {
+	if UTF16Len(opener)+1 <= max/4 {
+		return opener
+	}
+	marker := opener[:3]
+	if f := strings.Fields(opener[3:]); len(f) > 0 && UTF16Len(marker+f[0])+1 <= max/4 {
+		return marker + f[0]
+	}
+	return marker
 }
 
 // openFence reports whether s ends inside a fenced code block, and that

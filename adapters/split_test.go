@@ -76,3 +76,35 @@ func TestSplitProperties(t *testing.T) {
 		}
 	}
 }
+
+// A code fence whose info string is as long as a part (or longer) is cut
+// into parts of the usual size that each fit, not into one part per
+// character each over the limit.
+func TestSplitLongFenceInfo(t *testing.T) {
+	var code strings.Builder
+	for i := range 400 {
+		code.WriteString("let x" + strings.Repeat("y", i%7) + " = compute();\n")
+	}
+	for _, max := range []int{2000, 4000, 4096} {
+		for _, info := range []string{
+			"python " + strings.Repeat("t", max),  // language, then a huge attribute
+			strings.Repeat("z", 2*max),            // one huge word
+			"js " + strings.Repeat("k=v ", max/4), // many attributes, about one part long
+		} {
+			text := "intro\n\n```" + info + "\n" + code.String() + "```\nafter"
+			parts := Split(text, max)
+			if limit := 3*UTF16Len(text)/max + 3; len(parts) > limit {
+				t.Errorf("max %d, info of %d: %d parts; want at most %d", max, len(info), len(parts), limit)
+			}
+			for i, p := range parts {
+				if n := UTF16Len(p); n > max {
+					t.Errorf("max %d, info of %d: part %d is %d units long", max, len(info), i, n)
+					break
+				}
+			}
+			if joined := strings.Join(parts, "\n"); !strings.Contains(joined, "let xyyyyyy = compute();") || !strings.HasSuffix(joined, "after") {
+				t.Errorf("max %d, info of %d: code lost", max, len(info))
+			}
+		}
+	}
+}

@@ -2,13 +2,16 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	"switchboard/adapters"
 	"switchboard/store"
@@ -49,10 +52,10 @@ func (g *Gateway) fetchAttachments(ctx context.Context, b store.Batch) map[fileK
 			}
 			res := fetched{err: "the group folder could not be opened"}
 			if root != nil {
-				res = g.fetchOne(ctx, root, m, a)
+				res = g.fetchOne(ctx, root, b.Folder, m, i, a)
 			}
 			if res.err != "" {
-				g.log.Warn("attachment not fetched", "folder", b.Folder, "jid", m.ChatJID, "msg", m.ID, "err", res.err)
+				g.log.Warn("attachment not fetched", "folder", b.Folder, "jid", m.ChatJID, "msg_id", m.ID, "err", res.err)
 			}
 			out[fileKey{m.Seq, i}] = res
 		}
@@ -60,7 +63,7 @@ func (g *Gateway) fetchAttachments(ctx context.Context, b store.Batch) map[fileK
 	return out
 }
 
-func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, m store.Message, a adapters.Attachment) fetched {
+func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m store.Message, i int, a adapters.Attachment) fetched {
 	platform := adapters.JID(m.ChatJID).Platform()
 	dl, ok := g.adapters[platform].(adapters.Downloader)
 	switch {
@@ -78,8 +81,9 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, m store.Message, 
 		return fetched{err: fmt.Sprintf("%d bytes is over the %s", a.Size, mb)}
 	}
 	dir := "inbox/" + m.Time.UTC().Format("2006-01-02")
-	rel := dir + "/" + safeName(m.ID, "msg") + "-" + safeName(a.Name, "file")
-	if fi, err := root.Lstat(rel); err == nil && fi.Mode().IsRegular() && (a.Size == 0 || fi.Size() == a.Size) {
+	rel := dir + "/" + attachmentName(m.Seq, i, a.Name)
+	key := folder + "/" + rel
+	if g.downloads.same(root, key, rel) {
 		return fetched{path: rel} // fetched by an earlier attempt of this batch
 	}
 	if err := root.MkdirAll(dir, 0o700); err != nil {
@@ -97,7 +101,8 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, m store.Message, 
 	if err != nil {
 		return fetched{err: "write " + rel + ": " + scrub(err)}
 	}
-	n, err := io.Copy(f, io.LimitReader(rc, limit+1))
+	sum := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, sum), io.LimitReader(rc, limit+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -113,16 +118,83 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, m store.Message, 
 		_ = root.Remove(part)
 		return fetched{err: err.Error()}
 	}
+	g.downloads.record(key, download{size: n, sum: [sha256.Size]byte(sum.Sum(nil))})
 	return fetched{path: rel}
 }
 
-// safeName makes s usable as one path segment: no separators, no leading
-// dots, bounded length.
+// attachmentName is the file name of attachment i of the message with store
+// sequence number seq. The sequence number is unique per chat and message
+// (platform ids are not: Telegram counts per chat), and the index keeps
+// apart two attachments whose names sanitize alike ("a b.txt", "a_b.txt").
+func attachmentName(seq int64, i int, name string) string {
+	return fmt.Sprintf("%d-%d-%s", seq, i+1, safeName(name, "file"))
+}
+
+// download is what a completed download wrote.
+type download struct {
+	size int64
+	sum  [sha256.Size]byte
+}
+
+// downloadLog remembers the attachments this process downloaded, so that a
+// retried batch reuses a file only when it is still exactly what was
+// downloaded (the agent may have changed or replaced it). Forgetting is
+// safe: the file is downloaded again.
+type downloadLog struct {
+	mu sync.Mutex
+	m  map[string]download // "<folder>/<path>"
+}
+
+// maxDownloadLog bounds the log; past it, an arbitrary entry is dropped.
+const maxDownloadLog = 4096
+
+func (l *downloadLog) record(key string, d download) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]download{}
+	}
+	if len(l.m) >= maxDownloadLog {
+		for k := range l.m {
+			delete(l.m, k)
+			break
+		}
+	}
+	l.m[key] = d
+}
+
+// same reports whether rel in root is a regular file with the size and
+// content that this process downloaded there.
+func (l *downloadLog) same(root *os.Root, key, rel string) bool {
+	l.mu.Lock()
+	d, ok := l.m[key]
+	l.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if fi, err := root.Lstat(rel); err != nil || !fi.Mode().IsRegular() || fi.Size() != d.size {
+		return false
+	}
+	f, err := root.Open(rel)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sum := sha256.New()
+	if n, err := io.Copy(sum, io.LimitReader(f, d.size+1)); err != nil || n != d.size {
+		return false
+	}
+	return [sha256.Size]byte(sum.Sum(nil)) == d.sum
+}
+
+// safeName makes s usable as one path segment: letters (any script),
+// digits, '.', '-' and '_' are kept, everything else (separators, spaces,
+// controls, bidi marks) becomes '_'; no leading dots; bounded length.
 func safeName(s, fallback string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+		case unicode.IsLetter(r), unicode.IsDigit(r), unicode.Is(unicode.Mn, r), r == '.', r == '-', r == '_':
 			b.WriteRune(r)
 		default:
 			b.WriteByte('_')

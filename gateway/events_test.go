@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,8 +34,15 @@ type richAdapter struct {
 	typing chan string
 	files  map[string][]byte // attachment ref -> content
 
-	mu       sync.Mutex
-	uploaded []string // "name: content"
+	mu        sync.Mutex
+	uploaded  []string       // "name: content"
+	downloads map[string]int // attachment ref -> times downloaded
+}
+
+func (r *richAdapter) downloadCount(ref string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.downloads[ref]
 }
 
 func (r *richAdapter) Self() (adapters.JID, bool) { return "test:user/bot", true }
@@ -50,6 +60,12 @@ func (r *richAdapter) Typing(_ context.Context, chat adapters.JID, topic string)
 }
 
 func (r *richAdapter) Download(_ context.Context, a adapters.Attachment) (io.ReadCloser, error) {
+	r.mu.Lock()
+	if r.downloads == nil {
+		r.downloads = map[string]int{}
+	}
+	r.downloads[a.Ref]++
+	r.mu.Unlock()
 	b, ok := r.files[a.Ref]
 	if !ok {
 		return nil, errors.New("fetch https://files.example/bot123:SECRET/x: not found")
@@ -273,21 +289,123 @@ func TestAttachmentsDownloadedBeforeTurn(t *testing.T) {
 	}})
 	h.waitSent(testChat, 1)
 	p := rec.prompts(t)[0]
-	if !strings.Contains(p, `<attachment path="inbox/2026-11-24/m_1-_cat.png" name="../cat.png" mime="image/png" size="7"/>`) {
+	if !strings.Contains(p, `<attachment path="inbox/2026-11-24/1-1-_cat.png" name="../cat.png" mime="image/png" size="7"/>`) {
 		t.Errorf("photo not listed by path:\n%s", p)
 	}
-	b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "m_1-_cat.png"))
+	b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "1-1-_cat.png"))
 	if err != nil || string(b) != "PNGDATA" {
 		t.Errorf("downloaded file: %q, %v", b, err)
 	}
 	if !strings.Contains(p, `name="big.bin" mime="" size="0" error="stopped at the 1000-byte cap`) {
 		t.Errorf("the oversized file is not reported:\n%s", p)
 	}
-	if _, err := os.Stat(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "m_1-big.bin")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "1-2-big.bin")); !os.IsNotExist(err) {
 		t.Errorf("the oversized file was kept: %v", err)
 	}
 	if !strings.Contains(p, `name="gone.txt"`) || strings.Contains(p, "SECRET") || strings.Contains(p, "files.example") {
 		t.Errorf("the failed download leaks its URL or is missing:\n%s", p)
+	}
+}
+
+// attachmentPaths maps each attachment's name in a prompt to its path.
+func attachmentPaths(t *testing.T, prompt string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`<attachment path="([^"]+)" name="([^"]+)"`).FindAllStringSubmatch(prompt, -1) {
+		out[html.UnescapeString(m[2])] = m[1]
+	}
+	return out
+}
+
+// Platform message ids count per chat (Telegram): two chats routed to one
+// folder each send message 1 with a photo named photo-1.jpg. Each turn is
+// handed its own chat's photo, whether the sizes match (the second must not
+// reuse the first's file) or differ (it must not overwrite it). Files whose
+// names sanitize alike in one message stay apart.
+func TestAttachmentsNeverCollide(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["a-same"], ra.files["b-same"] = []byte("photo of A"), []byte("photo of B")
+	ra.files["a-diff"], ra.files["b-diff"] = []byte("A"), []byte("a longer photo of B")
+	names := []string{"a b.txt", "a_b.txt", "отчёт.txt", "расчт.txt"}
+	for i := range names {
+		ra.files[fmt.Sprint("f", i)] = []byte(fmt.Sprint("content ", i))
+	}
+	h := richHarness(t, ra, rec.argv, nil)
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	type sent struct{ chat, id, ref string }
+	var order []sent
+	for _, kind := range []string{"same", "diff"} {
+		for _, who := range []string{"a", "b"} {
+			chat := adapters.JID("test:room/" + who)
+			id := "1"
+			if kind == "diff" {
+				id = "2"
+			}
+			size := int64(len(ra.files[who+"-"+kind]))
+			h.deliver(adapters.Inbound{Chat: chat, ID: id, Text: "see", Verb: adapters.VerbMention, Time: when,
+				Attachments: []adapters.Attachment{{Name: "photo-" + id + ".jpg", MIME: "image/jpeg", Size: size, Ref: who + "-" + kind}}})
+			h.waitSent(string(chat), len(order)/2+1)
+			order = append(order, sent{string(chat), id, who + "-" + kind})
+		}
+	}
+	var files []adapters.Attachment
+	for i, n := range names {
+		files = append(files, adapters.Attachment{Name: n, Ref: fmt.Sprint("f", i)})
+	}
+	h.deliver(adapters.Inbound{Chat: "test:room/a", ID: "3", Text: "four files", Verb: adapters.VerbMention, Time: when, Attachments: files})
+	h.waitSent("test:room/a", 3)
+
+	prompts := rec.prompts(t)
+	if len(prompts) != 5 {
+		t.Fatalf("%d turns; want 5", len(prompts))
+	}
+	folder := filepath.Join(h.dir, "groups", "main")
+	for i, s := range order {
+		paths := attachmentPaths(t, prompts[i])
+		path := paths["photo-"+s.id+".jpg"]
+		b, err := os.ReadFile(filepath.Join(folder, path))
+		if err != nil || string(b) != string(ra.files[s.ref]) {
+			t.Errorf("%s's message %s was handed %s holding %q (%v); want %q", s.chat, s.id, path, b, err, ra.files[s.ref])
+		}
+	}
+	paths := attachmentPaths(t, prompts[4])
+	seen := map[string]bool{}
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(folder, paths[n]))
+		if err != nil || string(b) != fmt.Sprint("content ", i) || seen[paths[n]] {
+			t.Errorf("%q was handed %s holding %q (%v)", n, paths[n], b, err)
+		}
+		seen[paths[n]] = true
+	}
+	if !strings.HasSuffix(paths["отчёт.txt"], "-отчёт.txt") {
+		t.Errorf("a Cyrillic name became %s; want it kept", paths["отчёт.txt"])
+	}
+}
+
+// A retried batch reuses a downloaded file only while it is what was
+// downloaded: the first attempt's agent overwrites it (same size) and
+// fails; the second attempt is handed the platform's file again.
+func TestAttachmentRefetchedWhenChanged(t *testing.T) {
+	rec := newRecorder(t, `for f in inbox/*/*; do printf 'TAMPERED' > "$f"; done
+[ "$n" = 1 ] && exit 1`)
+	ra := newRich(0)
+	ra.files["ref"] = []byte("ORIGINAL")
+	h := richHarness(t, ra, rec.argv, func(o *Options) { o.RetryDelays = []time.Duration{time.Millisecond, time.Millisecond} })
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "1", Text: "see", Verb: adapters.VerbMention,
+		Attachments: []adapters.Attachment{{Name: "doc.txt", Size: 8, Ref: "ref"}}})
+	testwait.For(t, 20*time.Second, "the retry's reply", func() bool {
+		return slices.ContainsFunc(h.fa.sentTo(testChat), func(m sentMsg) bool { return strings.Contains(m.Text, "reply 2") })
+	})
+	prompts := rec.prompts(t)
+	if len(prompts) != 2 {
+		t.Fatalf("%d turns; want a failed one and its retry", len(prompts))
+	}
+	if a, b := attachmentPaths(t, prompts[0])["doc.txt"], attachmentPaths(t, prompts[1])["doc.txt"]; a != b || a == "" {
+		t.Fatalf("paths %q and %q; want the same path in both attempts", a, b)
+	}
+	if n := ra.downloadCount("ref"); n != 2 {
+		t.Errorf("downloaded %d times; want again after the agent changed the file", n)
 	}
 }
 

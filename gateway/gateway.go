@@ -87,6 +87,8 @@ type Gateway struct {
 	metrics *metrics
 	mcp     *ipc.Server // the groups' MCP sockets
 
+	downloads downloadLog // attachments fetched into group folders
+
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
 	setUp    map[string]bool // group folders set up on disk by this process; guarded by reloadMu
 

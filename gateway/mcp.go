@@ -290,7 +290,7 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 				// starts a turn.
 				seq, err := b.g.storeFetched(ctx, m)
 				if err != nil {
-					b.g.log.Warn("fetched message not stored", "jid", chat, "msg", m.ID, "err", err)
+					b.g.log.Warn("fetched message not stored", "jid", chat, "msg_id", m.ID, "err", err)
 					continue
 				}
 				out = append(out, storedToIPC(adapters.Stored{Seq: seq, Inbound: m}))

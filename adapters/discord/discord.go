@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
 
 	"switchboard/adapters"
 )
@@ -197,7 +198,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	stuck := make(chan struct{}, 1)
 	a.handlers(ctx, s, host, stuck)
 	if err := s.Open(); err != nil {
-		return fmt.Errorf("discord: open gateway: %w", err)
+		return openError(err)
 	}
 	a.log.Info("discord connected", "bot", me.Username, "jid", userJID(me.ID))
 	select {
@@ -211,6 +212,36 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 		return fmt.Errorf("discord: gateway connection not restored within %s; starting a new session", a.opt.ReconnectDeadline)
 	}
 }
+
+// openError explains a gateway close that no retry can fix: Discord closes
+// with 4014 when the bot asks for a privileged intent (Message Content) that
+// the application has not enabled, and with 4013 for intents it does not
+// know. Both are configuration errors, so a start-up stops with the fix
+// instead of reconnecting forever.
+func openError(err error) error {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		switch ce.Code {
+		case closeDisallowedIntents:
+			return fmt.Errorf("%w: adapters.discord: Discord refused the gateway connection (close %d, %q): "+
+				"the bot needs the Message Content intent; enable it in the Discord Developer Portal "+
+				"(your application → Bot → Privileged Gateway Intents → Message Content Intent), save, then restart", adapters.ErrConfig, ce.Code, ce.Text)
+		case closeInvalidIntents:
+			return fmt.Errorf("%w: adapters.discord: Discord refused the gateway intents (close %d, %q)", adapters.ErrConfig, ce.Code, ce.Text)
+		case closeAuthenticationFailed:
+			return fmt.Errorf("%w: adapters.discord.token: Discord refused the token at the gateway (close %d); copy the bot token again from the developer portal (Bot → Reset Token)", adapters.ErrBadToken, ce.Code)
+		}
+	}
+	return fmt.Errorf("discord: open gateway: %w", err)
+}
+
+// Gateway close codes that no reconnect can fix
+// (https://discord.com/developers/docs/topics/opcodes-and-status-codes).
+const (
+	closeAuthenticationFailed = 4004
+	closeInvalidIntents       = 4013
+	closeDisallowedIntents    = 4014
+)
 
 // session is the current Run's session.
 func (a *Adapter) session() (*discordgo.Session, error) {

@@ -296,3 +296,22 @@ func TestStuckReconnectEndsRun(t *testing.T) {
 		t.Fatal("Run did not give up on a connection that could not be restored")
 	}
 }
+
+// An application without the Message Content intent is refused at the
+// gateway (close 4014): Run fails with a configuration error that says
+// where to turn the intent on, so start-up stops instead of reconnecting.
+func TestMessageContentIntentDisallowed(t *testing.T) {
+	f := discordtest.New(t)
+	f.DisallowMessageContent()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err := newAdapter(f, nil).Run(ctx, adaptertest.NewHost())
+	if !errors.Is(err, adapters.ErrConfig) {
+		t.Fatalf("Run: %v; want a configuration error", err)
+	}
+	for _, want := range []string{"adapters.discord", "Privileged Gateway Intents", "Message Content Intent", "4014"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}

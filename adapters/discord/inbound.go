@@ -101,10 +101,10 @@ func (a *Adapter) survive(event string) {
 func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.Inbound) {
 	adapters.DeliverUntilStored(ctx, host, ev, func(err error, wait time.Duration) {
 		if wait == 0 {
-			a.log.Warn("discord event refused as invalid; skipped", "jid", ev.Chat, "msg", ev.ID, "err", err)
+			a.log.Warn("discord event refused as invalid; skipped", "jid", ev.Chat, "msg_id", ev.ID, "err", err)
 			return
 		}
-		a.log.Warn("discord event not stored; retrying", "jid", ev.Chat, "msg", ev.ID, "wait", wait, "err", err)
+		a.log.Warn("discord event not stored; retrying", "jid", ev.Chat, "msg_id", ev.ID, "wait", wait, "err", err)
 	})
 }
 

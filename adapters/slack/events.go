@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -18,6 +20,65 @@ import (
 
 // EventsPath is where the Events API posts.
 const EventsPath = "/slack/events"
+
+// maxEventBody is the largest Events API request accepted (Slack's are a
+// few kilobytes).
+const maxEventBody = 1 << 20
+
+// limitListener accepts at most max connections at once; Accept waits for
+// one to end (as golang.org/x/net/netutil.LimitListener does). A slot is
+// given back when the server reports the connection closed or hijacked
+// (connState), so that the server never reports more than max open.
+type limitListener struct {
+	net.Listener
+	sem       chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newLimitListener(ln net.Listener, max int) *limitListener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, max), done: make(chan struct{})}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// limitConn holds one of the listener's slots until the server is done
+// with it.
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+// connState is the server's ConnState: it calls next (tests), then gives a
+// finished connection's slot back.
+func connState(next func(net.Conn, http.ConnState)) func(net.Conn, http.ConnState) {
+	return func(c net.Conn, st http.ConnState) {
+		if next != nil {
+			next(c, st)
+		}
+		if lc, ok := c.(*limitConn); ok && (st == http.StateClosed || st == http.StateHijacked) {
+			lc.once.Do(lc.release)
+		}
+	}
+}
 
 // runEvents serves the Events API on opt.Listen until ctx is cancelled.
 func (a *Adapter) runEvents(ctx context.Context, host adapters.Host) error {
@@ -30,10 +91,16 @@ func (a *Adapter) runEvents(ctx context.Context, host adapters.Host) error {
 	a.mu.Unlock()
 	mux := http.NewServeMux()
 	mux.Handle("POST "+EventsPath, a.eventsHandler(host))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	// The endpoint faces the internet: a request must arrive whole within
+	// the read timeout (a trickled body is cut off), idle keep-alives are
+	// closed, and at most maxConns connections are open at once.
+	read := cmp.Or(a.opt.EventsReadTimeout, 10*time.Second)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: read, ReadTimeout: read, WriteTimeout: read + 30*time.Second,
+		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10, ConnState: connState(a.connState),
 		BaseContext: func(net.Listener) context.Context { return ctx }}
+	limited := newLimitListener(ln, cmp.Or(a.opt.EventsMaxConns, 128))
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(limited) }()
 	host.SetState(adapters.StateConnected, nil)
 	a.log.Info("slack events api listening", "addr", ln.Addr().String(), "path", EventsPath)
 	a.bg.Go(func() { a.runBackfill(ctx, host) })
@@ -53,7 +120,13 @@ func (a *Adapter) runEvents(ctx context.Context, host adapters.Host) error {
 // it answers 200 only once the event is stored (or is not one to store).
 func (a *Adapter) eventsHandler(host adapters.Host) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			a.log.Warn("slack event refused: body over the limit", "remote", r.RemoteAddr, "limit_bytes", maxEventBody)
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
 		if err != nil {
 			http.Error(w, "read body", http.StatusBadRequest)
 			return

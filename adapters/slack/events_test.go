@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,6 +185,107 @@ func BenchmarkEventsAPIMessage(b *testing.B) {
 			"channel_type": "channel", "user": "U1", "text": "hello <@U2> see <https://x.io|docs>", "ts": ts, "event_ts": ts})
 		if status, err := s.Post(body, slackfake.Secret, time.Now(), ""); err != nil || status != http.StatusOK {
 			b.Fatalf("status %d, %v", status, err)
+		}
+	}
+}
+
+// A body over the limit is refused as too large, not as a bad signature.
+func TestEventsAPIBodyTooLarge(t *testing.T) {
+	s := slackfake.New()
+	defer s.Close()
+	host := adaptertest.NewHost()
+	start(t, s, slack.ModeEvents, host)
+	body := slackfake.Callback("Ev1", map[string]any{"type": "message", "channel": "C1", "user": "U1",
+		"text": strings.Repeat("x", 2<<20), "ts": "1.000001"})
+	status, answer, err := s.PostBody(body)
+	if err != nil || status != http.StatusRequestEntityTooLarge || strings.Contains(answer, "signature") {
+		t.Fatalf("a 2 MB event answered %d %q, %v; want 413", status, answer, err)
+	}
+	if ev := host.Events(); len(ev) != 0 {
+		t.Errorf("stored %+v", ev)
+	}
+}
+
+// trickle opens a connection to addr that sends the headers of a POST and
+// the start of its body, and then nothing.
+func trickle(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\nContent-Type: application/json\r\n\r\n{\"type\":", slack.EventsPath)
+	return c
+}
+
+// A request whose body trickles in is cut off at the read timeout instead
+// of holding its connection open for good.
+func TestEventsAPISlowBodyCutOff(t *testing.T) {
+	s := slackfake.New()
+	defer s.Close()
+	a := slack.New(slack.Options{BotToken: slackfake.BotToken, Mode: slack.ModeEvents, SigningSecret: slackfake.Secret,
+		Listen: "127.0.0.1:0", APIURL: s.APIURL(), EventsReadTimeout: 200 * time.Millisecond})
+	adaptertest.Start(t, a, adaptertest.NewHost())
+	c := trickle(t, a.Addr().String())
+	closed := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, c) // returns when the server closes the connection
+		closed <- err
+	}()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a trickling request is still open after 20s; want it cut off at the 200ms read timeout")
+	}
+}
+
+// The listener holds at most EventsMaxConns connections at once: eight
+// trickling clients are served three at a time as the read timeout frees
+// their slots.
+func TestEventsAPIConnectionCap(t *testing.T) {
+	s := slackfake.New()
+	defer s.Close()
+	a := slack.New(slack.Options{BotToken: slackfake.BotToken, Mode: slack.ModeEvents, SigningSecret: slackfake.Secret,
+		Listen: "127.0.0.1:0", APIURL: s.APIURL(), EventsReadTimeout: 100 * time.Millisecond, EventsMaxConns: 3})
+	var mu sync.Mutex
+	open, peak, accepted := 0, 0, 0
+	changed := make(chan struct{}, 100)
+	a.SetConnStateHook(func(_ net.Conn, st http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch st {
+		case http.StateNew:
+			open++
+			accepted++
+			peak = max(peak, open)
+		case http.StateClosed, http.StateHijacked:
+			open--
+		}
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	adaptertest.Start(t, a, adaptertest.NewHost())
+	for range 8 {
+		trickle(t, a.Addr().String())
+	}
+	deadline := time.After(20 * time.Second)
+	for {
+		mu.Lock()
+		n, p := accepted, peak
+		mu.Unlock()
+		if n == 8 {
+			if p > 3 {
+				t.Errorf("%d connections were open at once; want at most 3", p)
+			}
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("%d of 8 connections accepted (peak %d)", n, p)
 		}
 	}
 }

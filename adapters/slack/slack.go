@@ -58,6 +58,12 @@ type Options struct {
 	// PingInterval is how long Socket Mode waits for Slack's websocket
 	// ping before it reconnects (0: slack-go's 30s).
 	PingInterval time.Duration
+	// EventsMaxConns caps the Events API listener's open connections;
+	// more wait to be accepted (0: 128).
+	EventsMaxConns int
+	// EventsReadTimeout bounds reading one Events API request, headers and
+	// body (0: 10s); an idle keep-alive connection is closed after 60s.
+	EventsReadTimeout time.Duration
 }
 
 // Adapter is the Slack adapter.
@@ -79,6 +85,8 @@ type Adapter struct {
 	backfilling sync.Mutex
 	bg          sync.WaitGroup // backfills in flight
 	tiers       tiers
+
+	connState func(net.Conn, http.ConnState) // tests: the Events API's connections
 }
 
 var (

@@ -3,6 +3,8 @@ package telegram
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -15,16 +17,31 @@ import (
 
 // handle stores one update (retrying while the store refuses, so that the
 // gate does not confirm it to Telegram) and marks it handled.
+//
+// It runs on the SDK's worker goroutine, where a panic would end the
+// process: one is logged, the update is skipped (its offset is stored, so
+// a restart does not replay it), and the rest of the batch goes on.
 func (a *Adapter) handle(ctx context.Context, host adapters.Host, g *gate, u *models.Update) {
 	defer g.handled()
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.Error("telegram update handling panicked; skipped", "update", u.ID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			a.saveOffset(ctx, host, u.ID)
+		}
+	}()
 	events := a.normalize(ctx, host, u)
 	for _, ev := range events {
 		if !a.deliver(ctx, host, ev) {
 			return // shutting down: the update stays unconfirmed and comes again
 		}
 	}
-	if err := host.SetValue(ctx, "offset", strconv.FormatInt(u.ID, 10), 0); err != nil && ctx.Err() == nil {
-		a.log.Error("persist telegram update offset", "update", u.ID, "err", err)
+	a.saveOffset(ctx, host, u.ID)
+}
+
+// saveOffset persists id as the last stored update.
+func (a *Adapter) saveOffset(ctx context.Context, host adapters.Host, id int64) {
+	if err := host.SetValue(ctx, "offset", strconv.FormatInt(id, 10), 0); err != nil && ctx.Err() == nil {
+		a.log.Error("persist telegram update offset", "update", id, "err", err)
 	}
 }
 
@@ -32,10 +49,10 @@ func (a *Adapter) handle(ctx context.Context, host adapters.Host, g *gate, u *mo
 func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.Inbound) bool {
 	return adapters.DeliverUntilStored(ctx, host, ev, func(err error, wait time.Duration) {
 		if wait == 0 {
-			a.log.Warn("telegram update refused as invalid; skipped", "jid", ev.Chat, "msg", ev.ID, "err", err)
+			a.log.Warn("telegram update refused as invalid; skipped", "jid", ev.Chat, "msg_id", ev.ID, "err", err)
 			return
 		}
-		a.log.Warn("telegram update not stored; retrying", "jid", ev.Chat, "msg", ev.ID, "wait", wait, "err", err)
+		a.log.Warn("telegram update not stored; retrying", "jid", ev.Chat, "msg_id", ev.ID, "wait", wait, "err", err)
 	})
 }
 

@@ -10,9 +10,13 @@
 // for the next batch of updates — which confirms the previous one to
 // Telegram — only after every update of the batch was stored, and the last
 // stored update id is persisted through the Host and restored at start.
+// The gate also decodes each batch before the SDK does, so that one update
+// the SDK cannot decode (or a null) is skipped instead of failing the batch
+// or panicking the poller.
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -248,8 +252,13 @@ func (g *gate) Do(req *http.Request) (*http.Response, error) {
 		g.ready <- struct{}{}
 		return nil, err
 	}
-	resp.Body = io.NopCloser(strings.NewReader(string(body)))
-	n := countUpdates(body)
+	body, n, err := g.sanitize(resp.StatusCode, body)
+	if err != nil {
+		g.ready <- struct{}{}
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
 	g.mu.Lock()
 	g.pending = n
 	wasDown := g.down
@@ -291,16 +300,58 @@ func (g *gate) failed(err error) {
 	g.host.SetState(adapters.StateBackingOff, err)
 }
 
-// countUpdates counts the updates in a getUpdates answer (0 for an error).
-func countUpdates(body []byte) int {
+// sanitize decodes a getUpdates answer's batch one update at a time, the
+// way the SDK will decode it whole, and returns the body to hand the SDK
+// and how many updates it holds. The SDK fails a whole batch that holds
+// one update it cannot decode (and the gate would wait for it forever) and
+// panics on a null one, so such an update is logged and handed on as its
+// bare update_id: the handler skips it and the offset moves past it. An
+// item without a usable update_id cannot be confirmed by offset; it is
+// dropped, and a batch of nothing else is a failed poll (the SDK backs
+// off). Error answers pass through unchanged with no updates.
+func (g *gate) sanitize(status int, body []byte) ([]byte, int, error) {
 	var r struct {
 		OK     bool              `json:"ok"`
 		Result []json.RawMessage `json:"result"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil || !r.OK {
-		return 0
+	if status != http.StatusOK || json.Unmarshal(body, &r) != nil || !r.OK {
+		return body, 0, nil
 	}
-	return len(r.Result)
+	kept := make([]json.RawMessage, 0, len(r.Result))
+	for i, raw := range r.Result {
+		var u models.Update
+		err := json.Unmarshal(raw, &u)
+		if err == nil && u.ID > 0 {
+			kept = append(kept, raw)
+			continue
+		}
+		var idOnly struct {
+			ID int64 `json:"update_id"`
+		}
+		if json.Unmarshal(raw, &idOnly) != nil || idOnly.ID <= 0 {
+			g.log.Warn("telegram update without an update_id; dropped", "index", i, "update", snippet(raw))
+			continue
+		}
+		g.log.Warn("telegram update could not be decoded; skipped", "update", idOnly.ID, "err", err, "update_json", snippet(raw))
+		kept = append(kept, json.RawMessage(`{"update_id":`+strconv.FormatInt(idOnly.ID, 10)+`}`))
+	}
+	if len(kept) == 0 && len(r.Result) > 0 {
+		return nil, 0, fmt.Errorf("telegram: getUpdates answered %d updates, none with an update_id", len(r.Result))
+	}
+	out, err := json.Marshal(map[string]any{"ok": true, "result": kept})
+	if err != nil {
+		return nil, 0, fmt.Errorf("telegram: re-encode updates: %w", err)
+	}
+	return out, len(kept), nil
+}
+
+// snippet is the start of a raw update, for a log line.
+func snippet(raw []byte) string {
+	const max = 200
+	if len(raw) > max {
+		return strings.ToValidUTF8(string(raw[:max]), "") + "…"
+	}
+	return string(raw)
 }
 
 func userJID(id int64) adapters.JID {

@@ -410,3 +410,97 @@ func TestWebhook(t *testing.T) {
 		t.Errorf("delivered %+v; want the update once", evs)
 	}
 }
+
+// An update the SDK cannot decode ("message_id":"bad") used to fail its
+// whole batch and hold the gate shut for good. Now it is logged and
+// skipped: the updates around it are stored, the offset moves past it
+// (confirmed to Telegram and persisted), and polling goes on.
+func TestUndecodableUpdateSkipped(t *testing.T) {
+	f := telegramtest.New(t)
+	var logs adaptertest.Logs
+	host := adaptertest.NewHost()
+	m1, _ := f.UserMessage(telegramtest.GroupID, "before", true, 0, 0)
+	f.Push("message", m1)
+	bad, _ := f.UserMessage(telegramtest.GroupID, "bad", true, 0, 0)
+	bad["message_id"] = "bad"
+	badID := f.Push("message", bad)
+	m2, _ := f.UserMessage(telegramtest.GroupID, "after", true, 0, 0)
+	u2 := f.Push("message", m2)
+	a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		PollTimeout: 2 * time.Second, PerChat: -1, PerGroup: -1, Global: -1})
+	adaptertest.Start(t, a, host)
+	f.WaitConfirmed(t, u2)
+	m3, _ := f.UserMessage(telegramtest.GroupID, "later", true, 0, 0)
+	f.Push("message", m3)
+	evs := host.WaitEvents(t, 3)
+	var texts []string
+	for _, ev := range evs {
+		texts = append(texts, strings.TrimPrefix(ev.Text, "@"+telegramtest.BotName+" "))
+	}
+	if strings.Join(texts, ",") != "before,after,later" {
+		t.Errorf("stored %q; want the updates around the bad one, and polling to go on", texts)
+	}
+	if v, _, _ := host.Value(t.Context(), "offset"); atoi(v) <= int(badID) {
+		t.Errorf("persisted offset %q; want past the bad update %d", v, badID)
+	}
+	if !strings.Contains(logs.String(), "could not be decoded") || !strings.Contains(logs.String(), "update="+strconv.FormatInt(badID, 10)) {
+		t.Errorf("the skipped update is not logged with its id:\n%s", logs.String())
+	}
+}
+
+// A null in getUpdates' result used to panic the SDK's poller and end the
+// process. It is dropped; the updates in the same batch are stored once,
+// and a batch of nothing but nulls is a failed poll that is retried.
+func TestNullUpdateDoesNotPanic(t *testing.T) {
+	f := telegramtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host)
+	f.AnswerNext(`{"ok":true,"result":[null]}`)
+	m1, _ := f.UserMessage(telegramtest.GroupID, "first", true, 0, 0)
+	u1 := f.Push("message", m1)
+	f.WaitConfirmed(t, u1)
+	m2, _ := f.UserMessage(telegramtest.GroupID, "in a batch with nulls", true, 0, 0)
+	u2 := f.ReserveUpdateID() // only the raw answer carries it
+	raw, _ := json.Marshal(map[string]any{"update_id": u2, "message": m2})
+	f.AnswerNext(`{"ok":true,"result":[null,` + string(raw) + `,null]}`)
+	f.WaitConfirmed(t, u2)
+	m3, _ := f.UserMessage(telegramtest.GroupID, "last", true, 0, 0)
+	f.Push("message", m3)
+	host.WaitEvents(t, 3)
+	count := map[string]int{}
+	for _, ev := range host.Events() {
+		count[strings.TrimPrefix(ev.Text, "@"+telegramtest.BotName+" ")]++
+	}
+	if count["first"] != 1 || count["in a batch with nulls"] != 1 || count["last"] != 1 || len(count) != 3 {
+		t.Errorf("stored %v; want each update once", count)
+	}
+}
+
+// A panic while handling one update (here in the host) is recovered on the
+// SDK's worker: it is logged, the update is skipped, and the next one is
+// stored.
+func TestHandlerPanicRecovered(t *testing.T) {
+	f := telegramtest.New(t)
+	var logs adaptertest.Logs
+	host := adaptertest.NewHost()
+	host.DeliverFunc = func(_ context.Context, m adapters.Inbound) (int64, error) {
+		if strings.HasSuffix(m.Text, "boom") {
+			panic("boom")
+		}
+		return 0, nil
+	}
+	a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		PollTimeout: 2 * time.Second, PerChat: -1, PerGroup: -1, Global: -1})
+	adaptertest.Start(t, a, host)
+	m1, _ := f.UserMessage(telegramtest.GroupID, "boom", true, 0, 0)
+	f.Push("message", m1)
+	m2, _ := f.UserMessage(telegramtest.GroupID, "fine", true, 0, 0)
+	f.Push("message", m2)
+	evs := host.WaitEvents(t, 1)
+	if len(evs) != 1 || !strings.HasSuffix(evs[0].Text, "fine") {
+		t.Errorf("stored %+v; want the update after the panicking one", evs)
+	}
+	if !strings.Contains(logs.String(), "panicked") {
+		t.Errorf("the panic is not logged:\n%s", logs.String())
+	}
+}

@@ -71,7 +71,7 @@ func (a *Adapter) webhookHandler(ctx context.Context, host adapters.Host) http.H
 		}
 		for _, ev := range a.normalize(r.Context(), host, &u) {
 			if _, err := host.Deliver(r.Context(), ev); err != nil && !errors.Is(err, adapters.ErrBadMessage) {
-				a.log.Warn("telegram update not stored; Telegram will send it again", "jid", ev.Chat, "msg", ev.ID, "err", err)
+				a.log.Warn("telegram update not stored; Telegram will send it again", "jid", ev.Chat, "msg_id", ev.ID, "err", err)
 				http.Error(w, "not stored, try again", http.StatusServiceUnavailable)
 				return
 			}

@@ -134,14 +134,14 @@ func (a *Adapter) postMessage(deliver adapters.DeliverFunc) http.HandlerFunc {
 			writeError(w, status, err.Error())
 			return
 		}
-		in, err := inbound(room, req, time.Now())
+		in, err := inbound(room, req, a.botName, time.Now())
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		seq, err := deliver(r.Context(), in)
 		if err != nil {
-			a.log.Warn("web_deliver_failed", "jid", in.Chat, "id", in.ID, "err", err)
+			a.log.Warn("web message not stored", "jid", in.Chat, "msg_id", in.ID, "err", err)
 			writeError(w, http.StatusServiceUnavailable, "message not stored, try again")
 			return
 		}
@@ -194,7 +194,9 @@ func jsonError(err error) error {
 }
 
 // inbound validates a posted message and builds the Inbound for room.
-func inbound(room string, req postRequest, now time.Time) (adapters.Inbound, error) {
+// A display name that reads as the bot's (botName or "switchboard", in any
+// case, spacing or punctuation) is refused like the bot's sender.
+func inbound(room string, req postRequest, botName string, now time.Time) (adapters.Inbound, error) {
 	if err := checkWord("sender", req.Sender); err != nil {
 		return adapters.Inbound{}, err
 	}
@@ -220,6 +222,9 @@ func inbound(room string, req postRequest, now time.Time) (adapters.Inbound, err
 	}
 	if name == "" {
 		name = req.Sender
+	}
+	if looksLike(name, botSender) || looksLike(name, botName) {
+		return adapters.Inbound{}, fmt.Errorf("name %q is reserved for the bot; pick another name", name)
 	}
 	if len(req.Topic) > maxTopic || hasControl(req.Topic) {
 		return adapters.Inbound{}, fmt.Errorf("topic must be at most %d bytes, without control characters", maxTopic)
@@ -260,7 +265,7 @@ func (a *Adapter) getMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, err := a.history.Messages(r.Context(), chatJID(room), after, limit)
 	if err != nil {
-		a.log.Warn("web_history_failed", "jid", chatJID(room), "err", err)
+		a.log.Warn("web chat history not read", "jid", chatJID(room), "err", err)
 		writeError(w, http.StatusServiceUnavailable, "could not read messages, try again")
 		return
 	}
@@ -336,6 +341,21 @@ func checkWord(field, s string) error {
 		}
 	}
 	return nil
+}
+
+// looksLike reports whether name reads as want: the same letters and
+// digits, ignoring case, spaces, punctuation and invisible characters.
+func looksLike(name, want string) bool {
+	key := func(s string) string {
+		return strings.ToLower(strings.Map(func(r rune) rune {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				return r
+			}
+			return -1
+		}, s))
+	}
+	k := key(want)
+	return k != "" && key(name) == k
 }
 
 func hasControl(s string) bool {

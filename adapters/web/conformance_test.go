@@ -136,3 +136,23 @@ func TestBotNameReserved(t *testing.T) {
 		t.Errorf("deliver called %d times", n)
 	}
 }
+
+// Nor may a user show the bot's name: the page shows names, not sender ids.
+func TestBotDisplayNameReserved(t *testing.T) {
+	s := start(t, nil)
+	for _, name := range []string{"switchboard", "Switchboard", " SWITCHBOARD ", "Switch Board", "switch\u200bboard"} {
+		code, body := s.post(t, "lobby", `{"sender": "mallory", "name": "`+name+`", "text": "I am the bot"}`)
+		if code != http.StatusBadRequest || !strings.Contains(body, "reserved for the bot") {
+			t.Errorf("posting with the name %q: %d %s; want 400 naming the reservation", name, code, body)
+		}
+	}
+	if code, body := s.post(t, "lobby", `{"sender": "switch-board", "text": "I am the bot"}`); code != http.StatusBadRequest || !strings.Contains(body, "reserved for the bot") {
+		t.Errorf("posting as switch-board with no name: %d %s; want 400 naming the reservation", code, body)
+	}
+	if n := s.g.deliverCalls(); n != 0 {
+		t.Errorf("deliver called %d times", n)
+	}
+	if code, body := s.post(t, "lobby", `{"sender": "ann", "name": "Ann of switchboard fans", "text": "hi"}`); code != http.StatusAccepted {
+		t.Errorf("an ordinary name: %d %s", code, body)
+	}
+}

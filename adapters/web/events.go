@@ -52,7 +52,7 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request) {
 	defer a.hub.unsubscribe(chat, sub)
 	if !hasCursor {
 		if after, err = a.lastSeq(ctx, chat); err != nil {
-			a.log.Warn("web_history_failed", "jid", chat, "err", err)
+			a.log.Warn("web chat history not read", "jid", chat, "err", err)
 			writeError(w, http.StatusServiceUnavailable, "could not read messages, try again")
 			return
 		}
@@ -73,7 +73,7 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request) {
 	defer age.Stop()
 	for {
 		if after, err = a.sendSince(ctx, s, chat, after); err != nil {
-			a.log.Debug("web_stream_ended", "jid", chat, "err", err)
+			a.log.Debug("web event stream ended", "jid", chat, "err", err)
 			return
 		}
 		select {

@@ -21,7 +21,7 @@ const pageCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-sr
 func (a *Adapter) servePage(w http.ResponseWriter, r *http.Request) {
 	page, err := static.ReadFile("static/index.html")
 	if err != nil { // embedded at build time: cannot happen
-		a.log.Error("web_page_missing", "err", err)
+		a.log.Error("web chat page missing from the binary", "err", err)
 		http.Error(w, "chat page missing", http.StatusInternalServerError)
 		return
 	}

@@ -164,7 +164,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	}
 	a.addr.Store(bound)
 	a.readyOnce.Do(func() { close(a.ready) })
-	a.log.Info("web_listening", "addr", bound, "url", "http://"+bound+"/")
+	a.log.Info("web chat listening", "addr", bound, "url", "http://"+bound+"/")
 	host.SetState(adapters.StateConnected, nil)
 
 	srv := &http.Server{
@@ -188,7 +188,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		a.log.Warn("web_shutdown_forced", "err", err)
+		a.log.Warn("web chat shutdown forced", "err", err)
 		_ = srv.Close() // the deadline passed: drop what is left
 	}
 	<-served // http.ErrServerClosed

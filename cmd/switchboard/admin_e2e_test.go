@@ -149,7 +149,7 @@ func TestE2EAdminListenTaken(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "admin.listen") || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("run with admin.listen taken: %v\n%s", err, out)
 	}
-	if strings.Contains(err.Error(), "web_listening") {
+	if strings.Contains(err.Error(), "web chat listening") {
 		t.Errorf("the web chat started before the admin listener failed:\n%v", err)
 	}
 }

@@ -166,7 +166,8 @@ func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
 	}
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
-		if err := expandEnv("", root, getenv); err != nil {
+		d := decoder{refs: map[*yaml.Node]string{}}
+		if err := d.expandEnv("", root, getenv); err != nil {
 			return cfg, err
 		}
 		// Lists in the file replace the defaults rather than append to them.
@@ -180,7 +181,7 @@ func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
 				}
 			}
 		}
-		if err := decodeNode("", root, reflect.ValueOf(&cfg).Elem()); err != nil {
+		if err := d.decodeNode("", root, reflect.ValueOf(&cfg).Elem()); err != nil {
 			return cfg, err
 		}
 	}
@@ -189,10 +190,28 @@ func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
+// decoder decodes the config's YAML tree. refs holds, for each value that
+// came from the environment, the references it was written with
+// ("${TELEGRAM_BOT_TOKEN}"): an error about such a value quotes those, never
+// the value, which is often a secret.
+type decoder struct {
+	refs map[*yaml.Node]string
+}
+
 // expandEnv replaces variable references in every scalar under n; path is
-// n's key path, so that a malformed reference names its key.
-func expandEnv(path string, n *yaml.Node, getenv func(string) string) error {
+// n's key path, so that a malformed reference names its key. The check for
+// malformed references looks at the text as written, before expansion: a
+// variable's value may hold "${" itself, and is never quoted in an error.
+func (d decoder) expandEnv(path string, n *yaml.Node, getenv func(string) string) error {
 	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+		if strings.Contains(envRef.ReplaceAllString(n.Value, ""), "${") {
+			return fmt.Errorf("%s: malformed variable reference (line %d): a \"${\" without a closing \"}\", or a name other than letters, digits and _; write ${NAME} or ${NAME:-default}", orRoot(path), n.Line)
+		}
+		var names []string
+		for _, m := range envRef.FindAllStringSubmatch(n.Value, -1) {
+			names = append(names, "${"+m[1]+"}")
+		}
+		d.refs[n] = strings.Join(names, ", ")
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
 			m := envRef.FindStringSubmatch(ref)
 			if v := getenv(m[1]); v != "" || m[2] == "" {
@@ -200,9 +219,6 @@ func expandEnv(path string, n *yaml.Node, getenv func(string) string) error {
 			}
 			return m[3]
 		})
-		if strings.Contains(n.Value, "${") {
-			return fmt.Errorf("%s: malformed variable reference %q (line %d); write ${NAME} or ${NAME:-default}", orRoot(path), n.Value, n.Line)
-		}
 	}
 	for i, c := range n.Content {
 		p := fmt.Sprintf("%s[%d]", path, i)
@@ -215,18 +231,27 @@ func expandEnv(path string, n *yaml.Node, getenv func(string) string) error {
 				p = path + "." + p
 			}
 		}
-		if err := expandEnv(p, c, getenv); err != nil {
+		if err := d.expandEnv(p, c, getenv); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// quote is a scalar's value for an error: quoted, or for one that came from
+// the environment, the variables it came from.
+func (d decoder) quote(n *yaml.Node) string {
+	if refs, ok := d.refs[n]; ok {
+		return "the value of " + refs
+	}
+	return strconv.Quote(n.Value)
+}
+
 var durationType = reflect.TypeOf(Duration(0))
 
 // decodeNode decodes n into v, walking structs by their yaml tags so that an
 // unknown key or a bad value is reported with its full key path.
-func decodeNode(path string, n *yaml.Node, v reflect.Value) error {
+func (d decoder) decodeNode(path string, n *yaml.Node, v reflect.Value) error {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -235,21 +260,21 @@ func decodeNode(path string, n *yaml.Node, v reflect.Value) error {
 	}
 	switch {
 	case v.Type() == durationType:
-		d, err := time.ParseDuration(n.Value)
+		dur, err := time.ParseDuration(n.Value)
 		if err != nil || n.Kind != yaml.ScalarNode {
-			return fmt.Errorf("%s: %q is not a duration like 30s, 10m or 1h (line %d)", path, n.Value, n.Line)
+			return fmt.Errorf("%s: %s is not a duration like 30s, 10m or 1h (line %d)", path, d.quote(n), n.Line)
 		}
-		v.SetInt(int64(d))
+		v.SetInt(int64(dur))
 		return nil
 	case v.Kind() == reflect.Struct:
-		return decodeStruct(path, n, v)
+		return d.decodeStruct(path, n, v)
 	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
 		if n.Kind != yaml.SequenceNode {
 			return fmt.Errorf("%s: want a list (line %d)", path, n.Line)
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, c := range n.Content {
-			if err := decodeNode(fmt.Sprintf("%s[%d]", path, i), c, s.Index(i)); err != nil {
+			if err := d.decodeNode(fmt.Sprintf("%s[%d]", path, i), c, s.Index(i)); err != nil {
 				return err
 			}
 		}
@@ -257,12 +282,12 @@ func decodeNode(path string, n *yaml.Node, v reflect.Value) error {
 		return nil
 	}
 	if err := n.Decode(v.Addr().Interface()); err != nil {
-		return fmt.Errorf("%s: %s (line %d)", path, describeType(v.Type(), n), n.Line)
+		return fmt.Errorf("%s: %s (line %d)", path, d.describeType(v.Type(), n), n.Line)
 	}
 	return nil
 }
 
-func decodeStruct(path string, n *yaml.Node, v reflect.Value) error {
+func (d decoder) decodeStruct(path string, n *yaml.Node, v reflect.Value) error {
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("%s: want a mapping of keys (line %d)", orRoot(path), n.Line)
 	}
@@ -285,7 +310,7 @@ func decodeStruct(path string, n *yaml.Node, v reflect.Value) error {
 		if idx < 0 {
 			return fmt.Errorf("%s: unknown key (line %d); valid keys here: %s", full, n.Content[i].Line, strings.Join(names, ", "))
 		}
-		if err := decodeNode(full, n.Content[i+1], v.Field(idx)); err != nil {
+		if err := d.decodeNode(full, n.Content[i+1], v.Field(idx)); err != nil {
 			return err
 		}
 	}
@@ -299,12 +324,10 @@ func orRoot(path string) string {
 	return path
 }
 
-func describeType(t reflect.Type, n *yaml.Node) string {
-	got := n.Value
-	if n.Kind != yaml.ScalarNode {
-		got = map[yaml.Kind]string{yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list"}[n.Kind]
-	} else {
-		got = strconv.Quote(got)
+func (d decoder) describeType(t reflect.Type, n *yaml.Node) string {
+	got := map[yaml.Kind]string{yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list"}[n.Kind]
+	if n.Kind == yaml.ScalarNode {
+		got = d.quote(n)
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -446,8 +469,8 @@ func (c *Config) ValidateSecrets() error {
 		if a.Telegram.Token == "" {
 			bad("adapters.telegram.token", "empty; set TELEGRAM_BOT_TOKEN or disable the adapter")
 		}
-		if a.Telegram.WebhookURL != "" && len(a.Telegram.SecretToken) < 16 {
-			bad("adapters.telegram.secret_token", "webhook mode needs a secret of at least 16 characters (A-Z, a-z, 0-9, _ and -), which Telegram sends with every update")
+		if n := len(a.Telegram.SecretToken); a.Telegram.WebhookURL != "" && (n < 16 || n > 256 || strings.TrimFunc(string(a.Telegram.SecretToken), secretTokenRune) != "") {
+			bad("adapters.telegram.secret_token", "webhook mode needs a secret of 16 to 256 characters, only A-Z, a-z, 0-9, _ and - (Telegram refuses others), which Telegram sends with every update; e.g. openssl rand -hex 32")
 		}
 	}
 	if a.Discord.Enabled && a.Discord.Token == "" {
@@ -491,6 +514,11 @@ func validateSlackSecrets(s SlackConfig, bad func(string, string, ...any)) {
 	if s.Mode == "events" && s.SigningSecret == "" {
 		bad("adapters.slack.signing_secret", "empty; events mode verifies every request with the app's signing secret (SLACK_SIGNING_SECRET)")
 	}
+}
+
+// secretTokenRune reports whether Telegram allows r in a webhook secret_token.
+func secretTokenRune(r rune) bool {
+	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-'
 }
 
 // expandHome replaces a leading ~/ with the user's home directory.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -139,5 +140,41 @@ func TestSecretsAreCheckedForRunOnly(t *testing.T) {
 	}
 	if err := cfg.ValidateSecrets(); err != nil {
 		t.Errorf("good tokens: %v", err)
+	}
+}
+
+// A config error about a value that came from the environment names the key
+// and the variable, never the value (often a secret); a variable's value
+// may itself hold "${".
+func TestConfigErrorsDoNotPrintSecrets(t *testing.T) {
+	const secret = "123456:AAsecretTOKENvalue"
+	vars := map[string]string{"TELEGRAM_BOT_TOKEN": secret, "WEIRD": "pa${ss"}
+	webhook := "adapters: {telegram: {enabled: true, token: x, webhook_url: 'https://b.example/tg', listen: '127.0.0.1:8443', secret_token: '%s'}}"
+	for _, c := range []struct{ name, yaml, want string }{
+		{"malformed reference after a secret", "adapters: {telegram: {enabled: true, token: '${TELEGRAM_BOT_TOKEN}${X'}}", "adapters.telegram.token: malformed variable reference"},
+		{"secret in a bool", "adapters: {telegram: {enabled: '${TELEGRAM_BOT_TOKEN}'}}", "adapters.telegram.enabled: the value of ${TELEGRAM_BOT_TOKEN} is not true or false"},
+		{"secret in a duration", "agent: {timeout: '${TELEGRAM_BOT_TOKEN}'}", "agent.timeout: the value of ${TELEGRAM_BOT_TOKEN} is not a duration"},
+		{"secret_token with a colon", fmt.Sprintf(webhook, secret), "adapters.telegram.secret_token: webhook mode needs a secret of 16 to 256 characters, only A-Z"},
+		{"secret_token with a space", fmt.Sprintf(webhook, "0123456789abcdef ghij"), "adapters.telegram.secret_token:"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(c.yaml), env(vars))
+			if err == nil {
+				err = cfg.ValidateSecrets() // what run checks on top
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error = %v; want it to contain %q", err, c.want)
+			}
+			if err != nil && (strings.Contains(err.Error(), "AAsecret") || strings.Contains(err.Error(), "123456:")) {
+				t.Errorf("the error prints the secret: %v", err)
+			}
+		})
+	}
+	cfg, err := ParseConfig([]byte("adapters: {slack: {signing_secret: '${WEIRD}'}}"), env(vars))
+	if err != nil || cfg.Adapters.Slack.SigningSecret != "pa${ss" {
+		t.Errorf("a value holding ${ after expansion: %v, %q", err, cfg.Adapters.Slack.SigningSecret)
+	}
+	if cfg, err := ParseConfig([]byte(fmt.Sprintf(webhook, "0123456789abcdef_-XYZ")), env(vars)); err != nil || cfg.ValidateSecrets() != nil {
+		t.Errorf("a valid secret_token refused: %v", err)
 	}
 }

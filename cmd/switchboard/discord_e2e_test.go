@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -31,5 +35,35 @@ func TestE2EDiscord(t *testing.T) {
 	}
 	if err := g.stop(30 * time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A bot whose application lacks the Message Content intent is refused by
+// Discord's gateway (close 4014). `switchboard run` stops at start with an
+// error naming the portal toggle and the config key, rather than
+// reconnecting forever with every message arriving empty.
+func TestE2EDiscordWithoutMessageContentIntent(t *testing.T) {
+	t.Parallel()
+	dc := discordtest.New(t)
+	dc.DisallowMessageContent()
+	dir := newE2E(t, e2eConfig{agent: replyAgent,
+		adapters: "  discord: {enabled: true, token: \"" + discordtest.Token + "\", api_url: \"" + dc.URL() + "\"}\n"})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, switchboardBinary(t), "--config", "switchboard.yaml", "run")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if ctx.Err() != nil || !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("switchboard run: %v (context: %v); want exit status 1 at start\n%s", err, ctx.Err(), stderr.String())
+	}
+	last := strings.TrimSpace(stderr.String())
+	last = last[strings.LastIndex(last, "\n")+1:]
+	for _, want := range []string{"switchboard: ", "adapters.discord", "Privileged Gateway Intents", "Message Content Intent"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the last line of stderr %q does not mention %q", last, want)
+		}
 	}
 }

@@ -244,7 +244,7 @@ func startGW(t testing.TB, dir string, env ...string) *gw {
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for g.addr == "" {
-		if rec := g.findLog("web_listening"); rec != nil {
+		if rec := g.findLog("web chat listening"); rec != nil {
 			g.addr, _ = rec["addr"].(string)
 			break
 		}

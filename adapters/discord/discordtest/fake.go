@@ -71,6 +71,7 @@ type Server struct {
 	rateLimit float64  // seconds: the next write answers 429
 	global    bool
 	noResume  bool // the next RESUME is refused (INVALID_SESSION)
+	noContent bool // an IDENTIFY with the Message Content intent is closed with 4014
 	calls     []string
 	files     map[string][]byte // attachment id -> content
 }

@@ -63,11 +63,22 @@ func (f *Server) gateway(w http.ResponseWriter, r *http.Request) {
 			send(map[string]any{"op": 11})
 		case 2:
 			var id struct {
-				Token string `json:"token"`
+				Token   string `json:"token"`
+				Intents int    `json:"intents"`
 			}
 			json.Unmarshal(in.D, &id)
 			if id.Token != "Bot "+Token {
 				c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4004, "Authentication failed."), time.Now().Add(time.Second))
+				c.Close()
+				return
+			}
+			f.mu.Lock()
+			noContent := f.noContent
+			f.mu.Unlock()
+			if noContent && id.Intents&intentMessageContent != 0 {
+				// What Discord does when the application has not enabled a
+				// privileged intent that the bot asks for.
+				c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4014, "Disallowed intent(s)."), time.Now().Add(time.Second))
 				c.Close()
 				return
 			}
@@ -333,6 +344,18 @@ func (f *Server) write(c *websocket.Conn, b []byte) error {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	return c.WriteMessage(websocket.TextMessage, b)
+}
+
+// intentMessageContent is the privileged Message Content intent's bit.
+const intentMessageContent = 1 << 15
+
+// DisallowMessageContent makes the gateway act as for an application whose
+// Message Content intent is off in the developer portal: an IDENTIFY asking
+// for it is closed with 4014 "Disallowed intent(s).".
+func (f *Server) DisallowMessageContent() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noContent = true
 }
 
 // RefuseConnections makes the gateway refuse new websocket connections

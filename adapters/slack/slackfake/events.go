@@ -246,7 +246,8 @@ type Post struct {
 	Channel, User, Text, ThreadTS string
 	Mention                       bool // also send app_mention (the text should hold <@UBOT>)
 	File                          *File
-	Bot                           bool // posted by another bot (bot_id B2, subtype bot_message)
+	Files                         []File // more files, after File
+	Bot                           bool   // posted by another bot (bot_id B2, subtype bot_message)
 }
 
 // UserPost stores a user's message and emits its message event (and the
@@ -258,12 +259,14 @@ func (s *Server) UserPost(p Post) (string, error) {
 	if p.Bot {
 		m.User, m.BotID, m.Subtype = "", "B2", "bot_message"
 	}
+	files := p.Files
 	if p.File != nil {
-		id := fmt.Sprintf("F%d", len(s.files)+1)
-		f := *p.File
-		f.ID = id
-		s.files[id] = &f
-		m.Files = []File{f}
+		files = append([]File{*p.File}, files...)
+	}
+	for _, f := range files {
+		f.ID = fmt.Sprintf("F%d", len(s.files)+1)
+		s.files[f.ID] = &f
+		m.Files = append(m.Files, f)
 		m.Subtype = "file_share"
 	}
 	c.Messages = append(c.Messages, m)

@@ -45,11 +45,12 @@ type Server struct {
 	nextMsg                   int
 	files                     map[string][]byte // file_id -> content
 	calls                     []Call
-	rateLimit                 int  // the next write answers 429 with this retry_after
-	rejectFmt                 bool // the next formatted message is refused
-	drop                      bool // the next getUpdates fails
-	fail5xx                   int  // so many writes answer 502
-	webhook                   bool // a webhook is set
+	rateLimit                 int    // the next write answers 429 with this retry_after
+	rejectFmt                 bool   // the next formatted message is refused
+	drop                      bool   // the next getUpdates fails
+	rawNext                   string // the next getUpdates answers this body
+	fail5xx                   int    // so many writes answer 502
+	webhook                   bool   // a webhook is set
 	webhookURL, webhookSecret string
 }
 
@@ -287,6 +288,13 @@ func (f *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 			f.confirmed = offset
 			f.notify()
 		}
+		if raw := f.rawNext; raw != "" {
+			f.rawNext = ""
+			f.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, raw)
+			return
+		}
 		var out []map[string]any
 		for _, u := range f.updates {
 			if u["update_id"].(int64) >= offset {
@@ -501,6 +509,24 @@ func (f *Server) Confirmed() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.confirmed
+}
+
+// ReserveUpdateID returns a fresh update id that no queued update has, for
+// an update that only an AnswerNext body carries.
+func (f *Server) ReserveUpdateID() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextUpd++
+	return f.nextUpd
+}
+
+// AnswerNext makes the next getUpdates answer body verbatim (status 200),
+// whatever updates are queued: a malformed or hostile answer.
+func (f *Server) AnswerNext(body string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rawNext = body
+	f.notify()
 }
 
 // AddFile makes a file downloadable by its file id.
