@@ -81,10 +81,22 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m 
 		return fetched{err: fmt.Sprintf("%d bytes is over the %s", a.Size, mb)}
 	}
 	dir := "inbox/" + m.Time.UTC().Format("2006-01-02")
-	rel := dir + "/" + attachmentName(m.Seq, i, a.Name)
-	key := folder + "/" + rel
-	if g.downloads.same(root, key, rel) {
+	// The attachment's identity: its chat, message and place in the message
+	// (platform ids are unique per chat only: Telegram counts per chat).
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%d", folder, m.ChatJID, m.ID, i)
+	rel, same := g.downloads.same(root, key)
+	switch {
+	case same:
 		return fetched{path: rel} // fetched by an earlier attempt of this batch
+	case rel != "":
+		// Fetched before, and changed since: fetched again, at the same path.
+	default:
+		// The contract's name, <msg id>-<name>, while no other file holds
+		// it; else one unique per chat, message and attachment.
+		rel = dir + "/" + safeName(m.ID, "msg") + "-" + safeName(a.Name, "file")
+		if _, err := root.Lstat(rel); err == nil {
+			rel = dir + "/" + attachmentName(m, i, a.Name)
+		}
 	}
 	if err := root.MkdirAll(dir, 0o700); err != nil {
 		return fetched{err: "create " + dir + ": " + scrub(err)}
@@ -118,20 +130,21 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m 
 		_ = root.Remove(part)
 		return fetched{err: err.Error()}
 	}
-	g.downloads.record(key, download{size: n, sum: [sha256.Size]byte(sum.Sum(nil))})
+	g.downloads.record(key, download{path: rel, size: n, sum: [sha256.Size]byte(sum.Sum(nil))})
 	return fetched{path: rel}
 }
 
-// attachmentName is the file name of attachment i of the message with store
-// sequence number seq. The sequence number is unique per chat and message
-// (platform ids are not: Telegram counts per chat), and the index keeps
-// apart two attachments whose names sanitize alike ("a b.txt", "a_b.txt").
-func attachmentName(seq int64, i int, name string) string {
-	return fmt.Sprintf("%d-%d-%s", seq, i+1, safeName(name, "file"))
+// attachmentName is the file name of attachment i of m when the plain
+// <msg id>-<name> is taken: the message's store sequence number is unique
+// per chat and message (platform ids are not), and the index keeps apart
+// two attachments whose names sanitize alike ("a b.txt", "a_b.txt").
+func attachmentName(m store.Message, i int, name string) string {
+	return fmt.Sprintf("%s-%d-%d-%s", safeName(m.ID, "msg"), m.Seq, i+1, safeName(name, "file"))
 }
 
-// download is what a completed download wrote.
+// download is what a completed download wrote, and where.
 type download struct {
+	path string // relative to the group folder
 	size int64
 	sum  [sha256.Size]byte
 }
@@ -142,7 +155,7 @@ type download struct {
 // safe: the file is downloaded again.
 type downloadLog struct {
 	mu sync.Mutex
-	m  map[string]download // "<folder>/<path>"
+	m  map[string]download // by folder, chat, message id and index
 }
 
 // maxDownloadLog bounds the log; past it, an arbitrary entry is dropped.
@@ -163,28 +176,29 @@ func (l *downloadLog) record(key string, d download) {
 	l.m[key] = d
 }
 
-// same reports whether rel in root is a regular file with the size and
-// content that this process downloaded there.
-func (l *downloadLog) same(root *os.Root, key, rel string) bool {
+// same returns where this process downloaded the attachment key ("" if it
+// did not), and whether the file there is still a regular file with the
+// size and content it downloaded.
+func (l *downloadLog) same(root *os.Root, key string) (string, bool) {
 	l.mu.Lock()
 	d, ok := l.m[key]
 	l.mu.Unlock()
 	if !ok {
-		return false
+		return "", false
 	}
-	if fi, err := root.Lstat(rel); err != nil || !fi.Mode().IsRegular() || fi.Size() != d.size {
-		return false
+	if fi, err := root.Lstat(d.path); err != nil || !fi.Mode().IsRegular() || fi.Size() != d.size {
+		return d.path, false
 	}
-	f, err := root.Open(rel)
+	f, err := root.Open(d.path)
 	if err != nil {
-		return false
+		return d.path, false
 	}
 	defer f.Close()
 	sum := sha256.New()
 	if n, err := io.Copy(sum, io.LimitReader(f, d.size+1)); err != nil || n != d.size {
-		return false
+		return d.path, false
 	}
-	return [sha256.Size]byte(sum.Sum(nil)) == d.sum
+	return d.path, [sha256.Size]byte(sum.Sum(nil)) == d.sum
 }
 
 // safeName makes s usable as one path segment: letters (any script),

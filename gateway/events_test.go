@@ -289,17 +289,17 @@ func TestAttachmentsDownloadedBeforeTurn(t *testing.T) {
 	}})
 	h.waitSent(testChat, 1)
 	p := rec.prompts(t)[0]
-	if !strings.Contains(p, `<attachment path="inbox/2026-11-24/1-1-_cat.png" name="../cat.png" mime="image/png" size="7"/>`) {
+	if !strings.Contains(p, `<attachment path="inbox/2026-11-24/m_1-_cat.png" name="../cat.png" mime="image/png" size="7"/>`) {
 		t.Errorf("photo not listed by path:\n%s", p)
 	}
-	b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "1-1-_cat.png"))
+	b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "m_1-_cat.png"))
 	if err != nil || string(b) != "PNGDATA" {
 		t.Errorf("downloaded file: %q, %v", b, err)
 	}
 	if !strings.Contains(p, `name="big.bin" mime="" size="0" error="stopped at the 1000-byte cap`) {
 		t.Errorf("the oversized file is not reported:\n%s", p)
 	}
-	if _, err := os.Stat(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "1-2-big.bin")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "m_1-big.bin")); !os.IsNotExist(err) {
 		t.Errorf("the oversized file was kept: %v", err)
 	}
 	if !strings.Contains(p, `name="gone.txt"`) || strings.Contains(p, "SECRET") || strings.Contains(p, "files.example") {
