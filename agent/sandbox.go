@@ -111,14 +111,15 @@ for p; do test -e "$p" || { echo "$p: not found"; exit 1; }; done`
 
 // Probe checks once, through the same bubblewrap command line a turn in dir
 // uses, that spec.Command[0] is executable inside the sandbox and that
-// every absolute path among its arguments exists there. It returns nil
-// without a sandbox; its error says what was missing (or what bwrap said).
-func Probe(ctx context.Context, spec Spec, dir string) error {
+// every absolute path among its arguments and in also (a script's
+// interpreter, say) exists there. It returns nil without a sandbox; its
+// error says what was missing (or what bwrap said).
+func Probe(ctx context.Context, spec Spec, dir string, also ...string) error {
 	if spec.Sandbox == nil || len(spec.Command) == 0 {
 		return nil
 	}
 	argv := []string{"/bin/sh", "-c", probeScript, "sh", spec.Command[0]}
-	for _, a := range spec.Command[1:] {
+	for _, a := range append(spec.Command[1:len(spec.Command):len(spec.Command)], also...) {
 		if filepath.IsAbs(a) {
 			argv = append(argv, a)
 		}

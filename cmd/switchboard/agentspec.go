@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -38,7 +40,8 @@ func (a *app) agentSpec(ctx context.Context, exe string) (agent.Spec, error) {
 }
 
 // resolveCommand returns agent.command with argv[0] an absolute path on the
-// host, found in the gateway's PATH unless it names a path.
+// host, found in the gateway's PATH unless it names a path; a script whose
+// "#!/usr/bin/env" program is not in PATH is an error too.
 func resolveCommand(command []string, exe string) ([]string, error) {
 	argv := slices.Clone(command)
 	if argv[0] == "switchboard" {
@@ -63,6 +66,9 @@ func resolveCommand(command []string, exe string) ([]string, error) {
 	}
 	if argv[0], err = filepath.Abs(p); err != nil {
 		return nil, fmt.Errorf("agent.command[0]: %w", err)
+	}
+	if _, err := interpreter(argv[0]); err != nil {
+		return nil, fmt.Errorf("agent.command[0]: %s: %v; install it, or add its directory to the gateway's PATH", argv[0], err)
 	}
 	return argv, nil
 }
@@ -172,8 +178,9 @@ func withResolved(p string) []string {
 
 // bindCommand binds read-only every absolute path in argv that exists on
 // the host but that the sandbox would hide (a script in /tmp or in a home
-// directory), and what argv[0] links to. It returns argv, whose argv[0] is
-// the link's target when the link itself is hidden.
+// directory), what argv[0] links to, and the interpreter of a script
+// (node under ~/.nvm for npm's `#!/usr/bin/env node`). It returns argv,
+// whose argv[0] is the link's target when the link itself is hidden.
 func (a *app) bindCommand(sb *agent.Sandbox, argv []string) ([]string, error) {
 	argv = slices.Clone(argv)
 	for i, arg := range argv {
@@ -200,7 +207,48 @@ func (a *app) bindCommand(sb *agent.Sandbox, argv []string) ([]string, error) {
 			return nil, err
 		}
 	}
+	if interp, _ := interpreter(argv[0]); interp != "" { // resolveCommand reported its error
+		if err := a.autoBind(sb, "agent.command[0]", interp, argv[0]); err != nil {
+			return nil, err
+		}
+	}
 	return argv, nil
+}
+
+// interpreter is the program a script's "#!" line runs, when it exists on
+// the host: the path itself, or for "#!/usr/bin/env node" node found in the
+// gateway's PATH (which agents get too), as npm's scripts have it. It is ""
+// for a program that is not a script; an error when env's program is not
+// in PATH.
+func interpreter(program string) (string, error) {
+	f, err := os.Open(program)
+	if err != nil {
+		return "", nil
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 512)).ReadString('\n')
+	rest, ok := strings.CutPrefix(line, "#!")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) == 0 || !filepath.IsAbs(fields[0]) {
+		return "", nil
+	}
+	if filepath.Base(fields[0]) != "env" {
+		if _, err := os.Stat(fields[0]); err != nil {
+			return "", nil // the probe names it
+		}
+		return filepath.Clean(fields[0]), nil
+	}
+	for _, f := range fields[1:] {
+		if strings.HasPrefix(f, "-") || strings.Contains(f, "=") { // -S, VAR=value
+			continue
+		}
+		found, err := exec.LookPath(f)
+		if err != nil {
+			return "", fmt.Errorf("its #! line runs %q, which is not found in PATH=%s", f, os.Getenv("PATH"))
+		}
+		return filepath.Abs(found)
+	}
+	return "", nil
 }
 
 // bindTarget makes what the link argv[0] points to visible: the target, or
@@ -268,7 +316,8 @@ func (a *app) probeAgent(ctx context.Context, spec agent.Spec) error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := agent.Probe(ctx, spec, dir); err != nil {
+	interp, _ := interpreter(spec.Command[0])
+	if err := agent.Probe(ctx, spec, dir, interp); err != nil {
 		return fmt.Errorf("agent.command: the agent cannot be started in the sandbox: %v; bind the directory holding it with agent.binds (read-only), or install it under /usr or /opt", err)
 	}
 	return nil

@@ -15,21 +15,31 @@ import (
 	"switchboard/agent"
 )
 
-// An agent installed the npm way in a directory the sandbox hides:
-// agent.command[0] is a symlink into its package, which loads files beside
-// it. The package is bound whole, the program is run by its real path (the
-// link itself is hidden), the probe passes and a turn runs it.
-// Not parallel: the program is written and then executed, which can fail
-// with ETXTBSY while parallel tests fork.
+// An agent installed the npm way in a directory the sandbox hides (as
+// under ~/.nvm): agent.command[0] is a symlink into its package, which
+// loads files beside it, and the package's script starts with
+// "#!/usr/bin/env node", node being in the gateway's PATH but hidden too.
+// The package and the interpreter are bound, the program is run by its
+// real path (the link itself is hidden), the probe passes and a turn runs.
+// Not parallel: it sets PATH, and its programs are written and then
+// executed, which can fail with ETXTBSY while parallel tests fork.
 func TestBindCommandNpmLink(t *testing.T) {
 	requireBwrap(t)
 	root := t.TempDir() // under /tmp: the sandbox's own /tmp hides it
 	pkg := filepath.Join(root, "prefix", "lib", "node_modules", "@acme", "agent")
-	if err := os.MkdirAll(filepath.Join(pkg, "vendor"), 0o755); err != nil {
-		t.Fatal(err)
+	nodeBin := filepath.Join(root, "nvm", "bin")
+	for _, d := range []string{filepath.Join(pkg, "vendor"), nodeBin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cli := filepath.Join(pkg, "cli.js")
-	files := map[string]string{cli: "#!/bin/sh\ncat \"$(dirname \"$0\")/vendor/answer\"\n", filepath.Join(pkg, "vendor", "answer"): "from the package"}
+	t.Setenv("PATH", nodeBin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	cli, node := filepath.Join(pkg, "cli.js"), filepath.Join(nodeBin, "fakenode")
+	files := map[string]string{
+		cli:                                    "#!/usr/bin/env fakenode\ncat \"$(dirname \"$0\")/vendor/answer\"\n",
+		filepath.Join(pkg, "vendor", "answer"): "from the package",
+		node:                                   "#!/bin/sh\nexec /bin/sh \"$@\"\n", // runs the "JavaScript" as shell
+	}
 	for name, body := range files {
 		if err := os.WriteFile(name, []byte(body), 0o755); err != nil {
 			t.Fatal(err)
@@ -55,8 +65,8 @@ func TestBindCommandNpmLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []agent.Bind{{Path: pkg}}; !slices.Equal(sb.Binds, want) {
-		t.Errorf("binds %+v; want the package %+v", sb.Binds, want)
+	if want := []agent.Bind{{Path: pkg}, {Path: node}}; !slices.Equal(sb.Binds, want) {
+		t.Errorf("binds %+v; want the package and the interpreter %+v", sb.Binds, want)
 	}
 	if want := []string{cli, "-p"}; !slices.Equal(argv, want) {
 		t.Errorf("argv %q; want %q (the link is hidden: its target runs)", argv, want)
@@ -67,7 +77,7 @@ func TestBindCommandNpmLink(t *testing.T) {
 	}
 	spec := agent.Spec{Command: argv, Sandbox: sb, Timeout: 10 * time.Second}
 	ctx := context.Background()
-	if err := agent.Probe(ctx, spec, folder); err != nil {
+	if err := agent.Probe(ctx, spec, folder, node); err != nil {
 		t.Fatalf("probe: %v", err)
 	}
 	res, err := agent.Run(ctx, spec, agent.Input{Dir: folder})
@@ -120,5 +130,20 @@ func TestStateReason(t *testing.T) {
 		if got := stateReason(data, p); !strings.HasPrefix(got, want) || (want == "") != (got == "") {
 			t.Errorf("stateReason(%s) = %q; want %q…", p, got, want)
 		}
+	}
+}
+
+// A script whose "#!/usr/bin/env" program is not in PATH cannot start:
+// a start-up error naming agent.command[0], the program and PATH.
+func TestResolveCommandInterpreterMissing(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "cli.js")
+	if err := os.WriteFile(script, []byte("#!/usr/bin/env -S switchboard-no-such-node --flag\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := resolveCommand([]string{script, "-p"}, "/usr/local/bin/switchboard")
+	want := "agent.command[0]: " + script + `: its #! line runs "switchboard-no-such-node", which is not found in PATH=` + os.Getenv("PATH")
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v; want %q…", err, want)
 	}
 }
