@@ -317,8 +317,10 @@ func (a *app) probeAgent(ctx context.Context, spec agent.Spec) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	interp, _ := interpreter(spec.Command[0])
+	started := time.Now()
 	if err := agent.Probe(ctx, spec, dir, interp); err != nil {
 		return fmt.Errorf("agent.command: the agent cannot be started in the sandbox: %v; bind the directory holding it with agent.binds (read-only), or install it under /usr or /opt", err)
 	}
+	a.log.Debug("agent found in the sandbox", "program", spec.Command[0], "ms", time.Since(started).Milliseconds())
 	return nil
 }
