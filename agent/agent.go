@@ -487,25 +487,25 @@ func lastLine(b []byte) string {
 	return clip(strings.TrimSpace(s))
 }
 
-// tailText is the end of b (at most detailMax bytes), its non-blank lines
-// joined by ⏎ on one line.
+// tailText is the end of b on one line: its non-blank lines joined by ⏎,
+// the last detailMax bytes of that, from a line's start where one fits.
 func tailText(b []byte) string {
-	s := strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD"))
-	cut := len(s) > detailMax
-	if cut {
-		s = strings.ToValidUTF8(s[len(s)-detailMax:], "")
-	}
 	var lines []string
-	for _, l := range strings.Split(s, "\n") {
+	for _, l := range strings.Split(strings.ToValidUTF8(string(b), "\uFFFD"), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
 			lines = append(lines, l)
 		}
 	}
-	s = strings.Join(lines, " ⏎ ")
-	if cut {
-		s = "…" + s
+	const sep = " ⏎ "
+	s := strings.Join(lines, sep)
+	if len(s) <= detailMax {
+		return s
 	}
-	return s
+	s = strings.ToValidUTF8(s[len(s)-detailMax:], "")
+	if i := strings.Index(s, sep); i >= 0 {
+		s = s[i+len(sep):]
+	}
+	return "…" + s
 }
 
 // clip keeps error messages readable when an agent prints a lot.

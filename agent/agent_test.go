@@ -729,3 +729,18 @@ func TestParseOutput(t *testing.T) {
 		}
 	}
 }
+
+// A long stdout is quoted by its end, where a CLI prints its error.
+func TestRunStdoutTailInError(t *testing.T) {
+	t.Parallel()
+	body := `i=0; while [ $i -lt 100 ]; do echo "progress line $i"; i=$((i+1)); done; echo 'Error: quota exceeded'; exit 4`
+	_, err := runAgent(t, Spec{Command: testagent.Script(t, body)}, Input{})
+	msg := errString(err)
+	prefix := "agent exited with status 4: (nothing on stderr); stdout ends: …"
+	if !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, "progress line 99 ⏎ Error: quota exceeded") {
+		t.Fatalf("err = %q; want %q… ending with the last lines", msg, prefix)
+	}
+	if strings.Contains(msg, "progress line 1 ") || len(msg) > len(prefix)+detailMax || strings.HasPrefix(msg, prefix+"ogress") {
+		t.Errorf("err quotes %d bytes (want ≤ %d, from the start of a line): %q", len(msg)-len(prefix), detailMax, msg)
+	}
+}
