@@ -77,7 +77,7 @@ func TestFailedTurnRetriedTwiceThenGivenUp(t *testing.T) {
 		timeout            time.Duration
 	}{
 		{"timeout", "exec sleep 30", "the agent timed out", 300 * time.Millisecond},
-		{"crash", "echo boom >&2; exit 3", "the agent failed (exit 3)", 10 * time.Second},
+		{"crash", "echo boom >&2; exit 3", "the agent failed with exit status 3", 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -722,7 +722,7 @@ func TestFailedTaskTurnNotifiesChat(t *testing.T) {
 	}
 	h.g.workers.kick("main")
 	sent := h.waitSent(testChat, 2)
-	if !strings.Contains(sent[0].Text, "the agent failed (exit 3)") || !strings.Contains(sent[1].Text, "after 3 attempts") {
+	if !strings.Contains(sent[0].Text, "the agent failed with exit status 3") || !strings.Contains(sent[1].Text, "after 3 attempts") {
 		t.Errorf("notices %q, %q; want a retry notice and a final one", sent[0].Text, sent[1].Text)
 	}
 }

@@ -183,7 +183,7 @@ func shortReason(res agent.Result, err error) string {
 	case res.NotStarted:
 		return "the agent could not start"
 	case res.ExitCode > 0:
-		return fmt.Sprintf("the agent failed (exit %d)", res.ExitCode)
+		return fmt.Sprintf("the agent failed with exit status %d", res.ExitCode)
 	case res.ExitCode < 0 && errors.Is(err, agent.ErrFailed):
 		return "the agent was stopped by a signal"
 	case errors.Is(err, agent.ErrFailed):
