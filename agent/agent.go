@@ -92,9 +92,13 @@ type Result struct {
 	SessionID string        // claude-json: "session_id" when present; otherwise the input SessionID
 	Duration  time.Duration // from start to the end of output
 	ExitCode  int           // the agent's exit status; -1 if it did not start or died of a signal
-	TimedOut  bool          // killed because spec.Timeout elapsed
-	Truncated bool          // stdout exceeded MaxOutput
-	Stderr    string        // last ≤ 4 KiB of stderr, for the failure record
+	// NotStarted: the agent's program never ran: the turn's checks failed,
+	// it could not be executed (missing, not executable), or the sandbox
+	// could not be set up or exec it (bwrap's own error, exit status 1).
+	NotStarted bool
+	TimedOut   bool   // killed because spec.Timeout elapsed
+	Truncated  bool   // stdout exceeded MaxOutput
+	Stderr     string // last ≤ 4 KiB of stderr, for the failure record
 	// Escaped counts the processes of an unsandboxed turn that had left
 	// its process group (setsid, double fork) and were killed when it
 	// ended; EscapedErr is why one of them could not be.
@@ -119,6 +123,7 @@ func Run(ctx context.Context, spec Spec, in Input) (Result, error) {
 		return res, fmt.Errorf("agent turn cancelled: %w", err)
 	}
 	if err := check(spec, in); err != nil {
+		res.NotStarted = true
 		return res, err
 	}
 	turnCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -138,6 +143,7 @@ func Run(ctx context.Context, spec Spec, in Input) (Result, error) {
 			res.TimedOut = true
 			return res, timeoutError(spec.Timeout)
 		}
+		res.NotStarted = true
 		return res, err
 	}
 	waitErr := p.wait()
@@ -333,7 +339,8 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 		return res, timeoutError(spec.Timeout)
 	}
 	if waitErr != nil {
-		return res, p.exitError(spec, waitErr)
+		res.NotStarted = spec.Sandbox != nil && res.ExitCode == 1 && bwrapError(p.stderr.buf)
+		return res, p.exitError(spec, waitErr, res.NotStarted)
 	}
 	switch spec.Output {
 	case OutputNone:
@@ -353,13 +360,18 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 }
 
 // exitError describes an agent that exited non-zero or died of a signal, with the
-// last line it wrote to stderr (or, for claude-json, the error it reported).
-func (p *proc) exitError(spec Spec, waitErr error) error {
+// last line it wrote to stderr (or, for claude-json, the error it reported,
+// or else the end of its stdout: many CLIs print their errors there).
+// notStarted: bwrap itself failed, before the agent ran.
+func (p *proc) exitError(spec Spec, waitErr error, notStarted bool) error {
 	var ee *exec.ExitError
 	if !errors.As(waitErr, &ee) {
 		return failed(waitErr, "wait for agent: %v", waitErr)
 	}
 	detail := lastLine(p.stderr.buf)
+	if notStarted {
+		return failed(ee, "agent could not start in the sandbox: %s; check agent.command and agent.binds", detail)
+	}
 	if detail == "" && spec.Output == OutputClaudeJSON {
 		if cr, _ := parseClaudeJSON(p.stdout.buf, false); cr.IsError || cr.Result != nil {
 			detail = clip(claudeErrorText(cr))
@@ -367,11 +379,21 @@ func (p *proc) exitError(spec Spec, waitErr error) error {
 	}
 	if detail == "" {
 		detail = "(nothing on stderr)"
+		if tail := tailText(p.stdout.buf); tail != "" {
+			detail = "(nothing on stderr); stdout ends: " + tail
+		}
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return failed(ee, "agent killed by signal %d (%s): %s", int(ws.Signal()), ws.Signal(), detail)
 	}
 	return failed(ee, "agent exited with status %d: %s", ee.ExitCode(), detail)
+}
+
+// bwrapError reports whether stderr ends with bubblewrap's own error
+// ("bwrap: execvp claude: No such file or directory", "bwrap: Can't find
+// source path ..."): bwrap writes only before it executes the agent.
+func bwrapError(stderr []byte) bool {
+	return strings.HasPrefix(lastLine(stderr), "bwrap: ")
 }
 
 func timeoutError(limit time.Duration) error {
@@ -463,6 +485,27 @@ func lastLine(b []byte) string {
 		s = s[i+1:]
 	}
 	return clip(strings.TrimSpace(s))
+}
+
+// tailText is the end of b on one line: its non-blank lines joined by ⏎,
+// the last detailMax bytes of that, from a line's start where one fits.
+func tailText(b []byte) string {
+	var lines []string
+	for _, l := range strings.Split(strings.ToValidUTF8(string(b), "\uFFFD"), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	const sep = " ⏎ "
+	s := strings.Join(lines, sep)
+	if len(s) <= detailMax {
+		return s
+	}
+	s = strings.ToValidUTF8(s[len(s)-detailMax:], "")
+	if i := strings.Index(s, sep); i >= 0 {
+		s = s[i+len(sep):]
+	}
+	return "…" + s
 }
 
 // clip keeps error messages readable when an agent prints a lot.

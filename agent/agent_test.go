@@ -297,6 +297,19 @@ func TestRunExitStatus(t *testing.T) {
 			wantErr:  "agent exited with status 1: (nothing on stderr)",
 		},
 		{
+			name:     "non-zero exit with the error on stdout",
+			body:     "echo 'Invalid API key · Please run /login'; exit 1",
+			wantCode: 1,
+			wantErr:  "agent exited with status 1: (nothing on stderr); stdout ends: Invalid API key · Please run /login",
+		},
+		{
+			name:     "claude-json mode, stdout not JSON",
+			body:     "echo 'starting'; echo; echo 'Error: no login'; exit 2",
+			output:   OutputClaudeJSON,
+			wantCode: 2,
+			wantErr:  "agent exited with status 2: (nothing on stderr); stdout ends: starting ⏎ Error: no login",
+		},
+		{
 			name:     "claude-json error on stdout when stderr is empty",
 			body:     `echo '{"type":"result","is_error":true,"result":"Invalid API key"}'; exit 1`,
 			output:   OutputClaudeJSON,
@@ -321,8 +334,8 @@ func TestRunExitStatus(t *testing.T) {
 			if !errors.As(err, &ee) {
 				t.Errorf("err does not unwrap to *exec.ExitError")
 			}
-			if res.ExitCode != tt.wantCode || res.Reply != "" || res.TimedOut {
-				t.Errorf("result = %+v, want exit code %d, no reply, not timed out", res, tt.wantCode)
+			if res.ExitCode != tt.wantCode || res.Reply != "" || res.TimedOut || res.NotStarted {
+				t.Errorf("result = %+v, want exit code %d, no reply, not timed out, started", res, tt.wantCode)
 			}
 		})
 	}
@@ -390,8 +403,8 @@ func TestRunStartErrors(t *testing.T) {
 			if !errors.Is(err, ErrFailed) || err.Error() != tt.wantErr {
 				t.Fatalf("err = %v\nwant ErrFailed %q", err, tt.wantErr)
 			}
-			if res.ExitCode != -1 {
-				t.Errorf("ExitCode = %d, want -1 for an agent that never ran", res.ExitCode)
+			if res.ExitCode != -1 || !res.NotStarted {
+				t.Errorf("ExitCode = %d, NotStarted = %v; want -1 and true for an agent that never ran", res.ExitCode, res.NotStarted)
 			}
 		})
 	}
@@ -714,5 +727,20 @@ func TestParseOutput(t *testing.T) {
 		if _, err := ParseOutput(s); !errors.Is(err, ErrUnknownOutput) {
 			t.Errorf("ParseOutput(%q): err = %v, want ErrUnknownOutput", s, err)
 		}
+	}
+}
+
+// A long stdout is quoted by its end, where a CLI prints its error.
+func TestRunStdoutTailInError(t *testing.T) {
+	t.Parallel()
+	body := `i=0; while [ $i -lt 100 ]; do echo "progress line $i"; i=$((i+1)); done; echo 'Error: quota exceeded'; exit 4`
+	_, err := runAgent(t, Spec{Command: testagent.Script(t, body)}, Input{})
+	msg := errString(err)
+	prefix := "agent exited with status 4: (nothing on stderr); stdout ends: …"
+	if !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, "progress line 99 ⏎ Error: quota exceeded") {
+		t.Fatalf("err = %q; want %q… ending with the last lines", msg, prefix)
+	}
+	if strings.Contains(msg, "progress line 1 ") || len(msg) > len(prefix)+detailMax || strings.HasPrefix(msg, prefix+"ogress") {
+		t.Errorf("err quotes %d bytes (want ≤ %d, from the start of a line): %q", len(msg)-len(prefix), detailMax, msg)
 	}
 }

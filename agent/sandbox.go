@@ -1,8 +1,12 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -10,8 +14,8 @@ import (
 // group folder read-write at its own path, its own MCP socket directory,
 // this binary read-only, the operator's binds, a private /tmp, /proc and
 // /dev, its own PID namespace dying with the gateway, and optionally no
-// network. Nothing else of the data directory exists for it: not the
-// database, not other groups' folders or sockets.
+// network. Nothing else of the data directory exists for it (not the
+// database, not other groups' folders or sockets) but the binds inside it.
 type Sandbox struct {
 	Bwrap   string // path of the bwrap binary
 	Exe     string // this binary (mcp-bridge), bound read-only
@@ -66,19 +70,16 @@ func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
 		args = append(args, "--ro-bind-try", d, d)
 	}
 	args = append(args, "--dev", "/dev", "--tmpfs", "/tmp")
-	for _, b := range s.Binds {
-		flag := "--ro-bind-try"
-		if b.RW {
-			flag = "--bind-try"
-		}
-		args = append(args, flag, b.Path, b.Path)
-	}
-	// Whatever the binds above contain of the data directory (the system
-	// dirs, or a bind of a parent such as the home directory) is covered
-	// by an empty tmpfs; then only the group's own pieces are put back.
+	// A bind that contains the data directory (the home directory, say)
+	// goes before the empty tmpfs that covers it, so the data directory
+	// stays hidden; a bind inside it (a home directory within it holding
+	// ~/.claude) goes after, or the cover would hide it.
+	outer, inner := s.splitBinds()
+	args = appendBinds(args, outer)
 	if s.DataDir != "" {
 		args = append(args, "--tmpfs", s.DataDir)
 	}
+	args = appendBinds(args, inner)
 	if s.Exe != "" {
 		args = append(args, "--ro-bind", s.Exe, s.Exe)
 	}
@@ -86,15 +87,56 @@ func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
 	if socketDir != "" {
 		args = append(args, "--bind", socketDir, socketDir)
 	}
-	if s.DataDir != "" && strings.HasPrefix(dir, s.DataDir+string(filepath.Separator)) {
-		// The tmpfs is read-only once the mount points in it exist: a
-		// write beside the folder fails instead of vanishing after the
-		// turn. (Only while the folder lies inside it, or the folder's
-		// bind hides it.)
+	if s.DataDir != "" && !within(s.DataDir, dir) {
+		// The tmpfs is read-only once the mount points in it exist (bwrap
+		// made them above): a write beside the folder fails instead of
+		// vanishing after the turn. The binds mounted on it keep their own
+		// access. (Not when the folder contains the data directory: its
+		// bind is on top of the tmpfs then.)
 		args = append(args, "--remount-ro", s.DataDir)
 	}
 	args = append(args, "--chdir", dir, "--")
 	return append(args, argv...)
+}
+
+// probeScript checks, inside the sandbox, that $1 (the agent's program) can
+// be run and that every further argument (the absolute paths its command
+// names) exists, and says which one is missing.
+const probeScript = `case "$1" in
+/*) test -x "$1" ;;
+*) command -v "$1" >/dev/null ;;
+esac || { echo "$1: not found or not executable"; exit 1; }
+shift
+for p; do test -e "$p" || { echo "$p: not found"; exit 1; }; done`
+
+// Probe checks once, through the same bubblewrap command line a turn in dir
+// uses, that spec.Command[0] is executable inside the sandbox and that
+// every absolute path among its arguments and in also (a script's
+// interpreter, say) exists there. It returns nil without a sandbox; its
+// error says what was missing (or what bwrap said).
+func Probe(ctx context.Context, spec Spec, dir string, also ...string) error {
+	if spec.Sandbox == nil || len(spec.Command) == 0 {
+		return nil
+	}
+	argv := []string{"/bin/sh", "-c", probeScript, "sh", spec.Command[0]}
+	for _, a := range append(spec.Command[1:len(spec.Command):len(spec.Command)], also...) {
+		if filepath.IsAbs(a) {
+			argv = append(argv, a)
+		}
+	}
+	args := spec.Sandbox.wrap(argv, dir, "")
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Env = environ(spec.Env, nil)
+	cmd.SysProcAttr = sysProcAttr()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if line := lastLine(out); line != "" {
+			return errors.New(line)
+		}
+		return err
+	}
+	return nil
 }
 
 // baseEnv names the gateway's environment variables every agent gets; any
@@ -119,6 +161,67 @@ func environ(allow []string, turn []string) []string {
 		}
 	}
 	return append(env, turn...)
+}
+
+// splitBinds returns the binds mounted before the data directory's cover
+// (those outside it or containing it) and those mounted after it (strictly
+// inside it), the latter parents first so that a parent cannot hide a child.
+func (s *Sandbox) splitBinds() (outer, inner []Bind) {
+	for _, b := range s.Binds {
+		if s.DataDir != "" && b.Path != s.DataDir && within(b.Path, s.DataDir) {
+			inner = append(inner, b)
+		} else {
+			outer = append(outer, b)
+		}
+	}
+	sort.SliceStable(inner, func(i, j int) bool { return len(inner[i].Path) < len(inner[j].Path) })
+	return outer, inner
+}
+
+func appendBinds(args []string, binds []Bind) []string {
+	for _, b := range binds {
+		flag := "--ro-bind-try"
+		if b.RW {
+			flag = "--bind-try"
+		}
+		args = append(args, flag, b.Path, b.Path)
+	}
+	return args
+}
+
+// Visible reports whether path (absolute) is seen inside every turn's
+// sandbox as on the host: this binary, anything under a system directory
+// or a bind, and the sandbox's own /, /proc and /dev. Under /tmp (private
+// to the sandbox) or the data directory (covered) only a bind makes a path
+// visible, and in the data directory only a bind inside it. A group's own
+// folder and socket, visible to its turns alone, do not count.
+func (s *Sandbox) Visible(path string) bool {
+	p := filepath.Clean(path)
+	if p == "/" || within(p, "/proc") || within(p, "/dev") || (s.Exe != "" && p == s.Exe) {
+		return true
+	}
+	inData := s.DataDir != "" && within(p, s.DataDir)
+	for _, b := range s.Binds {
+		bp := filepath.Clean(b.Path)
+		if within(p, bp) && (!inData || (bp != s.DataDir && within(bp, s.DataDir))) {
+			return true
+		}
+	}
+	if inData || within(p, "/tmp") {
+		return false
+	}
+	for _, d := range systemDirs {
+		if within(p, d) {
+			_, err := os.Lstat(d)
+			return err == nil
+		}
+	}
+	return false
+}
+
+// within reports whether p is root or lies under it (both clean, absolute).
+func within(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
 // socketDirOf is the directory of a group's MCP socket.

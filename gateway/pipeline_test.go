@@ -77,7 +77,7 @@ func TestFailedTurnRetriedTwiceThenGivenUp(t *testing.T) {
 		timeout            time.Duration
 	}{
 		{"timeout", "exec sleep 30", "the agent timed out", 300 * time.Millisecond},
-		{"crash", "echo boom >&2; exit 3", "the agent crashed", 10 * time.Second},
+		{"crash", "echo boom >&2; exit 3", "the agent failed with exit status 3", 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -722,7 +722,32 @@ func TestFailedTaskTurnNotifiesChat(t *testing.T) {
 	}
 	h.g.workers.kick("main")
 	sent := h.waitSent(testChat, 2)
-	if !strings.Contains(sent[0].Text, "the agent crashed") || !strings.Contains(sent[1].Text, "after 3 attempts") {
+	if !strings.Contains(sent[0].Text, "the agent failed with exit status 3") || !strings.Contains(sent[1].Text, "after 3 attempts") {
 		t.Errorf("notices %q, %q; want a retry notice and a final one", sent[0].Text, sent[1].Text)
+	}
+}
+
+// An agent program that is gone when the turn runs (uninstalled after
+// start-up): the chat hears that the agent could not start, never that it
+// crashed; the turn's recorded error keeps the detail.
+func TestAgentProgramGone(t *testing.T) {
+	t.Parallel()
+	program := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(program, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessConfig{agent: []string{program}, noStart: true})
+	if err := os.Remove(program); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.post(testChat, "m1", "hello")
+	sent := h.waitSent(testChat, 1)
+	if want := "Sorry, something went wrong (the agent could not start). Retrying."; sent[0].Text != want {
+		t.Errorf("notice %q; want %q", sent[0].Text, want)
+	}
+	testwait.For(t, 10*time.Second, "the failed turn recorded", func() bool { return len(h.turns("main")) >= 1 })
+	if tr := h.turns("main")[0]; !strings.Contains(tr.Error, "no such file or directory") || !strings.Contains(tr.Error, program) {
+		t.Errorf("recorded error %q; want the detail (the program and why it did not start)", tr.Error)
 	}
 }

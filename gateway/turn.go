@@ -136,7 +136,7 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	switch {
 	case res.TimedOut:
 		outcome, reason = "timeout", "timeout"
-	case res.ExitCode < 0:
+	case res.NotStarted:
 		reason = "start"
 	}
 	g.metrics.turns.WithLabelValues(string(turn.Trigger), outcome).Inc()
@@ -177,12 +177,18 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	return 0
 }
 
+// shortReason is what the chat is told about a failed turn, in a user's
+// words; the log and the turn's recorded error keep the detail.
 func shortReason(res agent.Result, err error) string {
 	switch {
 	case res.TimedOut:
 		return "the agent timed out"
+	case res.NotStarted:
+		return "the agent could not start"
 	case res.ExitCode > 0:
-		return "the agent crashed"
+		return fmt.Sprintf("the agent failed with exit status %d", res.ExitCode)
+	case res.ExitCode < 0 && errors.Is(err, agent.ErrFailed):
+		return "the agent was stopped by a signal"
 	case errors.Is(err, agent.ErrFailed):
 		return "the agent failed"
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -21,7 +20,6 @@ import (
 	"switchboard/adapters/slack"
 	"switchboard/adapters/telegram"
 	"switchboard/adapters/web"
-	"switchboard/agent"
 	"switchboard/gateway"
 	"switchboard/routing"
 	"switchboard/store"
@@ -72,8 +70,8 @@ func (a *app) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spec := a.agentSpec(exe)
-	if spec.Sandbox, err = a.sandbox(exe); err != nil {
+	spec, err := a.agentSpec(ctx, exe)
+	if err != nil {
 		return err
 	}
 	g, err := gateway.New(gateway.Options{
@@ -113,69 +111,6 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-// agentSpec builds the runner spec; argv[0] "switchboard" is this binary.
-func (a *app) agentSpec(exe string) agent.Spec {
-	argv := append([]string(nil), a.cfg.Agent.Command...)
-	if argv[0] == "switchboard" {
-		argv[0] = exe
-	}
-	return agent.Spec{Command: argv, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
-		Timeout: time.Duration(a.cfg.Agent.Timeout), Env: a.cfg.Agent.Env}
-}
-
-// unconfinedWarning is logged (and shown by status) when agents run
-// without a sandbox.
-const unconfinedWarning = "AGENTS ARE NOT SANDBOXED: any agent with a shell can read the database and other groups' folders and act as any group (switchboard mcp-bridge --folder root); tiers and grants are advice"
-
-// sandboxWarning is what status shows about the sandbox.
-func sandboxWarning(sb *agent.Sandbox) string {
-	if sb != nil {
-		return ""
-	}
-	return unconfinedWarning
-}
-
-// sandbox resolves agent.sandbox: bwrap when installed and working (auto),
-// required (bwrap), or off (none).
-func (a *app) sandbox(exe string) (*agent.Sandbox, error) {
-	mode := a.cfg.Agent.Sandbox
-	if mode == "none" {
-		a.log.Warn(unconfinedWarning, "agent.sandbox", "none")
-		return nil, nil
-	}
-	path, err := exec.LookPath("bwrap")
-	if err == nil {
-		// User namespaces may be off (some containers): try it once.
-		out, rerr := exec.Command(path, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL", "true").CombinedOutput()
-		if rerr != nil {
-			err = fmt.Errorf("bwrap does not work here: %v: %s", rerr, strings.TrimSpace(string(out)))
-		}
-	} else {
-		err = errors.New("bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
-	}
-	if err != nil {
-		if mode == "bwrap" {
-			return nil, fmt.Errorf("agent.sandbox: bwrap: %v; or set agent.sandbox: auto to run without it", err)
-		}
-		a.log.Warn(unconfinedWarning, "agent.sandbox", "auto", "reason", err.Error())
-		return nil, nil
-	}
-	data, err := filepath.Abs(a.cfg.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("data_dir: %w", err)
-	}
-	sb := &agent.Sandbox{Bwrap: path, Exe: exe, DataDir: data, Network: a.cfg.Agent.Network}
-	for _, b := range a.cfg.Agent.Binds {
-		p := expandHome(b.Path)
-		if _, err := os.Stat(p); err != nil {
-			a.log.Warn("agent.binds: path not found; agents will not see it", "path", p)
-		}
-		sb.Binds = append(sb.Binds, agent.Bind{Path: p, RW: b.RW})
-	}
-	a.log.Info("agents run sandboxed with bubblewrap", "bwrap", path, "network", sb.Network, "binds", len(sb.Binds))
-	return sb, nil
 }
 
 // seed creates the config's groups when missing and its routes once, at the

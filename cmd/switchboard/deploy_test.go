@@ -36,8 +36,19 @@ func TestSystemdUnit(t *testing.T) {
 			t.Errorf("%s=%s would break the agent sandbox (bubblewrap)", k, v)
 		}
 	}
-	if !strings.Contains(set["ExecStart"], " run") || !strings.Contains(set["ExecStart"], "--data-dir /var/lib/switchboard") {
-		t.Errorf("ExecStart=%s", set["ExecStart"])
+	// The data directory lies inside the writable state directory but is
+	// not the service user's home (docs/deploy.md: useradd --home-dir
+	// /var/lib/switchboard), where the agent CLI keeps its login.
+	if !strings.Contains(set["ExecStart"], " run") || !strings.Contains(set["ExecStart"], "--data-dir /var/lib/switchboard/data ") {
+		t.Errorf("ExecStart=%s; want --data-dir /var/lib/switchboard/data ... run", set["ExecStart"])
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "useradd --system --home-dir /var/lib/switchboard ") ||
+		!strings.Contains(string(doc), "--data-dir /var/lib/switchboard/data ") {
+		t.Error("docs/deploy.md: want the service user's home /var/lib/switchboard and the CLI on --data-dir /var/lib/switchboard/data")
 	}
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {

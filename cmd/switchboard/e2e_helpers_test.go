@@ -85,6 +85,7 @@ type e2eConfig struct {
 	adapters      string   // more YAML lines under adapters:, indented two spaces
 	sandbox       string   // agent.sandbox; default auto (bubblewrap, which make test installs)
 	binds         []string // agent.binds paths (read-only), before the test's own; "{dir}" is the test's directory
+	command       string   // agent.command as a YAML flow list; default ["/bin/sh", {agent}] ({agent}: the script, quoted)
 }
 
 // agentPrologue records every turn of a folder in $E2E_OUT/<folder>/: the
@@ -144,9 +145,13 @@ func newE2E(t testing.TB, c e2eConfig) string {
 	if err := os.WriteFile(agent, []byte(agentPrologue+c.agent+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The agents record into out/, which a sandboxed agent sees through a bind.
+	// The agents record into out/, which a sandboxed agent sees through a
+	// bind. (The script is bound because agent.command names it.)
 	if err := os.Mkdir(filepath.Join(dir, "out"), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if c.command == "" {
+		c.command = `["/bin/sh", {agent}]`
 	}
 	resume, _ := json.Marshal(c.resumeArgs)
 	if c.resumeArgs == nil {
@@ -160,21 +165,22 @@ func newE2E(t testing.TB, c e2eConfig) string {
 operator_folder: root
 log: {level: debug, format: json}
 agent:
-  command: ["/bin/sh", %q]
+  command: %s
   resume_args: %s
   output: %s
   timeout: %s
   max_concurrent: %d
   sandbox: %s
   env: [E2E_OUT]
-  binds: [%s{path: %q}, {path: %q, rw: true}]
+  binds: [%s{path: %q, rw: true}]
 engage_ttl: %s
 adapters:
   web: {enabled: true, listen: "127.0.0.1:0"}
 %sadmin: {listen: "127.0.0.1:0"}
 groups:
 %sroutes:
-%s`, agent, resume, c.output, c.timeout, c.maxConcurrent, c.sandbox, extraBinds(c.binds, dir), agent, filepath.Join(dir, "out"), c.engageTTL, c.adapters, groups.String(), c.routes)
+%s`, strings.ReplaceAll(c.command, "{agent}", strconv.Quote(agent)), resume, c.output, c.timeout, c.maxConcurrent, c.sandbox,
+		extraBinds(c.binds, dir), filepath.Join(dir, "out"), c.engageTTL, c.adapters, groups.String(), c.routes)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

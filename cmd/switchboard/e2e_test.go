@@ -381,7 +381,7 @@ echo fine`})
 	g.mustPost("slow", "ann", "take your time")
 	g.mustPost("crash", "bob", "boom")
 	g.mustPost("lobby", "eve", "hello")
-	for room, want := range map[string]string{"slow": "the agent timed out", "crash": "the agent crashed", "lobby": "fine"} {
+	for room, want := range map[string]string{"slow": "the agent timed out", "crash": "the agent failed with exit status 3", "lobby": "fine"} {
 		if got := g.waitBot(room, 1)[0].Text; !strings.Contains(got, want) {
 			t.Errorf("%s: bot said %q; want %q", room, got, want)
 		}
