@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +28,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"switchboard/internal/testwait"
 )
@@ -65,18 +68,10 @@ func TestCodexRealCLI(t *testing.T) {
 	}
 	codexWriteConfig(t, filepath.Join(home, ".codex"), api.srv.URL+"/v1", bin)
 
-	cfg := fmt.Sprintf(`data_dir: ./data
+	cfg := `data_dir: ./data
 operator_folder: root
 log: {level: debug, format: json}
-agent:
-  command: ["codex", "exec", "--skip-git-repo-check", "-"]
-  resume_args: ["resume", "--last", "-"]
-  output: text
-  timeout: 120s
-  sandbox: bwrap
-  binds: [{path: ~/.codex, rw: true}, {path: %q}]
-  env: [OPENAI_API_KEY]
-adapters:
+` + codexAgentYAML(t, filepath.Join(codex, "node_modules")) + `adapters:
   web: {enabled: true, listen: "127.0.0.1:0"}
 admin: {listen: ""}
 groups:
@@ -86,10 +81,16 @@ groups:
   - folder: main/team/bot
 routes:
   - {match: {chat_jid: "web:lobby"}, target: main/team/bot}
-`, filepath.Join(codex, "node_modules"))
+`
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			toml, _ := os.ReadFile(filepath.Join(home, ".codex", "config.toml"))
+			t.Logf("switchboard.yaml:\n%s\n~/.codex/config.toml:\n%s", cfg, toml)
+		}
+	})
 	env := []string{
 		"HOME=" + home,
 		"PATH=" + filepath.Join(codex, "node_modules", ".bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
@@ -106,15 +107,24 @@ routes:
 		start := time.Now()
 		ids = append(ids, g.mustPost("lobby", "ann", text))
 		want := codexReplyText(ids[i])
-		testwait.For(t, codexTurnWithin, fmt.Sprintf("turn %d's reply %q in web:lobby", i+1, want), func() bool {
+		replied := func() bool {
 			return slices.ContainsFunc(g.botMessages("lobby"), func(m apiMsg) bool { return m.Text == want })
-		})
-		t.Logf("turn %d: message posted → Codex's reply in the room: %s", i+1, time.Since(start).Round(time.Millisecond))
+		}
 		// Codex makes its last model request after the reply: wait for
-		// the turn to end before the next message and the checks.
+		// the turn to end before the next message and the checks, noting
+		// when the reply showed.
+		var repliedAfter time.Duration
 		testwait.For(t, codexTurnWithin, fmt.Sprintf("turn %d to end", i+1), func() bool {
+			if repliedAfter == 0 && replied() {
+				repliedAfter = time.Since(start)
+			}
 			return len(codexLogs(g, "turn done")) == i+1
 		})
+		testwait.For(t, 10*time.Second, fmt.Sprintf("turn %d's reply %q in web:lobby", i+1, want), replied)
+		if repliedAfter == 0 {
+			repliedAfter = time.Since(start)
+		}
+		t.Logf("turn %d: message posted → Codex's reply in the room: %s", i+1, repliedAfter.Round(time.Millisecond))
 	}
 
 	// Exactly the two MCP replies, in order: the final text Codex printed
@@ -255,36 +265,98 @@ func codexLogs(g *gw, msg string) []map[string]any {
 	return out
 }
 
-// codexWriteConfig writes $CODEX_HOME/config.toml: the documented settings
-// (docs/operating.md) plus the fake model provider.
-//
-// The MCP entry passes the socket explicitly through sh until `switchboard
-// mcp-bridge` falls back to SWITCHBOARD_MCP_SOCKET by itself; then it
-// becomes exactly the documented `command = "<bin>"`, `args = ["mcp-bridge"]`.
-// Either way it needs env_vars: Codex starts MCP servers with a minimal
-// environment (HOME, PATH, LANG, ...) that lacks SWITCHBOARD_MCP_SOCKET.
-func codexWriteConfig(t *testing.T, codexHome, baseURL, bin string) {
+// codexDocBlock returns the fenced block of docs/operating.md whose first
+// line is first (the fence's language is lang).
+func codexDocBlock(t *testing.T, lang, first string) string {
 	t.Helper()
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating.md"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	toml := fmt.Sprintf(`approval_policy = "never"
-sandbox_mode = "danger-full-access"
-model = "gpt-test"
-model_provider = "fake"
+	_, rest, ok := strings.Cut(string(b), "```"+lang+"\n"+first)
+	block, _, closed := strings.Cut(rest, "\n```")
+	if !ok || !closed {
+		t.Fatalf("docs/operating.md has no ```%s block starting with %q", lang, first)
+	}
+	return first + block + "\n"
+}
 
+// codexDocAgent is docs/operating.md's agent: block for Codex.
+type codexDocAgent struct {
+	Command    []string `yaml:"command"`
+	ResumeArgs []string `yaml:"resume_args"`
+	Output     string   `yaml:"output"`
+	Sandbox    string   `yaml:"sandbox"`
+	Binds      []struct {
+		Path string `yaml:"path" json:"path"`
+		RW   bool   `yaml:"rw" json:"rw"`
+	} `yaml:"binds"`
+	Env []string `yaml:"env"`
+}
+
+// codexAgentYAML is the documented agent: block for Codex with the test's
+// additions: a timeout, and a read-only bind of the npm install (outside
+// /usr and /opt, as the docs say to bind).
+func codexAgentYAML(t *testing.T, install string) string {
+	t.Helper()
+	var doc struct {
+		Agent codexDocAgent `yaml:"agent"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(codexDocBlock(t, "yaml", "agent:   # Codex")))
+	dec.KnownFields(true) // a key the docs add must be added here too
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("docs/operating.md, the Codex agent block: %v", err)
+	}
+	a := doc.Agent
+	a.Binds = append(a.Binds, struct {
+		Path string `yaml:"path" json:"path"`
+		RW   bool   `yaml:"rw" json:"rw"`
+	}{Path: install})
+	flow := func(v any) string { b, _ := json.Marshal(v); return string(b) } // JSON is YAML
+	return fmt.Sprintf("agent:\n  command: %s\n  resume_args: %s\n  output: %s\n  sandbox: %s\n  binds: %s\n  env: %s\n  timeout: 120s\n",
+		flow(a.Command), flow(a.ResumeArgs), a.Output, a.Sandbox, flow(a.Binds), flow(a.Env))
+}
+
+// codexWriteConfig writes $CODEX_HOME/config.toml: the one documented in
+// docs/operating.md, with the switchboard binary's path, plus the fake
+// model provider (the documented model_providers entry with its base_url).
+//
+// Until `switchboard mcp-bridge` falls back to SWITCHBOARD_MCP_SOCKET by
+// itself, sh passes the socket to it explicitly; the variable still reaches
+// the bridge only through env_vars, as documented. Once the bridge needs no
+// flags, drop the args replacement below.
+func codexWriteConfig(t *testing.T, codexHome, baseURL, bin string) {
+	t.Helper()
+	doc := codexDocBlock(t, "toml", "# ~/.codex/config.toml")
+	replace := map[string]string{
+		`command = "switchboard"`: `command = "/bin/sh"`,
+		`args = ["mcp-bridge"]`:   fmt.Sprintf(`args = ["-c", "exec %s mcp-bridge --socket \"$SWITCHBOARD_MCP_SOCKET\""]`, bin),
+	}
+	var toml strings.Builder
+	toml.WriteString("model = \"gpt-test\"\nmodel_provider = \"fake\"\n") // top-level keys come before any table
+	for _, line := range strings.Split(doc, "\n") {
+		for prefix, with := range replace {
+			if strings.HasPrefix(line, prefix) {
+				line = with
+				delete(replace, prefix)
+			}
+		}
+		toml.WriteString(line + "\n")
+	}
+	if len(replace) > 0 {
+		t.Fatalf("docs/operating.md's config.toml has no line %v:\n%s", slices.Collect(maps.Keys(replace)), doc)
+	}
+	fmt.Fprintf(&toml, `
 [model_providers.fake]
 name = "fake Responses API"
 base_url = %q
 wire_api = "responses"
 env_key = "OPENAI_API_KEY"
-
-[mcp_servers.switchboard]
-command = "/bin/sh"
-args = ["-c", "exec %s mcp-bridge --socket \"$SWITCHBOARD_MCP_SOCKET\""]
-env_vars = ["SWITCHBOARD_MCP_SOCKET"]
-`, baseURL, bin)
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(toml), 0o600); err != nil {
+`, baseURL)
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(toml.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
