@@ -346,12 +346,20 @@ func codexWriteConfig(t *testing.T, codexHome, baseURL, bin string) {
 	if len(replace) > 0 {
 		t.Fatalf("docs/operating.md's config.toml has no line %v:\n%s", slices.Collect(maps.Keys(replace)), doc)
 	}
+	// Offline: without these Codex also looks up chatgpt.com and
+	// api.github.com (plugins) and ab.chatgpt.com (metrics) on its own.
 	fmt.Fprintf(&toml, `
 [model_providers.fake]
 name = "fake Responses API"
 base_url = %q
 wire_api = "responses"
 env_key = "OPENAI_API_KEY"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
 `, baseURL)
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		t.Fatal(err)
@@ -427,7 +435,7 @@ func codexInstall(t *testing.T) string {
 	if err := os.Rename(tmp, dir); err != nil {
 		// Another test run installed it meanwhile: use that one.
 		if codexVersionOK(native(dir)) != nil {
-			t.Fatalf("install @openai/codex into %s: %v", dir, err)
+			t.Fatalf("install @openai/codex into %s: %v (remove that directory to install it afresh)", dir, err)
 		}
 	}
 	t.Logf("npm installed @openai/codex@%s into %s in %s", codexVersion, dir, time.Since(start).Round(100*time.Millisecond))
