@@ -604,9 +604,10 @@ func (r codexReq) hasUserText(s string) bool {
 }
 
 // switchboardTools are the tools the request offers the model from the
-// switchboard MCP server, sorted: Codex groups a server's tools in a
-// namespace "mcp__<server>" (and older versions flattened them into
-// functions named "mcp__<server>__<tool>").
+// switchboard MCP server, sorted. Codex 0.169 groups a server's tools in a
+// namespace "mcp__<server>" (its model calls them with "namespace" and
+// "name"; a flat "mcp__switchboard__send" is an unsupported call); a flat
+// function of that name is counted as well, should a version offer one.
 func (r codexReq) switchboardTools() []string {
 	var names []string
 	for _, tool := range r.parsed.Tools {
