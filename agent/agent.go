@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,6 +183,14 @@ func turnEntry(env []string) string {
 		}
 	}
 	return ""
+}
+
+// ResumeNamesSession reports whether ResumeArgs hand the session id to the
+// agent ("{session}"). Only then must the id be one the agent reported;
+// resume args without it (Codex's `resume --last -`) let the agent find
+// its own session.
+func (s Spec) ResumeNamesSession() bool {
+	return slices.ContainsFunc(s.ResumeArgs, func(a string) bool { return strings.Contains(a, "{session}") })
 }
 
 // argv is spec.Command plus, for a resumed session, spec.ResumeArgs with

@@ -101,8 +101,11 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	g.metrics.turns.WithLabelValues(string(first.Trigger), string(store.TurnSucceeded)).Inc()
 	g.metrics.turnSeconds.WithLabelValues(string(first.Trigger)).Observe(res.Duration.Seconds())
 	turn.SessionID = res.SessionID
-	if turn.SessionID == "" && session == "" && !isolated && len(g.opt.Agent.ResumeArgs) == 0 {
-		turn.SessionID = turn.ID // agents that do not report one continue under the first turn's id
+	if turn.SessionID == "" && session == "" && !isolated && !g.opt.Agent.ResumeNamesSession() {
+		// Agents that report no id continue under the first turn's id;
+		// not when resume_args would pass that id to an agent that never
+		// made it.
+		turn.SessionID = turn.ID
 	} else if turn.SessionID == "" {
 		turn.SessionID = session
 	}
