@@ -531,7 +531,10 @@ echo done`},
 			t.Parallel()
 			dir := t.TempDir()
 			setsidPid, forkPid := filepath.Join(dir, "setsid"), filepath.Join(dir, "fork")
-			spec := Spec{Command: testagent.Script(t, tc.body, setsidPid, forkPid), Timeout: time.Second}
+			// The timeout must leave the escapes time to start and write
+			// their pids on a loaded machine (1 s did not, under make test
+			// beside other builds).
+			spec := Spec{Command: testagent.Script(t, tc.body, setsidPid, forkPid), Timeout: 5 * time.Second}
 			start := time.Now()
 			res, err := Run(context.Background(), spec, Input{Env: []string{"SWITCHBOARD_TURN_ID=t-" + strings.ReplaceAll(t.Name(), "/", "-")}})
 			elapsed := time.Since(start)
