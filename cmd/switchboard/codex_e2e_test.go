@@ -11,7 +11,6 @@ package main
 // then answer with text. Nothing leaves the machine.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,9 +33,8 @@ import (
 )
 
 const (
-	codexVersion        = "0.169.0"
-	codexInstallTimeout = 10 * time.Minute
-	codexTurnWithin     = 90 * time.Second // a turn: node, codex, the MCP bridge, three model requests
+	codexVersion    = "0.169.0"
+	codexTurnWithin = 90 * time.Second // a turn: node, codex, the MCP bridge, three model requests
 )
 
 // TestCodexRealCLI runs the real gateway with the real Codex CLI as its
@@ -400,76 +398,20 @@ plugins = false
 	}
 }
 
-// codexInstall installs @openai/codex@codexVersion with npm into
-// <user cache>/switchboard-test/npm/codex-<version> (reused when present;
-// installed into a temp dir and renamed, so a crash leaves no half install)
-// and returns that directory. Outside CI it skips when npm or the registry is
-// missing; in CI it fails.
+// codexInstall installs @openai/codex@codexVersion with npmPackage (the
+// cache and lock every real-CLI test shares) and returns the install's
+// directory, after checking its native binary's version.
 func codexInstall(t *testing.T) string {
 	t.Helper()
 	triple := map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
 	if triple == "" {
 		t.Skipf("no @openai/codex native binary for linux/%s", runtime.GOARCH)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatalf("no cache directory for the Codex install: %v", err)
+	dir := npmPackage(t, "the Codex CLI test", "@openai/codex@"+codexVersion)
+	native := filepath.Join(dir, "node_modules", "@openai", "codex-"+npmPlatform(t, runtime.GOOS, runtime.GOARCH), "vendor", triple, "bin", "codex")
+	if err := codexVersionOK(native); err != nil {
+		t.Fatalf("%v (remove %s to install it afresh)", err, dir)
 	}
-	parent := filepath.Join(cache, "switchboard-test", "npm")
-	dir := filepath.Join(parent, "codex-"+codexVersion)
-	native := func(root string) string {
-		return filepath.Join(root, "node_modules", "@openai", "codex-linux-"+map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH],
-			"vendor", triple, "bin", "codex")
-	}
-	if codexVersionOK(native(dir)) == nil {
-		return dir
-	}
-
-	npm, err := exec.LookPath("npm")
-	if err == nil {
-		_, err = exec.LookPath("node")
-	}
-	if err == nil {
-		err = registryReachable()
-	}
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("skipping the Codex CLI test: cannot install @openai/codex (%v); it runs with Node, npm and the registry, and always in CI", err)
-		}
-		t.Fatalf("the Codex CLI test needs Node, npm and the npm registry in CI: %v", err)
-	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(parent, ".codex-"+codexVersion+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp) // gone after the rename
-	pkg := fmt.Sprintf(`{"private": true, "dependencies": {"@openai/codex": %q}}`, codexVersion)
-	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(pkg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), codexInstallTimeout)
-	defer cancel()
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--ignore-scripts")
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
-	cmd.WaitDelay = 10 * time.Second
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install @openai/codex@%s in %s: %v\n%s", codexVersion, tmp, err, tail(out, 4000))
-	}
-	if err := codexVersionOK(native(tmp)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		// Another test run installed it meanwhile: use that one.
-		if codexVersionOK(native(dir)) != nil {
-			t.Fatalf("install @openai/codex into %s: %v (remove that directory to install it afresh)", dir, err)
-		}
-	}
-	t.Logf("npm installed @openai/codex@%s into %s in %s", codexVersion, dir, time.Since(start).Round(100*time.Millisecond))
 	return dir
 }
 
