@@ -52,14 +52,14 @@ const (
 	OutputNone Output = "none"
 )
 
-// ParseOutput returns the Output named s (exactly text, claude-json or
-// none), or an error wrapping ErrUnknownOutput.
+// ParseOutput returns the Output named s (exactly text, claude-json,
+// codex-json or none), or an error wrapping ErrUnknownOutput.
 func ParseOutput(s string) (Output, error) {
 	switch o := Output(s); o {
-	case OutputText, OutputClaudeJSON, OutputNone:
+	case OutputText, OutputClaudeJSON, OutputCodexJSON, OutputNone:
 		return o, nil
 	}
-	return "", fmt.Errorf("%w %q; want text, claude-json or none", ErrUnknownOutput, s)
+	return "", fmt.Errorf("%w %q; want text, claude-json, codex-json or none", ErrUnknownOutput, s)
 }
 
 // Spec is how to run the agent (from config agent.*).
@@ -89,8 +89,8 @@ type Input struct {
 // Result is what one turn produced. Run fills it on failure too (except
 // Reply, which is set only when the turn succeeded).
 type Result struct {
-	Reply     string        // text: trimmed stdout; claude-json: the "result" field (trimmed); none: ""
-	SessionID string        // claude-json: "session_id" when present; otherwise the input SessionID
+	Reply     string        // text: trimmed stdout; claude-json: the "result" field (trimmed); codex-json: the last agent_message (trimmed); none: ""
+	SessionID string        // claude-json: "session_id", codex-json: thread.started's thread_id, when present; otherwise the input SessionID
 	Duration  time.Duration // from start to the end of output
 	ExitCode  int           // the agent's exit status; -1 if it did not start or died of a signal
 	// NotStarted: the agent's program never ran: the turn's checks failed,
@@ -362,6 +362,15 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 			return res, err
 		}
 		res.Reply = strings.TrimSpace(*cr.Result)
+	case OutputCodexJSON:
+		cr, err := parseCodexJSON(p.stdout.buf, res.Truncated)
+		if cr.ThreadID != "" {
+			res.SessionID = cr.ThreadID
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Reply = strings.TrimSpace(cr.Reply)
 	default:
 		res.Reply = strings.TrimSpace(strings.ToValidUTF8(string(p.stdout.buf), "\uFFFD"))
 	}
@@ -380,6 +389,11 @@ func (p *proc) exitError(spec Spec, waitErr error, notStarted bool) error {
 	detail := lastLine(p.stderr.buf)
 	if notStarted {
 		return failed(ee, "agent could not start in the sandbox: %s; check agent.command and agent.binds", detail)
+	}
+	if spec.Output == OutputCodexJSON {
+		if d := codexFailureDetail(p.stdout.buf, p.stderr.buf); d != "" {
+			detail = d
+		}
 	}
 	if detail == "" && spec.Output == OutputClaudeJSON {
 		if cr, _ := parseClaudeJSON(p.stdout.buf, false); cr.IsError || cr.Result != nil {

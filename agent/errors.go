@@ -8,6 +8,6 @@ var (
 	// timed out or printed output that does not fit agent.output. Shutdown
 	// (the caller's ctx ending) is not one of them.
 	ErrFailed = errors.New("agent turn failed")
-	// ErrUnknownOutput: an output mode other than text, claude-json or none.
+	// ErrUnknownOutput: an output mode other than text, claude-json, codex-json or none.
 	ErrUnknownOutput = errors.New("unknown agent output")
 )

@@ -50,7 +50,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 			}
 			return time.Second
 		}
-		session = s
+		session = g.attemptSession(b, turn, s)
 	}
 	tier := g.tierOf(b.Folder)
 	files := g.fetchAttachments(ctx, b)
@@ -95,6 +95,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		return 0
 	}
 	if err != nil {
+		g.dropLostSession(ctx, b, turn.ID, session, res, err)
 		return g.turnFailed(ctx, b, turn, res, err)
 	}
 	turn.Status = store.TurnSucceeded

@@ -76,3 +76,19 @@ func (s *Store) ResetSessions(ctx context.Context, folder string) (int64, error)
 	})
 	return n, err
 }
+
+// DropSession forgets the session of a folder in a chat and topic if it is
+// still id (a session saved meanwhile stays); the next turn there starts
+// fresh. It reports whether it forgot one.
+func (s *Store) DropSession(ctx context.Context, folder, chat, topic, id string) (bool, error) {
+	var n int64
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE folder = ? AND chat_jid = ? AND topic = ? AND session_id = ?`, folder, chat, topic, id)
+		if err != nil {
+			return fmt.Errorf("drop session: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n > 0, err
+}

@@ -316,3 +316,25 @@ func TestPruneObservedKeepsWhatAPromptShows(t *testing.T) {
 		t.Errorf("prompt shows %d observed messages, want %d", len(after.Observed), maxObserved)
 	}
 }
+
+// DropSession forgets a chat's session only while it is still the one the
+// caller saw fail.
+func TestDropSession(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.SetSession(ctx, "main", "web:a", "", "s-new"); err != nil {
+		t.Fatal(err)
+	}
+	if dropped, err := s.DropSession(ctx, "main", "web:a", "", "s-old"); err != nil || dropped {
+		t.Fatalf("DropSession of a session no longer stored: %v, %v; want false, nil", dropped, err)
+	}
+	if sess, _ := s.Session(ctx, "main", "web:a", ""); sess != "s-new" {
+		t.Fatalf("session %q, want s-new kept", sess)
+	}
+	if dropped, err := s.DropSession(ctx, "main", "web:a", "", "s-new"); err != nil || !dropped {
+		t.Fatalf("DropSession: %v, %v; want true, nil", dropped, err)
+	}
+	if sess, _ := s.Session(ctx, "main", "web:a", ""); sess != "" {
+		t.Fatalf("session %q after DropSession, want none", sess)
+	}
+}

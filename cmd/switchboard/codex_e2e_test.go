@@ -11,11 +11,9 @@ package main
 // then answer with text. Nothing leaves the machine.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,20 +33,23 @@ import (
 )
 
 const (
-	codexVersion        = "0.169.0"
-	codexInstallTimeout = 10 * time.Minute
-	codexTurnWithin     = 90 * time.Second // a turn: node, codex, the MCP bridge, three model requests
+	codexVersion    = "0.169.0"
+	codexTurnWithin = 90 * time.Second // a turn: node, codex, the MCP bridge, three model requests
 )
 
 // TestCodexRealCLI runs the real gateway with the real Codex CLI as its
-// agent in the tier-3 group main/team/bot, which owns web:lobby. Two
-// messages; each turn Codex lists the group's tools to the model, runs
-// `env` for it, calls reply, and finishes with text. It shows: the tools
-// Codex offers from the switchboard server are exactly tier 3's; the reply
-// reaches the room once (the final text is not sent again); the second turn
-// resumes the first's Codex session (resume_args); and no secret of the
-// gateway's environment outside agent.env reaches the model API, not even
-// through a command the model runs.
+// agent in the tier-3 group main/team/bot, which owns web:lobby and
+// web:hall. Two messages in each room, alternating; each turn Codex lists
+// the group's tools to the model and runs `env` for it; in the lobby it
+// then calls reply and finishes with text, in the hall it just answers
+// with text. It shows: the tools Codex offers from the switchboard server
+// are exactly tier 3's; the lobby's reply reaches the room once (the final
+// text is not sent again), the hall's final text (output: codex-json's
+// last agent_message) is the reply; each room's second turn resumes that
+// room's own Codex session (resume_args with the thread id) and neither
+// room sees the other's conversation; and no secret of the gateway's
+// environment outside agent.env reaches the model API, not even through a
+// command the model runs.
 func TestCodexRealCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: installs @openai/codex from npm, builds and runs the binary")
@@ -66,7 +67,7 @@ func TestCodexRealCLI(t *testing.T) {
 		"SWITCHBOARD_TEST_SECRET": "switchboard-secret-codex-e2e",
 		"DATABASE_URL":            "postgres://app:db-password-codex-e2e@db/app",
 	}
-	codexWriteConfig(t, filepath.Join(home, ".codex"), api.srv.URL+"/v1", bin)
+	codexWriteConfig(t, filepath.Join(home, ".codex"), api.srv.URL+"/v1")
 
 	cfg := `data_dir: ./data
 operator_folder: root
@@ -81,6 +82,7 @@ groups:
   - folder: main/team/bot
 routes:
   - {match: {chat_jid: "web:lobby"}, target: main/team/bot}
+  - {match: {chat_jid: "web:hall"}, target: main/team/bot}
 `
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -91,9 +93,13 @@ routes:
 			t.Logf("switchboard.yaml:\n%s\n~/.codex/config.toml:\n%s", cfg, toml)
 		}
 	})
+	// config.toml's MCP server is `command = "switchboard"`: as where an
+	// operator installed it, the binary's directory is on the gateway's
+	// PATH, which agents (and Codex's MCP servers) inherit; the sandbox
+	// shows the binary at its own path.
 	env := []string{
 		"HOME=" + home,
-		"PATH=" + filepath.Join(codex, "node_modules", ".bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PATH=" + strings.Join([]string{filepath.Join(codex, "node_modules", ".bin"), filepath.Dir(bin), os.Getenv("PATH")}, string(os.PathListSeparator)),
 		"OPENAI_API_KEY=" + apiKey,
 	}
 	for k, v := range secrets {
@@ -101,14 +107,24 @@ routes:
 	}
 	g := startGW(t, dir, env...)
 
-	// Two turns, one message each; the second resumes the first's session.
+	// Four turns, one message each, the rooms taking turns: a room's
+	// second turn must resume its own session, not the folder's newest.
+	posts := []struct{ room, text string }{
+		{"lobby", "first question for codex"}, {"hall", "first question in the hall"},
+		{"lobby", "second question for codex"}, {"hall", "second question in the hall"},
+	}
 	var ids []string
-	for i, text := range []string{"first question for codex", "second question for codex"} {
+	ofRoom := map[string][]string{} // message ids by room
+	for i, p := range posts {
 		start := time.Now()
-		ids = append(ids, g.mustPost("lobby", "ann", text))
+		ids = append(ids, g.mustPost(p.room, "ann", p.text))
+		ofRoom[p.room] = append(ofRoom[p.room], ids[i])
 		want := codexReplyText(ids[i])
+		if p.room == "hall" {
+			want = codexFinalText("web:hall", ids[i])
+		}
 		replied := func() bool {
-			return slices.ContainsFunc(g.botMessages("lobby"), func(m apiMsg) bool { return m.Text == want })
+			return slices.ContainsFunc(g.botMessages(p.room), func(m apiMsg) bool { return m.Text == want })
 		}
 		// Codex makes its last model request after the reply: wait for
 		// the turn to end before the next message and the checks, noting
@@ -120,23 +136,30 @@ routes:
 			}
 			return len(codexLogs(g, "turn done")) == i+1
 		})
-		testwait.For(t, 10*time.Second, fmt.Sprintf("turn %d's reply %q in web:lobby", i+1, want), replied)
+		testwait.For(t, 10*time.Second, fmt.Sprintf("turn %d's reply %q in web:%s", i+1, want, p.room), replied)
 		if repliedAfter == 0 {
 			repliedAfter = time.Since(start)
 		}
-		t.Logf("turn %d: message posted → Codex's reply in the room: %s", i+1, repliedAfter.Round(time.Millisecond))
+		t.Logf("turn %d (%s): message posted → Codex's reply in the room: %s", i+1, p.room, repliedAfter.Round(time.Millisecond))
 	}
 
-	// Exactly the two MCP replies, in order: the final text Codex printed
-	// was not sent as well (the gateway drops stdout after an MCP reply),
-	// and nothing was sent twice. The outbox sends a chat's replies in
-	// order, so a stray first-turn reply would show before the second.
-	var got []string
-	for _, m := range g.botMessages("lobby") {
-		got = append(got, m.Text)
-	}
-	if want := []string{codexReplyText(ids[0]), codexReplyText(ids[1])}; !slices.Equal(got, want) {
-		t.Errorf("bot messages in web:lobby: %q, want %q", got, want)
+	// In the lobby exactly the two MCP replies, in order: the final text
+	// Codex printed was not sent as well (the gateway drops stdout after
+	// an MCP reply), and nothing was sent twice. The outbox sends a chat's
+	// replies in order, so a stray first-turn reply would show before the
+	// second. In the hall, the final texts.
+	lobby, hall := ofRoom["lobby"], ofRoom["hall"]
+	for room, want := range map[string][]string{
+		"lobby": {codexReplyText(lobby[0]), codexReplyText(lobby[1])},
+		"hall":  {codexFinalText("web:hall", hall[0]), codexFinalText("web:hall", hall[1])},
+	} {
+		var got []string
+		for _, m := range g.botMessages(room) {
+			got = append(got, m.Text)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("bot messages in web:%s: %q, want %q", room, got, want)
+		}
 	}
 
 	reqs := api.requests()
@@ -159,37 +182,53 @@ routes:
 		}
 	})
 
-	t.Run("each turn ran env, reply, then answered", func(t *testing.T) {
+	t.Run("each turn ran env, reply in the lobby, then answered", func(t *testing.T) {
 		for i, id := range ids {
-			rs := turns[id]
-			if len(rs) != 3 {
-				t.Fatalf("turn %d (message %s): %d model requests, want 3 (env, reply, final answer)", i+1, id, len(rs))
+			rs, lobbyTurn := turns[id], posts[i].room == "lobby"
+			if want := map[bool]int{true: 3, false: 2}[lobbyTurn]; len(rs) != want {
+				t.Fatalf("turn %d (message %s in %s): %d model requests, want %d (env, reply in the lobby, final answer)", i+1, id, posts[i].room, len(rs), want)
 			}
-			last := rs[2]
-			envOut, reply := last.outputs["env-"+id], last.outputs["reply-"+id]
-			if !strings.Contains(envOut, "SWITCHBOARD_FOLDER=main/team/bot") || !strings.Contains(envOut, "SWITCHBOARD_MCP_SOCKET=") {
+			last := rs[len(rs)-1]
+			envOut := last.outputs["env-"+id]
+			if !strings.Contains(envOut, "SWITCHBOARD_FOLDER=main/team/bot") || !strings.Contains(envOut, "SWITCHBOARD_CHAT_JID=web:"+posts[i].room) || !strings.Contains(envOut, "SWITCHBOARD_MCP_SOCKET=") {
 				t.Errorf("turn %d: the output of env the model got does not show the turn's environment:\n%s", i+1, envOut)
 			}
-			if !strings.Contains(reply, `"id"`) || strings.Contains(reply, "refused") {
+			if reply := last.outputs["reply-"+id]; lobbyTurn && (!strings.Contains(reply, `"id"`) || strings.Contains(reply, "refused")) {
 				t.Errorf("turn %d: reply's result: %q, want the sent message's id", i+1, reply)
 			}
 		}
 	})
 
-	t.Run("the second turn resumes the first's session", func(t *testing.T) {
-		first, second := turns[ids[0]], turns[ids[1]]
-		if len(first) == 0 || len(second) == 0 {
-			t.Fatal("a turn made no model request")
+	t.Run("each room resumes its own session", func(t *testing.T) {
+		for _, id := range ids {
+			if len(turns[id]) == 0 {
+				t.Fatalf("the turn of message %s made no model request", id)
+			}
 		}
-		r := second[0]
-		if !r.hasUserText("first question for codex") || r.outputs["reply-"+ids[0]] == "" {
-			t.Errorf("turn 2's first request does not carry turn 1 (its prompt and its reply call): the session was not resumed")
+		// The conversation a request carries: the rooms' messages and
+		// the env calls of their turns.
+		carries := func(r codexReq, room string, n int) bool {
+			return r.hasUserText(posts[slices.Index(ids, ofRoom[room][n])].text) || r.outputs["env-"+ofRoom[room][n]] != ""
 		}
-		if s1, s2 := first[0].header.Get("session-id"), r.header.Get("session-id"); s1 == "" || s1 != s2 {
-			t.Errorf("Codex session of turn 1 %q, of turn 2 %q: want the same", s1, s2)
+		if r := turns[hall[0]][0]; carries(r, "lobby", 0) {
+			t.Error("the hall's first request carries the lobby's first exchange: the rooms share one Codex session")
 		}
-		if first[0].hasUserText("second question for codex") {
-			t.Error("turn 1 saw turn 2's message")
+		if r := turns[lobby[1]][0]; !carries(r, "lobby", 0) || carries(r, "hall", 0) {
+			t.Errorf("the lobby's second request: carries the lobby's first exchange %v (want true), the hall's %v (want false)",
+				carries(r, "lobby", 0), carries(r, "hall", 0))
+		}
+		if r := turns[hall[1]][0]; !carries(r, "hall", 0) || carries(r, "lobby", 0) || carries(r, "lobby", 1) {
+			t.Errorf("the hall's second request: carries the hall's first exchange %v (want true), the lobby's %v (want false)",
+				carries(r, "hall", 0), carries(r, "lobby", 0) || carries(r, "lobby", 1))
+		}
+		session := func(id string) string { return turns[id][0].header.Get("session-id") }
+		for room, rids := range ofRoom {
+			if s1, s2 := session(rids[0]), session(rids[1]); s1 == "" || s1 != s2 {
+				t.Errorf("Codex session of %s's first turn %q, of its second %q: want the same", room, s1, s2)
+			}
+		}
+		if session(lobby[0]) == session(hall[0]) {
+			t.Errorf("the lobby and the hall share the Codex session %q", session(lobby[0]))
 		}
 	})
 
@@ -208,8 +247,8 @@ routes:
 	})
 
 	for _, rec := range codexLogs(g, "turn done") {
-		if rec["folder"] == "main/team/bot" && rec["stdout_reply"] != false {
-			t.Errorf("turn done: %v, want stdout_reply false (Codex replied through MCP)", rec)
+		if want := rec["jid"] == "web:hall"; rec["stdout_reply"] != want {
+			t.Errorf("turn done: %v, want stdout_reply %v (Codex replied through MCP in the lobby, with its final text in the hall)", rec, want)
 		}
 	}
 }
@@ -251,6 +290,15 @@ func TestE2EResumeArgsWithoutSessionPlaceholder(t *testing.T) {
 }
 
 func codexReplyText(msgID string) string { return "codex replied to " + msgID }
+
+// codexFinalText is the model's last message of a turn: in web:hall the
+// reply, elsewhere sent already through the reply tool.
+func codexFinalText(chat, msgID string) string {
+	if chat == "web:hall" {
+		return "codex answered " + msgID
+	}
+	return "final text of " + msgID + " (sent already through reply)"
+}
 
 // codexLogs returns every log record of g with msg.
 func codexLogs(g *gw, msg string) []map[string]any {
@@ -318,34 +366,15 @@ func codexAgentYAML(t *testing.T, install string) string {
 }
 
 // codexWriteConfig writes $CODEX_HOME/config.toml: the one documented in
-// docs/operating.md, with the switchboard binary's path, plus the fake
-// model provider (the documented model_providers entry with its base_url).
-//
-// Until `switchboard mcp-bridge` falls back to SWITCHBOARD_MCP_SOCKET by
-// itself, sh passes the socket to it explicitly; the variable still reaches
-// the bridge only through env_vars, as documented. Once the bridge needs no
-// flags, drop the args replacement below.
-func codexWriteConfig(t *testing.T, codexHome, baseURL, bin string) {
+// docs/operating.md, word for word (its MCP server is `switchboard
+// mcp-bridge`, found on the PATH, with no flags), plus the fake model
+// provider (the documented model_providers entry with its base_url).
+func codexWriteConfig(t *testing.T, codexHome, baseURL string) {
 	t.Helper()
 	doc := codexDocBlock(t, "toml", "# ~/.codex/config.toml")
-	replace := map[string]string{
-		`command = "switchboard"`: `command = "/bin/sh"`,
-		`args = ["mcp-bridge"]`:   fmt.Sprintf(`args = ["-c", "exec %s mcp-bridge --socket \"$SWITCHBOARD_MCP_SOCKET\""]`, bin),
-	}
 	var toml strings.Builder
 	toml.WriteString("model = \"gpt-test\"\nmodel_provider = \"fake\"\n") // top-level keys come before any table
-	for _, line := range strings.Split(doc, "\n") {
-		for prefix, with := range replace {
-			if strings.HasPrefix(line, prefix) {
-				line = with
-				delete(replace, prefix)
-			}
-		}
-		toml.WriteString(line + "\n")
-	}
-	if len(replace) > 0 {
-		t.Fatalf("docs/operating.md's config.toml has no line %v:\n%s", slices.Collect(maps.Keys(replace)), doc)
-	}
+	toml.WriteString(doc)
 	// Offline: without these Codex also looks up chatgpt.com and
 	// api.github.com (plugins) and ab.chatgpt.com (metrics) on its own.
 	fmt.Fprintf(&toml, `
@@ -369,76 +398,20 @@ plugins = false
 	}
 }
 
-// codexInstall installs @openai/codex@codexVersion with npm into
-// <user cache>/switchboard-test/npm/codex-<version> (reused when present;
-// installed into a temp dir and renamed, so a crash leaves no half install)
-// and returns that directory. Outside CI it skips when npm or the registry is
-// missing; in CI it fails.
+// codexInstall installs @openai/codex@codexVersion with npmPackage (the
+// cache and lock every real-CLI test shares) and returns the install's
+// directory, after checking its native binary's version.
 func codexInstall(t *testing.T) string {
 	t.Helper()
 	triple := map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
 	if triple == "" {
 		t.Skipf("no @openai/codex native binary for linux/%s", runtime.GOARCH)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatalf("no cache directory for the Codex install: %v", err)
+	dir := npmPackage(t, "the Codex CLI test", "@openai/codex@"+codexVersion)
+	native := filepath.Join(dir, "node_modules", "@openai", "codex-"+npmPlatform(t, runtime.GOOS, runtime.GOARCH), "vendor", triple, "bin", "codex")
+	if err := codexVersionOK(native); err != nil {
+		t.Fatalf("%v (remove %s to install it afresh)", err, dir)
 	}
-	parent := filepath.Join(cache, "switchboard-test", "npm")
-	dir := filepath.Join(parent, "codex-"+codexVersion)
-	native := func(root string) string {
-		return filepath.Join(root, "node_modules", "@openai", "codex-linux-"+map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH],
-			"vendor", triple, "bin", "codex")
-	}
-	if codexVersionOK(native(dir)) == nil {
-		return dir
-	}
-
-	npm, err := exec.LookPath("npm")
-	if err == nil {
-		_, err = exec.LookPath("node")
-	}
-	if err == nil {
-		err = registryReachable()
-	}
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("skipping the Codex CLI test: cannot install @openai/codex (%v); it runs with Node, npm and the registry, and always in CI", err)
-		}
-		t.Fatalf("the Codex CLI test needs Node, npm and the npm registry in CI: %v", err)
-	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(parent, ".codex-"+codexVersion+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp) // gone after the rename
-	pkg := fmt.Sprintf(`{"private": true, "dependencies": {"@openai/codex": %q}}`, codexVersion)
-	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(pkg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), codexInstallTimeout)
-	defer cancel()
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--ignore-scripts")
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
-	cmd.WaitDelay = 10 * time.Second
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install @openai/codex@%s in %s: %v\n%s", codexVersion, tmp, err, tail(out, 4000))
-	}
-	if err := codexVersionOK(native(tmp)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		// Another test run installed it meanwhile: use that one.
-		if codexVersionOK(native(dir)) != nil {
-			t.Fatalf("install @openai/codex into %s: %v (remove that directory to install it afresh)", dir, err)
-		}
-	}
-	t.Logf("npm installed @openai/codex@%s into %s in %s", codexVersion, dir, time.Since(start).Round(100*time.Millisecond))
 	return dir
 }
 
@@ -456,7 +429,8 @@ func codexVersionOK(path string) error {
 
 // codexAPI is a fake OpenAI Responses API (POST /v1/responses, streamed as
 // server-sent events) that records every request and plays one script per
-// turn: run `env`, call the switchboard reply tool, answer with text.
+// turn: run `env`, call the switchboard reply tool (not in web:hall),
+// answer with text.
 type codexAPI struct {
 	t   testing.TB
 	srv *httptest.Server
@@ -531,13 +505,13 @@ func (a *codexAPI) serve(w http.ResponseWriter, r *http.Request) {
 	case req.outputs["env-"+id] == "":
 		item = map[string]any{"type": "function_call", "id": "fc-env-" + id, "call_id": "env-" + id,
 			"name": "exec_command", "arguments": `{"cmd": "env", "tty": false}`}
-	case req.outputs["reply-"+id] == "":
+	case req.outputs["reply-"+id] == "" && req.chat != "web:hall":
 		args, _ := json.Marshal(map[string]string{"chat_jid": req.chat, "text": codexReplyText(id), "reply_to": id})
 		item = map[string]any{"type": "function_call", "id": "fc-reply-" + id, "call_id": "reply-" + id,
 			"namespace": "mcp__switchboard", "name": "reply", "arguments": string(args)}
 	default:
 		item = map[string]any{"type": "message", "id": "msg-" + id, "role": "assistant",
-			"content": []map[string]any{{"type": "output_text", "text": "final text of " + id + " (sent already through reply)", "annotations": []any{}}}}
+			"content": []map[string]any{{"type": "output_text", "text": codexFinalText(req.chat, id), "annotations": []any{}}}}
 	}
 	respID := fmt.Sprintf("resp-%d", n)
 	w.Header().Set("Content-Type", "text/event-stream")

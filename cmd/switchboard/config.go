@@ -399,7 +399,7 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 		bad("agent.command", "must name a program, e.g. [\"switchboard\", \"demo-agent\"]")
 	}
 	if _, err := agent.ParseOutput(string(c.Agent.Output)); err != nil {
-		bad("agent.output", "%q: want text, claude-json or none", c.Agent.Output)
+		bad("agent.output", "%q: want text, claude-json, codex-json or none", c.Agent.Output)
 	}
 	if c.Agent.Timeout <= 0 {
 		bad("agent.timeout", "must be positive, e.g. 10m")

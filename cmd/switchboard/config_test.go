@@ -60,7 +60,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad duration", "agent: {timeout: soon}", `agent.timeout: "soon" is not a duration`},
 		{"bad int", "agent: {max_concurrent: lots}", "agent.max_concurrent:"},
 		{"zero concurrency", "agent: {max_concurrent: 0}", "agent.max_concurrent: 0"},
-		{"bad output", "agent: {output: xml}", `agent.output: "xml"`},
+		{"bad output", "agent: {output: xml}", `agent.output: "xml": want text, claude-json, codex-json or none`},
 		{"empty command", "agent: {command: []}", "agent.command:"},
 		{"bad timezone", "timezone: Mars/Olympus", "timezone:"},
 		{"bad folder", "operator_folder: Root", "operator_folder:"},

@@ -2,7 +2,8 @@
 
 package main
 
-// Real agent CLIs for the end-to-end tests. npmPackage installs one pinned
+// Real agent CLIs for the end-to-end tests (Claude Code, Codex): every one
+// is installed through npmPackage. npmPackage installs one pinned
 // npm package, with the native optional dependency npm picks for this
 // platform, into a cache outside the repository
 // (<user cache dir>/switchboard-test/npm/<name>@<version>, where the user

@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"switchboard/internal/testagent"
+)
+
+// codexEvents reads a file of testdata/codex-json: what Codex 0.169.0
+// printed against a fake Responses API.
+func codexEvents(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "codex-json", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+const codexThread = "01a2129f-59a9-7943-91d0-9f60986dd305" // of fresh.jsonl and resumed.jsonl
+
+func TestRunCodexJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, stdout          string
+		wantReply, wantSessID string
+		wantErr               string // "" means success
+	}{
+		{
+			name:      "a fresh session: a command, then the answer",
+			stdout:    codexEvents(t, "fresh.jsonl"),
+			wantReply: "Hello Ann.\n\nThe answer is 42.", wantSessID: codexThread,
+		},
+		{
+			name:      "a resumed session reports its thread again",
+			stdout:    codexEvents(t, "resumed.jsonl"),
+			wantReply: "Hello Ann.\n\nThe answer is 42.", wantSessID: codexThread,
+		},
+		{
+			name: "the last agent message is the reply",
+			stdout: `{"type":"thread.started","thread_id":"th-2"}
+{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Let me look."}}
+{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"  Found it. \n"}}
+{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}
+`,
+			wantReply: "Found it.", wantSessID: "th-2",
+		},
+		{
+			name: "a turn without an agent message has no reply",
+			stdout: `{"type":"thread.started","thread_id":"th-3"}
+{"type":"turn.started"}
+{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}
+`,
+			wantReply: "", wantSessID: "th-3",
+		},
+		{
+			name: "an error event before turn.completed is a notice, not a failure",
+			stdout: `{"type":"thread.started","thread_id":"th-4"}
+{"type":"error","message":"Reconnecting... 1/5"}
+{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"done"}}
+{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}
+`,
+			wantReply: "done", wantSessID: "th-4",
+		},
+		{
+			name:       "turn.failed, even with exit status 0",
+			stdout:     codexEvents(t, "turn-failed.jsonl"),
+			wantSessID: "01a2129f-8e24-7752-b5ed-41a1528e2dc3",
+			wantErr:    "agent reported an error: the fake refuses this",
+		},
+		{
+			name:       "an error event and no turn.completed",
+			stdout:     `{"type":"thread.started","thread_id":"th-5"}` + "\n" + `{"type":"error","message":"stream disconnected before completion"}` + "\n",
+			wantSessID: "th-5",
+			wantErr:    "agent reported an error: stream disconnected before completion",
+		},
+		{
+			name:       "events without turn.completed",
+			stdout:     `{"type":"thread.started","thread_id":"th-6"}` + "\n" + `{"type":"turn.started"}` + "\n",
+			wantSessID: "th-6",
+			wantErr:    `agent output is not Codex JSON events (output: codex-json): no turn.completed event; stdout begins "{\"type\":\"thread.started\"`,
+		},
+		{
+			name:       "plain text (codex exec without --json)",
+			stdout:     "Hello Ann.\n",
+			wantSessID: "old",
+			wantErr:    `agent output is not Codex JSON events (output: codex-json): no line holds a JSON event; stdout begins "Hello Ann."; run codex exec with --json or set agent.output to text`,
+		},
+		{
+			name:       "empty stdout",
+			stdout:     "",
+			wantSessID: "old",
+			wantErr:    "agent output is not Codex JSON events (output: codex-json): no line holds a JSON event",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := Spec{Command: printingAgent(t, tt.stdout), Output: OutputCodexJSON}
+			res, err := runAgent(t, spec, Input{SessionID: "old"})
+			if res.SessionID != tt.wantSessID {
+				t.Errorf("SessionID = %q, want %q", res.SessionID, tt.wantSessID)
+			}
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Reply != tt.wantReply {
+					t.Errorf("Reply = %q, want %q", res.Reply, tt.wantReply)
+				}
+				return
+			}
+			if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want ErrFailed containing %q", err, tt.wantErr)
+			}
+			if res.Reply != "" {
+				t.Errorf("Reply = %q on a failed turn, want empty", res.Reply)
+			}
+		})
+	}
+}
+
+// A Codex run that exits non-zero is described by what it reported: the
+// failed turn's message, or its "Error: " line on stderr, not the
+// backtrace or warnings after it.
+func TestRunCodexJSONExitError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	failedOut := write("failed.jsonl", codexEvents(t, "turn-failed.jsonl"))
+	warning := write("warning", "WARNING: proceeding, even though we could not create PATH aliases\n")
+	lost := write("lost", codexEvents(t, "resume-lost.stderr")+"\nStack backtrace:\n   0: <unknown>\n   1: <unknown>\n")
+	tests := []struct {
+		name, body, wantErr string
+	}{
+		{"the failed turn's message", `cat "$1"; cat "$2" >&2; exit 1`,
+			"agent exited with status 1: the fake refuses this"},
+		{"a session Codex does not have", `cat "$3" >&2; exit 1`,
+			"agent exited with status 1: Error: thread/resume: thread/resume failed: no rollout found for thread id 01a2129d-8fde-74c0-825e-000000000000 (code -32600)"},
+		{"otherwise the last stderr line", `echo 'something odd' >&2; exit 2`,
+			"agent exited with status 2: something odd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := Spec{Command: testagent.Script(t, tt.body, failedOut, warning, lost), Output: OutputCodexJSON}
+			_, err := runAgent(t, spec, Input{SessionID: "old"})
+			if !errors.Is(err, ErrFailed) || err.Error() != tt.wantErr {
+				t.Fatalf("err = %v\nwant ErrFailed %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// turn.completed's usage is kept (Codex reports the thread's running total).
+func TestCodexUsage(t *testing.T) {
+	got := readCodexEvents([]byte(codexEvents(t, "fresh.jsonl"))).Usage
+	if want := (CodexUsage{InputTokens: 20, CachedInputTokens: 6, OutputTokens: 10}); got != want {
+		t.Errorf("usage %+v, want %+v", got, want)
+	}
+}
