@@ -60,6 +60,11 @@ type Options struct {
 	// LoopGuard pauses a web room its agent keeps re-triggering from its
 	// own turns. Zero fields take the defaults.
 	LoopGuard LoopGuard
+	// Limits are the flood limits (off unless set; cmd sets the config's
+	// defaults) and the chain guard (MaxChain, default 8). Flood windows
+	// are decided on Now; a held chat waits by the store's clock
+	// (store.SetClock: tests give it the same clock).
+	Limits Limits
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -79,6 +84,7 @@ type Gateway struct {
 	notices noticeLimiter
 	active  activeTurns
 	loops   loops
+	flood   floodLimiter
 	states  adapterStates // each adapter's connection state
 	workers *workers
 	outbox  *outbox
@@ -137,6 +143,7 @@ func New(opt Options) (*Gateway, error) {
 		opt.Now = time.Now
 	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
+	opt.Limits = opt.Limits.withDefaults()
 	g := &Gateway{
 		opt: opt, st: opt.Store, log: opt.Logger,
 		layout:   groups.Layout{DataDir: opt.DataDir},
@@ -144,6 +151,7 @@ func New(opt Options) (*Gateway, error) {
 		engage:   engagements{m: map[engageKey]engagement{}, now: opt.Now},
 		notices:  noticeLimiter{last: map[string]time.Time{}, every: noticeEvery, now: opt.Now},
 		loops:    loops{cfg: opt.LoopGuard.withDefaults(), now: opt.Now},
+		flood:    floodLimiter{cfg: opt.Limits, now: opt.Now},
 	}
 	for _, a := range opt.Adapters {
 		if _, dup := g.adapters[a.Name()]; dup {

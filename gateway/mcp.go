@@ -385,9 +385,11 @@ func (b mcpBackend) CreateGroup(ctx context.Context, folder string) (bool, error
 	return true, b.g.reload(ctx)
 }
 
+// Enqueue queues a delegate or escalate prompt one hop deeper in the chain
+// than the caller's running turn (the chain guard stops it if too deep).
 func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
 	id, err := b.g.st.Enqueue(ctx, store.WorkItem{Folder: w.Folder, ChatJID: w.Chat, Topic: w.Topic,
-		Mode: string(routing.Trigger), Trigger: store.Trigger(w.Trigger), Prompt: w.Prompt, Origin: w.Origin})
+		Mode: string(routing.Trigger), Trigger: store.Trigger(w.Trigger), Prompt: w.Prompt, Origin: w.Origin, Chain: b.g.chainOf(w.Origin)})
 	if err != nil {
 		return 0, err
 	}
