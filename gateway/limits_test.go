@@ -145,6 +145,13 @@ func TestChainGuardStopsPingPong(t *testing.T) {
 	if ran := len(h.turns("main")) + len(h.turns("main/child")); ran != 5 {
 		t.Errorf("%d turn records; want 4 run and 1 stopped", ran)
 	}
+	st, err := h.st.Status(context.Background()) // what switchboard status shows
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.FailedTurns) != 1 || !strings.Contains(st.FailedTurns[0].Error, "delegation chain deeper than 3") {
+		t.Errorf("status failures: %+v; want the stopped chain with its reason", st.FailedTurns)
+	}
 }
 
 // gatedRecorder is a recorder whose turns each wait, after recording their
