@@ -24,9 +24,9 @@ type Limits struct {
 	// TurnsPerChat bounds the message turns of one chat (all its topics
 	// and folders together).
 	TurnsPerChat Rate
-	// MaxChain is how many hops of delegate_group and escalate_group may
-	// follow the turn that started a chain; a deeper item is not run.
-	// Default 8.
+	// MaxChain is how many hops of agent-started work (delegate_group,
+	// escalate_group, inject_message) may follow the turn that started a
+	// chain; a deeper item is not run. Default 8.
 	MaxChain int
 }
 
@@ -302,11 +302,14 @@ func (g *Gateway) holdChat(ctx context.Context, b store.Batch, until time.Time, 
 	return nil
 }
 
-// chainDepth is the deepest chain among b's items.
+// chainDepth is the depth of b's turn: the shallowest of its items. A
+// message batch that carries a person's message (depth 0) besides an
+// agent's injected one starts over: someone is there, and nothing of it
+// is stopped.
 func chainDepth(b store.Batch) int {
-	d := 0
-	for _, it := range b.Items {
-		d = max(d, it.Chain)
+	d := b.Items[0].Chain
+	for _, it := range b.Items[1:] {
+		d = min(d, it.Chain)
 	}
 	return d
 }
@@ -329,7 +332,7 @@ func (g *Gateway) stopChain(ctx context.Context, b store.Batch, turn store.Turn)
 	var out []store.OutboxItem
 	if g.notices.allow(b.ChatJID) {
 		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID,
-			Topic: b.Topic, Text: fmt.Sprintf("Stopped: groups kept handing this conversation to each other (%s → %s, %d hops; the limit is %d). "+
+			Topic: b.Topic, Text: fmt.Sprintf("Stopped: agents kept starting turns for each other here (%s → %s, %d hops; the limit is %d). "+
 				"The last request was not run.", orNone(first.Origin), b.Folder, depth, limit)})
 	}
 	if err := g.st.FinishBatch(context.WithoutCancel(ctx), b, turn, out, time.Time{}); err != nil {
@@ -349,8 +352,9 @@ func orNone(s string) string {
 	return s
 }
 
-// chainOf is the depth of work that a turn of folder queues for another
-// group now: one more than the running turn's (1 when none runs).
+// chainOf is the depth of work that a turn of folder queues now
+// (delegate_group, escalate_group, inject_message): one more than the
+// running turn's (1 when none runs).
 func (g *Gateway) chainOf(folder string) int {
 	if _, t := g.runningTurn(folder); t != nil {
 		return chainDepth(t.batch) + 1

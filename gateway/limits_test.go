@@ -22,8 +22,8 @@ import (
 // TestMain lets this test binary act as an agent: run with the argument
 // "chain-agent", it is the ping-pong agent of TestChainGuardStopsPingPong.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "chain-agent" {
-		if err := chainAgent(os.Args[2]); err != nil {
+	if len(os.Args) > 3 && os.Args[1] == "chain-agent" {
+		if err := chainAgent(os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintln(os.Stderr, "chain-agent:", err)
 			os.Exit(1)
 		}
@@ -32,10 +32,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// chainAgent is an agent that hands every turn on over MCP: the parent
-// (main) delegates to main/child, the child escalates to main, both in the
-// chat the turn answers. It appends "folder trigger" to log.
-func chainAgent(log string) error {
+// chainAgent is an agent that hands every turn on over MCP, in the chat
+// the turn answers: in mode "pingpong" the parent (main) delegates to
+// main/child and the child escalates to main; in mode "inject" it injects
+// a message that its own group answers. It appends "folder trigger" to log.
+func chainAgent(log, mode string) error {
 	if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
 		return err
 	}
@@ -78,7 +79,10 @@ func chainAgent(log string) error {
 	}
 	fmt.Fprintln(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	call := fmt.Sprintf(`{"name":"delegate_group","arguments":{"folder":"main/child","prompt":"your turn","chat_jid":%q}}`, chat)
-	if folder == "main/child" {
+	switch {
+	case mode == "inject":
+		call = fmt.Sprintf(`{"name":"inject_message","arguments":{"text":"once more","chat_jid":%q}}`, chat)
+	case folder == "main/child":
 		call = fmt.Sprintf(`{"name":"escalate_group","arguments":{"prompt":"your turn","chat_jid":%q}}`, chat)
 	}
 	res, err := rpc(2, "tools/call", call)
@@ -100,7 +104,7 @@ func TestChainGuardStopsPingPong(t *testing.T) {
 	const chat = "test:room/child"
 	log := filepath.Join(t.TempDir(), "runs")
 	h := newHarness(t, harnessConfig{
-		agent:  []string{os.Args[0], "chain-agent", log},
+		agent:  []string{os.Args[0], "chain-agent", log, "pingpong"},
 		groups: []string{"main/child"},
 		routes: []routing.Route{
 			{Match: map[string]string{"chat_jid": chat}, Target: "main/child"},
@@ -135,7 +139,7 @@ func TestChainGuardStopsPingPong(t *testing.T) {
 	h.waitSent(chat, 5) // four replies and the notice
 	notices := 0
 	for _, m := range h.fa.sentTo(chat) {
-		if strings.HasPrefix(m.Text, "Stopped: groups kept handing") {
+		if strings.HasPrefix(m.Text, "Stopped: agents kept starting turns") {
 			notices++
 		}
 	}
@@ -151,6 +155,36 @@ func TestChainGuardStopsPingPong(t *testing.T) {
 	}
 	if len(st.FailedTurns) != 1 || !strings.Contains(st.FailedTurns[0].Error, "delegation chain deeper than 3") {
 		t.Errorf("status failures: %+v; want the stopped chain with its reason", st.FailedTurns)
+	}
+}
+
+// An agent that injects into its own chat every turn (each injected
+// message starts its next turn) stops at Limits.MaxChain too; a person's
+// message in the chat starts over.
+func TestChainGuardStopsSelfInject(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "runs")
+	h := newHarness(t, harnessConfig{
+		agent:  []string{os.Args[0], "chain-agent", log, "inject"},
+		modify: func(o *Options) { o.Limits = Limits{MaxChain: 2} },
+	})
+	stops := func() (n int) {
+		for _, tr := range h.turns("main") {
+			if strings.Contains(tr.Error, "delegation chain deeper than 2: this inject from main is hop 3") {
+				n++
+			}
+		}
+		return n
+	}
+	h.post(testChat, "m1", "start")
+	testwait.For(t, 60*time.Second, "the chain stopped", func() bool { return stops() == 1 })
+	testwait.For(t, 10*time.Second, "nothing left queued", func() bool { return len(h.pending()) == 0 })
+	h.post(testChat, "m2", "again") // a person: a new chain
+	testwait.For(t, 60*time.Second, "the second chain stopped", func() bool { return stops() == 2 })
+	testwait.For(t, 10*time.Second, "nothing left queued", func() bool { return len(h.pending()) == 0 })
+	b, _ := os.ReadFile(log)
+	want := strings.Repeat("main message\nmain inject\nmain inject\n", 2)
+	if string(b) != want {
+		t.Errorf("agent runs:\n%s\nwant:\n%s", b, want)
 	}
 }
 

@@ -397,9 +397,12 @@ func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
 	return id, nil
 }
 
-func (b mcpBackend) Inject(ctx context.Context, chat, text, sender string) (ipc.Message, string, error) {
+// Inject stores an agent's message one hop deeper in the chain than the
+// caller's running turn: an agent injecting into its own chat every turn
+// stops at limits.max_chain like a delegate ping-pong.
+func (b mcpBackend) Inject(ctx context.Context, from, chat, text, sender string) (ipc.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
-	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner})
+	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
 	if err != nil {
 		return ipc.Message{}, "", err
 	}

@@ -38,8 +38,9 @@ type WorkItem struct {
 	Isolated bool
 	Attempts int // failed attempts (the agent failed or timed out)
 	Crashes  int // attempts a gateway crash interrupted
-	// Chain is how many agent hops (delegate_group, escalate_group) led to
-	// this item: 0 for chat messages, tasks and the operator's injects.
+	// Chain is how many agent hops (delegate_group, escalate_group, an
+	// agent's inject_message) led to this item: 0 for chat messages, tasks
+	// and the operator's injects.
 	Chain   int
 	Created time.Time
 }
