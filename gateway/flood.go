@@ -99,14 +99,17 @@ func (f *floodLimiter) admit(chat string, senders []string) (wait time.Duration,
 	now := f.now()
 	f.prune(now)
 	cr, sr := f.cfg.TurnsPerChat, f.cfg.TurnsPerSender
-	f.chats[chat] = cr.trim(f.chats[chat], now)
-	chatWait := cr.wait(f.chats[chat], now)
-	var senderWait time.Duration
-	for i, s := range senders {
-		f.senders[s] = sr.trim(f.senders[s], now)
-		w := sr.wait(f.senders[s], now)
-		if i == 0 || w < senderWait {
-			senderWait = w
+	var chatWait, senderWait time.Duration
+	if cr.on() {
+		f.chats[chat] = cr.trim(f.chats[chat], now)
+		chatWait = cr.wait(f.chats[chat], now)
+	}
+	if sr.on() {
+		for i, s := range senders {
+			f.senders[s] = sr.trim(f.senders[s], now)
+			if w := sr.wait(f.senders[s], now); i == 0 || w < senderWait {
+				senderWait = w
+			}
 		}
 	}
 	if wait = max(chatWait, senderWait); wait > 0 {
