@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -97,6 +98,7 @@ func (f *floodLimiter) admit(chat string, senders []string) (wait time.Duration,
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
+	f.init()
 	f.prune(now)
 	cr, sr := f.cfg.TurnsPerChat, f.cfg.TurnsPerSender
 	var chatWait, senderWait time.Duration
@@ -126,12 +128,27 @@ func (f *floodLimiter) admit(chat string, senders []string) (wait time.Duration,
 	return 0, false
 }
 
-// prune forgets counts whose windows are over, at most once a minute once
-// there are many; f.mu is held.
-func (f *floodLimiter) prune(now time.Time) {
+// init makes the maps; f.mu is held.
+func (f *floodLimiter) init() {
 	if f.chats == nil {
 		f.chats, f.senders, f.holds = map[string][]time.Time{}, map[string][]time.Time{}, map[loopKey]*floodHold{}
 	}
+}
+
+// hold returns k's hold, made if missing; f.mu is held.
+func (f *floodLimiter) hold(k loopKey) *floodHold {
+	f.init()
+	h := f.holds[k]
+	if h == nil {
+		h = &floodHold{}
+		f.holds[k] = h
+	}
+	return h
+}
+
+// prune forgets counts whose windows are over, at most once a minute once
+// there are many; f.mu is held.
+func (f *floodLimiter) prune(now time.Time) {
 	if len(f.chats)+len(f.senders)+len(f.holds) < 10_000 || now.Sub(f.pruned) < time.Minute {
 		return
 	}
@@ -158,11 +175,7 @@ func (f *floodLimiter) noticeDue(k loopKey, wait time.Duration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
-	h := f.holds[k]
-	if h == nil {
-		h = &floodHold{}
-		f.holds[k] = h
-	}
+	h := f.hold(k)
 	if now.Before(h.noticeTo) {
 		return false
 	}
@@ -174,11 +187,7 @@ func (f *floodLimiter) noticeDue(k loopKey, wait time.Duration) bool {
 func (f *floodLimiter) held(k loopKey, until time.Time, byChat bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := f.holds[k]
-	if h == nil {
-		h = &floodHold{}
-		f.holds[k] = h
-	}
+	h := f.hold(k)
 	h.until, h.byChat = until, byChat
 }
 
@@ -280,7 +289,7 @@ func batchSenders(b store.Batch) (senders, names []string) {
 		if seqs[m.Seq] && !seen[m.Sender] {
 			seen[m.Sender] = true
 			senders = append(senders, m.Sender)
-			names = append(names, m.SenderName)
+			names = append(names, cmp.Or(m.SenderName, m.Sender))
 		}
 	}
 	return senders, names
