@@ -53,7 +53,8 @@ type Options struct {
 	MaxDownload int64
 	// Now is the clock of the gateway's decisions that compare times: when
 	// an engagement ends, whether a failure notice is rate-limited, whether a
-	// backfilled message is old enough to be context only. Waits (retry
+	// backfilled message is old enough to be context only, which turns the
+	// flood limits' windows still count. Waits (retry
 	// delays, rate-limit pauses, timeouts) run on real time. Default time.Now;
 	// tests advance their own clock instead of sleeping.
 	Now func() time.Time
