@@ -341,6 +341,7 @@ func (g *Gateway) stopChain(ctx context.Context, b store.Batch, turn store.Turn)
 		limit, first.Trigger, orNone(first.Origin), depth)
 	g.log.Warn("delegation chain stopped", "folder", b.Folder, "jid", b.ChatJID, "origin", first.Origin,
 		"trigger", first.Trigger, "depth", depth, "max_chain", limit)
+	g.metrics.turns.WithLabelValues(string(first.Trigger), "stopped").Inc()
 	var out []store.OutboxItem
 	if g.notices.allow(b.ChatJID) {
 		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID,

@@ -156,6 +156,9 @@ func TestChainGuardStopsPingPong(t *testing.T) {
 	if len(st.FailedTurns) != 1 || !strings.Contains(st.FailedTurns[0].Error, "delegation chain deeper than 3") {
 		t.Errorf("status failures: %+v; want the stopped chain with its reason", st.FailedTurns)
 	}
+	if n := sample(t, scrape(t, h.g), `switchboard_turns_total{outcome="stopped",trigger="delegate"}`); n != 1 {
+		t.Errorf("stopped turns counted: %v; want 1", n)
+	}
 }
 
 // An agent that injects into its own chat every turn (each injected
