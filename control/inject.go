@@ -20,6 +20,8 @@ type InjectRequest struct {
 	Sender  string        // default "switchboard:user/operator"
 	Folder  string        // default: the chat's owner
 	Trigger store.Trigger // default store.TriggerInject
+	Origin  string        // the group whose agent injected it ("" for the operator)
+	Chain   int           // its depth in a chain of agent-started turns (store.WorkItem.Chain)
 }
 
 // Inject stores a synthetic message in chat and queues a turn of the chat's
@@ -54,7 +56,7 @@ func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRe
 	if err != nil {
 		return store.Message{}, "", err
 	}
-	work := []store.WorkItem{{Folder: folder, ChatJID: req.Chat, Mode: string(routing.Trigger), Trigger: trigger}}
+	work := []store.WorkItem{{Folder: folder, ChatJID: req.Chat, Mode: string(routing.Trigger), Trigger: trigger, Origin: req.Origin, Chain: req.Chain}}
 	if _, err := st.EnqueueMessage(ctx, &m, work); err != nil {
 		return store.Message{}, "", fmt.Errorf("inject into %s: %w", req.Chat, err)
 	}

@@ -53,13 +53,19 @@ type Options struct {
 	MaxDownload int64
 	// Now is the clock of the gateway's decisions that compare times: when
 	// an engagement ends, whether a failure notice is rate-limited, whether a
-	// backfilled message is old enough to be context only. Waits (retry
+	// backfilled message is old enough to be context only, which turns the
+	// flood limits' windows still count. Waits (retry
 	// delays, rate-limit pauses, timeouts) run on real time. Default time.Now;
 	// tests advance their own clock instead of sleeping.
 	Now func() time.Time
 	// LoopGuard pauses a web room its agent keeps re-triggering from its
 	// own turns. Zero fields take the defaults.
 	LoopGuard LoopGuard
+	// Limits are the flood limits (off unless set; cmd sets the config's
+	// defaults) and the chain guard (MaxChain, default 8). Flood windows
+	// are decided on Now; a held chat waits by the store's clock
+	// (store.SetClock: tests give it the same clock).
+	Limits Limits
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -79,6 +85,7 @@ type Gateway struct {
 	notices noticeLimiter
 	active  activeTurns
 	loops   loops
+	flood   floodLimiter
 	states  adapterStates // each adapter's connection state
 	workers *workers
 	outbox  *outbox
@@ -139,6 +146,7 @@ func New(opt Options) (*Gateway, error) {
 		opt.Now = time.Now
 	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
+	opt.Limits = opt.Limits.withDefaults()
 	g := &Gateway{
 		opt: opt, st: opt.Store, log: opt.Logger,
 		layout:   groups.Layout{DataDir: opt.DataDir},
@@ -146,6 +154,7 @@ func New(opt Options) (*Gateway, error) {
 		engage:   engagements{m: map[engageKey]engagement{}, now: opt.Now},
 		notices:  noticeLimiter{last: map[string]time.Time{}, every: noticeEvery, now: opt.Now},
 		loops:    loops{cfg: opt.LoopGuard.withDefaults(), now: opt.Now},
+		flood:    floodLimiter{cfg: opt.Limits, now: opt.Now},
 	}
 	for _, a := range opt.Adapters {
 		if _, dup := g.adapters[a.Name()]; dup {

@@ -47,6 +47,7 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	}
 	if inserted {
 		g.watchLoop(m, work)
+		g.floodArrived(ctx, m, work)
 	}
 	// A redelivery was stored once and routed then; for a new message the
 	// committer told the watchers and woke the folders.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/control"
 	"switchboard/store"
 )
 
@@ -129,21 +128,15 @@ func (g *Gateway) pauseLoop(ctx context.Context, b store.Batch) bool {
 		!g.loops.started(loopKey{b.Folder, b.ChatJID, b.Topic}) {
 		return false
 	}
-	until := time.Now().Add(g.loops.cfg.Pause) // a wait: real time, like the store's retry waits
+	until := g.st.Now().Add(g.loops.cfg.Pause)
 	g.log.Warn("web room paused: the agent's own turns keep re-triggering it", "folder", b.Folder, "jid", b.ChatJID,
 		"turns", g.loops.cfg.Turns, "window", g.loops.cfg.Window, "until", until.Format(time.RFC3339))
-	if err := g.st.DeferChat(ctx, b.Folder, b.ChatJID, b.Topic, until); err != nil {
+	text := fmt.Sprintf("Paused until %s: the last %d turns here were all started by messages posted while the agent was still running, "+
+		"which looks like the agent posting into its own room. Messages are kept and answered after the pause.",
+		g.clockTime(until), g.loops.cfg.Turns)
+	if err := g.holdChat(ctx, b, until, g.loops.cfg.Pause, text); err != nil {
 		g.log.Error("pause web room", "folder", b.Folder, "jid", b.ChatJID, "err", err)
 		return false
 	}
-	text := fmt.Sprintf("Paused until %s: the last %d turns here were all started by messages posted while the agent was still running, "+
-		"which looks like the agent posting into its own room. Messages are kept and answered after the pause.",
-		until.Format("15:04 MST"), g.loops.cfg.Turns)
-	notice := control.SendRequest{Chat: b.ChatJID, Topic: b.Topic, Folder: b.Folder, Text: text, Kind: store.OutboxNotice,
-		Key: control.NewID("loop-")}
-	if _, err := g.send(ctx, notice); err != nil {
-		g.log.Error("tell the paused web room", "folder", b.Folder, "jid", b.ChatJID, "err", err)
-	}
-	g.workers.kickAfter(b.Folder, g.loops.cfg.Pause)
 	return true
 }

@@ -385,9 +385,11 @@ func (b mcpBackend) CreateGroup(ctx context.Context, folder string) (bool, error
 	return true, b.g.reload(ctx)
 }
 
+// Enqueue queues a delegate or escalate prompt one hop deeper in the chain
+// than the caller's running turn (the chain guard stops it if too deep).
 func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
 	id, err := b.g.st.Enqueue(ctx, store.WorkItem{Folder: w.Folder, ChatJID: w.Chat, Topic: w.Topic,
-		Mode: string(routing.Trigger), Trigger: store.Trigger(w.Trigger), Prompt: w.Prompt, Origin: w.Origin})
+		Mode: string(routing.Trigger), Trigger: store.Trigger(w.Trigger), Prompt: w.Prompt, Origin: w.Origin, Chain: b.g.chainOf(w.Origin)})
 	if err != nil {
 		return 0, err
 	}
@@ -395,9 +397,12 @@ func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
 	return id, nil
 }
 
-func (b mcpBackend) Inject(ctx context.Context, chat, text, sender string) (ipc.Message, string, error) {
+// Inject stores an agent's message one hop deeper in the chain than the
+// caller's running turn: an agent injecting into its own chat every turn
+// stops at limits.max_chain like a delegate ping-pong.
+func (b mcpBackend) Inject(ctx context.Context, from, chat, text, sender string) (ipc.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
-	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner})
+	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
 	if err != nil {
 		return ipc.Message{}, "", err
 	}

@@ -109,8 +109,10 @@ type GroupStore interface {
 // Sessions covers the agent-session and engagement state of a folder.
 type Sessions interface {
 	// Inject stores a synthetic message in a chat and queues a turn of the
-	// chat's owner; it returns the message and the folder that will answer.
-	Inject(ctx context.Context, chat, text, sender string) (Message, string, error)
+	// chat's owner, on behalf of group from (whose running turn it
+	// continues: the chain guard counts it); it returns the message and
+	// the folder that will answer.
+	Inject(ctx context.Context, from, chat, text, sender string) (Message, string, error)
 	// ResetSessions forgets every agent session of folder.
 	ResetSessions(ctx context.Context, folder string) (int64, error)
 	// Engage makes folder answer follow-ups in chat/topic without a mention

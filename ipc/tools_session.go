@@ -78,7 +78,7 @@ func runInject(ctx context.Context, c *call) (any, error) {
 	} else if c.tier != 0 && !strings.HasPrefix(sender, "switchboard:") {
 		return nil, fmt.Errorf("sender %s: a group may inject only as a switchboard: sender (e.g. switchboard:bot/%s), never as a platform user", sender, c.folder)
 	}
-	m, folder, err := c.b.Inject(ctx, c.str("chat_jid"), text, sender)
+	m, folder, err := c.b.Inject(ctx, c.folder, c.str("chat_jid"), text, sender)
 	if err != nil {
 		return nil, err
 	}

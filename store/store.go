@@ -297,6 +297,15 @@ func (s *Store) Read() *sql.DB { return s.r }
 // nowMS is the store clock in unix milliseconds.
 func (s *Store) nowMS() int64 { return s.now().UnixMilli() }
 
+// Now is the store's clock: rows are stamped with it and waits stored on
+// work (DeferChat, retries) end by it.
+func (s *Store) Now() time.Time { return s.now() }
+
+// SetClock replaces the store's clock (default time.Now). Tests that move
+// time on instead of sleeping set it once, before the store is shared,
+// to the same clock as the gateway's Options.Now.
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
 // Ping checks that the database answers and is writable (a write
 // transaction that changes nothing).
 func (s *Store) Ping(ctx context.Context) error {

@@ -38,7 +38,11 @@ type WorkItem struct {
 	Isolated bool
 	Attempts int // failed attempts (the agent failed or timed out)
 	Crashes  int // attempts a gateway crash interrupted
-	Created  time.Time
+	// Chain is how many agent hops (delegate_group, escalate_group, an
+	// agent's inject_message) led to this item: 0 for chat messages, tasks
+	// and the operator's injects.
+	Chain   int
+	Created time.Time
 }
 
 // Batch is the next turn of a folder: trigger items of one chat and topic,
@@ -153,8 +157,8 @@ func (s *Store) Enqueue(ctx context.Context, w WorkItem) (int64, error) {
 	return id, err
 }
 
-const insertWorkSQL = `INSERT INTO work (folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertWorkSQL = `INSERT INTO work (folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms, chain)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func checkWork(w WorkItem) error {
 	if w.Folder == "" || w.ChatJID == "" || w.Mode == "" || w.Trigger == "" {
@@ -168,7 +172,7 @@ func insertWork(ctx context.Context, tx *sql.Tx, w WorkItem, now int64) error {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, insertWorkSQL, w.Folder, w.ChatJID, w.Topic, w.Seq, w.Mode, w.Trigger, w.Prompt, w.Origin,
-		w.TaskID, w.RunID, w.Isolated, now)
+		w.TaskID, w.RunID, w.Isolated, now, w.Chain)
 	if err != nil {
 		return fmt.Errorf("insert work: %w", err)
 	}
@@ -178,7 +182,7 @@ func insertWork(ctx context.Context, tx *sql.Tx, w WorkItem, now int64) error {
 // execWork is insertWork on the prepared statement of the message path.
 func execWork(ctx context.Context, st *sql.Stmt, w WorkItem, now int64) error {
 	_, err := st.ExecContext(ctx, w.Folder, w.ChatJID, w.Topic, w.Seq, w.Mode, w.Trigger, w.Prompt, w.Origin,
-		w.TaskID, w.RunID, w.Isolated, now)
+		w.TaskID, w.RunID, w.Isolated, now, w.Chain)
 	if err != nil {
 		return fmt.Errorf("insert work: %w", err)
 	}
@@ -190,12 +194,12 @@ func (s *Store) PendingFolders(ctx context.Context) ([]string, error) {
 	return queryStrings(ctx, s.r, `SELECT DISTINCT folder FROM work WHERE mode = 'trigger'`)
 }
 
-const workColumns = `id, folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, attempts, created_ms, crashes`
+const workColumns = `id, folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, attempts, created_ms, crashes, chain`
 
 func scanWork(sc scanner) (WorkItem, error) {
 	var w WorkItem
 	err := sc.Scan(&w.ID, &w.Folder, &w.ChatJID, &w.Topic, &w.Seq, &w.Mode, &w.Trigger, &w.Prompt, &w.Origin,
-		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, msTime(&w.Created), &w.Crashes)
+		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, msTime(&w.Created), &w.Crashes, &w.Chain)
 	return w, err
 }
 
@@ -422,6 +426,20 @@ func (s *Store) DeferChat(ctx context.Context, folder, chat, topic string, until
 		return fmt.Errorf("defer %s in %s: %w", chat, folder, err)
 	}
 	return nil
+}
+
+// ResumeChat lifts a hold that DeferChat set until exactly until: the
+// chat and topic's rows held by it are ready again. A hold set since with
+// another time (a retry wait, another pause) stays; it reports whether
+// anything was lifted.
+func (s *Store) ResumeChat(ctx context.Context, folder, chat, topic string, until time.Time) (bool, error) {
+	res, err := s.w.ExecContext(ctx, `UPDATE work SET not_before_ms = 0 WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'trigger'
+		AND not_before_ms = ?`, folder, chat, topic, toMS(until))
+	if err != nil {
+		return false, fmt.Errorf("resume %s in %s: %w", chat, folder, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
 }
 
 // MarkStarted records that a turn of the batch started: a crash before

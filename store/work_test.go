@@ -338,3 +338,52 @@ func TestDropSession(t *testing.T) {
 		t.Fatalf("session %q after DropSession, want none", sess)
 	}
 }
+
+// ResumeChat lifts the hold DeferChat set with that very time, and no
+// other (a retry wait set since stays); messages arriving during the hold
+// wait with it and run in the same batch.
+func TestResumeChatLiftsOnlyItsOwnHold(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	clock := time.UnixMilli(1_000_000)
+	s.now = func() time.Time { return clock }
+	enqueue(t, s, msg("web:a", "1"), trigger("main", "web:a", ""))
+	until := clock.Add(time.Minute)
+	if err := s.DeferChat(ctx, "main", "web:a", "", until); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, s, msg("web:a", "2"), trigger("main", "web:a", "")) // during the hold
+	if b, ok, _ := s.NextBatch(ctx, "main", 100); ok {
+		t.Fatalf("a held chat ran: %+v", b.Items)
+	}
+	if lifted, err := s.ResumeChat(ctx, "main", "web:a", "", until.Add(time.Second)); err != nil || lifted {
+		t.Fatalf("another hold's time lifted it: %v %v", lifted, err)
+	}
+	if lifted, err := s.ResumeChat(ctx, "main", "web:a", "", until); err != nil || !lifted {
+		t.Fatalf("its own time did not lift it: %v %v", lifted, err)
+	}
+	b, ok, _ := s.NextBatch(ctx, "main", 100)
+	if !ok || len(b.Messages) != 2 {
+		t.Fatalf("after the lift: %+v (%v); want both messages", b, ok)
+	}
+}
+
+// A work item's chain depth is stored and read back.
+func TestWorkChainRoundTrip(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Enqueue(ctx, WorkItem{Folder: "main", ChatJID: "web:a", Mode: "trigger", Trigger: TriggerDelegate, Prompt: "p", Origin: "root", Chain: 5}); err != nil {
+		t.Fatal(err)
+	}
+	w := trigger("main", "web:a", "")
+	w[0].Trigger, w[0].Chain = TriggerInject, 3
+	enqueue(t, s, msg("web:a", "1"), w)
+	b, ok, err := s.NextBatch(ctx, "main", 100)
+	if err != nil || !ok || b.Items[0].Chain != 5 {
+		t.Fatalf("delegate batch %+v (%v, %v); want chain 5", b.Items, ok, err)
+	}
+	finish(t, s, b, "succeeded", false)
+	if b, _, _ = s.NextBatch(ctx, "main", 100); len(b.Items) != 1 || b.Items[0].Chain != 3 {
+		t.Fatalf("inject batch %+v; want chain 3", b.Items)
+	}
+}

@@ -79,6 +79,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
 		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20, Warning: sandboxWarning(spec.Sandbox),
+		Limits: gatewayLimits(a.cfg.Limits),
 	})
 	if err != nil {
 		return err
@@ -224,4 +225,13 @@ func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
 		return nil, errors.New("no adapter is enabled; enable adapters.web (or another adapter) in the config")
 	}
 	return list, nil
+}
+
+// gatewayLimits hands the limits section to the gateway.
+func gatewayLimits(l LimitsConfig) gateway.Limits {
+	return gateway.Limits{
+		TurnsPerSender: gateway.Rate{Count: l.TurnsPerSender.Count, Window: time.Duration(l.TurnsPerSender.Window)},
+		TurnsPerChat:   gateway.Rate{Count: l.TurnsPerChat.Count, Window: time.Duration(l.TurnsPerChat.Window)},
+		MaxChain:       l.MaxChain,
+	}
 }

@@ -29,6 +29,7 @@ type Config struct {
 	Log            LogConfig      `yaml:"log"`
 	Agent          AgentConfig    `yaml:"agent"`
 	EngageTTL      Duration       `yaml:"engage_ttl"`
+	Limits         LimitsConfig   `yaml:"limits"`
 	Adapters       AdaptersConfig `yaml:"adapters"`
 	Admin          AdminConfig    `yaml:"admin"`
 	Groups         []GroupSeed    `yaml:"groups"`
@@ -50,6 +51,21 @@ type AgentConfig struct {
 	Binds         []BindConfig `yaml:"binds"`
 	Network       bool         `yaml:"network"`
 	Env           []string     `yaml:"env"`
+}
+
+// LimitsConfig bounds the turns people and agents can start: flood limits
+// on chat messages, and how deep a chain of delegate_group/escalate_group
+// turns may go (docs/operating.md, "Flood limits and the chain guard").
+type LimitsConfig struct {
+	TurnsPerSender RateConfig `yaml:"turns_per_sender"`
+	TurnsPerChat   RateConfig `yaml:"turns_per_chat"`
+	MaxChain       int        `yaml:"max_chain"`
+}
+
+// RateConfig is at most Count turns started per Window; count 0 is off.
+type RateConfig struct {
+	Count  int      `yaml:"count"`
+	Window Duration `yaml:"window"`
 }
 
 // AdminConfig is the operator's HTTP listener: /metrics, /healthz, /readyz
@@ -144,6 +160,11 @@ func DefaultConfig() Config {
 			Network:       true,
 		},
 		EngageTTL: Duration(10 * time.Minute),
+		Limits: LimitsConfig{
+			TurnsPerSender: RateConfig{Count: 30, Window: Duration(time.Minute)},
+			TurnsPerChat:   RateConfig{Count: 60, Window: Duration(time.Minute)},
+			MaxChain:       8,
+		},
 		Adapters: AdaptersConfig{
 			Web:           WebConfig{Enabled: true, Listen: "127.0.0.1:8420"},
 			Slack:         SlackConfig{Mode: "socket"},
@@ -370,6 +391,7 @@ func (c *Config) Validate() error {
 	if c.EngageTTL < 0 {
 		bad("engage_ttl", "must not be negative")
 	}
+	c.validateLimits(bad)
 	c.validateAdapters(bad)
 	if c.Admin.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.Admin.Listen); err != nil {
@@ -392,6 +414,20 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Config) validateLimits(bad func(string, string, ...any)) {
+	for key, r := range map[string]RateConfig{"limits.turns_per_sender": c.Limits.TurnsPerSender, "limits.turns_per_chat": c.Limits.TurnsPerChat} {
+		if r.Count < 0 {
+			bad(key+".count", "%d: must be 0 (no limit) or more", r.Count)
+		}
+		if r.Count > 0 && r.Window <= 0 {
+			bad(key+".window", "must be more than 0 when count is set, e.g. 1m")
+		}
+	}
+	if c.Limits.MaxChain < 1 {
+		bad("limits.max_chain", "%d: must be at least 1 (the default is 8)", c.Limits.MaxChain)
+	}
 }
 
 func (c *Config) validateAgent(bad func(string, string, ...any)) {

@@ -77,6 +77,11 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"slack events without listen", "adapters: {slack: {enabled: true, bot_token: x, mode: events, signing_secret: s}}", "adapters.slack.listen:"},
 		{"slack api_url without slash", "adapters: {slack: {enabled: true, bot_token: x, app_token: y, api_url: 'http://h/api'}}", "adapters.slack.api_url:"},
 		{"bad log level", "log: {level: loud}", "log.level:"},
+		{"unknown limit", "limits: {turns_per_room: {count: 1}}", "limits.turns_per_room: unknown key"},
+		{"negative limit", "limits: {turns_per_sender: {count: -1}}", "limits.turns_per_sender.count: -1"},
+		{"limit without window", "limits: {turns_per_chat: {count: 5, window: 0s}}", "limits.turns_per_chat.window: must be more than 0"},
+		{"bad limit window", "limits: {turns_per_chat: {window: often}}", `limits.turns_per_chat.window: "often" is not a duration`},
+		{"no chain", "limits: {max_chain: 0}", "limits.max_chain: 0"},
 		{"not a mapping", "agent: 5", "agent: want a mapping"},
 		{"yaml syntax", "agent: [", "parse yaml"},
 		{"malformed var", "data_dir: ${FOO", "data_dir: malformed variable"},
@@ -89,6 +94,27 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 				t.Errorf("error = %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// The limits have defaults that are on; a file changes what it names and
+// keeps the rest, and count 0 turns a flood limit off.
+func TestConfigLimits(t *testing.T) {
+	cfg, err := ParseConfig(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := LimitsConfig{TurnsPerSender: RateConfig{30, Duration(time.Minute)}, TurnsPerChat: RateConfig{60, Duration(time.Minute)}, MaxChain: 8}
+	if cfg.Limits != want {
+		t.Errorf("default limits = %+v; want %+v", cfg.Limits, want)
+	}
+	cfg, err = ParseConfig([]byte("limits: {turns_per_sender: {count: 3}, turns_per_chat: {count: 0}, max_chain: 4}"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = LimitsConfig{TurnsPerSender: RateConfig{3, Duration(time.Minute)}, TurnsPerChat: RateConfig{0, Duration(time.Minute)}, MaxChain: 4}
+	if cfg.Limits != want {
+		t.Errorf("limits = %+v; want %+v", cfg.Limits, want)
 	}
 }
 

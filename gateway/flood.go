@@ -1,0 +1,409 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"switchboard/control"
+	"switchboard/store"
+)
+
+// Limits bound what people and agents can make the gateway spend: how
+// many turns chat messages start (flood limits), and how deep a chain of
+// turns that agents start for each other goes (the chain guard).
+type Limits struct {
+	// TurnsPerSender bounds the message turns that carry a sender's
+	// messages, over all chats. Every sender with a message in a turn's
+	// batch is charged that turn; a turn waits only when every sender in
+	// its batch is over the limit (one person's flood never holds another
+	// person's message back beyond the chat's limit).
+	TurnsPerSender Rate
+	// TurnsPerChat bounds the message turns of one chat (all its topics
+	// and folders together).
+	TurnsPerChat Rate
+	// MaxChain is how many hops of agent-started work (delegate_group,
+	// escalate_group, inject_message) may follow the turn that started a
+	// chain; a deeper item is not run. Default 8.
+	MaxChain int
+}
+
+// Rate is at most Count turns started per Window; a zero Count is no
+// limit.
+type Rate struct {
+	Count  int
+	Window time.Duration
+}
+
+// DefaultMaxChain is Limits.MaxChain when unset.
+const DefaultMaxChain = 8
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxChain <= 0 {
+		l.MaxChain = DefaultMaxChain
+	}
+	return l
+}
+
+func (r Rate) on() bool { return r.Count > 0 && r.Window > 0 }
+
+// trim drops the starts that left r's window at now.
+func (r Rate) trim(starts []time.Time, now time.Time) []time.Time {
+	i := 0
+	for i < len(starts) && !starts[i].After(now.Add(-r.Window)) {
+		i++
+	}
+	return starts[i:]
+}
+
+// wait is how long until one more turn fits in r, given the starts in
+// its window (0: it fits now).
+func (r Rate) wait(starts []time.Time, now time.Time) time.Duration {
+	if !r.on() || len(starts) < r.Count {
+		return 0
+	}
+	return starts[len(starts)-r.Count].Add(r.Window).Sub(now)
+}
+
+// floodHold is a chat and topic of a folder that the flood limits hold.
+type floodHold struct {
+	until    time.Time // the store time DeferChat holds the work to; zero once lifted or over
+	byChat   bool      // the chat's own limit holds it, not only its senders'
+	noticeTo time.Time // no further notice before this (gateway clock): one notice per window
+}
+
+// floodLimiter counts message turns per sender and per chat in sliding
+// windows, in memory: a restart forgets them (at worst a flood gets one
+// more window's worth of turns).
+type floodLimiter struct {
+	mu      sync.Mutex
+	cfg     Limits
+	now     func() time.Time
+	senders map[string][]time.Time // turn starts within the window, oldest first
+	chats   map[string][]time.Time
+	holds   map[loopKey]*floodHold
+	pruned  time.Time
+}
+
+func (f *floodLimiter) on() bool { return f.cfg.TurnsPerSender.on() || f.cfg.TurnsPerChat.on() }
+
+// admit decides whether a message turn of chat whose batch carries
+// senders' messages may start now, and if so counts it for the chat and
+// every sender. Otherwise it returns how long until it may, and whether
+// the chat's own limit is (part of) why.
+func (f *floodLimiter) admit(chat string, senders []string) (wait time.Duration, byChat bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	f.init()
+	f.prune(now)
+	cr, sr := f.cfg.TurnsPerChat, f.cfg.TurnsPerSender
+	var chatWait, senderWait time.Duration
+	if cr.on() {
+		f.chats[chat] = cr.trim(f.chats[chat], now)
+		chatWait = cr.wait(f.chats[chat], now)
+	}
+	if sr.on() {
+		for i, s := range senders {
+			f.senders[s] = sr.trim(f.senders[s], now)
+			if w := sr.wait(f.senders[s], now); i == 0 || w < senderWait {
+				senderWait = w
+			}
+		}
+	}
+	if wait = max(chatWait, senderWait); wait > 0 {
+		return wait, chatWait > 0
+	}
+	if cr.on() {
+		f.chats[chat] = append(f.chats[chat], now)
+	}
+	if sr.on() {
+		for _, s := range senders {
+			f.senders[s] = append(f.senders[s], now)
+		}
+	}
+	return 0, false
+}
+
+// init makes the maps; f.mu is held.
+func (f *floodLimiter) init() {
+	if f.chats == nil {
+		f.chats, f.senders, f.holds = map[string][]time.Time{}, map[string][]time.Time{}, map[loopKey]*floodHold{}
+	}
+}
+
+// hold returns k's hold, made if missing; f.mu is held.
+func (f *floodLimiter) hold(k loopKey) *floodHold {
+	f.init()
+	h := f.holds[k]
+	if h == nil {
+		h = &floodHold{}
+		f.holds[k] = h
+	}
+	return h
+}
+
+// prune forgets counts whose windows are over, at most once a minute once
+// there are many; f.mu is held.
+func (f *floodLimiter) prune(now time.Time) {
+	if len(f.chats)+len(f.senders)+len(f.holds) < 10_000 || now.Sub(f.pruned) < time.Minute {
+		return
+	}
+	f.pruned = now
+	window := max(f.cfg.TurnsPerChat.Window, f.cfg.TurnsPerSender.Window)
+	for _, m := range []map[string][]time.Time{f.chats, f.senders} {
+		for k, starts := range m {
+			if len(starts) == 0 || now.Sub(starts[len(starts)-1]) > window {
+				delete(m, k)
+			}
+		}
+	}
+	for k, h := range f.holds {
+		if now.Sub(h.noticeTo) > window { // its hold and notice window are over
+			delete(f.holds, k)
+		}
+	}
+}
+
+// noticeDue reports whether a chat held now for wait is to be told, and
+// if so starts its notice window: one notice per window, however many
+// holds it sees.
+func (f *floodLimiter) noticeDue(k loopKey, wait time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	h := f.hold(k)
+	if now.Before(h.noticeTo) {
+		return false
+	}
+	h.noticeTo = now.Add(wait)
+	return true
+}
+
+// held records that k's work is deferred until (store time).
+func (f *floodLimiter) held(k loopKey, until time.Time, byChat bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.hold(k)
+	h.until, h.byChat = until, byChat
+}
+
+// arrived is told of a new trigger message from sender for k. It returns
+// the hold to lift when k is held only because the senders of its queued
+// messages were over their limit, and sender and the chat have room: the
+// new message is not to wait for someone else's flood.
+func (f *floodLimiter) arrived(k loopKey, sender string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.holds[k]
+	if h == nil || h.until.IsZero() || h.byChat {
+		return time.Time{}, false
+	}
+	now := f.now()
+	cr, sr := f.cfg.TurnsPerChat, f.cfg.TurnsPerSender
+	if cr.wait(cr.trim(f.chats[k.chat], now), now) > 0 || sr.wait(sr.trim(f.senders[sender], now), now) > 0 {
+		return time.Time{}, false
+	}
+	until := h.until
+	h.until = time.Time{}
+	return until, true
+}
+
+// limitTurn runs before a turn starts and reports whether it is not to
+// run: a chain of agent-started turns too deep (the item is settled with
+// the reason recorded), or a message turn over a flood limit (the chat's
+// work waits, stored, for the next allowed turn).
+func (g *Gateway) limitTurn(ctx context.Context, b store.Batch, turn store.Turn) bool {
+	return g.stopChain(ctx, b, turn) || g.holdFlood(ctx, b)
+}
+
+// holdFlood holds a message turn that a flood limit does not allow now:
+// the chat and topic's work waits until the limit allows the next turn
+// (then it all runs as one batch), and the chat is told once per window.
+func (g *Gateway) holdFlood(ctx context.Context, b store.Batch) bool {
+	first := b.Items[0]
+	if first.Trigger != store.TriggerMessage || first.Attempts+first.Crashes > 0 || !g.flood.on() {
+		return false // retries were allowed once already
+	}
+	senders, names := batchSenders(b)
+	wait, byChat := g.flood.admit(b.ChatJID, senders)
+	if wait <= 0 {
+		return false
+	}
+	k := loopKey{b.Folder, b.ChatJID, b.Topic}
+	until := g.st.Now().Add(wait)
+	rate, who := g.opt.Limits.TurnsPerSender, strings.Join(names, ", ")
+	if byChat {
+		rate, who = g.opt.Limits.TurnsPerChat, "this chat"
+	}
+	g.log.Warn("flood limit: turn held", "folder", b.Folder, "jid", b.ChatJID, "by_chat", byChat, "senders", len(senders),
+		"limit", rate.Count, "window", rate.Window, "wait", wait.Round(time.Second))
+	notice := ""
+	if g.flood.noticeDue(k, wait) {
+		notice = fmt.Sprintf("Slow down: %s started %s in the last %s, the limit here. Nothing is lost: "+
+			"I'll answer the messages sent meanwhile at %s.", who, count(rate.Count, "turn"), spell(rate.Window), g.clockTime(until))
+	}
+	if err := g.holdChat(ctx, b, until, wait, notice); err != nil {
+		g.log.Error("hold flooded chat", "folder", b.Folder, "jid", b.ChatJID, "err", err)
+		return false
+	}
+	g.flood.held(k, until, byChat)
+	return true
+}
+
+// floodArrived lets a new message through a hold that only other senders'
+// flood set (see floodLimiter.arrived).
+func (g *Gateway) floodArrived(ctx context.Context, m store.Message, work []store.WorkItem) {
+	if !g.flood.on() {
+		return
+	}
+	for _, w := range work {
+		if w.Mode != "trigger" || w.Trigger != store.TriggerMessage {
+			continue
+		}
+		until, ok := g.flood.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, m.Sender)
+		if !ok {
+			continue
+		}
+		if _, err := g.st.ResumeChat(ctx, w.Folder, w.ChatJID, w.Topic, until); err != nil {
+			g.log.Error("lift flood hold", "folder", w.Folder, "jid", w.ChatJID, "err", err)
+			continue
+		}
+		g.workers.kick(w.Folder)
+	}
+}
+
+// batchSenders lists the senders (and their names) of b's chat messages.
+func batchSenders(b store.Batch) (senders, names []string) {
+	seqs := map[int64]bool{}
+	for _, it := range b.Items {
+		if it.Trigger == store.TriggerMessage && it.Seq > 0 {
+			seqs[it.Seq] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range b.Messages {
+		if seqs[m.Seq] && !seen[m.Sender] {
+			seen[m.Sender] = true
+			senders = append(senders, m.Sender)
+			names = append(names, cmp.Or(m.SenderName, m.Sender))
+		}
+	}
+	return senders, names
+}
+
+// holdChat defers b's chat and topic until until (store time; wait from
+// now): its messages stay queued and run as one batch afterwards, the
+// folder's other chats go on. It queues notice to the chat (unless empty)
+// and wakes the folder when the wait is over.
+func (g *Gateway) holdChat(ctx context.Context, b store.Batch, until time.Time, wait time.Duration, notice string) error {
+	if err := g.st.DeferChat(ctx, b.Folder, b.ChatJID, b.Topic, until); err != nil {
+		return err
+	}
+	if notice != "" {
+		req := control.SendRequest{Chat: b.ChatJID, Topic: b.Topic, Folder: b.Folder, Text: notice, Kind: store.OutboxNotice,
+			Key: control.NewID("hold-")}
+		if _, err := g.send(ctx, req); err != nil {
+			g.log.Error("tell the held chat", "folder", b.Folder, "jid", b.ChatJID, "err", err)
+		}
+	}
+	g.workers.kickAfter(b.Folder, wait)
+	return nil
+}
+
+// chainDepth is the depth of b's turn: the shallowest of its items. A
+// message batch that carries a person's message (depth 0) besides an
+// agent's injected one starts over: someone is there, and nothing of it
+// is stopped.
+func chainDepth(b store.Batch) int {
+	d := b.Items[0].Chain
+	for _, it := range b.Items[1:] {
+		d = min(d, it.Chain)
+	}
+	return d
+}
+
+// stopChain settles a batch deeper than Limits.MaxChain without running
+// it: a failed turn whose error says why (switchboard status and the turn
+// history show it), a log line, and a notice to the chat.
+func (g *Gateway) stopChain(ctx context.Context, b store.Batch, turn store.Turn) bool {
+	depth, limit := chainDepth(b), g.opt.Limits.MaxChain
+	if depth <= limit {
+		return false
+	}
+	first := b.Items[0]
+	turn.Status = store.TurnFailed
+	turn.ExitCode = -1
+	turn.Error = fmt.Sprintf("delegation chain deeper than %d: this %s from %s is hop %d; not run (limits.max_chain)",
+		limit, first.Trigger, orNone(first.Origin), depth)
+	g.log.Warn("delegation chain stopped", "folder", b.Folder, "jid", b.ChatJID, "origin", first.Origin,
+		"trigger", first.Trigger, "depth", depth, "max_chain", limit)
+	g.metrics.turns.WithLabelValues(string(first.Trigger), "stopped").Inc()
+	var out []store.OutboxItem
+	if g.notices.allow(b.ChatJID) {
+		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID,
+			Topic: b.Topic, Text: fmt.Sprintf("Stopped: agents kept starting turns for each other here (%s → %s, %d hops; the limit is %d). "+
+				"The last request was not run.", orNone(first.Origin), b.Folder, depth, limit)})
+	}
+	if err := g.st.FinishBatch(context.WithoutCancel(ctx), b, turn, out, time.Time{}); err != nil {
+		g.log.Error("record stopped chain", "folder", b.Folder, "turn", turn.ID, "err", err)
+		return true // not run either way; the item stays and is stopped again
+	}
+	if len(out) > 0 {
+		g.outbox.wake()
+	}
+	return true
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// chainOf is the depth of work that a turn of folder queues now
+// (delegate_group, escalate_group, inject_message): one more than the
+// running turn's (1 when none runs).
+func (g *Gateway) chainOf(folder string) int {
+	if _, t := g.runningTurn(folder); t != nil {
+		return chainDepth(t.batch) + 1
+	}
+	return 1
+}
+
+// clockTime formats t for a chat notice, in the operator's zone.
+func (g *Gateway) clockTime(t time.Time) string {
+	loc, err := time.LoadLocation(g.opt.Timezone)
+	if err != nil || g.opt.Timezone == "" {
+		loc = time.UTC
+	}
+	return t.In(loc).Format("15:04 MST")
+}
+
+// count writes n things: "1 turn", "2 turns".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// spell writes a window the way people say it: "minute", "10 minutes".
+func spell(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "hour"}, {time.Minute, "minute"}, {time.Second, "second"}} {
+		if d%u.d == 0 {
+			if d == u.d {
+				return u.name
+			}
+			return count(int(d/u.d), u.name)
+		}
+	}
+	return d.String()
+}
