@@ -60,6 +60,8 @@ type Options struct {
 	// LoopGuard pauses a web room its agent keeps re-triggering from its
 	// own turns. Zero fields take the defaults.
 	LoopGuard LoopGuard
+	// MCPHTTP is the MCP Streamable HTTP endpoint (mcp.*); zero: none.
+	MCPHTTP MCPHTTP
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -86,6 +88,9 @@ type Gateway struct {
 	sched   *scheduler.Loop
 	metrics *metrics
 	mcp     *ipc.Server // the groups' MCP sockets
+
+	mcpURLMu sync.Mutex
+	mcpURL   string // the MCP HTTP endpoint given to agents; "" when off; set by Run
 
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
 	setUp    map[string]bool // group folders set up on disk by this process; guarded by reloadMu
@@ -191,6 +196,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	} else if n > 0 {
 		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
 	}
+	stopHTTP, err := g.startMCPHTTP(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP() // before the sockets close, after the drain
 	if err := g.reload(ctx); err != nil {
 		return err
 	}
