@@ -118,6 +118,12 @@ func restart(t testing.TB, old *harness) *harness {
 
 func start(t testing.TB, dir string, st *store.Store, argv []string) *harness {
 	t.Helper()
+	// The MCP HTTP endpoint on a free loopback port, tokens for turns.
+	return startMCP(t, dir, st, argv, gateway.MCPHTTP{Listen: "127.0.0.1:0", PassToAgents: true})
+}
+
+func startMCP(t testing.TB, dir string, st *store.Store, argv []string, mcpHTTP gateway.MCPHTTP) *harness {
+	t.Helper()
 	h := &harness{dir: dir, st: st, web: newFake("web", false), all: newFake("full", true), done: make(chan error, 1), logs: &logBuffer{}, debug: &logBuffer{}}
 	g, err := gateway.New(gateway.Options{
 		Store: st, Adapters: []adapters.Adapter{h.web, fullAdapter{h.all}}, DataDir: dir, Operator: "root", Exe: "switchboard",
@@ -128,8 +134,7 @@ func start(t testing.TB, dir string, st *store.Store, argv []string) *harness {
 			slog.NewTextHandler(testWriter{t, h.logs}, &slog.HandlerOptions{Level: slog.LevelWarn}),
 			slog.NewTextHandler(h.debug, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		DrainTimeout: 5 * time.Second,
-		// The MCP HTTP endpoint on a free loopback port, tokens for turns.
-		MCPHTTP: gateway.MCPHTTP{Listen: "127.0.0.1:0", PassToAgents: true},
+		MCPHTTP:      mcpHTTP,
 	})
 	if err != nil {
 		t.Fatal(err)

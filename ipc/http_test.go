@@ -6,6 +6,8 @@ package ipc_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,8 +23,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/control"
+	"switchboard/gateway"
 	"switchboard/internal/testagent"
+	"switchboard/internal/testcert"
 	"switchboard/internal/testwait"
+	"switchboard/store"
 )
 
 // mcpURL waits for the gateway's HTTP endpoint and returns its URL.
@@ -352,4 +357,92 @@ func TestHTTPListChanged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkToolsCallHTTPvsSocket: the p50 of a tools/call over HTTP
+// (loopback, TLS with a self-signed certificate, one kept-alive
+// connection) next to the same call over the group's socket.
+func BenchmarkToolsCallHTTPvsSocket(b *testing.B) {
+	cert, key := testcert.Write(b)
+	dir := shortTempDir(b)
+	st, err := store.Open(context.Background(), filepath.Join(dir, "switchboard.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := standardSetup(context.Background(), st); err != nil {
+		b.Fatal(err)
+	}
+	h := startMCP(b, dir, st, []string{"true"}, gateway.MCPHTTP{Listen: "127.0.0.1:0", CertFile: cert, KeyFile: key})
+	u := h.mcpURL(b)
+	if !strings.HasPrefix(u, "https://") {
+		b.Fatalf("endpoint %s is not TLS", u)
+	}
+	b.Run("socket", func(b *testing.B) {
+		rc := dialRaw(b, h.sock("acme"))
+		rc.initialize()
+		roundTrips(b, rc, 100, callLine) // warm up
+		b.ResetTimer()
+		b.ReportMetric(float64(p50(roundTrips(b, rc, b.N, callLine))), "p50-ns")
+	})
+	b.Run("https", func(b *testing.B) {
+		hc, err := tlsClient(cert)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tok := h.token(b, "acme")
+		resp := postWith(b, hc, u, tok, "", initBody)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		call := func(n int) []time.Duration {
+			ds := make([]time.Duration, n)
+			for i := range n {
+				start := time.Now()
+				resp := postWith(b, hc, u, tok, sid, callLine(i+100))
+				ds[i] = time.Since(start)
+				body, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`ok`)) {
+					b.Fatalf("tools/call over https: %d %s", resp.StatusCode, body)
+				}
+			}
+			return ds
+		}
+		call(100) // warm up
+		b.ResetTimer()
+		b.ReportMetric(float64(p50(call(b.N))), "p50-ns")
+	})
+}
+
+func tlsClient(certFile string) (*http.Client, error) {
+	pem, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	return &http.Client{Transport: tr}, nil
+}
+
+// postWith is post with a given client.
+func postWith(t testing.TB, hc *http.Client, url, token, session, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp
 }
