@@ -33,10 +33,6 @@ type MCPHTTP struct {
 	PassToAgents bool
 }
 
-// tokenTTLGrace outlives a turn's deadline a little: the agent is killed at
-// the deadline, and its last calls are still in flight.
-const tokenTTLGrace = 30 * time.Second
-
 // mcpTokens resolves tokens against the store.
 type mcpTokens struct{ st *store.Store }
 
@@ -140,11 +136,11 @@ func (g *Gateway) turnTokenEnv(ctx context.Context, folder, turn string) []strin
 	if url == "" || !g.opt.MCPHTTP.PassToAgents {
 		return nil
 	}
-	ttl := g.opt.Agent.Timeout
+	ttl := g.opt.Agent.Timeout // the turn's deadline: the agent is killed then
 	if ttl <= 0 {
-		ttl = 24 * time.Hour
+		ttl = 24 * time.Hour // no timeout: bounded anyway, revoked at the turn's end
 	}
-	secret, _, err := control.MintToken(ctx, g.st, folder, turn, ttl+tokenTTLGrace)
+	secret, _, err := control.MintToken(ctx, g.st, folder, turn, ttl)
 	if err != nil {
 		g.log.Error("mint mcp token; the turn gets the socket only", "folder", folder, "turn", turn, "err", err)
 		return nil
