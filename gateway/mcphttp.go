@@ -74,8 +74,12 @@ func (g *Gateway) startMCPHTTP(ctx context.Context) (stop func(), err error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(ipc.HTTPPath, g.mcp.HTTPHandler(ipc.HTTPOptions{Tokens: mcpTokens{g.st}}))
+	// Requests outlive intake (agents of draining turns keep their tools)
+	// and end at stop: a subscriptions/listen stream lasts as long as its
+	// request.
+	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug), BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug), BaseContext: func(net.Listener) context.Context { return base }}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -95,6 +99,7 @@ func (g *Gateway) startMCPHTTP(ctx context.Context) (stop func(), err error) {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		g.mcp.CloseHTTP(sctx) // ends the open streams, so that Shutdown returns
+		endRequests()
 		if err := srv.Shutdown(sctx); err != nil {
 			srv.Close()
 		}

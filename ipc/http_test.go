@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -292,8 +293,10 @@ echo done`
 		ts, err := h.st.Turns(context.Background(), "acme", 1)
 		return err == nil && len(ts) == 1
 	})
-	if _, err := tryCall(c, "list_grants", nil); err == nil {
-		t.Error("a call with the token after the turn ended succeeded")
+	// The first call after the turn: 401, with no OAuth metadata to discover.
+	var authErr *transport.AuthorizationRequiredError
+	if _, err := tryCall(c, "list_grants", nil); !errors.As(err, &authErr) || authErr.ResourceMetadataURL != "" {
+		t.Errorf("first call after the turn ended: %v, want 401 without resource metadata", err)
 	}
 	if resp := post(t, url, tok, "", initBody, nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("initialize with the revoked token: %d, want 401", resp.StatusCode)
