@@ -12,7 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"switchboard/grants"
 	"switchboard/internal/testcert"
 	"switchboard/store"
 )
@@ -163,4 +169,106 @@ func netns(t *testing.T) (name, hostIP string) {
 		}
 	}
 	return name, hostIP
+}
+
+// TestBridgeURLBothProtocols: an MCP client speaking stdio to
+// "switchboard mcp-bridge --url" (token from SWITCHBOARD_MCP_TOKEN) lists
+// its group's tools, calls one, and gets list_changed after `grants set`,
+// in both protocol generations.
+func TestBridgeURLBothProtocols(t *testing.T) {
+	for _, legacy := range []bool{true, false} {
+		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
+			dir := shortDir(t)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			gatewayRunCfg(t, dir, helperArgv("demo-agent"), fmt.Sprintf("mcp: {listen: %q}", addr))
+			tok := strings.TrimSpace(mustSB(t, dir, "token", "add", "main", "--ttl", "1h"))
+
+			cmd := exec.Command(helperArgv()[0], append(helperArgv()[1:], "mcp-bridge", "--url", "http://"+addr+"/mcp")...)
+			cmd.Env = append(os.Environ(), "SWITCHBOARD_TEST_HELPER=1", "SWITCHBOARD_MCP_TOKEN="+tok)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr syncBuffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				stdin.Close()
+				if err := cmd.Wait(); err != nil {
+					t.Errorf("bridge: %v\n%s", err, stderr.String())
+				}
+			})
+			var opts []client.ClientOption
+			if legacy {
+				opts = append(opts, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+			}
+			c := client.NewClient(transport.NewIO(stdout, stdin, nil), opts...)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			notes := make(chan string, 16)
+			c.OnNotification(func(n mcp.JSONRPCNotification) { notes <- n.Method })
+			req := mcp.InitializeRequest{}
+			req.Params.ClientInfo = mcp.Implementation{Name: "t", Version: "1"}
+			if _, err := c.Initialize(ctx, req); err != nil {
+				t.Fatalf("initialize: %v\n%s", err, stderr.String())
+			}
+			if got := c.ProtocolVersion() == mcp.ProtocolVersion20260728; got == legacy {
+				t.Fatalf("negotiated %s (legacy=%v)", c.ProtocolVersion(), legacy)
+			}
+			if !legacy {
+				stop, err := c.ListenAsync(ctx, mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stop()
+				waitMethod(t, notes, mcp.MethodNotificationSubscriptionsAcknowledged)
+			}
+			res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+			if err != nil || len(res.Tools) != len(grants.ForGroup(1, nil).ListedTools(grants.AllTools())) {
+				t.Fatalf("tools/list: %d tools, %v", len(res.Tools), err)
+			}
+			call := mcp.CallToolRequest{}
+			call.Params.Name = "list_grants"
+			if r, err := c.CallTool(ctx, call); err != nil || r.IsError {
+				t.Fatalf("list_grants: %+v, %v", r, err)
+			}
+			mustSB(t, dir, "grants", "set", "main", "!like")
+			waitMethod(t, notes, mcp.MethodNotificationToolsListChanged)
+			if legacy { // the GET stream is open; a later call still works
+				if r, err := c.CallTool(ctx, call); err != nil || r.IsError {
+					t.Fatalf("list_grants after the change: %+v, %v", r, err)
+				}
+			}
+		})
+	}
+}
+
+// waitMethod waits (bounded) for a notification.
+func waitMethod(t *testing.T, notes <-chan string, method string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-notes:
+			if m == method {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %s", method)
+		}
+	}
 }
