@@ -66,6 +66,8 @@ type Options struct {
 	// are decided on Now; a held chat waits by the store's clock
 	// (store.SetClock: tests give it the same clock).
 	Limits Limits
+	// MCPHTTP is the MCP Streamable HTTP endpoint (mcp.*); zero: none.
+	MCPHTTP MCPHTTP
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -95,6 +97,8 @@ type Gateway struct {
 	mcp     *ipc.Server // the groups' MCP sockets
 
 	downloads downloadLog // attachments fetched into group folders
+	mcpURLMu sync.Mutex
+	mcpURL   string // the MCP HTTP endpoint given to agents; "" when off; set by Run
 
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
 	setUp    map[string]bool // group folders set up on disk by this process; guarded by reloadMu
@@ -202,6 +206,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	} else if n > 0 {
 		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
 	}
+	stopHTTP, err := g.startMCPHTTP(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP() // before the sockets close, after the drain
 	if err := g.reload(ctx); err != nil {
 		return err
 	}

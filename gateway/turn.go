@@ -69,6 +69,8 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		"SWITCHBOARD_TRIGGER=" + string(first.Trigger),
 		"SWITCHBOARD_TASK_ID=" + taskID(first.TaskID),
 	}
+	env = append(env, g.turnTokenEnv(ctx, b.Folder, turn.ID)...)
+	defer g.endTurnToken(turn.ID)
 	g.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
 	if err := g.st.MarkStarted(ctx, b); err != nil {
 		if ctx.Err() == nil {

@@ -12,4 +12,8 @@
 // groups cheap. Listing follows grants.Set.Listed; every call is authorized
 // again with its params, so a hidden or out-of-scope call gets an isError
 // result that says why.
+//
+// HTTPHandler serves the same server over MCP Streamable HTTP (mcp.listen):
+// there a bearer token, resolved through the Tokens interface, names the
+// group that a socket's path names here.
 package ipc

@@ -11,4 +11,7 @@ var (
 	ErrSocketInUse = errors.New("socket in use by another process")
 	// ErrPeer: a connecting process runs as a user that may not act as the group.
 	ErrPeer = errors.New("peer not allowed")
+	// ErrBadToken: an HTTP request's bearer token is missing, unknown,
+	// expired or revoked.
+	ErrBadToken = errors.New("invalid or expired token")
 )

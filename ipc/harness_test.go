@@ -53,6 +53,7 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	logs   *logBuffer // the gateway's warnings and errors
+	debug  *logBuffer // every log line, debug included
 }
 
 type setupFunc func(ctx context.Context, st *store.Store) error
@@ -117,14 +118,23 @@ func restart(t testing.TB, old *harness) *harness {
 
 func start(t testing.TB, dir string, st *store.Store, argv []string) *harness {
 	t.Helper()
-	h := &harness{dir: dir, st: st, web: newFake("web", false), all: newFake("full", true), done: make(chan error, 1), logs: &logBuffer{}}
+	// The MCP HTTP endpoint on a free loopback port, tokens for turns.
+	return startMCP(t, dir, st, argv, gateway.MCPHTTP{Listen: "127.0.0.1:0", PassToAgents: true})
+}
+
+func startMCP(t testing.TB, dir string, st *store.Store, argv []string, mcpHTTP gateway.MCPHTTP) *harness {
+	t.Helper()
+	h := &harness{dir: dir, st: st, web: newFake("web", false), all: newFake("full", true), done: make(chan error, 1), logs: &logBuffer{}, debug: &logBuffer{}}
 	g, err := gateway.New(gateway.Options{
 		Store: st, Adapters: []adapters.Adapter{h.web, fullAdapter{h.all}}, DataDir: dir, Operator: "root", Exe: "switchboard",
 		Agent:        agent.Spec{Command: argv, Output: "text", Timeout: 20 * time.Second},
 		EngageTTL:    time.Minute,
 		PollInterval: 20 * time.Millisecond,
-		Logger:       slog.New(slog.NewTextHandler(testWriter{t, h.logs}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: slog.New(slog.NewMultiHandler(
+			slog.NewTextHandler(testWriter{t, h.logs}, &slog.HandlerOptions{Level: slog.LevelWarn}),
+			slog.NewTextHandler(h.debug, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		DrainTimeout: 5 * time.Second,
+		MCPHTTP:      mcpHTTP,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,10 @@ type Server struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	closed bool
+	// The HTTP endpoint, when HTTPHandler made one, and the group of each
+	// legacy HTTP session id.
+	http      *httpHandler
+	httpBound map[string]*group
 }
 
 // group is one group's socket and sessions.
@@ -80,6 +84,7 @@ type group struct {
 	// Guarded by Server.mu.
 	ln       *net.UnixListener
 	sessions map[*session]struct{}
+	http     map[server.ClientSession]*httpSess // its sessions on the HTTP endpoint
 	lastErr  string
 }
 
@@ -105,10 +110,14 @@ func New(opt Options) (*Server, error) {
 	if opt.Version == "" {
 		opt.Version = "dev"
 	}
-	s := &Server{opt: opt, log: opt.Logger, groups: map[string]*group{}}
+	s := &Server{opt: opt, log: opt.Logger, groups: map[string]*group{}, httpBound: map[string]*group{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(s.sessionRegistered)
+	hooks.AddOnUnregisterSession(s.sessionUnregistered)
 	s.mcp = server.NewMCPServer("switchboard", opt.Version,
 		server.WithToolCapabilities(true),
+		server.WithHooks(hooks),
 		server.WithToolFilter(s.filterTools),
 		server.WithInstructions("Switchboard chat gateway tools for one group. Chat params are chat JIDs such as web:lobby; "+
 			"message ids are the platform's ids. Results are JSON. A refused call explains which grant rule or ownership rule refused it."),
@@ -174,13 +183,17 @@ func (s *Server) Sync(gs []Group) error {
 		a := s.accessFor(gr)
 		g, ok := s.groups[gr.Folder]
 		if !ok {
-			g = &group{folder: gr.Folder, path: s.SocketPath(gr.Folder), sessions: map[*session]struct{}{}}
+			g = &group{folder: gr.Folder, path: s.SocketPath(gr.Folder), sessions: map[*session]struct{}{},
+				http: map[server.ClientSession]*httpSess{}}
 			s.groups[gr.Folder] = g
 		}
 		old := g.access.Swap(a)
 		if old != nil && !slices.Equal(old.listed, a.listed) {
 			for sess := range g.sessions {
 				sess.toolsChanged()
+			}
+			for cs, hs := range g.http {
+				httpToolsChanged(cs, hs)
 			}
 		}
 		if g.ln == nil {
@@ -266,6 +279,9 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.CloseHTTP(ctx)
 	s.wg.Wait()
 	return nil
 }
@@ -340,11 +356,11 @@ func (s *Server) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if ctx.Value(callKey{}) != nil {
 		return tools
 	}
-	sess, ok := server.ClientSessionFromContext(ctx).(*session)
-	if !ok || sess.g.removed.Load() {
+	g := callerGroup(ctx)
+	if g == nil || g.removed.Load() {
 		return nil
 	}
-	a := sess.g.access.Load()
+	a := g.access.Load()
 	out := make([]mcp.Tool, 0, len(a.listed))
 	for _, t := range tools {
 		if slices.Contains(a.listed, t.Name) {
@@ -352,6 +368,18 @@ func (s *Server) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 		}
 	}
 	return out
+}
+
+// callerGroup is the group a request acts as: its socket's, or its HTTP
+// token's (nil when neither).
+func callerGroup(ctx context.Context) *group {
+	if c, ok := ctx.Value(httpCallerKey{}).(*httpCall); ok {
+		return c.g
+	}
+	if sess, ok := server.ClientSessionFromContext(ctx).(*session); ok {
+		return sess.g
+	}
+	return nil
 }
 
 // Online reports whether folder's socket is being served.

@@ -86,21 +86,21 @@ func limitParam(def, max int, what string) mcp.ToolOption {
 func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 	name := def.tool.Name
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
-		sess, ok := server.ClientSessionFromContext(ctx).(*session)
-		if !ok {
+		g := callerGroup(ctx)
+		if g == nil {
 			return mcp.NewToolResultError("internal error: no session"), nil
 		}
-		folder := sess.g.folder
+		folder := g.folder
 		defer func() {
 			if r := recover(); r != nil {
 				s.log.Error("mcp tool panic", "folder", folder, "tool", name, "panic", r)
 				res = mcp.NewToolResultError(name + ": internal error")
 			}
 		}()
-		if sess.g.removed.Load() {
+		if g.removed.Load() {
 			return mcp.NewToolResultError(fmt.Sprintf("refused: group %s no longer exists", folder)), nil
 		}
-		a := sess.g.access.Load()
+		a := g.access.Load()
 		args, err := argsOf(req)
 		if err == nil {
 			err = validateArgs(def.tool, args)

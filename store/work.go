@@ -320,7 +320,8 @@ func (s *Store) messagesBySeq(ctx context.Context, seqs []any) ([]Message, error
 //     isolated task, or the id is empty);
 //   - a failed turn that is not retried (given up) consumes only the work
 //     rows: the observed context and notices wait for the next turn that
-//     gets through.
+//     gets through;
+//   - in every case the turn's MCP token (if any) is revoked.
 func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxItem, retryAt time.Time) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
@@ -329,6 +330,9 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 			t.ID, t.Folder, t.ChatJID, t.Topic, t.Trigger, t.TaskID, t.RunID, t.Attempt, toMS(t.Started), t.Duration.Milliseconds(),
 			t.Status, t.Error, t.ExitCode, t.SessionID, len(b.Messages)); err != nil {
 			return fmt.Errorf("record turn: %w", err)
+		}
+		if err := revokeTurnToken(ctx, tx, t.ID); err != nil {
+			return err
 		}
 		ids := make([]int64, 0, len(b.Items))
 		for _, it := range b.Items {

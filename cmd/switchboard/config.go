@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -32,6 +33,7 @@ type Config struct {
 	Limits         LimitsConfig   `yaml:"limits"`
 	Adapters       AdaptersConfig `yaml:"adapters"`
 	Admin          AdminConfig    `yaml:"admin"`
+	MCP            MCPConfig      `yaml:"mcp"`
 	Groups         []GroupSeed    `yaml:"groups"`
 	Routes         []RouteSeed    `yaml:"routes"`
 }
@@ -72,6 +74,16 @@ type RateConfig struct {
 // and a status page. An empty Listen turns it off.
 type AdminConfig struct {
 	Listen string `yaml:"listen"`
+}
+
+// MCPConfig is the MCP Streamable HTTP endpoint: the groups' MCP servers
+// for agents on other machines or network namespaces, with per-turn bearer
+// tokens. An empty Listen turns it off (the default).
+type MCPConfig struct {
+	Listen  string `yaml:"listen"`   // host:port
+	TLSCert string `yaml:"tls_cert"` // PEM files; required unless Listen is on loopback
+	TLSKey  string `yaml:"tls_key"`
+	URL     string `yaml:"url"` // given to agents as SWITCHBOARD_MCP_URL; default from listen
 }
 
 // BindConfig is an extra path visible to sandboxed agents.
@@ -398,6 +410,7 @@ func (c *Config) Validate() error {
 			bad("admin.listen", "%q is not host:port, e.g. 127.0.0.1:8421 (\"\" turns it off)", c.Admin.Listen)
 		}
 	}
+	c.validateMCP(bad)
 	known := map[string]bool{c.OperatorFolder: true}
 	for i, g := range c.Groups {
 		if err := groups.Validate(g.Folder); err != nil {
@@ -592,4 +605,41 @@ func loadConfig(path string, getenv func(string) string) (Config, string, error)
 		return cfg, path, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, path, nil
+}
+
+// validateMCP checks mcp.*: a listen address off loopback must have TLS,
+// since its bearer tokens would otherwise cross the network in clear.
+func (c *Config) validateMCP(bad func(key, format string, args ...any)) {
+	m := c.MCP
+	if m.Listen == "" {
+		if m.TLSCert != "" || m.TLSKey != "" || m.URL != "" {
+			bad("mcp.listen", "is empty (the endpoint is off) but mcp.tls_cert, mcp.tls_key or mcp.url is set; set mcp.listen, e.g. 127.0.0.1:8422")
+		}
+		return
+	}
+	host, _, err := net.SplitHostPort(m.Listen)
+	if err != nil {
+		bad("mcp.listen", "%q is not host:port, e.g. 127.0.0.1:8422 (\"\" turns it off)", m.Listen)
+		return
+	}
+	if (m.TLSCert == "") != (m.TLSKey == "") {
+		bad("mcp.tls_cert", "mcp.tls_cert and mcp.tls_key go together: give both PEM files or neither")
+	}
+	if m.TLSCert == "" && !isLoopback(host) {
+		bad("mcp.listen", "%q is not a loopback address, so agents' tokens would cross the network in clear: set mcp.tls_cert and mcp.tls_key (PEM files), or listen on 127.0.0.1", m.Listen)
+	}
+	if m.URL != "" {
+		if u, err := url.Parse(m.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("mcp.url", "%q is not an http(s) URL such as https://gw.example.net:8422/mcp", m.URL)
+		}
+	}
+}
+
+// isLoopback: localhost or a loopback IP (not "", which is every address).
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

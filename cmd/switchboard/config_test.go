@@ -86,6 +86,11 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"yaml syntax", "agent: [", "parse yaml"},
 		{"malformed var", "data_dir: ${FOO", "data_dir: malformed variable"},
 		{"malformed nested var", "adapters: {web: {listen: '${X'}}", "adapters.web.listen: malformed variable"},
+		{"mcp off lan without tls", "mcp: {listen: '0.0.0.0:8422'}", "mcp.listen: \"0.0.0.0:8422\" is not a loopback address, so agents' tokens would cross the network in clear: set mcp.tls_cert and mcp.tls_key"},
+		{"mcp cert without key", "mcp: {listen: '127.0.0.1:8422', tls_cert: c.pem}", "mcp.tls_cert: mcp.tls_cert and mcp.tls_key go together"},
+		{"mcp bad listen", "mcp: {listen: nope}", "mcp.listen: \"nope\" is not host:port"},
+		{"mcp bad url", "mcp: {listen: '127.0.0.1:8422', url: 'gw:8422'}", "mcp.url:"},
+		{"mcp tls without listen", "mcp: {tls_cert: c.pem, tls_key: k.pem}", "mcp.listen: is empty"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -26,7 +26,9 @@ func (a *app) demoAgentCommand() *cobra.Command {
 		Short: "The built-in example agent (no LLM): answers from the prompt on stdin",
 		Long: `An agent for trying Switchboard without an LLM. It reads the turn prompt on
 stdin and answers with who said what and how many messages it saw. It is an
-MCP client of its group's socket ($SWITCHBOARD_MCP_SOCKET) and answers with the
+MCP client of its group's server (over HTTP with $SWITCHBOARD_MCP_URL and
+$SWITCHBOARD_MCP_TOKEN when the gateway's mcp.listen is on, else the socket
+$SWITCHBOARD_MCP_SOCKET) and answers with the
 reply tool (a scheduled task's turn with the send tool); when the socket is
 missing or fails it prints the answer on stdout instead. It also understands
 these chat commands:
@@ -56,8 +58,18 @@ func (a *app) demoAgent(ctx context.Context, prompt string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	sock, chat := a.getenv("SWITCHBOARD_MCP_SOCKET"), a.getenv("SWITCHBOARD_CHAT_JID")
+	url, token := a.getenv("SWITCHBOARD_MCP_URL"), a.getenv("SWITCHBOARD_MCP_TOKEN")
 	var mc *client.Client
-	if sock != "" && chat != "" {
+	if url != "" && token != "" && chat != "" {
+		// The gateway's MCP HTTP endpoint (mcp.listen): what an agent on
+		// another machine has instead of the socket.
+		var err error
+		if mc, err = dialAgentMCPHTTP(ctx, url, token, a.getenv("SWITCHBOARD_MCP_CA")); err != nil {
+			fmt.Fprintf(a.stderr, "demo-agent: no MCP over HTTP (%v); answering on stdout\n", err)
+		} else {
+			defer mc.Close()
+		}
+	} else if sock != "" && chat != "" {
 		var err error
 		if mc, err = dialAgentMCP(ctx, sock); err != nil {
 			fmt.Fprintf(a.stderr, "demo-agent: no MCP (%v); answering on stdout\n", err)
@@ -104,6 +116,31 @@ func dialAgentMCP(ctx context.Context, path string) (*client.Client, error) {
 	mc := client.NewClient(transport.NewIO(conn, halfCloser{conn}, nil))
 	if err := mc.Start(ctx); err != nil {
 		conn.Close()
+		return nil, err
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "switchboard-demo-agent", Version: buildVersion()["version"]}
+	if _, err := mc.Initialize(ctx, req); err != nil {
+		mc.Close()
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	return mc, nil
+}
+
+// dialAgentMCPHTTP connects an MCP client to the gateway's HTTP endpoint
+// with the turn's token; caFile trusts a self-signed gateway certificate.
+func dialAgentMCPHTTP(ctx context.Context, url, token, caFile string) (*client.Client, error) {
+	hc, err := mcpHTTPClient(caFile)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPBasicClient(hc),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		return nil, err
+	}
+	mc := client.NewClient(tr)
+	if err := mc.Start(ctx); err != nil {
 		return nil, err
 	}
 	req := mcp.InitializeRequest{}

@@ -75,11 +75,28 @@ func TestMCPBridgeErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no MCP socket at") {
 		t.Errorf("missing socket path: %v", err)
 	}
+	// --url takes its token from SWITCHBOARD_MCP_TOKEN only.
+	if _, _, err := sb(t, dir, "mcp-bridge", "--url", "https://gw:8422/mcp"); !isUsage(err) || !strings.Contains(err.Error(), "set SWITCHBOARD_MCP_TOKEN") {
+		t.Errorf("--url without a token: %v, want a usage error naming SWITCHBOARD_MCP_TOKEN", err)
+	}
+	if _, _, err := sb(t, dir, "mcp-bridge", "--url", "https://gw:8422/mcp", "--token", "x"); !isUsage(err) {
+		t.Errorf("--token: %v, want a usage error (a token on the command line is visible to other users)", err)
+	}
+	if _, _, err := sb(t, dir, "mcp-bridge", "--url", "https://gw/mcp", "--folder", "a"); !isUsage(err) {
+		t.Errorf("--url with --folder: %v, want a usage error", err)
+	}
 }
 
 // gatewayRun starts `switchboard run` in-process with the web adapter on a
 // free port and agent as the agent command; it returns the web base URL.
 func gatewayRun(t *testing.T, dir string, agent []string) string {
+	t.Helper()
+	return gatewayRunCfg(t, dir, agent, "")
+}
+
+// gatewayRunCfg is gatewayRun with extra top-level config (e.g. an mcp
+// section) and agent keys replaced by extra's.
+func gatewayRunCfg(t *testing.T, dir string, agent []string, extra string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -105,7 +122,8 @@ groups:
   - folder: main
 routes:
   - {match: {platform: web}, target: main}
-`, dir, argv, addr)
+%s
+`, dir, argv, addr, extra)
 	path := filepath.Join(dir, "switchboard.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

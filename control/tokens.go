@@ -1,0 +1,30 @@
+package control
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"time"
+
+	"switchboard/store"
+)
+
+// TokenPrefix starts every MCP token, so that a leaked one is recognizable
+// (secret scanners, logs).
+const TokenPrefix = "sbt_"
+
+// MintToken creates a bearer token of the MCP HTTP endpoint (mcp.listen)
+// acting as folder until ttl has passed: 256 random bits, of which only the
+// SHA-256 is stored. turn is the turn it is minted for ("" for an operator's
+// token). The token is returned once and cannot be recovered.
+func MintToken(ctx context.Context, st *store.Store, folder, turn string, ttl time.Duration) (string, store.Token, error) {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics rather)
+	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	now := time.Now()
+	t := store.Token{ID: NewID("tok-"), Folder: folder, TurnID: turn, Created: now, Expires: now.Add(ttl)}
+	if err := st.AddToken(ctx, t, store.HashToken(secret)); err != nil {
+		return "", store.Token{}, err
+	}
+	return secret, t, nil
+}

@@ -1,0 +1,165 @@
+package gateway
+
+// The MCP Streamable HTTP endpoint (mcp.listen): the groups' MCP servers
+// for agents that cannot reach the sockets (another machine, another
+// network namespace). Each turn gets a token of its own.
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"switchboard/control"
+	"switchboard/ipc"
+	"switchboard/store"
+)
+
+// MCPHTTP configures the MCP HTTP endpoint (config mcp.*). The zero value
+// (no Listen) serves none.
+type MCPHTTP struct {
+	Listen   string // host:port
+	CertFile string // TLS certificate and key; both or neither
+	KeyFile  string
+	// URL is what agents are given as SWITCHBOARD_MCP_URL (default: from
+	// Listen and whether TLS is on).
+	URL string
+	// PassToAgents: give each turn SWITCHBOARD_MCP_URL and a token. False
+	// when the agents' sandbox has no network to reach the endpoint.
+	PassToAgents bool
+}
+
+// mcpTokens resolves tokens against the store.
+type mcpTokens struct{ st *store.Store }
+
+func (t mcpTokens) TokenFolder(ctx context.Context, token string) (string, error) {
+	tok, err := t.st.TokenByHash(ctx, store.HashToken(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: unknown, expired or revoked", ipc.ErrBadToken)
+	}
+	if err != nil {
+		return "", err
+	}
+	return tok.Folder, nil
+}
+
+// startMCPHTTP binds mcp.listen and serves it; the returned stop shuts it
+// down. Nothing is served (and stop is a no-op) without mcp.listen.
+func (g *Gateway) startMCPHTTP(ctx context.Context) (stop func(), err error) {
+	c := g.opt.MCPHTTP
+	if c.Listen == "" {
+		return func() {}, nil
+	}
+	// Tokens of turns of an earlier run are dead with their turns.
+	if n, err := g.st.DeleteTurnTokens(ctx, ""); err != nil {
+		return nil, err
+	} else if n > 0 {
+		g.log.Info("mcp tokens of earlier turns revoked", "count", n)
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("mcp.listen: %w", err)
+	}
+	if c.CertFile != "" || c.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("mcp.tls_cert/mcp.tls_key: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
+	}
+	mux := http.NewServeMux()
+	mux.Handle(ipc.HTTPPath, g.mcp.HTTPHandler(ipc.HTTPOptions{Tokens: mcpTokens{g.st}}))
+	// Requests outlive intake (agents of draining turns keep their tools)
+	// and end at stop: a subscriptions/listen stream lasts as long as its
+	// request.
+	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug), BaseContext: func(net.Listener) context.Context { return base }}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.Error("serve mcp.listen", "addr", c.Listen, "err", err)
+		}
+	}()
+	u := c.URL
+	if u == "" {
+		u = DefaultMCPURL(ln.Addr().String(), c.CertFile != "")
+	}
+	g.mcpURLMu.Lock()
+	g.mcpURL = u
+	g.mcpURLMu.Unlock()
+	g.log.Info("mcp http endpoint listening", "addr", ln.Addr().String(), "url", u, "tls", c.CertFile != "")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		g.mcp.CloseHTTP(sctx) // ends the open streams, so that Shutdown returns
+		endRequests()
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
+		<-done
+	}, nil
+}
+
+// MCPURL is the MCP HTTP endpoint's URL as agents get it ("" when off or
+// not started yet).
+func (g *Gateway) MCPURL() string {
+	g.mcpURLMu.Lock()
+	defer g.mcpURLMu.Unlock()
+	return g.mcpURL
+}
+
+// DefaultMCPURL is the endpoint's URL for a listen address: an unspecified
+// host (0.0.0.0, ::) becomes the loopback address.
+func DefaultMCPURL(addr string, tls bool) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + ipc.HTTPPath
+}
+
+// turnTokenEnv mints the token of a turn when the endpoint is on and its
+// agents are to use it: SWITCHBOARD_MCP_URL and SWITCHBOARD_MCP_TOKEN. The
+// token expires at the turn's deadline and is revoked when the turn is
+// recorded (store.FinishBatch), or by endTurnToken when it is not.
+func (g *Gateway) turnTokenEnv(ctx context.Context, folder, turn string) []string {
+	url := g.MCPURL()
+	if url == "" || !g.opt.MCPHTTP.PassToAgents {
+		return nil
+	}
+	ttl := g.opt.Agent.Timeout // the turn's deadline: the agent is killed then
+	if ttl <= 0 {
+		ttl = 24 * time.Hour // no timeout: bounded anyway, revoked at the turn's end
+	}
+	secret, _, err := control.MintToken(ctx, g.st, folder, turn, ttl)
+	if err != nil {
+		g.log.Error("mint mcp token; the turn gets the socket only", "folder", folder, "turn", turn, "err", err)
+		return nil
+	}
+	return []string{"SWITCHBOARD_MCP_URL=" + url, "SWITCHBOARD_MCP_TOKEN=" + secret}
+}
+
+// endTurnToken revokes a turn's token when the turn ends without being
+// recorded (shutdown, a store error); FinishBatch revoked it otherwise.
+func (g *Gateway) endTurnToken(turn string) {
+	if g.MCPURL() == "" || !g.opt.MCPHTTP.PassToAgents {
+		return
+	}
+	if _, err := g.st.DeleteTurnTokens(context.Background(), turn); err != nil {
+		g.log.Error("revoke mcp token of turn", "turn", turn, "err", err)
+	}
+}
