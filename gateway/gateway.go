@@ -97,8 +97,8 @@ type Gateway struct {
 	mcp     *ipc.Server // the groups' MCP sockets
 
 	downloads downloadLog // attachments fetched into group folders
-	mcpURLMu sync.Mutex
-	mcpURL   string // the MCP HTTP endpoint given to agents; "" when off; set by Run
+	mcpURLMu  sync.Mutex
+	mcpURL    string // the MCP HTTP endpoint given to agents; "" when off; set by Run
 
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
 	setUp    map[string]bool // group folders set up on disk by this process; guarded by reloadMu
