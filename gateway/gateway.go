@@ -85,6 +85,7 @@ type Gateway struct {
 	commits committer // group commit of inbound messages
 	sched   *scheduler.Loop
 	metrics *metrics
+	spend   spend // usage metrics and budgets (spend.go)
 	mcp     *ipc.Server // the groups' MCP sockets
 
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
@@ -153,6 +154,7 @@ func New(opt Options) (*Gateway, error) {
 	}
 	g.commits.g = g
 	g.metrics = newMetrics(g)
+	g.spend.init(g)
 	g.states.changed = make(chan struct{}, 1)
 	g.workers = newWorkers(g)
 	g.outbox = newOutbox(g)

@@ -82,6 +82,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		g.log.Info("agent processes outside its process group killed at turn end", "folder", b.Folder, "turn", turn.ID,
 			"count", res.Escaped, "err", res.EscapedErr)
 	}
+	g.recordUsage(ctx, &turn, session, res)
 	replied := g.turnFinished(turn.ID)
 	turn.Duration = res.Duration
 	turn.ExitCode = res.ExitCode

@@ -21,6 +21,7 @@ type Backend interface {
 	GroupStore
 	Sessions
 	TaskStore
+	Spend
 }
 
 // State is the gateway's live configuration.
@@ -269,4 +270,12 @@ type TurnRecord struct {
 	Status     string    `json:"status"`
 	Error      string    `json:"error,omitempty"`
 	SessionID  string    `json:"session_id,omitempty"`
+	// What the turn cost, as its agent reported it (omitted: not reported).
+	CostUSD             float64 `json:"cost_usd,omitempty"`
+	InputTokens         int64   `json:"input_tokens,omitempty"`
+	OutputTokens        int64   `json:"output_tokens,omitempty"`
+	CacheCreationTokens int64   `json:"cache_creation_tokens,omitempty"`
+	CacheReadTokens     int64   `json:"cache_read_tokens,omitempty"`
+	NumTurns            int64   `json:"num_turns,omitempty"`
+	APIMS               int64   `json:"api_ms,omitempty"`
 }
