@@ -27,7 +27,6 @@ func fixture(t *testing.T, name string) []string {
 	return testagent.Script(t, `cat "$1"`, abs)
 }
 
-
 func TestRunClaudeJSONUsage(t *testing.T) {
 	t.Parallel()
 	res, err := runAgent(t, Spec{Command: fixture(t, "fresh.json"), Output: OutputClaudeJSON}, Input{})

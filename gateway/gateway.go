@@ -85,7 +85,7 @@ type Gateway struct {
 	commits committer // group commit of inbound messages
 	sched   *scheduler.Loop
 	metrics *metrics
-	spend   spend // usage metrics and budgets (spend.go)
+	spend   spend       // usage metrics and budgets (spend.go)
 	mcp     *ipc.Server // the groups' MCP sockets
 
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
@@ -310,6 +310,9 @@ func (g *Gateway) reload(ctx context.Context) error {
 	g.setupGroups(folders)
 	g.syncMCP(ctx, folders)
 	g.table.Store(t)
+	if err := g.loadBudgets(ctx); err != nil {
+		return fmt.Errorf("load budgets: %w", err)
+	}
 	g.sched.Wake() // tasks may have been added, paused or resumed
 	if old := g.revision.Swap(rev); old != 0 && old != rev {
 		g.log.Info("configuration reloaded", "routes", t.Len(), "groups", len(folders))

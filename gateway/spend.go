@@ -15,8 +15,9 @@ import (
 // counters (labelled by tier only; per-folder figures are read from the
 // store by the status page and the CLI) and the groups' budgets.
 type spend struct {
-	cost   *prometheus.CounterVec
-	tokens *prometheus.CounterVec
+	cost    *prometheus.CounterVec
+	tokens  *prometheus.CounterVec
+	budgets budgets // budget.go
 }
 
 func (s *spend) init(g *Gateway) {

@@ -35,7 +35,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		turn.Attempt = first.Attempts + first.Crashes
 		return g.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes))
 	}
-	if g.pauseLoop(ctx, b) {
+	if g.pauseLoop(ctx, b) || g.holdForBudget(ctx, b) {
 		return 0
 	}
 	isolated := first.Trigger == store.TriggerTask && first.Isolated

@@ -9,8 +9,9 @@ var (
 	Groups    = []string{"refresh_groups", "register_group", "delegate_group", "escalate_group"}
 	Tasks     = []string{"schedule_task", "list_tasks", "pause_task", "resume_task", "cancel_task", "inspect_tasks", "preview_schedule"}
 	Session   = []string{"inject_message", "reset_session", "engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants"}
-	// Spend: report_usage is every tier's (a group reports its own turn).
-	Spend = []string{"report_usage"}
+	// Spend: report_usage is every tier's (a group reports its own turn);
+	// the budget tools are tier 0 and 1's.
+	Spend = []string{"report_usage", "list_budgets", "set_budget"}
 )
 
 // AllTools returns every catalog tool: Messaging, History, Routing, Groups,

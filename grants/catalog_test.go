@@ -10,8 +10,8 @@ import (
 
 func TestAllToolsCatalog(t *testing.T) {
 	all := grants.AllTools()
-	if len(all) != 37 {
-		t.Errorf("AllTools() has %d tools, want the 36 of CONTRACT §9 and report_usage (issue 21)", len(all))
+	if len(all) != 39 {
+		t.Errorf("AllTools() has %d tools, want the 36 of CONTRACT §9 and report_usage, list_budgets, set_budget (issue 21)", len(all))
 	}
 	seen := map[string]bool{}
 	for _, tool := range all {
@@ -24,8 +24,8 @@ func TestAllToolsCatalog(t *testing.T) {
 			t.Errorf("tool %q is not a valid literal rule: %v", tool, err)
 		}
 	}
-	if all[0] != "send" || all[len(all)-1] != "report_usage" {
-		t.Errorf("AllTools() order: first %q last %q, want send ... report_usage", all[0], all[len(all)-1])
+	if all[0] != "send" || all[len(all)-1] != "set_budget" {
+		t.Errorf("AllTools() order: first %q last %q, want send ... set_budget", all[0], all[len(all)-1])
 	}
 	all[0] = "changed"
 	if grants.AllTools()[0] != "send" {

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"switchboard/groups"
 )
 
 // Spend records what turns cost and caps it per group.
@@ -14,6 +16,22 @@ type Spend interface {
 	// ReportUsage adds u to folder's running turn; false when folder runs
 	// no turn.
 	ReportUsage(folder string, u UsageReport) bool
+	// Budgets lists the spend and caps of folder's subtree ("": every
+	// group), today and this month in the operator's zone.
+	Budgets(ctx context.Context, folder string) ([]BudgetInfo, error)
+	// SetBudget sets folder's caps in US dollars; both 0 removes its
+	// budget. A running gateway applies it at once.
+	SetBudget(ctx context.Context, folder string, dailyUSD, monthlyUSD float64) error
+}
+
+// BudgetInfo is a group's spend (its subtree's) and caps (0: none).
+type BudgetInfo struct {
+	Folder     string  `json:"folder"`
+	TodayUSD   float64 `json:"today_usd"`
+	MonthUSD   float64 `json:"month_usd"`
+	DailyUSD   float64 `json:"daily_usd"`
+	MonthlyUSD float64 `json:"monthly_usd"`
+	UsedUp     bool    `json:"used_up"` // a cap is reached: no new turn starts
 }
 
 // UsageReport is what an agent says one turn cost it so far (the
@@ -44,7 +62,56 @@ func spendTools() []*toolDef {
 			mcp.WithInteger("num_turns", mcp.Min(0), mcp.Description("Model round trips.")),
 			mcp.WithInteger("duration_api_ms", mcp.Min(0), mcp.Description("Milliseconds spent waiting on the model's API.")),
 		), run: runReportUsage},
+		{tool: newTool("list_budgets", "List budgets and spend",
+			"Show what your group and each group below it spent today and this month (in the operator's time zone; a group's "+
+				"figures include its subgroups) against its daily and monthly caps in US dollars (0: none). When a cap is used "+
+				"up, no new turn of that group starts until the window ends or the cap is raised. Returns {\"budgets\"}.",
+			readOnly,
+		), run: runListBudgets},
+		{tool: newTool("set_budget", "Set a subgroup's budget",
+			"Cap what a group below yours (and its subgroups) may spend per day and per month, in US dollars. Your own "+
+				"group's cap is set by the group above you. Omitted or 0 means no cap of that kind; both 0 removes the budget. "+
+				"Takes effect at once: a raised cap lets held messages be answered. Returns {\"ok\": true}.",
+			destructive,
+			mcp.WithString("folder", mcp.Required(), mcp.Description("A group below yours, e.g. acme/eng.")),
+			mcp.WithNumber("daily_usd", mcp.Min(0), mcp.Description("US dollars per day; 0 or omitted: no daily cap.")),
+			mcp.WithNumber("monthly_usd", mcp.Min(0), mcp.Description("US dollars per month; 0 or omitted: no monthly cap.")),
+		), run: runSetBudget},
 	}
+}
+
+func runListBudgets(ctx context.Context, c *call) (any, error) {
+	scope := c.folder
+	if c.tier == 0 {
+		scope = ""
+	}
+	bs, err := c.b.Budgets(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	if bs == nil {
+		bs = []BudgetInfo{}
+	}
+	return map[string]any{"budgets": bs}, nil
+}
+
+func runSetBudget(ctx context.Context, c *call) (any, error) {
+	folder := c.str("folder")
+	if err := groups.Validate(folder); err != nil {
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	if c.tier != 0 && (folder == c.folder || !groups.InSubtree(c.folder, folder)) {
+		return nil, fmt.Errorf("folder %s: a group sets the budgets of the groups below it only (yours is set by the group above you)", folder)
+	}
+	for _, k := range []string{"daily_usd", "monthly_usd"} {
+		if f, _ := c.args[k].(float64); f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%s: %v; want US dollars, 0 or more", k, c.args[k])
+		}
+	}
+	if err := c.b.SetBudget(ctx, folder, c.float("daily_usd"), c.float("monthly_usd")); err != nil {
+		return nil, err
+	}
+	return ok, nil
 }
 
 // errNoTurn: report_usage outside a turn has nothing to add to.

@@ -57,3 +57,49 @@ func TestReportUsage(t *testing.T) {
 		t.Errorf("inspect_session turns %+v, want the turn with its cost $0.375 and 80 output tokens", seen.Turns)
 	}
 }
+
+// TestBudgetTools: a tier-1 group sets a budget below it and lists its
+// subtree's; it cannot set its own or another tree's, and tier 2 does not
+// see the tools.
+func TestBudgetTools(t *testing.T) {
+	h := newHarness(t, nil)
+	acme := h.connect(t, "acme", true)
+	if r := call(t, acme, "set_budget", map[string]any{"folder": "acme/eng", "daily_usd": 5, "monthly_usd": 50}); r.IsError {
+		t.Fatalf("set_budget: %+v", r)
+	}
+	bs, err := h.st.Budgets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 || bs[0].Folder != "acme/eng" || bs[0].DailyUSD != 5 || bs[0].MonthlyUSD != 50 {
+		t.Errorf("stored budgets %+v", bs)
+	}
+	for _, f := range []string{"acme", "root", "acmex"} {
+		if r := call(t, acme, "set_budget", map[string]any{"folder": f, "daily_usd": 100}); !r.IsError {
+			t.Errorf("acme set the budget of %s: %+v", f, r)
+		}
+	}
+	var list struct {
+		Budgets []struct {
+			Folder   string  `json:"folder"`
+			DailyUSD float64 `json:"daily_usd"`
+		} `json:"budgets"`
+	}
+	call(t, acme, "list_budgets", nil).decode(t, &list)
+	var folders []string
+	for _, b := range list.Budgets {
+		folders = append(folders, b.Folder)
+	}
+	if strings.Join(folders, ",") != "acme,acme/eng,acme/eng/ops" || list.Budgets[1].DailyUSD != 5 {
+		t.Errorf("list_budgets of acme: %+v", list.Budgets)
+	}
+	if r := call(t, h.connect(t, "acme/eng", true), "list_budgets", nil); !r.refused() {
+		t.Errorf("tier 2 list_budgets: %+v", r)
+	}
+	if r := call(t, acme, "set_budget", map[string]any{"folder": "acme/eng"}); r.IsError {
+		t.Fatalf("remove: %+v", r)
+	}
+	if bs, _ := h.st.Budgets(context.Background()); len(bs) != 0 {
+		t.Errorf("after set_budget with no caps: %+v, want the budget removed", bs)
+	}
+}

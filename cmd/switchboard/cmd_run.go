@@ -121,6 +121,7 @@ func (a *app) agentSpec(exe string) agent.Spec {
 	if argv[0] == "switchboard" {
 		argv[0] = exe
 	}
+	argv = append(argv, maxTurnArgs(a.cfg.Agent)...)
 	return agent.Spec{Command: argv, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
 		Timeout: time.Duration(a.cfg.Agent.Timeout), Env: a.cfg.Agent.Env}
 }
@@ -194,6 +195,9 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 		if created {
 			a.log.Info("group created from config", "folder", f)
 		}
+	}
+	if err := a.seedBudgets(ctx, st); err != nil {
+		return err
 	}
 	if len(a.cfg.Routes) == 0 {
 		return nil

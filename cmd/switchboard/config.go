@@ -33,6 +33,7 @@ type Config struct {
 	Admin          AdminConfig    `yaml:"admin"`
 	Groups         []GroupSeed    `yaml:"groups"`
 	Routes         []RouteSeed    `yaml:"routes"`
+	Budgets        []BudgetSeed   `yaml:"budgets"`
 }
 
 type LogConfig struct {
@@ -50,6 +51,9 @@ type AgentConfig struct {
 	Binds         []BindConfig `yaml:"binds"`
 	Network       bool         `yaml:"network"`
 	Env           []string     `yaml:"env"`
+	// MaxTurnUSD caps one turn's spend where the agent can enforce it:
+	// claude-json agents get --max-budget-usd (cmd_budget.go). 0: none.
+	MaxTurnUSD float64 `yaml:"max_turn_usd"`
 }
 
 // AdminConfig is the operator's HTTP listener: /metrics, /healthz, /readyz
@@ -311,6 +315,8 @@ func describeType(t reflect.Type, n *yaml.Node) string {
 		return got + " is not true or false"
 	case reflect.Int:
 		return got + " is not a whole number"
+	case reflect.Float64:
+		return got + " is not a number"
 	case reflect.Slice:
 		return "want a list of strings, got " + got
 	case reflect.Map:
@@ -344,6 +350,7 @@ func (c *Config) Validate() error {
 		bad("log.format", "%q: want text or json", c.Log.Format)
 	}
 	c.validateAgent(bad)
+	c.validateBudgets(bad)
 	if c.EngageTTL < 0 {
 		bad("engage_ttl", "must not be negative")
 	}
