@@ -209,3 +209,7 @@ func (b mcpBackend) SetBudget(ctx context.Context, folder string, daily, monthly
 	}
 	return b.g.reload(ctx)
 }
+
+// Zone is the operator's zone (config timezone): budget days and months,
+// and the status page's spend, follow it.
+func (g *Gateway) Zone() *time.Location { return g.budgetZone() }
