@@ -13,6 +13,7 @@ import (
 	"switchboard/control"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
+	"switchboard/ipc"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
@@ -171,5 +172,67 @@ func TestBudgetSkipsTasks(t *testing.T) {
 	}
 	if p := h.pending(); len(p) != 0 {
 		t.Errorf("work left pending: %v", p)
+	}
+}
+
+// TestTaskRunShowsCost: a task run's history (inspect_tasks, task runs)
+// carries the cost its turn reported.
+func TestTaskRunShowsCost(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo done; echo '{"switchboard_usage": {"cost_usd": 0.25}}'`)})
+	ctx := context.Background()
+	task, err := control.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "main", ChatJID: testChat, Prompt: "report",
+		Schedule: time.Now().Add(time.Second).UTC().Format(time.RFC3339)}, "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.g.sched.Wake()
+	h.waitSent(testChat, 1)
+	var runs []ipc.TaskRun
+	testwait.For(t, 10*time.Second, "the run settled", func() bool {
+		runs, err = mcpBackend{g: h.g}.TaskRuns(ctx, task.ID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(runs) == 1 && runs[0].Status == string(store.TurnSucceeded)
+	})
+	if runs[0].CostUSD != 0.25 {
+		t.Errorf("run %+v, want its turn's cost $0.25", runs[0])
+	}
+}
+
+// TestBudgetHoldSurvivesRestart: a chat held by a budget stays held across
+// a restart, and a cap raised while the gateway was down lets its messages
+// be answered at the next start.
+func TestBudgetHoldSurvivesRestart(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo answered; echo '{"switchboard_usage": {"cost_usd": 2}}'`)})
+	ctx := context.Background()
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
+		m := h.g.spend.budgets.byFolder.Load()
+		return m != nil && len(*m) == 1
+	})
+	h.post(testChat, "m1", "one")
+	h.waitSent(testChat, 1)
+	h.post(testChat, "m2", "held")
+	if got := h.waitSent(testChat, 2)[1].Text; !strings.Contains(got, "monthly budget of $1.00 is used up") {
+		t.Fatalf("second message %q, want the budget notice", got)
+	}
+	h.restart(nil)
+	h.post(testChat, "m3", "still held")
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil { // a no-op change: still used up
+		t.Fatal(err)
+	}
+	h.stop()
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 100}); err != nil {
+		t.Fatal(err)
+	}
+	h.restart(nil)
+	if got := h.waitSent(testChat, 1)[0].Text; got != "answered" {
+		t.Errorf("after the restart with the cap raised: %q, want the held messages answered", got)
+	}
+	if ts := h.turns("main"); len(ts) != 2 {
+		t.Errorf("%d turns, want 2 (m2 and m3 answered together)", len(ts))
 	}
 }

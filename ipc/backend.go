@@ -154,11 +154,12 @@ type TaskStore interface {
 type TaskRun struct {
 	ID       int64
 	Slot     time.Time // the scheduled time this run is for
-	Status   string    // fired (claimed; its turn is queued or running), succeeded or failed
+	Status   string    // fired (claimed; its turn is queued or running), succeeded, failed, or skipped (a budget was used up; Error says which)
 	Started  time.Time
 	Duration time.Duration
 	TurnID   string
 	Error    string
+	CostUSD  float64 // what its turn reported costing
 }
 
 // OutgoingKind says what an Outgoing is.
