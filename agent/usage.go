@@ -24,6 +24,10 @@ type Usage struct {
 	// (2.1.x), so CostUSD of a claude-json turn is this figure minus the
 	// one the session's previous turn reported: see Usage.Since.
 	SessionCost float64
+	// MaxBudgetHit: Claude Code stopped the run at --max-budget-usd
+	// (subtype error_max_budget_usd). Running it again would spend as much
+	// again, so the gateway does not retry it.
+	MaxBudgetHit bool
 }
 
 // IsZero reports whether nothing was reported.
@@ -35,6 +39,7 @@ func (u Usage) Add(o Usage) Usage {
 		CostUSD: u.CostUSD + o.CostUSD, InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
 		CacheCreationTokens: u.CacheCreationTokens + o.CacheCreationTokens, CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens,
 		NumTurns: u.NumTurns + o.NumTurns, APIDuration: u.APIDuration + o.APIDuration, SessionCost: u.SessionCost + o.SessionCost,
+		MaxBudgetHit: u.MaxBudgetHit || o.MaxBudgetHit,
 	}
 }
 
@@ -51,6 +56,7 @@ func (u Usage) Since(prev float64) Usage {
 // claudeUsage is the part of Claude Code's result object that says what
 // the run cost (see testdata/claude-json).
 type claudeUsage struct {
+	Subtype       string  `json:"subtype"`
 	TotalCostUSD  float64 `json:"total_cost_usd"`
 	NumTurns      int64   `json:"num_turns"`
 	DurationAPIMS int64   `json:"duration_api_ms"`
@@ -76,6 +82,7 @@ func parseClaudeUsage(out []byte) Usage {
 		InputTokens: max(cu.Usage.InputTokens, 0), OutputTokens: max(cu.Usage.OutputTokens, 0),
 		CacheCreationTokens: max(cu.Usage.CacheCreationInputTokens, 0), CacheReadTokens: max(cu.Usage.CacheReadInputTokens, 0),
 		NumTurns: max(cu.NumTurns, 0), APIDuration: time.Duration(max(cu.DurationAPIMS, 0)) * time.Millisecond,
+		MaxBudgetHit: cu.Subtype == "error_max_budget_usd",
 	}
 	return u
 }

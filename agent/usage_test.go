@@ -66,7 +66,7 @@ func TestRunClaudeJSONBudgetStopKeepsUsage(t *testing.T) {
 	if !errors.Is(err, ErrFailed) {
 		t.Fatalf("err = %v, want ErrFailed", err)
 	}
-	if res.Usage.CostUSD != 0.016656 {
+	if res.Usage.CostUSD != 0.016656 || !res.Usage.MaxBudgetHit {
 		t.Errorf("usage of a run stopped by --max-budget-usd = %+v, want its cost 0.016656 recorded", res.Usage)
 	}
 }

@@ -236,3 +236,21 @@ func TestBudgetHoldSurvivesRestart(t *testing.T) {
 		t.Errorf("%d turns, want 2 (m2 and m3 answered together)", len(ts))
 	}
 }
+
+// TestMaxTurnBudgetIsNotRetried: a Claude Code run stopped by
+// --max-budget-usd (agent.max_turn_usd) is recorded with its cost and not
+// run again: a retry would spend as much again.
+func TestMaxTurnBudgetIsNotRetried(t *testing.T) {
+	fixture, _ := filepath.Abs(filepath.Join("..", "agent", "testdata", "claude-json", "max_budget.json"))
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; cat "$1"; exit 1`, fixture),
+		modify: func(o *Options) { o.Agent.Output = agent.OutputClaudeJSON }})
+	h.post(testChat, "m1", "expensive")
+	if got := h.waitSent(testChat, 1)[0].Text; !strings.Contains(got, "could not answer") {
+		t.Errorf("notice %q, want the final one", got)
+	}
+	testwait.For(t, 5*time.Second, "no work left", func() bool { return len(h.pending()) == 0 })
+	ts := h.turns("main")
+	if len(ts) != 1 || ts[0].Status != store.TurnFailed || ts[0].Usage.CostUSD != 0.016656 {
+		t.Errorf("turns %+v, want one failed turn that cost $0.016656", ts)
+	}
+}

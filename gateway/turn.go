@@ -145,7 +145,7 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	if res.Duration > 0 {
 		g.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
 	}
-	giveUp := turn.Attempt >= maxAttempts
+	giveUp := turn.Attempt >= maxAttempts || res.Usage.MaxBudgetHit // a rerun would spend agent.max_turn_usd again
 	g.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "err", err)
 	var out []store.OutboxItem
 	text := ""
