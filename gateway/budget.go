@@ -161,7 +161,16 @@ func (h *hold) describe(folder string) string {
 	if h.window == "monthly" {
 		when = h.until.Format("15:04 on 2 January") + " " + h.until.Location().String()
 	}
-	return strings.TrimSpace(fmt.Sprintf("%s budget%s of $%.2f is used up ($%.2f spent); it resumes at %s", h.window, whose, h.capUSD, h.spent, when))
+	return strings.TrimSpace(fmt.Sprintf("%s budget%s of %s is used up (%s spent); it resumes at %s", h.window, whose, dollars(h.capUSD), dollars(h.spent), when))
+}
+
+// dollars formats US dollars: cents from a dollar up, four decimals below
+// (a cap of $0.03 and $0.0333 spent must not both read $0.03).
+func dollars(f float64) string {
+	if f >= 1 || f == 0 {
+		return fmt.Sprintf("$%.2f", f)
+	}
+	return fmt.Sprintf("$%.4f", f)
 }
 
 // Budgets implements ipc.Spend.
