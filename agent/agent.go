@@ -105,6 +105,9 @@ type Result struct {
 	// ended; EscapedErr is why one of them could not be.
 	Escaped    int
 	EscapedErr error
+	// Usage is what the agent reported the turn cost (usage.go), failed
+	// turns included.
+	Usage Usage
 }
 
 // Run runs one agent turn: spec.Command (plus ResumeArgs when in.SessionID is
@@ -347,6 +350,7 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 		res.TimedOut = true
 		return res, timeoutError(spec.Timeout)
 	}
+	res.Usage = stdoutUsage(spec.Output, p.stdout.buf)
 	if waitErr != nil {
 		res.NotStarted = spec.Sandbox != nil && res.ExitCode == 1 && bwrapError(p.stderr.buf)
 		return res, p.exitError(spec, waitErr, res.NotStarted)
@@ -372,7 +376,7 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 		}
 		res.Reply = strings.TrimSpace(cr.Reply)
 	default:
-		res.Reply = strings.TrimSpace(strings.ToValidUTF8(string(p.stdout.buf), "\uFFFD"))
+		res.Reply, _ = textReply(p.stdout.buf)
 	}
 	return res, nil
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"sync"
 
+	"switchboard/agent"
 	"switchboard/store"
 )
 
@@ -11,6 +12,7 @@ import (
 type activeTurn struct {
 	batch   store.Batch
 	replied map[string]bool
+	usage   agent.Usage // reported over MCP (report_usage) so far
 }
 
 type activeTurns struct {

@@ -94,6 +94,7 @@ type Gateway struct {
 	commits committer // group commit of inbound messages
 	sched   *scheduler.Loop
 	metrics *metrics
+	spend   spend       // usage metrics and budgets (spend.go)
 	mcp     *ipc.Server // the groups' MCP sockets
 
 	downloads downloadLog // attachments fetched into group folders
@@ -168,6 +169,7 @@ func New(opt Options) (*Gateway, error) {
 	}
 	g.commits.g = g
 	g.metrics = newMetrics(g)
+	g.spend.init(g)
 	g.states.changed = make(chan struct{}, 1)
 	g.workers = newWorkers(g)
 	g.outbox = newOutbox(g)
@@ -328,6 +330,9 @@ func (g *Gateway) reload(ctx context.Context) error {
 	g.setupGroups(folders)
 	g.syncMCP(ctx, folders)
 	g.table.Store(t)
+	if err := g.loadBudgets(ctx); err != nil {
+		return fmt.Errorf("load budgets: %w", err)
+	}
 	g.sched.Wake() // tasks may have been added, paused or resumed
 	if old := g.revision.Swap(rev); old != 0 && old != rev {
 		g.log.Info("configuration reloaded", "routes", t.Len(), "groups", len(folders))

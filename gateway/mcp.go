@@ -445,7 +445,10 @@ func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]ipc.
 	out := make([]ipc.TurnRecord, len(ts))
 	for i, t := range ts {
 		out[i] = ipc.TurnRecord{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: string(t.Trigger), Attempt: t.Attempt,
-			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: string(t.Status), Error: t.Error, SessionID: t.SessionID}
+			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: string(t.Status), Error: t.Error, SessionID: t.SessionID,
+			CostUSD: t.Usage.CostUSD, InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
+			CacheCreationTokens: t.Usage.CacheCreationTokens, CacheReadTokens: t.Usage.CacheReadTokens, NumTurns: t.Usage.NumTurns,
+			APIMS: t.Usage.APIDuration.Milliseconds()}
 	}
 	return out, nil
 }

@@ -50,7 +50,7 @@ func (b mcpBackend) TaskRuns(ctx context.Context, id int64, limit int) ([]ipc.Ta
 	out := make([]ipc.TaskRun, len(runs))
 	for i, r := range runs {
 		out[i] = ipc.TaskRun{ID: r.ID, Slot: r.Slot, Status: r.Status, Started: r.Started.UTC(),
-			Duration: r.Duration, TurnID: r.TurnID, Error: r.Error}
+			Duration: r.Duration, TurnID: r.TurnID, Error: r.Error, CostUSD: r.CostUSD}
 	}
 	return out, nil
 }

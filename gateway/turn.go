@@ -38,7 +38,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	if g.limitTurn(ctx, b, turn) {
 		return 0
 	}
-	if g.pauseLoop(ctx, b) {
+	if g.pauseLoop(ctx, b) || g.holdForBudget(ctx, b) {
 		return 0
 	}
 	isolated := first.Trigger == store.TriggerTask && first.Isolated
@@ -87,6 +87,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		g.log.Info("agent processes outside its process group killed at turn end", "folder", b.Folder, "turn", turn.ID,
 			"count", res.Escaped, "err", res.EscapedErr)
 	}
+	g.recordUsage(ctx, &turn, session, res)
 	replied := g.turnFinished(turn.ID)
 	turn.Duration = res.Duration
 	turn.ExitCode = res.ExitCode
@@ -153,7 +154,7 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	if res.Duration > 0 {
 		g.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
 	}
-	giveUp := turn.Attempt >= maxAttempts
+	giveUp := turn.Attempt >= maxAttempts || res.Usage.MaxBudgetHit // a rerun would spend agent.max_turn_usd again
 	g.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "err", err)
 	var out []store.OutboxItem
 	text := ""

@@ -9,13 +9,16 @@ var (
 	Groups    = []string{"refresh_groups", "register_group", "delegate_group", "escalate_group"}
 	Tasks     = []string{"schedule_task", "list_tasks", "pause_task", "resume_task", "cancel_task", "inspect_tasks", "preview_schedule"}
 	Session   = []string{"inject_message", "reset_session", "engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants"}
+	// Spend: report_usage is every tier's (a group reports its own turn);
+	// the budget tools are tier 0 and 1's.
+	Spend = []string{"report_usage", "list_budgets", "set_budget"}
 )
 
 // AllTools returns every catalog tool: Messaging, History, Routing, Groups,
-// Tasks and Session, in that order. The slice is new on every call.
+// Tasks, Session and Spend, in that order. The slice is new on every call.
 func AllTools() []string {
 	var all []string
-	for _, category := range [][]string{Messaging, History, Routing, Groups, Tasks, Session} {
+	for _, category := range [][]string{Messaging, History, Routing, Groups, Tasks, Session, Spend} {
 		all = append(all, category...)
 	}
 	return all
@@ -35,9 +38,9 @@ func Defaults(tier int) []string {
 		rules = append(rules, History...)
 		return append(rules,
 			"explain_route", "refresh_groups", "escalate_group", "list_tasks", "inspect_tasks",
-			"engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants")
+			"engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants", "report_usage")
 	case 3:
-		return []string{"reply", "send_file", "like", "edit"}
+		return []string{"reply", "send_file", "like", "edit", "report_usage"}
 	default:
 		return nil
 	}

@@ -10,8 +10,8 @@ import (
 
 func TestAllToolsCatalog(t *testing.T) {
 	all := grants.AllTools()
-	if len(all) != 36 {
-		t.Errorf("AllTools() has %d tools, want the 36 of CONTRACT §9", len(all))
+	if len(all) != 39 {
+		t.Errorf("AllTools() has %d tools, want the 36 of CONTRACT §9 and report_usage, list_budgets, set_budget (issue 21)", len(all))
 	}
 	seen := map[string]bool{}
 	for _, tool := range all {
@@ -24,8 +24,8 @@ func TestAllToolsCatalog(t *testing.T) {
 			t.Errorf("tool %q is not a valid literal rule: %v", tool, err)
 		}
 	}
-	if all[0] != "send" || all[len(all)-1] != "list_grants" {
-		t.Errorf("AllTools() order: first %q last %q, want send ... list_grants", all[0], all[len(all)-1])
+	if all[0] != "send" || all[len(all)-1] != "set_budget" {
+		t.Errorf("AllTools() order: first %q last %q, want send ... set_budget", all[0], all[len(all)-1])
 	}
 	all[0] = "changed"
 	if grants.AllTools()[0] != "send" {
@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 		"send", "reply", "send_file", "edit", "delete", "like",
 		"inspect_messages", "get_thread", "fetch_history", "find_messages",
 		"explain_route", "refresh_groups", "escalate_group", "list_tasks", "inspect_tasks",
-		"engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants",
+		"engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants", "report_usage",
 	}
 	tests := []struct {
 		name    string
@@ -49,7 +49,7 @@ func TestDefaults(t *testing.T) {
 		{"tier 0 everything", 0, grants.AllTools(), true},
 		{"tier 1 the whole catalog", 1, grants.AllTools(), false},
 		{"tier 2", 2, tier2, false},
-		{"tier 3", 3, []string{"reply", "send_file", "like", "edit"}, false},
+		{"tier 3", 3, []string{"reply", "send_file", "like", "edit", "report_usage"}, false},
 		{"negative tier nothing", -1, nil, false},
 		{"tier 4 nothing", 4, nil, false},
 	}
@@ -141,10 +141,10 @@ func TestForGroupOverrides(t *testing.T) {
 func TestForGroupIndexesCountDefaults(t *testing.T) {
 	s := grants.ForGroup(3, []string{"!like"})
 	d := s.Check("like", nil)
-	if d.Allow || d.Index != 4 || d.Reason != `denied by rule 4 "!like"` {
-		t.Errorf("Check(like) = %+v, want denied by rule 4 (after the 4 tier-3 defaults)", d)
+	if d.Allow || d.Index != 5 || d.Reason != `denied by rule 5 "!like"` {
+		t.Errorf("Check(like) = %+v, want denied by rule 5 (after the 5 tier-3 defaults)", d)
 	}
-	if got := s.Rules(); !reflect.DeepEqual(got, []string{"reply", "send_file", "like", "edit", "!like"}) {
+	if got := s.Rules(); !reflect.DeepEqual(got, []string{"reply", "send_file", "like", "edit", "report_usage", "!like"}) {
 		t.Errorf("Rules() = %q", got)
 	}
 }

@@ -21,6 +21,7 @@ type Backend interface {
 	GroupStore
 	Sessions
 	TaskStore
+	Spend
 }
 
 // State is the gateway's live configuration.
@@ -155,11 +156,12 @@ type TaskStore interface {
 type TaskRun struct {
 	ID       int64
 	Slot     time.Time // the scheduled time this run is for
-	Status   string    // fired (claimed; its turn is queued or running), succeeded or failed
+	Status   string    // fired (claimed; its turn is queued or running), succeeded, failed, or skipped (a budget was used up; Error says which)
 	Started  time.Time
 	Duration time.Duration
 	TurnID   string
 	Error    string
+	CostUSD  float64 // what its turn reported costing
 }
 
 // OutgoingKind says what an Outgoing is.
@@ -271,4 +273,12 @@ type TurnRecord struct {
 	Status     string    `json:"status"`
 	Error      string    `json:"error,omitempty"`
 	SessionID  string    `json:"session_id,omitempty"`
+	// What the turn cost, as its agent reported it (omitted: not reported).
+	CostUSD             float64 `json:"cost_usd,omitempty"`
+	InputTokens         int64   `json:"input_tokens,omitempty"`
+	OutputTokens        int64   `json:"output_tokens,omitempty"`
+	CacheCreationTokens int64   `json:"cache_creation_tokens,omitempty"`
+	CacheReadTokens     int64   `json:"cache_read_tokens,omitempty"`
+	NumTurns            int64   `json:"num_turns,omitempty"`
+	APIMS               int64   `json:"api_ms,omitempty"`
 }

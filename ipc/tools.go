@@ -29,7 +29,7 @@ type toolDef struct {
 // catalog lists every implemented tool.
 func catalog() []*toolDef {
 	var all []*toolDef
-	for _, part := range [][]*toolDef{messagingTools(), historyTools(), routingTools(), groupTools(), taskTools(), sessionTools()} {
+	for _, part := range [][]*toolDef{messagingTools(), historyTools(), routingTools(), groupTools(), taskTools(), sessionTools(), spendTools()} {
 		all = append(all, part...)
 	}
 	return all

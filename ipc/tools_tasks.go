@@ -119,13 +119,14 @@ type inspectedTask struct {
 }
 
 type runView struct {
-	ID         int64  `json:"id"`
-	Slot       string `json:"slot"`
-	Started    string `json:"started"`
-	DurationMS int64  `json:"duration_ms"`
-	Status     string `json:"status"`
-	TurnID     string `json:"turn_id,omitempty"`
-	Error      string `json:"error,omitempty"`
+	ID         int64   `json:"id"`
+	Slot       string  `json:"slot"`
+	Started    string  `json:"started"`
+	DurationMS int64   `json:"duration_ms"`
+	Status     string  `json:"status"`
+	TurnID     string  `json:"turn_id,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	CostUSD    float64 `json:"cost_usd,omitempty"`
 }
 
 // zoneOf is the task's zone (UTC if it no longer loads).
@@ -152,7 +153,7 @@ func viewRuns(runs []TaskRun, tz string) []runView {
 	out := make([]runView, len(runs))
 	for i, r := range runs {
 		out[i] = runView{ID: r.ID, Slot: r.Slot.In(loc).Format(time.RFC3339), Started: r.Started.In(loc).Format(time.RFC3339),
-			DurationMS: r.Duration.Milliseconds(), Status: r.Status, TurnID: r.TurnID, Error: r.Error}
+			DurationMS: r.Duration.Milliseconds(), Status: r.Status, TurnID: r.TurnID, Error: r.Error, CostUSD: r.CostUSD}
 	}
 	return out
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -30,20 +32,73 @@ type Turn struct {
 	Error     string
 	ExitCode  int
 	SessionID string
+	Usage     Usage
+}
+
+// Usage is what a turn cost, as its agent reported it; zero when it
+// reported nothing.
+type Usage struct {
+	CostUSD             float64
+	InputTokens         int64
+	OutputTokens        int64
+	CacheCreationTokens int64
+	CacheReadTokens     int64
+	NumTurns            int64
+	APIDuration         time.Duration
+	// SessionCost is the session's running total the agent printed
+	// (Claude Code's total_cost_usd), kept to work out the next turn's cost.
+	SessionCost float64
+}
+
+const turnColumns = `id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms, duration_ms,
+		status, error, exit_code, session_id, cost_usd, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens,
+		num_turns, api_ms, session_cost_usd`
+
+func scanTurn(sc scanner) (Turn, error) {
+	var t Turn
+	u := &t.Usage
+	err := sc.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, msTime(&t.Started),
+		msDuration(&t.Duration), &t.Status, &t.Error, &t.ExitCode, &t.SessionID, &u.CostUSD, &u.InputTokens, &u.OutputTokens,
+		&u.CacheCreationTokens, &u.CacheReadTokens, &u.NumTurns, msDuration(&u.APIDuration), &u.SessionCost)
+	return t, err
 }
 
 // Turns returns folder's most recent turn records, newest first.
 func (s *Store) Turns(ctx context.Context, folder string, limit int) ([]Turn, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms, duration_ms,
-		status, error, exit_code, session_id FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`, folder, clampLimit(limit))
-	out, err := collect(rows, err, func(sc scanner) (Turn, error) {
-		var t Turn
-		err := sc.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, msTime(&t.Started),
-			msDuration(&t.Duration), &t.Status, &t.Error, &t.ExitCode, &t.SessionID)
-		return t, err
-	})
+	rows, err := s.r.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`,
+		folder, clampLimit(limit))
+	out, err := collect(rows, err, scanTurn)
 	if err != nil {
 		return nil, fmt.Errorf("read turns: %w", err)
 	}
 	return out, nil
+}
+
+// RecentTurns returns the most recent turn records of all folders, newest
+// first.
+func (s *Store) RecentTurns(ctx context.Context, limit int) ([]Turn, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns ORDER BY started_ms DESC, rowid DESC LIMIT ?`, clampLimit(limit))
+	out, err := collect(rows, err, scanTurn)
+	if err != nil {
+		return nil, fmt.Errorf("read turns: %w", err)
+	}
+	return out, nil
+}
+
+// SessionCost is the running total the last turn of folder in session
+// reported (Usage.SessionCost), or 0.
+func (s *Store) SessionCost(ctx context.Context, folder, session string) (float64, error) {
+	if session == "" {
+		return 0, nil
+	}
+	var c float64
+	err := s.r.QueryRowContext(ctx, `SELECT session_cost_usd FROM turns WHERE folder = ? AND session_id = ? AND session_cost_usd > 0
+		ORDER BY started_ms DESC, rowid DESC LIMIT 1`, folder, session).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read session cost of %s: %w", folder, err)
+	}
+	return c, nil
 }

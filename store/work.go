@@ -325,10 +325,12 @@ func (s *Store) messagesBySeq(ctx context.Context, seqs []any) ([]Message, error
 func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxItem, retryAt time.Time) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms,
-			duration_ms, status, error, exit_code, session_id, messages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		u := t.Usage
+		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (`+turnColumns+`, messages)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.ID, t.Folder, t.ChatJID, t.Topic, t.Trigger, t.TaskID, t.RunID, t.Attempt, toMS(t.Started), t.Duration.Milliseconds(),
-			t.Status, t.Error, t.ExitCode, t.SessionID, len(b.Messages)); err != nil {
+			t.Status, t.Error, t.ExitCode, t.SessionID, u.CostUSD, u.InputTokens, u.OutputTokens, u.CacheCreationTokens,
+			u.CacheReadTokens, u.NumTurns, u.APIDuration.Milliseconds(), u.SessionCost, len(b.Messages)); err != nil {
 			return fmt.Errorf("record turn: %w", err)
 		}
 		if err := revokeTurnToken(ctx, tx, t.ID); err != nil {

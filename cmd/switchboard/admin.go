@@ -58,8 +58,13 @@ func startAdmin(addr string, g *gateway.Gateway, st *store.Store, log *slog.Logg
 		for name, s := range g.AdapterStates() { // this process knows them first-hand
 			rep.Adapters[name] = s
 		}
+		panel, err := readSpendPanel(r.Context(), st, g.Zone())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := statusPage.Execute(w, rep); err != nil {
+		if err := statusPage.Execute(w, statusPageData{statusReport: rep, SpendPanel: panel}); err != nil {
 			log.Warn("render status page", "err", err)
 		}
 	})
@@ -84,7 +89,15 @@ func (a *admin) stop() {
 	}
 }
 
+// statusPageData is what the status page shows: status plus the spend panel.
+type statusPageData struct {
+	statusReport
+	SpendPanel *spendPanel
+}
+
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
+	"usd": usd,
+	"cap": capText,
 	"ago": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
 	"at":  func(t time.Time) string { return t.Local().Format(time.DateTime) },
 	"mb":  func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) },
@@ -92,7 +105,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
 <title>Switchboard status</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse;margin:.5em 0 1.5em}
-td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.bad{color:#b00}.ok{color:#070}.warn{background:#fee;padding:.5em}</style>
+td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.bad{color:#b00}.ok{color:#070}.warn{background:#fee;padding:.5em}.note{color:#555}.key{display:inline-block;width:.8em;height:.8em}</style>
 </head><body>
 <h1>Switchboard</h1>
 {{with .Gateway}}<p id="gateway">{{if .Running}}<span class="ok">running</span> (pid {{.PID}}, seen {{ago .LastSeen}} ago){{else if .Stopped}}<span class="bad">stopped</span> (cleanly, {{ago .LastSeen}} ago){{else if .LastSeen}}<span class="bad">not running</span> (last seen {{ago .LastSeen}} ago; it did not stop cleanly){{else}}never started{{end}}</p>
@@ -103,6 +116,16 @@ td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.bad{color:
 <h2>Running turns</h2><table id="running">{{range .Running}}<tr><td>{{.Folder}}</td><td>{{.ChatJID}}</td><td>{{ago .Started}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 <h2>Outbox</h2><p id="outbox">{{.Outbox.Pending}} pending, {{.Outbox.Failed}} failed</p>
 <h2>Next tasks</h2><table id="tasks">{{range .NextTasks}}<tr><td>#{{.ID}}</td><td>{{.Folder}}</td><td>{{.Spec}}</td><td>{{.At}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
+{{with .SpendPanel}}<h2>Spend</h2>
+<table id="spend"><tr><th>group</th><th>today</th><th>daily cap</th><th>this month</th><th>monthly cap</th><th></th></tr>
+{{range .Groups}}<tr><td>{{.Folder}}</td><td>{{usd .TodayUSD}}</td><td>{{cap .DailyUSD}}</td><td>{{usd .MonthUSD}}</td><td>{{cap .MonthlyUSD}}</td><td>{{if .Over}}<span class="bad">used up: turns held</span>{{end}}</td></tr>{{end}}</table>
+<p class="note">Days and months in {{.Zone}}; a group's figures include its subgroups'.</p>
+{{with .Chart}}<p id="chart-legend"><span class="key" style="background:{{.TurnsColor}}"></span> turns per hour (max {{.MaxTurns}}) · <span class="key" style="background:{{.SpendColor}}"></span> spend per hour (max {{.MaxCost}}) · last 24 h: {{.Turns}} turns, {{.Cost}}</p>
+<svg id="spend-chart" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img" aria-label="turns and spend per hour, last 24 hours">
+<line x1="0" y1="{{.Base}}" x2="{{.Width}}" y2="{{.Base}}" stroke="#999"/>
+{{$c := .}}{{range .Bars}}<g><title>{{.Title}}</title><rect x="{{.X}}" y="{{.TurnsY}}" width="{{.W}}" height="{{.TurnsH}}" fill="{{$c.TurnsColor}}"/><rect x="{{.SpendX}}" y="{{.SpendY}}" width="{{.W}}" height="{{.SpendH}}" fill="{{$c.SpendColor}}"/></g>
+{{end}}{{range .Labels}}<text x="{{.X}}" y="{{$c.Height}}" font-size="11" fill="#555">{{.Text}}</text>{{end}}
+</svg>{{end}}{{end}}
 <h2>Recent failed turns</h2><table id="failed">{{range .FailedTurns}}<tr><td>{{at .Started}}</td><td>{{.Folder}}</td><td>{{.ChatJID}}</td><td>attempt {{.Attempt}}</td><td>{{.Error}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 <p>database {{mb .DBBytes}} · <a href="/metrics">metrics</a> · <a href="/readyz">readyz</a></p>
 </body></html>

@@ -28,6 +28,7 @@ func (a *app) agentSpec(ctx context.Context, exe string) (agent.Spec, error) {
 	if err != nil {
 		return agent.Spec{}, err
 	}
+	argv = append(argv, maxTurnArgs(a.cfg.Agent)...)
 	spec := agent.Spec{Command: argv, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
 		Timeout: time.Duration(a.cfg.Agent.Timeout), Env: a.cfg.Agent.Env}
 	if spec.Sandbox, err = a.sandbox(exe); err != nil || spec.Sandbox == nil {

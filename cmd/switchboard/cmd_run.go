@@ -134,6 +134,9 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 			a.log.Info("group created from config", "folder", f)
 		}
 	}
+	if err := a.seedBudgets(ctx, st); err != nil {
+		return err
+	}
 	if len(a.cfg.Routes) == 0 {
 		return nil
 	}

@@ -33,6 +33,10 @@ whether or not the gateway runs, and says when the gateway was last seen.`,
 				if err != nil {
 					return err
 				}
+				if rep.Spend, err = a.spendReport(cmd.Context(), st); err != nil {
+					return err
+				}
+				rep.Zone = a.cfg.Timezone
 				return a.emit(rep, rep.text)
 			})
 		},
@@ -49,6 +53,10 @@ type statusReport struct {
 	NextTasks   []nextTask                       `json:"next_tasks"`
 	FailedTurns []failedTurn                     `json:"failed_turns"`
 	DBBytes     int64                            `json:"db_bytes"`
+	// Spend per group today and this month (subtree figures) against its
+	// caps, in Zone (config timezone).
+	Spend []control.GroupSpend `json:"spend"`
+	Zone  string               `json:"zone,omitempty"`
 }
 
 type gatewayState struct {
@@ -190,6 +198,18 @@ func (r statusReport) text(w io.Writer) {
 	label = "failed turns"
 	for _, t := range r.FailedTurns {
 		fmt.Fprintf(w, "%s\t%s %s\t%s attempt %d\t%s\n", label, t.Started.Local().Format(time.DateTime), t.Folder, t.ChatJID, t.Attempt, t.Error)
+		label = ""
+	}
+	label = "spend (" + r.Zone + ")"
+	for _, g := range r.Spend {
+		if g.TodayUSD == 0 && g.MonthUSD == 0 && g.DailyUSD == 0 && g.MonthlyUSD == 0 {
+			continue
+		}
+		line := fmt.Sprintf("%s\t%s\ttoday %s of %s, month %s of %s", label, g.Folder, usd(g.TodayUSD), capText(g.DailyUSD), usd(g.MonthUSD), capText(g.MonthlyUSD))
+		if g.Over() {
+			line += "\tUSED UP: turns held"
+		}
+		fmt.Fprintln(w, line)
 		label = ""
 	}
 	fmt.Fprintf(w, "database\t%.1f MB\n", float64(r.DBBytes)/(1<<20))

@@ -208,12 +208,16 @@ func (a *app) taskRunsCommand() *cobra.Command {
 				rows := make([]map[string]any, len(runs))
 				for i, r := range runs {
 					rows[i] = map[string]any{"id": r.ID, "slot": r.Slot.Format(time.RFC3339), "status": r.Status,
-						"started": r.Started.UTC().Format(time.RFC3339), "duration_ms": r.Duration.Milliseconds(), "turn_id": r.TurnID, "error": r.Error}
+						"started": r.Started.UTC().Format(time.RFC3339), "duration_ms": r.Duration.Milliseconds(), "turn_id": r.TurnID, "error": r.Error, "cost_usd": r.CostUSD}
 				}
 				return a.emit(rows, func(w io.Writer) {
-					fmt.Fprintln(w, "RUN\tSLOT\tSTATUS\tDURATION\tTURN\tERROR")
+					fmt.Fprintln(w, "RUN\tSLOT\tSTATUS\tDURATION\tTURN\tCOST\tERROR")
 					for _, r := range runs {
-						fmt.Fprintf(w, "%d\t%s\t%s\t%dms\t%s\t%s\n", r.ID, inZone(r.Slot, t.Timezone), r.Status, r.Duration.Milliseconds(), r.TurnID, r.Error)
+						cost := "-"
+						if r.CostUSD > 0 {
+							cost = usd(r.CostUSD)
+						}
+						fmt.Fprintf(w, "%d\t%s\t%s\t%dms\t%s\t%s\t%s\n", r.ID, inZone(r.Slot, t.Timezone), r.Status, r.Duration.Milliseconds(), r.TurnID, cost, r.Error)
 					}
 				})
 			})

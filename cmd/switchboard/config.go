@@ -36,6 +36,7 @@ type Config struct {
 	MCP            MCPConfig      `yaml:"mcp"`
 	Groups         []GroupSeed    `yaml:"groups"`
 	Routes         []RouteSeed    `yaml:"routes"`
+	Budgets        []BudgetSeed   `yaml:"budgets"`
 }
 
 type LogConfig struct {
@@ -53,6 +54,9 @@ type AgentConfig struct {
 	Binds         []BindConfig `yaml:"binds"`
 	Network       bool         `yaml:"network"`
 	Env           []string     `yaml:"env"`
+	// MaxTurnUSD caps one turn's spend where the agent can enforce it:
+	// claude-json agents get --max-budget-usd (cmd_budget.go). 0: none.
+	MaxTurnUSD float64 `yaml:"max_turn_usd"`
 }
 
 // LimitsConfig bounds the turns people and agents can start: flood limits
@@ -367,6 +371,8 @@ func (d decoder) describeType(t reflect.Type, n *yaml.Node) string {
 		return got + " is not true or false"
 	case reflect.Int:
 		return got + " is not a whole number"
+	case reflect.Float64:
+		return got + " is not a number"
 	case reflect.Slice:
 		return "want a list of strings, got " + got
 	case reflect.Map:
@@ -400,6 +406,7 @@ func (c *Config) Validate() error {
 		bad("log.format", "%q: want text or json", c.Log.Format)
 	}
 	c.validateAgent(bad)
+	c.validateBudgets(bad)
 	if c.EngageTTL < 0 {
 		bad("engage_ttl", "must not be negative")
 	}

@@ -53,7 +53,7 @@ func TestStatusTaskTimesCarryTheirZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	var page bytes.Buffer
-	if err := statusPage.Execute(&page, r); err != nil {
+	if err := statusPage.Execute(&page, statusPageData{statusReport: r}); err != nil {
 		t.Fatal(err)
 	}
 	_, tasks, _ := strings.Cut(page.String(), `id="tasks"`)

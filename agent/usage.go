@@ -1,0 +1,166 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"time"
+)
+
+// Usage is what a turn cost, as the agent reported it: Claude Code's JSON
+// (output: claude-json), the usage trailer of a text agent, or the MCP
+// tool report_usage. Zero fields were not reported.
+type Usage struct {
+	CostUSD             float64
+	InputTokens         int64
+	OutputTokens        int64
+	CacheCreationTokens int64
+	CacheReadTokens     int64
+	NumTurns            int64         // model round trips (Claude Code's num_turns)
+	APIDuration         time.Duration // time spent waiting on the model's API
+	// SessionCost is Claude Code's total_cost_usd as printed. On a resumed
+	// session Claude Code reports the session's cumulative cost there
+	// (2.1.x), so CostUSD of a claude-json turn is this figure minus the
+	// one the session's previous turn reported: see Usage.Since.
+	SessionCost float64
+	// MaxBudgetHit: Claude Code stopped the run at --max-budget-usd
+	// (subtype error_max_budget_usd). Running it again would spend as much
+	// again, so the gateway does not retry it.
+	MaxBudgetHit bool
+}
+
+// IsZero reports whether nothing was reported.
+func (u Usage) IsZero() bool { return u == Usage{} }
+
+// Add sums two reports (a turn's output and its report_usage calls).
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		CostUSD: u.CostUSD + o.CostUSD, InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheCreationTokens: u.CacheCreationTokens + o.CacheCreationTokens, CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens,
+		NumTurns: u.NumTurns + o.NumTurns, APIDuration: u.APIDuration + o.APIDuration, SessionCost: u.SessionCost + o.SessionCost,
+		MaxBudgetHit: u.MaxBudgetHit || o.MaxBudgetHit,
+	}
+}
+
+// Since turns a resumed Claude Code session's cumulative figures into this
+// turn's: prev is the session cost its previous turn reported. A figure
+// below prev (a session Claude Code did not carry over) stands as it is.
+func (u Usage) Since(prev float64) Usage {
+	if u.SessionCost > 0 && prev > 0 && u.SessionCost >= prev {
+		u.CostUSD = u.SessionCost - prev
+	}
+	return u
+}
+
+// claudeUsage is the part of Claude Code's result object that says what
+// the run cost (see testdata/claude-json).
+type claudeUsage struct {
+	Subtype       string  `json:"subtype"`
+	TotalCostUSD  float64 `json:"total_cost_usd"`
+	NumTurns      int64   `json:"num_turns"`
+	DurationAPIMS int64   `json:"duration_api_ms"`
+	Usage         struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+}
+
+// parseClaudeUsage reads the usage of Claude Code's JSON output, whether
+// the run succeeded or not (a run stopped by --max-budget-usd reports
+// is_error with what it spent). Output that is not Claude Code JSON has none.
+func parseClaudeUsage(out []byte) Usage {
+	raw, _ := findClaudeObject(out)
+	var cu claudeUsage
+	if raw == nil || json.Unmarshal(raw, &cu) != nil {
+		return Usage{}
+	}
+	u := Usage{
+		CostUSD: clean(cu.TotalCostUSD), SessionCost: clean(cu.TotalCostUSD),
+		InputTokens: max(cu.Usage.InputTokens, 0), OutputTokens: max(cu.Usage.OutputTokens, 0),
+		CacheCreationTokens: max(cu.Usage.CacheCreationInputTokens, 0), CacheReadTokens: max(cu.Usage.CacheReadInputTokens, 0),
+		NumTurns: max(cu.NumTurns, 0), APIDuration: time.Duration(max(cu.DurationAPIMS, 0)) * time.Millisecond,
+		MaxBudgetHit: cu.Subtype == "error_max_budget_usd",
+	}
+	return u
+}
+
+// TrailerKey is the key of the usage trailer a text agent may print as the
+// last line of its stdout:
+//
+//	{"switchboard_usage": {"cost_usd": 0.01, "input_tokens": 1200, "output_tokens": 80}}
+//
+// The line is taken off the reply. Other keys: cache_creation_input_tokens,
+// cache_read_input_tokens, num_turns, duration_api_ms.
+const TrailerKey = "switchboard_usage"
+
+// Report is the JSON shape of a usage report: the trailer's object and
+// the arguments of the MCP tool report_usage.
+type Report struct {
+	CostUSD                  float64 `json:"cost_usd"`
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	NumTurns                 int64   `json:"num_turns"`
+	DurationAPIMS            int64   `json:"duration_api_ms"`
+}
+
+// Usage converts a report, dropping negative and non-finite figures.
+func (r Report) Usage() Usage {
+	return Usage{
+		CostUSD: clean(r.CostUSD), InputTokens: max(r.InputTokens, 0), OutputTokens: max(r.OutputTokens, 0),
+		CacheCreationTokens: max(r.CacheCreationInputTokens, 0), CacheReadTokens: max(r.CacheReadInputTokens, 0),
+		NumTurns: max(r.NumTurns, 0), APIDuration: time.Duration(max(r.DurationAPIMS, 0)) * time.Millisecond,
+	}
+}
+
+// splitTrailer takes the usage trailer off a text agent's stdout: when the
+// last non-blank line is a JSON object whose only key is TrailerKey, it
+// returns the output before that line and the usage. Anything else is
+// left alone (an agent that happens to print JSON keeps its reply).
+func splitTrailer(out []byte) ([]byte, Usage) {
+	trimmed := bytes.TrimRight(out, " \t\r\n")
+	i := bytes.LastIndexByte(trimmed, '\n')
+	line := bytes.TrimSpace(trimmed[i+1:])
+	if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte(TrailerKey)) {
+		return out, Usage{}
+	}
+	var t map[string]json.RawMessage
+	if json.Unmarshal(line, &t) != nil || len(t) != 1 || t[TrailerKey] == nil {
+		return out, Usage{}
+	}
+	var r Report
+	if json.Unmarshal(t[TrailerKey], &r) != nil {
+		return out, Usage{}
+	}
+	return trimmed[:i+1], r.Usage()
+}
+
+// textReply is a text agent's reply and usage trailer.
+func textReply(out []byte) (string, Usage) {
+	body, u := splitTrailer(out)
+	return strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD")), u
+}
+
+// clean keeps a reported dollar figure sane: not negative, not NaN or ±Inf.
+func clean(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0
+	}
+	return f
+}
+
+// stdoutUsage is the usage an agent's stdout reports, by output kind.
+func stdoutUsage(o Output, out []byte) Usage {
+	switch o {
+	case OutputClaudeJSON:
+		return parseClaudeUsage(out)
+	case OutputNone:
+		return Usage{}
+	}
+	_, u := splitTrailer(out)
+	return u
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"switchboard/agent"
+	"switchboard/control"
+	"switchboard/groups"
+	"switchboard/store"
+)
+
+// BudgetSeed is a group's budget set at start unless the group has one
+// already (config budgets:).
+type BudgetSeed struct {
+	Folder     string  `yaml:"folder"`
+	DailyUSD   float64 `yaml:"daily_usd"`
+	MonthlyUSD float64 `yaml:"monthly_usd"`
+}
+
+func (c *Config) validateBudgets(bad func(string, string, ...any)) {
+	if v := c.Agent.MaxTurnUSD; math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		bad("agent.max_turn_usd", "%v: want US dollars, 0 (no cap) or more", v)
+	}
+	seen := map[string]bool{}
+	for i, b := range c.Budgets {
+		key := fmt.Sprintf("budgets[%d]", i)
+		if err := groups.Validate(b.Folder); err != nil {
+			bad(key+".folder", "%v", err)
+		} else if seen[b.Folder] {
+			bad(key+".folder", "%q has a budget already (budgets[%d]); one entry per group", b.Folder, i)
+		}
+		seen[b.Folder] = true
+		if err := control.CheckBudget(b.DailyUSD, b.MonthlyUSD); err != nil {
+			bad(key, "%v (daily_usd, monthly_usd)", err)
+		}
+	}
+}
+
+// maxTurnArgs is what agent.max_turn_usd adds to the agent's command:
+// Claude Code's --max-budget-usd for claude-json agents; other agents read
+// it where their own flag is (see docs/operating.md).
+func maxTurnArgs(c AgentConfig) []string {
+	if c.MaxTurnUSD <= 0 || c.Output != agent.OutputClaudeJSON {
+		return nil
+	}
+	return []string{"--max-budget-usd", strconv.FormatFloat(c.MaxTurnUSD, 'f', -1, 64)}
+}
+
+// seedBudgets sets the config's budgets of groups that have none stored:
+// what budget set changed later stays.
+func (a *app) seedBudgets(ctx context.Context, st *store.Store) error {
+	for _, b := range a.cfg.Budgets {
+		created, err := st.SeedBudget(ctx, store.Budget{Folder: b.Folder, DailyUSD: b.DailyUSD, MonthlyUSD: b.MonthlyUSD})
+		if err != nil {
+			return err
+		}
+		if created {
+			a.log.Info("budget set from config", "folder", b.Folder, "daily_usd", b.DailyUSD, "monthly_usd", b.MonthlyUSD)
+		}
+	}
+	return nil
+}
+
+func (a *app) budgetCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "budget",
+		Short: "Cap what a group's agent turns may spend per day and month",
+		Long: `A budget caps, in US dollars, what the turns of a group and its subgroups may
+spend per day and per month, in the operator's time zone (config timezone).
+Spend is what agents report per turn (see switchboard turns). When a cap is
+reached, no new turn starts for the group: chat messages are stored and
+answered when the window ends or the cap is raised (a running gateway picks
+changes up within 2 seconds), the chat is told once per window, and
+scheduled tasks are skipped with the reason recorded on the run.`,
+	}
+	var daily, monthly float64
+	set := &cobra.Command{
+		Use:     "set FOLDER",
+		Short:   "Set a group's caps (both: an omitted cap is none)",
+		Example: `  switchboard budget set main --daily 5 --monthly 50`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := groups.Validate(args[0]); err != nil {
+				return usageError{err}
+			}
+			if err := control.CheckBudget(daily, monthly); err != nil {
+				return usagef("--daily/--monthly: %v", err)
+			}
+			return a.withStore(cmd.Context(), func(st *store.Store) error {
+				if ok, err := st.GroupExists(cmd.Context(), args[0]); err != nil {
+					return err
+				} else if !ok {
+					return fmt.Errorf("no group %s; see switchboard group list", args[0])
+				}
+				if err := st.SetBudget(cmd.Context(), store.Budget{Folder: args[0], DailyUSD: daily, MonthlyUSD: monthly}); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(a.stdout, "budget of %s: %s a day, %s a month\n", args[0], capText(daily), capText(monthly))
+				return err
+			})
+		},
+	}
+	set.Flags().Float64Var(&daily, "daily", 0, "US dollars per day (0: no daily cap)")
+	set.Flags().Float64Var(&monthly, "monthly", 0, "US dollars per month (0: no monthly cap)")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List groups' spend today and this month against their caps",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withStore(cmd.Context(), func(st *store.Store) error {
+				rep, err := a.spendReport(cmd.Context(), st)
+				if err != nil {
+					return err
+				}
+				return a.emit(rep, func(w io.Writer) { spendText(w, rep, a.cfg.Timezone) })
+			})
+		},
+	}
+	rm := &cobra.Command{
+		Use:   "rm FOLDER",
+		Short: "Remove a group's budget",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd.Context(), func(st *store.Store) error {
+				found, err := st.DeleteBudget(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if !found {
+					return fmt.Errorf("group %s has no budget; see switchboard budget list", args[0])
+				}
+				_, err = fmt.Fprintf(a.stdout, "budget of %s removed\n", args[0])
+				return err
+			})
+		},
+	}
+	cmd.AddCommand(set, list, rm)
+	return cmd
+}
+
+// spendReport is every group's spend and caps, in the config's zone.
+func (a *app) spendReport(ctx context.Context, st *store.Store) ([]control.GroupSpend, error) {
+	folders, err := st.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := time.LoadLocation(a.cfg.Timezone)
+	if err != nil {
+		loc = time.UTC
+	}
+	return control.SpendReport(ctx, st, folders, time.Now().In(loc))
+}
+
+func spendText(w io.Writer, rep []control.GroupSpend, zone string) {
+	fmt.Fprintf(w, "GROUP\tTODAY\tDAILY CAP\tTHIS MONTH\tMONTHLY CAP\t(%s; a group's figures include its subgroups)\n", zone)
+	for _, g := range rep {
+		mark := ""
+		if g.Over() {
+			mark = "\tUSED UP: turns held"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s%s\n", g.Folder, usd(g.TodayUSD), capText(g.DailyUSD), usd(g.MonthUSD), capText(g.MonthlyUSD), mark)
+	}
+}
+
+func capText(v float64) string {
+	if v <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("$%.2f", v)
+}

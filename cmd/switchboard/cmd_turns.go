@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"switchboard/groups"
+	"switchboard/store"
+)
+
+func (a *app) turnsCommand() *cobra.Command {
+	var folder string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "turns",
+		Short: "List recent agent turns with their outcome and what they cost",
+		Long: `List the most recent agent turns, newest first: when, which group and chat,
+the trigger, the outcome, and the cost and tokens the agent reported (Claude
+Code's JSON, a usage trailer, or the MCP tool report_usage; "-" when it
+reported nothing).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if folder != "" {
+				if err := groups.Validate(folder); err != nil {
+					return usagef("--folder: %v", err)
+				}
+			}
+			return a.withStore(cmd.Context(), func(st *store.Store) error {
+				var ts []store.Turn
+				var err error
+				if folder != "" {
+					ts, err = st.Turns(cmd.Context(), folder, limit)
+				} else {
+					ts, err = st.RecentTurns(cmd.Context(), limit)
+				}
+				if err != nil {
+					return err
+				}
+				out := make([]turnLine, 0, len(ts))
+				for _, t := range ts {
+					out = append(out, newTurnLine(t))
+				}
+				return a.emit(out, func(w io.Writer) { turnsText(w, out) })
+			})
+		},
+	}
+	cmd.Flags().StringVar(&folder, "folder", "", "only this group's turns")
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many turns")
+	return cmd
+}
+
+// turnLine is one turn as `switchboard turns` shows it.
+type turnLine struct {
+	ID                  string    `json:"id"`
+	Folder              string    `json:"folder"`
+	ChatJID             string    `json:"chat_jid"`
+	Trigger             string    `json:"trigger"`
+	Status              string    `json:"status"`
+	Started             time.Time `json:"started"`
+	DurationMS          int64     `json:"duration_ms"`
+	CostUSD             float64   `json:"cost_usd"`
+	InputTokens         int64     `json:"input_tokens"`
+	OutputTokens        int64     `json:"output_tokens"`
+	CacheCreationTokens int64     `json:"cache_creation_tokens"`
+	CacheReadTokens     int64     `json:"cache_read_tokens"`
+	NumTurns            int64     `json:"num_turns"`
+	APIMS               int64     `json:"api_ms"`
+	Error               string    `json:"error,omitempty"`
+}
+
+func newTurnLine(t store.Turn) turnLine {
+	u := t.Usage
+	return turnLine{ID: t.ID, Folder: t.Folder, ChatJID: t.ChatJID, Trigger: string(t.Trigger), Status: string(t.Status),
+		Started: t.Started, DurationMS: t.Duration.Milliseconds(), CostUSD: u.CostUSD, InputTokens: u.InputTokens,
+		OutputTokens: u.OutputTokens, CacheCreationTokens: u.CacheCreationTokens, CacheReadTokens: u.CacheReadTokens,
+		NumTurns: u.NumTurns, APIMS: u.APIDuration.Milliseconds(), Error: t.Error}
+}
+
+func turnsText(w io.Writer, ts []turnLine) {
+	if len(ts) == 0 {
+		fmt.Fprintln(w, "no turns yet")
+		return
+	}
+	fmt.Fprintln(w, "STARTED\tFOLDER\tCHAT\tTRIGGER\tSTATUS\tSECONDS\tCOST\tTOKENS IN/OUT/CACHE")
+	for _, t := range ts {
+		cost, tokens := "-", "-"
+		if t.CostUSD > 0 {
+			cost = usd(t.CostUSD)
+		}
+		if t.InputTokens+t.OutputTokens+t.CacheCreationTokens+t.CacheReadTokens > 0 {
+			tokens = fmt.Sprintf("%d/%d/%d", t.InputTokens, t.OutputTokens, t.CacheCreationTokens+t.CacheReadTokens)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n", t.Started.Local().Format(time.DateTime), t.Folder, t.ChatJID, t.Trigger,
+			t.Status, float64(t.DurationMS)/1000, cost, tokens)
+	}
+}
+
+// usd formats dollars: cents for sums, four decimals below a dollar.
+func usd(f float64) string {
+	if f >= 1 || f == 0 {
+		return fmt.Sprintf("$%.2f", f)
+	}
+	return fmt.Sprintf("$%.4f", f)
+}

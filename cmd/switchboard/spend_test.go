@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/store"
+)
+
+// recordTurn stores a finished turn of folder with usage, as the gateway does.
+func recordTurn(t *testing.T, dir, folder string, started time.Time, u store.Usage) {
+	t.Helper()
+	mustSB(t, dir, "group", "list") // creates the database
+	st, err := store.Open(context.Background(), filepath.Join(dir, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	turn := store.Turn{ID: "t-" + started.Format("150405.000000") + folder, Folder: folder, ChatJID: "web:lobby", Trigger: store.TriggerMessage,
+		Attempt: 1, Started: started, Duration: 2 * time.Second, Status: store.TurnSucceeded, Usage: u}
+	if err := st.FinishBatch(context.Background(), store.Batch{Folder: folder, ChatJID: "web:lobby"}, turn, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTurnsShowsUsage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	recordTurn(t, dir, "main", time.Now(), store.Usage{CostUSD: 0.016656, InputTokens: 1234, OutputTokens: 56, CacheReadTokens: 3000, CacheCreationTokens: 2000})
+	out := mustSB(t, dir, "turns")
+	if !strings.Contains(out, "$0.0167") || !strings.Contains(out, "1234/56/5000") {
+		t.Errorf("switchboard turns:\n%s\nwant the cost $0.0167 and tokens 1234/56/5000", out)
+	}
+	var lines []turnLine
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "turns", "--folder", "main")), &lines); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || lines[0].CostUSD != 0.016656 || lines[0].OutputTokens != 56 {
+		t.Errorf("turns --json: %+v", lines)
+	}
+}
+
+// TestBudgetCLI: budget set, list (spend of the subtree against the caps,
+// also in status) and rm; bad caps are usage errors.
+func TestBudgetCLI(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	mustSB(t, dir, "group", "add", "main/sub")
+	recordTurn(t, dir, "main/sub", time.Now(), store.Usage{CostUSD: 6})
+	if out := mustSB(t, dir, "budget", "set", "main", "--daily", "5", "--monthly", "50"); !strings.Contains(out, "budget of main: $5.00 a day, $50.00 a month") {
+		t.Errorf("budget set: %q", out)
+	}
+	out := mustSB(t, dir, "budget", "list")
+	if !strings.Contains(out, "main      $6.00  $5.00") || !strings.Contains(out, "USED UP") {
+		t.Errorf("budget list:\n%s\nwant main's subtree spend $6.00 marked used up", out)
+	}
+	if out := mustSB(t, dir, "status"); !strings.Contains(out, "main      today $6.00 of $5.00, month $6.00 of $50.00  USED UP") {
+		t.Errorf("status:\n%s", out)
+	}
+	for _, args := range [][]string{{"budget", "set", "main"}, {"budget", "set", "main", "--daily", "-1"}, {"budget", "set", "Bad"}} {
+		if _, _, err := sb(t, dir, args...); !isUsage(err) {
+			t.Errorf("%v: err %v, want a usage error", args, err)
+		}
+	}
+	if _, _, err := sb(t, dir, "budget", "set", "nosuch", "--daily", "1"); err == nil || !strings.Contains(err.Error(), "no group nosuch") {
+		t.Errorf("budget set of a missing group: %v", err)
+	}
+	mustSB(t, dir, "budget", "rm", "main")
+	if _, _, err := sb(t, dir, "budget", "rm", "main"); err == nil {
+		t.Error("budget rm twice succeeded")
+	}
+}
+
+func TestConfigBudgets(t *testing.T) {
+	cfg, err := ParseConfig([]byte("agent:\n  output: claude-json\n  max_turn_usd: 0.5\nbudgets:\n  - {folder: main, daily_usd: 5, monthly_usd: 50}\n"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Budgets) != 1 || cfg.Budgets[0] != (BudgetSeed{Folder: "main", DailyUSD: 5, MonthlyUSD: 50}) {
+		t.Errorf("budgets %+v", cfg.Budgets)
+	}
+	if got := strings.Join(maxTurnArgs(cfg.Agent), " "); got != "--max-budget-usd 0.5" {
+		t.Errorf("max_turn_usd args %q", got)
+	}
+	for yaml, want := range map[string]string{
+		"budgets:\n  - {folder: main}\n":                     "budgets[0]: bad budget: neither a daily nor a monthly cap",
+		"budgets:\n  - {folder: main, daily_usd: lots}\n":    `budgets[0].daily_usd: "lots" is not a number`,
+		"budgets:\n  - {folder: ../x, daily_usd: 1}\n":       "budgets[0].folder:",
+		"agent:\n  max_turn_usd: -1\n":                       "agent.max_turn_usd: -1",
+		"budgets:\n  - {folder: main, daily_usd: 1, x: 2}\n": "budgets[0].x: unknown key",
+	} {
+		if _, err := ParseConfig([]byte(yaml), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want %q", yaml, err, want)
+		}
+	}
+}

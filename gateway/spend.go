@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/agent"
+	"switchboard/ipc"
+	"switchboard/store"
+)
+
+// spend is what the gateway keeps about the cost of turns: the usage
+// counters (labelled by tier only; per-folder figures are read from the
+// store by the status page and the CLI) and the groups' budgets.
+type spend struct {
+	cost    *prometheus.CounterVec
+	tokens  *prometheus.CounterVec
+	budgets budgets // budget.go
+}
+
+func (s *spend) init(g *Gateway) {
+	s.cost = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_turn_cost_usd_total",
+		Help: "US dollars agent turns reported spending, by the folder's tier (0-3)."}, []string{"folder_tier"})
+	s.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_turn_tokens_total",
+		Help: "Tokens agent turns reported, by the folder's tier (0-3) and kind (input, output, cache_creation, cache_read)."},
+		[]string{"folder_tier", "kind"})
+	g.metrics.reg.MustRegister(s.cost, s.tokens)
+}
+
+// recordUsage sets turn's usage from what the agent printed and what it
+// reported over MCP during the turn. A resumed Claude Code session prints
+// the session's running total: the turn's cost is what it added since the
+// session's previous turn.
+func (g *Gateway) recordUsage(ctx context.Context, turn *store.Turn, session string, res agent.Result) {
+	u := res.Usage
+	if u.SessionCost > 0 && session != "" && res.SessionID == session {
+		prev, err := g.st.SessionCost(ctx, turn.Folder, session)
+		if err != nil && ctx.Err() == nil {
+			g.log.Warn("read the session's previous cost; the turn is charged the session's total", "folder", turn.Folder, "err", err)
+		}
+		u = u.Since(prev)
+	}
+	if res.SessionID != "" {
+		turn.SessionID = res.SessionID // also on a failed turn: its running total counts for the next one
+	}
+	u = u.Add(g.reportedUsage(turn.ID))
+	turn.Usage = store.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheCreationTokens: u.CacheCreationTokens, CacheReadTokens: u.CacheReadTokens, NumTurns: u.NumTurns,
+		APIDuration: u.APIDuration, SessionCost: u.SessionCost}
+	if u.IsZero() {
+		return
+	}
+	tier := strconv.Itoa(min(max(g.tierOf(turn.Folder), 0), 3))
+	g.spend.cost.WithLabelValues(tier).Add(u.CostUSD)
+	for kind, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens,
+		"cache_creation": u.CacheCreationTokens, "cache_read": u.CacheReadTokens} {
+		g.spend.tokens.WithLabelValues(tier, kind).Add(float64(n))
+	}
+}
+
+// reportedUsage is what the running turn id reported over MCP.
+func (g *Gateway) reportedUsage(id string) agent.Usage {
+	g.active.mu.Lock()
+	defer g.active.mu.Unlock()
+	if t := g.active.m[id]; t != nil {
+		return t.usage
+	}
+	return agent.Usage{}
+}
+
+// ReportUsage implements ipc.Spend: report_usage adds to folder's running turn.
+func (b mcpBackend) ReportUsage(folder string, r ipc.UsageReport) bool {
+	u := agent.Report{CostUSD: r.CostUSD, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+		CacheCreationInputTokens: r.CacheCreationTokens, CacheReadInputTokens: r.CacheReadTokens, NumTurns: r.NumTurns,
+		DurationAPIMS: r.APIMS}.Usage()
+	g := b.g
+	g.active.mu.Lock()
+	defer g.active.mu.Unlock()
+	for _, t := range g.active.m {
+		if t.batch.Folder == folder {
+			t.usage = t.usage.Add(u)
+			return true
+		}
+	}
+	return false
+}

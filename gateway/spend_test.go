@@ -1,0 +1,256 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/agent"
+	"switchboard/control"
+	"switchboard/internal/testagent"
+	"switchboard/internal/testwait"
+	"switchboard/ipc"
+	"switchboard/scheduler"
+	"switchboard/store"
+)
+
+// TestTurnUsageFromClaudeJSON: a turn's cost and tokens come from Claude
+// Code's JSON; a resumed session's running total is turned into what the
+// turn added; Prometheus counts dollars and tokens by tier only.
+func TestTurnUsageFromClaudeJSON(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("..", "agent", "testdata", "claude-json"))
+	script := testagent.Script(t, `cat >/dev/null; if [ "$2" = "--resume" ]; then cat "$1/resumed.json"; else cat "$1/fresh.json"; fi`, dir)
+	h := newHarness(t, harnessConfig{agent: script, modify: func(o *Options) {
+		o.Agent.Output = agent.OutputClaudeJSON
+		o.Agent.ResumeArgs = []string{"--resume", "{session}"}
+	}})
+	h.post(testChat, "m1", "hello")
+	h.waitSent(testChat, 1)
+	h.post(testChat, "m2", "again")
+	h.waitSent(testChat, 2)
+	ts := h.turns("main")
+	if len(ts) != 2 {
+		t.Fatalf("turns %+v", ts)
+	}
+	first, second := ts[0].Usage, ts[1].Usage
+	if first.CostUSD != 0.016656 || first.InputTokens != 1234 || first.OutputTokens != 56 || first.CacheCreationTokens != 2000 ||
+		first.CacheReadTokens != 3000 || first.NumTurns != 1 || first.APIDuration.Milliseconds() != 273 {
+		t.Errorf("first turn usage %+v, want Claude Code's figures", first)
+	}
+	if d := second.CostUSD - 0.016656; d > 1e-9 || d < -1e-9 || second.SessionCost != 0.033312 {
+		t.Errorf("resumed turn usage %+v, want cost 0.016656 (the session's total 0.033312 minus the first turn's)", second)
+	}
+	m := scrape(t, h.g)
+	for _, want := range []string{`switchboard_turn_cost_usd_total{folder_tier="1"} 0.033312`, `switchboard_turn_tokens_total{folder_tier="1",kind="input"} 2468`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestTurnUsageFromTextTrailer: a text agent's usage trailer is recorded
+// and is not part of the reply.
+func TestTurnUsageFromTextTrailer(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo 'the answer'; echo '{"switchboard_usage": {"cost_usd": 0.02, "output_tokens": 9}}'`)})
+	h.post(testChat, "m1", "hello")
+	if got := h.waitSent(testChat, 1)[0].Text; got != "the answer" {
+		t.Errorf("reply %q, want the text without its usage trailer", got)
+	}
+	if u := h.turns("main")[0].Usage; u.CostUSD != 0.02 || u.OutputTokens != 9 {
+		t.Errorf("usage %+v, want $0.02 and 9 output tokens", u)
+	}
+}
+
+// TestBudgetHoldsTurnsAndResumes: with a daily cap of $1.50 and $1 per
+// turn, the second turn uses the budget up; messages after it start no
+// turn, are stored, and the chat gets one notice. Raising the cap (a
+// store write, as the CLI does) lets the held messages be answered in
+// the next turn.
+func TestBudgetHoldsTurnsAndResumes(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "agent.sh")
+	// Replies "reply N" with the prompt's message ids, and reports $1.
+	body := `cat > "$0.prompt"; n=$(ls "$0".d 2>/dev/null | wc -l); mkdir -p "$0.d"; cp "$0.prompt" "$0.d/$n"
+echo "reply $n"; echo '{"switchboard_usage": {"cost_usd": 1}}'`
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessConfig{agent: []string{"/bin/sh", script}, modify: func(o *Options) { o.Timezone = "Europe/Berlin" }})
+	ctx := context.Background()
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", DailyUSD: 1.5}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
+		m := h.g.spend.budgets.byFolder.Load()
+		return m != nil && len(*m) == 1
+	})
+	h.post(testChat, "m1", "one")
+	h.waitSent(testChat, 1)
+	h.post(testChat, "m2", "two")
+	h.waitSent(testChat, 2)
+	// $2 spent of $1.50: the burst below is held.
+	for i := 3; i <= 6; i++ {
+		h.post(testChat, fmt.Sprintf("m%d", i), "more")
+	}
+	sent := h.waitSent(testChat, 3)
+	if !strings.Contains(sent[2].Text, "daily budget of $1.50 is used up ($2.00 spent); it resumes at 00:00 Europe/Berlin") {
+		t.Fatalf("third message %q, want the budget notice", sent[2].Text)
+	}
+	h.post(testChat, "m7", "still more")
+	if n := len(h.turns("main")); n != 2 {
+		t.Errorf("%d turns after the budget was used up, want 2", n)
+	}
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", DailyUSD: 10}); err != nil {
+		t.Fatal(err)
+	}
+	sent = h.waitSent(testChat, 4)
+	if sent[3].Text != "reply 2" {
+		t.Errorf("after raising the cap: %q, want the third turn's reply", sent[3].Text)
+	}
+	ts := h.turns("main")
+	if len(ts) != 3 {
+		t.Fatalf("%d turns, want 3: the held messages answered in one turn", len(ts))
+	}
+	prompt, err := os.ReadFile(filepath.Join(script+".d", "2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 3; i <= 7; i++ {
+		if !strings.Contains(string(prompt), fmt.Sprintf(`id="m%d"`, i)) {
+			t.Errorf("the turn after the raise lacks message m%d:\n%s", i, prompt)
+		}
+	}
+	notices := 0
+	for _, s := range h.fa.sentTo(testChat) {
+		if strings.Contains(s.Text, "budget") {
+			notices++
+		}
+	}
+	if notices != 1 {
+		t.Errorf("%d budget notices, want one per window", notices)
+	}
+}
+
+// TestBudgetSkipsTasks: a task of a group whose parent's budget is used
+// up is skipped with the reason recorded on its run, not failed.
+func TestBudgetSkipsTasks(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo ok; echo '{"switchboard_usage": {"cost_usd": 3}}'`),
+		groups: []string{"main/sub"}})
+	ctx := context.Background()
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 2}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
+		m := h.g.spend.budgets.byFolder.Load()
+		return m != nil && len(*m) == 1
+	})
+	h.post(testChat, "m1", "spend it") // main spends $3 of its $2
+	h.waitSent(testChat, 1)
+	task, err := control.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "main/sub", ChatJID: testChat, Prompt: "report",
+		Schedule: time.Now().Add(time.Second).UTC().Format(time.RFC3339)}, "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.g.sched.Wake()
+	var runs []store.TaskRun
+	testwait.For(t, 10*time.Second, "the task's run settled", func() bool {
+		runs, err = h.st.TaskRuns(ctx, task.ID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(runs) == 1 && runs[0].Status != "fired"
+	})
+	if runs[0].Status != store.RunSkipped || !strings.Contains(runs[0].Error, "monthly budget (set on main, covering its subgroups) of $2.00 is used up ($3.00 spent)") {
+		t.Errorf("run %+v, want skipped with the budget as reason", runs[0])
+	}
+	if n := len(h.turns("main/sub")); n != 0 {
+		t.Errorf("main/sub ran %d turns", n)
+	}
+	if p := h.pending(); len(p) != 0 {
+		t.Errorf("work left pending: %v", p)
+	}
+}
+
+// TestTaskRunShowsCost: a task run's history (inspect_tasks, task runs)
+// carries the cost its turn reported.
+func TestTaskRunShowsCost(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo done; echo '{"switchboard_usage": {"cost_usd": 0.25}}'`)})
+	ctx := context.Background()
+	task, err := control.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "main", ChatJID: testChat, Prompt: "report",
+		Schedule: time.Now().Add(time.Second).UTC().Format(time.RFC3339)}, "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.g.sched.Wake()
+	h.waitSent(testChat, 1)
+	var runs []ipc.TaskRun
+	testwait.For(t, 10*time.Second, "the run settled", func() bool {
+		runs, err = mcpBackend{g: h.g}.TaskRuns(ctx, task.ID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(runs) == 1 && runs[0].Status == string(store.TurnSucceeded)
+	})
+	if runs[0].CostUSD != 0.25 {
+		t.Errorf("run %+v, want its turn's cost $0.25", runs[0])
+	}
+}
+
+// TestBudgetHoldSurvivesRestart: a chat held by a budget stays held across
+// a restart, and a cap raised while the gateway was down lets its messages
+// be answered at the next start.
+func TestBudgetHoldSurvivesRestart(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo answered; echo '{"switchboard_usage": {"cost_usd": 2}}'`)})
+	ctx := context.Background()
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
+		m := h.g.spend.budgets.byFolder.Load()
+		return m != nil && len(*m) == 1
+	})
+	h.post(testChat, "m1", "one")
+	h.waitSent(testChat, 1)
+	h.post(testChat, "m2", "held")
+	if got := h.waitSent(testChat, 2)[1].Text; !strings.Contains(got, "monthly budget of $1.00 is used up") {
+		t.Fatalf("second message %q, want the budget notice", got)
+	}
+	h.restart(nil)
+	h.post(testChat, "m3", "still held")
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil { // a no-op change: still used up
+		t.Fatal(err)
+	}
+	h.stop()
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 100}); err != nil {
+		t.Fatal(err)
+	}
+	h.restart(nil)
+	if got := h.waitSent(testChat, 1)[0].Text; got != "answered" {
+		t.Errorf("after the restart with the cap raised: %q, want the held messages answered", got)
+	}
+	if ts := h.turns("main"); len(ts) != 2 {
+		t.Errorf("%d turns, want 2 (m2 and m3 answered together)", len(ts))
+	}
+}
+
+// TestMaxTurnBudgetIsNotRetried: a Claude Code run stopped by
+// --max-budget-usd (agent.max_turn_usd) is recorded with its cost and not
+// run again: a retry would spend as much again.
+func TestMaxTurnBudgetIsNotRetried(t *testing.T) {
+	fixture, _ := filepath.Abs(filepath.Join("..", "agent", "testdata", "claude-json", "max_budget.json"))
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; cat "$1"; exit 1`, fixture),
+		modify: func(o *Options) { o.Agent.Output = agent.OutputClaudeJSON }})
+	h.post(testChat, "m1", "expensive")
+	if got := h.waitSent(testChat, 1)[0].Text; !strings.Contains(got, "could not answer") {
+		t.Errorf("notice %q, want the final one", got)
+	}
+	testwait.For(t, 5*time.Second, "no work left", func() bool { return len(h.pending()) == 0 })
+	ts := h.turns("main")
+	if len(ts) != 1 || ts[0].Status != store.TurnFailed || ts[0].Usage.CostUSD != 0.016656 {
+		t.Errorf("turns %+v, want one failed turn that cost $0.016656", ts)
+	}
+}

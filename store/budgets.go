@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Budget is a group's US dollar cap per day and per month (0: none). It
+// covers the group's subtree: descendants' spend counts against it.
+type Budget struct {
+	Folder     string
+	DailyUSD   float64
+	MonthlyUSD float64
+	Updated    time.Time
+}
+
+// Budgets lists every budget, by folder.
+func (s *Store) Budgets(ctx context.Context) ([]Budget, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT folder, daily_usd, monthly_usd, updated_ms FROM budgets ORDER BY folder`)
+	out, err := collect(rows, err, func(sc scanner) (Budget, error) {
+		var b Budget
+		err := sc.Scan(&b.Folder, &b.DailyUSD, &b.MonthlyUSD, msTime(&b.Updated))
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read budgets: %w", err)
+	}
+	return out, nil
+}
+
+// SetBudget sets folder's caps (replacing both).
+func (s *Store) SetBudget(ctx context.Context, b Budget) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO budgets (folder, daily_usd, monthly_usd, updated_ms) VALUES (?, ?, ?, ?)
+		ON CONFLICT (folder) DO UPDATE SET daily_usd = excluded.daily_usd, monthly_usd = excluded.monthly_usd, updated_ms = excluded.updated_ms`,
+		b.Folder, b.DailyUSD, b.MonthlyUSD, s.nowMS())
+	if err != nil {
+		return fmt.Errorf("set budget of %s: %w", b.Folder, err)
+	}
+	return nil
+}
+
+// SeedBudget sets folder's caps unless it has a budget already (config
+// budgets: the CLI's and MCP's later changes win over the file).
+func (s *Store) SeedBudget(ctx context.Context, b Budget) (bool, error) {
+	res, err := s.w.ExecContext(ctx, `INSERT INTO budgets (folder, daily_usd, monthly_usd, updated_ms) VALUES (?, ?, ?, ?)
+		ON CONFLICT (folder) DO NOTHING`, b.Folder, b.DailyUSD, b.MonthlyUSD, s.nowMS())
+	if err != nil {
+		return false, fmt.Errorf("seed budget of %s: %w", b.Folder, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// DeleteBudget removes folder's budget; found is false when it had none.
+func (s *Store) DeleteBudget(ctx context.Context, folder string) (bool, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM budgets WHERE folder = ?`, folder)
+	if err != nil {
+		return false, fmt.Errorf("delete budget of %s: %w", folder, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// Spent sums the cost of the turns of folder's subtree started at or after
+// since.
+func (s *Store) Spent(ctx context.Context, folder string, since time.Time) (float64, error) {
+	var sum sql.NullFloat64
+	// Two index ranges of turns_folder (folder, started_ms): the folder's
+	// own turns, and its descendants' ('0' sorts right after '/').
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE((SELECT SUM(cost_usd) FROM turns WHERE folder = ? AND started_ms >= ?), 0)
+		+ COALESCE((SELECT SUM(cost_usd) FROM turns WHERE folder > ? AND folder < ? AND started_ms >= ?), 0)`,
+		folder, toMS(since), folder+"/", folder+"0", toMS(since)).Scan(&sum)
+	if err != nil {
+		return 0, fmt.Errorf("sum spend of %s: %w", folder, err)
+	}
+	return sum.Float64, nil
+}
+
+// SpendBucket is the turns and spend of one interval.
+type SpendBucket struct {
+	Start   time.Time
+	Turns   int
+	CostUSD float64
+}
+
+// SpendPerHour returns n hourly buckets of all folders' turns, the last
+// one holding the hour of end.
+func (s *Store) SpendPerHour(ctx context.Context, end time.Time, n int) ([]SpendBucket, error) {
+	last := end.Truncate(time.Hour)
+	first := last.Add(-time.Duration(n-1) * time.Hour)
+	out := make([]SpendBucket, n)
+	for i := range out {
+		out[i].Start = first.Add(time.Duration(i) * time.Hour)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT (started_ms - ?) / 3600000, COUNT(*), COALESCE(SUM(cost_usd), 0) FROM turns
+		WHERE started_ms >= ? AND started_ms < ? GROUP BY 1`, toMS(first), toMS(first), toMS(last.Add(time.Hour)))
+	if err != nil {
+		return nil, fmt.Errorf("read spend per hour: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int64
+		var b SpendBucket
+		if err := rows.Scan(&i, &b.Turns, &b.CostUSD); err != nil {
+			return nil, fmt.Errorf("read spend per hour: %w", err)
+		}
+		if i >= 0 && int(i) < n {
+			out[i].Turns, out[i].CostUSD = b.Turns, b.CostUSD
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read spend per hour: %w", err)
+	}
+	return out, nil
+}
+
+// RunSkipped is the status of a task run that did not start a turn: its
+// error says why (a budget used up).
+const RunSkipped = "skipped"
+
+// SkipBatch drops a batch without a turn: its work rows go, and a task
+// run it carries is recorded as skipped with reason. Its messages stay
+// stored.
+func (s *Store) SkipBatch(ctx context.Context, b Batch, reason string) error {
+	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		if err := execIDs(ctx, tx, `DELETE FROM work WHERE id IN`, b.itemIDs()); err != nil {
+			return err
+		}
+		for _, it := range b.Items {
+			if it.RunID == 0 {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, error = ? WHERE id = ?`, RunSkipped, reason, it.RunID); err != nil {
+				return fmt.Errorf("record skipped run %d: %w", it.RunID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// ReleaseChats lets folder's chats that DeferChat held until one of
+// untils run now (a budget raised before its window ended). Waits until
+// other times (a failed batch's retry) stay.
+func (s *Store) ReleaseChats(ctx context.Context, folder string, untils ...time.Time) (int64, error) {
+	var n int64
+	for _, u := range untils {
+		res, err := s.w.ExecContext(ctx, `UPDATE work SET not_before_ms = 0 WHERE folder = ? AND not_before_ms = ?`, folder, toMS(u))
+		if err != nil {
+			return n, fmt.Errorf("release chats of %s: %w", folder, err)
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	return n, nil
+}
