@@ -9,8 +9,11 @@ var (
 	Groups    = []string{"refresh_groups", "register_group", "delegate_group", "escalate_group"}
 	Tasks     = []string{"schedule_task", "list_tasks", "pause_task", "resume_task", "cancel_task", "inspect_tasks", "preview_schedule"}
 	Session   = []string{"inject_message", "reset_session", "engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants"}
-	// Spend: report_usage is every tier's (a group reports its own turn);
-	// the budget tools are tier 0 and 1's.
+	// Spend: tier 0 and 1's by default, like the session tools. Below, the
+	// tier defaults are the contract's lists (CONTRACT §7); an operator
+	// grants report_usage to a tier-2 or -3 group that reports its own cost
+	// over MCP (grants set F report_usage). Claude Code's and Codex's JSON
+	// and a text agent's trailer carry usage at every tier.
 	Spend = []string{"report_usage", "list_budgets", "set_budget"}
 )
 
@@ -38,9 +41,9 @@ func Defaults(tier int) []string {
 		rules = append(rules, History...)
 		return append(rules,
 			"explain_route", "refresh_groups", "escalate_group", "list_tasks", "inspect_tasks",
-			"engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants", "report_usage")
+			"engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants")
 	case 3:
-		return []string{"reply", "send_file", "like", "edit", "report_usage"}
+		return []string{"reply", "send_file", "like", "edit"}
 	default:
 		return nil
 	}

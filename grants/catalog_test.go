@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 		"send", "reply", "send_file", "edit", "delete", "like",
 		"inspect_messages", "get_thread", "fetch_history", "find_messages",
 		"explain_route", "refresh_groups", "escalate_group", "list_tasks", "inspect_tasks",
-		"engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants", "report_usage",
+		"engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants",
 	}
 	tests := []struct {
 		name    string
@@ -49,7 +49,7 @@ func TestDefaults(t *testing.T) {
 		{"tier 0 everything", 0, grants.AllTools(), true},
 		{"tier 1 the whole catalog", 1, grants.AllTools(), false},
 		{"tier 2", 2, tier2, false},
-		{"tier 3", 3, []string{"reply", "send_file", "like", "edit", "report_usage"}, false},
+		{"tier 3", 3, []string{"reply", "send_file", "like", "edit"}, false},
 		{"negative tier nothing", -1, nil, false},
 		{"tier 4 nothing", 4, nil, false},
 	}
@@ -141,10 +141,10 @@ func TestForGroupOverrides(t *testing.T) {
 func TestForGroupIndexesCountDefaults(t *testing.T) {
 	s := grants.ForGroup(3, []string{"!like"})
 	d := s.Check("like", nil)
-	if d.Allow || d.Index != 5 || d.Reason != `denied by rule 5 "!like"` {
-		t.Errorf("Check(like) = %+v, want denied by rule 5 (after the 5 tier-3 defaults)", d)
+	if d.Allow || d.Index != 4 || d.Reason != `denied by rule 4 "!like"` {
+		t.Errorf("Check(like) = %+v, want denied by rule 4 (after the 4 tier-3 defaults)", d)
 	}
-	if got := s.Rules(); !reflect.DeepEqual(got, []string{"reply", "send_file", "like", "edit", "report_usage", "!like"}) {
+	if got := s.Rules(); !reflect.DeepEqual(got, []string{"reply", "send_file", "like", "edit", "!like"}) {
 		t.Errorf("Rules() = %q", got)
 	}
 }

@@ -11,12 +11,18 @@ import (
 	"switchboard/store"
 )
 
-// TestReportUsage: a tier-2 group reports its running turn's cost over MCP
-// in two calls; the turn record and inspect_session carry the sum, and
-// outside a turn the call is refused.
+// TestReportUsage: a tier-2 group granted report_usage (below tier 1 it is
+// not a default) reports its running turn's cost over MCP in two calls;
+// the turn record and inspect_session carry the sum, and outside a turn
+// the call is refused.
 func TestReportUsage(t *testing.T) {
 	agent, gate := blockingAgent(t)
-	h := newHarnessAgent(t, nil, agent)
+	h := newHarnessAgent(t, func(ctx context.Context, st *store.Store) error {
+		if err := standardSetup(ctx, st); err != nil {
+			return err
+		}
+		return st.SetGrantOverrides(ctx, "acme/eng", []string{"report_usage"})
+	}, agent)
 	h.waitStarted(t)
 	c := h.connect(t, "acme/eng", true)
 	if r := call(t, c, "report_usage", map[string]any{"cost_usd": 0.5}); !r.IsError || !strings.Contains(r.Text, "runs no turn") {

@@ -116,7 +116,7 @@ func TestMCPInterop(t *testing.T) {
 					t.Errorf("modern tools/list %v differs from legacy %v", tools, mainTools)
 				}
 				// Tier 3 defaults: reply, send_file, like, edit — and nothing else.
-				if got, want := inspector.toolNames(t, era, sock("main/team/bot")), []string{"edit", "like", "reply", "report_usage", "send_file"}; !slices.Equal(got, want) {
+				if got, want := inspector.toolNames(t, era, sock("main/team/bot")), []string{"edit", "like", "reply", "send_file"}; !slices.Equal(got, want) {
 					t.Errorf("tier 3 group main/team/bot lists %v, want %v", got, want)
 				}
 
