@@ -31,12 +31,14 @@ test: deps
 	go test -race -timeout 12m ./...
 
 # deps makes sure of what the tests need on a fresh machine, so that no test
-# skips: bubblewrap (the agent sandbox) and chromium (the browser tests of the
-# web chat and the status page), installed when running as root.
+# skips: bubblewrap (the agent sandbox), chromium (the browser tests of the
+# web chat and the status page) and iproute2 (the remote-turn test in a network
+# namespace), installed when running as root.
 deps:
 	@missing=""; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "installing$$missing (needed by the tests)"; \
