@@ -118,13 +118,7 @@ func dialAgentMCP(ctx context.Context, path string) (*client.Client, error) {
 		conn.Close()
 		return nil, err
 	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "switchboard-demo-agent", Version: buildVersion()["version"]}
-	if _, err := mc.Initialize(ctx, req); err != nil {
-		mc.Close()
-		return nil, fmt.Errorf("initialize: %w", err)
-	}
-	return mc, nil
+	return initialized(ctx, mc)
 }
 
 // dialAgentMCPHTTP connects an MCP client to the gateway's HTTP endpoint
@@ -143,6 +137,11 @@ func dialAgentMCPHTTP(ctx context.Context, url, token, caFile string) (*client.C
 	if err := mc.Start(ctx); err != nil {
 		return nil, err
 	}
+	return initialized(ctx, mc)
+}
+
+// initialized runs the MCP handshake of a started client, as the demo agent.
+func initialized(ctx context.Context, mc *client.Client) (*client.Client, error) {
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "switchboard-demo-agent", Version: buildVersion()["version"]}
 	if _, err := mc.Initialize(ctx, req); err != nil {
