@@ -1,0 +1,192 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"switchboard/agent"
+)
+
+// Grace is how long after a turn's deadline the gateway still waits for
+// its outcome: the worker's kill of a timed-out agent (SIGTERM, then
+// SIGKILL 2 s later), the end of its output, and the trip back.
+const Grace = 5 * time.Second
+
+// RunnerOptions configure a Runner.
+type RunnerOptions struct {
+	// Command is agent.command as configured ("switchboard" and relative
+	// names are resolved by each worker).
+	Command []string
+	Logger  *slog.Logger
+}
+
+// Runner is the gateway's agent.Runner for agent.runner: nats.
+type Runner struct {
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	opt   RunnerOptions
+	log   *slog.Logger
+	stop  jetstream.ConsumeContext
+	mu    sync.Mutex
+	waits map[string]chan Outcome // turn id → its waiting Run
+}
+
+// NewRunner creates the streams when missing and starts reading outcomes.
+// Close stops it.
+func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, error) {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	kv, err := ensureStreams(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}}
+	// Outcomes published from now on; one of a turn nobody waits for (its
+	// deadline passed, or an earlier gateway published it) is dropped.
+	cons, err := js.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		return nil, fmt.Errorf("read stream %s: %w", ResultsStream, err)
+	}
+	if r.stop, err = cons.Consume(r.deliver); err != nil {
+		return nil, fmt.Errorf("read stream %s: %w", ResultsStream, err)
+	}
+	return r, nil
+}
+
+// Close stops reading outcomes; Runs still waiting end at their deadline.
+func (r *Runner) Close() { r.stop.Stop() }
+
+// deliver hands an outcome to the Run waiting for it, once.
+func (r *Runner) deliver(m jetstream.Msg) {
+	var o Outcome
+	if err := json.Unmarshal(m.Data(), &o); err != nil || o.TurnID == "" {
+		r.log.Warn("remote outcome unreadable; dropped", "subject", m.Subject(), "err", err)
+		return
+	}
+	r.mu.Lock()
+	ch, ok := r.waits[o.TurnID]
+	delete(r.waits, o.TurnID)
+	r.mu.Unlock()
+	if !ok {
+		r.log.Info("remote outcome of a turn no longer waited for; dropped", "turn", o.TurnID, "worker", o.Worker)
+		return
+	}
+	ch <- o // buffered: never blocks
+}
+
+// Run publishes the turn and waits for its outcome until its deadline
+// (spec.Timeout from now) plus Grace. A turn without an outcome by then
+// failed as timed out: the gateway counts it as an attempt. in.Env must
+// hold SWITCHBOARD_TURN_ID.
+func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agent.Result, error) {
+	res := agent.Result{SessionID: in.SessionID, ExitCode: -1}
+	started := time.Now()
+	job, err := r.job(spec, in, started)
+	if err != nil {
+		res.NotStarted = true
+		return res, err
+	}
+	data, err := json.Marshal(job)
+	if err != nil {
+		res.NotStarted = true
+		return res, agent.Failed("encode remote turn: " + err.Error())
+	}
+	ch := make(chan Outcome, 1)
+	r.mu.Lock()
+	r.waits[job.TurnID] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waits, job.TurnID)
+		r.mu.Unlock()
+	}()
+	if _, err := r.js.Publish(ctx, TurnsSubject, data, jetstream.WithMsgID(job.TurnID)); err != nil {
+		res.NotStarted = true
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+		}
+		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
+	}
+	r.log.Debug("remote turn published", "turn", job.TurnID, "dir", job.Dir)
+	wait := time.NewTimer(time.Until(time.UnixMilli(job.DeadlineMs)) + Grace)
+	defer wait.Stop()
+	select {
+	case o := <-ch:
+		return outcomeResult(o, in.SessionID)
+	case <-ctx.Done():
+		res.Duration = time.Since(started)
+		return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+	case <-wait.C:
+		res.Duration = time.Since(started)
+		res.TimedOut = true
+		return res, agent.Failed(fmt.Sprintf("no worker reported the turn's result by its deadline (agent.timeout %s + %s); "+
+			"check that `switchboard worker` processes are running and connected to NATS", spec.Timeout, Grace))
+	}
+}
+
+// job is the turn as workers get it.
+func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error) {
+	dir, err := filepath.Abs(in.Dir)
+	if err != nil {
+		return Job{}, agent.Failed("group folder: " + err.Error())
+	}
+	j := Job{Dir: dir, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
+		Output: spec.Output, MaxOutput: spec.MaxOutput}
+	if len(j.Command) == 0 {
+		j.Command = spec.Command
+	}
+	for _, kv := range in.Env {
+		switch {
+		case strings.HasPrefix(kv, "SWITCHBOARD_MCP_SOCKET="): // the socket stays on the gateway
+			continue
+		case strings.HasPrefix(kv, "SWITCHBOARD_TURN_ID="):
+			j.TurnID = strings.TrimPrefix(kv, "SWITCHBOARD_TURN_ID=")
+		}
+		j.Env = append(j.Env, kv)
+	}
+	for _, name := range spec.Env {
+		if v, ok := os.LookupEnv(name); ok {
+			j.Env = append(j.Env, name+"="+v)
+		}
+	}
+	if j.TurnID == "" {
+		return j, agent.Failed("remote turn without SWITCHBOARD_TURN_ID (a bug)")
+	}
+	if spec.Timeout <= 0 {
+		return j, agent.Failed("agent.runner nats needs agent.timeout: a turn on a lost worker would wait forever")
+	}
+	j.DeadlineMs = now.Add(spec.Timeout).UnixMilli()
+	return j, nil
+}
+
+// outcomeResult is what agent.Run returned on the worker.
+func outcomeResult(o Outcome, session string) (agent.Result, error) {
+	res := agent.Result{Reply: o.Reply, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
+		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr}
+	if res.SessionID == "" {
+		res.SessionID = session
+	}
+	if o.Error != "" {
+		res.Reply = ""
+		return res, agent.Failed(o.Error + " (on worker " + o.Worker + ")")
+	}
+	return res, nil
+}
+
+// Workers lists the live workers (those that reported within workerTTL).
+func (r *Runner) Workers(ctx context.Context) ([]WorkerInfo, error) { return listWorkers(ctx, r.kv) }
