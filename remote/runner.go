@@ -17,16 +17,17 @@ import (
 	"switchboard/agent"
 )
 
-// Grace is how long after a turn's deadline the gateway still waits for
-// its outcome: the worker's kill of a timed-out agent (SIGTERM, then
-// SIGKILL 2 s later), the end of its output, and the trip back.
-const Grace = 5 * time.Second
+// DefaultGrace is how long after a turn's deadline the gateway still
+// waits for its outcome: the worker's kill of a timed-out agent (SIGTERM,
+// then SIGKILL 2 s later), the end of its output, and the trip back.
+const DefaultGrace = 5 * time.Second
 
 // RunnerOptions configure a Runner.
 type RunnerOptions struct {
 	// Command is agent.command as configured ("switchboard" and relative
 	// names are resolved by each worker).
 	Command []string
+	Grace   time.Duration // default DefaultGrace
 	Logger  *slog.Logger
 }
 
@@ -46,6 +47,9 @@ type Runner struct {
 func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Grace <= 0 {
+		opt.Grace = DefaultGrace
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -123,7 +127,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
 	}
 	r.log.Debug("remote turn published", "turn", job.TurnID, "dir", job.Dir)
-	wait := time.NewTimer(time.Until(time.UnixMilli(job.DeadlineMs)) + Grace)
+	wait := time.NewTimer(time.Until(time.UnixMilli(job.DeadlineMs)) + r.opt.Grace)
 	defer wait.Stop()
 	select {
 	case o := <-ch:
@@ -135,7 +139,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		res.Duration = time.Since(started)
 		res.TimedOut = true
 		return res, agent.Failed(fmt.Sprintf("no worker reported the turn's result by its deadline (agent.timeout %s + %s); "+
-			"check that `switchboard worker` processes are running and connected to NATS", spec.Timeout, Grace))
+			"check that `switchboard worker` processes are running and connected to NATS", spec.Timeout, r.opt.Grace))
 	}
 }
 
