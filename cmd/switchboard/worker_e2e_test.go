@@ -152,6 +152,11 @@ func TestE2EWorkers(t *testing.T) {
 	dir, g, url := natsE2E(t, rooms, "6s")
 	w1 := startWorker(t, dir, "w1", url, 2)
 	w2 := startWorker(t, dir, "w2", url, 2)
+	// status lists both workers with their slots.
+	out := g.mustCLI("status", "--nats", url)
+	if n := strings.Count(out, "/2 slots busy"); n != 2 {
+		t.Errorf("status lists %d workers with 2 slots; want 2:\n%s", n, out)
+	}
 
 	for k := range messages {
 		g.mustPost(fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("u%d", k), fmt.Sprintf("msg-%d", k))
