@@ -42,7 +42,7 @@ func shSpec(command []string) (agent.Spec, error) {
 
 func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) {
 	t.Helper()
-	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: slots, Prepare: shSpec})
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: slots, Prepare: shSpec, Poll: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,10 @@ type WorkerOptions struct {
 	Prepare func(command []string) (agent.Spec, error)
 	// Drain is how long running turns may go on after ctx ends; then they
 	// are cancelled. Default 30 s.
-	Drain  time.Duration
+	Drain time.Duration
+	// Poll is how long one fetch waits for a job on the server; a stopping
+	// worker waits for its fetches to end. Default 5 s.
+	Poll   time.Duration
 	Logger *slog.Logger
 }
 
@@ -56,6 +59,9 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 	}
 	if opt.Drain <= 0 {
 		opt.Drain = 30 * time.Second
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = 5 * time.Second
 	}
 	host, _ := os.Hostname()
 	if opt.ID == "" {
@@ -117,11 +123,12 @@ func (w *Worker) Run(ctx context.Context) error {
 // is done.
 func (w *Worker) slot(ctx, turnCtx context.Context, cons jetstream.Consumer) {
 	for ctx.Err() == nil {
-		// A long poll that ends with ctx (shutdown) or after a while.
-		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		batch, err := cons.Fetch(1, jetstream.FetchContext(fctx))
+		// A long poll that the server ends (after Poll). Not a context: a
+		// fetch abandoned by the client while the server delivers a job
+		// would lose it (it is never redelivered), so a job that arrives
+		// while the worker stops is still run.
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(w.opt.Poll))
 		if err != nil {
-			cancel()
 			if ctx.Err() == nil {
 				w.log.Warn("fetch turn", "err", err)
 				sleep(ctx, time.Second)
@@ -129,11 +136,9 @@ func (w *Worker) slot(ctx, turnCtx context.Context, cons jetstream.Consumer) {
 			continue
 		}
 		for m := range batch.Messages() {
-			w.take(ctx, turnCtx, m)
+			w.take(context.WithoutCancel(ctx), turnCtx, m)
 		}
-		err = batch.Error()
-		cancel()
-		if err != nil && ctx.Err() == nil && fctx.Err() == nil && !errors.Is(err, nats.ErrTimeout) {
+		if err := batch.Error(); err != nil && ctx.Err() == nil && !errors.Is(err, nats.ErrTimeout) {
 			w.log.Warn("fetch turn", "err", err)
 			sleep(ctx, time.Second)
 		}
@@ -142,12 +147,13 @@ func (w *Worker) slot(ctx, turnCtx context.Context, cons jetstream.Consumer) {
 
 // take acknowledges a job, runs it and publishes its outcome.
 func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
-	if err := m.DoubleAck(ctx); err != nil {
-		// Not ours for sure: with MaxDeliver 1 it is not coming back, and the
-		// gateway's deadline takes care of it.
-		w.log.Warn("acknowledge turn; not run", "err", err)
-		return
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := m.DoubleAck(actx); err != nil {
+		// Run it anyway: with MaxDeliver 1 no one else gets it; the
+		// stream drops it when it expires.
+		w.log.Warn("acknowledge turn; running it anyway", "err", err)
 	}
+	cancel()
 	var j Job
 	if err := json.Unmarshal(m.Data(), &j); err != nil || j.TurnID == "" {
 		w.log.Warn("turn unreadable; dropped", "err", err)
