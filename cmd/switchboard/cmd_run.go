@@ -22,6 +22,7 @@ import (
 	"switchboard/adapters/web"
 	"switchboard/agent"
 	"switchboard/gateway"
+	"switchboard/remote"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -72,6 +73,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		return err
 	}
 	spec, runner, warning := agent.Spec{}, agent.Runner(agent.Local{}), ""
+	var workers func(context.Context) ([]remote.WorkerInfo, error)
 	if a.cfg.Agent.Runner == "nats" {
 		// Turns run on workers, which resolve and sandbox the command.
 		spec = agent.Spec{Command: a.cfg.Agent.Command, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
@@ -81,7 +83,7 @@ func (a *app) runGateway(ctx context.Context) error {
 			return err
 		}
 		defer stop()
-		runner = r
+		runner, workers = r, r.Workers
 		if a.cfg.MCP.Listen == "" {
 			a.log.Warn("agent.runner is nats but mcp.listen is off: agents on workers have no MCP tools and can answer only on stdout")
 		}
@@ -117,7 +119,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		a.log.Warn("second interrupt: exiting now")
 		os.Exit(1)
 	}()
-	adm, err := startAdmin(a.cfg.Admin.Listen, g, st, a.log)
+	adm, err := startAdmin(a.cfg.Admin.Listen, g, st, workers, a.log)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,6 +157,18 @@ func TestE2EWorkers(t *testing.T) {
 	out := g.mustCLI("status", "--nats", url)
 	if n := strings.Count(out, "/2 slots busy"); n != 2 {
 		t.Errorf("status lists %d workers with 2 slots; want 2:\n%s", n, out)
+	}
+	// So does the admin page.
+	resp, err := g.http.Get("http://" + g.adminAddr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, w := range []*worker{w1, w2} {
+		if row := fmt.Sprintf("-%d</td>", w.cmd.Process.Pid); !strings.Contains(string(page), row) {
+			t.Errorf("the admin page lists no worker %s:\n%s", row, page)
+		}
 	}
 
 	for k := range messages {
