@@ -22,6 +22,7 @@ const (
 	TurnsSubject  = "switchboard.turns"   // where jobs are published
 	ResultsStream = "SWITCHBOARD_RESULTS" // outcomes, kept for an hour
 	resultsPrefix = "switchboard.results."
+	takenPrefix   = "switchboard.taken."  // core NATS: <turn id> → the worker that took it
 	workersBucket = "switchboard_workers" // KV: one entry per live worker
 	consumerName  = "workers"             // the shared pull consumer of TurnsStream
 )

@@ -223,3 +223,47 @@ func TestWorkersShareTurns(t *testing.T) {
 		t.Errorf("workers %+v err %v; want w1 and w2 with one slot each", ws, err)
 	}
 }
+
+// A turn taken by a worker that then stops reporting fails long before its
+// deadline: the gateway retries it.
+func TestRemoteWorkerGone(t *testing.T) {
+	nc := natsConn(t)
+	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{"unused"}, Check: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(t.Context(), TurnsStream, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A worker that takes the job, says so, and dies without a trace in
+	// the workers bucket.
+	go func() {
+		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			return
+		}
+		_ = m.Ack()
+		var j Job
+		_ = json.Unmarshal(m.Data(), &j)
+		_ = nc.Publish(takenPrefix+j.TurnID, []byte("ghost"))
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(context.Background(), agent.Spec{Timeout: time.Hour}, turnInput(t, "t-7"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, agent.ErrFailed) || !strings.Contains(err.Error(), "worker ghost stopped reporting") {
+			t.Fatalf("err %v; want the lost worker named", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the turn of a lost worker still waits (its deadline is an hour away)")
+	}
+}

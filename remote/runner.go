@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,7 +29,10 @@ type RunnerOptions struct {
 	// names are resolved by each worker).
 	Command []string
 	Grace   time.Duration // default DefaultGrace
-	Logger  *slog.Logger
+	// Check is how often a waiting turn checks that the worker running it
+	// still reports (default 2 s).
+	Check  time.Duration
+	Logger *slog.Logger
 }
 
 // Runner is the gateway's agent.Runner for agent.runner: nats.
@@ -38,8 +42,10 @@ type Runner struct {
 	opt   RunnerOptions
 	log   *slog.Logger
 	stop  jetstream.ConsumeContext
+	taken *nats.Subscription
 	mu    sync.Mutex
 	waits map[string]chan Outcome // turn id → its waiting Run
+	by    map[string]string       // turn id → the worker that took it
 }
 
 // NewRunner creates the streams when missing and starts reading outcomes.
@@ -51,6 +57,9 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if opt.Grace <= 0 {
 		opt.Grace = DefaultGrace
 	}
+	if opt.Check <= 0 {
+		opt.Check = 2 * time.Second
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -59,7 +68,13 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}}
+	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}}
+	// Which worker took which turn: a hint (core NATS, not stored) that
+	// lets a turn fail as soon as its worker stops reporting, not only at
+	// its deadline.
+	if r.taken, err = nc.Subscribe(takenPrefix+"*", r.noteTaken); err != nil {
+		return nil, fmt.Errorf("subscribe %s: %w", takenPrefix+"*", err)
+	}
 	// Outcomes published from now on; one of a turn nobody waits for (its
 	// deadline passed, or an earlier gateway published it) is dropped.
 	cons, err := js.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
@@ -67,13 +82,40 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 		return nil, fmt.Errorf("read stream %s: %w", ResultsStream, err)
 	}
 	if r.stop, err = cons.Consume(r.deliver); err != nil {
+		_ = r.taken.Unsubscribe()
 		return nil, fmt.Errorf("read stream %s: %w", ResultsStream, err)
 	}
 	return r, nil
 }
 
 // Close stops reading outcomes; Runs still waiting end at their deadline.
-func (r *Runner) Close() { r.stop.Stop() }
+func (r *Runner) Close() {
+	r.stop.Stop()
+	_ = r.taken.Unsubscribe()
+}
+
+// noteTaken records the worker that took a turn still waited for.
+func (r *Runner) noteTaken(m *nats.Msg) {
+	turn := strings.TrimPrefix(m.Subject, takenPrefix)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.waits[turn]; ok {
+		r.by[turn] = string(m.Data)
+	}
+}
+
+// workerGone reports the worker that took turn when it no longer reports
+// (its entry in the workers bucket expired or was deleted).
+func (r *Runner) workerGone(ctx context.Context, turn string) (string, bool) {
+	r.mu.Lock()
+	w := r.by[turn]
+	r.mu.Unlock()
+	if w == "" {
+		return "", false
+	}
+	_, err := r.kv.Get(ctx, w)
+	return w, errors.Is(err, jetstream.ErrKeyNotFound)
+}
 
 // deliver hands an outcome to the Run waiting for it, once.
 func (r *Runner) deliver(m jetstream.Msg) {
@@ -117,6 +159,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	defer func() {
 		r.mu.Lock()
 		delete(r.waits, job.TurnID)
+		delete(r.by, job.TurnID)
 		r.mu.Unlock()
 	}()
 	if _, err := r.js.Publish(ctx, TurnsSubject, data, jetstream.WithMsgID(job.TurnID)); err != nil {
@@ -129,17 +172,26 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	r.log.Debug("remote turn published", "turn", job.TurnID, "dir", job.Dir)
 	wait := time.NewTimer(time.Until(time.UnixMilli(job.DeadlineMs)) + r.opt.Grace)
 	defer wait.Stop()
-	select {
-	case o := <-ch:
-		return outcomeResult(o, in.SessionID)
-	case <-ctx.Done():
-		res.Duration = time.Since(started)
-		return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
-	case <-wait.C:
-		res.Duration = time.Since(started)
-		res.TimedOut = true
-		return res, agent.Failed(fmt.Sprintf("no worker reported the turn's result by its deadline (agent.timeout %s + %s); "+
-			"check that `switchboard worker` processes are running and connected to NATS", spec.Timeout, r.opt.Grace))
+	check := time.NewTicker(r.opt.Check)
+	defer check.Stop()
+	for {
+		select {
+		case o := <-ch:
+			return outcomeResult(o, in.SessionID)
+		case <-ctx.Done():
+			res.Duration = time.Since(started)
+			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+		case <-check.C:
+			if w, gone := r.workerGone(ctx, job.TurnID); gone {
+				res.Duration = time.Since(started)
+				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it ran the turn; check that worker's log", w, workerTTL))
+			}
+		case <-wait.C:
+			res.Duration = time.Since(started)
+			res.TimedOut = true
+			return res, agent.Failed(fmt.Sprintf("no worker reported the turn's result by its deadline (agent.timeout %s + %s); "+
+				"check that `switchboard worker` processes are running and connected to NATS", spec.Timeout, r.opt.Grace))
+		}
 	}
 }
 

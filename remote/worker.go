@@ -37,6 +37,7 @@ type WorkerOptions struct {
 
 // Worker pulls jobs from the turns stream and runs them.
 type Worker struct {
+	nc      *nats.Conn
 	js      jetstream.JetStream
 	kv      jetstream.KeyValue
 	opt     WorkerOptions
@@ -75,7 +76,7 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{js: js, kv: kv, opt: opt, log: opt.Logger, host: host, started: time.Now()}, nil
+	return &Worker{nc: nc, js: js, kv: kv, opt: opt, log: opt.Logger, host: host, started: time.Now()}, nil
 }
 
 // Run pulls and runs jobs until ctx ends, then lets running turns finish
@@ -161,6 +162,9 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 	}
 	w.busy.Add(1)
 	w.heartbeat(ctx)
+	if err := w.nc.Publish(takenPrefix+j.TurnID, []byte(w.opt.ID)); err != nil {
+		w.log.Warn("announce turn taken", "turn", j.TurnID, "err", err)
+	}
 	o := w.run(turnCtx, j)
 	w.busy.Add(-1)
 	data, _ := json.Marshal(o)

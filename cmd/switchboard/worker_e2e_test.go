@@ -144,13 +144,14 @@ func quoted(g *gw, room, text string) int {
 // TestE2EWorkers: 100 messages over 20 groups, with every turn run by one
 // of two `switchboard worker` processes (separate data directories) pulling
 // from the gateway's embedded NATS JetStream, are all answered once, by
-// both workers; then a worker killed with SIGKILL in the middle of a turn
-// costs that turn one attempt: it is retried on the other worker and
-// answered once.
+// both workers, which status and the admin page list with their slots;
+// then a worker killed with SIGKILL in the middle of a turn costs that turn
+// one attempt, recorded as soon as the worker stops reporting (long before
+// agent.timeout): it is retried on the other worker and answered once.
 func TestE2EWorkers(t *testing.T) {
 	t.Parallel()
 	const rooms, messages = 20, 100
-	dir, g, url := natsE2E(t, rooms, "6s")
+	dir, g, url := natsE2E(t, rooms, "60s")
 	w1 := startWorker(t, dir, "w1", url, 2)
 	w2 := startWorker(t, dir, "w2", url, 2)
 	// status lists both workers with their slots.
@@ -221,7 +222,7 @@ func TestE2EWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-victim.exited
-	testwait.For(t, 30*time.Second, "the slow message answered after the worker died", func() bool {
+	testwait.For(t, 45*time.Second, "the slow message answered after the worker died", func() bool {
 		return quoted(g, "r0", "SLOWME please") > 0
 	})
 	if n := quoted(g, "r0", "SLOWME please"); n != 1 {
@@ -235,10 +236,10 @@ func TestE2EWorkers(t *testing.T) {
 	g.mu.Lock()
 	failed := false
 	for _, r := range g.logs {
-		failed = failed || (r["msg"] == "turn failed" && r["turn"] == turn && strings.Contains(fmt.Sprint(r["err"]), "deadline"))
+		failed = failed || (r["msg"] == "turn failed" && r["turn"] == turn && strings.Contains(fmt.Sprint(r["err"]), "stopped reporting"))
 	}
 	g.mu.Unlock()
 	if !failed {
-		t.Errorf("turn %s on the killed worker was not recorded as failed by its deadline", turn)
+		t.Errorf("turn %s on the killed worker was not recorded as failed when its worker stopped reporting", turn)
 	}
 }
