@@ -29,8 +29,10 @@ Each turn runs with this machine's agent.sandbox, agent.binds and
 agent.network (bubblewrap when installed), in the group folder at the same
 absolute path as on the gateway (created empty when missing: folders are not
 copied yet), with the environment the gateway sends (SWITCHBOARD_*, the MCP
-URL and the turn's token, the values of agent.env). The agent's command is
-the gateway's agent.command ("switchboard" is this binary).
+URL and the turn's token, the values of agent.env), and the gateway's
+agent.resume_args and agent.output. The agent's command is this worker's
+agent.command ("switchboard" is this binary), which must equal the gateway's:
+a job naming another command is refused.
 
 Stop with Ctrl-C or SIGTERM: no more turns are fetched, running ones finish
 (at most 30 s) and their results are published.`,
@@ -100,8 +102,11 @@ func (a *app) workerSpecs(ctx context.Context, exe string, sb *agent.Sandbox) fu
 }
 
 func (a *app) workerSpec(ctx context.Context, exe string, sb *agent.Sandbox, command []string) (agent.Spec, error) {
-	if len(command) == 0 {
-		return agent.Spec{}, fmt.Errorf("the gateway sent an empty agent.command")
+	// A job names the program only to be checked: a worker runs nothing
+	// but its own agent.command, whoever can publish to NATS.
+	if !slices.Equal(command, a.cfg.Agent.Command) {
+		return agent.Spec{}, fmt.Errorf("the gateway's agent.command %q is not this worker's %q; a worker runs only its own: give both the same agent.command",
+			command, a.cfg.Agent.Command)
 	}
 	argv, err := resolveCommand(command, exe)
 	if err != nil {
