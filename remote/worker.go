@@ -84,7 +84,8 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 func (w *Worker) Run(ctx context.Context) error {
 	// MaxDeliver 1: a job is never redelivered. The worker acknowledges it
 	// when it takes it; a worker that dies mid-turn leaves the turn to the
-	// gateway's deadline and retry policy.
+	// gateway, which fails it when the worker stops reporting (or at its
+	// deadline) and applies its own retry policy.
 	cons, err := w.js.CreateOrUpdateConsumer(ctx, TurnsStream, jetstream.ConsumerConfig{
 		Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1, AckWait: 30 * time.Second,
 		MaxAckPending: -1, MaxWaiting: 4096,
@@ -112,9 +113,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-hb.C:
-			w.heartbeat(ctx)
+			// Also while draining: the gateway fails the turns of a worker
+			// that stops reporting.
+			w.heartbeat(context.WithoutCancel(ctx))
 		case <-done:
-			_ = w.kv.Delete(context.Background(), w.opt.ID)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = w.kv.Delete(dctx, w.opt.ID)
+			cancel()
 			return nil
 		}
 	}
@@ -210,6 +215,8 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 
 // heartbeat records the worker in the workers bucket.
 func (w *Worker) heartbeat(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	info := WorkerInfo{ID: w.opt.ID, Host: w.host, Slots: w.opt.Slots, Busy: int(w.busy.Load()), Started: w.started, Seen: time.Now()}
 	data, _ := json.Marshal(info)
 	if _, err := w.kv.Put(ctx, w.opt.ID, data); err != nil && ctx.Err() == nil {
