@@ -267,3 +267,46 @@ func TestRemoteWorkerGone(t *testing.T) {
 		t.Fatal("the turn of a lost worker still waits (its deadline is an hour away)")
 	}
 }
+
+// A worker told to stop takes no new job but finishes the turn it runs and
+// publishes its result.
+func TestWorkerDrains(t *testing.T) {
+	nc := natsConn(t)
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Run(ctx) }()
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Setenv("GATE", gate)
+	r := newRunner(t, nc, `while [ ! -e "$GATE" ]; do sleep 0.02; done; echo drained`, 0)
+	type out struct {
+		res agent.Result
+		err error
+	}
+	outs := make(chan out, 1)
+	go func() {
+		res, err := r.Run(context.Background(), agent.Spec{Timeout: 20 * time.Second, Env: []string{"GATE"}}, turnInput(t, "t-8"))
+		outs <- out{res, err}
+	}()
+	testwait.For(t, 10*time.Second, "the worker busy", func() bool {
+		ws, err := r.Workers(t.Context())
+		return err == nil && len(ws) == 1 && ws[0].Busy == 1
+	})
+	stop()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := <-outs
+	if o.err != nil || o.res.Reply != "drained" {
+		t.Fatalf("reply %q err %v; want the running turn finished", o.res.Reply, o.err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := r.Workers(t.Context()); err != nil || len(ws) != 0 {
+		t.Errorf("workers after the stop: %+v %v; want none", ws, err)
+	}
+}
