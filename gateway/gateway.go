@@ -23,9 +23,11 @@ import (
 
 // Options configure a Gateway. Store and Agent are required.
 type Options struct {
-	Store         *store.Store
-	Adapters      []adapters.Adapter
-	Agent         agent.Spec
+	Store    *store.Store
+	Adapters []adapters.Adapter
+	Agent    agent.Spec
+	// Runner runs the turns (agent.runner); nil: agent.Local, on this machine.
+	Runner        agent.Runner
 	DataDir       string
 	Operator      string        // the tier-0 folder
 	EngageTTL     time.Duration // follow-ups trigger without a mention this long after the bot spoke
@@ -131,6 +133,9 @@ func New(opt Options) (*Gateway, error) {
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Runner == nil {
+		opt.Runner = agent.Local{}
 	}
 	if opt.PollInterval <= 0 {
 		opt.PollInterval = time.Second

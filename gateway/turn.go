@@ -80,7 +80,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	}
 	g.turnStarted(turn.ID, b)
 	stopTyping := g.typing(ctx, b.ChatJID, b.Topic)
-	res, err := agent.Run(ctx, g.opt.Agent, agent.Input{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt,
+	res, err := g.opt.Runner.Run(ctx, g.opt.Agent, agent.Input{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt,
 		Socket: g.mcpSocket(b.Folder)})
 	stopTyping()
 	if res.Escaped > 0 || res.EscapedErr != nil {

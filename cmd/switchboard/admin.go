@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"switchboard/gateway"
+	"switchboard/remote"
 	"switchboard/store"
 )
 
@@ -25,7 +26,8 @@ type admin struct {
 }
 
 // startAdmin listens on addr ("" disables it) and serves until stop.
-func startAdmin(addr string, g *gateway.Gateway, st *store.Store, log *slog.Logger) (*admin, error) {
+// workers, when not nil, lists the NATS workers (agent.runner nats).
+func startAdmin(addr string, g *gateway.Gateway, st *store.Store, workers func(context.Context) ([]remote.WorkerInfo, error), log *slog.Logger) (*admin, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -62,6 +64,18 @@ func startAdmin(addr string, g *gateway.Gateway, st *store.Store, log *slog.Logg
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
+		}
+		if workers != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+			ws, err := workers(ctx)
+			cancel()
+			rep.Workers = ws
+			if ws == nil {
+				rep.Workers = []remote.WorkerInfo{}
+			}
+			if err != nil {
+				rep.WorkersErr = err.Error()
+			}
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		if err := statusPage.Execute(w, statusPageData{statusReport: rep, SpendPanel: panel}); err != nil {
@@ -114,6 +128,7 @@ td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.bad{color:
 {{range $name, $s := .Adapters}}<tr><td>{{$name}}</td><td class="{{if eq (print $s.State) "connected"}}ok{{else}}bad{{end}}">{{$s.State}}</td><td>{{ago $s.Since}} ago</td><td>{{$s.Err}}</td></tr>{{end}}</table>
 <h2>Queue</h2><table id="queue"><tr><th>folder</th><th>waiting</th></tr>{{range $f, $n := .Queue}}<tr><td>{{$f}}</td><td>{{$n}}</td></tr>{{else}}<tr><td colspan="2">empty</td></tr>{{end}}</table>
 <h2>Running turns</h2><table id="running">{{range .Running}}<tr><td>{{.Folder}}</td><td>{{.ChatJID}}</td><td>{{ago .Started}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
+{{if or .Workers .WorkersErr}}<h2>Workers</h2><table id="workers"><tr><th>worker</th><th>host</th><th>busy</th><th>slots</th><th>up</th></tr>{{range .Workers}}<tr><td>{{.ID}}</td><td>{{.Host}}</td><td>{{.Busy}}</td><td>{{.Slots}}</td><td>{{ago .Started}}</td></tr>{{else}}<tr><td colspan="5">{{or .WorkersErr "none connected"}}</td></tr>{{end}}</table>{{end}}
 <h2>Outbox</h2><p id="outbox">{{.Outbox.Pending}} pending, {{.Outbox.Failed}} failed</p>
 <h2>Next tasks</h2><table id="tasks">{{range .NextTasks}}<tr><td>#{{.ID}}</td><td>{{.Folder}}</td><td>{{.Spec}}</td><td>{{.At}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 {{with .SpendPanel}}<h2>Spend</h2>

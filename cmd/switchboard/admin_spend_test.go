@@ -67,7 +67,7 @@ func TestStatusPageSpendChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm, err := startAdmin("127.0.0.1:0", g, st, slog.New(slog.DiscardHandler))
+	adm, err := startAdmin("127.0.0.1:0", g, st, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,9 @@ import (
 	"switchboard/adapters/slack"
 	"switchboard/adapters/telegram"
 	"switchboard/adapters/web"
+	"switchboard/agent"
 	"switchboard/gateway"
+	"switchboard/remote"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -70,15 +72,32 @@ func (a *app) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spec, err := a.agentSpec(ctx, exe)
-	if err != nil {
-		return err
+	spec, runner, warning := agent.Spec{}, agent.Runner(agent.Local{}), ""
+	var workers func(context.Context) ([]remote.WorkerInfo, error)
+	if a.cfg.Agent.Runner == "nats" {
+		// Turns run on workers, which resolve and sandbox the command.
+		spec = agent.Spec{Command: a.cfg.Agent.Command, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
+			Timeout: time.Duration(a.cfg.Agent.Timeout), Env: a.cfg.Agent.Env}
+		r, stop, err := a.natsRunner(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		runner, workers = r, r.Workers
+		if a.cfg.MCP.Listen == "" {
+			a.log.Warn("agent.runner is nats but mcp.listen is off: agents on workers have no MCP tools and can answer only on stdout")
+		}
+	} else {
+		if spec, err = a.agentSpec(ctx, exe); err != nil {
+			return err
+		}
+		warning = sandboxWarning(spec.Sandbox)
 	}
 	g, err := gateway.New(gateway.Options{
-		Store: st, Adapters: adapterList, Agent: spec, DataDir: a.cfg.DataDir,
+		Store: st, Adapters: adapterList, Agent: spec, Runner: runner, DataDir: a.cfg.DataDir,
 		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
-		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20, Warning: sandboxWarning(spec.Sandbox),
+		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20, Warning: warning,
 		Limits: gatewayLimits(a.cfg.Limits),
 		MCPHTTP: gateway.MCPHTTP{Listen: a.cfg.MCP.Listen, CertFile: a.cfg.MCP.TLSCert, KeyFile: a.cfg.MCP.TLSKey, URL: a.cfg.MCP.URL,
 			// A sandbox without network cannot reach the endpoint: its agents keep the socket.
@@ -100,7 +119,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		a.log.Warn("second interrupt: exiting now")
 		os.Exit(1)
 	}()
-	adm, err := startAdmin(a.cfg.Admin.Listen, g, st, a.log)
+	adm, err := startAdmin(a.cfg.Admin.Listen, g, st, workers, a.log)
 	if err != nil {
 		return err
 	}

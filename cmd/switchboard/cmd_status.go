@@ -11,21 +11,26 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"switchboard/control"
+	"switchboard/remote"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
 
 func (a *app) statusCommand() *cobra.Command {
-	return &cobra.Command{
+	var natsURL string
+	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show adapters, queues, running turns, the outbox, next tasks and recent failures",
 		Long: `Show what the gateway is doing, read from the database: each adapter's connection
 state (since when, last error), work queued per folder, running turns, outbox
 pending and failed, the next due tasks and the most recent failed turns. It works
-whether or not the gateway runs, and says when the gateway was last seen.`,
+whether or not the gateway runs, and says when the gateway was last seen.
+With agent.runner nats it also lists the live workers and their slots, asked
+from NATS (nats.url, the embedded server's nats.listen, or --nats).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withStore(cmd.Context(), func(st *store.Store) error {
@@ -37,10 +42,15 @@ whether or not the gateway runs, and says when the gateway was last seen.`,
 					return err
 				}
 				rep.Zone = a.cfg.Timezone
+				if a.cfg.Agent.Runner == "nats" || natsURL != "" {
+					rep.Workers, rep.WorkersErr = a.natsWorkers(cmd.Context(), natsURL)
+				}
 				return a.emit(rep, rep.text)
 			})
 		},
 	}
+	cmd.Flags().StringVar(&natsURL, "nats", "", "NATS URL to list workers from (default: nats.url, or nats.listen when nats.embedded)")
+	return cmd
 }
 
 // statusReport is `switchboard status`, in text or JSON.
@@ -55,8 +65,10 @@ type statusReport struct {
 	DBBytes     int64                            `json:"db_bytes"`
 	// Spend per group today and this month (subtree figures) against its
 	// caps, in Zone (config timezone).
-	Spend []control.GroupSpend `json:"spend"`
-	Zone  string               `json:"zone,omitempty"`
+	Spend      []control.GroupSpend `json:"spend"`
+	Zone       string               `json:"zone,omitempty"`
+	Workers    []remote.WorkerInfo  `json:"workers,omitempty"`
+	WorkersErr string               `json:"workers_error,omitempty"`
 }
 
 type gatewayState struct {
@@ -189,6 +201,18 @@ func (r statusReport) text(w io.Writer) {
 		fmt.Fprintf(w, "%s\t%s\t%s since %s\n", label, t.Folder, t.ChatJID, t.Started.Local().Format(time.DateTime))
 		label = ""
 	}
+	if r.WorkersErr != "" {
+		fmt.Fprintf(w, "workers\tunknown: %s\n", r.WorkersErr)
+	} else if r.Workers != nil {
+		label = "workers"
+		for _, wi := range r.Workers {
+			fmt.Fprintf(w, "%s\t%s\t%d/%d slots busy, host %s, up %s\n", label, wi.ID, wi.Busy, wi.Slots, wi.Host, since(&wi.Started))
+			label = ""
+		}
+		if len(r.Workers) == 0 {
+			fmt.Fprintln(w, "workers\tnone connected")
+		}
+	}
 	fmt.Fprintf(w, "outbox\t%d pending, %d failed\n", r.Outbox.Pending, r.Outbox.Failed)
 	label = "next tasks"
 	for _, t := range r.NextTasks {
@@ -221,4 +245,32 @@ func since(t *time.Time) string {
 		return "?"
 	}
 	return time.Since(*t).Round(time.Second).String()
+}
+
+// natsWorkers asks NATS for the live workers; the error is for the report.
+func (a *app) natsWorkers(ctx context.Context, url string) ([]remote.WorkerInfo, string) {
+	if url == "" {
+		url = a.cfg.NATS.URL
+	}
+	if url == "" && a.cfg.NATS.Embedded {
+		url = "nats://" + a.cfg.NATS.Listen
+	}
+	if url == "" {
+		return nil, "no nats.url; pass --nats URL"
+	}
+	nc, err := nats.Connect(url, nats.Timeout(3*time.Second), nats.Name("switchboard status"))
+	if err != nil {
+		return nil, fmt.Sprintf("connect to NATS at %s: %v", redactURL(url), err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ws, err := remote.ListWorkers(ctx, nc)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if ws == nil {
+		ws = []remote.WorkerInfo{}
+	}
+	return ws, ""
 }

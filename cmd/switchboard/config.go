@@ -34,6 +34,7 @@ type Config struct {
 	Adapters       AdaptersConfig `yaml:"adapters"`
 	Admin          AdminConfig    `yaml:"admin"`
 	MCP            MCPConfig      `yaml:"mcp"`
+	NATS           NATSConfig     `yaml:"nats"`
 	Groups         []GroupSeed    `yaml:"groups"`
 	Routes         []RouteSeed    `yaml:"routes"`
 	Budgets        []BudgetSeed   `yaml:"budgets"`
@@ -57,6 +58,19 @@ type AgentConfig struct {
 	// MaxTurnUSD caps one turn's spend where the agent can enforce it:
 	// claude-json agents get --max-budget-usd (cmd_budget.go). 0: none.
 	MaxTurnUSD float64 `yaml:"max_turn_usd"`
+	// Runner is where turns run: local (this machine) or nats (worker
+	// machines, through the NATS JetStream of nats.*).
+	Runner string `yaml:"runner"`
+}
+
+// NATSConfig is the NATS server that carries turns to workers when
+// agent.runner is nats: an external one (URL) or one embedded in the
+// gateway (Embedded, listening on Listen; JetStream stored in
+// <data_dir>/nats).
+type NATSConfig struct {
+	URL      string `yaml:"url"`
+	Embedded bool   `yaml:"embedded"`
+	Listen   string `yaml:"listen"` // embedded server's host:port; default 127.0.0.1:4222
 }
 
 // LimitsConfig bounds the turns people and agents can start: flood limits
@@ -174,7 +188,9 @@ func DefaultConfig() Config {
 			MaxConcurrent: 4,
 			Sandbox:       "auto",
 			Network:       true,
+			Runner:        "local",
 		},
+		NATS:      NATSConfig{Listen: "127.0.0.1:4222"},
 		EngageTTL: Duration(10 * time.Minute),
 		Limits: LimitsConfig{
 			TurnsPerSender: RateConfig{Count: 30, Window: Duration(time.Minute)},
@@ -418,6 +434,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateMCP(bad)
+	c.validateNATS(bad)
 	known := map[string]bool{c.OperatorFolder: true}
 	for i, g := range c.Groups {
 		if err := groups.Validate(g.Folder); err != nil {
@@ -649,4 +666,28 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// validateNATS checks agent.runner and nats.*.
+func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
+	n := c.NATS
+	switch c.Agent.Runner {
+	case "local":
+		return
+	case "nats":
+	default:
+		bad("agent.runner", "%q: want local or nats", c.Agent.Runner)
+		return
+	}
+	switch {
+	case n.URL == "" && !n.Embedded:
+		bad("nats.url", "is empty and nats.embedded is off; agent.runner nats needs one, e.g. nats.url: nats://nats.internal:4222 or nats.embedded: true")
+	case n.URL != "" && n.Embedded:
+		bad("nats.url", "is set and nats.embedded is on; choose one (the embedded server's URL is its nats.listen)")
+	}
+	if n.Embedded {
+		if _, _, err := net.SplitHostPort(n.Listen); err != nil {
+			bad("nats.listen", "%q is not host:port, e.g. 127.0.0.1:4222", n.Listen)
+		}
+	}
 }

@@ -91,6 +91,10 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"mcp bad listen", "mcp: {listen: nope}", "mcp.listen: \"nope\" is not host:port"},
 		{"mcp bad url", "mcp: {listen: '127.0.0.1:8422', url: 'gw:8422'}", "mcp.url:"},
 		{"mcp tls without listen", "mcp: {tls_cert: c.pem, tls_key: k.pem}", "mcp.listen: is empty"},
+		{"unknown runner", "agent: {runner: ssh}", `agent.runner: "ssh": want local or nats`},
+		{"nats runner without server", "agent: {runner: nats}", "nats.url: is empty and nats.embedded is off"},
+		{"nats url and embedded", "agent: {runner: nats}\nnats: {url: 'nats://x:4222', embedded: true}", "nats.url: is set and nats.embedded is on"},
+		{"nats embedded bad listen", "agent: {runner: nats}\nnats: {embedded: true, listen: nope}", `nats.listen: "nope" is not host:port`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -207,5 +211,18 @@ func TestConfigErrorsDoNotPrintSecrets(t *testing.T) {
 	}
 	if cfg, err := ParseConfig([]byte(fmt.Sprintf(webhook, "0123456789abcdef_-XYZ")), env(vars)); err != nil || cfg.ValidateSecrets() != nil {
 		t.Errorf("a valid secret_token refused: %v", err)
+	}
+}
+
+// agent.runner defaults to local; nats with either server parses.
+func TestConfigRunner(t *testing.T) {
+	cfg, err := ParseConfig(nil, env(nil))
+	if err != nil || cfg.Agent.Runner != "local" || cfg.NATS.Listen != "127.0.0.1:4222" {
+		t.Fatalf("defaults: runner %q nats.listen %q err %v; want local, 127.0.0.1:4222", cfg.Agent.Runner, cfg.NATS.Listen, err)
+	}
+	for _, y := range []string{"agent: {runner: nats}\nnats: {embedded: true}", "agent: {runner: nats}\nnats: {url: 'nats://n:4222'}"} {
+		if _, err := ParseConfig([]byte(y), env(nil)); err != nil {
+			t.Errorf("%q: %v", y, err)
+		}
 	}
 }

@@ -86,6 +86,8 @@ type e2eConfig struct {
 	sandbox       string   // agent.sandbox; default auto (bubblewrap, which make test installs)
 	binds         []string // agent.binds paths (read-only), before the test's own; "{dir}" is the test's directory
 	command       string   // agent.command as a YAML flow list; default ["/bin/sh", {agent}] ({agent}: the script, quoted)
+	agentExtra    string   // more YAML lines under agent:, indented two spaces
+	extra         string   // more top-level YAML, after routes
 }
 
 // agentPrologue records every turn of a folder in $E2E_OUT/<folder>/: the
@@ -173,14 +175,14 @@ agent:
   sandbox: %s
   env: [E2E_OUT]
   binds: [%s{path: %q, rw: true}]
-engage_ttl: %s
+%sengage_ttl: %s
 adapters:
   web: {enabled: true, listen: "127.0.0.1:0"}
 %sadmin: {listen: "127.0.0.1:0"}
 groups:
 %sroutes:
-%s`, strings.ReplaceAll(c.command, "{agent}", strconv.Quote(agent)), resume, c.output, c.timeout, c.maxConcurrent, c.sandbox,
-		extraBinds(c.binds, dir), filepath.Join(dir, "out"), c.engageTTL, c.adapters, groups.String(), c.routes)
+%s%s`, strings.ReplaceAll(c.command, "{agent}", strconv.Quote(agent)), resume, c.output, c.timeout, c.maxConcurrent, c.sandbox,
+		extraBinds(c.binds, dir), filepath.Join(dir, "out"), c.agentExtra, c.engageTTL, c.adapters, groups.String(), c.routes, c.extra)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

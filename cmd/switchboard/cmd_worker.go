@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"switchboard/agent"
+	"switchboard/remote"
+)
+
+func (a *app) workerCommand() *cobra.Command {
+	var url string
+	var slots int
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run agent turns for a gateway whose agent.runner is nats",
+		Long: `Connect to the gateway's NATS server (JetStream) and run the agent turns it
+publishes, up to --slots at once: a turn is fetched only when a slot is free.
+Each turn runs with this machine's agent.sandbox, agent.binds and
+agent.network (bubblewrap when installed), in the group folder at the same
+absolute path as on the gateway (created empty when missing: folders are not
+copied yet), with the environment the gateway sends (SWITCHBOARD_*, the MCP
+URL and the turn's token, the values of agent.env), and the gateway's
+agent.resume_args and agent.output. The agent's command is this worker's
+agent.command ("switchboard" is this binary), which must equal the gateway's:
+a job naming another command is refused.
+
+Stop with Ctrl-C or SIGTERM: no more turns are fetched, running ones finish
+(at most 30 s) and their results are published.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runWorker(cmd.Context(), url, slots) },
+	}
+	cmd.Flags().StringVar(&url, "nats", "", "NATS server URL, e.g. nats://gateway:4222 (required)")
+	cmd.Flags().IntVar(&slots, "slots", 1, "turns run at once")
+	_ = cmd.MarkFlagRequired("nats")
+	return cmd
+}
+
+func (a *app) runWorker(ctx context.Context, url string, slots int) error {
+	if err := a.load(); err != nil {
+		return err
+	}
+	if slots < 1 || slots > 1024 {
+		return usagef("--slots %d: want 1 to 1024", slots)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	if err := os.MkdirAll(a.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	sb, err := a.sandbox(exe)
+	if err != nil {
+		return err
+	}
+	nc, err := connectNATS(url, "switchboard worker")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	w, err := remote.NewWorker(ctx, nc, remote.WorkerOptions{Slots: slots, Logger: a.log, Prepare: a.workerSpecs(ctx, exe, sb)})
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}
+
+// workerSpecs prepares, once per distinct agent.command, the spec a worker
+// runs it with: argv[0] resolved here, the paths it names bound into the
+// sandbox, one probe.
+func (a *app) workerSpecs(ctx context.Context, exe string, sb *agent.Sandbox) func([]string) (agent.Spec, error) {
+	var mu sync.Mutex
+	type prepared struct {
+		spec agent.Spec
+		err  error
+	}
+	cache := map[string]prepared{}
+	return func(command []string) (agent.Spec, error) {
+		key := strings.Join(command, "\x00")
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := cache[key]; ok {
+			return p.spec, p.err
+		}
+		spec, err := a.workerSpec(ctx, exe, sb, command)
+		if err != nil {
+			err = fmt.Errorf("agent.command on worker: %w", err)
+		}
+		cache[key] = prepared{spec, err}
+		return spec, err
+	}
+}
+
+func (a *app) workerSpec(ctx context.Context, exe string, sb *agent.Sandbox, command []string) (agent.Spec, error) {
+	// A job names the program only to be checked: a worker runs nothing
+	// but its own agent.command, whoever can publish to NATS.
+	if !slices.Equal(command, a.cfg.Agent.Command) {
+		return agent.Spec{}, fmt.Errorf("the gateway's agent.command %q is not this worker's %q; a worker runs only its own: give both the same agent.command",
+			command, a.cfg.Agent.Command)
+	}
+	argv, err := resolveCommand(command, exe)
+	if err != nil {
+		return agent.Spec{}, err
+	}
+	spec := agent.Spec{Command: argv}
+	if sb == nil {
+		return spec, nil
+	}
+	own := *sb
+	own.Binds = slices.Clone(sb.Binds)
+	spec.Sandbox = &own
+	if spec.Command, err = a.bindCommand(spec.Sandbox, argv); err != nil {
+		return agent.Spec{}, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return spec, a.probeAgent(pctx, spec)
+}
+
+// connectNATS connects to url, reconnecting forever after a loss.
+func connectNATS(url, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w; check nats.url / --nats and that the server runs", redactURL(url), err)
+	}
+	return nc, nil
+}
+
+// redactURL drops user:password from a NATS URL for messages.
+func redactURL(u string) string {
+	if at := strings.LastIndex(u, "@"); at >= 0 {
+		scheme, _, ok := strings.Cut(u, "://")
+		if ok {
+			return scheme + "://[redacted]@" + u[at+1:]
+		}
+		return "[redacted]@" + u[at+1:]
+	}
+	return u
+}
+
+// natsRunner starts what agent.runner nats needs: the embedded server when
+// nats.embedded is on, a connection, and the remote runner. stop closes
+// them in reverse.
+func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
+	url := a.cfg.NATS.URL
+	var srv *remote.Server
+	if a.cfg.NATS.Embedded {
+		dir := filepath.Join(a.cfg.DataDir, "nats")
+		var err error
+		if srv, err = remote.StartServer(a.cfg.NATS.Listen, dir); err != nil {
+			return nil, nil, err
+		}
+		url = srv.URL()
+		a.log.Info("embedded nats server listening", "url", url, "store", dir)
+	}
+	stopSrv := func() {
+		if srv != nil {
+			srv.Close()
+		}
+	}
+	nc, err := connectNATS(url, "switchboard gateway")
+	if err != nil {
+		stopSrv()
+		return nil, nil, err
+	}
+	r, err := remote.NewRunner(ctx, nc, remote.RunnerOptions{Command: a.cfg.Agent.Command, Logger: a.log})
+	if err != nil {
+		nc.Close()
+		stopSrv()
+		return nil, nil, err
+	}
+	return r, func() { r.Close(); nc.Close(); stopSrv() }, nil
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"switchboard/internal/testwait"
+)
+
+// worker is one `switchboard worker` process.
+type worker struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	logs   []map[string]any
+	exited chan struct{}
+}
+
+// startWorker runs `switchboard worker` with dir's config and its own data
+// directory dir/<name>, and waits until it pulls turns.
+func startWorker(t testing.TB, dir, name, natsURL string, slots int) *worker {
+	t.Helper()
+	w := &worker{t: t, exited: make(chan struct{})}
+	w.cmd = exec.Command(switchboardBinary(t), "--config", "switchboard.yaml", "--data-dir", filepath.Join(dir, name),
+		"worker", "--nats", natsURL, "--slots", fmt.Sprint(slots))
+	w.cmd.Dir = dir
+	w.cmd.Env = os.Environ() // nothing of the gateway's: the turn's env comes with the job
+	stderr, err := w.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+				rec = map[string]any{"msg": "(not json)", "line": sc.Text()}
+			}
+			w.mu.Lock()
+			w.logs = append(w.logs, rec)
+			w.mu.Unlock()
+		}
+		_ = w.cmd.Wait()
+		close(w.exited)
+	}()
+	t.Cleanup(func() {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-w.exited:
+		case <-time.After(10 * time.Second):
+			_ = w.cmd.Process.Kill()
+			<-w.exited
+		}
+		if t.Failed() {
+			t.Logf("worker %s log:\n%s", name, w.logText())
+		}
+	})
+	testwait.For(t, 20*time.Second, "worker "+name+" pulling turns", func() bool {
+		select {
+		case <-w.exited:
+			t.Fatalf("worker %s exited at start:\n%s", name, w.logText())
+		default:
+		}
+		return len(w.records("worker pulling turns", "", "")) > 0
+	})
+	return w
+}
+
+// records returns the log records with msg whose attribute key is val
+// (any record with msg when key is "").
+func (w *worker) records(msg, key, val string) []map[string]any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []map[string]any
+	for _, r := range w.logs {
+		if r["msg"] == msg && (key == "" || r[key] == val) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (w *worker) logText() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var sb strings.Builder
+	for _, r := range w.logs {
+		b, _ := json.Marshal(r)
+		sb.Write(b)
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+// natsE2E is a gateway whose turns run on workers through the embedded
+// NATS server, with rooms r0..r(rooms-1) each routed to its own group; the
+// agent is the demo agent (answering over MCP HTTP with its turn's token),
+// except that the first turn whose prompt holds SLOWME hangs.
+func natsE2E(t testing.TB, rooms int, timeout string) (dir string, g *gw, natsURL string) {
+	var routes strings.Builder
+	var groups []string
+	for r := range rooms {
+		groups = append(groups, fmt.Sprintf("g%d", r))
+		fmt.Fprintf(&routes, "  - {match: {platform: web, room: r%d}, target: g%d}\n", r, r)
+	}
+	script := fmt.Sprintf(`if grep -q SLOWME "$out/prompt-$n" && mkdir "$E2E_OUT/slowed" 2>/dev/null; then sleep 120; fi
+exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
+	dir = newE2E(t, e2eConfig{agent: script, groups: groups, routes: routes.String(), timeout: timeout, maxConcurrent: 16,
+		agentExtra: "  runner: nats\n",
+		extra:      "nats: {embedded: true, listen: \"127.0.0.1:0\"}\nmcp: {listen: \"127.0.0.1:0\"}\n"})
+	g = startGW(t, dir)
+	rec := g.findLog("embedded nats server listening")
+	if rec == nil {
+		t.Fatalf("no embedded nats server in the gateway's log:\n%s", g.logText())
+	}
+	natsURL, _ = rec["url"].(string)
+	return dir, g, natsURL
+}
+
+// quoted counts the bot's messages in room that quote text (the demo agent
+// quotes each message it answers: "text").
+func quoted(g *gw, room, text string) int {
+	n := 0
+	for _, m := range g.botMessages(room) {
+		n += strings.Count(m.Text, fmt.Sprintf("%q", text))
+	}
+	return n
+}
+
+// TestE2EWorkers: 100 messages over 20 groups, with every turn run by one
+// of two `switchboard worker` processes (separate data directories) pulling
+// from the gateway's embedded NATS JetStream, are all answered once, by
+// both workers, which status and the admin page list with their slots;
+// then a worker killed with SIGKILL in the middle of a turn costs that turn
+// one attempt, recorded as soon as the worker stops reporting (long before
+// agent.timeout): it is retried on the other worker and answered once.
+func TestE2EWorkers(t *testing.T) {
+	t.Parallel()
+	const rooms, messages = 20, 100
+	dir, g, url := natsE2E(t, rooms, "60s")
+	w1 := startWorker(t, dir, "w1", url, 2)
+	w2 := startWorker(t, dir, "w2", url, 2)
+	// status lists both workers with their slots.
+	out := g.mustCLI("status", "--nats", url)
+	if n := strings.Count(out, "/2 slots busy"); n != 2 {
+		t.Errorf("status lists %d workers with 2 slots; want 2:\n%s", n, out)
+	}
+	// So does the admin page.
+	resp, err := g.http.Get("http://" + g.adminAddr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, w := range []*worker{w1, w2} {
+		if row := fmt.Sprintf("-%d</td>", w.cmd.Process.Pid); !strings.Contains(string(page), row) {
+			t.Errorf("the admin page lists no worker %s:\n%s", row, page)
+		}
+	}
+
+	for k := range messages {
+		g.mustPost(fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("u%d", k), fmt.Sprintf("msg-%d", k))
+	}
+	testwait.For(t, 40*time.Second, "every message answered", func() bool {
+		for k := range messages {
+			if quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for k := range messages {
+		if n := quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)); n != 1 {
+			t.Errorf("msg-%d answered %d times; want once", k, n)
+		}
+	}
+	n1, n2 := len(w1.records("turn done", "", "")), len(w2.records("turn done", "", ""))
+	t.Logf("turns: w1 %d, w2 %d", n1, n2)
+	if n1 == 0 || n2 == 0 {
+		t.Errorf("turns ran on w1: %d, w2: %d; want both workers used", n1, n2)
+	}
+
+	// Kill -9 the worker running a turn.
+	g.mustPost("r0", "slow", "SLOWME please")
+	slowed := filepath.Join(dir, "out", "slowed")
+	testwait.For(t, 20*time.Second, "the slow turn to start on a worker", func() bool {
+		_, err := os.Stat(slowed)
+		return err == nil
+	})
+	var turn string
+	testwait.For(t, 10*time.Second, "the slow turn's id", func() bool {
+		for n := turnCount(dir, "g0"); n > 0; n-- {
+			if strings.Contains(turnFile(t, dir, "g0", "prompt", n), "SLOWME") {
+				turn = turnEnv(t, dir, "g0", n)["SWITCHBOARD_TURN_ID"]
+				return turn != ""
+			}
+		}
+		return false
+	})
+	victim, survivor := w1, w2
+	if len(w2.records("turn starting", "turn", turn)) > 0 {
+		victim, survivor = w2, w1
+	}
+	if len(victim.records("turn starting", "turn", turn)) == 0 {
+		t.Fatalf("no worker logged the start of turn %s", turn)
+	}
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.exited
+	testwait.For(t, 45*time.Second, "the slow message answered after the worker died", func() bool {
+		return quoted(g, "r0", "SLOWME please") > 0
+	})
+	if n := quoted(g, "r0", "SLOWME please"); n != 1 {
+		t.Errorf("the slow message was answered %d times; want once", n)
+	}
+	if len(survivor.records("turn done", "", "")) == 0 {
+		t.Errorf("the surviving worker ran no turn")
+	}
+	// The lost turn was recorded as a failed attempt (its token revoked
+	// with it) and the batch ran again as a new turn.
+	g.mu.Lock()
+	failed := false
+	for _, r := range g.logs {
+		failed = failed || (r["msg"] == "turn failed" && r["turn"] == turn && strings.Contains(fmt.Sprint(r["err"]), "stopped reporting"))
+	}
+	g.mu.Unlock()
+	if !failed {
+		t.Errorf("turn %s on the killed worker was not recorded as failed when its worker stopped reporting", turn)
+	}
+}

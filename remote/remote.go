@@ -1,0 +1,81 @@
+// Package remote runs agent turns on worker machines through NATS
+// JetStream: the gateway's Runner publishes each turn as a job on a
+// work-queue stream and waits for its outcome on a results stream; a
+// Worker pulls jobs while it has a free slot, runs them with agent.Run and
+// publishes the outcome. It also starts the embedded NATS server
+// (nats.embedded). Delivery is at most once: a job is acknowledged when a
+// worker takes it and never redelivered; a turn whose outcome does not come
+// by its deadline fails, and the gateway's own retry policy runs it again
+// as a new turn.
+package remote
+
+import (
+	"time"
+
+	"switchboard/agent"
+)
+
+// JetStream names. Every gateway and worker creates them as needed, with
+// the same configuration.
+const (
+	TurnsStream   = "SWITCHBOARD_TURNS"   // work queue: each job consumed once
+	TurnsSubject  = "switchboard.turns"   // where jobs are published
+	ResultsStream = "SWITCHBOARD_RESULTS" // outcomes, kept for an hour
+	resultsPrefix = "switchboard.results."
+	takenPrefix   = "switchboard.taken."  // core NATS: <turn id> → the worker that took it
+	workersBucket = "switchboard_workers" // KV: one entry per live worker
+	consumerName  = "workers"             // the shared pull consumer of TurnsStream
+)
+
+// keep is how long jobs and outcomes stay in their streams: longer than
+// any turn, short enough that stale ones vanish on their own.
+const keep = time.Hour
+
+// workerTTL is how long a worker's entry outlives its last heartbeat.
+const workerTTL = 15 * time.Second
+
+// Job is one turn as published to TurnsStream.
+type Job struct {
+	TurnID string `json:"turn_id"` // also the message id (JetStream de-duplication)
+	// Dir is the group folder: the worker runs the agent at the same
+	// absolute path.
+	Dir       string `json:"dir"`
+	Prompt    string `json:"prompt"`
+	SessionID string `json:"session_id,omitempty"`
+	// Env is the turn's KEY=VALUE entries: SWITCHBOARD_* (with the MCP URL
+	// and the turn's token, without the socket) and the values of the
+	// variables agent.env names, taken from the gateway's environment.
+	Env        []string     `json:"env"`
+	Command    []string     `json:"command"` // agent.command as configured; the worker resolves it
+	ResumeArgs []string     `json:"resume_args,omitempty"`
+	Output     agent.Output `json:"output"`
+	MaxOutput  int          `json:"max_output,omitempty"`
+	// DeadlineMs (Unix ms) is when the gateway stops waiting: the worker
+	// kills the agent then, and does not start a job whose deadline passed.
+	DeadlineMs int64 `json:"deadline_ms"`
+}
+
+// Outcome is a job's result as published to ResultsStream.
+type Outcome struct {
+	TurnID     string `json:"turn_id"`
+	Worker     string `json:"worker"`
+	Reply      string `json:"reply,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	DurationMs int64  `json:"duration_ms"`
+	ExitCode   int    `json:"exit_code"`
+	NotStarted bool   `json:"not_started,omitempty"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Stderr     string `json:"stderr,omitempty"`
+	Error      string `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
+}
+
+// WorkerInfo is a live worker's entry in the workers bucket.
+type WorkerInfo struct {
+	ID      string    `json:"id"`
+	Host    string    `json:"host"`
+	Slots   int       `json:"slots"`
+	Busy    int       `json:"busy"`
+	Started time.Time `json:"started"`
+	Seen    time.Time `json:"seen"`
+}

@@ -1,0 +1,312 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"switchboard/agent"
+	"switchboard/internal/testwait"
+)
+
+// natsConn starts an embedded server in a temp dir and connects to it.
+func natsConn(t *testing.T) *nats.Conn {
+	t.Helper()
+	srv, err := StartServer("127.0.0.1:0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// shSpec runs command lines with /bin/sh -c, unsandboxed.
+func shSpec(command []string) (agent.Spec, error) {
+	return agent.Spec{Command: append([]string{"/bin/sh", "-c"}, command...)}, nil
+}
+
+func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) {
+	t.Helper()
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: slots, Prepare: shSpec, Poll: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func newRunner(t *testing.T, nc *nats.Conn, command string, grace time.Duration) *Runner {
+	t.Helper()
+	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{command}, Grace: grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+func turnInput(t *testing.T, turn string) agent.Input {
+	dir := filepath.Join(t.TempDir(), "groups", "main")
+	return agent.Input{Dir: dir, Prompt: "hello", SessionID: "s-1",
+		Env: []string{"SWITCHBOARD_TURN_ID=" + turn, "SWITCHBOARD_MCP_SOCKET=/gateway/ipc/main.sock", "SWITCHBOARD_FOLDER=main"}}
+}
+
+// A turn runs on a worker in the folder's path (created there), with the
+// prompt on stdin, the turn's environment without the gateway's socket and
+// the values of the allowed variables; its reply comes back.
+func TestRemoteTurn(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	r := newRunner(t, nc, `printf '%s|%s|%s|%s|' "$(cat)" "$SWITCHBOARD_FOLDER" "${SWITCHBOARD_MCP_SOCKET-unset}" "$REMOTE_TEST_ALLOWED"; pwd`, 0)
+	t.Setenv("REMOTE_TEST_ALLOWED", "yes")
+	in := turnInput(t, "t-1")
+	res, err := r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second, Env: []string{"REMOTE_TEST_ALLOWED"}}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "hello|main|unset|yes|" + in.Dir; res.Reply != want {
+		t.Errorf("reply %q; want %q", res.Reply, want)
+	}
+	if res.SessionID != "s-1" || res.ExitCode != 0 {
+		t.Errorf("session %q exit %d; want s-1, 0", res.SessionID, res.ExitCode)
+	}
+}
+
+// A failing agent on a worker fails the turn the way agent.Run does.
+func TestRemoteTurnFails(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	r := newRunner(t, nc, `echo broken >&2; exit 3`, 0)
+	res, err := r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, turnInput(t, "t-2"))
+	if !errors.Is(err, agent.ErrFailed) || !strings.Contains(err.Error(), "status 3: broken") {
+		t.Fatalf("err %v; want agent.ErrFailed with the exit status and stderr", err)
+	}
+	if res.ExitCode != 3 || res.Reply != "" {
+		t.Errorf("exit %d reply %q; want 3 and no reply", res.ExitCode, res.Reply)
+	}
+}
+
+// Without a worker, the turn fails as timed out once its deadline and the
+// grace have passed: the gateway counts it as an attempt.
+func TestRemoteTurnNoWorker(t *testing.T) {
+	nc := natsConn(t)
+	r := newRunner(t, nc, `echo hi`, 50*time.Millisecond)
+	res, err := r.Run(t.Context(), agent.Spec{Timeout: 200 * time.Millisecond}, turnInput(t, "t-3"))
+	if !errors.Is(err, agent.ErrFailed) || !res.TimedOut {
+		t.Fatalf("err %v timed out %v; want a timed-out agent.ErrFailed", err, res.TimedOut)
+	}
+}
+
+// An outcome is applied once per turn id: a second outcome for the same
+// turn (a job that ran twice) is dropped, and so is one for a turn nobody
+// waits for.
+func TestRemoteOutcomeOnce(t *testing.T) {
+	nc := natsConn(t)
+	var logs syncBuffer
+	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{"unused"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(o Outcome) {
+		data, _ := json.Marshal(o)
+		// Not de-duplicated by message id: as if two workers ran it.
+		if _, err := js.Publish(context.Background(), resultsPrefix+o.TurnID, data); err != nil {
+			t.Error(err)
+		}
+	}
+	// A worker that takes the job answers twice.
+	cons, err := js.CreateOrUpdateConsumer(t.Context(), TurnsStream, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			return
+		}
+		_ = m.Ack()
+		publish(Outcome{TurnID: "t-4", Worker: "a", Reply: "first"})
+		publish(Outcome{TurnID: "t-4", Worker: "b", Reply: "second"})
+	}()
+	res, err := r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, turnInput(t, "t-4"))
+	if err != nil || res.Reply != "first" {
+		t.Fatalf("reply %q err %v; want the first outcome", res.Reply, err)
+	}
+	testwait.For(t, 10*time.Second, "the second outcome dropped", func() bool {
+		return strings.Contains(logs.String(), "no longer waited for; dropped") && strings.Contains(logs.String(), "worker=b")
+	})
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A worker with one slot runs one turn at a time: a second job waits in the
+// stream until the first is done, and another worker takes it.
+func TestWorkersShareTurns(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	startWorker(t, nc, "w2", 1)
+	gate := filepath.Join(t.TempDir(), "gate")
+	r := newRunner(t, nc, `while [ ! -e "$GATE" ]; do sleep 0.02; done; echo "$SWITCHBOARD_TURN_ID"`, 0)
+	t.Setenv("GATE", gate)
+	type out struct {
+		res agent.Result
+		err error
+	}
+	outs := make(chan out, 2)
+	for _, id := range []string{"t-5", "t-6"} {
+		go func() {
+			res, err := r.Run(context.Background(), agent.Spec{Timeout: 20 * time.Second, Env: []string{"GATE"}}, turnInput(t, id))
+			outs <- out{res, err}
+		}()
+	}
+	// Both turns run at once, one per worker, before the gate opens.
+	testwait.For(t, 10*time.Second, "both workers busy", func() bool {
+		ws, err := r.Workers(t.Context())
+		if err != nil || len(ws) != 2 {
+			return false
+		}
+		return ws[0].Busy == 1 && ws[1].Busy == 1
+	})
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		o := <-outs
+		if o.err != nil {
+			t.Error(o.err)
+		}
+	}
+	ws, err := r.Workers(t.Context())
+	if err != nil || len(ws) != 2 || ws[0].ID != "w1" || ws[0].Slots != 1 {
+		t.Errorf("workers %+v err %v; want w1 and w2 with one slot each", ws, err)
+	}
+}
+
+// A turn taken by a worker that then stops reporting fails long before its
+// deadline: the gateway retries it.
+func TestRemoteWorkerGone(t *testing.T) {
+	nc := natsConn(t)
+	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{"unused"}, Check: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(t.Context(), TurnsStream, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A worker that takes the job, says so, and dies without a trace in
+	// the workers bucket.
+	go func() {
+		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			return
+		}
+		_ = m.Ack()
+		var j Job
+		_ = json.Unmarshal(m.Data(), &j)
+		_ = nc.Publish(takenPrefix+j.TurnID, []byte("ghost"))
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(context.Background(), agent.Spec{Timeout: time.Hour}, turnInput(t, "t-7"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, agent.ErrFailed) || !strings.Contains(err.Error(), "worker ghost stopped reporting") {
+			t.Fatalf("err %v; want the lost worker named", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the turn of a lost worker still waits (its deadline is an hour away)")
+	}
+}
+
+// A worker told to stop takes no new job but finishes the turn it runs and
+// publishes its result.
+func TestWorkerDrains(t *testing.T) {
+	nc := natsConn(t)
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Run(ctx) }()
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Setenv("GATE", gate)
+	r := newRunner(t, nc, `while [ ! -e "$GATE" ]; do sleep 0.02; done; echo drained`, 0)
+	type out struct {
+		res agent.Result
+		err error
+	}
+	outs := make(chan out, 1)
+	go func() {
+		res, err := r.Run(context.Background(), agent.Spec{Timeout: 20 * time.Second, Env: []string{"GATE"}}, turnInput(t, "t-8"))
+		outs <- out{res, err}
+	}()
+	testwait.For(t, 10*time.Second, "the worker busy", func() bool {
+		ws, err := r.Workers(t.Context())
+		return err == nil && len(ws) == 1 && ws[0].Busy == 1
+	})
+	stop()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := <-outs
+	if o.err != nil || o.res.Reply != "drained" {
+		t.Fatalf("reply %q err %v; want the running turn finished", o.res.Reply, o.err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := r.Workers(t.Context()); err != nil || len(ws) != 0 {
+		t.Errorf("workers after the stop: %+v %v; want none", ws, err)
+	}
+}

@@ -1,0 +1,248 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"switchboard/agent"
+)
+
+// DefaultGrace is how long after a turn's deadline the gateway still
+// waits for its outcome: the worker's kill of a timed-out agent (SIGTERM,
+// then SIGKILL 2 s later), the end of its output, and the trip back.
+const DefaultGrace = 5 * time.Second
+
+// RunnerOptions configure a Runner.
+type RunnerOptions struct {
+	// Command is agent.command as configured ("switchboard" and relative
+	// names are resolved by each worker).
+	Command []string
+	Grace   time.Duration // default DefaultGrace
+	// Check is how often a waiting turn checks that the worker running it
+	// still reports (default 2 s).
+	Check  time.Duration
+	Logger *slog.Logger
+}
+
+// Runner is the gateway's agent.Runner for agent.runner: nats.
+type Runner struct {
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	opt   RunnerOptions
+	log   *slog.Logger
+	stop  jetstream.ConsumeContext
+	taken *nats.Subscription
+	mu    sync.Mutex
+	waits map[string]chan Outcome // turn id → its waiting Run
+	by    map[string]string       // turn id → the worker that took it
+}
+
+// NewRunner creates the streams when missing and starts reading outcomes.
+// Close stops it.
+func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, error) {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Grace <= 0 {
+		opt.Grace = DefaultGrace
+	}
+	if opt.Check <= 0 {
+		opt.Check = 2 * time.Second
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	kv, err := ensureStreams(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}}
+	// Which worker took which turn: a hint (core NATS, not stored) that
+	// lets a turn fail as soon as its worker stops reporting, not only at
+	// its deadline.
+	if r.taken, err = nc.Subscribe(takenPrefix+"*", r.noteTaken); err != nil {
+		return nil, fmt.Errorf("subscribe %s: %w", takenPrefix+"*", err)
+	}
+	// Outcomes published from now on; one of a turn nobody waits for (its
+	// deadline passed, or an earlier gateway published it) is dropped.
+	cons, err := js.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		return nil, fmt.Errorf("read stream %s: %w", ResultsStream, err)
+	}
+	if r.stop, err = cons.Consume(r.deliver); err != nil {
+		_ = r.taken.Unsubscribe()
+		return nil, fmt.Errorf("read stream %s: %w", ResultsStream, err)
+	}
+	return r, nil
+}
+
+// Close stops reading outcomes; Runs still waiting end at their deadline.
+func (r *Runner) Close() {
+	r.stop.Stop()
+	_ = r.taken.Unsubscribe()
+}
+
+// noteTaken records the worker that took a turn still waited for.
+func (r *Runner) noteTaken(m *nats.Msg) {
+	turn := strings.TrimPrefix(m.Subject, takenPrefix)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.waits[turn]; ok {
+		r.by[turn] = string(m.Data)
+	}
+}
+
+// workerGone reports the worker that took turn when it no longer reports
+// (its entry in the workers bucket expired or was deleted).
+func (r *Runner) workerGone(ctx context.Context, turn string) (string, bool) {
+	r.mu.Lock()
+	w := r.by[turn]
+	r.mu.Unlock()
+	if w == "" {
+		return "", false
+	}
+	_, err := r.kv.Get(ctx, w)
+	return w, errors.Is(err, jetstream.ErrKeyNotFound)
+}
+
+// deliver hands an outcome to the Run waiting for it, once.
+func (r *Runner) deliver(m jetstream.Msg) {
+	var o Outcome
+	if err := json.Unmarshal(m.Data(), &o); err != nil || o.TurnID == "" {
+		r.log.Warn("remote outcome unreadable; dropped", "subject", m.Subject(), "err", err)
+		return
+	}
+	r.mu.Lock()
+	ch, ok := r.waits[o.TurnID]
+	delete(r.waits, o.TurnID)
+	r.mu.Unlock()
+	if !ok {
+		r.log.Info("remote outcome of a turn no longer waited for; dropped", "turn", o.TurnID, "worker", o.Worker)
+		return
+	}
+	ch <- o // buffered: never blocks
+}
+
+// Run publishes the turn and waits for its outcome until its deadline
+// (spec.Timeout from now) plus Grace. A turn without an outcome by then
+// failed as timed out: the gateway counts it as an attempt. in.Env must
+// hold SWITCHBOARD_TURN_ID.
+func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agent.Result, error) {
+	res := agent.Result{SessionID: in.SessionID, ExitCode: -1}
+	started := time.Now()
+	job, err := r.job(spec, in, started)
+	if err != nil {
+		res.NotStarted = true
+		return res, err
+	}
+	data, err := json.Marshal(job)
+	if err != nil {
+		res.NotStarted = true
+		return res, agent.Failed("encode remote turn: " + err.Error())
+	}
+	ch := make(chan Outcome, 1)
+	r.mu.Lock()
+	r.waits[job.TurnID] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waits, job.TurnID)
+		delete(r.by, job.TurnID)
+		r.mu.Unlock()
+	}()
+	if _, err := r.js.Publish(ctx, TurnsSubject, data, jetstream.WithMsgID(job.TurnID)); err != nil {
+		res.NotStarted = true
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+		}
+		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
+	}
+	r.log.Debug("remote turn published", "turn", job.TurnID, "dir", job.Dir)
+	wait := time.NewTimer(time.Until(time.UnixMilli(job.DeadlineMs)) + r.opt.Grace)
+	defer wait.Stop()
+	check := time.NewTicker(r.opt.Check)
+	defer check.Stop()
+	for {
+		select {
+		case o := <-ch:
+			return outcomeResult(o, in.SessionID)
+		case <-ctx.Done():
+			res.Duration = time.Since(started)
+			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+		case <-check.C:
+			if w, gone := r.workerGone(ctx, job.TurnID); gone {
+				res.Duration = time.Since(started)
+				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it ran the turn; check that worker's log", w, workerTTL))
+			}
+		case <-wait.C:
+			res.Duration = time.Since(started)
+			res.TimedOut = true
+			return res, agent.Failed(fmt.Sprintf("no worker reported the turn's result by its deadline (agent.timeout %s + %s); "+
+				"check that `switchboard worker` processes are running and connected to NATS", spec.Timeout, r.opt.Grace))
+		}
+	}
+}
+
+// job is the turn as workers get it.
+func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error) {
+	dir, err := filepath.Abs(in.Dir)
+	if err != nil {
+		return Job{}, agent.Failed("group folder: " + err.Error())
+	}
+	j := Job{Dir: dir, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
+		Output: spec.Output, MaxOutput: spec.MaxOutput}
+	if len(j.Command) == 0 {
+		j.Command = spec.Command
+	}
+	for _, kv := range in.Env {
+		switch {
+		case strings.HasPrefix(kv, "SWITCHBOARD_MCP_SOCKET="): // the socket stays on the gateway
+			continue
+		case strings.HasPrefix(kv, "SWITCHBOARD_TURN_ID="):
+			j.TurnID = strings.TrimPrefix(kv, "SWITCHBOARD_TURN_ID=")
+		}
+		j.Env = append(j.Env, kv)
+	}
+	for _, name := range spec.Env {
+		if v, ok := os.LookupEnv(name); ok {
+			j.Env = append(j.Env, name+"="+v)
+		}
+	}
+	if j.TurnID == "" {
+		return j, agent.Failed("remote turn without SWITCHBOARD_TURN_ID (a bug)")
+	}
+	if spec.Timeout <= 0 {
+		return j, agent.Failed("agent.runner nats needs agent.timeout: a turn on a lost worker would wait forever")
+	}
+	j.DeadlineMs = now.Add(spec.Timeout).UnixMilli()
+	return j, nil
+}
+
+// outcomeResult is what agent.Run returned on the worker.
+func outcomeResult(o Outcome, session string) (agent.Result, error) {
+	res := agent.Result{Reply: o.Reply, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
+		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr}
+	if res.SessionID == "" {
+		res.SessionID = session
+	}
+	if o.Error != "" {
+		res.Reply = ""
+		return res, agent.Failed(o.Error + " (on worker " + o.Worker + ")")
+	}
+	return res, nil
+}
+
+// Workers lists the live workers (those that reported within workerTTL).
+func (r *Runner) Workers(ctx context.Context) ([]WorkerInfo, error) { return listWorkers(ctx, r.kv) }

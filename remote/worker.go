@@ -1,0 +1,281 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"switchboard/agent"
+)
+
+// WorkerOptions configure a Worker.
+type WorkerOptions struct {
+	ID    string // names the worker in outcomes and the workers bucket; default host-pid
+	Slots int    // turns at once (≥ 1)
+	// Prepare turns a job's command (agent.command as the gateway has it
+	// configured) into the spec to run it with on this machine: argv[0]
+	// resolved, the sandbox. The worker fills in the rest from the job.
+	Prepare func(command []string) (agent.Spec, error)
+	// Drain is how long running turns may go on after ctx ends; then they
+	// are cancelled. Default 30 s.
+	Drain time.Duration
+	// Poll is how long one fetch waits for a job on the server; a stopping
+	// worker waits for its fetches to end. Default 5 s.
+	Poll   time.Duration
+	Logger *slog.Logger
+}
+
+// Worker pulls jobs from the turns stream and runs them.
+type Worker struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	opt     WorkerOptions
+	log     *slog.Logger
+	host    string
+	started time.Time
+	busy    atomic.Int32
+}
+
+// NewWorker creates the streams and the shared consumer when missing.
+func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, error) {
+	if opt.Slots < 1 {
+		return nil, fmt.Errorf("--slots %d: want at least 1", opt.Slots)
+	}
+	if opt.Prepare == nil {
+		return nil, errors.New("remote.NewWorker: no Prepare")
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Drain <= 0 {
+		opt.Drain = 30 * time.Second
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = 5 * time.Second
+	}
+	host, _ := os.Hostname()
+	if opt.ID == "" {
+		opt.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	kv, err := ensureStreams(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{nc: nc, js: js, kv: kv, opt: opt, log: opt.Logger, host: host, started: time.Now()}, nil
+}
+
+// Run pulls and runs jobs until ctx ends, then lets running turns finish
+// (up to Drain) and publish their outcomes.
+func (w *Worker) Run(ctx context.Context) error {
+	// MaxDeliver 1: a job is never redelivered. The worker acknowledges it
+	// when it takes it; a worker that dies mid-turn leaves the turn to the
+	// gateway, which fails it when the worker stops reporting (or at its
+	// deadline) and applies its own retry policy.
+	cons, err := w.js.CreateOrUpdateConsumer(ctx, TurnsStream, jetstream.ConsumerConfig{
+		Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1, AckWait: 30 * time.Second,
+		MaxAckPending: -1, MaxWaiting: 4096,
+	})
+	if err != nil {
+		return fmt.Errorf("create consumer %s on %s: %w", consumerName, TurnsStream, err)
+	}
+	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTurns()
+	stopDrain := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(w.opt.Drain, cancelTurns)
+		context.AfterFunc(turnCtx, func() { t.Stop() })
+	})
+	defer stopDrain()
+	w.heartbeat(ctx)
+	w.log.Info("worker pulling turns", "worker", w.opt.ID, "slots", w.opt.Slots)
+	var slots sync.WaitGroup
+	for range w.opt.Slots {
+		slots.Go(func() { w.slot(ctx, turnCtx, cons) })
+	}
+	hb := time.NewTicker(workerTTL / 3)
+	defer hb.Stop()
+	done := make(chan struct{})
+	go func() { slots.Wait(); close(done) }()
+	for {
+		select {
+		case <-hb.C:
+			// Also while draining: the gateway fails the turns of a worker
+			// that stops reporting.
+			w.heartbeat(context.WithoutCancel(ctx))
+		case <-done:
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = w.kv.Delete(dctx, w.opt.ID)
+			cancel()
+			return nil
+		}
+	}
+}
+
+// slot is one turn at a time: it fetches a job only when the previous one
+// is done.
+func (w *Worker) slot(ctx, turnCtx context.Context, cons jetstream.Consumer) {
+	for ctx.Err() == nil {
+		// A long poll that the server ends (after Poll). Not a context: a
+		// fetch abandoned by the client while the server delivers a job
+		// would lose it (it is never redelivered), so a job that arrives
+		// while the worker stops is still run.
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(w.opt.Poll))
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("fetch turn", "err", err)
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			w.take(context.WithoutCancel(ctx), turnCtx, m)
+		}
+		if err := batch.Error(); err != nil && ctx.Err() == nil && !errors.Is(err, nats.ErrTimeout) {
+			w.log.Warn("fetch turn", "err", err)
+			sleep(ctx, time.Second)
+		}
+	}
+}
+
+// take acknowledges a job, runs it and publishes its outcome.
+func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := m.DoubleAck(actx); err != nil {
+		// Run it anyway: with MaxDeliver 1 no one else gets it; the
+		// stream drops it when it expires.
+		w.log.Warn("acknowledge turn; running it anyway", "err", err)
+	}
+	cancel()
+	var j Job
+	if err := json.Unmarshal(m.Data(), &j); err != nil || j.TurnID == "" {
+		w.log.Warn("turn unreadable; dropped", "err", err)
+		return
+	}
+	w.busy.Add(1)
+	w.heartbeat(ctx)
+	if err := w.nc.Publish(takenPrefix+j.TurnID, []byte(w.opt.ID)); err != nil {
+		w.log.Warn("announce turn taken", "turn", j.TurnID, "err", err)
+	}
+	o := w.run(turnCtx, j)
+	w.busy.Add(-1)
+	data, _ := json.Marshal(o)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := w.js.Publish(pctx, resultsPrefix+j.TurnID, data, jetstream.WithMsgID(j.TurnID)); err != nil {
+		w.log.Error("publish turn result", "turn", j.TurnID, "err", err)
+		return
+	}
+	w.log.Info("turn done", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir, "ms", o.DurationMs, "ok", o.Error == "")
+}
+
+// run runs a job with agent.Run in its folder (at the gateway's path).
+func (w *Worker) run(ctx context.Context, j Job) Outcome {
+	o := Outcome{TurnID: j.TurnID, Worker: w.opt.ID, ExitCode: -1, SessionID: j.SessionID}
+	left := time.Until(time.UnixMilli(j.DeadlineMs))
+	if left <= 0 {
+		o.NotStarted, o.Error = true, "the turn's deadline passed before a worker took it"
+		return o
+	}
+	spec, err := w.opt.Prepare(j.Command)
+	if err != nil {
+		o.NotStarted, o.Error = true, err.Error()
+		return o
+	}
+	spec.ResumeArgs, spec.Output, spec.MaxOutput, spec.Timeout = j.ResumeArgs, j.Output, j.MaxOutput, left
+	spec.Env = nil // the job carries the values the gateway allowed
+	// The folder is not copied (no snapshots yet): it is the worker's own
+	// at the gateway's path, created when missing.
+	if err := os.MkdirAll(j.Dir, 0o700); err != nil {
+		o.NotStarted, o.Error = true, fmt.Sprintf("create the group folder %s on worker: %v", j.Dir, err)
+		return o
+	}
+	w.log.Info("turn starting", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir)
+	res, err := agent.Run(ctx, spec, agent.Input{Dir: j.Dir, Env: slices.Clone(j.Env), SessionID: j.SessionID, Prompt: j.Prompt})
+	o.Reply, o.SessionID, o.DurationMs, o.ExitCode = res.Reply, res.SessionID, res.Duration.Milliseconds(), res.ExitCode
+	o.NotStarted, o.TimedOut, o.Truncated, o.Stderr = res.NotStarted, res.TimedOut, res.Truncated, res.Stderr
+	if err != nil {
+		o.Error = err.Error()
+	}
+	return o
+}
+
+// heartbeat records the worker in the workers bucket.
+func (w *Worker) heartbeat(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info := WorkerInfo{ID: w.opt.ID, Host: w.host, Slots: w.opt.Slots, Busy: int(w.busy.Load()), Started: w.started, Seen: time.Now()}
+	data, _ := json.Marshal(info)
+	if _, err := w.kv.Put(ctx, w.opt.ID, data); err != nil && ctx.Err() == nil {
+		w.log.Warn("record worker heartbeat", "err", err)
+	}
+}
+
+// listWorkers reads the workers bucket.
+func listWorkers(ctx context.Context, kv jetstream.KeyValue) ([]WorkerInfo, error) {
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	var out []WorkerInfo
+	for k := range keys.Keys() {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue // expired meanwhile
+		}
+		var wi WorkerInfo
+		if json.Unmarshal(e.Value(), &wi) == nil {
+			out = append(out, wi)
+		}
+	}
+	slices.SortFunc(out, func(a, b WorkerInfo) int { return compareStrings(a.ID, b.ID) })
+	return out, nil
+}
+
+// ListWorkers lists the live workers known to the NATS server nc talks to.
+func ListWorkers(ctx context.Context, nc *nats.Conn) ([]WorkerInfo, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, workersBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", workersBucket, err)
+	}
+	return listWorkers(ctx, kv)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
