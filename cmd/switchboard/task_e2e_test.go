@@ -91,7 +91,10 @@ func waitRun(t *testing.T, bin, dir string, id int64) []cliRun {
 }
 
 // soon is a whole-second instant 2 to 3 seconds from now.
-func soon() time.Time { return time.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second) }
+// soon is a one-shot instant far enough ahead that the CLI processes adding
+// tasks for it start before it passes on a loaded machine (2 s was not:
+// "the time is already past" under make test beside other builds).
+func soon() time.Time { return time.Now().Add(5 * time.Second).Truncate(time.Second).Add(time.Second) }
 
 // A one-shot task added with the CLI while the gateway runs fires once at
 // its instant as a task turn of its folder (CONTRACT §8, §10): the agent
