@@ -180,15 +180,11 @@ routes:
 	}
 	// The agent process's share, as the gateway measured each turn.
 	var agentMS []float64
-	g.mu.Lock()
-	for _, rec := range g.logs {
-		if rec["msg"] == "turn done" {
-			if ms, ok := rec["ms"].(float64); ok {
-				agentMS = append(agentMS, ms)
-			}
+	for _, rec := range g.records("turn done", "", "") {
+		if ms, ok := rec["ms"].(float64); ok {
+			agentMS = append(agentMS, ms)
 		}
 	}
-	g.mu.Unlock()
 	t.Logf("claude_turn_latency: Claude Code %s in bubblewrap against a local fake API, message posted → reply in the room: median %s over %d turns %v (first turn, cold, with a tool call: %s); the agent process took (ms, all turns) %v",
 		claudeCodeVersion, median(lat).Round(time.Millisecond), len(lat), roundAll(lat), first.Round(time.Millisecond), agentMS)
 

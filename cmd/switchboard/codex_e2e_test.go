@@ -134,7 +134,7 @@ routes:
 			if repliedAfter == 0 && replied() {
 				repliedAfter = time.Since(start)
 			}
-			return len(codexLogs(g, "turn done")) == i+1
+			return len(g.records("turn done", "", "")) == i+1
 		})
 		testwait.For(t, 10*time.Second, fmt.Sprintf("turn %d's reply %q in web:%s", i+1, want, p.room), replied)
 		if repliedAfter == 0 {
@@ -246,7 +246,7 @@ routes:
 		}
 	})
 
-	for _, rec := range codexLogs(g, "turn done") {
+	for _, rec := range g.records("turn done", "", "") {
 		if want := rec["jid"] == "web:hall"; rec["stdout_reply"] != want {
 			t.Errorf("turn done: %v, want stdout_reply %v (Codex replied through MCP in the lobby, with its final text in the hall)", rec, want)
 		}
@@ -298,19 +298,6 @@ func codexFinalText(chat, msgID string) string {
 		return "codex answered " + msgID
 	}
 	return "final text of " + msgID + " (sent already through reply)"
-}
-
-// codexLogs returns every log record of g with msg.
-func codexLogs(g *gw, msg string) []map[string]any {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var out []map[string]any
-	for _, r := range g.logs {
-		if r["msg"] == msg {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // codexDocBlock returns the fenced block of docs/operating.md whose first
@@ -405,7 +392,7 @@ func codexInstall(t *testing.T) string {
 	t.Helper()
 	triple := map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
 	if triple == "" {
-		t.Skipf("no @openai/codex native binary for linux/%s", runtime.GOARCH)
+		unavailable(t, "no @openai/codex native binary for linux/%s", runtime.GOARCH)
 	}
 	dir := npmPackage(t, "the Codex CLI test", "@openai/codex@"+codexVersion)
 	native := filepath.Join(dir, "node_modules", "@openai", "codex-"+npmPlatform(t, runtime.GOOS, runtime.GOARCH), "vendor", triple, "bin", "codex")

@@ -115,10 +115,66 @@ type gw struct {
 	adminAddr string
 	http      *http.Client
 
-	mu     sync.Mutex
-	logs   []map[string]any
+	procLog
 	exited chan struct{}
 	err    error // Wait's result, once exited is closed
+}
+
+// procLog keeps the JSON log records a switchboard process (gateway or
+// worker) writes to stderr.
+type procLog struct {
+	mu   sync.Mutex
+	logs []map[string]any
+}
+
+// read collects r's lines until it ends; a line that is not JSON is kept
+// as {"msg": "(not json)", "line": ...}.
+func (l *procLog) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec map[string]any
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			rec = map[string]any{"msg": "(not json)", "line": sc.Text()}
+		}
+		l.mu.Lock()
+		l.logs = append(l.logs, rec)
+		l.mu.Unlock()
+	}
+}
+
+// records returns the records with msg whose attribute key is val (every
+// record with msg when key is "").
+func (l *procLog) records(msg, key, val string) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, r := range l.logs {
+		if r["msg"] == msg && (key == "" || r[key] == val) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// findLog returns the last record with msg.
+func (l *procLog) findLog(msg string) map[string]any {
+	if rs := l.records(msg, "", ""); len(rs) > 0 {
+		return rs[len(rs)-1]
+	}
+	return nil
+}
+
+func (l *procLog) logText() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var sb strings.Builder
+	for _, r := range l.logs {
+		b, _ := json.Marshal(r)
+		sb.Write(b)
+		sb.WriteByte('\n')
+	}
+	return sb.String()
 }
 
 // newE2E writes the config and agent script into a fresh dir.
@@ -217,17 +273,7 @@ func startGW(t testing.TB, dir string, env ...string) *gw {
 	scanned := make(chan struct{})
 	go func() {
 		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
-				rec = map[string]any{"msg": "(not json)", "line": sc.Text()}
-			}
-			g.mu.Lock()
-			g.logs = append(g.logs, rec)
-			g.mu.Unlock()
-		}
+		g.read(stderr)
 	}()
 	go func() {
 		<-scanned // Wait closes the pipe: read everything first
@@ -269,30 +315,6 @@ func startGW(t testing.TB, dir string, env ...string) *gw {
 		g.adminAddr, _ = rec["addr"].(string)
 	}
 	return g
-}
-
-// findLog returns the last log record with msg.
-func (g *gw) findLog(msg string) map[string]any {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for i := len(g.logs) - 1; i >= 0; i-- {
-		if g.logs[i]["msg"] == msg {
-			return g.logs[i]
-		}
-	}
-	return nil
-}
-
-func (g *gw) logText() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var sb strings.Builder
-	for _, r := range g.logs {
-		b, _ := json.Marshal(r)
-		sb.Write(b)
-		sb.WriteByte('\n')
-	}
-	return sb.String()
 }
 
 // kill sends SIGKILL (a crash) and waits for the process to be gone.

@@ -44,10 +44,7 @@ func npmPackage(t *testing.T, what, spec string) string {
 		_, err = exec.LookPath("node")
 	}
 	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("skipping %s: npm/node is not on PATH and CI is unset (%v); install Node 20+ with npm to run it", what, err)
-		}
-		t.Fatalf("%s needs Node and npm on PATH in CI: %v", what, err)
+		unavailable(t, "%s needs Node 20+ and npm on PATH: %v", what, err)
 	}
 
 	cache, err := os.UserCacheDir()
@@ -89,10 +86,7 @@ func npmPackage(t *testing.T, what, spec string) string {
 		}
 	}
 	if err := registryReachable(); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("skipping %s: the npm registry cannot be reached (%v); it runs when online and always in CI", what, err)
-		}
-		t.Fatalf("%s needs the npm registry in CI: %v", what, err)
+		unavailable(t, "%s needs the npm registry, which cannot be reached: %v", what, err)
 	}
 
 	tmp, err := os.MkdirTemp(root, ".tmp-"+safe+"-")
@@ -132,13 +126,25 @@ func npmPackage(t *testing.T, what, spec string) string {
 	return final
 }
 
+// unavailable ends a test that cannot run on this machine: a skip that
+// says what is missing, or, when CI is set, a failure, so that a green CI
+// never hides a test that did not run (make test installs what they need).
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	why := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s (CI is set: a test that cannot run here fails)", why)
+	}
+	t.Skipf("skipped: %s (with CI set this fails)", why)
+}
+
 // npmPlatform is the suffix of the per-platform packages that CLIs such as
 // Claude Code ship their native binary in (claude-code-linux-x64, …).
 func npmPlatform(t *testing.T, goos, goarch string) string {
 	t.Helper()
 	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[goarch]
 	if arch == "" || (goos != "linux" && goos != "darwin") {
-		t.Skipf("no native npm package for %s/%s", goos, goarch)
+		unavailable(t, "no native npm package for %s/%s", goos, goarch)
 	}
 	return goos + "-" + arch
 }

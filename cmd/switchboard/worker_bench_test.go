@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,23 +10,20 @@ import (
 	"switchboard/internal/testwait"
 )
 
-// TestBenchWorkers measures, with the demo agent (answering over MCP HTTP)
-// and the real binary: turns per second with the local runner and with 1
-// and 2 `switchboard worker` processes, and the time from a message to its
-// answer (one turn at a time) locally and through a worker. It only runs
-// with SWITCHBOARD_BENCH=1 and reports with t.Log:
+// BenchmarkWorkers measures, with the demo agent (answering over MCP HTTP)
+// and the real binary, the local runner against 1 and 2 `switchboard
+// worker` processes: each iteration posts one message in each of 40 rooms
+// at once and waits until all are answered (turns/s), then one message at a
+// time in one room (message→answer p50, p90).
 //
-//	SWITCHBOARD_BENCH=1 go test -run TestBenchWorkers -v ./cmd/switchboard/
-func TestBenchWorkers(t *testing.T) {
-	if os.Getenv("SWITCHBOARD_BENCH") == "" {
-		t.Skip("a benchmark: set SWITCHBOARD_BENCH=1")
-	}
-	const rooms, latencyTurns = 40, 30
+//	go test -run '^$' -bench Workers -benchtime 3x ./cmd/switchboard/
+func BenchmarkWorkers(b *testing.B) {
+	const rooms = 40
 	for _, c := range []struct {
 		name    string
 		workers int
 	}{{"local", 0}, {"nats-1-worker", 1}, {"nats-2-workers", 2}} {
-		t.Run(c.name, func(t *testing.T) {
+		b.Run(c.name, func(b *testing.B) {
 			var routes strings.Builder
 			var groups []string
 			for r := range rooms {
@@ -40,40 +36,41 @@ func TestBenchWorkers(t *testing.T) {
 				cfg.agentExtra = "  runner: nats\n"
 				cfg.extra += "nats: {embedded: true, listen: \"127.0.0.1:0\"}\n"
 			}
-			dir := newE2E(t, cfg)
-			g := startGW(t, dir)
+			dir := newE2E(b, cfg)
+			g := startGW(b, dir)
 			for i := range c.workers {
-				startWorker(t, dir, fmt.Sprintf("w%d", i), g.findLog("embedded nats server listening")["url"].(string), 4)
+				startWorker(b, dir, fmt.Sprintf("w%d", i), g.findLog("embedded nats server listening")["url"].(string), 4)
 			}
-			// Warm up: one turn per room.
-			answer := func(room, text string) bool { return quoted(g, room, text) > 0 }
-			// Latency: one message at a time in r0.
+			answered := func(room, text string) bool { return quoted(g, room, text) > 0 }
 			var lat []time.Duration
-			for i := range latencyTurns {
-				text := fmt.Sprintf("lat-%d", i)
+			var busy time.Duration
+			b.ResetTimer()
+			for i := range b.N {
 				start := time.Now()
-				g.mustPost("r0", text, text) // a sender each: under the flood limits
-				testwait.For(t, 30*time.Second, text+" answered", func() bool { return answer("r0", text) })
-				lat = append(lat, time.Since(start))
+				for r := range rooms { // a sender each: under the flood limits
+					g.mustPost(fmt.Sprintf("r%d", r), fmt.Sprintf("s%d", r), fmt.Sprintf("tp-%d-%d", i, r))
+				}
+				testwait.For(b, 120*time.Second, "every room answered", func() bool {
+					for r := range rooms {
+						if !answered(fmt.Sprintf("r%d", r), fmt.Sprintf("tp-%d-%d", i, r)) {
+							return false
+						}
+					}
+					return true
+				})
+				busy += time.Since(start)
+				for j := range 10 {
+					text := fmt.Sprintf("lat-%d-%d", i, j)
+					start := time.Now()
+					g.mustPost("r0", text, text)
+					testwait.For(b, 30*time.Second, text+" answered", func() bool { return answered("r0", text) })
+					lat = append(lat, time.Since(start))
+				}
 			}
 			slices.Sort(lat)
-			// Throughput: one message in each room at once.
-			start := time.Now()
-			for r := range rooms {
-				g.mustPost(fmt.Sprintf("r%d", r), fmt.Sprintf("s%d", r), fmt.Sprintf("tp-%d", r))
-			}
-			testwait.For(t, 120*time.Second, "every room answered", func() bool {
-				for r := range rooms {
-					if !answer(fmt.Sprintf("r%d", r), fmt.Sprintf("tp-%d", r)) {
-						return false
-					}
-				}
-				return true
-			})
-			el := time.Since(start)
-			t.Logf("%s: message→answer p50 %s p90 %s max %s (%d turns one at a time); %d turns at once in %s = %.1f turns/s",
-				c.name, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond),
-				latencyTurns, rooms, el.Round(time.Millisecond), float64(rooms)/el.Seconds())
+			b.ReportMetric(float64(rooms*b.N)/busy.Seconds(), "turns/s")
+			b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*9/10].Milliseconds()), "p90-ms")
 		})
 	}
 }

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,10 +16,9 @@ import (
 
 // worker is one `switchboard worker` process.
 type worker struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	logs   []map[string]any
+	t   testing.TB
+	cmd *exec.Cmd
+	procLog
 	exited chan struct{}
 }
 
@@ -43,17 +39,7 @@ func startWorker(t testing.TB, dir, name, natsURL string, slots int) *worker {
 		t.Fatal(err)
 	}
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
-				rec = map[string]any{"msg": "(not json)", "line": sc.Text()}
-			}
-			w.mu.Lock()
-			w.logs = append(w.logs, rec)
-			w.mu.Unlock()
-		}
+		w.read(stderr)
 		_ = w.cmd.Wait()
 		close(w.exited)
 	}()
@@ -78,32 +64,6 @@ func startWorker(t testing.TB, dir, name, natsURL string, slots int) *worker {
 		return len(w.records("worker pulling turns", "", "")) > 0
 	})
 	return w
-}
-
-// records returns the log records with msg whose attribute key is val
-// (any record with msg when key is "").
-func (w *worker) records(msg, key, val string) []map[string]any {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []map[string]any
-	for _, r := range w.logs {
-		if r["msg"] == msg && (key == "" || r[key] == val) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func (w *worker) logText() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var sb strings.Builder
-	for _, r := range w.logs {
-		b, _ := json.Marshal(r)
-		sb.Write(b)
-		sb.WriteByte('\n')
-	}
-	return sb.String()
 }
 
 // natsE2E is a gateway whose turns run on workers through the embedded
@@ -233,12 +193,10 @@ func TestE2EWorkers(t *testing.T) {
 	}
 	// The lost turn was recorded as a failed attempt (its token revoked
 	// with it) and the batch ran again as a new turn.
-	g.mu.Lock()
 	failed := false
-	for _, r := range g.logs {
-		failed = failed || (r["msg"] == "turn failed" && r["turn"] == turn && strings.Contains(fmt.Sprint(r["err"]), "stopped reporting"))
+	for _, r := range g.records("turn failed", "turn", turn) {
+		failed = failed || strings.Contains(fmt.Sprint(r["err"]), "stopped reporting")
 	}
-	g.mu.Unlock()
 	if !failed {
 		t.Errorf("turn %s on the killed worker was not recorded as failed when its worker stopped reporting", turn)
 	}
