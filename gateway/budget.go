@@ -135,18 +135,13 @@ func (g *Gateway) holdForBudget(ctx context.Context, b store.Batch) bool {
 	}
 	g.log.Warn("turns held: budget used up", "folder", b.Folder, "jid", b.ChatJID, "budget_of", h.owner, "window", h.window,
 		"until", h.until.Format(time.RFC3339))
-	if err := g.st.DeferChat(ctx, b.Folder, b.ChatJID, b.Topic, h.until); err != nil {
+	// The key makes the notice one per chat, group and window, across restarts.
+	key := fmt.Sprintf("budget/%s/%s/%s/%s/%d", h.window, b.Folder, b.ChatJID, b.Topic, h.until.Unix())
+	notice := "This group's " + reason + ". Messages are kept and answered then, or as soon as an operator raises the cap."
+	if err := g.holdChat(ctx, b, h.until, time.Until(h.until), notice, key); err != nil {
 		g.log.Error("hold chat for budget", "folder", b.Folder, "jid", b.ChatJID, "err", err)
 		return false
 	}
-	// The key makes the notice one per chat, group and window, across restarts.
-	key := fmt.Sprintf("budget/%s/%s/%s/%s/%d", h.window, b.Folder, b.ChatJID, b.Topic, h.until.Unix())
-	notice := control.SendRequest{Chat: b.ChatJID, Topic: b.Topic, Folder: b.Folder, Kind: store.OutboxNotice, Key: key,
-		Text: "This group's " + reason + ". Messages are kept and answered then, or as soon as an operator raises the cap."}
-	if _, err := g.send(ctx, notice); err != nil {
-		g.log.Error("tell the chat its budget is used up", "folder", b.Folder, "jid", b.ChatJID, "err", err)
-	}
-	g.workers.kickAfter(b.Folder, time.Until(h.until))
 	return true
 }
 

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"switchboard/control"
 	"switchboard/store"
 )
 
@@ -246,7 +245,7 @@ func (g *Gateway) holdFlood(ctx context.Context, b store.Batch) bool {
 		notice = fmt.Sprintf("Slow down: %s started %s in the last %s, the limit here. Nothing is lost: "+
 			"I'll answer the messages sent meanwhile at %s.", who, count(rate.Count, "turn"), spell(rate.Window), g.clockTime(until))
 	}
-	if err := g.holdChat(ctx, b, until, wait, notice); err != nil {
+	if err := g.holdChat(ctx, b, until, wait, notice, ""); err != nil {
 		g.log.Error("hold flooded chat", "folder", b.Folder, "jid", b.ChatJID, "err", err)
 		return false
 	}
@@ -293,25 +292,6 @@ func batchSenders(b store.Batch) (senders, names []string) {
 		}
 	}
 	return senders, names
-}
-
-// holdChat defers b's chat and topic until until (store time; wait from
-// now): its messages stay queued and run as one batch afterwards, the
-// folder's other chats go on. It queues notice to the chat (unless empty)
-// and wakes the folder when the wait is over.
-func (g *Gateway) holdChat(ctx context.Context, b store.Batch, until time.Time, wait time.Duration, notice string) error {
-	if err := g.st.DeferChat(ctx, b.Folder, b.ChatJID, b.Topic, until); err != nil {
-		return err
-	}
-	if notice != "" {
-		req := control.SendRequest{Chat: b.ChatJID, Topic: b.Topic, Folder: b.Folder, Text: notice, Kind: store.OutboxNotice,
-			Key: control.NewID("hold-")}
-		if _, err := g.send(ctx, req); err != nil {
-			g.log.Error("tell the held chat", "folder", b.Folder, "jid", b.ChatJID, "err", err)
-		}
-	}
-	g.workers.kickAfter(b.Folder, wait)
-	return nil
 }
 
 // chainDepth is the depth of b's turn: the shallowest of its items. A

@@ -134,7 +134,7 @@ func (g *Gateway) pauseLoop(ctx context.Context, b store.Batch) bool {
 	text := fmt.Sprintf("Paused until %s: the last %d turns here were all started by messages posted while the agent was still running, "+
 		"which looks like the agent posting into its own room. Messages are kept and answered after the pause.",
 		g.clockTime(until), g.loops.cfg.Turns)
-	if err := g.holdChat(ctx, b, until, g.loops.cfg.Pause, text); err != nil {
+	if err := g.holdChat(ctx, b, until, g.loops.cfg.Pause, text, ""); err != nil {
 		g.log.Error("pause web room", "folder", b.Folder, "jid", b.ChatJID, "err", err)
 		return false
 	}
