@@ -331,19 +331,8 @@ func TestHTTPListChanged(t *testing.T) {
 			other := h.connectHTTP(t, "acme/eng", legacy)
 			ch, chOther := notes(c), notes(other)
 			if !legacy {
-				for _, pair := range []struct {
-					c  *client.Client
-					ch <-chan mcp.JSONRPCNotification
-				}{{c, ch}, {other, chOther}} {
-					stop, err := pair.c.ListenAsync(ctx, mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(stop)
-					if !waitNote(pair.ch, mcp.MethodNotificationSubscriptionsAcknowledged, 10*time.Second) {
-						t.Fatal("no subscriptions/acknowledged")
-					}
-				}
+				listenToolsChanged(t, c, ch)
+				listenToolsChanged(t, other, chOther)
 			}
 			before := listed(t, c)
 			if err := h.st.SetGrantOverrides(ctx, "acme", []string{"!like", "!pin_message"}); err != nil {

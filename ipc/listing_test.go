@@ -318,19 +318,8 @@ func TestListChanged(t *testing.T) {
 				if affected.ProtocolVersion() != mcp.ProtocolVersion20260728 {
 					t.Fatalf("client negotiated %s, want the stateless protocol", affected.ProtocolVersion())
 				}
-				for _, pair := range []struct {
-					c  *client.Client
-					ch <-chan mcp.JSONRPCNotification
-				}{{affected, chA}, {affected2, chA2}} {
-					stop, err := pair.c.ListenAsync(ctx, mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(stop)
-					if !waitNote(pair.ch, mcp.MethodNotificationSubscriptionsAcknowledged, 10*time.Second) {
-						t.Fatal("no subscriptions/acknowledged")
-					}
-				}
+				listenToolsChanged(t, affected, chA)
+				listenToolsChanged(t, affected2, chA2)
 			}
 			before := listed(t, affected)
 			if err := h.st.SetGrantOverrides(ctx, "acme", []string{"!like", "!pin_message"}); err != nil {
@@ -447,5 +436,20 @@ func TestSocketPathTooLongKeepsGateway(t *testing.T) {
 	case err := <-h.done:
 		t.Fatalf("gateway stopped: %v", err)
 	default:
+	}
+}
+
+// listenToolsChanged opens c's 2026-07-28 subscriptions/listen stream for
+// tools list_changed (ch is c's notifications) and waits for its
+// acknowledgement; the stream ends with the test.
+func listenToolsChanged(t *testing.T, c *client.Client, ch <-chan mcp.JSONRPCNotification) {
+	t.Helper()
+	stop, err := c.ListenAsync(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	if !waitNote(ch, mcp.MethodNotificationSubscriptionsAcknowledged, 10*time.Second) {
+		t.Fatal("no subscriptions/acknowledged")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"switchboard/agent"
+	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 )
 
@@ -124,7 +124,7 @@ func TestRemoteTurnNoWorker(t *testing.T) {
 // waits for.
 func TestRemoteOutcomeOnce(t *testing.T) {
 	nc := natsConn(t)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{"unused"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -162,23 +162,6 @@ func TestRemoteOutcomeOnce(t *testing.T) {
 	testwait.For(t, 10*time.Second, "the second outcome dropped", func() bool {
 		return strings.Contains(logs.String(), "no longer waited for; dropped") && strings.Contains(logs.String(), "worker=b")
 	})
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A worker with one slot runs one turn at a time: a second job waits in the

@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 )
 
@@ -387,7 +388,7 @@ type sdkLine struct {
 
 type sdkProc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testlog.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -411,7 +412,7 @@ func (p *sdkProc) waitErr() error {
 func startSDKClient(t *testing.T, npmDir, sdk, bin, socket, text, hidden string) (*sdkProc, <-chan sdkLine) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*interopClientTimeout)
-	p := &sdkProc{stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &sdkProc{stderr: &testlog.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, "node", filepath.Join(npmDir, "sdk-client.mjs"), sdk, bin, socket, text, hidden)
 	p.cmd.Dir = npmDir
 	p.cmd.Stderr = p.stderr

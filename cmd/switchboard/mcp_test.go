@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"switchboard/grants"
+	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 	"switchboard/store"
 )
@@ -131,7 +131,7 @@ routes:
 	t.Setenv("SWITCHBOARD_TEST_HELPER", "1")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	go func() {
 		done <- run(ctx, []string{"--config", path, "run"}, os.Getenv, strings.NewReader(""), io.Discard, logs)
 	}()
@@ -325,24 +325,6 @@ echo "stdout reply"
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the gateway's logger and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func quoteAll(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
@@ -373,7 +355,7 @@ func TestBridgeExitsWhenGatewayCloses(t *testing.T) {
 	stdinR, stdinW := io.Pipe()
 	defer stdinW.Close()
 	go stdinW.Write([]byte("{\"ping\":1}\n"))
-	var out syncBuffer
+	var out testlog.Buffer
 	done := make(chan error, 1)
 	go func() { done <- bridge(context.Background(), path, "", stdinR, &out) }()
 	select {

@@ -20,6 +20,7 @@ import (
 
 	"switchboard/grants"
 	"switchboard/internal/testcert"
+	"switchboard/internal/testlog"
 	"switchboard/store"
 )
 
@@ -192,7 +193,7 @@ func TestBridgeURLBothProtocols(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var stderr syncBuffer
+			var stderr testlog.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
