@@ -211,14 +211,6 @@ func (f *floodLimiter) arrived(k loopKey, sender string) (time.Time, bool) {
 	return until, true
 }
 
-// limitTurn runs before a turn starts and reports whether it is not to
-// run: a chain of agent-started turns too deep (the item is settled with
-// the reason recorded), or a message turn over a flood limit (the chat's
-// work waits, stored, for the next allowed turn).
-func (g *Gateway) limitTurn(ctx context.Context, b store.Batch, turn store.Turn) bool {
-	return g.stopChain(ctx, b, turn) || g.holdFlood(ctx, b)
-}
-
 // holdFlood holds a message turn that a flood limit does not allow now:
 // the chat and topic's work waits until the limit allows the next turn
 // (then it all runs as one batch), and the chat is told once per window.

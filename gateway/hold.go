@@ -30,3 +30,13 @@ func (g *Gateway) holdChat(ctx context.Context, b store.Batch, until time.Time, 
 	g.workers.kickAfter(b.Folder, wait)
 	return nil
 }
+
+// withheld reports whether b's turn is not to run now, deciding in this
+// order: a chain of agent-started turns too deep is stopped (recorded as
+// failed); a used-up budget holds the chat (or skips a task run); then a
+// flood limit holds it; then the web-room loop guard pauses it. The flood
+// and loop counts are taken last, so a turn a budget holds is counted by
+// neither.
+func (g *Gateway) withheld(ctx context.Context, b store.Batch, turn store.Turn) bool {
+	return g.stopChain(ctx, b, turn) || g.holdForBudget(ctx, b) || g.holdFlood(ctx, b) || g.pauseLoop(ctx, b)
+}

@@ -79,7 +79,13 @@ echo "reply $n"; echo '{"switchboard_usage": {"cost_usd": 1}}'`
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, harnessConfig{agent: []string{"/bin/sh", script}, modify: func(o *Options) { o.Timezone = "Europe/Berlin" }})
+	// A chat limit of 3 turns an hour: a turn the budget holds must not
+	// count (turns 1 and 2 do), or the turn after the raise would be held
+	// by the flood limit instead of running.
+	h := newHarness(t, harnessConfig{agent: []string{"/bin/sh", script}, modify: func(o *Options) {
+		o.Timezone = "Europe/Berlin"
+		o.Limits.TurnsPerChat = Rate{Count: 3, Window: time.Hour}
+	}})
 	ctx := context.Background()
 	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", DailyUSD: 1.5}); err != nil {
 		t.Fatal(err)

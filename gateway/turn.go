@@ -35,10 +35,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		turn.Attempt = first.Attempts + first.Crashes
 		return g.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes))
 	}
-	if g.limitTurn(ctx, b, turn) {
-		return 0
-	}
-	if g.pauseLoop(ctx, b) || g.holdForBudget(ctx, b) {
+	if g.withheld(ctx, b, turn) {
 		return 0
 	}
 	isolated := first.Trigger == store.TriggerTask && first.Isolated
