@@ -23,6 +23,7 @@ import (
 	"switchboard/control"
 	"switchboard/gateway"
 	"switchboard/groups"
+	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
@@ -52,8 +53,8 @@ type harness struct {
 
 	cancel context.CancelFunc
 	done   chan error
-	logs   *logBuffer // the gateway's warnings and errors
-	debug  *logBuffer // every log line, debug included
+	logs   *testlog.Buffer // the gateway's warnings and errors
+	debug  *testlog.Buffer // every log line, debug included
 }
 
 type setupFunc func(ctx context.Context, st *store.Store) error
@@ -124,7 +125,7 @@ func start(t testing.TB, dir string, st *store.Store, argv []string) *harness {
 
 func startMCP(t testing.TB, dir string, st *store.Store, argv []string, mcpHTTP gateway.MCPHTTP) *harness {
 	t.Helper()
-	h := &harness{dir: dir, st: st, web: newFake("web", false), all: newFake("full", true), done: make(chan error, 1), logs: &logBuffer{}, debug: &logBuffer{}}
+	h := &harness{dir: dir, st: st, web: newFake("web", false), all: newFake("full", true), done: make(chan error, 1), logs: &testlog.Buffer{}, debug: &testlog.Buffer{}}
 	g, err := gateway.New(gateway.Options{
 		Store: st, Adapters: []adapters.Adapter{h.web, fullAdapter{h.all}}, DataDir: dir, Operator: "root", Exe: "switchboard",
 		Agent:        agent.Spec{Command: argv, Output: "text", Timeout: 20 * time.Second},
@@ -301,29 +302,12 @@ func tryCall(c *client.Client, tool string, args any) (callResult, error) {
 // testWriter sends log lines to the test log and keeps them.
 type testWriter struct {
 	t    testing.TB
-	keep *logBuffer
+	keep *testlog.Buffer
 }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return w.keep.Write(p)
-}
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // fakeAdapter records what the gateway sends. With caps it implements every

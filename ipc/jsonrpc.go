@@ -277,7 +277,7 @@ func (s *Server) serve(sess *session) {
 
 	r := bufio.NewReaderSize(sess.conn, 16<<10)
 	for {
-		line, tooLong, err := readLine(r, s.opt.MaxLine)
+		line, tooLong, err := ReadLine(r, s.opt.MaxLine)
 		if tooLong {
 			w.send(rpcError(nil, mcp.INVALID_REQUEST, fmt.Sprintf("message too large: one JSON-RPC message may be at most %d bytes", s.opt.MaxLine)))
 		} else if len(line) > 0 {
@@ -516,11 +516,12 @@ func (w *connWriter) notifications(ctx context.Context) {
 	}
 }
 
-// readLine reads one newline-terminated line of at most max bytes (without
-// the newline, surrounding whitespace trimmed). A longer line is consumed
-// and reported as tooLong. err is io.EOF (or the read error) at the end; a
-// final line without newline is returned with it.
-func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+// ReadLine reads one message of the MCP stdio framing: a newline-terminated
+// line of at most max bytes (without the newline, surrounding whitespace
+// trimmed). A longer line is consumed and reported as tooLong. err is io.EOF
+// (or the read error) at the end; a final line without newline is returned
+// with it. The sockets and mcp-bridge's HTTP side read with it.
+func ReadLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')

@@ -111,7 +111,7 @@ func TestReadLine(t *testing.T) {
 	}
 	var got []res
 	for {
-		line, tooLong, err := readLine(r, 20)
+		line, tooLong, err := ReadLine(r, 20)
 		got = append(got, res{string(line), tooLong})
 		if err != nil {
 			break

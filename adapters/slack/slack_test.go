@@ -1,14 +1,12 @@
 package slack_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/slack"
 	"switchboard/adapters/slack/slackfake"
+	"switchboard/internal/testlog"
 )
 
 // start runs an adapter against s in mode with host until the test ends.
@@ -361,7 +360,7 @@ func TestDisconnectWarningReconnects(t *testing.T) {
 	s := slackfake.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
-	var logs lockedBuf
+	var logs testlog.Buffer
 	a := slack.New(slack.Options{BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: s.APIURL(),
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	adaptertest.Start(t, a, host)
@@ -419,24 +418,6 @@ func TestBackfillAfterDowntime(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuf is a log sink safe for concurrent use.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestSlackUnreachableAtStartIsRetried(t *testing.T) {

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"switchboard/ipc"
 )
 
 // bridgeMaxLine bounds one JSON-RPC message read from stdin.
@@ -84,7 +86,7 @@ func bridgeHTTP(ctx context.Context, url, token string, hc *http.Client, stdin i
 
 	r := bufio.NewReaderSize(stdin, 64<<10)
 	for {
-		line, tooLong, err := readLine(r, bridgeMaxLine)
+		line, tooLong, err := ipc.ReadLine(r, bridgeMaxLine)
 		if tooLong {
 			fmt.Fprintf(stderr, "mcp-bridge: a message longer than %d bytes was dropped\n", bridgeMaxLine)
 		} else if len(line) > 0 {
@@ -127,26 +129,6 @@ func bridgeHTTP(ctx context.Context, url, token string, hc *http.Client, stdin i
 	listens.Wait()
 	b.endSession()
 	return nil
-}
-
-// readLine reads one newline-terminated line of at most max bytes (a
-// longer one is consumed and reported as tooLong).
-func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
-	var buf []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > max+1 {
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return bytes.TrimSpace(buf), tooLong, err
-	}
 }
 
 // headers sets what every request carries, and what its protocol
