@@ -5,7 +5,7 @@ export CGO_ENABLED := 1
 BIN := bin/switchboard
 CONFIG ?= config.example.yaml
 
-.PHONY: run build release test deps lint bench fuzz clean
+.PHONY: run build release test test-interop deps lint bench fuzz clean
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -29,6 +29,17 @@ release:
 test: deps
 	go vet ./...
 	go test -race -timeout 12m ./...
+
+# test-interop: the tests against software installed from the npm registry
+# (build tag interop): the real Claude Code and Codex CLIs as agents, and the
+# official MCP TypeScript SDKs and Inspector as clients of our MCP servers.
+# The packages are pinned and cached (~/.cache/switchboard-test/npm,
+# cmd/switchboard/testdata/interop/node_modules). RUN=TestX picks one; the
+# default is every test in the files tagged interop.
+RUN ?= ^(TestMCPInterop|TestE2EClaudeCode|TestCodexRealCLI)$$
+test-interop: deps
+	go vet -tags=sqlite_fts5,interop ./cmd/switchboard/
+	go test -tags=sqlite_fts5,interop -race -timeout 12m -count=1 -run '$(RUN)' ./cmd/switchboard/
 
 # deps makes sure of what the tests need on a fresh machine, so that no test
 # skips: bubblewrap (the agent sandbox), chromium (the browser tests of the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
@@ -156,7 +157,7 @@ func TestChainGuardStopsPingPong(t *testing.T) {
 	if len(st.FailedTurns) != 1 || !strings.Contains(st.FailedTurns[0].Error, "delegation chain deeper than 3") {
 		t.Errorf("status failures: %+v; want the stopped chain with its reason", st.FailedTurns)
 	}
-	if n := sample(t, scrape(t, h.g), `switchboard_turns_total{outcome="stopped",trigger="delegate"}`); n != 1 {
+	if n := testmetrics.Value(t, scrape(t, h.g), `switchboard_turns_total{outcome="stopped",trigger="delegate"}`); n != 1 {
 		t.Errorf("stopped turns counted: %v; want 1", n)
 	}
 }

@@ -9,14 +9,13 @@ import (
 	"net"
 	"net/http/httptest"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"switchboard/adapters"
 	"switchboard/control"
+	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
 )
 
@@ -29,20 +28,6 @@ func scrape(t testing.TB, g *Gateway) string {
 		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body)
 	}
 	return rec.Body.String()
-}
-
-// sample is one series' value in a text exposition (0 when absent).
-func sample(t testing.TB, body, series string) float64 {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // mcpConn is a raw MCP session on a group's socket, as an agent has.
@@ -121,18 +106,18 @@ func TestMetricsMoveThroughThePipeline(t *testing.T) {
 	var after string
 	testwait.For(t, 10*time.Second, "the delivery counted", func() bool {
 		after = scrape(t, h.g)
-		return sample(t, after, `switchboard_outbox_deliveries_total{adapter="test",result="sent"}`) == 1
+		return testmetrics.Value(t, after, `switchboard_outbox_deliveries_total{adapter="test",result="sent"}`) == 1
 	})
 	for _, series := range []string{
 		`switchboard_inbound_events_total{kind="message",platform="test"}`,
 		`switchboard_turns_total{outcome="succeeded",trigger="message"}`,
 		`switchboard_turn_duration_seconds_count{trigger="message"}`,
 	} {
-		if b, a := sample(t, before, series), sample(t, after, series); a != b+1 {
+		if b, a := testmetrics.Value(t, before, series), testmetrics.Value(t, after, series); a != b+1 {
 			t.Errorf("%s went from %v to %v; want +1", series, b, a)
 		}
 	}
-	if sample(t, after, `switchboard_adapter_state{adapter="test",state="connected"}`) != 1 {
+	if testmetrics.Value(t, after, `switchboard_adapter_state{adapter="test",state="connected"}`) != 1 {
 		t.Errorf("adapter state not reported:\n%s", after)
 	}
 
@@ -151,12 +136,12 @@ func TestMetricsMoveThroughThePipeline(t *testing.T) {
 		`switchboard_mcp_calls_total{outcome="allowed",tool="list_grants"}`: 1,
 		`switchboard_mcp_calls_total{outcome="refused",tool="send"}`:        1,
 	} {
-		if v := sample(t, got, series); v != want {
+		if v := testmetrics.Value(t, got, series); v != want {
 			t.Errorf("%s = %v; want %v", series, v, want)
 		}
 	}
-	if e, r := sample(t, got, `switchboard_mcp_calls_total{outcome="error",tool="delete_route"}`),
-		sample(t, got, `switchboard_mcp_calls_total{outcome="refused",tool="delete_route"}`); e+r != 1 {
+	if e, r := testmetrics.Value(t, got, `switchboard_mcp_calls_total{outcome="error",tool="delete_route"}`),
+		testmetrics.Value(t, got, `switchboard_mcp_calls_total{outcome="refused",tool="delete_route"}`); e+r != 1 {
 		t.Errorf("delete_route of a missing route counted %v errors and %v refusals; want one of them", e, r)
 	}
 	for _, leak := range []string{testChat, "web:not-mine", "secret words"} {
@@ -205,8 +190,8 @@ func TestNotReadyWhileAnAdapterIsDown(t *testing.T) {
 		t.Errorf("not ready: %q", not)
 	}
 	m := scrape(t, h.g)
-	if sample(t, m, `switchboard_adapter_state{adapter="flaky",state="backing_off"}`) != 1 ||
-		sample(t, m, `switchboard_adapter_state{adapter="flaky",state="connected"}`) != 0 {
+	if testmetrics.Value(t, m, `switchboard_adapter_state{adapter="flaky",state="backing_off"}`) != 1 ||
+		testmetrics.Value(t, m, `switchboard_adapter_state{adapter="flaky",state="connected"}`) != 0 {
 		t.Errorf("state gauge does not show flaky backing off:\n%s", m)
 	}
 }
@@ -240,7 +225,7 @@ func TestUnknownPlatformsShareOneLabel(t *testing.T) {
 	var got string
 	testwait.For(t, 10*time.Second, "the 20 rows failed", func() bool {
 		got = scrape(t, h.g)
-		return sample(t, got, `switchboard_outbox_deliveries_total{adapter="other",result="failed"}`) == 20
+		return testmetrics.Value(t, got, `switchboard_outbox_deliveries_total{adapter="other",result="failed"}`) == 20
 	})
 	if strings.Contains(got, `adapter="zz`) {
 		t.Errorf("a made-up platform became a label:\n%s", got)

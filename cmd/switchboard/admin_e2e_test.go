@@ -9,12 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
 )
 
@@ -30,20 +29,6 @@ func (g *gw) admin(t *testing.T, path string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-// metricValue reads one sample from a Prometheus text exposition.
-func metricValue(t *testing.T, body, series string) float64 {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // The admin listener: metrics move when a message goes through the
@@ -65,18 +50,18 @@ func TestE2EAdmin(t *testing.T) {
 	var after string
 	testwait.For(t, 10*time.Second, "the metrics to move", func() bool {
 		_, after = g.admin(t, "/metrics")
-		return metricValue(t, after, `switchboard_outbox_deliveries_total{adapter="web",result="sent"}`) >= 1
+		return testmetrics.Value(t, after, `switchboard_outbox_deliveries_total{adapter="web",result="sent"}`) >= 1
 	})
 	for _, series := range []string{
 		`switchboard_inbound_events_total{kind="message",platform="web"}`,
 		`switchboard_turns_total{outcome="succeeded",trigger="message"}`,
 		`switchboard_turn_duration_seconds_count{trigger="message"}`,
 	} {
-		if b, a := metricValue(t, before, series), metricValue(t, after, series); a != b+1 {
+		if b, a := testmetrics.Value(t, before, series), testmetrics.Value(t, after, series); a != b+1 {
 			t.Errorf("%s went from %v to %v; want +1", series, b, a)
 		}
 	}
-	if metricValue(t, after, `switchboard_adapter_state{adapter="web",state="connected"}`) != 1 || !strings.Contains(after, "switchboard_store_bytes") {
+	if testmetrics.Value(t, after, `switchboard_adapter_state{adapter="web",state="connected"}`) != 1 || !strings.Contains(after, "switchboard_store_bytes") {
 		t.Errorf("state metrics missing:\n%s", after)
 	}
 	if strings.Contains(after, "web:lobby") || strings.Contains(after, "count me") {

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build interop && linux
 
 package main
 
@@ -9,7 +9,7 @@ package main
 //
 // Reproduce the latency figure it logs (claude_turn_latency):
 //
-//	GOFLAGS=-tags=sqlite_fts5 CGO_ENABLED=1 go test ./cmd/switchboard -run TestE2EClaudeCode -count=1 -v
+//	make test-interop RUN=TestE2EClaudeCode   (or: GOFLAGS=-tags=sqlite_fts5,interop CGO_ENABLED=1 go test ./cmd/switchboard -run TestE2EClaudeCode -count=1 -v)
 //
 // The first run installs the package into ~/.cache/switchboard-test/npm
 // (about 400 MB); later runs reuse it.

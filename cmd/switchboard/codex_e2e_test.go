@@ -1,4 +1,4 @@
-//go:build linux
+//go:build interop && linux
 
 package main
 
@@ -250,42 +250,6 @@ routes:
 		if want := rec["jid"] == "web:hall"; rec["stdout_reply"] != want {
 			t.Errorf("turn done: %v, want stdout_reply %v (Codex replied through MCP in the lobby, with its final text in the hall)", rec, want)
 		}
-	}
-}
-
-// resume_args without "{session}" (Codex's `resume --last -`: the agent
-// finds its own session) are used from the second turn on: the chat's
-// session is the first turn's id, as for agents without resume_args.
-// An agent that reports no session id and is resumed with "{session}"
-// must not get an id it never made (see TestE2ESessions for one it made).
-func TestE2EResumeArgsWithoutSessionPlaceholder(t *testing.T) {
-	t.Parallel()
-	dir := newE2E(t, e2eConfig{resumeArgs: []string{"resume", "--last", "-"}, agent: `echo "answer $n"`})
-	g := startGW(t, dir)
-	g.mustPost("lobby", "ann", "one")
-	g.waitBot("lobby", 1)
-	g.mustPost("lobby", "ann", "two")
-	g.waitBot("lobby", 2)
-	if a := turnFile(t, dir, "main", "argv", 1); strings.TrimSpace(a) != "" {
-		t.Errorf("first turn args %q; want none (a fresh session)", a)
-	}
-	if a := turnFile(t, dir, "main", "argv", 2); a != "resume\n--last\n-\n" {
-		t.Errorf("second turn args %q; want resume_args: resume --last -", a)
-	}
-	first := turnEnv(t, dir, "main", 1)
-	if s := turnEnv(t, dir, "main", 2)["SWITCHBOARD_SESSION_ID"]; s != first["SWITCHBOARD_TURN_ID"] {
-		t.Errorf("second turn session %q; want the first turn's id %q", s, first["SWITCHBOARD_TURN_ID"])
-	}
-
-	// With "{session}" and nothing reported, every turn stays fresh.
-	dir = newE2E(t, e2eConfig{resumeArgs: []string{"--resume", "{session}"}, agent: `echo "answer $n"`})
-	g = startGW(t, dir)
-	g.mustPost("lobby", "ann", "one")
-	g.waitBot("lobby", 1)
-	g.mustPost("lobby", "ann", "two")
-	g.waitBot("lobby", 2)
-	if a := turnFile(t, dir, "main", "argv", 2); strings.TrimSpace(a) != "" {
-		t.Errorf("second turn args %q; want none: the agent reported no session to resume", a)
 	}
 }
 
