@@ -1,9 +1,9 @@
-// Package slackfake is a fake Slack for tests: an httptest server with the
+// Package slacktest is a fake Slack for tests: an httptest server with the
 // Web API methods the Slack adapter calls (/api/<method>), a Socket Mode
 // websocket that sends events_api envelopes and records acknowledgements,
 // signed Events API requests, file uploads and downloads. Conversations and
 // messages live in memory. It is imported by tests only.
-package slackfake
+package slacktest
 
 import (
 	"encoding/json"
