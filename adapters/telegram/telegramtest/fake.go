@@ -50,6 +50,7 @@ type Server struct {
 	drop                      bool   // the next getUpdates fails
 	rawNext                   string // the next getUpdates answers this body
 	fail5xx                   int    // so many writes answer 502
+	fileRateLimit             int    // the next file download answers 429 with this Retry-After
 	webhook                   bool   // a webhook is set
 	webhookURL, webhookSecret string
 }
@@ -320,7 +321,14 @@ func (f *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSuffix(strings.TrimPrefix(path, "documents/"), ".bin")
 	f.mu.Lock()
 	data, ok := f.files[id]
+	wait := f.fileRateLimit
+	f.fileRateLimit = 0
 	f.mu.Unlock()
+	if wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(wait))
+		http.Error(w, "Too Many Requests", http.StatusTooManyRequests)
+		return
+	}
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -617,6 +625,14 @@ func (f *Server) RateLimit(seconds int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rateLimit = seconds
+}
+
+// RateLimitFiles makes the next file download answer 429 with a
+// Retry-After of seconds.
+func (f *Server) RateLimitFiles(seconds int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fileRateLimit = seconds
 }
 
 // Fail5xx makes the next n writes answer 502.
