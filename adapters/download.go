@@ -45,13 +45,16 @@ var ErrTooLarge = errors.New("the file is larger than the download cap")
 // over the cap and any other status wrap ErrPermanent.
 func DownloadHTTP(ctx context.Context, f HTTPFile) (io.ReadCloser, error) {
 	u, err := url.Parse(f.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s: download: the attachment URL is not an http(s) URL: %w", f.Platform, ErrPermanent)
+	if err != nil {
+		return nil, fmt.Errorf("%s: download: the attachment URL does not parse: %w", f.Platform, ErrPermanent)
 	}
 	if f.Allowed != nil {
 		if err := f.Allowed(u); err != nil {
 			return nil, fmt.Errorf("%s: download: %w; not fetched: %w", f.Platform, err, ErrPermanent)
 		}
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s: download: the attachment URL is not an http(s) URL: %w", f.Platform, ErrPermanent)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
 	if err != nil {
