@@ -35,9 +35,6 @@ type HTTPFile struct {
 	MaxBytes int64
 }
 
-// ErrTooLarge: an attachment is larger than its download cap.
-var ErrTooLarge = errors.New("the file is larger than the download cap")
-
 // DownloadHTTP fetches f for a Downloader and returns its body; the caller
 // closes it. Until ctx ends. Errors are the adapters' kinds: a 429 is a
 // *RetryAfterError waiting what its Retry-After header says; 408, 425 and
