@@ -10,8 +10,10 @@ import (
 	"switchboard/adapters"
 )
 
-// maxDownload is the largest file the Bot API lets a bot download.
-const maxDownload = 20 << 20
+// maxDownload is the largest file a Bot API server serves: a local one
+// (api_url) up to 2,000 MB; api.telegram.org refuses getFile over 20 MB
+// itself.
+const maxDownload = 2000 << 20
 
 // Download fetches an attachment by its file id (getFile, then the file
 // URL, which holds the token and so never leaves this function).
