@@ -28,6 +28,9 @@ var (
 	// resend as plain text themselves; this never reaches the gateway
 	// unless the plain text was refused too.
 	ErrFormat = errors.New("the platform refused the formatting")
+	// ErrTooLarge: an attachment is larger than its download cap
+	// (HTTPFile.MaxBytes); it comes wrapped with ErrPermanent.
+	ErrTooLarge = errors.New("the file is larger than the download cap")
 )
 
 // RetryAfterError is a rate limit: try again after Wait.

@@ -51,7 +51,6 @@ type Adapter struct {
 	opt  Options
 	log  *slog.Logger
 	http *http.Client
-	dl   *http.Client // attachment downloads: Discord's CDN only (cdnURL)
 
 	mu       sync.Mutex
 	s        *discordgo.Session
@@ -96,41 +95,8 @@ func New(o Options) *Adapter {
 			a.http.Transport = rewrite{base: base, next: http.DefaultTransport}
 		}
 	}
-	// Attachments are fetched by a client of their own that follows a
-	// redirect only to where it would fetch from in the first place.
-	a.dl = &http.Client{Timeout: a.http.Timeout, Transport: a.http.Transport,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 5 || !a.cdnURL(req.URL) {
-				return errors.New("redirected off Discord's CDN")
-			}
-			return nil
-		}}
 	a.selfID.Store("")
 	return a
-}
-
-// cdnURL says whether u is where Discord serves attachments from (https on
-// discordapp.com, discordapp.net or discord.com and their subdomains), or
-// on the api_url's own host when one is set. Anything else, a service on
-// the gateway's loopback or network above all, is never fetched: the
-// attachment's URL comes from the platform, and what is fetched lands in
-// a group folder.
-func (a *Adapter) cdnURL(u *url.URL) bool {
-	if a.opt.APIURL != "" {
-		if base, err := url.Parse(a.opt.APIURL); err == nil && u.Scheme == base.Scheme && u.Host == base.Host {
-			return true
-		}
-	}
-	if u.Scheme != "https" || u.Port() != "" {
-		return false
-	}
-	h := strings.ToLower(u.Hostname())
-	for _, d := range []string{"discordapp.com", "discordapp.net", "discord.com"} {
-		if h == d || strings.HasSuffix(h, "."+d) {
-			return true
-		}
-	}
-	return false
 }
 
 // rewrite sends requests for https://discord.com to another base URL:
@@ -285,37 +251,4 @@ func guildOf(chat adapters.JID) string {
 		return ""
 	}
 	return g
-}
-
-// mapError turns discordgo's errors into the adapters' ones.
-func mapError(chat adapters.JID, err error) error {
-	if err == nil {
-		return nil
-	}
-	var rest *discordgo.RESTError
-	if errors.As(err, &rest) {
-		if rest.Message != nil {
-			switch rest.Message.Code {
-			case discordgo.ErrCodeMissingAccess, discordgo.ErrCodeMissingPermissions:
-				return fmt.Errorf("discord: the bot may not post in %s (%s); invite it to the channel and give it Send Messages: %w", chat, rest.Message.Message, adapters.ErrPermanent)
-			case discordgo.ErrCodeUnknownChannel:
-				return fmt.Errorf("discord: channel %s does not exist (deleted, or the bot left the server): %w", chat, adapters.ErrPermanent)
-			case discordgo.ErrCodeUnknownMessage:
-				return fmt.Errorf("discord: message not found in %s: %w", chat, adapters.ErrPermanent)
-			}
-		}
-		if rest.Response != nil {
-			switch code := rest.Response.StatusCode; {
-			case code == http.StatusTooManyRequests:
-				return &adapters.RetryAfterError{Wait: time.Second}
-			case code >= 400 && code < 500:
-				return fmt.Errorf("discord: %v: %w", err, adapters.ErrPermanent)
-			}
-		}
-	}
-	var rl *discordgo.RateLimitError
-	if errors.As(err, &rl) && rl.RateLimit != nil {
-		return &adapters.RetryAfterError{Wait: rl.RetryAfter}
-	}
-	return fmt.Errorf("discord: %w", err)
 }

@@ -3,8 +3,6 @@ package discord
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -37,7 +35,7 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error)
 	}
 	sent, err := s.ChannelMessageSendComplex(ch, data, discordgo.WithContext(ctx))
 	if err != nil {
-		return "", mapError(m.Chat, err)
+		return "", classify(m.Chat, err)
 	}
 	return sent.ID, nil
 }
@@ -50,7 +48,7 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 	}
 	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: ref.ID, Channel: ch, Content: &text, AllowedMentions: mentions(false)},
 		discordgo.WithContext(ctx))
-	return mapError(ref.Chat, err)
+	return classify(ref.Chat, err)
 }
 
 // Delete deletes a message.
@@ -59,7 +57,7 @@ func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
 	if err != nil {
 		return err
 	}
-	return mapError(ref.Chat, s.ChannelMessageDelete(ch, ref.ID, discordgo.WithContext(ctx)))
+	return classify(ref.Chat, s.ChannelMessageDelete(ch, ref.ID, discordgo.WithContext(ctx)))
 }
 
 // React adds the bot's reaction: a unicode emoji, or a custom emoji of the
@@ -77,7 +75,7 @@ func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction s
 		}
 		list, err := s.GuildEmojis(guild, discordgo.WithContext(ctx))
 		if err != nil {
-			return mapError(ref.Chat, err)
+			return classify(ref.Chat, err)
 		}
 		i := slices.IndexFunc(list, func(e *discordgo.Emoji) bool { return e.Name == emoji })
 		if i < 0 {
@@ -85,7 +83,7 @@ func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction s
 		}
 		emoji = list[i].APIName()
 	}
-	return mapError(ref.Chat, s.MessageReactionAdd(ch, ref.ID, emoji, discordgo.WithContext(ctx)))
+	return classify(ref.Chat, s.MessageReactionAdd(ch, ref.ID, emoji, discordgo.WithContext(ctx)))
 }
 
 // isName: a custom emoji's name (letters, digits, _), not a unicode emoji.
@@ -101,7 +99,7 @@ func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
 	if err != nil {
 		return err
 	}
-	return mapError(ref.Chat, s.ChannelMessagePin(ch, ref.ID, discordgo.WithContext(ctx)))
+	return classify(ref.Chat, s.ChannelMessagePin(ch, ref.ID, discordgo.WithContext(ctx)))
 }
 
 // Unpin unpins a message.
@@ -110,7 +108,7 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 	if err != nil {
 		return err
 	}
-	return mapError(ref.Chat, s.ChannelMessageUnpin(ch, ref.ID, discordgo.WithContext(ctx)))
+	return classify(ref.Chat, s.ChannelMessageUnpin(ch, ref.ID, discordgo.WithContext(ctx)))
 }
 
 // SendFile uploads a file with an optional caption.
@@ -126,81 +124,9 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	sent, err := s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: m.Text, AllowedMentions: mentions(false),
 		Files: []*discordgo.File{{Name: f.Name, ContentType: f.MIME, Reader: f.Content}}}, discordgo.WithContext(ctx))
 	if err != nil {
-		return "", mapError(m.Chat, err)
+		return "", classify(m.Chat, err)
 	}
 	return sent.ID, nil
-}
-
-// Download re-reads the message for a fresh attachment URL (Discord's CDN
-// links expire) and fetches it.
-func (a *Adapter) Download(ctx context.Context, att adapters.Attachment) (io.ReadCloser, error) {
-	s, err := a.session()
-	if err != nil {
-		return nil, err
-	}
-	parts := strings.Split(att.Ref, "/")
-	if len(parts) != 3 {
-		return nil, fmt.Errorf("discord: malformed attachment reference")
-	}
-	m, err := s.ChannelMessage(parts[0], parts[1], discordgo.WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("discord: read the attachment's message: %w", err)
-	}
-	i := slices.IndexFunc(m.Attachments, func(x *discordgo.MessageAttachment) bool { return x.ID == parts[2] })
-	if i < 0 {
-		return nil, fmt.Errorf("discord: the attachment was removed from its message")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.Attachments[i].URL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("discord: bad attachment URL")
-	}
-	if !a.cdnURL(req.URL) {
-		return nil, fmt.Errorf("discord: the attachment URL is not on Discord's CDN (host %q); not fetched", req.URL.Host)
-	}
-	resp, err := a.dl.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("discord: download failed (connection error)")
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("discord: download failed: HTTP %d", resp.StatusCode)
-	}
-	return resp.Body, nil
-}
-
-// FetchHistory reads a channel's (or thread's) messages through REST,
-// oldest first.
-func (a *Adapter) FetchHistory(ctx context.Context, chat adapters.JID, q adapters.HistoryQuery) ([]adapters.Inbound, error) {
-	s, err := a.session()
-	if err != nil {
-		return nil, err
-	}
-	ch, err := channelOf(chat, q.Topic)
-	if err != nil {
-		return nil, err
-	}
-	limit := q.Limit
-	if limit <= 0 || limit > 100 {
-		limit = 100
-	}
-	msgs, err := s.ChannelMessages(ch, limit, q.Before, q.After, "", discordgo.WithContext(ctx))
-	if err != nil {
-		return nil, mapError(chat, err)
-	}
-	var out []adapters.Inbound
-	for i := len(msgs) - 1; i >= 0; i-- { // Discord answers newest first
-		m := msgs[i]
-		if m.GuildID == "" {
-			m.GuildID = guildOf(chat)
-		}
-		if !q.Since.IsZero() && m.Timestamp.Before(q.Since) {
-			continue
-		}
-		if ev, ok := a.message(ctx, m, adapters.KindMessage); ok {
-			out = append(out, ev)
-		}
-	}
-	return out, nil
 }
 
 // Typing shows "… is typing" in the channel or thread for ten seconds.
@@ -213,7 +139,7 @@ func (a *Adapter) Typing(ctx context.Context, chat adapters.JID, topic string) e
 	if err != nil {
 		return err
 	}
-	return mapError(chat, s.ChannelTyping(ch, discordgo.WithContext(ctx)))
+	return classify(chat, s.ChannelTyping(ch, discordgo.WithContext(ctx)))
 }
 
 func (a *Adapter) target(ref adapters.MessageRef) (*discordgo.Session, string, error) {

@@ -15,7 +15,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/slack"
-	"switchboard/adapters/slack/slackfake"
+	"switchboard/adapters/slack/slacktest"
 )
 
 func reactionEvent(ts string) map[string]any {
@@ -24,19 +24,19 @@ func reactionEvent(ts string) map[string]any {
 }
 
 func TestEventsAPISignatures(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeEvents, host)
 	ts := s.AddMessage("C1", "U1", "hello", "")
-	body := slackfake.Callback("Ev1", reactionEvent(ts))
+	body := slacktest.Callback("Ev1", reactionEvent(ts))
 	for _, c := range []struct {
 		name   string
 		secret string
 		at     time.Time
 	}{
 		{"bad signature", "wrong-secret", time.Now()},
-		{"stale signature", slackfake.Secret, time.Now().Add(-6 * time.Minute)},
+		{"stale signature", slacktest.Secret, time.Now().Add(-6 * time.Minute)},
 	} {
 		status, err := s.Post(body, c.secret, c.at, "")
 		if err != nil || status != http.StatusUnauthorized {
@@ -46,7 +46,7 @@ func TestEventsAPISignatures(t *testing.T) {
 	if ev := host.Events(); len(ev) != 0 {
 		t.Fatalf("refused requests stored %+v", ev)
 	}
-	status, err := s.Post(body, slackfake.Secret, time.Now(), "")
+	status, err := s.Post(body, slacktest.Secret, time.Now(), "")
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("good signature: status %d, %v", status, err)
 	}
@@ -88,16 +88,16 @@ func startUntil(t *testing.T, a *slack.Adapter, host *adaptertest.Host) (stop fu
 }
 
 func TestEventsAPIRetriesAndRestartStoredOnce(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	a := newAdapter(s, slack.ModeEvents)
 	stop := startUntil(t, a, host)
 	s.EventsURL = "http://" + a.Addr().String() + slack.EventsPath
 	ts := s.AddMessage("C1", "U1", "hello", "")
-	body := slackfake.Callback("Ev7", reactionEvent(ts))
+	body := slacktest.Callback("Ev7", reactionEvent(ts))
 	for _, retry := range []string{"", "1"} {
-		if status, err := s.Post(body, slackfake.Secret, time.Now(), retry); err != nil || status != http.StatusOK {
+		if status, err := s.Post(body, slacktest.Secret, time.Now(), retry); err != nil || status != http.StatusOK {
 			t.Fatalf("delivery (retry %q): status %d, %v", retry, status, err)
 		}
 	}
@@ -106,7 +106,7 @@ func TestEventsAPIRetriesAndRestartStoredOnce(t *testing.T) {
 	a2 := newAdapter(s, slack.ModeEvents)
 	startUntil(t, a2, host)
 	s.EventsURL = "http://" + a2.Addr().String() + slack.EventsPath
-	if status, err := s.Post(body, slackfake.Secret, time.Now(), "2"); err != nil || status != http.StatusOK {
+	if status, err := s.Post(body, slacktest.Secret, time.Now(), "2"); err != nil || status != http.StatusOK {
 		t.Fatalf("delivery after restart: status %d, %v", status, err)
 	}
 	// Reactions are not de-duplicated by the host: only event_id stops them.
@@ -116,7 +116,7 @@ func TestEventsAPIRetriesAndRestartStoredOnce(t *testing.T) {
 }
 
 func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	entered, release := make(chan string, 4), make(chan error)
@@ -131,11 +131,11 @@ func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
 	}
 	start(t, s, slack.ModeEvents, host)
 	ts := s.AddMessage("C1", "U1", "hello", "")
-	body := slackfake.Callback("Ev9", map[string]any{"type": "message", "channel": "C1", "channel_type": "channel",
+	body := slacktest.Callback("Ev9", map[string]any{"type": "message", "channel": "C1", "channel_type": "channel",
 		"user": "U1", "text": "hello", "ts": ts, "event_ts": ts})
 	answered := make(chan int, 1)
 	go func() {
-		status, _ := s.Post(body, slackfake.Secret, time.Now(), "")
+		status, _ := s.Post(body, slacktest.Secret, time.Now(), "")
 		answered <- status
 	}()
 	<-entered
@@ -149,7 +149,7 @@ func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
 		t.Fatalf("answered %d when the message was not stored; want 500 so that Slack retries", status)
 	}
 	go func() {
-		status, _ := s.Post(body, slackfake.Secret, time.Now(), "1")
+		status, _ := s.Post(body, slacktest.Secret, time.Now(), "1")
 		answered <- status
 	}()
 	<-entered
@@ -165,7 +165,7 @@ func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
 // BenchmarkEventsAPIMessage: one signed message event, verified, parsed,
 // normalized, delivered (in-memory host) and answered.
 func BenchmarkEventsAPIMessage(b *testing.B) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	a := newAdapter(s, slack.ModeEvents)
@@ -181,9 +181,9 @@ func BenchmarkEventsAPIMessage(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		ts := fmt.Sprintf("1700000000.%06d", i)
-		body := slackfake.Callback(fmt.Sprintf("EvB%d", i), map[string]any{"type": "message", "channel": "C1",
+		body := slacktest.Callback(fmt.Sprintf("EvB%d", i), map[string]any{"type": "message", "channel": "C1",
 			"channel_type": "channel", "user": "U1", "text": "hello <@U2> see <https://x.io|docs>", "ts": ts, "event_ts": ts})
-		if status, err := s.Post(body, slackfake.Secret, time.Now(), ""); err != nil || status != http.StatusOK {
+		if status, err := s.Post(body, slacktest.Secret, time.Now(), ""); err != nil || status != http.StatusOK {
 			b.Fatalf("status %d, %v", status, err)
 		}
 	}
@@ -191,11 +191,11 @@ func BenchmarkEventsAPIMessage(b *testing.B) {
 
 // A body over the limit is refused as too large, not as a bad signature.
 func TestEventsAPIBodyTooLarge(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeEvents, host)
-	body := slackfake.Callback("Ev1", map[string]any{"type": "message", "channel": "C1", "user": "U1",
+	body := slacktest.Callback("Ev1", map[string]any{"type": "message", "channel": "C1", "user": "U1",
 		"text": strings.Repeat("x", 2<<20), "ts": "1.000001"})
 	status, answer, err := s.PostBody(body)
 	if err != nil || status != http.StatusRequestEntityTooLarge || strings.Contains(answer, "signature") {
@@ -222,9 +222,9 @@ func trickle(t *testing.T, addr string) net.Conn {
 // A request whose body trickles in is cut off at the read timeout instead
 // of holding its connection open for good.
 func TestEventsAPISlowBodyCutOff(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
-	a := slack.New(slack.Options{BotToken: slackfake.BotToken, Mode: slack.ModeEvents, SigningSecret: slackfake.Secret,
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, Mode: slack.ModeEvents, SigningSecret: slacktest.Secret,
 		Listen: "127.0.0.1:0", APIURL: s.APIURL(), EventsReadTimeout: 200 * time.Millisecond})
 	adaptertest.Start(t, a, adaptertest.NewHost())
 	c := trickle(t, a.Addr().String())
@@ -244,9 +244,9 @@ func TestEventsAPISlowBodyCutOff(t *testing.T) {
 // trickling clients are served three at a time as the read timeout frees
 // their slots.
 func TestEventsAPIConnectionCap(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
-	a := slack.New(slack.Options{BotToken: slackfake.BotToken, Mode: slack.ModeEvents, SigningSecret: slackfake.Secret,
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, Mode: slack.ModeEvents, SigningSecret: slacktest.Secret,
 		Listen: "127.0.0.1:0", APIURL: s.APIURL(), EventsReadTimeout: 100 * time.Millisecond, EventsMaxConns: 3})
 	var mu sync.Mutex
 	open, peak, accepted := 0, 0, 0

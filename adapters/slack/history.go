@@ -2,9 +2,8 @@ package slack
 
 import (
 	"context"
-	"net/http"
+	"errors"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -171,10 +170,39 @@ func cutTeam(chat adapters.JID) (team, rest string, ok bool) {
 	return "", "", false
 }
 
-func retryAfter(resp *http.Response) time.Duration {
-	s, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-	if err != nil || s < 0 {
-		return time.Second
+// runBackfill walks the routed chats once; concurrent calls skip while one runs.
+func (a *Adapter) runBackfill(ctx context.Context, host adapters.Host) {
+	if !a.backfilling.TryLock() {
+		return
 	}
-	return time.Duration(s) * time.Second
+	defer a.backfilling.Unlock()
+	n, err := adapters.Backfill(ctx, host, patientFetcher{a}, time.Now())
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("slack backfill incomplete", "delivered", n, "err", err)
+		return
+	}
+	if n > 0 {
+		a.log.Info("slack backfill", "delivered", n)
+	}
+}
+
+// patientFetcher waits out rate limits during backfill (a few times) instead
+// of giving up on the chat.
+type patientFetcher struct{ a *Adapter }
+
+func (p patientFetcher) FetchHistory(ctx context.Context, chat adapters.JID, q adapters.HistoryQuery) ([]adapters.Inbound, error) {
+	for try := 0; ; try++ {
+		msgs, err := p.a.FetchHistory(ctx, chat, q)
+		var ra *adapters.RetryAfterError
+		if err == nil || !errors.As(err, &ra) || try == 3 {
+			return msgs, err
+		}
+		t := time.NewTimer(ra.Wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }

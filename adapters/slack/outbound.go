@@ -2,11 +2,7 @@ package slack
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -48,19 +44,6 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error)
 		ts, err = post(slack.MsgOptionText(markdown.SlackPlain(m.Text), false), slack.MsgOptionDisableMarkdown())
 	}
 	return ts, classify("send", m.Chat, err)
-}
-
-// isFormatError: Slack refused the message's markup.
-func isFormatError(err error) bool {
-	var se slack.SlackErrorResponse
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Err {
-	case "invalid_blocks", "invalid_blocks_format", "invalid_attachments", "markdown_text_conflict":
-		return true
-	}
-	return false
 }
 
 // Edit replaces a bot message's text (chat.update).
@@ -146,11 +129,6 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 	return classify("unpin", ref.Chat, err)
 }
 
-func isCode(err error, code string) bool {
-	var se slack.SlackErrorResponse
-	return errors.As(err, &se) && se.Err == code
-}
-
 // SendFile uploads through the external upload flow
 // (files.getUploadURLExternal, the upload, files.completeUploadExternal)
 // into the chat and thread, with the caption as its comment. It returns the
@@ -209,57 +187,4 @@ func (a *Adapter) shareTS(ctx context.Context, file, channel string) string {
 		}
 	}
 	return file
-}
-
-// Download fetches an attachment: files.info gives the private download URL,
-// fetched with the bot token in the Authorization header (never in the ref).
-func (a *Adapter) Download(ctx context.Context, att adapters.Attachment) (io.ReadCloser, error) {
-	if err := a.tiers.wait(ctx, "files.info", ""); err != nil {
-		return nil, err
-	}
-	f, _, _, err := a.api.GetFileInfoContext(ctx, att.Ref, 0, 0)
-	if err != nil {
-		return nil, classify("download", adapters.JID("slack:file/"+att.Ref), err)
-	}
-	u := f.URLPrivateDownload
-	if u == "" {
-		u = f.URLPrivate
-	}
-	if !a.mayReceiveToken(u) {
-		return nil, fmt.Errorf("%w: slack download %s: the file's URL is not on Slack: refusing to send the token there", adapters.ErrPermanent, att.Ref)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("slack download %s: %w", att.Ref, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+a.opt.BotToken)
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("slack download %s: %w", att.Ref, errors.Unwrap(err)) // the URL stays out
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusTooManyRequests {
-			return nil, classify("download", "", &slack.RateLimitedError{RetryAfter: retryAfter(resp)})
-		}
-		return nil, fmt.Errorf("slack download %s: status %d", att.Ref, resp.StatusCode)
-	}
-	return resp.Body, nil
-}
-
-// mayReceiveToken: https on a Slack domain, or the configured API host.
-func (a *Adapter) mayReceiveToken(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	h := strings.ToLower(u.Hostname())
-	if u.Scheme == "https" && (h == "slack.com" || strings.HasSuffix(h, ".slack.com")) {
-		return true
-	}
-	if a.opt.APIURL == "" {
-		return false
-	}
-	api, err := url.Parse(a.opt.APIURL)
-	return err == nil && api.Scheme == u.Scheme && strings.EqualFold(api.Host, u.Host)
 }

@@ -9,12 +9,12 @@ import (
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/slack"
-	"switchboard/adapters/slack/slackfake"
+	"switchboard/adapters/slack/slacktest"
 )
 
 // platform is adaptertest.Platform over the fake Slack, in one mode.
 type platform struct {
-	s      *slackfake.Server
+	s      *slacktest.Server
 	mode   string
 	thread string
 	a      *slack.Adapter
@@ -22,7 +22,7 @@ type platform struct {
 
 func newPlatform(mode string) func(t *testing.T) adaptertest.Platform {
 	return func(t *testing.T) adaptertest.Platform {
-		s := slackfake.New()
+		s := slacktest.New()
 		t.Cleanup(s.Close)
 		p := &platform{s: s, mode: mode}
 		p.thread = s.AddMessage("C1", "U2", "a thread starts here", "")
@@ -30,9 +30,9 @@ func newPlatform(mode string) func(t *testing.T) adaptertest.Platform {
 	}
 }
 
-func newAdapter(s *slackfake.Server, mode string) *slack.Adapter {
-	return slack.New(slack.Options{BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, Mode: mode,
-		SigningSecret: slackfake.Secret, Listen: "127.0.0.1:0", APIURL: s.APIURL(), PingInterval: 10 * time.Second,
+func newAdapter(s *slacktest.Server, mode string) *slack.Adapter {
+	return slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: mode,
+		SigningSecret: slacktest.Secret, Listen: "127.0.0.1:0", APIURL: s.APIURL(), PingInterval: 10 * time.Second,
 		PostInterval: 10 * time.Millisecond}) // the pacing itself: TestTiersBurstThenPace
 }
 
@@ -57,14 +57,14 @@ func (p *platform) UserPosts(t *testing.T, post adaptertest.Post) string {
 	p.emitter(t)
 	text := post.Text
 	if post.Mention {
-		text = "<@" + slackfake.BotUser + "> " + text
+		text = "<@" + slacktest.BotUser + "> " + text
 	}
-	fp := slackfake.Post{Channel: channel(post.Chat), User: "U1", Text: text, ThreadTS: post.Topic, Mention: post.Mention}
+	fp := slacktest.Post{Channel: channel(post.Chat), User: "U1", Text: text, ThreadTS: post.Topic, Mention: post.Mention}
 	if fp.ThreadTS == "" {
 		fp.ThreadTS = post.ReplyTo
 	}
 	if post.Attachment != nil {
-		fp.File = &slackfake.File{Name: post.AttachmentName, MIME: "application/octet-stream", Data: post.Attachment}
+		fp.File = &slacktest.File{Name: post.AttachmentName, MIME: "application/octet-stream", Data: post.Attachment}
 	}
 	ts, err := p.s.UserPost(fp)
 	if err != nil {
@@ -108,7 +108,7 @@ func shown(mrkdwn string) string {
 func (p *platform) BotMessages(chat adapters.JID) []adaptertest.Message {
 	var out []adaptertest.Message
 	for _, m := range p.s.Messages(channel(chat)) {
-		if m.User != slackfake.BotUser {
+		if m.User != slacktest.BotUser {
 			continue
 		}
 		bm := adaptertest.Message{ID: m.TS, Text: shown(m.Text), Raw: m.Text, Topic: m.ThreadTS, Deleted: m.Deleted,

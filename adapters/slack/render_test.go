@@ -3,13 +3,13 @@ package slack
 import (
 	"testing"
 
-	"switchboard/adapters/slack/slackfake"
+	"switchboard/adapters/slack/slacktest"
 )
 
 func TestRenderMarkup(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
-	a := New(Options{BotToken: slackfake.BotToken, APIURL: s.APIURL()})
+	a := New(Options{BotToken: slacktest.BotToken, APIURL: s.APIURL()})
 	for _, c := range []struct{ in, want string }{
 		{"hi <@U1>", "hi @alice"},
 		{"hi <@U1|ally>", "hi @ally"},

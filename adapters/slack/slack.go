@@ -224,45 +224,6 @@ func isAuthError(err error) bool {
 	return false
 }
 
-// runBackfill walks the routed chats once; concurrent calls skip while one runs.
-func (a *Adapter) runBackfill(ctx context.Context, host adapters.Host) {
-	if !a.backfilling.TryLock() {
-		return
-	}
-	defer a.backfilling.Unlock()
-	n, err := adapters.Backfill(ctx, host, patientFetcher{a}, time.Now())
-	if err != nil && ctx.Err() == nil {
-		a.log.Warn("slack backfill incomplete", "delivered", n, "err", err)
-		return
-	}
-	if n > 0 {
-		a.log.Info("slack backfill", "delivered", n)
-	}
-}
-
-// patientFetcher waits out rate limits during backfill (a few times) instead
-// of giving up on the chat.
-type patientFetcher struct{ a *Adapter }
-
-func (p patientFetcher) FetchHistory(ctx context.Context, chat adapters.JID, q adapters.HistoryQuery) ([]adapters.Inbound, error) {
-	for try := 0; ; try++ {
-		msgs, err := p.a.FetchHistory(ctx, chat, q)
-		var ra *adapters.RetryAfterError
-		if err == nil || !errors.As(err, &ra) || try == 3 {
-			return msgs, err
-		}
-		t := time.NewTimer(ra.Wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// JIDs.
-
 func userJID(team, user string) adapters.JID {
 	return adapters.JID("slack:" + team + "/user/" + user)
 }
@@ -298,44 +259,6 @@ func kindOf(channelType string) string {
 	return ""
 }
 
-// Errors.
-
-// classify converts a Web API error into the adapters' error kinds.
-func classify(verb string, chat adapters.JID, err error) error {
-	if err == nil {
-		return nil
-	}
-	var rl *slack.RateLimitedError
-	if errors.As(err, &rl) {
-		return &adapters.RetryAfterError{Wait: rl.RetryAfter}
-	}
-	var se slack.SlackErrorResponse
-	if errors.As(err, &se) {
-		switch se.Err {
-		case "not_in_channel":
-			return fmt.Errorf("%w: slack %s %s: the bot is not in this channel: invite it with /invite @<bot name>", adapters.ErrPermanent, verb, chat)
-		case "channel_not_found":
-			return fmt.Errorf("%w: slack %s %s: channel not found: it was deleted, or it is private and the bot was never invited (/invite @<bot name>)", adapters.ErrPermanent, verb, chat)
-		case "is_archived":
-			return fmt.Errorf("%w: slack %s %s: the channel is archived: unarchive it to talk here", adapters.ErrPermanent, verb, chat)
-		case "message_not_found", "cant_update_message", "cant_delete_message", "edit_window_closed",
-			"msg_too_long", "no_text", "invalid_name", "too_many_reactions", "too_many_pins", "restricted_action", "missing_scope":
-			return fmt.Errorf("%w: slack %s %s: %s", adapters.ErrPermanent, verb, chat, describe(se))
-		}
-	}
-	return fmt.Errorf("slack %s %s: %w", verb, chat, err)
-}
-
-func describe(se slack.SlackErrorResponse) string {
-	switch se.Err {
-	case "invalid_name":
-		return "Slack knows no emoji by that name: use a Slack emoji name such as thumbsup or white_check_mark"
-	case "missing_scope":
-		return "the app lacks the scope " + se.Needed + ": add it in the app's manifest and reinstall"
-	}
-	return se.Err
-}
-
 // cache is a small map of names with an expiry, bounded by clearing.
 type cache struct {
 	mu sync.Mutex
@@ -367,6 +290,3 @@ func (c *cache) put(k, v string) {
 	}
 	c.m[k] = cached{v: v, until: time.Now().Add(cacheTTL)}
 }
-
-// httpClient is the client for file transfers.
-var httpClient = &http.Client{Timeout: 5 * time.Minute}

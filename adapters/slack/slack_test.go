@@ -13,12 +13,12 @@ import (
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/slack"
-	"switchboard/adapters/slack/slackfake"
+	"switchboard/adapters/slack/slacktest"
 	"switchboard/internal/testlog"
 )
 
 // start runs an adapter against s in mode with host until the test ends.
-func start(t *testing.T, s *slackfake.Server, mode string, host *adaptertest.Host) *slack.Adapter {
+func start(t *testing.T, s *slacktest.Server, mode string, host *adaptertest.Host) *slack.Adapter {
 	t.Helper()
 	a := newAdapter(s, mode)
 	adaptertest.Start(t, a, host)
@@ -28,7 +28,7 @@ func start(t *testing.T, s *slackfake.Server, mode string, host *adaptertest.Hos
 	return a
 }
 
-func post(t *testing.T, s *slackfake.Server, p slackfake.Post) string {
+func post(t *testing.T, s *slacktest.Server, p slacktest.Post) string {
 	t.Helper()
 	ts, err := s.UserPost(p)
 	if err != nil {
@@ -40,16 +40,16 @@ func post(t *testing.T, s *slackfake.Server, p slackfake.Post) string {
 func TestInboundChannelThreadDM(t *testing.T) {
 	for _, mode := range []string{slack.ModeSocket, slack.ModeEvents} {
 		t.Run(mode, func(t *testing.T) {
-			s := slackfake.New()
+			s := slacktest.New()
 			defer s.Close()
 			host := adaptertest.NewHost()
 			start(t, s, mode, host)
 
-			top := post(t, s, slackfake.Post{Channel: "C1", User: "U1",
+			top := post(t, s, slacktest.Post{Channel: "C1", User: "U1",
 				Text: "hi <@U2>, see <#C9|random> and <https://x.io/a?b=1&amp;c=2|the docs>, <!here> &lt;b&gt; &amp; co"})
-			reply := post(t, s, slackfake.Post{Channel: "C1", User: "U2", Text: "in the thread", ThreadTS: top})
-			dm := post(t, s, slackfake.Post{Channel: "D1", User: "U1", Text: "just us"})
-			grp := post(t, s, slackfake.Post{Channel: "G1", User: "U1", Text: "private"})
+			reply := post(t, s, slacktest.Post{Channel: "C1", User: "U2", Text: "in the thread", ThreadTS: top})
+			dm := post(t, s, slacktest.Post{Channel: "D1", User: "U1", Text: "just us"})
+			grp := post(t, s, slacktest.Post{Channel: "G1", User: "U1", Text: "private"})
 			ev := host.WaitEvents(t, 4)
 
 			want := []struct {
@@ -76,11 +76,11 @@ func TestInboundChannelThreadDM(t *testing.T) {
 }
 
 func TestMessageAndAppMentionStoredOnceAsMention(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeSocket, host)
-	ts := post(t, s, slackfake.Post{Channel: "C1", User: "U1", Text: "<@UBOT> help", Mention: true})
+	ts := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "<@UBOT> help", Mention: true})
 	if !s.Wait(10*time.Second, func() bool { return acked(s) == 2 }) {
 		t.Fatalf("envelopes %+v: want both acknowledged", s.Envelopes())
 	}
@@ -92,7 +92,7 @@ func TestMessageAndAppMentionStoredOnceAsMention(t *testing.T) {
 	}
 }
 
-func acked(s *slackfake.Server) int {
+func acked(s *slacktest.Server) int {
 	n := 0
 	for _, e := range s.Envelopes() {
 		if e.Acked {
@@ -103,7 +103,7 @@ func acked(s *slackfake.Server) int {
 }
 
 func TestAckOnlyAfterStored(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	entered, release := make(chan string, 4), make(chan error)
@@ -118,7 +118,7 @@ func TestAckOnlyAfterStored(t *testing.T) {
 	}
 	start(t, s, slack.ModeSocket, host)
 
-	first := post(t, s, slackfake.Post{Channel: "C1", User: "U1", Text: "one"})
+	first := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "one"})
 	if id := <-entered; id != first {
 		t.Fatalf("delivering %s, want %s", id, first)
 	}
@@ -128,7 +128,7 @@ func TestAckOnlyAfterStored(t *testing.T) {
 		t.Fatalf("%d envelopes acknowledged while Deliver blocks", n)
 	}
 	release <- errors.New("database is locked") // not stored: no ack
-	second := post(t, s, slackfake.Post{Channel: "C1", User: "U1", Text: "two"})
+	second := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "two"})
 	<-entered
 	release <- nil
 	s.Wait(10*time.Second, func() bool { return acked(s) == 1 })
@@ -153,11 +153,11 @@ func TestAckOnlyAfterStored(t *testing.T) {
 }
 
 func TestEditsDeletesReactionsBots(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeSocket, host)
-	ts := post(t, s, slackfake.Post{Channel: "C1", User: "U1", Text: "typo"})
+	ts := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "typo"})
 	if err := s.UserEdits("C1", ts, "fixed"); err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +167,8 @@ func TestEditsDeletesReactionsBots(t *testing.T) {
 	if err := s.UserDeletes("C1", ts); err != nil {
 		t.Fatal(err)
 	}
-	other := post(t, s, slackfake.Post{Channel: "C1", Text: "deploy done", Bot: true})
-	own := post(t, s, slackfake.Post{Channel: "C1", User: slackfake.BotUser, Text: "my own echo"})
+	other := post(t, s, slacktest.Post{Channel: "C1", Text: "deploy done", Bot: true})
+	own := post(t, s, slacktest.Post{Channel: "C1", User: slacktest.BotUser, Text: "my own echo"})
 	ev := host.WaitEvents(t, 6)
 	checks := []struct {
 		what string
@@ -189,11 +189,11 @@ func TestEditsDeletesReactionsBots(t *testing.T) {
 }
 
 func TestFilesInAndOut(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	a := start(t, s, slack.ModeSocket, host)
-	post(t, s, slackfake.Post{Channel: "C1", User: "U1", Text: "the log", File: &slackfake.File{Name: "app.log", MIME: "text/plain", Data: []byte("line 1\n")}})
+	post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "the log", File: &slacktest.File{Name: "app.log", MIME: "text/plain", Data: []byte("line 1\n")}})
 	ev := host.WaitEvents(t, 1)[0]
 	if len(ev.Attachments) != 1 || ev.Attachments[0].Name != "app.log" || ev.Attachments[0].Size != 7 ||
 		strings.Contains(ev.Attachments[0].Ref, "/") || strings.Contains(ev.Attachments[0].Ref, "xox") {
@@ -233,7 +233,7 @@ func TestFilesInAndOut(t *testing.T) {
 }
 
 func TestOutboundVerbs(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	a := start(t, s, slack.ModeSocket, adaptertest.NewHost())
 	ctx, chat := t.Context(), adapters.JID("slack:T1/channel/C1")
@@ -270,7 +270,7 @@ func TestOutboundVerbs(t *testing.T) {
 			t.Fatalf("%s: %v", step.verb, step.err)
 		}
 	}
-	msgs := map[string]slackfake.Message{}
+	msgs := map[string]slacktest.Message{}
 	for _, m := range s.Messages("C1") {
 		msgs[m.TS] = m
 	}
@@ -316,7 +316,7 @@ func TestOutboundVerbs(t *testing.T) {
 }
 
 func TestRateLimitAndPermanentErrors(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	a := start(t, s, slack.ModeSocket, adaptertest.NewHost())
 	ctx := t.Context()
@@ -343,7 +343,7 @@ func TestBadTokens(t *testing.T) {
 		{true, false, "adapters.slack.bot_token"},
 		{false, true, "adapters.slack.app_token"},
 	} {
-		s := slackfake.New()
+		s := slacktest.New()
 		s.SetBadTokens(c.bot, c.app)
 		a := newAdapter(s, slack.ModeSocket)
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -357,11 +357,11 @@ func TestBadTokens(t *testing.T) {
 }
 
 func TestDisconnectWarningReconnects(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	var logs testlog.Buffer
-	a := slack.New(slack.Options{BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: s.APIURL(),
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: s.APIURL(),
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	adaptertest.Start(t, a, host)
 	// The client can report connected before the fake's handler holds
@@ -375,7 +375,7 @@ func TestDisconnectWarningReconnects(t *testing.T) {
 	}
 	s.Disconnect() // and an abrupt drop
 	s.Wait(10*time.Second, func() bool { return s.Connections() == 4 })
-	ts := post(t, s, slackfake.Post{Channel: "C1", User: "U1", Text: "still there?"})
+	ts := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "still there?"})
 	if ev := host.WaitEvents(t, 1); ev[0].ID != ts {
 		t.Fatalf("after reconnecting got %+v", ev)
 	}
@@ -394,7 +394,7 @@ func TestDisconnectWarningReconnects(t *testing.T) {
 func TestBackfillAfterDowntime(t *testing.T) {
 	for _, mode := range []string{slack.ModeSocket, slack.ModeEvents} {
 		t.Run(mode, func(t *testing.T) {
-			s := slackfake.New()
+			s := slacktest.New()
 			defer s.Close()
 			parent := s.AddMessage("C1", "U1", "old thread", "")
 			last := s.AddMessage("C1", "U2", "last stored", "")
@@ -421,7 +421,7 @@ func TestBackfillAfterDowntime(t *testing.T) {
 }
 
 func TestSlackUnreachableAtStartIsRetried(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	s.Outage("auth.test", 1)
 	host := adaptertest.NewHost()
@@ -433,7 +433,7 @@ func TestSlackUnreachableAtStartIsRetried(t *testing.T) {
 }
 
 func TestSocketModeReplayedEnvelopeStoredOnce(t *testing.T) {
-	s := slackfake.New()
+	s := slacktest.New()
 	defer s.Close()
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeSocket, host)

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -147,32 +143,6 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	return strconv.Itoa(sent.ID), nil
 }
 
-// Download fetches an attachment by its file id (getFile, then the file
-// URL, which holds the token and so never leaves this function).
-func (a *Adapter) Download(ctx context.Context, att adapters.Attachment) (io.ReadCloser, error) {
-	b, err := a.client()
-	if err != nil {
-		return nil, err
-	}
-	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: att.Ref})
-	if err != nil {
-		return nil, fmt.Errorf("telegram: getFile: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.FileDownloadLink(f), nil)
-	if err != nil {
-		return nil, errors.New("telegram: bad file path")
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return nil, errors.New("telegram: download failed (connection error)")
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("telegram: download failed: HTTP %d", resp.StatusCode)
-	}
-	return resp.Body, nil
-}
-
 // Typing shows "typing…" in the chat (and forum topic) for five seconds.
 func (a *Adapter) Typing(ctx context.Context, chat adapters.JID, topic string) error {
 	b, id, err := a.target(chat)
@@ -221,35 +191,7 @@ func (a *Adapter) call(ctx context.Context, jid adapters.JID, chat int64, fn fun
 		}
 		return fmt.Errorf("telegram: %s became a supergroup; retrying there", jid)
 	}
-	return mapError(jid, err)
-}
-
-func mapError(jid adapters.JID, err error) error {
-	if err == nil {
-		return nil
-	}
-	var tooMany *bot.TooManyRequestsError
-	if errors.As(err, &tooMany) {
-		return &adapters.RetryAfterError{Wait: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second}
-	}
-	msg := strings.ToLower(err.Error())
-	switch {
-	case strings.Contains(msg, "bot was blocked by the user"):
-		return fmt.Errorf("telegram: %s blocked the bot; they must unblock it to get replies: %w", jid, adapters.ErrPermanent)
-	case strings.Contains(msg, "bot was kicked"), strings.Contains(msg, "not a member"):
-		return fmt.Errorf("telegram: the bot was removed from %s; add it to the group again: %w", jid, adapters.ErrPermanent)
-	case strings.Contains(msg, "chat not found"):
-		return fmt.Errorf("telegram: chat %s not found (the bot was never added, or the chat is gone): %w", jid, adapters.ErrPermanent)
-	case isParseError(err):
-		return fmt.Errorf("telegram: %v: %w", err, adapters.ErrFormat)
-	case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorBadRequest):
-		return fmt.Errorf("telegram: %v: %w", err, adapters.ErrPermanent)
-	}
-	return fmt.Errorf("telegram: %w", err)
-}
-
-func isParseError(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "can't parse entities")
+	return classify(jid, err)
 }
 
 func threadID(topic string) int {
@@ -263,63 +205,4 @@ func replyTo(id string) *models.ReplyParameters {
 		return nil
 	}
 	return &models.ReplyParameters{MessageID: n, AllowSendingWithoutReply: true}
-}
-
-// pacer keeps the bot under Telegram's limits by waiting (never dropping):
-// one message a second per private chat, twenty a minute per group, thirty
-// a second in all.
-type pacer struct {
-	perChat, perGroup, global time.Duration
-	mu                        sync.Mutex
-	next                      map[int64]time.Time
-	nextGlobal                time.Time
-}
-
-func newPacer(o Options) pacer {
-	def := func(d, v time.Duration) time.Duration {
-		switch {
-		case v < 0:
-			return 0
-		case v == 0:
-			return d
-		}
-		return v
-	}
-	return pacer{perChat: def(time.Second, o.PerChat), perGroup: def(3*time.Second, o.PerGroup),
-		global: def(time.Second/30, o.Global), next: map[int64]time.Time{}}
-}
-
-func (p *pacer) wait(ctx context.Context, chat int64) error {
-	gap := p.perChat
-	if chat < 0 {
-		gap = p.perGroup
-	}
-	p.mu.Lock()
-	now := time.Now()
-	at := now
-	for _, t := range []time.Time{p.next[chat], p.nextGlobal} {
-		if t.After(at) {
-			at = t
-		}
-	}
-	p.next[chat] = at.Add(gap)
-	p.nextGlobal = at.Add(p.global)
-	if len(p.next) > 10_000 { // forget chats whose slot has passed
-		for c, t := range p.next {
-			if t.Before(now) {
-				delete(p.next, c)
-			}
-		}
-	}
-	p.mu.Unlock()
-	if d := time.Until(at); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
 }

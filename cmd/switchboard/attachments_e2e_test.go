@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"switchboard/adapters/slack/slackfake"
+	"switchboard/adapters/slack/slacktest"
 	"switchboard/adapters/telegram/telegramtest"
 	"switchboard/internal/testwait"
 )
@@ -60,25 +60,25 @@ func TestE2EAttachmentsTelegramPerChatIDs(t *testing.T) {
 // four files, each with its own content.
 func TestE2EAttachmentsSlackFourFiles(t *testing.T) {
 	t.Parallel()
-	s := slackfake.New()
+	s := slacktest.New()
 	t.Cleanup(s.Close)
 	dir := newE2E(t, e2eConfig{agent: replyAgent,
-		adapters: "  slack: {enabled: true, mode: socket, bot_token: " + slackfake.BotToken + ", app_token: " + slackfake.AppToken +
+		adapters: "  slack: {enabled: true, mode: socket, bot_token: " + slacktest.BotToken + ", app_token: " + slacktest.AppToken +
 			`, api_url: "` + s.APIURL() + `"}` + "\n",
 		routes: "  - {match: {platform: slack}, target: main}\n"})
 	g := startGW(t, dir)
 	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
 	names := []string{"a b.txt", "a_b.txt", "отчёт.txt", "расчт.txt"}
-	var files []slackfake.File
+	var files []slacktest.File
 	for i, n := range names {
-		files = append(files, slackfake.File{Name: n, MIME: "text/plain", Data: []byte(fmt.Sprint("content of file ", i))})
+		files = append(files, slacktest.File{Name: n, MIME: "text/plain", Data: []byte(fmt.Sprint("content of file ", i))})
 	}
-	if _, err := s.UserPost(slackfake.Post{Channel: "C1", User: "U1", Text: "<@UBOT> four files", Mention: true, Files: files}); err != nil {
+	if _, err := s.UserPost(slacktest.Post{Channel: "C1", User: "U1", Text: "<@UBOT> four files", Mention: true, Files: files}); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, 20*time.Second, "the bot's reply", func() bool {
 		for _, m := range s.Messages("C1") {
-			if m.User == slackfake.BotUser {
+			if m.User == slacktest.BotUser {
 				return true
 			}
 		}

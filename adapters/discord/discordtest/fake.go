@@ -74,6 +74,8 @@ type Server struct {
 	noContent bool // an IDENTIFY with the Message Content intent is closed with 4014
 	calls     []string
 	files     map[string][]byte // attachment id -> content
+	cdnLimit  int               // the next CDN download answers 429 with this Retry-After
+	cdnMoved  map[string]string // attachment id -> where its download redirects
 }
 
 // New starts a fake Discord for the test.
@@ -107,7 +109,19 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/cdn/"):
 		f.mu.Lock()
 		data, ok := f.files[strings.TrimPrefix(r.URL.Path, "/cdn/")]
+		wait := f.cdnLimit
+		f.cdnLimit = 0
+		moved := f.cdnMoved[strings.TrimPrefix(r.URL.Path, "/cdn/")]
 		f.mu.Unlock()
+		if moved != "" {
+			http.Redirect(w, r, moved, http.StatusFound)
+			return
+		}
+		if wait > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(wait))
+			writeJSON(w, 429, map[string]any{"message": "You are being rate limited.", "retry_after": wait, "global": false})
+			return
+		}
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -320,4 +334,23 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
+}
+
+// RateLimitCDN makes the next attachment download answer 429 with a
+// Retry-After of seconds.
+func (f *Server) RateLimitCDN(seconds int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cdnLimit = seconds
+}
+
+// RedirectCDN makes the download of the attachment of message id (as
+// UserPosts returned it) redirect to url.
+func (f *Server) RedirectCDN(id, url string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cdnMoved == nil {
+		f.cdnMoved = map[string]string{}
+	}
+	f.cdnMoved["a"+id] = url
 }

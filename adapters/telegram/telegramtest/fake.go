@@ -50,6 +50,7 @@ type Server struct {
 	drop                      bool   // the next getUpdates fails
 	rawNext                   string // the next getUpdates answers this body
 	fail5xx                   int    // so many writes answer 502
+	fileRateLimit             int    // the next file download answers 429 with this Retry-After
 	webhook                   bool   // a webhook is set
 	webhookURL, webhookSecret string
 }
@@ -109,127 +110,192 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f.calls = append(f.calls, Call{Method: method, Params: params})
 	f.mu.Unlock()
 	if method == "getUpdates" {
-		f.getUpdates(w, r, params)
+		f.getUpdates(w, r, params) // long-polls: takes the lock itself
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.notify()
-	if isWrite(method) {
-		if f.rateLimit > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(f.rateLimit))
-			replyParams(w, 429, "Too Many Requests: retry after "+strconv.Itoa(f.rateLimit), map[string]any{"retry_after": f.rateLimit})
-			f.rateLimit = 0
-			return
-		}
-		if f.fail5xx > 0 {
-			f.fail5xx--
-			w.WriteHeader(http.StatusBadGateway)
-			io.WriteString(w, "<html>502 Bad Gateway</html>")
-			return
-		}
+	if isWrite(method) && f.fault(w) {
+		return
+	}
+	h, ok := methods[method]
+	if !ok {
+		reply(w, 404, "Not Found: method not found", nil)
+		return
 	}
 	chat, _ := strconv.ParseInt(params["chat_id"], 10, 64)
-	switch method {
-	case "getMe":
-		reply(w, 200, "", map[string]any{"id": BotID, "is_bot": true, "first_name": "Switchboard", "username": BotName})
-	case "deleteWebhook":
-		f.webhook = false
-		reply(w, 200, "", true)
-	case "setWebhook":
-		f.webhook, f.webhookURL, f.webhookSecret = true, params["url"], params["secret_token"]
-		reply(w, 200, "", true)
-	case "sendMessage", "sendPhoto", "sendDocument":
-		text, raw := params["text"], params["text"]
-		if method != "sendMessage" {
-			text, raw = params["caption"], params["caption"]
-		}
-		if params["parse_mode"] == "HTML" {
-			var ok bool
-			if text, ok = parseHTML(raw); !ok || f.rejectFmt {
-				f.rejectFmt = false
-				reply(w, 400, "Bad Request: can't parse entities: unsupported start tag at byte offset 3", nil)
-				return
-			}
-		}
-		if n := len(utf16.Encode([]rune(text))); n > 4096 {
-			reply(w, 400, "Bad Request: message is too long", nil)
-			return
-		}
-		if chat == -4040 {
-			reply(w, 400, "Bad Request: chat not found", nil)
-			return
-		}
-		if chat == 4030 {
-			reply(w, 403, "Forbidden: bot was blocked by the user", nil)
-			return
-		}
-		m := &Msg{ID: f.nextMsg, FromBot: true, Text: text, Raw: raw, Thread: atoi(params["message_thread_id"])}
-		if rp := params["reply_parameters"]; rp != "" {
-			var p struct {
-				MessageID int `json:"message_id"`
-			}
-			json.Unmarshal([]byte(rp), &p)
-			m.ReplyTo = p.MessageID
-		}
-		for field, fh := range files {
-			m.File = fh.name + ":" + field
-			m.File = fh.name
-			m.FileData = fh.data
-		}
-		f.nextMsg++
-		f.msgs[chat] = append(f.msgs[chat], m)
-		reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": ChatObj(chat), "text": text})
-	case "editMessageText":
-		m := f.find(chat, atoi(params["message_id"]))
-		if m == nil {
-			reply(w, 400, "Bad Request: message to edit not found", nil)
-			return
-		}
-		text := params["text"]
-		if params["parse_mode"] == "HTML" {
-			var ok bool
-			if text, ok = parseHTML(params["text"]); !ok {
-				reply(w, 400, "Bad Request: can't parse entities", nil)
-				return
-			}
-		}
-		m.Text, m.Raw = text, params["text"]
-		reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": ChatObj(chat), "text": text})
-	case "deleteMessage", "pinChatMessage", "unpinChatMessage", "setMessageReaction":
-		m := f.find(chat, atoi(params["message_id"]))
-		if m == nil {
-			reply(w, 400, "Bad Request: message not found", nil)
-			return
-		}
-		switch method {
-		case "deleteMessage":
-			m.Deleted = true
-		case "pinChatMessage":
-			m.Pinned = true
-		case "unpinChatMessage":
-			m.Pinned = false
-		case "setMessageReaction":
-			var rs []struct{ Emoji string }
-			json.Unmarshal([]byte(params["reaction"]), &rs)
-			m.Reactions = nil
-			for _, r := range rs {
-				m.Reactions = append(m.Reactions, r.Emoji)
-			}
-		}
-		reply(w, 200, "", true)
-	case "sendChatAction":
-		reply(w, 200, "", true)
-	case "getFile":
-		id := params["file_id"]
-		if _, ok := f.files[id]; !ok {
-			reply(w, 400, "Bad Request: invalid file_id", nil)
-			return
-		}
-		reply(w, 200, "", map[string]any{"file_id": id, "file_path": "documents/" + id + ".bin"})
-	default:
-		reply(w, 404, "Not Found: method not found", nil)
+	h(f, w, request{method: method, params: params, files: files, chat: chat})
+}
+
+// request is one Bot API call as a method handler sees it.
+type request struct {
+	method string
+	params map[string]string
+	files  map[string]upload
+	chat   int64 // chat_id, 0 when absent
+}
+
+// methods are the Bot API methods the fake answers (getUpdates aside).
+// Each runs with f.mu held; serve notifies waiters after it.
+var methods = map[string]func(f *Server, w http.ResponseWriter, r request){
+	"getMe":              (*Server).getMe,
+	"deleteWebhook":      (*Server).deleteWebhook,
+	"setWebhook":         (*Server).setWebhook,
+	"sendMessage":        (*Server).sendMessage,
+	"sendPhoto":          (*Server).sendMessage,
+	"sendDocument":       (*Server).sendMessage,
+	"editMessageText":    (*Server).editMessageText,
+	"deleteMessage":      (*Server).deleteMessage,
+	"pinChatMessage":     (*Server).pinChatMessage,
+	"unpinChatMessage":   (*Server).unpinChatMessage,
+	"setMessageReaction": (*Server).setMessageReaction,
+	"sendChatAction":     (*Server).sendChatAction,
+	"getFile":            (*Server).getFile,
+}
+
+// fault answers a write with the failure a test asked for (a 429 with
+// retry_after, a 502), if any, and says whether it did.
+func (f *Server) fault(w http.ResponseWriter) bool {
+	if f.rateLimit > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(f.rateLimit))
+		replyParams(w, 429, "Too Many Requests: retry after "+strconv.Itoa(f.rateLimit), map[string]any{"retry_after": f.rateLimit})
+		f.rateLimit = 0
+		return true
 	}
+	if f.fail5xx > 0 {
+		f.fail5xx--
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, "<html>502 Bad Gateway</html>")
+		return true
+	}
+	return false
+}
+
+func (f *Server) getMe(w http.ResponseWriter, _ request) {
+	reply(w, 200, "", map[string]any{"id": BotID, "is_bot": true, "first_name": "Switchboard", "username": BotName})
+}
+
+func (f *Server) deleteWebhook(w http.ResponseWriter, _ request) {
+	f.webhook = false
+	reply(w, 200, "", true)
+}
+
+func (f *Server) setWebhook(w http.ResponseWriter, r request) {
+	f.webhook, f.webhookURL, f.webhookSecret = true, r.params["url"], r.params["secret_token"]
+	reply(w, 200, "", true)
+}
+
+// sendMessage answers sendMessage, sendPhoto and sendDocument: the text (or
+// caption) parsed as Telegram would, the refusals of a too long message, an
+// unknown chat (-4040) and a user who blocked the bot (4030).
+func (f *Server) sendMessage(w http.ResponseWriter, r request) {
+	raw := r.params["text"]
+	if r.method != "sendMessage" {
+		raw = r.params["caption"]
+	}
+	text := raw
+	if r.params["parse_mode"] == "HTML" {
+		var ok bool
+		if text, ok = parseHTML(raw); !ok || f.rejectFmt {
+			f.rejectFmt = false
+			reply(w, 400, "Bad Request: can't parse entities: unsupported start tag at byte offset 3", nil)
+			return
+		}
+	}
+	switch {
+	case len(utf16.Encode([]rune(text))) > 4096:
+		reply(w, 400, "Bad Request: message is too long", nil)
+		return
+	case r.chat == -4040:
+		reply(w, 400, "Bad Request: chat not found", nil)
+		return
+	case r.chat == 4030:
+		reply(w, 403, "Forbidden: bot was blocked by the user", nil)
+		return
+	}
+	m := &Msg{ID: f.nextMsg, FromBot: true, Text: text, Raw: raw, Thread: atoi(r.params["message_thread_id"])}
+	if rp := r.params["reply_parameters"]; rp != "" {
+		var p struct {
+			MessageID int `json:"message_id"`
+		}
+		json.Unmarshal([]byte(rp), &p)
+		m.ReplyTo = p.MessageID
+	}
+	for _, fh := range r.files {
+		m.File, m.FileData = fh.name, fh.data
+	}
+	f.nextMsg++
+	f.msgs[r.chat] = append(f.msgs[r.chat], m)
+	reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": ChatObj(r.chat), "text": text})
+}
+
+func (f *Server) editMessageText(w http.ResponseWriter, r request) {
+	m := f.find(r.chat, atoi(r.params["message_id"]))
+	if m == nil {
+		reply(w, 400, "Bad Request: message to edit not found", nil)
+		return
+	}
+	text := r.params["text"]
+	if r.params["parse_mode"] == "HTML" {
+		var ok bool
+		if text, ok = parseHTML(r.params["text"]); !ok {
+			reply(w, 400, "Bad Request: can't parse entities", nil)
+			return
+		}
+	}
+	m.Text, m.Raw = text, r.params["text"]
+	reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": ChatObj(r.chat), "text": text})
+}
+
+// onMessage applies change to the message the request names and answers
+// true, or answers that there is no such message.
+func (f *Server) onMessage(w http.ResponseWriter, r request, change func(*Msg)) {
+	m := f.find(r.chat, atoi(r.params["message_id"]))
+	if m == nil {
+		reply(w, 400, "Bad Request: message not found", nil)
+		return
+	}
+	change(m)
+	reply(w, 200, "", true)
+}
+
+func (f *Server) deleteMessage(w http.ResponseWriter, r request) {
+	f.onMessage(w, r, func(m *Msg) { m.Deleted = true })
+}
+
+func (f *Server) pinChatMessage(w http.ResponseWriter, r request) {
+	f.onMessage(w, r, func(m *Msg) { m.Pinned = true })
+}
+
+func (f *Server) unpinChatMessage(w http.ResponseWriter, r request) {
+	f.onMessage(w, r, func(m *Msg) { m.Pinned = false })
+}
+
+// setMessageReaction replaces the bot's reactions on the message.
+func (f *Server) setMessageReaction(w http.ResponseWriter, r request) {
+	f.onMessage(w, r, func(m *Msg) {
+		var rs []struct{ Emoji string }
+		json.Unmarshal([]byte(r.params["reaction"]), &rs)
+		m.Reactions = nil
+		for _, x := range rs {
+			m.Reactions = append(m.Reactions, x.Emoji)
+		}
+	})
+}
+
+func (f *Server) sendChatAction(w http.ResponseWriter, _ request) {
+	reply(w, 200, "", true)
+}
+
+// getFile answers the file's path under /file/bot<token>/.
+func (f *Server) getFile(w http.ResponseWriter, r request) {
+	id := r.params["file_id"]
+	if _, ok := f.files[id]; !ok {
+		reply(w, 400, "Bad Request: invalid file_id", nil)
+		return
+	}
+	reply(w, 200, "", map[string]any{"file_id": id, "file_path": "documents/" + id + ".bin"})
 }
 
 func isWrite(method string) bool {
@@ -255,7 +321,14 @@ func (f *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSuffix(strings.TrimPrefix(path, "documents/"), ".bin")
 	f.mu.Lock()
 	data, ok := f.files[id]
+	wait := f.fileRateLimit
+	f.fileRateLimit = 0
 	f.mu.Unlock()
+	if wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(wait))
+		http.Error(w, "Too Many Requests", http.StatusTooManyRequests)
+		return
+	}
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -552,6 +625,14 @@ func (f *Server) RateLimit(seconds int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rateLimit = seconds
+}
+
+// RateLimitFiles makes the next file download answer 429 with a
+// Retry-After of seconds.
+func (f *Server) RateLimitFiles(seconds int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fileRateLimit = seconds
 }
 
 // Fail5xx makes the next n writes answer 502.

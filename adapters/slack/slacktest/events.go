@@ -1,4 +1,4 @@
-package slackfake
+package slacktest
 
 import (
 	"bytes"

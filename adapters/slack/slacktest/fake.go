@@ -1,9 +1,9 @@
-// Package slackfake is a fake Slack for tests: an httptest server with the
+// Package slacktest is a fake Slack for tests: an httptest server with the
 // Web API methods the Slack adapter calls (/api/<method>), a Socket Mode
 // websocket that sends events_api envelopes and records acknowledgements,
 // signed Events API requests, file uploads and downloads. Conversations and
 // messages live in memory. It is imported by tests only.
-package slackfake
+package slacktest
 
 import (
 	"encoding/json"
@@ -44,6 +44,7 @@ type Message struct {
 type File struct {
 	ID, Name, MIME string
 	Data           []byte
+	URL            string // where files.info says it downloads from; "": the fake's /files/<id>
 }
 
 // Channel is a conversation.
@@ -79,6 +80,7 @@ type Server struct {
 	next      int64
 	base      int64
 	rateLimit time.Duration
+	fileLimit int // the next file download answers 429 with this Retry-After
 	rejectFmt bool
 	outages   map[string]int
 	badBot    bool
@@ -170,6 +172,14 @@ func (s *Server) RateLimit(wait time.Duration) {
 	s.rateLimit = wait
 }
 
+// RateLimitFiles makes the next file download answer 429 with a
+// Retry-After of seconds.
+func (s *Server) RateLimitFiles(seconds int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fileLimit = seconds
+}
+
 // Outage makes the next n calls of method answer 503.
 func (s *Server) Outage(method string, n int) {
 	s.mu.Lock()
@@ -245,8 +255,12 @@ func (s *Server) fileJSON(f *File) map[string]any {
 			}
 		}
 	}
+	u := f.URL
+	if u == "" {
+		u = s.URL + "/files/" + f.ID
+	}
 	return map[string]any{"shares": map[string]any{"public": shares}, "id": f.ID, "name": f.Name, "title": f.Name, "mimetype": f.MIME, "size": len(f.Data),
-		"url_private_download": s.URL + "/files/" + f.ID, "url_private": s.URL + "/files/" + f.ID}
+		"url_private_download": u, "url_private": u}
 }
 
 func (s *Server) msgJSON(c *Channel, m *Message) map[string]any {
@@ -514,7 +528,14 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	f := s.files[r.PathValue("id")]
+	wait := s.fileLimit
+	s.fileLimit = 0
 	s.mu.Unlock()
+	if wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(wait))
+		http.Error(w, "ratelimited", http.StatusTooManyRequests)
+		return
+	}
 	if f == nil {
 		http.NotFound(w, r)
 		return

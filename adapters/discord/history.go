@@ -1,0 +1,101 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"switchboard/adapters"
+)
+
+// FetchHistory reads a channel's (or thread's) messages through REST,
+// oldest first.
+func (a *Adapter) FetchHistory(ctx context.Context, chat adapters.JID, q adapters.HistoryQuery) ([]adapters.Inbound, error) {
+	s, err := a.session()
+	if err != nil {
+		return nil, err
+	}
+	ch, err := channelOf(chat, q.Topic)
+	if err != nil {
+		return nil, err
+	}
+	limit := q.Limit
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	msgs, err := s.ChannelMessages(ch, limit, q.Before, q.After, "", discordgo.WithContext(ctx))
+	if err != nil {
+		return nil, classify(chat, err)
+	}
+	var out []adapters.Inbound
+	for i := len(msgs) - 1; i >= 0; i-- { // Discord answers newest first
+		m := msgs[i]
+		if m.GuildID == "" {
+			m.GuildID = guildOf(chat)
+		}
+		if !q.Since.IsZero() && m.Timestamp.Before(q.Since) {
+			continue
+		}
+		if ev, ok := a.message(ctx, m, adapters.KindMessage); ok {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
+
+// backfill stores what routed channels, and the threads under them that
+// the bot knows, received while it was away.
+func (a *Adapter) backfill(ctx context.Context, host adapters.Host) {
+	now := time.Now()
+	n, err := adapters.Backfill(ctx, host, a, now)
+	if m, terr := a.backfillThreads(ctx, host, now); terr != nil {
+		err = errors.Join(err, terr)
+	} else {
+		n += m
+	}
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("discord backfill incomplete", "err", err)
+	}
+	if n > 0 {
+		a.log.Info("discord backfilled messages missed while disconnected", "count", n)
+	}
+}
+
+// backfillThreads fetches, for each routed channel, its known threads'
+// messages newer than the channel's newest stored one (Discord ids grow
+// with time across channels, so one cursor serves the threads too).
+func (a *Adapter) backfillThreads(ctx context.Context, host adapters.Host, now time.Time) (int, error) {
+	chats, err := host.RoutedChats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	a.mu.Lock()
+	threads := map[adapters.JID][]string{}
+	for id, p := range a.parents {
+		jid := chatJID(p.guild, p.channel)
+		threads[jid] = append(threads[jid], id)
+	}
+	a.mu.Unlock()
+	n := 0
+	var errs []error
+	for _, c := range chats {
+		for _, th := range threads[c.Chat] {
+			q := adapters.HistoryQuery{Topic: th, After: c.LastID, Since: now.Add(-adapters.BackfillWindow), Limit: adapters.BackfillMax}
+			msgs, err := a.FetchHistory(ctx, c.Chat, q)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("backfill thread %s of %s: %w", th, c.Chat, err))
+				continue
+			}
+			for _, m := range msgs {
+				m.Backfilled = true
+				if _, err := host.Deliver(ctx, m); err == nil {
+					n++
+				}
+			}
+		}
+	}
+	return n, errors.Join(errs...)
+}

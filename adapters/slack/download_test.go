@@ -1,0 +1,72 @@
+package slack_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/slack"
+	"switchboard/adapters/slack/slacktest"
+)
+
+// A file server's 429 is a rate limit waiting what its Retry-After says,
+// and the next try gets the file.
+func TestDownloadRateLimited(t *testing.T) {
+	s := slacktest.New()
+	defer s.Close()
+	host := adaptertest.NewHost()
+	a := start(t, s, slack.ModeSocket, host)
+	post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "the log", File: &slacktest.File{Name: "app.log", MIME: "text/plain", Data: []byte("line 1\n")}})
+	ev := host.WaitEvents(t, 1)[0]
+	s.RateLimitFiles(7)
+	_, err := a.Download(t.Context(), ev.Attachments[0])
+	var ra *adapters.RetryAfterError
+	if !errors.As(err, &ra) || ra.Wait != 7*time.Second {
+		t.Fatalf("rate-limited download: %v; want a RetryAfterError of 7s", err)
+	}
+	rc, err := a.Download(t.Context(), ev.Attachments[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "line 1\n" {
+		t.Errorf("downloaded %q after the rate limit", b)
+	}
+}
+
+// The bot token goes only to Slack's hosts (or the configured API's): a
+// file whose URL is elsewhere is refused, permanently, and that host never
+// sees a request, let alone the token.
+func TestDownloadOffSlackRefused(t *testing.T) {
+	var hits, tokens atomic.Int64
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if strings.Contains(r.Header.Get("Authorization"), slacktest.BotToken) {
+			tokens.Add(1)
+		}
+	}))
+	defer elsewhere.Close()
+	s := slacktest.New()
+	defer s.Close()
+	host := adaptertest.NewHost()
+	a := start(t, s, slack.ModeSocket, host)
+	for i, u := range []string{elsewhere.URL + "/files/F1", "https://files.slack.com.evil.test/F1", "http://files.slack.com/F1"} {
+		post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "file", File: &slacktest.File{Name: "a.txt", Data: []byte("x"), URL: u}})
+		ev := host.WaitEvents(t, i+1)[i]
+		_, err := a.Download(t.Context(), ev.Attachments[0])
+		if !errors.Is(err, adapters.ErrPermanent) || !strings.Contains(err.Error(), "not on Slack") {
+			t.Errorf("%s: %v; want a permanent refusal saying it is not on Slack", u, err)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the host off Slack was asked %d times (%d with the token)", n, tokens.Load())
+	}
+}

@@ -1,0 +1,66 @@
+package telegram
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// pacer keeps the bot under Telegram's limits by waiting (never dropping):
+// one message a second per private chat, twenty a minute per group, thirty
+// a second in all.
+type pacer struct {
+	perChat, perGroup, global time.Duration
+	mu                        sync.Mutex
+	next                      map[int64]time.Time
+	nextGlobal                time.Time
+}
+
+func newPacer(o Options) pacer {
+	def := func(d, v time.Duration) time.Duration {
+		switch {
+		case v < 0:
+			return 0
+		case v == 0:
+			return d
+		}
+		return v
+	}
+	return pacer{perChat: def(time.Second, o.PerChat), perGroup: def(3*time.Second, o.PerGroup),
+		global: def(time.Second/30, o.Global), next: map[int64]time.Time{}}
+}
+
+func (p *pacer) wait(ctx context.Context, chat int64) error {
+	gap := p.perChat
+	if chat < 0 {
+		gap = p.perGroup
+	}
+	p.mu.Lock()
+	now := time.Now()
+	at := now
+	for _, t := range []time.Time{p.next[chat], p.nextGlobal} {
+		if t.After(at) {
+			at = t
+		}
+	}
+	p.next[chat] = at.Add(gap)
+	p.nextGlobal = at.Add(p.global)
+	if len(p.next) > 10_000 { // forget chats whose slot has passed
+		for c, t := range p.next {
+			if t.Before(now) {
+				delete(p.next, c)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"switchboard/adapters"
+)
+
+// inbound validates a posted message and builds the Inbound for room.
+// A display name that reads as the bot's (botName or "switchboard", in any
+// case, spacing or punctuation) is refused like the bot's sender.
+func inbound(room string, req postRequest, botName string, now time.Time) (adapters.Inbound, error) {
+	if err := checkWord("sender", req.Sender); err != nil {
+		return adapters.Inbound{}, err
+	}
+	if strings.EqualFold(req.Sender, botSender) {
+		return adapters.Inbound{}, fmt.Errorf("sender %q is reserved for the bot; pick another name", req.Sender)
+	}
+	id := "w-" + randomID()
+	if req.ID != "" {
+		if err := checkWord("id", req.ID); err != nil {
+			return adapters.Inbound{}, err
+		}
+		id = "w-" + req.ID
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return adapters.Inbound{}, errors.New("text is required and must not be blank")
+	}
+	if len(req.Text) > maxText {
+		return adapters.Inbound{}, fmt.Errorf("text is longer than %d bytes", maxText)
+	}
+	name := strings.TrimSpace(req.Name)
+	if utf8.RuneCountInString(name) > maxName || hasControl(name) {
+		return adapters.Inbound{}, fmt.Errorf("name must be at most %d characters, without control characters", maxName)
+	}
+	if name == "" {
+		name = req.Sender
+	}
+	if looksLike(name, botSender) || looksLike(name, botName) {
+		return adapters.Inbound{}, fmt.Errorf("name %q is reserved for the bot; pick another name", name)
+	}
+	if len(req.Topic) > maxTopic || hasControl(req.Topic) {
+		return adapters.Inbound{}, fmt.Errorf("topic must be at most %d bytes, without control characters", maxTopic)
+	}
+	return adapters.Inbound{
+		Chat:       chatJID(room),
+		ChatName:   room,
+		ID:         id,
+		Sender:     senderJID(req.Sender),
+		SenderName: name,
+		Text:       req.Text,
+		Time:       now.UTC(),
+		Topic:      req.Topic,
+		Verb:       adapters.VerbMention,
+	}, nil
+}
+
+// checkRoom validates a room name: it becomes the chat JID web:<room>.
+func checkRoom(room string) error {
+	if err := checkWord("room", room); err != nil {
+		return err
+	}
+	if strings.Trim(room, ".") == "" {
+		return errors.New(`room must not be only dots`)
+	}
+	return nil
+}
+
+// checkWord validates a name made of 1-64 ASCII letters, digits, '_', '.' or '-'.
+func checkWord(field, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is required: 1-%d characters of A-Z a-z 0-9 _ . -", field, maxWord)
+	}
+	if len(s) > maxWord {
+		return fmt.Errorf("%s is longer than %d characters", field, maxWord)
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return fmt.Errorf("%s %q has a character that is not allowed: use A-Z a-z 0-9 _ . -", field, s)
+		}
+	}
+	return nil
+}
+
+// looksLike reports whether name reads as want: the same letters and
+// digits, ignoring case, spaces, punctuation and invisible characters.
+func looksLike(name, want string) bool {
+	key := func(s string) string {
+		return strings.ToLower(strings.Map(func(r rune) rune {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				return r
+			}
+			return -1
+		}, s))
+	}
+	k := key(want)
+	return k != "" && key(name) == k
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, unicode.IsControl)
+}
