@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"switchboard/control"
-	"switchboard/ipc"
+	"switchboard/mcpserver"
 	"switchboard/scheduler"
 )
 
@@ -42,14 +42,14 @@ func (b mcpBackend) SetTaskStatus(ctx context.Context, id int64, status schedule
 	return t, nil
 }
 
-func (b mcpBackend) TaskRuns(ctx context.Context, id int64, limit int) ([]ipc.TaskRun, error) {
+func (b mcpBackend) TaskRuns(ctx context.Context, id int64, limit int) ([]mcpserver.TaskRun, error) {
 	runs, err := b.g.st.TaskRuns(ctx, id, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ipc.TaskRun, len(runs))
+	out := make([]mcpserver.TaskRun, len(runs))
 	for i, r := range runs {
-		out[i] = ipc.TaskRun{ID: r.ID, Slot: r.Slot, Status: r.Status, Started: r.Started.UTC(),
+		out[i] = mcpserver.TaskRun{ID: r.ID, Slot: r.Slot, Status: r.Status, Started: r.Started.UTC(),
 			Duration: r.Duration, TurnID: r.TurnID, Error: r.Error, CostUSD: r.CostUSD}
 	}
 	return out, nil
