@@ -100,7 +100,7 @@ func (b mcpBackend) Reload(ctx context.Context) error { return b.g.reload(ctx) }
 func (b mcpBackend) Send(ctx context.Context, folder string, m mcpserver.Outgoing) (mcpserver.Sent, error) {
 	// A platform no adapter serves is refused here, before anything is
 	// queued: the outbox would only fail it later.
-	if m.Kind == mcpserver.KindFile {
+	if m.Kind == store.OutboxFile {
 		if _, err := capability[adapters.FileSender](b, m.Chat, "send_file"); err != nil {
 			return mcpserver.Sent{}, err
 		}
@@ -108,7 +108,7 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m mcpserver.Outgoin
 		return mcpserver.Sent{}, err
 	}
 	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: control.NewID("mcp-"), Kind: store.OutboxKind(m.Kind), File: m.File})
+		Folder: folder, Key: control.NewID("mcp-"), Kind: m.Kind, File: m.File})
 	if err != nil {
 		return mcpserver.Sent{}, err
 	}
@@ -149,7 +149,7 @@ func (b mcpBackend) RunningTurn(folder string) (mcpserver.Turn, bool) {
 	}
 	turn := mcpserver.Turn{ID: id, Chat: t.batch.ChatJID, Topic: t.batch.Topic, LastMessageID: lastMessageID(t.batch)}
 	if len(t.batch.Items) > 0 {
-		turn.Trigger = string(t.batch.Items[0].Trigger)
+		turn.Trigger = t.batch.Items[0].Trigger
 	}
 	return turn, true
 }
@@ -161,7 +161,7 @@ func capability[C any](b mcpBackend, chat, verb string) (C, error) {
 	platform := adapters.JID(chat).Platform()
 	ad, ok := b.g.adapters[platform]
 	if !ok {
-		return c, fmt.Errorf("%w: %s", mcpserver.ErrNoAdapter, platform)
+		return c, fmt.Errorf("%w: %s", adapters.ErrNoAdapter, platform)
 	}
 	c, ok = ad.(C)
 	if !ok {
@@ -252,39 +252,20 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-func toIPC(m store.Message) mcpserver.Message { return storedToIPC(toStored(m)) }
-
-// storedToIPC is the one conversion to the MCP tools' message, for stored
-// messages and (Seq 0) those fetched from the platform.
-func storedToIPC(m adapters.Stored) mcpserver.Message {
-	return mcpserver.Message{Seq: m.Seq, ChatJID: string(m.Chat), ID: m.ID, Sender: string(m.Sender), Name: m.SenderName, Text: m.Text,
-		Time: m.Time.UTC(), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments}
+func (b mcpBackend) Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]store.Message, error) {
+	return b.g.st.MessagesBefore(ctx, chat, beforeSeq, limit)
 }
 
-func toIPCAll(ms []store.Message) []mcpserver.Message {
-	out := make([]mcpserver.Message, len(ms))
-	for i, m := range ms {
-		out[i] = toIPC(m)
-	}
-	return out
+func (b mcpBackend) Thread(ctx context.Context, chat, topic string, limit int) ([]store.Message, error) {
+	return b.g.st.Thread(ctx, chat, topic, limit)
 }
 
-func (b mcpBackend) Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]mcpserver.Message, error) {
-	ms, err := b.g.st.MessagesBefore(ctx, chat, beforeSeq, limit)
-	return toIPCAll(ms), err
-}
-
-func (b mcpBackend) Thread(ctx context.Context, chat, topic string, limit int) ([]mcpserver.Message, error) {
-	ms, err := b.g.st.Thread(ctx, chat, topic, limit)
-	return toIPCAll(ms), err
-}
-
-func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, limit int) ([]mcpserver.Message, string, error) {
+func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, limit int) ([]store.Message, string, error) {
 	jid := adapters.JID(chat)
 	if f, ok := b.g.adapters[jid.Platform()].(adapters.HistoryFetcher); ok {
 		in, err := f.FetchHistory(ctx, jid, adapters.HistoryQuery{Before: beforeID, Limit: limit})
 		if err == nil {
-			out := make([]mcpserver.Message, 0, len(in))
+			out := make([]store.Message, 0, len(in))
 			for _, m := range in {
 				// What the platform has fills gaps in the store; it never
 				// starts a turn.
@@ -293,7 +274,11 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 					b.g.log.Warn("fetched message not stored", "jid", chat, "msg_id", m.ID, "err", err)
 					continue
 				}
-				out = append(out, storedToIPC(adapters.Stored{Seq: seq, Inbound: m}))
+				// What the platform returned, not the stored copy: a
+				// message stored earlier may have changed since.
+				out = append(out, store.Message{Seq: seq, ChatJID: string(m.Chat), ID: m.ID, Sender: string(m.Sender),
+					SenderName: m.SenderName, Text: m.Text, Time: m.Time, Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb,
+					FromBot: m.FromBot, Attachments: m.Attachments})
 			}
 			return out, "platform", nil
 		}
@@ -310,20 +295,11 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 		before = m.Seq
 	}
 	ms, err := b.g.st.MessagesBefore(ctx, chat, before, limit)
-	return toIPCAll(ms), "store", err
+	return ms, "store", err
 }
 
-func (b mcpBackend) Search(ctx context.Context, query string, o mcpserver.SearchOptions) ([]mcpserver.Hit, error) {
-	so := store.SearchOptions{ChatJIDs: o.Chats, Sender: o.Sender, Since: o.Since, Limit: o.Limit}
-	hits, err := b.g.st.Search(ctx, query, so)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]mcpserver.Hit, len(hits))
-	for i, h := range hits {
-		out[i] = mcpserver.Hit{Message: toIPC(h.Message), Snippet: h.Snippet, Rank: h.Rank}
-	}
-	return out, nil
+func (b mcpBackend) Search(ctx context.Context, query string, o store.SearchOptions) ([]store.Hit, error) {
+	return b.g.st.Search(ctx, query, o)
 }
 
 func (b mcpBackend) Chats(ctx context.Context) ([]string, error) {
@@ -338,12 +314,12 @@ func (b mcpBackend) Chats(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (b mcpBackend) MessageByID(ctx context.Context, chat, id string) (mcpserver.Message, bool, error) {
+func (b mcpBackend) MessageByID(ctx context.Context, chat, id string) (store.Message, bool, error) {
 	m, err := b.g.st.MessageByID(ctx, chat, id)
 	if err != nil {
-		return mcpserver.Message{}, false, ignoreNotFound(err)
+		return store.Message{}, false, ignoreNotFound(err)
 	}
-	return toIPC(m), true, nil
+	return m, true, nil
 }
 
 func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Route, error) {
@@ -387,9 +363,9 @@ func (b mcpBackend) CreateGroup(ctx context.Context, folder string) (bool, error
 
 // Enqueue queues a delegate or escalate prompt one hop deeper in the chain
 // than the caller's running turn (the chain guard stops it if too deep).
-func (b mcpBackend) Enqueue(ctx context.Context, w mcpserver.Work) (int64, error) {
-	id, err := b.g.st.Enqueue(ctx, store.WorkItem{Folder: w.Folder, ChatJID: w.Chat, Topic: w.Topic,
-		Mode: string(routing.Trigger), Trigger: store.Trigger(w.Trigger), Prompt: w.Prompt, Origin: w.Origin, Chain: b.g.chainOf(w.Origin)})
+func (b mcpBackend) Enqueue(ctx context.Context, w store.WorkItem) (int64, error) {
+	w.Mode, w.Chain = string(routing.Trigger), b.g.chainOf(w.Origin)
+	id, err := b.g.st.Enqueue(ctx, w)
 	if err != nil {
 		return 0, err
 	}
@@ -400,13 +376,13 @@ func (b mcpBackend) Enqueue(ctx context.Context, w mcpserver.Work) (int64, error
 // Inject stores an agent's message one hop deeper in the chain than the
 // caller's running turn: an agent injecting into its own chat every turn
 // stops at limits.max_chain like a delegate ping-pong.
-func (b mcpBackend) Inject(ctx context.Context, from, chat, text, sender string) (mcpserver.Message, string, error) {
+func (b mcpBackend) Inject(ctx context.Context, from, chat, text, sender string) (store.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
 	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
 	if err != nil {
-		return mcpserver.Message{}, "", err
+		return store.Message{}, "", err
 	}
-	return toIPC(m), owner, nil
+	return m, owner, nil
 }
 
 func (b mcpBackend) ResetSessions(ctx context.Context, folder string) (int64, error) {
@@ -425,30 +401,10 @@ func (b mcpBackend) Disengage(chat, topic string, allowed func(string) bool) (st
 	return b.g.engage.stopIf(chat, topic, allowed)
 }
 
-func (b mcpBackend) AgentSessions(ctx context.Context, folder string) ([]mcpserver.AgentSession, error) {
-	rows, err := b.g.st.FolderSessions(ctx, folder)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]mcpserver.AgentSession, len(rows))
-	for i, r := range rows {
-		out[i] = mcpserver.AgentSession{Chat: r.ChatJID, Topic: r.Topic, SessionID: r.SessionID, Updated: r.Updated.UTC()}
-	}
-	return out, nil
+func (b mcpBackend) AgentSessions(ctx context.Context, folder string) ([]store.SessionRow, error) {
+	return b.g.st.FolderSessions(ctx, folder)
 }
 
-func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]mcpserver.TurnRecord, error) {
-	ts, err := b.g.st.Turns(ctx, folder, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]mcpserver.TurnRecord, len(ts))
-	for i, t := range ts {
-		out[i] = mcpserver.TurnRecord{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: string(t.Trigger), Attempt: t.Attempt,
-			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: string(t.Status), Error: t.Error, SessionID: t.SessionID,
-			CostUSD: t.Usage.CostUSD, InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
-			CacheCreationTokens: t.Usage.CacheCreationTokens, CacheReadTokens: t.Usage.CacheReadTokens, NumTurns: t.Usage.NumTurns,
-			APIMS: t.Usage.APIDuration.Milliseconds()}
-	}
-	return out, nil
+func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]store.Turn, error) {
+	return b.g.st.Turns(ctx, folder, limit)
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"time"
 
-	"switchboard/adapters"
 	"switchboard/routing"
 	"switchboard/scheduler"
+	"switchboard/store"
 )
 
 // Backend is everything the tools act through. The gateway implements it;
-// mcpserver never touches the store, the queue or an adapter directly. It is split
+// mcpserver never touches the store, the queue or an adapter directly (it
+// uses the store's types, never its methods). It is split
 // into small interfaces by concern so that each method's contract sits next
 // to its neighbours; one gateway type implements them all.
 type Backend interface {
@@ -39,7 +40,7 @@ type State interface {
 // The message verbs (Edit, Delete, React, Pin, Unpin) act through the
 // adapter of chat's platform. A platform whose adapter lacks the capability
 // returns an error wrapping adapters.ErrUnsupported that names the platform;
-// a platform with no enabled adapter, one wrapping ErrNoAdapter.
+// a platform with no enabled adapter, one wrapping adapters.ErrNoAdapter.
 type Messenger interface {
 	// Send queues m in the outbox as sent by folder and waits briefly for the
 	// platform to accept it. A running turn of folder is marked as having
@@ -65,22 +66,25 @@ type Messenger interface {
 type History interface {
 	// Messages returns up to limit newest messages of chat with seq <
 	// beforeSeq (0: the newest), oldest first.
-	Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]Message, error)
+	Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]store.Message, error)
 	// Thread returns up to limit newest messages of a topic, oldest first.
-	Thread(ctx context.Context, chat, topic string, limit int) ([]Message, error)
+	Thread(ctx context.Context, chat, topic string, limit int) ([]store.Message, error)
 	// FetchHistory reads recent messages from the platform when its adapter
-	// can, else from the store; source is "platform" or "store".
-	// beforeID pages back: only messages older than that platform id; one
-	// the platform cannot page from and the store does not hold is an error.
-	FetchHistory(ctx context.Context, chat, beforeID string, limit int) (msgs []Message, source string, err error)
+	// can, else from the store; source is "platform" or "store". A message
+	// from the platform is as the platform returned it now, with the Seq it
+	// is stored under. beforeID pages back: only messages older than that
+	// platform id; one the platform cannot page from and the store does not
+	// hold is an error.
+	FetchHistory(ctx context.Context, chat, beforeID string, limit int) (msgs []store.Message, source string, err error)
 	// Search runs an FTS5 query; a query that does not parse returns an
-	// error saying so.
-	Search(ctx context.Context, query string, o SearchOptions) ([]Hit, error)
+	// error saying so. o.ChatJIDs nil means all chats; an empty, non-nil
+	// slice means none.
+	Search(ctx context.Context, query string, o store.SearchOptions) ([]store.Hit, error)
 	// Chats lists the JIDs of every chat the gateway has seen.
 	Chats(ctx context.Context) ([]string, error)
 	// MessageByID returns a stored message by its platform id; found is
 	// false when chat has no stored message with that id.
-	MessageByID(ctx context.Context, chat, id string) (m Message, found bool, err error)
+	MessageByID(ctx context.Context, chat, id string) (m store.Message, found bool, err error)
 }
 
 // RouteStore changes the routing table. Every change is visible in Table
@@ -103,8 +107,11 @@ type GroupStore interface {
 	// exists when the call returns. created is false, and no group is
 	// added, when the group already exists.
 	CreateGroup(ctx context.Context, folder string) (created bool, err error)
-	// Enqueue queues a prompt turn (delegate, escalate) and wakes the folder.
-	Enqueue(ctx context.Context, w Work) (id int64, err error)
+	// Enqueue queues a prompt turn and wakes the folder. w gives Folder,
+	// ChatJID, Topic, Trigger (store.TriggerDelegate or
+	// store.TriggerEscalate), Prompt and Origin (the folder that asked); the
+	// gateway sets the rest.
+	Enqueue(ctx context.Context, w store.WorkItem) (id int64, err error)
 }
 
 // Sessions covers the agent-session and engagement state of a folder.
@@ -113,7 +120,7 @@ type Sessions interface {
 	// chat's owner, on behalf of group from (whose running turn it
 	// continues: the chain guard counts it); it returns the message and
 	// the folder that will answer.
-	Inject(ctx context.Context, from, chat, text, sender string) (Message, string, error)
+	Inject(ctx context.Context, from, chat, text, sender string) (store.Message, string, error)
 	// ResetSessions forgets every agent session of folder.
 	ResetSessions(ctx context.Context, folder string) (int64, error)
 	// Engage makes folder answer follow-ups in chat/topic without a mention
@@ -124,9 +131,9 @@ type Sessions interface {
 	// holds for that folder.
 	Disengage(chat, topic string, allowed func(folder string) bool) (folder string, ended bool)
 	// AgentSessions lists folder's stored agent sessions.
-	AgentSessions(ctx context.Context, folder string) ([]AgentSession, error)
+	AgentSessions(ctx context.Context, folder string) ([]store.SessionRow, error)
 	// Turns returns folder's most recent turn records, newest first.
-	Turns(ctx context.Context, folder string, limit int) ([]TurnRecord, error)
+	Turns(ctx context.Context, folder string, limit int) ([]store.Turn, error)
 }
 
 // TaskStore manages scheduled tasks through the same code as the task CLI,
@@ -147,32 +154,10 @@ type TaskStore interface {
 	// change. An unknown id is an error saying no task has it.
 	SetTaskStatus(ctx context.Context, id int64, status scheduler.TaskStatus) (scheduler.Task, error)
 	// TaskRuns lists up to limit runs of a task, newest first.
-	TaskRuns(ctx context.Context, id int64, limit int) ([]TaskRun, error)
+	TaskRuns(ctx context.Context, id int64, limit int) ([]store.TaskRun, error)
 	// DefaultTimezone is the IANA zone of tasks that name none.
 	DefaultTimezone() string
 }
-
-// TaskRun is one run of a task.
-type TaskRun struct {
-	ID       int64
-	Slot     time.Time // the scheduled time this run is for
-	Status   string    // fired (claimed; its turn is queued or running), succeeded, failed, or skipped (a budget was used up; Error says which)
-	Started  time.Time
-	Duration time.Duration
-	TurnID   string
-	Error    string
-	CostUSD  float64 // what its turn reported costing
-}
-
-// OutgoingKind says what an Outgoing is.
-type OutgoingKind string
-
-// Kinds of Outgoing.
-const (
-	KindSend  OutgoingKind = "send"  // a new message
-	KindReply OutgoingKind = "reply" // an answer to ReplyTo
-	KindFile  OutgoingKind = "file"  // an upload of File
-)
 
 // Outgoing is a message a group sends.
 type Outgoing struct {
@@ -180,8 +165,8 @@ type Outgoing struct {
 	Text    string
 	Topic   string
 	ReplyTo string
-	Kind    OutgoingKind
-	File    string // KindFile: a path relative to the group folder, already checked to be a regular file in it; Text is the caption
+	Kind    store.OutboxKind // OutboxSend, OutboxReply or OutboxFile
+	File    string           // OutboxFile: a path relative to the group folder, already checked to be a regular file in it; Text is the caption
 }
 
 // SentStatus says what became of an Outgoing when Send returned.
@@ -207,78 +192,6 @@ type Turn struct {
 	ID            string
 	Chat          string
 	Topic         string
-	Trigger       string
+	Trigger       store.Trigger
 	LastMessageID string // platform id of the batch's last message; "" for prompt turns
-}
-
-// Message is a chat message as the history tools show it.
-type Message struct {
-	Seq         int64                 `json:"seq,omitempty"`
-	ChatJID     string                `json:"chat_jid"`
-	ID          string                `json:"id"`
-	Sender      string                `json:"sender"`
-	Name        string                `json:"name,omitempty"`
-	Text        string                `json:"text"`
-	Time        time.Time             `json:"time"`
-	Topic       string                `json:"topic,omitempty"`
-	ReplyTo     string                `json:"reply_to,omitempty"`
-	Verb        string                `json:"verb,omitempty"`
-	FromBot     bool                  `json:"from_bot,omitempty"`
-	Attachments []adapters.Attachment `json:"attachments,omitempty"`
-}
-
-// SearchOptions narrow a search. Chats nil means all chats; an empty,
-// non-nil slice means none.
-type SearchOptions struct {
-	Chats  []string
-	Sender string
-	Since  time.Time
-	Limit  int
-}
-
-// Hit is one search result.
-type Hit struct {
-	Message
-	Snippet string  `json:"snippet"`
-	Rank    float64 `json:"rank"`
-}
-
-// Work is a prompt turn queued for a folder.
-type Work struct {
-	Folder  string
-	Chat    string
-	Topic   string
-	Trigger string // "delegate" or "escalate"
-	Prompt  string
-	Origin  string // the folder that asked
-}
-
-// AgentSession is the agent session a folder continues in a chat and topic.
-type AgentSession struct {
-	Chat      string    `json:"chat_jid"`
-	Topic     string    `json:"topic,omitempty"`
-	SessionID string    `json:"session_id"`
-	Updated   time.Time `json:"updated"`
-}
-
-// TurnRecord is a finished turn.
-type TurnRecord struct {
-	ID         string    `json:"id"`
-	Chat       string    `json:"chat_jid"`
-	Topic      string    `json:"topic,omitempty"`
-	Trigger    string    `json:"trigger"`
-	Attempt    int       `json:"attempt"`
-	Started    time.Time `json:"started"`
-	DurationMS int64     `json:"duration_ms"`
-	Status     string    `json:"status"`
-	Error      string    `json:"error,omitempty"`
-	SessionID  string    `json:"session_id,omitempty"`
-	// What the turn cost, as its agent reported it (omitted: not reported).
-	CostUSD             float64 `json:"cost_usd,omitempty"`
-	InputTokens         int64   `json:"input_tokens,omitempty"`
-	OutputTokens        int64   `json:"output_tokens,omitempty"`
-	CacheCreationTokens int64   `json:"cache_creation_tokens,omitempty"`
-	CacheReadTokens     int64   `json:"cache_read_tokens,omitempty"`
-	NumTurns            int64   `json:"num_turns,omitempty"`
-	APIMS               int64   `json:"api_ms,omitempty"`
 }

@@ -1,8 +1,10 @@
 // Package mcpserver serves each group's MCP server on a unix socket: the tool
 // catalog, per-connection sessions, filtering by tier and grants, and
 // list_changed notifications. It talks to the rest of the system only
-// through the interfaces it defines (Backend), and Authorize is the one place
-// that combines a grant decision with chat ownership.
+// through the interfaces it defines (Backend), in the store's types (it
+// never opens the store), and Authorize is the one place that combines a
+// grant decision with chat ownership. What each tool returns is shaped here,
+// next to the tool.
 //
 // One mcp-go MCPServer serves every group. The tools are registered once;
 // each connection is its own session (newline-delimited JSON-RPC, one MCP

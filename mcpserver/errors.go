@@ -3,8 +3,6 @@ package mcpserver
 import "errors"
 
 var (
-	// ErrNoAdapter: no enabled adapter serves the chat's platform.
-	ErrNoAdapter = errors.New("no adapter for this platform is enabled")
 	// ErrSocketPath: a group's socket path is too long for a unix socket.
 	ErrSocketPath = errors.New("socket path too long")
 	// ErrSocketInUse: another process is serving the group's socket.

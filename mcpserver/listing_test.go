@@ -431,7 +431,7 @@ func TestSocketPathTooLongKeepsGateway(t *testing.T) {
 		}
 	}
 	h.deliver(t, "web:acme", "m1", "still routed")
-	waitTurn(t, h.st, "acme", "message")
+	waitTurn(t, h.st, "acme", store.TriggerMessage)
 	select {
 	case err := <-h.done:
 		t.Fatalf("gateway stopped: %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"switchboard/groups"
 	"switchboard/routing"
+	"switchboard/store"
 )
 
 // maxPrompt bounds a delegated or escalated prompt.
@@ -146,7 +147,7 @@ func runDelegate(ctx context.Context, c *call) (any, error) {
 	if folder == c.folder || !groups.InSubtree(c.folder, folder) {
 		return nil, fmt.Errorf("group %s is not a subgroup of %s; you can delegate only downwards (use escalate_group to go up)", folder, c.folder)
 	}
-	return c.enqueue(ctx, folder, "delegate")
+	return c.enqueue(ctx, folder, store.TriggerDelegate)
 }
 
 func runEscalate(ctx context.Context, c *call) (any, error) {
@@ -154,11 +155,11 @@ func runEscalate(ctx context.Context, c *call) (any, error) {
 	if parent == "" {
 		return nil, fmt.Errorf("group %s is top-level and has no parent to escalate to", c.folder)
 	}
-	return c.enqueue(ctx, parent, "escalate")
+	return c.enqueue(ctx, parent, store.TriggerEscalate)
 }
 
 // enqueue queues a prompt turn of folder answering in chat_jid.
-func (c *call) enqueue(ctx context.Context, folder, trigger string) (any, error) {
+func (c *call) enqueue(ctx context.Context, folder string, trigger store.Trigger) (any, error) {
 	prompt := c.str("prompt")
 	if err := requireText("prompt", prompt, maxPrompt); err != nil {
 		return nil, err
@@ -178,7 +179,7 @@ func (c *call) enqueue(ctx context.Context, folder, trigger string) (any, error)
 	if turn, ok := c.b.RunningTurn(c.folder); ok && turn.Chat == chat {
 		topic = turn.Topic // answer in the thread the caller is working in
 	}
-	if _, err := c.b.Enqueue(ctx, Work{Folder: folder, Chat: chat, Topic: topic, Trigger: trigger, Prompt: prompt, Origin: c.folder}); err != nil {
+	if _, err := c.b.Enqueue(ctx, store.WorkItem{Folder: folder, ChatJID: chat, Topic: topic, Trigger: trigger, Prompt: prompt, Origin: c.folder}); err != nil {
 		return nil, err
 	}
 	return map[string]any{"ok": true, "folder": folder}, nil

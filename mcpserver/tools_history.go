@@ -9,7 +9,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"switchboard/adapters"
 	"switchboard/groups"
+	"switchboard/store"
 )
 
 func historyTools() []*toolDef {
@@ -60,7 +62,7 @@ func runInspectMessages(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"messages": nonNilMessages(ms), "more": len(ms) == limit}, nil
+	return map[string]any{"messages": viewMessages(ms), "more": len(ms) == limit}, nil
 }
 
 func runGetThread(ctx context.Context, c *call) (any, error) {
@@ -68,7 +70,7 @@ func runGetThread(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"messages": nonNilMessages(ms)}, nil
+	return map[string]any{"messages": viewMessages(ms)}, nil
 }
 
 func runFetchHistory(ctx context.Context, c *call) (any, error) {
@@ -76,11 +78,11 @@ func runFetchHistory(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"source": source, "messages": nonNilMessages(ms)}, nil
+	return map[string]any{"source": source, "messages": viewMessages(ms)}, nil
 }
 
 func runFindMessages(ctx context.Context, c *call) (any, error) {
-	o := SearchOptions{Sender: c.str("sender"), Limit: clamp(c.int("limit", 0), 20, 200)}
+	o := store.SearchOptions{Sender: c.str("sender"), Limit: clamp(c.int("limit", 0), 20, 200)}
 	if s := c.str("since"); s != "" {
 		t, err := parseSince(s, time.Now())
 		if err != nil {
@@ -90,22 +92,23 @@ func runFindMessages(ctx context.Context, c *call) (any, error) {
 	}
 	switch {
 	case c.has("chat_jid"):
-		o.Chats = []string{c.str("chat_jid")}
+		o.ChatJIDs = []string{c.str("chat_jid")}
 	case c.tier != 0:
 		chats, err := c.ownedChats(ctx)
 		if err != nil {
 			return nil, err
 		}
-		o.Chats = chats
+		o.ChatJIDs = chats
 	}
 	hits, err := c.b.Search(ctx, c.str("query"), o)
 	if err != nil {
 		return nil, err
 	}
-	if hits == nil {
-		hits = []Hit{}
+	out := make([]hitView, len(hits))
+	for i, h := range hits {
+		out[i] = hitView{messageView: viewMessage(h.Message), Snippet: h.Snippet, Rank: h.Rank}
 	}
-	return map[string]any{"hits": hits}, nil
+	return map[string]any{"hits": out}, nil
 }
 
 // ownedChats lists the known chats whose owner is in the caller's subtree
@@ -141,9 +144,39 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("since %q: want an RFC 3339 time such as 2026-11-21T09:00:00Z or an age such as 24h or 7d", s)
 }
 
-func nonNilMessages(ms []Message) []Message {
-	if ms == nil {
-		return []Message{}
+// messageView is a message as the history tools show it.
+type messageView struct {
+	Seq         int64                 `json:"seq,omitempty"`
+	ChatJID     string                `json:"chat_jid"`
+	ID          string                `json:"id"`
+	Sender      string                `json:"sender"`
+	Name        string                `json:"name,omitempty"`
+	Text        string                `json:"text"`
+	Time        time.Time             `json:"time"`
+	Topic       string                `json:"topic,omitempty"`
+	ReplyTo     string                `json:"reply_to,omitempty"`
+	Verb        string                `json:"verb,omitempty"`
+	FromBot     bool                  `json:"from_bot,omitempty"`
+	Attachments []adapters.Attachment `json:"attachments,omitempty"`
+}
+
+func viewMessage(m store.Message) messageView {
+	return messageView{Seq: m.Seq, ChatJID: m.ChatJID, ID: m.ID, Sender: m.Sender, Name: m.SenderName, Text: m.Text,
+		Time: m.Time.UTC(), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments}
+}
+
+// viewMessages never returns nil: no messages is [], not null.
+func viewMessages(ms []store.Message) []messageView {
+	out := make([]messageView, len(ms))
+	for i, m := range ms {
+		out[i] = viewMessage(m)
 	}
-	return ms
+	return out
+}
+
+// hitView is a search hit: the message, the snippet that matched, its rank.
+type hitView struct {
+	messageView
+	Snippet string  `json:"snippet"`
+	Rank    float64 `json:"rank"`
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/adapters"
+	"switchboard/store"
 )
 
 // maxText bounds a message the tools send.
@@ -80,7 +81,7 @@ func runSend(ctx context.Context, c *call) (any, error) {
 	if err := validJID(c.str("chat_jid")); err != nil {
 		return nil, err
 	}
-	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: c.str("chat_jid"), Text: text, Topic: c.str("topic"), Kind: KindSend})
+	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: c.str("chat_jid"), Text: text, Topic: c.str("topic"), Kind: store.OutboxSend})
 	return sentResult(sent, err)
 }
 
@@ -109,7 +110,7 @@ func runReply(ctx context.Context, c *call) (any, error) {
 		}
 		topic = m.Topic
 	}
-	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: text, Topic: topic, ReplyTo: replyTo, Kind: KindReply})
+	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: text, Topic: topic, ReplyTo: replyTo, Kind: store.OutboxReply})
 	return sentResult(sent, err)
 }
 
@@ -174,7 +175,7 @@ func runSendFile(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: c.str("caption"), File: rel, Kind: KindFile})
+	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: c.str("caption"), File: rel, Kind: store.OutboxFile})
 	if err != nil {
 		return nil, actError(chat, "send_file", err)
 	}
@@ -187,7 +188,7 @@ func actError(chat, tool string, err error) error {
 	switch {
 	case errors.Is(err, adapters.ErrUnsupported):
 		return fmt.Errorf("%s: %s is not supported by this platform", platform, tool)
-	case errors.Is(err, ErrNoAdapter):
+	case errors.Is(err, adapters.ErrNoAdapter):
 		return fmt.Errorf("%s: no adapter for this platform is enabled", platform)
 	}
 	return err

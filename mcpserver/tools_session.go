@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"switchboard/groups"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/grants"
+	"switchboard/groups"
+	"switchboard/store"
 )
 
 func sessionTools() []*toolDef {
@@ -138,17 +140,62 @@ func runInspectSession(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sessions == nil {
-		sessions = []AgentSession{}
-	}
-	if turns == nil {
-		turns = []TurnRecord{}
-	}
 	var running any
 	if t, ok := c.b.RunningTurn(c.folder); ok {
 		running = map[string]any{"id": t.ID, "chat_jid": t.Chat, "topic": t.Topic, "trigger": t.Trigger}
 	}
-	return map[string]any{"folder": c.folder, "sessions": sessions, "running": running, "turns": turns}, nil
+	return map[string]any{"folder": c.folder, "sessions": viewSessions(sessions), "running": running, "turns": viewTurns(turns)}, nil
+}
+
+// sessionView is the agent session a folder continues in a chat and topic.
+type sessionView struct {
+	Chat      string    `json:"chat_jid"`
+	Topic     string    `json:"topic,omitempty"`
+	SessionID string    `json:"session_id"`
+	Updated   time.Time `json:"updated"`
+}
+
+func viewSessions(rows []store.SessionRow) []sessionView {
+	out := make([]sessionView, len(rows))
+	for i, r := range rows {
+		out[i] = sessionView{Chat: r.ChatJID, Topic: r.Topic, SessionID: r.SessionID, Updated: r.Updated.UTC()}
+	}
+	return out
+}
+
+// turnView is a finished turn, with what it cost as its agent reported it
+// (omitted: not reported).
+type turnView struct {
+	ID                  string           `json:"id"`
+	Chat                string           `json:"chat_jid"`
+	Topic               string           `json:"topic,omitempty"`
+	Trigger             store.Trigger    `json:"trigger"`
+	Attempt             int              `json:"attempt"`
+	Started             time.Time        `json:"started"`
+	DurationMS          int64            `json:"duration_ms"`
+	Status              store.TurnStatus `json:"status"`
+	Error               string           `json:"error,omitempty"`
+	SessionID           string           `json:"session_id,omitempty"`
+	CostUSD             float64          `json:"cost_usd,omitempty"`
+	InputTokens         int64            `json:"input_tokens,omitempty"`
+	OutputTokens        int64            `json:"output_tokens,omitempty"`
+	CacheCreationTokens int64            `json:"cache_creation_tokens,omitempty"`
+	CacheReadTokens     int64            `json:"cache_read_tokens,omitempty"`
+	NumTurns            int64            `json:"num_turns,omitempty"`
+	APIMS               int64            `json:"api_ms,omitempty"`
+}
+
+func viewTurns(ts []store.Turn) []turnView {
+	out := make([]turnView, len(ts))
+	for i, t := range ts {
+		u := t.Usage
+		out[i] = turnView{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: t.Trigger, Attempt: t.Attempt,
+			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: t.Status, Error: t.Error,
+			SessionID: t.SessionID, CostUSD: u.CostUSD, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheCreationTokens: u.CacheCreationTokens, CacheReadTokens: u.CacheReadTokens, NumTurns: u.NumTurns,
+			APIMS: u.APIDuration.Milliseconds()}
+	}
+	return out
 }
 
 func runListGrants(_ context.Context, c *call) (any, error) {

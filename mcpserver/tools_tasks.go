@@ -9,6 +9,7 @@ import (
 
 	"switchboard/groups"
 	"switchboard/scheduler"
+	"switchboard/store"
 )
 
 // The task tools: a group schedules prompts for its own folder, answering in
@@ -148,7 +149,7 @@ func viewTask(t scheduler.Task) taskView {
 	return v
 }
 
-func viewRuns(runs []TaskRun, tz string) []runView {
+func viewRuns(runs []store.TaskRun, tz string) []runView {
 	loc := zoneOf(tz)
 	out := make([]runView, len(runs))
 	for i, r := range runs {

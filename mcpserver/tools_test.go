@@ -117,6 +117,30 @@ func TestPlatformVerbs(t *testing.T) {
 	}
 }
 
+// TestNoAdapter: a call on a chat of a platform no enabled adapter serves
+// is refused before anything is queued, naming the platform.
+func TestNoAdapter(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connect(t, "root", true)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"send", map[string]any{"text": "hi"}, "send: no adapter for this platform is enabled: telegram"},
+		{"edit", map[string]any{"message_id": "m1", "text": "new"}, "edit: telegram: no adapter for this platform is enabled"},
+		{"like", map[string]any{"message_id": "m1", "reaction": "👍"}, "like: telegram: no adapter for this platform is enabled"},
+	} {
+		tc.args["chat_jid"] = "telegram:user/1"
+		if r := call(t, c, tc.tool, tc.args); !r.IsError || r.Text != tc.want {
+			t.Errorf("%s: %+v, want the error %q", tc.tool, r, tc.want)
+		}
+	}
+	if n := len(h.web.sends()) + len(h.all.sends()); n != 0 {
+		t.Errorf("%d messages reached an adapter", n)
+	}
+}
+
 // blockingAgent writes an agent script that waits for gate to exist, then
 // prints "stdout reply".
 func blockingAgent(t *testing.T) (argv []string, gate string) {
@@ -155,7 +179,7 @@ func TestReplyDuringTurn(t *testing.T) {
 	// The turn is recorded in the same transaction that would queue its
 	// stdout reply, and the outbox delivers a chat's messages oldest first:
 	// once a later send is delivered, a wrongly queued reply would be too.
-	waitTurn(t, h.st, "acme", "message")
+	waitTurn(t, h.st, "acme", store.TriggerMessage)
 	call(t, c, "send", map[string]any{"chat_jid": "web:acme", "text": "later"}).decode(t, &sent)
 	if sent.Status != "sent" {
 		t.Fatalf("send after the turn: %+v", sent)
@@ -388,7 +412,7 @@ func TestGroupTools(t *testing.T) {
 	if r := call(t, c, "delegate_group", map[string]any{"folder": "acme/sales", "prompt": "sum up", "chat_jid": "web:acme"}); r.IsError {
 		t.Fatal(r.Text)
 	}
-	waitTurn(t, h.st, "acme/sales", "delegate")
+	waitTurn(t, h.st, "acme/sales", store.TriggerDelegate)
 	// escalate_group: to the parent; top-level groups have none.
 	if r := call(t, c, "escalate_group", map[string]any{"prompt": "x", "chat_jid": "web:acme"}); !r.IsError || !strings.Contains(r.Text, "top-level") {
 		t.Errorf("escalate from top level: %+v", r)
@@ -397,7 +421,7 @@ func TestGroupTools(t *testing.T) {
 	if r := call(t, eng, "escalate_group", map[string]any{"prompt": "need help", "chat_jid": "web:eng"}); r.IsError {
 		t.Fatal(r.Text)
 	}
-	waitTurn(t, h.st, "acme", "escalate")
+	waitTurn(t, h.st, "acme", store.TriggerEscalate)
 	// refresh_groups shows the caller's subtree only.
 	var rg struct {
 		Groups []struct {
@@ -471,7 +495,7 @@ func TestSessionTools(t *testing.T) {
 	if inj.Folder != "acme/eng" {
 		t.Errorf("inject answered by %q", inj.Folder)
 	}
-	waitTurn(t, h.st, "acme/eng", "inject")
+	waitTurn(t, h.st, "acme/eng", store.TriggerInject)
 	if r := call(t, c, "inject_message", map[string]any{"chat_jid": "web:acme", "text": "x", "sender": "web:user/ann"}); !r.IsError ||
 		!strings.Contains(r.Text, "switchboard: sender") {
 		t.Errorf("inject as a platform user: %+v", r)
@@ -496,7 +520,7 @@ func TestSessionTools(t *testing.T) {
 	}
 	// reset_session forgets the sessions the turns left.
 	h.deliver(t, "web:acme", "m1", "hi")
-	waitTurn(t, h.st, "acme", "message")
+	waitTurn(t, h.st, "acme", store.TriggerMessage)
 	var rs struct {
 		Reset int `json:"reset"`
 	}
