@@ -108,7 +108,7 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m mcpserver.Outgoin
 		return mcpserver.Sent{}, err
 	}
 	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: control.NewID("mcp-"), Kind: m.Kind, File: m.File})
+		Folder: folder, Key: store.NewID("mcp-"), Kind: m.Kind, File: m.File})
 	if err != nil {
 		return mcpserver.Sent{}, err
 	}
@@ -236,7 +236,7 @@ func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error
 	if err != nil {
 		return err
 	}
-	m.Text = control.CapText(text)
+	m.Text = store.CapText(text)
 	m.Edited = time.Time{}
 	_, err = b.g.st.EditMessage(ctx, &m)
 	return err
