@@ -14,6 +14,9 @@ var (
 	ErrBadMessage = errors.New("invalid inbound message")
 	// ErrUnsupported: the platform has no such verb. Wrap it with the platform name.
 	ErrUnsupported = errors.New("not supported by this platform")
+	// ErrNoAdapter: no enabled adapter serves the chat's platform. Wrap it
+	// with the platform name.
+	ErrNoAdapter = errors.New("no adapter for this platform is enabled")
 	// ErrPermanent marks a delivery that will never succeed (bot kicked,
 	// channel archived, chat not found); the outbox stops retrying it.
 	ErrPermanent = errors.New("permanent delivery failure")

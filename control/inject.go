@@ -2,8 +2,6 @@ package control
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -51,7 +49,7 @@ func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRe
 		trigger = store.TriggerInject
 	}
 	name := sender[strings.LastIndexByte(sender, '/')+1:]
-	m, err := Normalize(adapters.Inbound{Chat: adapters.JID(req.Chat), ID: NewID("inj-"), Sender: adapters.JID(sender),
+	m, err := Normalize(adapters.Inbound{Chat: adapters.JID(req.Chat), ID: store.NewID("inj-"), Sender: adapters.JID(sender),
 		SenderName: name, Text: req.Text, Verb: adapters.VerbMention})
 	if err != nil {
 		return store.Message{}, "", err
@@ -90,19 +88,11 @@ func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.Out
 		return store.OutboxItem{}, fmt.Errorf("send to %s: text is empty", req.Chat)
 	}
 	if req.Key == "" {
-		req.Key = NewID("send-")
+		req.Key = store.NewID("send-")
 	}
 	if req.Kind == "" {
 		req.Kind = store.OutboxSend
 	}
 	return st.AddOutbox(ctx, store.OutboxItem{Key: req.Key, Kind: req.Kind, Folder: req.Folder, ChatJID: req.Chat,
-		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: CapText(strings.ToValidUTF8(req.Text, "\uFFFD")), FilePath: req.File})
-}
-
-// NewID is a random identifier with prefix: of a turn, an injected
-// message, an outbox row.
-func NewID(prefix string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
+		Topic: req.Topic, ReplyTo: req.ReplyTo, Text: store.CapText(strings.ToValidUTF8(req.Text, "\uFFFD")), FilePath: req.File})
 }

@@ -9,9 +9,6 @@ import (
 	"switchboard/store"
 )
 
-// maxText is the largest message text stored; longer text is cut.
-const maxText = 64 << 10
-
 // maxInboundText is the largest text an adapter may deliver at all: more is
 // garbage, refused rather than cut.
 const maxInboundText = 1 << 20
@@ -61,7 +58,7 @@ func Normalize(in adapters.Inbound) (store.Message, error) {
 	}
 	return store.Message{
 		ChatJID: string(in.Chat), ID: in.ID, Sender: string(in.Sender), SenderName: in.SenderName,
-		Text: CapText(in.Text), Topic: in.Topic, ReplyTo: in.ReplyTo, Verb: verb, FromBot: in.FromBot, OtherBot: in.OtherBot,
+		Text: store.CapText(in.Text), Topic: in.Topic, ReplyTo: in.ReplyTo, Verb: verb, FromBot: in.FromBot, OtherBot: in.OtherBot,
 		Time: t, Attachments: in.Attachments,
 	}, nil
 }
@@ -84,17 +81,4 @@ func invalidUTF8At(s string) int {
 		}
 	}
 	return -1
-}
-
-// CapText cuts text longer than the largest stored (an agent that printed
-// a flood) at a rune boundary and says so.
-func CapText(s string) string {
-	if len(s) <= maxText {
-		return s
-	}
-	cut := maxText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "\n[truncated by switchboard]"
 }

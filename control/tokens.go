@@ -22,7 +22,7 @@ func MintToken(ctx context.Context, st *store.Store, folder, turn string, ttl ti
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics rather)
 	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 	now := time.Now()
-	t := store.Token{ID: NewID("tok-"), Folder: folder, TurnID: turn, Created: now, Expires: now.Add(ttl)}
+	t := store.Token{ID: store.NewID("tok-"), Folder: folder, TurnID: turn, Created: now, Expires: now.Add(ttl)}
 	if err := st.AddToken(ctx, t, store.HashToken(secret)); err != nil {
 		return "", store.Token{}, err
 	}

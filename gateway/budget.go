@@ -9,7 +9,7 @@ import (
 
 	"switchboard/control"
 	"switchboard/groups"
-	"switchboard/ipc"
+	"switchboard/mcpserver"
 	"switchboard/store"
 )
 
@@ -168,8 +168,8 @@ func dollars(f float64) string {
 	return fmt.Sprintf("$%.4f", f)
 }
 
-// Budgets implements ipc.Spend.
-func (b mcpBackend) Budgets(ctx context.Context, folder string) ([]ipc.BudgetInfo, error) {
+// Budgets implements mcpserver.Spend.
+func (b mcpBackend) Budgets(ctx context.Context, folder string) ([]mcpserver.BudgetInfo, error) {
 	all, err := b.g.st.Groups(ctx)
 	if err != nil {
 		return nil, err
@@ -184,15 +184,15 @@ func (b mcpBackend) Budgets(ctx context.Context, folder string) ([]ipc.BudgetInf
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ipc.BudgetInfo, len(rep))
+	out := make([]mcpserver.BudgetInfo, len(rep))
 	for i, r := range rep {
-		out[i] = ipc.BudgetInfo{Folder: r.Folder, TodayUSD: r.TodayUSD, MonthUSD: r.MonthUSD, DailyUSD: r.DailyUSD,
+		out[i] = mcpserver.BudgetInfo{Folder: r.Folder, TodayUSD: r.TodayUSD, MonthUSD: r.MonthUSD, DailyUSD: r.DailyUSD,
 			MonthlyUSD: r.MonthlyUSD, UsedUp: r.Over()}
 	}
 	return out, nil
 }
 
-// SetBudget implements ipc.Spend; it reloads so that the change applies now.
+// SetBudget implements mcpserver.Spend; it reloads so that the change applies now.
 func (b mcpBackend) SetBudget(ctx context.Context, folder string, daily, monthly float64) error {
 	if ok, err := b.g.st.GroupExists(ctx, folder); err != nil {
 		return err

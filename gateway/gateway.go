@@ -15,7 +15,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/groups"
-	"switchboard/ipc"
+	"switchboard/mcpserver"
 	"switchboard/routing"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -96,8 +96,8 @@ type Gateway struct {
 	commits committer // group commit of inbound messages
 	sched   *scheduler.Loop
 	metrics *metrics
-	spend   spend       // usage metrics and budgets (spend.go)
-	mcp     *ipc.Server // the groups' MCP sockets
+	spend   spend             // usage metrics and budgets (spend.go)
+	mcp     *mcpserver.Server // the groups' MCP sockets
 
 	downloads downloadLog // attachments fetched into group folders
 	mcpURLMu  sync.Mutex

@@ -20,7 +20,7 @@ func (g *Gateway) holdChat(ctx context.Context, b store.Batch, until time.Time, 
 	}
 	if notice != "" {
 		if key == "" {
-			key = control.NewID("hold-")
+			key = store.NewID("hold-")
 		}
 		req := control.SendRequest{Chat: b.ChatJID, Topic: b.Topic, Folder: b.Folder, Text: notice, Kind: store.OutboxNotice, Key: key}
 		if _, err := g.send(ctx, req); err != nil {

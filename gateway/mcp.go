@@ -10,26 +10,26 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/control"
-	"switchboard/ipc"
+	"switchboard/mcpserver"
 	"switchboard/routing"
 	"switchboard/store"
 )
 
-// The gateway side of the MCP tools: mcpBackend implements ipc.Backend over
+// The gateway side of the MCP tools: mcpBackend implements mcpserver.Backend over
 // the store, the queue, the outbox and the adapters. The tool bodies live in
-// ipc; here is only what they act through.
+// mcpserver; here is only what they act through.
 
 // sendWait bounds how long send and reply wait for the platform to accept a
 // message before answering "pending".
 const sendWait = 3 * time.Second
 
 // newMCP builds the MCP server; its sockets appear at the first reload.
-func newMCP(g *Gateway) (*ipc.Server, error) {
+func newMCP(g *Gateway) (*mcpserver.Server, error) {
 	version := "dev"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		version = bi.Main.Version
 	}
-	return ipc.New(ipc.Options{Layout: g.layout, Operator: g.opt.Operator, Backend: mcpBackend{g},
+	return mcpserver.New(mcpserver.Options{Layout: g.layout, Operator: g.opt.Operator, Backend: mcpBackend{g},
 		Logger: g.log.With("component", "mcp"), Version: version, OnCall: g.mcpCall})
 }
 
@@ -77,9 +77,9 @@ func (g *Gateway) syncMCP(ctx context.Context, folders []string) {
 		g.log.Error("load grant overrides for mcp", "err", err)
 		return
 	}
-	gs := make([]ipc.Group, len(folders))
+	gs := make([]mcpserver.Group, len(folders))
 	for i, f := range folders {
-		gs[i] = ipc.Group{Folder: f, Overrides: over[f]}
+		gs[i] = mcpserver.Group{Folder: f, Overrides: over[f]}
 	}
 	if err := g.mcp.Sync(gs); err != nil {
 		g.log.Error("mcp socket unavailable: the agents of these groups have no tools until it is fixed", "err", err)
@@ -91,26 +91,26 @@ func (g *Gateway) mcpSocket(folder string) string { return g.mcp.SocketPath(fold
 
 type mcpBackend struct{ g *Gateway }
 
-var _ ipc.Backend = mcpBackend{}
+var _ mcpserver.Backend = mcpBackend{}
 
 func (b mcpBackend) Table() *routing.Table { return b.g.Table() }
 
 func (b mcpBackend) Reload(ctx context.Context) error { return b.g.reload(ctx) }
 
-func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ipc.Sent, error) {
+func (b mcpBackend) Send(ctx context.Context, folder string, m mcpserver.Outgoing) (mcpserver.Sent, error) {
 	// A platform no adapter serves is refused here, before anything is
 	// queued: the outbox would only fail it later.
-	if m.Kind == ipc.KindFile {
+	if m.Kind == store.OutboxFile {
 		if _, err := capability[adapters.FileSender](b, m.Chat, "send_file"); err != nil {
-			return ipc.Sent{}, err
+			return mcpserver.Sent{}, err
 		}
 	} else if _, err := capability[adapters.Adapter](b, m.Chat, "send"); err != nil {
-		return ipc.Sent{}, err
+		return mcpserver.Sent{}, err
 	}
 	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: control.NewID("mcp-"), Kind: store.OutboxKind(m.Kind), File: m.File})
+		Folder: folder, Key: store.NewID("mcp-"), Kind: m.Kind, File: m.File})
 	if err != nil {
-		return ipc.Sent{}, err
+		return mcpserver.Sent{}, err
 	}
 	b.g.markReplied(folder, m.Chat)
 	return b.awaitDelivery(ctx, it), nil
@@ -118,7 +118,7 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m ipc.Outgoing) (ip
 
 // awaitDelivery waits, for at most sendWait, until the platform accepted
 // or refused the item: the outbox wakes it when the item settles.
-func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) ipc.Sent {
+func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) mcpserver.Sent {
 	deadline := time.NewTimer(sendWait)
 	defer deadline.Stop()
 	for {
@@ -128,28 +128,28 @@ func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) ipc.
 		}
 		switch it.Status {
 		case store.OutboxSent:
-			return ipc.Sent{Key: it.Key, Status: ipc.SentOK, ID: it.PlatformID}
+			return mcpserver.Sent{Key: it.Key, Status: mcpserver.SentOK, ID: it.PlatformID}
 		case store.OutboxFailed:
-			return ipc.Sent{Key: it.Key, Status: ipc.SentFailed, Error: it.Error}
+			return mcpserver.Sent{Key: it.Key, Status: mcpserver.SentFailed, Error: it.Error}
 		}
 		select {
 		case <-ctx.Done():
-			return ipc.Sent{Key: it.Key, Status: ipc.SentPending}
+			return mcpserver.Sent{Key: it.Key, Status: mcpserver.SentPending}
 		case <-deadline.C:
-			return ipc.Sent{Key: it.Key, Status: ipc.SentPending}
+			return mcpserver.Sent{Key: it.Key, Status: mcpserver.SentPending}
 		case <-settled:
 		}
 	}
 }
 
-func (b mcpBackend) RunningTurn(folder string) (ipc.Turn, bool) {
+func (b mcpBackend) RunningTurn(folder string) (mcpserver.Turn, bool) {
 	id, t := b.g.runningTurn(folder)
 	if t == nil {
-		return ipc.Turn{}, false
+		return mcpserver.Turn{}, false
 	}
-	turn := ipc.Turn{ID: id, Chat: t.batch.ChatJID, Topic: t.batch.Topic, LastMessageID: lastMessageID(t.batch)}
+	turn := mcpserver.Turn{ID: id, Chat: t.batch.ChatJID, Topic: t.batch.Topic, LastMessageID: lastMessageID(t.batch)}
 	if len(t.batch.Items) > 0 {
-		turn.Trigger = string(t.batch.Items[0].Trigger)
+		turn.Trigger = t.batch.Items[0].Trigger
 	}
 	return turn, true
 }
@@ -161,7 +161,7 @@ func capability[C any](b mcpBackend, chat, verb string) (C, error) {
 	platform := adapters.JID(chat).Platform()
 	ad, ok := b.g.adapters[platform]
 	if !ok {
-		return c, fmt.Errorf("%w: %s", ipc.ErrNoAdapter, platform)
+		return c, fmt.Errorf("%w: %s", adapters.ErrNoAdapter, platform)
 	}
 	c, ok = ad.(C)
 	if !ok {
@@ -236,13 +236,13 @@ func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error
 	if err != nil {
 		return err
 	}
-	m.Text = control.CapText(text)
+	m.Text = store.CapText(text)
 	m.Edited = time.Time{}
 	_, err = b.g.st.EditMessage(ctx, &m)
 	return err
 }
 
-// ignoreNotFound drops a store "not found": the ipc.Backend methods that
+// ignoreNotFound drops a store "not found": the mcpserver.Backend methods that
 // look something up by key report a missing key as found false, not as an
 // error.
 func ignoreNotFound(err error) error {
@@ -252,39 +252,20 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-func toIPC(m store.Message) ipc.Message { return storedToIPC(toStored(m)) }
-
-// storedToIPC is the one conversion to the MCP tools' message, for stored
-// messages and (Seq 0) those fetched from the platform.
-func storedToIPC(m adapters.Stored) ipc.Message {
-	return ipc.Message{Seq: m.Seq, ChatJID: string(m.Chat), ID: m.ID, Sender: string(m.Sender), Name: m.SenderName, Text: m.Text,
-		Time: m.Time.UTC(), Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments}
+func (b mcpBackend) Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]store.Message, error) {
+	return b.g.st.MessagesBefore(ctx, chat, beforeSeq, limit)
 }
 
-func toIPCAll(ms []store.Message) []ipc.Message {
-	out := make([]ipc.Message, len(ms))
-	for i, m := range ms {
-		out[i] = toIPC(m)
-	}
-	return out
+func (b mcpBackend) Thread(ctx context.Context, chat, topic string, limit int) ([]store.Message, error) {
+	return b.g.st.Thread(ctx, chat, topic, limit)
 }
 
-func (b mcpBackend) Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]ipc.Message, error) {
-	ms, err := b.g.st.MessagesBefore(ctx, chat, beforeSeq, limit)
-	return toIPCAll(ms), err
-}
-
-func (b mcpBackend) Thread(ctx context.Context, chat, topic string, limit int) ([]ipc.Message, error) {
-	ms, err := b.g.st.Thread(ctx, chat, topic, limit)
-	return toIPCAll(ms), err
-}
-
-func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, limit int) ([]ipc.Message, string, error) {
+func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, limit int) ([]store.Message, string, error) {
 	jid := adapters.JID(chat)
 	if f, ok := b.g.adapters[jid.Platform()].(adapters.HistoryFetcher); ok {
 		in, err := f.FetchHistory(ctx, jid, adapters.HistoryQuery{Before: beforeID, Limit: limit})
 		if err == nil {
-			out := make([]ipc.Message, 0, len(in))
+			out := make([]store.Message, 0, len(in))
 			for _, m := range in {
 				// What the platform has fills gaps in the store; it never
 				// starts a turn.
@@ -293,7 +274,11 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 					b.g.log.Warn("fetched message not stored", "jid", chat, "msg_id", m.ID, "err", err)
 					continue
 				}
-				out = append(out, storedToIPC(adapters.Stored{Seq: seq, Inbound: m}))
+				// What the platform returned, not the stored copy: a
+				// message stored earlier may have changed since.
+				out = append(out, store.Message{Seq: seq, ChatJID: string(m.Chat), ID: m.ID, Sender: string(m.Sender),
+					SenderName: m.SenderName, Text: m.Text, Time: m.Time, Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb,
+					FromBot: m.FromBot, Attachments: m.Attachments})
 			}
 			return out, "platform", nil
 		}
@@ -310,20 +295,11 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 		before = m.Seq
 	}
 	ms, err := b.g.st.MessagesBefore(ctx, chat, before, limit)
-	return toIPCAll(ms), "store", err
+	return ms, "store", err
 }
 
-func (b mcpBackend) Search(ctx context.Context, query string, o ipc.SearchOptions) ([]ipc.Hit, error) {
-	so := store.SearchOptions{ChatJIDs: o.Chats, Sender: o.Sender, Since: o.Since, Limit: o.Limit}
-	hits, err := b.g.st.Search(ctx, query, so)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ipc.Hit, len(hits))
-	for i, h := range hits {
-		out[i] = ipc.Hit{Message: toIPC(h.Message), Snippet: h.Snippet, Rank: h.Rank}
-	}
-	return out, nil
+func (b mcpBackend) Search(ctx context.Context, query string, o store.SearchOptions) ([]store.Hit, error) {
+	return b.g.st.Search(ctx, query, o)
 }
 
 func (b mcpBackend) Chats(ctx context.Context) ([]string, error) {
@@ -338,12 +314,12 @@ func (b mcpBackend) Chats(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (b mcpBackend) MessageByID(ctx context.Context, chat, id string) (ipc.Message, bool, error) {
+func (b mcpBackend) MessageByID(ctx context.Context, chat, id string) (store.Message, bool, error) {
 	m, err := b.g.st.MessageByID(ctx, chat, id)
 	if err != nil {
-		return ipc.Message{}, false, ignoreNotFound(err)
+		return store.Message{}, false, ignoreNotFound(err)
 	}
-	return toIPC(m), true, nil
+	return m, true, nil
 }
 
 func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Route, error) {
@@ -387,9 +363,9 @@ func (b mcpBackend) CreateGroup(ctx context.Context, folder string) (bool, error
 
 // Enqueue queues a delegate or escalate prompt one hop deeper in the chain
 // than the caller's running turn (the chain guard stops it if too deep).
-func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
-	id, err := b.g.st.Enqueue(ctx, store.WorkItem{Folder: w.Folder, ChatJID: w.Chat, Topic: w.Topic,
-		Mode: string(routing.Trigger), Trigger: store.Trigger(w.Trigger), Prompt: w.Prompt, Origin: w.Origin, Chain: b.g.chainOf(w.Origin)})
+func (b mcpBackend) Enqueue(ctx context.Context, w store.WorkItem) (int64, error) {
+	w.Mode, w.Chain = string(routing.Trigger), b.g.chainOf(w.Origin)
+	id, err := b.g.st.Enqueue(ctx, w)
 	if err != nil {
 		return 0, err
 	}
@@ -400,13 +376,13 @@ func (b mcpBackend) Enqueue(ctx context.Context, w ipc.Work) (int64, error) {
 // Inject stores an agent's message one hop deeper in the chain than the
 // caller's running turn: an agent injecting into its own chat every turn
 // stops at limits.max_chain like a delegate ping-pong.
-func (b mcpBackend) Inject(ctx context.Context, from, chat, text, sender string) (ipc.Message, string, error) {
+func (b mcpBackend) Inject(ctx context.Context, from, chat, text, sender string) (store.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
 	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
 	if err != nil {
-		return ipc.Message{}, "", err
+		return store.Message{}, "", err
 	}
-	return toIPC(m), owner, nil
+	return m, owner, nil
 }
 
 func (b mcpBackend) ResetSessions(ctx context.Context, folder string) (int64, error) {
@@ -425,30 +401,10 @@ func (b mcpBackend) Disengage(chat, topic string, allowed func(string) bool) (st
 	return b.g.engage.stopIf(chat, topic, allowed)
 }
 
-func (b mcpBackend) AgentSessions(ctx context.Context, folder string) ([]ipc.AgentSession, error) {
-	rows, err := b.g.st.FolderSessions(ctx, folder)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ipc.AgentSession, len(rows))
-	for i, r := range rows {
-		out[i] = ipc.AgentSession{Chat: r.ChatJID, Topic: r.Topic, SessionID: r.SessionID, Updated: r.Updated.UTC()}
-	}
-	return out, nil
+func (b mcpBackend) AgentSessions(ctx context.Context, folder string) ([]store.SessionRow, error) {
+	return b.g.st.FolderSessions(ctx, folder)
 }
 
-func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]ipc.TurnRecord, error) {
-	ts, err := b.g.st.Turns(ctx, folder, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ipc.TurnRecord, len(ts))
-	for i, t := range ts {
-		out[i] = ipc.TurnRecord{ID: t.ID, Chat: t.ChatJID, Topic: t.Topic, Trigger: string(t.Trigger), Attempt: t.Attempt,
-			Started: t.Started.UTC(), DurationMS: t.Duration.Milliseconds(), Status: string(t.Status), Error: t.Error, SessionID: t.SessionID,
-			CostUSD: t.Usage.CostUSD, InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
-			CacheCreationTokens: t.Usage.CacheCreationTokens, CacheReadTokens: t.Usage.CacheReadTokens, NumTurns: t.Usage.NumTurns,
-			APIMS: t.Usage.APIDuration.Milliseconds()}
-	}
-	return out, nil
+func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]store.Turn, error) {
+	return b.g.st.Turns(ctx, folder, limit)
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"switchboard/control"
-	"switchboard/ipc"
 	"switchboard/scheduler"
+	"switchboard/store"
 )
 
 // The gateway side of the MCP task tools: the same AddTask and SetTaskStatus
@@ -42,17 +42,8 @@ func (b mcpBackend) SetTaskStatus(ctx context.Context, id int64, status schedule
 	return t, nil
 }
 
-func (b mcpBackend) TaskRuns(ctx context.Context, id int64, limit int) ([]ipc.TaskRun, error) {
-	runs, err := b.g.st.TaskRuns(ctx, id, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ipc.TaskRun, len(runs))
-	for i, r := range runs {
-		out[i] = ipc.TaskRun{ID: r.ID, Slot: r.Slot, Status: r.Status, Started: r.Started.UTC(),
-			Duration: r.Duration, TurnID: r.TurnID, Error: r.Error, CostUSD: r.CostUSD}
-	}
-	return out, nil
+func (b mcpBackend) TaskRuns(ctx context.Context, id int64, limit int) ([]store.TaskRun, error) {
+	return b.g.st.TaskRuns(ctx, id, limit)
 }
 
 func (b mcpBackend) DefaultTimezone() string { return b.g.opt.Timezone }

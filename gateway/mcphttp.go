@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"switchboard/control"
-	"switchboard/ipc"
+	"switchboard/mcpserver"
 	"switchboard/store"
 )
 
@@ -39,7 +39,7 @@ type mcpTokens struct{ st *store.Store }
 func (t mcpTokens) TokenFolder(ctx context.Context, token string) (string, error) {
 	tok, err := t.st.TokenByHash(ctx, store.HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("%w: unknown, expired or revoked", ipc.ErrBadToken)
+		return "", fmt.Errorf("%w: unknown, expired or revoked", mcpserver.ErrBadToken)
 	}
 	if err != nil {
 		return "", err
@@ -73,7 +73,7 @@ func (g *Gateway) startMCPHTTP(ctx context.Context) (stop func(), err error) {
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
 	}
 	mux := http.NewServeMux()
-	mux.Handle(ipc.HTTPPath, g.mcp.HTTPHandler(ipc.HTTPOptions{Tokens: mcpTokens{g.st}}))
+	mux.Handle(mcpserver.HTTPPath, g.mcp.HTTPHandler(mcpserver.HTTPOptions{Tokens: mcpTokens{g.st}}))
 	// Requests outlive intake (agents of draining turns keep their tools)
 	// and end at stop: a subscriptions/listen stream lasts as long as its
 	// request.
@@ -129,7 +129,7 @@ func DefaultMCPURL(addr string, tls bool) string {
 	if tls {
 		scheme = "https"
 	}
-	return scheme + "://" + net.JoinHostPort(host, port) + ipc.HTTPPath
+	return scheme + "://" + net.JoinHostPort(host, port) + mcpserver.HTTPPath
 }
 
 // turnTokenEnv mints the token of a turn when the endpoint is on and its

@@ -167,7 +167,7 @@ func (s *sharedGather) Gather() ([]*dto.MetricFamily, error) {
 	return c.mfs, c.err
 }
 
-// MCPCall counts an MCP tool call; ipc reports every call through it.
+// MCPCall counts an MCP tool call; mcpserver reports every call through it.
 func (g *Gateway) mcpCall(tool, outcome string) {
 	g.metrics.mcpCalls.WithLabelValues(tool, outcome).Inc()
 }

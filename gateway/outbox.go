@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/ipc"
 	"switchboard/store"
 )
 
@@ -170,7 +169,7 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 	chat := adapters.JID(it.ChatJID)
 	a, ok := g.adapters[chat.Platform()]
 	if !ok {
-		o.fail(ctx, it, fmt.Errorf("%w: %s", ipc.ErrNoAdapter, chat.Platform()))
+		o.fail(ctx, it, fmt.Errorf("%w: %s", adapters.ErrNoAdapter, chat.Platform()))
 		return
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, time.Minute)

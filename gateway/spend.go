@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/agent"
-	"switchboard/ipc"
+	"switchboard/mcpserver"
 	"switchboard/store"
 )
 
@@ -70,8 +70,8 @@ func (g *Gateway) reportedUsage(id string) agent.Usage {
 	return agent.Usage{}
 }
 
-// ReportUsage implements ipc.Spend: report_usage adds to folder's running turn.
-func (b mcpBackend) ReportUsage(folder string, r ipc.UsageReport) bool {
+// ReportUsage implements mcpserver.Spend: report_usage adds to folder's running turn.
+func (b mcpBackend) ReportUsage(folder string, r mcpserver.UsageReport) bool {
 	u := agent.Report{CostUSD: r.CostUSD, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CacheCreationInputTokens: r.CacheCreationTokens, CacheReadInputTokens: r.CacheReadTokens, NumTurns: r.NumTurns,
 		DurationAPIMS: r.APIMS}.Usage()

@@ -13,7 +13,6 @@ import (
 	"switchboard/control"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
-	"switchboard/ipc"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
@@ -193,7 +192,7 @@ func TestTaskRunShowsCost(t *testing.T) {
 	}
 	h.g.sched.Wake()
 	h.waitSent(testChat, 1)
-	var runs []ipc.TaskRun
+	var runs []store.TaskRun
 	testwait.For(t, 10*time.Second, "the run settled", func() bool {
 		runs, err = mcpBackend{g: h.g}.TaskRuns(ctx, task.ID, 10)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"switchboard/agent"
-	"switchboard/control"
 	"switchboard/store"
 )
 
@@ -25,7 +24,7 @@ const (
 func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	first := b.Items[0]
 	turn := store.Turn{
-		ID: control.NewID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
+		ID: store.NewID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
 		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: time.Now(),
 	}
 	if first.Attempts > 0 && first.Attempts+first.Crashes >= maxAttempts {
@@ -116,7 +115,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	var out []store.OutboxItem
 	if reply := strings.TrimSpace(res.Reply); reply != "" && g.opt.Agent.Output != agent.OutputNone && !replied[b.ChatJID] {
 		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: store.OutboxReply, Folder: b.Folder, ChatJID: b.ChatJID,
-			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: control.CapText(reply)})
+			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: store.CapText(reply)})
 	}
 	// The agent has run: record it even if shutdown began meanwhile, or the
 	// batch would run (and answer) again at the next start. FinishBatch

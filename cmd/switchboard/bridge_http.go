@@ -23,7 +23,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"switchboard/ipc"
+	"switchboard/mcpserver"
 )
 
 // bridgeMaxLine bounds one JSON-RPC message read from stdin.
@@ -86,7 +86,7 @@ func bridgeHTTP(ctx context.Context, url, token string, hc *http.Client, stdin i
 
 	r := bufio.NewReaderSize(stdin, 64<<10)
 	for {
-		line, tooLong, err := ipc.ReadLine(r, bridgeMaxLine)
+		line, tooLong, err := mcpserver.ReadLine(r, bridgeMaxLine)
 		if tooLong {
 			fmt.Fprintf(stderr, "mcp-bridge: a message longer than %d bytes was dropped\n", bridgeMaxLine)
 		} else if len(line) > 0 {

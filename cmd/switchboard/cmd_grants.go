@@ -10,7 +10,7 @@ import (
 
 	"switchboard/grants"
 	"switchboard/groups"
-	"switchboard/ipc"
+	"switchboard/mcpserver"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -158,7 +158,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder, tool string, args []string
 		if err != nil {
 			return fmt.Errorf("route table: %w", err)
 		}
-		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
+		d := mcpserver.Authorize(mcpserver.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
 		verdict := "deny"
 		if d.Allow {
 			verdict = "allow"

@@ -1,5 +1,0 @@
-//go:build !race
-
-package ipc_test
-
-const raceEnabled = false
