@@ -47,6 +47,13 @@ func ParseJID(s string) (JID, error) {
 	return JID(s), nil
 }
 
+// Validate says what is wrong with j, as ParseJID does; nil when it is a
+// valid JID.
+func (j JID) Validate() error {
+	_, err := ParseJID(string(j))
+	return err
+}
+
 func isLowerWord(s string) bool {
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
@@ -63,6 +70,12 @@ func (j JID) Platform() string { p, _, _ := strings.Cut(string(j), ":"); return 
 func (j JID) Room() string { _, r, _ := strings.Cut(string(j), ":"); return r }
 
 func (j JID) String() string { return string(j) }
+
+// MessageID is a platform's id of a message, minted by the adapter: unique
+// within its chat only, so a message's identity is (JID, MessageID).
+type MessageID string
+
+func (id MessageID) String() string { return string(id) }
 
 // Verbs of an inbound message.
 const (
@@ -109,17 +122,17 @@ type Attachment struct {
 type Inbound struct {
 	Kind        Kind // "" is KindMessage
 	Chat        JID
-	ChatName    string // human name of the chat, if known
-	ID          string // platform message id (of the message edited, deleted or reacted to, for those kinds)
+	ChatName    string    // human name of the chat, if known
+	ID          MessageID // platform message id (of the message edited, deleted or reacted to, for those kinds)
 	Sender      JID
 	SenderName  string
 	Text        string
 	Time        time.Time
-	Topic       string // thread / forum topic; "" for none
-	ReplyTo     string // platform id of the message this one replies to
-	Verb        string // VerbMessage or VerbMention
-	FromBot     bool   // the bot's own message echoed back: stored, never triggers
-	OtherBot    bool   // sent by another bot or a webhook: stored and marked, never triggers
+	Topic       string    // thread / forum topic; "" for none
+	ReplyTo     MessageID // platform id of the message this one replies to
+	Verb        string    // VerbMessage or VerbMention
+	FromBot     bool      // the bot's own message echoed back: stored, never triggers
+	OtherBot    bool      // sent by another bot or a webhook: stored and marked, never triggers
 	Attachments []Attachment
 
 	Reaction        string // KindReaction: the emoji (unicode, or a custom emoji's name)
@@ -159,7 +172,7 @@ const (
 // ChatCursor is the newest stored message of a chat, where backfill starts.
 type ChatCursor struct {
 	Chat   JID
-	LastID string    // platform id of the newest stored message; "" when none
+	LastID MessageID // platform id of the newest stored message; "" when none
 	Last   time.Time // its time; zero when none
 }
 
@@ -205,8 +218,8 @@ type Watcher interface {
 type Outbound struct {
 	Chat    JID
 	Text    string
-	Topic   string // post into this thread / forum topic
-	ReplyTo string // platform id to reply to, if the platform threads replies
+	Topic   string    // post into this thread / forum topic
+	ReplyTo MessageID // platform id to reply to, if the platform threads replies
 	// Key is an idempotency key unique per message part; adapters that can
 	// pass it to the platform (nonce, client id) should.
 	Key string
@@ -218,7 +231,7 @@ type Outbound struct {
 type MessageRef struct {
 	Chat  JID
 	Topic string
-	ID    string
+	ID    MessageID
 }
 
 // Adapter is the small interface every platform implements.
@@ -242,7 +255,7 @@ type Adapter interface {
 	Run(ctx context.Context, host Host) error
 	// Send posts one message part and returns its platform id. It blocks
 	// until the platform answered.
-	Send(ctx context.Context, m Outbound) (id string, err error)
+	Send(ctx context.Context, m Outbound) (id MessageID, err error)
 }
 
 // Identity is implemented by adapters that know their bot's own sender JID
@@ -321,7 +334,7 @@ type File struct {
 // FileSender uploads a file into a chat. m.Text is the caption (Markdown,
 // may be empty); m.Topic and m.ReplyTo place it like Send.
 type FileSender interface {
-	SendFile(ctx context.Context, m Outbound, f File) (id string, err error)
+	SendFile(ctx context.Context, m Outbound, f File) (id MessageID, err error)
 }
 
 // Downloader fetches an attachment this adapter minted. The gateway reads at
@@ -333,8 +346,8 @@ type Downloader interface {
 // HistoryQuery selects messages of one chat from the platform's history.
 type HistoryQuery struct {
 	Topic  string    // only this thread; "" for the chat's main timeline
-	Before string    // only messages older than this platform id; "" for the newest
-	After  string    // only messages newer than this platform id (backfill); "" for no bound
+	Before MessageID // only messages older than this platform id; "" for the newest
+	After  MessageID // only messages newer than this platform id (backfill); "" for no bound
 	Since  time.Time // only messages at or after this time; zero for no bound
 	Limit  int       // at most this many (the adapter may cap it further)
 }

@@ -31,8 +31,8 @@ func (h history) FetchHistory(_ context.Context, chat adapters.JID, q adapters.H
 
 func TestBackfill(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	msg := func(chat adapters.JID, id string, ago time.Duration) adapters.Inbound {
-		return adapters.Inbound{Chat: chat, ID: id, Sender: "x:user/1", Text: id, Time: now.Add(-ago)}
+	msg := func(chat adapters.JID, id adapters.MessageID, ago time.Duration) adapters.Inbound {
+		return adapters.Inbound{Chat: chat, ID: id, Sender: "x:user/1", Text: id.String(), Time: now.Add(-ago)}
 	}
 	h := history{
 		"x:a": {msg("x:a", "1", 30*time.Hour), msg("x:a", "2", 2*time.Hour), msg("x:a", "3", time.Minute)},
@@ -53,7 +53,7 @@ func TestBackfill(t *testing.T) {
 		if !ev.Backfilled {
 			t.Errorf("%s not marked backfilled", ev.ID)
 		}
-		got = append(got, string(ev.Chat)+"/"+ev.ID)
+		got = append(got, string(ev.Chat)+"/"+ev.ID.String())
 	}
 	if n != 2 || len(got) != 2 || got[0] != "x:a/3" || got[1] != "x:b/new" {
 		t.Errorf("backfilled %d: %v; want x:a/3 and x:b/new", n, got)

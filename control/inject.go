@@ -13,9 +13,9 @@ import (
 
 // InjectRequest is a synthetic inbound message addressed to a folder.
 type InjectRequest struct {
-	Chat    string
+	Chat    adapters.JID
 	Text    string
-	Sender  string        // default "switchboard:user/operator"
+	Sender  adapters.JID  // default "switchboard:user/operator"
 	Folder  string        // default: the chat's owner
 	Trigger store.Trigger // default store.TriggerInject
 	Origin  string        // the group whose agent injected it ("" for the operator)
@@ -26,7 +26,7 @@ type InjectRequest struct {
 // owner (or req.Folder), bypassing trigger rules. It works with or without a
 // running gateway: a running one picks the work up within its poll interval.
 func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRequest) (store.Message, string, error) {
-	if _, err := adapters.ParseJID(req.Chat); err != nil {
+	if err := req.Chat.Validate(); err != nil {
 		return store.Message{}, "", err
 	}
 	if strings.TrimSpace(req.Text) == "" {
@@ -48,8 +48,8 @@ func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRe
 	if trigger == "" {
 		trigger = store.TriggerInject
 	}
-	name := sender[strings.LastIndexByte(sender, '/')+1:]
-	m, err := Normalize(adapters.Inbound{Chat: adapters.JID(req.Chat), ID: store.NewID("inj-"), Sender: adapters.JID(sender),
+	name := sender.String()[strings.LastIndexByte(sender.String(), '/')+1:]
+	m, err := Normalize(adapters.Inbound{Chat: req.Chat, ID: adapters.MessageID(store.NewID("inj-")), Sender: sender,
 		SenderName: name, Text: req.Text, Verb: adapters.VerbMention})
 	if err != nil {
 		return store.Message{}, "", err
@@ -63,10 +63,10 @@ func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRe
 
 // SendRequest is an outbound message queued in the outbox.
 type SendRequest struct {
-	Chat    string
+	Chat    adapters.JID
 	Text    string
 	Topic   string
-	ReplyTo string
+	ReplyTo adapters.MessageID
 	Folder  string           // who sent it (for delivery-failure notices); "" for the operator
 	Key     string           // idempotency key; generated when empty
 	Kind    store.OutboxKind // store.OutboxSend when empty
@@ -76,7 +76,7 @@ type SendRequest struct {
 // QueueSend writes a message to the outbox. Delivery happens in the running
 // gateway (at once if it is this process, else within its poll interval).
 func QueueSend(ctx context.Context, st *store.Store, req SendRequest) (store.OutboxItem, error) {
-	if _, err := adapters.ParseJID(req.Chat); err != nil {
+	if err := req.Chat.Validate(); err != nil {
 		return store.OutboxItem{}, err
 	}
 	if req.File != "" {

@@ -25,22 +25,22 @@ func Normalize(in adapters.Inbound) (store.Message, error) {
 	default:
 		return bad("unknown kind %q (want message, edit, delete or reaction)", in.Kind)
 	}
-	if _, err := adapters.ParseJID(string(in.Chat)); err != nil {
+	if err := in.Chat.Validate(); err != nil {
 		return bad("chat: %v", err)
 	}
-	if in.ID == "" || len(in.ID) > 256 || !utf8.ValidString(in.ID) {
+	if in.ID == "" || len(in.ID) > 256 || !utf8.ValidString(string(in.ID)) {
 		return bad("message id must be 1 to 256 bytes of UTF-8")
 	}
 	needSender := in.Kind != adapters.KindDelete && in.Kind != adapters.KindEdit
 	if in.Sender != "" || needSender {
-		if _, err := adapters.ParseJID(string(in.Sender)); err != nil {
+		if err := in.Sender.Validate(); err != nil {
 			return bad("sender: %v", err)
 		}
 	}
 	if len(in.Text) > maxInboundText {
 		return bad("text is %d bytes, more than the %d an adapter may deliver", len(in.Text), maxInboundText)
 	}
-	for _, f := range []struct{ name, v string }{{"text", in.Text}, {"sender name", in.SenderName}, {"topic", in.Topic}, {"reply_to", in.ReplyTo}} {
+	for _, f := range []struct{ name, v string }{{"text", in.Text}, {"sender name", in.SenderName}, {"topic", in.Topic}, {"reply_to", string(in.ReplyTo)}} {
 		if i := invalidUTF8At(f.v); i >= 0 {
 			return bad("%s is not valid UTF-8 (byte %d)", f.name, i)
 		}
@@ -57,7 +57,7 @@ func Normalize(in adapters.Inbound) (store.Message, error) {
 		verb = adapters.VerbMessage
 	}
 	return store.Message{
-		ChatJID: string(in.Chat), ID: in.ID, Sender: string(in.Sender), SenderName: in.SenderName,
+		ChatJID: in.Chat, ID: in.ID, Sender: in.Sender, SenderName: in.SenderName,
 		Text: store.CapText(in.Text), Topic: in.Topic, ReplyTo: in.ReplyTo, Verb: verb, FromBot: in.FromBot, OtherBot: in.OtherBot,
 		Time: t, Attachments: in.Attachments,
 	}, nil

@@ -3,6 +3,7 @@ package gateway
 import (
 	"sync"
 
+	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/store"
 )
@@ -11,7 +12,7 @@ import (
 // answers and which chats it already replied to through a tool.
 type activeTurn struct {
 	batch   store.Batch
-	replied map[string]bool
+	replied map[adapters.JID]bool
 	usage   agent.Usage // reported over MCP (report_usage) so far
 }
 
@@ -26,11 +27,11 @@ func (g *Gateway) turnStarted(id string, b store.Batch) {
 	if g.active.m == nil {
 		g.active.m = map[string]*activeTurn{}
 	}
-	g.active.m[id] = &activeTurn{batch: b, replied: map[string]bool{}}
+	g.active.m[id] = &activeTurn{batch: b, replied: map[adapters.JID]bool{}}
 }
 
 // turnFinished forgets the turn and returns the chats it replied to via MCP.
-func (g *Gateway) turnFinished(id string) map[string]bool {
+func (g *Gateway) turnFinished(id string) map[adapters.JID]bool {
 	g.active.mu.Lock()
 	defer g.active.mu.Unlock()
 	t := g.active.m[id]
@@ -55,7 +56,7 @@ func (g *Gateway) runningTurn(folder string) (string, *activeTurn) {
 
 // markReplied records that folder's running turn sent to chat, so its
 // stdout reply to that chat is not sent as well.
-func (g *Gateway) markReplied(folder, chat string) {
+func (g *Gateway) markReplied(folder string, chat adapters.JID) {
 	g.active.mu.Lock()
 	defer g.active.mu.Unlock()
 	for _, t := range g.active.m {

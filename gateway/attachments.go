@@ -64,7 +64,7 @@ func (g *Gateway) fetchAttachments(ctx context.Context, b store.Batch) map[fileK
 }
 
 func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m store.Message, i int, a adapters.Attachment) fetched {
-	platform := adapters.JID(m.ChatJID).Platform()
+	platform := m.ChatJID.Platform()
 	dl, ok := g.adapters[platform].(adapters.Downloader)
 	switch {
 	case !ok:
@@ -93,7 +93,7 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m 
 	default:
 		// The contract's name, <msg id>-<name>, while no other file holds
 		// it; else one unique per chat, message and attachment.
-		rel = dir + "/" + safeName(m.ID, "msg") + "-" + safeName(a.Name, "file")
+		rel = dir + "/" + safeName(m.ID.String(), "msg") + "-" + safeName(a.Name, "file")
 		if _, err := root.Lstat(rel); err == nil {
 			rel = dir + "/" + attachmentName(m, i, a.Name)
 		}
@@ -139,7 +139,7 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m 
 // per chat and message (platform ids are not), and the index keeps apart
 // two attachments whose names sanitize alike ("a b.txt", "a_b.txt").
 func attachmentName(m store.Message, i int, name string) string {
-	return fmt.Sprintf("%s-%d-%d-%s", safeName(m.ID, "msg"), m.Seq, i+1, safeName(name, "file"))
+	return fmt.Sprintf("%s-%d-%d-%s", safeName(m.ID.String(), "msg"), m.Seq, i+1, safeName(name, "file"))
 }
 
 // download is what a completed download wrote, and where.

@@ -103,7 +103,7 @@ func BenchmarkDeliver(b *testing.B) {
 						if i > int64(b.N) {
 							return
 						}
-						_, err := h.g.Deliver(ctx, adapters.Inbound{Chat: adapters.JID(fmt.Sprintf("test:room/%d", c%16)), ID: strconv.FormatInt(i, 10),
+						_, err := h.g.Deliver(ctx, adapters.Inbound{Chat: adapters.JID(fmt.Sprintf("test:room/%d", c%16)), ID: adapters.MessageID(strconv.FormatInt(i, 10)),
 							Sender: "test:user/ann", Text: "deploy the release after the incident review", Verb: adapters.VerbMention})
 						if err != nil {
 							b.Error(err)
@@ -228,7 +228,7 @@ func BenchmarkDeliverWhileScraped(b *testing.B) {
 						if i > int64(b.N) {
 							return
 						}
-						if _, err := h.g.Deliver(ctx, adapters.Inbound{Chat: adapters.JID(fmt.Sprintf("test:room/%d", c%16)), ID: strconv.FormatInt(i, 10),
+						if _, err := h.g.Deliver(ctx, adapters.Inbound{Chat: adapters.JID(fmt.Sprintf("test:room/%d", c%16)), ID: adapters.MessageID(strconv.FormatInt(i, 10)),
 							Sender: "test:user/ann", Text: "deploy the release after the incident review", Verb: adapters.VerbMention}); err != nil {
 							b.Error(err)
 							return

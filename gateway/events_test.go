@@ -73,7 +73,7 @@ func (r *richAdapter) Download(_ context.Context, a adapters.Attachment) (io.Rea
 	return io.NopCloser(strings.NewReader(string(b))), nil
 }
 
-func (r *richAdapter) SendFile(_ context.Context, m adapters.Outbound, f adapters.File) (string, error) {
+func (r *richAdapter) SendFile(_ context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	b, err := io.ReadAll(f.Content)
 	if err != nil {
 		return "", err
@@ -81,7 +81,7 @@ func (r *richAdapter) SendFile(_ context.Context, m adapters.Outbound, f adapter
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.uploaded = append(r.uploaded, f.Name+": "+string(b))
-	return fmt.Sprintf("file-%d", len(r.uploaded)), nil
+	return adapters.MessageID(fmt.Sprintf("file-%d", len(r.uploaded))), nil
 }
 
 func newRich(limit int) *richAdapter {
@@ -343,7 +343,7 @@ func TestAttachmentsNeverCollide(t *testing.T) {
 				id = "2"
 			}
 			size := int64(len(ra.files[who+"-"+kind]))
-			h.deliver(adapters.Inbound{Chat: chat, ID: id, Text: "see", Verb: adapters.VerbMention, Time: when,
+			h.deliver(adapters.Inbound{Chat: chat, ID: adapters.MessageID(id), Text: "see", Verb: adapters.VerbMention, Time: when,
 				Attachments: []adapters.Attachment{{Name: "photo-" + id + ".jpg", MIME: "image/jpeg", Size: size, Ref: who + "-" + kind}}})
 			h.waitSent(string(chat), len(order)/2+1)
 			order = append(order, sent{string(chat), id, who + "-" + kind})
@@ -511,7 +511,7 @@ type flakyAdapter struct {
 }
 
 func (f *flakyAdapter) Name() string { return f.name }
-func (f *flakyAdapter) Send(context.Context, adapters.Outbound) (string, error) {
+func (f *flakyAdapter) Send(context.Context, adapters.Outbound) (adapters.MessageID, error) {
 	return "", errors.New("offline")
 }
 func (f *flakyAdapter) Run(ctx context.Context, host adapters.Host) error {
@@ -574,8 +574,8 @@ func TestCrashedAttemptsCount(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: rec.argv, noStart: true})
 	ctx := context.Background()
 	for chat, id := range map[string]string{testChat: "failed-and-crashed", "test:room/2": "only-crashed"} {
-		m := &store.Message{ChatJID: chat, ID: id, Sender: "test:user/ann", Text: id, Verb: adapters.VerbMention}
-		if _, err := h.st.EnqueueMessage(ctx, m, []store.WorkItem{{Folder: "main", ChatJID: chat, Mode: "trigger", Trigger: store.TriggerMessage}}); err != nil {
+		m := &store.Message{ChatJID: adapters.JID(chat), ID: adapters.MessageID(id), Sender: "test:user/ann", Text: id, Verb: adapters.VerbMention}
+		if _, err := h.st.EnqueueMessage(ctx, m, []store.WorkItem{{Folder: "main", ChatJID: adapters.JID(chat), Mode: "trigger", Trigger: store.TriggerMessage}}); err != nil {
 			t.Fatal(err)
 		}
 	}

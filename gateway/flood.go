@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/store"
 )
 
@@ -81,8 +82,8 @@ type floodLimiter struct {
 	mu      sync.Mutex
 	cfg     Limits
 	now     func() time.Time
-	senders map[string][]time.Time // turn starts within the window, oldest first
-	chats   map[string][]time.Time
+	senders map[adapters.JID][]time.Time // turn starts within the window, oldest first
+	chats   map[adapters.JID][]time.Time
 	holds   map[loopKey]*floodHold
 	pruned  time.Time
 }
@@ -93,7 +94,7 @@ func (f *floodLimiter) on() bool { return f.cfg.TurnsPerSender.on() || f.cfg.Tur
 // senders' messages may start now, and if so counts it for the chat and
 // every sender. Otherwise it returns how long until it may, and whether
 // the chat's own limit is (part of) why.
-func (f *floodLimiter) admit(chat string, senders []string) (wait time.Duration, byChat bool) {
+func (f *floodLimiter) admit(chat adapters.JID, senders []adapters.JID) (wait time.Duration, byChat bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
@@ -130,7 +131,7 @@ func (f *floodLimiter) admit(chat string, senders []string) (wait time.Duration,
 // init makes the maps; f.mu is held.
 func (f *floodLimiter) init() {
 	if f.chats == nil {
-		f.chats, f.senders, f.holds = map[string][]time.Time{}, map[string][]time.Time{}, map[loopKey]*floodHold{}
+		f.chats, f.senders, f.holds = map[adapters.JID][]time.Time{}, map[adapters.JID][]time.Time{}, map[loopKey]*floodHold{}
 	}
 }
 
@@ -153,7 +154,7 @@ func (f *floodLimiter) prune(now time.Time) {
 	}
 	f.pruned = now
 	window := max(f.cfg.TurnsPerChat.Window, f.cfg.TurnsPerSender.Window)
-	for _, m := range []map[string][]time.Time{f.chats, f.senders} {
+	for _, m := range []map[adapters.JID][]time.Time{f.chats, f.senders} {
 		for k, starts := range m {
 			if len(starts) == 0 || now.Sub(starts[len(starts)-1]) > window {
 				delete(m, k)
@@ -194,7 +195,7 @@ func (f *floodLimiter) held(k loopKey, until time.Time, byChat bool) {
 // the hold to lift when k is held only because the senders of its queued
 // messages were over their limit, and sender and the chat have room: the
 // new message is not to wait for someone else's flood.
-func (f *floodLimiter) arrived(k loopKey, sender string) (time.Time, bool) {
+func (f *floodLimiter) arrived(k loopKey, sender adapters.JID) (time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h := f.holds[k]
@@ -268,19 +269,19 @@ func (g *Gateway) floodArrived(ctx context.Context, m store.Message, work []stor
 }
 
 // batchSenders lists the senders (and their names) of b's chat messages.
-func batchSenders(b store.Batch) (senders, names []string) {
+func batchSenders(b store.Batch) (senders []adapters.JID, names []string) {
 	seqs := map[int64]bool{}
 	for _, it := range b.Items {
 		if it.Trigger == store.TriggerMessage && it.Seq > 0 {
 			seqs[it.Seq] = true
 		}
 	}
-	seen := map[string]bool{}
+	seen := map[adapters.JID]bool{}
 	for _, m := range b.Messages {
 		if seqs[m.Seq] && !seen[m.Sender] {
 			seen[m.Sender] = true
 			senders = append(senders, m.Sender)
-			names = append(names, cmp.Or(m.SenderName, m.Sender))
+			names = append(names, cmp.Or(m.SenderName, m.Sender.String()))
 		}
 	}
 	return senders, names

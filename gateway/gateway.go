@@ -162,7 +162,7 @@ func New(opt Options) (*Gateway, error) {
 		layout:   groups.Layout{DataDir: opt.DataDir},
 		adapters: map[string]adapters.Adapter{},
 		engage:   engagements{m: map[engageKey]engagement{}, now: opt.Now},
-		notices:  noticeLimiter{last: map[string]time.Time{}, every: noticeEvery, now: opt.Now},
+		notices:  noticeLimiter{last: map[adapters.JID]time.Time{}, every: noticeEvery, now: opt.Now},
 		loops:    loops{cfg: opt.LoopGuard.withDefaults(), now: opt.Now},
 		flood:    floodLimiter{cfg: opt.Limits, now: opt.Now},
 	}
@@ -368,10 +368,10 @@ func (g *Gateway) tierOf(folder string) int { return groups.Tier(folder, g.opt.O
 func (g *Gateway) unroutedCount() int64 { return g.unrouted.Load() }
 
 // notifyStored tells the chat's adapter, if it watches, that a message is stored.
-func (g *Gateway) notifyStored(chat string, seq int64) {
-	if a, ok := g.adapters[adapters.JID(chat).Platform()]; ok {
+func (g *Gateway) notifyStored(chat adapters.JID, seq int64) {
+	if a, ok := g.adapters[chat.Platform()]; ok {
 		if w, ok := a.(adapters.Watcher); ok {
-			w.Stored(adapters.JID(chat), seq)
+			w.Stored(chat, seq)
 		}
 	}
 }

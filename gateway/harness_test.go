@@ -40,7 +40,7 @@ type fakeAdapter struct {
 type sentMsg struct {
 	adapters.Outbound
 	At time.Time
-	ID string
+	ID adapters.MessageID
 }
 
 func newFakeAdapter(name string) *fakeAdapter {
@@ -60,7 +60,7 @@ func (f *fakeAdapter) Run(ctx context.Context, host adapters.Host) error {
 	return nil
 }
 
-func (f *fakeAdapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+func (f *fakeAdapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts[m.Key]++
@@ -70,7 +70,7 @@ func (f *fakeAdapter) Send(ctx context.Context, m adapters.Outbound) (string, er
 			return "", err
 		}
 	}
-	id := fmt.Sprintf("out-%d", f.ids.Add(1))
+	id := adapters.MessageID(fmt.Sprintf("out-%d", f.ids.Add(1)))
 	f.sent = append(f.sent, sentMsg{Outbound: m, At: time.Now(), ID: id})
 	return id, nil
 }
@@ -238,7 +238,7 @@ func (h *harness) stop() error {
 // post delivers a user message (a mention) to chat and returns its seq.
 func (h *harness) post(chat, id, text string) int64 {
 	h.t.Helper()
-	seq, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(chat), ID: id,
+	seq, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(chat), ID: adapters.MessageID(id),
 		Sender: "test:user/ann", SenderName: "Ann", Text: text, Verb: adapters.VerbMention})
 	if err != nil {
 		h.t.Fatal(err)

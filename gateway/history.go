@@ -12,7 +12,7 @@ type History struct{ Store *store.Store }
 
 // Messages returns chat's messages with seq > after, ascending.
 func (h History) Messages(ctx context.Context, chat adapters.JID, after int64, limit int) ([]adapters.Stored, error) {
-	ms, err := h.Store.MessagesAfter(ctx, string(chat), after, limit)
+	ms, err := h.Store.MessagesAfter(ctx, chat, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func (h History) Messages(ctx context.Context, chat adapters.JID, after int64, l
 // toStored converts a store message to the adapters' view of it.
 func toStored(m store.Message) adapters.Stored {
 	return adapters.Stored{Seq: m.Seq, Inbound: adapters.Inbound{
-		Chat: adapters.JID(m.ChatJID), ID: m.ID, Sender: adapters.JID(m.Sender), SenderName: m.SenderName, Text: m.Text,
+		Chat: m.ChatJID, ID: m.ID, Sender: m.Sender, SenderName: m.SenderName, Text: m.Text,
 		Time: m.Time, Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments,
 	}}
 }

@@ -46,7 +46,7 @@ func (h adapterHost) RoutedChats(ctx context.Context) ([]adapters.ChatCursor, er
 		if _, ok := t.Owner(c.JID, ""); !ok {
 			continue
 		}
-		cur := adapters.ChatCursor{Chat: adapters.JID(c.JID), LastID: c.LastID}
+		cur := adapters.ChatCursor{Chat: c.JID, LastID: c.LastID}
 		cur.Last = c.LastTime
 		out = append(out, cur)
 	}
@@ -99,10 +99,10 @@ func (g *Gateway) AdapterStates() map[string]control.AdapterStatus {
 }
 
 // self is the bot's own sender JID on platform, once its adapter knows it.
-func (g *Gateway) self(platform string) (string, bool) {
+func (g *Gateway) self(platform string) (adapters.JID, bool) {
 	if id, ok := g.adapters[platform].(adapters.Identity); ok {
 		if jid, ok := id.Self(); ok {
-			return string(jid), true
+			return jid, true
 		}
 	}
 	return "", false
@@ -110,30 +110,30 @@ func (g *Gateway) self(platform string) (string, bool) {
 
 // botJID is the sender JID the bot's own messages are stored under: the
 // adapter's identity when it knows it, else "<platform>:bot/switchboard".
-func (g *Gateway) botJID(platform string) string {
+func (g *Gateway) botJID(platform string) adapters.JID {
 	if jid, ok := g.self(platform); ok {
 		return jid
 	}
-	return platform + ":bot/switchboard"
+	return adapters.JID(platform + ":bot/switchboard")
 }
 
 // unroutedLog names each unrouted chat in the log once (per process, for a
 // bounded number of chats), so an operator can copy its JID into a route.
 type unroutedLog struct {
 	mu   sync.Mutex
-	seen map[string]bool
+	seen map[adapters.JID]bool
 }
 
-func (g *Gateway) logUnrouted(chat string) {
+func (g *Gateway) logUnrouted(chat adapters.JID) {
 	g.unroutedSeen.mu.Lock()
 	defer g.unroutedSeen.mu.Unlock()
 	if g.unroutedSeen.seen == nil {
-		g.unroutedSeen.seen = map[string]bool{}
+		g.unroutedSeen.seen = map[adapters.JID]bool{}
 	}
 	if g.unroutedSeen.seen[chat] || len(g.unroutedSeen.seen) >= 10_000 {
 		return
 	}
 	g.unroutedSeen.seen[chat] = true
 	g.log.Info("message from an unrouted chat stored; nothing runs until a route matches it",
-		"jid", chat, "hint", "switchboard route add --target FOLDER chat_jid="+chat)
+		"jid", chat, "hint", "switchboard route add --target FOLDER chat_jid="+chat.String())
 }

@@ -21,7 +21,7 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	if self, ok := g.self(in.Chat.Platform()); ok && string(in.Sender) == self {
+	if self, ok := g.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
 	g.metrics.inbound.WithLabelValues(g.platformLabel(in.Chat), kindName(in.Kind)).Inc()
@@ -66,7 +66,7 @@ func (g *Gateway) storeFetched(ctx context.Context, in adapters.Inbound) (int64,
 	if err != nil {
 		return 0, err
 	}
-	if self, ok := g.self(in.Chat.Platform()); ok && string(in.Sender) == self {
+	if self, ok := g.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
 	if _, err := g.commits.commit(ctx, &m, nil); err != nil {
@@ -115,7 +115,10 @@ func (g *Gateway) route(m store.Message, stale bool) []store.WorkItem {
 	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: store.TriggerMessage}}
 }
 
-type engageKey struct{ chat, topic string }
+type engageKey struct {
+	chat  adapters.JID
+	topic string
+}
 
 type engagement struct {
 	folder string
@@ -131,7 +134,7 @@ type engagements struct {
 	now    func() time.Time
 }
 
-func (e *engagements) start(chat, topic, folder string, ttl time.Duration) {
+func (e *engagements) start(chat adapters.JID, topic, folder string, ttl time.Duration) {
 	if ttl <= 0 {
 		return
 	}
@@ -151,14 +154,14 @@ func (e *engagements) start(chat, topic, folder string, ttl time.Duration) {
 	e.m[engageKey{chat, topic}] = engagement{folder: folder, until: now.Add(ttl)}
 }
 
-func (e *engagements) stop(chat, topic string) {
+func (e *engagements) stop(chat adapters.JID, topic string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.m, engageKey{chat, topic})
 }
 
 // stopIf ends the engagement in chat/topic if allowed(its folder).
-func (e *engagements) stopIf(chat, topic string, allowed func(string) bool) (folder string, ended bool) {
+func (e *engagements) stopIf(chat adapters.JID, topic string, allowed func(string) bool) (folder string, ended bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en, ok := e.m[engageKey{chat, topic}]
@@ -172,7 +175,7 @@ func (e *engagements) stopIf(chat, topic string, allowed func(string) bool) (fol
 	return en.folder, true
 }
 
-func (e *engagements) active(chat, topic, folder string) bool {
+func (e *engagements) active(chat adapters.JID, topic, folder string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en, ok := e.m[engageKey{chat, topic}]
@@ -180,7 +183,7 @@ func (e *engagements) active(chat, topic, folder string) bool {
 }
 
 // engageChat makes folder answer follow-ups in chat/topic without a mention.
-func (g *Gateway) engageChat(chat, topic, folder string) {
+func (g *Gateway) engageChat(chat adapters.JID, topic, folder string) {
 	g.engage.start(chat, topic, folder, g.opt.EngageTTL)
 }
 

@@ -220,7 +220,7 @@ func floodHarness(t *testing.T, limits Limits) (*harness, *recorder, func(), *fa
 func postAs(t *testing.T, h *harness, sender, id string) {
 	t.Helper()
 	name := strings.ToUpper(sender[:1]) + sender[1:]
-	if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: id, Sender: adapters.JID("test:user/" + sender),
+	if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: adapters.MessageID(id), Sender: adapters.JID("test:user/" + sender),
 		SenderName: name, Text: "text of " + id, Verb: adapters.VerbMention}); err != nil {
 		t.Fatal(err)
 	}

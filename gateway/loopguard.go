@@ -40,7 +40,11 @@ func (l LoopGuard) withDefaults() LoopGuard {
 	return l
 }
 
-type loopKey struct{ folder, chat, topic string }
+type loopKey struct {
+	folder string
+	chat   adapters.JID
+	topic  string
+}
 
 // loopState is one room's turns in a row since a trigger message last
 // arrived while its folder ran no turn (a person, not the agent's echo).
@@ -111,7 +115,7 @@ func (l *loops) started(k loopKey) bool {
 // one of folder's turns or not.
 func (g *Gateway) watchLoop(m store.Message, work []store.WorkItem) {
 	for _, w := range work {
-		if w.Mode != "trigger" || adapters.JID(m.ChatJID).Platform() != "web" {
+		if w.Mode != "trigger" || m.ChatJID.Platform() != "web" {
 			continue
 		}
 		_, t := g.runningTurn(w.Folder)
@@ -124,7 +128,7 @@ func (g *Gateway) watchLoop(m store.Message, work []store.WorkItem) {
 // stored and are answered after it), and the room is told once. It
 // reports whether the turn is not to run.
 func (g *Gateway) pauseLoop(ctx context.Context, b store.Batch) bool {
-	if b.Items[0].Trigger != store.TriggerMessage || adapters.JID(b.ChatJID).Platform() != "web" ||
+	if b.Items[0].Trigger != store.TriggerMessage || b.ChatJID.Platform() != "web" ||
 		!g.loops.started(loopKey{b.Folder, b.ChatJID, b.Topic}) {
 		return false
 	}

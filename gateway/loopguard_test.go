@@ -48,7 +48,7 @@ func TestLoopGuardPausesSelfTriggeringWebRoom(t *testing.T) {
 		}})
 	<-web.ready
 	post := func(id string) {
-		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: room, ID: id, Sender: "web:user/bot-ish",
+		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: room, ID: adapters.MessageID(id), Sender: "web:user/bot-ish",
 			SenderName: "x", Text: "again " + id, Verb: adapters.VerbMessage}); err != nil {
 			t.Fatal(err)
 		}

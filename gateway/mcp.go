@@ -156,9 +156,9 @@ func (b mcpBackend) RunningTurn(folder string) (mcpserver.Turn, bool) {
 
 // capability returns the adapter of chat's platform as capability C; verb
 // names it in the error when the adapter lacks it.
-func capability[C any](b mcpBackend, chat, verb string) (C, error) {
+func capability[C any](b mcpBackend, chat adapters.JID, verb string) (C, error) {
 	var c C
-	platform := adapters.JID(chat).Platform()
+	platform := chat.Platform()
 	ad, ok := b.g.adapters[platform]
 	if !ok {
 		return c, fmt.Errorf("%w: %s", adapters.ErrNoAdapter, platform)
@@ -172,15 +172,15 @@ func capability[C any](b mcpBackend, chat, verb string) (C, error) {
 
 // messageRef addresses message id of chat. Some platforms address a
 // message in a thread through the thread, so its stored topic goes along.
-func (b mcpBackend) messageRef(ctx context.Context, chat, id string) adapters.MessageRef {
-	ref := adapters.MessageRef{Chat: adapters.JID(chat), ID: id}
+func (b mcpBackend) messageRef(ctx context.Context, chat adapters.JID, id adapters.MessageID) adapters.MessageRef {
+	ref := adapters.MessageRef{Chat: chat, ID: id}
 	if m, err := b.g.st.MessageByID(ctx, chat, id); err == nil {
 		ref.Topic = m.Topic
 	}
 	return ref
 }
 
-func (b mcpBackend) Edit(ctx context.Context, chat, id, text string) error {
+func (b mcpBackend) Edit(ctx context.Context, chat adapters.JID, id adapters.MessageID, text string) error {
 	e, err := capability[adapters.Editor](b, chat, "edit")
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func (b mcpBackend) Edit(ctx context.Context, chat, id, text string) error {
 	return b.recordEdit(ctx, chat, id, text)
 }
 
-func (b mcpBackend) Delete(ctx context.Context, chat, id string) error {
+func (b mcpBackend) Delete(ctx context.Context, chat adapters.JID, id adapters.MessageID) error {
 	d, err := capability[adapters.Deleter](b, chat, "delete")
 	if err != nil {
 		return err
@@ -203,7 +203,7 @@ func (b mcpBackend) Delete(ctx context.Context, chat, id string) error {
 	return err
 }
 
-func (b mcpBackend) React(ctx context.Context, chat, id, reaction string) error {
+func (b mcpBackend) React(ctx context.Context, chat adapters.JID, id adapters.MessageID, reaction string) error {
 	r, err := capability[adapters.Reactor](b, chat, "react")
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ func (b mcpBackend) React(ctx context.Context, chat, id, reaction string) error 
 	return r.React(ctx, b.messageRef(ctx, chat, id), reaction)
 }
 
-func (b mcpBackend) Pin(ctx context.Context, chat, id string) error {
+func (b mcpBackend) Pin(ctx context.Context, chat adapters.JID, id adapters.MessageID) error {
 	p, err := capability[adapters.Pinner](b, chat, "pin")
 	if err != nil {
 		return err
@@ -219,7 +219,7 @@ func (b mcpBackend) Pin(ctx context.Context, chat, id string) error {
 	return p.Pin(ctx, b.messageRef(ctx, chat, id))
 }
 
-func (b mcpBackend) Unpin(ctx context.Context, chat, id string) error {
+func (b mcpBackend) Unpin(ctx context.Context, chat adapters.JID, id adapters.MessageID) error {
 	p, err := capability[adapters.Pinner](b, chat, "unpin")
 	if err != nil {
 		return err
@@ -228,7 +228,7 @@ func (b mcpBackend) Unpin(ctx context.Context, chat, id string) error {
 }
 
 // recordEdit brings the stored copy of an edited message up to date.
-func (b mcpBackend) recordEdit(ctx context.Context, chat, id, text string) error {
+func (b mcpBackend) recordEdit(ctx context.Context, chat adapters.JID, id adapters.MessageID, text string) error {
 	m, err := b.g.st.MessageByID(ctx, chat, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -252,18 +252,17 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-func (b mcpBackend) Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]store.Message, error) {
+func (b mcpBackend) Messages(ctx context.Context, chat adapters.JID, beforeSeq int64, limit int) ([]store.Message, error) {
 	return b.g.st.MessagesBefore(ctx, chat, beforeSeq, limit)
 }
 
-func (b mcpBackend) Thread(ctx context.Context, chat, topic string, limit int) ([]store.Message, error) {
+func (b mcpBackend) Thread(ctx context.Context, chat adapters.JID, topic string, limit int) ([]store.Message, error) {
 	return b.g.st.Thread(ctx, chat, topic, limit)
 }
 
-func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, limit int) ([]store.Message, string, error) {
-	jid := adapters.JID(chat)
-	if f, ok := b.g.adapters[jid.Platform()].(adapters.HistoryFetcher); ok {
-		in, err := f.FetchHistory(ctx, jid, adapters.HistoryQuery{Before: beforeID, Limit: limit})
+func (b mcpBackend) FetchHistory(ctx context.Context, chat adapters.JID, beforeID adapters.MessageID, limit int) ([]store.Message, string, error) {
+	if f, ok := b.g.adapters[chat.Platform()].(adapters.HistoryFetcher); ok {
+		in, err := f.FetchHistory(ctx, chat, adapters.HistoryQuery{Before: beforeID, Limit: limit})
 		if err == nil {
 			out := make([]store.Message, 0, len(in))
 			for _, m := range in {
@@ -276,14 +275,14 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat, beforeID string, lim
 				}
 				// What the platform returned, not the stored copy: a
 				// message stored earlier may have changed since.
-				out = append(out, store.Message{Seq: seq, ChatJID: string(m.Chat), ID: m.ID, Sender: string(m.Sender),
+				out = append(out, store.Message{Seq: seq, ChatJID: m.Chat, ID: m.ID, Sender: m.Sender,
 					SenderName: m.SenderName, Text: m.Text, Time: m.Time, Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb,
 					FromBot: m.FromBot, Attachments: m.Attachments})
 			}
 			return out, "platform", nil
 		}
 		if !errors.Is(err, adapters.ErrUnsupported) {
-			return nil, "", fmt.Errorf("fetch history of %s from %s: %w", chat, jid.Platform(), err)
+			return nil, "", fmt.Errorf("fetch history of %s from %s: %w", chat, chat.Platform(), err)
 		}
 	}
 	var before int64
@@ -302,19 +301,19 @@ func (b mcpBackend) Search(ctx context.Context, query string, o store.SearchOpti
 	return b.g.st.Search(ctx, query, o)
 }
 
-func (b mcpBackend) Chats(ctx context.Context) ([]string, error) {
+func (b mcpBackend) Chats(ctx context.Context) ([]adapters.JID, error) {
 	cs, err := b.g.st.Chats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(cs))
+	out := make([]adapters.JID, len(cs))
 	for i, c := range cs {
 		out[i] = c.JID
 	}
 	return out, nil
 }
 
-func (b mcpBackend) MessageByID(ctx context.Context, chat, id string) (store.Message, bool, error) {
+func (b mcpBackend) MessageByID(ctx context.Context, chat adapters.JID, id adapters.MessageID) (store.Message, bool, error) {
 	m, err := b.g.st.MessageByID(ctx, chat, id)
 	if err != nil {
 		return store.Message{}, false, ignoreNotFound(err)
@@ -376,7 +375,7 @@ func (b mcpBackend) Enqueue(ctx context.Context, w store.WorkItem) (int64, error
 // Inject stores an agent's message one hop deeper in the chain than the
 // caller's running turn: an agent injecting into its own chat every turn
 // stops at limits.max_chain like a delegate ping-pong.
-func (b mcpBackend) Inject(ctx context.Context, from, chat, text, sender string) (store.Message, string, error) {
+func (b mcpBackend) Inject(ctx context.Context, from string, chat adapters.JID, text string, sender adapters.JID) (store.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
 	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
 	if err != nil {
@@ -389,7 +388,7 @@ func (b mcpBackend) ResetSessions(ctx context.Context, folder string) (int64, er
 	return b.g.st.ResetSessions(ctx, folder)
 }
 
-func (b mcpBackend) Engage(chat, topic, folder string) (time.Time, error) {
+func (b mcpBackend) Engage(chat adapters.JID, topic, folder string) (time.Time, error) {
 	if b.g.opt.EngageTTL <= 0 {
 		return time.Time{}, errors.New("engagement is off: engage_ttl is 0 in the gateway's config")
 	}
@@ -397,7 +396,7 @@ func (b mcpBackend) Engage(chat, topic, folder string) (time.Time, error) {
 	return b.g.opt.Now().Add(b.g.opt.EngageTTL).UTC(), nil
 }
 
-func (b mcpBackend) Disengage(chat, topic string, allowed func(string) bool) (string, bool) {
+func (b mcpBackend) Disengage(chat adapters.JID, topic string, allowed func(string) bool) (string, bool) {
 	return b.g.engage.stopIf(chat, topic, allowed)
 }
 

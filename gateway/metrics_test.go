@@ -166,7 +166,7 @@ func (d *downAdapter) Run(ctx context.Context, host adapters.Host) error {
 	return nil
 }
 
-func (d *downAdapter) Send(context.Context, adapters.Outbound) (string, error) {
+func (d *downAdapter) Send(context.Context, adapters.Outbound) (adapters.MessageID, error) {
 	return "", errors.New("not connected")
 }
 
@@ -217,7 +217,7 @@ func TestUnknownPlatformsShareOneLabel(t *testing.T) {
 		t.Fatalf("the refused send left outbox rows: %+v %v", st, err)
 	}
 	for i := range 20 {
-		if _, err := control.QueueSend(context.Background(), h.st, control.SendRequest{Chat: fmt.Sprintf("zz%d:x", i), Text: "hi"}); err != nil {
+		if _, err := control.QueueSend(context.Background(), h.st, control.SendRequest{Chat: adapters.JID(fmt.Sprintf("zz%d:x", i)), Text: "hi"}); err != nil {
 			t.Fatal(err)
 		}
 	}

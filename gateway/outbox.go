@@ -120,7 +120,7 @@ func (o *outbox) sendDue(ctx context.Context) int {
 	}
 	n := 0
 	for _, it := range items {
-		if until := o.pausedUntil(adapters.JID(it.ChatJID).Platform()); !until.IsZero() {
+		if until := o.pausedUntil(it.ChatJID.Platform()); !until.IsZero() {
 			// The platform is rate limited: wait without counting an attempt.
 			if err := o.g.st.OutboxDefer(ctx, it.ID, until); err != nil && ctx.Err() == nil {
 				o.g.log.Error("defer outbox item", "outbox", it.ID, "err", err)
@@ -166,14 +166,14 @@ func (o *outbox) sendDue(ctx context.Context) int {
 func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 	defer o.finished(it.Key)
 	g := o.g
-	chat := adapters.JID(it.ChatJID)
+	chat := it.ChatJID
 	a, ok := g.adapters[chat.Platform()]
 	if !ok {
 		o.fail(ctx, it, fmt.Errorf("%w: %s", adapters.ErrNoAdapter, chat.Platform()))
 		return
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	var id string
+	var id adapters.MessageID
 	var bot *store.Message
 	var err error
 	if it.Kind == store.OutboxFile {
@@ -215,7 +215,7 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 // sendText sends a text item as the parts that fit the platform, from the
 // first part not yet sent; every part but the last is recorded as it goes,
 // the last is returned for OutboxSent to record.
-func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.OutboxItem) (string, *store.Message, error) {
+func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.OutboxItem) (adapters.MessageID, *store.Message, error) {
 	var lim adapters.Limits
 	if l, ok := a.(adapters.Limiter); ok {
 		lim = l.Limits()
@@ -223,7 +223,7 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 	parts := adapters.SplitRendered(it.Text, lim.MaxText, lim.Measure)
 	first := it.PlatformID
 	for n := it.PartsSent; n < len(parts); n++ {
-		out := adapters.Outbound{Chat: adapters.JID(it.ChatJID), Text: parts[n], Topic: it.Topic, Key: it.Key}
+		out := adapters.Outbound{Chat: it.ChatJID, Text: parts[n], Topic: it.Topic, Key: it.Key}
 		if n == 0 {
 			out.ReplyTo = it.ReplyTo
 		} else {
@@ -234,7 +234,7 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 			return "", nil, err
 		}
 		if id == "" {
-			id = "out-" + out.Key
+			id = adapters.MessageID("out-" + out.Key)
 		}
 		if first == "" {
 			first = id
@@ -251,8 +251,8 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 	return first, o.botMessage(it, first, ""), nil // every part was sent before a crash
 }
 
-func (o *outbox) botMessage(it store.OutboxItem, id, text string) *store.Message {
-	platform := adapters.JID(it.ChatJID).Platform()
+func (o *outbox) botMessage(it store.OutboxItem, id adapters.MessageID, text string) *store.Message {
+	platform := it.ChatJID.Platform()
 	return &store.Message{ChatJID: it.ChatJID, ID: id, Sender: o.g.botJID(platform), SenderName: "switchboard",
 		Text: text, Topic: it.Topic, ReplyTo: it.ReplyTo, Verb: adapters.VerbMessage, FromBot: true, Time: time.Now()}
 }
@@ -260,7 +260,7 @@ func (o *outbox) botMessage(it store.OutboxItem, id, text string) *store.Message
 // sendFile opens the item's file inside its folder at send time (regular
 // files only, without following a symlink out or blocking on a FIFO) and
 // hands the open file to the adapter: no path ever reaches it.
-func (o *outbox) sendFile(ctx context.Context, a adapters.Adapter, it store.OutboxItem) (string, *store.Message, error) {
+func (o *outbox) sendFile(ctx context.Context, a adapters.Adapter, it store.OutboxItem) (adapters.MessageID, *store.Message, error) {
 	fs, ok := a.(adapters.FileSender)
 	if !ok {
 		return "", nil, adapters.Unsupported(a.Name(), "send_file")
@@ -272,12 +272,12 @@ func (o *outbox) sendFile(ctx context.Context, a adapters.Adapter, it store.Outb
 	defer f.Close()
 	name := filepath.Base(it.FilePath)
 	file := adapters.File{Name: name, MIME: mime.TypeByExtension(filepath.Ext(name)), Size: fi.Size(), Content: f}
-	id, err := fs.SendFile(ctx, adapters.Outbound{Chat: adapters.JID(it.ChatJID), Text: it.Text, Topic: it.Topic, ReplyTo: it.ReplyTo, Key: it.Key}, file)
+	id, err := fs.SendFile(ctx, adapters.Outbound{Chat: it.ChatJID, Text: it.Text, Topic: it.Topic, ReplyTo: it.ReplyTo, Key: it.Key}, file)
 	if err != nil {
 		return "", nil, err
 	}
 	if id == "" {
-		id = "out-" + it.Key
+		id = adapters.MessageID("out-" + it.Key)
 	}
 	bot := o.botMessage(it, id, it.Text)
 	bot.Attachments = []adapters.Attachment{{Name: name, MIME: file.MIME, Size: file.Size}}
@@ -353,7 +353,7 @@ func (o *outbox) finished(key string) {
 }
 
 func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Duration, cause error) {
-	o.g.metrics.outbox.WithLabelValues(o.g.platformLabel(adapters.JID(it.ChatJID)), "retried").Inc()
+	o.g.metrics.outbox.WithLabelValues(o.g.platformLabel(it.ChatJID), "retried").Inc()
 	o.g.log.Warn("delivery will be retried", "jid", it.ChatJID, "outbox", it.ID, "attempt", it.Attempts, "wait", wait, "err", cause)
 	if err := o.g.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().Add(wait), cause.Error()); err != nil {
 		o.g.log.Error("record delivery retry", "outbox", it.ID, "err", err)
@@ -361,7 +361,7 @@ func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Durat
 }
 
 func (o *outbox) fail(ctx context.Context, it store.OutboxItem, cause error) {
-	o.g.metrics.outbox.WithLabelValues(o.g.platformLabel(adapters.JID(it.ChatJID)), "failed").Inc()
+	o.g.metrics.outbox.WithLabelValues(o.g.platformLabel(it.ChatJID), "failed").Inc()
 	o.g.log.Warn("delivery failed permanently", "jid", it.ChatJID, "outbox", it.ID, "err", cause)
 	if err := o.g.st.OutboxFailed(context.WithoutCancel(ctx), it.ID, cause.Error()); err != nil {
 		o.g.log.Error("record delivery failure", "outbox", it.ID, "err", err)

@@ -17,7 +17,7 @@ import (
 
 func (h *harness) send(chat, key, text, folder string) {
 	h.t.Helper()
-	if _, err := h.g.send(context.Background(), control.SendRequest{Chat: chat, Text: text, Key: key, Folder: folder}); err != nil {
+	if _, err := h.g.send(context.Background(), control.SendRequest{Chat: adapters.JID(chat), Text: text, Key: key, Folder: folder}); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -170,7 +170,7 @@ func (b *blockingAdapter) Run(ctx context.Context, _ adapters.Host) error {
 	return nil
 }
 
-func (b *blockingAdapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+func (b *blockingAdapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
 	b.entered <- struct{}{}
 	select {
 	case <-b.release:

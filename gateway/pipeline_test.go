@@ -366,11 +366,11 @@ func TestObservedContext(t *testing.T) {
 	h.post(testChat, "m1", "elsewhere") // a turn in another chat must not take them
 	h.waitSent(testChat, 1)
 	ctx := context.Background()
-	if _, err := h.g.inject(ctx, control.InjectRequest{Chat: obs, Text: "now answer"}); err != nil {
+	if _, err := h.g.inject(ctx, control.InjectRequest{Chat: adapters.JID(obs), Text: "now answer"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitSent(obs, 1)
-	if _, err := h.g.inject(ctx, control.InjectRequest{Chat: obs, Text: "again"}); err != nil {
+	if _, err := h.g.inject(ctx, control.InjectRequest{Chat: adapters.JID(obs), Text: "again"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitSent(obs, 2)
@@ -410,18 +410,18 @@ func TestEngagementTriggersObserveRoute(t *testing.T) {
 		t.Helper()
 		h.waitSent(obs, n/2)
 		testwait.For(t, 10*time.Second, "bot reply stored", func() bool {
-			ms, err := h.st.MessagesAfter(context.Background(), obs, 0, 10)
+			ms, err := h.st.MessagesAfter(context.Background(), adapters.JID(obs), 0, 10)
 			return err == nil && len(ms) == n && ms[n-1].FromBot
 		})
 	}
 	followUp := func(id string) {
 		t.Helper()
-		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(obs), ID: id, Sender: "test:user/bob",
+		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(obs), ID: adapters.MessageID(id), Sender: "test:user/bob",
 			Text: "follow-up " + id, Verb: adapters.VerbMessage}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.g.inject(context.Background(), control.InjectRequest{Chat: obs, Text: "say hi"}); err != nil {
+	if _, err := h.g.inject(context.Background(), control.InjectRequest{Chat: adapters.JID(obs), Text: "say hi"}); err != nil {
 		t.Fatal(err)
 	}
 	botSpoke(2)
@@ -496,7 +496,7 @@ func TestConcurrentDeliveriesAllRunOnce(t *testing.T) {
 				chat := fmt.Sprintf("test:%s/%d", folders[i%3], i%2)
 				// Every message is delivered twice, concurrently with others.
 				for range 2 {
-					seq, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(chat), ID: strconv.Itoa(i),
+					seq, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(chat), ID: adapters.MessageID(strconv.Itoa(i)),
 						Sender: "test:user/ann", Text: "hi", Verb: adapters.VerbMention})
 					if err != nil {
 						t.Error(err)
@@ -540,7 +540,7 @@ func TestGroupCommitIsolatesFailure(t *testing.T) {
 	var reqs []*commitReq
 	for i := range 5 {
 		r := &commitReq{ctx: ctx, done: make(chan struct{}),
-			msg:  store.Message{ChatJID: testChat, ID: fmt.Sprint("g", i), Sender: "test:user/ann", Text: "hi", Verb: "mention"},
+			msg:  store.Message{ChatJID: testChat, ID: adapters.MessageID(fmt.Sprint("g", i)), Sender: "test:user/ann", Text: "hi", Verb: "mention"},
 			work: []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "observe", Trigger: store.TriggerMessage}}}
 		if i == 2 {
 			r.work[0].Folder = "" // the store refuses this work item
@@ -693,7 +693,7 @@ func TestMentionEngagesFolder(t *testing.T) {
 		}})
 	deliver := func(id, topic, verb string) {
 		t.Helper()
-		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: id, Sender: "test:user/ann",
+		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: adapters.MessageID(id), Sender: "test:user/ann",
 			Text: id, Topic: topic, Verb: verb}); err != nil {
 			t.Fatal(err)
 		}

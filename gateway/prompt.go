@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/store"
 )
 
@@ -12,7 +13,7 @@ import (
 type turnHeader struct {
 	Folder  string
 	Tier    int
-	Chat    string
+	Chat    adapters.JID
 	Topic   string
 	Trigger store.Trigger
 	Now     time.Time
@@ -109,4 +110,4 @@ var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "
 
 // esc escapes text for the prompt's XML-like markup, so a message cannot
 // close its element or forge a <turn>.
-func esc(s string) string { return escaper.Replace(s) }
+func esc[S ~string](s S) string { return escaper.Replace(string(s)) }

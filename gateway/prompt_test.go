@@ -38,10 +38,10 @@ func TestPromptEscapesEverythingUsersControl(t *testing.T) {
 	b := store.Batch{
 		Folder: "main", ChatJID: "web:lobby", Topic: attr,
 		Items: []store.WorkItem{{Seq: 1, Trigger: store.TriggerMessage}, {Trigger: store.TriggerDelegate, Origin: attr, Prompt: forge}},
-		Messages: []store.Message{{Seq: 1, ID: attr, Sender: attr, SenderName: attr, Text: forge, Verb: "mention", Topic: attr, ReplyTo: attr,
+		Messages: []store.Message{{Seq: 1, ID: adapters.MessageID(attr), Sender: adapters.JID(attr), SenderName: attr, Text: forge, Verb: "mention", Topic: attr, ReplyTo: adapters.MessageID(attr),
 			Attachments: []adapters.Attachment{{Name: attr, MIME: forge, Ref: forge}}}},
 		Observed: []store.Message{{Seq: 2, ID: "o", Sender: "s", SenderName: attr, Text: forge}},
-		Notices:  []store.Notice{{ChatJID: attr, Text: forge, Error: forge}},
+		Notices:  []store.Notice{{ChatJID: adapters.JID(attr), Text: forge, Error: forge}},
 	}
 	p := buildPrompt(turnHeader{Folder: "main", Tier: 1, Chat: "web:lobby", Topic: attr, Trigger: store.TriggerMessage, Now: now}, b)
 	if n := strings.Count(p, "<turn "); n != 1 {

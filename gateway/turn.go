@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/store"
 )
@@ -57,7 +58,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	env := []string{
 		"SWITCHBOARD_FOLDER=" + b.Folder,
 		"SWITCHBOARD_TIER=" + strconv.Itoa(tier),
-		"SWITCHBOARD_CHAT_JID=" + b.ChatJID,
+		"SWITCHBOARD_CHAT_JID=" + b.ChatJID.String(),
 		"SWITCHBOARD_TOPIC=" + b.Topic,
 		"SWITCHBOARD_TURN_ID=" + turn.ID,
 		"SWITCHBOARD_SESSION_ID=" + session,
@@ -201,7 +202,7 @@ func shortReason(res agent.Result, err error) string {
 	return "internal error"
 }
 
-func lastMessageID(b store.Batch) string {
+func lastMessageID(b store.Batch) adapters.MessageID {
 	if len(b.Messages) == 0 {
 		return ""
 	}
@@ -222,13 +223,13 @@ const noticeEvery = 5 * time.Minute
 // noticeLimiter allows one failure notice per chat per interval.
 type noticeLimiter struct {
 	mu     sync.Mutex
-	last   map[string]time.Time
+	last   map[adapters.JID]time.Time
 	every  time.Duration
 	pruned time.Time
 	now    func() time.Time
 }
 
-func (n *noticeLimiter) allow(chat string) bool {
+func (n *noticeLimiter) allow(chat adapters.JID) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.now()

@@ -11,9 +11,8 @@ import (
 // typing shows the chat's typing indicator while a turn runs, repeated as
 // often as the platform needs (Limits.TypingEvery), for adapters that have
 // one. The returned stop ends it and waits for the refresher to exit.
-func (g *Gateway) typing(ctx context.Context, chat, topic string) (stop func()) {
-	jid := adapters.JID(chat)
-	t, ok := g.adapters[jid.Platform()].(adapters.Typer)
+func (g *Gateway) typing(ctx context.Context, chat adapters.JID, topic string) (stop func()) {
+	t, ok := g.adapters[chat.Platform()].(adapters.Typer)
 	if !ok {
 		return func() {}
 	}
@@ -26,7 +25,7 @@ func (g *Gateway) typing(ctx context.Context, chat, topic string) (stop func()) 
 	wg.Go(func() {
 		for {
 			tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)
-			if err := t.Typing(tctx, jid, topic); err != nil && ctx.Err() == nil {
+			if err := t.Typing(tctx, chat, topic); err != nil && ctx.Err() == nil {
 				g.log.Debug("typing indicator", "jid", chat, "err", err)
 			}
 			tcancel()

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"fmt"
 
+	"switchboard/adapters"
 	"switchboard/grants"
 	"switchboard/groups"
 	"switchboard/routing"
@@ -29,7 +30,7 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 	if !ok {
 		return d
 	}
-	owner, owned := table.Owner(jid, params["topic"])
+	owner, owned := table.Owner(adapters.JID(jid), params["topic"])
 	switch {
 	case !owned:
 		d.Allow = false

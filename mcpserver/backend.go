@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/routing"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -50,41 +51,41 @@ type Messenger interface {
 	RunningTurn(folder string) (Turn, bool)
 	// Edit replaces the text of message messageID in chat (platforms let
 	// the bot edit only its own messages) and the stored copy's text.
-	Edit(ctx context.Context, chat, messageID, text string) error
+	Edit(ctx context.Context, chat adapters.JID, messageID adapters.MessageID, text string) error
 	// Delete deletes message messageID from chat, and its stored copy.
-	Delete(ctx context.Context, chat, messageID string) error
+	Delete(ctx context.Context, chat adapters.JID, messageID adapters.MessageID) error
 	// React adds reaction (an emoji or the platform's reaction name) to
 	// message messageID in chat.
-	React(ctx context.Context, chat, messageID, reaction string) error
+	React(ctx context.Context, chat adapters.JID, messageID adapters.MessageID, reaction string) error
 	// Pin pins message messageID in chat.
-	Pin(ctx context.Context, chat, messageID string) error
+	Pin(ctx context.Context, chat adapters.JID, messageID adapters.MessageID) error
 	// Unpin unpins message messageID in chat.
-	Unpin(ctx context.Context, chat, messageID string) error
+	Unpin(ctx context.Context, chat adapters.JID, messageID adapters.MessageID) error
 }
 
 // History reads stored (or platform) messages.
 type History interface {
 	// Messages returns up to limit newest messages of chat with seq <
 	// beforeSeq (0: the newest), oldest first.
-	Messages(ctx context.Context, chat string, beforeSeq int64, limit int) ([]store.Message, error)
+	Messages(ctx context.Context, chat adapters.JID, beforeSeq int64, limit int) ([]store.Message, error)
 	// Thread returns up to limit newest messages of a topic, oldest first.
-	Thread(ctx context.Context, chat, topic string, limit int) ([]store.Message, error)
+	Thread(ctx context.Context, chat adapters.JID, topic string, limit int) ([]store.Message, error)
 	// FetchHistory reads recent messages from the platform when its adapter
 	// can, else from the store; source is "platform" or "store". A message
 	// from the platform is as the platform returned it now, with the Seq it
 	// is stored under. beforeID pages back: only messages older than that
 	// platform id; one the platform cannot page from and the store does not
 	// hold is an error.
-	FetchHistory(ctx context.Context, chat, beforeID string, limit int) (msgs []store.Message, source string, err error)
+	FetchHistory(ctx context.Context, chat adapters.JID, beforeID adapters.MessageID, limit int) (msgs []store.Message, source string, err error)
 	// Search runs an FTS5 query; a query that does not parse returns an
 	// error saying so. o.ChatJIDs nil means all chats; an empty, non-nil
 	// slice means none.
 	Search(ctx context.Context, query string, o store.SearchOptions) ([]store.Hit, error)
 	// Chats lists the JIDs of every chat the gateway has seen.
-	Chats(ctx context.Context) ([]string, error)
+	Chats(ctx context.Context) ([]adapters.JID, error)
 	// MessageByID returns a stored message by its platform id; found is
 	// false when chat has no stored message with that id.
-	MessageByID(ctx context.Context, chat, id string) (m store.Message, found bool, err error)
+	MessageByID(ctx context.Context, chat adapters.JID, id adapters.MessageID) (m store.Message, found bool, err error)
 }
 
 // RouteStore changes the routing table. Every change is visible in Table
@@ -120,16 +121,16 @@ type Sessions interface {
 	// chat's owner, on behalf of group from (whose running turn it
 	// continues: the chain guard counts it); it returns the message and
 	// the folder that will answer.
-	Inject(ctx context.Context, from, chat, text, sender string) (store.Message, string, error)
+	Inject(ctx context.Context, from string, chat adapters.JID, text string, sender adapters.JID) (store.Message, string, error)
 	// ResetSessions forgets every agent session of folder.
 	ResetSessions(ctx context.Context, folder string) (int64, error)
 	// Engage makes folder answer follow-ups in chat/topic without a mention
 	// until the returned time.
-	Engage(chat, topic, folder string) (time.Time, error)
+	Engage(chat adapters.JID, topic, folder string) (time.Time, error)
 	// Disengage ends the engagement in chat/topic and returns the folder
 	// that was engaged ("" when none). It ends it only when allowed(folder)
 	// holds for that folder.
-	Disengage(chat, topic string, allowed func(folder string) bool) (folder string, ended bool)
+	Disengage(chat adapters.JID, topic string, allowed func(folder string) bool) (folder string, ended bool)
 	// AgentSessions lists folder's stored agent sessions.
 	AgentSessions(ctx context.Context, folder string) ([]store.SessionRow, error)
 	// Turns returns folder's most recent turn records, newest first.
@@ -161,10 +162,10 @@ type TaskStore interface {
 
 // Outgoing is a message a group sends.
 type Outgoing struct {
-	Chat    string
+	Chat    adapters.JID
 	Text    string
 	Topic   string
-	ReplyTo string
+	ReplyTo adapters.MessageID
 	Kind    store.OutboxKind // OutboxSend, OutboxReply or OutboxFile
 	File    string           // OutboxFile: a path relative to the group folder, already checked to be a regular file in it; Text is the caption
 }
@@ -183,15 +184,15 @@ const (
 type Sent struct {
 	Key    string // the outbox idempotency key
 	Status SentStatus
-	ID     string // the platform message id once sent
-	Error  string // why delivery failed, when Status is SentFailed
+	ID     adapters.MessageID // the platform message id once sent
+	Error  string             // why delivery failed, when Status is SentFailed
 }
 
 // Turn is a running agent turn.
 type Turn struct {
 	ID            string
-	Chat          string
+	Chat          adapters.JID
 	Topic         string
 	Trigger       store.Trigger
-	LastMessageID string // platform id of the batch's last message; "" for prompt turns
+	LastMessageID adapters.MessageID // platform id of the batch's last message; "" for prompt turns
 }

@@ -334,7 +334,7 @@ func (f *fakeAdapter) Run(ctx context.Context, host adapters.Host) error {
 	return nil
 }
 
-func (f *fakeAdapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+func (f *fakeAdapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
 	f.mu.Lock()
 	gate, entered := f.gate, f.entered
 	f.mu.Unlock()
@@ -353,7 +353,7 @@ func (f *fakeAdapter) Send(ctx context.Context, m adapters.Outbound) (string, er
 	defer f.mu.Unlock()
 	f.sent = append(f.sent, m)
 	f.n++
-	return fmt.Sprintf("%s-out-%d", f.name, f.n), nil
+	return adapters.MessageID(fmt.Sprintf("%s-out-%d", f.name, f.n)), nil
 }
 
 func (f *fakeAdapter) sends() []adapters.Outbound {
@@ -383,21 +383,21 @@ func (f *fakeAdapter) actions() []string {
 type fullAdapter struct{ *fakeAdapter }
 
 func (f fullAdapter) Edit(_ context.Context, m adapters.MessageRef, text string) error {
-	return f.record("edit " + string(m.Chat) + " " + m.ID + " " + text)
+	return f.record("edit " + string(m.Chat) + " " + m.ID.String() + " " + text)
 }
 func (f fullAdapter) Delete(_ context.Context, m adapters.MessageRef) error {
-	return f.record("delete " + string(m.Chat) + " " + m.ID)
+	return f.record("delete " + string(m.Chat) + " " + m.ID.String())
 }
 func (f fullAdapter) React(_ context.Context, m adapters.MessageRef, reaction string) error {
-	return f.record("react " + string(m.Chat) + " " + m.ID + " " + reaction)
+	return f.record("react " + string(m.Chat) + " " + m.ID.String() + " " + reaction)
 }
 func (f fullAdapter) Pin(_ context.Context, m adapters.MessageRef) error {
-	return f.record("pin " + string(m.Chat) + " " + m.ID)
+	return f.record("pin " + string(m.Chat) + " " + m.ID.String())
 }
 func (f fullAdapter) Unpin(_ context.Context, m adapters.MessageRef) error {
-	return f.record("unpin " + string(m.Chat) + " " + m.ID)
+	return f.record("unpin " + string(m.Chat) + " " + m.ID.String())
 }
-func (f fullAdapter) SendFile(_ context.Context, m adapters.Outbound, file adapters.File) (string, error) {
+func (f fullAdapter) SendFile(_ context.Context, m adapters.Outbound, file adapters.File) (adapters.MessageID, error) {
 	return "file-1", f.record("file " + string(m.Chat) + " " + file.Name + " " + m.Text)
 }
 func (f fullAdapter) FetchHistory(_ context.Context, chat adapters.JID, _ adapters.HistoryQuery) ([]adapters.Inbound, error) {

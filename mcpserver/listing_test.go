@@ -268,7 +268,7 @@ func TestOutOfScopeChatRefused(t *testing.T) {
 // deliver stores an inbound message as an adapter would.
 func (h *harness) deliver(t testing.TB, chat, id, text string) {
 	t.Helper()
-	_, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(chat), ID: id,
+	_, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(chat), ID: adapters.MessageID(id),
 		Sender: "web:user/ann", SenderName: "Ann", Text: text, Verb: adapters.VerbMention})
 	if err != nil {
 		t.Fatal(err)

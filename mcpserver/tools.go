@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"switchboard/adapters"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -114,7 +116,7 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 		params := grantParams(args)
 		if id := cmp.Or(params["message_id"], params["reply_to"]); id != "" && params["jid"] != "" && params["topic"] == "" {
 			// A message in a thread belongs to whoever owns that thread.
-			if m, found, err := s.opt.Backend.MessageByID(ctx, params["jid"], id); err == nil && found && m.Topic != "" {
+			if m, found, err := s.opt.Backend.MessageByID(ctx, adapters.JID(params["jid"]), adapters.MessageID(id)); err == nil && found && m.Topic != "" {
 				params["topic"] = m.Topic
 			}
 		}
@@ -279,6 +281,13 @@ func grantParams(args map[string]any) map[string]string {
 // Argument accessors; validateArgs has checked the types.
 
 func (c *call) str(k string) string { s, _ := c.args[k].(string); return s }
+
+// jid and msgID read a chat or sender JID and a platform message id as the
+// model passed them, unchecked (JID.Validate checks a JID where a tool needs
+// a valid one).
+func (c *call) jid(k string) adapters.JID { return adapters.JID(c.str(k)) }
+
+func (c *call) msgID(k string) adapters.MessageID { return adapters.MessageID(c.str(k)) }
 
 func (c *call) has(k string) bool { _, ok := c.args[k]; return ok }
 

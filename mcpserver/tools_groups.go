@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/routing"
 	"switchboard/store"
@@ -111,7 +112,7 @@ func runRegisterGroup(ctx context.Context, c *call) (any, error) {
 	var route *routing.Route
 	t := c.b.Table()
 	if jid := c.str("chat_jid"); jid != "" {
-		if err := validJID(jid); err != nil {
+		if _, err := adapters.ParseJID(jid); err != nil {
 			return nil, err
 		}
 		r := routing.Route{Match: map[string]string{routing.KeyChatJID: jid}, Target: folder, Mode: routing.Trigger, Seq: aheadSeq(t)}
@@ -164,8 +165,8 @@ func (c *call) enqueue(ctx context.Context, folder string, trigger store.Trigger
 	if err := requireText("prompt", prompt, maxPrompt); err != nil {
 		return nil, err
 	}
-	chat := c.str("chat_jid")
-	if err := validJID(chat); err != nil {
+	chat := c.jid("chat_jid")
+	if err := chat.Validate(); err != nil {
 		return nil, err
 	}
 	known, err := c.b.Groups(ctx)

@@ -58,7 +58,7 @@ func historyTools() []*toolDef {
 
 func runInspectMessages(ctx context.Context, c *call) (any, error) {
 	limit := clamp(c.int("limit", 0), 50, 500)
-	ms, err := c.b.Messages(ctx, c.str("chat_jid"), int64(c.int("before_seq", 0)), limit)
+	ms, err := c.b.Messages(ctx, c.jid("chat_jid"), int64(c.int("before_seq", 0)), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func runInspectMessages(ctx context.Context, c *call) (any, error) {
 }
 
 func runGetThread(ctx context.Context, c *call) (any, error) {
-	ms, err := c.b.Thread(ctx, c.str("chat_jid"), c.str("topic"), clamp(c.int("limit", 0), 100, 500))
+	ms, err := c.b.Thread(ctx, c.jid("chat_jid"), c.str("topic"), clamp(c.int("limit", 0), 100, 500))
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func runGetThread(ctx context.Context, c *call) (any, error) {
 }
 
 func runFetchHistory(ctx context.Context, c *call) (any, error) {
-	ms, source, err := c.b.FetchHistory(ctx, c.str("chat_jid"), c.str("before_id"), clamp(c.int("limit", 0), 50, 200))
+	ms, source, err := c.b.FetchHistory(ctx, c.jid("chat_jid"), c.msgID("before_id"), clamp(c.int("limit", 0), 50, 200))
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func runFetchHistory(ctx context.Context, c *call) (any, error) {
 }
 
 func runFindMessages(ctx context.Context, c *call) (any, error) {
-	o := store.SearchOptions{Sender: c.str("sender"), Limit: clamp(c.int("limit", 0), 20, 200)}
+	o := store.SearchOptions{Sender: c.jid("sender"), Limit: clamp(c.int("limit", 0), 20, 200)}
 	if s := c.str("since"); s != "" {
 		t, err := parseSince(s, time.Now())
 		if err != nil {
@@ -92,7 +92,7 @@ func runFindMessages(ctx context.Context, c *call) (any, error) {
 	}
 	switch {
 	case c.has("chat_jid"):
-		o.ChatJIDs = []string{c.str("chat_jid")}
+		o.ChatJIDs = []adapters.JID{c.jid("chat_jid")}
 	case c.tier != 0:
 		chats, err := c.ownedChats(ctx)
 		if err != nil {
@@ -113,13 +113,13 @@ func runFindMessages(ctx context.Context, c *call) (any, error) {
 
 // ownedChats lists the known chats whose owner is in the caller's subtree
 // (never nil: no chats means search nothing).
-func (c *call) ownedChats(ctx context.Context) ([]string, error) {
+func (c *call) ownedChats(ctx context.Context) ([]adapters.JID, error) {
 	all, err := c.b.Chats(ctx)
 	if err != nil {
 		return nil, err
 	}
 	t := c.b.Table()
-	out := []string{}
+	out := []adapters.JID{}
 	for _, jid := range all {
 		if owner, ok := t.Owner(jid, ""); ok && groups.InSubtree(c.folder, owner) {
 			out = append(out, jid)
@@ -147,14 +147,14 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // messageView is a message as the history tools show it.
 type messageView struct {
 	Seq         int64                 `json:"seq,omitempty"`
-	ChatJID     string                `json:"chat_jid"`
-	ID          string                `json:"id"`
-	Sender      string                `json:"sender"`
+	ChatJID     adapters.JID          `json:"chat_jid"`
+	ID          adapters.MessageID    `json:"id"`
+	Sender      adapters.JID          `json:"sender"`
 	Name        string                `json:"name,omitempty"`
 	Text        string                `json:"text"`
 	Time        time.Time             `json:"time"`
 	Topic       string                `json:"topic,omitempty"`
-	ReplyTo     string                `json:"reply_to,omitempty"`
+	ReplyTo     adapters.MessageID    `json:"reply_to,omitempty"`
 	Verb        string                `json:"verb,omitempty"`
 	FromBot     bool                  `json:"from_bot,omitempty"`
 	Attachments []adapters.Attachment `json:"attachments,omitempty"`

@@ -55,7 +55,9 @@ func messagingTools() []*toolDef {
 		),
 		messageTool("delete", "Delete a message",
 			"Delete a message from a chat (the bot's own, or any where the bot is a moderator). This cannot be undone. Returns {\"ok\": true}.",
-			destructive, func(ctx context.Context, c *call, chat, id string) error { return c.b.Delete(ctx, chat, id) },
+			destructive, func(ctx context.Context, c *call, chat adapters.JID, id adapters.MessageID) error {
+				return c.b.Delete(ctx, chat, id)
+			},
 		),
 		messageTool("like", "React to a message",
 			"Add a reaction to a message, e.g. to acknowledge it without posting text. Returns {\"ok\": true}.",
@@ -64,11 +66,15 @@ func messagingTools() []*toolDef {
 		),
 		messageTool("pin_message", "Pin a message",
 			"Pin a message in its chat so members find it easily. Returns {\"ok\": true}.",
-			additive, func(ctx context.Context, c *call, chat, id string) error { return c.b.Pin(ctx, chat, id) },
+			additive, func(ctx context.Context, c *call, chat adapters.JID, id adapters.MessageID) error {
+				return c.b.Pin(ctx, chat, id)
+			},
 		),
 		messageTool("unpin_message", "Unpin a message",
 			"Unpin a pinned message. Returns {\"ok\": true}.",
-			destructive, func(ctx context.Context, c *call, chat, id string) error { return c.b.Unpin(ctx, chat, id) },
+			destructive, func(ctx context.Context, c *call, chat adapters.JID, id adapters.MessageID) error {
+				return c.b.Unpin(ctx, chat, id)
+			},
 		),
 	}
 }
@@ -78,22 +84,23 @@ func runSend(ctx context.Context, c *call) (any, error) {
 	if err := requireText("text", text, maxText); err != nil {
 		return nil, err
 	}
-	if err := validJID(c.str("chat_jid")); err != nil {
+	chat := c.jid("chat_jid")
+	if err := chat.Validate(); err != nil {
 		return nil, err
 	}
-	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: c.str("chat_jid"), Text: text, Topic: c.str("topic"), Kind: store.OutboxSend})
+	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: text, Topic: c.str("topic"), Kind: store.OutboxSend})
 	return sentResult(sent, err)
 }
 
 func runReply(ctx context.Context, c *call) (any, error) {
-	chat, text := c.str("chat_jid"), c.str("text")
+	chat, text := c.jid("chat_jid"), c.str("text")
 	if err := requireText("text", text, maxText); err != nil {
 		return nil, err
 	}
-	if err := validJID(chat); err != nil {
+	if err := chat.Validate(); err != nil {
 		return nil, err
 	}
-	replyTo, topic := c.str("reply_to"), ""
+	replyTo, topic := c.msgID("reply_to"), ""
 	if replyTo == "" {
 		turn, running := c.b.RunningTurn(c.folder)
 		if !running || turn.Chat != chat {
@@ -131,7 +138,7 @@ func sentResult(s Sent, err error) (any, error) {
 }
 
 // messageVerb acts on message id of chat, both already checked.
-type messageVerb func(ctx context.Context, c *call, chat, id string) error
+type messageVerb func(ctx context.Context, c *call, chat adapters.JID, id adapters.MessageID) error
 
 // messageTool is a tool that acts on one message: it takes chat_jid and
 // message_id, then params, and answers {"ok": true}. A platform that
@@ -139,18 +146,18 @@ type messageVerb func(ctx context.Context, c *call, chat, id string) error
 func messageTool(name, title, description string, e effect, verb messageVerb, params ...mcp.ToolOption) *toolDef {
 	params = append([]mcp.ToolOption{chatParam(chatDesc), mcp.WithString("message_id", mcp.Required(), mcp.Description(msgIDDesc))}, params...)
 	return &toolDef{tool: newTool(name, title, description, e, params...), run: func(ctx context.Context, c *call) (any, error) {
-		chat := c.str("chat_jid")
-		if err := validJID(chat); err != nil {
+		chat := c.jid("chat_jid")
+		if err := chat.Validate(); err != nil {
 			return nil, err
 		}
-		if err := verb(ctx, c, chat, c.str("message_id")); err != nil {
+		if err := verb(ctx, c, chat, c.msgID("message_id")); err != nil {
 			return nil, actError(chat, name, err)
 		}
 		return ok, nil
 	}}
 }
 
-func runEdit(ctx context.Context, c *call, chat, id string) error {
+func runEdit(ctx context.Context, c *call, chat adapters.JID, id adapters.MessageID) error {
 	text := c.str("text")
 	if err := requireText("text", text, maxText); err != nil {
 		return err
@@ -158,7 +165,7 @@ func runEdit(ctx context.Context, c *call, chat, id string) error {
 	return c.b.Edit(ctx, chat, id, text)
 }
 
-func runReact(ctx context.Context, c *call, chat, id string) error {
+func runReact(ctx context.Context, c *call, chat adapters.JID, id adapters.MessageID) error {
 	reaction := c.str("reaction")
 	if reaction == "" {
 		return errors.New("reaction is empty")
@@ -167,8 +174,8 @@ func runReact(ctx context.Context, c *call, chat, id string) error {
 }
 
 func runSendFile(ctx context.Context, c *call) (any, error) {
-	chat := c.str("chat_jid")
-	if err := validJID(chat); err != nil {
+	chat := c.jid("chat_jid")
+	if err := chat.Validate(); err != nil {
 		return nil, err
 	}
 	rel, err := c.s.groupFile(c.folder, c.str("path"))
@@ -183,18 +190,13 @@ func runSendFile(ctx context.Context, c *call) (any, error) {
 }
 
 // actError names the platform when it lacks the verb.
-func actError(chat, tool string, err error) error {
-	platform := adapters.JID(chat).Platform()
+func actError(chat adapters.JID, tool string, err error) error {
+	platform := chat.Platform()
 	switch {
 	case errors.Is(err, adapters.ErrUnsupported):
 		return fmt.Errorf("%s: %s is not supported by this platform", platform, tool)
 	case errors.Is(err, adapters.ErrNoAdapter):
 		return fmt.Errorf("%s: no adapter for this platform is enabled", platform)
 	}
-	return err
-}
-
-func validJID(s string) error {
-	_, err := adapters.ParseJID(s)
 	return err
 }

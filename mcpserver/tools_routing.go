@@ -228,7 +228,7 @@ func runExplainRoute(_ context.Context, c *call) (any, error) {
 	if verb == "" {
 		verb = adapters.VerbMessage
 	}
-	x := c.b.Table().Explain(routing.Message{ChatJID: c.str("chat_jid"), Sender: c.str("sender"), Verb: verb, Topic: c.str("topic")})
+	x := c.b.Table().Explain(routing.Message{ChatJID: c.jid("chat_jid"), Sender: c.jid("sender"), Verb: verb, Topic: c.str("topic")})
 	rejected := make([]map[string]any, 0, len(x.Rejected))
 	for _, rj := range x.Rejected {
 		reason := rj.Reason

@@ -3,11 +3,11 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"switchboard/adapters"
 	"switchboard/grants"
 	"switchboard/groups"
 	"switchboard/store"
@@ -72,15 +72,15 @@ func runInject(ctx context.Context, c *call) (any, error) {
 	if err := requireText("text", text, maxText); err != nil {
 		return nil, err
 	}
-	sender := c.str("sender")
+	sender := c.jid("sender")
 	if sender == "" {
-		sender = "switchboard:group/" + c.folder
-	} else if err := validJID(sender); err != nil {
+		sender = adapters.JID("switchboard:group/" + c.folder)
+	} else if err := sender.Validate(); err != nil {
 		return nil, fmt.Errorf("sender: %w", err)
-	} else if c.tier != 0 && !strings.HasPrefix(sender, "switchboard:") {
+	} else if c.tier != 0 && sender.Platform() != "switchboard" {
 		return nil, fmt.Errorf("sender %s: a group may inject only as a switchboard: sender (e.g. switchboard:bot/%s), never as a platform user", sender, c.folder)
 	}
-	m, folder, err := c.b.Inject(ctx, c.folder, c.str("chat_jid"), text, sender)
+	m, folder, err := c.b.Inject(ctx, c.folder, c.jid("chat_jid"), text, sender)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func runResetSession(ctx context.Context, c *call) (any, error) {
 }
 
 func runEngage(_ context.Context, c *call) (any, error) {
-	until, err := c.b.Engage(c.str("chat_jid"), c.str("topic"), c.folder)
+	until, err := c.b.Engage(c.jid("chat_jid"), c.str("topic"), c.folder)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func runEngage(_ context.Context, c *call) (any, error) {
 // runDisengage ends an engagement of the caller or of one of its
 // descendants; a child cannot end its parent's (or a sibling's).
 func runDisengage(_ context.Context, c *call) (any, error) {
-	folder, ended := c.b.Disengage(c.str("chat_jid"), c.str("topic"), func(f string) bool {
+	folder, ended := c.b.Disengage(c.jid("chat_jid"), c.str("topic"), func(f string) bool {
 		return c.tier == 0 || groups.InSubtree(c.folder, f)
 	})
 	if folder != "" && !ended {
@@ -149,10 +149,10 @@ func runInspectSession(ctx context.Context, c *call) (any, error) {
 
 // sessionView is the agent session a folder continues in a chat and topic.
 type sessionView struct {
-	Chat      string    `json:"chat_jid"`
-	Topic     string    `json:"topic,omitempty"`
-	SessionID string    `json:"session_id"`
-	Updated   time.Time `json:"updated"`
+	Chat      adapters.JID `json:"chat_jid"`
+	Topic     string       `json:"topic,omitempty"`
+	SessionID string       `json:"session_id"`
+	Updated   time.Time    `json:"updated"`
 }
 
 func viewSessions(rows []store.SessionRow) []sessionView {
@@ -167,7 +167,7 @@ func viewSessions(rows []store.SessionRow) []sessionView {
 // (omitted: not reported).
 type turnView struct {
 	ID                  string           `json:"id"`
-	Chat                string           `json:"chat_jid"`
+	Chat                adapters.JID     `json:"chat_jid"`
 	Topic               string           `json:"topic,omitempty"`
 	Trigger             store.Trigger    `json:"trigger"`
 	Attempt             int              `json:"attempt"`

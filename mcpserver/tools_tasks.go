@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -161,7 +162,7 @@ func viewRuns(runs []store.TaskRun, tz string) []runView {
 
 func runScheduleTask(ctx context.Context, c *call) (any, error) {
 	chat := c.str("chat_jid")
-	if err := validJID(chat); err != nil {
+	if _, err := adapters.ParseJID(chat); err != nil {
 		return nil, fmt.Errorf("chat_jid: %w", err)
 	}
 	t, err := c.b.AddTask(ctx, scheduler.TaskSpec{Folder: c.folder, ChatJID: chat, Prompt: c.str("prompt"),

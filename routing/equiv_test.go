@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"switchboard/adapters"
 )
 
 // naiveSort orders routes by (seq, id), ties in input order.
@@ -22,8 +24,8 @@ func naiveSort(routes []Route) []Route {
 // turn, every given key must match. It shares only GlobMatch with the table
 // (GlobMatch has its own reference test).
 func naiveResolve(sorted []Route, m Message, ownerOnly bool) (Route, int, bool) {
-	platform, room, _ := strings.Cut(m.ChatJID, ":")
-	vals := map[string]string{KeyPlatform: platform, KeyRoom: room, KeyChatJID: m.ChatJID, KeySender: m.Sender, KeyVerb: m.Verb, KeyTopic: m.Topic}
+	platform, room, _ := strings.Cut(string(m.ChatJID), ":")
+	vals := map[string]string{KeyPlatform: platform, KeyRoom: room, KeyChatJID: string(m.ChatJID), KeySender: string(m.Sender), KeyVerb: m.Verb, KeyTopic: m.Topic}
 next:
 	for i, r := range sorted {
 		for k, g := range r.Match {
@@ -99,7 +101,7 @@ func randomMessage(rng *rand.Rand) Message {
 	case 1:
 		chat = "nocolon"
 	}
-	m := Message{ChatJID: chat, Sender: eqLiteral(rng, KeySender), Verb: eqLiteral(rng, KeyVerb)}
+	m := Message{ChatJID: adapters.JID(chat), Sender: adapters.JID(eqLiteral(rng, KeySender)), Verb: eqLiteral(rng, KeyVerb)}
 	if rng.IntN(2) == 0 {
 		m.Topic = eqLiteral(rng, KeyTopic)
 	}

@@ -1,5 +1,7 @@
 package routing
 
+import "switchboard/adapters"
+
 // Mode says what a matched message does.
 type Mode string
 
@@ -34,8 +36,8 @@ type Route struct {
 
 // Message is what routing looks at in an inbound message.
 type Message struct {
-	ChatJID string
-	Sender  string
+	ChatJID adapters.JID
+	Sender  adapters.JID
 	Verb    string
 	Topic   string
 }

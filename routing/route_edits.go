@@ -46,12 +46,12 @@ func (t *Table) CheckDelete(caller string, tier int, r Route) error {
 }
 
 // checkEdit runs the checks shared by add and delete and returns the pinned chat.
-func (t *Table) checkEdit(verb, caller string, r Route) (chat string, err error) {
+func (t *Table) checkEdit(verb, caller string, r Route) (chat adapters.JID, err error) {
 	if !groups.InSubtree(caller, r.Target) {
 		return "", fmt.Errorf("%w: group %q may %s only routes that target its own subtree (%q or below); target %q is outside it",
 			ErrForbidden, caller, verb, caller, r.Target)
 	}
-	chat, ok := r.Match[KeyChatJID]
+	pinned, ok := r.Match[KeyChatJID]
 	if !ok {
 		fix := "ask the operator to delete it"
 		if verb == "add" {
@@ -63,18 +63,19 @@ func (t *Table) checkEdit(verb, caller string, r Route) (chat string, err error)
 		return "", fmt.Errorf("%w: group %q may %s only routes that pin chat_jid to one chat it owns; %s",
 			ErrForbidden, caller, verb, fix)
 	}
-	if !IsLiteral(chat) {
+	if !IsLiteral(pinned) {
 		return "", fmt.Errorf("%w: chat_jid %q is a glob and could capture other groups' chats; group %q must pin one literal chat JID",
-			ErrForbidden, chat, caller)
+			ErrForbidden, pinned, caller)
 	}
-	if _, err := adapters.ParseJID(chat); err != nil {
+	chat, err = adapters.ParseJID(pinned)
+	if err != nil {
 		return "", fmt.Errorf("%w: chat_jid: %w", ErrForbidden, err)
 	}
 	return chat, t.checkOwner(caller, chat, "")
 }
 
 // checkOwner requires the chat (and topic) to be owned by caller's subtree.
-func (t *Table) checkOwner(caller, chat, topic string) error {
+func (t *Table) checkOwner(caller string, chat adapters.JID, topic string) error {
 	where := fmt.Sprintf("chat %q", chat)
 	if topic != "" {
 		where = fmt.Sprintf("topic %q of chat %q", topic, chat)

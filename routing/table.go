@@ -41,8 +41,7 @@ const (
 type values [numKeys]string
 
 func messageValues(m Message) values {
-	j := adapters.JID(m.ChatJID)
-	return values{j.Platform(), j.Room(), m.ChatJID, m.Sender, m.Verb, m.Topic}
+	return values{m.ChatJID.Platform(), m.ChatJID.Room(), string(m.ChatJID), string(m.Sender), m.Verb, m.Topic}
 }
 
 // entry is a route with its globs compiled; globs[k] is nil when the route
@@ -196,7 +195,7 @@ func (t *Table) Resolve(m Message) (Route, bool) {
 // first route that matches it ignoring sender and verb, whatever its mode.
 // Pass topic "" for the chat itself. Ownership decides who may act on a chat;
 // it is not the same question as which route a given message triggers.
-func (t *Table) Owner(chatJID, topic string) (folder string, ok bool) {
+func (t *Table) Owner(chatJID adapters.JID, topic string) (folder string, ok bool) {
 	v := messageValues(Message{ChatJID: chatJID, Topic: topic})
 	i := t.first(&v, true)
 	if i < 0 {

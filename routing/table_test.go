@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"switchboard/adapters"
 )
 
 func mustNew(t testing.TB, routes ...Route) *Table {
@@ -158,11 +160,11 @@ func TestResolveModePassthrough(t *testing.T) {
 		Route{ID: 3, Match: match("chat_jid", "web:default"), Target: "main"},
 	)
 	for chat, want := range map[string]Mode{"web:quiet": Observe, "web:loud": Trigger, "web:default": Trigger} {
-		r, ok := tab.Resolve(Message{ChatJID: chat})
+		r, ok := tab.Resolve(Message{ChatJID: adapters.JID(chat)})
 		if !ok || r.Mode != want {
 			t.Errorf("Resolve(%s).Mode = %q, %v; want %q", chat, r.Mode, ok, want)
 		}
-		if x := tab.Explain(Message{ChatJID: chat}); x.Mode != want {
+		if x := tab.Explain(Message{ChatJID: adapters.JID(chat)}); x.Mode != want {
 			t.Errorf("Explain(%s).Mode = %q, want %q", chat, x.Mode, want)
 		}
 	}
@@ -229,7 +231,7 @@ func TestOwner(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := mustNew(t, c.routes...).Owner(c.chat, c.topic)
+			got, ok := mustNew(t, c.routes...).Owner(adapters.JID(c.chat), c.topic)
 			if got != c.want || ok != c.wantOwned {
 				t.Errorf("Owner(%q, %q) = %q, %v; want %q, %v", c.chat, c.topic, got, ok, c.want, c.wantOwned)
 			}

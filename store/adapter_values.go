@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // AdapterValue reads the value adapter persisted under key; ok is false when
@@ -52,9 +54,9 @@ func (s *Store) SetAdapterValue(ctx context.Context, adapter, key, value string,
 
 // ChatHead is a chat with its newest stored message.
 type ChatHead struct {
-	JID      string
-	LastID   string    // platform id of the newest stored message; "" when none
-	LastTime time.Time // its time; zero when none
+	JID      adapters.JID
+	LastID   adapters.MessageID // platform id of the newest stored message; "" when none
+	LastTime time.Time          // its time; zero when none
 }
 
 // ChatHeads lists the chats of platform with their newest stored message.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"switchboard/adapters"
 )
 
 var benchWords = strings.Fields(`deploy release incident review lunch meeting budget design
@@ -29,7 +31,7 @@ func BenchmarkInsertMessage(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		m := &Message{ChatJID: fmt.Sprintf("web:room%d", i%16), ID: fmt.Sprint(i), Sender: "web:user/ann", Text: benchText(r, 12)}
+		m := &Message{ChatJID: adapters.JID(fmt.Sprintf("web:room%d", i%16)), ID: adapters.MessageID(fmt.Sprint(i)), Sender: "web:user/ann", Text: benchText(r, 12)}
 		if _, err := s.InsertMessage(ctx, m); err != nil {
 			b.Fatal(err)
 		}
@@ -47,7 +49,7 @@ func BenchmarkInsertMessagesBatch100(b *testing.B) {
 	for b.Loop() {
 		ms := make([]*Message, 100)
 		for j := range ms {
-			ms[j] = &Message{ChatJID: fmt.Sprintf("web:room%d", n%16), ID: fmt.Sprint(n), Sender: "web:user/ann", Text: benchText(r, 12)}
+			ms[j] = &Message{ChatJID: adapters.JID(fmt.Sprintf("web:room%d", n%16)), ID: adapters.MessageID(fmt.Sprint(n)), Sender: "web:user/ann", Text: benchText(r, 12)}
 			n++
 		}
 		if _, err := s.InsertMessages(ctx, ms); err != nil {
@@ -78,8 +80,8 @@ func searchCorpus(b *testing.B, s *Store, n int) {
 			for i := range ws {
 				ws[i] = word()
 			}
-			ms = append(ms, &Message{ChatJID: fmt.Sprintf("slack:T1/channel/C%d", id%20), ID: fmt.Sprint(id),
-				Sender: fmt.Sprintf("slack:T1/user/U%d", id%50), Text: strings.Join(ws, " "), Time: time.UnixMilli(int64(id))})
+			ms = append(ms, &Message{ChatJID: adapters.JID(fmt.Sprintf("slack:T1/channel/C%d", id%20)), ID: adapters.MessageID(fmt.Sprint(id)),
+				Sender: adapters.JID(fmt.Sprintf("slack:T1/user/U%d", id%50)), Text: strings.Join(ws, " "), Time: time.UnixMilli(int64(id))})
 		}
 		if _, err := s.InsertMessages(ctx, ms); err != nil {
 			b.Fatal(err)
@@ -103,7 +105,7 @@ func BenchmarkSearch(b *testing.B) {
 		{"very_common_term", "deploy", SearchOptions{}},
 		{"term", "merge", SearchOptions{}},
 		{"and", "incident AND rollback", SearchOptions{}},
-		{"phrase_in_chats", `"search index"`, SearchOptions{ChatJIDs: []string{"slack:T1/channel/C1", "slack:T1/channel/C2"}}},
+		{"phrase_in_chats", `"search index"`, SearchOptions{ChatJIDs: []adapters.JID{"slack:T1/channel/C1", "slack:T1/channel/C2"}}},
 		{"prefix_since_sender", "w123*", SearchOptions{Since: time.UnixMilli(total / 2), Sender: "slack:T1/user/U7", Limit: 50}},
 		{"rare_term", "w1000 OR w1500", SearchOptions{}},
 	}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // Chat is a chat the gateway has seen.
 type Chat struct {
-	JID       string
+	JID       adapters.JID
 	Platform  string
 	Name      string
 	FirstSeen time.Time

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"switchboard/adapters"
 	"switchboard/routing"
 )
 
@@ -40,7 +41,7 @@ func (h *hammer) record(ms ...*Message) {
 func (h *hammer) insertSingles(ctx context.Context, w, n int) {
 	defer h.writing.Add(-1)
 	for i := range n {
-		m := &Message{ChatJID: fmt.Sprintf("web:room%d", i%4), ID: fmt.Sprintf("w%d-%d", w, i), Text: "hello concurrent world"}
+		m := &Message{ChatJID: adapters.JID(fmt.Sprintf("web:room%d", i%4)), ID: adapters.MessageID(fmt.Sprintf("w%d-%d", w, i)), Text: "hello concurrent world"}
 		if _, err := h.gw.InsertMessage(ctx, m); err != nil {
 			h.fail(err)
 			return
@@ -55,7 +56,7 @@ func (h *hammer) insertBatches(ctx context.Context, b, batches, size int) {
 	for i := range batches {
 		var ms []*Message
 		for j := range size {
-			ms = append(ms, &Message{ChatJID: "telegram:group/1", ID: fmt.Sprintf("b%d-%d-%d", b, i, j), Text: "batch text"})
+			ms = append(ms, &Message{ChatJID: "telegram:group/1", ID: adapters.MessageID(fmt.Sprintf("b%d-%d-%d", b, i, j)), Text: "batch text"})
 		}
 		st := []*Store{h.gw, h.cli}[i%2]
 		if _, err := st.InsertMessages(ctx, ms); err != nil {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // EditMessage replaces the text and attachments of the stored message
@@ -49,7 +51,7 @@ func (s *Store) EditMessage(ctx context.Context, m *Message) (existed bool, err 
 
 // DeleteMessage marks the stored message (chat, id) deleted and returns its
 // seq; 0 when no such message is stored.
-func (s *Store) DeleteMessage(ctx context.Context, chat, id string) (int64, error) {
+func (s *Store) DeleteMessage(ctx context.Context, chat adapters.JID, id adapters.MessageID) (int64, error) {
 	var seq int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `UPDATE messages SET deleted = 1 WHERE chat_jid = ? AND msg_id = ? RETURNING seq`, chat, id).Scan(&seq)
@@ -66,9 +68,9 @@ func (s *Store) DeleteMessage(ctx context.Context, chat, id string) (int64, erro
 
 // Reaction is one sender's reaction to a message.
 type Reaction struct {
-	ChatJID    string
-	MsgID      string
-	Sender     string
+	ChatJID    adapters.JID
+	MsgID      adapters.MessageID
+	Sender     adapters.JID
 	SenderName string
 	Emoji      string
 	Removed    bool // the reaction was taken back
@@ -127,7 +129,7 @@ func (s *Store) SetReaction(ctx context.Context, r Reaction, noteFolder string) 
 }
 
 // Reactions lists the reactions to a message, oldest first.
-func (s *Store) Reactions(ctx context.Context, chat, id string) ([]Reaction, error) {
+func (s *Store) Reactions(ctx context.Context, chat adapters.JID, id adapters.MessageID) ([]Reaction, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT sender, emoji, time_ms FROM reactions WHERE chat_jid = ? AND msg_id = ? ORDER BY time_ms, sender`, chat, id)
 	out, err := collect(rows, err, func(sc scanner) (Reaction, error) {
 		r := Reaction{ChatJID: chat, MsgID: id}

@@ -26,13 +26,13 @@ const (
 // (ChatJID, ID); Seq is the store's cursor, increasing in insertion order.
 type Message struct {
 	Seq         int64
-	ChatJID     string
-	ID          string // platform message id, unique within the chat only
-	Sender      string
+	ChatJID     adapters.JID
+	ID          adapters.MessageID // platform message id, unique within the chat only
+	Sender      adapters.JID
 	SenderName  string
 	Text        string
 	Topic       string
-	ReplyTo     string
+	ReplyTo     adapters.MessageID
 	Verb        string
 	FromBot     bool
 	OtherBot    bool // sent by another bot or a webhook: never starts a turn
@@ -167,8 +167,8 @@ func insertOne(ctx context.Context, ins, sel, touch *sql.Stmt, m *Message, timeM
 }
 
 // platformOf is the part of a JID before the first ':'.
-func platformOf(jid string) string {
-	p, _, ok := strings.Cut(jid, ":")
+func platformOf(jid adapters.JID) string {
+	p, _, ok := strings.Cut(string(jid), ":")
 	if !ok {
 		return ""
 	}
@@ -218,7 +218,7 @@ func (s *Store) Message(ctx context.Context, seq int64) (Message, error) {
 
 // MessageByID returns the message with that platform id in that chat, or an
 // error wrapping ErrNotFound.
-func (s *Store) MessageByID(ctx context.Context, chatJID, id string) (Message, error) {
+func (s *Store) MessageByID(ctx context.Context, chatJID adapters.JID, id adapters.MessageID) (Message, error) {
 	var m Message
 	err := scanMessage(s.r.QueryRowContext(ctx,
 		`SELECT `+msgColumns+` FROM messages WHERE chat_jid = ? AND msg_id = ?`, chatJID, id), &m)
@@ -233,7 +233,7 @@ func (s *Store) MessageByID(ctx context.Context, chatJID, id string) (Message, e
 
 // MessagesAfter returns up to limit messages of the chat with seq > afterSeq,
 // in ascending seq.
-func (s *Store) MessagesAfter(ctx context.Context, chatJID string, afterSeq int64, limit int) ([]Message, error) {
+func (s *Store) MessagesAfter(ctx context.Context, chatJID adapters.JID, afterSeq int64, limit int) ([]Message, error) {
 	ms, err := s.queryMessages(ctx, `SELECT `+msgColumns+` FROM messages
 		WHERE chat_jid = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		chatJID, afterSeq, clampLimit(limit))
@@ -245,7 +245,7 @@ func (s *Store) MessagesAfter(ctx context.Context, chatJID string, afterSeq int6
 
 // MessagesBefore returns the limit newest messages of the chat with
 // seq < beforeSeq (beforeSeq <= 0: the newest overall), in ascending seq.
-func (s *Store) MessagesBefore(ctx context.Context, chatJID string, beforeSeq int64, limit int) ([]Message, error) {
+func (s *Store) MessagesBefore(ctx context.Context, chatJID adapters.JID, beforeSeq int64, limit int) ([]Message, error) {
 	if beforeSeq <= 0 {
 		beforeSeq = math.MaxInt64
 	}
@@ -264,7 +264,7 @@ func (s *Store) MessagesBefore(ctx context.Context, chatJID string, beforeSeq in
 // topic the thread's root message (the one whose platform id is the topic,
 // as with Slack thread_ts and Telegram forum topics) is part of the thread
 // even when it has no topic itself, and counts toward limit.
-func (s *Store) Thread(ctx context.Context, chatJID, topic string, limit int) ([]Message, error) {
+func (s *Store) Thread(ctx context.Context, chatJID adapters.JID, topic string, limit int) ([]Message, error) {
 	n := clampLimit(limit)
 	ms, err := s.queryMessages(ctx, `SELECT `+msgColumns+` FROM messages WHERE seq IN (
 			SELECT seq FROM (SELECT seq FROM messages WHERE chat_jid = ?1 AND topic = ?2 ORDER BY seq DESC LIMIT ?3)

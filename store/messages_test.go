@@ -140,7 +140,7 @@ func TestSeqStrictlyIncreasing(t *testing.T) {
 	s := newStore(t)
 	var last int64
 	for i := range 50 {
-		m := &Message{ChatJID: fmt.Sprintf("web:room%d", i%3), ID: fmt.Sprint(i)}
+		m := &Message{ChatJID: adapters.JID(fmt.Sprintf("web:room%d", i%3)), ID: adapters.MessageID(fmt.Sprint(i))}
 		mustInsert(t, s, m)
 		if m.Seq <= last {
 			t.Fatalf("message %d got seq %d after %d", i, m.Seq, last)
@@ -237,8 +237,8 @@ func TestMessageListing(t *testing.T) {
 		if i%2 == 1 {
 			topic = "a1"
 		}
-		ma := &Message{ChatJID: "web:a", ID: fmt.Sprintf("a%d", i), Topic: topic}
-		mb := &Message{ChatJID: "web:b", ID: fmt.Sprintf("b%d", i), Topic: "a1"}
+		ma := &Message{ChatJID: "web:a", ID: adapters.MessageID(fmt.Sprintf("a%d", i)), Topic: topic}
+		mb := &Message{ChatJID: "web:b", ID: adapters.MessageID(fmt.Sprintf("b%d", i)), Topic: "a1"}
 		mustInsert(t, s, ma, mb)
 		a = append(a, ma.Seq)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // OutboxKind is what an outbox item is.
@@ -35,15 +37,15 @@ type OutboxItem struct {
 	Key         string // idempotency key: one row per reply, ever
 	Kind        OutboxKind
 	Folder      string // sender folder ("" for the operator); receives failure notices
-	ChatJID     string
+	ChatJID     adapters.JID
 	Topic       string
-	ReplyTo     string
+	ReplyTo     adapters.MessageID
 	Text        string
 	Status      OutboxStatus
 	Attempts    int
 	NextAttempt time.Time
 	Error       string
-	PlatformID  string // the first part's id once it was sent
+	PlatformID  adapters.MessageID // the first part's id once it was sent
 	Created     time.Time
 	PartsSent   int    // parts of a split text already delivered
 	FilePath    string // kind file: the file, relative to Folder's directory; Text is its caption
@@ -136,7 +138,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, id int64) (bool, error) {
 // OutboxSent marks a sending item delivered and stores the bot's message
 // (bot.Seq is set), in one transaction. platformID is the first part's id:
 // it is kept when the item already has one.
-func (s *Store) OutboxSent(ctx context.Context, id int64, platformID string, bot *Message) error {
+func (s *Store) OutboxSent(ctx context.Context, id int64, platformID adapters.MessageID, bot *Message) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_id = CASE WHEN platform_id = '' THEN ? ELSE platform_id END,
@@ -150,7 +152,7 @@ func (s *Store) OutboxSent(ctx context.Context, id int64, platformID string, bot
 // OutboxPartSent records that part n (1-based) of a split item was
 // delivered as platformID and stores it as the bot's message, in one
 // transaction, so a retry resumes at the next part and never resends one.
-func (s *Store) OutboxPartSent(ctx context.Context, id int64, n int, platformID string, bot *Message) error {
+func (s *Store) OutboxPartSent(ctx context.Context, id int64, n int, platformID adapters.MessageID, bot *Message) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET parts_sent = ?, platform_id = CASE WHEN platform_id = '' THEN ? ELSE platform_id END
@@ -249,7 +251,7 @@ func (s *Store) outboxUpdate(ctx context.Context, q string, args ...any) (bool, 
 }
 
 // Outbox lists items of a chat, newest first (all chats when chat is "").
-func (s *Store) Outbox(ctx context.Context, chat string, limit int) ([]OutboxItem, error) {
+func (s *Store) Outbox(ctx context.Context, chat adapters.JID, limit int) ([]OutboxItem, error) {
 	q := `SELECT ` + outboxColumns + ` FROM outbox WHERE (? = '' OR chat_jid = ?) ORDER BY id DESC LIMIT ?`
 	return s.queryOutbox(ctx, q, chat, chat, clampLimit(limit))
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // farFuture is a time every item is due at.
@@ -13,7 +15,7 @@ var farFuture = time.UnixMilli(1 << 62)
 
 func addOutbox(t *testing.T, s *Store, key, chat, folder string, kind OutboxKind) OutboxItem {
 	t.Helper()
-	it, err := s.AddOutbox(context.Background(), OutboxItem{Key: key, Kind: kind, Folder: folder, ChatJID: chat, Text: "text of " + key})
+	it, err := s.AddOutbox(context.Background(), OutboxItem{Key: key, Kind: kind, Folder: folder, ChatJID: adapters.JID(chat), Text: "text of " + key})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"switchboard/adapters"
+
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -24,9 +26,9 @@ type SearchOptions struct {
 	// ChatJIDs limits the search to these chats. nil means all chats; an
 	// empty non-nil slice means none (a caller that may see no chat gets no
 	// hits, never everything).
-	ChatJIDs []string
-	Sender   string    // exact sender JID; "" for any
-	Since    time.Time // messages at or after it; zero for any time
+	ChatJIDs []adapters.JID
+	Sender   adapters.JID // exact sender JID; "" for any
+	Since    time.Time    // messages at or after it; zero for any time
 	Limit    int
 }
 

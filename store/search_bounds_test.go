@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // Search refuses oversized queries with a short, clear error, and stops a
@@ -16,7 +18,7 @@ func TestSearchBounds(t *testing.T) {
 	ctx := context.Background()
 	var ms []*Message
 	for i := range 5000 {
-		ms = append(ms, &Message{ChatJID: "web:a", ID: fmt.Sprint("m", i), Sender: "web:user/x",
+		ms = append(ms, &Message{ChatJID: "web:a", ID: adapters.MessageID(fmt.Sprint("m", i)), Sender: "web:user/x",
 			Text: fmt.Sprintf("alpha%d beta%d gamma%d delta%d epsilon", i%97, i%89, i%83, i%79)})
 	}
 	if _, err := s.InsertMessages(ctx, ms); err != nil {

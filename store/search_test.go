@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // searchFixture stores a small corpus and returns the messages by id.
@@ -31,7 +33,7 @@ func searchFixture(t *testing.T) (*Store, map[string]*Message) {
 	}
 	byID := map[string]*Message{}
 	for _, m := range ms {
-		byID[m.ID] = m
+		byID[string(m.ID)] = m
 	}
 	return s, byID
 }
@@ -39,7 +41,7 @@ func searchFixture(t *testing.T) (*Store, map[string]*Message) {
 func hitIDs(hs []Hit) []string {
 	out := []string{}
 	for _, h := range hs {
-		out = append(out, h.ID)
+		out = append(out, string(h.ID))
 	}
 	return out
 }
@@ -106,16 +108,16 @@ func TestSearchFilters(t *testing.T) {
 		anyOrder bool // bm25 across different documents decides the order
 	}{
 		{"nil chats: all", "deploy OR lunch", SearchOptions{}, []string{"dense", "tg", "web", "sparse"}, true},
-		{"empty chats: none", "deploy", SearchOptions{ChatJIDs: []string{}}, []string{}, false},
-		{"one chat", "deploy", SearchOptions{ChatJIDs: []string{"telegram:group/9"}}, []string{"tg"}, false},
-		{"two chats", "deploy OR lunch", SearchOptions{ChatJIDs: []string{"web:lobby", "telegram:group/9"}}, []string{"tg", "web"}, true},
-		{"unknown chat", "deploy", SearchOptions{ChatJIDs: []string{"web:nope"}}, []string{}, false},
+		{"empty chats: none", "deploy", SearchOptions{ChatJIDs: []adapters.JID{}}, []string{}, false},
+		{"one chat", "deploy", SearchOptions{ChatJIDs: []adapters.JID{"telegram:group/9"}}, []string{"tg"}, false},
+		{"two chats", "deploy OR lunch", SearchOptions{ChatJIDs: []adapters.JID{"web:lobby", "telegram:group/9"}}, []string{"tg", "web"}, true},
+		{"unknown chat", "deploy", SearchOptions{ChatJIDs: []adapters.JID{"web:nope"}}, []string{}, false},
 		{"sender", "deploy OR lunch", SearchOptions{Sender: "web:user/ann"}, []string{"web"}, false},
 		{"sender is exact", "deploy", SearchOptions{Sender: "slack:T1/user/an"}, []string{}, false},
 		{"since", "deploy", SearchOptions{Since: time.UnixMilli(2000)}, []string{"tg", "sparse"}, false},
 		{"since excludes all", "deploy", SearchOptions{Since: time.UnixMilli(5000)}, []string{}, false},
 		{"limit", "deploy", SearchOptions{Limit: 1}, []string{"dense"}, false},
-		{"all filters", "deploy", SearchOptions{ChatJIDs: []string{"slack:T1/channel/C1"}, Sender: "slack:T1/user/bob", Since: time.UnixMilli(1500)}, []string{"sparse"}, false},
+		{"all filters", "deploy", SearchOptions{ChatJIDs: []adapters.JID{"slack:T1/channel/C1"}, Sender: "slack:T1/user/bob", Since: time.UnixMilli(1500)}, []string{"sparse"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,7 +162,7 @@ func TestSearchLimitIsCapped(t *testing.T) {
 	s := newStore(t)
 	var ms []*Message
 	for i := range MaxSearchLimit + 50 {
-		ms = append(ms, &Message{ChatJID: "web:a", ID: fmt.Sprint(i), Text: "common word"})
+		ms = append(ms, &Message{ChatJID: "web:a", ID: adapters.MessageID(fmt.Sprint(i)), Text: "common word"})
 	}
 	if _, err := s.InsertMessages(context.Background(), ms); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // Status is what `switchboard status` shows, read from the database alone so
@@ -25,8 +27,9 @@ type Status struct {
 
 // RunningTurn is a batch whose turn is running (or was, when the gateway died).
 type RunningTurn struct {
-	Folder, ChatJID string
-	Started         time.Time
+	Folder  string
+	ChatJID adapters.JID
+	Started time.Time
 }
 
 // NextTask is a task and when it next fires.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // TurnStatus is how a turn ended.
@@ -20,7 +22,7 @@ const (
 type Turn struct {
 	ID        string
 	Folder    string
-	ChatJID   string
+	ChatJID   adapters.JID
 	Topic     string
 	Trigger   Trigger
 	TaskID    int64

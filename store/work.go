@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // Trigger is why a turn runs (SWITCHBOARD_TRIGGER): its first work item's.
@@ -26,7 +28,7 @@ const (
 type WorkItem struct {
 	ID       int64
 	Folder   string
-	ChatJID  string
+	ChatJID  adapters.JID
 	Topic    string
 	Seq      int64  // the message; 0 for prompts
 	Mode     string // "trigger" | "observe"
@@ -48,20 +50,22 @@ type WorkItem struct {
 // Batch is the next turn of a folder: trigger items of one chat and topic,
 // the messages they carry, observed context, and delivery-failure notices.
 type Batch struct {
-	Folder, ChatJID, Topic string
-	Items                  []WorkItem // trigger items, oldest first (Items[0] decides the turn's trigger)
-	Observed               []Message
-	Messages               []Message
-	Notices                []Notice
-	Reactions              []ReactionNote // reactions to the bot's messages since the folder's last turn
-	observedIDs            []int64
+	Folder      string
+	ChatJID     adapters.JID
+	Topic       string
+	Items       []WorkItem // trigger items, oldest first (Items[0] decides the turn's trigger)
+	Observed    []Message
+	Messages    []Message
+	Notices     []Notice
+	Reactions   []ReactionNote // reactions to the bot's messages since the folder's last turn
+	observedIDs []int64
 }
 
 // Notice is a delivery failure reported in the folder's next prompt.
 type Notice struct {
 	ID      int64
 	Folder  string
-	ChatJID string
+	ChatJID adapters.JID
 	Text    string
 	Error   string
 	Created time.Time
@@ -425,7 +429,7 @@ func execIDs(ctx context.Context, tx *sql.Tx, prefix string, ids []int64, lead .
 // DeferChat holds folder's pending trigger work of chat and topic until
 // until: NextBatch skips that chat and topic meanwhile (its messages stay
 // stored and queued, none is dropped), and the folder's other chats go on.
-func (s *Store) DeferChat(ctx context.Context, folder, chat, topic string, until time.Time) error {
+func (s *Store) DeferChat(ctx context.Context, folder string, chat adapters.JID, topic string, until time.Time) error {
 	_, err := s.w.ExecContext(ctx, `UPDATE work SET not_before_ms = ? WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'trigger'`,
 		toMS(until), folder, chat, topic)
 	if err != nil {
@@ -438,7 +442,7 @@ func (s *Store) DeferChat(ctx context.Context, folder, chat, topic string, until
 // chat and topic's rows held by it are ready again. A hold set since with
 // another time (a retry wait, another pause) stays; it reports whether
 // anything was lifted.
-func (s *Store) ResumeChat(ctx context.Context, folder, chat, topic string, until time.Time) (bool, error) {
+func (s *Store) ResumeChat(ctx context.Context, folder string, chat adapters.JID, topic string, until time.Time) (bool, error) {
 	res, err := s.w.ExecContext(ctx, `UPDATE work SET not_before_ms = 0 WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'trigger'
 		AND not_before_ms = ?`, folder, chat, topic, toMS(until))
 	if err != nil {

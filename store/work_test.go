@@ -6,18 +6,20 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"switchboard/adapters"
 )
 
 func msg(chat, id string) *Message {
-	return &Message{ChatJID: chat, ID: id, Sender: "web:user/ann", Text: "hi " + id, Verb: "mention"}
+	return &Message{ChatJID: adapters.JID(chat), ID: adapters.MessageID(id), Sender: "web:user/ann", Text: "hi " + id, Verb: "mention"}
 }
 
 func trigger(folder, chat, topic string) []WorkItem {
-	return []WorkItem{{Folder: folder, ChatJID: chat, Topic: topic, Mode: "trigger", Trigger: "message"}}
+	return []WorkItem{{Folder: folder, ChatJID: adapters.JID(chat), Topic: topic, Mode: "trigger", Trigger: "message"}}
 }
 
 func observe(folder, chat, topic string) []WorkItem {
-	return []WorkItem{{Folder: folder, ChatJID: chat, Topic: topic, Mode: "observe", Trigger: "message"}}
+	return []WorkItem{{Folder: folder, ChatJID: adapters.JID(chat), Topic: topic, Mode: "observe", Trigger: "message"}}
 }
 
 func enqueue(t *testing.T, s *Store, m *Message, work []WorkItem) {
@@ -111,7 +113,7 @@ func TestNextBatch(t *testing.T) {
 	ids := func(ms []Message) []string {
 		var out []string
 		for _, m := range ms {
-			out = append(out, m.ID)
+			out = append(out, string(m.ID))
 		}
 		return out
 	}

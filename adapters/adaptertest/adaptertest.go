@@ -26,8 +26,8 @@ type Post struct {
 	Chat    adapters.JID
 	Topic   string // a thread / forum topic of Chat; "" for the main timeline
 	Text    string
-	Mention bool   // the text addresses the bot the platform's way (@bot, <@U..>)
-	ReplyTo string // platform id of a message this one replies to
+	Mention bool               // the text addresses the bot the platform's way (@bot, <@U..>)
+	ReplyTo adapters.MessageID // platform id of a message this one replies to
 	// Attachment, when not empty, is the content of a file attached to the
 	// post (named Name), served by the fake for download.
 	Attachment     []byte
@@ -37,11 +37,11 @@ type Post struct {
 // Message is a message the fake platform holds from the bot, as a user of
 // the platform would see it.
 type Message struct {
-	ID        string
+	ID        adapters.MessageID
 	Text      string // as the platform shows it: formatting applied, markup gone
 	Raw       string // as the adapter sent it (with its markup)
 	Topic     string
-	ReplyTo   string
+	ReplyTo   adapters.MessageID
 	Deleted   bool
 	Pinned    bool
 	Reactions []string // emoji the bot added
@@ -63,12 +63,12 @@ type Platform interface {
 	// DM is a direct chat with the bot ("" when the platform has none).
 	DM() adapters.JID
 	// UserPosts makes a user post p; it returns the platform message id.
-	UserPosts(t *testing.T, p Post) string
+	UserPosts(t *testing.T, p Post) adapters.MessageID
 	// UserEdits, UserDeletes and UserReacts change a user's message (no-ops
 	// returning false when the platform does not deliver that event).
-	UserEdits(t *testing.T, chat adapters.JID, id, text string) bool
-	UserDeletes(t *testing.T, chat adapters.JID, id string) bool
-	UserReacts(t *testing.T, chat adapters.JID, id, emoji string) bool
+	UserEdits(t *testing.T, chat adapters.JID, id adapters.MessageID, text string) bool
+	UserDeletes(t *testing.T, chat adapters.JID, id adapters.MessageID) bool
+	UserReacts(t *testing.T, chat adapters.JID, id adapters.MessageID, emoji string) bool
 	// BotMessages lists what the platform holds from the bot in chat, oldest first.
 	BotMessages(chat adapters.JID) []Message
 	// RateLimit makes the platform answer the bot's next write with a rate

@@ -19,7 +19,7 @@ type Host struct {
 
 	mu      sync.Mutex
 	events  []adapters.Inbound
-	seqs    map[[2]string]int64
+	seqs    map[msgKey]int64
 	values  map[string]string
 	states  []adapters.State
 	lastErr error
@@ -33,7 +33,7 @@ func NewHost() *Host { return &Host{} }
 
 func (h *Host) init() {
 	if h.seqs == nil {
-		h.seqs = map[[2]string]int64{}
+		h.seqs = map[msgKey]int64{}
 		h.values = map[string]string{}
 		h.changed = make(chan struct{})
 	}
@@ -58,7 +58,7 @@ func (h *Host) Deliver(ctx context.Context, m adapters.Inbound) (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.init()
-	key := [2]string{string(m.Chat), m.ID}
+	key := msgKey{m.Chat, m.ID}
 	if seq, ok := h.seqs[key]; ok && (m.Kind == "" || m.Kind == adapters.KindMessage) {
 		return seq, nil
 	}
@@ -176,4 +176,10 @@ func (l *Logs) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return string(l.b)
+}
+
+// msgKey is a message's identity: ids are unique per chat only.
+type msgKey struct {
+	chat adapters.JID
+	id   adapters.MessageID
 }

@@ -40,22 +40,22 @@ func channelOfJID(chat adapters.JID, topic string) string {
 	return discordtest.Channel
 }
 
-func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) string {
-	return p.f.UserPosts(discordtest.Post{Channel: channelOfJID(post.Chat, post.Topic), Content: post.Text, MentionBot: post.Mention, ReplyTo: post.ReplyTo})
+func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) adapters.MessageID {
+	return adapters.MessageID(p.f.UserPosts(discordtest.Post{Channel: channelOfJID(post.Chat, post.Topic), Content: post.Text, MentionBot: post.Mention, ReplyTo: string(post.ReplyTo)}))
 }
 
-func (p fakePlatform) UserEdits(t *testing.T, chat adapters.JID, id, text string) bool {
-	p.f.UserEdits(channelOfJID(chat, ""), id, text)
+func (p fakePlatform) UserEdits(t *testing.T, chat adapters.JID, id adapters.MessageID, text string) bool {
+	p.f.UserEdits(channelOfJID(chat, ""), string(id), text)
 	return true
 }
 
-func (p fakePlatform) UserDeletes(t *testing.T, chat adapters.JID, id string) bool {
-	p.f.UserDeletes(channelOfJID(chat, ""), id)
+func (p fakePlatform) UserDeletes(t *testing.T, chat adapters.JID, id adapters.MessageID) bool {
+	p.f.UserDeletes(channelOfJID(chat, ""), string(id))
 	return true
 }
 
-func (p fakePlatform) UserReacts(t *testing.T, chat adapters.JID, id, emoji string) bool {
-	p.f.UserReacts(channelOfJID(chat, ""), id, emoji)
+func (p fakePlatform) UserReacts(t *testing.T, chat adapters.JID, id adapters.MessageID, emoji string) bool {
+	p.f.UserReacts(channelOfJID(chat, ""), string(id), emoji)
 	return true
 }
 
@@ -72,7 +72,7 @@ func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 			if m.AuthorID != discordtest.BotID {
 				continue
 			}
-			msg := adaptertest.Message{ID: m.ID, Text: rendered(m.Content), Raw: m.Content, ReplyTo: m.ReplyTo, Deleted: m.Deleted,
+			msg := adaptertest.Message{ID: adapters.MessageID(m.ID), Text: rendered(m.Content), Raw: m.Content, ReplyTo: adapters.MessageID(m.ReplyTo), Deleted: m.Deleted,
 				Pinned: m.Pinned, Reactions: m.Reactions, File: m.File, FileData: m.FileData}
 			if ch == discordtest.Thread {
 				msg.Topic = discordtest.Thread
@@ -123,14 +123,14 @@ func TestInbound(t *testing.T) {
 		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "plain"}),
 		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "by role", MentionRole: true}),
 		f.UserPosts(discordtest.Post{Channel: discordtest.Thread, Content: "in the thread", MentionBot: true}),
-		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "thanks", ReplyTo: botMsg}),
+		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "thanks", ReplyTo: string(botMsg)}),
 		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "beep", Author: "55", Bot: true}),
 		f.UserPosts(discordtest.Post{Channel: discordtest.DMChan, Content: "psst"}),
 	}
 	evs := host.WaitEvents(t, len(ids))
 	byID := map[string]adapters.Inbound{}
 	for _, ev := range evs {
-		byID[ev.ID] = ev
+		byID[ev.ID.String()] = ev
 	}
 	check := func(i int, chat adapters.JID, topic, verb string, other bool) {
 		t.Helper()
@@ -154,7 +154,7 @@ func TestInbound(t *testing.T) {
 func TestEveryoneDoesNotPing(t *testing.T) {
 	f := discordtest.New(t)
 	a := start(t, f, adaptertest.NewHost(), nil)
-	uid := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "hi", MentionBot: true})
+	uid := adapters.MessageID(f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "hi", MentionBot: true}))
 	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Text: "@everyone the deploy is done <@&701>", ReplyTo: uid}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestRateLimitsAndErrors(t *testing.T) {
 	if !errors.Is(err, adapters.ErrPermanent) || !strings.Contains(err.Error(), "invite it") {
 		t.Errorf("missing access: %v", err)
 	}
-	if err := a.React(t.Context(), adapters.MessageRef{Chat: channelChat, ID: f.Messages(discordtest.Channel)[0].ID}, ":shipit:"); err != nil {
+	if err := a.React(t.Context(), adapters.MessageRef{Chat: channelChat, ID: adapters.MessageID(f.Messages(discordtest.Channel)[0].ID)}, ":shipit:"); err != nil {
 		t.Errorf("custom emoji by name: %v", err)
 	}
 	if r := f.Messages(discordtest.Channel)[0].Reactions; len(r) != 1 || r[0] != "shipit:55" {
@@ -198,7 +198,7 @@ func TestBackfillAfterNewSession(t *testing.T) {
 	f := discordtest.New(t)
 	host := adaptertest.NewHost()
 	seen := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "before"})
-	host.Chats = []adapters.ChatCursor{{Chat: channelChat, LastID: seen, Last: time.Now().Add(-time.Hour)}}
+	host.Chats = []adapters.ChatCursor{{Chat: channelChat, LastID: adapters.MessageID(seen), Last: time.Now().Add(-time.Hour)}}
 	start(t, f, host, nil)
 	f.WaitFor(t, "connected", func() bool { return f.Connected() })
 	f.Disconnect(false)
@@ -209,16 +209,16 @@ func TestBackfillAfterNewSession(t *testing.T) {
 	evs := host.WaitEvents(t, 3)
 	count := map[string]int{}
 	for _, ev := range host.Events() {
-		count[ev.ID]++
-		if (ev.ID == old || ev.ID == recent) && !ev.Backfilled {
+		count[ev.ID.String()]++
+		if (ev.ID.String() == old || ev.ID.String() == recent) && !ev.Backfilled {
 			t.Errorf("%s not marked backfilled", ev.ID)
 		}
-		if ev.ID == old && time.Since(ev.Time) < 20*time.Minute {
+		if ev.ID.String() == old && time.Since(ev.Time) < 20*time.Minute {
 			t.Errorf("the old message carries time %v, not its own", ev.Time)
 		}
 	}
 	for _, ev := range host.Events() {
-		if ev.ID == inThread && (ev.Chat != channelChat || ev.Topic != discordtest.Thread || !ev.Backfilled) {
+		if ev.ID.String() == inThread && (ev.Chat != channelChat || ev.Topic != discordtest.Thread || !ev.Backfilled) {
 			t.Errorf("the thread's missed message came as %+v; want the channel's JID with the thread as topic, backfilled", ev)
 		}
 	}

@@ -26,7 +26,7 @@ func (a *Adapter) FetchHistory(ctx context.Context, chat adapters.JID, q adapter
 	if limit <= 0 || limit > 100 {
 		limit = 100
 	}
-	msgs, err := s.ChannelMessages(ch, limit, q.Before, q.After, "", discordgo.WithContext(ctx))
+	msgs, err := s.ChannelMessages(ch, limit, string(q.Before), string(q.After), "", discordgo.WithContext(ctx))
 	if err != nil {
 		return nil, classify(chat, err)
 	}

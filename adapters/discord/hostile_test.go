@@ -60,7 +60,7 @@ func TestHostileGatewayEvents(t *testing.T) {
 
 	host.Wait(t, 20*time.Second, "the ordinary message after the hostile ones", func(h *adaptertest.Host) bool {
 		for _, e := range h.Events() {
-			if e.ID == last {
+			if e.ID.String() == last {
 				return true
 			}
 		}

@@ -75,7 +75,7 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageDelete) {
 		defer a.survive("MessageDelete")
 		chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
-		a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindDelete, Chat: chat, Topic: topic, ID: m.ID, Time: time.Now()})
+		a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindDelete, Chat: chat, Topic: topic, ID: adapters.MessageID(m.ID), Time: time.Now()})
 	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) {
 		defer a.survive("MessageReactionAdd")
@@ -116,7 +116,7 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 	self, _ := a.selfID.Load().(string)
 	chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
 	ev := adapters.Inbound{
-		Kind: kind, Chat: chat, Topic: topic, ID: m.ID, Sender: userJID(m.Author.ID), SenderName: displayName(m),
+		Kind: kind, Chat: chat, Topic: topic, ID: adapters.MessageID(m.ID), Sender: userJID(m.Author.ID), SenderName: displayName(m),
 		Text: m.ContentWithMentionsReplaced(), Time: m.Timestamp, Verb: adapters.VerbMessage,
 		FromBot: m.Author.ID == self, OtherBot: (m.Author.Bot || m.WebhookID != "") && m.Author.ID != self,
 	}
@@ -124,7 +124,7 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 		ev.Time = *m.EditedTimestamp
 	}
 	if m.MessageReference != nil && m.MessageReference.MessageID != "" {
-		ev.ReplyTo = m.MessageReference.MessageID
+		ev.ReplyTo = adapters.MessageID(m.MessageReference.MessageID)
 	}
 	for _, att := range m.Attachments {
 		ev.Attachments = append(ev.Attachments, adapters.Attachment{Name: att.Filename, MIME: att.ContentType, Size: int64(att.Size),
@@ -171,7 +171,7 @@ func (a *Adapter) reaction(ctx context.Context, host adapters.Host, r *discordgo
 	}
 	emoji := r.Emoji.Name
 	chat, topic := a.place(ctx, r.GuildID, r.ChannelID)
-	a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindReaction, Chat: chat, Topic: topic, ID: r.MessageID,
+	a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindReaction, Chat: chat, Topic: topic, ID: adapters.MessageID(r.MessageID),
 		Sender: userJID(r.UserID), Reaction: emoji, ReactionRemoved: removed, Time: time.Now()})
 }
 

@@ -19,7 +19,7 @@ func mentions(reply bool) *discordgo.MessageAllowedMentions {
 
 // Send posts one part (Discord renders the Markdown), into the thread when
 // there is a topic, as a reply when ReplyTo is set.
-func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
 	s, err := a.session()
 	if err != nil {
 		return "", err
@@ -31,13 +31,13 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error)
 	data := &discordgo.MessageSend{Content: m.Text, AllowedMentions: mentions(m.ReplyTo != "")}
 	if m.ReplyTo != "" {
 		no := false
-		data.Reference = &discordgo.MessageReference{MessageID: m.ReplyTo, ChannelID: ch, GuildID: guildOf(m.Chat), FailIfNotExists: &no}
+		data.Reference = &discordgo.MessageReference{MessageID: string(m.ReplyTo), ChannelID: ch, GuildID: guildOf(m.Chat), FailIfNotExists: &no}
 	}
 	sent, err := s.ChannelMessageSendComplex(ch, data, discordgo.WithContext(ctx))
 	if err != nil {
 		return "", classify(m.Chat, err)
 	}
-	return sent.ID, nil
+	return adapters.MessageID(sent.ID), nil
 }
 
 // Edit replaces the text of one of the bot's messages.
@@ -46,7 +46,7 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 	if err != nil {
 		return err
 	}
-	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: ref.ID, Channel: ch, Content: &text, AllowedMentions: mentions(false)},
+	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: string(ref.ID), Channel: ch, Content: &text, AllowedMentions: mentions(false)},
 		discordgo.WithContext(ctx))
 	return classify(ref.Chat, err)
 }
@@ -57,7 +57,7 @@ func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
 	if err != nil {
 		return err
 	}
-	return classify(ref.Chat, s.ChannelMessageDelete(ch, ref.ID, discordgo.WithContext(ctx)))
+	return classify(ref.Chat, s.ChannelMessageDelete(ch, string(ref.ID), discordgo.WithContext(ctx)))
 }
 
 // React adds the bot's reaction: a unicode emoji, or a custom emoji of the
@@ -83,7 +83,7 @@ func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction s
 		}
 		emoji = list[i].APIName()
 	}
-	return classify(ref.Chat, s.MessageReactionAdd(ch, ref.ID, emoji, discordgo.WithContext(ctx)))
+	return classify(ref.Chat, s.MessageReactionAdd(ch, string(ref.ID), emoji, discordgo.WithContext(ctx)))
 }
 
 // isName: a custom emoji's name (letters, digits, _), not a unicode emoji.
@@ -99,7 +99,7 @@ func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
 	if err != nil {
 		return err
 	}
-	return classify(ref.Chat, s.ChannelMessagePin(ch, ref.ID, discordgo.WithContext(ctx)))
+	return classify(ref.Chat, s.ChannelMessagePin(ch, string(ref.ID), discordgo.WithContext(ctx)))
 }
 
 // Unpin unpins a message.
@@ -108,11 +108,11 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 	if err != nil {
 		return err
 	}
-	return classify(ref.Chat, s.ChannelMessageUnpin(ch, ref.ID, discordgo.WithContext(ctx)))
+	return classify(ref.Chat, s.ChannelMessageUnpin(ch, string(ref.ID), discordgo.WithContext(ctx)))
 }
 
 // SendFile uploads a file with an optional caption.
-func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (string, error) {
+func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	s, err := a.session()
 	if err != nil {
 		return "", err
@@ -126,7 +126,7 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if err != nil {
 		return "", classify(m.Chat, err)
 	}
-	return sent.ID, nil
+	return adapters.MessageID(sent.ID), nil
 }
 
 // Typing shows "… is typing" in the channel or thread for ten seconds.

@@ -121,7 +121,7 @@ func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
 	host := adaptertest.NewHost()
 	entered, release := make(chan string, 4), make(chan error)
 	host.DeliverFunc = func(ctx context.Context, m adapters.Inbound) (int64, error) {
-		entered <- m.ID
+		entered <- m.ID.String()
 		select {
 		case err := <-release:
 			return 0, err
@@ -157,7 +157,7 @@ func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
 	if status := <-answered; status != http.StatusOK {
 		t.Fatalf("retry answered %d", status)
 	}
-	if ev := host.Events(); len(ev) != 1 || ev[0].ID != ts {
+	if ev := host.Events(); len(ev) != 1 || ev[0].ID.String() != ts {
 		t.Fatalf("stored %+v; want the retried message", ev)
 	}
 }

@@ -35,16 +35,16 @@ func (a *Adapter) FetchHistory(ctx context.Context, chat adapters.JID, q adapter
 	}
 	oldest := ""
 	if q.After != "" {
-		oldest = q.After
+		oldest = string(q.After)
 	}
 	if !q.Since.IsZero() && (oldest == "" || tsTime(oldest).Before(q.Since)) {
 		oldest = tsOf(q.Since.Add(-time.Microsecond)) // Since is inclusive, oldest is not
 	}
 	var msgs []slack.Message
 	if q.Topic != "" {
-		msgs, err = a.replies(ctx, channel, q.Topic, oldest, q.Before, limit)
+		msgs, err = a.replies(ctx, channel, q.Topic, oldest, string(q.Before), limit)
 	} else {
-		msgs, err = a.history(ctx, channel, oldest, q.Before, limit)
+		msgs, err = a.history(ctx, channel, oldest, string(q.Before), limit)
 		if err == nil && oldest != "" {
 			msgs, err = a.withThreads(ctx, channel, oldest, msgs)
 		}

@@ -62,7 +62,7 @@ func (a *Adapter) handle(ctx context.Context, host adapters.Host, ev slackevents
 
 func (a *Adapter) reaction(ctx context.Context, team string, e slackevents.ReactionRemovedEvent, removed bool) adapters.Inbound {
 	chat := a.chat(ctx, team, e.Item.Channel, "")
-	return adapters.Inbound{Kind: adapters.KindReaction, Chat: chat, ID: e.Item.Timestamp,
+	return adapters.Inbound{Kind: adapters.KindReaction, Chat: chat, ID: adapters.MessageID(e.Item.Timestamp),
 		Sender: userJID(team, e.User), SenderName: a.userName(ctx, e.User), Time: tsTime(e.EventTimestamp),
 		Reaction: e.Reaction, ReactionRemoved: removed}
 }
@@ -87,7 +87,7 @@ func (a *Adapter) fromMessageEvent(ctx context.Context, team string, e *slackeve
 			id = e.PreviousMessage.Timestamp
 		}
 		return adapters.Inbound{Kind: adapters.KindDelete, Chat: a.chat(ctx, team, e.Channel, e.ChannelType),
-			ID: id, Time: tsTime(e.EventTimeStamp)}, true
+			ID: adapters.MessageID(id), Time: tsTime(e.EventTimeStamp)}, true
 	}
 	return adapters.Inbound{}, false
 }
@@ -96,7 +96,7 @@ func (a *Adapter) fromMessageEvent(ctx context.Context, team string, e *slackeve
 func (a *Adapter) fromMsg(ctx context.Context, team, channel, channelType string, msg slack.Msg) adapters.Inbound {
 	_, botUser, botID := a.identity()
 	chat := a.chat(ctx, team, channel, channelType)
-	m := adapters.Inbound{Chat: chat, ChatName: a.chatName(channel), ID: msg.Timestamp, Time: tsTime(msg.Timestamp),
+	m := adapters.Inbound{Chat: chat, ChatName: a.chatName(channel), ID: adapters.MessageID(msg.Timestamp), Time: tsTime(msg.Timestamp),
 		Text: a.render(ctx, msg.Text), Verb: adapters.VerbMessage}
 	if msg.ThreadTimestamp != "" && msg.ThreadTimestamp != msg.Timestamp {
 		m.Topic = msg.ThreadTimestamp

@@ -20,11 +20,11 @@ func threadOf(m adapters.Outbound, kind string) string {
 	if m.Topic != "" || kind == "dm" {
 		return m.Topic
 	}
-	return m.ReplyTo
+	return string(m.ReplyTo)
 }
 
 // Send posts one part, rendered to mrkdwn, in its thread.
-func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
 	channel, kind, err := channelOf(m.Chat)
 	if err != nil {
 		return "", err
@@ -43,7 +43,7 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error)
 	if isFormatError(err) {
 		ts, err = post(slack.MsgOptionText(markdown.SlackPlain(m.Text), false), slack.MsgOptionDisableMarkdown())
 	}
-	return ts, classify("send", m.Chat, err)
+	return adapters.MessageID(ts), classify("send", m.Chat, err)
 }
 
 // Edit replaces a bot message's text (chat.update).
@@ -55,9 +55,9 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 	if err := a.tiers.wait(ctx, "chat.update", channel); err != nil {
 		return err
 	}
-	_, _, _, err = a.api.UpdateMessageContext(ctx, channel, ref.ID, slack.MsgOptionText(markdown.SlackMrkdwn(text), false))
+	_, _, _, err = a.api.UpdateMessageContext(ctx, channel, string(string(ref.ID)), slack.MsgOptionText(markdown.SlackMrkdwn(text), false))
 	if isFormatError(err) {
-		_, _, _, err = a.api.UpdateMessageContext(ctx, channel, ref.ID, slack.MsgOptionText(markdown.SlackPlain(text), false),
+		_, _, _, err = a.api.UpdateMessageContext(ctx, channel, string(string(ref.ID)), slack.MsgOptionText(markdown.SlackPlain(text), false),
 			slack.MsgOptionDisableMarkdown())
 	}
 	return classify("edit", ref.Chat, err)
@@ -72,7 +72,7 @@ func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
 	if err := a.tiers.wait(ctx, "chat.delete", channel); err != nil {
 		return err
 	}
-	_, _, err = a.api.DeleteMessageContext(ctx, channel, ref.ID)
+	_, _, err = a.api.DeleteMessageContext(ctx, channel, string(ref.ID))
 	return classify("delete", ref.Chat, err)
 }
 
@@ -90,7 +90,7 @@ func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction s
 	if err := a.tiers.wait(ctx, "reactions.add", channel); err != nil {
 		return err
 	}
-	err = a.api.AddReactionContext(ctx, name, slack.NewRefToMessage(channel, ref.ID))
+	err = a.api.AddReactionContext(ctx, name, slack.NewRefToMessage(channel, string(ref.ID)))
 	if isCode(err, "already_reacted") {
 		err = nil
 	}
@@ -106,7 +106,7 @@ func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
 	if err := a.tiers.wait(ctx, "pins.add", channel); err != nil {
 		return err
 	}
-	err = a.api.AddPinContext(ctx, channel, slack.NewRefToMessage(channel, ref.ID))
+	err = a.api.AddPinContext(ctx, channel, slack.NewRefToMessage(channel, string(ref.ID)))
 	if isCode(err, "already_pinned") {
 		err = nil
 	}
@@ -122,7 +122,7 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 	if err := a.tiers.wait(ctx, "pins.remove", channel); err != nil {
 		return err
 	}
-	err = a.api.RemovePinContext(ctx, channel, slack.NewRefToMessage(channel, ref.ID))
+	err = a.api.RemovePinContext(ctx, channel, slack.NewRefToMessage(channel, string(ref.ID)))
 	if isCode(err, "no_pin") {
 		err = nil
 	}
@@ -134,7 +134,7 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 // into the chat and thread, with the caption as its comment. It returns the
 // ts of the message that shares the file (from files.info), or the file id
 // when Slack has not shared it yet (sharing is asynchronous).
-func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (string, error) {
+func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	channel, kind, err := channelOf(m.Chat)
 	if err != nil {
 		return "", err
@@ -157,7 +157,7 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if err != nil {
 		return "", classify("send_file", m.Chat, err)
 	}
-	return a.shareTS(ctx, sum.ID, channel), nil
+	return adapters.MessageID(a.shareTS(ctx, sum.ID, channel)), nil
 }
 
 // shareTS finds the message that shared file in channel: a few quick looks

@@ -52,7 +52,7 @@ func (p *platform) DM() adapters.JID              { return "slack:T1/dm/D1" }
 
 func channel(chat adapters.JID) string { return chat.Room()[strings.LastIndex(chat.Room(), "/")+1:] }
 
-func (p *platform) UserPosts(t *testing.T, post adaptertest.Post) string {
+func (p *platform) UserPosts(t *testing.T, post adaptertest.Post) adapters.MessageID {
 	t.Helper()
 	p.emitter(t)
 	text := post.Text
@@ -61,7 +61,7 @@ func (p *platform) UserPosts(t *testing.T, post adaptertest.Post) string {
 	}
 	fp := slacktest.Post{Channel: channel(post.Chat), User: "U1", Text: text, ThreadTS: post.Topic, Mention: post.Mention}
 	if fp.ThreadTS == "" {
-		fp.ThreadTS = post.ReplyTo
+		fp.ThreadTS = string(post.ReplyTo)
 	}
 	if post.Attachment != nil {
 		fp.File = &slacktest.File{Name: post.AttachmentName, MIME: "application/octet-stream", Data: post.Attachment}
@@ -70,28 +70,28 @@ func (p *platform) UserPosts(t *testing.T, post adaptertest.Post) string {
 	if err != nil {
 		t.Fatalf("user posts: %v", err)
 	}
-	return ts
+	return adapters.MessageID(ts)
 }
 
-func (p *platform) UserEdits(t *testing.T, chat adapters.JID, id, text string) bool {
+func (p *platform) UserEdits(t *testing.T, chat adapters.JID, id adapters.MessageID, text string) bool {
 	p.emitter(t)
-	if err := p.s.UserEdits(channel(chat), id, text); err != nil {
+	if err := p.s.UserEdits(channel(chat), string(id), text); err != nil {
 		t.Fatalf("user edits: %v", err)
 	}
 	return true
 }
 
-func (p *platform) UserDeletes(t *testing.T, chat adapters.JID, id string) bool {
+func (p *platform) UserDeletes(t *testing.T, chat adapters.JID, id adapters.MessageID) bool {
 	p.emitter(t)
-	if err := p.s.UserDeletes(channel(chat), id); err != nil {
+	if err := p.s.UserDeletes(channel(chat), string(id)); err != nil {
 		t.Fatalf("user deletes: %v", err)
 	}
 	return true
 }
 
-func (p *platform) UserReacts(t *testing.T, chat adapters.JID, id, emoji string) bool {
+func (p *platform) UserReacts(t *testing.T, chat adapters.JID, id adapters.MessageID, emoji string) bool {
 	p.emitter(t)
-	if err := p.s.UserReacts(channel(chat), id, "U1", emoji); err != nil {
+	if err := p.s.UserReacts(channel(chat), string(id), "U1", emoji); err != nil {
 		t.Fatalf("user reacts: %v", err)
 	}
 	return true
@@ -111,7 +111,7 @@ func (p *platform) BotMessages(chat adapters.JID) []adaptertest.Message {
 		if m.User != slacktest.BotUser {
 			continue
 		}
-		bm := adaptertest.Message{ID: m.TS, Text: shown(m.Text), Raw: m.Text, Topic: m.ThreadTS, Deleted: m.Deleted,
+		bm := adaptertest.Message{ID: adapters.MessageID(m.TS), Text: shown(m.Text), Raw: m.Text, Topic: m.ThreadTS, Deleted: m.Deleted,
 			Pinned: m.Pinned, Reactions: m.Reactions}
 		if len(m.Files) > 0 {
 			bm.File, bm.FileData = m.Files[0].Name, m.Files[0].Data

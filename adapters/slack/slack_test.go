@@ -63,7 +63,7 @@ func TestInboundChannelThreadDM(t *testing.T) {
 			}
 			for i, w := range want {
 				e := ev[i]
-				if string(e.Chat) != w.chat || e.ID != w.id || string(e.Sender) != w.sender || e.SenderName != w.name ||
+				if string(e.Chat) != w.chat || e.ID.String() != w.id || string(e.Sender) != w.sender || e.SenderName != w.name ||
 					e.Topic != w.topic || e.Verb != w.verb || e.Text != w.text || e.FromBot || e.OtherBot {
 					t.Errorf("event %d = %+v\nwant %+v", i, e, w)
 				}
@@ -87,7 +87,7 @@ func TestMessageAndAppMentionStoredOnceAsMention(t *testing.T) {
 	// The host stores messages once per (chat, id), like the gateway: the
 	// second delivery is a duplicate, and both said mention.
 	ev := host.Events()
-	if len(ev) != 1 || ev[0].ID != ts || ev[0].Verb != adapters.VerbMention || ev[0].Text != "@switchboard help" {
+	if len(ev) != 1 || ev[0].ID.String() != ts || ev[0].Verb != adapters.VerbMention || ev[0].Text != "@switchboard help" {
 		t.Fatalf("stored %+v; want one mention %s", ev, ts)
 	}
 }
@@ -108,7 +108,7 @@ func TestAckOnlyAfterStored(t *testing.T) {
 	host := adaptertest.NewHost()
 	entered, release := make(chan string, 4), make(chan error)
 	host.DeliverFunc = func(ctx context.Context, m adapters.Inbound) (int64, error) {
-		entered <- m.ID
+		entered <- m.ID.String()
 		select {
 		case err := <-release:
 			return 0, err
@@ -145,7 +145,7 @@ func TestAckOnlyAfterStored(t *testing.T) {
 	s.Wait(10*time.Second, func() bool { return acked(s) == 2 })
 	ids := []string{}
 	for _, e := range host.Events() {
-		ids = append(ids, e.ID)
+		ids = append(ids, e.ID.String())
 	}
 	if strings.Join(ids, ",") != second+","+first {
 		t.Fatalf("stored %v, want %s then %s", ids, second, first)
@@ -175,11 +175,11 @@ func TestEditsDeletesReactionsBots(t *testing.T) {
 		ok   bool
 	}{
 		{"message", ev[0].Kind == "" && ev[0].Text == "typo"},
-		{"edit", ev[1].Kind == adapters.KindEdit && ev[1].ID == ts && ev[1].Text == "fixed"},
-		{"reaction", ev[2].Kind == adapters.KindReaction && ev[2].ID == ts && ev[2].Reaction == "thumbsup" && ev[2].Sender == "slack:T1/user/U2"},
-		{"delete", ev[3].Kind == adapters.KindDelete && ev[3].ID == ts && ev[3].Chat == "slack:T1/channel/C1"},
-		{"other bot", ev[4].ID == other && ev[4].OtherBot && !ev[4].FromBot},
-		{"own echo", ev[5].ID == own && ev[5].FromBot && !ev[5].OtherBot},
+		{"edit", ev[1].Kind == adapters.KindEdit && ev[1].ID.String() == ts && ev[1].Text == "fixed"},
+		{"reaction", ev[2].Kind == adapters.KindReaction && ev[2].ID.String() == ts && ev[2].Reaction == "thumbsup" && ev[2].Sender == "slack:T1/user/U2"},
+		{"delete", ev[3].Kind == adapters.KindDelete && ev[3].ID.String() == ts && ev[3].Chat == "slack:T1/channel/C1"},
+		{"other bot", ev[4].ID.String() == other && ev[4].OtherBot && !ev[4].FromBot},
+		{"own echo", ev[5].ID.String() == own && ev[5].FromBot && !ev[5].OtherBot},
 	}
 	for i, c := range checks {
 		if !c.ok {
@@ -210,7 +210,7 @@ func TestFilesInAndOut(t *testing.T) {
 	}
 
 	content := "report body"
-	id, err := a.SendFile(t.Context(), adapters.Outbound{Chat: "slack:T1/channel/C1", Text: "**the** report", Topic: ev.ID},
+	id, err := a.SendFile(t.Context(), adapters.Outbound{Chat: "slack:T1/channel/C1", Text: "**the** report", Topic: ev.ID.String()},
 		adapters.File{Name: "report.txt", Size: int64(len(content)), Content: strings.NewReader(content)})
 	if err != nil {
 		t.Fatal(err)
@@ -220,9 +220,9 @@ func TestFilesInAndOut(t *testing.T) {
 	}
 	var found bool
 	for _, m := range s.Messages("C1") {
-		if m.TS == id && len(m.Files) == 1 {
+		if m.TS == id.String() && len(m.Files) == 1 {
 			found = true
-			if string(m.Files[0].Data) != content || m.ThreadTS != ev.ID || m.Text != "*the* report" {
+			if string(m.Files[0].Data) != content || m.ThreadTS != ev.ID.String() || m.Text != "*the* report" {
 				t.Errorf("uploaded %+v: want the bytes in thread %s with the caption", m, ev.ID)
 			}
 		}
@@ -243,17 +243,17 @@ func TestOutboundVerbs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply, err := a.Send(ctx, adapters.Outbound{Chat: chat, Text: "a reply", ReplyTo: parent})
+	reply, err := a.Send(ctx, adapters.Outbound{Chat: chat, Text: "a reply", ReplyTo: adapters.MessageID(parent)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dmQ := s.AddMessage("D1", "U1", "dm question", "")
-	dmReply, err := a.Send(ctx, adapters.Outbound{Chat: "slack:T1/dm/D1", Text: "dm answer", ReplyTo: dmQ})
+	dmReply, err := a.Send(ctx, adapters.Outbound{Chat: "slack:T1/dm/D1", Text: "dm answer", ReplyTo: adapters.MessageID(dmQ)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range s.Messages("D1") {
-		if m.TS == dmReply && m.ThreadTS != "" {
+		if m.TS == dmReply.String() && m.ThreadTS != "" {
 			t.Errorf("a DM reply went into a thread: %+v", m)
 		}
 	}
@@ -274,10 +274,10 @@ func TestOutboundVerbs(t *testing.T) {
 	for _, m := range s.Messages("C1") {
 		msgs[m.TS] = m
 	}
-	if m := msgs[inThread]; m.ThreadTS != parent {
+	if m := msgs[inThread.String()]; m.ThreadTS != parent {
 		t.Errorf("send with topic: %+v, want thread %s", m, parent)
 	}
-	if m := msgs[reply]; m.ThreadTS != parent || m.Text != "an _edited_ reply" || !m.Pinned ||
+	if m := msgs[reply.String()]; m.ThreadTS != parent || m.Text != "an _edited_ reply" || !m.Pinned ||
 		len(m.Reactions) != 1 || m.Reactions[0] != "white_check_mark" {
 		t.Errorf("reply after edit, like, pin: %+v", m)
 	}
@@ -290,7 +290,7 @@ func TestOutboundVerbs(t *testing.T) {
 	}
 	const escaped = "bold claim &lt;!channel&gt; &amp; co"
 	for _, m := range s.Messages("C1") {
-		if m.TS == plain && m.Text != escaped {
+		if m.TS == plain.String() && m.Text != escaped {
 			t.Errorf("resent as %q; want %q", m.Text, escaped)
 		}
 	}
@@ -309,7 +309,7 @@ func TestOutboundVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range s.Messages("C1") {
-		if m.TS == reply && (m.Pinned || !m.Deleted) {
+		if m.TS == reply.String() && (m.Pinned || !m.Deleted) {
 			t.Errorf("after unpin and delete: %+v", m)
 		}
 	}
@@ -376,7 +376,7 @@ func TestDisconnectWarningReconnects(t *testing.T) {
 	s.Disconnect() // and an abrupt drop
 	s.Wait(10*time.Second, func() bool { return s.Connections() == 4 })
 	ts := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "still there?"})
-	if ev := host.WaitEvents(t, 1); ev[0].ID != ts {
+	if ev := host.WaitEvents(t, 1); ev[0].ID.String() != ts {
 		t.Fatalf("after reconnecting got %+v", ev)
 	}
 	if out := logs.String(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") ||
@@ -403,12 +403,12 @@ func TestBackfillAfterDowntime(t *testing.T) {
 			r1 := s.AddMessage("C1", "U2", "missed reply", parent)
 			a2 := s.AddMessage("C1", "U1", "<@UBOT> missed two", "")
 			host := adaptertest.NewHost()
-			host.Chats = []adapters.ChatCursor{{Chat: "slack:T1/channel/C1", LastID: last, Last: time.Now().Add(-time.Minute)}}
+			host.Chats = []adapters.ChatCursor{{Chat: "slack:T1/channel/C1", LastID: adapters.MessageID(last), Last: time.Now().Add(-time.Minute)}}
 			start(t, s, mode, host)
 			ev := host.WaitEvents(t, 3)
 			got := map[string]adapters.Inbound{}
 			for _, e := range ev {
-				got[e.ID] = e
+				got[e.ID.String()] = e
 			}
 			if len(ev) != 3 || !got[a1].Backfilled || got[r1].Topic != parent || got[a2].Verb != adapters.VerbMention {
 				t.Fatalf("backfilled %+v; want %s, %s (thread %s), %s (mention)", ev, a1, r1, parent, a2)

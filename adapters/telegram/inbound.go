@@ -105,7 +105,7 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 		return nil // service messages: members joined, title changed, pins
 	}
 	ev := adapters.Inbound{
-		Kind: kind, Chat: a.chatJID(m.Chat), ChatName: chatName(m.Chat), ID: strconv.Itoa(m.ID),
+		Kind: kind, Chat: a.chatJID(m.Chat), ChatName: chatName(m.Chat), ID: messageID(m.ID),
 		Text: text, Time: time.Unix(int64(m.Date), 0), Attachments: atts, Verb: adapters.VerbMessage,
 	}
 	switch {
@@ -120,7 +120,7 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 		ev.Topic = strconv.Itoa(m.MessageThreadID)
 	}
 	if r := m.ReplyToMessage; r != nil && !(ev.Topic != "" && r.ID == m.MessageThreadID) {
-		ev.ReplyTo = strconv.Itoa(r.ID)
+		ev.ReplyTo = messageID(r.ID)
 	}
 	if a.addressed(m, text, entities) {
 		ev.Verb = adapters.VerbMention
@@ -190,7 +190,7 @@ func (a *Adapter) reactions(r *models.MessageReactionUpdated) []adapters.Inbound
 		return nil // anonymous reactions carry no sender
 	}
 	old, cur := emojis(r.OldReaction), emojis(r.NewReaction)
-	base := adapters.Inbound{Kind: adapters.KindReaction, Chat: a.chatJID(r.Chat), ID: strconv.Itoa(r.MessageID),
+	base := adapters.Inbound{Kind: adapters.KindReaction, Chat: a.chatJID(r.Chat), ID: messageID(r.MessageID),
 		Sender: userJID(r.User.ID), SenderName: userName(r.User), Time: time.Unix(int64(r.Date), 0)}
 	var out []adapters.Inbound
 	for e := range cur {

@@ -18,7 +18,7 @@ import (
 // Send posts one part: Markdown rendered to Telegram HTML, sent again as
 // plain text if Telegram cannot parse it; into the forum topic, replying to
 // ReplyTo when given.
-func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
 	if err != nil {
 		return "", err
@@ -38,7 +38,7 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error)
 	if err != nil {
 		return "", err
 	}
-	return strconv.Itoa(sent.ID), nil
+	return messageID(sent.ID), nil
 }
 
 // Edit replaces the text of one of the bot's messages.
@@ -118,7 +118,7 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 }
 
 // SendFile uploads an image as a photo and anything else as a document.
-func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (string, error) {
+func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
 	if err != nil {
 		return "", err
@@ -140,7 +140,7 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if err != nil {
 		return "", err
 	}
-	return strconv.Itoa(sent.ID), nil
+	return messageID(sent.ID), nil
 }
 
 // Typing shows "typing…" in the chat (and forum topic) for five seconds.
@@ -167,7 +167,7 @@ func (a *Adapter) ref(ref adapters.MessageRef) (*bot.Bot, int64, int, error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	id, err := strconv.Atoi(ref.ID)
+	id, err := strconv.Atoi(ref.ID.String())
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("telegram: message id %q is not a number: %w", ref.ID, adapters.ErrPermanent)
 	}
@@ -199,8 +199,8 @@ func threadID(topic string) int {
 	return n
 }
 
-func replyTo(id string) *models.ReplyParameters {
-	n, err := strconv.Atoi(id)
+func replyTo(id adapters.MessageID) *models.ReplyParameters {
+	n, err := strconv.Atoi(id.String())
 	if err != nil || n == 0 {
 		return nil
 	}

@@ -220,6 +220,9 @@ func userJID(id int64) adapters.JID {
 	return adapters.JID(platform + ":user/" + strconv.FormatInt(id, 10))
 }
 
+// messageID mints the id of Telegram message id (a per-chat counter).
+func messageID(id int) adapters.MessageID { return adapters.MessageID(strconv.Itoa(id)) }
+
 func groupJID(id int64) adapters.JID {
 	if id < 0 {
 		id = -id

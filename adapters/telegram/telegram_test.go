@@ -46,22 +46,22 @@ func chatOf(jid adapters.JID) int64 {
 	return telegramtest.GroupID
 }
 
-func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) string {
+func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) adapters.MessageID {
 	m, id := p.f.UserMessage(chatOf(post.Chat), post.Text, post.Mention, atoi(post.Topic), atoi(post.ReplyTo))
 	p.f.Push("message", m)
-	return strconv.Itoa(id)
+	return messageID(id)
 }
 
-func (p fakePlatform) UserEdits(t *testing.T, chat adapters.JID, id, text string) bool {
+func (p fakePlatform) UserEdits(t *testing.T, chat adapters.JID, id adapters.MessageID, text string) bool {
 	m, _ := p.f.UserMessage(chatOf(chat), text, false, 0, 0)
 	m["message_id"], m["edit_date"] = atoi(id), time.Now().Unix()
 	p.f.Push("edited_message", m)
 	return true
 }
 
-func (p fakePlatform) UserDeletes(*testing.T, adapters.JID, string) bool { return false }
+func (p fakePlatform) UserDeletes(*testing.T, adapters.JID, adapters.MessageID) bool { return false }
 
-func (p fakePlatform) UserReacts(t *testing.T, chat adapters.JID, id, emoji string) bool {
+func (p fakePlatform) UserReacts(t *testing.T, chat adapters.JID, id adapters.MessageID, emoji string) bool {
 	p.f.Push("message_reaction", map[string]any{"chat": telegramtest.ChatObj(chatOf(chat)), "message_id": atoi(id), "date": time.Now().Unix(),
 		"user":         map[string]any{"id": telegramtest.UserID, "is_bot": false, "first_name": "Ann"},
 		"old_reaction": []any{}, "new_reaction": []any{map[string]any{"type": "emoji", "emoji": emoji}}})
@@ -74,13 +74,13 @@ func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 		if !m.FromBot {
 			continue
 		}
-		msg := adaptertest.Message{ID: strconv.Itoa(m.ID), Text: m.Text, Raw: m.Raw, Deleted: m.Deleted, Pinned: m.Pinned,
+		msg := adaptertest.Message{ID: messageID(m.ID), Text: m.Text, Raw: m.Raw, Deleted: m.Deleted, Pinned: m.Pinned,
 			Reactions: m.Reactions, File: m.File, FileData: m.FileData}
 		if m.Thread != 0 {
 			msg.Topic = strconv.Itoa(m.Thread)
 		}
 		if m.ReplyTo != 0 {
-			msg.ReplyTo = strconv.Itoa(m.ReplyTo)
+			msg.ReplyTo = messageID(m.ReplyTo)
 		}
 		out = append(out, msg)
 	}
@@ -197,7 +197,7 @@ func TestDownload(t *testing.T) {
 func TestNoLossNoDuplicateAcrossCrash(t *testing.T) {
 	f := telegramtest.New(t)
 	var mu sync.Mutex
-	stored := map[string]int{}
+	stored := map[adapters.MessageID]int{}
 	failing, refused := true, make(chan struct{}, 100)
 	host := adaptertest.NewHost()
 	host.DeliverFunc = func(_ context.Context, m adapters.Inbound) (int64, error) {
@@ -242,7 +242,7 @@ func TestNoLossNoDuplicateAcrossCrash(t *testing.T) {
 	f.WaitConfirmed(t, u2)
 	mu.Lock()
 	defer mu.Unlock()
-	if stored[strconv.Itoa(m1["message_id"].(int))] != 1 || stored[strconv.Itoa(m2["message_id"].(int))] != 1 {
+	if stored[messageID(m1["message_id"].(int))] != 1 || stored[messageID(m2["message_id"].(int))] != 1 {
 		t.Errorf("stored %v; want each update once", stored)
 	}
 	if v, _, _ := host.Value(t.Context(), "offset"); v != strconv.FormatInt(u2, 10) {
@@ -355,7 +355,7 @@ func TestBadToken(t *testing.T) {
 	}
 }
 
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+func atoi[S ~string](s S) int { n, _ := strconv.Atoi(string(s)); return n }
 
 // Webhook mode: the webhook is registered with its secret; an update is
 // answered 200 once stored, 503 when it could not be (Telegram resends),

@@ -90,20 +90,20 @@ type postRequest struct {
 }
 
 type postResponse struct {
-	ID  string `json:"id"`
-	Seq int64  `json:"seq"`
+	ID  adapters.MessageID `json:"id"`
+	Seq int64              `json:"seq"`
 }
 
 // messageView is a stored message as the API and the event stream show it.
 type messageView struct {
-	Seq     int64  `json:"seq"`
-	ID      string `json:"id"`
-	Sender  string `json:"sender"`
-	Name    string `json:"name"`
-	Text    string `json:"text"`
-	Time    string `json:"time"`
-	FromBot bool   `json:"from_bot"`
-	Topic   string `json:"topic"`
+	Seq     int64              `json:"seq"`
+	ID      adapters.MessageID `json:"id"`
+	Sender  string             `json:"sender"`
+	Name    string             `json:"name"`
+	Text    string             `json:"text"`
+	Time    string             `json:"time"`
+	FromBot bool               `json:"from_bot"`
+	Topic   string             `json:"topic"`
 }
 
 type messagesResponse struct {

@@ -33,7 +33,7 @@ func TestPostStoresMessage(t *testing.T) {
 		t.Fatalf("status %d %s, want 202", status, body)
 	}
 	resp := decode[postResponse](t, body)
-	if !strings.HasPrefix(resp.ID, "w-") || resp.Seq != 1 {
+	if !strings.HasPrefix(resp.ID.String(), "w-") || resp.Seq != 1 {
 		t.Fatalf("response %+v, want id w-… and seq 1", resp)
 	}
 	got := s.g.stored()
@@ -184,7 +184,7 @@ func TestGetMessages(t *testing.T) {
 	if len(all) != 5 || all[4].Seq != botSeq {
 		t.Fatalf("default query gave %d messages, want 5 ending with the bot's", len(all))
 	}
-	if bot := all[4]; !bot.FromBot || bot.Sender != "sb" || bot.Name != "sb" || !strings.HasPrefix(bot.ID, "b-") {
+	if bot := all[4]; !bot.FromBot || bot.Sender != "sb" || bot.Name != "sb" || !strings.HasPrefix(bot.ID.String(), "b-") {
 		t.Errorf("bot message %+v, want from_bot, sender and name sb, id b-…", bot)
 	}
 
@@ -210,13 +210,13 @@ func TestSend(t *testing.T) {
 	if a.Name() != "web" {
 		t.Errorf("name %q", a.Name())
 	}
-	ids := make(map[string]bool)
+	ids := make(map[adapters.MessageID]bool)
 	for range 1000 {
 		id, err := a.Send(t.Context(), adapters.Outbound{Chat: "web:lobby", Text: "hi"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !regexp.MustCompile(`^b-[0-9a-f]{16}$`).MatchString(id) || ids[id] {
+		if !regexp.MustCompile(`^b-[0-9a-f]{16}$`).MatchString(id.String()) || ids[id] {
 			t.Fatalf("id %q: want a fresh b-<hex>", id)
 		}
 		ids[id] = true

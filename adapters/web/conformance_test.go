@@ -30,7 +30,7 @@ type webUnderTest struct {
 	g *fakeGateway
 }
 
-func (w webUnderTest) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+func (w webUnderTest) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
 	id, err := w.Adapter.Send(ctx, m)
 	if err != nil {
 		return "", err
@@ -56,7 +56,7 @@ func (p *webPlatform) Features() adaptertest.Features {
 func (p *webPlatform) Group() (adapters.JID, string) { return "web:lobby", "t1" }
 func (p *webPlatform) DM() adapters.JID              { return "" }
 
-func (p *webPlatform) UserPosts(t *testing.T, post adaptertest.Post) string {
+func (p *webPlatform) UserPosts(t *testing.T, post adaptertest.Post) adapters.MessageID {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"sender": "ann", "text": post.Text, "topic": post.Topic})
 	// Like the chat page, a user whose post was refused (503: not stored)
@@ -70,7 +70,7 @@ func (p *webPlatform) UserPosts(t *testing.T, post adaptertest.Post) string {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusAccepted {
-			var r struct{ ID string }
+			var r struct{ ID adapters.MessageID }
 			if err := json.Unmarshal(b, &r); err != nil {
 				t.Fatal(err)
 			}
@@ -84,9 +84,11 @@ func (p *webPlatform) UserPosts(t *testing.T, post adaptertest.Post) string {
 	return ""
 }
 
-func (p *webPlatform) UserEdits(*testing.T, adapters.JID, string, string) bool { return false }
-func (p *webPlatform) UserDeletes(*testing.T, adapters.JID, string) bool       { return false }
-func (p *webPlatform) UserReacts(*testing.T, adapters.JID, string, string) bool {
+func (p *webPlatform) UserEdits(*testing.T, adapters.JID, adapters.MessageID, string) bool {
+	return false
+}
+func (p *webPlatform) UserDeletes(*testing.T, adapters.JID, adapters.MessageID) bool { return false }
+func (p *webPlatform) UserReacts(*testing.T, adapters.JID, adapters.MessageID, string) bool {
 	return false
 }
 

@@ -65,7 +65,7 @@ func (g *fakeGateway) deliver(ctx context.Context, m adapters.Inbound) (int64, e
 
 // store appends m unless (chat, id) is known; the caller holds g.mu.
 func (g *fakeGateway) store(m adapters.Inbound) (seq int64, dup bool) {
-	key := string(m.Chat) + "\x00" + m.ID
+	key := string(m.Chat) + "\x00" + m.ID.String()
 	if seq, ok := g.byID[key]; ok {
 		return seq, true
 	}
@@ -95,7 +95,7 @@ func (g *fakeGateway) seed(room, sender, text string) int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	seq, _ := g.store(adapters.Inbound{
-		Chat: chatJID(room), ID: "seed-" + text, Sender: senderJID(sender), SenderName: sender,
+		Chat: chatJID(room), ID: adapters.MessageID("seed-" + text), Sender: senderJID(sender), SenderName: sender,
 		Text: text, Time: time.Date(2026, 3, 1, 12, 30, 5, 123456789, time.UTC), Verb: adapters.VerbMention,
 	})
 	return seq

@@ -21,12 +21,12 @@ func inbound(room string, req postRequest, botName string, now time.Time) (adapt
 	if strings.EqualFold(req.Sender, botSender) {
 		return adapters.Inbound{}, fmt.Errorf("sender %q is reserved for the bot; pick another name", req.Sender)
 	}
-	id := "w-" + randomID()
+	id := adapters.MessageID("w-" + randomID())
 	if req.ID != "" {
 		if err := checkWord("id", req.ID); err != nil {
 			return adapters.Inbound{}, err
 		}
-		id = "w-" + req.ID
+		id = adapters.MessageID("w-" + req.ID)
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return adapters.Inbound{}, errors.New("text is required and must not be blank")

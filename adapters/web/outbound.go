@@ -12,14 +12,14 @@ import (
 // stored it and called Stored. It returns a fresh unique id ("b-…") for the
 // gateway to store the message under. It does not block. A chat that is not
 // a valid web room is an error wrapping adapters.ErrPermanent.
-func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (string, error) {
+func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("web: send %s: %w", m.Chat, err)
 	}
 	if _, err := roomOf(m.Chat); err != nil {
 		return "", fmt.Errorf("web: send %s: %w: %w", m.Chat, err, adapters.ErrPermanent)
 	}
-	return "b-" + randomID(), nil
+	return adapters.MessageID("b-" + randomID()), nil
 }
 
 // Stored implements adapters.Watcher: it wakes the event streams open on

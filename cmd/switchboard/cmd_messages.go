@@ -23,12 +23,13 @@ second; otherwise it is delivered when the gateway next starts.`,
 		Example: `  switchboard send web:lobby "maintenance at 18:00"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := adapters.ParseJID(args[0]); err != nil {
+			chat, err := adapters.ParseJID(args[0])
+			if err != nil {
 				return usageError{err}
 			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
-				it, err := control.QueueSend(ctx, st, control.SendRequest{Chat: args[0], Text: args[1], Topic: topic})
+				it, err := control.QueueSend(ctx, st, control.SendRequest{Chat: chat, Text: args[1], Topic: topic})
 				if err != nil {
 					return err
 				}
@@ -52,11 +53,13 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 		Example: `  switchboard inject web:lobby "summarize today's discussion"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := adapters.ParseJID(args[0]); err != nil {
+			chat, err := adapters.ParseJID(args[0])
+			if err != nil {
 				return usageError{err}
 			}
+			var from adapters.JID
 			if sender != "" {
-				if _, err := adapters.ParseJID(sender); err != nil {
+				if from, err = adapters.ParseJID(sender); err != nil {
 					return usagef("--sender: %w", err)
 				}
 			}
@@ -66,7 +69,7 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 				if err != nil {
 					return fmt.Errorf("route table: %w", err)
 				}
-				m, folder, err := control.Inject(ctx, st, t, control.InjectRequest{Chat: args[0], Text: args[1], Sender: sender})
+				m, folder, err := control.Inject(ctx, st, t, control.InjectRequest{Chat: chat, Text: args[1], Sender: from})
 				if err != nil {
 					return err
 				}
@@ -94,10 +97,11 @@ func (a *app) messagesCommand() *cobra.Command {
 			ctx := cmd.Context()
 			opts := store.SearchOptions{Limit: limit}
 			if jid != "" {
-				if _, err := adapters.ParseJID(jid); err != nil {
+				chat, err := adapters.ParseJID(jid)
+				if err != nil {
 					return usagef("--jid: %w", err)
 				}
-				opts.ChatJIDs = []string{jid}
+				opts.ChatJIDs = []adapters.JID{chat}
 			}
 			return a.withStore(ctx, func(st *store.Store) error {
 				hits, err := st.Search(ctx, args[0], opts)

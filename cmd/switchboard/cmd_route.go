@@ -55,7 +55,7 @@ mode trigger runs a turn; observe stores the message as context only.`,
   switchboard route explain telegram:group/1001 --sender telegram:user/42 --verb mention`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.routeExplain(cmd, routing.Message{ChatJID: args[0], Sender: sender, Verb: verb, Topic: topic})
+			return a.routeExplain(cmd, args[0], sender, verb, topic)
 		},
 	}
 	explain.Flags().StringVar(&sender, "sender", "", "sender JID, e.g. web:user/ann")
@@ -134,8 +134,11 @@ func (a *app) shadowWarning(cmd *cobra.Command, st *store.Store, r routing.Route
 	if err != nil {
 		return ""
 	}
-	msg := routing.Message{ChatJID: jid, Sender: r.Match[routing.KeySender], Verb: r.Match[routing.KeyVerb], Topic: r.Match[routing.KeyTopic]}
-	if win, ok := t.Resolve(msg); ok && win.ID != r.ID && routing.IsLiteral(msg.Sender) && routing.IsLiteral(msg.Verb) && routing.IsLiteral(msg.Topic) {
+	// A route's match values are globs, not JIDs: only literal ones name a
+	// message to resolve.
+	sender := r.Match[routing.KeySender]
+	msg := routing.Message{ChatJID: adapters.JID(jid), Sender: adapters.JID(sender), Verb: r.Match[routing.KeyVerb], Topic: r.Match[routing.KeyTopic]}
+	if win, ok := t.Resolve(msg); ok && win.ID != r.ID && routing.IsLiteral(sender) && routing.IsLiteral(msg.Verb) && routing.IsLiteral(msg.Topic) {
 		return fmt.Sprintf("route %d (seq %d) is tried first and wins for %s; give this one a lower --seq (e.g. --seq %d)", win.ID, win.Seq, jid, win.Seq-1)
 	}
 	return ""
@@ -198,12 +201,14 @@ func (a *app) routeRemove(cmd *cobra.Command, arg string) error {
 	})
 }
 
-func (a *app) routeExplain(cmd *cobra.Command, m routing.Message) error {
-	if _, err := adapters.ParseJID(m.ChatJID); err != nil {
+func (a *app) routeExplain(cmd *cobra.Command, chat, sender, verb, topic string) error {
+	m := routing.Message{Verb: verb, Topic: topic}
+	var err error
+	if m.ChatJID, err = adapters.ParseJID(chat); err != nil {
 		return usageError{err}
 	}
-	if m.Sender != "" {
-		if _, err := adapters.ParseJID(m.Sender); err != nil {
+	if sender != "" {
+		if m.Sender, err = adapters.ParseJID(sender); err != nil {
 			return usagef("--sender: %w", err)
 		}
 	}

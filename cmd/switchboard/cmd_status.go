@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"switchboard/adapters"
 	"switchboard/control"
 	"switchboard/remote"
 	"switchboard/scheduler"
@@ -83,9 +84,9 @@ type gatewayState struct {
 }
 
 type runningTurn struct {
-	Folder  string    `json:"folder"`
-	ChatJID string    `json:"chat_jid"`
-	Started time.Time `json:"started"`
+	Folder  string       `json:"folder"`
+	ChatJID adapters.JID `json:"chat_jid"`
+	Started time.Time    `json:"started"`
 }
 
 type outboxCounts struct {
@@ -105,13 +106,13 @@ type nextTask struct {
 func (t nextTask) At() string { return inZone(t.Next, t.Timezone) }
 
 type failedTurn struct {
-	TurnID  string    `json:"turn_id"`
-	Folder  string    `json:"folder"`
-	ChatJID string    `json:"chat_jid"`
-	Trigger string    `json:"trigger"`
-	Attempt int       `json:"attempt"`
-	Started time.Time `json:"started"`
-	Error   string    `json:"error"`
+	TurnID  string       `json:"turn_id"`
+	Folder  string       `json:"folder"`
+	ChatJID adapters.JID `json:"chat_jid"`
+	Trigger string       `json:"trigger"`
+	Attempt int          `json:"attempt"`
+	Started time.Time    `json:"started"`
+	Error   string       `json:"error"`
 }
 
 // aliveWithin: a heartbeat younger than this, from a live pid, is a running

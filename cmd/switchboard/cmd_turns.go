@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/store"
 )
@@ -54,21 +55,21 @@ reported nothing).`,
 
 // turnLine is one turn as `switchboard turns` shows it.
 type turnLine struct {
-	ID                  string    `json:"id"`
-	Folder              string    `json:"folder"`
-	ChatJID             string    `json:"chat_jid"`
-	Trigger             string    `json:"trigger"`
-	Status              string    `json:"status"`
-	Started             time.Time `json:"started"`
-	DurationMS          int64     `json:"duration_ms"`
-	CostUSD             float64   `json:"cost_usd"`
-	InputTokens         int64     `json:"input_tokens"`
-	OutputTokens        int64     `json:"output_tokens"`
-	CacheCreationTokens int64     `json:"cache_creation_tokens"`
-	CacheReadTokens     int64     `json:"cache_read_tokens"`
-	NumTurns            int64     `json:"num_turns"`
-	APIMS               int64     `json:"api_ms"`
-	Error               string    `json:"error,omitempty"`
+	ID                  string       `json:"id"`
+	Folder              string       `json:"folder"`
+	ChatJID             adapters.JID `json:"chat_jid"`
+	Trigger             string       `json:"trigger"`
+	Status              string       `json:"status"`
+	Started             time.Time    `json:"started"`
+	DurationMS          int64        `json:"duration_ms"`
+	CostUSD             float64      `json:"cost_usd"`
+	InputTokens         int64        `json:"input_tokens"`
+	OutputTokens        int64        `json:"output_tokens"`
+	CacheCreationTokens int64        `json:"cache_creation_tokens"`
+	CacheReadTokens     int64        `json:"cache_read_tokens"`
+	NumTurns            int64        `json:"num_turns"`
+	APIMS               int64        `json:"api_ms"`
+	Error               string       `json:"error,omitempty"`
 }
 
 func newTurnLine(t store.Turn) turnLine {

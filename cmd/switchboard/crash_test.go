@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/internal/testwait"
 )
 
@@ -153,7 +154,7 @@ func TestE2ECrashRecovery(t *testing.T) {
 	inReplies := map[string]int{}
 	failed := 0
 	for r := range crashRooms {
-		items, err := st.Outbox(ctx, "web:"+fmt.Sprintf("r%d", r), 1000)
+		items, err := st.Outbox(ctx, adapters.JID("web:"+fmt.Sprintf("r%d", r)), 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

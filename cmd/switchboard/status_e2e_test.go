@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/internal/testwait"
 	"switchboard/store"
 )
@@ -105,7 +106,7 @@ func TestE2EStatusAndBackup(t *testing.T) {
 	for _, id := range before {
 		found := false
 		for i := range 8 {
-			if _, err := st.MessageByID(context.Background(), fmt.Sprintf("web:burst%d", i), id); err == nil {
+			if _, err := st.MessageByID(context.Background(), adapters.JID(fmt.Sprintf("web:burst%d", i)), adapters.MessageID(id)); err == nil {
 				found = true
 			}
 		}
