@@ -49,11 +49,12 @@ func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRe
 		trigger = store.TriggerInject
 	}
 	name := sender.String()[strings.LastIndexByte(sender.String(), '/')+1:]
-	m, err := Normalize(adapters.Inbound{Chat: req.Chat, ID: adapters.MessageID(store.NewID("inj-")), Sender: sender,
-		SenderName: name, Text: req.Text, Verb: adapters.VerbMention})
-	if err != nil {
+	in := adapters.Inbound{Chat: req.Chat, ID: adapters.MessageID(store.NewID("inj-")), Sender: sender,
+		SenderName: name, Text: req.Text, Verb: adapters.VerbMention}
+	if err := in.Validate(); err != nil {
 		return store.Message{}, "", err
 	}
+	m := StoreMessage(in)
 	work := []store.WorkItem{{Folder: folder, ChatJID: req.Chat, Mode: string(routing.Trigger), Trigger: trigger, Origin: req.Origin, Chain: req.Chain}}
 	if _, err := st.EnqueueMessage(ctx, &m, work); err != nil {
 		return store.Message{}, "", fmt.Errorf("inject into %s: %w", req.Chat, err)

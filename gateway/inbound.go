@@ -17,10 +17,10 @@ import (
 // transaction (shared with concurrent Deliver calls: see committer); edits,
 // deletes and reactions change what is stored and never start a turn.
 func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, error) {
-	m, err := control.Normalize(in)
-	if err != nil {
+	if err := in.Validate(); err != nil {
 		return 0, err
 	}
+	m := control.StoreMessage(in)
 	if self, ok := g.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
@@ -62,10 +62,10 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 // once (a known one keeps its seq), never routed.
 func (g *Gateway) storeFetched(ctx context.Context, in adapters.Inbound) (int64, error) {
 	in.Kind = adapters.KindMessage
-	m, err := control.Normalize(in)
-	if err != nil {
+	if err := in.Validate(); err != nil {
 		return 0, err
 	}
+	m := control.StoreMessage(in)
 	if self, ok := g.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
