@@ -77,12 +77,16 @@ type MessageID string
 
 func (id MessageID) String() string { return string(id) }
 
+// Verb says whether an inbound message addresses the bot; routes match on
+// it (match key "verb").
+type Verb string
+
 // Verbs of an inbound message.
 const (
-	VerbMessage = "message"
+	VerbMessage Verb = "message"
 	// VerbMention: the bot was mentioned, the chat is a DM, or the message
 	// replies to a bot message.
-	VerbMention = "mention"
+	VerbMention Verb = "mention"
 )
 
 // Kind is what an Inbound event does to the store.
@@ -130,7 +134,7 @@ type Inbound struct {
 	Time        time.Time
 	Topic       string    // thread / forum topic; "" for none
 	ReplyTo     MessageID // platform id of the message this one replies to
-	Verb        string    // VerbMessage or VerbMention
+	Verb        Verb      // VerbMessage or VerbMention
 	FromBot     bool      // the bot's own message echoed back: stored, never triggers
 	OtherBot    bool      // sent by another bot or a webhook: stored and marked, never triggers
 	Attachments []Attachment

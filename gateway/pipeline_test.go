@@ -691,7 +691,7 @@ func TestMentionEngagesFolder(t *testing.T) {
 			{Match: map[string]string{"platform": "test", "verb": "mention"}, Target: "main"},
 			{Match: map[string]string{"platform": "test"}, Target: "main", Mode: routing.Observe},
 		}})
-	deliver := func(id, topic, verb string) {
+	deliver := func(id, topic string, verb adapters.Verb) {
 		t.Helper()
 		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: adapters.MessageID(id), Sender: "test:user/ann",
 			Text: id, Topic: topic, Verb: verb}); err != nil {

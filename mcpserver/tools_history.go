@@ -155,7 +155,7 @@ type messageView struct {
 	Time        time.Time             `json:"time"`
 	Topic       string                `json:"topic,omitempty"`
 	ReplyTo     adapters.MessageID    `json:"reply_to,omitempty"`
-	Verb        string                `json:"verb,omitempty"`
+	Verb        adapters.Verb         `json:"verb,omitempty"`
 	FromBot     bool                  `json:"from_bot,omitempty"`
 	Attachments []adapters.Attachment `json:"attachments,omitempty"`
 }

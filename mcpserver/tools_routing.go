@@ -65,7 +65,7 @@ func routingTools() []*toolDef {
 			readOnly,
 			chatParam(chatDesc),
 			mcp.WithString("sender", mcp.Description("Sender JID of the message, e.g. web:user/ann.")),
-			mcp.WithString("verb", mcp.Enum("message", "mention"), mcp.Description("message (default) or mention (the bot was mentioned, a DM, or a reply to the bot).")),
+			mcp.WithString("verb", mcp.Enum(string(adapters.VerbMessage), string(adapters.VerbMention)), mcp.Description("message (default) or mention (the bot was mentioned, a DM, or a reply to the bot).")),
 			mcp.WithString("topic", mcp.Description("Thread or topic id of the message.")),
 		), run: runExplainRoute},
 	}
@@ -224,7 +224,7 @@ func runSetRoutes(ctx context.Context, c *call) (any, error) {
 }
 
 func runExplainRoute(_ context.Context, c *call) (any, error) {
-	verb := c.str("verb")
+	verb := adapters.Verb(c.str("verb"))
 	if verb == "" {
 		verb = adapters.VerbMessage
 	}

@@ -25,7 +25,7 @@ func naiveSort(routes []Route) []Route {
 // (GlobMatch has its own reference test).
 func naiveResolve(sorted []Route, m Message, ownerOnly bool) (Route, int, bool) {
 	platform, room, _ := strings.Cut(string(m.ChatJID), ":")
-	vals := map[string]string{KeyPlatform: platform, KeyRoom: room, KeyChatJID: string(m.ChatJID), KeySender: string(m.Sender), KeyVerb: m.Verb, KeyTopic: m.Topic}
+	vals := map[string]string{KeyPlatform: platform, KeyRoom: room, KeyChatJID: string(m.ChatJID), KeySender: string(m.Sender), KeyVerb: string(m.Verb), KeyTopic: m.Topic}
 next:
 	for i, r := range sorted {
 		for k, g := range r.Match {
@@ -101,7 +101,7 @@ func randomMessage(rng *rand.Rand) Message {
 	case 1:
 		chat = "nocolon"
 	}
-	m := Message{ChatJID: adapters.JID(chat), Sender: adapters.JID(eqLiteral(rng, KeySender)), Verb: eqLiteral(rng, KeyVerb)}
+	m := Message{ChatJID: adapters.JID(chat), Sender: adapters.JID(eqLiteral(rng, KeySender)), Verb: adapters.Verb(eqLiteral(rng, KeyVerb))}
 	if rng.IntN(2) == 0 {
 		m.Topic = eqLiteral(rng, KeyTopic)
 	}

@@ -38,6 +38,6 @@ type Route struct {
 type Message struct {
 	ChatJID adapters.JID
 	Sender  adapters.JID
-	Verb    string
+	Verb    adapters.Verb
 	Topic   string
 }

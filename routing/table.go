@@ -41,7 +41,7 @@ const (
 type values [numKeys]string
 
 func messageValues(m Message) values {
-	return values{m.ChatJID.Platform(), m.ChatJID.Room(), string(m.ChatJID), string(m.Sender), m.Verb, m.Topic}
+	return values{m.ChatJID.Platform(), m.ChatJID.Room(), string(m.ChatJID), string(m.Sender), string(m.Verb), m.Topic}
 }
 
 // entry is a route with its globs compiled; globs[k] is nil when the route

@@ -33,7 +33,7 @@ type Message struct {
 	Text        string
 	Topic       string
 	ReplyTo     adapters.MessageID
-	Verb        string
+	Verb        adapters.Verb
 	FromBot     bool
 	OtherBot    bool // sent by another bot or a webhook: never starts a turn
 	Deleted     bool // deleted on the platform; the text is kept for the record

@@ -132,7 +132,7 @@ func TestInbound(t *testing.T) {
 	for _, ev := range evs {
 		byID[ev.ID.String()] = ev
 	}
-	check := func(i int, chat adapters.JID, topic, verb string, other bool) {
+	check := func(i int, chat adapters.JID, topic string, verb adapters.Verb, other bool) {
 		t.Helper()
 		ev := byID[ids[i]]
 		if ev.Chat != chat || ev.Topic != topic || ev.Verb != verb || ev.OtherBot != other {

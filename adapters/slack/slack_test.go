@@ -64,7 +64,7 @@ func TestInboundChannelThreadDM(t *testing.T) {
 			for i, w := range want {
 				e := ev[i]
 				if string(e.Chat) != w.chat || e.ID.String() != w.id || string(e.Sender) != w.sender || e.SenderName != w.name ||
-					e.Topic != w.topic || e.Verb != w.verb || e.Text != w.text || e.FromBot || e.OtherBot {
+					e.Topic != w.topic || string(e.Verb) != w.verb || e.Text != w.text || e.FromBot || e.OtherBot {
 					t.Errorf("event %d = %+v\nwant %+v", i, e, w)
 				}
 			}

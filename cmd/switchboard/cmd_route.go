@@ -59,7 +59,7 @@ mode trigger runs a turn; observe stores the message as context only.`,
 		},
 	}
 	explain.Flags().StringVar(&sender, "sender", "", "sender JID, e.g. web:user/ann")
-	explain.Flags().StringVar(&verb, "verb", adapters.VerbMessage, "message or mention")
+	explain.Flags().StringVar(&verb, "verb", string(adapters.VerbMessage), "message or mention")
 	explain.Flags().StringVar(&topic, "topic", "", "thread or forum topic id")
 	cmd.AddCommand(add, list, rm, explain)
 	return cmd
@@ -136,9 +136,9 @@ func (a *app) shadowWarning(cmd *cobra.Command, st *store.Store, r routing.Route
 	}
 	// A route's match values are globs, not JIDs: only literal ones name a
 	// message to resolve.
-	sender := r.Match[routing.KeySender]
-	msg := routing.Message{ChatJID: adapters.JID(jid), Sender: adapters.JID(sender), Verb: r.Match[routing.KeyVerb], Topic: r.Match[routing.KeyTopic]}
-	if win, ok := t.Resolve(msg); ok && win.ID != r.ID && routing.IsLiteral(sender) && routing.IsLiteral(msg.Verb) && routing.IsLiteral(msg.Topic) {
+	sender, verb := r.Match[routing.KeySender], r.Match[routing.KeyVerb]
+	msg := routing.Message{ChatJID: adapters.JID(jid), Sender: adapters.JID(sender), Verb: adapters.Verb(verb), Topic: r.Match[routing.KeyTopic]}
+	if win, ok := t.Resolve(msg); ok && win.ID != r.ID && routing.IsLiteral(sender) && routing.IsLiteral(verb) && routing.IsLiteral(msg.Topic) {
 		return fmt.Sprintf("route %d (seq %d) is tried first and wins for %s; give this one a lower --seq (e.g. --seq %d)", win.ID, win.Seq, jid, win.Seq-1)
 	}
 	return ""
@@ -202,7 +202,7 @@ func (a *app) routeRemove(cmd *cobra.Command, arg string) error {
 }
 
 func (a *app) routeExplain(cmd *cobra.Command, chat, sender, verb, topic string) error {
-	m := routing.Message{Verb: verb, Topic: topic}
+	m := routing.Message{Verb: adapters.Verb(verb), Topic: topic}
 	var err error
 	if m.ChatJID, err = adapters.ParseJID(chat); err != nil {
 		return usageError{err}
