@@ -109,6 +109,15 @@ const (
 	KindReaction Kind = "reaction"
 )
 
+// Name is the kind's name for logs, errors and metrics: the zero Kind is
+// "message".
+func (k Kind) Name() string {
+	if k == "" {
+		return string(KindMessage)
+	}
+	return string(k)
+}
+
 // Attachment is a file that came with a message. Ref is opaque to everything
 // but the adapter that minted it (a file id, a path without credentials); it
 // never holds a token or a URL that grants access by itself. The adapter's

@@ -13,7 +13,7 @@ const MaxInboundText = 1 << 20
 // ErrBadMessage that says what was wrong and where (kind, id and chat).
 func (in Inbound) Validate() error {
 	bad := func(format string, args ...any) error {
-		where := fmt.Sprintf("%s %q in %q", kindName(in.Kind), in.ID, in.Chat)
+		where := fmt.Sprintf("%s %q in %q", in.Kind.Name(), in.ID, in.Chat)
 		return fmt.Errorf("%w: %s: %s", ErrBadMessage, where, fmt.Sprintf(format, args...))
 	}
 	switch in.Kind {
@@ -45,14 +45,6 @@ func (in Inbound) Validate() error {
 		return bad("a reaction needs an emoji of 1 to 128 bytes")
 	}
 	return nil
-}
-
-// kindName names an event kind for an error; the zero Kind is a message.
-func kindName(k Kind) string {
-	if k == "" {
-		return string(KindMessage)
-	}
-	return string(k)
 }
 
 // invalidUTF8At is the byte offset of the first invalid UTF-8 in s, or -1.

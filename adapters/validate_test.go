@@ -40,3 +40,11 @@ func TestInboundValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestKindName(t *testing.T) {
+	for k, want := range map[Kind]string{"": "message", KindMessage: "message", KindEdit: "edit", KindReaction: "reaction", "poke": "poke"} {
+		if got := k.Name(); got != want {
+			t.Errorf("Kind(%q).Name() = %q; want %q", k, got, want)
+		}
+	}
+}

@@ -24,7 +24,7 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	if self, ok := g.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
-	g.metrics.inbound.WithLabelValues(g.platformLabel(in.Chat), kindName(in.Kind)).Inc()
+	g.metrics.inbound.WithLabelValues(g.platformLabel(in.Chat), in.Kind.Name()).Inc()
 	switch in.Kind {
 	case adapters.KindEdit:
 		if _, err := g.st.EditMessage(ctx, &m); err != nil {
@@ -84,13 +84,6 @@ func (g *Gateway) react(ctx context.Context, in adapters.Inbound, m store.Messag
 	}
 	return g.st.SetReaction(ctx, store.Reaction{ChatJID: m.ChatJID, MsgID: m.ID, Sender: m.Sender, SenderName: m.SenderName,
 		Emoji: in.Reaction, Removed: in.ReactionRemoved, Time: m.Time}, note)
-}
-
-func kindName(k adapters.Kind) string {
-	if k == "" {
-		return string(adapters.KindMessage)
-	}
-	return string(k)
 }
 
 // route decides what a stored message does: nothing (unrouted), observe, or

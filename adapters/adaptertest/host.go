@@ -59,12 +59,12 @@ func (h *Host) Deliver(ctx context.Context, m adapters.Inbound) (int64, error) {
 	defer h.mu.Unlock()
 	h.init()
 	key := msgKey{m.Chat, m.ID}
-	if seq, ok := h.seqs[key]; ok && (m.Kind == "" || m.Kind == adapters.KindMessage) {
+	if seq, ok := h.seqs[key]; ok && m.Kind.Name() == string(adapters.KindMessage) {
 		return seq, nil
 	}
 	h.events = append(h.events, m)
 	seq := int64(len(h.events))
-	if m.Kind == "" || m.Kind == adapters.KindMessage {
+	if m.Kind.Name() == string(adapters.KindMessage) {
 		h.seqs[key] = seq
 	}
 	h.notify()
