@@ -1,9 +1,10 @@
 // Package adapters defines what a chat platform looks like to the gateway: the
-// JID type, the normalized Inbound event, the Outbound request, the small
-// Adapter interface every platform implements, the Host a running adapter
-// talks back to, and optional capability interfaces (edit, delete, react,
-// pin, files, downloads, history, typing, identity, limits) discovered by type
-// assertion. It is a leaf: platform packages import it, never the reverse.
+// JID and MessageID types, the normalized Inbound event (and its Validate),
+// the Outbound request, the small Adapter interface every platform
+// implements, the Host a running adapter talks back to, and optional
+// capability interfaces (edit, delete, react, pin, files, downloads, history,
+// typing, identity, limits) discovered by type assertion. It is a leaf:
+// platform packages import it, never the reverse.
 //
 // docs/adapters.md says how to add a platform and what each capability
 // promises.
