@@ -275,9 +275,9 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat adapters.JID, beforeI
 				}
 				// What the platform returned, not the stored copy: a
 				// message stored earlier may have changed since.
-				out = append(out, store.Message{Seq: seq, ChatJID: m.Chat, ID: m.ID, Sender: m.Sender,
-					SenderName: m.SenderName, Text: m.Text, Time: m.Time, Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb,
-					FromBot: m.FromBot, Attachments: m.Attachments})
+				sm := control.StoreMessage(m)
+				sm.Seq = seq
+				out = append(out, sm)
 			}
 			return out, "platform", nil
 		}
