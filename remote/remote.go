@@ -31,7 +31,8 @@ const (
 // any turn, short enough that stale ones vanish on their own.
 const keep = time.Hour
 
-// workerTTL is how long a worker's entry outlives its last heartbeat.
+// workerTTL is how long a worker's entry outlives its last heartbeat
+// (default of RunnerOptions.WorkerTTL and WorkerOptions.WorkerTTL).
 const workerTTL = 15 * time.Second
 
 // Job is one turn as published to TurnsStream.
@@ -53,6 +54,8 @@ type Job struct {
 	// DeadlineMs (Unix ms) is when the gateway stops waiting: the worker
 	// kills the agent then, and does not start a job whose deadline passed.
 	DeadlineMs int64 `json:"deadline_ms"`
+	// Folder is the version of the group folder the turn runs on (folders.go).
+	Folder *FolderRef `json:"folder,omitempty"`
 }
 
 // Outcome is a job's result as published to ResultsStream.
@@ -68,6 +71,8 @@ type Outcome struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 	Stderr     string `json:"stderr,omitempty"`
 	Error      string `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
+	// Folder is what the turn changed in its folder; nil: nothing.
+	Folder *FolderDelta `json:"folder,omitempty"`
 }
 
 // WorkerInfo is a live worker's entry in the workers bucket.
