@@ -210,6 +210,7 @@ func TestE2EWorkers(t *testing.T) {
 func TestE2EWorkerFolders(t *testing.T) {
 	t.Parallel()
 	script := fmt.Sprintf(`cat notes.txt > "$out/seen-$n" 2>/dev/null
+ls -A > "$out/ls-$n"
 echo "note $n" >> notes.txt
 exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 	dir := newE2E(t, e2eConfig{agent: script, groups: []string{"g0"}, routes: "  - {match: {platform: web, room: r0}, target: g0}\n",
@@ -237,20 +238,23 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 	if cwd := strings.TrimSpace(turnFile(t, dir, "g0", "cwd", 1)); cwd != folder {
 		t.Errorf("the sandboxed agent ran in %s; want the gateway's path %s", cwd, folder)
 	}
+	if ls := turnFile(t, dir, "g0", "ls", 1); strings.Contains(ls, ".env") {
+		t.Errorf("the agent saw the gateway's .env:\n%s", ls)
+	}
 	turn := turnEnv(t, dir, "g0", 1)["SWITCHBOARD_TURN_ID"]
 	first, other := "", ""
-	for name, w := range workers {
-		if len(w.records("turn done", "turn", turn)) > 0 {
-			first = name
-		} else {
-			other = name
+	testwait.For(t, 10*time.Second, "a worker's log of turn "+turn, func() bool {
+		for name, w := range workers {
+			if len(w.records("turn done", "turn", turn)) > 0 {
+				first = name
+			} else {
+				other = name
+			}
 		}
-	}
-	if first == "" {
-		t.Fatalf("no worker logged turn %s", turn)
-	}
-	if _, err := os.Stat(filepath.Join(dir, first, "folders", folder, ".env")); !os.IsNotExist(err) {
-		t.Errorf("the gateway's .env reached worker %s's copy (%v)", first, err)
+		return first != ""
+	})
+	if got, _ := os.ReadFile(filepath.Join(dir, first, "folders", folder, "notes.txt")); string(got) != "note 1\n" {
+		t.Errorf("worker %s's copy of the folder holds notes.txt %q; want the turn's write there", first, got)
 	}
 	// The next turn runs on the other worker.
 	w := workers[first]
