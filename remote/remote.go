@@ -6,7 +6,10 @@
 // (nats.embedded). Delivery is at most once: a job is acknowledged when a
 // worker takes it and never redelivered; a turn whose outcome does not come
 // by its deadline fails, and the gateway's own retry policy runs it again
-// as a new turn.
+// as a new turn. The group folder travels as a versioned snapshot
+// (folders.go): the worker runs the turn in its copy of the job's version
+// and sends back what changed, which the gateway applies only if the folder
+// is still at that version.
 package remote
 
 import (
@@ -38,8 +41,8 @@ const workerTTL = 15 * time.Second
 // Job is one turn as published to TurnsStream.
 type Job struct {
 	TurnID string `json:"turn_id"` // also the message id (JetStream de-duplication)
-	// Dir is the group folder: the worker runs the agent at the same
-	// absolute path.
+	// Dir is the group folder: the worker runs the agent in its copy of
+	// it, which a sandboxed agent sees at this same absolute path.
 	Dir       string `json:"dir"`
 	Prompt    string `json:"prompt"`
 	SessionID string `json:"session_id,omitempty"`
