@@ -59,13 +59,14 @@ func exists(p string) bool {
 func TestFolderRoundTrip(t *testing.T) {
 	nc := natsConn(t)
 	wdir := t.TempDir()
-	w := runWorker(t, nc, WorkerOptions{ID: "w1", Slots: 1, Dir: wdir})
+	var wlog testlog.Buffer
+	w := runWorker(t, nc, WorkerOptions{ID: "w1", Slots: 1, Dir: wdir, Logger: slog.New(slog.NewTextHandler(&wlog, nil))})
 	gate := filepath.Join(t.TempDir(), "gate")
 	t.Setenv("GATE", gate)
 	r := newRunner(t, nc, `ls -A | sort | tr '\n' ' '
 cat work.md sub/keep.txt
 echo changed > work.md; echo new > sub/new.txt; rm old.txt; mkdir -p made/deep; echo d > made/deep/f
-echo worker-secret > .env; echo key > id_rsa; chmod 755 sub/new.txt
+echo worker-secret > .env; echo key > id_rsa; chmod 755 sub/new.txt; ln -s /etc/passwd wlink
 while [ ! -e "$GATE" ]; do sleep 0.02; done`, 0)
 	in := turnInput(t, "t-fold-1")
 	writeFiles(t, in.Dir, map[string]string{"work.md": "work\n", "old.txt": "old", "sub/keep.txt": "keep\n",
@@ -102,9 +103,9 @@ while [ ! -e "$GATE" ]; do sleep 0.02; done`, 0)
 			t.Errorf("gateway's %s = %q; want %q", name, got, want)
 		}
 	}
-	for _, name := range []string{"old.txt", "id_rsa"} {
+	for _, name := range []string{"old.txt", "id_rsa", "wlink"} {
 		if exists(filepath.Join(in.Dir, name)) {
-			t.Errorf("gateway's %s exists; want it gone (deleted on the worker) or never sent (a credential)", name)
+			t.Errorf("gateway's %s exists; want it gone (deleted on the worker) or never sent (a credential, a symlink)", name)
 		}
 	}
 	if fi, err := os.Stat(filepath.Join(in.Dir, "sub/new.txt")); err != nil || fi.Mode().Perm() != 0o755 {
@@ -121,6 +122,9 @@ while [ ! -e "$GATE" ]; do sleep 0.02; done`, 0)
 	}
 	if n := w.ObjectGets(); n != 1 {
 		t.Errorf("the worker downloaded %d objects; want 1 (the first snapshot)", n)
+	}
+	if n := strings.Count(wlog.String(), "folder upload skips symlinks and special files"); n != 1 || !strings.Contains(wlog.String(), "skipped=1") {
+		t.Errorf("the worker logged the skipped symlink %d times; want once with its count:\n%s", n, wlog.String())
 	}
 	// The same outcome applied again (a result read twice) does nothing.
 	js, _ := jetstream.New(nc)
