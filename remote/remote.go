@@ -6,7 +6,10 @@
 // (nats.embedded). Delivery is at most once: a job is acknowledged when a
 // worker takes it and never redelivered; a turn whose outcome does not come
 // by its deadline fails, and the gateway's own retry policy runs it again
-// as a new turn.
+// as a new turn. The group folder travels as a versioned snapshot
+// (folders.go): the worker runs the turn in its copy of the job's version
+// and sends back what changed, which the gateway applies only if the folder
+// is still at that version.
 package remote
 
 import (
@@ -31,14 +34,15 @@ const (
 // any turn, short enough that stale ones vanish on their own.
 const keep = time.Hour
 
-// workerTTL is how long a worker's entry outlives its last heartbeat.
+// workerTTL is how long a worker's entry outlives its last heartbeat
+// (default of RunnerOptions.WorkerTTL and WorkerOptions.WorkerTTL).
 const workerTTL = 15 * time.Second
 
 // Job is one turn as published to TurnsStream.
 type Job struct {
 	TurnID string `json:"turn_id"` // also the message id (JetStream de-duplication)
-	// Dir is the group folder: the worker runs the agent at the same
-	// absolute path.
+	// Dir is the group folder: the worker runs the agent in its copy of
+	// it, which a sandboxed agent sees at this same absolute path.
 	Dir       string `json:"dir"`
 	Prompt    string `json:"prompt"`
 	SessionID string `json:"session_id,omitempty"`
@@ -53,6 +57,8 @@ type Job struct {
 	// DeadlineMs (Unix ms) is when the gateway stops waiting: the worker
 	// kills the agent then, and does not start a job whose deadline passed.
 	DeadlineMs int64 `json:"deadline_ms"`
+	// Folder is the version of the group folder the turn runs on (folders.go).
+	Folder *FolderRef `json:"folder,omitempty"`
 }
 
 // Outcome is a job's result as published to ResultsStream.
@@ -68,6 +74,8 @@ type Outcome struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 	Stderr     string `json:"stderr,omitempty"`
 	Error      string `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
+	// Folder is what the turn changed in its folder; nil: nothing.
+	Folder *FolderDelta `json:"folder,omitempty"`
 }
 
 // WorkerInfo is a live worker's entry in the workers bucket.

@@ -40,9 +40,25 @@ func shSpec(command []string) (agent.Spec, error) {
 	return agent.Spec{Command: append([]string{"/bin/sh", "-c"}, command...)}, nil
 }
 
-func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) {
+func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) *Worker {
 	t.Helper()
-	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: slots, Prepare: shSpec, Poll: 500 * time.Millisecond})
+	return runWorker(t, nc, WorkerOptions{ID: id, Slots: slots})
+}
+
+// runWorker runs a worker with opt (Prepare, Poll and Dir filled in when
+// unset) until the test ends.
+func runWorker(t *testing.T, nc *nats.Conn, opt WorkerOptions) *Worker {
+	t.Helper()
+	if opt.Prepare == nil {
+		opt.Prepare = shSpec
+	}
+	if opt.Poll == 0 {
+		opt.Poll = 500 * time.Millisecond
+	}
+	if opt.Dir == "" {
+		opt.Dir = t.TempDir()
+	}
+	w, err := NewWorker(t.Context(), nc, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +71,7 @@ func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) {
 			t.Error(err)
 		}
 	})
+	return w
 }
 
 func newRunner(t *testing.T, nc *nats.Conn, command string, grace time.Duration) *Runner {
@@ -73,12 +90,14 @@ func turnInput(t *testing.T, turn string) agent.Input {
 		Env: []string{"SWITCHBOARD_TURN_ID=" + turn, "SWITCHBOARD_MCP_SOCKET=/gateway/ipc/main.sock", "SWITCHBOARD_FOLDER=main"}}
 }
 
-// A turn runs on a worker in the folder's path (created there), with the
+// A turn runs on a worker in its copy of the folder (unsandboxed: at the
+// copy's own path, <worker data dir>/folders/<gateway's path>), with the
 // prompt on stdin, the turn's environment without the gateway's socket and
 // the values of the allowed variables; its reply comes back.
 func TestRemoteTurn(t *testing.T) {
 	nc := natsConn(t)
-	startWorker(t, nc, "w1", 1)
+	wdir := t.TempDir()
+	runWorker(t, nc, WorkerOptions{ID: "w1", Slots: 1, Dir: wdir})
 	r := newRunner(t, nc, `printf '%s|%s|%s|%s|' "$(cat)" "$SWITCHBOARD_FOLDER" "${SWITCHBOARD_MCP_SOCKET-unset}" "$REMOTE_TEST_ALLOWED"; pwd`, 0)
 	t.Setenv("REMOTE_TEST_ALLOWED", "yes")
 	in := turnInput(t, "t-1")
@@ -86,7 +105,7 @@ func TestRemoteTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "hello|main|unset|yes|" + in.Dir; res.Reply != want {
+	if want := "hello|main|unset|yes|" + filepath.Join(wdir, "folders", in.Dir); res.Reply != want {
 		t.Errorf("reply %q; want %q", res.Reply, want)
 	}
 	if res.SessionID != "s-1" || res.ExitCode != 0 {
@@ -255,7 +274,7 @@ func TestRemoteWorkerGone(t *testing.T) {
 // publishes its result.
 func TestWorkerDrains(t *testing.T) {
 	nc := natsConn(t)
-	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond})
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,14 @@ type RunnerOptions struct {
 	// still reports (default 2 s).
 	Check  time.Duration
 	Logger *slog.Logger
+	// WorkerTTL is how long a worker's entry outlives its last heartbeat
+	// (default 15 s; the same on the gateway and its workers).
+	WorkerTTL time.Duration
+	// SnapshotExclude (nats.snapshot_exclude) are globs never snapshotted
+	// besides DefaultSnapshotExclude; MaxFolderMB (nats.max_folder_mb,
+	// default DefaultMaxFolderMB) caps a snapshotted folder.
+	SnapshotExclude []string
+	MaxFolderMB     int
 }
 
 // Runner is the gateway's agent.Runner for agent.runner: nats.
@@ -46,6 +54,7 @@ type Runner struct {
 	mu    sync.Mutex
 	waits map[string]chan Outcome // turn id → its waiting Run
 	by    map[string]string       // turn id → the worker that took it
+	fold  *folders
 }
 
 // NewRunner creates the streams when missing and starts reading outcomes.
@@ -60,15 +69,22 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if opt.Check <= 0 {
 		opt.Check = 2 * time.Second
 	}
+	if opt.WorkerTTL <= 0 {
+		opt.WorkerTTL = workerTTL
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	kv, err := ensureStreams(ctx, js)
+	kv, err := ensureStreams(ctx, js, opt.WorkerTTL)
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}}
+	fold, err := newFolders(ctx, js, opt.SnapshotExclude, opt.MaxFolderMB, opt.Logger)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}, fold: fold}
 	// Which worker took which turn: a hint (core NATS, not stored) that
 	// lets a turn fail as soon as its worker stops reporting, not only at
 	// its deadline.
@@ -124,6 +140,9 @@ func (r *Runner) deliver(m jetstream.Msg) {
 		r.log.Warn("remote outcome unreadable; dropped", "subject", m.Subject(), "err", err)
 		return
 	}
+	// Every outcome's folder changes, also of a turn no longer waited for
+	// (a stale worker's, refused unless its base is still current).
+	r.applyFolder(o)
 	r.mu.Lock()
 	ch, ok := r.waits[o.TurnID]
 	delete(r.waits, o.TurnID)
@@ -144,6 +163,10 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	started := time.Now()
 	job, err := r.job(spec, in, started)
 	if err != nil {
+		res.NotStarted = true
+		return res, err
+	}
+	if job.Folder, err = r.publishFolder(ctx, job); err != nil {
 		res.NotStarted = true
 		return res, err
 	}
@@ -169,7 +192,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		}
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
 	}
-	r.log.Debug("remote turn published", "turn", job.TurnID, "dir", job.Dir)
+	r.log.Debug("remote turn published", "turn", job.TurnID, "dir", job.Dir, "folder_version", job.Folder.Version)
 	wait := time.NewTimer(time.Until(time.UnixMilli(job.DeadlineMs)) + r.opt.Grace)
 	defer wait.Stop()
 	check := time.NewTicker(r.opt.Check)
@@ -184,7 +207,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		case <-check.C:
 			if w, gone := r.workerGone(ctx, job.TurnID); gone {
 				res.Duration = time.Since(started)
-				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it ran the turn; check that worker's log", w, workerTTL))
+				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it ran the turn; check that worker's log", w, r.opt.WorkerTTL))
 			}
 		case <-wait.C:
 			res.Duration = time.Since(started)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -11,7 +12,7 @@ import (
 // ensureStreams creates the turns and results streams and the workers
 // bucket when missing. An existing stream is left as it is: updating it
 // while another process creates a consumer on it races inside the server.
-func ensureStreams(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+func ensureStreams(ctx context.Context, js jetstream.JetStream, ttl time.Duration) (jetstream.KeyValue, error) {
 	for _, cfg := range []jetstream.StreamConfig{
 		{Name: TurnsStream, Subjects: []string{TurnsSubject}, Retention: jetstream.WorkQueuePolicy,
 			Storage: jetstream.FileStorage, MaxAge: keep, Duplicates: keep},
@@ -29,7 +30,7 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream) (jetstream.KeyVa
 			return nil, fmt.Errorf("create stream %s: %w", cfg.Name, err)
 		}
 	}
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: workersBucket, TTL: workerTTL, Storage: jetstream.MemoryStorage})
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: workersBucket, TTL: ttl, Storage: jetstream.MemoryStorage})
 	if err != nil {
 		return nil, fmt.Errorf("create bucket %s: %w", workersBucket, err)
 	}

@@ -33,6 +33,13 @@ type WorkerOptions struct {
 	// worker waits for its fetches to end. Default 5 s.
 	Poll   time.Duration
 	Logger *slog.Logger
+	// Dir is the worker's data directory: its copies of group folders
+	// live in Dir/folders (worker_folders.go). Required.
+	Dir string
+	// WorkerTTL, SnapshotExclude and MaxFolderMB: as in RunnerOptions.
+	WorkerTTL       time.Duration
+	SnapshotExclude []string
+	MaxFolderMB     int
 }
 
 // Worker pulls jobs from the turns stream and runs them.
@@ -45,6 +52,7 @@ type Worker struct {
 	host    string
 	started time.Time
 	busy    atomic.Int32
+	folders *workerFolders
 }
 
 // NewWorker creates the streams and the shared consumer when missing.
@@ -64,6 +72,12 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 	if opt.Poll <= 0 {
 		opt.Poll = 5 * time.Second
 	}
+	if opt.WorkerTTL <= 0 {
+		opt.WorkerTTL = workerTTL
+	}
+	if opt.Dir == "" {
+		return nil, errors.New("remote.NewWorker: no Dir (the worker's data directory)")
+	}
 	host, _ := os.Hostname()
 	if opt.ID == "" {
 		opt.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -72,11 +86,15 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	kv, err := ensureStreams(ctx, js)
+	kv, err := ensureStreams(ctx, js, opt.WorkerTTL)
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{nc: nc, js: js, kv: kv, opt: opt, log: opt.Logger, host: host, started: time.Now()}, nil
+	folders, err := newWorkerFoldersIn(ctx, js, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{nc: nc, js: js, kv: kv, opt: opt, log: opt.Logger, host: host, started: time.Now(), folders: folders}, nil
 }
 
 // Run pulls and runs jobs until ctx ends, then lets running turns finish
@@ -106,7 +124,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for range w.opt.Slots {
 		slots.Go(func() { w.slot(ctx, turnCtx, cons) })
 	}
-	hb := time.NewTicker(workerTTL / 3)
+	hb := time.NewTicker(w.opt.WorkerTTL / 3)
 	defer hb.Stop()
 	done := make(chan struct{})
 	go func() { slots.Wait(); close(done) }()
@@ -197,14 +215,16 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	}
 	spec.ResumeArgs, spec.Output, spec.MaxOutput, spec.Timeout = j.ResumeArgs, j.Output, j.MaxOutput, left
 	spec.Env = nil // the job carries the values the gateway allowed
-	// The folder is not copied (no snapshots yet): it is the worker's own
-	// at the gateway's path, created when missing.
-	if err := os.MkdirAll(j.Dir, 0o700); err != nil {
-		o.NotStarted, o.Error = true, fmt.Sprintf("create the group folder %s on worker: %v", j.Dir, err)
+	// The worker's copy of the folder at the job's version, seen by a
+	// sandboxed agent at the gateway's path (worker_folders.go).
+	ft, err := w.folders.prepare(ctx, j.Dir, j.Folder)
+	if err != nil {
+		o.NotStarted, o.Error = true, err.Error()
 		return o
 	}
 	w.log.Info("turn starting", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir)
-	res, err := agent.Run(ctx, spec, agent.Input{Dir: j.Dir, Env: slices.Clone(j.Env), SessionID: j.SessionID, Prompt: j.Prompt})
+	res, err := agent.Run(ctx, spec, agent.Input{Dir: ft.copy, At: j.Dir, Env: slices.Clone(j.Env), SessionID: j.SessionID, Prompt: j.Prompt})
+	o.Folder = w.finishFolder(ft, j, &err)
 	o.Reply, o.SessionID, o.DurationMs, o.ExitCode = res.Reply, res.SessionID, res.Duration.Milliseconds(), res.ExitCode
 	o.NotStarted, o.TimedOut, o.Truncated, o.Stderr = res.NotStarted, res.TimedOut, res.Truncated, res.Stderr
 	if err != nil {
