@@ -246,7 +246,7 @@ func (f fencedRunner) StaleFolderUploads() int64 { return f.stale }
 func TestMetricsStaleFolderUploads(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: []string{"true"}, noStart: true,
 		modify: func(o *Options) { o.Runner = fencedRunner{stale: 3} }})
-	if got := sample(t, scrape(t, h.g), "switchboard_stale_folder_uploads_total"); got != 3 {
+	if got := testmetrics.Value(t, scrape(t, h.g), "switchboard_stale_folder_uploads_total"); got != 3 {
 		t.Errorf("switchboard_stale_folder_uploads_total %v; want 3", got)
 	}
 }
