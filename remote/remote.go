@@ -19,12 +19,14 @@ import (
 // the same configuration.
 const (
 	TurnsStream   = "SWITCHBOARD_TURNS"   // work queue: each job consumed once
-	TurnsSubject  = "switchboard.turns"   // where jobs are published
+	TurnsSubject  = "switchboard.turns"   // jobs go to TurnsSubject.w.<worker id> (workerSubject)
 	ResultsStream = "SWITCHBOARD_RESULTS" // outcomes, kept for an hour
 	resultsPrefix = "switchboard.results."
 	takenPrefix   = "switchboard.taken."  // core NATS: <turn id> → the worker that took it
 	workersBucket = "switchboard_workers" // KV: one entry per live worker
-	consumerName  = "workers"             // the shared pull consumer of TurnsStream
+	// legacyConsumer is the pull consumer all workers shared before each
+	// had its own; removed from an existing stream (see ensureStreams).
+	legacyConsumer = "workers"
 )
 
 // keep is how long jobs and outcomes stay in their streams: longer than
@@ -72,10 +74,13 @@ type Outcome struct {
 
 // WorkerInfo is a live worker's entry in the workers bucket.
 type WorkerInfo struct {
-	ID      string    `json:"id"`
-	Host    string    `json:"host"`
-	Slots   int       `json:"slots"`
-	Busy    int       `json:"busy"`
-	Started time.Time `json:"started"`
-	Seen    time.Time `json:"seen"`
+	ID    string `json:"id"`
+	Host  string `json:"host"`
+	Slots int    `json:"slots"`
+	Busy  int    `json:"busy"`
+	// Draining: the worker is stopping; it finishes what it runs and gets
+	// no new turn.
+	Draining bool      `json:"draining,omitempty"`
+	Started  time.Time `json:"started"`
+	Seen     time.Time `json:"seen"`
 }
