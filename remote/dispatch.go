@@ -66,7 +66,10 @@ type seenWorker struct {
 	seen time.Time // when the report was put (local clock after the initial values)
 }
 
-type assignment struct{ dir, worker string }
+type assignment struct {
+	dir, worker string
+	from        string // the folder's last worker when it is not worker
+}
 
 // newDispatcher starts watching the workers bucket; stop ends it.
 func newDispatcher(ctx context.Context, kv jetstream.KeyValue) (*dispatcher, error) {
@@ -166,7 +169,11 @@ func (d *dispatcher) pick(turn, dir string) string {
 	case stickyLive:
 		choice = d.last[dir]
 	}
-	d.turns[turn] = assignment{dir: dir, worker: choice}
+	a := assignment{dir: dir, worker: choice}
+	if last := d.last[dir]; last != choice {
+		a.from = last
+	}
+	d.turns[turn] = a
 	d.load[choice]++
 	return choice
 }
@@ -178,6 +185,14 @@ func (d *dispatcher) ran(turn, worker string) {
 	if a, ok := d.turns[turn]; ok && worker != "" {
 		d.last[a.dir] = worker
 	}
+}
+
+// moved is the worker turn's folder ran on last when turn went to another
+// ("" when it stayed, or the folder is new here).
+func (d *dispatcher) moved(turn string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.turns[turn].from
 }
 
 // done ends turn's count against its worker.

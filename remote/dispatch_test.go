@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"switchboard/agent"
 	"switchboard/internal/testwait"
@@ -239,5 +240,28 @@ func TestWorkerIDSubjectSafe(t *testing.T) {
 	ws, err := f.r.Workers(t.Context())
 	if err != nil || len(ws) != 1 || ws[0].ID != "host_example_com-12" {
 		t.Errorf("workers %+v err %v; want the id host_example_com-12", ws, err)
+	}
+}
+
+// A turns stream made when all workers shared one subject and one
+// consumer (an earlier version) is moved to per-worker subjects: turns run.
+func TestUpgradeSharedTurnsStream(t *testing.T) {
+	nc := natsConn(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: TurnsStream, Subjects: []string{TurnsSubject},
+		Retention: jetstream.WorkQueuePolicy, MaxAge: keep, Duplicates: keep}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(t.Context(), TurnsStream, jetstream.ConsumerConfig{Durable: legacyConsumer,
+		AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1}); err != nil {
+		t.Fatal(err)
+	}
+	namedWorker(t, nc, "w1", 1, 0)
+	f := newDispatchFixture(t, nc)
+	if w := f.run("a", "a-1"); w != "w1" {
+		t.Errorf("worker %q; want w1", w)
 	}
 }

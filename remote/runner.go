@@ -195,6 +195,11 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		}
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
 	}
+	if from := r.d.moved(job.TurnID); from != "" {
+		// The folder's copy on the new worker may be stale: this turn
+		// moves bytes. Logged so that operators see how often it happens.
+		r.log.Info("remote turn moves folder to another worker", "turn", job.TurnID, "dir", job.Dir, "from", from, "worker", worker)
+	}
 	r.log.Debug("remote turn published", "turn", job.TurnID, "dir", job.Dir, "worker", worker)
 	wait := time.NewTimer(time.Until(time.UnixMilli(job.DeadlineMs)) + r.opt.Grace)
 	defer wait.Stop()
