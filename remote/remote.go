@@ -1,7 +1,9 @@
 // Package remote runs agent turns on worker machines through NATS
-// JetStream: the gateway's Runner publishes each turn as a job on a
-// work-queue stream and waits for its outcome on a results stream; a
-// Worker pulls jobs while it has a free slot, runs them with agent.Run and
+// JetStream: the gateway's Runner picks a worker for each turn (the
+// folder's last one while it has room: dispatch.go) and publishes the job
+// on that worker's subject of a work-queue stream, then waits for its
+// outcome on a results stream; a Worker pulls its jobs through its own
+// consumer while it has a free slot, runs them with agent.Run and
 // publishes the outcome. It also starts the embedded NATS server
 // (nats.embedded). Delivery is at most once: a job is acknowledged when a
 // worker takes it and never redelivered; a turn whose outcome does not come
