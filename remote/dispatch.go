@@ -25,8 +25,9 @@ const workerSubjects = TurnsSubject + ".w.*"
 
 // workerInactive is how long a worker's consumer outlives its last fetch
 // (InactiveThreshold): a dead worker's consumer goes away on its own. A
-// live worker whose slots were all busy for longer recreates it.
-const workerInactive = 4 * workerTTL
+// live worker whose slots were all busy for longer recreates it. A
+// variable for tests.
+var workerInactive = 4 * workerTTL
 
 // workerSubject is where the jobs for worker id are published.
 func workerSubject(id string) string { return TurnsSubject + ".w." + id }
@@ -160,6 +161,7 @@ func (d *dispatcher) pick(turn, dir string) string {
 	}
 	choice := least.ID
 	sticky, stickyLive := d.live(d.last[dir], now)
+	sticky.ID = d.last[dir]
 	stickyLive = stickyLive && !sticky.Draining && sticky.Slots >= 1
 	switch {
 	case stickyLive && free(sticky) > 0:

@@ -265,3 +265,31 @@ func TestUpgradeSharedTurnsStream(t *testing.T) {
 		t.Errorf("worker %q; want w1", w)
 	}
 }
+
+// A worker whose slots were all busy for longer than its consumer's
+// InactiveThreshold (the server removed the consumer) creates it again and
+// runs the jobs that waited for it meanwhile.
+func TestWorkerConsumerRemovedWhileBusy(t *testing.T) {
+	defer func(d time.Duration) { workerInactive = d }(workerInactive)
+	workerInactive = time.Second
+	nc := natsConn(t)
+	namedWorker(t, nc, "w1", 1, 0)
+	f := newDispatchFixture(t, nc)
+	held := f.start("a", "a-1", "hold:a1", 20*time.Second)
+	f.busy(map[string]int{"w1": 1})
+	queued := f.start("b", "b-1", "go", 20*time.Second)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the busy worker's consumer removed by the server", func() bool {
+		_, err := js.Consumer(t.Context(), TurnsStream, workerConsumer("w1"))
+		return errors.Is(err, jetstream.ErrConsumerNotFound)
+	})
+	f.open("a1")
+	for _, out := range []<-chan turnOut{held, queued} {
+		if o := <-out; o.err != nil || o.worker != "w1" {
+			t.Errorf("worker %q err %v; want the turn run by w1", o.worker, o.err)
+		}
+	}
+}
