@@ -20,7 +20,7 @@ import (
 )
 
 // natsConn starts an embedded server in a temp dir and connects to it.
-func natsConn(t *testing.T) *nats.Conn {
+func natsConn(t testing.TB) *nats.Conn {
 	t.Helper()
 	srv, err := StartServer("127.0.0.1:0", t.TempDir())
 	if err != nil {
