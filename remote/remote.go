@@ -1,7 +1,9 @@
 // Package remote runs agent turns on worker machines through NATS
-// JetStream: the gateway's Runner publishes each turn as a job on a
-// work-queue stream and waits for its outcome on a results stream; a
-// Worker pulls jobs while it has a free slot, runs them with agent.Run and
+// JetStream: the gateway's Runner picks a worker for each turn (the
+// folder's last one while it has room: dispatch.go) and publishes the job
+// on that worker's subject of a work-queue stream, then waits for its
+// outcome on a results stream; a Worker pulls its jobs through its own
+// consumer while it has a free slot, runs them with agent.Run and
 // publishes the outcome. It also starts the embedded NATS server
 // (nats.embedded). Delivery is at most once: a job is acknowledged when a
 // worker takes it and never redelivered; a turn whose outcome does not come
@@ -22,12 +24,14 @@ import (
 // the same configuration.
 const (
 	TurnsStream   = "SWITCHBOARD_TURNS"   // work queue: each job consumed once
-	TurnsSubject  = "switchboard.turns"   // where jobs are published
+	TurnsSubject  = "switchboard.turns"   // jobs go to TurnsSubject.w.<worker id> (workerSubject)
 	ResultsStream = "SWITCHBOARD_RESULTS" // outcomes, kept for an hour
 	resultsPrefix = "switchboard.results."
 	takenPrefix   = "switchboard.taken."  // core NATS: <turn id> → the worker that took it
 	workersBucket = "switchboard_workers" // KV: one entry per live worker
-	consumerName  = "workers"             // the shared pull consumer of TurnsStream
+	// legacyConsumer is the pull consumer all workers shared before each
+	// had its own; removed from an existing stream (see ensureStreams).
+	legacyConsumer = "workers"
 )
 
 // keep is how long jobs and outcomes stay in their streams: longer than
@@ -80,10 +84,13 @@ type Outcome struct {
 
 // WorkerInfo is a live worker's entry in the workers bucket.
 type WorkerInfo struct {
-	ID      string    `json:"id"`
-	Host    string    `json:"host"`
-	Slots   int       `json:"slots"`
-	Busy    int       `json:"busy"`
-	Started time.Time `json:"started"`
-	Seen    time.Time `json:"seen"`
+	ID    string `json:"id"`
+	Host  string `json:"host"`
+	Slots int    `json:"slots"`
+	Busy  int    `json:"busy"`
+	// Draining: the worker is stopping; it finishes what it runs and gets
+	// no new turn.
+	Draining bool      `json:"draining,omitempty"`
+	Started  time.Time `json:"started"`
+	Seen     time.Time `json:"seen"`
 }

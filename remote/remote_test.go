@@ -20,7 +20,7 @@ import (
 )
 
 // natsConn starts an embedded server in a temp dir and connects to it.
-func natsConn(t *testing.T) *nats.Conn {
+func natsConn(t testing.TB) *nats.Conn {
 	t.Helper()
 	srv, err := StartServer("127.0.0.1:0", t.TempDir())
 	if err != nil {
@@ -72,6 +72,22 @@ func runWorker(t *testing.T, nc *nats.Conn, opt WorkerOptions) *Worker {
 		}
 	})
 	return w
+}
+
+// fakeWorker is a worker that reports itself once (live for workerTTL)
+// and leaves its jobs to the test: its consumer, as the real worker's.
+func fakeWorker(t *testing.T, nc *nats.Conn, id string) jetstream.Consumer {
+	t.Helper()
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: 1, Prepare: shSpec, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := w.consumer(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.heartbeat(t.Context())
+	return cons
 }
 
 func newRunner(t *testing.T, nc *nats.Conn, command string, grace time.Duration) *Runner {
@@ -127,14 +143,14 @@ func TestRemoteTurnFails(t *testing.T) {
 	}
 }
 
-// Without a worker, the turn fails as timed out once its deadline and the
-// grace have passed: the gateway counts it as an attempt.
+// Without a worker, the turn fails as timed out once its deadline has
+// passed, saying what to start: the gateway counts it as an attempt.
 func TestRemoteTurnNoWorker(t *testing.T) {
 	nc := natsConn(t)
 	r := newRunner(t, nc, `echo hi`, 50*time.Millisecond)
 	res, err := r.Run(t.Context(), agent.Spec{Timeout: 200 * time.Millisecond}, turnInput(t, "t-3"))
-	if !errors.Is(err, agent.ErrFailed) || !res.TimedOut {
-		t.Fatalf("err %v timed out %v; want a timed-out agent.ErrFailed", err, res.TimedOut)
+	if !errors.Is(err, agent.ErrFailed) || !res.TimedOut || !strings.Contains(err.Error(), "switchboard worker") {
+		t.Fatalf("err %v timed out %v; want a timed-out agent.ErrFailed naming `switchboard worker`", err, res.TimedOut)
 	}
 }
 
@@ -161,10 +177,7 @@ func TestRemoteOutcomeOnce(t *testing.T) {
 		}
 	}
 	// A worker that takes the job answers twice.
-	cons, err := js.CreateOrUpdateConsumer(t.Context(), TurnsStream, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := fakeWorker(t, nc, "a")
 	go func() {
 		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
 		if err != nil {
@@ -235,16 +248,9 @@ func TestRemoteWorkerGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.CreateOrUpdateConsumer(t.Context(), TurnsStream, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A worker that takes the job, says so, and dies without a trace in
 	// the workers bucket.
+	cons := fakeWorker(t, nc, "ghost")
 	go func() {
 		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
 		if err != nil {
@@ -254,6 +260,7 @@ func TestRemoteWorkerGone(t *testing.T) {
 		var j Job
 		_ = json.Unmarshal(m.Data(), &j)
 		_ = nc.Publish(takenPrefix+j.TurnID, []byte("ghost"))
+		_ = r.kv.Delete(context.Background(), "ghost")
 	}()
 	done := make(chan error, 1)
 	go func() {

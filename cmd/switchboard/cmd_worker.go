@@ -24,7 +24,9 @@ func (a *app) workerCommand() *cobra.Command {
 		Use:   "worker",
 		Short: "Run agent turns for a gateway whose agent.runner is nats",
 		Long: `Connect to the gateway's NATS server (JetStream) and run the agent turns it
-publishes, up to --slots at once: a turn is fetched only when a slot is free.
+gives this worker, up to --slots at once: a turn is fetched only when a slot is
+free. The gateway keeps a group folder on the worker that ran it last while
+that worker has a free slot.
 Each turn runs with this machine's agent.sandbox, agent.binds and
 agent.network (bubblewrap when installed), in the group folder at the same
 absolute path as on the gateway, with the environment the gateway sends (SWITCHBOARD_*, the MCP
