@@ -85,19 +85,20 @@ type Gateway struct {
 	unrouted     atomic.Int64
 	unroutedSeen unroutedLog // chats named in the log as unrouted
 
-	engage  engagements
-	notices noticeLimiter
-	active  activeTurns
-	loops   loops
-	flood   floodLimiter
-	states  adapterStates // each adapter's connection state
-	workers *workers
-	outbox  *outbox
-	commits committer // group commit of inbound messages
-	sched   *scheduler.Loop
-	metrics *metrics
-	spend   spend       // usage metrics and budgets (spend.go)
-	mcp     *ipc.Server // the groups' MCP sockets
+	engage      engagements
+	notices     noticeLimiter
+	active      activeTurns
+	interrupted interrupted // turns a stopped gateway left running on workers (reattach.go)
+	loops       loops
+	flood       floodLimiter
+	states      adapterStates // each adapter's connection state
+	workers     *workers
+	outbox      *outbox
+	commits     committer // group commit of inbound messages
+	sched       *scheduler.Loop
+	metrics     *metrics
+	spend       spend       // usage metrics and budgets (spend.go)
+	mcp         *ipc.Server // the groups' MCP sockets
 
 	downloads downloadLog // attachments fetched into group folders
 	mcpURLMu  sync.Mutex
@@ -203,17 +204,16 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if n > 0 {
 		g.log.Warn("agent processes left by a crashed gateway were killed", "count", n)
 	}
-	if n, err := g.st.RecoverStarted(ctx); err != nil {
+	awaited, err := g.recoverStarted(ctx)
+	if err != nil {
 		return err
-	} else if n > 0 {
-		g.log.Warn("turns interrupted by a crash count as failed attempts", "work_rows", n)
 	}
 	if n, err := g.st.RecoverOutbox(ctx); err != nil {
 		return fmt.Errorf("recover outbox: %w", err)
 	} else if n > 0 {
 		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
 	}
-	stopHTTP, err := g.startMCPHTTP(ctx)
+	stopHTTP, err := g.startMCPHTTP(ctx, awaited)
 	if err != nil {
 		return err
 	}

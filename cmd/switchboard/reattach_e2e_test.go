@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/internal/testwait"
+	"switchboard/remote"
+)
+
+// TestE2EGatewayKilledMidBurst: a burst over several rooms is running on
+// two `switchboard worker` processes when the gateway is killed with
+// SIGKILL. The workers finish those turns and publish their outcomes while
+// no gateway runs (NATS runs apart from it here: an embedded server dies
+// with its gateway). The restarted gateway applies them: every message is
+// answered exactly once, and the interrupted turns are recorded as
+// succeeded under their own ids, not run again.
+func TestE2EGatewayKilledMidBurst(t *testing.T) {
+	t.Parallel()
+	srv, err := remote.StartServer("127.0.0.1:0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	const rooms, messages = 6, 12
+	var routes strings.Builder
+	var groups []string
+	for r := range rooms {
+		groups = append(groups, fmt.Sprintf("g%d", r))
+		fmt.Fprintf(&routes, "  - {match: {platform: web, room: r%d}, target: g%d}\n", r, r)
+	}
+	// Turns hold until the test lets them go, then the demo agent answers
+	// (over MCP while the gateway that started the turn runs, else on
+	// stdout).
+	script := fmt.Sprintf(`while [ ! -e "$E2E_OUT/go" ]; do sleep 0.05; done
+exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
+	dir := newE2E(t, e2eConfig{agent: script, groups: groups, routes: routes.String(), timeout: "60s", maxConcurrent: 16,
+		agentExtra: "  runner: nats\n",
+		extra:      fmt.Sprintf("nats: {url: %q}\nmcp: {listen: \"127.0.0.1:0\"}\n", srv.URL())})
+	g := startGW(t, dir)
+	w1 := startWorker(t, dir, "w1", srv.URL(), 2)
+	w2 := startWorker(t, dir, "w2", srv.URL(), 2)
+
+	for k := range messages {
+		g.mustPost(fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("u%d", k), fmt.Sprintf("msg-%d", k))
+	}
+	// Every room's first turn is published; four of them run (two slots
+	// on each worker), the others wait in the stream.
+	testwait.For(t, 20*time.Second, "a turn of every room published, four running", func() bool {
+		running := 0
+		for r := range rooms {
+			running += turnCount(dir, fmt.Sprintf("g%d", r))
+		}
+		return len(g.records("remote turn published", "", "")) >= rooms && running >= 4
+	})
+	published := map[string]bool{}
+	for _, r := range g.records("remote turn published", "", "") {
+		published[fmt.Sprint(r["turn"])] = true
+	}
+	g.kill()
+
+	// With no gateway, the workers finish every published turn.
+	if err := os.WriteFile(filepath.Join(dir, "out", "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 60*time.Second, "the workers to finish every published turn", func() bool {
+		done := 0
+		for _, w := range []*worker{w1, w2} {
+			for turn := range published {
+				done += len(w.records("turn done", "turn", turn))
+			}
+		}
+		return done == len(published)
+	})
+
+	g = startGW(t, dir)
+	testwait.For(t, 60*time.Second, "every message answered", func() bool {
+		for k := range messages {
+			if quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for k := range messages {
+		if n := quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)); n != 1 {
+			t.Errorf("msg-%d answered %d times; want once", k, n)
+		}
+	}
+	if recs := g.records("turns interrupted by a crash count as failed attempts", "", ""); len(recs) > 0 {
+		t.Errorf("the restart counted crashed attempts: %v", recs)
+	}
+	// Each interrupted turn is recorded, once, as succeeded under its id.
+	var turns []turnLine
+	if err := json.Unmarshal([]byte(g.mustCLI("--json", "turns", "--limit", "100")), &turns); err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]int{}
+	for _, tl := range turns {
+		recorded[tl.ID]++
+		if published[tl.ID] && tl.Status != "succeeded" {
+			t.Errorf("interrupted turn %s recorded as %s (%s); want succeeded", tl.ID, tl.Status, tl.Error)
+		}
+	}
+	for turn := range published {
+		if recorded[turn] != 1 {
+			t.Errorf("interrupted turn %s recorded %d times; want once", turn, recorded[turn])
+		}
+	}
+	t.Logf("%d turns interrupted and applied after the restart; %d turns in all", len(published), len(turns))
+}
