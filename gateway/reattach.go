@@ -124,6 +124,16 @@ func (g *Gateway) awaitTurn(ctx context.Context, it store.Interrupted) time.Dura
 		g.log.Warn("interrupted turn's outcome never came; counted as a crashed attempt", "folder", b.Folder, "turn", turn.ID, "err", err)
 		return 0
 	}
+	// What the agent sent through its tools before the stop answered those
+	// chats, as markReplied records it while a turn runs: its stdout reply
+	// is not sent to them as well.
+	chats, cerr := g.st.OutboxChatsSince(context.WithoutCancel(ctx), b.Folder, mcpKeyPrefix, it.Started)
+	if cerr != nil {
+		g.log.Error("read what an interrupted turn sent", "folder", b.Folder, "turn", turn.ID, "err", cerr)
+	}
+	for _, c := range chats {
+		g.markReplied(b.Folder, c)
+	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrFailed) {
 		err = fmt.Errorf("%w: %v", agent.ErrFailed, err)
 	}

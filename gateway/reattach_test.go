@@ -11,6 +11,7 @@ import (
 
 	"switchboard/agent"
 	"switchboard/internal/testwait"
+	"switchboard/ipc"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -21,9 +22,10 @@ import (
 // says once release is closed.
 type workerRunner struct {
 	mu       sync.Mutex
-	runs     []agent.Input // every Run, in order
-	awaiting int           // Awaits not returned yet
-	overlap  []string      // turns Run started while an Await was pending
+	runs     []agent.Input     // every Run, in order
+	awaiting map[string]bool   // turns whose Await has not returned yet
+	folderOf map[string]string // turn id → folder, of the awaited turns
+	overlap  []string          // turns Run started in a folder while one of its turns was awaited
 	answer   func(turn string) (agent.Result, error)
 	release  chan struct{}
 }
@@ -32,8 +34,10 @@ func (w *workerRunner) Run(ctx context.Context, _ agent.Spec, in agent.Input) (a
 	turn := envValue(in.Env, "SWITCHBOARD_TURN_ID")
 	w.mu.Lock()
 	w.runs = append(w.runs, in)
-	if w.awaiting > 0 {
-		w.overlap = append(w.overlap, turn)
+	for awaited := range w.awaiting {
+		if w.folderOf[awaited] == envValue(in.Env, "SWITCHBOARD_FOLDER") {
+			w.overlap = append(w.overlap, turn)
+		}
 	}
 	answer := w.answer
 	w.mu.Unlock()
@@ -46,11 +50,11 @@ func (w *workerRunner) Run(ctx context.Context, _ agent.Spec, in agent.Input) (a
 
 func (w *workerRunner) Await(ctx context.Context, turn string, _ time.Time) (agent.Result, error) {
 	w.mu.Lock()
-	w.awaiting++
+	w.awaiting[turn] = true
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
-		w.awaiting--
+		delete(w.awaiting, turn)
 		w.mu.Unlock()
 	}()
 	select {
@@ -76,20 +80,22 @@ func envValue(env []string, key string) string {
 	return ""
 }
 
-// A gateway stops while two turns run on workers. The next one does not
+// A gateway stops while three turns run on workers. The next one does not
 // run those batches again: it awaits each turn's outcome and records it as
 // that turn (its reply sent once, the turn succeeded under its own id, its
 // MCP token valid until then); the folder starts nothing else meanwhile.
-// A turn whose outcome never comes counts as a crashed attempt and its
-// batch runs again.
+// A turn whose agent answered through a tool before the stop does not
+// answer on stdout as well. A turn whose outcome never comes counts as a
+// crashed attempt and its batch runs again.
 func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
-	const chat2 = "test:room/2"
+	const chat2, chat3 = "test:room/2", "test:room/3"
 	first := &workerRunner{}
 	h := newHarness(t, harnessConfig{
 		agent:  []string{"unused"},
-		groups: []string{"other"},
+		groups: []string{"other", "third"},
 		routes: []routing.Route{
 			{Match: map[string]string{"chat_jid": chat2}, Target: "other"},
+			{Match: map[string]string{"chat_jid": chat3}, Target: "third"},
 			{Match: map[string]string{"platform": "test"}, Target: "main"},
 		},
 		modify: func(o *Options) {
@@ -100,11 +106,18 @@ func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
 	})
 	h.post(testChat, "m1", "first question")
 	h.post(chat2, "m2", "second question")
-	testwait.For(t, 20*time.Second, "both turns running on workers", func() bool { return len(first.started()) == 2 })
-	turns := map[string]string{} // chat → turn id
+	h.post(chat3, "m4", "question answered through a tool")
+	testwait.For(t, 20*time.Second, "three turns running on workers", func() bool { return len(first.started()) == 3 })
+	// The third turn's agent answers through its tool before the stop.
+	if sent, err := (mcpBackend{h.g}).Send(context.Background(), "third", ipc.Outgoing{Chat: chat3, Text: "tool reply", Kind: ipc.KindSend}); err != nil || sent.Status != ipc.SentOK {
+		t.Fatalf("send through the tool: %+v %v", sent, err)
+	}
+	turns := map[string]string{}    // chat → turn id
+	folderOf := map[string]string{} // turn id → folder
 	var token string
 	for _, in := range first.started() {
 		turns[envValue(in.Env, "SWITCHBOARD_CHAT_JID")] = envValue(in.Env, "SWITCHBOARD_TURN_ID")
+		folderOf[envValue(in.Env, "SWITCHBOARD_TURN_ID")] = envValue(in.Env, "SWITCHBOARD_FOLDER")
 		if envValue(in.Env, "SWITCHBOARD_CHAT_JID") == testChat {
 			token = envValue(in.Env, "SWITCHBOARD_MCP_TOKEN")
 		}
@@ -116,21 +129,23 @@ func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
 
 	// The restarted gateway: the first turn's outcome comes, the second's
 	// never does; a batch run anew answers "rerun".
-	next := &workerRunner{release: make(chan struct{})}
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: folderOf}
 	next.answer = func(turn string) (agent.Result, error) {
 		switch turn {
 		case turns[testChat]:
 			return agent.Result{Reply: "answer from the worker", ExitCode: 0, Duration: time.Second}, nil
 		case turns[chat2]:
 			return agent.Result{ExitCode: -1, TimedOut: true}, fmt.Errorf("%w: nobody published it", agent.ErrNoOutcome)
+		case turns[chat3]:
+			return agent.Result{Reply: "stdout too"}, nil
 		}
 		return agent.Result{Reply: "rerun"}, nil
 	}
 	h.restart(func(o *Options) { o.Runner = next })
-	testwait.For(t, 20*time.Second, "both turns awaited", func() bool {
+	testwait.For(t, 20*time.Second, "the three turns awaited", func() bool {
 		next.mu.Lock()
 		defer next.mu.Unlock()
-		return next.awaiting == 2
+		return len(next.awaiting) == 3
 	})
 	if _, err := h.st.TokenByHash(context.Background(), store.HashToken(token)); err != nil {
 		t.Errorf("the awaited turn's MCP token: %v; want it valid while the turn runs on its worker", err)
@@ -173,6 +188,13 @@ func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
 	other := h.turns("other")
 	if len(other) != 1 || other[0].Status != store.TurnSucceeded || other[0].Attempt != 2 || other[0].ID == turns[chat2] {
 		t.Errorf("other's turns %+v; want one new succeeded turn counting the lost one as attempt 1", other)
+	}
+	testwait.For(t, 20*time.Second, "the third turn recorded", func() bool { return len(h.turns("third")) == 1 })
+	if third := h.turns("third")[0]; third.ID != turns[chat3] || third.Status != store.TurnSucceeded {
+		t.Errorf("third's turn %+v; want %s succeeded", third, turns[chat3])
+	}
+	if got := h.fa.sentTo(chat3); len(got) != 0 {
+		t.Errorf("sent to %s after the restart: %+v; want nothing (the agent answered through its tool before the stop)", chat3, got)
 	}
 	if p := h.pending(); len(p) != 0 {
 		t.Errorf("pending work left in %v", p)
