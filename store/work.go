@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -55,6 +56,10 @@ type Batch struct {
 	Notices                []Notice
 	Reactions              []ReactionNote // reactions to the bot's messages since the folder's last turn
 	observedIDs            []int64
+	// shownBy, when set (Unix ms), leaves out the observed context,
+	// notices and reactions stored after it: a started turn's prompt
+	// (StartedBatch) did not show them, so its FinishBatch keeps them.
+	shownBy int64
 }
 
 // Notice is a delivery failure reported in the folder's next prompt.
@@ -270,8 +275,12 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 	if b.Messages, err = s.messagesBySeq(ctx, seqs); err != nil {
 		return err
 	}
-	obs, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'observe' ORDER BY id`,
-		b.Folder, b.ChatJID, b.Topic)
+	shownBy := b.shownBy
+	if shownBy == 0 {
+		shownBy = math.MaxInt64
+	}
+	obs, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'observe'
+		AND created_ms <= ? ORDER BY id`, b.Folder, b.ChatJID, b.Topic, shownBy)
 	if err != nil {
 		return fmt.Errorf("read observed context: %w", err)
 	}
@@ -285,10 +294,11 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 	if b.Observed, err = s.messagesBySeq(ctx, obsSeqs); err != nil {
 		return err
 	}
-	if b.Reactions, err = s.reactionNotes(ctx, b.Folder); err != nil {
+	if b.Reactions, err = s.reactionNotes(ctx, b.Folder, shownBy); err != nil {
 		return err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? ORDER BY id LIMIT 20`, b.Folder)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? AND created_ms <= ?
+		ORDER BY id LIMIT 20`, b.Folder, shownBy)
 	b.Notices, err = collect(rows, err, func(sc scanner) (Notice, error) {
 		var n Notice
 		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, msTime(&n.Created))
@@ -549,7 +559,11 @@ func (s *Store) StartedBatch(ctx context.Context, turn string) (Batch, bool, err
 	if len(items) == 0 {
 		return Batch{}, false, nil
 	}
-	b := Batch{Folder: items[0].Folder, ChatJID: items[0].ChatJID, Topic: items[0].Topic, Items: items}
+	var started int64
+	if err := s.r.QueryRowContext(ctx, `SELECT min(started_ms) FROM work WHERE turn_id = ? AND started_ms > 0`, turn).Scan(&started); err != nil {
+		return Batch{}, false, fmt.Errorf("batch of turn %s: %w", turn, err)
+	}
+	b := Batch{Folder: items[0].Folder, ChatJID: items[0].ChatJID, Topic: items[0].Topic, Items: items, shownBy: started}
 	if err := s.loadBatch(ctx, &b); err != nil {
 		return b, false, err
 	}

@@ -391,10 +391,15 @@ func TestWorkChainRoundTrip(t *testing.T) {
 // A turn interrupted by a gateway's stop keeps its id on its work rows:
 // RecoverStarted counts a crash for every other interrupted turn and leaves
 // the kept one started, StartedBatch gives back exactly its rows, and
-// RecoverTurn counts the crash later when its outcome never comes.
+// RecoverTurn counts the crash later when its outcome never comes. The
+// batch carries the observed context its prompt showed, not what came
+// after it started.
 func TestInterruptedTurnKeepsItsRows(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
+	now := time.Now()
+	s.SetClock(func() time.Time { return now })
+	enqueue(t, s, msg("web:a", "seen"), observe("main", "web:a", ""))
 	enqueue(t, s, msg("web:a", "1"), trigger("main", "web:a", ""))
 	enqueue(t, s, msg("web:a", "2"), trigger("main", "web:a", ""))
 	enqueue(t, s, msg("web:b", "1"), trigger("ops", "web:b", ""))
@@ -411,8 +416,10 @@ func TestInterruptedTurnKeepsItsRows(t *testing.T) {
 	}
 	kept := start("main", "t-kept")
 	start("ops", "t-lost")
-	// A message that arrived after the turn started is not part of it.
+	// Messages that arrived after the turn started are not part of it.
+	now = now.Add(time.Second)
 	enqueue(t, s, msg("web:a", "3"), trigger("main", "web:a", ""))
+	enqueue(t, s, msg("web:a", "unseen"), observe("main", "web:a", ""))
 
 	got, err := s.InterruptedTurns(ctx)
 	if err != nil {
@@ -438,6 +445,9 @@ func TestInterruptedTurnKeepsItsRows(t *testing.T) {
 	}
 	if !slices.Equal(b.itemIDs(), kept.itemIDs()) || b.ChatJID != "web:a" || len(b.Messages) != 2 {
 		t.Errorf("StartedBatch: items %v chat %s messages %d; want items %v of web:a with 2 messages", b.itemIDs(), b.ChatJID, len(b.Messages), kept.itemIDs())
+	}
+	if len(b.Observed) != 1 || b.Observed[0].ID != "seen" {
+		t.Errorf("StartedBatch's observed context %+v; want only the message observed before the turn started", b.Observed)
 	}
 	if _, ok, err := s.StartedBatch(ctx, "t-lost"); err != nil || ok {
 		t.Errorf("StartedBatch of a recovered turn: ok %v err %v; want none", ok, err)
