@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -370,4 +372,87 @@ func TestRemoteAwait(t *testing.T) {
 	if !errors.Is(err, agent.ErrNoOutcome) || !res.TimedOut {
 		t.Fatalf("Await t-never: err %v timed out %v; want agent.ErrNoOutcome", err, res.TimedOut)
 	}
+}
+
+// With the embedded server, NATS stops with its gateway: a worker that
+// finishes a turn meanwhile publishes its outcome once the server is back
+// (the restarted gateway, on the same address and storage), where the
+// gateway finds it.
+func TestWorkerPublishesAfterNATSRestart(t *testing.T) {
+	storage := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv, err := StartServer(addr, storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wnc, err := nats.Connect(srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wnc.Close)
+	var logs testlog.Buffer
+	w, err := NewWorker(t.Context(), wnc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWorker := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	stop := sync.OnceFunc(func() { stopWorker(); <-done })
+	t.Cleanup(stop)
+
+	gate := t.TempDir()
+	gnc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := newRunner(t, gnc, `touch "`+gate+`/started"; while [ ! -e "`+gate+`/go" ]; do sleep 0.05; done; echo finished`, 0)
+	ctx, gatewayDies := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	started := time.Now()
+	go func() { _, err := first.Run(ctx, agent.Spec{Timeout: time.Minute}, turnInput(t, "t-9")); ran <- err }()
+	testwait.For(t, 20*time.Second, "the turn running on the worker", func() bool {
+		_, err := os.Stat(filepath.Join(gate, "started"))
+		return err == nil
+	})
+	gatewayDies()
+	<-ran
+	first.Close()
+	gnc.Close()
+	srv.Close()
+
+	if err := os.WriteFile(filepath.Join(gate, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the worker failing to publish while NATS is down", func() bool {
+		return strings.Contains(logs.String(), `msg="publish turn result`)
+	})
+	srv, err = StartServer(addr, storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	res, err := newRunner(t, natsConnTo(t, srv.URL()), "unused", 0).Await(t.Context(), "t-9", started.Add(time.Minute))
+	if err != nil || res.Reply != "finished" {
+		t.Fatalf("Await after the restart: reply %q err %v; want the outcome the worker published late", res.Reply, err)
+	}
+	// The worker's own later try is a duplicate, accepted as published.
+	testwait.For(t, 30*time.Second, "the worker done with the turn", func() bool { return strings.Contains(logs.String(), `msg="turn done"`) })
+	stop() // while NATS runs
+}
+
+func natsConnTo(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }

@@ -173,9 +173,7 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 	o := w.run(turnCtx, j)
 	w.busy.Add(-1)
 	data, _ := json.Marshal(o)
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, err := w.js.Publish(pctx, resultsPrefix+j.TurnID, data, jetstream.WithMsgID(j.TurnID)); err != nil {
+	if err := w.publishOutcome(ctx, j, data); err != nil {
 		w.log.Error("publish turn result", "turn", j.TurnID, "err", err)
 		return
 	}
