@@ -82,24 +82,3 @@ func (r *Runner) published(ctx context.Context, turn string) (Outcome, bool, err
 	}
 	return o, true, nil
 }
-
-// publishOutcome publishes a job's outcome. While NATS is unreachable (a
-// gateway with the embedded server restarting) it tries again, for as long
-// as a gateway may await the outcome: until the job's deadline plus
-// DefaultGrace. A worker that is stopping (ctx ended) tries once.
-func (w *Worker) publishOutcome(ctx context.Context, j Job, data []byte) error {
-	until := time.UnixMilli(j.DeadlineMs).Add(DefaultGrace)
-	for {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_, err := w.js.Publish(pctx, resultsPrefix+j.TurnID, data, jetstream.WithMsgID(j.TurnID))
-		cancel()
-		if err == nil || ctx.Err() != nil || time.Now().After(until) {
-			return err
-		}
-		w.log.Warn("publish turn result; trying again", "turn", j.TurnID, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-}

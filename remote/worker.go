@@ -173,7 +173,9 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 	o := w.run(turnCtx, j)
 	w.busy.Add(-1)
 	data, _ := json.Marshal(o)
-	if err := w.publishOutcome(ctx, j, data); err != nil {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := w.js.Publish(pctx, resultsPrefix+j.TurnID, data, jetstream.WithMsgID(j.TurnID)); err != nil {
 		w.log.Error("publish turn result", "turn", j.TurnID, "err", err)
 		return
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,18 +16,43 @@ import (
 
 // TestE2EGatewayKilledMidBurst: a burst over several rooms is running on
 // two `switchboard worker` processes when the gateway is killed with
-// SIGKILL. The workers finish those turns and publish their outcomes while
-// no gateway runs (NATS runs apart from it here: an embedded server dies
-// with its gateway). The restarted gateway applies them: every message is
-// answered exactly once, and the interrupted turns are recorded as
-// succeeded under their own ids, not run again.
+// SIGKILL. The workers finish those turns and publish their outcomes: to a
+// NATS server that runs apart from the gateway while no gateway runs, or,
+// with the gateway's embedded server (which died with it), once the
+// restarted gateway serves it again on the same port. The restarted
+// gateway applies them: every message is answered exactly once, and the
+// interrupted turns are recorded as succeeded under their own ids, not run
+// again.
 func TestE2EGatewayKilledMidBurst(t *testing.T) {
 	t.Parallel()
-	srv, err := remote.StartServer("127.0.0.1:0", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	for _, embedded := range []bool{false, true} {
+		name := map[bool]string{false: "nats apart", true: "nats embedded"}[embedded]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			gatewayKilledMidBurst(t, embedded)
+		})
 	}
-	t.Cleanup(srv.Close)
+}
+
+func gatewayKilledMidBurst(t *testing.T, embedded bool) {
+	var natsYAML, url string
+	if embedded {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		// A fixed port: the workers reconnect to the restarted gateway's server.
+		natsYAML, url = fmt.Sprintf("nats: {embedded: true, listen: %q}\n", addr), "nats://"+addr
+	} else {
+		srv, err := remote.StartServer("127.0.0.1:0", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Close)
+		natsYAML, url = fmt.Sprintf("nats: {url: %q}\n", srv.URL()), srv.URL()
+	}
 	const rooms, messages = 6, 12
 	var routes strings.Builder
 	var groups []string
@@ -40,11 +66,9 @@ func TestE2EGatewayKilledMidBurst(t *testing.T) {
 	script := fmt.Sprintf(`while [ ! -e "$E2E_OUT/go" ]; do sleep 0.05; done
 exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 	dir := newE2E(t, e2eConfig{agent: script, groups: groups, routes: routes.String(), timeout: "60s", maxConcurrent: 16,
-		agentExtra: "  runner: nats\n",
-		extra:      fmt.Sprintf("nats: {url: %q}\nmcp: {listen: \"127.0.0.1:0\"}\n", srv.URL())})
+		agentExtra: "  runner: nats\n", extra: natsYAML + "mcp: {listen: \"127.0.0.1:0\"}\n"})
 	g := startGW(t, dir)
-	w1 := startWorker(t, dir, "w1", srv.URL(), 2)
-	w2 := startWorker(t, dir, "w2", srv.URL(), 2)
+	workers := []*worker{startWorker(t, dir, "w1", url, 2), startWorker(t, dir, "w2", url, 2)}
 
 	for k := range messages {
 		g.mustPost(fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("u%d", k), fmt.Sprintf("msg-%d", k))
@@ -64,19 +88,29 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 	}
 	g.kill()
 
-	// With no gateway, the workers finish every published turn.
 	if err := os.WriteFile(filepath.Join(dir, "out", "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, 60*time.Second, "the workers to finish every published turn", func() bool {
-		done := 0
-		for _, w := range []*worker{w1, w2} {
+	// How many of the published turns the workers have finished and
+	// published the outcome of ("turn done"), or tried to.
+	finished := func(msg string) int {
+		n := 0
+		for _, w := range workers {
 			for turn := range published {
-				done += len(w.records("turn done", "turn", turn))
+				n += len(w.records(msg, "turn", turn))
 			}
 		}
-		return done == len(published)
-	})
+		return n
+	}
+	if embedded {
+		testwait.For(t, 60*time.Second, "the running turns to finish without NATS", func() bool {
+			return finished("publish turn result") > 0
+		})
+	} else {
+		testwait.For(t, 60*time.Second, "the workers to finish every published turn", func() bool {
+			return finished("turn done") == len(published)
+		})
+	}
 
 	g = startGW(t, dir)
 	testwait.For(t, 60*time.Second, "every message answered", func() bool {
