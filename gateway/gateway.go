@@ -85,20 +85,19 @@ type Gateway struct {
 	unrouted     atomic.Int64
 	unroutedSeen unroutedLog // chats named in the log as unrouted
 
-	engage      engagements
-	notices     noticeLimiter
-	active      activeTurns
-	interrupted interrupted // turns a stopped gateway left running on workers (reattach.go)
-	loops       loops
-	flood       floodLimiter
-	states      adapterStates // each adapter's connection state
-	workers     *workers
-	outbox      *outbox
-	commits     committer // group commit of inbound messages
-	sched       *scheduler.Loop
-	metrics     *metrics
-	spend       spend       // usage metrics and budgets (spend.go)
-	mcp         *ipc.Server // the groups' MCP sockets
+	engage  engagements
+	notices noticeLimiter
+	active  activeTurns
+	loops   loops
+	flood   floodLimiter
+	states  adapterStates // each adapter's connection state
+	workers *workers
+	outbox  *outbox
+	commits committer // group commit of inbound messages
+	sched   *scheduler.Loop
+	metrics *metrics
+	spend   spend       // usage metrics and budgets (spend.go)
+	mcp     *ipc.Server // the groups' MCP sockets
 
 	downloads downloadLog // attachments fetched into group folders
 	mcpURLMu  sync.Mutex
@@ -106,6 +105,9 @@ type Gateway struct {
 
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
 	setUp    map[string]bool // group folders set up on disk by this process; guarded by reloadMu
+
+	// turns a stopped gateway left running on workers (reattach.go)
+	interrupted interrupted
 
 	hooks testHooks
 }
