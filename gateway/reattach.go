@@ -119,6 +119,7 @@ func (g *Gateway) awaitTurn(ctx context.Context, it store.Interrupted) time.Dura
 		g.turnFinished(turn.ID)
 		if _, rerr := g.st.RecoverTurn(context.WithoutCancel(ctx), turn.ID); rerr != nil {
 			g.log.Error("record interrupted turn", "folder", b.Folder, "turn", turn.ID, "err", rerr)
+			g.requeueInterrupted(it) // its rows are still started: not a new batch
 			return time.Second
 		}
 		g.log.Warn("interrupted turn's outcome never came; counted as a crashed attempt", "folder", b.Folder, "turn", turn.ID, "err", err)
