@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -318,4 +320,164 @@ func TestWorkerDrains(t *testing.T) {
 	if ws, err := r.Workers(t.Context()); err != nil || len(ws) != 0 {
 		t.Errorf("workers after the stop: %+v %v; want none", ws, err)
 	}
+}
+
+// A gateway that stopped while its turns ran on workers: a new Runner
+// (the restarted gateway's) gets the outcome a worker published meanwhile
+// from the results stream, awaits the outcome of a turn still running, and
+// gives up on a turn nobody answered once its deadline and the grace have
+// passed.
+func TestRemoteAwait(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 2)
+	gate := t.TempDir()
+	// Each turn says it started, then waits until its file is released.
+	agentSh := `touch "` + gate + `/started-$SWITCHBOARD_TURN_ID"; while [ ! -e "` + gate + `/go-$SWITCHBOARD_TURN_ID" ]; do sleep 0.05; done; echo "done $SWITCHBOARD_TURN_ID"`
+	first := newRunner(t, nc, agentSh, 0)
+	ctx, gatewayDies := context.WithCancel(t.Context())
+	spec := agent.Spec{Timeout: time.Minute}
+	ran := make(chan error, 2)
+	started := time.Now()
+	for _, turn := range []string{"t-early", "t-late"} {
+		go func() { _, err := first.Run(ctx, spec, turnInput(t, turn)); ran <- err }()
+	}
+	for _, turn := range []string{"t-early", "t-late"} {
+		testwait.For(t, 20*time.Second, turn+" running on the worker", func() bool {
+			_, err := os.Stat(filepath.Join(gate, "started-"+turn))
+			return err == nil
+		})
+	}
+	gatewayDies()
+	for range 2 {
+		if err := <-ran; err == nil || !strings.Contains(err.Error(), "cancelled") {
+			t.Fatalf("Run of the stopped gateway: %v; want cancelled", err)
+		}
+	}
+	first.Close()
+
+	// t-early's outcome is published while no gateway runs.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gate, "go-t-early"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 20*time.Second, "t-early's outcome on the results stream", func() bool {
+		s, err := js.Stream(t.Context(), ResultsStream)
+		if err != nil {
+			return false
+		}
+		_, err = s.GetLastMsgForSubject(t.Context(), resultsPrefix+"t-early")
+		return err == nil
+	})
+
+	next := newRunner(t, nc, agentSh, 50*time.Millisecond)
+	res, err := next.Await(t.Context(), "t-early", started.Add(spec.Timeout))
+	if err != nil || res.Reply != "done t-early" || res.ExitCode != 0 {
+		t.Fatalf("Await t-early: reply %q exit %d err %v; want its published outcome", res.Reply, res.ExitCode, err)
+	}
+
+	// t-late is still running: Await gets its outcome when it comes.
+	late := make(chan error, 1)
+	var lateRes agent.Result
+	go func() {
+		var err error
+		lateRes, err = next.Await(t.Context(), "t-late", started.Add(spec.Timeout))
+		late <- err
+	}()
+	if err := os.WriteFile(filepath.Join(gate, "go-t-late"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-late; err != nil || lateRes.Reply != "done t-late" {
+		t.Fatalf("Await t-late: reply %q err %v; want the outcome published after the restart", lateRes.Reply, err)
+	}
+
+	// No outcome of t-never will come: its deadline has passed.
+	res, err = next.Await(t.Context(), "t-never", time.Now().Add(-time.Minute))
+	if !errors.Is(err, agent.ErrNoOutcome) || !res.TimedOut {
+		t.Fatalf("Await t-never: err %v timed out %v; want agent.ErrNoOutcome", err, res.TimedOut)
+	}
+}
+
+// With the embedded server, NATS stops with its gateway: the outcome of a
+// turn a worker finishes meanwhile (its publish times out) reaches the
+// server once it is back (the restarted gateway, on the same address and
+// storage): the NATS client sends what was published while it was
+// disconnected when it reconnects. The gateway finds it there.
+func TestWorkerPublishesAfterNATSRestart(t *testing.T) {
+	storage := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv, err := StartServer(addr, storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wnc, err := nats.Connect(srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wnc.Close)
+	var logs testlog.Buffer
+	w, err := NewWorker(t.Context(), wnc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWorker := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	stop := sync.OnceFunc(func() { stopWorker(); <-done })
+	t.Cleanup(stop)
+
+	gate := t.TempDir()
+	gnc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := newRunner(t, gnc, `touch "`+gate+`/started"; while [ ! -e "`+gate+`/go" ]; do sleep 0.05; done; echo finished`, 0)
+	ctx, gatewayDies := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	started := time.Now()
+	go func() { _, err := first.Run(ctx, agent.Spec{Timeout: time.Minute}, turnInput(t, "t-9")); ran <- err }()
+	testwait.For(t, 20*time.Second, "the turn running on the worker", func() bool {
+		_, err := os.Stat(filepath.Join(gate, "started"))
+		return err == nil
+	})
+	gatewayDies()
+	<-ran
+	first.Close()
+	gnc.Close()
+	srv.Close()
+
+	if err := os.WriteFile(filepath.Join(gate, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the worker failing to publish while NATS is down", func() bool {
+		return strings.Contains(logs.String(), `msg="publish turn result`)
+	})
+	srv, err = StartServer(addr, storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	res, err := newRunner(t, natsConnTo(t, srv.URL()), "unused", 0).Await(t.Context(), "t-9", started.Add(time.Minute))
+	if err != nil || res.Reply != "finished" {
+		t.Fatalf("Await after the restart: reply %q err %v; want the outcome the worker published late", res.Reply, err)
+	}
+	stop() // while NATS runs
+}
+
+func natsConnTo(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }

@@ -182,6 +182,9 @@ func (f *workerFolders) fetch(ctx context.Context, root *os.Root, dir string, re
 	return nil
 }
 
+// uploadTry bounds one attempt to upload a turn's folder changes.
+const uploadTry = 10 * time.Second
+
 // finish releases the copy after the turn: when anything changed since
 // prepare, it uploads the changed files as a delta object (named after
 // turn) and returns what the outcome carries.
@@ -207,10 +210,23 @@ func (t *folderTurn) finish(ctx context.Context, turn string) (*FolderDelta, err
 		return nil, nil
 	}
 	name := t.key + "/" + turn + ".delta.tgz"
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeTar(pw, root, after, changed)) }()
-	_, err = f.obs.Put(ctx, jetstream.ObjectMeta{Name: name}, pr)
-	pr.Close()
+	// Tried again until ctx ends: NATS may be away (an embedded server
+	// restarting with its gateway) while the gateway still awaits the turn.
+	for try := 0; ; try++ {
+		pctx, cancel := context.WithTimeout(ctx, uploadTry)
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(writeTar(pw, root, after, changed)) }()
+		_, err = f.obs.Put(pctx, jetstream.ObjectMeta{Name: name}, pr)
+		pr.Close()
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		if try == 0 {
+			f.log.Warn("upload the turn's folder changes failed; trying again until the turn's deadline", "dir", t.dir, "turn", turn, "err", err)
+		}
+		sleep(ctx, time.Second)
+	}
 	if err != nil {
 		f.forget(t.key, t.dir)
 		return nil, fmt.Errorf("upload the turn's changes to group folder %s (object store %s): %w", t.dir, ObjectsBucket, err)
@@ -235,7 +251,13 @@ func newWorkerFoldersIn(ctx context.Context, js jetstream.JetStream, opt WorkerO
 // turn fails with why (its changes would be lost), unless it failed
 // already.
 func (w *Worker) finishFolder(ft *folderTurn, j Job, runErr *error) *FolderDelta {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Until the gateway stops waiting for the turn (its deadline + grace),
+	// and at least a minute.
+	until := time.UnixMilli(j.DeadlineMs).Add(DefaultGrace)
+	if min := time.Now().Add(time.Minute); until.Before(min) {
+		until = min
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), until)
 	defer cancel()
 	d, err := ft.finish(ctx, j.TurnID)
 	if err != nil {
