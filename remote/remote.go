@@ -78,6 +78,9 @@ type Outcome struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 	Stderr     string `json:"stderr,omitempty"`
 	Error      string `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
+	// Usage is what the agent reported the turn cost, failed turns
+	// included: the gateway charges it to the folder's budgets.
+	Usage agent.Usage `json:"usage"`
 	// Folder is what the turn changed in its folder; nil: nothing.
 	Folder *FolderDelta `json:"folder,omitempty"`
 }

@@ -131,6 +131,29 @@ func TestRemoteTurn(t *testing.T) {
 	}
 }
 
+// What the agent on a worker reports a turn cost comes back with the
+// result (the gateway charges it to the folder's budgets), also when the
+// turn failed.
+func TestRemoteTurnUsage(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	r := newRunner(t, nc, `echo answer; echo '{"switchboard_usage":{"cost_usd":0.25,"input_tokens":1200,"output_tokens":80,"num_turns":2,"duration_api_ms":1500}}'; [ "$(cat)" = hello ]`, 0)
+	res, err := r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, turnInput(t, "t-u1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agent.Usage{CostUSD: 0.25, InputTokens: 1200, OutputTokens: 80, NumTurns: 2, APIDuration: 1500 * time.Millisecond}
+	if res.Reply != "answer" || res.Usage.CostUSD != want.CostUSD || res.Usage.InputTokens != want.InputTokens ||
+		res.Usage.OutputTokens != want.OutputTokens || res.Usage.NumTurns != want.NumTurns || res.Usage.APIDuration != want.APIDuration {
+		t.Errorf("reply %q usage %+v; want \"answer\" and %+v", res.Reply, res.Usage, want)
+	}
+	r = newRunner(t, nc, `cat >/dev/null; echo '{"switchboard_usage":{"cost_usd":0.5}}'; exit 4`, 0)
+	res, err = r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, turnInput(t, "t-u2"))
+	if !errors.Is(err, agent.ErrFailed) || res.Usage.CostUSD != 0.5 {
+		t.Errorf("failed turn: err %v cost %v; want agent.ErrFailed and the 0.5 it reported", err, res.Usage.CostUSD)
+	}
+}
+
 // A failing agent on a worker fails the turn the way agent.Run does.
 func TestRemoteTurnFails(t *testing.T) {
 	nc := natsConn(t)

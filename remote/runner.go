@@ -287,7 +287,8 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 // outcomeResult is what agent.Run returned on the worker.
 func outcomeResult(o Outcome, session string) (agent.Result, error) {
 	res := agent.Result{Reply: o.Reply, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
-		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr}
+		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr,
+		Usage: o.Usage}
 	if res.SessionID == "" {
 		res.SessionID = session
 	}

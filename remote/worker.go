@@ -282,6 +282,7 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	o.Folder = w.finishFolder(ft, j, &err)
 	o.Reply, o.SessionID, o.DurationMs, o.ExitCode = res.Reply, res.SessionID, res.Duration.Milliseconds(), res.ExitCode
 	o.NotStarted, o.TimedOut, o.Truncated, o.Stderr = res.NotStarted, res.TimedOut, res.Truncated, res.Stderr
+	o.Usage = res.Usage
 	if err != nil {
 		o.Error = err.Error()
 	}
