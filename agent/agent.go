@@ -79,7 +79,11 @@ type Spec struct {
 
 // Input is one turn's inputs.
 type Input struct {
-	Dir       string   // working directory (the group folder)
+	Dir string // working directory (the group folder)
+	// At is where the agent sees Dir inside the sandbox, when not Dir
+	// itself: a worker binds its copy of a group folder at the gateway's
+	// path. Without a sandbox it is ignored (the agent runs in Dir).
+	At        string
 	Env       []string // KEY=VALUE entries for this turn (SWITCHBOARD_*), added to the allowed part of the gateway's environment
 	Socket    string   // the group's MCP socket, made visible inside the sandbox
 	SessionID string
@@ -229,7 +233,7 @@ type proc struct {
 func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 	args := argv(spec, in.SessionID)
 	if spec.Sandbox != nil {
-		args = spec.Sandbox.wrap(args, in.Dir, socketDirOf(in.Socket))
+		args = spec.Sandbox.wrap(args, in.Dir, in.At, socketDirOf(in.Socket))
 	}
 	maxOut := spec.MaxOutput
 	if maxOut <= 0 {

@@ -10,4 +10,7 @@ var (
 	ErrFailed = errors.New("agent turn failed")
 	// ErrUnknownOutput: an output mode other than text, claude-json, codex-json or none.
 	ErrUnknownOutput = errors.New("unknown agent output")
+	// ErrNoOutcome: a Reattacher has no outcome of the turn and none can
+	// come any more (its deadline passed).
+	ErrNoOutcome = errors.New("no outcome of the turn by its deadline")
 )

@@ -38,10 +38,16 @@ var systemDirs = []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/l
 var procCovers = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}
 
 // wrap returns the bwrap command line that runs argv in the sandbox for a
-// turn in dir (the group folder) whose MCP socket lives in socketDir.
-func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
+// turn in dir (the group folder), seen by the agent at at ("" or dir: at
+// its own path), whose MCP socket lives in socketDir.
+func (s *Sandbox) wrap(argv []string, dir, at, socketDir string) []string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
+	}
+	if at == "" {
+		at = dir
+	} else if abs, err := filepath.Abs(at); err == nil {
+		at = abs
 	}
 	// --cap-drop ALL matters when the gateway runs as root: bwrap then
 	// keeps every capability by default, and an agent could mount, mknod
@@ -83,19 +89,21 @@ func (s *Sandbox) wrap(argv []string, dir, socketDir string) []string {
 	if s.Exe != "" {
 		args = append(args, "--ro-bind", s.Exe, s.Exe)
 	}
-	args = append(args, "--bind", dir, dir)
+	args = append(args, "--bind", dir, at)
 	if socketDir != "" {
 		args = append(args, "--bind", socketDir, socketDir)
 	}
-	if s.DataDir != "" && !within(s.DataDir, dir) {
+	if s.DataDir != "" && !within(s.DataDir, at) {
 		// The tmpfs is read-only once the mount points in it exist (bwrap
 		// made them above): a write beside the folder fails instead of
 		// vanishing after the turn. The binds mounted on it keep their own
-		// access. (Not when the folder contains the data directory: its
-		// bind is on top of the tmpfs then.)
+		// access. (Not when the folder's mount point contains the data
+		// directory: its bind is on top of the tmpfs then.) A worker's copy
+		// lives inside its data directory but is mounted at the gateway's
+		// path, wherever that is: the source of a bind is the host's.
 		args = append(args, "--remount-ro", s.DataDir)
 	}
-	args = append(args, "--chdir", dir, "--")
+	args = append(args, "--chdir", at, "--")
 	return append(args, argv...)
 }
 
@@ -124,7 +132,7 @@ func Probe(ctx context.Context, spec Spec, dir string, also ...string) error {
 			argv = append(argv, a)
 		}
 	}
-	args := spec.Sandbox.wrap(argv, dir, "")
+	args := spec.Sandbox.wrap(argv, dir, "", "")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = environ(spec.Env, nil)

@@ -190,3 +190,45 @@ func TestRunSandboxedProgramMissing(t *testing.T) {
 		t.Errorf("result %+v; want NotStarted (bwrap's exit status 1)", res)
 	}
 }
+
+// A worker's copy of a group folder lives in its data directory but the
+// agent sees it at the gateway's path (Input.At): it starts there, reads
+// and writes the copy through it, and still sees nothing else of the data
+// directory, which stays unwritable.
+func TestSandboxFolderAt(t *testing.T) {
+	t.Parallel()
+	data, _ := dataDir(t)
+	at := filepath.Join(t.TempDir(), "gateway", "groups", "main")
+	copyDir := filepath.Join(data, "folders", at)
+	if err := os.MkdirAll(copyDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(copyDir, "work.md"), []byte("copied"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const probe = `data=$1 at=$2
+test "$(pwd)" = "$at" && echo IN-AT
+cat work.md && echo
+echo new > "$at/new.txt" || echo AT-NOT-WRITABLE
+test -e "$data/switchboard.db" && echo DB-VISIBLE
+test -e "$data/folders" && echo COPY-VISIBLE-IN-DATA
+touch "$data/escape" 2>/dev/null && echo DATA-WRITABLE
+echo done`
+	spec := Spec{Command: []string{"/bin/sh", "-c", probe, "sh", data, at}, Sandbox: sandboxFor(t, data)}
+	res, err := runAgent(t, spec, Input{Dir: copyDir, At: at})
+	if err != nil {
+		t.Fatalf("turn: %v (stderr %q)", err, res.Stderr)
+	}
+	if want := "IN-AT\ncopied\ndone"; res.Reply != want {
+		t.Errorf("the agent saw:\n%s\nwant:\n%s", res.Reply, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(copyDir, "new.txt")); err != nil || string(b) != "new\n" {
+		t.Errorf("new.txt in the copy: %q, %v; want the agent's write", b, err)
+	}
+	if _, err := os.Stat(at); !os.IsNotExist(err) {
+		t.Errorf("the gateway's path %s exists on the host (%v); the agent must write only the copy", at, err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "escape")); !os.IsNotExist(err) {
+		t.Errorf("the agent created escape in the data directory (%v)", err)
+	}
+}

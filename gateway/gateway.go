@@ -106,6 +106,9 @@ type Gateway struct {
 	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
 	setUp    map[string]bool // group folders set up on disk by this process; guarded by reloadMu
 
+	// turns a stopped gateway left running on workers (reattach.go)
+	interrupted interrupted
+
 	hooks testHooks
 }
 
@@ -203,17 +206,16 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if n > 0 {
 		g.log.Warn("agent processes left by a crashed gateway were killed", "count", n)
 	}
-	if n, err := g.st.RecoverStarted(ctx); err != nil {
+	awaited, err := g.recoverStarted(ctx)
+	if err != nil {
 		return err
-	} else if n > 0 {
-		g.log.Warn("turns interrupted by a crash count as failed attempts", "work_rows", n)
 	}
 	if n, err := g.st.RecoverOutbox(ctx); err != nil {
 		return fmt.Errorf("recover outbox: %w", err)
 	} else if n > 0 {
 		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
 	}
-	stopHTTP, err := g.startMCPHTTP(ctx)
+	stopHTTP, err := g.startMCPHTTP(ctx, awaited)
 	if err != nil {
 		return err
 	}

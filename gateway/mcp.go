@@ -89,6 +89,10 @@ func (g *Gateway) syncMCP(ctx context.Context, folders []string) {
 // mcpSocket is the absolute path of folder's MCP socket.
 func (g *Gateway) mcpSocket(folder string) string { return g.mcp.SocketPath(folder) }
 
+// mcpKeyPrefix starts the outbox keys of what agents send through their
+// tools.
+const mcpKeyPrefix = "mcp-"
+
 type mcpBackend struct{ g *Gateway }
 
 var _ mcpserver.Backend = mcpBackend{}
@@ -108,7 +112,7 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m mcpserver.Outgoin
 		return mcpserver.Sent{}, err
 	}
 	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
-		Folder: folder, Key: store.NewID("mcp-"), Kind: m.Kind, File: m.File})
+		Folder: folder, Key: store.NewID(mcpKeyPrefix), Kind: m.Kind, File: m.File})
 	if err != nil {
 		return mcpserver.Sent{}, err
 	}

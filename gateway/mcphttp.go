@@ -48,14 +48,16 @@ func (t mcpTokens) TokenFolder(ctx context.Context, token string) (string, error
 }
 
 // startMCPHTTP binds mcp.listen and serves it; the returned stop shuts it
-// down. Nothing is served (and stop is a no-op) without mcp.listen.
-func (g *Gateway) startMCPHTTP(ctx context.Context) (stop func(), err error) {
+// down. Nothing is served (and stop is a no-op) without mcp.listen. The
+// tokens of the turns in awaited (running on workers) stay valid.
+func (g *Gateway) startMCPHTTP(ctx context.Context, awaited []string) (stop func(), err error) {
 	c := g.opt.MCPHTTP
 	if c.Listen == "" {
 		return func() {}, nil
 	}
-	// Tokens of turns of an earlier run are dead with their turns.
-	if n, err := g.st.DeleteTurnTokens(ctx, ""); err != nil {
+	// Tokens of turns of an earlier run are dead with their turns, except
+	// those of turns still running on workers.
+	if n, err := g.st.DeleteTurnTokens(ctx, "", awaited...); err != nil {
 		return nil, err
 	} else if n > 0 {
 		g.log.Info("mcp tokens of earlier turns revoked", "count", n)

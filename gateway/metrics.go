@@ -55,8 +55,17 @@ func newMetrics(g *Gateway) *metrics {
 	m.reg.MustRegister(m.inbound, m.turns, m.turnSeconds, m.agentFailures, m.outbox, m.rateLimitWaits, m.mcpCalls,
 		m.fires, m.lateness, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stateCollector{g: g, cache: &storeGauges{}})
+	if sf, ok := g.opt.Runner.(staleFolders); ok {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchboard_stale_folder_uploads_total",
+			Help: "Folder changes from remote turns refused because the folder had moved on (a stale worker)."},
+			func() float64 { return float64(sf.StaleFolderUploads()) }))
+	}
 	return m
 }
+
+// staleFolders is a Runner that refuses stale folder uploads and counts
+// them (remote.Runner).
+type staleFolders interface{ StaleFolderUploads() int64 }
 
 // platformLabel is chat's platform as a metric label: the name of an
 // enabled adapter, or "other" for anything else, so that queued rows

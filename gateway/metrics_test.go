@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/control"
 	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
@@ -229,5 +230,23 @@ func TestUnknownPlatformsShareOneLabel(t *testing.T) {
 	})
 	if strings.Contains(got, `adapter="zz`) {
 		t.Errorf("a made-up platform became a label:\n%s", got)
+	}
+}
+
+// fencedRunner is a Runner that has refused stale folder uploads, as
+// remote.Runner counts them.
+type fencedRunner struct {
+	agent.Local
+	stale int64
+}
+
+func (f fencedRunner) StaleFolderUploads() int64 { return f.stale }
+
+// A runner that fences stale folder uploads has its refusals on /metrics.
+func TestMetricsStaleFolderUploads(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: []string{"true"}, noStart: true,
+		modify: func(o *Options) { o.Runner = fencedRunner{stale: 3} }})
+	if got := testmetrics.Value(t, scrape(t, h.g), "switchboard_stale_folder_uploads_total"); got != 3 {
+		t.Errorf("switchboard_stale_folder_uploads_total %v; want 3", got)
 	}
 }

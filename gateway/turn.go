@@ -23,6 +23,30 @@ const (
 // returns how long the folder should wait before its next batch: 0, unless
 // the outcome could not be recorded.
 func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
+	p, backoff, ok := g.prepareTurn(ctx, b)
+	if !ok {
+		return backoff
+	}
+	stopTyping := g.typing(ctx, b.ChatJID, b.Topic)
+	res, err := g.opt.Runner.Run(ctx, g.opt.Agent, p.in)
+	stopTyping()
+	return g.recordTurn(ctx, p.b, p.turn, p.session, res, err)
+}
+
+// preparedTurn is a turn ready to run: its record so far, the session it
+// resumes and the agent's input.
+type preparedTurn struct {
+	b       store.Batch
+	turn    store.Turn
+	session string
+	in      agent.Input
+}
+
+// prepareTurn decides whether the batch runs now and builds its turn: the
+// session, the prompt, the environment with the turn's MCP token, and the
+// batch marked started under the turn's id. ok is false when the turn does
+// not run; backoff is then how long the folder waits.
+func (g *Gateway) prepareTurn(ctx context.Context, b store.Batch) (p preparedTurn, backoff time.Duration, ok bool) {
 	first := b.Items[0]
 	turn := store.Turn{
 		ID: store.NewID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
@@ -33,14 +57,13 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		// attempts used up the rest: a batch runs at most three times
 		// unless only the gateway (never the agent) is to blame.
 		turn.Attempt = first.Attempts + first.Crashes
-		return g.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes))
+		return p, g.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes)), false
 	}
 	if g.withheld(ctx, b, turn) {
-		return 0
+		return p, 0, false
 	}
-	isolated := first.Trigger == store.TriggerTask && first.Isolated
 	session := ""
-	if !isolated {
+	if !isolatedTurn(b) {
 		s, err := g.st.Session(ctx, b.Folder, b.ChatJID, b.Topic)
 		if err != nil {
 			// Running without it would start a fresh session and then
@@ -48,7 +71,7 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 			if ctx.Err() == nil {
 				g.log.Error("load session", "folder", b.Folder, "err", err)
 			}
-			return time.Second
+			return p, time.Second, false
 		}
 		session = g.attemptSession(b, turn, s)
 	}
@@ -67,19 +90,30 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		"SWITCHBOARD_TASK_ID=" + taskID(first.TaskID),
 	}
 	env = append(env, g.turnTokenEnv(ctx, b.Folder, turn.ID)...)
-	defer g.endTurnToken(turn.ID)
 	g.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
-	if err := g.st.MarkStarted(ctx, b); err != nil {
+	if err := g.st.MarkStarted(ctx, b, turn.ID); err != nil {
 		if ctx.Err() == nil {
 			g.log.Error("record turn start", "folder", b.Folder, "err", err)
 		}
-		return time.Second
+		g.endTurnToken(turn.ID)
+		return p, time.Second, false
 	}
 	g.turnStarted(turn.ID, b)
-	stopTyping := g.typing(ctx, b.ChatJID, b.Topic)
-	res, err := g.opt.Runner.Run(ctx, g.opt.Agent, agent.Input{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session, Prompt: prompt,
-		Socket: g.mcpSocket(b.Folder)})
-	stopTyping()
+	return preparedTurn{b: b, turn: turn, session: session, in: agent.Input{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session,
+		Prompt: prompt, Socket: g.mcpSocket(b.Folder)}}, 0, true
+}
+
+// isolatedTurn reports whether the batch is a task run in a session of its own.
+func isolatedTurn(b store.Batch) bool {
+	return b.Items[0].Trigger == store.TriggerTask && b.Items[0].Isolated
+}
+
+// recordTurn records what the agent did in a started turn (turnStarted,
+// store.MarkStarted), as Runner.Run or Reattacher.Await returned it: the
+// turn record, the batch consumed or retried, the reply queued, the session
+// saved, the usage counted, the turn's MCP token revoked. session is the
+// one the turn resumed. It returns the folder's backoff, as runTurn.
+func (g *Gateway) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, session string, res agent.Result, err error) time.Duration {
 	if res.Escaped > 0 || res.EscapedErr != nil {
 		g.log.Info("agent processes outside its process group killed at turn end", "folder", b.Folder, "turn", turn.ID,
 			"count", res.Escaped, "err", res.EscapedErr)
@@ -89,23 +123,32 @@ func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	turn.Duration = res.Duration
 	turn.ExitCode = res.ExitCode
 	if err != nil && ctx.Err() != nil {
+		if _, ok := g.opt.Runner.(agent.Reattacher); ok && !res.NotStarted {
+			// The turn goes on on its worker: the next start awaits its
+			// outcome (its rows stay started under its id, its token valid).
+			g.log.Warn("turn interrupted by shutdown; the next start awaits its outcome", "folder", b.Folder, "turn", turn.ID)
+			return 0
+		}
 		// Shutdown interrupted the turn: leave the batch pending for the
 		// next start, and do not count it as an attempt.
 		g.log.Warn("turn interrupted by shutdown", "folder", b.Folder, "turn", turn.ID)
+		g.endTurnToken(turn.ID)
 		if err := g.st.ResetStarted(context.WithoutCancel(ctx), b); err != nil {
 			g.log.Error("record turn interruption", "folder", b.Folder, "err", err)
 		}
 		return 0
 	}
+	defer g.endTurnToken(turn.ID) // FinishBatch revokes it; not when it fails
 	if err != nil {
 		g.dropLostSession(ctx, b, turn.ID, session, res, err)
 		return g.turnFailed(ctx, b, turn, res, err)
 	}
+	first := b.Items[0]
 	turn.Status = store.TurnSucceeded
 	g.metrics.turns.WithLabelValues(string(first.Trigger), string(store.TurnSucceeded)).Inc()
 	g.metrics.turnSeconds.WithLabelValues(string(first.Trigger)).Observe(res.Duration.Seconds())
 	turn.SessionID = res.SessionID
-	if turn.SessionID == "" && session == "" && !isolated && !g.opt.Agent.ResumeNamesSession() {
+	if turn.SessionID == "" && session == "" && !isolatedTurn(b) && !g.opt.Agent.ResumeNamesSession() {
 		// Agents that report no id continue under the first turn's id;
 		// not when resume_args would pass that id to an agent that never
 		// made it.

@@ -73,6 +73,15 @@ func (ws *workers) work(folder string) {
 // more. A failed batch does not hold the worker: the store defers its chat
 // until the retry is due and runs the folder's other chats meanwhile.
 func (ws *workers) step(folder string) bool {
+	if ws.isClosed() {
+		return false
+	}
+	if it, ok := ws.g.nextInterrupted(folder); ok {
+		// A turn a stopped gateway left running on a worker comes first:
+		// the folder starts nothing before its outcome is recorded. It
+		// takes no turn slot: it runs elsewhere already.
+		return ws.backoff(ws.g.awaitTurn(ws.ctx, it))
+	}
 	b, ok := ws.next(folder)
 	if !ok || ws.isClosed() {
 		return false
@@ -97,6 +106,12 @@ func (ws *workers) step(folder string) bool {
 	}
 	backoff := ws.g.runTurn(ws.ctx, b)
 	<-ws.sem
+	return ws.backoff(backoff)
+}
+
+// backoff waits backoff (unless the workers close) before the folder's next
+// step; it reports whether to take that step.
+func (ws *workers) backoff(backoff time.Duration) bool {
 	if backoff > 0 {
 		select {
 		case <-time.After(backoff):

@@ -1,12 +1,17 @@
 // Package remote runs agent turns on worker machines through NATS
-// JetStream: the gateway's Runner publishes each turn as a job on a
-// work-queue stream and waits for its outcome on a results stream; a
-// Worker pulls jobs while it has a free slot, runs them with agent.Run and
+// JetStream: the gateway's Runner picks a worker for each turn (the
+// folder's last one while it has room: dispatch.go) and publishes the job
+// on that worker's subject of a work-queue stream, then waits for its
+// outcome on a results stream; a Worker pulls its jobs through its own
+// consumer while it has a free slot, runs them with agent.Run and
 // publishes the outcome. It also starts the embedded NATS server
 // (nats.embedded). Delivery is at most once: a job is acknowledged when a
 // worker takes it and never redelivered; a turn whose outcome does not come
 // by its deadline fails, and the gateway's own retry policy runs it again
-// as a new turn.
+// as a new turn. The group folder travels as a versioned snapshot
+// (folders.go): the worker runs the turn in its copy of the job's version
+// and sends back what changed, which the gateway applies only if the folder
+// is still at that version.
 package remote
 
 import (
@@ -19,26 +24,29 @@ import (
 // the same configuration.
 const (
 	TurnsStream   = "SWITCHBOARD_TURNS"   // work queue: each job consumed once
-	TurnsSubject  = "switchboard.turns"   // where jobs are published
+	TurnsSubject  = "switchboard.turns"   // jobs go to TurnsSubject.w.<worker id> (workerSubject)
 	ResultsStream = "SWITCHBOARD_RESULTS" // outcomes, kept for an hour
 	resultsPrefix = "switchboard.results."
 	takenPrefix   = "switchboard.taken."  // core NATS: <turn id> → the worker that took it
 	workersBucket = "switchboard_workers" // KV: one entry per live worker
-	consumerName  = "workers"             // the shared pull consumer of TurnsStream
+	// legacyConsumer is the pull consumer all workers shared before each
+	// had its own; removed from an existing stream (see ensureStreams).
+	legacyConsumer = "workers"
 )
 
 // keep is how long jobs and outcomes stay in their streams: longer than
 // any turn, short enough that stale ones vanish on their own.
 const keep = time.Hour
 
-// workerTTL is how long a worker's entry outlives its last heartbeat.
+// workerTTL is how long a worker's entry outlives its last heartbeat
+// (default of RunnerOptions.WorkerTTL and WorkerOptions.WorkerTTL).
 const workerTTL = 15 * time.Second
 
 // Job is one turn as published to TurnsStream.
 type Job struct {
 	TurnID string `json:"turn_id"` // also the message id (JetStream de-duplication)
-	// Dir is the group folder: the worker runs the agent at the same
-	// absolute path.
+	// Dir is the group folder: the worker runs the agent in its copy of
+	// it, which a sandboxed agent sees at this same absolute path.
 	Dir       string `json:"dir"`
 	Prompt    string `json:"prompt"`
 	SessionID string `json:"session_id,omitempty"`
@@ -53,6 +61,8 @@ type Job struct {
 	// DeadlineMs (Unix ms) is when the gateway stops waiting: the worker
 	// kills the agent then, and does not start a job whose deadline passed.
 	DeadlineMs int64 `json:"deadline_ms"`
+	// Folder is the version of the group folder the turn runs on (folders.go).
+	Folder *FolderRef `json:"folder,omitempty"`
 }
 
 // Outcome is a job's result as published to ResultsStream.
@@ -68,14 +78,22 @@ type Outcome struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 	Stderr     string `json:"stderr,omitempty"`
 	Error      string `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
+	// Usage is what the agent reported the turn cost, failed turns
+	// included: the gateway charges it to the folder's budgets.
+	Usage agent.Usage `json:"usage"`
+	// Folder is what the turn changed in its folder; nil: nothing.
+	Folder *FolderDelta `json:"folder,omitempty"`
 }
 
 // WorkerInfo is a live worker's entry in the workers bucket.
 type WorkerInfo struct {
-	ID      string    `json:"id"`
-	Host    string    `json:"host"`
-	Slots   int       `json:"slots"`
-	Busy    int       `json:"busy"`
-	Started time.Time `json:"started"`
-	Seen    time.Time `json:"seen"`
+	ID    string `json:"id"`
+	Host  string `json:"host"`
+	Slots int    `json:"slots"`
+	Busy  int    `json:"busy"`
+	// Draining: the worker is stopping; it finishes what it runs and gets
+	// no new turn.
+	Draining bool      `json:"draining,omitempty"`
+	Started  time.Time `json:"started"`
+	Seen     time.Time `json:"seen"`
 }

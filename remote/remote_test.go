@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 )
 
 // natsConn starts an embedded server in a temp dir and connects to it.
-func natsConn(t *testing.T) *nats.Conn {
+func natsConn(t testing.TB) *nats.Conn {
 	t.Helper()
 	srv, err := StartServer("127.0.0.1:0", t.TempDir())
 	if err != nil {
@@ -40,9 +42,25 @@ func shSpec(command []string) (agent.Spec, error) {
 	return agent.Spec{Command: append([]string{"/bin/sh", "-c"}, command...)}, nil
 }
 
-func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) {
+func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) *Worker {
 	t.Helper()
-	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: slots, Prepare: shSpec, Poll: 500 * time.Millisecond})
+	return runWorker(t, nc, WorkerOptions{ID: id, Slots: slots})
+}
+
+// runWorker runs a worker with opt (Prepare, Poll and Dir filled in when
+// unset) until the test ends.
+func runWorker(t *testing.T, nc *nats.Conn, opt WorkerOptions) *Worker {
+	t.Helper()
+	if opt.Prepare == nil {
+		opt.Prepare = shSpec
+	}
+	if opt.Poll == 0 {
+		opt.Poll = 500 * time.Millisecond
+	}
+	if opt.Dir == "" {
+		opt.Dir = t.TempDir()
+	}
+	w, err := NewWorker(t.Context(), nc, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +73,23 @@ func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) {
 			t.Error(err)
 		}
 	})
+	return w
+}
+
+// fakeWorker is a worker that reports itself once (live for workerTTL)
+// and leaves its jobs to the test: its consumer, as the real worker's.
+func fakeWorker(t *testing.T, nc *nats.Conn, id string) jetstream.Consumer {
+	t.Helper()
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: 1, Prepare: shSpec, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := w.consumer(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.heartbeat(t.Context())
+	return cons
 }
 
 func newRunner(t *testing.T, nc *nats.Conn, command string, grace time.Duration) *Runner {
@@ -73,12 +108,14 @@ func turnInput(t *testing.T, turn string) agent.Input {
 		Env: []string{"SWITCHBOARD_TURN_ID=" + turn, "SWITCHBOARD_MCP_SOCKET=/gateway/ipc/main.sock", "SWITCHBOARD_FOLDER=main"}}
 }
 
-// A turn runs on a worker in the folder's path (created there), with the
+// A turn runs on a worker in its copy of the folder (unsandboxed: at the
+// copy's own path, <worker data dir>/folders/<gateway's path>), with the
 // prompt on stdin, the turn's environment without the gateway's socket and
 // the values of the allowed variables; its reply comes back.
 func TestRemoteTurn(t *testing.T) {
 	nc := natsConn(t)
-	startWorker(t, nc, "w1", 1)
+	wdir := t.TempDir()
+	runWorker(t, nc, WorkerOptions{ID: "w1", Slots: 1, Dir: wdir})
 	r := newRunner(t, nc, `printf '%s|%s|%s|%s|' "$(cat)" "$SWITCHBOARD_FOLDER" "${SWITCHBOARD_MCP_SOCKET-unset}" "$REMOTE_TEST_ALLOWED"; pwd`, 0)
 	t.Setenv("REMOTE_TEST_ALLOWED", "yes")
 	in := turnInput(t, "t-1")
@@ -86,11 +123,34 @@ func TestRemoteTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "hello|main|unset|yes|" + in.Dir; res.Reply != want {
+	if want := "hello|main|unset|yes|" + filepath.Join(wdir, "folders", in.Dir); res.Reply != want {
 		t.Errorf("reply %q; want %q", res.Reply, want)
 	}
 	if res.SessionID != "s-1" || res.ExitCode != 0 {
 		t.Errorf("session %q exit %d; want s-1, 0", res.SessionID, res.ExitCode)
+	}
+}
+
+// What the agent on a worker reports a turn cost comes back with the
+// result (the gateway charges it to the folder's budgets), also when the
+// turn failed.
+func TestRemoteTurnUsage(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	r := newRunner(t, nc, `echo answer; echo '{"switchboard_usage":{"cost_usd":0.25,"input_tokens":1200,"output_tokens":80,"num_turns":2,"duration_api_ms":1500}}'; [ "$(cat)" = hello ]`, 0)
+	res, err := r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, turnInput(t, "t-u1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agent.Usage{CostUSD: 0.25, InputTokens: 1200, OutputTokens: 80, NumTurns: 2, APIDuration: 1500 * time.Millisecond}
+	if res.Reply != "answer" || res.Usage.CostUSD != want.CostUSD || res.Usage.InputTokens != want.InputTokens ||
+		res.Usage.OutputTokens != want.OutputTokens || res.Usage.NumTurns != want.NumTurns || res.Usage.APIDuration != want.APIDuration {
+		t.Errorf("reply %q usage %+v; want \"answer\" and %+v", res.Reply, res.Usage, want)
+	}
+	r = newRunner(t, nc, `cat >/dev/null; echo '{"switchboard_usage":{"cost_usd":0.5}}'; exit 4`, 0)
+	res, err = r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, turnInput(t, "t-u2"))
+	if !errors.Is(err, agent.ErrFailed) || res.Usage.CostUSD != 0.5 {
+		t.Errorf("failed turn: err %v cost %v; want agent.ErrFailed and the 0.5 it reported", err, res.Usage.CostUSD)
 	}
 }
 
@@ -108,14 +168,14 @@ func TestRemoteTurnFails(t *testing.T) {
 	}
 }
 
-// Without a worker, the turn fails as timed out once its deadline and the
-// grace have passed: the gateway counts it as an attempt.
+// Without a worker, the turn fails as timed out once its deadline has
+// passed, saying what to start: the gateway counts it as an attempt.
 func TestRemoteTurnNoWorker(t *testing.T) {
 	nc := natsConn(t)
 	r := newRunner(t, nc, `echo hi`, 50*time.Millisecond)
 	res, err := r.Run(t.Context(), agent.Spec{Timeout: 200 * time.Millisecond}, turnInput(t, "t-3"))
-	if !errors.Is(err, agent.ErrFailed) || !res.TimedOut {
-		t.Fatalf("err %v timed out %v; want a timed-out agent.ErrFailed", err, res.TimedOut)
+	if !errors.Is(err, agent.ErrFailed) || !res.TimedOut || !strings.Contains(err.Error(), "switchboard worker") {
+		t.Fatalf("err %v timed out %v; want a timed-out agent.ErrFailed naming `switchboard worker`", err, res.TimedOut)
 	}
 }
 
@@ -142,10 +202,7 @@ func TestRemoteOutcomeOnce(t *testing.T) {
 		}
 	}
 	// A worker that takes the job answers twice.
-	cons, err := js.CreateOrUpdateConsumer(t.Context(), TurnsStream, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := fakeWorker(t, nc, "a")
 	go func() {
 		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
 		if err != nil {
@@ -216,16 +273,9 @@ func TestRemoteWorkerGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.CreateOrUpdateConsumer(t.Context(), TurnsStream, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A worker that takes the job, says so, and dies without a trace in
 	// the workers bucket.
+	cons := fakeWorker(t, nc, "ghost")
 	go func() {
 		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
 		if err != nil {
@@ -235,6 +285,7 @@ func TestRemoteWorkerGone(t *testing.T) {
 		var j Job
 		_ = json.Unmarshal(m.Data(), &j)
 		_ = nc.Publish(takenPrefix+j.TurnID, []byte("ghost"))
+		_ = r.kv.Delete(context.Background(), "ghost")
 	}()
 	done := make(chan error, 1)
 	go func() {
@@ -255,7 +306,7 @@ func TestRemoteWorkerGone(t *testing.T) {
 // publishes its result.
 func TestWorkerDrains(t *testing.T) {
 	nc := natsConn(t)
-	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond})
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,4 +343,164 @@ func TestWorkerDrains(t *testing.T) {
 	if ws, err := r.Workers(t.Context()); err != nil || len(ws) != 0 {
 		t.Errorf("workers after the stop: %+v %v; want none", ws, err)
 	}
+}
+
+// A gateway that stopped while its turns ran on workers: a new Runner
+// (the restarted gateway's) gets the outcome a worker published meanwhile
+// from the results stream, awaits the outcome of a turn still running, and
+// gives up on a turn nobody answered once its deadline and the grace have
+// passed.
+func TestRemoteAwait(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 2)
+	gate := t.TempDir()
+	// Each turn says it started, then waits until its file is released.
+	agentSh := `touch "` + gate + `/started-$SWITCHBOARD_TURN_ID"; while [ ! -e "` + gate + `/go-$SWITCHBOARD_TURN_ID" ]; do sleep 0.05; done; echo "done $SWITCHBOARD_TURN_ID"`
+	first := newRunner(t, nc, agentSh, 0)
+	ctx, gatewayDies := context.WithCancel(t.Context())
+	spec := agent.Spec{Timeout: time.Minute}
+	ran := make(chan error, 2)
+	started := time.Now()
+	for _, turn := range []string{"t-early", "t-late"} {
+		go func() { _, err := first.Run(ctx, spec, turnInput(t, turn)); ran <- err }()
+	}
+	for _, turn := range []string{"t-early", "t-late"} {
+		testwait.For(t, 20*time.Second, turn+" running on the worker", func() bool {
+			_, err := os.Stat(filepath.Join(gate, "started-"+turn))
+			return err == nil
+		})
+	}
+	gatewayDies()
+	for range 2 {
+		if err := <-ran; err == nil || !strings.Contains(err.Error(), "cancelled") {
+			t.Fatalf("Run of the stopped gateway: %v; want cancelled", err)
+		}
+	}
+	first.Close()
+
+	// t-early's outcome is published while no gateway runs.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gate, "go-t-early"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 20*time.Second, "t-early's outcome on the results stream", func() bool {
+		s, err := js.Stream(t.Context(), ResultsStream)
+		if err != nil {
+			return false
+		}
+		_, err = s.GetLastMsgForSubject(t.Context(), resultsPrefix+"t-early")
+		return err == nil
+	})
+
+	next := newRunner(t, nc, agentSh, 50*time.Millisecond)
+	res, err := next.Await(t.Context(), "t-early", started.Add(spec.Timeout))
+	if err != nil || res.Reply != "done t-early" || res.ExitCode != 0 {
+		t.Fatalf("Await t-early: reply %q exit %d err %v; want its published outcome", res.Reply, res.ExitCode, err)
+	}
+
+	// t-late is still running: Await gets its outcome when it comes.
+	late := make(chan error, 1)
+	var lateRes agent.Result
+	go func() {
+		var err error
+		lateRes, err = next.Await(t.Context(), "t-late", started.Add(spec.Timeout))
+		late <- err
+	}()
+	if err := os.WriteFile(filepath.Join(gate, "go-t-late"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-late; err != nil || lateRes.Reply != "done t-late" {
+		t.Fatalf("Await t-late: reply %q err %v; want the outcome published after the restart", lateRes.Reply, err)
+	}
+
+	// No outcome of t-never will come: its deadline has passed.
+	res, err = next.Await(t.Context(), "t-never", time.Now().Add(-time.Minute))
+	if !errors.Is(err, agent.ErrNoOutcome) || !res.TimedOut {
+		t.Fatalf("Await t-never: err %v timed out %v; want agent.ErrNoOutcome", err, res.TimedOut)
+	}
+}
+
+// With the embedded server, NATS stops with its gateway: the outcome of a
+// turn a worker finishes meanwhile (its publish times out) reaches the
+// server once it is back (the restarted gateway, on the same address and
+// storage): the NATS client sends what was published while it was
+// disconnected when it reconnects. The gateway finds it there.
+func TestWorkerPublishesAfterNATSRestart(t *testing.T) {
+	storage := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv, err := StartServer(addr, storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wnc, err := nats.Connect(srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wnc.Close)
+	var logs testlog.Buffer
+	w, err := NewWorker(t.Context(), wnc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWorker := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	stop := sync.OnceFunc(func() { stopWorker(); <-done })
+	t.Cleanup(stop)
+
+	gate := t.TempDir()
+	gnc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := newRunner(t, gnc, `touch "`+gate+`/started"; while [ ! -e "`+gate+`/go" ]; do sleep 0.05; done; echo finished`, 0)
+	ctx, gatewayDies := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	started := time.Now()
+	go func() { _, err := first.Run(ctx, agent.Spec{Timeout: time.Minute}, turnInput(t, "t-9")); ran <- err }()
+	testwait.For(t, 20*time.Second, "the turn running on the worker", func() bool {
+		_, err := os.Stat(filepath.Join(gate, "started"))
+		return err == nil
+	})
+	gatewayDies()
+	<-ran
+	first.Close()
+	gnc.Close()
+	srv.Close()
+
+	if err := os.WriteFile(filepath.Join(gate, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the worker failing to publish while NATS is down", func() bool {
+		return strings.Contains(logs.String(), `msg="publish turn result`)
+	})
+	srv, err = StartServer(addr, storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	res, err := newRunner(t, natsConnTo(t, srv.URL()), "unused", 0).Await(t.Context(), "t-9", started.Add(time.Minute))
+	if err != nil || res.Reply != "finished" {
+		t.Fatalf("Await after the restart: reply %q err %v; want the outcome the worker published late", res.Reply, err)
+	}
+	stop() // while NATS runs
+}
+
+func natsConnTo(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }

@@ -29,10 +29,19 @@ type RunnerOptions struct {
 	// names are resolved by each worker).
 	Command []string
 	Grace   time.Duration // default DefaultGrace
-	// Check is how often a waiting turn checks that the worker running it
-	// still reports (default 2 s).
+	// Check is how often a waiting turn checks that the worker it was
+	// given still reports, and how often a turn waiting for a worker
+	// looks for one (default 2 s).
 	Check  time.Duration
 	Logger *slog.Logger
+	// WorkerTTL is how long a worker's entry outlives its last heartbeat
+	// (default 15 s; the same on the gateway and its workers).
+	WorkerTTL time.Duration
+	// SnapshotExclude (nats.snapshot_exclude) are globs never snapshotted
+	// besides DefaultSnapshotExclude; MaxFolderMB (nats.max_folder_mb,
+	// default DefaultMaxFolderMB) caps a snapshotted folder.
+	SnapshotExclude []string
+	MaxFolderMB     int
 }
 
 // Runner is the gateway's agent.Runner for agent.runner: nats.
@@ -45,7 +54,9 @@ type Runner struct {
 	taken *nats.Subscription
 	mu    sync.Mutex
 	waits map[string]chan Outcome // turn id → its waiting Run
-	by    map[string]string       // turn id → the worker that took it
+	by    map[string]string       // turn id → the worker it was given
+	fold  *folders
+	d     *dispatcher
 }
 
 // NewRunner creates the streams when missing and starts reading outcomes.
@@ -60,28 +71,42 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if opt.Check <= 0 {
 		opt.Check = 2 * time.Second
 	}
+	if opt.WorkerTTL <= 0 {
+		opt.WorkerTTL = workerTTL
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	kv, err := ensureStreams(ctx, js)
+	kv, err := ensureStreams(ctx, js, opt.WorkerTTL)
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}}
+	fold, err := newFolders(ctx, js, opt.SnapshotExclude, opt.MaxFolderMB, opt.Logger)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}, fold: fold}
+	if r.d, err = newDispatcher(ctx, kv, opt.WorkerTTL); err != nil {
+		return nil, fmt.Errorf("watch bucket %s: %w", workersBucket, err)
+	}
 	// Which worker took which turn: a hint (core NATS, not stored) that
 	// lets a turn fail as soon as its worker stops reporting, not only at
 	// its deadline.
 	if r.taken, err = nc.Subscribe(takenPrefix+"*", r.noteTaken); err != nil {
+		r.d.stop()
 		return nil, fmt.Errorf("subscribe %s: %w", takenPrefix+"*", err)
 	}
 	// Outcomes published from now on; one of a turn nobody waits for (its
 	// deadline passed, or an earlier gateway published it) is dropped.
 	cons, err := js.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
 	if err != nil {
+		r.d.stop()
+		_ = r.taken.Unsubscribe()
 		return nil, fmt.Errorf("read stream %s: %w", ResultsStream, err)
 	}
 	if r.stop, err = cons.Consume(r.deliver); err != nil {
+		r.d.stop()
 		_ = r.taken.Unsubscribe()
 		return nil, fmt.Errorf("read stream %s: %w", ResultsStream, err)
 	}
@@ -92,11 +117,13 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 func (r *Runner) Close() {
 	r.stop.Stop()
 	_ = r.taken.Unsubscribe()
+	r.d.stop()
 }
 
 // noteTaken records the worker that took a turn still waited for.
 func (r *Runner) noteTaken(m *nats.Msg) {
 	turn := strings.TrimPrefix(m.Subject, takenPrefix)
+	r.d.ran(turn, string(m.Data))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.waits[turn]; ok {
@@ -104,7 +131,7 @@ func (r *Runner) noteTaken(m *nats.Msg) {
 	}
 }
 
-// workerGone reports the worker that took turn when it no longer reports
+// workerGone reports the worker given turn when it no longer reports
 // (its entry in the workers bucket expired or was deleted).
 func (r *Runner) workerGone(ctx context.Context, turn string) (string, bool) {
 	r.mu.Lock()
@@ -124,10 +151,14 @@ func (r *Runner) deliver(m jetstream.Msg) {
 		r.log.Warn("remote outcome unreadable; dropped", "subject", m.Subject(), "err", err)
 		return
 	}
+	// Every outcome's folder changes, also of a turn no longer waited for
+	// (a stale worker's, refused unless its base is still current).
+	r.applyFolder(o)
 	r.mu.Lock()
 	ch, ok := r.waits[o.TurnID]
 	delete(r.waits, o.TurnID)
 	r.mu.Unlock()
+	r.d.ran(o.TurnID, o.Worker)
 	if !ok {
 		r.log.Info("remote outcome of a turn no longer waited for; dropped", "turn", o.TurnID, "worker", o.Worker)
 		return
@@ -135,15 +166,22 @@ func (r *Runner) deliver(m jetstream.Msg) {
 	ch <- o // buffered: never blocks
 }
 
-// Run publishes the turn and waits for its outcome until its deadline
+// Run gives the turn to a worker (see dispatcher.pick; while no worker is
+// live it waits for one until the turn's deadline), publishes it on that
+// worker's subject and waits for its outcome until its deadline
 // (spec.Timeout from now) plus Grace. A turn without an outcome by then
-// failed as timed out: the gateway counts it as an attempt. in.Env must
-// hold SWITCHBOARD_TURN_ID.
+// failed as timed out: the gateway counts it as an attempt; so does one
+// whose worker stops reporting first. in.Env must hold
+// SWITCHBOARD_TURN_ID.
 func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agent.Result, error) {
 	res := agent.Result{SessionID: in.SessionID, ExitCode: -1}
 	started := time.Now()
 	job, err := r.job(spec, in, started)
 	if err != nil {
+		res.NotStarted = true
+		return res, err
+	}
+	if job.Folder, err = r.publishFolder(ctx, job); err != nil {
 		res.NotStarted = true
 		return res, err
 	}
@@ -162,14 +200,30 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		delete(r.by, job.TurnID)
 		r.mu.Unlock()
 	}()
-	if _, err := r.js.Publish(ctx, TurnsSubject, data, jetstream.WithMsgID(job.TurnID)); err != nil {
+	worker, wres, err := r.d.assign(ctx, job.TurnID, job.Dir, time.UnixMilli(job.DeadlineMs), r.opt.Check)
+	defer r.d.done(job.TurnID)
+	if err != nil {
+		wres.SessionID, wres.Duration = in.SessionID, time.Since(started)
+		return wres, err
+	}
+	// Given before it is published: a turn still queued on a worker that
+	// dies fails as one that worker took.
+	r.mu.Lock()
+	r.by[job.TurnID] = worker
+	r.mu.Unlock()
+	if _, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID)); err != nil {
 		res.NotStarted = true
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
 		}
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
 	}
-	r.log.Debug("remote turn published", "turn", job.TurnID, "dir", job.Dir)
+	if from := r.d.moved(job.TurnID); from != "" {
+		// The folder's copy on the new worker may be stale: this turn
+		// moves bytes. Logged so that operators see how often it happens.
+		r.log.Info("remote turn moves folder to another worker", "turn", job.TurnID, "dir", job.Dir, "from", from, "worker", worker)
+	}
+	r.log.Debug("remote turn published", "turn", job.TurnID, "dir", job.Dir, "worker", worker, "folder_version", job.Folder.Version)
 	wait := time.NewTimer(time.Until(time.UnixMilli(job.DeadlineMs)) + r.opt.Grace)
 	defer wait.Stop()
 	check := time.NewTicker(r.opt.Check)
@@ -184,7 +238,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		case <-check.C:
 			if w, gone := r.workerGone(ctx, job.TurnID); gone {
 				res.Duration = time.Since(started)
-				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it ran the turn; check that worker's log", w, workerTTL))
+				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it had the turn; check that worker's log", w, r.opt.WorkerTTL))
 			}
 		case <-wait.C:
 			res.Duration = time.Since(started)
@@ -233,7 +287,8 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 // outcomeResult is what agent.Run returned on the worker.
 func outcomeResult(o Outcome, session string) (agent.Result, error) {
 	res := agent.Result{Reply: o.Reply, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
-		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr}
+		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr,
+		Usage: o.Usage}
 	if res.SessionID == "" {
 		res.SessionID = session
 	}

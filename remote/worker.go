@@ -20,8 +20,10 @@ import (
 
 // WorkerOptions configure a Worker.
 type WorkerOptions struct {
-	ID    string // names the worker in outcomes and the workers bucket; default host-pid
-	Slots int    // turns at once (≥ 1)
+	// ID names the worker in outcomes, the workers bucket, its subject and
+	// its consumer; default host-pid. Made subject-safe (SubjectSafe).
+	ID    string
+	Slots int // turns at once (≥ 1)
 	// Prepare turns a job's command (agent.command as the gateway has it
 	// configured) into the spec to run it with on this machine: argv[0]
 	// resolved, the sandbox. The worker fills in the rest from the job.
@@ -33,9 +35,17 @@ type WorkerOptions struct {
 	// worker waits for its fetches to end. Default 5 s.
 	Poll   time.Duration
 	Logger *slog.Logger
+	// Dir is the worker's data directory: its copies of group folders
+	// live in Dir/folders (worker_folders.go). Required.
+	Dir string
+	// WorkerTTL, SnapshotExclude and MaxFolderMB: as in RunnerOptions.
+	WorkerTTL       time.Duration
+	SnapshotExclude []string
+	MaxFolderMB     int
 }
 
-// Worker pulls jobs from the turns stream and runs them.
+// Worker pulls the jobs the gateway gives it from the turns stream (its
+// own subject, through its own durable consumer) and runs them.
 type Worker struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -45,9 +55,13 @@ type Worker struct {
 	host    string
 	started time.Time
 	busy    atomic.Int32
+	folders *workerFolders
+	stop    atomic.Bool // draining: reported in the heartbeat
+	consMu  sync.Mutex
+	cons    jetstream.Consumer // nil: (re)create it
 }
 
-// NewWorker creates the streams and the shared consumer when missing.
+// NewWorker creates the streams when missing.
 func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, error) {
 	if opt.Slots < 1 {
 		return nil, fmt.Errorf("--slots %d: want at least 1", opt.Slots)
@@ -64,34 +78,39 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 	if opt.Poll <= 0 {
 		opt.Poll = 5 * time.Second
 	}
+	if opt.WorkerTTL <= 0 {
+		opt.WorkerTTL = workerTTL
+	}
+	if opt.Dir == "" {
+		return nil, errors.New("remote.NewWorker: no Dir (the worker's data directory)")
+	}
 	host, _ := os.Hostname()
 	if opt.ID == "" {
 		opt.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	opt.ID = SubjectSafe(opt.ID)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	kv, err := ensureStreams(ctx, js)
+	kv, err := ensureStreams(ctx, js, opt.WorkerTTL)
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{nc: nc, js: js, kv: kv, opt: opt, log: opt.Logger, host: host, started: time.Now()}, nil
+	folders, err := newWorkerFoldersIn(ctx, js, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{nc: nc, js: js, kv: kv, opt: opt, log: opt.Logger, host: host, started: time.Now(), folders: folders}, nil
 }
 
 // Run pulls and runs jobs until ctx ends, then lets running turns finish
 // (up to Drain) and publish their outcomes.
 func (w *Worker) Run(ctx context.Context) error {
-	// MaxDeliver 1: a job is never redelivered. The worker acknowledges it
-	// when it takes it; a worker that dies mid-turn leaves the turn to the
-	// gateway, which fails it when the worker stops reporting (or at its
-	// deadline) and applies its own retry policy.
-	cons, err := w.js.CreateOrUpdateConsumer(ctx, TurnsStream, jetstream.ConsumerConfig{
-		Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1, AckWait: 30 * time.Second,
-		MaxAckPending: -1, MaxWaiting: 4096,
-	})
-	if err != nil {
-		return fmt.Errorf("create consumer %s on %s: %w", consumerName, TurnsStream, err)
+	// The consumer exists before the first heartbeat: the gateway gives
+	// turns only to workers it sees in the workers bucket.
+	if _, err := w.consumer(ctx); err != nil {
+		return err
 	}
 	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTurns()
@@ -104,31 +123,82 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker pulling turns", "worker", w.opt.ID, "slots", w.opt.Slots)
 	var slots sync.WaitGroup
 	for range w.opt.Slots {
-		slots.Go(func() { w.slot(ctx, turnCtx, cons) })
+		slots.Go(func() { w.slot(ctx, turnCtx) })
 	}
-	hb := time.NewTicker(workerTTL / 3)
+	hb := time.NewTicker(w.opt.WorkerTTL / 3)
 	defer hb.Stop()
 	done := make(chan struct{})
 	go func() { slots.Wait(); close(done) }()
+	stopping := ctx.Done()
 	for {
 		select {
+		case <-stopping:
+			// Tell the gateway at once: it gives a draining worker no turn.
+			stopping = nil
+			w.stop.Store(true)
+			w.heartbeat(context.WithoutCancel(ctx))
 		case <-hb.C:
 			// Also while draining: the gateway fails the turns of a worker
 			// that stops reporting.
 			w.heartbeat(context.WithoutCancel(ctx))
 		case <-done:
+			// Gone from the bucket: the gateway fails the turns still
+			// queued for this worker at once and retries them elsewhere.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			_ = w.kv.Delete(dctx, w.opt.ID)
+			_ = w.js.DeleteConsumer(dctx, TurnsStream, workerConsumer(w.opt.ID))
 			cancel()
 			return nil
 		}
 	}
 }
 
+// consumer is the worker's durable pull consumer on TurnsStream, filtered
+// to its own subject, created when missing: at start, and after the server
+// removed it (no fetch for workerInactive, e.g. all slots busy with long
+// turns). Jobs wait in the stream meanwhile. MaxDeliver 1: a job is never
+// redelivered. The worker acknowledges it when it takes it; a worker that
+// dies leaves its turns to the gateway, which fails them when the worker
+// stops reporting (or at their deadline) and applies its own retry policy.
+func (w *Worker) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	w.consMu.Lock()
+	defer w.consMu.Unlock()
+	if w.cons != nil {
+		return w.cons, nil
+	}
+	name := workerConsumer(w.opt.ID)
+	cons, err := w.js.CreateOrUpdateConsumer(ctx, TurnsStream, jetstream.ConsumerConfig{
+		Durable: name, FilterSubject: workerSubject(w.opt.ID), AckPolicy: jetstream.AckExplicitPolicy,
+		MaxDeliver: 1, AckWait: 30 * time.Second, MaxAckPending: -1, MaxWaiting: 4096, InactiveThreshold: workerInactive,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s on %s: %w", name, TurnsStream, err)
+	}
+	w.cons = cons
+	return cons, nil
+}
+
+// lostConsumer makes the next consumer call create it again.
+func (w *Worker) lostConsumer(cons jetstream.Consumer) {
+	w.consMu.Lock()
+	defer w.consMu.Unlock()
+	if w.cons == cons {
+		w.cons = nil
+	}
+}
+
 // slot is one turn at a time: it fetches a job only when the previous one
 // is done.
-func (w *Worker) slot(ctx, turnCtx context.Context, cons jetstream.Consumer) {
+func (w *Worker) slot(ctx, turnCtx context.Context) {
 	for ctx.Err() == nil {
+		cons, err := w.consumer(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("fetch turn", "err", err)
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
 		// A long poll that the server ends (after Poll). Not a context: a
 		// fetch abandoned by the client while the server delivers a job
 		// would lose it (it is never redelivered), so a job that arrives
@@ -137,6 +207,7 @@ func (w *Worker) slot(ctx, turnCtx context.Context, cons jetstream.Consumer) {
 		if err != nil {
 			if ctx.Err() == nil {
 				w.log.Warn("fetch turn", "err", err)
+				w.lostConsumer(cons)
 				sleep(ctx, time.Second)
 			}
 			continue
@@ -146,6 +217,7 @@ func (w *Worker) slot(ctx, turnCtx context.Context, cons jetstream.Consumer) {
 		}
 		if err := batch.Error(); err != nil && ctx.Err() == nil && !errors.Is(err, nats.ErrTimeout) {
 			w.log.Warn("fetch turn", "err", err)
+			w.lostConsumer(cons)
 			sleep(ctx, time.Second)
 		}
 	}
@@ -172,6 +244,7 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 	}
 	o := w.run(turnCtx, j)
 	w.busy.Add(-1)
+	w.heartbeat(ctx) // the slot is free: status and the dispatch see it now, not at the next beat
 	data, _ := json.Marshal(o)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -197,16 +270,19 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	}
 	spec.ResumeArgs, spec.Output, spec.MaxOutput, spec.Timeout = j.ResumeArgs, j.Output, j.MaxOutput, left
 	spec.Env = nil // the job carries the values the gateway allowed
-	// The folder is not copied (no snapshots yet): it is the worker's own
-	// at the gateway's path, created when missing.
-	if err := os.MkdirAll(j.Dir, 0o700); err != nil {
-		o.NotStarted, o.Error = true, fmt.Sprintf("create the group folder %s on worker: %v", j.Dir, err)
+	// The worker's copy of the folder at the job's version, seen by a
+	// sandboxed agent at the gateway's path (worker_folders.go).
+	ft, err := w.folders.prepare(ctx, j.Dir, j.Folder)
+	if err != nil {
+		o.NotStarted, o.Error = true, err.Error()
 		return o
 	}
 	w.log.Info("turn starting", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir)
-	res, err := agent.Run(ctx, spec, agent.Input{Dir: j.Dir, Env: slices.Clone(j.Env), SessionID: j.SessionID, Prompt: j.Prompt})
+	res, err := agent.Run(ctx, spec, agent.Input{Dir: ft.copy, At: j.Dir, Env: slices.Clone(j.Env), SessionID: j.SessionID, Prompt: j.Prompt})
+	o.Folder = w.finishFolder(ft, j, &err)
 	o.Reply, o.SessionID, o.DurationMs, o.ExitCode = res.Reply, res.SessionID, res.Duration.Milliseconds(), res.ExitCode
 	o.NotStarted, o.TimedOut, o.Truncated, o.Stderr = res.NotStarted, res.TimedOut, res.Truncated, res.Stderr
+	o.Usage = res.Usage
 	if err != nil {
 		o.Error = err.Error()
 	}
@@ -217,7 +293,8 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 func (w *Worker) heartbeat(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	info := WorkerInfo{ID: w.opt.ID, Host: w.host, Slots: w.opt.Slots, Busy: int(w.busy.Load()), Started: w.started, Seen: time.Now()}
+	info := WorkerInfo{ID: w.opt.ID, Host: w.host, Slots: w.opt.Slots, Busy: int(w.busy.Load()), Draining: w.stop.Load(),
+		Started: w.started, Seen: time.Now()}
 	data, _ := json.Marshal(info)
 	if _, err := w.kv.Put(ctx, w.opt.ID, data); err != nil && ctx.Err() == nil {
 		w.log.Warn("record worker heartbeat", "err", err)

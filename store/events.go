@@ -143,9 +143,9 @@ func (s *Store) Reactions(ctx context.Context, chat adapters.JID, id adapters.Me
 }
 
 // reactionNotes reads up to 20 of folder's pending reaction notes.
-func (s *Store) reactionNotes(ctx context.Context, folder string) ([]ReactionNote, error) {
+func (s *Store) reactionNotes(ctx context.Context, folder string, byMS int64) ([]ReactionNote, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, msg_id, sender, sender_name, emoji, removed, time_ms
-		FROM reaction_notes WHERE folder = ? ORDER BY id LIMIT 20`, folder)
+		FROM reaction_notes WHERE folder = ? AND time_ms <= ? ORDER BY id LIMIT 20`, folder, byMS)
 	out, err := collect(rows, err, func(sc scanner) (ReactionNote, error) {
 		var n ReactionNote
 		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.MsgID, &n.Sender, &n.SenderName, &n.Emoji, &n.Removed, msTime(&n.Time))

@@ -264,3 +264,16 @@ func (s *Store) queryOutbox(ctx context.Context, q string, args ...any) ([]Outbo
 	}
 	return out, err
 }
+
+// OutboxChatsSince lists the chats that folder queued items to, under keys
+// starting with keyPrefix, since since: the chats a turn interrupted by a
+// stop already answered through a tool.
+func (s *Store) OutboxChatsSince(ctx context.Context, folder, keyPrefix string, since time.Time) ([]adapters.JID, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT chat_jid FROM outbox WHERE folder = ? AND substr(key, 1, length(?)) = ? AND created_ms >= ?`,
+		folder, keyPrefix, keyPrefix, toMS(since))
+	chats, err := collect(rows, err, scanOne[adapters.JID])
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of %s: %w", folder, err)
+	}
+	return chats, nil
+}

@@ -35,7 +35,7 @@ func TestStatusReadsWhatHappened(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if err := s.MarkStarted(ctx, b); err != nil {
+	if err := s.MarkStarted(ctx, b, "t-1"); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Status(ctx)

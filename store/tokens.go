@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -86,13 +87,21 @@ func (s *Store) DeleteToken(ctx context.Context, id string) error {
 }
 
 // DeleteTurnTokens revokes the token of turn, or with turn "" the tokens of
-// every turn (at start: no turn of an earlier gateway is running), and
-// drops expired tokens. It returns how many it deleted.
-func (s *Store) DeleteTurnTokens(ctx context.Context, turn string) (int64, error) {
+// every turn but those in keep (at start: the turns of an earlier gateway
+// are over, except those it awaits on workers), and drops expired tokens.
+// It returns how many it deleted.
+func (s *Store) DeleteTurnTokens(ctx context.Context, turn string, keep ...string) (int64, error) {
 	var n int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM mcp_tokens WHERE (turn_id != '' AND (? = '' OR turn_id = ?)) OR expires_ms <= ?`,
-			turn, turn, s.nowMS())
+		q := `DELETE FROM mcp_tokens WHERE (turn_id != '' AND (? = '' OR turn_id = ?)`
+		args := []any{turn, turn}
+		if len(keep) > 0 {
+			q += ` AND turn_id NOT IN (?` + strings.Repeat(",?", len(keep)-1) + `)`
+			for _, k := range keep {
+				args = append(args, k)
+			}
+		}
+		res, err := tx.ExecContext(ctx, q+`) OR expires_ms <= ?`, append(args, s.nowMS())...)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -59,6 +60,10 @@ type Batch struct {
 	Notices     []Notice
 	Reactions   []ReactionNote // reactions to the bot's messages since the folder's last turn
 	observedIDs []int64
+	// shownBy, when set (Unix ms), leaves out the observed context,
+	// notices and reactions stored after it: a started turn's prompt
+	// (StartedBatch) did not show them, so its FinishBatch keeps them.
+	shownBy int64
 }
 
 // Notice is a delivery failure reported in the folder's next prompt.
@@ -274,8 +279,12 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 	if b.Messages, err = s.messagesBySeq(ctx, seqs); err != nil {
 		return err
 	}
-	obs, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'observe' ORDER BY id`,
-		b.Folder, b.ChatJID, b.Topic)
+	shownBy := b.shownBy
+	if shownBy == 0 {
+		shownBy = math.MaxInt64
+	}
+	obs, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'observe'
+		AND created_ms <= ? ORDER BY id`, b.Folder, b.ChatJID, b.Topic, shownBy)
 	if err != nil {
 		return fmt.Errorf("read observed context: %w", err)
 	}
@@ -289,10 +298,11 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 	if b.Observed, err = s.messagesBySeq(ctx, obsSeqs); err != nil {
 		return err
 	}
-	if b.Reactions, err = s.reactionNotes(ctx, b.Folder); err != nil {
+	if b.Reactions, err = s.reactionNotes(ctx, b.Folder, shownBy); err != nil {
 		return err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? ORDER BY id LIMIT 20`, b.Folder)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, text, error, created_ms FROM notices WHERE folder = ? AND created_ms <= ?
+		ORDER BY id LIMIT 20`, b.Folder, shownBy)
 	b.Notices, err = collect(rows, err, func(sc scanner) (Notice, error) {
 		var n Notice
 		err := sc.Scan(&n.ID, &n.Folder, &n.ChatJID, &n.Text, &n.Error, msTime(&n.Created))
@@ -346,7 +356,7 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 		}
 		switch {
 		case !retryAt.IsZero():
-			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0 WHERE id IN`, ids, toMS(retryAt)); err != nil {
+			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0, turn_id = '' WHERE id IN`, ids, toMS(retryAt)); err != nil {
 				return err
 			}
 		case t.Status != TurnSucceeded:
@@ -452,11 +462,13 @@ func (s *Store) ResumeChat(ctx context.Context, folder string, chat adapters.JID
 	return n > 0, nil
 }
 
-// MarkStarted records that a turn of the batch started: a crash before
-// FinishBatch then counts as an attempt at the next start (RecoverStarted).
-func (s *Store) MarkStarted(ctx context.Context, b Batch) error {
+// MarkStarted records that turn started on the batch: a crash before
+// FinishBatch then counts as an attempt at the next start (RecoverStarted),
+// unless the next gateway awaits the turn's outcome (InterruptedTurns,
+// StartedBatch).
+func (s *Store) MarkStarted(ctx context.Context, b Batch, turn string) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		return execIDs(ctx, tx, `UPDATE work SET started_ms = ? WHERE id IN`, b.itemIDs(), s.nowMS())
+		return execIDs(ctx, tx, `UPDATE work SET started_ms = ?, turn_id = ? WHERE id IN`, b.itemIDs(), s.nowMS(), turn)
 	})
 }
 
@@ -464,16 +476,51 @@ func (s *Store) MarkStarted(ctx context.Context, b Batch) error {
 // shutdown, not by a fault, and runs again at the next start uncounted.
 func (s *Store) ResetStarted(ctx context.Context, b Batch) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		return execIDs(ctx, tx, `UPDATE work SET started_ms = 0 WHERE id IN`, b.itemIDs())
+		return execIDs(ctx, tx, `UPDATE work SET started_ms = 0, turn_id = '' WHERE id IN`, b.itemIDs())
 	})
 }
 
+// Interrupted is a turn that was running when the gateway stopped: its
+// work rows are still marked started.
+type Interrupted struct {
+	TurnID  string // "" for rows started before the store kept turn ids
+	Folder  string
+	Started time.Time
+}
+
+// InterruptedTurns lists the turns whose work rows are still marked
+// started, oldest first: at start, the turns an earlier gateway did not
+// record.
+func (s *Store) InterruptedTurns(ctx context.Context) ([]Interrupted, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT turn_id, folder, min(started_ms) FROM work WHERE started_ms > 0
+		GROUP BY turn_id, folder ORDER BY 3, 1`)
+	out, err := collect(rows, err, func(sc scanner) (Interrupted, error) {
+		var it Interrupted
+		err := sc.Scan(&it.TurnID, &it.Folder, msTime(&it.Started))
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read interrupted turns: %w", err)
+	}
+	return out, nil
+}
+
 // RecoverStarted counts a crash for every batch whose turn was running when
-// the gateway died, and returns how many work rows that touched.
-func (s *Store) RecoverStarted(ctx context.Context) (int64, error) {
+// the gateway died, except the turns in keep (the gateway awaits their
+// outcome: StartedBatch, RecoverTurn), and returns how many work rows that
+// touched.
+func (s *Store) RecoverStarted(ctx context.Context, keep ...string) (int64, error) {
 	var n int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE work SET crashes = crashes + 1, started_ms = 0 WHERE started_ms > 0`)
+		args := []any{}
+		q := `UPDATE work SET crashes = crashes + 1, started_ms = 0, turn_id = '' WHERE started_ms > 0`
+		if len(keep) > 0 {
+			q += ` AND turn_id NOT IN (?` + strings.Repeat(",?", len(keep)-1) + `)`
+			for _, k := range keep {
+				args = append(args, k)
+			}
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -484,6 +531,47 @@ func (s *Store) RecoverStarted(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("recover interrupted turns: %w", err)
 	}
 	return n, nil
+}
+
+// RecoverTurn counts a crash for the work rows of turn still marked
+// started (its outcome never came) and revokes its MCP token; it returns
+// how many rows that touched.
+func (s *Store) RecoverTurn(ctx context.Context, turn string) (int64, error) {
+	var n int64
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE work SET crashes = crashes + 1, started_ms = 0, turn_id = '' WHERE started_ms > 0 AND turn_id = ?`, turn)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return revokeTurnToken(ctx, tx, turn)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover interrupted turn %s: %w", turn, err)
+	}
+	return n, nil
+}
+
+// StartedBatch is the batch of the work rows that turn started on and
+// that are still marked started, with what NextBatch would load with them;
+// ok is false when there are none.
+func (s *Store) StartedBatch(ctx context.Context, turn string) (Batch, bool, error) {
+	items, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE turn_id = ? AND started_ms > 0 AND mode = 'trigger' ORDER BY id`, turn)
+	if err != nil {
+		return Batch{}, false, fmt.Errorf("batch of turn %s: %w", turn, err)
+	}
+	if len(items) == 0 {
+		return Batch{}, false, nil
+	}
+	var started int64
+	if err := s.r.QueryRowContext(ctx, `SELECT min(started_ms) FROM work WHERE turn_id = ? AND started_ms > 0`, turn).Scan(&started); err != nil {
+		return Batch{}, false, fmt.Errorf("batch of turn %s: %w", turn, err)
+	}
+	b := Batch{Folder: items[0].Folder, ChatJID: items[0].ChatJID, Topic: items[0].Topic, Items: items, shownBy: started}
+	if err := s.loadBatch(ctx, &b); err != nil {
+		return b, false, err
+	}
+	return b, true, nil
 }
 
 func (b Batch) itemIDs() []int64 {

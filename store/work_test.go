@@ -389,3 +389,80 @@ func TestWorkChainRoundTrip(t *testing.T) {
 		t.Fatalf("inject batch %+v; want chain 3", b.Items)
 	}
 }
+
+// A turn interrupted by a gateway's stop keeps its id on its work rows:
+// RecoverStarted counts a crash for every other interrupted turn and leaves
+// the kept one started, StartedBatch gives back exactly its rows, and
+// RecoverTurn counts the crash later when its outcome never comes. The
+// batch carries the observed context its prompt showed, not what came
+// after it started.
+func TestInterruptedTurnKeepsItsRows(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	s.SetClock(func() time.Time { return now })
+	enqueue(t, s, msg("web:a", "seen"), observe("main", "web:a", ""))
+	enqueue(t, s, msg("web:a", "1"), trigger("main", "web:a", ""))
+	enqueue(t, s, msg("web:a", "2"), trigger("main", "web:a", ""))
+	enqueue(t, s, msg("web:b", "1"), trigger("ops", "web:b", ""))
+	start := func(folder, turn string) Batch {
+		t.Helper()
+		b, ok, err := s.NextBatch(ctx, folder, 10)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if err := s.MarkStarted(ctx, b, turn); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	kept := start("main", "t-kept")
+	start("ops", "t-lost")
+	// Messages that arrived after the turn started are not part of it.
+	now = now.Add(time.Second)
+	enqueue(t, s, msg("web:a", "3"), trigger("main", "web:a", ""))
+	enqueue(t, s, msg("web:a", "unseen"), observe("main", "web:a", ""))
+
+	got, err := s.InterruptedTurns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].TurnID != "t-kept" || got[0].Folder != "main" || got[0].Started.IsZero() || got[1].TurnID != "t-lost" {
+		t.Fatalf("interrupted turns %+v; want t-kept in main, then t-lost", got)
+	}
+	n, err := s.RecoverStarted(ctx, "t-kept")
+	if err != nil || n != 1 {
+		t.Fatalf("RecoverStarted touched %d rows (%v); want the one row of t-lost", n, err)
+	}
+	if c := workCount(t, s, "folder = 'ops' AND crashes = 1 AND started_ms = 0 AND turn_id = ''"); c != 1 {
+		t.Errorf("t-lost's row: %d rows counted as crashed; want 1", c)
+	}
+	if c := workCount(t, s, "turn_id = 't-kept' AND started_ms > 0 AND crashes = 0"); c != 2 {
+		t.Errorf("t-kept's rows: %d still started under its id; want 2", c)
+	}
+
+	b, ok, err := s.StartedBatch(ctx, "t-kept")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if !slices.Equal(b.itemIDs(), kept.itemIDs()) || b.ChatJID != "web:a" || len(b.Messages) != 2 {
+		t.Errorf("StartedBatch: items %v chat %s messages %d; want items %v of web:a with 2 messages", b.itemIDs(), b.ChatJID, len(b.Messages), kept.itemIDs())
+	}
+	if len(b.Observed) != 1 || b.Observed[0].ID != "seen" {
+		t.Errorf("StartedBatch's observed context %+v; want only the message observed before the turn started", b.Observed)
+	}
+	if _, ok, err := s.StartedBatch(ctx, "t-lost"); err != nil || ok {
+		t.Errorf("StartedBatch of a recovered turn: ok %v err %v; want none", ok, err)
+	}
+
+	// Its outcome never came: the crash is counted now.
+	if n, err := s.RecoverTurn(ctx, "t-kept"); err != nil || n != 2 {
+		t.Fatalf("RecoverTurn touched %d rows (%v); want 2", n, err)
+	}
+	if c := workCount(t, s, "folder = 'main' AND crashes = 1 AND started_ms = 0 AND turn_id = ''"); c != 2 {
+		t.Errorf("after RecoverTurn: %d of main's rows counted as crashed; want 2", c)
+	}
+	if got, err := s.InterruptedTurns(ctx); err != nil || len(got) != 0 {
+		t.Errorf("interrupted turns left: %+v (%v); want none", got, err)
+	}
+}

@@ -24,15 +24,31 @@ func (a *app) workerCommand() *cobra.Command {
 		Use:   "worker",
 		Short: "Run agent turns for a gateway whose agent.runner is nats",
 		Long: `Connect to the gateway's NATS server (JetStream) and run the agent turns it
-publishes, up to --slots at once: a turn is fetched only when a slot is free.
+gives this worker, up to --slots at once: a turn is fetched only when a slot is
+free. The gateway keeps a group folder on the worker that ran it last while
+that worker has a free slot.
 Each turn runs with this machine's agent.sandbox, agent.binds and
 agent.network (bubblewrap when installed), in the group folder at the same
-absolute path as on the gateway (created empty when missing: folders are not
-copied yet), with the environment the gateway sends (SWITCHBOARD_*, the MCP
+absolute path as on the gateway, with the environment the gateway sends (SWITCHBOARD_*, the MCP
 URL and the turn's token, the values of agent.env), and the gateway's
 agent.resume_args and agent.output. The agent's command is this worker's
 agent.command ("switchboard" is this binary), which must equal the gateway's:
 a job naming another command is refused.
+
+Group folders: the worker keeps a copy of each group folder it ran a turn
+of in <data_dir>/folders/<the gateway's absolute path> (never the gateway's
+folder itself, even on a shared filesystem). A turn whose folder version
+the copy already holds downloads nothing; otherwise the worker fetches the
+version's snapshot from JetStream's object store. After the turn, the
+files it changed are uploaded and the gateway applies them unless the
+folder moved on meanwhile. In the sandbox the agent sees its copy at the
+gateway's absolute path; without a sandbox (agent.sandbox: none, or auto
+without bubblewrap) it runs in the copy's own path. Files that
+nats.snapshot_exclude or the built-in list match (.env, *.pem, *.key,
+id_rsa*, .netrc, .git-credentials, .npmrc, .credentials.json,
+.codex/auth.json, .ssh, ...) are never sent or overwritten in either
+direction; symlinks and special files are skipped; a folder over
+nats.max_folder_mb is not sent.
 
 Stop with Ctrl-C or SIGTERM: no more turns are fetched, running ones finish
 (at most 30 s) and their results are published.`,
@@ -68,7 +84,8 @@ func (a *app) runWorker(ctx context.Context, url string, slots int) error {
 		return err
 	}
 	defer nc.Close()
-	w, err := remote.NewWorker(ctx, nc, remote.WorkerOptions{Slots: slots, Logger: a.log, Prepare: a.workerSpecs(ctx, exe, sb)})
+	w, err := remote.NewWorker(ctx, nc, remote.WorkerOptions{Slots: slots, Logger: a.log, Prepare: a.workerSpecs(ctx, exe, sb),
+		Dir: a.cfg.DataDir, SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB})
 	if err != nil {
 		return err
 	}
@@ -173,7 +190,8 @@ func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 		stopSrv()
 		return nil, nil, err
 	}
-	r, err := remote.NewRunner(ctx, nc, remote.RunnerOptions{Command: a.cfg.Agent.Command, Logger: a.log})
+	r, err := remote.NewRunner(ctx, nc, remote.RunnerOptions{Command: a.cfg.Agent.Command, Logger: a.log,
+		SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB})
 	if err != nil {
 		nc.Close()
 		stopSrv()

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 
 	"switchboard/agent"
 	"switchboard/groups"
+	"switchboard/remote"
 	"switchboard/routing"
 )
 
@@ -71,6 +73,11 @@ type NATSConfig struct {
 	URL      string `yaml:"url"`
 	Embedded bool   `yaml:"embedded"`
 	Listen   string `yaml:"listen"` // embedded server's host:port; default 127.0.0.1:4222
+	// SnapshotExclude are globs of folder paths never snapshotted (besides
+	// remote.DefaultSnapshotExclude: credentials); MaxFolderMB caps a
+	// snapshotted group folder. Both apply on the gateway and on workers.
+	SnapshotExclude []string `yaml:"snapshot_exclude"`
+	MaxFolderMB     int      `yaml:"max_folder_mb"`
 }
 
 // LimitsConfig bounds the turns people and agents can start: flood limits
@@ -190,7 +197,7 @@ func DefaultConfig() Config {
 			Network:       true,
 			Runner:        "local",
 		},
-		NATS:      NATSConfig{Listen: "127.0.0.1:4222"},
+		NATS:      NATSConfig{Listen: "127.0.0.1:4222", MaxFolderMB: remote.DefaultMaxFolderMB},
 		EngageTTL: Duration(10 * time.Minute),
 		Limits: LimitsConfig{
 			TurnsPerSender: RateConfig{Count: 30, Window: Duration(time.Minute)},
@@ -671,6 +678,14 @@ func isLoopback(host string) bool {
 // validateNATS checks agent.runner and nats.*.
 func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 	n := c.NATS
+	if n.MaxFolderMB < 1 || n.MaxFolderMB > 65536 {
+		bad("nats.max_folder_mb", "%d: want 1 to 65536 (megabytes of files in a group folder sent to workers)", n.MaxFolderMB)
+	}
+	for i, g := range n.SnapshotExclude {
+		if _, err := path.Match(g, ""); err != nil || g == "" || strings.HasPrefix(g, "/") {
+			bad(fmt.Sprintf("nats.snapshot_exclude[%d]", i), "%q is not a glob of a relative path, e.g. \"*.secret\" or \"config/token.json\"", g)
+		}
+	}
 	switch c.Agent.Runner {
 	case "local":
 		return

@@ -95,6 +95,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"nats runner without server", "agent: {runner: nats}", "nats.url: is empty and nats.embedded is off"},
 		{"nats url and embedded", "agent: {runner: nats}\nnats: {url: 'nats://x:4222', embedded: true}", "nats.url: is set and nats.embedded is on"},
 		{"nats embedded bad listen", "agent: {runner: nats}\nnats: {embedded: true, listen: nope}", `nats.listen: "nope" is not host:port`},
+		{"nats max folder", "nats: {max_folder_mb: 0}", "nats.max_folder_mb: 0: want 1 to 65536"},
+		{"nats snapshot exclude", "nats: {snapshot_exclude: ['*.secret', '[x']}", `nats.snapshot_exclude[1]: "[x" is not a glob`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

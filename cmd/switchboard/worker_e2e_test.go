@@ -201,3 +201,82 @@ func TestE2EWorkers(t *testing.T) {
 		t.Errorf("turn %s on the killed worker was not recorded as failed when its worker stopped reporting", turn)
 	}
 }
+
+// TestE2EWorkerFolders: a turn on a worker works on a copy of the group
+// folder, seen in the sandbox at the gateway's path; the file it writes
+// appears in the gateway's folder, and the next turn, on the other worker,
+// sees it there; neither worker writes the gateway's folder itself (they
+// share this machine's filesystem).
+func TestE2EWorkerFolders(t *testing.T) {
+	t.Parallel()
+	script := fmt.Sprintf(`cat notes.txt > "$out/seen-$n" 2>/dev/null
+ls -A > "$out/ls-$n"
+echo "note $n" >> notes.txt
+exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
+	dir := newE2E(t, e2eConfig{agent: script, groups: []string{"g0"}, routes: "  - {match: {platform: web, room: r0}, target: g0}\n",
+		agentExtra: "  runner: nats\n",
+		extra:      "nats: {embedded: true, listen: \"127.0.0.1:0\"}\nmcp: {listen: \"127.0.0.1:0\"}\n"})
+	g := startGW(t, dir)
+	rec := g.findLog("embedded nats server listening")
+	if rec == nil {
+		t.Fatalf("no embedded nats server in the gateway's log:\n%s", g.logText())
+	}
+	url, _ := rec["url"].(string)
+	folder := filepath.Join(dir, "data", "groups", "g0")
+	if err := os.WriteFile(filepath.Join(folder, ".env"), []byte("GATEWAY_ONLY=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	workers := map[string]*worker{"w1": startWorker(t, dir, "w1", url, 1), "w2": startWorker(t, dir, "w2", url, 1)}
+
+	g.mustPost("r0", "ann", "first")
+	// The answer goes out through MCP during the turn; the folder's
+	// changes come with the turn's result.
+	testwait.For(t, 30*time.Second, "turn 1's file in the gateway's folder", func() bool {
+		got, _ := os.ReadFile(filepath.Join(folder, "notes.txt"))
+		return string(got) == "note 1\n"
+	})
+	if cwd := strings.TrimSpace(turnFile(t, dir, "g0", "cwd", 1)); cwd != folder {
+		t.Errorf("the sandboxed agent ran in %s; want the gateway's path %s", cwd, folder)
+	}
+	if ls := turnFile(t, dir, "g0", "ls", 1); strings.Contains(ls, ".env") {
+		t.Errorf("the agent saw the gateway's .env:\n%s", ls)
+	}
+	turn := turnEnv(t, dir, "g0", 1)["SWITCHBOARD_TURN_ID"]
+	first, other := "", ""
+	testwait.For(t, 10*time.Second, "a worker's log of turn "+turn, func() bool {
+		for name, w := range workers {
+			if len(w.records("turn done", "turn", turn)) > 0 {
+				first = name
+			} else {
+				other = name
+			}
+		}
+		return first != ""
+	})
+	if got, _ := os.ReadFile(filepath.Join(dir, first, "folders", folder, "notes.txt")); string(got) != "note 1\n" {
+		t.Errorf("worker %s's copy of the folder holds notes.txt %q; want the turn's write there", first, got)
+	}
+	// The next turn runs on the other worker.
+	w := workers[first]
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-w.exited
+	g.mustPost("r0", "ann", "second")
+	testwait.For(t, 30*time.Second, "turn 2's file in the gateway's folder", func() bool {
+		got, _ := os.ReadFile(filepath.Join(folder, "notes.txt"))
+		return string(got) == "note 1\nnote 2\n"
+	})
+	if seen := turnFile(t, dir, "g0", "seen", 2); seen != "note 1\n" {
+		t.Errorf("turn 2 on worker %s saw notes.txt %q; want turn 1's from worker %s", other, seen, first)
+	}
+	if len(workers[other].records("turn done", "turn", turnEnv(t, dir, "g0", 2)["SWITCHBOARD_TURN_ID"])) == 0 {
+		t.Errorf("turn 2 did not run on worker %s", other)
+	}
+	if quoted(g, "r0", "second") != 1 {
+		t.Errorf("the second message was answered %d times; want once", quoted(g, "r0", "second"))
+	}
+	if got, _ := os.ReadFile(filepath.Join(folder, ".env")); string(got) != "GATEWAY_ONLY=1\n" {
+		t.Errorf("the gateway's .env: %q; want untouched", got)
+	}
+}

@@ -1,0 +1,202 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"switchboard/agent"
+	"switchboard/internal/testwait"
+	"switchboard/mcpserver"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+// workerRunner is an agent.Reattacher whose turns "run on workers": Run
+// blocks until its ctx ends (the gateway stops while its turns run
+// elsewhere) unless answer has the turn's reply; Await returns what answer
+// says once release is closed.
+type workerRunner struct {
+	mu       sync.Mutex
+	runs     []agent.Input     // every Run, in order
+	awaiting map[string]bool   // turns whose Await has not returned yet
+	folderOf map[string]string // turn id → folder, of the awaited turns
+	overlap  []string          // turns Run started in a folder while one of its turns was awaited
+	answer   func(turn string) (agent.Result, error)
+	release  chan struct{}
+}
+
+func (w *workerRunner) Run(ctx context.Context, _ agent.Spec, in agent.Input) (agent.Result, error) {
+	turn := envValue(in.Env, "SWITCHBOARD_TURN_ID")
+	w.mu.Lock()
+	w.runs = append(w.runs, in)
+	for awaited := range w.awaiting {
+		if w.folderOf[awaited] == envValue(in.Env, "SWITCHBOARD_FOLDER") {
+			w.overlap = append(w.overlap, turn)
+		}
+	}
+	answer := w.answer
+	w.mu.Unlock()
+	if answer == nil {
+		<-ctx.Done()
+		return agent.Result{ExitCode: -1}, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+	}
+	return answer(turn)
+}
+
+func (w *workerRunner) Await(ctx context.Context, turn string, _ time.Time) (agent.Result, error) {
+	w.mu.Lock()
+	w.awaiting[turn] = true
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.awaiting, turn)
+		w.mu.Unlock()
+	}()
+	select {
+	case <-w.release:
+	case <-ctx.Done():
+		return agent.Result{ExitCode: -1}, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+	}
+	return w.answer(turn)
+}
+
+func (w *workerRunner) started() []agent.Input {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]agent.Input(nil), w.runs...)
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// A gateway stops while three turns run on workers. The next one does not
+// run those batches again: it awaits each turn's outcome and records it as
+// that turn (its reply sent once, the turn succeeded under its own id, its
+// MCP token valid until then); the folder starts nothing else meanwhile.
+// A turn whose agent answered through a tool before the stop does not
+// answer on stdout as well. A turn whose outcome never comes counts as a
+// crashed attempt and its batch runs again.
+func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
+	const chat2, chat3 = "test:room/2", "test:room/3"
+	first := &workerRunner{}
+	h := newHarness(t, harnessConfig{
+		agent:  []string{"unused"},
+		groups: []string{"other", "third"},
+		routes: []routing.Route{
+			{Match: map[string]string{"chat_jid": chat2}, Target: "other"},
+			{Match: map[string]string{"chat_jid": chat3}, Target: "third"},
+			{Match: map[string]string{"platform": "test"}, Target: "main"},
+		},
+		modify: func(o *Options) {
+			o.Runner = first
+			o.DrainTimeout = 50 * time.Millisecond
+			o.MCPHTTP = MCPHTTP{Listen: "127.0.0.1:0", PassToAgents: true}
+		},
+	})
+	h.post(testChat, "m1", "first question")
+	h.post(chat2, "m2", "second question")
+	h.post(chat3, "m4", "question answered through a tool")
+	testwait.For(t, 20*time.Second, "three turns running on workers", func() bool { return len(first.started()) == 3 })
+	// The third turn's agent answers through its tool before the stop.
+	if sent, err := (mcpBackend{h.g}).Send(context.Background(), "third", mcpserver.Outgoing{Chat: chat3, Text: "tool reply", Kind: store.OutboxSend}); err != nil || sent.Status != mcpserver.SentOK {
+		t.Fatalf("send through the tool: %+v %v", sent, err)
+	}
+	turns := map[string]string{}    // chat → turn id
+	folderOf := map[string]string{} // turn id → folder
+	var token string
+	for _, in := range first.started() {
+		turns[envValue(in.Env, "SWITCHBOARD_CHAT_JID")] = envValue(in.Env, "SWITCHBOARD_TURN_ID")
+		folderOf[envValue(in.Env, "SWITCHBOARD_TURN_ID")] = envValue(in.Env, "SWITCHBOARD_FOLDER")
+		if envValue(in.Env, "SWITCHBOARD_CHAT_JID") == testChat {
+			token = envValue(in.Env, "SWITCHBOARD_MCP_TOKEN")
+		}
+	}
+	if token == "" {
+		t.Fatal("the turn got no MCP token")
+	}
+	h.stop()
+
+	// The restarted gateway: the first turn's outcome comes, the second's
+	// never does; a batch run anew answers "rerun".
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: folderOf}
+	next.answer = func(turn string) (agent.Result, error) {
+		switch turn {
+		case turns[testChat]:
+			return agent.Result{Reply: "answer from the worker", ExitCode: 0, Duration: time.Second}, nil
+		case turns[chat2]:
+			return agent.Result{ExitCode: -1, TimedOut: true}, fmt.Errorf("%w: nobody published it", agent.ErrNoOutcome)
+		case turns[chat3]:
+			return agent.Result{Reply: "stdout too"}, nil
+		}
+		return agent.Result{Reply: "rerun"}, nil
+	}
+	h.restart(func(o *Options) { o.Runner = next })
+	testwait.For(t, 20*time.Second, "the three turns awaited", func() bool {
+		next.mu.Lock()
+		defer next.mu.Unlock()
+		return len(next.awaiting) == 3
+	})
+	if _, err := h.st.TokenByHash(context.Background(), store.HashToken(token)); err != nil {
+		t.Errorf("the awaited turn's MCP token: %v; want it valid while the turn runs on its worker", err)
+	}
+	// A message arriving meanwhile waits for the awaited turn.
+	h.post(testChat, "m3", "third question")
+	close(next.release)
+
+	sent := h.waitSent(testChat, 2)
+	if sent[0].Text != "answer from the worker" || sent[1].Text != "rerun" {
+		t.Errorf("sent to %s: %q, %q; want the worker's answer, then the reply to m3", testChat, sent[0].Text, sent[1].Text)
+	}
+	if got := h.waitSent(chat2, 1); got[0].Text != "rerun" {
+		t.Errorf("sent to %s: %q; want the rerun's reply", chat2, got[0].Text)
+	}
+	next.mu.Lock()
+	overlap := next.overlap
+	next.mu.Unlock()
+	if len(overlap) > 0 {
+		t.Errorf("turns %v started while an interrupted turn was awaited; want none before its outcome", overlap)
+	}
+	var runChats []string
+	for _, in := range next.started() {
+		runChats = append(runChats, envValue(in.Env, "SWITCHBOARD_CHAT_JID"))
+		if strings.Contains(in.Prompt, "first question") {
+			t.Errorf("the batch of the awaited turn ran again:\n%s", in.Prompt)
+		}
+	}
+	if len(runChats) != 2 {
+		t.Errorf("turns run after the restart: %v; want one for m3 and the rerun of %s", runChats, chat2)
+	}
+
+	main := h.turns("main")
+	if len(main) != 2 || main[0].ID != turns[testChat] || main[0].Status != store.TurnSucceeded || main[0].Attempt != 1 || main[0].Duration != time.Second {
+		t.Fatalf("main's turns %+v; want %s succeeded (attempt 1, the worker's duration), then m3's", main, turns[testChat])
+	}
+	if _, err := h.st.TokenByHash(context.Background(), store.HashToken(token)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the recorded turn's MCP token: %v; want it revoked", err)
+	}
+	other := h.turns("other")
+	if len(other) != 1 || other[0].Status != store.TurnSucceeded || other[0].Attempt != 2 || other[0].ID == turns[chat2] {
+		t.Errorf("other's turns %+v; want one new succeeded turn counting the lost one as attempt 1", other)
+	}
+	testwait.For(t, 20*time.Second, "the third turn recorded", func() bool { return len(h.turns("third")) == 1 })
+	if third := h.turns("third")[0]; third.ID != turns[chat3] || third.Status != store.TurnSucceeded {
+		t.Errorf("third's turn %+v; want %s succeeded", third, turns[chat3])
+	}
+	if got := h.fa.sentTo(chat3); len(got) != 0 {
+		t.Errorf("sent to %s after the restart: %+v; want nothing (the agent answered through its tool before the stop)", chat3, got)
+	}
+	if p := h.pending(); len(p) != 0 {
+		t.Errorf("pending work left in %v", p)
+	}
+}

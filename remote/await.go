@@ -1,0 +1,87 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"switchboard/agent"
+)
+
+var _ agent.Reattacher = (*Runner)(nil)
+
+// Await is agent.Reattacher: the outcome of a turn that an earlier gateway
+// published, found on ResultsStream (kept for an hour), or else the one a
+// worker publishes until deadline + Grace. Either way it becomes a Result
+// in outcomeResult, as Run's does.
+func (r *Runner) Await(ctx context.Context, turnID string, deadline time.Time) (agent.Result, error) {
+	// Waiting before looking: an outcome published during the look-up is
+	// delivered, not missed (deliver hands it over once).
+	ch := make(chan Outcome, 1)
+	r.mu.Lock()
+	r.waits[turnID] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waits, turnID)
+		delete(r.by, turnID)
+		r.mu.Unlock()
+	}()
+	res := agent.Result{ExitCode: -1}
+	wait := time.NewTimer(time.Until(deadline) + r.opt.Grace)
+	defer wait.Stop()
+	check := time.NewTicker(r.opt.Check)
+	defer check.Stop()
+	for looked := false; ; {
+		if !looked {
+			o, found, err := r.published(ctx, turnID)
+			switch {
+			case found:
+				// Published while no gateway read the stream: its folder
+				// changes were not applied either (applying twice is harmless).
+				r.applyFolder(o)
+				return outcomeResult(o, "")
+			case err != nil && ctx.Err() == nil:
+				// Looked again at the next check; the outcome may come
+				// through the consumer meanwhile.
+				r.log.Warn("look up a remote turn's outcome", "turn", turnID, "err", err)
+			default:
+				looked = true
+			}
+		}
+		select {
+		case o := <-ch:
+			return outcomeResult(o, "")
+		case <-ctx.Done():
+			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+		case <-check.C:
+		case <-wait.C:
+			res.TimedOut = true
+			return res, fmt.Errorf("%w (agent.timeout after its start + %s): no worker published it; the batch runs again", agent.ErrNoOutcome, r.opt.Grace)
+		}
+	}
+}
+
+// published is the outcome of turn already on ResultsStream, if any.
+func (r *Runner) published(ctx context.Context, turn string) (Outcome, bool, error) {
+	s, err := r.js.Stream(ctx, ResultsStream)
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("stream %s: %w", ResultsStream, err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, resultsPrefix+turn)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Outcome{}, false, nil
+	}
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("last message on %s: %w", resultsPrefix+turn, err)
+	}
+	var o Outcome
+	if err := json.Unmarshal(m.Data, &o); err != nil || o.TurnID != turn {
+		return Outcome{}, false, fmt.Errorf("outcome on %s unreadable: %v", resultsPrefix+turn, err)
+	}
+	return o, true, nil
+}

@@ -1,0 +1,295 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"switchboard/agent"
+	"switchboard/internal/testwait"
+)
+
+// holdAgent answers with the name of the worker it ran on; a prompt
+// "hold:NAME" first waits for the file $GATES/NAME.
+const holdAgent = `p=$(cat); case "$p" in hold:*) while [ ! -e "$GATES/${p#hold:}" ]; do sleep 0.02; done;; esac; echo "$WORKER"`
+
+// namedWorker runs a real Worker whose agents see WORKER=id; stop stops it
+// (running turns get drain) and waits for it.
+func namedWorker(t *testing.T, nc *nats.Conn, id string, slots int, drain time.Duration) (stop func()) {
+	t.Helper()
+	prepare := func(command []string) (agent.Spec, error) {
+		return agent.Spec{Command: []string{"/bin/sh", "-c", "WORKER=" + id + "; " + strings.Join(command, " ")}}, nil
+	}
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: slots, Prepare: prepare, Poll: 500 * time.Millisecond, Drain: drain, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// dispatchFixture is a Runner with holdAgent and the folders of one test.
+type dispatchFixture struct {
+	t     *testing.T
+	r     *Runner
+	root  string
+	gates string
+}
+
+func newDispatchFixture(t *testing.T, nc *nats.Conn) *dispatchFixture {
+	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{holdAgent}, Check: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	f := &dispatchFixture{t: t, r: r, root: t.TempDir(), gates: t.TempDir()}
+	t.Setenv("GATES", f.gates)
+	return f
+}
+
+type turnOut struct {
+	worker string
+	err    error
+}
+
+// start runs a turn of folder with prompt; the channel gets the worker
+// that answered.
+func (f *dispatchFixture) start(folder, turn, prompt string, timeout time.Duration) <-chan turnOut {
+	out := make(chan turnOut, 1)
+	in := agent.Input{Dir: filepath.Join(f.root, "groups", folder), Prompt: prompt,
+		Env: []string{"SWITCHBOARD_TURN_ID=" + turn, "SWITCHBOARD_FOLDER=" + folder}}
+	go func() {
+		res, err := f.r.Run(context.Background(), agent.Spec{Timeout: timeout, Env: []string{"GATES"}}, in)
+		out <- turnOut{res.Reply, err}
+	}()
+	return out
+}
+
+// run runs a turn that does not hold and returns the worker that ran it.
+func (f *dispatchFixture) run(folder, turn string) string {
+	f.t.Helper()
+	o := <-f.start(folder, turn, "go", 20*time.Second)
+	if o.err != nil {
+		f.t.Fatalf("turn %s of folder %s: %v", turn, folder, o.err)
+	}
+	return o.worker
+}
+
+func (f *dispatchFixture) open(gate string) {
+	if err := os.WriteFile(filepath.Join(f.gates, gate), nil, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// busy waits until the workers report these busy slots.
+func (f *dispatchFixture) busy(want map[string]int) {
+	f.t.Helper()
+	testwait.For(f.t, 10*time.Second, "workers busy", func() bool {
+		ws, err := f.r.Workers(f.t.Context())
+		if err != nil {
+			return false
+		}
+		n := 0
+		for _, w := range ws {
+			if b, ok := want[w.ID]; ok && w.Busy == b {
+				n++
+			}
+		}
+		return n == len(want)
+	})
+}
+
+func other(w, a, b string) string {
+	if w == a {
+		return b
+	}
+	return a
+}
+
+// A folder's turns run on the worker that ran it last while it has a free
+// slot; another folder goes to the idle worker; when the folder's worker
+// is busy and another is free, the turn moves there.
+func TestDispatchStickyFolders(t *testing.T) {
+	nc := natsConn(t)
+	namedWorker(t, nc, "w1", 1, 0)
+	namedWorker(t, nc, "w2", 1, 0)
+	f := newDispatchFixture(t, nc)
+
+	x := f.run("a", "a-1")
+	y := other(x, "w1", "w2")
+	for _, turn := range []string{"a-2", "a-3"} {
+		if w := f.run("a", turn); w != x {
+			t.Errorf("turn %s of folder a ran on %s; want %s, where it ran before", turn, w, x)
+		}
+	}
+	// While a's turn runs on x, folders b and c go to the idle y.
+	a4 := f.start("a", "a-4", "hold:a4", 20*time.Second)
+	f.busy(map[string]int{x: 1})
+	if w := f.run("b", "b-1"); w != y {
+		t.Errorf("folder b ran on %s while %s was busy; want the idle %s", w, x, y)
+	}
+	if w := f.run("c", "c-1"); w != y {
+		t.Errorf("folder c ran on %s while %s was busy; want the idle %s", w, x, y)
+	}
+	// b holds y; x comes free: c's sticky y is busy, so c moves to x.
+	b2 := f.start("b", "b-2", "hold:b2", 20*time.Second)
+	f.busy(map[string]int{x: 1, y: 1})
+	f.open("a4")
+	if o := <-a4; o.err != nil || o.worker != x {
+		t.Fatalf("a-4: worker %q err %v; want %s", o.worker, o.err, x)
+	}
+	if w := f.run("c", "c-2"); w != x {
+		t.Errorf("folder c ran on %s while its worker %s was busy and %s free; want %s", w, y, x, x)
+	}
+	// And stays there.
+	f.open("b2")
+	if o := <-b2; o.err != nil || o.worker != y {
+		t.Fatalf("b-2: worker %q err %v; want %s", o.worker, o.err, y)
+	}
+	if w := f.run("c", "c-3"); w != x {
+		t.Errorf("folder c ran on %s; want %s, where it ran last", w, x)
+	}
+}
+
+// A turn queued on a worker that stops fails as soon as the worker is gone
+// (not at its deadline, an hour away); its retry runs on the other worker.
+func TestDispatchQueuedOnStoppedWorker(t *testing.T) {
+	nc := natsConn(t)
+	stop := map[string]func(){
+		"w1": namedWorker(t, nc, "w1", 1, 10*time.Millisecond),
+		"w2": namedWorker(t, nc, "w2", 1, 10*time.Millisecond),
+	}
+	f := newDispatchFixture(t, nc)
+	x := f.run("a", "a-1")
+	y := other(x, "w1", "w2")
+	// Both workers busy: a's next turn waits in x's queue.
+	h1 := f.start("h1", "h-1", "hold:h", 20*time.Second)
+	f.busy(map[string]int{y: 1}) // x has folder a: a new folder goes to y
+	h2 := f.start("h2", "h-2", "hold:h", 20*time.Second)
+	f.busy(map[string]int{x: 1, y: 1})
+	a2 := f.start("a", "a-2", "go", time.Hour)
+	testwait.For(t, 10*time.Second, "a-2 given to "+x, func() bool {
+		f.r.d.mu.Lock()
+		defer f.r.d.mu.Unlock()
+		return f.r.d.turns["a-2"].worker == x
+	})
+	stop[x]()
+	select {
+	case o := <-a2:
+		if !errors.Is(o.err, agent.ErrFailed) || !strings.Contains(o.err.Error(), "worker "+x+" stopped reporting") {
+			t.Fatalf("a-2: worker %q err %v; want the turn failed naming the stopped worker %s", o.worker, o.err, x)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("a-2, queued on the stopped %s, still waits (its deadline is an hour away)", x)
+	}
+	f.open("h")
+	<-h1
+	<-h2
+	if w := f.run("a", "a-3"); w != y {
+		t.Errorf("the retry of folder a ran on %s; want %s, the live worker", w, y)
+	}
+}
+
+// With no live worker a turn waits for one (it is not published for
+// nobody), and runs when one starts.
+func TestRemoteTurnWaitsForWorker(t *testing.T) {
+	nc := natsConn(t)
+	f := newDispatchFixture(t, nc)
+	out := f.start("a", "a-1", "go", 20*time.Second)
+	testwait.For(t, 10*time.Second, "the turn waiting for a worker", func() bool {
+		f.r.d.mu.Lock()
+		defer f.r.d.mu.Unlock()
+		return len(f.r.d.turns) == 0
+	})
+	namedWorker(t, nc, "late", 1, 0)
+	if o := <-out; o.err != nil || o.worker != "late" {
+		t.Fatalf("worker %q err %v; want the turn run by the worker that started", o.worker, o.err)
+	}
+}
+
+// Worker ids become subject tokens: a host name's dots do not split the
+// worker's subject.
+func TestWorkerIDSubjectSafe(t *testing.T) {
+	nc := natsConn(t)
+	namedWorker(t, nc, "host.example.com-12", 1, 0)
+	f := newDispatchFixture(t, nc)
+	if w := f.run("a", "a-1"); w != "host.example.com-12" {
+		t.Errorf("worker %q; want the turn run", w)
+	}
+	ws, err := f.r.Workers(t.Context())
+	if err != nil || len(ws) != 1 || ws[0].ID != "host_example_com-12" {
+		t.Errorf("workers %+v err %v; want the id host_example_com-12", ws, err)
+	}
+}
+
+// A turns stream made when all workers shared one subject and one
+// consumer (an earlier version) is moved to per-worker subjects: turns run.
+func TestUpgradeSharedTurnsStream(t *testing.T) {
+	nc := natsConn(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: TurnsStream, Subjects: []string{TurnsSubject},
+		Retention: jetstream.WorkQueuePolicy, MaxAge: keep, Duplicates: keep}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(t.Context(), TurnsStream, jetstream.ConsumerConfig{Durable: legacyConsumer,
+		AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1}); err != nil {
+		t.Fatal(err)
+	}
+	namedWorker(t, nc, "w1", 1, 0)
+	f := newDispatchFixture(t, nc)
+	if w := f.run("a", "a-1"); w != "w1" {
+		t.Errorf("worker %q; want w1", w)
+	}
+}
+
+// A worker whose slots were all busy for longer than its consumer's
+// InactiveThreshold (the server removed the consumer) creates it again and
+// runs the jobs that waited for it meanwhile.
+func TestWorkerConsumerRemovedWhileBusy(t *testing.T) {
+	defer func(d time.Duration) { workerInactive = d }(workerInactive)
+	workerInactive = time.Second
+	nc := natsConn(t)
+	namedWorker(t, nc, "w1", 1, 0)
+	f := newDispatchFixture(t, nc)
+	held := f.start("a", "a-1", "hold:a1", 20*time.Second)
+	f.busy(map[string]int{"w1": 1})
+	queued := f.start("b", "b-1", "go", 20*time.Second)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the busy worker's consumer removed by the server", func() bool {
+		_, err := js.Consumer(t.Context(), TurnsStream, workerConsumer("w1"))
+		return errors.Is(err, jetstream.ErrConsumerNotFound)
+	})
+	f.open("a1")
+	for _, out := range []<-chan turnOut{held, queued} {
+		if o := <-out; o.err != nil || o.worker != "w1" {
+			t.Errorf("worker %q err %v; want the turn run by w1", o.worker, o.err)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package remote
+
+const openFlags = 0
