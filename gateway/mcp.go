@@ -279,9 +279,9 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat adapters.JID, beforeI
 				}
 				// What the platform returned, not the stored copy: a
 				// message stored earlier may have changed since.
-				sm := control.StoreMessage(m)
-				sm.Seq = seq
-				out = append(out, sm)
+				out = append(out, store.Message{Seq: seq, ChatJID: m.Chat, ID: m.ID, Sender: m.Sender,
+					SenderName: m.SenderName, Text: m.Text, Time: m.Time, Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb,
+					FromBot: m.FromBot, Attachments: m.Attachments})
 			}
 			return out, "platform", nil
 		}
