@@ -173,6 +173,11 @@ func writeTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, sql.ErrTxDone) {
+			// database/sql rolled the transaction back when ctx ended:
+			// say so, not "already committed or rolled back".
+			return fmt.Errorf("commit: %w (nothing was written)", cerr)
+		}
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

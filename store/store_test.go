@@ -436,3 +436,27 @@ func TestReadPoolIsReadOnly(t *testing.T) {
 		t.Errorf("write through Read() = %v, want a readonly error", err)
 	}
 }
+
+// A write whose context ends before its commit writes nothing, and the
+// error says the context ended (database/sql's own "transaction has
+// already been committed or rolled back" said neither).
+func TestWriteTxCancelledBeforeCommit(t *testing.T) {
+	s := newStore(t)
+	for range 20 { // database/sql reports it two ways, depending on timing
+		ctx, cancel := context.WithCancel(context.Background())
+		err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_ms) VALUES (9999, 'x', 0)`); err != nil {
+				return err
+			}
+			cancel()
+			return nil
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v; want it to wrap context.Canceled", err)
+		}
+		var n int
+		if err := s.w.QueryRow(`SELECT count(*) FROM schema_version WHERE version = 9999`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("rows written by the cancelled transaction: %d (%v); want 0", n, err)
+		}
+	}
+}
