@@ -113,14 +113,10 @@ func tooBig(dir string, size, max int64) error {
 		dir, (size+(1<<20)-1)>>20, max>>20)
 }
 
-// scanFolder is the manifest of root's folder and how many entries it
-// skipped (symlinks, sockets, devices). Excluded paths are left out
-// silently. Over max bytes of files (max > 0) it fails with tooBig.
-func scanFolder(root *os.Root, ex excluder, max int64) (manifest, int, error) {
-	m := manifest{}
-	skipped := 0
-	var total int64
-	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+// walkIncluded walks root's folder depth-first, without "." itself and
+// without excluded paths (an excluded directory is not entered).
+func walkIncluded(root *os.Root, ex excluder, fn func(p string, d fs.DirEntry) error) error {
+	return fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -133,6 +129,18 @@ func scanFolder(root *os.Root, ex excluder, max int64) (manifest, int, error) {
 			}
 			return nil
 		}
+		return fn(p, d)
+	})
+}
+
+// scanFolder is the manifest of root's folder and how many entries it
+// skipped (symlinks, sockets, devices). Excluded paths are left out
+// silently. Over max bytes of files (max > 0) it fails with tooBig.
+func scanFolder(root *os.Root, ex excluder, max int64) (manifest, int, error) {
+	m := manifest{}
+	skipped := 0
+	var total int64
+	err := walkIncluded(root, ex, func(p string, d fs.DirEntry) error {
 		switch {
 		case d.IsDir():
 			info, err := d.Info()
@@ -386,19 +394,7 @@ func removePaths(root *os.Root, deleted []string, ex excluder) error {
 // excluded paths stay.
 func pruneTo(root *os.Root, names map[string]bool, ex excluder) error {
 	var gone []string
-	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == "." {
-			return nil
-		}
-		if ex.excluded(p) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
+	err := walkIncluded(root, ex, func(p string, d fs.DirEntry) error {
 		if !names[p] || !(d.IsDir() || d.Type().IsRegular()) {
 			gone = append(gone, p)
 		}
