@@ -280,3 +280,78 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 		t.Errorf("the gateway's .env: %q; want untouched", got)
 	}
 }
+
+// TestE2EStaleWorkerFenced: a worker that stops reporting in the middle of
+// a turn (SIGSTOP: a partition as the gateway sees it) loses that turn; it
+// is retried on the other worker, whose folder changes are applied. When
+// the stopped worker comes back and its agent finishes, its outcome is
+// dropped (nothing is answered twice) and its folder upload, made on the
+// version before the retry's, is refused: the gateway's folder keeps what
+// the retry wrote.
+func TestE2EStaleWorkerFenced(t *testing.T) {
+	t.Parallel()
+	// Every turn writes its number into owner.txt; the first holds until
+	// the test releases it.
+	script := fmt.Sprintf(`echo "turn $n" > owner.txt
+if [ "$n" = 1 ]; then touch "$E2E_OUT/held"; while [ ! -e "$E2E_OUT/release" ]; do sleep 0.05; done; fi
+exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
+	dir := newE2E(t, e2eConfig{agent: script, groups: []string{"g0"}, routes: "  - {match: {platform: web, room: r0}, target: g0}\n",
+		timeout: "90s", agentExtra: "  runner: nats\n",
+		extra: "nats: {embedded: true, listen: \"127.0.0.1:0\"}\nmcp: {listen: \"127.0.0.1:0\"}\n"})
+	g := startGW(t, dir)
+	rec := g.findLog("embedded nats server listening")
+	if rec == nil {
+		t.Fatalf("no embedded nats server in the gateway's log:\n%s", g.logText())
+	}
+	url, _ := rec["url"].(string)
+	folder := filepath.Join(dir, "data", "groups", "g0")
+	workers := []*worker{startWorker(t, dir, "w1", url, 1), startWorker(t, dir, "w2", url, 1)}
+
+	g.mustPost("r0", "ann", "hold on")
+	testwait.For(t, 30*time.Second, "turn 1 holding on a worker", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "out", "held"))
+		return err == nil
+	})
+	turn1 := turnEnv(t, dir, "g0", 1)["SWITCHBOARD_TURN_ID"]
+	var stale *worker
+	testwait.For(t, 10*time.Second, "the worker running turn "+turn1, func() bool {
+		for _, w := range workers {
+			if len(w.records("turn starting", "turn", turn1)) > 0 {
+				stale = w
+			}
+		}
+		return stale != nil
+	})
+	staleID := fmt.Sprint(stale.records("turn starting", "turn", turn1)[0]["worker"])
+	if err := stale.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The gateway gives the turn up when the worker stops reporting (15 s)
+	// and retries it on the other worker, which writes owner.txt.
+	testwait.For(t, 60*time.Second, "the retry's owner.txt in the gateway's folder", func() bool {
+		got, _ := os.ReadFile(filepath.Join(folder, "owner.txt"))
+		return string(got) == "turn 2\n"
+	})
+	if len(g.records("turn failed", "turn", turn1)) == 0 && !strings.Contains(g.logText(), "stopped reporting") {
+		t.Errorf("turn %s was not failed for its stopped worker:\n%s", turn1, g.logText())
+	}
+	// The stopped worker comes back, and its agent finishes.
+	if err := os.WriteFile(filepath.Join(dir, "out", "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 60*time.Second, "the stale upload refused", func() bool {
+		return len(g.records("stale folder upload refused", "turn", turn1)) > 0
+	})
+	if r := g.records("stale folder upload refused", "turn", turn1)[0]; fmt.Sprint(r["worker"]) != staleID {
+		t.Errorf("refused upload %v; want it from the stale worker %s", r, staleID)
+	}
+	if got, _ := os.ReadFile(filepath.Join(folder, "owner.txt")); string(got) != "turn 2\n" {
+		t.Errorf("the gateway's owner.txt is %q after the stale upload; want the retry's \"turn 2\\n\"", got)
+	}
+	if n := quoted(g, "r0", "hold on"); n != 1 {
+		t.Errorf("the message was answered %d times; want once", n)
+	}
+}
