@@ -127,7 +127,9 @@ func (d *dispatcher) live(id string, now time.Time) (WorkerInfo, bool) {
 
 // pick chooses the worker for a turn of folder dir and counts the turn
 // against it; "" when no worker is live. The folder's last worker, if it
-// is live and has a free slot; else the live worker with the most free
+// is live and has a free slot (by this gateway's count of what it gave
+// each worker, or the worker's own report when higher); else the live
+// worker with the most free
 // slots (then the fewest folders, then the id); when all are full, the
 // folder's last worker if live (the job waits in its queue), else the
 // least loaded. A draining worker gets nothing.
@@ -139,7 +141,11 @@ func (d *dispatcher) pick(turn, dir string) string {
 	for _, w := range d.last {
 		folders[w]++
 	}
-	free := func(wi WorkerInfo) int { return wi.Slots - d.load[wi.ID] }
+	// Busy slots: the turns this gateway gave the worker, or the ones it
+	// reports running if more (turns an earlier gateway process gave it,
+	// still running after a restart).
+	used := func(wi WorkerInfo) int { return max(d.load[wi.ID], wi.Busy) }
+	free := func(wi WorkerInfo) int { return wi.Slots - used(wi) }
 	var best, least WorkerInfo
 	for id := range d.workers {
 		wi, ok := d.live(id, now)
@@ -152,8 +158,8 @@ func (d *dispatcher) pick(turn, dir string) string {
 			best = wi
 		}
 		// least loaded: the lowest in-flight/slots ratio
-		if least.ID == "" || d.load[id]*least.Slots < d.load[least.ID]*wi.Slots ||
-			d.load[id]*least.Slots == d.load[least.ID]*wi.Slots && id < least.ID {
+		if least.ID == "" || used(wi)*least.Slots < used(least)*wi.Slots ||
+			used(wi)*least.Slots == used(least)*wi.Slots && id < least.ID {
 			least = wi
 		}
 	}

@@ -293,3 +293,33 @@ func TestWorkerConsumerRemovedWhileBusy(t *testing.T) {
 		}
 	}
 }
+
+// A gateway that restarted counts the turns it gives each worker from
+// zero; a worker still running a turn the earlier process gave it reports
+// that slot busy, and a new folder goes to the idle worker instead of
+// queueing behind it.
+func TestDispatchCountsTurnsOfAnEarlierGateway(t *testing.T) {
+	nc := natsConn(t)
+	namedWorker(t, nc, "w1", 1, time.Second)
+	namedWorker(t, nc, "w2", 1, time.Second)
+	before := newDispatchFixture(t, nc) // the gateway before the restart
+	held := before.start("a", "a-1", "hold:a", 20*time.Second)
+	var x string
+	testwait.For(t, 10*time.Second, "a-1 given to a worker", func() bool {
+		before.r.d.mu.Lock()
+		defer before.r.d.mu.Unlock()
+		x = before.r.d.turns["a-1"].worker
+		return x != ""
+	})
+	before.busy(map[string]int{x: 1})
+	gates := before.gates
+
+	after := newDispatchFixture(t, nc) // the restarted gateway: no count of a-1
+	if w := after.run("b", "b-1"); w != other(x, "w1", "w2") {
+		t.Errorf("folder b ran on %s, busy with the earlier gateway's turn; want the idle %s", w, other(x, "w1", "w2"))
+	}
+	if err := os.WriteFile(filepath.Join(gates, "a"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+}
