@@ -103,7 +103,7 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m 
 	}
 	dctx, cancel := context.WithTimeout(ctx, downloadTimeout)
 	defer cancel()
-	rc, err := dl.Download(dctx, a)
+	rc, err := fetchFile(dctx, dl, a)
 	if err != nil {
 		return fetched{err: "download: " + scrub(err)}
 	}
@@ -229,3 +229,30 @@ var urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"']+`)
 // scrub removes URLs from an error before it reaches a log or a prompt:
 // platform file URLs can carry the bot token (Telegram) or a signature.
 func scrub(err error) string { return urlPattern.ReplaceAllString(err.Error(), "[url]") }
+
+// downloadTries bounds how often one attachment is asked for when the
+// platform keeps rate-limiting it.
+const downloadTries = 3
+
+// fetchFile asks the adapter for a file, waiting out the rate limits the
+// platform reports (adapters.RetryAfterError) while ctx's deadline allows,
+// at most downloadTries times.
+func fetchFile(ctx context.Context, dl adapters.Downloader, a adapters.Attachment) (io.ReadCloser, error) {
+	for try := 1; ; try++ {
+		rc, err := dl.Download(ctx, a)
+		var limited *adapters.RetryAfterError
+		if err == nil || try == downloadTries || !errors.As(err, &limited) {
+			return rc, err
+		}
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < limited.Wait {
+			return nil, err
+		}
+		t := time.NewTimer(limited.Wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}

@@ -37,6 +37,7 @@ type richAdapter struct {
 	mu        sync.Mutex
 	uploaded  []string       // "name: content"
 	downloads map[string]int // attachment ref -> times downloaded
+	limited   map[string]int // attachment ref -> rate limits (429) to answer first
 }
 
 func (r *richAdapter) downloadCount(ref string) int {
@@ -65,6 +66,11 @@ func (r *richAdapter) Download(_ context.Context, a adapters.Attachment) (io.Rea
 		r.downloads = map[string]int{}
 	}
 	r.downloads[a.Ref]++
+	if r.limited[a.Ref] > 0 {
+		r.limited[a.Ref]--
+		r.mu.Unlock()
+		return nil, &adapters.RetryAfterError{Wait: 50 * time.Millisecond}
+	}
 	r.mu.Unlock()
 	b, ok := r.files[a.Ref]
 	if !ok {
@@ -304,6 +310,35 @@ func TestAttachmentsDownloadedBeforeTurn(t *testing.T) {
 	}
 	if !strings.Contains(p, `name="gone.txt"`) || strings.Contains(p, "SECRET") || strings.Contains(p, "files.example") {
 		t.Errorf("the failed download leaks its URL or is missing:\n%s", p)
+	}
+}
+
+// A download the platform rate-limits (429 with Retry-After) is tried
+// again after the wait it asked for, so the turn gets the file; one still
+// limited after three tries is listed with the reason.
+func TestAttachmentRateLimitedIsRetried(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["ref-photo"] = []byte("PNGDATA")
+	ra.files["ref-busy"] = []byte("never")
+	ra.limited = map[string]int{"ref-photo": 2, "ref-busy": 10}
+	h := richHarness(t, ra, rec.argv, nil)
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m/1", Text: "see", Verb: adapters.VerbMention, Time: when, Attachments: []adapters.Attachment{
+		{Name: "cat.png", MIME: "image/png", Size: 7, Ref: "ref-photo"},
+		{Name: "busy.txt", Ref: "ref-busy"},
+	}})
+	h.waitSent(testChat, 1)
+	p := rec.prompts(t)[0]
+	b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24", "m_1-cat.png"))
+	if err != nil || string(b) != "PNGDATA" || ra.downloadCount("ref-photo") != 3 {
+		t.Errorf("rate-limited photo: %q, %v after %d tries; want it after 3", b, err, ra.downloadCount("ref-photo"))
+	}
+	if !strings.Contains(p, `<attachment path="inbox/2026-11-24/m_1-cat.png"`) {
+		t.Errorf("the photo is not listed by path:\n%s", p)
+	}
+	if !strings.Contains(p, `name="busy.txt"`) || !strings.Contains(p, "rate limited") || ra.downloadCount("ref-busy") != 3 {
+		t.Errorf("the file still limited after %d tries is not listed with the reason:\n%s", ra.downloadCount("ref-busy"), p)
 	}
 }
 
