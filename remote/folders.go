@@ -134,6 +134,7 @@ type folders struct {
 	log     *slog.Logger
 	locks   keyLocks
 	refused atomic.Int64
+	hashes  hashCache // of the gateway's folders
 }
 
 func readEntry(ctx context.Context, kv jetstream.KeyValue, key string) (folderEntry, uint64, error) {
@@ -166,7 +167,7 @@ func (f *folders) publish(ctx context.Context, dir, turn string) (FolderRef, err
 		return FolderRef{}, fmt.Errorf("group folder: %w", err)
 	}
 	defer root.Close()
-	m, skipped, err := scanFolder(root, f.ex, f.max)
+	m, skipped, err := scanFolder(root, f.ex, f.max, &f.hashes)
 	if err != nil {
 		return FolderRef{}, err
 	}

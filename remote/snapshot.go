@@ -15,6 +15,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // A snapshot of a group folder is a gzip tar of its regular files and
@@ -133,10 +136,67 @@ func walkIncluded(root *os.Root, ex excluder, fn func(p string, d fs.DirEntry) e
 	})
 }
 
+// hashCache keeps file hashes by what stat says, so that a folder's
+// unchanged files are not read again at every turn: a file whose size,
+// modification and change times, inode and mode are those it had when it
+// was hashed gets that hash. A file modified less than racyWindow before
+// it was hashed is read again (a later write in the same clock tick would
+// leave its stamp as it was). nil: no cache.
+type hashCache struct {
+	mu    sync.Mutex
+	m     map[string]cachedHash // absolute path → its last hash
+	reads atomic.Int64          // files read to hash them
+}
+
+type fileStamp struct {
+	size, mtime, ctime int64 // bytes; Unix ns
+	ino                uint64
+	mode               fs.FileMode
+}
+
+type cachedHash struct {
+	stamp  fileStamp
+	hashed int64 // Unix ns
+	info   fileInfo
+}
+
+// racyWindow: see hashCache. A variable for tests.
+var racyWindow = 2 * time.Second
+
+// maxCachedHashes bounds the cache: past it, it starts again empty.
+const maxCachedHashes = 200_000
+
+func (c *hashCache) get(path string, s fileStamp) (fileInfo, bool) {
+	if c == nil {
+		return fileInfo{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[path]
+	if !ok || e.stamp != s || e.hashed-max(s.mtime, s.ctime) < int64(racyWindow) {
+		return fileInfo{}, false
+	}
+	return e.info, true
+}
+
+func (c *hashCache) put(path string, s fileStamp, hashed time.Time, info fileInfo) {
+	if c == nil {
+		return
+	}
+	c.reads.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedHashes {
+		c.m = map[string]cachedHash{}
+	}
+	c.m[path] = cachedHash{stamp: s, hashed: hashed.UnixNano(), info: info}
+}
+
 // scanFolder is the manifest of root's folder and how many entries it
 // skipped (symlinks, sockets, devices). Excluded paths are left out
-// silently. Over max bytes of files (max > 0) it fails with tooBig.
-func scanFolder(root *os.Root, ex excluder, max int64) (manifest, int, error) {
+// silently. Over max bytes of files (max > 0) it fails with tooBig. Files
+// unchanged since cache hashed them are not read.
+func scanFolder(root *os.Root, ex excluder, max int64, cache *hashCache) (manifest, int, error) {
 	m := manifest{}
 	skipped := 0
 	var total int64
@@ -149,7 +209,7 @@ func scanFolder(root *os.Root, ex excluder, max int64) (manifest, int, error) {
 			}
 			m[p] = fileInfo{Dir: true, Mode: info.Mode().Perm()}
 		case d.Type().IsRegular():
-			f, err := hashFile(root, p)
+			f, err := hashFile(root, p, d, cache)
 			if errors.Is(err, errNotRegular) {
 				skipped++
 				return nil
@@ -176,8 +236,16 @@ func scanFolder(root *os.Root, ex excluder, max int64) (manifest, int, error) {
 var errNotRegular = errors.New("not a regular file")
 
 // hashFile opens p through root (no symlink is followed out of it) and
-// hashes it, refusing what is not a regular file by then.
-func hashFile(root *os.Root, p string) (fileInfo, error) {
+// hashes it, refusing what is not a regular file by then; unless cache
+// holds its hash for what the walk's stat (d) says of it.
+func hashFile(root *os.Root, p string, d fs.DirEntry, cache *hashCache) (fileInfo, error) {
+	key := filepath.Join(root.Name(), filepath.FromSlash(p))
+	if info, err := d.Info(); err == nil && info.Mode().IsRegular() {
+		// Unchanged since it was hashed: not opened at all.
+		if fi, ok := cache.get(key, stampOf(info)); ok {
+			return fi, nil
+		}
+	}
 	f, err := root.OpenFile(p, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return fileInfo{}, err
@@ -190,12 +258,18 @@ func hashFile(root *os.Root, p string) (fileInfo, error) {
 	if !info.Mode().IsRegular() {
 		return fileInfo{}, errNotRegular
 	}
+	stamp := stampOf(info)
+	hashed := time.Now()
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
 		return fileInfo{}, fmt.Errorf("read %s: %w", p, err)
 	}
-	return fileInfo{Mode: info.Mode().Perm(), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	fi := fileInfo{Mode: info.Mode().Perm(), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+	if n == info.Size() {
+		cache.put(key, stamp, hashed, fi)
+	}
+	return fi, nil
 }
 
 // writeTar writes the entries of m named in paths (sorted) from root as a

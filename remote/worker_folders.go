@@ -25,16 +25,17 @@ import (
 // <data dir>/folder-state/<key>.json, so that a restarted worker still
 // knows: a job on the version a copy holds downloads nothing.
 type workerFolders struct {
-	dir   string // <data dir>/folders
-	state string // <data dir>/folder-state
-	obs   jetstream.ObjectStore
-	ex    excluder
-	max   int64
-	log   *slog.Logger
-	locks keyLocks
-	mu    sync.Mutex
-	held  map[string]heldFolder // folder key → what its copy holds
-	gets  atomic.Int64          // objects downloaded
+	dir    string // <data dir>/folders
+	state  string // <data dir>/folder-state
+	obs    jetstream.ObjectStore
+	ex     excluder
+	max    int64
+	log    *slog.Logger
+	locks  keyLocks
+	mu     sync.Mutex
+	held   map[string]heldFolder // folder key → what its copy holds
+	gets   atomic.Int64          // objects downloaded
+	hashes hashCache             // of the copies
 }
 
 // heldFolder is what a copy holds.
@@ -136,7 +137,7 @@ func (f *workerFolders) prepare(ctx context.Context, dir string, ref *FolderRef)
 			return nil, fmt.Errorf("fetch version %d of group folder %s: %w", ref.Version, dir, err)
 		}
 	}
-	m, _, err := scanFolder(root, f.ex, 0)
+	m, _, err := scanFolder(root, f.ex, 0, &f.hashes)
 	if err != nil {
 		t.unlock()
 		return nil, fmt.Errorf("scan the copy of group folder %s: %w", dir, err)
@@ -197,7 +198,7 @@ func (t *folderTurn) finish(ctx context.Context, turn string) (*FolderDelta, err
 		return nil, err
 	}
 	defer root.Close()
-	after, skipped, err := scanFolder(root, f.ex, f.max)
+	after, skipped, err := scanFolder(root, f.ex, f.max, &f.hashes)
 	if err != nil {
 		f.forget(t.key, t.dir)
 		return nil, fmt.Errorf("the turn's changes to group folder %s are not uploaded: %w", t.dir, err)
