@@ -36,7 +36,7 @@ func (g *Gateway) loadBudgets(ctx context.Context) error {
 		return err
 	}
 	now := g.opt.Now()
-	_, day, _, month := control.Windows(now.In(g.budgetZone()))
+	_, day, _, month := control.Windows(now.In(g.zone))
 	for _, f := range folders {
 		if hold, err := g.budgetHold(ctx, f, now); err != nil || hold != nil {
 			continue
@@ -62,16 +62,6 @@ type hold struct {
 	until  time.Time
 }
 
-// budgetZone is the operator's zone (config timezone) the windows follow.
-func (g *Gateway) budgetZone() *time.Location {
-	if g.opt.Timezone != "" {
-		if loc, err := time.LoadLocation(g.opt.Timezone); err == nil {
-			return loc
-		}
-	}
-	return time.UTC
-}
-
 // budgetHold reports the budget, of folder or an ancestor, that is used up
 // now; nil when none is. Groups without budgets above them cost no query.
 func (g *Gateway) budgetHold(ctx context.Context, folder string, now time.Time) (*hold, error) {
@@ -79,7 +69,7 @@ func (g *Gateway) budgetHold(ctx context.Context, folder string, now time.Time) 
 	if mp == nil || len(*mp) == 0 {
 		return nil, nil
 	}
-	dayStart, dayEnd, monthStart, monthEnd := control.Windows(now.In(g.budgetZone()))
+	dayStart, dayEnd, monthStart, monthEnd := control.Windows(now.In(g.zone))
 	var found *hold
 	for owner := folder; owner != ""; owner = groups.Parent(owner) {
 		b, ok := (*mp)[owner]
@@ -180,7 +170,7 @@ func (b mcpBackend) Budgets(ctx context.Context, folder string) ([]mcpserver.Bud
 			folders = append(folders, f)
 		}
 	}
-	rep, err := control.SpendReport(ctx, b.g.st, folders, b.g.opt.Now().In(b.g.budgetZone()))
+	rep, err := control.SpendReport(ctx, b.g.st, folders, b.g.opt.Now().In(b.g.zone))
 	if err != nil {
 		return nil, err
 	}
@@ -216,4 +206,4 @@ func (b mcpBackend) SetBudget(ctx context.Context, folder string, daily, monthly
 
 // Zone is the operator's zone (config timezone): budget days and months,
 // and the status page's spend, follow it.
-func (g *Gateway) Zone() *time.Location { return g.budgetZone() }
+func (g *Gateway) Zone() *time.Location { return g.zone }

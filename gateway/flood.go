@@ -350,11 +350,7 @@ func (g *Gateway) chainOf(folder string) int {
 
 // clockTime formats t for a chat notice, in the operator's zone.
 func (g *Gateway) clockTime(t time.Time) string {
-	loc, err := time.LoadLocation(g.opt.Timezone)
-	if err != nil || g.opt.Timezone == "" {
-		loc = time.UTC
-	}
-	return t.In(loc).Format("15:04 MST")
+	return t.In(g.zone).Format("15:04 MST")
 }
 
 // count writes n things: "1 turn", "2 turns".

@@ -33,7 +33,7 @@ type Options struct {
 	EngageTTL     time.Duration // follow-ups trigger without a mention this long after the bot spoke
 	MaxConcurrent int           // turns at once, all folders together
 	Exe           string        // this binary, for the groups' .mcp.json
-	Timezone      string        // default IANA zone of tasks scheduled over MCP ("": UTC)
+	Timezone      string        // IANA zone: tasks scheduled over MCP by default, budget days and months, notices' clock times ("": UTC); New refuses an unknown one
 	Logger        *slog.Logger
 	// PollInterval is how often changes made by other processes (the CLI)
 	// are picked up. Default 1s.
@@ -75,6 +75,7 @@ type Options struct {
 // Gateway runs the pipeline. Create with New, start with Run.
 type Gateway struct {
 	opt      Options
+	zone     *time.Location // opt.Timezone, loaded once (budget windows, notices' clock times)
 	st       *store.Store
 	log      *slog.Logger
 	layout   groups.Layout
@@ -158,10 +159,14 @@ func New(opt Options) (*Gateway, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	zone, err := scheduler.LoadZone(opt.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: timezone: %w", err)
+	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
 	opt.Limits = opt.Limits.withDefaults()
 	g := &Gateway{
-		opt: opt, st: opt.Store, log: opt.Logger,
+		opt: opt, zone: zone, st: opt.Store, log: opt.Logger,
 		layout:   groups.Layout{DataDir: opt.DataDir},
 		adapters: map[string]adapters.Adapter{},
 		engage:   engagements{m: map[engageKey]engagement{}, now: opt.Now},

@@ -259,3 +259,18 @@ func TestMaxTurnBudgetIsNotRetried(t *testing.T) {
 		t.Errorf("turns %+v, want one failed turn that cost $0.016656", ts)
 	}
 }
+
+// A misspelt timezone stops New with the zone named, instead of budget
+// days, months and notices' clock times silently following UTC.
+func TestNewRefusesUnknownTimezone(t *testing.T) {
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = New(Options{Store: st, DataDir: t.TempDir(), Operator: "root", Agent: agent.Spec{Command: []string{"true"}},
+		Exe: "switchboard", Timezone: "Europe/Berln"})
+	if err == nil || !strings.Contains(err.Error(), "timezone") || !strings.Contains(err.Error(), `"Europe/Berln"`) {
+		t.Fatalf("New with timezone Europe/Berln: %v; want an error naming the timezone", err)
+	}
+}
