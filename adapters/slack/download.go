@@ -17,7 +17,7 @@ const maxDownload = 1 << 30
 
 // Download fetches an attachment: files.info gives the private download URL,
 // fetched with the bot token in the Authorization header (never in the ref),
-// and only from Slack (mayReceiveToken).
+// and only from Slack: onSlack vets the URL and every redirect.
 func (a *Adapter) Download(ctx context.Context, att adapters.Attachment) (io.ReadCloser, error) {
 	if err := a.tiers.wait(ctx, "files.info", ""); err != nil {
 		return nil, err
@@ -30,28 +30,23 @@ func (a *Adapter) Download(ctx context.Context, att adapters.Attachment) (io.Rea
 	if u == "" {
 		u = f.URLPrivate
 	}
-	if !a.mayReceiveToken(u) {
-		return nil, fmt.Errorf("%w: slack download %s: the file's URL is not on Slack: refusing to send the token there", adapters.ErrPermanent, att.Ref)
-	}
 	return adapters.DownloadHTTP(ctx, adapters.HTTPFile{Platform: "slack", URL: u, Client: httpClient, MaxBytes: maxDownload,
-		Header: http.Header{"Authorization": {"Bearer " + a.opt.BotToken}}})
+		Header: http.Header{"Authorization": {"Bearer " + a.opt.BotToken}}, Allowed: a.onSlack})
 }
 
-// mayReceiveToken: https on a Slack domain, or the configured API host.
-func (a *Adapter) mayReceiveToken(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
+// onSlack says whether u may receive the bot token: https on a Slack
+// domain, or the configured API host (adapters.slack.api_url).
+func (a *Adapter) onSlack(u *url.URL) error {
 	h := strings.ToLower(u.Hostname())
 	if u.Scheme == "https" && (h == "slack.com" || strings.HasSuffix(h, ".slack.com")) {
-		return true
+		return nil
 	}
-	if a.opt.APIURL == "" {
-		return false
+	if a.opt.APIURL != "" {
+		if api, err := url.Parse(a.opt.APIURL); err == nil && api.Scheme == u.Scheme && strings.EqualFold(api.Host, u.Host) {
+			return nil
+		}
 	}
-	api, err := url.Parse(a.opt.APIURL)
-	return err == nil && api.Scheme == u.Scheme && strings.EqualFold(api.Host, u.Host)
+	return fmt.Errorf("the file's URL is not on Slack (host %q): the bot token is not sent there", u.Host)
 }
 
 // httpClient is the client for file transfers.

@@ -45,6 +45,9 @@ type File struct {
 	ID, Name, MIME string
 	Data           []byte
 	URL            string // where files.info says it downloads from; "": the fake's /files/<id>
+	// Redirect, when set, makes the fake's /files/<id> (given the token)
+	// answer 302 to it instead of the data.
+	Redirect string
 }
 
 // Channel is a conversation.
@@ -538,6 +541,10 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	}
 	if f == nil {
 		http.NotFound(w, r)
+		return
+	}
+	if f.Redirect != "" {
+		http.Redirect(w, r, f.Redirect, http.StatusFound)
 		return
 	}
 	_, _ = w.Write(f.Data)
