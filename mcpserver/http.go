@@ -30,7 +30,8 @@ const HTTPPath = "/mcp"
 // implements it over the store, which keeps only their hashes.
 type Tokens interface {
 	// TokenFolder returns the folder token acts as, or an error wrapping
-	// ErrBadToken when it is unknown, expired or revoked. The token is a
+	// ErrBadToken when it is unknown, expired or revoked (the request gets
+	// 401); any other error means it could not be checked (503). The token is a
 	// secret: implementations must not log it or put it in an error.
 	TokenFolder(ctx context.Context, token string) (string, error)
 }
@@ -114,6 +115,14 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	folder, err := h.token(r)
+	if err != nil && !errors.Is(err, ErrBadToken) {
+		// The token store failed, not the token: no 401 (the client would
+		// drop a good token), and nothing charged against the address.
+		h.s.log.Error("mcp http token check failed; the request is answered 503", "remote", addr, "err", err)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "service unavailable: the token could not be checked (the gateway's store failed); try again", http.StatusServiceUnavailable)
+		return
+	}
 	if err != nil {
 		h.fails.fail(addr)
 		h.s.log.Warn("mcp http request refused", "remote", addr, "err", err)
@@ -164,7 +173,9 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// token returns the folder of the request's bearer token.
+// token returns the folder of the request's bearer token: an error
+// wrapping ErrBadToken when the token is missing or not valid, any other
+// when the token store could not be read.
 func (h *httpHandler) token(r *http.Request) (string, error) {
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
@@ -179,7 +190,7 @@ func (h *httpHandler) token(r *http.Request) (string, error) {
 		if errors.Is(err, ErrBadToken) {
 			return "", err
 		}
-		return "", fmt.Errorf("%w: the token could not be checked", ErrBadToken)
+		return "", fmt.Errorf("check the token: %w", err)
 	}
 	return folder, nil
 }

@@ -1,0 +1,54 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"switchboard/mcpserver"
+)
+
+// brokenTokens is a token store that cannot be read (a locked or failing
+// database).
+type brokenTokens struct{}
+
+func (brokenTokens) TokenFolder(context.Context, string) (string, error) {
+	return "", errors.New("read token: database disk image is malformed")
+}
+
+// noBackend is a Backend the requests below never reach.
+type noBackend struct{ mcpserver.Backend }
+
+// TestHTTPTokenStoreFailure: when the token store fails, a request is
+// answered 503 (try again), not 401 (your token is bad); the failure is
+// not counted against the address as a bad token, so the agent is not
+// locked out with 429 once the store is back; and the log says what
+// failed.
+func TestHTTPTokenStoreFailure(t *testing.T) {
+	var logs bytes.Buffer
+	s, err := mcpserver.New(mcpserver.Options{Backend: noBackend{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.HTTPHandler(mcpserver.HTTPOptions{Tokens: brokenTokens{}, FailBurst: 2})
+	for i := range 5 {
+		req := httptest.NewRequest(http.MethodPost, mcpserver.HTTPPath, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer sbt_whatever")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("request %d with the token store failing: status %d (%s), want 503", i+1, rec.Code, strings.TrimSpace(rec.Body.String()))
+		}
+		if rec.Header().Get("Retry-After") == "" {
+			t.Errorf("request %d: 503 without Retry-After", i+1)
+		}
+	}
+	if !strings.Contains(logs.String(), "database disk image is malformed") {
+		t.Errorf("the log does not say why the token could not be checked:\n%s", logs.String())
+	}
+}
