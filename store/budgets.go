@@ -67,8 +67,9 @@ func (s *Store) DeleteBudget(ctx context.Context, folder string) (bool, error) {
 // since.
 func (s *Store) Spent(ctx context.Context, folder string, since time.Time) (float64, error) {
 	var sum sql.NullFloat64
-	// Two index ranges of turns_folder (folder, started_ms): the folder's
-	// own turns, and its descendants' ('0' sorts right after '/').
+	// Two ranges of the covering index turns_spend (folder, started_ms,
+	// cost_usd): the folder's own turns, and its descendants' ('0' sorts
+	// right after '/').
 	err := s.r.QueryRowContext(ctx, `SELECT COALESCE((SELECT SUM(cost_usd) FROM turns WHERE folder = ? AND started_ms >= ?), 0)
 		+ COALESCE((SELECT SUM(cost_usd) FROM turns WHERE folder > ? AND folder < ? AND started_ms >= ?), 0)`,
 		folder, toMS(since), folder+"/", folder+"0", toMS(since)).Scan(&sum)

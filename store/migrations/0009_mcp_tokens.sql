@@ -1,4 +1,4 @@
--- 0008_mcp_tokens: bearer tokens of the MCP Streamable HTTP endpoint
+-- 0009_mcp_tokens: bearer tokens of the MCP Streamable HTTP endpoint
 -- (mcp.listen). Only the SHA-256 of a token is stored; the token itself is
 -- shown once (to the turn's agent, or to the operator who minted it).
 -- A turn's token (turn_id set) expires at the turn's deadline and is deleted

@@ -1,4 +1,4 @@
--- 0008_turn_usage: what a turn cost, as its agent reported it (Claude Code's
+-- 0010_turn_usage: what a turn cost, as its agent reported it (Claude Code's
 -- JSON, a text agent's usage trailer, the MCP tool report_usage).
 -- session_cost_usd is Claude Code's total_cost_usd as printed: cumulative
 -- over a resumed session, so a turn's cost_usd is the difference to the

@@ -1,4 +1,4 @@
--- 0009_budgets: a US dollar cap per group and day or month (0: no cap),
+-- 0011_budgets: a US dollar cap per group and day or month (0: no cap),
 -- covering the group's subtree. A running gateway picks changes up through
 -- the revision counter.
 CREATE TABLE budgets (
