@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -19,23 +20,77 @@ func Windows(now time.Time) (dayStart, dayEnd, monthStart, monthEnd time.Time) {
 		time.Date(y, m, 1, 0, 0, 0, 0, loc), time.Date(y, m+1, 1, 0, 0, 0, 0, loc)
 }
 
-// GroupSpend is what a group's subtree spent today and this month, and its
-// caps (0: none).
+// Hold is a budget that stops a group's turns: whose, which window,
+// until when.
+type Hold struct {
+	Owner    string  // the folder whose budget it is (the group or an ancestor)
+	Window   string  // daily | monthly
+	CapUSD   float64 // the cap
+	SpentUSD float64 // spent in the window by Owner's subtree
+	Until    time.Time
+}
+
+// SpentFunc sums the cost of folder's subtree's turns since a time
+// (store.Store.Spent).
+type SpentFunc func(ctx context.Context, folder string, since time.Time) (float64, error)
+
+// BudgetHold reports the budget, of folder or an ancestor, that is used up
+// at now (in the operator's zone), a monthly one first; nil when none is.
+// It is the one budget evaluator: the gateway holds turns by it, and
+// reports show it. Groups without budgets above them cost no query.
+func BudgetHold(ctx context.Context, spent SpentFunc, budgets map[string]store.Budget, folder string, now time.Time) (*Hold, error) {
+	if len(budgets) == 0 {
+		return nil, nil
+	}
+	dayStart, dayEnd, monthStart, monthEnd := Windows(now)
+	var found *Hold
+	for owner := folder; owner != ""; owner = groups.Parent(owner) {
+		b, ok := budgets[owner]
+		if !ok {
+			continue
+		}
+		if b.MonthlyUSD > 0 {
+			s, err := spent(ctx, owner, monthStart)
+			if err != nil {
+				return nil, err
+			}
+			if s >= b.MonthlyUSD {
+				return &Hold{Owner: owner, Window: "monthly", CapUSD: b.MonthlyUSD, SpentUSD: s, Until: monthEnd}, nil
+			}
+		}
+		if b.DailyUSD > 0 && found == nil {
+			s, err := spent(ctx, owner, dayStart)
+			if err != nil {
+				return nil, err
+			}
+			if s >= b.DailyUSD {
+				found = &Hold{Owner: owner, Window: "daily", CapUSD: b.DailyUSD, SpentUSD: s, Until: dayEnd}
+			}
+		}
+	}
+	return found, nil
+}
+
+// GroupSpend is what a group's subtree spent today and this month, its
+// caps (0: none), and the folder whose used-up budget holds its turns.
 type GroupSpend struct {
 	Folder     string  `json:"folder"`
 	TodayUSD   float64 `json:"today_usd"`
 	MonthUSD   float64 `json:"month_usd"`
 	DailyUSD   float64 `json:"daily_usd,omitempty"`
 	MonthlyUSD float64 `json:"monthly_usd,omitempty"`
+	// HeldBy is the group (this one or an ancestor) whose used-up budget
+	// holds this group's turns now; "" when none does.
+	HeldBy string `json:"held_by,omitempty"`
 }
 
-// Over reports whether a cap is used up.
-func (g GroupSpend) Over() bool {
-	return (g.DailyUSD > 0 && g.TodayUSD >= g.DailyUSD) || (g.MonthlyUSD > 0 && g.MonthUSD >= g.MonthlyUSD)
-}
+// Over reports whether a budget, the group's own or an ancestor's, is
+// used up: no new turn of the group starts.
+func (g GroupSpend) Over() bool { return g.HeldBy != "" }
 
 // SpendReport lists, for each of folders, its subtree's spend in the
-// windows around now and its budget.
+// windows around now, its budget, and whether a budget holds it
+// (BudgetHold).
 func SpendReport(ctx context.Context, st *store.Store, folders []string, now time.Time) ([]GroupSpend, error) {
 	bs, err := st.Budgets(ctx)
 	if err != nil {
@@ -45,15 +100,40 @@ func SpendReport(ctx context.Context, st *store.Store, folders []string, now tim
 	for _, b := range bs {
 		caps[b.Folder] = b
 	}
+	// Each subtree's sum is read once, however many folders below it ask.
+	type sumKey struct {
+		folder string
+		since  int64
+	}
+	sums := map[sumKey]float64{}
+	spent := func(ctx context.Context, f string, since time.Time) (float64, error) {
+		k := sumKey{f, since.UnixMilli()}
+		if v, ok := sums[k]; ok {
+			return v, nil
+		}
+		v, err := st.Spent(ctx, f, since)
+		if err != nil {
+			return 0, err
+		}
+		sums[k] = v
+		return v, nil
+	}
 	dayStart, _, monthStart, _ := Windows(now)
 	out := make([]GroupSpend, 0, len(folders))
 	for _, f := range folders {
 		g := GroupSpend{Folder: f, DailyUSD: caps[f].DailyUSD, MonthlyUSD: caps[f].MonthlyUSD}
-		if g.TodayUSD, err = st.Spent(ctx, f, dayStart); err != nil {
+		if g.TodayUSD, err = spent(ctx, f, dayStart); err != nil {
 			return nil, err
 		}
-		if g.MonthUSD, err = st.Spent(ctx, f, monthStart); err != nil {
+		if g.MonthUSD, err = spent(ctx, f, monthStart); err != nil {
 			return nil, err
+		}
+		h, err := BudgetHold(ctx, spent, caps, f, now)
+		if err != nil {
+			return nil, err
+		}
+		if h != nil {
+			g.HeldBy = h.Owner
 		}
 		out = append(out, g)
 	}

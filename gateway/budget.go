@@ -53,49 +53,14 @@ func (g *Gateway) loadBudgets(ctx context.Context) error {
 	return nil
 }
 
-// hold is a budget that stops a group's turns: whose, which window, until when.
-type hold struct {
-	owner  string  // the folder whose budget it is (the group or an ancestor)
-	window string  // daily | monthly
-	capUSD float64 // the cap
-	spent  float64 // spent in the window by owner's subtree
-	until  time.Time
-}
-
 // budgetHold reports the budget, of folder or an ancestor, that is used up
-// now; nil when none is. Groups without budgets above them cost no query.
-func (g *Gateway) budgetHold(ctx context.Context, folder string, now time.Time) (*hold, error) {
+// now; nil when none is (control.BudgetHold on the loaded budgets).
+func (g *Gateway) budgetHold(ctx context.Context, folder string, now time.Time) (*control.Hold, error) {
 	mp := g.spend.budgets.byFolder.Load()
-	if mp == nil || len(*mp) == 0 {
+	if mp == nil {
 		return nil, nil
 	}
-	dayStart, dayEnd, monthStart, monthEnd := control.Windows(now.In(g.zone))
-	var found *hold
-	for owner := folder; owner != ""; owner = groups.Parent(owner) {
-		b, ok := (*mp)[owner]
-		if !ok {
-			continue
-		}
-		if b.MonthlyUSD > 0 {
-			spent, err := g.st.Spent(ctx, owner, monthStart)
-			if err != nil {
-				return nil, err
-			}
-			if spent >= b.MonthlyUSD {
-				return &hold{owner: owner, window: "monthly", capUSD: b.MonthlyUSD, spent: spent, until: monthEnd}, nil
-			}
-		}
-		if b.DailyUSD > 0 && found == nil {
-			spent, err := g.st.Spent(ctx, owner, dayStart)
-			if err != nil {
-				return nil, err
-			}
-			if spent >= b.DailyUSD {
-				found = &hold{owner: owner, window: "daily", capUSD: b.DailyUSD, spent: spent, until: dayEnd}
-			}
-		}
-	}
-	return found, nil
+	return control.BudgetHold(ctx, g.st.Spent, *mp, folder, now.In(g.zone))
 }
 
 // holdForBudget, at the start of a turn, stops it when a budget is used
@@ -114,39 +79,39 @@ func (g *Gateway) holdForBudget(ctx context.Context, b store.Batch) bool {
 	if h == nil {
 		return false
 	}
-	reason := h.describe(b.Folder)
+	reason := describeHold(h, b.Folder)
 	first := b.Items[0]
 	if first.Trigger == store.TriggerTask {
-		g.log.Warn("task run skipped: budget used up", "folder", b.Folder, "task", first.TaskID, "budget_of", h.owner, "window", h.window)
+		g.log.Warn("task run skipped: budget used up", "folder", b.Folder, "task", first.TaskID, "budget_of", h.Owner, "window", h.Window)
 		if err := g.st.SkipBatch(ctx, b, "skipped: "+reason); err != nil {
 			g.log.Error("record skipped task run", "folder", b.Folder, "err", err)
 		}
 		return true
 	}
-	g.log.Warn("turns held: budget used up", "folder", b.Folder, "jid", b.ChatJID, "budget_of", h.owner, "window", h.window,
-		"until", h.until.Format(time.RFC3339))
+	g.log.Warn("turns held: budget used up", "folder", b.Folder, "jid", b.ChatJID, "budget_of", h.Owner, "window", h.Window,
+		"until", h.Until.Format(time.RFC3339))
 	// The key makes the notice one per chat, group and window, across restarts.
-	key := fmt.Sprintf("budget/%s/%s/%s/%s/%d", h.window, b.Folder, b.ChatJID, b.Topic, h.until.Unix())
+	key := fmt.Sprintf("budget/%s/%s/%s/%s/%d", h.Window, b.Folder, b.ChatJID, b.Topic, h.Until.Unix())
 	notice := "This group's " + reason + ". Messages are kept and answered then, or as soon as an operator raises the cap."
-	if err := g.holdChat(ctx, b, h.until, time.Until(h.until), notice, key); err != nil {
+	if err := g.holdChat(ctx, b, h.Until, time.Until(h.Until), notice, key); err != nil {
 		g.log.Error("hold chat for budget", "folder", b.Folder, "jid", b.ChatJID, "err", err)
 		return false
 	}
 	return true
 }
 
-// describe says which budget holds folder and when it resumes:
+// describeHold says which budget holds folder and when it resumes:
 // "daily budget ($5.00, $5.12 spent) is used up; it resumes at 00:00 Europe/Berlin".
-func (h *hold) describe(folder string) string {
+func describeHold(h *control.Hold, folder string) string {
 	whose := ""
-	if h.owner != folder {
-		whose = " (set on " + h.owner + ", covering its subgroups)"
+	if h.Owner != folder {
+		whose = " (set on " + h.Owner + ", covering its subgroups)"
 	}
-	when := h.until.Format("15:04") + " " + h.until.Location().String()
-	if h.window == "monthly" {
-		when = h.until.Format("15:04 on 2 January") + " " + h.until.Location().String()
+	when := h.Until.Format("15:04") + " " + h.Until.Location().String()
+	if h.Window == "monthly" {
+		when = h.Until.Format("15:04 on 2 January") + " " + h.Until.Location().String()
 	}
-	return strings.TrimSpace(fmt.Sprintf("%s budget%s of %s is used up (%s spent); it resumes at %s", h.window, whose, dollars(h.capUSD), dollars(h.spent), when))
+	return strings.TrimSpace(fmt.Sprintf("%s budget%s of %s is used up (%s spent); it resumes at %s", h.Window, whose, dollars(h.CapUSD), dollars(h.SpentUSD), when))
 }
 
 // dollars formats US dollars: cents from a dollar up, four decimals below

@@ -31,7 +31,7 @@ type BudgetInfo struct {
 	MonthUSD   float64 `json:"month_usd"`
 	DailyUSD   float64 `json:"daily_usd"`
 	MonthlyUSD float64 `json:"monthly_usd"`
-	UsedUp     bool    `json:"used_up"` // a cap is reached: no new turn starts
+	UsedUp     bool    `json:"used_up"` // its own or an ancestor's cap is reached: no new turn of it starts
 }
 
 // UsageReport is what an agent says one turn cost it so far (the

@@ -109,3 +109,33 @@ func TestBudgetTools(t *testing.T) {
 		t.Errorf("after set_budget with no caps: %+v, want the budget removed", bs)
 	}
 }
+
+// TestListBudgetsUsedUpByAncestor: a group without a budget of its own
+// whose parent's budget is used up is shown used up (its turns are held
+// by the parent's cap), as the gateway holds it.
+func TestListBudgetsUsedUpByAncestor(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "acme", DailyUSD: 1}); err != nil {
+		t.Fatal(err)
+	}
+	turn := store.Turn{ID: "t-eng", Folder: "acme/eng", ChatJID: "web:lobby", Trigger: store.TriggerMessage, Attempt: 1,
+		Started: time.Now(), Status: store.TurnSucceeded, Usage: store.Usage{CostUSD: 2}}
+	if err := h.st.FinishBatch(ctx, store.Batch{Folder: "acme/eng", ChatJID: "web:lobby"}, turn, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Budgets []struct {
+			Folder string `json:"folder"`
+			UsedUp bool   `json:"used_up"`
+		} `json:"budgets"`
+	}
+	call(t, h.connect(t, "acme", true), "list_budgets", nil).decode(t, &list)
+	got := map[string]bool{}
+	for _, b := range list.Budgets {
+		got[b.Folder] = b.UsedUp
+	}
+	if !got["acme"] || !got["acme/eng"] || !got["acme/eng/ops"] {
+		t.Errorf("list_budgets with acme's daily $1 spent by acme/eng: used_up %v; want acme and everything below it used up", got)
+	}
+}

@@ -163,7 +163,7 @@ func spendText(w io.Writer, rep []control.GroupSpend, zone string) {
 	for _, g := range rep {
 		mark := ""
 		if g.Over() {
-			mark = "\tUSED UP: turns held"
+			mark = "\t" + heldText(g)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s%s\n", g.Folder, usd(g.TodayUSD), capText(g.DailyUSD), usd(g.MonthUSD), capText(g.MonthlyUSD), mark)
 	}
@@ -174,4 +174,13 @@ func capText(v float64) string {
 		return "none"
 	}
 	return fmt.Sprintf("$%.2f", v)
+}
+
+// heldText marks a group whose turns a used-up budget holds: its own, or
+// an ancestor's (named).
+func heldText(g control.GroupSpend) string {
+	if g.HeldBy != g.Folder {
+		return "USED UP: turns held by the budget of " + g.HeldBy
+	}
+	return "USED UP: turns held"
 }

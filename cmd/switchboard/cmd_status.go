@@ -232,7 +232,7 @@ func (r statusReport) text(w io.Writer) {
 		}
 		line := fmt.Sprintf("%s\t%s\ttoday %s of %s, month %s of %s", label, g.Folder, usd(g.TodayUSD), capText(g.DailyUSD), usd(g.MonthUSD), capText(g.MonthlyUSD))
 		if g.Over() {
-			line += "\tUSED UP: turns held"
+			line += "\t" + heldText(g)
 		}
 		fmt.Fprintln(w, line)
 		label = ""
