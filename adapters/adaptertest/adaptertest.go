@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +83,13 @@ type Platform interface {
 	Disconnect()
 }
 
+// FileRateLimiter is implemented by a Platform whose fake file server can
+// rate-limit downloads: the next one is answered 429 with a Retry-After of
+// seconds.
+type FileRateLimiter interface {
+	RateLimitFiles(seconds int)
+}
+
 // Features says what a platform's fake can show; the suite skips what the
 // platform does not have, and checks everything it has.
 type Features struct {
@@ -118,6 +126,7 @@ func Run(t *testing.T, newPlatform func(t *testing.T) Platform) {
 		{"edit, delete, reaction", testUserEvents},
 		{"send", testSend},
 		{"reply into the topic", testReply},
+		{"download", testDownload},
 		{"verbs", testVerbs},
 		{"longest part accepted", testLongest},
 		{"formatting fallback", testFormatFallback},
@@ -175,6 +184,42 @@ func waitEvent(t *testing.T, host *Host, what string, match func(adapters.Inboun
 		return false
 	})
 	return found
+}
+
+// testDownload: a file a user posts is fetched by the adapter's Download;
+// a file server's 429 is a RetryAfterError waiting what its Retry-After
+// says, with no URL (it may hold a token) in the error, and the next try
+// gets the file. Adapters that download nothing skip it.
+func testDownload(t *testing.T, p Platform) {
+	a, host := started(t, p)
+	dl, ok := a.(adapters.Downloader)
+	if !ok {
+		t.Skip("the adapter downloads no files")
+	}
+	chat, _ := p.Group()
+	const content = "panic: at the disco"
+	p.UserPosts(t, Post{Chat: chat, Text: "see the log", Mention: true, Attachment: []byte(content), AttachmentName: "log.txt"})
+	ev := waitEvent(t, host, "the post with a file", func(ev adapters.Inbound) bool { return len(ev.Attachments) == 1 })
+	if rl, ok := p.(FileRateLimiter); ok {
+		rl.RateLimitFiles(7)
+		_, err := dl.Download(t.Context(), ev.Attachments[0])
+		var ra *adapters.RetryAfterError
+		if !errors.As(err, &ra) || ra.Wait != 7*time.Second {
+			t.Fatalf("rate-limited download: %v; want a RetryAfterError of 7s", err)
+		}
+		if strings.Contains(err.Error(), "://") {
+			t.Errorf("the error shows a URL: %v", err)
+		}
+	}
+	rc, err := dl.Download(t.Context(), ev.Attachments[0])
+	if err != nil {
+		t.Fatalf("download: %v", err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || string(b) != content {
+		t.Errorf("downloaded %q (%v); want %q", b, err, content)
+	}
 }
 
 func testInbound(t *testing.T, p Platform) {

@@ -41,8 +41,11 @@ func channelOfJID(chat adapters.JID, topic string) string {
 }
 
 func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) adapters.MessageID {
-	return adapters.MessageID(p.f.UserPosts(discordtest.Post{Channel: channelOfJID(post.Chat, post.Topic), Content: post.Text, MentionBot: post.Mention, ReplyTo: string(post.ReplyTo)}))
+	return adapters.MessageID(p.f.UserPosts(discordtest.Post{Channel: channelOfJID(post.Chat, post.Topic), Content: post.Text, MentionBot: post.Mention,
+		ReplyTo: string(post.ReplyTo), File: post.AttachmentName, FileData: post.Attachment}))
 }
+
+func (p fakePlatform) RateLimitFiles(seconds int) { p.f.RateLimitCDN(seconds) }
 
 func (p fakePlatform) UserEdits(t *testing.T, chat adapters.JID, id adapters.MessageID, text string) bool {
 	p.f.UserEdits(channelOfJID(chat, ""), string(id), text)

@@ -3,43 +3,16 @@ package discord
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/discord/discordtest"
 )
-
-// A CDN 429 is a rate limit waiting what its Retry-After says, and the
-// next try gets the file.
-func TestDownloadRateLimited(t *testing.T) {
-	f := discordtest.New(t)
-	host := adaptertest.NewHost()
-	a := start(t, f, host, nil)
-	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "see", File: "log.txt", FileData: []byte("panic: at the disco")})
-	ev := host.WaitEvents(t, 1)[0]
-	f.RateLimitCDN(7)
-	_, err := a.Download(t.Context(), ev.Attachments[0])
-	var ra *adapters.RetryAfterError
-	if !errors.As(err, &ra) || ra.Wait != 7*time.Second {
-		t.Fatalf("rate-limited download: %v; want a RetryAfterError of 7s", err)
-	}
-	rc, err := a.Download(t.Context(), ev.Attachments[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(rc)
-	rc.Close()
-	if string(b) != "panic: at the disco" {
-		t.Errorf("downloaded %q after the rate limit", b)
-	}
-}
 
 // The CDN allow-list holds for redirects too: an attachment on the CDN
 // that redirects to another service of this host is refused, permanently,

@@ -2,45 +2,17 @@ package slack_test
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/slack"
 	"switchboard/adapters/slack/slacktest"
 )
-
-// A file server's 429 is a rate limit waiting what its Retry-After says,
-// and the next try gets the file.
-func TestDownloadRateLimited(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
-	host := adaptertest.NewHost()
-	a := start(t, s, slack.ModeSocket, host)
-	post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "the log", File: &slacktest.File{Name: "app.log", MIME: "text/plain", Data: []byte("line 1\n")}})
-	ev := host.WaitEvents(t, 1)[0]
-	s.RateLimitFiles(7)
-	_, err := a.Download(t.Context(), ev.Attachments[0])
-	var ra *adapters.RetryAfterError
-	if !errors.As(err, &ra) || ra.Wait != 7*time.Second {
-		t.Fatalf("rate-limited download: %v; want a RetryAfterError of 7s", err)
-	}
-	rc, err := a.Download(t.Context(), ev.Attachments[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(rc)
-	rc.Close()
-	if string(b) != "line 1\n" {
-		t.Errorf("downloaded %q after the rate limit", b)
-	}
-}
 
 // The bot token goes only to Slack's hosts (or the configured API's): a
 // file whose URL is elsewhere is refused, permanently, and that host never

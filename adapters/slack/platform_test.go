@@ -122,6 +122,7 @@ func (p *platform) BotMessages(chat adapters.JID) []adaptertest.Message {
 }
 
 func (p *platform) RateLimit(wait time.Duration) { p.s.RateLimit(wait) }
+func (p *platform) RateLimitFiles(seconds int)   { p.s.RateLimitFiles(seconds) }
 func (p *platform) RejectFormatting()            { p.s.RejectFormatting() }
 func (p *platform) Disconnect() {
 	if p.mode == slack.ModeSocket {

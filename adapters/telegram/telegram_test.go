@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -48,6 +49,11 @@ func chatOf(jid adapters.JID) int64 {
 
 func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) adapters.MessageID {
 	m, id := p.f.UserMessage(chatOf(post.Chat), post.Text, post.Mention, atoi(post.Topic), atoi(post.ReplyTo))
+	if post.Attachment != nil {
+		fileID := fmt.Sprintf("file%d", id)
+		p.f.AddFile(fileID, post.Attachment)
+		m["document"] = map[string]any{"file_id": fileID, "file_name": post.AttachmentName, "file_size": len(post.Attachment)}
+	}
 	p.f.Push("message", m)
 	return messageID(id)
 }
@@ -86,6 +92,8 @@ func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 	}
 	return out
 }
+
+func (p fakePlatform) RateLimitFiles(seconds int) { p.f.RateLimitFiles(seconds) }
 
 func (p fakePlatform) RateLimit(wait time.Duration) {
 	p.f.RateLimit(max(int(wait.Round(time.Second)/time.Second), 1))
