@@ -125,6 +125,14 @@ func (d *dispatcher) live(id string, now time.Time) (WorkerInfo, bool) {
 	return w.info, true
 }
 
+// reports reports whether worker id reported within the workers' TTL.
+func (d *dispatcher) reports(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.live(id, time.Now())
+	return ok
+}
+
 // pick chooses the worker for a turn of folder dir and counts the turn
 // against it; "" when no worker is live. The folder's last worker, if it
 // is live and has a free slot (by this gateway's count of what it gave

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -132,16 +131,17 @@ func (r *Runner) noteTaken(m *nats.Msg) {
 }
 
 // workerGone reports the worker given turn when it no longer reports
-// (its entry in the workers bucket expired or was deleted).
-func (r *Runner) workerGone(ctx context.Context, turn string) (string, bool) {
+// (its last heartbeat is older than WorkerTTL, or its entry was deleted),
+// as the dispatcher's watch of the workers bucket sees it: no round trip
+// to NATS per waiting turn and check.
+func (r *Runner) workerGone(turn string) (string, bool) {
 	r.mu.Lock()
 	w := r.by[turn]
 	r.mu.Unlock()
 	if w == "" {
 		return "", false
 	}
-	_, err := r.kv.Get(ctx, w)
-	return w, errors.Is(err, jetstream.ErrKeyNotFound)
+	return w, !r.d.reports(w)
 }
 
 // deliver hands an outcome to the Run waiting for it, once.
@@ -236,7 +236,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			res.Duration = time.Since(started)
 			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
 		case <-check.C:
-			if w, gone := r.workerGone(ctx, job.TurnID); gone {
+			if w, gone := r.workerGone(job.TurnID); gone {
 				res.Duration = time.Since(started)
 				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it had the turn; check that worker's log", w, r.opt.WorkerTTL))
 			}
