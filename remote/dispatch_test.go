@@ -27,25 +27,7 @@ func namedWorker(t *testing.T, nc *nats.Conn, id string, slots int, drain time.D
 	prepare := func(command []string) (agent.Spec, error) {
 		return agent.Spec{Command: []string{"/bin/sh", "-c", "WORKER=" + id + "; " + strings.Join(command, " ")}}, nil
 	}
-	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: slots, Prepare: prepare, Poll: 500 * time.Millisecond, Drain: drain, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}
-	t.Cleanup(stop)
+	_, stop = stoppableWorker(t, nc, WorkerOptions{ID: id, Slots: slots, Prepare: prepare, Drain: drain})
 	return stop
 }
 
