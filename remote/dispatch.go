@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -227,9 +228,10 @@ func (d *dispatcher) done(turn string) {
 }
 
 // assign picks the worker for turn, waiting (checking every check) while
-// no worker is live, until ctx ends or deadline passes. The caller calls
+// no worker is live (logged once on log, so that an operator sees why the
+// turn does not start), until ctx ends or deadline passes. The caller calls
 // done(turn) once the turn is over.
-func (d *dispatcher) assign(ctx context.Context, turn, dir string, deadline time.Time, check time.Duration) (string, agent.Result, error) {
+func (d *dispatcher) assign(ctx context.Context, turn, dir string, deadline time.Time, check time.Duration, log *slog.Logger) (string, agent.Result, error) {
 	res := agent.Result{ExitCode: -1, NotStarted: true}
 	d.mu.Lock()
 	news := d.news
@@ -237,6 +239,8 @@ func (d *dispatcher) assign(ctx context.Context, turn, dir string, deadline time
 	if w := d.pick(turn, dir); w != "" {
 		return w, res, nil
 	}
+	log.Warn("remote turn waits for a worker: none is live and taking turns; start `switchboard worker --nats URL`", "turn", turn, "dir", dir,
+		"deadline", deadline)
 	wait := time.NewTimer(time.Until(deadline))
 	defer wait.Stop()
 	tick := time.NewTicker(check)

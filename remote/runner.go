@@ -200,7 +200,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		delete(r.by, job.TurnID)
 		r.mu.Unlock()
 	}()
-	worker, wres, err := r.d.assign(ctx, job.TurnID, job.Dir, time.UnixMilli(job.DeadlineMs), r.opt.Check)
+	worker, wres, err := r.d.assign(ctx, job.TurnID, job.Dir, time.UnixMilli(job.DeadlineMs), r.opt.Check, r.log)
 	defer r.d.done(job.TurnID)
 	if err != nil {
 		wres.SessionID, wres.Duration = in.SessionID, time.Since(started)
