@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,6 +136,11 @@ type folders struct {
 	locks   keyLocks
 	refused atomic.Int64
 	hashes  hashCache // of the gateway's folders
+	// known are the objects this gateway uploaded, applied or found: only
+	// it deletes objects (dropObjects), so a turn does not look them up
+	// again (objectsExist). Under knownMu.
+	knownMu sync.Mutex
+	known   map[string]bool
 }
 
 func readEntry(ctx context.Context, kv jetstream.KeyValue, key string) (folderEntry, uint64, error) {
@@ -190,9 +196,11 @@ func (f *folders) publish(ctx context.Context, dir, turn string) (FolderRef, err
 	if err != nil {
 		return FolderRef{}, fmt.Errorf("upload the folder snapshot of %s to object store %s: %w", dir, ObjectsBucket, err)
 	}
+	f.knowObject(name, true)
 	ne := folderEntry{Dir: dir, Digest: digest, Object: name, Applied: fe.Applied}
 	nrev, err := f.putEntry(ctx, key, ne, rev)
 	if err != nil {
+		f.knowObject(name, false)
 		_ = f.obs.Delete(ctx, name)
 		return FolderRef{}, err
 	}
@@ -217,16 +225,53 @@ func (f *folders) putEntry(ctx context.Context, key string, fe folderEntry, rev 
 	return nrev, nil
 }
 
+// objectsExist reports whether the version's objects are in the object
+// store; only those this gateway does not know yet are looked up.
 func (f *folders) objectsExist(ctx context.Context, fe folderEntry) bool {
 	if fe.Object == "" {
 		return false
 	}
 	for _, name := range append([]string{fe.Object}, deltaObjects(fe.Deltas)...) {
+		f.knownMu.Lock()
+		known := f.known[name]
+		f.knownMu.Unlock()
+		if known {
+			continue
+		}
 		if _, err := f.obs.GetInfo(ctx, name); err != nil {
 			return false
 		}
+		f.knowObject(name, true)
 	}
 	return true
+}
+
+// knowObject records that object name exists (or no longer does).
+func (f *folders) knowObject(name string, exists bool) {
+	f.knownMu.Lock()
+	defer f.knownMu.Unlock()
+	if !exists {
+		delete(f.known, name)
+		return
+	}
+	if f.known == nil {
+		f.known = map[string]bool{}
+	}
+	f.known[name] = true
+}
+
+// doubt makes the next publish of dir look its objects up again: a worker
+// could not fetch its version (an object removed behind the gateway's
+// back is then uploaded anew).
+func (f *folders) doubt(dir string) {
+	prefix := folderKey(dir) + "/"
+	f.knownMu.Lock()
+	defer f.knownMu.Unlock()
+	for name := range f.known {
+		if strings.HasPrefix(name, prefix) {
+			delete(f.known, name)
+		}
+	}
 }
 
 func deltaObjects(ds []deltaRef) []string {
@@ -241,6 +286,7 @@ func deltaObjects(ds []deltaRef) []string {
 func (f *folders) dropObjects(ctx context.Context, fe folderEntry) {
 	for _, name := range append([]string{fe.Object}, deltaObjects(fe.Deltas)...) {
 		if name != "" {
+			f.knowObject(name, false)
 			if err := f.obs.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 				f.log.Warn("delete replaced folder object", "object", name, "err", err)
 			}
@@ -279,6 +325,9 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 	defer root.Close()
 	if err := f.applyDelta(ctx, root, deltaRef{Object: d.Object, Deleted: d.Deleted}); err != nil {
 		return fmt.Errorf("apply the folder changes of turn %s (worker %s) to %s: %w", o.TurnID, o.Worker, d.Dir, err)
+	}
+	if d.Object != "" {
+		f.knowObject(d.Object, true) // read whole just now
 	}
 	fe.Digest = d.Digest
 	fe.Deltas = append(fe.Deltas, deltaRef{Object: d.Object, Deleted: d.Deleted})

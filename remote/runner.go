@@ -231,6 +231,11 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	for {
 		select {
 		case o := <-ch:
+			if o.NotStarted && o.Error != "" {
+				// Perhaps the worker could not fetch the folder's version:
+				// the next turn checks that its objects still exist.
+				r.fold.doubt(job.Dir)
+			}
 			return outcomeResult(o, in.SessionID)
 		case <-ctx.Done():
 			res.Duration = time.Since(started)
