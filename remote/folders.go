@@ -74,10 +74,6 @@ type FolderDelta struct {
 	Digest  string   `json:"digest"`
 }
 
-// ErrStaleFolder is the error of a delta whose base is not the folder's
-// current version: it is refused and not applied.
-var ErrStaleFolder = errors.New("stale folder upload refused")
-
 // folderKey is a folder's key in FoldersBucket: a hash of its absolute path.
 func folderKey(dir string) string {
 	h := sha256.Sum256([]byte(dir))
