@@ -190,16 +190,8 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		res.NotStarted = true
 		return res, agent.Failed("encode remote turn: " + err.Error())
 	}
-	ch := make(chan Outcome, 1)
-	r.mu.Lock()
-	r.waits[job.TurnID] = ch
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.waits, job.TurnID)
-		delete(r.by, job.TurnID)
-		r.mu.Unlock()
-	}()
+	ch, forget := r.expect(job.TurnID)
+	defer forget()
 	worker, wres, err := r.d.assign(ctx, job.TurnID, job.Dir, time.UnixMilli(job.DeadlineMs), r.opt.Check, r.log)
 	defer r.d.done(job.TurnID)
 	if err != nil {
@@ -251,6 +243,21 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			return res, agent.Failed(fmt.Sprintf("no worker reported the turn's result by its deadline (agent.timeout %s + %s); "+
 				"check that `switchboard worker` processes are running and connected to NATS", spec.Timeout, r.opt.Grace))
 		}
+	}
+}
+
+// expect registers a wait for turn's outcome, which deliver hands over
+// once on ch; forget ends the wait.
+func (r *Runner) expect(turn string) (ch chan Outcome, forget func()) {
+	ch = make(chan Outcome, 1)
+	r.mu.Lock()
+	r.waits[turn] = ch
+	r.mu.Unlock()
+	return ch, func() {
+		r.mu.Lock()
+		delete(r.waits, turn)
+		delete(r.by, turn)
+		r.mu.Unlock()
 	}
 }
 
