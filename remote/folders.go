@@ -319,7 +319,7 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 		return fmt.Errorf("group folder: %w", err)
 	}
 	defer root.Close()
-	if err := f.applyDelta(ctx, root, deltaRef{Object: d.Object, Deleted: d.Deleted}); err != nil {
+	if err := applyDelta(ctx, f.obs, root, deltaRef{Object: d.Object, Deleted: d.Deleted}, f.ex); err != nil {
 		return fmt.Errorf("apply the folder changes of turn %s (worker %s) to %s: %w", o.TurnID, o.Worker, d.Dir, err)
 	}
 	if d.Object != "" {
@@ -339,18 +339,19 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 	return nil
 }
 
-// applyDelta writes a delta's files into root and removes its deleted
-// paths.
-func (f *folders) applyDelta(ctx context.Context, root *os.Root, d deltaRef) error {
+// applyDelta writes a delta's files (object d.Object of obs) into root and
+// removes its deleted paths: the gateway applying a turn's changes, and a
+// worker bringing its copy to a version.
+func applyDelta(ctx context.Context, obs jetstream.ObjectStore, root *os.Root, d deltaRef, ex excluder) error {
 	if d.Object != "" {
-		if err := getObject(ctx, f.obs, d.Object, func(r io.Reader) error {
-			_, err := applyTar(root, r, f.ex)
+		if err := getObject(ctx, obs, d.Object, func(r io.Reader) error {
+			_, err := applyTar(root, r, ex)
 			return err
 		}); err != nil {
 			return err
 		}
 	}
-	return removePaths(root, d.Deleted, f.ex)
+	return removePaths(root, d.Deleted, ex)
 }
 
 // getObject reads an object through fn; the object store checks its
