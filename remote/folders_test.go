@@ -536,3 +536,63 @@ func TestFolderObjectsRemovedBehindGateway(t *testing.T) {
 		t.Fatalf("the turn after a failed fetch: reply %q err %v; want the folder uploaded anew", res.Reply, err)
 	}
 }
+
+// Applying one folder's changes (a large delta downloading, here its
+// folder held busy) holds up no other folder's outcome: before, outcomes
+// were applied one at a time in the stream's reader, so every turn that
+// ended meanwhile waited, past its deadline if the download was long.
+func TestFolderApplyHoldsUpNoOtherFolder(t *testing.T) {
+	nc := natsConn(t)
+	var wlog testlog.Buffer
+	runWorker(t, nc, WorkerOptions{ID: "w1", Slots: 2, Logger: slog.New(slog.NewTextHandler(&wlog, nil))})
+	gates := t.TempDir()
+	t.Setenv("GATES", gates)
+	r := newRunner(t, nc, `while [ ! -e "$GATES/$SWITCHBOARD_TURN_ID" ]; do sleep 0.02; done; echo "$SWITCHBOARD_TURN_ID" > last.txt; echo ok`, 0)
+	root := t.TempDir()
+	start := func(folder, turn string) <-chan error {
+		out := make(chan error, 1)
+		in := turnInput(t, turn)
+		in.Dir = filepath.Join(root, folder)
+		go func() {
+			_, err := r.Run(context.Background(), agent.Spec{Timeout: 30 * time.Second, Env: []string{"GATES"}}, in)
+			out <- err
+		}()
+		return out
+	}
+	open := func(turn string) {
+		if err := os.WriteFile(filepath.Join(gates, turn), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := start("a", "a-1")
+	testwait.For(t, 10*time.Second, "a-1 running", func() bool { return strings.Contains(wlog.String(), "turn=a-1") })
+	unlock := r.fold.locks.lock(folderKey(filepath.Join(root, "a")))
+	open("a-1")
+	testwait.For(t, 10*time.Second, "a-1's outcome published", func() bool {
+		return strings.Contains(wlog.String(), `msg="turn done" worker=w1 turn=a-1`)
+	})
+	open("b-1")
+	b := start("b", "b-1")
+	var berr error
+	testwait.For(t, 10*time.Second, "folder b's turn answered while folder a's changes are applied", func() bool {
+		select {
+		case berr = <-b:
+			return true
+		default:
+			return false
+		}
+	})
+	if berr != nil {
+		t.Fatalf("b-1: %v", berr)
+	}
+	if got := readFile(t, filepath.Join(root, "b", "last.txt")); got != "b-1\n" {
+		t.Errorf("folder b's last.txt %q; want b-1's write", got)
+	}
+	unlock()
+	if err := <-a; err != nil {
+		t.Fatalf("a-1: %v", err)
+	}
+	if got := readFile(t, filepath.Join(root, "a", "last.txt")); got != "a-1\n" {
+		t.Errorf("folder a's last.txt %q; want a-1's write, applied before its turn returned", got)
+	}
+}

@@ -53,9 +53,12 @@ type Runner struct {
 	taken *nats.Subscription
 	mu    sync.Mutex
 	waits map[string]chan Outcome // turn id → its waiting Run
-	by    map[string]string       // turn id → the worker it was given
-	fold  *folders
-	d     *dispatcher
+	// applying: folder → done when the last outcome deliver queued for it
+	// is applied (the next one waits for it).
+	applying map[string]chan struct{}
+	by       map[string]string // turn id → the worker it was given
+	fold     *folders
+	d        *dispatcher
 }
 
 // NewRunner creates the streams when missing and starts reading outcomes.
@@ -85,7 +88,7 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}, fold: fold}
+	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}, applying: map[string]chan struct{}{}, fold: fold}
 	if r.d, err = newDispatcher(ctx, kv, opt.WorkerTTL); err != nil {
 		return nil, fmt.Errorf("watch bucket %s: %w", workersBucket, err)
 	}
@@ -144,16 +147,45 @@ func (r *Runner) workerGone(turn string) (string, bool) {
 	return w, !r.d.reports(w)
 }
 
-// deliver hands an outcome to the Run waiting for it, once.
+// deliver hands an outcome to the Run waiting for it, once, after its
+// folder changes are applied: those of every outcome, also of a turn no
+// longer waited for (a stale worker's, refused unless its base is still
+// current). Applying (a download) runs beside the stream's reader, in the
+// stream's order for each folder, so that it holds up no other folder's
+// outcome.
 func (r *Runner) deliver(m jetstream.Msg) {
 	var o Outcome
 	if err := json.Unmarshal(m.Data(), &o); err != nil || o.TurnID == "" {
 		r.log.Warn("remote outcome unreadable; dropped", "subject", m.Subject(), "err", err)
 		return
 	}
-	// Every outcome's folder changes, also of a turn no longer waited for
-	// (a stale worker's, refused unless its base is still current).
-	r.applyFolder(o)
+	if o.Folder == nil {
+		r.handOver(o)
+		return
+	}
+	dir := o.Folder.Dir
+	done := make(chan struct{})
+	r.mu.Lock()
+	prev := r.applying[dir]
+	r.applying[dir] = done
+	r.mu.Unlock()
+	go func() {
+		if prev != nil {
+			<-prev
+		}
+		r.applyFolder(o)
+		close(done)
+		r.mu.Lock()
+		if r.applying[dir] == done {
+			delete(r.applying, dir)
+		}
+		r.mu.Unlock()
+		r.handOver(o)
+	}()
+}
+
+// handOver gives o to the Run waiting for it, if any.
+func (r *Runner) handOver(o Outcome) {
 	r.mu.Lock()
 	ch, ok := r.waits[o.TurnID]
 	delete(r.waits, o.TurnID)
