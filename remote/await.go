@@ -21,16 +21,8 @@ var _ agent.Reattacher = (*Runner)(nil)
 func (r *Runner) Await(ctx context.Context, turnID string, deadline time.Time) (agent.Result, error) {
 	// Waiting before looking: an outcome published during the look-up is
 	// delivered, not missed (deliver hands it over once).
-	ch := make(chan Outcome, 1)
-	r.mu.Lock()
-	r.waits[turnID] = ch
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.waits, turnID)
-		delete(r.by, turnID)
-		r.mu.Unlock()
-	}()
+	ch, forget := r.expect(turnID)
+	defer forget()
 	res := agent.Result{ExitCode: -1}
 	wait := time.NewTimer(time.Until(deadline) + r.opt.Grace)
 	defer wait.Stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -125,6 +126,14 @@ func (d *dispatcher) live(id string, now time.Time) (WorkerInfo, bool) {
 	return w.info, true
 }
 
+// reports reports whether worker id reported within the workers' TTL.
+func (d *dispatcher) reports(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.live(id, time.Now())
+	return ok
+}
+
 // pick chooses the worker for a turn of folder dir and counts the turn
 // against it; "" when no worker is live. The folder's last worker, if it
 // is live and has a free slot (by this gateway's count of what it gave
@@ -219,9 +228,10 @@ func (d *dispatcher) done(turn string) {
 }
 
 // assign picks the worker for turn, waiting (checking every check) while
-// no worker is live, until ctx ends or deadline passes. The caller calls
+// no worker is live (logged once on log, so that an operator sees why the
+// turn does not start), until ctx ends or deadline passes. The caller calls
 // done(turn) once the turn is over.
-func (d *dispatcher) assign(ctx context.Context, turn, dir string, deadline time.Time, check time.Duration) (string, agent.Result, error) {
+func (d *dispatcher) assign(ctx context.Context, turn, dir string, deadline time.Time, check time.Duration, log *slog.Logger) (string, agent.Result, error) {
 	res := agent.Result{ExitCode: -1, NotStarted: true}
 	d.mu.Lock()
 	news := d.news
@@ -229,6 +239,8 @@ func (d *dispatcher) assign(ctx context.Context, turn, dir string, deadline time
 	if w := d.pick(turn, dir); w != "" {
 		return w, res, nil
 	}
+	log.Warn("remote turn waits for a worker: none is live and taking turns; start `switchboard worker --nats URL`", "turn", turn, "dir", dir,
+		"deadline", deadline)
 	wait := time.NewTimer(time.Until(deadline))
 	defer wait.Stop()
 	tick := time.NewTicker(check)

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"switchboard/agent"
+	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 )
 
@@ -27,25 +29,7 @@ func namedWorker(t *testing.T, nc *nats.Conn, id string, slots int, drain time.D
 	prepare := func(command []string) (agent.Spec, error) {
 		return agent.Spec{Command: []string{"/bin/sh", "-c", "WORKER=" + id + "; " + strings.Join(command, " ")}}, nil
 	}
-	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: id, Slots: slots, Prepare: prepare, Poll: 500 * time.Millisecond, Drain: drain, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}
-	t.Cleanup(stop)
+	_, stop = stoppableWorker(t, nc, WorkerOptions{ID: id, Slots: slots, Prepare: prepare, Drain: drain})
 	return stop
 }
 
@@ -55,15 +39,18 @@ type dispatchFixture struct {
 	r     *Runner
 	root  string
 	gates string
+	logs  *testlog.Buffer // the Runner's log
 }
 
 func newDispatchFixture(t *testing.T, nc *nats.Conn) *dispatchFixture {
-	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{holdAgent}, Check: 50 * time.Millisecond})
+	logs := &testlog.Buffer{}
+	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{holdAgent}, Check: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	f := &dispatchFixture{t: t, r: r, root: t.TempDir(), gates: t.TempDir()}
+	f := &dispatchFixture{t: t, r: r, root: t.TempDir(), gates: t.TempDir(), logs: logs}
 	t.Setenv("GATES", f.gates)
 	return f
 }
@@ -217,10 +204,10 @@ func TestRemoteTurnWaitsForWorker(t *testing.T) {
 	nc := natsConn(t)
 	f := newDispatchFixture(t, nc)
 	out := f.start("a", "a-1", "go", 20*time.Second)
+	// The operator is told why the turn does not start; the worker
+	// starts only once the turn waits for one.
 	testwait.For(t, 10*time.Second, "the turn waiting for a worker", func() bool {
-		f.r.d.mu.Lock()
-		defer f.r.d.mu.Unlock()
-		return len(f.r.d.turns) == 0
+		return strings.Contains(f.logs.String(), "remote turn waits for a worker") && strings.Contains(f.logs.String(), "turn=a-1")
 	})
 	namedWorker(t, nc, "late", 1, 0)
 	if o := <-out; o.err != nil || o.worker != "late" {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,10 +74,6 @@ type FolderDelta struct {
 	Digest  string   `json:"digest"`
 }
 
-// ErrStaleFolder is the error of a delta whose base is not the folder's
-// current version: it is refused and not applied.
-var ErrStaleFolder = errors.New("stale folder upload refused")
-
 // folderKey is a folder's key in FoldersBucket: a hash of its absolute path.
 func folderKey(dir string) string {
 	h := sha256.Sum256([]byte(dir))
@@ -135,6 +132,11 @@ type folders struct {
 	locks   keyLocks
 	refused atomic.Int64
 	hashes  hashCache // of the gateway's folders
+	// known are the objects this gateway uploaded, applied or found: only
+	// it deletes objects (dropObjects), so a turn does not look them up
+	// again (objectsExist). Under knownMu.
+	knownMu sync.Mutex
+	known   map[string]bool
 }
 
 func readEntry(ctx context.Context, kv jetstream.KeyValue, key string) (folderEntry, uint64, error) {
@@ -190,9 +192,11 @@ func (f *folders) publish(ctx context.Context, dir, turn string) (FolderRef, err
 	if err != nil {
 		return FolderRef{}, fmt.Errorf("upload the folder snapshot of %s to object store %s: %w", dir, ObjectsBucket, err)
 	}
+	f.knowObject(name, true)
 	ne := folderEntry{Dir: dir, Digest: digest, Object: name, Applied: fe.Applied}
 	nrev, err := f.putEntry(ctx, key, ne, rev)
 	if err != nil {
+		f.knowObject(name, false)
 		_ = f.obs.Delete(ctx, name)
 		return FolderRef{}, err
 	}
@@ -217,16 +221,53 @@ func (f *folders) putEntry(ctx context.Context, key string, fe folderEntry, rev 
 	return nrev, nil
 }
 
+// objectsExist reports whether the version's objects are in the object
+// store; only those this gateway does not know yet are looked up.
 func (f *folders) objectsExist(ctx context.Context, fe folderEntry) bool {
 	if fe.Object == "" {
 		return false
 	}
 	for _, name := range append([]string{fe.Object}, deltaObjects(fe.Deltas)...) {
+		f.knownMu.Lock()
+		known := f.known[name]
+		f.knownMu.Unlock()
+		if known {
+			continue
+		}
 		if _, err := f.obs.GetInfo(ctx, name); err != nil {
 			return false
 		}
+		f.knowObject(name, true)
 	}
 	return true
+}
+
+// knowObject records that object name exists (or no longer does).
+func (f *folders) knowObject(name string, exists bool) {
+	f.knownMu.Lock()
+	defer f.knownMu.Unlock()
+	if !exists {
+		delete(f.known, name)
+		return
+	}
+	if f.known == nil {
+		f.known = map[string]bool{}
+	}
+	f.known[name] = true
+}
+
+// doubt makes the next publish of dir look its objects up again: a worker
+// could not fetch its version (an object removed behind the gateway's
+// back is then uploaded anew).
+func (f *folders) doubt(dir string) {
+	prefix := folderKey(dir) + "/"
+	f.knownMu.Lock()
+	defer f.knownMu.Unlock()
+	for name := range f.known {
+		if strings.HasPrefix(name, prefix) {
+			delete(f.known, name)
+		}
+	}
 }
 
 func deltaObjects(ds []deltaRef) []string {
@@ -241,6 +282,7 @@ func deltaObjects(ds []deltaRef) []string {
 func (f *folders) dropObjects(ctx context.Context, fe folderEntry) {
 	for _, name := range append([]string{fe.Object}, deltaObjects(fe.Deltas)...) {
 		if name != "" {
+			f.knowObject(name, false)
 			if err := f.obs.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 				f.log.Warn("delete replaced folder object", "object", name, "err", err)
 			}
@@ -277,8 +319,11 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 		return fmt.Errorf("group folder: %w", err)
 	}
 	defer root.Close()
-	if err := f.applyDelta(ctx, root, deltaRef{Object: d.Object, Deleted: d.Deleted}); err != nil {
+	if err := applyDelta(ctx, f.obs, root, deltaRef{Object: d.Object, Deleted: d.Deleted}, f.ex); err != nil {
 		return fmt.Errorf("apply the folder changes of turn %s (worker %s) to %s: %w", o.TurnID, o.Worker, d.Dir, err)
+	}
+	if d.Object != "" {
+		f.knowObject(d.Object, true) // read whole just now
 	}
 	fe.Digest = d.Digest
 	fe.Deltas = append(fe.Deltas, deltaRef{Object: d.Object, Deleted: d.Deleted})
@@ -294,18 +339,19 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 	return nil
 }
 
-// applyDelta writes a delta's files into root and removes its deleted
-// paths.
-func (f *folders) applyDelta(ctx context.Context, root *os.Root, d deltaRef) error {
+// applyDelta writes a delta's files (object d.Object of obs) into root and
+// removes its deleted paths: the gateway applying a turn's changes, and a
+// worker bringing its copy to a version.
+func applyDelta(ctx context.Context, obs jetstream.ObjectStore, root *os.Root, d deltaRef, ex excluder) error {
 	if d.Object != "" {
-		if err := getObject(ctx, f.obs, d.Object, func(r io.Reader) error {
-			_, err := applyTar(root, r, f.ex)
+		if err := getObject(ctx, obs, d.Object, func(r io.Reader) error {
+			_, err := applyTar(root, r, ex)
 			return err
 		}); err != nil {
 			return err
 		}
 	}
-	return removePaths(root, d.Deleted, f.ex)
+	return removePaths(root, d.Deleted, ex)
 }
 
 // getObject reads an object through fn; the object store checks its

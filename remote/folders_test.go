@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -441,5 +443,156 @@ echo ok`},
 	}
 	if exists(filepath.Join(in.Dir, "late.txt")) {
 		t.Errorf("the stale worker's late.txt reached the gateway's folder")
+	}
+}
+
+// A folder's turns look up each of its objects in the object store once,
+// not at every turn: the gateway knows the objects it uploaded or applied.
+// Before, every turn looked up its version's snapshot and each chained
+// delta again: with 5 deltas chained, 6 requests per turn.
+func TestFolderObjectsLookedUpOnce(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	r := newRunner(t, nc, `p=$(cat); if [ "$p" = write ]; then echo x >> turns.txt; fi; echo ok`, 0)
+	dir := turnInput(t, "x").Dir
+	run := func(turn, prompt string) {
+		t.Helper()
+		in := turnInput(t, turn)
+		in.Dir, in.Prompt = dir, prompt
+		if _, err := r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 { // a snapshot and 5 deltas
+		run(fmt.Sprintf("t-w%d", i), "write")
+	}
+	// Object metadata requests, seen from another connection.
+	spy := natsConnTo(t, nc.ConnectedUrl())
+	var lookups atomic.Int64
+	sub, err := spy.Subscribe("$JS.API.DIRECT.GET.OBJ_"+ObjectsBucket+".>", func(*nats.Msg) { lookups.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 { // nothing changes: the same version each time
+		run(fmt.Sprintf("t-r%d", i), "read")
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_ = sub.Unsubscribe()
+	if n := lookups.Load(); n != 0 {
+		t.Errorf("%d object look-ups for 10 turns on the version the gateway published; want 0", n)
+	}
+	if got := readFile(t, filepath.Join(dir, "turns.txt")); got != "x\nx\nx\nx\nx\n" {
+		t.Errorf("gateway's turns.txt %q; want the 5 writes", got)
+	}
+}
+
+// Objects removed behind the gateway's back (a purged object store): the
+// turn of a worker that cannot fetch the version fails without starting,
+// and the next turn uploads the folder anew instead of failing the same
+// way at every retry.
+func TestFolderObjectsRemovedBehindGateway(t *testing.T) {
+	nc := natsConn(t)
+	_, stop := stoppableWorker(t, nc, WorkerOptions{ID: "w1", Slots: 1})
+	r := newRunner(t, nc, `cat notes.md`, 0)
+	dir := turnInput(t, "x").Dir
+	writeFiles(t, dir, map[string]string{"notes.md": "kept"})
+	run := func(turn string) (agent.Result, error) {
+		in := turnInput(t, turn)
+		in.Dir = dir
+		return r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, in)
+	}
+	if res, err := run("t-1"); err != nil || res.Reply != "kept" {
+		t.Fatalf("first turn: %q %v", res.Reply, err)
+	}
+	stop()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(t.Context(), ObjectsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := obs.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range infos {
+		if err := obs.Delete(t.Context(), in.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runWorker(t, nc, WorkerOptions{ID: "w2", Slots: 1}) // holds no copy
+	res, err := run("t-2")
+	if err == nil || !res.NotStarted || !strings.Contains(err.Error(), "object not found") {
+		t.Errorf("turn after the purge: reply %q err %v; want it not started, the missing object named", res.Reply, err)
+	}
+	if res, err := run("t-3"); err != nil || res.Reply != "kept" {
+		t.Fatalf("the turn after a failed fetch: reply %q err %v; want the folder uploaded anew", res.Reply, err)
+	}
+}
+
+// Applying one folder's changes (a large delta downloading, here its
+// folder held busy) holds up no other folder's outcome: before, outcomes
+// were applied one at a time in the stream's reader, so every turn that
+// ended meanwhile waited, past its deadline if the download was long.
+func TestFolderApplyHoldsUpNoOtherFolder(t *testing.T) {
+	nc := natsConn(t)
+	var wlog testlog.Buffer
+	runWorker(t, nc, WorkerOptions{ID: "w1", Slots: 2, Logger: slog.New(slog.NewTextHandler(&wlog, nil))})
+	gates := t.TempDir()
+	t.Setenv("GATES", gates)
+	r := newRunner(t, nc, `while [ ! -e "$GATES/$SWITCHBOARD_TURN_ID" ]; do sleep 0.02; done; echo "$SWITCHBOARD_TURN_ID" > last.txt; echo ok`, 0)
+	root := t.TempDir()
+	start := func(folder, turn string) <-chan error {
+		out := make(chan error, 1)
+		in := turnInput(t, turn)
+		in.Dir = filepath.Join(root, folder)
+		go func() {
+			_, err := r.Run(context.Background(), agent.Spec{Timeout: 30 * time.Second, Env: []string{"GATES"}}, in)
+			out <- err
+		}()
+		return out
+	}
+	open := func(turn string) {
+		if err := os.WriteFile(filepath.Join(gates, turn), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := start("a", "a-1")
+	testwait.For(t, 10*time.Second, "a-1 running", func() bool { return strings.Contains(wlog.String(), "turn=a-1") })
+	unlock := r.fold.locks.lock(folderKey(filepath.Join(root, "a")))
+	open("a-1")
+	testwait.For(t, 10*time.Second, "a-1's outcome published", func() bool {
+		return strings.Contains(wlog.String(), `msg="turn done" worker=w1 turn=a-1`)
+	})
+	open("b-1")
+	b := start("b", "b-1")
+	var berr error
+	testwait.For(t, 10*time.Second, "folder b's turn answered while folder a's changes are applied", func() bool {
+		select {
+		case berr = <-b:
+			return true
+		default:
+			return false
+		}
+	})
+	if berr != nil {
+		t.Fatalf("b-1: %v", berr)
+	}
+	if got := readFile(t, filepath.Join(root, "b", "last.txt")); got != "b-1\n" {
+		t.Errorf("folder b's last.txt %q; want b-1's write", got)
+	}
+	unlock()
+	if err := <-a; err != nil {
+		t.Fatalf("a-1: %v", err)
+	}
+	if got := readFile(t, filepath.Join(root, "a", "last.txt")); got != "a-1\n" {
+		t.Errorf("folder a's last.txt %q; want a-1's write, applied before its turn returned", got)
 	}
 }

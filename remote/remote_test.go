@@ -51,6 +51,14 @@ func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) *Worker {
 // unset) until the test ends.
 func runWorker(t *testing.T, nc *nats.Conn, opt WorkerOptions) *Worker {
 	t.Helper()
+	w, _ := stoppableWorker(t, nc, opt)
+	return w
+}
+
+// stoppableWorker is runWorker with a stop that stops the worker earlier
+// (running turns get opt.Drain) and waits for it.
+func stoppableWorker(t *testing.T, nc *nats.Conn, opt WorkerOptions) (*Worker, func()) {
+	t.Helper()
 	if opt.Prepare == nil {
 		opt.Prepare = shSpec
 	}
@@ -67,13 +75,14 @@ func runWorker(t *testing.T, nc *nats.Conn, opt WorkerOptions) *Worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
 	})
-	return w
+	t.Cleanup(stop)
+	return w, stop
 }
 
 // fakeWorker is a worker that reports itself once (live for workerTTL)

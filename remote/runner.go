@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -54,9 +53,12 @@ type Runner struct {
 	taken *nats.Subscription
 	mu    sync.Mutex
 	waits map[string]chan Outcome // turn id → its waiting Run
-	by    map[string]string       // turn id → the worker it was given
-	fold  *folders
-	d     *dispatcher
+	// applying: folder → done when the last outcome deliver queued for it
+	// is applied (the next one waits for it).
+	applying map[string]chan struct{}
+	by       map[string]string // turn id → the worker it was given
+	fold     *folders
+	d        *dispatcher
 }
 
 // NewRunner creates the streams when missing and starts reading outcomes.
@@ -86,7 +88,7 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}, fold: fold}
+	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}, applying: map[string]chan struct{}{}, fold: fold}
 	if r.d, err = newDispatcher(ctx, kv, opt.WorkerTTL); err != nil {
 		return nil, fmt.Errorf("watch bucket %s: %w", workersBucket, err)
 	}
@@ -132,28 +134,58 @@ func (r *Runner) noteTaken(m *nats.Msg) {
 }
 
 // workerGone reports the worker given turn when it no longer reports
-// (its entry in the workers bucket expired or was deleted).
-func (r *Runner) workerGone(ctx context.Context, turn string) (string, bool) {
+// (its last heartbeat is older than WorkerTTL, or its entry was deleted),
+// as the dispatcher's watch of the workers bucket sees it: no round trip
+// to NATS per waiting turn and check.
+func (r *Runner) workerGone(turn string) (string, bool) {
 	r.mu.Lock()
 	w := r.by[turn]
 	r.mu.Unlock()
 	if w == "" {
 		return "", false
 	}
-	_, err := r.kv.Get(ctx, w)
-	return w, errors.Is(err, jetstream.ErrKeyNotFound)
+	return w, !r.d.reports(w)
 }
 
-// deliver hands an outcome to the Run waiting for it, once.
+// deliver hands an outcome to the Run waiting for it, once, after its
+// folder changes are applied: those of every outcome, also of a turn no
+// longer waited for (a stale worker's, refused unless its base is still
+// current). Applying (a download) runs beside the stream's reader, in the
+// stream's order for each folder, so that it holds up no other folder's
+// outcome.
 func (r *Runner) deliver(m jetstream.Msg) {
 	var o Outcome
 	if err := json.Unmarshal(m.Data(), &o); err != nil || o.TurnID == "" {
 		r.log.Warn("remote outcome unreadable; dropped", "subject", m.Subject(), "err", err)
 		return
 	}
-	// Every outcome's folder changes, also of a turn no longer waited for
-	// (a stale worker's, refused unless its base is still current).
-	r.applyFolder(o)
+	if o.Folder == nil {
+		r.handOver(o)
+		return
+	}
+	dir := o.Folder.Dir
+	done := make(chan struct{})
+	r.mu.Lock()
+	prev := r.applying[dir]
+	r.applying[dir] = done
+	r.mu.Unlock()
+	go func() {
+		if prev != nil {
+			<-prev
+		}
+		r.applyFolder(o)
+		close(done)
+		r.mu.Lock()
+		if r.applying[dir] == done {
+			delete(r.applying, dir)
+		}
+		r.mu.Unlock()
+		r.handOver(o)
+	}()
+}
+
+// handOver gives o to the Run waiting for it, if any.
+func (r *Runner) handOver(o Outcome) {
 	r.mu.Lock()
 	ch, ok := r.waits[o.TurnID]
 	delete(r.waits, o.TurnID)
@@ -190,17 +222,9 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		res.NotStarted = true
 		return res, agent.Failed("encode remote turn: " + err.Error())
 	}
-	ch := make(chan Outcome, 1)
-	r.mu.Lock()
-	r.waits[job.TurnID] = ch
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.waits, job.TurnID)
-		delete(r.by, job.TurnID)
-		r.mu.Unlock()
-	}()
-	worker, wres, err := r.d.assign(ctx, job.TurnID, job.Dir, time.UnixMilli(job.DeadlineMs), r.opt.Check)
+	ch, forget := r.expect(job.TurnID)
+	defer forget()
+	worker, wres, err := r.d.assign(ctx, job.TurnID, job.Dir, time.UnixMilli(job.DeadlineMs), r.opt.Check, r.log)
 	defer r.d.done(job.TurnID)
 	if err != nil {
 		wres.SessionID, wres.Duration = in.SessionID, time.Since(started)
@@ -231,12 +255,17 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	for {
 		select {
 		case o := <-ch:
+			if o.NotStarted && o.Error != "" {
+				// Perhaps the worker could not fetch the folder's version:
+				// the next turn checks that its objects still exist.
+				r.fold.doubt(job.Dir)
+			}
 			return outcomeResult(o, in.SessionID)
 		case <-ctx.Done():
 			res.Duration = time.Since(started)
 			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
 		case <-check.C:
-			if w, gone := r.workerGone(ctx, job.TurnID); gone {
+			if w, gone := r.workerGone(job.TurnID); gone {
 				res.Duration = time.Since(started)
 				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it had the turn; check that worker's log", w, r.opt.WorkerTTL))
 			}
@@ -246,6 +275,21 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			return res, agent.Failed(fmt.Sprintf("no worker reported the turn's result by its deadline (agent.timeout %s + %s); "+
 				"check that `switchboard worker` processes are running and connected to NATS", spec.Timeout, r.opt.Grace))
 		}
+	}
+}
+
+// expect registers a wait for turn's outcome, which deliver hands over
+// once on ch; forget ends the wait.
+func (r *Runner) expect(turn string) (ch chan Outcome, forget func()) {
+	ch = make(chan Outcome, 1)
+	r.mu.Lock()
+	r.waits[turn] = ch
+	r.mu.Unlock()
+	return ch, func() {
+		r.mu.Lock()
+		delete(r.waits, turn)
+		delete(r.by, turn)
+		r.mu.Unlock()
 	}
 }
 

@@ -233,8 +233,6 @@ func scanFolder(root *os.Root, ex excluder, max int64, cache *hashCache) (manife
 	return m, skipped, nil
 }
 
-var errNotRegular = errors.New("not a regular file")
-
 // hashFile opens p through root (no symlink is followed out of it) and
 // hashes it, refusing what is not a regular file by then; unless cache
 // holds its hash for what the walk's stat (d) says of it.

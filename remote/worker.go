@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -318,7 +319,7 @@ func listWorkers(ctx context.Context, kv jetstream.KeyValue) ([]WorkerInfo, erro
 			out = append(out, wi)
 		}
 	}
-	slices.SortFunc(out, func(a, b WorkerInfo) int { return compareStrings(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b WorkerInfo) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
@@ -336,16 +337,6 @@ func ListWorkers(ctx context.Context, nc *nats.Conn) ([]WorkerInfo, error) {
 		return nil, fmt.Errorf("open bucket %s: %w", workersBucket, err)
 	}
 	return listWorkers(ctx, kv)
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func sleep(ctx context.Context, d time.Duration) {

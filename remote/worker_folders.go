@@ -168,14 +168,10 @@ func (f *workerFolders) fetch(ctx context.Context, root *os.Root, dir string, re
 		return err
 	}
 	for _, d := range ref.Deltas {
-		f.gets.Add(1)
-		if err := getObject(ctx, f.obs, d.Object, func(r io.Reader) error {
-			_, err := applyTar(root, r, f.ex)
-			return err
-		}); err != nil {
-			return err
+		if d.Object != "" {
+			f.gets.Add(1)
 		}
-		if err := removePaths(root, d.Deleted, f.ex); err != nil {
+		if err := applyDelta(ctx, f.obs, root, d, f.ex); err != nil {
 			return err
 		}
 	}

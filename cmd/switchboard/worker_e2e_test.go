@@ -101,6 +101,26 @@ func quoted(g *gw, room, text string) int {
 	return n
 }
 
+// answeredOnce waits until each of the messages msg-0 … msg-<messages-1>
+// (msg-k posted in room r<k%rooms>) is answered, then checks that none was
+// answered twice.
+func answeredOnce(t *testing.T, g *gw, messages, rooms int, timeout time.Duration) {
+	t.Helper()
+	testwait.For(t, timeout, "every message answered", func() bool {
+		for k := range messages {
+			if quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for k := range messages {
+		if n := quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)); n != 1 {
+			t.Errorf("msg-%d answered %d times; want once", k, n)
+		}
+	}
+}
+
 // TestE2EWorkers: 100 messages over 20 groups, with every turn run by one
 // of two `switchboard worker` processes (separate data directories) pulling
 // from the gateway's embedded NATS JetStream, are all answered once, by
@@ -135,19 +155,7 @@ func TestE2EWorkers(t *testing.T) {
 	for k := range messages {
 		g.mustPost(fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("u%d", k), fmt.Sprintf("msg-%d", k))
 	}
-	testwait.For(t, 40*time.Second, "every message answered", func() bool {
-		for k := range messages {
-			if quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)) == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	for k := range messages {
-		if n := quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)); n != 1 {
-			t.Errorf("msg-%d answered %d times; want once", k, n)
-		}
-	}
+	answeredOnce(t, g, messages, rooms, 40*time.Second)
 	n1, n2 := len(w1.records("turn done", "", "")), len(w2.records("turn done", "", ""))
 	t.Logf("turns: w1 %d, w2 %d", n1, n2)
 	if n1 == 0 || n2 == 0 {
