@@ -129,6 +129,8 @@ func (a *app) workerSpec(ctx context.Context, exe string, sb *agent.Sandbox, com
 	if err != nil {
 		return agent.Spec{}, err
 	}
+	// The worker's own agent.max_turn_usd, as its own agent.command.
+	argv = append(argv, maxTurnArgs(a.cfg.Agent)...)
 	spec := agent.Spec{Command: argv}
 	if sb == nil {
 		return spec, nil

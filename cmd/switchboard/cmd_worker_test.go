@@ -21,3 +21,19 @@ func TestWorkerRunsOnlyItsOwnCommand(t *testing.T) {
 		t.Fatalf("foreign command: err %v; want it refused", err)
 	}
 }
+
+// agent.max_turn_usd caps a turn on a worker as it does on the gateway: a
+// claude-json agent gets --max-budget-usd from the worker's config.
+func TestWorkerAppliesMaxTurnUSD(t *testing.T) {
+	a := &app{cfg: DefaultConfig(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	a.cfg.Agent.Command = []string{"/bin/echo", "hi"}
+	a.cfg.Agent.Output = "claude-json"
+	a.cfg.Agent.MaxTurnUSD = 0.5
+	spec, err := a.workerSpecs(t.Context(), "/usr/bin/switchboard", nil)([]string{"/bin/echo", "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(spec.Command, " "); got != "/bin/echo hi --max-budget-usd 0.5" {
+		t.Errorf("worker's agent command %q; want agent.max_turn_usd's --max-budget-usd 0.5 appended", got)
+	}
+}
