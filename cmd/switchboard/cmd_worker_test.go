@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,5 +39,31 @@ func TestWorkerAppliesMaxTurnUSD(t *testing.T) {
 	}
 	if got := strings.Join(spec.Command, " "); got != "/bin/echo hi --max-budget-usd 0.5" {
 		t.Errorf("worker's agent command %q; want agent.max_turn_usd's --max-budget-usd 0.5 appended", got)
+	}
+}
+
+// A worker finds its NATS server in --nats or, without it, in its config's
+// nats.url; with neither, the usage error says where to put one.
+func TestWorkerNATSURL(t *testing.T) {
+	dir := t.TempDir()
+	cfg := func(yaml string) string {
+		p := filepath.Join(dir, fmt.Sprintf("worker%d.yaml", len(yaml)))
+		if err := os.WriteFile(p, []byte("data_dir: "+filepath.Join(dir, "data")+"\n"+yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	worker := func(args ...string) error {
+		var out, errb bytes.Buffer
+		return run(t.Context(), args, env(nil), strings.NewReader(""), &out, &errb)
+	}
+	// nats.url from the config: the worker tries it (nothing listens on port 1).
+	err := worker("--config", cfg("nats: {url: \"nats://127.0.0.1:1\"}\n"), "worker", "--slots", "1")
+	if err == nil || !strings.Contains(err.Error(), "connect to NATS at nats://127.0.0.1:1") {
+		t.Errorf("worker with nats.url in its config: err %v; want it to connect to nats.url", err)
+	}
+	err = worker("--config", cfg(""), "worker")
+	if !isUsage(err) || !strings.Contains(err.Error(), "--nats") || !strings.Contains(err.Error(), "nats.url") {
+		t.Errorf("worker without a NATS URL: err %v; want a usage error naming --nats and nats.url", err)
 	}
 }
