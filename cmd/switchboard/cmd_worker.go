@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,6 +188,13 @@ func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 		}
 		url = srv.URL()
 		a.log.Info("embedded nats server listening", "url", url, "store", dir)
+		if host, _, _ := net.SplitHostPort(a.cfg.NATS.Listen); !isLoopback(host) {
+			// Workers on other machines need it reachable, so this is not
+			// refused; docs/operating.md, "Secrets in jobs".
+			a.log.Warn("the embedded nats server listens off loopback without authentication or TLS: whoever reaches it "+
+				"can read jobs (agent.env values, MCP tokens) and publish results; keep nats.listen on a network you trust, "+
+				"or run your own NATS server with TLS and authentication and set nats.url", "listen", a.cfg.NATS.Listen)
+		}
 	}
 	stopSrv := func() {
 		if srv != nil {

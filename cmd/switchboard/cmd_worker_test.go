@@ -67,3 +67,27 @@ func TestWorkerNATSURL(t *testing.T) {
 		t.Errorf("worker without a NATS URL: err %v; want a usage error naming --nats and nats.url", err)
 	}
 }
+
+// The embedded NATS server has no authentication: listening off loopback,
+// the gateway says at start what anyone who reaches it can do, and what to
+// do instead. On loopback it says nothing.
+func TestEmbeddedNATSOffLoopbackWarns(t *testing.T) {
+	for listen, wantWarn := range map[string]bool{"127.0.0.1:0": false, "0.0.0.0:0": true} {
+		t.Run(listen, func(t *testing.T) {
+			var logs bytes.Buffer
+			a := &app{cfg: DefaultConfig(), log: slog.New(slog.NewTextHandler(&logs, nil))}
+			a.cfg.DataDir = t.TempDir()
+			a.cfg.Agent.Runner, a.cfg.NATS.Embedded, a.cfg.NATS.Listen = "nats", true, listen
+			_, stop, err := a.natsRunner(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop()
+			warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "without authentication") &&
+				strings.Contains(logs.String(), "nats.url")
+			if warned != wantWarn {
+				t.Errorf("nats.listen %s: warned %v, want %v; log:\n%s", listen, warned, wantWarn, logs.String())
+			}
+		})
+	}
+}
