@@ -120,19 +120,7 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 	}
 
 	g = startGW(t, dir)
-	testwait.For(t, 60*time.Second, "every message answered", func() bool {
-		for k := range messages {
-			if quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)) == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	for k := range messages {
-		if n := quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)); n != 1 {
-			t.Errorf("msg-%d answered %d times; want once", k, n)
-		}
-	}
+	answeredOnce(t, g, rooms, messages, 60*time.Second)
 	if recs := g.records("turns interrupted by a crash count as failed attempts", "", ""); len(recs) > 0 {
 		t.Errorf("the restart counted crashed attempts: %v", recs)
 	}
