@@ -37,19 +37,27 @@ test: deps
 # cmd/switchboard/testdata/interop/node_modules). RUN=TestX picks one; the
 # default is every test in the files tagged interop.
 RUN ?= ^(TestMCPInterop|TestE2EClaudeCode|TestCodexRealCLI)$$
+test-interop: NEED_NODE := 1
 test-interop: deps
 	go vet -tags=sqlite_fts5,interop ./cmd/switchboard/
 	go test -tags=sqlite_fts5,interop -race -timeout 12m -count=1 -run '$(RUN)' ./cmd/switchboard/
 
 # deps makes sure of what the tests need on a fresh machine, so that no test
 # skips: bubblewrap (the agent sandbox), chromium (the browser tests of the
-# web chat and the status page) and iproute2 (the remote-turn test in a network
-# namespace), installed when running as root.
+# web chat and the status page), iproute2 (the remote-turn test in a network
+# namespace) and systemd (systemd-analyze verifies the unit in docs/deploy.md),
+# installed when running as root; for test-interop also Node and
+# npm (they install the pinned CLIs and SDKs).
 deps:
 	@missing=""; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	if [ -n "$(NEED_NODE)" ]; then \
+		command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+		command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	fi; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "installing$$missing (needed by the tests)"; \

@@ -158,12 +158,47 @@ func TestRunResumeArgs(t *testing.T) {
 	}
 }
 
-// claudeJSONTests are stdouts of an agent run with output: claude-json.
-var claudeJSONTests = []struct {
+// outputCase is what an agent printed on stdout in a structured output
+// mode, and what the turn must make of it.
+type outputCase struct {
 	name, stdout          string
 	wantReply, wantSessID string
 	wantErr               string // substring; "" means success
-}{
+}
+
+// runOutputCases runs each case as an agent printing its stdout with
+// output, resuming the session "old".
+func runOutputCases(t *testing.T, output Output, cases []outputCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := Spec{Command: printingAgent(t, tt.stdout), Output: output}
+			res, err := runAgent(t, spec, Input{SessionID: "old"})
+			if res.SessionID != tt.wantSessID {
+				t.Errorf("SessionID = %q, want %q", res.SessionID, tt.wantSessID)
+			}
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Reply != tt.wantReply {
+					t.Errorf("Reply = %q, want %q", res.Reply, tt.wantReply)
+				}
+				return
+			}
+			if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want ErrFailed containing %q", err, tt.wantErr)
+			}
+			if res.Reply != "" {
+				t.Errorf("Reply = %q on a failed turn, want empty", res.Reply)
+			}
+		})
+	}
+}
+
+// claudeJSONTests are stdouts of an agent run with output: claude-json.
+var claudeJSONTests = []outputCase{
 	{
 		name:      "result object",
 		stdout:    `{"type":"result","subtype":"success","is_error":false,"result":"  Hello Ann \n","session_id":"abc-123"}` + "\n",
@@ -224,31 +259,7 @@ var claudeJSONTests = []struct {
 
 func TestRunClaudeJSON(t *testing.T) {
 	t.Parallel()
-	for _, tt := range claudeJSONTests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			spec := Spec{Command: printingAgent(t, tt.stdout), Output: OutputClaudeJSON}
-			res, err := runAgent(t, spec, Input{SessionID: "old"})
-			if res.SessionID != tt.wantSessID {
-				t.Errorf("SessionID = %q, want %q", res.SessionID, tt.wantSessID)
-			}
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Reply != tt.wantReply {
-					t.Errorf("Reply = %q, want %q", res.Reply, tt.wantReply)
-				}
-				return
-			}
-			if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("err = %v, want ErrFailed containing %q", err, tt.wantErr)
-			}
-			if res.Reply != "" {
-				t.Errorf("Reply = %q on a failed turn, want empty", res.Reply)
-			}
-		})
-	}
+	runOutputCases(t, OutputClaudeJSON, claudeJSONTests)
 }
 
 func TestRunClaudeJSONTruncated(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"switchboard/internal/testagent"
@@ -25,11 +24,7 @@ const codexThread = "01a2129f-59a9-7943-91d0-9f60986dd305" // of fresh.jsonl and
 
 func TestRunCodexJSON(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name, stdout          string
-		wantReply, wantSessID string
-		wantErr               string // "" means success
-	}{
+	runOutputCases(t, OutputCodexJSON, []outputCase{
 		{
 			name:      "a fresh session: a command, then the answer",
 			stdout:    codexEvents(t, "fresh.jsonl"),
@@ -96,32 +91,7 @@ func TestRunCodexJSON(t *testing.T) {
 			wantSessID: "old",
 			wantErr:    "agent output is not Codex JSON events (output: codex-json): no line holds a JSON event",
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			spec := Spec{Command: printingAgent(t, tt.stdout), Output: OutputCodexJSON}
-			res, err := runAgent(t, spec, Input{SessionID: "old"})
-			if res.SessionID != tt.wantSessID {
-				t.Errorf("SessionID = %q, want %q", res.SessionID, tt.wantSessID)
-			}
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Reply != tt.wantReply {
-					t.Errorf("Reply = %q, want %q", res.Reply, tt.wantReply)
-				}
-				return
-			}
-			if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("err = %v, want ErrFailed containing %q", err, tt.wantErr)
-			}
-			if res.Reply != "" {
-				t.Errorf("Reply = %q on a failed turn, want empty", res.Reply)
-			}
-		})
-	}
+	})
 }
 
 // A Codex run that exits non-zero is described by what it reported: the

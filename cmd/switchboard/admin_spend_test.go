@@ -57,11 +57,7 @@ func TestStatusPageSpendChart(t *testing.T) {
 		}
 	}
 	mustSB(t, dir, "budget", "set", "main", "--daily", "3")
-	st, err := store.Open(context.Background(), filepath.Join(dir, "switchboard.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openDB(t, dir)
 	g, err := gateway.New(gateway.Options{Store: st, Agent: agent.Spec{Command: []string{"true"}}, DataDir: dir, Operator: "root",
 		Timezone: "UTC"})
 	if err != nil {

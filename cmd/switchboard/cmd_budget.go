@@ -169,11 +169,13 @@ func spendText(w io.Writer, rep []control.GroupSpend, zone string) {
 	}
 }
 
+// capText is a cap as usd writes spend (a cap under a dollar keeps four
+// decimals), or "none".
 func capText(v float64) string {
 	if v <= 0 {
 		return "none"
 	}
-	return fmt.Sprintf("$%.2f", v)
+	return usd(v)
 }
 
 // heldText marks a group whose turns a used-up budget holds: its own, or

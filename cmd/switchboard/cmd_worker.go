@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,7 +34,8 @@ absolute path as on the gateway, with the environment the gateway sends (SWITCHB
 URL and the turn's token, the values of agent.env), and the gateway's
 agent.resume_args and agent.output. The agent's command is this worker's
 agent.command ("switchboard" is this binary), which must equal the gateway's:
-a job naming another command is refused.
+a job naming another command is refused; this worker's agent.max_turn_usd
+applies to it. The NATS server is --nats, else this config's nats.url.
 
 Group folders: the worker keeps a copy of each group folder it ran a turn
 of in <data_dir>/folders/<the gateway's absolute path> (never the gateway's
@@ -55,9 +57,8 @@ Stop with Ctrl-C or SIGTERM: no more turns are fetched, running ones finish
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runWorker(cmd.Context(), url, slots) },
 	}
-	cmd.Flags().StringVar(&url, "nats", "", "NATS server URL, e.g. nats://gateway:4222 (required)")
+	cmd.Flags().StringVar(&url, "nats", "", "NATS server URL, e.g. nats://gateway:4222 (default: nats.url of this worker's config)")
 	cmd.Flags().IntVar(&slots, "slots", 1, "turns run at once")
-	_ = cmd.MarkFlagRequired("nats")
 	return cmd
 }
 
@@ -67,6 +68,12 @@ func (a *app) runWorker(ctx context.Context, url string, slots int) error {
 	}
 	if slots < 1 || slots > 1024 {
 		return usagef("--slots %d: want 1 to 1024", slots)
+	}
+	if url == "" {
+		url = a.cfg.NATS.URL
+	}
+	if url == "" {
+		return usagef("no NATS server: pass --nats URL (e.g. nats://gateway:4222, the gateway's nats.url or nats.listen) or set nats.url in this worker's config")
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -129,6 +136,8 @@ func (a *app) workerSpec(ctx context.Context, exe string, sb *agent.Sandbox, com
 	if err != nil {
 		return agent.Spec{}, err
 	}
+	// The worker's own agent.max_turn_usd, as its own agent.command.
+	argv = append(argv, maxTurnArgs(a.cfg.Agent)...)
 	spec := agent.Spec{Command: argv}
 	if sb == nil {
 		return spec, nil
@@ -179,6 +188,13 @@ func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 		}
 		url = srv.URL()
 		a.log.Info("embedded nats server listening", "url", url, "store", dir)
+		if host, _, _ := net.SplitHostPort(a.cfg.NATS.Listen); !isLoopback(host) {
+			// Workers on other machines need it reachable, so this is not
+			// refused; docs/operating.md, "Secrets in jobs".
+			a.log.Warn("the embedded nats server listens off loopback without authentication or TLS: whoever reaches it "+
+				"can read jobs (agent.env values, MCP tokens) and publish results; keep nats.listen on a network you trust, "+
+				"or run your own NATS server with TLS and authentication and set nats.url", "listen", a.cfg.NATS.Listen)
+		}
 	}
 	stopSrv := func() {
 		if srv != nil {

@@ -501,10 +501,17 @@ func turnEnv(t testing.TB, dir, folder string, n int) map[string]string {
 	return env
 }
 
-// openStore opens the data dir's database (the gateway may be running: WAL).
+// openStore opens the database of an e2e directory's data dir (the gateway
+// may be running: WAL).
 func openStore(t testing.TB, dir string) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "data", "switchboard.db"))
+	return openDB(t, filepath.Join(dir, "data"))
+}
+
+// openDB opens <dataDir>/switchboard.db until the test ends.
+func openDB(t testing.TB, dataDir string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(dataDir, "switchboard.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

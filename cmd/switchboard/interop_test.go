@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -290,13 +289,8 @@ func interopInstall(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	npm, err := exec.LookPath("npm")
-	if err == nil {
-		_, err = exec.LookPath("node")
-	}
-	if err != nil {
-		unavailable(t, "the MCP interop test (TypeScript SDK, MCP Inspector) needs Node 20+ and npm on PATH: %v", err)
-	}
+	const what = "the MCP interop test (TypeScript SDK, MCP Inspector)"
+	npm := npmTool(t, what)
 
 	h := sha256.New()
 	for _, f := range []string{"package.json", "package-lock.json"} {
@@ -320,39 +314,12 @@ func interopInstall(t *testing.T) string {
 
 	// npm ci deletes node_modules first, so the lock lives elsewhere.
 	sum := sha256.Sum256([]byte(dir))
-	lockPath := filepath.Join(os.TempDir(), "switchboard-interop-"+hex.EncodeToString(sum[:8])+".lock")
-	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatalf("lock %s: %v", lockPath, err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer lockFile(t, filepath.Join(os.TempDir(), "switchboard-interop-"+hex.EncodeToString(sum[:8])+".lock"))()
 	if installed() { // another test process installed it meanwhile
 		return dir
 	}
-	// Offline (no npm registry), the test cannot install: say so and skip,
-	// except in CI, where it must run.
-	if err := registryReachable(); err != nil {
-		unavailable(t, "the MCP interop test needs the npm registry, which cannot be reached: %v", err)
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), interopInstallTimeout)
-	defer cancel()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (timed out after %s)", err, interopInstallTimeout)
-		}
-		t.Fatalf("npm ci in %s failed (is the npm registry reachable?): %v\n%s", dir, err, tail(out, 4000))
-	}
+	npmRun(t, what, npm, dir, interopInstallTimeout, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
 	if err := os.WriteFile(marker, []byte(want+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

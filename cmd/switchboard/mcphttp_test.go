@@ -21,7 +21,6 @@ import (
 	"switchboard/grants"
 	"switchboard/internal/testcert"
 	"switchboard/internal/testlog"
-	"switchboard/store"
 )
 
 // remoteAgents are the agents a remote turn runs, given the command that
@@ -77,11 +76,7 @@ func checkRemoteReply(t *testing.T, dir, base, want string, bridge bool) {
 		}
 		t.Fatalf("bot messages %+v, want one starting %q%s", bots, want, extra)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(dir, "switchboard.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openDB(t, dir)
 	items, err := st.Outbox(context.Background(), "web:lobby", 100)
 	if err != nil {
 		t.Fatal(err)

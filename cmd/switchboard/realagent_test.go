@@ -39,14 +39,7 @@ func npmPackage(t *testing.T, what, spec string) string {
 	if !ok || version == "" || strings.ContainsAny(version, "^~<>=* ") {
 		t.Fatalf("npmPackage(%q): want name@exact-version", spec)
 	}
-	npm, err := exec.LookPath("npm")
-	if err == nil {
-		_, err = exec.LookPath("node")
-	}
-	if err != nil {
-		unavailable(t, "%s needs Node 20+ and npm on PATH: %v", what, err)
-	}
-
+	npm := npmTool(t, what)
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
@@ -64,16 +57,7 @@ func npmPackage(t *testing.T, what, spec string) string {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	lockPath := filepath.Join(root, safe+".lock")
-	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatalf("lock %s: %v", lockPath, err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer lockFile(t, filepath.Join(root, safe+".lock"))()
 	if installed() { // another test process installed it meanwhile
 		return final
 	}
@@ -85,10 +69,6 @@ func npmPackage(t *testing.T, what, spec string) string {
 			t.Fatalf("remove the incomplete install %s: %v", d, err)
 		}
 	}
-	if err := registryReachable(); err != nil {
-		unavailable(t, "%s needs the npm registry, which cannot be reached: %v", what, err)
-	}
-
 	tmp, err := os.MkdirTemp(root, ".tmp-"+safe+"-")
 	if err != nil {
 		t.Fatal(err)
@@ -97,22 +77,10 @@ func npmPackage(t *testing.T, what, spec string) string {
 	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte("{\"private\": true}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), npmInstallTimeout)
-	defer cancel()
 	start := time.Now()
 	// --ignore-scripts: what a package's install script would fetch or
 	// link, the test finds in the native optional dependency itself.
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--save-exact", spec)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (timed out after %s)", err, npmInstallTimeout)
-		}
-		t.Fatalf("npm install %s in %s failed (is the npm registry reachable?): %v\n%s", spec, tmp, err, tail(out, 4000))
-	}
+	npmRun(t, what, npm, tmp, npmInstallTimeout, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--save-exact", spec)
 	if err := os.WriteFile(filepath.Join(tmp, npmInstalledMarker), []byte(spec+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +92,61 @@ func npmPackage(t *testing.T, what, spec string) string {
 	}
 	t.Logf("npm installed %s into %s in %s", spec, final, time.Since(start).Round(100*time.Millisecond))
 	return final
+}
+
+// npmTool returns npm's path; without Node and npm it ends the test
+// (unavailable: a skip outside CI, a failure in CI).
+func npmTool(t *testing.T, what string) string {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err == nil {
+		_, err = exec.LookPath("node")
+	}
+	if err != nil {
+		unavailable(t, "%s needs Node 20+ and npm on PATH: %v", what, err)
+	}
+	return npm
+}
+
+// lockFile holds an exclusive lock on path (created if missing), so that
+// concurrent test processes do not install over each other, until the
+// returned function is called.
+func lockFile(t *testing.T, path string) (unlock func()) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("lock %s: %v", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}
+}
+
+// npmRun runs npm with args in dir within timeout. An unreachable registry
+// ends the test (unavailable); a failed run fails it with npm's output.
+func npmRun(t *testing.T, what, npm, dir string, timeout time.Duration, args ...string) {
+	t.Helper()
+	if err := registryReachable(); err != nil {
+		unavailable(t, "%s needs the npm registry, which cannot be reached: %v", what, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (timed out after %s)", err, timeout)
+		}
+		t.Fatalf("npm %s in %s failed (is the npm registry reachable?): %v\n%s", strings.Join(args, " "), dir, err, tail(out, 4000))
+	}
 }
 
 // npmPlatform is the suffix of the per-platform packages that CLIs such as

@@ -120,7 +120,7 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 	}
 
 	g = startGW(t, dir)
-	answeredOnce(t, g, messages, rooms, 60*time.Second)
+	answeredOnce(t, g, rooms, messages, 60*time.Second)
 	if recs := g.records("turns interrupted by a crash count as failed attempts", "", ""); len(recs) > 0 {
 		t.Errorf("the restart counted crashed attempts: %v", recs)
 	}

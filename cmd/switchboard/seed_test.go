@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"switchboard/store"
 )
 
 // TestRunWarnsWhenConfigRoutesDiffer: routes: is seeded into a new database
@@ -20,11 +18,7 @@ func TestRunWarnsWhenConfigRoutesDiffer(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustSB(t, dir, "group", "list") // creates the data directory and database
-	st, err := store.Open(ctx, filepath.Join(dir, "switchboard.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openDB(t, dir)
 	const groups = "groups: [{folder: root}, {folder: main}, {folder: ops}]\n"
 	// start seeds with cfg as the config and returns the warnings it logged.
 	start := func(cfgYAML string) []map[string]any {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/control"
 	"switchboard/store"
 )
 
@@ -95,5 +96,15 @@ func TestConfigBudgets(t *testing.T) {
 		if _, err := ParseConfig([]byte(yaml), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want %q", yaml, err, want)
 		}
+	}
+}
+
+// A cap below a cent reads as itself in budget list and status, not as
+// "$0.00" beside "USED UP".
+func TestSpendTextSmallCap(t *testing.T) {
+	var b strings.Builder
+	spendText(&b, []control.GroupSpend{{Folder: "main", TodayUSD: 0.002, DailyUSD: 0.001}}, "UTC")
+	if out := b.String(); !strings.Contains(out, "main\t$0.0020\t$0.0010\t") || !strings.Contains(out, "USED UP") {
+		t.Errorf("budget list line for a $0.001 daily cap:\n%s", out)
 	}
 }

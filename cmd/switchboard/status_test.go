@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"switchboard/store"
 )
 
 // TestStatusTaskTimesCarryTheirZone: the next task times in `status` (text
@@ -43,11 +41,7 @@ func TestStatusTaskTimesCarryTheirZone(t *testing.T) {
 	}
 
 	// The admin status page renders the same report.
-	st, err := store.Open(context.Background(), filepath.Join(dir, "switchboard.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openDB(t, dir)
 	r, err := readStatus(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)

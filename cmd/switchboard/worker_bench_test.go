@@ -45,7 +45,7 @@ func BenchmarkWorkers(b *testing.B) {
 			g := startGW(b, dir)
 			var workers []*worker
 			for i := range c.workers {
-				workers = append(workers, startWorker(b, dir, fmt.Sprintf("w%d", i), g.findLog("embedded nats server listening")["url"].(string), 4))
+				workers = append(workers, startWorker(b, dir, fmt.Sprintf("w%d", i), embeddedNATSURL(b, g), 4))
 			}
 			answered := func(room, text string) bool { return quoted(g, room, text) > 0 }
 			var lat []time.Duration

@@ -83,30 +83,27 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 		agentExtra: "  runner: nats\n",
 		extra:      "nats: {embedded: true, listen: \"127.0.0.1:0\"}\nmcp: {listen: \"127.0.0.1:0\"}\n"})
 	g = startGW(t, dir)
-	rec := g.findLog("embedded nats server listening")
-	if rec == nil {
-		t.Fatalf("no embedded nats server in the gateway's log:\n%s", g.logText())
-	}
-	natsURL, _ = rec["url"].(string)
+	natsURL = embeddedNATSURL(t, g)
 	return dir, g, natsURL
 }
 
-// quoted counts the bot's messages in room that quote text (the demo agent
-// quotes each message it answers: "text").
-func quoted(g *gw, room, text string) int {
-	n := 0
-	for _, m := range g.botMessages(room) {
-		n += strings.Count(m.Text, fmt.Sprintf("%q", text))
+// embeddedNATSURL is the client URL of the NATS server embedded in g, from
+// its log.
+func embeddedNATSURL(t testing.TB, g *gw) string {
+	t.Helper()
+	rec := g.findLog("embedded nats server listening")
+	url, _ := rec["url"].(string)
+	if url == "" {
+		t.Fatalf("no embedded nats server in the gateway's log:\n%s", g.logText())
 	}
-	return n
+	return url
 }
 
-// answeredOnce waits until each of the messages msg-0 … msg-<messages-1>
-// (msg-k posted in room r<k%rooms>) is answered, then checks that none was
-// answered twice.
-func answeredOnce(t *testing.T, g *gw, messages, rooms int, timeout time.Duration) {
+// answeredOnce waits until each of messages msg-0… posted round-robin in
+// rooms r0… is answered, then checks that each was answered exactly once.
+func answeredOnce(t testing.TB, g *gw, rooms, messages int, within time.Duration) {
 	t.Helper()
-	testwait.For(t, timeout, "every message answered", func() bool {
+	testwait.For(t, within, "every message answered", func() bool {
 		for k := range messages {
 			if quoted(g, fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("msg-%d", k)) == 0 {
 				return false
@@ -119,6 +116,16 @@ func answeredOnce(t *testing.T, g *gw, messages, rooms int, timeout time.Duratio
 			t.Errorf("msg-%d answered %d times; want once", k, n)
 		}
 	}
+}
+
+// quoted counts the bot's messages in room that quote text (the demo agent
+// quotes each message it answers: "text").
+func quoted(g *gw, room, text string) int {
+	n := 0
+	for _, m := range g.botMessages(room) {
+		n += strings.Count(m.Text, fmt.Sprintf("%q", text))
+	}
+	return n
 }
 
 // TestE2EWorkers: 100 messages over 20 groups, with every turn run by one
@@ -155,7 +162,7 @@ func TestE2EWorkers(t *testing.T) {
 	for k := range messages {
 		g.mustPost(fmt.Sprintf("r%d", k%rooms), fmt.Sprintf("u%d", k), fmt.Sprintf("msg-%d", k))
 	}
-	answeredOnce(t, g, messages, rooms, 40*time.Second)
+	answeredOnce(t, g, rooms, messages, 40*time.Second)
 	n1, n2 := len(w1.records("turn done", "", "")), len(w2.records("turn done", "", ""))
 	t.Logf("turns: w1 %d, w2 %d", n1, n2)
 	if n1 == 0 || n2 == 0 {
@@ -225,11 +232,7 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 		agentExtra: "  runner: nats\n",
 		extra:      "nats: {embedded: true, listen: \"127.0.0.1:0\"}\nmcp: {listen: \"127.0.0.1:0\"}\n"})
 	g := startGW(t, dir)
-	rec := g.findLog("embedded nats server listening")
-	if rec == nil {
-		t.Fatalf("no embedded nats server in the gateway's log:\n%s", g.logText())
-	}
-	url, _ := rec["url"].(string)
+	url := embeddedNATSURL(t, g)
 	folder := filepath.Join(dir, "data", "groups", "g0")
 	if err := os.WriteFile(filepath.Join(folder, ".env"), []byte("GATEWAY_ONLY=1\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -307,11 +310,7 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 		timeout: "90s", agentExtra: "  runner: nats\n",
 		extra: "nats: {embedded: true, listen: \"127.0.0.1:0\"}\nmcp: {listen: \"127.0.0.1:0\"}\n"})
 	g := startGW(t, dir)
-	rec := g.findLog("embedded nats server listening")
-	if rec == nil {
-		t.Fatalf("no embedded nats server in the gateway's log:\n%s", g.logText())
-	}
-	url, _ := rec["url"].(string)
+	url := embeddedNATSURL(t, g)
 	folder := filepath.Join(dir, "data", "groups", "g0")
 	workers := []*worker{startWorker(t, dir, "w1", url, 1), startWorker(t, dir, "w2", url, 1)}
 
