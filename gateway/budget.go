@@ -97,7 +97,39 @@ func (g *Gateway) holdForBudget(ctx context.Context, b store.Batch) bool {
 		g.log.Error("hold chat for budget", "folder", b.Folder, "jid", b.ChatJID, "err", err)
 		return false
 	}
+	// Task runs queued in the held chat would wait behind its messages
+	// and all run once the cap is raised: they are skipped now.
+	g.skipTaskRuns(ctx, b.Folder, h, reason)
 	return true
+}
+
+// skipHeldTasks skips folder's queued task runs when a budget holds it
+// now: the scheduler calls it as runs fall due, since a run queued in a
+// chat whose messages a budget holds never reaches holdForBudget.
+func (g *Gateway) skipHeldTasks(ctx context.Context, folder string) {
+	h, err := g.budgetHold(ctx, folder, g.opt.Now())
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Error("check budget of a fired task", "folder", folder, "err", err)
+		}
+		return
+	}
+	if h != nil {
+		g.skipTaskRuns(ctx, folder, h, describeHold(h, folder))
+	}
+}
+
+// skipTaskRuns records folder's queued task runs as skipped because the
+// budget hold h (described by reason) holds the group.
+func (g *Gateway) skipTaskRuns(ctx context.Context, folder string, h *control.Hold, reason string) {
+	n, err := g.st.SkipTaskRuns(ctx, folder, "skipped: "+reason)
+	if err != nil {
+		g.log.Error("record skipped task runs", "folder", folder, "err", err)
+		return
+	}
+	if n > 0 {
+		g.log.Warn("task runs skipped: budget used up", "folder", folder, "runs", n, "budget_of", h.Owner, "window", h.Window)
+	}
 }
 
 // describeHold says which budget holds folder and when it resumes:

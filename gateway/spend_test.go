@@ -274,3 +274,77 @@ func TestNewRefusesUnknownTimezone(t *testing.T) {
 		t.Fatalf("New with timezone Europe/Berln: %v; want an error naming the timezone", err)
 	}
 }
+
+// TestBudgetSkipsTaskRunsOfAHeldChat: while a used-up budget holds a
+// chat's messages, the runs of a task in that chat that fall due (here
+// five catch-up slots at once) are skipped with the reason, not left
+// queued behind the held messages; raising the cap answers the held
+// message and runs no backlog of task turns.
+func TestBudgetSkipsTaskRunsOfAHeldChat(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo "answered $SWITCHBOARD_TRIGGER"; echo '{"switchboard_usage": {"cost_usd": 2}}'`)})
+	ctx := context.Background()
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
+		m := h.g.spend.budgets.byFolder.Load()
+		return m != nil && len(*m) == 1
+	})
+	h.post(testChat, "m1", "spend it")
+	h.waitSent(testChat, 1)
+	h.post(testChat, "m2", "held")
+	if got := h.waitSent(testChat, 2)[1].Text; !strings.Contains(got, "monthly budget of $1.00 is used up") {
+		t.Fatalf("second message %q, want the budget notice", got)
+	}
+	// A task of the held chat whose slots fell due over the last minutes:
+	// missed "all" queues every slot at once.
+	now := time.Now()
+	task, err := scheduler.NewTask(scheduler.TaskSpec{Folder: "main", ChatJID: testChat, Prompt: "report", Schedule: "@every 1m",
+		Missed: string(scheduler.MissedAll)}, "UTC", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.Next = now.Add(-5*time.Minute - 30*time.Second)
+	if task, err = h.st.AddTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	h.g.sched.Wake()
+	var runs []store.TaskRun
+	testwait.For(t, 10*time.Second, "the task's runs settled", func() bool {
+		runs, err = mcpBackend{g: h.g}.TaskRuns(ctx, task.ID, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) < 2 {
+			return false
+		}
+		for _, r := range runs {
+			if r.Status == "fired" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, r := range runs {
+		if r.Status != store.RunSkipped || !strings.Contains(r.Error, "skipped: monthly budget of $1.00 is used up ($2.00 spent)") {
+			t.Errorf("run %+v, want skipped with the budget as reason", r)
+		}
+	}
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.waitSent(testChat, 3)[2].Text; got != "answered message" {
+		t.Errorf("after the raise: %q, want the held message answered", got)
+	}
+	testwait.For(t, 10*time.Second, "nothing left pending", func() bool { return len(h.pending()) == 0 })
+	var triggers []store.Trigger
+	for _, tr := range h.turns("main") {
+		triggers = append(triggers, tr.Trigger)
+	}
+	if len(triggers) != 2 || triggers[0] != store.TriggerMessage || triggers[1] != store.TriggerMessage {
+		t.Errorf("turns after the raise: %v; want the two message turns and no task run", triggers)
+	}
+	if got := h.fa.sentTo(testChat); len(got) != 3 {
+		t.Errorf("%d messages sent to the chat, want 3 (no task replies): %v", len(got), got)
+	}
+}

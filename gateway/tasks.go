@@ -17,11 +17,14 @@ var _ scheduler.TurnStarter = (*Gateway)(nil)
 
 // Fire implements scheduler.Firer: it queues the task's prompt as a task
 // turn of its folder, addressed to the folder directly (never through routes,
-// so observe and mention-only routes cannot swallow it), and starts it.
+// so observe and mention-only routes cannot swallow it), and starts it;
+// while a used-up budget holds the folder the run is skipped instead
+// (skipHeldTasks).
 func (g *Gateway) Fire(ctx context.Context, t scheduler.Task, slot time.Time, runID int64) error {
 	if err := g.st.QueueTaskTurn(ctx, t.ID, runID); err != nil {
 		return err
 	}
+	g.skipHeldTasks(ctx, t.Folder)
 	g.workers.kick(t.Folder)
 	g.metrics.fires.Inc()
 	g.metrics.lateness.Observe(max(time.Since(slot), 0).Seconds())
@@ -29,7 +32,8 @@ func (g *Gateway) Fire(ctx context.Context, t scheduler.Task, slot time.Time, ru
 }
 
 // StartTurns implements scheduler.TurnStarter: the turns are queued already
-// (work items like Fire's); it kicks each folder's worker once.
+// (work items like Fire's); it kicks each folder's worker once. Like Fire,
+// it first skips the runs of a folder a used-up budget holds.
 func (g *Gateway) StartTurns(ctx context.Context, fires []scheduler.Fired) {
 	kicked := map[string]bool{}
 	for _, f := range fires {
@@ -37,6 +41,7 @@ func (g *Gateway) StartTurns(ctx context.Context, fires []scheduler.Fired) {
 		g.metrics.lateness.Observe(max(time.Since(f.Slot), 0).Seconds())
 		if !kicked[f.Task.Folder] {
 			kicked[f.Task.Folder] = true
+			g.skipHeldTasks(ctx, f.Task.Folder)
 			g.workers.kick(f.Task.Folder)
 		}
 	}

@@ -156,3 +156,26 @@ func (s *Store) ReleaseChats(ctx context.Context, folder string, untils ...time.
 	}
 	return n, nil
 }
+
+// SkipTaskRuns drops folder's queued task turns that have not started
+// and records their runs as skipped with reason: a budget holds the
+// group, and a run that cannot start when it falls due does not run
+// later (not even behind the chat's held messages). It returns how many
+// runs it skipped.
+func (s *Store) SkipTaskRuns(ctx context.Context, folder, reason string) (int64, error) {
+	var n int64
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, error = ? WHERE id IN
+			(SELECT run_id FROM work WHERE folder = ? AND trigger = ? AND started_ms = 0 AND run_id > 0)`,
+			RunSkipped, reason, folder, TriggerTask); err != nil {
+			return fmt.Errorf("skip task runs of %s: %w", folder, err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM work WHERE folder = ? AND trigger = ? AND started_ms = 0`, folder, TriggerTask)
+		if err != nil {
+			return fmt.Errorf("skip task runs of %s: %w", folder, err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n, err
+}
