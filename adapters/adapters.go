@@ -156,6 +156,11 @@ type Inbound struct {
 	// downtime rather than received live: it triggers a turn only when it is
 	// younger than BackfillTriggerAge, else it is stored as context.
 	Backfilled bool
+
+	// FromHost marks a message posted from the gateway's own machine (the
+	// web chat: a loopback or local address), where an agent with network
+	// can post too. The web-room loop guard counts only these.
+	FromHost bool
 }
 
 // BackfillTriggerAge: backfilled messages older than this do not trigger.
@@ -168,7 +173,9 @@ const BackfillTriggerAge = 10 * time.Minute
 // be stored; an adapter acknowledges the platform (commits an offset, answers
 // 200, acks an envelope) only after a nil error. An error wrapping
 // ErrBadMessage means the event is garbage and will never be stored: log it
-// and acknowledge anyway. It may block briefly under back-pressure and
+// and acknowledge anyway. An error wrapping *RetryAfterError means it was
+// refused for now (the web-room loop guard) and may be sent again after
+// Wait; its text says why. It may block briefly under back-pressure and
 // honours ctx.
 type DeliverFunc func(ctx context.Context, m Inbound) (seq int64, err error)
 

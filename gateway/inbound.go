@@ -41,12 +41,15 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	if !m.FromBot && !m.OtherBot {
 		work = g.route(m, in.Backfilled && g.opt.Now().Sub(in.Time) > adapters.BackfillTriggerAge)
 	}
+	if err := g.refuseRoom(ctx, in, work); err != nil {
+		return 0, err
+	}
 	inserted, err := g.commits.commit(ctx, &m, work)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
 	}
 	if inserted {
-		g.watchLoop(m, work)
+		g.watchLoop(m, work, in.FromHost)
 		g.floodArrived(ctx, m, work)
 	}
 	// A redelivery was stored once and routed then; for a new message the

@@ -10,21 +10,29 @@ import (
 	"switchboard/store"
 )
 
-// LoopGuard bounds a web room that its agent keeps re-triggering from its
-// own turns. An agent with network can post into a web room over loopback
-// under any name (docs/operating.md): when the room routes to its own
-// folder, every turn posts the message that starts the next. The web chat
-// is the one platform where that is possible (elsewhere the bot's own
-// messages never trigger), so the guard watches web chats only.
+// LoopGuard bounds the turns that a group's agent starts for itself by
+// posting into web rooms. An agent with network can post into any web
+// room over loopback under any name (docs/operating.md): when the room
+// routes to its own folder, every turn posts the message that starts the
+// next, in the same room or each time in a new one. The web chat is the
+// one platform where that is possible (elsewhere the bot's own messages
+// never trigger), so the guard watches web chats only, and only messages
+// posted from the gateway's own machine (adapters.Inbound.FromHost) while
+// the folder they route to runs a turn: the echoes. A person's browser on
+// another address is never counted.
 type LoopGuard struct {
-	// Turns in a row of one room whose messages all arrived while that
-	// folder's turn was running, within Window, pause the room. Default 6
-	// in 5 minutes.
+	// Turns in a row of one folder's web rooms, each started only by
+	// echoes (the first by any message), within Window, pause the folder's
+	// echo-only web rooms. Default 6 in 5 minutes.
 	Turns  int
 	Window time.Duration
-	// Pause is how long the room's messages wait (stored, not dropped)
+	// Pause is how long those rooms' messages wait (stored, not dropped)
 	// before they are answered again. Default 10 minutes.
 	Pause time.Duration
+	// NewRooms is how many new web rooms echoes may open per folder within
+	// Window; a post past it is refused (the web chat answers 429) and not
+	// stored. Default 3.
+	NewRooms int
 }
 
 func (l LoopGuard) withDefaults() LoopGuard {
@@ -37,6 +45,9 @@ func (l LoopGuard) withDefaults() LoopGuard {
 	if l.Pause <= 0 {
 		l.Pause = 10 * time.Minute
 	}
+	if l.NewRooms <= 0 {
+		l.NewRooms = 3
+	}
 	return l
 }
 
@@ -46,99 +57,195 @@ type loopKey struct {
 	topic  string
 }
 
-// loopState is one room's turns in a row since a trigger message last
-// arrived while its folder ran no turn (a person, not the agent's echo).
-// A room without an entry is in that state: nothing in a row.
+// maxPersonRooms bounds the rooms of one folder remembered as holding a
+// person's message (beyond it, such a room's turn counts as an echo's).
+const maxPersonRooms = 10_000
+
+// loopState is one folder's web turns in a row since a person's message
+// last started one.
 type loopState struct {
-	starts []time.Time
+	starts []time.Time      // turn starts in a row within Window, oldest first
+	until  time.Time        // echo-only turns wait until then (the pause)
+	person map[loopKey]bool // rooms with a person's message queued since their last turn
+	rooms  []time.Time      // new rooms echoes opened within Window
+	last   time.Time        // the last change, for pruning
 }
 
 // loops is the guard's state, in memory: a restart forgets it, and the
-// room needs Turns more echoes to pause again. Entries exist only for
-// rooms whose last turn started while no message had arrived idle since,
-// and are pruned once their window is over.
+// folder needs Turns more echoes to pause again. Entries are pruned once
+// their window and pause are over.
 type loops struct {
 	mu     sync.Mutex
 	cfg    LoopGuard
-	m      map[loopKey]*loopState
+	m      map[string]*loopState
 	now    func() time.Time
 	pruned time.Time
 }
 
-// arrived records a trigger message for folder in chat/topic; running says
-// whether a turn of folder was running when it was stored.
-func (l *loops) arrived(k loopKey, running bool) {
-	if running {
+// state returns folder's entry, made if missing; l.mu is held.
+func (l *loops) state(folder string, now time.Time) *loopState {
+	if l.m == nil {
+		l.m = map[string]*loopState{}
+	}
+	if len(l.m) > 10_000 && now.Sub(l.pruned) > time.Minute {
+		l.pruned = now
+		for f, s := range l.m {
+			if now.Sub(s.last) > l.cfg.Window && now.After(s.until) && len(s.person) == 0 {
+				delete(l.m, f)
+			}
+		}
+	}
+	s := l.m[folder]
+	if s == nil {
+		s = &loopState{person: map[loopKey]bool{}}
+		l.m[folder] = s
+	}
+	s.last = now
+	return s
+}
+
+// arrived records a trigger message for k; echo says whether it was
+// posted from the host while k's folder ran a turn.
+func (l *loops) arrived(k loopKey, echo bool) {
+	if echo {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.m, k)
+	if s := l.state(k.folder, l.now()); len(s.person) < maxPersonRooms {
+		s.person[k] = true
+	}
 }
 
-// started records a turn of chat/topic starting and reports whether the
-// room is to pause instead: Turns turns in a row, within Window, the
-// first started by any message, the rest only by messages that arrived
-// while the folder was busy.
-func (l *loops) started(k loopKey) bool {
+// openRoom counts a new room that an echo opens in folder, and returns 0;
+// when NewRooms were opened within Window it counts nothing and returns
+// how long until one more may be.
+func (l *loops) openRoom(folder string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	if l.m == nil {
-		l.m = map[loopKey]*loopState{}
+	s := l.state(folder, now)
+	r := Rate{Count: l.cfg.NewRooms, Window: l.cfg.Window}
+	s.rooms = r.trim(s.rooms, now)
+	if wait := r.wait(s.rooms, now); wait > 0 {
+		return wait
 	}
-	if len(l.m) > 10_000 && now.Sub(l.pruned) > time.Minute {
-		l.pruned = now
-		for key, s := range l.m {
-			if now.Sub(s.starts[len(s.starts)-1]) > l.cfg.Window {
-				delete(l.m, key)
-			}
-		}
+	s.rooms = append(s.rooms, now)
+	return 0
+}
+
+// started records a web turn of k starting and reports whether it is to
+// wait instead, until when (the guard's clock), and whether this start
+// caught the loop (tell the room). A room with a person's message always
+// runs and starts the row over; an echo-only room waits while its folder
+// is paused, and its start that makes Turns in a row within Window
+// pauses the folder.
+func (l *loops) started(k loopKey) (until time.Time, caught, hold bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	s := l.state(k.folder, now)
+	if s.person[k] {
+		delete(s.person, k)
+		s.starts = append(s.starts[:0], now)
+		return time.Time{}, false, false
 	}
-	s := l.m[k]
-	if s == nil {
-		s = &loopState{}
-		l.m[k] = s
+	if now.Before(s.until) {
+		return s.until, false, true
 	}
 	s.starts = append(s.starts, now)
 	for len(s.starts) > 1 && now.Sub(s.starts[0]) > l.cfg.Window {
 		s.starts = s.starts[1:]
 	}
 	if len(s.starts) < l.cfg.Turns {
-		return false
+		return time.Time{}, false, false
 	}
-	delete(l.m, k)
-	return true
+	s.starts = nil
+	s.until = now.Add(l.cfg.Pause)
+	return s.until, true, true
 }
 
-// watchLoop notes where a web message that triggers folder arrived: during
-// one of folder's turns or not.
-func (g *Gateway) watchLoop(m store.Message, work []store.WorkItem) {
+// echo reports whether a message posted from the host (fromHost) for
+// folder is an echo: folder runs a turn now.
+func (g *Gateway) echo(folder string, fromHost bool) bool {
+	if !fromHost {
+		return false
+	}
+	_, t := g.runningTurn(folder)
+	return t != nil
+}
+
+// refuseRoom refuses a web message from the host that would open a new
+// room for a folder running a turn, once echoes opened LoopGuard.NewRooms
+// rooms of that folder within its window: an agent posting each turn into
+// a new room. The error wraps *adapters.RetryAfterError (the web chat
+// answers 429 with its text).
+func (g *Gateway) refuseRoom(ctx context.Context, in adapters.Inbound, work []store.WorkItem) error {
+	if !in.FromHost || in.Chat.Platform() != "web" {
+		return nil
+	}
+	for _, w := range work {
+		if w.Mode != "trigger" || !g.echo(w.Folder, true) {
+			continue
+		}
+		old, err := g.st.MessagesAfter(ctx, in.Chat, 0, 1)
+		if err != nil {
+			return fmt.Errorf("look up web room %s: %w", in.Chat, err)
+		}
+		if len(old) > 0 {
+			return nil
+		}
+		wait := g.loops.openRoom(w.Folder)
+		if wait <= 0 {
+			return nil
+		}
+		cfg := g.loops.cfg
+		g.log.Warn("web room refused: posts from this machine keep opening new rooms during the group's turns",
+			"folder", w.Folder, "jid", in.Chat, "new_rooms", cfg.NewRooms, "window", cfg.Window)
+		return fmt.Errorf("new room %s refused: %d new rooms for group %s were already opened from this machine "+
+			"while its agent was running, in the last %s (an agent posting into new rooms?); post into an existing room, or wait: %w",
+			in.Chat.Room(), cfg.NewRooms, w.Folder, spell(cfg.Window), &adapters.RetryAfterError{Wait: wait.Round(time.Second)})
+	}
+	return nil
+}
+
+// watchLoop notes how a web message that triggers a folder arrived: as an
+// echo of one of its turns or not.
+func (g *Gateway) watchLoop(m store.Message, work []store.WorkItem, fromHost bool) {
 	for _, w := range work {
 		if w.Mode != "trigger" || m.ChatJID.Platform() != "web" {
 			continue
 		}
-		_, t := g.runningTurn(w.Folder)
-		g.loops.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, t != nil)
+		g.loops.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, g.echo(w.Folder, fromHost))
 	}
 }
 
-// pauseLoop, at the start of a message turn in a web room, pauses a room
-// the guard caught: its work waits LoopGuard.Pause (the messages stay
-// stored and are answered after it), and the room is told once. It
-// reports whether the turn is not to run.
+// pauseLoop, at the start of a message turn in a web room, holds it when
+// the guard says so: its work waits until the folder's pause is over (the
+// messages stay stored and are answered after it); the room whose turn
+// caught the loop is told. It reports whether the turn is not to run.
 func (g *Gateway) pauseLoop(ctx context.Context, b store.Batch) bool {
-	if b.Items[0].Trigger != store.TriggerMessage || b.ChatJID.Platform() != "web" ||
-		!g.loops.started(loopKey{b.Folder, b.ChatJID, b.Topic}) {
+	if b.Items[0].Trigger != store.TriggerMessage || b.ChatJID.Platform() != "web" {
 		return false
 	}
-	until := g.st.Now().Add(g.loops.cfg.Pause)
-	g.log.Warn("web room paused: the agent's own turns keep re-triggering it", "folder", b.Folder, "jid", b.ChatJID,
-		"turns", g.loops.cfg.Turns, "window", g.loops.cfg.Window, "until", until.Format(time.RFC3339))
-	text := fmt.Sprintf("Paused until %s: the last %d turns here were all started by messages posted while the agent was still running, "+
-		"which looks like the agent posting into its own room. Messages are kept and answered after the pause.",
-		g.clockTime(until), g.loops.cfg.Turns)
-	if err := g.holdChat(ctx, b, until, g.loops.cfg.Pause, text, ""); err != nil {
+	until, caught, hold := g.loops.started(loopKey{b.Folder, b.ChatJID, b.Topic})
+	if !hold {
+		return false
+	}
+	wait := until.Sub(g.loops.now())
+	storeUntil := g.st.Now().Add(wait)
+	text := ""
+	if caught {
+		g.log.Warn("web rooms paused: the agent's own turns keep re-triggering them", "folder", b.Folder, "jid", b.ChatJID,
+			"turns", g.loops.cfg.Turns, "window", g.loops.cfg.Window, "until", storeUntil.Format(time.RFC3339))
+		text = fmt.Sprintf("Paused until %s: the last %d turns of this group were all started by messages posted from this machine "+
+			"while its agent was still running, which looks like the agent posting into its own rooms. Messages are kept and answered after the pause.",
+			g.clockTime(storeUntil), g.loops.cfg.Turns)
+	} else {
+		g.log.Info("web room held: its group's echo-only rooms are paused", "folder", b.Folder, "jid", b.ChatJID,
+			"until", storeUntil.Format(time.RFC3339))
+	}
+	if err := g.holdChat(ctx, b, storeUntil, wait, text, ""); err != nil {
 		g.log.Error("pause web room", "folder", b.Folder, "jid", b.ChatJID, "err", err)
 		return false
 	}

@@ -3,13 +3,19 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/adapters/web"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
 )
@@ -49,7 +55,7 @@ func TestLoopGuardPausesSelfTriggeringWebRoom(t *testing.T) {
 	<-web.ready
 	post := func(id string) {
 		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: room, ID: adapters.MessageID(id), Sender: "web:user/bot-ish",
-			SenderName: "x", Text: "again " + id, Verb: adapters.VerbMessage}); err != nil {
+			SenderName: "x", Text: "again " + id, Verb: adapters.VerbMessage, FromHost: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,5 +104,203 @@ func TestLoopGuardPausesSelfTriggeringWebRoom(t *testing.T) {
 	}
 	if notices != 1 {
 		t.Errorf("%d pause notices; want 1", notices)
+	}
+}
+
+// webLoopAgent is an agent that, in each turn of web room room-N, posts
+// into the new room room-N+1 over the web chat's HTTP API from this
+// machine (the address is in addrFile): each turn starts the next in a
+// new room. It appends "room-N <status>" to log.
+func webLoopAgent(log, addrFile string) error {
+	if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
+		return err
+	}
+	addr, err := os.ReadFile(addrFile)
+	if err != nil {
+		return err
+	}
+	room := strings.TrimPrefix(os.Getenv("SWITCHBOARD_CHAT_JID"), "web:")
+	n, err := strconv.Atoi(strings.TrimPrefix(room, "room-"))
+	if err != nil {
+		return fmt.Errorf("chat %s: %w", room, err)
+	}
+	resp, err := http.Post(fmt.Sprintf("http://%s/api/rooms/room-%d/messages", addr, n+1), "application/json",
+		strings.NewReader(`{"sender": "ann", "text": "go on"}`))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fmt.Fprintln(f, room, resp.StatusCode)
+	fmt.Println("posted")
+	return nil
+}
+
+// An agent that posts, in each turn, into a new web room routed to its own
+// group (room-1 → room-2 → …) is paused like the single-room loop: the
+// guard counts its group's turns, not each room's. With Turns 4 the
+// fourth turn in a row (room-4's) does not run: room-4 gets the one pause
+// notice and its message stays queued.
+func TestLoopGuardPausesAgentHoppingWebRooms(t *testing.T) {
+	dir := t.TempDir()
+	log, addrFile := filepath.Join(dir, "log"), filepath.Join(dir, "addr")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wa *web.Adapter
+	h := newHarness(t, harnessConfig{agent: []string{exe, "web-loop-agent", log, addrFile},
+		routes: []routing.Route{{Match: map[string]string{"platform": "web"}, Target: "main"}},
+		modify: func(o *Options) {
+			wa = web.New(web.Options{Listen: "127.0.0.1:0", History: History{Store: o.Store}})
+			o.Adapters = append(o.Adapters, wa)
+			o.LoopGuard = LoopGuard{Turns: 4, Window: time.Hour, Pause: time.Hour}
+		}})
+	<-wa.Ready()
+	if err := os.WriteFile(addrFile, []byte(wa.Addr()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A person on this machine starts it in room-1.
+	resp, err := http.Post("http://"+wa.Addr()+"/api/rooms/room-1/messages", "application/json", strings.NewReader(`{"sender": "ann", "text": "start"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	botSaid := func(room string) []string {
+		ms, err := h.st.MessagesAfter(context.Background(), adapters.JID("web:"+room), 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range ms {
+			if m.FromBot {
+				out = append(out, m.Text)
+			}
+		}
+		return out
+	}
+	testwait.For(t, 20*time.Second, "the pause notice in room-4", func() bool {
+		said := botSaid("room-4")
+		return len(said) > 0 && strings.HasPrefix(said[0], "Paused until")
+	})
+	b, _ := os.ReadFile(log)
+	if got, want := strings.Fields(string(b)), []string{"room-1", "202", "room-2", "202", "room-3", "202"}; !slices.Equal(got, want) {
+		t.Errorf("the agent's turns and posts: %v; want %v (three turns, then the pause)", got, want)
+	}
+	if p := h.pending(); len(p) != 1 || p[0] != "main" {
+		t.Errorf("pending during the pause: %v; want room-4's message kept for main", p)
+	}
+	if _, at := h.g.runningTurn("main"); at != nil {
+		t.Error("a turn of main is running during the pause")
+	}
+	if said := botSaid("room-4"); len(said) != 1 {
+		t.Errorf("room-4 got %q; want the one pause notice", said)
+	}
+}
+
+// Messages from this machine that open new web rooms while the group they
+// route to runs a turn are refused past LoopGuard.NewRooms (429, saying
+// why and what to do, not stored); a post into an existing room, and new
+// rooms opened from another address, are not.
+func TestLoopGuardRefusesNewRoomsFromHost(t *testing.T) {
+	dir := t.TempDir()
+	var wa *web.Adapter
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; while [ ! -f "$1/go" ]; do sleep 0.01; done; echo ok`, dir),
+		routes: []routing.Route{{Match: map[string]string{"platform": "web"}, Target: "main"}},
+		modify: func(o *Options) {
+			wa = web.New(web.Options{Listen: "127.0.0.1:0", History: History{Store: o.Store}})
+			o.Adapters = append(o.Adapters, wa)
+			o.LoopGuard = LoopGuard{NewRooms: 2, Window: time.Hour}
+		}})
+	<-wa.Ready()
+	defer os.WriteFile(filepath.Join(dir, "go"), nil, 0o600)
+	post := func(room string) (int, string, string) {
+		resp, err := http.Post("http://"+wa.Addr()+"/api/rooms/"+room+"/messages", "application/json", strings.NewReader(`{"sender": "ann", "text": "hi"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), resp.Header.Get("Retry-After")
+	}
+	// Idle: a person on this machine opens a room.
+	if status, body, _ := post("lobby"); status != http.StatusAccepted {
+		t.Fatalf("post to lobby while idle: %d %s", status, body)
+	}
+	testwait.For(t, 10*time.Second, "main's turn running", func() bool { _, at := h.g.runningTurn("main"); return at != nil })
+	// During main's turn: two new rooms, then refused.
+	for _, room := range []string{"n1", "n2"} {
+		if status, body, _ := post(room); status != http.StatusAccepted {
+			t.Fatalf("post to new room %s: %d %s; want 202", room, status, body)
+		}
+	}
+	status, body, retry := post("n3")
+	if status != http.StatusTooManyRequests || !strings.Contains(body, "new room n3 refused") ||
+		!strings.Contains(body, "post into an existing room") || retry == "" {
+		t.Errorf("third new room: %d %s (Retry-After %q); want 429 saying why and what to do", status, body, retry)
+	}
+	if ms, _ := h.st.MessagesAfter(context.Background(), "web:n3", 0, 10); len(ms) != 0 {
+		t.Errorf("the refused message was stored: %+v", ms)
+	}
+	if status, body, _ := post("lobby"); status != http.StatusAccepted {
+		t.Errorf("post to an existing room during the turn: %d %s; want 202", status, body)
+	}
+	// From another address (not this machine): not refused.
+	for i := range 3 {
+		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(fmt.Sprintf("web:far-%d", i)), ID: adapters.MessageID(fmt.Sprint("f", i)),
+			Sender: "web:user/bob", Text: "hello", Verb: adapters.VerbMention}); err != nil {
+			t.Errorf("new room from another address: %v", err)
+		}
+	}
+}
+
+// The guard's decisions for one folder's web rooms, on a fake clock: echo
+// turns in a row across rooms pause the folder's echo-only rooms, a room
+// with a person's message runs and starts the row over, the pause ends,
+// and starts older than the window no longer count.
+func TestLoopsPerFolder(t *testing.T) {
+	clock := newFakeClock()
+	l := &loops{cfg: LoopGuard{Turns: 3, Window: time.Minute, Pause: 10 * time.Minute}.withDefaults(), now: clock.Now}
+	room := func(n int) loopKey { return loopKey{"main", adapters.JID(fmt.Sprintf("web:room-%d", n)), ""} }
+	other := loopKey{"other", "web:x", ""}
+	step := func(k loopKey, wantHold, wantCaught bool) {
+		t.Helper()
+		_, caught, hold := l.started(k)
+		if hold != wantHold || caught != wantCaught {
+			t.Fatalf("start of %v: hold %v caught %v; want %v %v", k, hold, caught, wantHold, wantCaught)
+		}
+	}
+	l.arrived(room(1), false) // a person
+	step(room(1), false, false)
+	step(room(2), false, false) // echoes, each in a new room
+	step(other, false, false)   // another folder's row is its own
+	step(room(3), true, true)   // the third in a row: caught
+	step(room(4), true, false)  // an echo-only room waits out the pause, untold
+	l.arrived(room(5), false)
+	step(room(5), false, false) // a person's room runs
+	clock.Advance(10 * time.Minute)
+	step(room(4), false, false) // the pause is over (room-5's start has left the window)
+	step(room(6), false, false)
+	step(room(7), true, true)
+	clock.Advance(10*time.Minute + time.Second)
+	step(room(8), false, false)
+	clock.Advance(2 * time.Minute) // room-8's start leaves the window
+	step(room(9), false, false)
+	step(room(10), false, false)
+	step(room(11), true, true)
+	for range 3 {
+		if w := l.openRoom("main"); w != 0 {
+			t.Fatalf("new room refused after %v", w)
+		}
+	}
+	if w := l.openRoom("main"); w <= 0 || w > time.Minute {
+		t.Errorf("fourth new room within the window: wait %v; want refused until the window frees one", w)
+	}
+	if w := l.openRoom("other"); w != 0 {
+		t.Errorf("another folder's new room refused: %v", w)
 	}
 }

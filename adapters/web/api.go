@@ -137,7 +137,15 @@ func (a *Adapter) postMessage(deliver adapters.DeliverFunc) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
+		in.FromHost = a.fromHost(r.RemoteAddr)
 		seq, err := deliver(r.Context(), in)
+		if ra, ok := errors.AsType[*adapters.RetryAfterError](err); ok {
+			// Refused for now by the gateway (the loop guard): its text
+			// says why and what to do.
+			w.Header().Set("Retry-After", strconv.Itoa(int(max(ra.Wait.Round(time.Second), time.Second)/time.Second)))
+			writeError(w, http.StatusTooManyRequests, err.Error())
+			return
+		}
 		if err != nil {
 			a.log.Warn("web message not stored", "jid", in.Chat, "msg_id", in.ID, "err", err)
 			writeError(w, http.StatusServiceUnavailable, "message not stored, try again")

@@ -42,7 +42,7 @@ func TestPostStoresMessage(t *testing.T) {
 	}
 	m := got[0]
 	want := adapters.Inbound{Chat: "web:lobby", ChatName: "lobby", ID: resp.ID, Sender: "web:user/ann",
-		SenderName: "Ann K", Text: "hi there", Topic: "plans", Verb: adapters.VerbMention, Time: m.Time}
+		SenderName: "Ann K", Text: "hi there", Topic: "plans", Verb: adapters.VerbMention, Time: m.Time, FromHost: true}
 	if fmt.Sprint(m.Inbound) != fmt.Sprint(want) {
 		t.Errorf("stored\n %+v\nwant\n %+v", m.Inbound, want)
 	}
@@ -125,6 +125,43 @@ func TestPostDeliverErrorIs503(t *testing.T) {
 	}
 	if msg := decode[map[string]string](t, body)["error"]; !strings.Contains(msg, "not stored") {
 		t.Errorf("error %q should say the message was not stored", msg)
+	}
+}
+
+// A post the gateway refuses for now (*adapters.RetryAfterError: the loop
+// guard) is answered 429 with the gateway's reason and a Retry-After.
+func TestPostRefusedForNowIs429(t *testing.T) {
+	s := start(t, nil)
+	s.g.fail = fmt.Errorf("new room n3 refused: post into an existing room, or wait: %w", &adapters.RetryAfterError{Wait: 90 * time.Second})
+	resp, err := s.client.Post(s.base+"/api/rooms/n3/messages", "application/json", strings.NewReader(`{"sender": "ann", "text": "hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "90" {
+		t.Fatalf("status %d, Retry-After %q, %s; want 429 and 90", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if msg := decode[map[string]string](t, body)["error"]; !strings.Contains(msg, "new room n3 refused: post into an existing room") {
+		t.Errorf("error %q, want the gateway's reason", msg)
+	}
+}
+
+// Posts from loopback or from one of this machine's addresses are marked
+// FromHost (an agent on the host can post so); others are not.
+func TestFromHost(t *testing.T) {
+	a := New(Options{})
+	a.host.list = func() ([]net.Addr, error) {
+		return []net.Addr{&net.IPNet{IP: net.ParseIP("10.1.2.3"), Mask: net.CIDRMask(8, 32)}}, nil
+	}
+	for remote, want := range map[string]bool{
+		"127.0.0.1:5555": true, "[::1]:5555": true, "10.1.2.3:5555": true, "[::ffff:10.1.2.3]:5555": true,
+		"10.1.2.4:5555": false, "192.0.2.7:5555": false, "[2001:db8::1]:5555": false, "garbage": false,
+	} {
+		if got := a.fromHost(remote); got != want {
+			t.Errorf("fromHost(%s) = %v, want %v", remote, got, want)
+		}
 	}
 }
 

@@ -79,6 +79,7 @@ type Adapter struct {
 	stopOnce  sync.Once
 	addr      atomic.Value // string: the bound address
 	loopback  atomic.Bool  // bound to a loopback address: check Host headers
+	host      hostAddrs    // this machine's addresses: posts from them are FromHost
 }
 
 var (
