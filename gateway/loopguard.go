@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/control"
 	"switchboard/store"
 )
 
@@ -20,18 +21,27 @@ import (
 // posted from the gateway's own machine (adapters.Inbound.FromHost) while
 // the folder they route to runs a turn: the echoes. A person's browser on
 // another address is never counted.
+//
+// Two bounds: a room's turns in a row started by echoes pause that room
+// (the agent posting into its own room); new rooms that echoes open are
+// counted per folder, and one past NewRooms is refused and pauses the
+// folder's rooms whose waiting messages are all echoes (the agent posting
+// each turn into a new room). Turns are not counted per folder: a burst
+// from a client on this machine over a few rooms of one group would trip
+// that, and it never opens more than a few rooms.
 type LoopGuard struct {
-	// Turns in a row of one folder's web rooms, each started only by
-	// echoes (the first by any message), within Window, pause the folder's
-	// echo-only web rooms. Default 6 in 5 minutes.
+	// Turns in a row of one room, each started only by echoes (the first
+	// by any message), within Window, pause the room. Default 6 in 5
+	// minutes.
 	Turns  int
 	Window time.Duration
-	// Pause is how long those rooms' messages wait (stored, not dropped)
+	// Pause is how long paused rooms' messages wait (stored, not dropped)
 	// before they are answered again. Default 10 minutes.
 	Pause time.Duration
 	// NewRooms is how many new web rooms echoes may open per folder within
-	// Window; a post past it is refused (the web chat answers 429) and not
-	// stored. Default 3.
+	// Window; a post that would open one more is refused (the web chat
+	// answers 429) and not stored, and the folder's echo-only rooms pause.
+	// Default 3.
 	NewRooms int
 }
 
@@ -57,23 +67,23 @@ type loopKey struct {
 	topic  string
 }
 
-// maxPersonRooms bounds the rooms of one folder remembered as holding a
-// person's message (beyond it, such a room's turn counts as an echo's).
-const maxPersonRooms = 10_000
+// maxLoopRooms bounds the rooms of one folder the guard remembers (rows
+// and rooms holding a person's message); past it, their windows over,
+// they are forgotten, and at worst a room needs Turns more echoes to
+// pause, or a person's room counts as an echo's.
+const maxLoopRooms = 10_000
 
-// loopState is one folder's web turns in a row since a person's message
-// last started one.
+// loopState is one folder's web rooms as the guard sees them.
 type loopState struct {
-	starts []time.Time      // turn starts in a row within Window, oldest first
-	until  time.Time        // echo-only turns wait until then (the pause)
-	person map[loopKey]bool // rooms with a person's message queued since their last turn
-	rooms  []time.Time      // new rooms echoes opened within Window
-	last   time.Time        // the last change, for pruning
+	rows   map[loopKey][]time.Time // each room's turn starts in a row, within Window, oldest first
+	person map[loopKey]bool        // rooms with a person's message queued since their last turn
+	rooms  []time.Time             // new rooms echoes opened, within Window
+	until  time.Time               // the folder's echo-only rooms wait until then
+	last   time.Time               // the last change, for pruning
 }
 
-// loops is the guard's state, in memory: a restart forgets it, and the
-// folder needs Turns more echoes to pause again. Entries are pruned once
-// their window and pause are over.
+// loops is the guard's state, in memory: a restart forgets it. Entries
+// are pruned once their windows and pause are over.
 type loops struct {
 	mu     sync.Mutex
 	cfg    LoopGuard
@@ -97,8 +107,15 @@ func (l *loops) state(folder string, now time.Time) *loopState {
 	}
 	s := l.m[folder]
 	if s == nil {
-		s = &loopState{person: map[loopKey]bool{}}
+		s = &loopState{rows: map[loopKey][]time.Time{}, person: map[loopKey]bool{}}
 		l.m[folder] = s
+	}
+	if len(s.rows) >= maxLoopRooms {
+		for k, starts := range s.rows {
+			if now.Sub(starts[len(starts)-1]) > l.cfg.Window {
+				delete(s.rows, k)
+			}
+		}
 	}
 	s.last = now
 	return s
@@ -112,34 +129,38 @@ func (l *loops) arrived(k loopKey, echo bool) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if s := l.state(k.folder, l.now()); len(s.person) < maxPersonRooms {
+	if s := l.state(k.folder, l.now()); len(s.person) < maxLoopRooms {
 		s.person[k] = true
 	}
 }
 
 // openRoom counts a new room that an echo opens in folder, and returns 0;
-// when NewRooms were opened within Window it counts nothing and returns
-// how long until one more may be.
-func (l *loops) openRoom(folder string) time.Duration {
+// when NewRooms were opened within Window it counts nothing, pauses the
+// folder's echo-only rooms (unless they are paused already: then caught
+// is false) and returns how long until one more room may be opened.
+func (l *loops) openRoom(folder string) (wait time.Duration, until time.Time, caught bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	s := l.state(folder, now)
 	r := Rate{Count: l.cfg.NewRooms, Window: l.cfg.Window}
 	s.rooms = r.trim(s.rooms, now)
-	if wait := r.wait(s.rooms, now); wait > 0 {
-		return wait
+	if wait = r.wait(s.rooms, now); wait <= 0 {
+		s.rooms = append(s.rooms, now)
+		return 0, time.Time{}, false
 	}
-	s.rooms = append(s.rooms, now)
-	return 0
+	if !now.Before(s.until) {
+		s.until, caught = now.Add(l.cfg.Pause), true
+	}
+	return wait, s.until, caught
 }
 
 // started records a web turn of k starting and reports whether it is to
 // wait instead, until when (the guard's clock), and whether this start
 // caught the loop (tell the room). A room with a person's message always
-// runs and starts the row over; an echo-only room waits while its folder
+// runs and starts its row over; an echo-only room waits while its folder
 // is paused, and its start that makes Turns in a row within Window
-// pauses the folder.
+// pauses it.
 func (l *loops) started(k loopKey) (until time.Time, caught, hold bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -147,22 +168,22 @@ func (l *loops) started(k loopKey) (until time.Time, caught, hold bool) {
 	s := l.state(k.folder, now)
 	if s.person[k] {
 		delete(s.person, k)
-		s.starts = append(s.starts[:0], now)
+		s.rows[k] = []time.Time{now}
 		return time.Time{}, false, false
 	}
 	if now.Before(s.until) {
 		return s.until, false, true
 	}
-	s.starts = append(s.starts, now)
-	for len(s.starts) > 1 && now.Sub(s.starts[0]) > l.cfg.Window {
-		s.starts = s.starts[1:]
+	starts := append(s.rows[k], now)
+	for len(starts) > 1 && now.Sub(starts[0]) > l.cfg.Window {
+		starts = starts[1:]
 	}
-	if len(s.starts) < l.cfg.Turns {
+	if len(starts) < l.cfg.Turns {
+		s.rows[k] = starts
 		return time.Time{}, false, false
 	}
-	s.starts = nil
-	s.until = now.Add(l.cfg.Pause)
-	return s.until, true, true
+	delete(s.rows, k)
+	return now.Add(l.cfg.Pause), true, true
 }
 
 // echo reports whether a message posted from the host (fromHost) for
@@ -177,9 +198,10 @@ func (g *Gateway) echo(folder string, fromHost bool) bool {
 
 // refuseRoom refuses a web message from the host that would open a new
 // room for a folder running a turn, once echoes opened LoopGuard.NewRooms
-// rooms of that folder within its window: an agent posting each turn into
-// a new room. The error wraps *adapters.RetryAfterError (the web chat
-// answers 429 with its text).
+// rooms of that folder within its window: an agent posting into new
+// rooms. The first refusal pauses the folder's echo-only rooms and tells
+// the room whose turn posted it. The error wraps *adapters.RetryAfterError
+// (the web chat answers 429 with its text).
 func (g *Gateway) refuseRoom(ctx context.Context, in adapters.Inbound, work []store.WorkItem) error {
 	if !in.FromHost || in.Chat.Platform() != "web" {
 		return nil
@@ -195,18 +217,42 @@ func (g *Gateway) refuseRoom(ctx context.Context, in adapters.Inbound, work []st
 		if len(old) > 0 {
 			return nil
 		}
-		wait := g.loops.openRoom(w.Folder)
+		wait, until, caught := g.loops.openRoom(w.Folder)
 		if wait <= 0 {
 			return nil
 		}
 		cfg := g.loops.cfg
 		g.log.Warn("web room refused: posts from this machine keep opening new rooms during the group's turns",
 			"folder", w.Folder, "jid", in.Chat, "new_rooms", cfg.NewRooms, "window", cfg.Window)
+		if caught {
+			g.pauseNewRooms(ctx, w.Folder, until)
+		}
 		return fmt.Errorf("new room %s refused: %d new rooms for group %s were already opened from this machine "+
 			"while its agent was running, in the last %s (an agent posting into new rooms?); post into an existing room, or wait: %w",
 			in.Chat.Room(), cfg.NewRooms, w.Folder, spell(cfg.Window), &adapters.RetryAfterError{Wait: wait.Round(time.Second)})
 	}
 	return nil
+}
+
+// pauseNewRooms tells the room of folder's running turn that the folder's
+// echo-only web rooms are paused until until (the guard's clock), and
+// logs it.
+func (g *Gateway) pauseNewRooms(ctx context.Context, folder string, until time.Time) {
+	storeUntil := g.st.Now().Add(until.Sub(g.loops.now()))
+	g.log.Warn("web rooms paused: the agent keeps opening new rooms", "folder", folder, "new_rooms", g.loops.cfg.NewRooms,
+		"window", g.loops.cfg.Window, "until", storeUntil.Format(time.RFC3339))
+	_, t := g.runningTurn(folder)
+	if t == nil || t.batch.ChatJID.Platform() != "web" {
+		return
+	}
+	text := fmt.Sprintf("Paused until %s: this group's agent opened %d new web rooms from this machine within %s while it was running, "+
+		"which looks like the agent posting into new rooms of its own. Further new rooms are refused; messages are kept and answered after the pause.",
+		g.clockTime(storeUntil), g.loops.cfg.NewRooms, spell(g.loops.cfg.Window))
+	req := control.SendRequest{Chat: t.batch.ChatJID, Topic: t.batch.Topic, Folder: folder, Text: text, Kind: store.OutboxNotice,
+		Key: fmt.Sprintf("loop/%s/%d", folder, storeUntil.Unix())}
+	if _, err := g.send(ctx, req); err != nil {
+		g.log.Error("tell the paused web room", "folder", folder, "jid", t.batch.ChatJID, "err", err)
+	}
 }
 
 // watchLoop notes how a web message that triggers a folder arrived: as an
@@ -221,9 +267,10 @@ func (g *Gateway) watchLoop(m store.Message, work []store.WorkItem, fromHost boo
 }
 
 // pauseLoop, at the start of a message turn in a web room, holds it when
-// the guard says so: its work waits until the folder's pause is over (the
-// messages stay stored and are answered after it); the room whose turn
-// caught the loop is told. It reports whether the turn is not to run.
+// the guard says so: its work waits until the room's or the folder's
+// pause is over (the messages stay stored and are answered after it); a
+// room whose own turns caught the loop is told. It reports whether the
+// turn is not to run.
 func (g *Gateway) pauseLoop(ctx context.Context, b store.Batch) bool {
 	if b.Items[0].Trigger != store.TriggerMessage || b.ChatJID.Platform() != "web" {
 		return false
@@ -236,10 +283,10 @@ func (g *Gateway) pauseLoop(ctx context.Context, b store.Batch) bool {
 	storeUntil := g.st.Now().Add(wait)
 	text := ""
 	if caught {
-		g.log.Warn("web rooms paused: the agent's own turns keep re-triggering them", "folder", b.Folder, "jid", b.ChatJID,
+		g.log.Warn("web room paused: the agent's own turns keep re-triggering it", "folder", b.Folder, "jid", b.ChatJID,
 			"turns", g.loops.cfg.Turns, "window", g.loops.cfg.Window, "until", storeUntil.Format(time.RFC3339))
-		text = fmt.Sprintf("Paused until %s: the last %d turns of this group were all started by messages posted from this machine "+
-			"while its agent was still running, which looks like the agent posting into its own rooms. Messages are kept and answered after the pause.",
+		text = fmt.Sprintf("Paused until %s: the last %d turns here were all started by messages posted from this machine "+
+			"while the agent was still running, which looks like the agent posting into its own room. Messages are kept and answered after the pause.",
 			g.clockTime(storeUntil), g.loops.cfg.Turns)
 	} else {
 		g.log.Info("web room held: its group's echo-only rooms are paused", "folder", b.Folder, "jid", b.ChatJID,

@@ -141,10 +141,10 @@ func webLoopAgent(log, addrFile string) error {
 }
 
 // An agent that posts, in each turn, into a new web room routed to its own
-// group (room-1 → room-2 → …) is paused like the single-room loop: the
-// guard counts its group's turns, not each room's. With Turns 4 the
-// fourth turn in a row (room-4's) does not run: room-4 gets the one pause
-// notice and its message stays queued.
+// group (room-1 → room-2 → …) is stopped: echoes may open LoopGuard.NewRooms
+// (3) new rooms of a group per window, so the agent's fourth new room
+// (room-5, posted in room-4's turn) is refused with 429, room-4 gets the
+// one pause notice, and nothing more runs: four turns in all.
 func TestLoopGuardPausesAgentHoppingWebRooms(t *testing.T) {
 	dir := t.TempDir()
 	log, addrFile := filepath.Join(dir, "log"), filepath.Join(dir, "addr")
@@ -158,7 +158,7 @@ func TestLoopGuardPausesAgentHoppingWebRooms(t *testing.T) {
 		modify: func(o *Options) {
 			wa = web.New(web.Options{Listen: "127.0.0.1:0", History: History{Store: o.Store}})
 			o.Adapters = append(o.Adapters, wa)
-			o.LoopGuard = LoopGuard{Turns: 4, Window: time.Hour, Pause: time.Hour}
+			o.LoopGuard = LoopGuard{Window: time.Hour, Pause: time.Hour}
 		}})
 	<-wa.Ready()
 	if err := os.WriteFile(addrFile, []byte(wa.Addr()), 0o600); err != nil {
@@ -183,22 +183,24 @@ func TestLoopGuardPausesAgentHoppingWebRooms(t *testing.T) {
 		}
 		return out
 	}
-	testwait.For(t, 20*time.Second, "the pause notice in room-4", func() bool {
+	testwait.For(t, 20*time.Second, "the pause notice in room-4 and room-4's turn over", func() bool {
 		said := botSaid("room-4")
-		return len(said) > 0 && strings.HasPrefix(said[0], "Paused until")
+		b, _ := os.ReadFile(log)
+		return len(said) > 0 && strings.HasPrefix(said[0], "Paused until") && strings.Count(string(b), "\n") == 4
 	})
 	b, _ := os.ReadFile(log)
-	if got, want := strings.Fields(string(b)), []string{"room-1", "202", "room-2", "202", "room-3", "202"}; !slices.Equal(got, want) {
-		t.Errorf("the agent's turns and posts: %v; want %v (three turns, then the pause)", got, want)
+	if got, want := strings.Fields(string(b)), []string{"room-1", "202", "room-2", "202", "room-3", "202", "room-4", "429"}; !slices.Equal(got, want) {
+		t.Errorf("the agent's turns and posts: %v; want %v (three new rooms, the fourth refused)", got, want)
 	}
-	if p := h.pending(); len(p) != 1 || p[0] != "main" {
-		t.Errorf("pending during the pause: %v; want room-4's message kept for main", p)
+	testwait.For(t, 10*time.Second, "nothing pending or running", func() bool {
+		_, at := h.g.runningTurn("main")
+		return len(h.pending()) == 0 && at == nil
+	})
+	if ms, _ := h.st.MessagesAfter(context.Background(), "web:room-5", 0, 10); len(ms) != 0 {
+		t.Errorf("room-5 was stored: %+v", ms)
 	}
-	if _, at := h.g.runningTurn("main"); at != nil {
-		t.Error("a turn of main is running during the pause")
-	}
-	if said := botSaid("room-4"); len(said) != 1 {
-		t.Errorf("room-4 got %q; want the one pause notice", said)
+	if n := len(h.turns("main")); n != 4 {
+		t.Errorf("%d turns; want 4", n)
 	}
 }
 
@@ -249,6 +251,18 @@ func TestLoopGuardRefusesNewRoomsFromHost(t *testing.T) {
 	if status, body, _ := post("lobby"); status != http.StatusAccepted {
 		t.Errorf("post to an existing room during the turn: %d %s; want 202", status, body)
 	}
+	testwait.For(t, 10*time.Second, "the pause notice in lobby (the room of the turn)", func() bool {
+		ms, err := h.st.MessagesAfter(context.Background(), "web:lobby", 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.FromBot && strings.HasPrefix(m.Text, "Paused until") && strings.Contains(m.Text, "opened 2 new web rooms") {
+				return true
+			}
+		}
+		return false
+	})
 	// From another address (not this machine): not refused.
 	for i := range 3 {
 		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: adapters.JID(fmt.Sprintf("web:far-%d", i)), ID: adapters.MessageID(fmt.Sprint("f", i)),
@@ -258,15 +272,15 @@ func TestLoopGuardRefusesNewRoomsFromHost(t *testing.T) {
 	}
 }
 
-// The guard's decisions for one folder's web rooms, on a fake clock: echo
-// turns in a row across rooms pause the folder's echo-only rooms, a room
-// with a person's message runs and starts the row over, the pause ends,
-// and starts older than the window no longer count.
+// The guard's decisions for one folder's web rooms, on a fake clock: a
+// room's echo turns in a row pause it (another room's row is its own); a
+// room with a person's message runs and starts its row over; starts older
+// than the window no longer count; a new room past NewRooms is refused
+// and pauses the folder's echo-only rooms, not a person's.
 func TestLoopsPerFolder(t *testing.T) {
 	clock := newFakeClock()
-	l := &loops{cfg: LoopGuard{Turns: 3, Window: time.Minute, Pause: 10 * time.Minute}.withDefaults(), now: clock.Now}
+	l := &loops{cfg: LoopGuard{Turns: 3, Window: time.Minute, Pause: 10 * time.Minute, NewRooms: 2}.withDefaults(), now: clock.Now}
 	room := func(n int) loopKey { return loopKey{"main", adapters.JID(fmt.Sprintf("web:room-%d", n)), ""} }
-	other := loopKey{"other", "web:x", ""}
 	step := func(k loopKey, wantHold, wantCaught bool) {
 		t.Helper()
 		_, caught, hold := l.started(k)
@@ -276,31 +290,36 @@ func TestLoopsPerFolder(t *testing.T) {
 	}
 	l.arrived(room(1), false) // a person
 	step(room(1), false, false)
-	step(room(2), false, false) // echoes, each in a new room
-	step(other, false, false)   // another folder's row is its own
-	step(room(3), true, true)   // the third in a row: caught
-	step(room(4), true, false)  // an echo-only room waits out the pause, untold
-	l.arrived(room(5), false)
-	step(room(5), false, false) // a person's room runs
-	clock.Advance(10 * time.Minute)
-	step(room(4), false, false) // the pause is over (room-5's start has left the window)
-	step(room(6), false, false)
-	step(room(7), true, true)
-	clock.Advance(10*time.Minute + time.Second)
-	step(room(8), false, false)
-	clock.Advance(2 * time.Minute) // room-8's start leaves the window
-	step(room(9), false, false)
-	step(room(10), false, false)
-	step(room(11), true, true)
-	for range 3 {
-		if w := l.openRoom("main"); w != 0 {
+	step(room(1), false, false) // echoes
+	step(room(2), false, false) // another room's row
+	step(room(1), true, true)   // room-1's third in a row: paused
+	step(room(2), false, false)
+	l.arrived(room(2), false)
+	step(room(2), false, false) // a person: room-2's row starts over
+	step(room(2), false, false)
+	clock.Advance(2 * time.Minute) // the row leaves the window
+	step(room(2), false, false)
+	step(room(2), false, false)
+	step(room(2), true, true)
+
+	for range 2 {
+		if w, _, _ := l.openRoom("main"); w != 0 {
 			t.Fatalf("new room refused after %v", w)
 		}
 	}
-	if w := l.openRoom("main"); w <= 0 || w > time.Minute {
-		t.Errorf("fourth new room within the window: wait %v; want refused until the window frees one", w)
+	w, _, caught := l.openRoom("main")
+	if w <= 0 || w > time.Minute || !caught {
+		t.Fatalf("third new room within the window: wait %v caught %v; want refused, and the folder paused", w, caught)
 	}
-	if w := l.openRoom("other"); w != 0 {
+	if _, _, caught := l.openRoom("main"); caught {
+		t.Error("a second refusal caught the folder again (a second notice)")
+	}
+	if w, _, _ := l.openRoom("other"); w != 0 {
 		t.Errorf("another folder's new room refused: %v", w)
 	}
+	step(room(3), true, false) // echo-only: waits out the folder's pause, untold
+	l.arrived(room(4), false)
+	step(room(4), false, false) // a person's room runs
+	clock.Advance(10 * time.Minute)
+	step(room(3), false, false)
 }
