@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -346,5 +347,66 @@ func TestBudgetSkipsTaskRunsOfAHeldChat(t *testing.T) {
 	}
 	if got := h.fa.sentTo(testChat); len(got) != 3 {
 		t.Errorf("%d messages sent to the chat, want 3 (no task replies): %v", len(got), got)
+	}
+}
+
+// TestBudgetSkipsTaskRunQueuedBehindHeldMessages: a task run that fell due
+// while the budget still had room, queued behind a chat message, is
+// skipped when the budget, used up meanwhile, holds that message; raising
+// the cap answers the message and runs no task turn.
+func TestBudgetSkipsTaskRunQueuedBehindHeldMessages(t *testing.T) {
+	dir := t.TempDir()
+	release := func() {
+		if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; while [ ! -f "$1/go" ]; do sleep 0.01; done; rm -f "$1/go"
+echo "answered $SWITCHBOARD_TRIGGER"; echo '{"switchboard_usage": {"cost_usd": 2}}'`, dir)})
+	ctx := context.Background()
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
+		m := h.g.spend.budgets.byFolder.Load()
+		return m != nil && len(*m) == 1
+	})
+	h.post(testChat, "m1", "spend it")
+	testwait.For(t, 10*time.Second, "m1's turn running", func() bool { _, at := h.g.runningTurn("main"); return at != nil })
+	h.post(testChat, "m2", "queued")
+	now := time.Now()
+	task, err := scheduler.NewTask(scheduler.TaskSpec{Folder: "main", ChatJID: testChat, Prompt: "report", Schedule: "@every 1h"}, "UTC", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.Next = now.Add(-time.Second)
+	if task, err = h.st.AddTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	h.g.sched.Wake()
+	runs := func() []store.TaskRun {
+		rs, err := h.st.TaskRuns(ctx, task.ID, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	testwait.For(t, 10*time.Second, "the task's run fired", func() bool { return len(runs()) == 1 })
+	release() // m1's turn spends $2 of $1: m2 is held, and the run behind it skipped
+	testwait.For(t, 10*time.Second, "the run settled", func() bool { return runs()[0].Status != "fired" })
+	if r := runs()[0]; r.Status != store.RunSkipped || !strings.Contains(r.Error, "skipped: monthly budget of $1.00 is used up ($2.00 spent)") {
+		t.Errorf("run %+v, want skipped with the budget as reason", r)
+	}
+	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 100}); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	testwait.For(t, 10*time.Second, "nothing left pending", func() bool { return len(h.pending()) == 0 })
+	var triggers []store.Trigger
+	for _, tr := range h.turns("main") {
+		triggers = append(triggers, tr.Trigger)
+	}
+	if !slices.Equal(triggers, []store.Trigger{store.TriggerMessage, store.TriggerMessage}) {
+		t.Errorf("turns: %v; want the two message turns and no task run", triggers)
 	}
 }
