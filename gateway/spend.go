@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"math"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +46,12 @@ func (g *Gateway) recordUsage(ctx context.Context, turn *store.Turn, session str
 	if res.SessionID != "" {
 		turn.SessionID = res.SessionID // also on a failed turn: its running total counts for the next one
 	}
-	u = u.Add(g.reportedUsage(turn.ID))
+	// Each report was Checked where it was read (a worker's outcome on
+	// NATS included); the sum is checked again against the ceilings.
+	u = u.Add(g.reportedUsage(turn.ID)).Checked()
+	if u.Refused != "" {
+		g.log.Warn("usage refused", "turn_id", turn.ID, "folder", turn.Folder, "reason", u.Refused)
+	}
 	turn.Usage = store.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheCreationTokens: u.CacheCreationTokens, CacheReadTokens: u.CacheReadTokens, NumTurns: u.NumTurns,
 		APIDuration: u.APIDuration, SessionCost: u.SessionCost}
@@ -53,10 +59,19 @@ func (g *Gateway) recordUsage(ctx context.Context, turn *store.Turn, session str
 		return
 	}
 	tier := strconv.Itoa(min(max(g.tierOf(turn.Folder), 0), 3))
-	g.spend.cost.WithLabelValues(tier).Add(u.CostUSD)
+	addCount(g.spend.cost.WithLabelValues(tier), u.CostUSD)
 	for kind, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens,
 		"cache_creation": u.CacheCreationTokens, "cache_read": u.CacheReadTokens} {
-		g.spend.tokens.WithLabelValues(tier, kind).Add(float64(n))
+		addCount(g.spend.tokens.WithLabelValues(tier, kind), float64(n))
+	}
+}
+
+// addCount adds v to c unless it is negative or not finite: a Prometheus
+// counter panics on a negative Add, and one +Inf would stick for good.
+// Usage is Checked before it gets here; this is the second line.
+func addCount(c prometheus.Counter, v float64) {
+	if v > 0 && !math.IsInf(v, 0) {
+		c.Add(v)
 	}
 }
 

@@ -38,8 +38,10 @@ func TestReportUsage(t *testing.T) {
 	if r := call(t, c, "report_usage", map[string]any{"cost_usd": 0.125, "output_tokens": 30, "cache_read_input_tokens": 7}); r.IsError {
 		t.Fatalf("second report: %+v", r)
 	}
-	if r := call(t, c, "report_usage", map[string]any{"cost_usd": -1}); !r.IsError {
-		t.Errorf("a negative cost was accepted: %+v", r)
+	for _, args := range []map[string]any{{"cost_usd": -1}, {"cost_usd": 1e308}, {"cost_usd": 20000}, {"output_tokens": 1e13}} {
+		if r := call(t, c, "report_usage", args); !r.IsError || !strings.Contains(r.Text, "believable") && !strings.Contains(r.Text, "not a figure") {
+			t.Errorf("report_usage %v was accepted: %+v", args, r)
+		}
 	}
 	mustWrite(t, gate, "")
 	waitTurn(t, h.st, "acme/eng", store.TriggerMessage)
