@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,23 @@ func TestListBudgetsUsedUpByAncestor(t *testing.T) {
 	}
 	if !got["acme"] || !got["acme/eng"] || !got["acme/eng/ops"] {
 		t.Errorf("list_budgets with acme's daily $1 spent by acme/eng: used_up %v; want acme and everything below it used up", got)
+	}
+}
+
+// TestListBudgetsWithoutFloatNoise: three turns of $0.80 are 2.4 in
+// list_budgets, not 2.4000000000000004.
+func TestListBudgetsWithoutFloatNoise(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	for i := range 3 {
+		turn := store.Turn{ID: fmt.Sprint("t-", i), Folder: "acme", ChatJID: "web:lobby", Trigger: store.TriggerMessage, Attempt: 1,
+			Started: time.Now(), Status: store.TurnSucceeded, Usage: store.Usage{CostUSD: 0.8}}
+		if err := h.st.FinishBatch(ctx, store.Batch{Folder: "acme", ChatJID: "web:lobby"}, turn, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := call(t, h.connect(t, "acme", true), "list_budgets", nil)
+	if r.IsError || !strings.Contains(r.Text, `"today_usd":2.4,`) || !strings.Contains(r.Text, `"month_usd":2.4,`) {
+		t.Errorf("list_budgets: %s; want acme's today_usd and month_usd 2.4", r.Text)
 	}
 }

@@ -108,3 +108,22 @@ func TestSpendTextSmallCap(t *testing.T) {
 		t.Errorf("budget list line for a $0.001 daily cap:\n%s", out)
 	}
 }
+
+// TestSpendJSONWithoutFloatNoise: three turns of $0.80 show as 2.4 in
+// budget list --json and status --json (sums are exact micro-dollars),
+// not 2.4000000000000004.
+func TestSpendJSONWithoutFloatNoise(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	now := time.Now()
+	for i := range 3 {
+		recordTurn(t, dir, "main", now.Add(-time.Duration(i)*time.Millisecond), store.Usage{CostUSD: 0.8})
+	}
+	mustSB(t, dir, "budget", "set", "main", "--daily", "5")
+	for _, args := range [][]string{{"--json", "budget", "list"}, {"--json", "status"}} {
+		out := mustSB(t, dir, args...)
+		if !strings.Contains(out, `"today_usd": 2.4,`) || !strings.Contains(out, `"month_usd": 2.4,`) {
+			t.Errorf("switchboard %s:\n%s\nwant today_usd and month_usd 2.4", strings.Join(args, " "), out)
+		}
+	}
+}
