@@ -63,7 +63,7 @@ func TestCostMicrosMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, c := range []struct {
-		folder       string
+		folder        string
 		cost, session float64
 	}{{"main", 0.8, 0.8}, {"main", 0.8, 1.6}, {"main", 0.8, 2.4}, {"main", 0.0166563, 0.0166563}, {"bad", 1e308, 1e308}, {"bad", 1e308, 0}, {"bad", -1, 0}} {
 		if _, err := old.w.ExecContext(ctx, `INSERT INTO turns (id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms,
