@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,5 +126,24 @@ func TestSpendJSONWithoutFloatNoise(t *testing.T) {
 		if !strings.Contains(out, `"today_usd": 2.4,`) || !strings.Contains(out, `"month_usd": 2.4,`) {
 			t.Errorf("switchboard %s:\n%s\nwant today_usd and month_usd 2.4", strings.Join(args, " "), out)
 		}
+	}
+}
+
+// TestTurnsInConfiguredZone: switchboard turns shows when a turn started
+// in the config's timezone, zone named, as the other commands do (it
+// printed the host's zone, unnamed); --json carries the offset.
+func TestTurnsInConfiguredZone(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "data")
+	cfg := filepath.Join(base, "switchboard.yaml")
+	if err := os.WriteFile(cfg, []byte("timezone: Europe/Berlin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recordTurn(t, dir, "main", time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC), store.Usage{CostUSD: 0.5})
+	if out := mustSB(t, dir, "--config", cfg, "turns"); !strings.Contains(out, "2026-01-15 13:00:00 +01:00 Europe/Berlin") {
+		t.Errorf("switchboard turns:\n%s\nwant the start at 13:00 +01:00 Europe/Berlin", out)
+	}
+	if out := mustSB(t, dir, "--config", cfg, "--json", "turns"); !strings.Contains(out, `"started": "2026-01-15T13:00:00+01:00"`) {
+		t.Errorf("switchboard --json turns:\n%s\nwant started in Europe/Berlin's offset", out)
 	}
 }
