@@ -30,6 +30,10 @@ type Usage struct {
 	// (subtype error_max_budget_usd). Running it again would spend as much
 	// again, so the gateway does not retry it.
 	MaxBudgetHit bool
+	// SessionTotal: the token figures are the session's running total
+	// (Codex prints its thread's): the gateway charges the turn what they
+	// grew since the session's earlier turns (TokensSince).
+	SessionTotal bool `json:",omitempty"`
 	// Refused says why Checked refused the reported figures (then all
 	// zero): a worker's refusal travels to the gateway, which logs it.
 	Refused string `json:",omitempty"`
@@ -74,13 +78,13 @@ func (u Usage) Checked() Usage {
 	if why == "" {
 		return u
 	}
-	return Usage{MaxBudgetHit: u.MaxBudgetHit, Refused: why}
+	return Usage{MaxBudgetHit: u.MaxBudgetHit, SessionTotal: u.SessionTotal, Refused: why}
 }
 
 // IsZero reports whether nothing was reported (a refused report has
 // nothing to count either).
 func (u Usage) IsZero() bool {
-	u.Refused = ""
+	u.Refused, u.SessionTotal = "", false
 	return u == Usage{}
 }
 
@@ -90,7 +94,7 @@ func (u Usage) Add(o Usage) Usage {
 		CostUSD: u.CostUSD + o.CostUSD, InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
 		CacheCreationTokens: u.CacheCreationTokens + o.CacheCreationTokens, CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens,
 		NumTurns: u.NumTurns + o.NumTurns, APIDuration: u.APIDuration + o.APIDuration, SessionCost: u.SessionCost + o.SessionCost,
-		MaxBudgetHit: u.MaxBudgetHit || o.MaxBudgetHit, Refused: joinReasons(u.Refused, o.Refused),
+		MaxBudgetHit: u.MaxBudgetHit || o.MaxBudgetHit, SessionTotal: u.SessionTotal, Refused: joinReasons(u.Refused, o.Refused),
 	}
 }
 
@@ -108,6 +112,45 @@ func (u Usage) Since(prev float64) Usage {
 	if u.SessionCost > 0 && prev > 0 && u.SessionCost >= prev {
 		u.CostUSD = u.SessionCost - prev
 	}
+	return u
+}
+
+// TokensSince turns a session's running token totals into this turn's:
+// prev is what the session's earlier turns recorded. Totals below prev
+// (a session the agent did not carry over) stand as they are.
+func (u Usage) TokensSince(prev Usage) Usage {
+	if u.InputTokens < prev.InputTokens || u.OutputTokens < prev.OutputTokens ||
+		u.CacheCreationTokens < prev.CacheCreationTokens || u.CacheReadTokens < prev.CacheReadTokens {
+		return u
+	}
+	u.InputTokens -= prev.InputTokens
+	u.OutputTokens -= prev.OutputTokens
+	u.CacheCreationTokens -= prev.CacheCreationTokens
+	u.CacheReadTokens -= prev.CacheReadTokens
+	return u
+}
+
+// Price is what the model charges, in US dollars per million tokens
+// (config agent.price). Zero is no price.
+type Price struct {
+	InputPerMTok float64 // input tokens, cache writes included
+	// CachedInputPerMTok is for cache reads; 0 charges them at InputPerMTok.
+	CachedInputPerMTok float64
+	OutputPerMTok      float64
+}
+
+// Charge sets u's cost from its tokens at p when the agent reported
+// tokens and no cost (Codex); otherwise u stands.
+func (p Price) Charge(u Usage) Usage {
+	if u.CostUSD != 0 || p == (Price{}) {
+		return u
+	}
+	cached := p.CachedInputPerMTok
+	if cached == 0 {
+		cached = p.InputPerMTok
+	}
+	u.CostUSD = (float64(u.InputTokens+u.CacheCreationTokens)*p.InputPerMTok + float64(u.CacheReadTokens)*cached +
+		float64(u.OutputTokens)*p.OutputPerMTok) / 1e6
 	return u
 }
 
@@ -215,6 +258,8 @@ func stdoutUsage(o Output, out []byte) Usage {
 	switch o {
 	case OutputClaudeJSON:
 		return parseClaudeUsage(out)
+	case OutputCodexJSON:
+		return readCodexEvents(out).Usage.usage()
 	case OutputNone:
 		return Usage{}
 	}

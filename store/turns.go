@@ -104,3 +104,20 @@ func (s *Store) SessionCost(ctx context.Context, folder, session string) (float6
 	}
 	return c, nil
 }
+
+// SessionTokens sums the tokens the turns of folder in session recorded:
+// what an agent that prints its session's running total (Codex) had
+// already been charged.
+func (s *Store) SessionTokens(ctx context.Context, folder, session string) (Usage, error) {
+	var u Usage
+	if session == "" {
+		return u, nil
+	}
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+		COALESCE(SUM(cache_creation_tokens), 0), COALESCE(SUM(cache_read_tokens), 0) FROM turns WHERE folder = ? AND session_id = ?`,
+		folder, session).Scan(&u.InputTokens, &u.OutputTokens, &u.CacheCreationTokens, &u.CacheReadTokens)
+	if err != nil {
+		return Usage{}, fmt.Errorf("read session tokens of %s: %w", folder, err)
+	}
+	return u, nil
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/agent"
 	"switchboard/control"
 	"switchboard/store"
 )
@@ -84,15 +85,26 @@ func TestConfigBudgets(t *testing.T) {
 	if len(cfg.Budgets) != 1 || cfg.Budgets[0] != (BudgetSeed{Folder: "main", DailyUSD: 5, MonthlyUSD: 50}) {
 		t.Errorf("budgets %+v", cfg.Budgets)
 	}
+	if got := cfg.Agent.Price.price(); got != (agent.Price{}) {
+		t.Errorf("price %+v, want none by default", got)
+	}
 	if got := strings.Join(maxTurnArgs(cfg.Agent), " "); got != "--max-budget-usd 0.5" {
 		t.Errorf("max_turn_usd args %q", got)
 	}
+	cfg, err = ParseConfig([]byte("agent:\n  output: codex-json\n  price: {input_per_mtok: 1.25, cached_input_per_mtok: 0.125, output_per_mtok: 10}\n"), func(string) string { return "" })
+	if err != nil || cfg.Agent.Price.price() != (agent.Price{InputPerMTok: 1.25, CachedInputPerMTok: 0.125, OutputPerMTok: 10}) {
+		t.Errorf("agent.price: %+v, %v", cfg.Agent.Price, err)
+	}
 	for yaml, want := range map[string]string{
-		"budgets:\n  - {folder: main}\n":                     "budgets[0]: bad budget: neither a daily nor a monthly cap",
-		"budgets:\n  - {folder: main, daily_usd: lots}\n":    `budgets[0].daily_usd: "lots" is not a number`,
-		"budgets:\n  - {folder: ../x, daily_usd: 1}\n":       "budgets[0].folder:",
-		"agent:\n  max_turn_usd: -1\n":                       "agent.max_turn_usd: -1",
-		"budgets:\n  - {folder: main, daily_usd: 1, x: 2}\n": "budgets[0].x: unknown key",
+		"budgets:\n  - {folder: main}\n":                                "budgets[0]: bad budget: neither a daily nor a monthly cap",
+		"budgets:\n  - {folder: main, daily_usd: lots}\n":               `budgets[0].daily_usd: "lots" is not a number`,
+		"budgets:\n  - {folder: ../x, daily_usd: 1}\n":                  "budgets[0].folder:",
+		"agent:\n  max_turn_usd: -1\n":                                  "agent.max_turn_usd: -1",
+		"agent:\n  price: {input_per_mtok: -1, output_per_mtok: 2}\n":   "agent.price.input_per_mtok: -1: want US dollars per million tokens",
+		"agent:\n  price: {input_per_mtok: 1, output_per_mtok: 5000}\n": "agent.price.output_per_mtok: 5000",
+		"agent:\n  price: {input_per_mtok: 1}\n":                        "agent.price: set both input_per_mtok and output_per_mtok",
+		"agent:\n  price: {input_per_mtok: 1, output: 2}\n":             "agent.price.output: unknown key",
+		"budgets:\n  - {folder: main, daily_usd: 1, x: 2}\n":            "budgets[0].x: unknown key",
 	} {
 		if _, err := ParseConfig([]byte(yaml), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want %q", yaml, err, want)
