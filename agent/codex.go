@@ -18,11 +18,27 @@ const OutputCodexJSON Output = "codex-json"
 // CodexUsage is turn.completed's usage. Codex 0.169 reports the running
 // total of the whole thread there: a resumed session's figures include its
 // earlier turns (the thread's previous report must be subtracted to get one
-// turn's).
+// turn's). input_tokens counts the cached ones too; output_tokens the
+// reasoning ones.
 type CodexUsage struct {
-	InputTokens       int64 `json:"input_tokens"`
-	CachedInputTokens int64 `json:"cached_input_tokens"`
-	OutputTokens      int64 `json:"output_tokens"`
+	InputTokens           int64 `json:"input_tokens"`
+	CachedInputTokens     int64 `json:"cached_input_tokens"`
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
+	OutputTokens          int64 `json:"output_tokens"`
+}
+
+// usage is u as a thread's running total of tokens (Checked; no cost:
+// agent.price sets one). Input excludes cache reads, as Usage has it.
+func (u CodexUsage) usage() Usage {
+	if u == (CodexUsage{}) {
+		return Usage{}
+	}
+	in := u.InputTokens
+	if in >= u.CachedInputTokens {
+		in -= u.CachedInputTokens
+	}
+	return Usage{InputTokens: in, OutputTokens: u.OutputTokens, CacheReadTokens: u.CachedInputTokens,
+		CacheCreationTokens: u.CacheWriteInputTokens, SessionTotal: true}.Checked()
 }
 
 // codexRun is what one `codex exec --json` printed.

@@ -139,3 +139,50 @@ func TestCodexUsage(t *testing.T) {
 		t.Errorf("usage %+v, want %+v", got, want)
 	}
 }
+
+// TestRunCodexJSONUsage: the tokens of turn.completed (recorded from
+// Codex 0.169) are the turn's usage, marked as the thread's running
+// total; input excludes the cached tokens. A resumed thread's figures
+// minus the earlier turn's are this turn's. No cost: Codex prints none.
+func TestRunCodexJSONUsage(t *testing.T) {
+	t.Parallel()
+	fresh := Usage{InputTokens: 14, CacheReadTokens: 6, OutputTokens: 10, SessionTotal: true}
+	for _, tt := range []struct {
+		file string
+		want Usage
+	}{
+		{"fresh.jsonl", fresh},
+		{"resumed.jsonl", Usage{InputTokens: 28, CacheReadTokens: 12, OutputTokens: 20, SessionTotal: true}},
+		{"turn-failed.jsonl", Usage{}},
+	} {
+		res, _ := runAgent(t, Spec{Command: printingAgent(t, codexEvents(t, tt.file)), Output: OutputCodexJSON}, Input{})
+		if res.Usage != tt.want {
+			t.Errorf("%s: usage %+v, want %+v", tt.file, res.Usage, tt.want)
+		}
+	}
+	resumed := Usage{InputTokens: 28, CacheReadTokens: 12, OutputTokens: 20, SessionTotal: true}
+	if got := resumed.TokensSince(fresh); got != fresh {
+		t.Errorf("resumed thread's tokens since the first turn = %+v, want %+v", got, fresh)
+	}
+	if got := fresh.TokensSince(resumed); got != fresh {
+		t.Errorf("totals below the earlier turns' (a new thread) = %+v, want them as they are", got)
+	}
+}
+
+func TestPriceCharge(t *testing.T) {
+	t.Parallel()
+	u := Usage{InputTokens: 1_000_000, CacheCreationTokens: 1_000_000, CacheReadTokens: 2_000_000, OutputTokens: 500_000}
+	p := Price{InputPerMTok: 1.25, CachedInputPerMTok: 0.125, OutputPerMTok: 10}
+	if got := p.Charge(u).CostUSD; got != 2.5+0.25+5 {
+		t.Errorf("cost %v, want 7.75", got)
+	}
+	if got := (Price{InputPerMTok: 1, OutputPerMTok: 2}).Charge(u).CostUSD; got != 2+2+1 {
+		t.Errorf("cost without a cached price %v, want cache reads at the input price: 5", got)
+	}
+	if got := p.Charge(Usage{CostUSD: 0.5, InputTokens: 1e6}).CostUSD; got != 0.5 {
+		t.Errorf("a reported cost was replaced: %v", got)
+	}
+	if got := (Price{}).Charge(u).CostUSD; got != 0 {
+		t.Errorf("no price charged %v", got)
+	}
+}

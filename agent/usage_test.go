@@ -2,8 +2,10 @@ package agent
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +83,10 @@ func TestRunTextUsageTrailer(t *testing.T) {
 			"Hi there.", Usage{CostUSD: 0.25, InputTokens: 1200, OutputTokens: 80, APIDuration: 900 * time.Millisecond}},
 		{"no trailer", "Hi there.\n", "Hi there.", Usage{}},
 		{"other JSON stays the reply", "Result:\n{\"switchboard_usage\": 1, \"other\": 2}", "Result:\n{\"switchboard_usage\": 1, \"other\": 2}", Usage{}},
-		{"negative figures dropped", "ok\n{\"switchboard_usage\": {\"cost_usd\": -3, \"output_tokens\": -1}}", "ok", Usage{}},
+		{"negative figures refuse the report", "ok\n{\"switchboard_usage\": {\"cost_usd\": -3, \"output_tokens\": 5}}", "ok",
+			Usage{Refused: "cost_usd -3 is not between 0 and 10000 US dollars"}},
+		{"an absurd cost refuses the report", "ok\n{\"switchboard_usage\": {\"cost_usd\": 1e308, \"output_tokens\": 5}}", "ok",
+			Usage{Refused: "cost_usd 1e+308 is not between 0 and 10000 US dollars"}},
 		{"trailer only", "{\"switchboard_usage\": {\"cost_usd\": 1}}", "", Usage{CostUSD: 1}},
 	}
 	for _, tt := range tests {
@@ -93,6 +98,51 @@ func TestRunTextUsageTrailer(t *testing.T) {
 			}
 			if res.Reply != tt.reply || res.Usage != tt.usage {
 				t.Errorf("reply %q usage %+v; want %q %+v", res.Reply, res.Usage, tt.reply, tt.usage)
+			}
+		})
+	}
+}
+
+// TestUsageChecked: negative, non-finite and absurd figures refuse the
+// whole report (all figures zero, the reason kept); sane ones pass as
+// they are.
+func TestUsageChecked(t *testing.T) {
+	t.Parallel()
+	sane := Usage{CostUSD: 2.5, SessionCost: 7, InputTokens: 1200, OutputTokens: 80, CacheCreationTokens: 9, CacheReadTokens: 3000,
+		NumTurns: 3, APIDuration: 2 * time.Second}
+	tests := []struct {
+		name    string
+		in      Usage
+		refused string // "" : in passes unchanged
+	}{
+		{"sane", sane, ""},
+		{"at the ceilings", Usage{CostUSD: MaxTurnCostUSD, InputTokens: MaxTurnTokens, APIDuration: MaxAPIDuration}, ""},
+		{"negative cost", Usage{CostUSD: -0.01, OutputTokens: 5}, "cost_usd -0.01 is not between 0 and 10000 US dollars"},
+		{"NaN cost", Usage{CostUSD: math.NaN()}, "cost_usd NaN is not between"},
+		{"+Inf cost", Usage{CostUSD: math.Inf(1)}, "cost_usd +Inf is not between"},
+		{"1e308 cost", Usage{CostUSD: 1e308}, "cost_usd 1e+308 is not between"},
+		{"cost over the ceiling", Usage{CostUSD: MaxTurnCostUSD + 0.01}, "cost_usd 10000.01 is not between"},
+		{"absurd session total", Usage{CostUSD: 1, SessionCost: 1e20}, "session cost_usd 1e+20 is not between"},
+		{"negative tokens", Usage{CostUSD: 1, CacheReadTokens: -1}, "cache_read_input_tokens -1 is not between 0 and 1000000000000"},
+		{"tokens over the ceiling", Usage{OutputTokens: MaxTurnTokens + 1}, "output_tokens 1000000000001 is not between"},
+		{"negative round trips", Usage{NumTurns: -2}, "num_turns -2 is not between"},
+		{"negative API time", Usage{APIDuration: -time.Millisecond}, "duration_api_ms -1 is not between"},
+		{"a refusal from elsewhere (a worker's)", Usage{CostUSD: 1, Refused: "cost_usd -1 is not between"}, "cost_usd -1 is not between"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := tt.in
+			in.MaxBudgetHit = true
+			got := in.Checked()
+			if tt.refused == "" {
+				if got != in {
+					t.Errorf("Checked(%+v) = %+v, want it unchanged", in, got)
+				}
+				return
+			}
+			if !strings.HasPrefix(got.Refused, tt.refused) || got != (Usage{MaxBudgetHit: true, Refused: got.Refused}) {
+				t.Errorf("Checked(%+v) = %+v, want every figure zero, MaxBudgetHit kept and Refused %q", in, got, tt.refused)
 			}
 		})
 	}

@@ -26,6 +26,9 @@ type Options struct {
 	Store    *store.Store
 	Adapters []adapters.Adapter
 	Agent    agent.Spec
+	// Price charges turns whose agent reports tokens and no cost (Codex):
+	// agent.price. Zero: such turns cost nothing.
+	Price agent.Price
 	// Runner runs the turns (agent.runner); nil: agent.Local, on this machine.
 	Runner        agent.Runner
 	DataDir       string

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"math"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,22 +31,22 @@ func (s *spend) init(g *Gateway) {
 }
 
 // recordUsage sets turn's usage from what the agent printed and what it
-// reported over MCP during the turn. A resumed Claude Code session prints
-// the session's running total: the turn's cost is what it added since the
-// session's previous turn.
+// reported over MCP during the turn, priced at agent.price when it
+// reported tokens and no cost.
 func (g *Gateway) recordUsage(ctx context.Context, turn *store.Turn, session string, res agent.Result) {
 	u := res.Usage
-	if u.SessionCost > 0 && session != "" && res.SessionID == session {
-		prev, err := g.st.SessionCost(ctx, turn.Folder, session)
-		if err != nil && ctx.Err() == nil {
-			g.log.Warn("read the session's previous cost; the turn is charged the session's total", "folder", turn.Folder, "err", err)
-		}
-		u = u.Since(prev)
+	if session != "" && res.SessionID == session {
+		u = g.sinceSession(ctx, turn.Folder, session, u)
 	}
 	if res.SessionID != "" {
 		turn.SessionID = res.SessionID // also on a failed turn: its running total counts for the next one
 	}
-	u = u.Add(g.reportedUsage(turn.ID))
+	// Each report was Checked where it was read (a worker's outcome on
+	// NATS included); the sum, priced, is checked again.
+	u = g.opt.Price.Charge(u.Add(g.reportedUsage(turn.ID))).Checked()
+	if u.Refused != "" {
+		g.log.Warn("usage refused", "turn_id", turn.ID, "folder", turn.Folder, "reason", u.Refused)
+	}
 	turn.Usage = store.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheCreationTokens: u.CacheCreationTokens, CacheReadTokens: u.CacheReadTokens, NumTurns: u.NumTurns,
 		APIDuration: u.APIDuration, SessionCost: u.SessionCost}
@@ -53,11 +54,42 @@ func (g *Gateway) recordUsage(ctx context.Context, turn *store.Turn, session str
 		return
 	}
 	tier := strconv.Itoa(min(max(g.tierOf(turn.Folder), 0), 3))
-	g.spend.cost.WithLabelValues(tier).Add(u.CostUSD)
+	addCount(g.spend.cost.WithLabelValues(tier), u.CostUSD)
 	for kind, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens,
 		"cache_creation": u.CacheCreationTokens, "cache_read": u.CacheReadTokens} {
-		g.spend.tokens.WithLabelValues(tier, kind).Add(float64(n))
+		addCount(g.spend.tokens.WithLabelValues(tier, kind), float64(n))
 	}
+}
+
+// addCount adds v to c unless it is negative or not finite: a Prometheus
+// counter panics on a negative Add, and one +Inf would stick for good.
+// Usage is Checked before it gets here; this is the second line.
+func addCount(c prometheus.Counter, v float64) {
+	if v > 0 && !math.IsInf(v, 0) {
+		c.Add(v)
+	}
+}
+
+// sinceSession is what u, printed by a turn of a resumed session, adds to
+// the session's earlier turns: a resumed Claude Code session prints its
+// running total cost, a resumed Codex thread its running token totals.
+func (g *Gateway) sinceSession(ctx context.Context, folder, session string, u agent.Usage) agent.Usage {
+	if u.SessionCost > 0 {
+		prev, err := g.st.SessionCost(ctx, folder, session)
+		if err != nil && ctx.Err() == nil {
+			g.log.Warn("read the session's previous cost; the turn is charged the session's total", "folder", folder, "err", err)
+		}
+		u = u.Since(prev)
+	}
+	if u.SessionTotal {
+		prev, err := g.st.SessionTokens(ctx, folder, session)
+		if err != nil && ctx.Err() == nil {
+			g.log.Warn("read the session's earlier tokens; the turn is charged the session's total", "folder", folder, "err", err)
+		}
+		u = u.TokensSince(agent.Usage{InputTokens: prev.InputTokens, OutputTokens: prev.OutputTokens,
+			CacheCreationTokens: prev.CacheCreationTokens, CacheReadTokens: prev.CacheReadTokens})
+	}
+	return u
 }
 
 // reportedUsage is what the running turn id reported over MCP.

@@ -410,3 +410,32 @@ echo "answered $SWITCHBOARD_TRIGGER"; echo '{"switchboard_usage": {"cost_usd": 2
 		t.Errorf("turns: %v; want the two message turns and no task run", triggers)
 	}
 }
+
+// TestTurnUsageFromCodex: a Codex turn records the tokens of its events
+// (recorded from Codex 0.169); a resumed thread prints its running total,
+// so the second turn is charged what it added. The cost comes from
+// agent.price, as Codex prints none.
+func TestTurnUsageFromCodex(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("..", "agent", "testdata", "codex-json"))
+	script := testagent.Script(t, `cat >/dev/null; if [ "$2" = "resume" ]; then cat "$1/resumed.jsonl"; else cat "$1/fresh.jsonl"; fi`, dir)
+	h := newHarness(t, harnessConfig{agent: script, modify: func(o *Options) {
+		o.Agent.Output = agent.OutputCodexJSON
+		o.Agent.ResumeArgs = []string{"resume", "{session}"}
+		o.Price = agent.Price{InputPerMTok: 2, CachedInputPerMTok: 0.5, OutputPerMTok: 8}
+	}})
+	h.post(testChat, "m1", "hello")
+	h.waitSent(testChat, 1)
+	h.post(testChat, "m2", "again")
+	h.waitSent(testChat, 2)
+	ts := h.turns("main")
+	if len(ts) != 2 || ts[1].SessionID != "01a2129f-59a9-7943-91d0-9f60986dd305" {
+		t.Fatalf("turns %+v, want two of the resumed thread", ts)
+	}
+	// 14 input + 6 cached + 10 output tokens: (14×2 + 6×0.5 + 10×8) / 1e6.
+	want := store.Usage{CostUSD: 0.000111, InputTokens: 14, CacheReadTokens: 6, OutputTokens: 10}
+	for i, turn := range ts {
+		if turn.Usage != want {
+			t.Errorf("turn %d usage %+v, want %+v", i+1, turn.Usage, want)
+		}
+	}
+}

@@ -117,22 +117,30 @@ func runSetBudget(ctx context.Context, c *call) (any, error) {
 // errNoTurn: report_usage outside a turn has nothing to add to.
 var errNoTurn = errors.New("your group runs no turn now; report usage from within a turn")
 
+// The ceilings of a turn's report, as agent.Usage.Checked has them
+// (MaxTurnCostUSD, MaxTurnTokens): the gateway refuses a turn's usage
+// above them, so the tool tells the agent at once.
+const (
+	maxReportUSD   = 10_000
+	maxReportCount = 1e12
+)
+
 // usageParams are report_usage's params; all are figures that cannot be negative.
 var usageParams = []string{"cost_usd", "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
 	"num_turns", "duration_api_ms"}
 
 func runReportUsage(_ context.Context, c *call) (any, error) {
 	for _, k := range usageParams {
-		if f, _ := c.args[k].(float64); f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("%s: %v is not a figure a turn can report; want 0 or more", k, c.args[k])
+		if f, _ := c.args[k].(float64); f < 0 || math.IsNaN(f) || math.IsInf(f, 0) || f > maxReportCount {
+			return nil, fmt.Errorf("%s: %v is not a figure a turn can report; want 0 to %.0f", k, c.args[k], float64(maxReportCount))
 		}
 	}
 	u := UsageReport{CostUSD: c.float("cost_usd"), InputTokens: int64(c.int("input_tokens", 0)),
 		OutputTokens: int64(c.int("output_tokens", 0)), CacheCreationTokens: int64(c.int("cache_creation_input_tokens", 0)),
 		CacheReadTokens: int64(c.int("cache_read_input_tokens", 0)), NumTurns: int64(c.int("num_turns", 0)),
 		APIMS: int64(c.int("duration_api_ms", 0))}
-	if u.CostUSD > 1e6 {
-		return nil, errors.New("cost_usd: more than a million dollars in one report is not believable; report dollars, not cents")
+	if u.CostUSD > maxReportUSD {
+		return nil, errors.New("cost_usd: more than $10,000 in one turn is not believable; report dollars, not cents")
 	}
 	if !c.b.ReportUsage(c.folder, u) {
 		return nil, errNoTurn

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -38,8 +39,10 @@ func TestReportUsage(t *testing.T) {
 	if r := call(t, c, "report_usage", map[string]any{"cost_usd": 0.125, "output_tokens": 30, "cache_read_input_tokens": 7}); r.IsError {
 		t.Fatalf("second report: %+v", r)
 	}
-	if r := call(t, c, "report_usage", map[string]any{"cost_usd": -1}); !r.IsError {
-		t.Errorf("a negative cost was accepted: %+v", r)
+	for _, args := range []map[string]any{{"cost_usd": -1}, {"cost_usd": 1e308}, {"cost_usd": 20000}, {"output_tokens": 1e13}} {
+		if r := call(t, c, "report_usage", args); !r.IsError || !strings.Contains(r.Text, "believable") && !strings.Contains(r.Text, "not a figure") {
+			t.Errorf("report_usage %v was accepted: %+v", args, r)
+		}
 	}
 	mustWrite(t, gate, "")
 	waitTurn(t, h.st, "acme/eng", store.TriggerMessage)
@@ -137,5 +140,23 @@ func TestListBudgetsUsedUpByAncestor(t *testing.T) {
 	}
 	if !got["acme"] || !got["acme/eng"] || !got["acme/eng/ops"] {
 		t.Errorf("list_budgets with acme's daily $1 spent by acme/eng: used_up %v; want acme and everything below it used up", got)
+	}
+}
+
+// TestListBudgetsWithoutFloatNoise: three turns of $0.80 are 2.4 in
+// list_budgets, not 2.4000000000000004.
+func TestListBudgetsWithoutFloatNoise(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	for i := range 3 {
+		turn := store.Turn{ID: fmt.Sprint("t-", i), Folder: "acme", ChatJID: "web:lobby", Trigger: store.TriggerMessage, Attempt: 1,
+			Started: time.Now(), Status: store.TurnSucceeded, Usage: store.Usage{CostUSD: 0.8}}
+		if err := h.st.FinishBatch(ctx, store.Batch{Folder: "acme", ChatJID: "web:lobby"}, turn, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := call(t, h.connect(t, "acme", true), "list_budgets", nil)
+	if r.IsError || !strings.Contains(r.Text, `"today_usd":2.4,`) || !strings.Contains(r.Text, `"month_usd":2.4,`) {
+		t.Errorf("list_budgets: %s; want acme's today_usd and month_usd 2.4", r.Text)
 	}
 }

@@ -332,7 +332,7 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 func outcomeResult(o Outcome, session string) (agent.Result, error) {
 	res := agent.Result{Reply: o.Reply, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
 		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr,
-		Usage: o.Usage}
+		Usage: o.Usage.Checked()} // read from NATS: not believed before it is checked
 	if res.SessionID == "" {
 		res.SessionID = session
 	}

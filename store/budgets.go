@@ -66,17 +66,17 @@ func (s *Store) DeleteBudget(ctx context.Context, folder string) (bool, error) {
 // Spent sums the cost of the turns of folder's subtree started at or after
 // since.
 func (s *Store) Spent(ctx context.Context, folder string, since time.Time) (float64, error) {
-	var sum sql.NullFloat64
+	var sum float64
 	// Two ranges of the covering index turns_spend (folder, started_ms,
-	// cost_usd): the folder's own turns, and its descendants' ('0' sorts
-	// right after '/').
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE((SELECT SUM(cost_usd) FROM turns WHERE folder = ? AND started_ms >= ?), 0)
-		+ COALESCE((SELECT SUM(cost_usd) FROM turns WHERE folder > ? AND folder < ? AND started_ms >= ?), 0)`,
-		folder, toMS(since), folder+"/", folder+"0", toMS(since)).Scan(&sum)
+	// cost_micros): the folder's own turns, and its descendants' ('0'
+	// sorts right after '/').
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE((SELECT SUM(cost_micros) FROM turns WHERE folder = ? AND started_ms >= ?), 0)
+		+ COALESCE((SELECT SUM(cost_micros) FROM turns WHERE folder > ? AND folder < ? AND started_ms >= ?), 0)`,
+		folder, toMS(since), folder+"/", folder+"0", toMS(since)).Scan(usdMicros(&sum))
 	if err != nil {
 		return 0, fmt.Errorf("sum spend of %s: %w", folder, err)
 	}
-	return sum.Float64, nil
+	return sum, nil
 }
 
 // SpendBucket is the turns and spend of one interval.
@@ -95,7 +95,7 @@ func (s *Store) SpendPerHour(ctx context.Context, end time.Time, n int) ([]Spend
 	for i := range out {
 		out[i].Start = first.Add(time.Duration(i) * time.Hour)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT (started_ms - ?) / 3600000, COUNT(*), COALESCE(SUM(cost_usd), 0) FROM turns
+	rows, err := s.r.QueryContext(ctx, `SELECT (started_ms - ?) / 3600000, COUNT(*), COALESCE(SUM(cost_micros), 0) FROM turns
 		WHERE started_ms >= ? AND started_ms < ? GROUP BY 1`, toMS(first), toMS(first), toMS(last.Add(time.Hour)))
 	if err != nil {
 		return nil, fmt.Errorf("read spend per hour: %w", err)
@@ -104,7 +104,7 @@ func (s *Store) SpendPerHour(ctx context.Context, end time.Time, n int) ([]Spend
 	for rows.Next() {
 		var i int64
 		var b SpendBucket
-		if err := rows.Scan(&i, &b.Turns, &b.CostUSD); err != nil {
+		if err := rows.Scan(&i, &b.Turns, usdMicros(&b.CostUSD)); err != nil {
 			return nil, fmt.Errorf("read spend per hour: %w", err)
 		}
 		if i >= 0 && int(i) < n {

@@ -23,4 +23,7 @@ var (
 	// ErrInvalidMessage: a message lacks the chat JID or platform id that
 	// make up its identity; storing it would merge it with other messages.
 	ErrInvalidMessage = errors.New("invalid message")
+	// ErrBadCost: a turn's cost is negative, not finite or absurd; the
+	// caller checks usage before it records it (agent.Usage.Checked).
+	ErrBadCost = errors.New("bad cost")
 )

@@ -393,12 +393,12 @@ func (s *Store) RecoverRuns(ctx context.Context) (int64, error) {
 // TaskRuns lists a task's runs, newest first.
 func (s *Store) TaskRuns(ctx context.Context, taskID int64, limit int) ([]TaskRun, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT r.id, r.task_id, r.slot_s, r.status, r.started_ms, r.duration_ms, r.turn_id, r.error,
-		COALESCE((SELECT cost_usd FROM turns t WHERE t.id = r.turn_id AND r.turn_id <> ''), 0)
+		COALESCE((SELECT cost_micros FROM turns t WHERE t.id = r.turn_id AND r.turn_id <> ''), 0)
 		FROM task_runs r WHERE r.task_id = ? ORDER BY r.slot_s DESC, r.id DESC LIMIT ?`, taskID, clampLimit(limit))
 	out, err := collect(rows, err, func(sc scanner) (TaskRun, error) {
 		var r TaskRun
 		var slot int64
-		err := sc.Scan(&r.ID, &r.TaskID, &slot, &r.Status, msTime(&r.Started), msDuration(&r.Duration), &r.TurnID, &r.Error, &r.CostUSD)
+		err := sc.Scan(&r.ID, &r.TaskID, &slot, &r.Status, msTime(&r.Started), msDuration(&r.Duration), &r.TurnID, &r.Error, usdMicros(&r.CostUSD))
 		r.Slot = time.Unix(slot, 0).UTC()
 		return r, err
 	})

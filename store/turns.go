@@ -38,7 +38,7 @@ type Turn struct {
 }
 
 // Usage is what a turn cost, as its agent reported it; zero when it
-// reported nothing.
+// reported nothing. Costs are kept in whole micro-dollars (money.go).
 type Usage struct {
 	CostUSD             float64
 	InputTokens         int64
@@ -53,15 +53,15 @@ type Usage struct {
 }
 
 const turnColumns = `id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms, duration_ms,
-		status, error, exit_code, session_id, cost_usd, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens,
-		num_turns, api_ms, session_cost_usd`
+		status, error, exit_code, session_id, cost_micros, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens,
+		num_turns, api_ms, session_cost_micros`
 
 func scanTurn(sc scanner) (Turn, error) {
 	var t Turn
 	u := &t.Usage
 	err := sc.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Topic, &t.Trigger, &t.TaskID, &t.RunID, &t.Attempt, msTime(&t.Started),
-		msDuration(&t.Duration), &t.Status, &t.Error, &t.ExitCode, &t.SessionID, &u.CostUSD, &u.InputTokens, &u.OutputTokens,
-		&u.CacheCreationTokens, &u.CacheReadTokens, &u.NumTurns, msDuration(&u.APIDuration), &u.SessionCost)
+		msDuration(&t.Duration), &t.Status, &t.Error, &t.ExitCode, &t.SessionID, usdMicros(&u.CostUSD), &u.InputTokens, &u.OutputTokens,
+		&u.CacheCreationTokens, &u.CacheReadTokens, &u.NumTurns, msDuration(&u.APIDuration), usdMicros(&u.SessionCost))
 	return t, err
 }
 
@@ -94,8 +94,8 @@ func (s *Store) SessionCost(ctx context.Context, folder, session string) (float6
 		return 0, nil
 	}
 	var c float64
-	err := s.r.QueryRowContext(ctx, `SELECT session_cost_usd FROM turns WHERE folder = ? AND session_id = ? AND session_cost_usd > 0
-		ORDER BY started_ms DESC, rowid DESC LIMIT 1`, folder, session).Scan(&c)
+	err := s.r.QueryRowContext(ctx, `SELECT session_cost_micros FROM turns WHERE folder = ? AND session_id = ? AND session_cost_micros > 0
+		ORDER BY started_ms DESC, rowid DESC LIMIT 1`, folder, session).Scan(usdMicros(&c))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -103,4 +103,21 @@ func (s *Store) SessionCost(ctx context.Context, folder, session string) (float6
 		return 0, fmt.Errorf("read session cost of %s: %w", folder, err)
 	}
 	return c, nil
+}
+
+// SessionTokens sums the tokens the turns of folder in session recorded:
+// what an agent that prints its session's running total (Codex) had
+// already been charged.
+func (s *Store) SessionTokens(ctx context.Context, folder, session string) (Usage, error) {
+	var u Usage
+	if session == "" {
+		return u, nil
+	}
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+		COALESCE(SUM(cache_creation_tokens), 0), COALESCE(SUM(cache_read_tokens), 0) FROM turns WHERE folder = ? AND session_id = ?`,
+		folder, session).Scan(&u.InputTokens, &u.OutputTokens, &u.CacheCreationTokens, &u.CacheReadTokens)
+	if err != nil {
+		return Usage{}, fmt.Errorf("read session tokens of %s: %w", folder, err)
+	}
+	return u, nil
 }

@@ -340,11 +340,19 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		now := s.nowMS()
 		u := t.Usage
+		cost, err := toMicros("cost_usd", u.CostUSD)
+		if err != nil {
+			return fmt.Errorf("record turn %s: %w", t.ID, err)
+		}
+		sessionCost, err := toMicros("session cost_usd", u.SessionCost)
+		if err != nil {
+			return fmt.Errorf("record turn %s: %w", t.ID, err)
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (`+turnColumns+`, messages)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.ID, t.Folder, t.ChatJID, t.Topic, t.Trigger, t.TaskID, t.RunID, t.Attempt, toMS(t.Started), t.Duration.Milliseconds(),
-			t.Status, t.Error, t.ExitCode, t.SessionID, u.CostUSD, u.InputTokens, u.OutputTokens, u.CacheCreationTokens,
-			u.CacheReadTokens, u.NumTurns, u.APIDuration.Milliseconds(), u.SessionCost, len(b.Messages)); err != nil {
+			t.Status, t.Error, t.ExitCode, t.SessionID, cost, u.InputTokens, u.OutputTokens, u.CacheCreationTokens,
+			u.CacheReadTokens, u.NumTurns, u.APIDuration.Milliseconds(), sessionCost, len(b.Messages)); err != nil {
 			return fmt.Errorf("record turn: %w", err)
 		}
 		if err := revokeTurnToken(ctx, tx, t.ID); err != nil {

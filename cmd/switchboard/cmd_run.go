@@ -94,7 +94,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		warning = sandboxWarning(spec.Sandbox)
 	}
 	g, err := gateway.New(gateway.Options{
-		Store: st, Adapters: adapterList, Agent: spec, Runner: runner, DataDir: a.cfg.DataDir,
+		Store: st, Adapters: adapterList, Agent: spec, Price: a.cfg.Agent.Price.price(), Runner: runner, DataDir: a.cfg.DataDir,
 		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
 		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20, Warning: warning,

@@ -9,6 +9,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/groups"
+	"switchboard/scheduler"
 	"switchboard/store"
 )
 
@@ -21,7 +22,7 @@ func (a *app) turnsCommand() *cobra.Command {
 		Long: `List the most recent agent turns, newest first: when, which group and chat,
 the trigger, the outcome, and the cost and tokens the agent reported (Claude
 Code's JSON, a usage trailer, or the MCP tool report_usage; "-" when it
-reported nothing).`,
+reported nothing). Times are in the config's timezone, zone named.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if folder != "" {
@@ -40,11 +41,17 @@ reported nothing).`,
 				if err != nil {
 					return err
 				}
+				loc, err := scheduler.LoadZone(a.cfg.Timezone)
+				if err != nil {
+					loc = time.UTC
+				}
 				out := make([]turnLine, 0, len(ts))
 				for _, t := range ts {
-					out = append(out, newTurnLine(t))
+					l := newTurnLine(t)
+					l.Started = l.Started.In(loc)
+					out = append(out, l)
 				}
-				return a.emit(out, func(w io.Writer) { turnsText(w, out) })
+				return a.emit(out, func(w io.Writer) { turnsText(w, out, a.cfg.Timezone) })
 			})
 		},
 	}
@@ -80,7 +87,8 @@ func newTurnLine(t store.Turn) turnLine {
 		NumTurns: u.NumTurns, APIMS: u.APIDuration.Milliseconds(), Error: t.Error}
 }
 
-func turnsText(w io.Writer, ts []turnLine) {
+// turnsText writes ts, their times in zone tz (config timezone), zone named.
+func turnsText(w io.Writer, ts []turnLine, tz string) {
 	if len(ts) == 0 {
 		fmt.Fprintln(w, "no turns yet")
 		return
@@ -94,7 +102,7 @@ func turnsText(w io.Writer, ts []turnLine) {
 		if t.InputTokens+t.OutputTokens+t.CacheCreationTokens+t.CacheReadTokens > 0 {
 			tokens = fmt.Sprintf("%d/%d/%d", t.InputTokens, t.OutputTokens, t.CacheCreationTokens+t.CacheReadTokens)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n", t.Started.Local().Format(time.DateTime), t.Folder, t.ChatJID, t.Trigger,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n", inZone(t.Started, tz), t.Folder, t.ChatJID, t.Trigger,
 			t.Status, float64(t.DurationMS)/1000, cost, tokens)
 	}
 }

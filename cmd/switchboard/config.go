@@ -60,6 +60,8 @@ type AgentConfig struct {
 	// MaxTurnUSD caps one turn's spend where the agent can enforce it:
 	// claude-json agents get --max-budget-usd (cmd_budget.go). 0: none.
 	MaxTurnUSD float64 `yaml:"max_turn_usd"`
+	// Price charges turns that report tokens and no cost (Codex).
+	Price PriceConfig `yaml:"price"`
 	// Runner is where turns run: local (this machine) or nats (worker
 	// machines, through the NATS JetStream of nats.*).
 	Runner string `yaml:"runner"`

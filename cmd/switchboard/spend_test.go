@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"switchboard/agent"
 	"switchboard/control"
 	"switchboard/store"
 )
@@ -83,15 +85,26 @@ func TestConfigBudgets(t *testing.T) {
 	if len(cfg.Budgets) != 1 || cfg.Budgets[0] != (BudgetSeed{Folder: "main", DailyUSD: 5, MonthlyUSD: 50}) {
 		t.Errorf("budgets %+v", cfg.Budgets)
 	}
+	if got := cfg.Agent.Price.price(); got != (agent.Price{}) {
+		t.Errorf("price %+v, want none by default", got)
+	}
 	if got := strings.Join(maxTurnArgs(cfg.Agent), " "); got != "--max-budget-usd 0.5" {
 		t.Errorf("max_turn_usd args %q", got)
 	}
+	cfg, err = ParseConfig([]byte("agent:\n  output: codex-json\n  price: {input_per_mtok: 1.25, cached_input_per_mtok: 0.125, output_per_mtok: 10}\n"), func(string) string { return "" })
+	if err != nil || cfg.Agent.Price.price() != (agent.Price{InputPerMTok: 1.25, CachedInputPerMTok: 0.125, OutputPerMTok: 10}) {
+		t.Errorf("agent.price: %+v, %v", cfg.Agent.Price, err)
+	}
 	for yaml, want := range map[string]string{
-		"budgets:\n  - {folder: main}\n":                     "budgets[0]: bad budget: neither a daily nor a monthly cap",
-		"budgets:\n  - {folder: main, daily_usd: lots}\n":    `budgets[0].daily_usd: "lots" is not a number`,
-		"budgets:\n  - {folder: ../x, daily_usd: 1}\n":       "budgets[0].folder:",
-		"agent:\n  max_turn_usd: -1\n":                       "agent.max_turn_usd: -1",
-		"budgets:\n  - {folder: main, daily_usd: 1, x: 2}\n": "budgets[0].x: unknown key",
+		"budgets:\n  - {folder: main}\n":                                "budgets[0]: bad budget: neither a daily nor a monthly cap",
+		"budgets:\n  - {folder: main, daily_usd: lots}\n":               `budgets[0].daily_usd: "lots" is not a number`,
+		"budgets:\n  - {folder: ../x, daily_usd: 1}\n":                  "budgets[0].folder:",
+		"agent:\n  max_turn_usd: -1\n":                                  "agent.max_turn_usd: -1",
+		"agent:\n  price: {input_per_mtok: -1, output_per_mtok: 2}\n":   "agent.price.input_per_mtok: -1: want US dollars per million tokens",
+		"agent:\n  price: {input_per_mtok: 1, output_per_mtok: 5000}\n": "agent.price.output_per_mtok: 5000",
+		"agent:\n  price: {input_per_mtok: 1}\n":                        "agent.price: set both input_per_mtok and output_per_mtok",
+		"agent:\n  price: {input_per_mtok: 1, output: 2}\n":             "agent.price.output: unknown key",
+		"budgets:\n  - {folder: main, daily_usd: 1, x: 2}\n":            "budgets[0].x: unknown key",
 	} {
 		if _, err := ParseConfig([]byte(yaml), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want %q", yaml, err, want)
@@ -106,5 +119,43 @@ func TestSpendTextSmallCap(t *testing.T) {
 	spendText(&b, []control.GroupSpend{{Folder: "main", TodayUSD: 0.002, DailyUSD: 0.001, HeldBy: "main"}}, "UTC")
 	if out := b.String(); !strings.Contains(out, "main\t$0.0020\t$0.0010\t") || !strings.Contains(out, "USED UP") {
 		t.Errorf("budget list line for a $0.001 daily cap:\n%s", out)
+	}
+}
+
+// TestSpendJSONWithoutFloatNoise: three turns of $0.80 show as 2.4 in
+// budget list --json and status --json (sums are exact micro-dollars),
+// not 2.4000000000000004.
+func TestSpendJSONWithoutFloatNoise(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	now := time.Now()
+	for i := range 3 {
+		recordTurn(t, dir, "main", now.Add(-time.Duration(i)*time.Millisecond), store.Usage{CostUSD: 0.8})
+	}
+	mustSB(t, dir, "budget", "set", "main", "--daily", "5")
+	for _, args := range [][]string{{"--json", "budget", "list"}, {"--json", "status"}} {
+		out := mustSB(t, dir, args...)
+		if !strings.Contains(out, `"today_usd": 2.4,`) || !strings.Contains(out, `"month_usd": 2.4,`) {
+			t.Errorf("switchboard %s:\n%s\nwant today_usd and month_usd 2.4", strings.Join(args, " "), out)
+		}
+	}
+}
+
+// TestTurnsInConfiguredZone: switchboard turns shows when a turn started
+// in the config's timezone, zone named, as the other commands do (it
+// printed the host's zone, unnamed); --json carries the offset.
+func TestTurnsInConfiguredZone(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "data")
+	cfg := filepath.Join(base, "switchboard.yaml")
+	if err := os.WriteFile(cfg, []byte("timezone: Europe/Berlin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recordTurn(t, dir, "main", time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC), store.Usage{CostUSD: 0.5})
+	if out := mustSB(t, dir, "--config", cfg, "turns"); !strings.Contains(out, "2026-01-15 13:00:00 +01:00 Europe/Berlin") {
+		t.Errorf("switchboard turns:\n%s\nwant the start at 13:00 +01:00 Europe/Berlin", out)
+	}
+	if out := mustSB(t, dir, "--config", cfg, "--json", "turns"); !strings.Contains(out, `"started": "2026-01-15T13:00:00+01:00"`) {
+		t.Errorf("switchboard --json turns:\n%s\nwant started in Europe/Berlin's offset", out)
 	}
 }
