@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,11 @@ type HTTPOptions struct {
 	// SessionIdleTTL forgets a legacy (initialize-handshake) HTTP session
 	// idle this long (default 30m).
 	SessionIdleTTL time.Duration
+	// BodyTimeout bounds reading a request once its headers are in
+	// (default 30s): a body that trickles in is cut off, also one without a
+	// token. The deadline is lifted once an authenticated request's body is
+	// read, so that a GET or listen stream lasts as long as its request.
+	BodyTimeout time.Duration
 }
 
 // httpCallerKey carries the *httpCall of an authenticated HTTP request.
@@ -79,6 +85,9 @@ func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 	if opt.SessionIdleTTL <= 0 {
 		opt.SessionIdleTTL = 30 * time.Minute
 	}
+	if opt.BodyTimeout <= 0 {
+		opt.BodyTimeout = 30 * time.Second
+	}
 	h := &httpHandler{s: s, opt: opt, fails: failLimiter{burst: float64(opt.FailBurst), every: opt.FailEvery, now: time.Now}}
 	h.streamable = server.NewStreamableHTTPServer(s.mcp,
 		server.WithEndpointPath(HTTPPath),
@@ -104,6 +113,11 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	// The request has BodyTimeout to arrive whole; the deadline is lifted
+	// below, once it is authenticated and read. (A ResponseRecorder in tests
+	// has no deadlines.)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(h.opt.BodyTimeout))
 	if !sameOrigin(r) {
 		http.Error(w, "forbidden: cross-origin requests are not accepted", http.StatusForbidden)
 		return
@@ -148,8 +162,17 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithValue(r.Context(), httpCallerKey{}, c)
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.s.opt.MaxLine)))
-		if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
 			http.Error(w, fmt.Sprintf("request too large: one JSON-RPC message may be at most %d bytes", h.s.opt.MaxLine), http.StatusRequestEntityTooLarge)
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			h.s.log.Warn("mcp http request body too slow; the connection is closed", "remote", addr, "folder", folder, "timeout", h.opt.BodyTimeout)
+			http.Error(w, fmt.Sprintf("request timeout: the body did not arrive within %s", h.opt.BodyTimeout), http.StatusRequestTimeout)
+			return
+		case err != nil:
+			http.Error(w, "bad request: the body could not be read", http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -160,6 +183,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ctx = context.WithValue(ctx, callKey{}, true)
 		}
 	}
+	_ = rc.SetReadDeadline(time.Time{}) // a stream lasts as long as its request
 	h.streamable.ServeHTTP(w, r.WithContext(ctx))
 	if c.sess != nil {
 		h.s.mu.Lock()
