@@ -48,6 +48,9 @@ type MCPHTTP struct {
 type mcpTokens struct{ st *store.Store }
 
 func (t mcpTokens) TokenFolder(ctx context.Context, token string) (string, error) {
+	if !control.WellFormedToken(token) {
+		return "", fmt.Errorf("%w: not a switchboard token (%s and 43 characters)", mcpserver.ErrBadToken, control.TokenPrefix)
+	}
 	tok, err := t.st.TokenByHash(ctx, store.HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return "", fmt.Errorf("%w: unknown, expired or revoked", mcpserver.ErrBadToken)

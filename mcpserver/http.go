@@ -40,9 +40,11 @@ type Tokens interface {
 // HTTPOptions configure the HTTP endpoint.
 type HTTPOptions struct {
 	Tokens Tokens
-	// FailBurst and FailEvery rate-limit 401s per remote address: a burst
-	// of FailBurst, then one per FailEvery (defaults 20 and 6s). Beyond
-	// that the address gets 429 without its token being looked at.
+	// FailBurst and FailEvery rate-limit bad tokens per remote address: a
+	// burst of FailBurst 401s, then one per FailEvery (defaults 20 and 6s);
+	// beyond that a bad token gets 429. Only failures are limited: a valid
+	// token is served whatever the address sent before (every local agent
+	// shares 127.0.0.1).
 	FailBurst int
 	FailEvery time.Duration
 	// SessionIdleTTL forgets a legacy (initialize-handshake) HTTP session
@@ -123,11 +125,6 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := remoteHost(r)
-	if !h.fails.allowed(addr) {
-		w.Header().Set("Retry-After", fmt.Sprint(int(h.opt.FailEvery.Seconds()+0.5)))
-		http.Error(w, "too many requests with a bad token; wait", http.StatusTooManyRequests)
-		return
-	}
 	folder, err := h.token(r)
 	if err != nil && !errors.Is(err, ErrBadToken) {
 		// The token store failed, not the token: no 401 (the client would
@@ -138,7 +135,11 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.fails.fail(addr)
+		if !h.fails.fail(addr) {
+			w.Header().Set("Retry-After", fmt.Sprint(int(h.opt.FailEvery.Seconds()+0.5)))
+			http.Error(w, "too many requests with a bad token; wait", http.StatusTooManyRequests)
+			return
+		}
 		h.s.log.Warn("mcp http request refused", "remote", addr, "err", err)
 		// A bearer challenge without resource_metadata: no OAuth discovery.
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
@@ -355,16 +356,9 @@ type bucket struct {
 	at   time.Time
 }
 
-// allowed reports whether addr may still try a token.
-func (l *failLimiter) allowed(addr string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.refill(addr)
-	return b == nil || b.left >= 1
-}
-
-// fail spends one of addr's tries.
-func (l *failLimiter) fail(addr string) {
+// fail spends one of addr's tries; false when it had none left (the
+// failure gets 429, not 401).
+func (l *failLimiter) fail(addr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.addrs == nil {
@@ -375,7 +369,11 @@ func (l *failLimiter) fail(addr string) {
 		b = &bucket{left: l.burst, at: l.now()}
 		l.addrs[addr] = b
 	}
-	b.left = max(b.left-1, 0)
+	if b.left < 1 {
+		return false
+	}
+	b.left--
+	return true
 }
 
 // refill brings addr's bucket up to date (nil when it has none); l.mu held.
