@@ -226,6 +226,9 @@ func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
 	}
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
+		if err := uniqueKeys("", root); err != nil {
+			return cfg, err
+		}
 		d := decoder{refs: map[*yaml.Node]string{}, env: map[string]envValue{}}
 		if err := d.expandEnv("", root, getenv); err != nil {
 			return cfg, err
@@ -300,6 +303,37 @@ func (d decoder) expandEnv(path string, n *yaml.Node, getenv func(string) string
 			}
 		}
 		if err := d.expandEnv(p, c, getenv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// uniqueKeys refuses a mapping under n that has a key twice: YAML does not
+// allow it, and the last one would silently win (uncommenting an example
+// block below the keys it replaces, say).
+func uniqueKeys(path string, n *yaml.Node) error {
+	first := map[string]int{}
+	for i, c := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if n.Kind == yaml.MappingNode {
+			if i%2 == 0 {
+				key := c.Value
+				if path != "" {
+					key = path + "." + c.Value
+				}
+				if line, dup := first[c.Value]; dup {
+					return fmt.Errorf("%s: duplicated key (line %d; first at line %d): a key may appear once in a mapping; remove or comment out one of them", key, c.Line, line)
+				}
+				first[c.Value] = c.Line
+				continue
+			}
+			p = n.Content[i-1].Value
+			if path != "" {
+				p = path + "." + p
+			}
+		}
+		if err := uniqueKeys(p, c); err != nil {
 			return err
 		}
 	}
