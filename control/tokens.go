@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"strings"
 	"time"
 
 	"switchboard/store"
@@ -27,4 +28,19 @@ func MintToken(ctx context.Context, st *store.Store, folder, turn string, ttl ti
 		return "", store.Token{}, err
 	}
 	return secret, t, nil
+}
+
+// tokenLen is the length of a token: the prefix and 32 bytes of unpadded
+// base64url.
+var tokenLen = len(TokenPrefix) + base64.RawURLEncoding.EncodedLen(32)
+
+// WellFormedToken reports whether s has the form MintToken gives every
+// token, so that what cannot be one is refused without a store lookup.
+func WellFormedToken(s string) bool {
+	rest, ok := strings.CutPrefix(s, TokenPrefix)
+	if !ok || len(s) != tokenLen {
+		return false
+	}
+	_, err := base64.RawURLEncoding.Strict().DecodeString(rest)
+	return err == nil
 }

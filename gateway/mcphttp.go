@@ -5,6 +5,7 @@ package gateway
 // network namespace). Each turn gets a token of its own.
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/control"
 	"switchboard/mcpserver"
 	"switchboard/store"
@@ -31,12 +33,24 @@ type MCPHTTP struct {
 	// PassToAgents: give each turn SWITCHBOARD_MCP_URL and a token. False
 	// when the agents' sandbox has no network to reach the endpoint.
 	PassToAgents bool
+	// What a client can hold, with a token or without: a request's body
+	// must arrive within BodyTimeout of its headers (default 30s; headers
+	// within 10s), an idle keep-alive connection is closed after
+	// IdleTimeout (default 2m), and at most MaxConns connections are open
+	// at once (default 1024; more wait to be accepted). Streams of
+	// authenticated requests are not cut off.
+	BodyTimeout time.Duration
+	IdleTimeout time.Duration
+	MaxConns    int
 }
 
 // mcpTokens resolves tokens against the store.
 type mcpTokens struct{ st *store.Store }
 
 func (t mcpTokens) TokenFolder(ctx context.Context, token string) (string, error) {
+	if !control.WellFormedToken(token) {
+		return "", fmt.Errorf("%w: not a switchboard token (%s and 43 characters)", mcpserver.ErrBadToken, control.TokenPrefix)
+	}
 	tok, err := t.st.TokenByHash(ctx, store.HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return "", fmt.Errorf("%w: unknown, expired or revoked", mcpserver.ErrBadToken)
@@ -66,6 +80,7 @@ func (g *Gateway) startMCPHTTP(ctx context.Context, awaited []string) (stop func
 	if err != nil {
 		return nil, fmt.Errorf("mcp.listen: %w", err)
 	}
+	ln = adapters.LimitListener(ln, cmp.Or(c.MaxConns, 1024))
 	if c.CertFile != "" || c.KeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 		if err != nil {
@@ -75,12 +90,15 @@ func (g *Gateway) startMCPHTTP(ctx context.Context, awaited []string) (stop func
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
 	}
 	mux := http.NewServeMux()
-	mux.Handle(mcpserver.HTTPPath, g.mcp.HTTPHandler(mcpserver.HTTPOptions{Tokens: mcpTokens{g.st}}))
+	mux.Handle(mcpserver.HTTPPath, g.mcp.HTTPHandler(mcpserver.HTTPOptions{Tokens: mcpTokens{g.st}, BodyTimeout: c.BodyTimeout}))
 	// Requests outlive intake (agents of draining turns keep their tools)
 	// and end at stop: a subscriptions/listen stream lasts as long as its
 	// request.
 	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	// No ReadTimeout or WriteTimeout: they would cut off the streams. The
+	// handler bounds the body (BodyTimeout) until the token is checked.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cmp.Or(c.IdleTimeout, 2*time.Minute),
+		MaxHeaderBytes: 64 << 10, ConnState: adapters.LimitConnState(nil),
 		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug), BaseContext: func(net.Listener) context.Context { return base }}
 	done := make(chan struct{})
 	go func() {

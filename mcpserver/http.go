@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -39,14 +40,21 @@ type Tokens interface {
 // HTTPOptions configure the HTTP endpoint.
 type HTTPOptions struct {
 	Tokens Tokens
-	// FailBurst and FailEvery rate-limit 401s per remote address: a burst
-	// of FailBurst, then one per FailEvery (defaults 20 and 6s). Beyond
-	// that the address gets 429 without its token being looked at.
+	// FailBurst and FailEvery rate-limit bad tokens per remote address: a
+	// burst of FailBurst 401s, then one per FailEvery (defaults 20 and 6s);
+	// beyond that a bad token gets 429. Only failures are limited: a valid
+	// token is served whatever the address sent before (every local agent
+	// shares 127.0.0.1).
 	FailBurst int
 	FailEvery time.Duration
 	// SessionIdleTTL forgets a legacy (initialize-handshake) HTTP session
 	// idle this long (default 30m).
 	SessionIdleTTL time.Duration
+	// BodyTimeout bounds reading a request once its headers are in
+	// (default 30s): a body that trickles in is cut off, also one without a
+	// token. The deadline is lifted once an authenticated request's body is
+	// read, so that a GET or listen stream lasts as long as its request.
+	BodyTimeout time.Duration
 }
 
 // httpCallerKey carries the *httpCall of an authenticated HTTP request.
@@ -79,6 +87,9 @@ func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 	if opt.SessionIdleTTL <= 0 {
 		opt.SessionIdleTTL = 30 * time.Minute
 	}
+	if opt.BodyTimeout <= 0 {
+		opt.BodyTimeout = 30 * time.Second
+	}
 	h := &httpHandler{s: s, opt: opt, fails: failLimiter{burst: float64(opt.FailBurst), every: opt.FailEvery, now: time.Now}}
 	h.streamable = server.NewStreamableHTTPServer(s.mcp,
 		server.WithEndpointPath(HTTPPath),
@@ -104,16 +115,16 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	// The request has BodyTimeout to arrive whole; the deadline is lifted
+	// below, once it is authenticated and read. (A ResponseRecorder in tests
+	// has no deadlines.)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(h.opt.BodyTimeout))
 	if !sameOrigin(r) {
 		http.Error(w, "forbidden: cross-origin requests are not accepted", http.StatusForbidden)
 		return
 	}
 	addr := remoteHost(r)
-	if !h.fails.allowed(addr) {
-		w.Header().Set("Retry-After", fmt.Sprint(int(h.opt.FailEvery.Seconds()+0.5)))
-		http.Error(w, "too many requests with a bad token; wait", http.StatusTooManyRequests)
-		return
-	}
 	folder, err := h.token(r)
 	if err != nil && !errors.Is(err, ErrBadToken) {
 		// The token store failed, not the token: no 401 (the client would
@@ -124,7 +135,11 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.fails.fail(addr)
+		if !h.fails.fail(addr) {
+			w.Header().Set("Retry-After", fmt.Sprint(int(h.opt.FailEvery.Seconds()+0.5)))
+			http.Error(w, "too many requests with a bad token; wait", http.StatusTooManyRequests)
+			return
+		}
 		h.s.log.Warn("mcp http request refused", "remote", addr, "err", err)
 		// A bearer challenge without resource_metadata: no OAuth discovery.
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
@@ -148,8 +163,17 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithValue(r.Context(), httpCallerKey{}, c)
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.s.opt.MaxLine)))
-		if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
 			http.Error(w, fmt.Sprintf("request too large: one JSON-RPC message may be at most %d bytes", h.s.opt.MaxLine), http.StatusRequestEntityTooLarge)
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			h.s.log.Warn("mcp http request body too slow; the connection is closed", "remote", addr, "folder", folder, "timeout", h.opt.BodyTimeout)
+			http.Error(w, fmt.Sprintf("request timeout: the body did not arrive within %s", h.opt.BodyTimeout), http.StatusRequestTimeout)
+			return
+		case err != nil:
+			http.Error(w, "bad request: the body could not be read", http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -160,6 +184,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ctx = context.WithValue(ctx, callKey{}, true)
 		}
 	}
+	_ = rc.SetReadDeadline(time.Time{}) // a stream lasts as long as its request
 	h.streamable.ServeHTTP(w, r.WithContext(ctx))
 	if c.sess != nil {
 		h.s.mu.Lock()
@@ -331,16 +356,9 @@ type bucket struct {
 	at   time.Time
 }
 
-// allowed reports whether addr may still try a token.
-func (l *failLimiter) allowed(addr string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.refill(addr)
-	return b == nil || b.left >= 1
-}
-
-// fail spends one of addr's tries.
-func (l *failLimiter) fail(addr string) {
+// fail spends one of addr's tries; false when it had none left (the
+// failure gets 429, not 401).
+func (l *failLimiter) fail(addr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.addrs == nil {
@@ -351,7 +369,11 @@ func (l *failLimiter) fail(addr string) {
 		b = &bucket{left: l.burst, at: l.now()}
 		l.addrs[addr] = b
 	}
-	b.left = max(b.left-1, 0)
+	if b.left < 1 {
+		return false
+	}
+	b.left--
+	return true
 }
 
 // refill brings addr's bucket up to date (nil when it has none); l.mu held.

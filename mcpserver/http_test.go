@@ -244,6 +244,28 @@ func TestHTTPRefusals(t *testing.T) {
 	}
 }
 
+// TestHTTPValidTokenAfterBadOnes: every local agent shares 127.0.0.1, so
+// only failures are rate-limited: after 25 bad tokens from it bad ones get
+// 429, and a valid token is served all the same.
+func TestHTTPValidTokenAfterBadOnes(t *testing.T) {
+	h := newHarness(t, nil)
+	u := h.mcpURL(t)
+	good := h.token(t, "acme")
+	bad := control.TokenPrefix + strings.Repeat("A", 43)
+	for range 25 {
+		post(t, u, bad, "", initBody, nil)
+	}
+	for _, tok := range []string{bad, "not-a-token"} {
+		if got := post(t, u, tok, "", initBody, nil).StatusCode; got != http.StatusTooManyRequests {
+			t.Errorf("a bad token after 25: %d, want 429", got)
+		}
+	}
+	if resp := post(t, u, good, "", initBody, nil); resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("the valid token after 25 bad ones from the same address: %d (%s), want 200", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+}
+
 // TestHTTPTurnToken: a turn's agent gets SWITCHBOARD_MCP_URL and a token
 // that acts as its folder while the turn runs; the first call after the
 // turn is recorded gets 401; and the token appears neither in the database

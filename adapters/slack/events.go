@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -24,61 +23,6 @@ const EventsPath = "/slack/events"
 // maxEventBody is the largest Events API request accepted (Slack's are a
 // few kilobytes).
 const maxEventBody = 1 << 20
-
-// limitListener accepts at most max connections at once; Accept waits for
-// one to end (as golang.org/x/net/netutil.LimitListener does). A slot is
-// given back when the server reports the connection closed or hijacked
-// (connState), so that the server never reports more than max open.
-type limitListener struct {
-	net.Listener
-	sem       chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func newLimitListener(ln net.Listener, max int) *limitListener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, max), done: make(chan struct{})}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-// limitConn holds one of the listener's slots until the server is done
-// with it.
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-// connState is the server's ConnState: it calls next (tests), then gives a
-// finished connection's slot back.
-func connState(next func(net.Conn, http.ConnState)) func(net.Conn, http.ConnState) {
-	return func(c net.Conn, st http.ConnState) {
-		if next != nil {
-			next(c, st)
-		}
-		if lc, ok := c.(*limitConn); ok && (st == http.StateClosed || st == http.StateHijacked) {
-			lc.once.Do(lc.release)
-		}
-	}
-}
 
 // runEvents serves the Events API on opt.Listen until ctx is cancelled.
 func (a *Adapter) runEvents(ctx context.Context, host adapters.Host) error {
@@ -96,9 +40,9 @@ func (a *Adapter) runEvents(ctx context.Context, host adapters.Host) error {
 	// closed, and at most maxConns connections are open at once.
 	read := cmp.Or(a.opt.EventsReadTimeout, 10*time.Second)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: read, ReadTimeout: read, WriteTimeout: read + 30*time.Second,
-		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10, ConnState: connState(a.connState),
+		IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10, ConnState: adapters.LimitConnState(a.connState),
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	limited := newLimitListener(ln, cmp.Or(a.opt.EventsMaxConns, 128))
+	limited := adapters.LimitListener(ln, cmp.Or(a.opt.EventsMaxConns, 128))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(limited) }()
 	host.SetState(adapters.StateConnected, nil)

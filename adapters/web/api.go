@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -55,7 +54,7 @@ func (a *Adapter) guard(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
-		if a.loopback.Load() && !loopbackHost(r.Host) {
+		if a.loopback.Load() && !adapters.LoopbackHost(r.Host) {
 			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q not allowed: open the chat through 127.0.0.1 or localhost", r.Host))
 			return
 		}
@@ -65,19 +64,6 @@ func (a *Adapter) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// loopbackHost reports whether a Host header names this machine.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // postRequest is the body of POST /api/rooms/{room}/messages.

@@ -330,8 +330,8 @@ func TestBrowserAttacksRejected(t *testing.T) {
 		t.Errorf("deliver called %d times", n)
 	}
 	for _, host := range []string{"localhost:1", "127.0.0.1:1", "[::1]:1", "LOCALHOST"} {
-		if !loopbackHost(host) {
-			t.Errorf("loopbackHost(%q) = false", host)
+		if !adapters.LoopbackHost(host) {
+			t.Errorf("adapters.LoopbackHost(%q) = false", host)
 		}
 	}
 }

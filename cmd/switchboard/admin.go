@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/gateway"
 	"switchboard/remote"
 	"switchboard/store"
@@ -83,11 +84,29 @@ func startAdmin(addr string, g *gateway.Gateway, st *store.Store, workers func(c
 		}
 	})
 	a := &admin{ln: ln, done: make(chan error, 1),
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
+		srv: &http.Server{Handler: loopbackOnly(ln.Addr(), mux), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
 	go func() { a.done <- a.srv.Serve(ln) }()
 	log.Info("admin listening", "addr", ln.Addr().String(), "metrics", "http://"+ln.Addr().String()+"/metrics",
 		"status", "http://"+ln.Addr().String()+"/")
 	return a, nil
+}
+
+// loopbackOnly refuses, when addr is a loopback address, requests whose
+// Host is not a loopback name (localhost, 127.0.0.1, [::1]), as the web
+// chat does: a page whose own name an attacker resolves to 127.0.0.1 (DNS
+// rebinding) could otherwise read the status page and the metrics from the
+// operator's browser. On another address any Host is served.
+func loopbackOnly(addr net.Addr, next http.Handler) http.Handler {
+	if tcp, ok := addr.(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !adapters.LoopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("forbidden: host %q not allowed: the admin listener is on loopback; open it through 127.0.0.1 or localhost", r.Host), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // stop shuts the listener down within a few seconds.

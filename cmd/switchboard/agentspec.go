@@ -34,6 +34,7 @@ func (a *app) agentSpec(ctx context.Context, exe string) (agent.Spec, error) {
 	if spec.Sandbox, err = a.sandbox(exe); err != nil || spec.Sandbox == nil {
 		return spec, err
 	}
+	a.warnClaudeSessions(spec.Sandbox)
 	if spec.Command, err = a.bindCommand(spec.Sandbox, argv); err != nil {
 		return agent.Spec{}, err
 	}

@@ -42,9 +42,9 @@ const (
 )
 
 // claudeCode installs Claude Code and returns its install directory and the
-// native binary in it. npm 11 runs no install scripts unless allowed, so
-// bin/claude.exe may stay the package's placeholder: the binary is the one
-// in the platform package.
+// native binary in it. npmPackage installs with --ignore-scripts, so
+// bin/claude.exe stays the package's placeholder (its post-install script
+// would replace it): the binary is the one in the platform package.
 func claudeCode(t *testing.T) (installDir, binary string) {
 	t.Helper()
 	installDir = npmPackage(t, "the Claude Code end-to-end test", "@anthropic-ai/claude-code@"+claudeCodeVersion)

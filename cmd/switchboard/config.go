@@ -228,7 +228,10 @@ func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
 	}
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
-		d := decoder{refs: map[*yaml.Node]string{}}
+		if err := uniqueKeys("", root); err != nil {
+			return cfg, err
+		}
+		d := decoder{refs: map[*yaml.Node]string{}, env: map[string]envValue{}}
 		if err := d.expandEnv("", root, getenv); err != nil {
 			return cfg, err
 		}
@@ -246,6 +249,7 @@ func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
 		if err := d.decodeNode("", root, reflect.ValueOf(&cfg).Elem()); err != nil {
 			return cfg, err
 		}
+		return cfg, cfg.validate(d.env)
 	}
 	return cfg, cfg.Validate()
 }
@@ -255,10 +259,16 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 // decoder decodes the config's YAML tree. refs holds, for each value that
 // came from the environment, the references it was written with
 // ("${TELEGRAM_BOT_TOKEN}"): an error about such a value quotes those, never
-// the value, which is often a secret.
+// the value, which is often a secret. env holds the same by key path, for
+// Validate's errors.
 type decoder struct {
 	refs map[*yaml.Node]string
+	env  map[string]envValue
 }
+
+// envValue is a scalar expanded from the environment: its value and the
+// references it was written with.
+type envValue struct{ value, refs string }
 
 // expandEnv replaces variable references in every scalar under n; path is
 // n's key path, so that a malformed reference names its key. The check for
@@ -281,6 +291,7 @@ func (d decoder) expandEnv(path string, n *yaml.Node, getenv func(string) string
 			}
 			return m[3]
 		})
+		d.env[path] = envValue{value: n.Value, refs: d.refs[n]}
 	}
 	for i, c := range n.Content {
 		p := fmt.Sprintf("%s[%d]", path, i)
@@ -294,6 +305,37 @@ func (d decoder) expandEnv(path string, n *yaml.Node, getenv func(string) string
 			}
 		}
 		if err := d.expandEnv(p, c, getenv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// uniqueKeys refuses a mapping under n that has a key twice: YAML does not
+// allow it, and the last one would silently win (uncommenting an example
+// block below the keys it replaces, say).
+func uniqueKeys(path string, n *yaml.Node) error {
+	first := map[string]int{}
+	for i, c := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if n.Kind == yaml.MappingNode {
+			if i%2 == 0 {
+				key := c.Value
+				if path != "" {
+					key = path + "." + c.Value
+				}
+				if line, dup := first[c.Value]; dup {
+					return fmt.Errorf("%s: duplicated key (line %d; first at line %d): a key may appear once in a mapping; remove or comment out one of them", key, c.Line, line)
+				}
+				first[c.Value] = c.Line
+				continue
+			}
+			p = n.Content[i-1].Value
+			if path != "" {
+				p = path + "." + p
+			}
+		}
+		if err := uniqueKeys(p, c); err != nil {
 			return err
 		}
 	}
@@ -408,10 +450,14 @@ func (d decoder) describeType(t reflect.Type, n *yaml.Node) string {
 
 // Validate checks values; every error names its key. The adapters' tokens
 // and secrets are not checked here but by ValidateSecrets, for run only.
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(nil) }
+
+// validate is Validate for a config whose values under the key paths of env
+// came from the environment: its errors name their variables instead.
+func (c *Config) validate(env map[string]envValue) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("%s: %s", key, redactEnv(key, fmt.Sprintf(format, args...), env)))
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data_dir", "must not be empty")
@@ -460,6 +506,29 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+var quotedString = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// redactEnv replaces in msg, an error about key, the values of key and of
+// the keys under it that came from the environment: quoted or bare, with
+// the variables they came from; a quoted part of one (a folder's segment)
+// with what it is part of.
+func redactEnv(key, msg string, env map[string]envValue) string {
+	for path, e := range env {
+		if e.value == "" || (path != key && !strings.HasPrefix(path, key+".") && !strings.HasPrefix(path, key+"[")) {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, strconv.Quote(e.value), "the value of "+e.refs)
+		msg = strings.ReplaceAll(msg, e.value, e.refs)
+		msg = quotedString.ReplaceAllStringFunc(msg, func(q string) string {
+			if s, err := strconv.Unquote(q); err == nil && s != "" && strings.Contains(e.value, s) {
+				return "a part of the value of " + e.refs
+			}
+			return q
+		})
+	}
+	return msg
 }
 
 func (c *Config) validateLimits(bad func(string, string, ...any)) {
