@@ -319,7 +319,7 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 		return fmt.Errorf("group folder: %w", err)
 	}
 	defer root.Close()
-	if err := applyDelta(ctx, f.obs, root, deltaRef{Object: d.Object, Deleted: d.Deleted}, f.ex); err != nil {
+	if err := applyDelta(ctx, f.obs, root, deltaRef{Object: d.Object, Deleted: d.Deleted}, f.ex, limitsFor(f.max)); err != nil {
 		return fmt.Errorf("apply the folder changes of turn %s (worker %s) to %s: %w", o.TurnID, o.Worker, d.Dir, err)
 	}
 	if d.Object != "" {
@@ -341,17 +341,40 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 
 // applyDelta writes a delta's files (object d.Object of obs) into root and
 // removes its deleted paths: the gateway applying a turn's changes, and a
-// worker bringing its copy to a version.
-func applyDelta(ctx context.Context, obs jetstream.ObjectStore, root *os.Root, d deltaRef, ex excluder) error {
-	if d.Object != "" {
-		if err := getObject(ctx, obs, d.Object, func(r io.Reader) error {
-			_, err := applyTar(root, r, ex)
+// worker bringing its copy to a version. Its files are unpacked within
+// lim; a refused delta changes nothing.
+func applyDelta(ctx context.Context, obs jetstream.ObjectStore, root *os.Root, d deltaRef, ex excluder, lim unpackLimits) error {
+	for _, p := range d.Deleted { // refused before anything is written
+		if err := checkName(p); err != nil {
 			return err
-		}); err != nil {
+		}
+	}
+	if d.Object != "" {
+		if _, err := unpackObject(ctx, obs, d.Object, root, ex, lim); err != nil {
 			return err
 		}
 	}
 	return removePaths(root, d.Deleted, ex)
+}
+
+// unpackObject unpacks object name of obs (a gzip tar) into root within
+// lim, once the object store has checked the whole object's digest: a
+// refused or corrupt object leaves root as it was. It returns the names
+// the tar held.
+func unpackObject(ctx context.Context, obs jetstream.ObjectStore, name string, root *os.Root, ex excluder, lim unpackLimits) (map[string]bool, error) {
+	var st *staged
+	err := getObject(ctx, obs, name, func(r io.Reader) error {
+		var err error
+		st, err = stageTar(root, r, ex, lim)
+		return err
+	})
+	if err != nil {
+		if st != nil {
+			st.discard()
+		}
+		return nil, err
+	}
+	return st.commit()
 }
 
 // getObject reads an object through fn; the object store checks its

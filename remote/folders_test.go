@@ -255,7 +255,7 @@ func TestApplyTarRefusesEscapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer root.Close()
-			_, err = applyTar(root, bytes.NewReader(tgz(t, tc.entry)), ex)
+			_, err = applyTar(root, bytes.NewReader(tgz(t, tc.entry)), ex, limitsFor(maxBytes(0)))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v; want a refusal naming %s", err, tc.want)
 			}

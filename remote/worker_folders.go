@@ -157,21 +157,18 @@ func (f *workerFolders) prepare(ctx context.Context, dir string, ref *FolderRef)
 // removed, except excluded files), then each delta.
 func (f *workerFolders) fetch(ctx context.Context, root *os.Root, dir string, ref *FolderRef) error {
 	f.gets.Add(1)
-	err := getObject(ctx, f.obs, ref.Object, func(r io.Reader) error {
-		names, err := applyTar(root, r, f.ex)
-		if err != nil {
-			return err
-		}
-		return pruneTo(root, names, f.ex)
-	})
+	names, err := unpackObject(ctx, f.obs, ref.Object, root, f.ex, limitsFor(f.max))
 	if err != nil {
+		return err
+	}
+	if err := pruneTo(root, names, f.ex); err != nil {
 		return err
 	}
 	for _, d := range ref.Deltas {
 		if d.Object != "" {
 			f.gets.Add(1)
 		}
-		if err := applyDelta(ctx, f.obs, root, d, f.ex); err != nil {
+		if err := applyDelta(ctx, f.obs, root, d, f.ex, limitsFor(f.max)); err != nil {
 			return err
 		}
 	}
