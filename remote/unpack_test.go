@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
 )
 
 // files lists what dir holds (slash paths, directories with a trailing /).
@@ -132,4 +131,3 @@ func TestUnpackEntriesCapped(t *testing.T) {
 		t.Errorf("the folder holds %q after the refusal; want nothing", got)
 	}
 }
-
