@@ -41,6 +41,10 @@ type RunnerOptions struct {
 	// default DefaultMaxFolderMB) caps a snapshotted folder.
 	SnapshotExclude []string
 	MaxFolderMB     int
+	// FoldersRoot is where the group folders live (<data_dir>/groups),
+	// announced to workers in each job (Job.Root): a worker runs only
+	// folders strictly inside it. Default: each folder's parent directory.
+	FoldersRoot string
 }
 
 // Runner is the gateway's agent.Runner for agent.runner: nats.
@@ -299,7 +303,14 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 	if err != nil {
 		return Job{}, agent.Failed("group folder: " + err.Error())
 	}
-	j := Job{Dir: dir, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
+	root := r.opt.FoldersRoot
+	if root == "" {
+		root = filepath.Dir(dir)
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return Job{}, agent.Failed("group folders root: " + err.Error())
+	}
+	j := Job{Dir: dir, Root: root, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
 		Output: spec.Output, MaxOutput: spec.MaxOutput}
 	if len(j.Command) == 0 {
 		j.Command = spec.Command
@@ -318,8 +329,8 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 			j.Env = append(j.Env, name+"="+v)
 		}
 	}
-	if j.TurnID == "" {
-		return j, agent.Failed("remote turn without SWITCHBOARD_TURN_ID (a bug)")
+	if !validTurnID(j.TurnID) {
+		return j, agent.Failed(fmt.Sprintf("remote turn without a well formed SWITCHBOARD_TURN_ID (%q; a bug)", j.TurnID))
 	}
 	if spec.Timeout <= 0 {
 		return j, agent.Failed("agent.runner nats needs agent.timeout: a turn on a lost worker would wait forever")

@@ -239,8 +239,9 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 	}
 	cancel()
 	var j Job
-	if err := json.Unmarshal(m.Data(), &j); err != nil || j.TurnID == "" {
-		w.log.Warn("turn unreadable; dropped", "err", err)
+	if err := json.Unmarshal(m.Data(), &j); err != nil || !validTurnID(j.TurnID) {
+		// Not answered: its turn id names no results subject.
+		w.log.Warn("turn unreadable or without a well formed turn id; dropped", "err", err)
 		return
 	}
 	w.busy.Add(1)
@@ -264,6 +265,11 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 // run runs a job with agent.Run in its folder (at the gateway's path).
 func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	o := Outcome{TurnID: j.TurnID, Worker: w.opt.ID, ExitCode: -1, SessionID: j.SessionID}
+	if err := checkJob(j, time.Now()); err != nil {
+		w.log.Warn("job refused", "worker", w.opt.ID, "turn", j.TurnID, "reason", err)
+		o.NotStarted, o.Error = true, "worker "+w.opt.ID+" refused the job: "+err.Error()
+		return o
+	}
 	left := time.Until(time.UnixMilli(j.DeadlineMs))
 	if left <= 0 {
 		o.NotStarted, o.Error = true, "the turn's deadline passed before a worker took it"

@@ -208,8 +208,11 @@ func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 		stopSrv()
 		return nil, nil, err
 	}
+	// FoldersRoot: where groups.Layout puts every group folder, announced
+	// in each job; workers run no folder outside it.
 	r, err := remote.NewRunner(ctx, nc, remote.RunnerOptions{Command: a.cfg.Agent.Command, Logger: a.log,
-		SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB})
+		SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB,
+		FoldersRoot: filepath.Join(a.cfg.DataDir, "groups")})
 	if err != nil {
 		nc.Close()
 		stopSrv()
