@@ -290,7 +290,7 @@ func (f *folders) dropObjects(ctx context.Context, fe folderEntry) {
 	}
 }
 
-// apply applies the folder delta of an outcome (see Runner.ApplyFolder).
+// apply applies the folder delta of an outcome (see Runner.applyFolder).
 func (f *folders) apply(ctx context.Context, o Outcome) error {
 	d := o.Folder
 	if d == nil {
@@ -307,11 +307,7 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 		return nil
 	}
 	if rev == 0 || rev != d.Base || fe.Dir != d.Dir {
-		f.refused.Add(1)
-		f.log.Warn("stale folder upload refused", "worker", o.Worker, "turn", o.TurnID, "dir", d.Dir, "base", d.Base, "current", rev)
-		if err := f.obs.Delete(ctx, d.Object); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			f.log.Warn("delete refused folder delta", "object", d.Object, "err", err)
-		}
+		f.refuseStale(o, fmt.Sprintf("the folder is at version %d", rev))
 		return fmt.Errorf("%w: turn %s on worker %s changed folder %s at version %d, which is now at %d", ErrStaleFolder, o.TurnID, o.Worker, d.Dir, d.Base, rev)
 	}
 	root, err := os.OpenRoot(d.Dir)
@@ -337,6 +333,22 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 	}
 	f.log.Debug("folder delta applied", "turn", o.TurnID, "worker", o.Worker, "dir", d.Dir, "version", nrev)
 	return nil
+}
+
+// refuseStale refuses the folder changes of o, accepted as its turn's
+// own (Runner.acceptOutcome): logged, counted, its delta object deleted.
+func (f *folders) refuseStale(o Outcome, why string) {
+	d := o.Folder
+	f.refused.Add(1)
+	f.log.Warn("stale folder upload refused", "worker", o.Worker, "turn", o.TurnID, "dir", d.Dir, "base", d.Base, "why", why)
+	if d.Object == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.obs.Delete(ctx, d.Object); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		f.log.Warn("delete refused folder delta", "object", d.Object, "err", err)
+	}
 }
 
 // applyDelta writes a delta's files (object d.Object of obs) into root and
@@ -427,30 +439,26 @@ func (r *Runner) publishFolder(ctx context.Context, job Job) (*FolderRef, error)
 	return &ref, nil
 }
 
-// applyFolder applies an outcome's folder changes as it arrives; a
-// refusal is logged (and counted) by apply.
+// applyFolder applies the folder changes an outcome carries (o.Folder;
+// nil: none) to the gateway's folder, once, for an outcome acceptOutcome
+// accepted: only when the folder is still at the version the turn ran on
+// (o.Folder.Base). Then the changed files are written into the folder
+// (through os.Root, within nats.max_folder_mb), the deleted ones removed
+// (files the gateway added meanwhile, such as inbox downloads, stay), and
+// the folder's entry advances to a new version. Otherwise the changes are
+// refused: a warning names the worker, the turn and both versions, and
+// StaleFolderUploads counts it. Applying an outcome that was applied
+// already does nothing.
 func (r *Runner) applyFolder(o Outcome) {
 	if o.Folder == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := r.ApplyFolder(ctx, o); err != nil && !errors.Is(err, ErrStaleFolder) {
+	if err := r.fold.apply(ctx, o); err != nil && !errors.Is(err, ErrStaleFolder) {
 		r.log.Error("apply a remote turn's folder changes", "turn", o.TurnID, "worker", o.Worker, "err", err)
 	}
 }
-
-// ApplyFolder applies the folder changes an outcome carries (o.Folder;
-// nil: none) to the gateway's folder, once: only when the folder is still
-// at the version the turn ran on (o.Folder.Base). Then the changed files
-// are written into the folder (through os.Root), the deleted ones removed
-// (files the gateway added meanwhile, such as inbox downloads, stay), and
-// the folder's entry advances to a new version. Otherwise the changes are
-// refused: the error wraps ErrStaleFolder, a warning names the worker, the
-// turn and both versions, and StaleFolderUploads counts it. Applying an
-// outcome that was applied already does nothing and returns nil. Call it
-// for every outcome received, waited for or not (NewRunner's reader does).
-func (r *Runner) ApplyFolder(ctx context.Context, o Outcome) error { return r.fold.apply(ctx, o) }
 
 // StaleFolderUploads is how many folder uploads were refused because their
 // base version was no longer current.

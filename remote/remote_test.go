@@ -110,9 +110,23 @@ func fakeWorker(t *testing.T, nc *nats.Conn, id string) jetstream.Consumer {
 	return cons
 }
 
+// stateDirs: each test's gateway data (RunnerOptions.StateDir), shared
+// by the Runners of a test as by a gateway and the same gateway restarted.
+var stateDirs sync.Map // *testing.T → dir
+
+func stateDir(t *testing.T) string {
+	if d, ok := stateDirs.Load(t); ok {
+		return d.(string)
+	}
+	d := t.TempDir()
+	stateDirs.Store(t, d)
+	t.Cleanup(func() { stateDirs.Delete(t) })
+	return d
+}
+
 func newRunner(t *testing.T, nc *nats.Conn, command string, grace time.Duration) *Runner {
 	t.Helper()
-	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{command}, Grace: grace})
+	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{command}, Grace: grace, StateDir: stateDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +212,8 @@ func TestRemoteTurnNoWorker(t *testing.T) {
 }
 
 // An outcome is applied once per turn id: a second outcome for the same
-// turn (a job that ran twice) is dropped, and so is one for a turn nobody
-// waits for.
+// turn (here from another worker than the one the turn was given to) is
+// refused, logged and counted.
 func TestRemoteOutcomeOnce(t *testing.T) {
 	nc := natsConn(t)
 	var logs testlog.Buffer
@@ -234,9 +248,10 @@ func TestRemoteOutcomeOnce(t *testing.T) {
 	if err != nil || res.Reply != "first" {
 		t.Fatalf("reply %q err %v; want the first outcome", res.Reply, err)
 	}
-	testwait.For(t, 10*time.Second, "the second outcome dropped", func() bool {
-		return strings.Contains(logs.String(), "no longer waited for; dropped") && strings.Contains(logs.String(), "worker=b")
-	})
+	testwait.For(t, 10*time.Second, "the second outcome refused", func() bool { return r.RefusedOutcomes() == 1 })
+	if l := logs.String(); !strings.Contains(l, `msg="remote outcome refused; nothing of it applied" turn=t-4 worker=b`) {
+		t.Errorf("no warning naming the turn and worker b:\n%s", l)
+	}
 }
 
 // A worker with one slot runs one turn at a time: a second job waits in the
@@ -436,9 +451,17 @@ func TestRemoteAwait(t *testing.T) {
 	}
 
 	// No outcome of t-never will come: its deadline has passed.
+	if err := next.record("t-never", turnRecord{Dir: turnInput(t, "x").Dir, Worker: "w1", DeadlineMs: time.Now().Add(-time.Minute).UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
 	res, err = next.Await(t.Context(), "t-never", time.Now().Add(-time.Minute))
 	if !errors.Is(err, agent.ErrNoOutcome) || !res.TimedOut {
 		t.Fatalf("Await t-never: err %v timed out %v; want agent.ErrNoOutcome", err, res.TimedOut)
+	}
+	// A turn this gateway has no record of has no outcome it would apply.
+	res, err = next.Await(t.Context(), "t-unknown", time.Now().Add(time.Minute))
+	if !errors.Is(err, agent.ErrNoOutcome) || !strings.Contains(err.Error(), "no record") {
+		t.Fatalf("Await t-unknown: err %v; want agent.ErrNoOutcome saying there is no record", err)
 	}
 }
 

@@ -209,10 +209,11 @@ func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 		return nil, nil, err
 	}
 	// FoldersRoot: where groups.Layout puts every group folder, announced
-	// in each job; workers run no folder outside it.
+	// in each job; workers run no folder outside it. StateDir: the turns
+	// in flight, for a restarted gateway to reattach to.
 	r, err := remote.NewRunner(ctx, nc, remote.RunnerOptions{Command: a.cfg.Agent.Command, Logger: a.log,
 		SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB,
-		FoldersRoot: filepath.Join(a.cfg.DataDir, "groups")})
+		FoldersRoot: filepath.Join(a.cfg.DataDir, "groups"), StateDir: filepath.Join(a.cfg.DataDir, "remote-turns")})
 	if err != nil {
 		nc.Close()
 		stopSrv()
