@@ -17,13 +17,25 @@ var _ agent.Reattacher = (*Runner)(nil)
 // Await is agent.Reattacher: the outcome of a turn that an earlier gateway
 // published, found on ResultsStream (kept for an hour), or else the one a
 // worker publishes until deadline + Grace. Either way it becomes a Result
-// in outcomeResult, as Run's does.
+// in outcomeResult, as Run's does. Only an outcome from the worker
+// StateDir recorded for the turn, for its recorded folder, is accepted
+// (acceptOutcome); a turn without a record has no outcome.
 func (r *Runner) Await(ctx context.Context, turnID string, deadline time.Time) (agent.Result, error) {
+	res := agent.Result{ExitCode: -1}
+	rec, ok := r.recorded(turnID)
+	if !ok {
+		return res, fmt.Errorf("%w: this gateway has no record of the turn's folder and worker (in %q), so no outcome of it is applied; the batch runs again",
+			agent.ErrNoOutcome, r.opt.StateDir)
+	}
+	defer func() {
+		if ctx.Err() == nil {
+			r.unrecord(turnID)
+		}
+	}()
 	// Waiting before looking: an outcome published during the look-up is
 	// delivered, not missed (deliver hands it over once).
-	ch, forget := r.expect(turnID)
+	ch, forget := r.expect(turnID, rec.Dir, rec.Worker)
 	defer forget()
-	res := agent.Result{ExitCode: -1}
 	wait := time.NewTimer(time.Until(deadline) + r.opt.Grace)
 	defer wait.Stop()
 	check := time.NewTicker(r.opt.Check)
@@ -32,11 +44,13 @@ func (r *Runner) Await(ctx context.Context, turnID string, deadline time.Time) (
 		if !looked {
 			o, found, err := r.published(ctx, turnID)
 			switch {
-			case found:
+			case found && r.acceptOutcome(o):
 				// Published while no gateway read the stream: its folder
 				// changes were not applied either (applying twice is harmless).
 				r.applyFolder(o)
 				return outcomeResult(o, "")
+			case found: // refused, or delivered meanwhile: the reader has it
+				looked = true
 			case err != nil && ctx.Err() == nil:
 				// Looked again at the next check; the outcome may come
 				// through the consumer meanwhile.

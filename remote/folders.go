@@ -290,7 +290,7 @@ func (f *folders) dropObjects(ctx context.Context, fe folderEntry) {
 	}
 }
 
-// apply applies the folder delta of an outcome (see Runner.ApplyFolder).
+// apply applies the folder delta of an outcome (see Runner.applyFolder).
 func (f *folders) apply(ctx context.Context, o Outcome) error {
 	d := o.Folder
 	if d == nil {
@@ -307,11 +307,7 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 		return nil
 	}
 	if rev == 0 || rev != d.Base || fe.Dir != d.Dir {
-		f.refused.Add(1)
-		f.log.Warn("stale folder upload refused", "worker", o.Worker, "turn", o.TurnID, "dir", d.Dir, "base", d.Base, "current", rev)
-		if err := f.obs.Delete(ctx, d.Object); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			f.log.Warn("delete refused folder delta", "object", d.Object, "err", err)
-		}
+		f.refuseStale(o, fmt.Sprintf("the folder is at version %d", rev))
 		return fmt.Errorf("%w: turn %s on worker %s changed folder %s at version %d, which is now at %d", ErrStaleFolder, o.TurnID, o.Worker, d.Dir, d.Base, rev)
 	}
 	root, err := os.OpenRoot(d.Dir)
@@ -319,7 +315,7 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 		return fmt.Errorf("group folder: %w", err)
 	}
 	defer root.Close()
-	if err := applyDelta(ctx, f.obs, root, deltaRef{Object: d.Object, Deleted: d.Deleted}, f.ex); err != nil {
+	if err := applyDelta(ctx, f.obs, root, deltaRef{Object: d.Object, Deleted: d.Deleted}, f.ex, limitsFor(f.max)); err != nil {
 		return fmt.Errorf("apply the folder changes of turn %s (worker %s) to %s: %w", o.TurnID, o.Worker, d.Dir, err)
 	}
 	if d.Object != "" {
@@ -339,19 +335,58 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 	return nil
 }
 
+// refuseStale refuses the folder changes of o, accepted as its turn's
+// own (Runner.acceptOutcome): logged, counted, its delta object deleted.
+func (f *folders) refuseStale(o Outcome, why string) {
+	d := o.Folder
+	f.refused.Add(1)
+	f.log.Warn("stale folder upload refused", "worker", o.Worker, "turn", o.TurnID, "dir", d.Dir, "base", d.Base, "why", why)
+	if d.Object == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.obs.Delete(ctx, d.Object); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		f.log.Warn("delete refused folder delta", "object", d.Object, "err", err)
+	}
+}
+
 // applyDelta writes a delta's files (object d.Object of obs) into root and
 // removes its deleted paths: the gateway applying a turn's changes, and a
-// worker bringing its copy to a version.
-func applyDelta(ctx context.Context, obs jetstream.ObjectStore, root *os.Root, d deltaRef, ex excluder) error {
-	if d.Object != "" {
-		if err := getObject(ctx, obs, d.Object, func(r io.Reader) error {
-			_, err := applyTar(root, r, ex)
+// worker bringing its copy to a version. Its files are unpacked within
+// lim; a refused delta changes nothing.
+func applyDelta(ctx context.Context, obs jetstream.ObjectStore, root *os.Root, d deltaRef, ex excluder, lim unpackLimits) error {
+	for _, p := range d.Deleted { // refused before anything is written
+		if err := checkName(p); err != nil {
 			return err
-		}); err != nil {
+		}
+	}
+	if d.Object != "" {
+		if _, err := unpackObject(ctx, obs, d.Object, root, ex, lim); err != nil {
 			return err
 		}
 	}
 	return removePaths(root, d.Deleted, ex)
+}
+
+// unpackObject unpacks object name of obs (a gzip tar) into root within
+// lim, once the object store has checked the whole object's digest: a
+// refused or corrupt object leaves root as it was. It returns the names
+// the tar held.
+func unpackObject(ctx context.Context, obs jetstream.ObjectStore, name string, root *os.Root, ex excluder, lim unpackLimits) (map[string]bool, error) {
+	var st *staged
+	err := getObject(ctx, obs, name, func(r io.Reader) error {
+		var err error
+		st, err = stageTar(root, r, ex, lim)
+		return err
+	})
+	if err != nil {
+		if st != nil {
+			st.discard()
+		}
+		return nil, err
+	}
+	return st.commit()
 }
 
 // getObject reads an object through fn; the object store checks its
@@ -404,30 +439,26 @@ func (r *Runner) publishFolder(ctx context.Context, job Job) (*FolderRef, error)
 	return &ref, nil
 }
 
-// applyFolder applies an outcome's folder changes as it arrives; a
-// refusal is logged (and counted) by apply.
+// applyFolder applies the folder changes an outcome carries (o.Folder;
+// nil: none) to the gateway's folder, once, for an outcome acceptOutcome
+// accepted: only when the folder is still at the version the turn ran on
+// (o.Folder.Base). Then the changed files are written into the folder
+// (through os.Root, within nats.max_folder_mb), the deleted ones removed
+// (files the gateway added meanwhile, such as inbox downloads, stay), and
+// the folder's entry advances to a new version. Otherwise the changes are
+// refused: a warning names the worker, the turn and both versions, and
+// StaleFolderUploads counts it. Applying an outcome that was applied
+// already does nothing.
 func (r *Runner) applyFolder(o Outcome) {
 	if o.Folder == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := r.ApplyFolder(ctx, o); err != nil && !errors.Is(err, ErrStaleFolder) {
+	if err := r.fold.apply(ctx, o); err != nil && !errors.Is(err, ErrStaleFolder) {
 		r.log.Error("apply a remote turn's folder changes", "turn", o.TurnID, "worker", o.Worker, "err", err)
 	}
 }
-
-// ApplyFolder applies the folder changes an outcome carries (o.Folder;
-// nil: none) to the gateway's folder, once: only when the folder is still
-// at the version the turn ran on (o.Folder.Base). Then the changed files
-// are written into the folder (through os.Root), the deleted ones removed
-// (files the gateway added meanwhile, such as inbox downloads, stay), and
-// the folder's entry advances to a new version. Otherwise the changes are
-// refused: the error wraps ErrStaleFolder, a warning names the worker, the
-// turn and both versions, and StaleFolderUploads counts it. Applying an
-// outcome that was applied already does nothing and returns nil. Call it
-// for every outcome received, waited for or not (NewRunner's reader does).
-func (r *Runner) ApplyFolder(ctx context.Context, o Outcome) error { return r.fold.apply(ctx, o) }
 
 // StaleFolderUploads is how many folder uploads were refused because their
 // base version was no longer current.

@@ -143,7 +143,7 @@ while [ ! -e "$GATE" ]; do sleep 0.02; done`, 0)
 		t.Fatalf("outcome %s: %v; want one with folder changes", msg.Data, err)
 	}
 	writeFiles(t, in.Dir, map[string]string{"work.md": "edited on the gateway since\n"})
-	if err := r.ApplyFolder(t.Context(), again); err != nil {
+	if err := r.fold.apply(t.Context(), again); err != nil {
 		t.Errorf("applying the outcome again: %v; want nil", err)
 	}
 	if got := readFile(t, filepath.Join(in.Dir, "work.md")); got != "edited on the gateway since\n" || r.StaleFolderUploads() != 0 {
@@ -255,7 +255,7 @@ func TestApplyTarRefusesEscapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer root.Close()
-			_, err = applyTar(root, bytes.NewReader(tgz(t, tc.entry)), ex)
+			_, err = applyTar(root, bytes.NewReader(tgz(t, tc.entry)), ex, limitsFor(maxBytes(0)))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v; want a refusal naming %s", err, tc.want)
 			}

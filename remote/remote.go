@@ -47,7 +47,11 @@ type Job struct {
 	TurnID string `json:"turn_id"` // also the message id (JetStream de-duplication)
 	// Dir is the group folder: the worker runs the agent in its copy of
 	// it, which a sandboxed agent sees at this same absolute path.
-	Dir       string `json:"dir"`
+	Dir string `json:"dir"`
+	// Root is where the gateway's group folders live (RunnerOptions.
+	// FoldersRoot): the worker refuses a Dir that is not strictly inside
+	// it, and a Root that is "/" (checkJob).
+	Root      string `json:"root"`
 	Prompt    string `json:"prompt"`
 	SessionID string `json:"session_id,omitempty"`
 	// Env is the turn's KEY=VALUE entries: SWITCHBOARD_* (with the MCP URL

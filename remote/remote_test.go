@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"switchboard/agent"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 )
@@ -47,8 +49,12 @@ func startWorker(t *testing.T, nc *nats.Conn, id string, slots int) *Worker {
 	return runWorker(t, nc, WorkerOptions{ID: id, Slots: slots})
 }
 
-// runWorker runs a worker with opt (Prepare, Poll and Dir filled in when
-// unset) until the test ends.
+// testAllowEnv is the agent.env of the tests' workers (unless a test sets
+// AllowEnv): the variables the tests' agents wait on.
+var testAllowEnv = []string{"GATE", "GATES", "STARTED", "REMOTE_TEST_ALLOWED"}
+
+// runWorker runs a worker with opt (Prepare, Poll, Dir and AllowEnv filled
+// in when unset) until the test ends.
 func runWorker(t *testing.T, nc *nats.Conn, opt WorkerOptions) *Worker {
 	t.Helper()
 	w, _ := stoppableWorker(t, nc, opt)
@@ -67,6 +73,9 @@ func stoppableWorker(t *testing.T, nc *nats.Conn, opt WorkerOptions) (*Worker, f
 	}
 	if opt.Dir == "" {
 		opt.Dir = t.TempDir()
+	}
+	if opt.AllowEnv == nil {
+		opt.AllowEnv = testAllowEnv
 	}
 	w, err := NewWorker(t.Context(), nc, opt)
 	if err != nil {
@@ -101,9 +110,23 @@ func fakeWorker(t *testing.T, nc *nats.Conn, id string) jetstream.Consumer {
 	return cons
 }
 
+// stateDirs: each test's gateway data (RunnerOptions.StateDir), shared
+// by the Runners of a test as by a gateway and the same gateway restarted.
+var stateDirs sync.Map // *testing.T → dir
+
+func stateDir(t *testing.T) string {
+	if d, ok := stateDirs.Load(t); ok {
+		return d.(string)
+	}
+	d := t.TempDir()
+	stateDirs.Store(t, d)
+	t.Cleanup(func() { stateDirs.Delete(t) })
+	return d
+}
+
 func newRunner(t *testing.T, nc *nats.Conn, command string, grace time.Duration) *Runner {
 	t.Helper()
-	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{command}, Grace: grace})
+	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{command}, Grace: grace, StateDir: stateDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +212,8 @@ func TestRemoteTurnNoWorker(t *testing.T) {
 }
 
 // An outcome is applied once per turn id: a second outcome for the same
-// turn (a job that ran twice) is dropped, and so is one for a turn nobody
-// waits for.
+// turn (here from another worker than the one the turn was given to) is
+// refused, logged and counted.
 func TestRemoteOutcomeOnce(t *testing.T) {
 	nc := natsConn(t)
 	var logs testlog.Buffer
@@ -225,9 +248,10 @@ func TestRemoteOutcomeOnce(t *testing.T) {
 	if err != nil || res.Reply != "first" {
 		t.Fatalf("reply %q err %v; want the first outcome", res.Reply, err)
 	}
-	testwait.For(t, 10*time.Second, "the second outcome dropped", func() bool {
-		return strings.Contains(logs.String(), "no longer waited for; dropped") && strings.Contains(logs.String(), "worker=b")
-	})
+	testwait.For(t, 10*time.Second, "the second outcome refused", func() bool { return r.RefusedOutcomes() == 1 })
+	if l := logs.String(); !strings.Contains(l, `msg="remote outcome refused; nothing of it applied" turn=t-4 worker=b`) {
+		t.Errorf("no warning naming the turn and worker b:\n%s", l)
+	}
 }
 
 // A worker with one slot runs one turn at a time: a second job waits in the
@@ -315,7 +339,8 @@ func TestRemoteWorkerGone(t *testing.T) {
 // publishes its result.
 func TestWorkerDrains(t *testing.T) {
 	nc := natsConn(t)
-	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond, Dir: t.TempDir()})
+	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 500 * time.Millisecond, Dir: t.TempDir(),
+		AllowEnv: testAllowEnv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,9 +451,17 @@ func TestRemoteAwait(t *testing.T) {
 	}
 
 	// No outcome of t-never will come: its deadline has passed.
+	if err := next.record("t-never", turnRecord{Dir: turnInput(t, "x").Dir, Worker: "w1", DeadlineMs: time.Now().Add(-time.Minute).UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
 	res, err = next.Await(t.Context(), "t-never", time.Now().Add(-time.Minute))
 	if !errors.Is(err, agent.ErrNoOutcome) || !res.TimedOut {
 		t.Fatalf("Await t-never: err %v timed out %v; want agent.ErrNoOutcome", err, res.TimedOut)
+	}
+	// A turn this gateway has no record of has no outcome it would apply.
+	res, err = next.Await(t.Context(), "t-unknown", time.Now().Add(time.Minute))
+	if !errors.Is(err, agent.ErrNoOutcome) || !strings.Contains(err.Error(), "no record") {
+		t.Fatalf("Await t-unknown: err %v; want agent.ErrNoOutcome saying there is no record", err)
 	}
 }
 
@@ -512,4 +545,42 @@ func natsConnTo(t *testing.T, url string) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// A job's environment reaches the agent only with SWITCHBOARD_* names and
+// those the worker's own agent.env allows: code smuggled in through
+// BASH_FUNC_x%%, LD_PRELOAD or NODE_OPTIONS (run by the agent's shell,
+// loader or runtime, on the host with sandbox: none) is dropped, counted,
+// and logged by name without its value.
+func TestWorkerJobEnvFiltered(t *testing.T) {
+	nc := natsConn(t)
+	var wlog testlog.Buffer
+	printEnv := testagent.Script(t, "env")
+	w := runWorker(t, nc, WorkerOptions{ID: "w1", Slots: 1, AllowEnv: []string{"REMOTE_OK"}, Logger: slog.New(slog.NewTextHandler(&wlog, nil)),
+		Prepare: func([]string) (agent.Spec, error) { return agent.Spec{Command: printEnv}, nil }})
+	r := newRunner(t, nc, "agent", 0)
+	in := turnInput(t, "t-env")
+	in.Env = append(in.Env, "BASH_FUNC_cat%%=() { echo pwned-secret; }", "LD_PRELOAD=/tmp/evil-secret.so",
+		"NODE_OPTIONS=--require /tmp/evil-secret.js", "REMOTE_NO=other-secret", "REMOTE_OK=yes")
+	res, err := r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Split(res.Reply, "\n")
+	for _, want := range []string{"SWITCHBOARD_FOLDER=main", "SWITCHBOARD_TURN_ID=t-env", "REMOTE_OK=yes"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("the agent's environment lacks %s:\n%s", want, res.Reply)
+		}
+	}
+	for _, bad := range []string{"BASH_FUNC", "LD_PRELOAD", "NODE_OPTIONS", "REMOTE_NO"} {
+		if strings.Contains(res.Reply, bad) {
+			t.Errorf("%s reached the agent:\n%s", bad, res.Reply)
+		}
+	}
+	if n := w.DroppedEnv(); n != 4 {
+		t.Errorf("DroppedEnv %d; want 4", n)
+	}
+	if l := wlog.String(); !strings.Contains(l, "LD_PRELOAD") || !strings.Contains(l, "BASH_FUNC_cat%%") || strings.Contains(l, "secret") {
+		t.Errorf("want the dropped names logged, without their values:\n%s", l)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,6 +42,16 @@ type RunnerOptions struct {
 	// default DefaultMaxFolderMB) caps a snapshotted folder.
 	SnapshotExclude []string
 	MaxFolderMB     int
+	// FoldersRoot is where the group folders live (<data_dir>/groups),
+	// announced to workers in each job (Job.Root): a worker runs only
+	// folders strictly inside it. Default: each folder's parent directory.
+	FoldersRoot string
+	// StateDir (<data_dir>/remote-turns) keeps each published turn's
+	// folder and worker until the turn is over, so that a restarted
+	// gateway applies the outcome of a turn it reattaches to (Await) only
+	// from that worker and to that folder. "": not kept (Await then has
+	// nothing to reattach to).
+	StateDir string
 }
 
 // Runner is the gateway's agent.Runner for agent.runner: nats.
@@ -52,11 +63,16 @@ type Runner struct {
 	stop  jetstream.ConsumeContext
 	taken *nats.Subscription
 	mu    sync.Mutex
-	waits map[string]chan Outcome // turn id → its waiting Run
+	waits map[string]*pending // turn id → its waiting Run or Await (accept.go)
+	// ended: turns no longer awaited, oldest first in endedOrder (at most
+	// maxEnded), whose late outcomes are refused as stale.
+	ended      map[string]turnRecord
+	endedOrder []string
+	refused    atomic.Int64 // outcomes refused by acceptOutcome
 	// applying: folder → done when the last outcome deliver queued for it
 	// is applied (the next one waits for it).
 	applying map[string]chan struct{}
-	by       map[string]string // turn id → the worker it was given
+	by       map[string]string // turn id → the worker it was given (or that says it took it: a hint)
 	fold     *folders
 	d        *dispatcher
 }
@@ -88,7 +104,11 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}, applying: map[string]chan struct{}{}, fold: fold}
+	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]*pending{}, ended: map[string]turnRecord{}, by: map[string]string{},
+		applying: map[string]chan struct{}{}, fold: fold}
+	if err := r.pruneRecords(); err != nil {
+		return nil, fmt.Errorf("remote turns' state dir %s: %w", opt.StateDir, err)
+	}
 	if r.d, err = newDispatcher(ctx, kv, opt.WorkerTTL); err != nil {
 		return nil, fmt.Errorf("watch bucket %s: %w", workersBucket, err)
 	}
@@ -128,7 +148,9 @@ func (r *Runner) noteTaken(m *nats.Msg) {
 	r.d.ran(turn, string(m.Data))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.waits[turn]; ok {
+	// Any client may send the note: it counts only from the worker the
+	// turn was given to.
+	if p, ok := r.waits[turn]; ok && (p.worker == "" || p.worker == string(m.Data)) {
 		r.by[turn] = string(m.Data)
 	}
 }
@@ -147,16 +169,18 @@ func (r *Runner) workerGone(turn string) (string, bool) {
 	return w, !r.d.reports(w)
 }
 
-// deliver hands an outcome to the Run waiting for it, once, after its
-// folder changes are applied: those of every outcome, also of a turn no
-// longer waited for (a stale worker's, refused unless its base is still
-// current). Applying (a download) runs beside the stream's reader, in the
-// stream's order for each folder, so that it holds up no other folder's
-// outcome.
+// deliver hands an outcome to the Run or Await waiting for it, once,
+// after its folder changes are applied: only an outcome acceptOutcome
+// accepts changes anything. Applying (a download) runs beside the
+// stream's reader, in the stream's order for each folder, so that it
+// holds up no other folder's outcome.
 func (r *Runner) deliver(m jetstream.Msg) {
 	var o Outcome
 	if err := json.Unmarshal(m.Data(), &o); err != nil || o.TurnID == "" {
 		r.log.Warn("remote outcome unreadable; dropped", "subject", m.Subject(), "err", err)
+		return
+	}
+	if !r.acceptOutcome(o) {
 		return
 	}
 	if o.Folder == nil {
@@ -184,18 +208,18 @@ func (r *Runner) deliver(m jetstream.Msg) {
 	}()
 }
 
-// handOver gives o to the Run waiting for it, if any.
+// handOver gives o, accepted, to the Run or Await waiting for it, if it
+// still waits.
 func (r *Runner) handOver(o Outcome) {
 	r.mu.Lock()
-	ch, ok := r.waits[o.TurnID]
-	delete(r.waits, o.TurnID)
+	p, ok := r.waits[o.TurnID]
 	r.mu.Unlock()
 	r.d.ran(o.TurnID, o.Worker)
 	if !ok {
 		r.log.Info("remote outcome of a turn no longer waited for; dropped", "turn", o.TurnID, "worker", o.Worker)
 		return
 	}
-	ch <- o // buffered: never blocks
+	p.ch <- o // buffered, and sent once (acceptOutcome): never blocks
 }
 
 // Run gives the turn to a worker (see dispatcher.pick; while no worker is
@@ -222,7 +246,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		res.NotStarted = true
 		return res, agent.Failed("encode remote turn: " + err.Error())
 	}
-	ch, forget := r.expect(job.TurnID)
+	ch, forget := r.expect(job.TurnID, job.Dir, "")
 	defer forget()
 	worker, wres, err := r.d.assign(ctx, job.TurnID, job.Dir, time.UnixMilli(job.DeadlineMs), r.opt.Check, r.log)
 	defer r.d.done(job.TurnID)
@@ -231,10 +255,18 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		return wres, err
 	}
 	// Given before it is published: a turn still queued on a worker that
-	// dies fails as one that worker took.
-	r.mu.Lock()
-	r.by[job.TurnID] = worker
-	r.mu.Unlock()
+	// dies fails as one that worker took; only that worker's outcome is
+	// accepted. Recorded until the turn is over, also when the gateway
+	// stops meanwhile (ctx ends): a restarted gateway reattaches to it.
+	r.setWorker(job.TurnID, worker)
+	if err := r.record(job.TurnID, turnRecord{Dir: job.Dir, Worker: worker, DeadlineMs: job.DeadlineMs}); err != nil {
+		r.log.Warn("record a remote turn for a restarted gateway", "turn", job.TurnID, "err", err)
+	}
+	defer func() {
+		if ctx.Err() == nil {
+			r.unrecord(job.TurnID)
+		}
+	}()
 	if _, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID)); err != nil {
 		res.NotStarted = true
 		if ctx.Err() != nil {
@@ -278,28 +310,20 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	}
 }
 
-// expect registers a wait for turn's outcome, which deliver hands over
-// once on ch; forget ends the wait.
-func (r *Runner) expect(turn string) (ch chan Outcome, forget func()) {
-	ch = make(chan Outcome, 1)
-	r.mu.Lock()
-	r.waits[turn] = ch
-	r.mu.Unlock()
-	return ch, func() {
-		r.mu.Lock()
-		delete(r.waits, turn)
-		delete(r.by, turn)
-		r.mu.Unlock()
-	}
-}
-
 // job is the turn as workers get it.
 func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error) {
 	dir, err := filepath.Abs(in.Dir)
 	if err != nil {
 		return Job{}, agent.Failed("group folder: " + err.Error())
 	}
-	j := Job{Dir: dir, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
+	root := r.opt.FoldersRoot
+	if root == "" {
+		root = filepath.Dir(dir)
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return Job{}, agent.Failed("group folders root: " + err.Error())
+	}
+	j := Job{Dir: dir, Root: root, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
 		Output: spec.Output, MaxOutput: spec.MaxOutput}
 	if len(j.Command) == 0 {
 		j.Command = spec.Command
@@ -318,8 +342,8 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 			j.Env = append(j.Env, name+"="+v)
 		}
 	}
-	if j.TurnID == "" {
-		return j, agent.Failed("remote turn without SWITCHBOARD_TURN_ID (a bug)")
+	if !validTurnID(j.TurnID) {
+		return j, agent.Failed(fmt.Sprintf("remote turn without a well formed SWITCHBOARD_TURN_ID (%q; a bug)", j.TurnID))
 	}
 	if spec.Timeout <= 0 {
 		return j, agent.Failed("agent.runner nats needs agent.timeout: a turn on a lost worker would wait forever")

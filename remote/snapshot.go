@@ -3,7 +3,6 @@ package remote
 import (
 	"archive/tar"
 	"compress/gzip"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -335,107 +334,6 @@ func checkName(name string) error {
 		return fmt.Errorf("snapshot entry %q is not a path inside the folder; refused", name)
 	}
 	return nil
-}
-
-// applyTar writes a snapshot or delta (gzip tar from r) into root: its
-// directories and regular files, each file written beside its place and
-// renamed over it (so a symlink there is replaced, not followed). Any
-// other entry type, or a name outside the folder, is an error naming it;
-// os.Root keeps every write inside the folder besides. Excluded paths are
-// never written: local credentials stay as they are. It returns the names
-// it held.
-func applyTar(root *os.Root, r io.Reader, ex excluder) (map[string]bool, error) {
-	zr, err := gzip.NewReader(r)
-	if err != nil {
-		return nil, fmt.Errorf("read snapshot: %w", err)
-	}
-	tr := tar.NewReader(zr)
-	names := map[string]bool{}
-	dirModes := map[string]fs.FileMode{}
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return names, fmt.Errorf("read snapshot: %w", err)
-		}
-		name := strings.TrimSuffix(hdr.Name, "/")
-		if err := checkName(name); err != nil {
-			return names, err
-		}
-		if ex.excluded(name) {
-			continue
-		}
-		mode := fs.FileMode(hdr.Mode).Perm()
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if fi, err := root.Lstat(name); err == nil && !fi.IsDir() {
-				if err := root.Remove(name); err != nil {
-					return names, fmt.Errorf("snapshot entry %q: %w", name, err)
-				}
-			}
-			if err := root.MkdirAll(name, 0o700); err != nil {
-				return names, fmt.Errorf("snapshot entry %q: %w", name, err)
-			}
-			dirModes[name] = mode
-		case tar.TypeReg:
-			if err := writeEntry(root, name, mode, tr); err != nil {
-				return names, fmt.Errorf("snapshot entry %q: %w", name, err)
-			}
-		default:
-			return names, fmt.Errorf("snapshot entry %q is of tar type %q, not a file or directory; refused", name, hdr.Typeflag)
-		}
-		names[name] = true
-	}
-	// Directory modes last: a read-only directory would refuse its files.
-	for _, d := range slices.Backward(slices.Sorted(func(yield func(string) bool) {
-		for d := range dirModes {
-			if !yield(d) {
-				return
-			}
-		}
-	})) {
-		if err := root.Chmod(d, dirModes[d]|0o700); err != nil {
-			return names, fmt.Errorf("snapshot entry %q: %w", d, err)
-		}
-	}
-	return names, nil
-}
-
-// writeEntry writes a file entry through a temporary name and renames it
-// into place.
-func writeEntry(root *os.Root, name string, mode fs.FileMode, r io.Reader) error {
-	dir := path.Dir(name)
-	if dir != "." {
-		if err := root.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-	}
-	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
-		if err := root.RemoveAll(name); err != nil {
-			return err
-		}
-	}
-	tmp := path.Join(dir, ".switchboard-"+rand.Text())
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Chmod(tmp, mode) // not narrowed by the umask
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-	}
-	return err
 }
 
 // removePaths removes deleted paths (from a delta) in root, deepest first;

@@ -39,6 +39,10 @@ type WorkerOptions struct {
 	// Dir is the worker's data directory: its copies of group folders
 	// live in Dir/folders (worker_folders.go). Required.
 	Dir string
+	// AllowEnv are the names this worker's own agent.env allows: of a
+	// job's environment the agent gets only these and SWITCHBOARD_* names
+	// (jobEnv); every other entry is dropped and counted (DroppedEnv).
+	AllowEnv []string
 	// WorkerTTL, SnapshotExclude and MaxFolderMB: as in RunnerOptions.
 	WorkerTTL       time.Duration
 	SnapshotExclude []string
@@ -56,6 +60,7 @@ type Worker struct {
 	host    string
 	started time.Time
 	busy    atomic.Int32
+	dropped atomic.Int64 // job environment entries dropped (jobEnv)
 	folders *workerFolders
 	stop    atomic.Bool // draining: reported in the heartbeat
 	consMu  sync.Mutex
@@ -234,8 +239,9 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 	}
 	cancel()
 	var j Job
-	if err := json.Unmarshal(m.Data(), &j); err != nil || j.TurnID == "" {
-		w.log.Warn("turn unreadable; dropped", "err", err)
+	if err := json.Unmarshal(m.Data(), &j); err != nil || !validTurnID(j.TurnID) {
+		// Not answered: its turn id names no results subject.
+		w.log.Warn("turn unreadable or without a well formed turn id; dropped", "err", err)
 		return
 	}
 	w.busy.Add(1)
@@ -259,6 +265,11 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 // run runs a job with agent.Run in its folder (at the gateway's path).
 func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	o := Outcome{TurnID: j.TurnID, Worker: w.opt.ID, ExitCode: -1, SessionID: j.SessionID}
+	if err := checkJob(j, time.Now()); err != nil {
+		w.log.Warn("job refused", "worker", w.opt.ID, "turn", j.TurnID, "reason", err)
+		o.NotStarted, o.Error = true, "worker "+w.opt.ID+" refused the job: "+err.Error()
+		return o
+	}
 	left := time.Until(time.UnixMilli(j.DeadlineMs))
 	if left <= 0 {
 		o.NotStarted, o.Error = true, "the turn's deadline passed before a worker took it"
@@ -279,7 +290,7 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 		return o
 	}
 	w.log.Info("turn starting", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir)
-	res, err := agent.Run(ctx, spec, agent.Input{Dir: ft.copy, At: j.Dir, Env: slices.Clone(j.Env), SessionID: j.SessionID, Prompt: j.Prompt})
+	res, err := agent.Run(ctx, spec, agent.Input{Dir: ft.copy, At: j.Dir, Env: w.jobEnv(j), SessionID: j.SessionID, Prompt: j.Prompt})
 	o.Folder = w.finishFolder(ft, j, &err)
 	o.Reply, o.SessionID, o.DurationMs, o.ExitCode = res.Reply, res.SessionID, res.Duration.Milliseconds(), res.ExitCode
 	o.NotStarted, o.TimedOut, o.Truncated, o.Stderr = res.NotStarted, res.TimedOut, res.Truncated, res.Stderr
@@ -289,6 +300,50 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	}
 	return o
 }
+
+// jobEnv is the part of j's environment the agent gets: entries named
+// SWITCHBOARD_* or in AllowEnv. Any other (BASH_FUNC_x%%, LD_PRELOAD,
+// NODE_OPTIONS: code run by the agent's shell, loader or runtime) is
+// dropped, counted, and logged by name, never by value.
+func (w *Worker) jobEnv(j Job) []string {
+	var env []string
+	var dropped []string
+	for _, kv := range j.Env {
+		name, _, ok := strings.Cut(kv, "=")
+		if ok && envName(name) && (strings.HasPrefix(name, "SWITCHBOARD_") || slices.Contains(w.opt.AllowEnv, name)) {
+			env = append(env, kv)
+			continue
+		}
+		switch {
+		case !ok: // perhaps a bare value: not logged
+			name = "(an entry without =)"
+		case len(name) > 64:
+			name = name[:64] + "…"
+		}
+		dropped = append(dropped, name)
+	}
+	if len(dropped) > 0 {
+		w.dropped.Add(int64(len(dropped)))
+		w.log.Warn("job environment entries dropped: neither SWITCHBOARD_* nor in this worker's agent.env", "turn", j.TurnID,
+			"names", dropped)
+	}
+	return env
+}
+
+// envName reports whether name is a plain environment variable name
+// ([A-Za-z_][A-Za-z0-9_]*).
+func envName(name string) bool {
+	for i, r := range name {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// DroppedEnv is how many job environment entries the worker dropped
+// (neither SWITCHBOARD_* nor named by its agent.env).
+func (w *Worker) DroppedEnv() int64 { return w.dropped.Load() }
 
 // heartbeat records the worker in the workers bucket.
 func (w *Worker) heartbeat(ctx context.Context) {

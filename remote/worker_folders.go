@@ -117,19 +117,24 @@ func (f *workerFolders) prepare(ctx context.Context, dir string, ref *FolderRef)
 		return nil, fmt.Errorf("create the copy of group folder %s on the worker: %w", dir, err)
 	}
 	h := f.load(key)
-	if ref != nil {
-		t.base = ref.Version
-		if h.Digest == ref.Digest && h.Manifest != nil {
-			t.before = h.Manifest
-			return t, nil
-		}
-	}
 	root, err := os.OpenRoot(t.copy)
 	if err != nil {
 		t.unlock()
 		return nil, err
 	}
 	defer root.Close()
+	if ref != nil {
+		t.base = ref.Version
+		if h.Digest == ref.Digest && h.Manifest != nil {
+			// Only if the copy still holds it: a copy changed behind the
+			// worker's back (wiped) would otherwise come back as deletions.
+			if m, _, err := scanFolder(root, f.ex, 0, &f.hashes); err == nil && m.digest() == h.Digest {
+				t.before = h.Manifest
+				return t, nil
+			}
+			f.log.Warn("folder copy differs from the version recorded for it; downloading it again", "dir", dir, "version", ref.Version)
+		}
+	}
 	if ref != nil {
 		if err := f.fetch(ctx, root, dir, ref); err != nil {
 			f.forget(key, dir)
@@ -157,21 +162,18 @@ func (f *workerFolders) prepare(ctx context.Context, dir string, ref *FolderRef)
 // removed, except excluded files), then each delta.
 func (f *workerFolders) fetch(ctx context.Context, root *os.Root, dir string, ref *FolderRef) error {
 	f.gets.Add(1)
-	err := getObject(ctx, f.obs, ref.Object, func(r io.Reader) error {
-		names, err := applyTar(root, r, f.ex)
-		if err != nil {
-			return err
-		}
-		return pruneTo(root, names, f.ex)
-	})
+	names, err := unpackObject(ctx, f.obs, ref.Object, root, f.ex, limitsFor(f.max))
 	if err != nil {
+		return err
+	}
+	if err := pruneTo(root, names, f.ex); err != nil {
 		return err
 	}
 	for _, d := range ref.Deltas {
 		if d.Object != "" {
 			f.gets.Add(1)
 		}
-		if err := applyDelta(ctx, f.obs, root, d, f.ex); err != nil {
+		if err := applyDelta(ctx, f.obs, root, d, f.ex, limitsFor(f.max)); err != nil {
 			return err
 		}
 	}

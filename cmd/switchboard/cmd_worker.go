@@ -31,7 +31,9 @@ that worker has a free slot.
 Each turn runs with this machine's agent.sandbox, agent.binds and
 agent.network (bubblewrap when installed), in the group folder at the same
 absolute path as on the gateway, with the environment the gateway sends (SWITCHBOARD_*, the MCP
-URL and the turn's token, the values of agent.env), and the gateway's
+URL and the turn's token, the values of agent.env) but only its SWITCHBOARD_*
+names and those this worker's own agent.env lists (any other entry is
+dropped and logged by name), and the gateway's
 agent.resume_args and agent.output. The agent's command is this worker's
 agent.command ("switchboard" is this binary), which must equal the gateway's:
 a job naming another command is refused; this worker's agent.max_turn_usd
@@ -92,7 +94,7 @@ func (a *app) runWorker(ctx context.Context, url string, slots int) error {
 	}
 	defer nc.Close()
 	w, err := remote.NewWorker(ctx, nc, remote.WorkerOptions{Slots: slots, Logger: a.log, Prepare: a.workerSpecs(ctx, exe, sb),
-		Dir: a.cfg.DataDir, SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB})
+		Dir: a.cfg.DataDir, SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB, AllowEnv: a.cfg.Agent.Env})
 	if err != nil {
 		return err
 	}
@@ -206,8 +208,12 @@ func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 		stopSrv()
 		return nil, nil, err
 	}
+	// FoldersRoot: where groups.Layout puts every group folder, announced
+	// in each job; workers run no folder outside it. StateDir: the turns
+	// in flight, for a restarted gateway to reattach to.
 	r, err := remote.NewRunner(ctx, nc, remote.RunnerOptions{Command: a.cfg.Agent.Command, Logger: a.log,
-		SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB})
+		SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB,
+		FoldersRoot: filepath.Join(a.cfg.DataDir, "groups"), StateDir: filepath.Join(a.cfg.DataDir, "remote-turns")})
 	if err != nil {
 		nc.Close()
 		stopSrv()
