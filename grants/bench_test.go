@@ -19,7 +19,7 @@ func benchRules(b *testing.B) []string {
 		"preview_schedule", "!engage(topic=secret*)", "get_thread(topic=*)", "find_messages(query=*)",
 		"send(jid=web:*, topic=support*)",
 	}
-	rules := append(grants.Defaults(2), overrides...)
+	rules := append(grants.ContractCatalog.Defaults(2), overrides...)
 	if len(rules) != 50 {
 		b.Fatalf("bench set has %d rules, want 50", len(rules))
 	}
@@ -59,7 +59,7 @@ func BenchmarkCheck50Rules(b *testing.B) {
 
 func BenchmarkListed(b *testing.B) {
 	s := grants.Compile(benchRules(b))
-	all := grants.AllTools()
+	all := grants.ContractCatalog.Tools()
 	b.Run("one_tool", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -1,35 +1,88 @@
 package grants_test
 
 import (
+	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"switchboard/grants"
 )
 
-func TestAllToolsCatalog(t *testing.T) {
-	all := grants.AllTools()
-	if len(all) != 39 {
-		t.Errorf("AllTools() has %d tools, want the 36 of CONTRACT §9 and report_usage, list_budgets, set_budget (issue 21)", len(all))
+// cat is the catalog these tests evaluate the tier defaults over.
+var cat = grants.ContractCatalog
+
+func TestNewCatalog(t *testing.T) {
+	without := func(name string) []grants.Tool {
+		return slices.DeleteFunc(grants.ContractTools(), func(tool grants.Tool) bool { return tool.Name == name })
 	}
-	seen := map[string]bool{}
-	for _, tool := range all {
-		if seen[tool] {
-			t.Errorf("tool %q listed twice", tool)
-		}
-		seen[tool] = true
-		// A tool name must be usable as a literal rule.
-		if r, err := grants.Parse(tool); err != nil || r.Action != tool {
-			t.Errorf("tool %q is not a valid literal rule: %v", tool, err)
-		}
+	tests := []struct {
+		name  string
+		tools []grants.Tool
+		want  string // "" for no error
+	}{
+		{"the contract's catalog", grants.ContractTools(), ""},
+		{"no category", append(grants.ContractTools(), grants.Tool{Name: "future_tool"}), `tool future_tool has no known category ("")`},
+		{"unknown category", append(grants.ContractTools(), grants.Tool{Name: "future_tool", Category: "misc"}), `tool future_tool has no known category ("misc")`},
+		{"named twice", append(grants.ContractTools(), grants.Tool{Name: "like", Category: grants.Spend}), "tool like listed twice"},
+		{"a glob", append(grants.ContractTools(), grants.Tool{Name: "send*", Category: grants.Messaging}), `tool name "send*" is not a literal rule`},
+		{"a deny", append(grants.ContractTools(), grants.Tool{Name: "!send", Category: grants.Messaging}), `tool name "!send" is not a literal rule`},
+		{"with params", append(grants.ContractTools(), grants.Tool{Name: "send(jid=x)", Category: grants.Messaging}), `tool name "send(jid=x)" is not a literal rule`},
+		{"tier 2 default missing", without("list_grants"), `tier 2 default "list_grants" is not a catalog tool`},
+		{"default of tiers 2 and 3 missing", without("send_file"), `tier 2 default "send_file" is not a catalog tool`},
+		{"tier 1 needs nothing named", without("set_budget"), ""},
 	}
-	if all[0] != "send" || all[len(all)-1] != "set_budget" {
-		t.Errorf("AllTools() order: first %q last %q, want send ... set_budget", all[0], all[len(all)-1])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := grants.NewCatalog(tt.tools)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("NewCatalog: %v", err)
+			case tt.want == "":
+				if c == nil || len(c.Tools()) != len(tt.tools) {
+					t.Fatalf("NewCatalog made %v from %d tools", c, len(tt.tools))
+				}
+			case err == nil:
+				t.Fatalf("NewCatalog accepted it, want an error containing %q", tt.want)
+			case !errors.Is(err, grants.ErrBadCatalog) || !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("NewCatalog error %q, want ErrBadCatalog containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCatalogOrderAndCopies(t *testing.T) {
+	// Given out of category order, the catalog still lists by category, and
+	// within a category as given.
+	tools := grants.ContractTools()
+	slices.Reverse(tools)
+	c, err := grants.NewCatalog(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := c.Tools()
+	if all[0] != "unpin_message" || all[len(all)-1] != "report_usage" {
+		t.Errorf("Tools() order: first %q last %q, want unpin_message ... report_usage", all[0], all[len(all)-1])
+	}
+	if got := c.In(grants.History); !slices.Equal(got, []string{"find_messages", "fetch_history", "get_thread", "inspect_messages"}) {
+		t.Errorf("In(History) = %q", got)
 	}
 	all[0] = "changed"
-	if grants.AllTools()[0] != "send" {
-		t.Error("AllTools() returns a shared slice")
+	if c.Tools()[0] != "unpin_message" {
+		t.Error("Tools() returns a shared slice")
+	}
+	h := c.In(grants.History)
+	h[0] = "changed"
+	if c.In(grants.History)[0] != "find_messages" {
+		t.Error("In returns a shared slice")
+	}
+	var want []string
+	for _, tool := range grants.ContractTools() {
+		want = append(want, tool.Name)
+	}
+	if got := cat.Tools(); !slices.Equal(got, want) {
+		t.Errorf("Tools() of a catalog given in order = %q, want %q", got, want)
 	}
 }
 
@@ -46,8 +99,8 @@ func TestDefaults(t *testing.T) {
 		allowed []string // catalog tools allowed; every other catalog tool is denied
 		unknown bool     // whether a tool outside the catalog is allowed
 	}{
-		{"tier 0 everything", 0, grants.AllTools(), true},
-		{"tier 1 the whole catalog", 1, grants.AllTools(), false},
+		{"tier 0 everything", 0, cat.Tools(), true},
+		{"tier 1 the whole catalog", 1, cat.Tools(), false},
 		{"tier 2", 2, tier2, false},
 		{"tier 3", 3, []string{"reply", "send_file", "like", "edit"}, false},
 		{"negative tier nothing", -1, nil, false},
@@ -55,8 +108,8 @@ func TestDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := grants.ForGroup(tt.tier, nil)
-			for _, tool := range grants.AllTools() {
+			s := cat.ForGroup(tt.tier, nil)
+			for _, tool := range cat.Tools() {
 				want := slices.Contains(tt.allowed, tool)
 				if d := s.Check(tool, p("jid", "web:lobby")); d.Allow != want {
 					t.Errorf("tier %d Check(%q) = %+v, want allow=%v", tt.tier, tool, d, want)
@@ -68,7 +121,7 @@ func TestDefaults(t *testing.T) {
 			if got := s.Check("future_tool", nil).Allow; got != tt.unknown {
 				t.Errorf("tier %d Check(future_tool) allow=%v, want %v", tt.tier, got, tt.unknown)
 			}
-			if err := grants.Validate(grants.Defaults(tt.tier)); err != nil {
+			if err := grants.Validate(cat.Defaults(tt.tier)); err != nil {
 				t.Errorf("tier %d defaults do not parse: %v", tt.tier, err)
 			}
 		})
@@ -78,22 +131,22 @@ func TestDefaults(t *testing.T) {
 func TestDefaultsReadPlainly(t *testing.T) {
 	// Tiers 1-3 spell out one allow rule per tool, so `grants show` needs no
 	// glob reading; tier 0 is the single rule "*".
-	if got := grants.Defaults(0); !reflect.DeepEqual(got, []string{"*"}) {
+	if got := cat.Defaults(0); !reflect.DeepEqual(got, []string{"*"}) {
 		t.Errorf("Defaults(0) = %q, want [*]", got)
 	}
-	if got := grants.Defaults(1); !reflect.DeepEqual(got, grants.AllTools()) {
+	if got := cat.Defaults(1); !reflect.DeepEqual(got, cat.Tools()) {
 		t.Errorf("Defaults(1) = %q, want one rule per catalog tool", got)
 	}
 	for tier := 1; tier <= 3; tier++ {
-		for _, rule := range grants.Defaults(tier) {
-			if !slices.Contains(grants.AllTools(), rule) {
+		for _, rule := range cat.Defaults(tier) {
+			if !slices.Contains(cat.Tools(), rule) {
 				t.Errorf("Defaults(%d) has rule %q, which is not a catalog tool name", tier, rule)
 			}
 		}
 	}
-	d := grants.Defaults(3)
+	d := cat.Defaults(3)
 	d[0] = "!*"
-	if grants.Defaults(3)[0] != "reply" {
+	if cat.Defaults(3)[0] != "reply" {
 		t.Error("Defaults returns a shared slice")
 	}
 }
@@ -127,7 +180,7 @@ func TestForGroupOverrides(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := grants.ForGroup(tt.tier, tt.overrides)
+			s := cat.ForGroup(tt.tier, tt.overrides)
 			if d := s.Check(tt.tool, tt.params); d.Allow != tt.allow {
 				t.Errorf("Check(%q, %v) = %+v, want allow=%v", tt.tool, tt.params, d, tt.allow)
 			}
@@ -139,7 +192,7 @@ func TestForGroupOverrides(t *testing.T) {
 }
 
 func TestForGroupIndexesCountDefaults(t *testing.T) {
-	s := grants.ForGroup(3, []string{"!like"})
+	s := cat.ForGroup(3, []string{"!like"})
 	d := s.Check("like", nil)
 	if d.Allow || d.Index != 4 || d.Reason != `denied by rule 4 "!like"` {
 		t.Errorf("Check(like) = %+v, want denied by rule 4 (after the 4 tier-3 defaults)", d)
@@ -171,8 +224,8 @@ func TestListedIffCallable(t *testing.T) {
 	}
 	for tier := -1; tier <= 4; tier++ {
 		for _, overrides := range overrideSets {
-			s := grants.ForGroup(tier, overrides)
-			for _, tool := range grants.AllTools() {
+			s := cat.ForGroup(tier, overrides)
+			for _, tool := range cat.Tools() {
 				callable := false
 				for _, params := range candidates {
 					callable = callable || s.Check(tool, params).Allow

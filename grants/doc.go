@@ -1,7 +1,9 @@
 // Package grants owns tool permissions: it parses grant rules, evaluates them
 // for a tool call, decides which tools a group sees listed, and holds the tier
-// defaults and the tool catalog. It is the one permission evaluator of
-// Switchboard; it is pure (no I/O) and imports no other project package.
+// defaults (CONTRACT §7), written over the tool catalog: a Catalog of tool
+// names by category, which the MCP layer's tool registry fills. It is the one
+// permission evaluator of Switchboard; it is pure (no I/O) and imports no
+// other project package.
 //
 // A rule is
 //

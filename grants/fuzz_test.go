@@ -37,7 +37,7 @@ func FuzzParse(f *testing.F) {
 		}
 		alone := Compile([]string{rule})
 		after := Compile([]string{"*", rule})
-		for _, name := range append([]string{tool, rule, "send", "*", ""}, Messaging...) {
+		for _, name := range append([]string{tool, rule, "send", "*", ""}, ContractCatalog.In(Messaging)...) {
 			for _, params := range []map[string]string{nil, {"jid": jid}, {"jid": jid, "text": tool}} {
 				if d := alone.Check(name, params); d.Allow || d.Index != -1 {
 					t.Fatalf("unparsable rule %q decided Check(%q, %v) = %+v", rule, name, params, d)

@@ -135,7 +135,7 @@ func TestValidate(t *testing.T) {
 		{"none", nil, ""},
 		{"all good", []string{"*", "!like", "send(jid=web:*)"}, ""},
 		{"first bad reported", []string{"send", "like(", "x y"}, `rule "like(": missing ")"`},
-		{"tier defaults are valid", grants.Defaults(2), ""},
+		{"tier defaults are valid", grants.ContractCatalog.Defaults(2), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

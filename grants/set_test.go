@@ -142,7 +142,7 @@ func TestListedTools(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := grants.Compile(tt.rules).ListedTools(grants.AllTools())
+			got := grants.Compile(tt.rules).ListedTools(grants.ContractCatalog.Tools())
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ListedTools under %q = %q, want %q", tt.rules, got, tt.want)
 			}
@@ -155,7 +155,7 @@ func TestNilSetDeniesEverything(t *testing.T) {
 	if d := s.Check("send", nil); d.Allow || d.Index != -1 {
 		t.Errorf("nil Set Check = %+v, want deny", d)
 	}
-	if s.Listed("send") || len(s.ListedTools(grants.AllTools())) != 0 || s.Rules() != nil {
+	if s.Listed("send") || len(s.ListedTools(grants.ContractCatalog.Tools())) != 0 || s.Rules() != nil {
 		t.Error("nil Set lists tools or has rules")
 	}
 }
@@ -176,11 +176,11 @@ func TestRulesIsACopy(t *testing.T) {
 
 // TestSetConcurrentUse fails under -race if a Set ever caches lazily.
 func TestSetConcurrentUse(t *testing.T) {
-	s := grants.ForGroup(2, []string{"!send(jid=slack:*)"})
+	s := grants.ContractCatalog.ForGroup(2, []string{"!send(jid=slack:*)"})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			for _, tool := range grants.AllTools() {
+			for _, tool := range grants.ContractCatalog.Tools() {
 				s.Check(tool, p("jid", "slack:T1/channel/C1"))
 				s.Listed(tool)
 			}

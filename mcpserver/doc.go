@@ -1,6 +1,7 @@
 // Package mcpserver serves each group's MCP server on a unix socket: the tool
-// catalog, per-connection sessions, filtering by tier and grants, and
-// list_changed notifications. It talks to the rest of the system only
+// registry (each tool declared once, with its category, schema and handler;
+// Catalog derives the grants catalog from it), per-connection sessions,
+// filtering by tier and grants, and list_changed notifications. It talks to the rest of the system only
 // through the interfaces it defines (Backend), in the store's types (it
 // never opens the store), and Authorize is the one place that combines a
 // grant decision with chat ownership. What each tool returns is shaped here,

@@ -19,7 +19,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/adapters"
-	"switchboard/grants"
 	"switchboard/internal/testwait"
 	"switchboard/store"
 )
@@ -45,13 +44,13 @@ func TestListingPerTier(t *testing.T) {
 	if len(all) < 29 {
 		t.Fatalf("operator lists %d tools, want the whole catalog: %v", len(all), all)
 	}
-	if want := grants.AllTools(); !slices.Equal(slices.Sorted(slices.Values(all)), slices.Sorted(slices.Values(want))) {
+	if want := toolCatalog(t).Tools(); !slices.Equal(slices.Sorted(slices.Values(all)), slices.Sorted(slices.Values(want))) {
 		t.Errorf("operator lists\n%v\nwant the whole grants catalog\n%v", all, want)
 	}
 	for _, g := range tierGroups {
 		for _, legacy := range []bool{true, false} {
 			got := listed(t, h.connect(t, g.folder, legacy))
-			want := grants.ForGroup(g.tier, nil).ListedTools(all)
+			want := toolCatalog(t).ForGroup(g.tier, nil).ListedTools(all)
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
 				t.Errorf("tier %d (%s, legacy=%v) lists\n%v\nwant\n%v", g.tier, g.folder, legacy, got, want)
@@ -206,7 +205,7 @@ func TestListedIffCallable(t *testing.T) {
 			h.deliver(t, g.chat, "m1", "hello there")
 			c := h.connect(t, g.folder, false)
 			shown := listed(t, c)
-			if want := grants.ForGroup(g.tier, g.overrides).ListedTools(all); len(shown) != len(want) {
+			if want := toolCatalog(t).ForGroup(g.tier, g.overrides).ListedTools(all); len(shown) != len(want) {
 				t.Errorf("lists %v, want %v", shown, want)
 			}
 			for _, tool := range all {

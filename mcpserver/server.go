@@ -54,11 +54,12 @@ type Group struct {
 // Server serves the MCP sockets of all groups. Create it with New, keep it
 // in step with the groups with Sync, and stop it with Close.
 type Server struct {
-	opt   Options
-	log   *slog.Logger
-	mcp   *server.MCPServer
-	tools map[string]*toolDef
-	names []string // the implemented catalog, in grants.AllTools order
+	opt     Options
+	log     *slog.Logger
+	mcp     *server.MCPServer
+	tools   map[string]*toolDef
+	catalog *grants.Catalog // derived from the registry
+	names   []string        // the catalog's tools, in catalog order
 
 	ctx    context.Context // cancelled by Close: ends every connection
 	cancel context.CancelFunc
@@ -122,9 +123,15 @@ func New(opt Options) (*Server, error) {
 		server.WithInstructions("Switchboard chat gateway tools for one group. Chat params are chat JIDs such as web:lobby; "+
 			"message ids are the platform's ids. Results are JSON. A refused call explains which grant rule or ownership rule refused it."),
 	)
+	defs := registry()
+	catalog, err := catalogOf(defs)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	s.catalog, s.names = catalog, catalog.Tools()
 	s.tools = map[string]*toolDef{}
 	var serverTools []server.ServerTool
-	for _, def := range catalog() {
+	for _, def := range defs {
 		if _, dup := s.tools[def.tool.Name]; dup {
 			return nil, fmt.Errorf("mcpserver: tool %s defined twice", def.tool.Name)
 		}
@@ -134,14 +141,6 @@ func New(opt Options) (*Server, error) {
 		}
 		s.tools[def.tool.Name] = def
 		serverTools = append(serverTools, server.ServerTool{Tool: def.tool, Handler: s.handler(def)})
-	}
-	for _, name := range grants.AllTools() {
-		if _, ok := s.tools[name]; ok {
-			s.names = append(s.names, name)
-		}
-	}
-	if len(s.names) != len(s.tools) {
-		return nil, errors.New("mcpserver: a catalog tool is missing from grants.AllTools")
 	}
 	s.mcp.AddTools(serverTools...)
 	return s, nil
@@ -217,7 +216,7 @@ func (s *Server) Sync(gs []Group) error {
 
 func (s *Server) accessFor(g Group) *access {
 	tier := groups.Tier(g.Folder, s.opt.Operator)
-	rules := grants.ForGroup(tier, g.Overrides)
+	rules := s.catalog.ForGroup(tier, g.Overrides)
 	return &access{tier: tier, overrides: slices.Clone(g.Overrides), rules: rules, listed: rules.ListedTools(s.names)}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/grants"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -21,20 +22,58 @@ import (
 // callTimeout bounds one tool call.
 const callTimeout = time.Minute
 
-// toolDef is one catalog tool: its schema and what it does. Adding a tool
-// is adding a toolDef to catalog (and its name to the grants catalog).
+// toolDef is one tool of the registry: its category, schema and what it
+// does. Adding a tool is adding a toolDef to its category's list (the
+// tools_*.go file of that category); the grants catalog is derived from the
+// registry, so the tool list is kept here alone.
 type toolDef struct {
-	tool mcp.Tool
-	run  func(ctx context.Context, c *call) (any, error)
+	category grants.Category
+	tool     mcp.Tool
+	run      func(ctx context.Context, c *call) (any, error)
 }
 
-// catalog lists every implemented tool.
-func catalog() []*toolDef {
+// registry returns every implemented tool, each declared once, by category
+// in catalog order.
+func registry() []*toolDef {
 	var all []*toolDef
-	for _, part := range [][]*toolDef{messagingTools(), historyTools(), routingTools(), groupTools(), taskTools(), sessionTools(), spendTools()} {
-		all = append(all, part...)
+	for _, part := range []struct {
+		category grants.Category
+		tools    []*toolDef
+	}{
+		{grants.Messaging, messagingTools()},
+		{grants.History, historyTools()},
+		{grants.Routing, routingTools()},
+		{grants.Groups, groupTools()},
+		{grants.Tasks, taskTools()},
+		{grants.Session, sessionTools()},
+		{grants.Spend, spendTools()},
+	} {
+		for _, def := range part.tools {
+			def.category = part.category
+			all = append(all, def)
+		}
 	}
 	return all
+}
+
+// catalogOf derives the grants catalog (names and categories) from defs.
+func catalogOf(defs []*toolDef) (*grants.Catalog, error) {
+	tools := make([]grants.Tool, len(defs))
+	for i, def := range defs {
+		tools[i] = grants.Tool{Name: def.tool.Name, Category: def.category}
+	}
+	return grants.NewCatalog(tools)
+}
+
+// Catalog returns the grants catalog derived from the tool registry: every
+// tool's name and category, in listing order. The server and `switchboard
+// grants` evaluate the tier defaults over it.
+func Catalog() (*grants.Catalog, error) {
+	c, err := catalogOf(registry())
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	return c, nil
 }
 
 // call is one tool call after it was authorized.

@@ -8,7 +8,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/adapters"
-	"switchboard/grants"
 	"switchboard/groups"
 	"switchboard/store"
 )
@@ -203,6 +202,6 @@ func runListGrants(_ context.Context, c *call) (any, error) {
 	if over == nil {
 		over = []string{}
 	}
-	return map[string]any{"folder": c.folder, "tier": c.tier, "defaults": grants.Defaults(c.tier),
+	return map[string]any{"folder": c.folder, "tier": c.tier, "defaults": c.s.catalog.Defaults(c.tier),
 		"overrides": over, "tools": c.a.listed}, nil
 }

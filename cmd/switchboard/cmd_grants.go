@@ -63,8 +63,9 @@ func requireGroup(ctx context.Context, st *store.Store, folder string) error {
 	return nil
 }
 
-// groupRules returns an existing group's tier, stored overrides and compiled rules.
-func (a *app) groupRules(ctx context.Context, st *store.Store, folder string) (int, []string, *grants.Set, error) {
+// groupRules returns an existing group's tier, stored overrides and compiled
+// rules over the MCP tool catalog.
+func (a *app) groupRules(ctx context.Context, st *store.Store, cat *grants.Catalog, folder string) (int, []string, *grants.Set, error) {
 	if err := requireGroup(ctx, st, folder); err != nil {
 		return 0, nil, nil, err
 	}
@@ -73,27 +74,31 @@ func (a *app) groupRules(ctx context.Context, st *store.Store, folder string) (i
 		return 0, nil, nil, err
 	}
 	tier := groups.Tier(folder, a.cfg.OperatorFolder)
-	return tier, over, grants.ForGroup(tier, over), nil
+	return tier, over, cat.ForGroup(tier, over), nil
 }
 
 func (a *app) grantsShow(cmd *cobra.Command, folder string) error {
+	cat, err := mcpserver.Catalog()
+	if err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		tier, over, set, err := a.groupRules(ctx, st, folder)
+		tier, over, set, err := a.groupRules(ctx, st, cat, folder)
 		if err != nil {
 			return err
 		}
-		listed := set.ListedTools(grants.AllTools())
+		listed := set.ListedTools(cat.Tools())
 		var broken []string
 		for _, r := range over {
 			if _, err := grants.Parse(r); err != nil {
 				broken = append(broken, err.Error())
 			}
 		}
-		out := map[string]any{"folder": folder, "tier": tier, "defaults": grants.Defaults(tier), "overrides": nonNil(over), "tools": nonNil(listed), "invalid": nonNil(broken)}
+		out := map[string]any{"folder": folder, "tier": tier, "defaults": cat.Defaults(tier), "overrides": nonNil(over), "tools": nonNil(listed), "invalid": nonNil(broken)}
 		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintf(w, "group %s: tier %d\n", folder, tier)
-			fmt.Fprintf(w, "tier defaults: %s\n", strings.Join(grants.Defaults(tier), " "))
+			fmt.Fprintf(w, "tier defaults: %s\n", strings.Join(cat.Defaults(tier), " "))
 			if len(over) == 0 {
 				fmt.Fprintln(w, "overrides: none")
 			} else {
@@ -148,9 +153,13 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder, tool string, args []string
 		}
 		params[k] = v
 	}
+	cat, err := mcpserver.Catalog()
+	if err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		tier, _, set, err := a.groupRules(ctx, st, folder)
+		tier, _, set, err := a.groupRules(ctx, st, cat, folder)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"switchboard/grants"
 	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
+	"switchboard/mcpserver"
 	"switchboard/store"
 )
 
@@ -56,6 +57,16 @@ func shortDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// toolCatalog is the grants catalog of the MCP tool registry.
+func toolCatalog(t testing.TB) *grants.Catalog {
+	t.Helper()
+	c, err := mcpserver.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestMCPBridgeErrors(t *testing.T) {
@@ -246,7 +257,7 @@ func TestDemoAgentOverMCP(t *testing.T) {
 		t.Fatalf("bot messages: %+v", bots)
 	}
 	for _, c := range []struct{ text, want string }{
-		{"/tools", fmt.Sprintf("I may call %d tools: add_route, ", len(grants.AllTools()))}, // tier 1: all of them
+		{"/tools", fmt.Sprintf("I may call %d tools: add_route, ", len(toolCatalog(t).Tools()))}, // tier 1: all of them
 		{"/search hello", `best matches for "hello"`},
 		{"/routes", "-> main [trigger]"},
 	} {

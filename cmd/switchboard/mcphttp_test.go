@@ -18,7 +18,6 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"switchboard/grants"
 	"switchboard/internal/testcert"
 	"switchboard/internal/testlog"
 )
@@ -228,7 +227,7 @@ func TestBridgeURLBothProtocols(t *testing.T) {
 				waitMethod(t, notes, mcp.MethodNotificationSubscriptionsAcknowledged)
 			}
 			res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-			if err != nil || len(res.Tools) != len(grants.ForGroup(1, nil).ListedTools(grants.AllTools())) {
+			if err != nil || len(res.Tools) != len(toolCatalog(t).ForGroup(1, nil).ListedTools(toolCatalog(t).Tools())) {
 				t.Fatalf("tools/list: %d tools, %v", len(res.Tools), err)
 			}
 			call := mcp.CallToolRequest{}
