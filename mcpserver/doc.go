@@ -19,4 +19,8 @@
 // HTTPHandler serves the same server over MCP Streamable HTTP (mcp.listen):
 // there a bearer token, resolved through the Tokens interface, names the
 // group that a socket's path names here.
+//
+// The other end of the agent's channel lives here too: BridgeSocket and
+// BridgeHTTP are the client side of `switchboard mcp-bridge`, joining an MCP
+// client that speaks stdio to a group's socket or to the HTTP endpoint.
 package mcpserver

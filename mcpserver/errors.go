@@ -12,4 +12,7 @@ var (
 	// ErrBadToken: an HTTP request's bearer token is missing, unknown,
 	// expired or revoked.
 	ErrBadToken = errors.New("invalid or expired token")
+	// ErrFlushTimeout: after the bridge's stdin ended, the gateway did not
+	// answer the requests already sent within the flush timeout.
+	ErrFlushTimeout = errors.New("the gateway did not finish answering within the flush timeout after stdin closed")
 )

@@ -2,25 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"switchboard/groups"
+	"switchboard/mcpserver"
 )
-
-// bridgeFlushTimeout bounds how long the bridge waits, after its stdin
-// ended, for the gateway to answer the requests already sent.
-const bridgeFlushTimeout = 35 * time.Second
 
 func (a *app) mcpBridgeCommand() *cobra.Command {
 	var sock, folder, url, ca string
@@ -64,7 +55,7 @@ certificate besides the system's, for a gateway with a self-signed mcp.tls_cert.
 			if err != nil {
 				return err
 			}
-			return bridge(cmd.Context(), path, group, a.stdin, a.stdout)
+			return mcpserver.BridgeSocket(cmd.Context(), path, group, a.stdin, a.stdout)
 		},
 	}
 	cmd.Flags().StringVar(&sock, "socket", "", "path of the group's MCP socket (<data_dir>/ipc/<folder>/mcp.sock)")
@@ -89,11 +80,11 @@ func (a *app) bridgeURL(ctx context.Context, url, ca string, socketToo bool) err
 	if ca == "" {
 		ca = a.getenv("SWITCHBOARD_MCP_CA")
 	}
-	hc, err := mcpHTTPClient(ca)
+	hc, err := mcpserver.HTTPClient(ca)
 	if err != nil {
 		return fmt.Errorf("mcp-bridge: %w", err)
 	}
-	return bridgeHTTP(ctx, url, token, hc, a.stdin, a.stdout, a.stderr)
+	return mcpserver.BridgeHTTP(ctx, mcpserver.HTTPEndpoint{URL: url, Token: token, Client: hc}, a.stdin, a.stdout, a.stderr)
 }
 
 // bridgeSocket picks the socket mcp-bridge joins, and the group's folder
@@ -117,7 +108,7 @@ func (a *app) bridgeSocket(sock, folder string) (string, string, error) {
 	if sock == "" {
 		wd, err := os.Getwd()
 		if err == nil {
-			sock, folder = socketOfGroupDir(wd)
+			sock, folder = mcpserver.GroupDirSocket(wd)
 		}
 		if sock == "" {
 			return "", "", usagef("no socket to join: give --socket PATH or --folder FOLDER, set SWITCHBOARD_MCP_SOCKET " +
@@ -128,95 +119,4 @@ func (a *app) bridgeSocket(sock, folder string) (string, string, error) {
 		sock = abs
 	}
 	return sock, folder, nil
-}
-
-// socketOfGroupDir returns the MCP socket and folder of the group whose
-// folder is dir (<data_dir>/groups/<folder>, see groups.Layout), or "" when dir
-// is not a group folder. A folder may itself contain a segment named
-// "groups", so every such ancestor is tried: the first whose socket exists
-// wins, else the first whose directory holds the .mcp.json the gateway
-// writes into every group folder.
-func socketOfGroupDir(dir string) (sock, folder string) {
-	dir = filepath.Clean(dir)
-	for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
-		root := filepath.Dir(d)
-		if filepath.Base(root) != "groups" {
-			continue
-		}
-		rel, err := filepath.Rel(root, dir)
-		f := filepath.ToSlash(rel)
-		if err != nil || groups.Validate(f) != nil {
-			continue
-		}
-		s := groups.Layout{DataDir: filepath.Dir(root)}.SocketPath(f)
-		if fi, err := os.Stat(s); err == nil && fi.Mode().Type() == fs.ModeSocket {
-			return s, f
-		}
-		if sock == "" {
-			if _, err := os.Stat(filepath.Join(dir, ".mcp.json")); err == nil {
-				sock, folder = s, f
-			}
-		}
-	}
-	return sock, folder
-}
-
-// bridge copies stdin to the socket and the socket to stdout until the
-// gateway closes the connection. When stdin ends first, the bridge closes
-// its sending side and waits (bounded) for the remaining answers.
-func bridge(ctx context.Context, path, folder string, stdin io.Reader, stdout io.Writer) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-			group := folder
-			if group == "" {
-				group = "the group"
-			} else {
-				group = "group " + group
-			}
-			return fmt.Errorf("no MCP socket at %s: is the gateway running and does %s exist?", path, group)
-		}
-		return fmt.Errorf("connect to %s: %w", path, err)
-	}
-	conn := c.(*net.UnixConn)
-	defer conn.Close()
-
-	fromGateway := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(stdout, conn)
-		fromGateway <- err
-	}()
-	stdinDone := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(conn, stdin)
-		_ = conn.CloseWrite()
-		stdinDone <- err
-	}()
-
-	select {
-	case err := <-fromGateway:
-		return copyErr("gateway to stdout", err)
-	case <-ctx.Done():
-		return nil
-	case err := <-stdinDone:
-		if err != nil && !errors.Is(err, net.ErrClosed) {
-			return fmt.Errorf("stdin to gateway: %w", err)
-		}
-	}
-	select {
-	case err := <-fromGateway:
-		return copyErr("gateway to stdout", err)
-	case <-ctx.Done():
-		return nil
-	case <-time.After(bridgeFlushTimeout):
-		return errors.New("the gateway did not finish answering within the flush timeout after stdin closed")
-	}
-}
-
-func copyErr(what string, err error) error {
-	if err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/spf13/cobra"
 
+	"switchboard/mcpserver"
 	"switchboard/routing"
 )
 
@@ -124,7 +125,7 @@ func dialAgentMCP(ctx context.Context, path string) (*client.Client, error) {
 // dialAgentMCPHTTP connects an MCP client to the gateway's HTTP endpoint
 // with the turn's token; caFile trusts a self-signed gateway certificate.
 func dialAgentMCPHTTP(ctx context.Context, url, token, caFile string) (*client.Client, error) {
-	hc, err := mcpHTTPClient(caFile)
+	hc, err := mcpserver.HTTPClient(caFile)
 	if err != nil {
 		return nil, err
 	}

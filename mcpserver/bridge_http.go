@@ -1,8 +1,9 @@
-package main
+package mcpserver
 
-// mcp-bridge --url: stdio on one side, MCP Streamable HTTP on the other, so
-// that an MCP client that starts a command (Claude Code's .mcp.json) reaches
-// a gateway's MCP HTTP endpoint from another machine or network namespace.
+// The bridge over HTTP (mcp-bridge --url): stdio on one side, MCP Streamable
+// HTTP on the other, so that an MCP client that starts a command (Claude
+// Code's .mcp.json) reaches a gateway's MCP HTTP endpoint from another
+// machine or network namespace.
 
 import (
 	"bufio"
@@ -22,17 +23,15 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"switchboard/mcpserver"
 )
 
 // bridgeMaxLine bounds one JSON-RPC message read from stdin.
 const bridgeMaxLine = 4 << 20
 
-// mcpHTTPClient is an HTTP client for the MCP endpoint; caFile, when set,
-// is a PEM file of certificates trusted besides the system's (a gateway
-// with a self-signed mcp.tls_cert).
-func mcpHTTPClient(caFile string) (*http.Client, error) {
+// HTTPClient is an HTTP client for the MCP endpoint; caFile, when set, is a
+// PEM file of certificates trusted besides the system's (a gateway with a
+// self-signed mcp.tls_cert).
+func HTTPClient(caFile string) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
@@ -74,8 +73,20 @@ type httpBridge struct {
 	said401 sync.Once
 }
 
-func bridgeHTTP(ctx context.Context, url, token string, hc *http.Client, stdin io.Reader, stdout, stderr io.Writer) error {
-	b := &httpBridge{url: url, token: token, hc: hc, out: stdout, errw: stderr}
+// HTTPEndpoint is the gateway's MCP HTTP endpoint (mcp.listen) as a bridge
+// reaches it. Token is a secret: it goes in the Authorization header only.
+type HTTPEndpoint struct {
+	URL    string       // e.g. https://gw.example.net:8422/mcp
+	Token  string       // the bearer token, which names the group
+	Client *http.Client // see HTTPClient
+}
+
+// BridgeHTTP joins stdio to the endpoint until stdin ends and the answers to
+// the requests sent so far have arrived (bounded by the flush timeout), or
+// ctx ends. Requests the gateway does not answer with JSON-RPC (an HTTP
+// error) are answered on stdout with a JSON-RPC error; warnings go to stderr.
+func BridgeHTTP(ctx context.Context, ep HTTPEndpoint, stdin io.Reader, stdout, stderr io.Writer) error {
+	b := &httpBridge{url: ep.URL, token: ep.Token, hc: ep.Client, out: stdout, errw: stderr}
 	// Listen streams (subscriptions/listen, the GET stream) end with stdin;
 	// ordinary requests may still answer, bounded by bridgeFlushTimeout.
 	listenCtx, stopListening := context.WithCancel(ctx)
@@ -86,7 +97,7 @@ func bridgeHTTP(ctx context.Context, url, token string, hc *http.Client, stdin i
 
 	r := bufio.NewReaderSize(stdin, 64<<10)
 	for {
-		line, tooLong, err := mcpserver.ReadLine(r, bridgeMaxLine)
+		line, tooLong, err := ReadLine(r, bridgeMaxLine)
 		if tooLong {
 			fmt.Fprintf(stderr, "mcp-bridge: a message longer than %d bytes was dropped\n", bridgeMaxLine)
 		} else if len(line) > 0 {
@@ -124,7 +135,7 @@ func bridgeHTTP(ctx context.Context, url, token string, hc *http.Client, stdin i
 	case <-time.After(bridgeFlushTimeout):
 		cancelRequests()
 		<-done
-		return errors.New("the gateway did not finish answering within the flush timeout after stdin closed")
+		return ErrFlushTimeout
 	}
 	listens.Wait()
 	b.endSession()
