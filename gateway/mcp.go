@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/control"
 	"switchboard/mcpserver"
+	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -111,7 +111,7 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m mcpserver.Outgoin
 	} else if _, err := capability[adapters.Adapter](b, m.Chat, "send"); err != nil {
 		return mcpserver.Sent{}, err
 	}
-	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
+	it, err := b.g.send(ctx, ops.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
 		Folder: folder, Key: store.NewID(mcpKeyPrefix), Kind: m.Kind, File: m.File})
 	if err != nil {
 		return mcpserver.Sent{}, err
@@ -381,7 +381,7 @@ func (b mcpBackend) Enqueue(ctx context.Context, w store.WorkItem) (int64, error
 // stops at limits.max_chain like a delegate ping-pong.
 func (b mcpBackend) Inject(ctx context.Context, from string, chat adapters.JID, text string, sender adapters.JID) (store.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
-	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
+	m, err := b.g.inject(ctx, ops.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
 	if err != nil {
 		return store.Message{}, "", err
 	}
