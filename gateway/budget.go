@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -181,22 +182,11 @@ func (b mcpBackend) Budgets(ctx context.Context, folder string) ([]mcpserver.Bud
 
 // SetBudget implements mcpserver.Spend; it reloads so that the change applies now.
 func (b mcpBackend) SetBudget(ctx context.Context, folder string, daily, monthly float64) error {
-	if ok, err := b.g.st.GroupExists(ctx, folder); err != nil {
+	if err := ops.SetBudget(ctx, b.g.st, folder, daily, monthly); err != nil {
+		if errors.Is(err, ops.ErrNoGroup) {
+			return fmt.Errorf("folder %s: no such group", folder)
+		}
 		return err
-	} else if !ok {
-		return fmt.Errorf("folder %s: no such group", folder)
-	}
-	if daily == 0 && monthly == 0 {
-		if _, err := b.g.st.DeleteBudget(ctx, folder); err != nil {
-			return err
-		}
-	} else {
-		if err := ops.CheckBudget(daily, monthly); err != nil {
-			return err
-		}
-		if err := b.g.st.SetBudget(ctx, store.Budget{Folder: folder, DailyUSD: daily, MonthlyUSD: monthly}); err != nil {
-			return err
-		}
 	}
 	return b.g.reload(ctx)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -122,15 +123,14 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 				return usagef("--daily/--monthly: %v", err)
 			}
 			return a.withStore(cmd.Context(), func(st *store.Store) error {
-				if ok, err := st.GroupExists(cmd.Context(), args[0]); err != nil {
-					return err
-				} else if !ok {
+				err := ops.SetBudget(cmd.Context(), st, args[0], daily, monthly)
+				if errors.Is(err, ops.ErrNoGroup) {
 					return fmt.Errorf("no group %s; see switchboard group list", args[0])
 				}
-				if err := st.SetBudget(cmd.Context(), store.Budget{Folder: args[0], DailyUSD: daily, MonthlyUSD: monthly}); err != nil {
+				if err != nil {
 					return err
 				}
-				_, err := fmt.Fprintf(a.stdout, "budget of %s: %s a day, %s a month\n", args[0], capText(daily), capText(monthly))
+				_, err = fmt.Fprintf(a.stdout, "budget of %s: %s a day, %s a month\n", args[0], capText(daily), capText(monthly))
 				return err
 			})
 		},
