@@ -12,4 +12,6 @@ var (
 	// ErrNotChild: a group other than the operator may create only direct
 	// children of itself.
 	ErrNotChild = errors.New("not a direct child")
+	// ErrBadBudget: a budget whose caps make no sense (CheckBudget).
+	ErrBadBudget = errors.New("bad budget")
 )
