@@ -2,14 +2,15 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"switchboard/control"
 	"switchboard/groups"
 	"switchboard/mcpserver"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -36,7 +37,7 @@ func (g *Gateway) loadBudgets(ctx context.Context) error {
 		return err
 	}
 	now := g.opt.Now()
-	_, day, _, month := control.Windows(now.In(g.zone))
+	_, day, _, month := ops.Windows(now.In(g.zone))
 	for _, f := range folders {
 		if hold, err := g.budgetHold(ctx, f, now); err != nil || hold != nil {
 			continue
@@ -54,13 +55,13 @@ func (g *Gateway) loadBudgets(ctx context.Context) error {
 }
 
 // budgetHold reports the budget, of folder or an ancestor, that is used up
-// now; nil when none is (control.BudgetHold on the loaded budgets).
-func (g *Gateway) budgetHold(ctx context.Context, folder string, now time.Time) (*control.Hold, error) {
+// now; nil when none is (ops.BudgetHold on the loaded budgets).
+func (g *Gateway) budgetHold(ctx context.Context, folder string, now time.Time) (*ops.Hold, error) {
 	mp := g.spend.budgets.byFolder.Load()
 	if mp == nil {
 		return nil, nil
 	}
-	return control.BudgetHold(ctx, g.st.Spent, *mp, folder, now.In(g.zone))
+	return ops.BudgetHold(ctx, g.st.Spent, *mp, folder, now.In(g.zone))
 }
 
 // holdForBudget, at the start of a turn, stops it when a budget is used
@@ -121,7 +122,7 @@ func (g *Gateway) skipHeldTasks(ctx context.Context, folder string) {
 
 // skipTaskRuns records folder's queued task runs as skipped because the
 // budget hold h (described by reason) holds the group.
-func (g *Gateway) skipTaskRuns(ctx context.Context, folder string, h *control.Hold, reason string) {
+func (g *Gateway) skipTaskRuns(ctx context.Context, folder string, h *ops.Hold, reason string) {
 	n, err := g.st.SkipTaskRuns(ctx, folder, "skipped: "+reason)
 	if err != nil {
 		g.log.Error("record skipped task runs", "folder", folder, "err", err)
@@ -134,7 +135,7 @@ func (g *Gateway) skipTaskRuns(ctx context.Context, folder string, h *control.Ho
 
 // describeHold says which budget holds folder and when it resumes:
 // "daily budget ($5.00, $5.12 spent) is used up; it resumes at 00:00 Europe/Berlin".
-func describeHold(h *control.Hold, folder string) string {
+func describeHold(h *ops.Hold, folder string) string {
 	whose := ""
 	if h.Owner != folder {
 		whose = " (set on " + h.Owner + ", covering its subgroups)"
@@ -167,7 +168,7 @@ func (b mcpBackend) Budgets(ctx context.Context, folder string) ([]mcpserver.Bud
 			folders = append(folders, f)
 		}
 	}
-	rep, err := control.SpendReport(ctx, b.g.st, folders, b.g.opt.Now().In(b.g.zone))
+	rep, err := ops.SpendReport(ctx, b.g.st, folders, b.g.opt.Now().In(b.g.zone))
 	if err != nil {
 		return nil, err
 	}
@@ -181,22 +182,11 @@ func (b mcpBackend) Budgets(ctx context.Context, folder string) ([]mcpserver.Bud
 
 // SetBudget implements mcpserver.Spend; it reloads so that the change applies now.
 func (b mcpBackend) SetBudget(ctx context.Context, folder string, daily, monthly float64) error {
-	if ok, err := b.g.st.GroupExists(ctx, folder); err != nil {
+	if err := ops.SetBudget(ctx, b.g.st, folder, daily, monthly); err != nil {
+		if errors.Is(err, ops.ErrNoGroup) {
+			return fmt.Errorf("folder %s: no such group", folder)
+		}
 		return err
-	} else if !ok {
-		return fmt.Errorf("folder %s: no such group", folder)
-	}
-	if daily == 0 && monthly == 0 {
-		if _, err := b.g.st.DeleteBudget(ctx, folder); err != nil {
-			return err
-		}
-	} else {
-		if err := control.CheckBudget(daily, monthly); err != nil {
-			return err
-		}
-		if err := b.g.st.SetBudget(ctx, store.Budget{Folder: folder, DailyUSD: daily, MonthlyUSD: monthly}); err != nil {
-			return err
-		}
 	}
 	return b.g.reload(ctx)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"switchboard/control"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -22,7 +22,7 @@ func (g *Gateway) holdChat(ctx context.Context, b store.Batch, until time.Time, 
 		if key == "" {
 			key = store.NewID("hold-")
 		}
-		req := control.SendRequest{Chat: b.ChatJID, Topic: b.Topic, Folder: b.Folder, Text: notice, Kind: store.OutboxNotice, Key: key}
+		req := ops.SendRequest{Chat: b.ChatJID, Topic: b.Topic, Folder: b.Folder, Text: notice, Kind: store.OutboxNotice, Key: key}
 		if _, err := g.send(ctx, req); err != nil {
 			g.log.Error("tell the held chat", "folder", b.Folder, "jid", b.ChatJID, "err", err)
 		}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/control"
+	"switchboard/ops"
 )
 
 // adapterHost is the adapters.Host the gateway gives one running adapter:
@@ -56,7 +56,7 @@ func (h adapterHost) RoutedChats(ctx context.Context) ([]adapters.ChatCursor, er
 // adapterStates holds each adapter's last reported state.
 type adapterStates struct {
 	mu        sync.Mutex
-	m         map[string]control.AdapterStatus
+	m         map[string]ops.AdapterStatus
 	connected map[string]bool // adapters that connected at least once
 	dirty     bool            // changed since last persisted
 	changed   chan struct{}   // wakes the poll loop to persist a change at once
@@ -66,13 +66,13 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
-		a.m = map[string]control.AdapterStatus{}
+		a.m = map[string]ops.AdapterStatus{}
 		a.connected = map[string]bool{}
 	}
 	if s == adapters.StateConnected {
 		a.connected[name] = true
 	}
-	st := control.AdapterStatus{State: s, Since: time.Now()}
+	st := ops.AdapterStatus{State: s, Since: time.Now()}
 	if err != nil {
 		st.Err = err.Error()
 	}
@@ -88,10 +88,10 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 }
 
 // AdapterStates returns each adapter's last reported connection state.
-func (g *Gateway) AdapterStates() map[string]control.AdapterStatus {
+func (g *Gateway) AdapterStates() map[string]ops.AdapterStatus {
 	g.states.mu.Lock()
 	defer g.states.mu.Unlock()
-	out := make(map[string]control.AdapterStatus, len(g.states.m))
+	out := make(map[string]ops.AdapterStatus, len(g.states.m))
 	for k, v := range g.states.m {
 		out[k] = v
 	}

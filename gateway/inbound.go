@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/control"
+	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -20,7 +20,7 @@ func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, erro
 	if err := in.Validate(); err != nil {
 		return 0, err
 	}
-	m := control.StoreMessage(in)
+	m := ops.StoreMessage(in)
 	if self, ok := g.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
@@ -68,7 +68,7 @@ func (g *Gateway) storeFetched(ctx context.Context, in adapters.Inbound) (int64,
 	if err := in.Validate(); err != nil {
 		return 0, err
 	}
-	m := control.StoreMessage(in)
+	m := ops.StoreMessage(in)
 	if self, ok := g.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
@@ -183,10 +183,10 @@ func (g *Gateway) engageChat(chat adapters.JID, topic, folder string) {
 	g.engage.start(chat, topic, folder, g.opt.EngageTTL)
 }
 
-// inject is control.Inject in the running gateway: it also wakes the folder
+// inject is ops.Inject in the running gateway: it also wakes the folder
 // at once.
-func (g *Gateway) inject(ctx context.Context, req control.InjectRequest) (store.Message, error) {
-	m, folder, err := control.Inject(ctx, g.st, g.table.Load(), req)
+func (g *Gateway) inject(ctx context.Context, req ops.InjectRequest) (store.Message, error) {
+	m, folder, err := ops.Inject(ctx, g.st, g.table.Load(), req)
 	if err != nil {
 		return m, err
 	}
@@ -195,10 +195,10 @@ func (g *Gateway) inject(ctx context.Context, req control.InjectRequest) (store.
 	return m, nil
 }
 
-// send is control.QueueSend in the running gateway: it also wakes the
+// send is ops.QueueSend in the running gateway: it also wakes the
 // outbox.
-func (g *Gateway) send(ctx context.Context, req control.SendRequest) (store.OutboxItem, error) {
-	it, err := control.QueueSend(ctx, g.st, req)
+func (g *Gateway) send(ctx context.Context, req ops.SendRequest) (store.OutboxItem, error) {
+	it, err := ops.QueueSend(ctx, g.st, req)
 	if err == nil {
 		g.outbox.wake()
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/control"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -248,7 +248,7 @@ func (g *Gateway) pauseNewRooms(ctx context.Context, folder string, until time.T
 	text := fmt.Sprintf("Paused until %s: this group's agent opened %d new web rooms from this machine within %s while it was running, "+
 		"which looks like the agent posting into new rooms of its own. Further new rooms are refused; messages are kept and answered after the pause.",
 		g.clockTime(storeUntil), g.loops.cfg.NewRooms, spell(g.loops.cfg.Window))
-	req := control.SendRequest{Chat: t.batch.ChatJID, Topic: t.batch.Topic, Folder: folder, Text: text, Kind: store.OutboxNotice,
+	req := ops.SendRequest{Chat: t.batch.ChatJID, Topic: t.batch.Topic, Folder: folder, Text: text, Kind: store.OutboxNotice,
 		Key: fmt.Sprintf("loop/%s/%d", folder, storeUntil.Unix())}
 	if _, err := g.send(ctx, req); err != nil {
 		g.log.Error("tell the paused web room", "folder", folder, "jid", t.batch.ChatJID, "err", err)

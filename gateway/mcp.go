@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/control"
 	"switchboard/mcpserver"
+	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -111,7 +111,7 @@ func (b mcpBackend) Send(ctx context.Context, folder string, m mcpserver.Outgoin
 	} else if _, err := capability[adapters.Adapter](b, m.Chat, "send"); err != nil {
 		return mcpserver.Sent{}, err
 	}
-	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
+	it, err := b.g.send(ctx, ops.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
 		Folder: folder, Key: store.NewID(mcpKeyPrefix), Kind: m.Kind, File: m.File})
 	if err != nil {
 		return mcpserver.Sent{}, err
@@ -326,7 +326,7 @@ func (b mcpBackend) MessageByID(ctx context.Context, chat adapters.JID, id adapt
 }
 
 func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Route, error) {
-	added, err := b.g.st.AddRoute(ctx, r)
+	added, err := ops.AddRoute(ctx, b.g.st, r)
 	if err != nil {
 		return added, err
 	}
@@ -334,7 +334,7 @@ func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Rout
 }
 
 func (b mcpBackend) DeleteRoute(ctx context.Context, id int64) (routing.Route, bool, error) {
-	r, err := b.g.st.DeleteRoute(ctx, id)
+	r, err := ops.DeleteRoute(ctx, b.g.st, id)
 	if err != nil {
 		return r, false, ignoreNotFound(err)
 	}
@@ -351,17 +351,16 @@ func (b mcpBackend) SwapRoutes(ctx context.Context, remove []int64, add []routin
 
 func (b mcpBackend) Groups(ctx context.Context) ([]string, error) { return b.g.st.Groups(ctx) }
 
-func (b mcpBackend) CreateGroup(ctx context.Context, folder string) (bool, error) {
-	if err := b.g.layout.Setup(folder, b.g.opt.Exe); err != nil {
-		return false, err
+func (b mcpBackend) CreateGroup(ctx context.Context, caller string, tier int, folder string, pin adapters.JID) (*routing.Route, error) {
+	r, err := ops.AddGroup(ctx, b.g.st, b.g.layout, ops.Actor{Folder: caller, Tier: tier}, ops.NewGroup{Folder: folder, Pin: pin, Exe: b.g.opt.Exe})
+	if err == nil {
+		return r, b.g.reload(ctx)
 	}
-	if err := b.g.st.AddGroup(ctx, folder); err != nil {
-		if errors.Is(err, store.ErrExists) {
-			return false, nil
-		}
-		return false, err
+	if ok, _ := b.g.st.GroupExists(ctx, folder); ok {
+		// The group was stored but its route was not: it still gets its socket.
+		_ = b.g.reload(ctx) // err says what failed; a failed reload is retried by the next poll
 	}
-	return true, b.g.reload(ctx)
+	return nil, err
 }
 
 // Enqueue queues a delegate or escalate prompt one hop deeper in the chain
@@ -381,7 +380,7 @@ func (b mcpBackend) Enqueue(ctx context.Context, w store.WorkItem) (int64, error
 // stops at limits.max_chain like a delegate ping-pong.
 func (b mcpBackend) Inject(ctx context.Context, from string, chat adapters.JID, text string, sender adapters.JID) (store.Message, string, error) {
 	owner, _ := b.g.Table().Owner(chat, "")
-	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
+	m, err := b.g.inject(ctx, ops.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
 	if err != nil {
 		return store.Message{}, "", err
 	}

@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 
-	"switchboard/control"
+	"switchboard/ops"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
@@ -13,7 +13,7 @@ import (
 // rather than at its next poll.
 
 func (b mcpBackend) AddTask(ctx context.Context, spec scheduler.TaskSpec) (scheduler.Task, error) {
-	t, err := control.AddTask(ctx, b.g.st, spec, b.g.opt.Timezone)
+	t, err := ops.AddTask(ctx, b.g.st, spec, b.g.opt.Timezone)
 	if err != nil {
 		return t, err
 	}
@@ -34,7 +34,7 @@ func (b mcpBackend) Tasks(ctx context.Context, folder string) ([]scheduler.Task,
 }
 
 func (b mcpBackend) SetTaskStatus(ctx context.Context, id int64, status scheduler.TaskStatus) (scheduler.Task, error) {
-	t, err := control.SetTaskStatus(ctx, b.g.st, id, status)
+	t, err := ops.SetTaskStatus(ctx, b.g.st, id, status)
 	if err != nil {
 		return t, err
 	}

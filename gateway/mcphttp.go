@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/control"
 	"switchboard/mcpserver"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -48,8 +48,8 @@ type MCPHTTP struct {
 type mcpTokens struct{ st *store.Store }
 
 func (t mcpTokens) TokenFolder(ctx context.Context, token string) (string, error) {
-	if !control.WellFormedToken(token) {
-		return "", fmt.Errorf("%w: not a switchboard token (%s and 43 characters)", mcpserver.ErrBadToken, control.TokenPrefix)
+	if !ops.WellFormedToken(token) {
+		return "", fmt.Errorf("%w: not a switchboard token (%s and 43 characters)", mcpserver.ErrBadToken, ops.TokenPrefix)
 	}
 	tok, err := t.st.TokenByHash(ctx, store.HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
@@ -165,7 +165,7 @@ func (g *Gateway) turnTokenEnv(ctx context.Context, folder, turn string) []strin
 	if ttl <= 0 {
 		ttl = 24 * time.Hour // no timeout: bounded anyway, revoked at the turn's end
 	}
-	secret, _, err := control.MintToken(ctx, g.st, folder, turn, ttl)
+	secret, _, err := ops.MintToken(ctx, g.st, folder, turn, ttl)
 	if err != nil {
 		g.log.Error("mint mcp token; the turn gets the socket only", "folder", folder, "turn", turn, "err", err)
 		return nil

@@ -15,9 +15,9 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/agent"
-	"switchboard/control"
 	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
+	"switchboard/ops"
 )
 
 // scrape reads the gateway's /metrics once.
@@ -218,7 +218,7 @@ func TestUnknownPlatformsShareOneLabel(t *testing.T) {
 		t.Fatalf("the refused send left outbox rows: %+v %v", st, err)
 	}
 	for i := range 20 {
-		if _, err := control.QueueSend(context.Background(), h.st, control.SendRequest{Chat: adapters.JID(fmt.Sprintf("zz%d:x", i)), Text: "hi"}); err != nil {
+		if _, err := ops.QueueSend(context.Background(), h.st, ops.SendRequest{Chat: adapters.JID(fmt.Sprintf("zz%d:x", i)), Text: "hi"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/control"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
 func (h *harness) send(chat, key, text, folder string) {
 	h.t.Helper()
-	if _, err := h.g.send(context.Background(), control.SendRequest{Chat: adapters.JID(chat), Text: text, Key: key, Folder: folder}); err != nil {
+	if _, err := h.g.send(context.Background(), ops.SendRequest{Chat: adapters.JID(chat), Text: text, Key: key, Folder: folder}); err != nil {
 		h.t.Fatal(err)
 	}
 }

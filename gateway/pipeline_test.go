@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"switchboard/adapters"
-	"switchboard/control"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
+	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -366,11 +366,11 @@ func TestObservedContext(t *testing.T) {
 	h.post(testChat, "m1", "elsewhere") // a turn in another chat must not take them
 	h.waitSent(testChat, 1)
 	ctx := context.Background()
-	if _, err := h.g.inject(ctx, control.InjectRequest{Chat: adapters.JID(obs), Text: "now answer"}); err != nil {
+	if _, err := h.g.inject(ctx, ops.InjectRequest{Chat: adapters.JID(obs), Text: "now answer"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitSent(obs, 1)
-	if _, err := h.g.inject(ctx, control.InjectRequest{Chat: adapters.JID(obs), Text: "again"}); err != nil {
+	if _, err := h.g.inject(ctx, ops.InjectRequest{Chat: adapters.JID(obs), Text: "again"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitSent(obs, 2)
@@ -421,7 +421,7 @@ func TestEngagementTriggersObserveRoute(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.g.inject(context.Background(), control.InjectRequest{Chat: adapters.JID(obs), Text: "say hi"}); err != nil {
+	if _, err := h.g.inject(context.Background(), ops.InjectRequest{Chat: adapters.JID(obs), Text: "say hi"}); err != nil {
 		t.Fatal(err)
 	}
 	botSpoke(2)

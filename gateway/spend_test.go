@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"switchboard/agent"
-	"switchboard/control"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
+	"switchboard/ops"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
@@ -156,7 +156,7 @@ func TestBudgetSkipsTasks(t *testing.T) {
 	})
 	h.post(testChat, "m1", "spend it") // main spends $3 of its $2
 	h.waitSent(testChat, 1)
-	task, err := control.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "main/sub", ChatJID: testChat, Prompt: "report",
+	task, err := ops.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "main/sub", ChatJID: testChat, Prompt: "report",
 		Schedule: time.Now().Add(time.Second).UTC().Format(time.RFC3339)}, "UTC")
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestBudgetSkipsTasks(t *testing.T) {
 func TestTaskRunShowsCost(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo done; echo '{"switchboard_usage": {"cost_usd": 0.25}}'`)})
 	ctx := context.Background()
-	task, err := control.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "main", ChatJID: testChat, Prompt: "report",
+	task, err := ops.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "main", ChatJID: testChat, Prompt: "report",
 		Schedule: time.Now().Add(time.Second).UTC().Format(time.RFC3339)}, "UTC")
 	if err != nil {
 		t.Fatal(err)

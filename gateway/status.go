@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"switchboard/control"
+	"switchboard/ops"
 )
 
 // heartbeatEvery is how often the poll loop writes the heartbeat.
@@ -22,14 +22,14 @@ func (g *Gateway) persistStatus(ctx context.Context, beat bool) {
 	g.states.mu.Lock()
 	dirty := g.states.dirty
 	g.states.dirty = false
-	states := make(map[string]control.AdapterStatus, len(g.states.m))
+	states := make(map[string]ops.AdapterStatus, len(g.states.m))
 	for k, v := range g.states.m {
 		states[k] = v
 	}
 	g.states.mu.Unlock()
 	if dirty {
 		for name, st := range states {
-			if err := control.WriteAdapterStatus(ctx, g.st, name, st); err != nil && ctx.Err() == nil {
+			if err := ops.WriteAdapterStatus(ctx, g.st, name, st); err != nil && ctx.Err() == nil {
 				g.log.Error("persist adapter state", "adapter", name, "err", err)
 			}
 		}
@@ -42,9 +42,9 @@ func (g *Gateway) persistStatus(ctx context.Context, beat bool) {
 // beat writes the heartbeat; stopped says the gateway shuts down cleanly.
 func (g *Gateway) beat(ctx context.Context, stopped bool) {
 	names := slices.Sorted(maps.Keys(g.adapters))
-	h := control.Heartbeat{PID: os.Getpid(), Time: time.Now().UTC(), Started: processStart.UTC(), Stopped: stopped,
+	h := ops.Heartbeat{PID: os.Getpid(), Time: time.Now().UTC(), Started: processStart.UTC(), Stopped: stopped,
 		Adapters: names, Warning: g.opt.Warning}
-	if err := control.WriteHeartbeat(ctx, g.st, h); err != nil && ctx.Err() == nil {
+	if err := ops.WriteHeartbeat(ctx, g.st, h); err != nil && ctx.Err() == nil {
 		g.log.Error("persist heartbeat", "err", err)
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"switchboard/agent"
-	"switchboard/control"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testlog"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -89,7 +89,7 @@ func FuzzRecordUsage(f *testing.F) {
 		if err := h.st.FinishBatch(ctx, store.Batch{Folder: "main", ChatJID: testChat}, turn, nil, time.Time{}); err != nil {
 			t.Fatalf("usage %s: record the turn: %v", data, err)
 		}
-		rep, err := control.SpendReport(ctx, h.st, []string{"main"}, time.Now())
+		rep, err := ops.SpendReport(ctx, h.st, []string{"main"}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

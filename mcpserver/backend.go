@@ -104,10 +104,13 @@ type RouteStore interface {
 // GroupStore lists, creates and queues work for groups.
 type GroupStore interface {
 	Groups(ctx context.Context) ([]string, error)
-	// CreateGroup stores a new group and sets up its folder; its socket
-	// exists when the call returns. created is false, and no group is
-	// added, when the group already exists.
-	CreateGroup(ctx context.Context, folder string) (created bool, err error)
+	// CreateGroup creates folder on behalf of the group caller (of tier)
+	// and, when pin is not "", routes that chat to it ahead of every route:
+	// the same operation, checks and route as `switchboard group add --jid`
+	// (ops.AddGroup). A refusal (an existing group, not a direct child of
+	// caller, no parent, a chat caller may not route) creates nothing. The
+	// new group's socket exists when the call returns.
+	CreateGroup(ctx context.Context, caller string, tier int, folder string, pin adapters.JID) (route *routing.Route, err error)
 	// Enqueue queues a prompt turn and wakes the folder. w gives Folder,
 	// ChatJID, Topic, Trigger (store.TriggerDelegate or
 	// store.TriggerEscalate), Prompt and Origin (the folder that asked); the

@@ -20,11 +20,11 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/agent"
-	"switchboard/control"
 	"switchboard/gateway"
 	"switchboard/groups"
 	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
+	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -196,7 +196,7 @@ func (h *harness) waitSocket(t testing.TB, folder string) {
 func (h *harness) waitStarted(t testing.TB) {
 	t.Helper()
 	testwait.For(t, 10*time.Second, "the gateway started", func() bool {
-		rs, err := control.ReadRuntimeStatus(context.Background(), h.st)
+		rs, err := ops.ReadRuntimeStatus(context.Background(), h.st)
 		return err == nil && rs.Heartbeat != nil && len(h.g.NotReady(context.Background())) == 0
 	})
 }

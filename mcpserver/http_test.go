@@ -23,11 +23,11 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"switchboard/control"
 	"switchboard/gateway"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testcert"
 	"switchboard/internal/testwait"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -46,7 +46,7 @@ func (h *harness) mcpURL(t testing.TB) string {
 // token mints an operator's token for folder.
 func (h *harness) token(t testing.TB, folder string) string {
 	t.Helper()
-	tok, _, err := control.MintToken(context.Background(), h.st, folder, "", time.Hour)
+	tok, _, err := ops.MintToken(context.Background(), h.st, folder, "", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestHTTPRefusals(t *testing.T) {
 		want   int
 	}{
 		{"no token", "", nil, http.StatusUnauthorized},
-		{"unknown token", control.TokenPrefix + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", nil, http.StatusUnauthorized},
+		{"unknown token", ops.TokenPrefix + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", nil, http.StatusUnauthorized},
 		{"foreign origin", good, map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
 		{"own origin", good, map[string]string{"Origin": strings.TrimSuffix(u, "/mcp")}, http.StatusOK},
 		{"no origin", good, nil, http.StatusOK},
@@ -251,7 +251,7 @@ func TestHTTPValidTokenAfterBadOnes(t *testing.T) {
 	h := newHarness(t, nil)
 	u := h.mcpURL(t)
 	good := h.token(t, "acme")
-	bad := control.TokenPrefix + strings.Repeat("A", 43)
+	bad := ops.TokenPrefix + strings.Repeat("A", 43)
 	for range 25 {
 		post(t, u, bad, "", initBody, nil)
 	}
@@ -290,8 +290,8 @@ echo done`
 		url = string(u)
 		return err == nil
 	})
-	if !strings.HasPrefix(tok, control.TokenPrefix) || len(tok) != len(control.TokenPrefix)+43 {
-		t.Fatalf("SWITCHBOARD_MCP_TOKEN = %d bytes, want %s + 43 (256 bits)", len(tok), control.TokenPrefix)
+	if !strings.HasPrefix(tok, ops.TokenPrefix) || len(tok) != len(ops.TokenPrefix)+43 {
+		t.Fatalf("SWITCHBOARD_MCP_TOKEN = %d bytes, want %s + 43 (256 bits)", len(tok), ops.TokenPrefix)
 	}
 	if url != h.g.MCPURL() {
 		t.Fatalf("SWITCHBOARD_MCP_URL = %q, want %q", url, h.g.MCPURL())
@@ -325,7 +325,7 @@ echo done`
 	}
 
 	h.stop()
-	secret := strings.TrimPrefix(tok, control.TokenPrefix)
+	secret := strings.TrimPrefix(tok, ops.TokenPrefix)
 	for _, name := range []string{"switchboard.db", "switchboard.db-wal"} {
 		b, err := os.ReadFile(filepath.Join(h.dir, name))
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/groups"
-	"switchboard/routing"
 	"switchboard/store"
 )
 
@@ -97,45 +96,13 @@ func runRegisterGroup(ctx context.Context, c *call) (any, error) {
 		}
 		folder = c.folder + "/" + folder
 	}
-	if err := groups.Validate(folder); err != nil {
-		return nil, err
-	}
-	parent := groups.Parent(folder)
-	switch {
-	case slices.Contains(known, folder):
-		return nil, fmt.Errorf("group %s already exists", folder)
-	case c.tier != 0 && parent != c.folder:
-		return nil, fmt.Errorf("group %s is not a direct child of %s; create %s/<name>", folder, c.folder, c.folder)
-	case parent != "" && !slices.Contains(known, parent):
-		return nil, fmt.Errorf("parent group %s does not exist", parent)
-	}
-	var route *routing.Route
-	t := c.b.Table()
-	if jid := c.str("chat_jid"); jid != "" {
-		if _, err := adapters.ParseJID(jid); err != nil {
-			return nil, err
-		}
-		r := routing.Route{Match: map[string]string{routing.KeyChatJID: jid}, Target: folder, Mode: routing.Trigger, Seq: aheadSeq(t)}
-		// Check before anything is created, so a refused route leaves no group behind.
-		if err := t.CheckAdd(c.folder, c.tier, r); err != nil {
-			return nil, err
-		}
-		route = &r
-	}
-	created, err := c.b.CreateGroup(ctx, folder)
+	route, err := c.b.CreateGroup(ctx, c.folder, c.tier, folder, adapters.JID(c.str("chat_jid")))
 	if err != nil {
 		return nil, err
 	}
-	if !created {
-		return nil, fmt.Errorf("group %s already exists", folder)
-	}
 	out := map[string]any{"folder": folder, "tier": groups.Tier(folder, c.s.opt.Operator), "socket": c.s.SocketPath(folder)}
 	if route != nil {
-		added, err := c.b.AddRoute(ctx, *route)
-		if err != nil {
-			return nil, fmt.Errorf("group %s was created, but routing %s to it failed: %w", folder, route.Match[routing.KeyChatJID], err)
-		}
-		out["route"] = added
+		out["route"] = *route
 	}
 	return out, nil
 }

@@ -132,15 +132,6 @@ func (c *call) checkRouteAdd(t *routing.Table, r routing.Route, known []string) 
 	return t.CheckAdd(c.folder, c.tier, r)
 }
 
-// aheadSeq is the seq that puts a route before every route in t.
-func aheadSeq(t *routing.Table) int {
-	routes := t.Routes()
-	if len(routes) == 0 {
-		return 0
-	}
-	return min(routes[0].Seq-1, 0)
-}
-
 func runAddRoute(ctx context.Context, c *call) (any, error) {
 	r, seqGiven, err := routeArg(c.args)
 	if err != nil {
@@ -155,7 +146,7 @@ func runAddRoute(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	if jid, ok := r.Match[routing.KeyChatJID]; !seqGiven && ok && routing.IsLiteral(jid) {
-		r.Seq = aheadSeq(t)
+		r.Seq = t.AheadSeq()
 	}
 	added, err := c.b.AddRoute(ctx, r)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"switchboard/control"
 	"switchboard/internal/testwait"
+	"switchboard/ops"
 	"switchboard/scheduler"
 )
 
@@ -188,7 +188,7 @@ func TestTaskToolsSubtree(t *testing.T) {
 		t.Errorf("folders: acme's task in %s, operator's in %s (created by %s)", acmeTask.Folder, onAcmeChat.Folder, onAcmeChat.CreatedBy)
 	}
 	// A subgroup's task, as the operator's CLI would add it.
-	engTask, err := control.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "acme/eng", ChatJID: "web:eng", Prompt: "triage",
+	engTask, err := ops.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "acme/eng", ChatJID: "web:eng", Prompt: "triage",
 		Schedule: "@hourly", CreatedBy: "operator"}, "UTC")
 	if err != nil {
 		t.Fatal(err)

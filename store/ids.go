@@ -7,7 +7,7 @@ import (
 
 // NewID is a random key with prefix for a row the store keeps: a turn
 // ("t-", also SWITCHBOARD_TURN_ID), an injected message, an outbox row's
-// idempotency key, a token. The CLI (through control) and the gateway both
+// idempotency key, a token. The CLI (through ops) and the gateway both
 // mint them, so it lives under both.
 func NewID(prefix string) string {
 	var b [8]byte

@@ -8,7 +8,7 @@ const maxText = 64 << 10
 
 // CapText cuts text longer than the largest stored (an agent that printed
 // a flood) at a rune boundary and says so. The CLI's and the gateway's
-// writers (control.StoreMessage, control.QueueSend, a turn's reply, an MCP
+// writers (ops.StoreMessage, ops.QueueSend, a turn's reply, an MCP
 // edit) cut with it before they store.
 func CapText(s string) string {
 	if len(s) <= maxText {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"switchboard/control"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
 // The status page's spend panel: each group's spend today and this month
-// against its caps (control.SpendReport), and a chart of the last 24 hours,
+// against its caps (ops.SpendReport), and a chart of the last 24 hours,
 // one pair of bars per hour (turns, spend), drawn as SVG on the server.
 
 // Chart colours; the browser test looks for them in a screenshot.
@@ -97,7 +97,7 @@ func buildSpendChart(ctx context.Context, st *store.Store, now time.Time) (*spen
 // spendPanel is what the status page shows about spend.
 type spendPanel struct {
 	Zone   string
-	Groups []control.GroupSpend
+	Groups []ops.GroupSpend
 	Chart  *spendChart
 }
 
@@ -107,7 +107,7 @@ func readSpendPanel(ctx context.Context, st *store.Store, loc *time.Location) (*
 		return nil, err
 	}
 	now := time.Now().In(loc)
-	groups, err := control.SpendReport(ctx, st, folders, now)
+	groups, err := ops.SpendReport(ctx, st, folders, now)
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"switchboard/agent"
-	"switchboard/control"
 	"switchboard/gateway"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -31,7 +31,7 @@ func TestStatusPageSpendChart(t *testing.T) {
 	now := time.Now()
 	// main: 1 turn 20 h ago ($0.50), 4 turns 2 h ago ($1 each); main/sub
 	// (within main's budget): 1 turn now ($3).
-	dayStart, _, monthStart, _ := control.Windows(now.UTC())
+	dayStart, _, monthStart, _ := ops.Windows(now.UTC())
 	today, month := 0.0, 0.0
 	for i, tc := range []struct {
 		folder string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/agent"
-	"switchboard/control"
 	"switchboard/groups"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -65,7 +66,7 @@ func (c *Config) validateBudgets(bad func(string, string, ...any)) {
 			bad(key+".folder", "%q has a budget already (budgets[%d]); one entry per group", b.Folder, i)
 		}
 		seen[b.Folder] = true
-		if err := control.CheckBudget(b.DailyUSD, b.MonthlyUSD); err != nil {
+		if err := ops.CheckBudget(b.DailyUSD, b.MonthlyUSD); err != nil {
 			bad(key, "%v (daily_usd, monthly_usd)", err)
 		}
 	}
@@ -118,19 +119,18 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 			if err := groups.Validate(args[0]); err != nil {
 				return usageError{err}
 			}
-			if err := control.CheckBudget(daily, monthly); err != nil {
+			if err := ops.CheckBudget(daily, monthly); err != nil {
 				return usagef("--daily/--monthly: %v", err)
 			}
 			return a.withStore(cmd.Context(), func(st *store.Store) error {
-				if ok, err := st.GroupExists(cmd.Context(), args[0]); err != nil {
-					return err
-				} else if !ok {
+				err := ops.SetBudget(cmd.Context(), st, args[0], daily, monthly)
+				if errors.Is(err, ops.ErrNoGroup) {
 					return fmt.Errorf("no group %s; see switchboard group list", args[0])
 				}
-				if err := st.SetBudget(cmd.Context(), store.Budget{Folder: args[0], DailyUSD: daily, MonthlyUSD: monthly}); err != nil {
+				if err != nil {
 					return err
 				}
-				_, err := fmt.Fprintf(a.stdout, "budget of %s: %s a day, %s a month\n", args[0], capText(daily), capText(monthly))
+				_, err = fmt.Fprintf(a.stdout, "budget of %s: %s a day, %s a month\n", args[0], capText(daily), capText(monthly))
 				return err
 			})
 		},
@@ -174,7 +174,7 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 }
 
 // spendReport is every group's spend and caps, in the config's zone.
-func (a *app) spendReport(ctx context.Context, st *store.Store) ([]control.GroupSpend, error) {
+func (a *app) spendReport(ctx context.Context, st *store.Store) ([]ops.GroupSpend, error) {
 	folders, err := st.Groups(ctx)
 	if err != nil {
 		return nil, err
@@ -183,10 +183,10 @@ func (a *app) spendReport(ctx context.Context, st *store.Store) ([]control.Group
 	if err != nil {
 		loc = time.UTC
 	}
-	return control.SpendReport(ctx, st, folders, time.Now().In(loc))
+	return ops.SpendReport(ctx, st, folders, time.Now().In(loc))
 }
 
-func spendText(w io.Writer, rep []control.GroupSpend, zone string) {
+func spendText(w io.Writer, rep []ops.GroupSpend, zone string) {
 	fmt.Fprintf(w, "GROUP\tTODAY\tDAILY CAP\tTHIS MONTH\tMONTHLY CAP\t(%s; a group's figures include its subgroups)\n", zone)
 	for _, g := range rep {
 		mark := ""
@@ -208,7 +208,7 @@ func capText(v float64) string {
 
 // heldText marks a group whose turns a used-up budget holds: its own, or
 // an ancestor's (named).
-func heldText(g control.GroupSpend) string {
+func heldText(g ops.GroupSpend) string {
 	if g.HeldBy != g.Folder {
 		return "USED UP: turns held by the budget of " + g.HeldBy
 	}

@@ -12,7 +12,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/groups"
-	"switchboard/routing"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -62,60 +62,31 @@ func (a *app) groupAdd(cmd *cobra.Command, folder, jid string) error {
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		if p := groups.Parent(folder); p != "" {
-			ok, err := st.GroupExists(ctx, p)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("group add %s: parent group %s does not exist; add it first (switchboard group add %s)", folder, p, p)
-			}
-		}
 		exe, err := os.Executable()
 		if err != nil {
 			exe = "switchboard"
 		}
-		if err := (groups.Layout{DataDir: a.cfg.DataDir}).Setup(folder, exe); err != nil {
+		layout := groups.Layout{DataDir: a.cfg.DataDir}
+		r, err := ops.AddGroup(ctx, st, layout, ops.Operator, ops.NewGroup{Folder: folder, Pin: adapters.JID(jid), Exe: exe})
+		switch p := groups.Parent(folder); {
+		case errors.Is(err, ops.ErrNoGroup):
+			return fmt.Errorf("group add %s: parent group %s does not exist; add it first (switchboard group add %s)", folder, p, p)
+		case errors.Is(err, store.ErrExists):
+			return fmt.Errorf("group add %s: it already exists", folder)
+		case err != nil:
 			return fmt.Errorf("group add %s: %w", folder, err)
 		}
-		if err := st.AddGroup(ctx, folder); err != nil {
-			if errors.Is(err, store.ErrExists) {
-				return fmt.Errorf("group add %s: it already exists", folder)
-			}
-			return err
-		}
-		out := map[string]any{"folder": folder, "tier": groups.Tier(folder, a.cfg.OperatorFolder), "dir": groups.Layout{DataDir: a.cfg.DataDir}.Dir(folder)}
-		if jid != "" {
-			r, err := a.addPinnedRoute(cmd, st, folder, jid)
-			if err != nil {
-				return err
-			}
-			out["route"] = r
+		out := map[string]any{"folder": folder, "tier": groups.Tier(folder, a.cfg.OperatorFolder), "dir": layout.Dir(folder)}
+		if r != nil {
+			out["route"] = *r
 		}
 		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintf(w, "added group %s (tier %v) at %s\n", folder, out["tier"], out["dir"])
-			if r, ok := out["route"].(routing.Route); ok {
+			if r != nil {
 				fmt.Fprintf(w, "added route %d (seq %d): chat_jid=%s -> %s\n", r.ID, r.Seq, jid, folder)
 			}
 		})
 	})
-}
-
-// addPinnedRoute routes one chat to folder, ahead of every existing route so
-// that a catch-all seeded earlier does not shadow it.
-func (a *app) addPinnedRoute(cmd *cobra.Command, st *store.Store, folder, jid string) (routing.Route, error) {
-	routes, err := st.ListRoutes(cmd.Context())
-	if err != nil {
-		return routing.Route{}, err
-	}
-	seq := 0
-	for _, r := range routes {
-		seq = min(seq, r.Seq-1)
-	}
-	if len(routes) > 0 && seq == 0 {
-		seq = -1
-	}
-	return st.AddRoute(cmd.Context(), routing.Route{Seq: seq, Match: map[string]string{routing.KeyChatJID: jid}, Target: folder, Mode: routing.Trigger})
 }
 
 type groupRow struct {

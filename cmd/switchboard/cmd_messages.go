@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
-	"switchboard/control"
+	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -29,7 +29,7 @@ second; otherwise it is delivered when the gateway next starts.`,
 			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
-				it, err := control.QueueSend(ctx, st, control.SendRequest{Chat: chat, Text: args[1], Topic: topic})
+				it, err := ops.QueueSend(ctx, st, ops.SendRequest{Chat: chat, Text: args[1], Topic: topic})
 				if err != nil {
 					return err
 				}
@@ -69,7 +69,7 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 				if err != nil {
 					return fmt.Errorf("route table: %w", err)
 				}
-				m, folder, err := control.Inject(ctx, st, t, control.InjectRequest{Chat: chat, Text: args[1], Sender: from})
+				m, folder, err := ops.Inject(ctx, st, t, ops.InjectRequest{Chat: chat, Text: args[1], Sender: from})
 				if err != nil {
 					return err
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
+	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -102,14 +103,10 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		ok, err := st.GroupExists(ctx, r.Target)
-		if err != nil {
-			return err
-		}
-		if !ok {
+		added, err := ops.AddRoute(ctx, st, r)
+		if errors.Is(err, ops.ErrNoGroup) {
 			return fmt.Errorf("route add: group %s does not exist; add it first (switchboard group add %s)", r.Target, r.Target)
 		}
-		added, err := st.AddRoute(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -188,7 +185,7 @@ func (a *app) routeRemove(cmd *cobra.Command, arg string) error {
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		r, err := st.DeleteRoute(ctx, id)
+		r, err := ops.DeleteRoute(ctx, st, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("route rm %d: no such route (see switchboard route list)", id)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
-	"switchboard/control"
+	"switchboard/ops"
 	"switchboard/remote"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -56,20 +56,20 @@ from NATS (nats.url, the embedded server's nats.listen, or --nats).`,
 
 // statusReport is `switchboard status`, in text or JSON.
 type statusReport struct {
-	Gateway     gatewayState                     `json:"gateway"`
-	Adapters    map[string]control.AdapterStatus `json:"adapters"`
-	Queue       map[string]int                   `json:"queue"` // trigger work waiting, per folder
-	Running     []runningTurn                    `json:"running"`
-	Outbox      outboxCounts                     `json:"outbox"`
-	NextTasks   []nextTask                       `json:"next_tasks"`
-	FailedTurns []failedTurn                     `json:"failed_turns"`
-	DBBytes     int64                            `json:"db_bytes"`
+	Gateway     gatewayState                 `json:"gateway"`
+	Adapters    map[string]ops.AdapterStatus `json:"adapters"`
+	Queue       map[string]int               `json:"queue"` // trigger work waiting, per folder
+	Running     []runningTurn                `json:"running"`
+	Outbox      outboxCounts                 `json:"outbox"`
+	NextTasks   []nextTask                   `json:"next_tasks"`
+	FailedTurns []failedTurn                 `json:"failed_turns"`
+	DBBytes     int64                        `json:"db_bytes"`
 	// Spend per group today and this month (subtree figures) against its
 	// caps, in Zone (config timezone).
-	Spend      []control.GroupSpend `json:"spend"`
-	Zone       string               `json:"zone,omitempty"`
-	Workers    []remote.WorkerInfo  `json:"workers,omitempty"`
-	WorkersErr string               `json:"workers_error,omitempty"`
+	Spend      []ops.GroupSpend    `json:"spend"`
+	Zone       string              `json:"zone,omitempty"`
+	Workers    []remote.WorkerInfo `json:"workers,omitempty"`
+	WorkersErr string              `json:"workers_error,omitempty"`
 }
 
 type gatewayState struct {
@@ -121,7 +121,7 @@ const aliveWithin = 20 * time.Second
 
 func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
 	rep := statusReport{Running: []runningTurn{}, NextTasks: []nextTask{}, FailedTurns: []failedTurn{}}
-	rt, err := control.ReadRuntimeStatus(ctx, st)
+	rt, err := ops.ReadRuntimeStatus(ctx, st)
 	if err != nil {
 		return rep, err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
-	"switchboard/control"
 	"switchboard/groups"
+	"switchboard/ops"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
@@ -71,7 +71,7 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 	spec.CreatedBy = "operator"
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		t, err := control.AddTask(ctx, st, spec, a.cfg.Timezone)
+		t, err := ops.AddTask(ctx, st, spec, a.cfg.Timezone)
 		if err != nil {
 			return fmt.Errorf("task add: %w", cliScheduleError(err, "--schedule"))
 		}
@@ -168,7 +168,7 @@ func (a *app) taskStatusCommand(verb string, status scheduler.TaskStatus) *cobra
 			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
-				t, err := control.SetTaskStatus(ctx, st, id, status)
+				t, err := ops.SetTaskStatus(ctx, st, id, status)
 				switch {
 				case errors.Is(err, store.ErrNotFound):
 					return fmt.Errorf("task %s %d: no such task (see switchboard task list)", verb, id)

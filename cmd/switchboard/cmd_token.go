@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"switchboard/control"
 	"switchboard/groups"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -88,7 +88,7 @@ func (a *app) tokenAdd(cmd *cobra.Command, folder, ttlFlag string) error {
 		if !ok {
 			return fmt.Errorf("token add %s: no such group (switchboard group list shows them)", folder)
 		}
-		secret, t, err := control.MintToken(ctx, st, folder, "", ttl)
+		secret, t, err := ops.MintToken(ctx, st, folder, "", ttl)
 		if err != nil {
 			return err
 		}

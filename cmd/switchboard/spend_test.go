@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"switchboard/agent"
-	"switchboard/control"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -116,7 +116,7 @@ func TestConfigBudgets(t *testing.T) {
 // "$0.00" beside "USED UP".
 func TestSpendTextSmallCap(t *testing.T) {
 	var b strings.Builder
-	spendText(&b, []control.GroupSpend{{Folder: "main", TodayUSD: 0.002, DailyUSD: 0.001, HeldBy: "main"}}, "UTC")
+	spendText(&b, []ops.GroupSpend{{Folder: "main", TodayUSD: 0.002, DailyUSD: 0.001, HeldBy: "main"}}, "UTC")
 	if out := b.String(); !strings.Contains(out, "main\t$0.0020\t$0.0010\t") || !strings.Contains(out, "USED UP") {
 		t.Errorf("budget list line for a $0.001 daily cap:\n%s", out)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"switchboard/control"
+	"switchboard/ops"
 )
 
 // TestTokenAddListRemove: token add prints the token once (alone on
@@ -21,19 +21,19 @@ func TestTokenAddListRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := strings.TrimSpace(out)
-	if !strings.HasPrefix(tok, control.TokenPrefix) || strings.Contains(tok, "\n") {
+	if !strings.HasPrefix(tok, ops.TokenPrefix) || strings.Contains(tok, "\n") {
 		t.Fatalf("token add printed %q", out)
 	}
 	if !strings.Contains(errOut, "shown only this once") {
 		t.Errorf("stderr %q does not say the token is shown once", errOut)
 	}
 	list := mustSB(t, dir, "token", "list")
-	if !strings.Contains(list, "acme") || strings.Contains(list, tok) || strings.Contains(list, tok[len(control.TokenPrefix):]) {
+	if !strings.Contains(list, "acme") || strings.Contains(list, tok) || strings.Contains(list, tok[len(ops.TokenPrefix):]) {
 		t.Fatalf("token list:\n%s", list)
 	}
 	id := strings.Fields(strings.Split(list, "\n")[1])[0]
 	for _, name := range []string{"switchboard.db", "switchboard.db-wal"} {
-		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && bytes.Contains(b, []byte(tok[len(control.TokenPrefix):])) {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && bytes.Contains(b, []byte(tok[len(ops.TokenPrefix):])) {
 			t.Errorf("the token is in %s", name)
 		}
 	}

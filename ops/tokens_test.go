@@ -1,4 +1,4 @@
-package control_test
+package ops_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"switchboard/control"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -19,19 +19,19 @@ func TestWellFormedToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	tok, _, err := control.MintToken(context.Background(), st, "main", "", time.Hour)
+	tok, _, err := ops.MintToken(context.Background(), st, "main", "", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !control.WellFormedToken(tok) {
+	if !ops.WellFormedToken(tok) {
 		t.Errorf("a minted token is not well-formed")
 	}
-	rest := strings.TrimPrefix(tok, control.TokenPrefix)
+	rest := strings.TrimPrefix(tok, ops.TokenPrefix)
 	for name, s := range map[string]string{
 		"empty": "", "no prefix": rest, "other prefix": "sbx_" + rest, "short": tok[:len(tok)-1], "long": tok + "A",
 		"padding": tok[:len(tok)-1] + "=", "not base64url": tok[:len(tok)-1] + "+", "space": tok[:len(tok)-1] + " ",
 	} {
-		if control.WellFormedToken(s) {
+		if ops.WellFormedToken(s) {
 			t.Errorf("%s: %q is well-formed", name, s)
 		}
 	}

@@ -1,8 +1,7 @@
-package control
+package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -139,9 +138,6 @@ func SpendReport(ctx context.Context, st *store.Store, folders []string, now tim
 	}
 	return out, nil
 }
-
-// ErrBadBudget is a budget whose caps make no sense.
-var ErrBadBudget = errors.New("bad budget")
 
 // CheckBudget validates caps in US dollars: finite, not negative, and at
 // least one of them set.
