@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ func env(vars map[string]string) func(string) string {
 }
 
 func TestExampleConfigParses(t *testing.T) {
-	data, err := os.ReadFile("../../config.example.yaml")
+	data, err := os.ReadFile("../config.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

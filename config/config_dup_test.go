@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -33,7 +33,7 @@ func TestConfigDuplicateKey(t *testing.T) {
 // operator might, names the first key given twice instead of running the
 // demo agent or Claude Code depending on which came last.
 func TestExampleConfigClaudeUncommented(t *testing.T) {
-	data, err := os.ReadFile("../../config.example.yaml")
+	data, err := os.ReadFile("../config.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

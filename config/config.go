@@ -1,4 +1,9 @@
-package main
+// Package config owns switchboard.yaml (CONTRACT §2): the Config types and
+// their defaults, ${VAR} expansion, the strict YAML decoding (unknown and
+// duplicated keys named with their key path and line, values that came
+// from the environment never quoted) and validation. Only cmd imports it;
+// each part of the gateway gets the small section it uses.
+package config
 
 import (
 	"errors"
@@ -562,7 +567,7 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 		bad("agent.sandbox", "%q: want bwrap, auto or none", c.Agent.Sandbox)
 	}
 	for i, b := range c.Agent.Binds {
-		if p := expandHome(b.Path); !filepath.IsAbs(p) {
+		if p := ExpandHome(b.Path); !filepath.IsAbs(p) {
 			bad(fmt.Sprintf("agent.binds[%d].path", i), "%q: want an absolute path or one starting with ~/", b.Path)
 		}
 	}
@@ -672,8 +677,8 @@ func secretTokenRune(r rune) bool {
 	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-'
 }
 
-// expandHome replaces a leading ~/ with the user's home directory.
-func expandHome(p string) string {
+// ExpandHome replaces a leading ~/ with the user's home directory.
+func ExpandHome(p string) string {
 	if rest, ok := strings.CutPrefix(p, "~/"); ok {
 		if home, err := os.UserHomeDir(); err == nil {
 			return filepath.Join(home, rest)
@@ -687,9 +692,9 @@ func (r RouteSeed) Route() routing.Route {
 	return routing.Route{Seq: r.Seq, Match: r.Match, Target: r.Target, Mode: routing.Mode(r.Mode)}.Normalize()
 }
 
-// loadConfig reads path; when path is "" it tries ./switchboard.yaml and
+// Load reads path; when path is "" it tries ./switchboard.yaml and
 // falls back to the built-in defaults.
-func loadConfig(path string, getenv func(string) string) (Config, string, error) {
+func Load(path string, getenv func(string) string) (Config, string, error) {
 	explicit := path != ""
 	if !explicit {
 		path = "switchboard.yaml"
