@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"switchboard/agent"
+	"switchboard/config"
 )
 
 // agentSpec builds the runner spec from agent.* and checks, once at start,
@@ -119,7 +120,7 @@ func (a *app) sandbox(exe string) (*agent.Sandbox, error) {
 	}
 	sb := &agent.Sandbox{Bwrap: path, Exe: exe, DataDir: data, Network: a.cfg.Agent.Network}
 	for i, b := range a.cfg.Agent.Binds {
-		p := filepath.Clean(expandHome(b.Path))
+		p := filepath.Clean(config.ExpandHome(b.Path))
 		key := fmt.Sprintf("agent.binds[%d]", i)
 		if why := stateReason(data, p); why != "" {
 			return nil, fmt.Errorf("%s: %s %s; bind only paths outside %s (or inside it but outside groups/ and ipc/)", key, p, why, data)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"switchboard/agent"
+	"switchboard/config"
 )
 
 // claudeSessionsWarning is logged at start when Claude Code's sessions
@@ -18,14 +19,14 @@ const claudeSessionsWarning = "claude code sessions will not be resumed: every f
 // which vanish with the turn unless they exist on the host and are bound
 // read-write, and every --resume then fails (`No conversation found`).
 // Without the sandbox Claude Code creates them itself.
-func claudeSessionProblems(cfg AgentConfig, sb *agent.Sandbox) []string {
+func claudeSessionProblems(cfg config.AgentConfig, sb *agent.Sandbox) []string {
 	name := strings.TrimSuffix(filepath.Base(cfg.Command[0]), ".exe")
 	if sb == nil || len(cfg.ResumeArgs) == 0 || (name != "claude" && cfg.Output != agent.OutputClaudeJSON) {
 		return nil
 	}
 	var problems []string
 	for _, rel := range []string{".claude", ".claude.json"} {
-		p := filepath.Clean(expandHome("~/" + rel))
+		p := filepath.Clean(config.ExpandHome("~/" + rel))
 		if _, err := os.Stat(p); err != nil {
 			problems = append(problems, p+" does not exist")
 			continue

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"switchboard/agent"
+	"switchboard/config"
 )
 
 // At start, Claude Code resuming sessions in the sandbox without ~/.claude
@@ -20,11 +21,11 @@ func TestClaudeSessionsWarning(t *testing.T) {
 	t.Setenv("HOME", home)
 	dotClaude, dotJSON := filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")
 	recipe := []agent.Bind{{Path: dotClaude, RW: true}, {Path: dotJSON, RW: true}}
-	claude := AgentConfig{Command: []string{"claude", "-p"}, ResumeArgs: []string{"--resume", "{session}"}, Output: agent.OutputClaudeJSON}
+	claude := config.AgentConfig{Command: []string{"claude", "-p"}, ResumeArgs: []string{"--resume", "{session}"}, Output: agent.OutputClaudeJSON}
 	for _, c := range []struct {
 		name   string
 		create bool
-		cfg    AgentConfig
+		cfg    config.AgentConfig
 		binds  []agent.Bind
 		noSB   bool
 		want   []string // in the warning; none: no warning
@@ -34,8 +35,8 @@ func TestClaudeSessionsWarning(t *testing.T) {
 		{"bound read-only", true, claude, []agent.Bind{{Path: dotClaude}, {Path: dotJSON}}, false, []string{dotClaude + " is not bound read-write"}},
 		{"the recipe", true, claude, recipe, false, nil},
 		{"home bound", true, claude, []agent.Bind{{Path: home, RW: true}}, false, nil},
-		{"no resume_args", false, AgentConfig{Command: claude.Command, Output: claude.Output}, nil, false, nil},
-		{"not claude", false, AgentConfig{Command: []string{"codex", "exec"}, ResumeArgs: []string{"resume", "{session}"}, Output: agent.OutputCodexJSON}, nil, false, nil},
+		{"no resume_args", false, config.AgentConfig{Command: claude.Command, Output: claude.Output}, nil, false, nil},
+		{"not claude", false, config.AgentConfig{Command: []string{"codex", "exec"}, ResumeArgs: []string{"resume", "{session}"}, Output: agent.OutputCodexJSON}, nil, false, nil},
 		{"no sandbox", false, claude, nil, true, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,7 +51,7 @@ func TestClaudeSessionsWarning(t *testing.T) {
 				}
 			}
 			var logs bytes.Buffer
-			a := &app{cfg: Config{Agent: c.cfg}, log: slog.New(slog.NewTextHandler(&logs, nil))}
+			a := &app{cfg: config.Config{Agent: c.cfg}, log: slog.New(slog.NewTextHandler(&logs, nil))}
 			sb := &agent.Sandbox{Binds: c.binds}
 			if c.noSB {
 				sb = nil

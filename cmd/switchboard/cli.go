@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"switchboard/config"
 	"switchboard/store"
 )
 
@@ -36,7 +37,7 @@ type app struct {
 	dataDir    string
 	jsonOut    bool
 
-	cfg     Config
+	cfg     config.Config
 	cfgFrom string
 	log     *slog.Logger
 }
@@ -131,7 +132,7 @@ func (a *app) load() error {
 	if a.log != nil {
 		return nil
 	}
-	cfg, from, err := loadConfig(a.configPath, a.getenv)
+	cfg, from, err := config.Load(a.configPath, a.getenv)
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (a *app) load() error {
 	return nil
 }
 
-func newLogger(w io.Writer, c LogConfig) *slog.Logger {
+func newLogger(w io.Writer, c config.LogConfig) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: lvl}

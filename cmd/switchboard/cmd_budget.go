@@ -5,77 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"switchboard/agent"
+	"switchboard/config"
 	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
 )
 
-// BudgetSeed is a group's budget set at start unless the group has one
-// already (config budgets:).
-type BudgetSeed struct {
-	Folder     string  `yaml:"folder"`
-	DailyUSD   float64 `yaml:"daily_usd"`
-	MonthlyUSD float64 `yaml:"monthly_usd"`
-}
-
-// PriceConfig is agent.price: US dollars per million tokens, charged for
-// turns whose agent reports tokens and no cost (Codex). All 0: none.
-type PriceConfig struct {
-	InputPerMTok       float64 `yaml:"input_per_mtok"`
-	CachedInputPerMTok float64 `yaml:"cached_input_per_mtok"` // 0: cache reads at input_per_mtok
-	OutputPerMTok      float64 `yaml:"output_per_mtok"`
-}
-
-func (p PriceConfig) price() agent.Price {
-	return agent.Price{InputPerMTok: p.InputPerMTok, CachedInputPerMTok: p.CachedInputPerMTok, OutputPerMTok: p.OutputPerMTok}
-}
-
-// maxPerMTok bounds agent.price: far above any model's price, so that a
-// price in the wrong unit (per token, not per million) is caught.
-const maxPerMTok = 1000
-
-func (c *Config) validateBudgets(bad func(string, string, ...any)) {
-	if v := c.Agent.MaxTurnUSD; math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		bad("agent.max_turn_usd", "%v: want US dollars, 0 (no cap) or more", v)
-	}
-	p := c.Agent.Price
-	for _, f := range []struct {
-		key string
-		v   float64
-	}{{"input_per_mtok", p.InputPerMTok}, {"cached_input_per_mtok", p.CachedInputPerMTok}, {"output_per_mtok", p.OutputPerMTok}} {
-		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 || f.v > maxPerMTok {
-			bad("agent.price."+f.key, "%v: want US dollars per million tokens, 0 to %d (e.g. 1.25)", f.v, maxPerMTok)
-		}
-	}
-	if p != (PriceConfig{}) && (p.InputPerMTok == 0 || p.OutputPerMTok == 0) {
-		bad("agent.price", "set both input_per_mtok and output_per_mtok, or neither (no price)")
-	}
-	seen := map[string]bool{}
-	for i, b := range c.Budgets {
-		key := fmt.Sprintf("budgets[%d]", i)
-		if err := groups.Validate(b.Folder); err != nil {
-			bad(key+".folder", "%v", err)
-		} else if seen[b.Folder] {
-			bad(key+".folder", "%q has a budget already (budgets[%d]); one entry per group", b.Folder, i)
-		}
-		seen[b.Folder] = true
-		if err := ops.CheckBudget(b.DailyUSD, b.MonthlyUSD); err != nil {
-			bad(key, "%v (daily_usd, monthly_usd)", err)
-		}
-	}
-}
-
 // maxTurnArgs is what agent.max_turn_usd adds to the agent's command:
 // Claude Code's --max-budget-usd for claude-json agents; other agents read
 // it where their own flag is (see docs/operating.md).
-func maxTurnArgs(c AgentConfig) []string {
+func maxTurnArgs(c config.AgentConfig) []string {
 	if c.MaxTurnUSD <= 0 || c.Output != agent.OutputClaudeJSON {
 		return nil
 	}

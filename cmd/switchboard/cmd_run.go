@@ -21,6 +21,7 @@ import (
 	"switchboard/adapters/telegram"
 	"switchboard/adapters/web"
 	"switchboard/agent"
+	"switchboard/config"
 	"switchboard/gateway"
 	"switchboard/remote"
 	"switchboard/routing"
@@ -94,7 +95,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		warning = sandboxWarning(spec.Sandbox)
 	}
 	g, err := gateway.New(gateway.Options{
-		Store: st, Adapters: adapterList, Agent: spec, Price: a.cfg.Agent.Price.price(), Runner: runner, DataDir: a.cfg.DataDir,
+		Store: st, Adapters: adapterList, Agent: spec, Price: a.cfg.Agent.Price.AgentPrice(), Runner: runner, DataDir: a.cfg.DataDir,
 		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
 		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20, Warning: warning,
@@ -253,7 +254,7 @@ func (a *app) buildAdapters(st *store.Store) ([]adapters.Adapter, error) {
 }
 
 // gatewayLimits hands the limits section to the gateway.
-func gatewayLimits(l LimitsConfig) gateway.Limits {
+func gatewayLimits(l config.LimitsConfig) gateway.Limits {
 	return gateway.Limits{
 		TurnsPerSender: gateway.Rate{Count: l.TurnsPerSender.Count, Window: time.Duration(l.TurnsPerSender.Window)},
 		TurnsPerChat:   gateway.Rate{Count: l.TurnsPerChat.Count, Window: time.Duration(l.TurnsPerChat.Window)},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -294,4 +295,13 @@ func parseFrom(s string, loc *time.Location) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, usagef("--from %q: want a date such as 2026-10-24 (midnight in --tz) or an RFC 3339 instant such as 2026-10-24T09:00:00+02:00", s)
+}
+
+// firstLine is s's first line, cut at 200 bytes.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/remote"
 )
@@ -190,7 +191,7 @@ func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 		}
 		url = srv.URL()
 		a.log.Info("embedded nats server listening", "url", url, "store", dir)
-		if host, _, _ := net.SplitHostPort(a.cfg.NATS.Listen); !isLoopback(host) {
+		if host, _, _ := net.SplitHostPort(a.cfg.NATS.Listen); !adapters.LoopbackHost(host) {
 			// Workers on other machines need it reachable, so this is not
 			// refused; docs/operating.md, "Secrets in jobs".
 			a.log.Warn("the embedded nats server listens off loopback without authentication or TLS: whoever reaches it "+

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"switchboard/config"
 )
 
 // A worker runs only its own agent.command: a job naming another program
 // (anyone who can publish to NATS could send one) is refused.
 func TestWorkerRunsOnlyItsOwnCommand(t *testing.T) {
-	a := &app{cfg: DefaultConfig(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	a := &app{cfg: config.Default(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	a.cfg.Agent.Command = []string{"/bin/echo", "hi"}
 	prepare := a.workerSpecs(t.Context(), "/usr/bin/switchboard", nil)
 	spec, err := prepare([]string{"/bin/echo", "hi"})
@@ -29,7 +31,7 @@ func TestWorkerRunsOnlyItsOwnCommand(t *testing.T) {
 // agent.max_turn_usd caps a turn on a worker as it does on the gateway: a
 // claude-json agent gets --max-budget-usd from the worker's config.
 func TestWorkerAppliesMaxTurnUSD(t *testing.T) {
-	a := &app{cfg: DefaultConfig(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	a := &app{cfg: config.Default(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	a.cfg.Agent.Command = []string{"/bin/echo", "hi"}
 	a.cfg.Agent.Output = "claude-json"
 	a.cfg.Agent.MaxTurnUSD = 0.5
@@ -75,7 +77,7 @@ func TestEmbeddedNATSOffLoopbackWarns(t *testing.T) {
 	for listen, wantWarn := range map[string]bool{"127.0.0.1:0": false, "0.0.0.0:0": true} {
 		t.Run(listen, func(t *testing.T) {
 			var logs bytes.Buffer
-			a := &app{cfg: DefaultConfig(), log: slog.New(slog.NewTextHandler(&logs, nil))}
+			a := &app{cfg: config.Default(), log: slog.New(slog.NewTextHandler(&logs, nil))}
 			a.cfg.DataDir = t.TempDir()
 			a.cfg.Agent.Runner, a.cfg.NATS.Embedded, a.cfg.NATS.Listen = "nats", true, listen
 			_, stop, err := a.natsRunner(t.Context())

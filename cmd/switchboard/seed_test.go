@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"switchboard/config"
 )
 
 // TestRunWarnsWhenConfigRoutesDiffer: routes: is seeded into a new database
@@ -23,7 +25,7 @@ func TestRunWarnsWhenConfigRoutesDiffer(t *testing.T) {
 	// start seeds with cfg as the config and returns the warnings it logged.
 	start := func(cfgYAML string) []map[string]any {
 		t.Helper()
-		cfg, err := ParseConfig([]byte(groups+cfgYAML), env(nil))
+		cfg, err := config.Parse([]byte(groups+cfgYAML), env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"switchboard/agent"
+	"switchboard/config"
 	"switchboard/ops"
 	"switchboard/store"
 )
@@ -78,21 +79,21 @@ func TestBudgetCLI(t *testing.T) {
 }
 
 func TestConfigBudgets(t *testing.T) {
-	cfg, err := ParseConfig([]byte("agent:\n  output: claude-json\n  max_turn_usd: 0.5\nbudgets:\n  - {folder: main, daily_usd: 5, monthly_usd: 50}\n"), func(string) string { return "" })
+	cfg, err := config.Parse([]byte("agent:\n  output: claude-json\n  max_turn_usd: 0.5\nbudgets:\n  - {folder: main, daily_usd: 5, monthly_usd: 50}\n"), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Budgets) != 1 || cfg.Budgets[0] != (BudgetSeed{Folder: "main", DailyUSD: 5, MonthlyUSD: 50}) {
+	if len(cfg.Budgets) != 1 || cfg.Budgets[0] != (config.BudgetSeed{Folder: "main", DailyUSD: 5, MonthlyUSD: 50}) {
 		t.Errorf("budgets %+v", cfg.Budgets)
 	}
-	if got := cfg.Agent.Price.price(); got != (agent.Price{}) {
+	if got := cfg.Agent.Price.AgentPrice(); got != (agent.Price{}) {
 		t.Errorf("price %+v, want none by default", got)
 	}
 	if got := strings.Join(maxTurnArgs(cfg.Agent), " "); got != "--max-budget-usd 0.5" {
 		t.Errorf("max_turn_usd args %q", got)
 	}
-	cfg, err = ParseConfig([]byte("agent:\n  output: codex-json\n  price: {input_per_mtok: 1.25, cached_input_per_mtok: 0.125, output_per_mtok: 10}\n"), func(string) string { return "" })
-	if err != nil || cfg.Agent.Price.price() != (agent.Price{InputPerMTok: 1.25, CachedInputPerMTok: 0.125, OutputPerMTok: 10}) {
+	cfg, err = config.Parse([]byte("agent:\n  output: codex-json\n  price: {input_per_mtok: 1.25, cached_input_per_mtok: 0.125, output_per_mtok: 10}\n"), func(string) string { return "" })
+	if err != nil || cfg.Agent.Price.AgentPrice() != (agent.Price{InputPerMTok: 1.25, CachedInputPerMTok: 0.125, OutputPerMTok: 10}) {
 		t.Errorf("agent.price: %+v, %v", cfg.Agent.Price, err)
 	}
 	for yaml, want := range map[string]string{
@@ -106,7 +107,7 @@ func TestConfigBudgets(t *testing.T) {
 		"agent:\n  price: {input_per_mtok: 1, output: 2}\n":             "agent.price.output: unknown key",
 		"budgets:\n  - {folder: main, daily_usd: 1, x: 2}\n":            "budgets[0].x: unknown key",
 	} {
-		if _, err := ParseConfig([]byte(yaml), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := config.Parse([]byte(yaml), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want %q", yaml, err, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -34,7 +34,7 @@ func TestConfigValidateErrorsDoNotPrintEnvValues(t *testing.T) {
 		{"mcp.listen", "mcp: {listen: '${REMOTE}'}"}, // host:port, but off loopback without TLS
 	} {
 		t.Run(c.key, func(t *testing.T) {
-			_, err := ParseConfig([]byte(c.yaml), env(vars))
+			_, err := Parse([]byte(c.yaml), env(vars))
 			if err == nil {
 				t.Fatalf("no error for %s", c.yaml)
 			}

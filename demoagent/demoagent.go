@@ -1,4 +1,10 @@
-package main
+// Package demoagent is the built-in example agent behind `switchboard
+// demo-agent`: no LLM, it reads a turn's prompt and answers with who said
+// what. It is an MCP client of its group's server (mcp-go's client, over the
+// group's socket or the gateway's Streamable HTTP endpoint) that answers
+// with the reply tool and serves a few chat commands (/tools, /search,
+// /routes, /every, /tasks); without MCP it prints its answer on stdout.
+package demoagent
 
 import (
 	"context"
@@ -8,78 +14,61 @@ import (
 	"html"
 	"io"
 	"net"
+	"net/http"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/spf13/cobra"
 
-	"switchboard/mcpserver"
 	"switchboard/routing"
 )
 
-func (a *app) demoAgentCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "demo-agent",
-		Short: "The built-in example agent (no LLM): answers from the prompt on stdin",
-		Long: `An agent for trying Switchboard without an LLM. It reads the turn prompt on
-stdin and answers with who said what and how many messages it saw. It is an
-MCP client of its group's server (over HTTP with $SWITCHBOARD_MCP_URL and
-$SWITCHBOARD_MCP_TOKEN when the gateway's mcp.listen is on, else the socket
-$SWITCHBOARD_MCP_SOCKET) and answers with the
-reply tool (a scheduled task's turn with the send tool); when the socket is
-missing or fails it prints the answer on stdout instead. It also understands
-these chat commands:
-
-  /tools              the tools this group may call
-  /search QUERY       full-text search in the chats this group owns (find_messages)
-  /routes             the routes this group can see (list_routes)
-  /every DURATION TEXT  schedule TEXT as a task in this chat every DURATION,
-                      e.g. /every 30s stretch (schedule_task); each run answers
-                      "Scheduled task ran: TEXT"
-  /tasks              the tasks of this group (list_tasks)
-
-Configure it as agent.command: ["switchboard", "demo-agent"].`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			prompt, err := io.ReadAll(io.LimitReader(a.stdin, 8<<20))
-			if err != nil {
-				return fmt.Errorf("read prompt: %w", err)
-			}
-			return a.demoAgent(cmd.Context(), string(prompt))
-		},
-	}
+// Options is what a turn of the demo agent reads and writes besides its
+// prompt.
+type Options struct {
+	// Getenv reads the turn's SWITCHBOARD_* environment.
+	Getenv func(string) string
+	// Stdout gets the answer when MCP is missing or fails; Stderr says why.
+	Stdout, Stderr io.Writer
+	// Version is the client version the agent gives in the MCP handshake.
+	Version string
+	// HTTPClient builds the HTTP client for $SWITCHBOARD_MCP_URL; caFile
+	// ($SWITCHBOARD_MCP_CA) is a PEM file trusted besides the system's
+	// roots. Nil: http.DefaultClient, and a CA file is an error.
+	HTTPClient func(caFile string) (*http.Client, error)
 }
 
-// demoAgent answers one turn: over MCP when it can, else on stdout.
-func (a *app) demoAgent(ctx context.Context, prompt string) error {
+// Run answers one turn: over MCP when it can, else on stdout.
+func Run(ctx context.Context, prompt string, o Options) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	sock, chat := a.getenv("SWITCHBOARD_MCP_SOCKET"), a.getenv("SWITCHBOARD_CHAT_JID")
-	url, token := a.getenv("SWITCHBOARD_MCP_URL"), a.getenv("SWITCHBOARD_MCP_TOKEN")
+	sock, chat := o.Getenv("SWITCHBOARD_MCP_SOCKET"), o.Getenv("SWITCHBOARD_CHAT_JID")
+	url, token := o.Getenv("SWITCHBOARD_MCP_URL"), o.Getenv("SWITCHBOARD_MCP_TOKEN")
 	var mc *client.Client
 	if url != "" && token != "" && chat != "" {
 		// The gateway's MCP HTTP endpoint (mcp.listen): what an agent on
 		// another machine has instead of the socket.
 		var err error
-		if mc, err = dialAgentMCPHTTP(ctx, url, token, a.getenv("SWITCHBOARD_MCP_CA")); err != nil {
-			fmt.Fprintf(a.stderr, "demo-agent: no MCP over HTTP (%v); answering on stdout\n", err)
+		if mc, err = o.dialHTTP(ctx, url, token, o.Getenv("SWITCHBOARD_MCP_CA")); err != nil {
+			fmt.Fprintf(o.Stderr, "demo-agent: no MCP over HTTP (%v); answering on stdout\n", err)
 		} else {
 			defer mc.Close()
 		}
 	} else if sock != "" && chat != "" {
 		var err error
-		if mc, err = dialAgentMCP(ctx, sock); err != nil {
-			fmt.Fprintf(a.stderr, "demo-agent: no MCP (%v); answering on stdout\n", err)
+		if mc, err = o.dialSocket(ctx, sock); err != nil {
+			fmt.Fprintf(o.Stderr, "demo-agent: no MCP (%v); answering on stdout\n", err)
 		} else {
 			defer mc.Close()
 		}
 	}
-	reply := demoReply(prompt, a.getenv)
-	isTask := a.getenv("SWITCHBOARD_TRIGGER") == "task" || promptTask.MatchString(prompt)
+	reply := demoReply(prompt, o.Getenv)
+	isTask := o.Getenv("SWITCHBOARD_TRIGGER") == "task" || promptTask.MatchString(prompt)
 	if command, arg, ok := chatCommand(lastMessageText(prompt)); ok && !isTask {
 		reply = runChatCommand(ctx, mc, chat, command, arg)
 	}
@@ -94,9 +83,9 @@ func (a *app) demoAgent(ctx context.Context, prompt string) error {
 		if err == nil {
 			return nil // answered; stdout stays empty
 		}
-		fmt.Fprintf(a.stderr, "demo-agent: %s over MCP failed (%v); answering on stdout\n", tool, err)
+		fmt.Fprintf(o.Stderr, "demo-agent: %s over MCP failed (%v); answering on stdout\n", tool, err)
 	}
-	_, err := io.WriteString(a.stdout, reply+"\n")
+	_, err := io.WriteString(o.Stdout, reply+"\n")
 	return err
 }
 
@@ -106,8 +95,8 @@ type halfCloser struct{ *net.UnixConn }
 
 func (h halfCloser) Close() error { return h.CloseWrite() }
 
-// dialAgentMCP connects an MCP client to the group's socket.
-func dialAgentMCP(ctx context.Context, path string) (*client.Client, error) {
+// dialSocket connects an MCP client to the group's socket.
+func (o Options) dialSocket(ctx context.Context, path string) (*client.Client, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
@@ -119,13 +108,13 @@ func dialAgentMCP(ctx context.Context, path string) (*client.Client, error) {
 		conn.Close()
 		return nil, err
 	}
-	return initialized(ctx, mc)
+	return o.initialized(ctx, mc)
 }
 
-// dialAgentMCPHTTP connects an MCP client to the gateway's HTTP endpoint
-// with the turn's token; caFile trusts a self-signed gateway certificate.
-func dialAgentMCPHTTP(ctx context.Context, url, token, caFile string) (*client.Client, error) {
-	hc, err := mcpserver.HTTPClient(caFile)
+// dialHTTP connects an MCP client to the gateway's HTTP endpoint with the
+// turn's token; caFile trusts a self-signed gateway certificate.
+func (o Options) dialHTTP(ctx context.Context, url, token, caFile string) (*client.Client, error) {
+	hc, err := o.httpClient(caFile)
 	if err != nil {
 		return nil, err
 	}
@@ -138,13 +127,23 @@ func dialAgentMCPHTTP(ctx context.Context, url, token, caFile string) (*client.C
 	if err := mc.Start(ctx); err != nil {
 		return nil, err
 	}
-	return initialized(ctx, mc)
+	return o.initialized(ctx, mc)
+}
+
+func (o Options) httpClient(caFile string) (*http.Client, error) {
+	switch {
+	case o.HTTPClient != nil:
+		return o.HTTPClient(caFile)
+	case caFile != "":
+		return nil, errNoCA
+	}
+	return http.DefaultClient, nil
 }
 
 // initialized runs the MCP handshake of a started client, as the demo agent.
-func initialized(ctx context.Context, mc *client.Client) (*client.Client, error) {
+func (o Options) initialized(ctx context.Context, mc *client.Client) (*client.Client, error) {
 	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "switchboard-demo-agent", Version: buildVersion()["version"]}
+	req.Params.ClientInfo = mcp.Implementation{Name: "switchboard-demo-agent", Version: o.Version}
 	if _, err := mc.Initialize(ctx, req); err != nil {
 		mc.Close()
 		return nil, fmt.Errorf("initialize: %w", err)
@@ -385,4 +384,31 @@ func firstLine(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// formatMatch is a route's match as `switchboard route list` shows it:
+// key=value in routing.MatchKeys order.
+func formatMatch(m map[string]string) string {
+	if len(m) == 0 {
+		return "(everything)"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return slices.Index(routing.MatchKeys, keys[i]) < slices.Index(routing.MatchKeys, keys[j])
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, " ")
 }

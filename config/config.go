@@ -1,4 +1,9 @@
-package main
+// Package config owns switchboard.yaml (CONTRACT §2): the Config types and
+// their defaults, ${VAR} expansion, the strict YAML decoding (unknown and
+// duplicated keys named with their key path and line, values that came
+// from the environment never quoted) and validation. Only cmd imports it;
+// each part of the gateway gets the small section it uses.
+package config
 
 import (
 	"errors"
@@ -9,9 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +61,7 @@ type AgentConfig struct {
 	Network       bool         `yaml:"network"`
 	Env           []string     `yaml:"env"`
 	// MaxTurnUSD caps one turn's spend where the agent can enforce it:
-	// claude-json agents get --max-budget-usd (cmd_budget.go). 0: none.
+	// claude-json agents get --max-budget-usd (cmd/switchboard/cmd_budget.go). 0: none.
 	MaxTurnUSD float64 `yaml:"max_turn_usd"`
 	// Price charges turns that report tokens and no cost (Codex).
 	Price PriceConfig `yaml:"price"`
@@ -183,8 +186,8 @@ func (Secret) String() string { return "[redacted]" }
 // GoString keeps secrets out of %#v too.
 func (Secret) GoString() string { return "[redacted]" }
 
-// DefaultConfig is used when no config file exists; it matches config.example.yaml.
-func DefaultConfig() Config {
+// Default is used when no config file exists; it matches config.example.yaml.
+func Default() Config {
 	return Config{
 		DataDir:        "./data",
 		OperatorFolder: "root",
@@ -217,11 +220,11 @@ func DefaultConfig() Config {
 	}
 }
 
-// ParseConfig reads YAML over the defaults, expanding ${VAR} and
+// Parse reads YAML over the defaults, expanding ${VAR} and
 // ${VAR:-default} from getenv in every string value, and validates the result.
 // Errors name the key: `agent.timeout: "soon" is not a duration (line 7)`.
-func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
-	cfg := DefaultConfig()
+func Parse(data []byte, getenv func(string) string) (Config, error) {
+	cfg := Default()
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return cfg, fmt.Errorf("parse yaml: %w", err)
@@ -252,200 +255,6 @@ func ParseConfig(data []byte, getenv func(string) string) (Config, error) {
 		return cfg, cfg.validate(d.env)
 	}
 	return cfg, cfg.Validate()
-}
-
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
-
-// decoder decodes the config's YAML tree. refs holds, for each value that
-// came from the environment, the references it was written with
-// ("${TELEGRAM_BOT_TOKEN}"): an error about such a value quotes those, never
-// the value, which is often a secret. env holds the same by key path, for
-// Validate's errors.
-type decoder struct {
-	refs map[*yaml.Node]string
-	env  map[string]envValue
-}
-
-// envValue is a scalar expanded from the environment: its value and the
-// references it was written with.
-type envValue struct{ value, refs string }
-
-// expandEnv replaces variable references in every scalar under n; path is
-// n's key path, so that a malformed reference names its key. The check for
-// malformed references looks at the text as written, before expansion: a
-// variable's value may hold "${" itself, and is never quoted in an error.
-func (d decoder) expandEnv(path string, n *yaml.Node, getenv func(string) string) error {
-	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
-		if strings.Contains(envRef.ReplaceAllString(n.Value, ""), "${") {
-			return fmt.Errorf("%s: malformed variable reference (line %d): a \"${\" without a closing \"}\", or a name other than letters, digits and _; write ${NAME} or ${NAME:-default}", orRoot(path), n.Line)
-		}
-		var names []string
-		for _, m := range envRef.FindAllStringSubmatch(n.Value, -1) {
-			names = append(names, "${"+m[1]+"}")
-		}
-		d.refs[n] = strings.Join(names, ", ")
-		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
-			m := envRef.FindStringSubmatch(ref)
-			if v := getenv(m[1]); v != "" || m[2] == "" {
-				return v
-			}
-			return m[3]
-		})
-		d.env[path] = envValue{value: n.Value, refs: d.refs[n]}
-	}
-	for i, c := range n.Content {
-		p := fmt.Sprintf("%s[%d]", path, i)
-		if n.Kind == yaml.MappingNode {
-			if i%2 == 0 {
-				continue // keys are not expanded
-			}
-			p = n.Content[i-1].Value
-			if path != "" {
-				p = path + "." + p
-			}
-		}
-		if err := d.expandEnv(p, c, getenv); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// uniqueKeys refuses a mapping under n that has a key twice: YAML does not
-// allow it, and the last one would silently win (uncommenting an example
-// block below the keys it replaces, say).
-func uniqueKeys(path string, n *yaml.Node) error {
-	first := map[string]int{}
-	for i, c := range n.Content {
-		p := fmt.Sprintf("%s[%d]", path, i)
-		if n.Kind == yaml.MappingNode {
-			if i%2 == 0 {
-				key := c.Value
-				if path != "" {
-					key = path + "." + c.Value
-				}
-				if line, dup := first[c.Value]; dup {
-					return fmt.Errorf("%s: duplicated key (line %d; first at line %d): a key may appear once in a mapping; remove or comment out one of them", key, c.Line, line)
-				}
-				first[c.Value] = c.Line
-				continue
-			}
-			p = n.Content[i-1].Value
-			if path != "" {
-				p = path + "." + p
-			}
-		}
-		if err := uniqueKeys(p, c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// quote is a scalar's value for an error: quoted, or for one that came from
-// the environment, the variables it came from.
-func (d decoder) quote(n *yaml.Node) string {
-	if refs, ok := d.refs[n]; ok {
-		return "the value of " + refs
-	}
-	return strconv.Quote(n.Value)
-}
-
-var durationType = reflect.TypeOf(Duration(0))
-
-// decodeNode decodes n into v, walking structs by their yaml tags so that an
-// unknown key or a bad value is reported with its full key path.
-func (d decoder) decodeNode(path string, n *yaml.Node, v reflect.Value) error {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Tag == "!!null" {
-		return nil
-	}
-	switch {
-	case v.Type() == durationType:
-		dur, err := time.ParseDuration(n.Value)
-		if err != nil || n.Kind != yaml.ScalarNode {
-			return fmt.Errorf("%s: %s is not a duration like 30s, 10m or 1h (line %d)", path, d.quote(n), n.Line)
-		}
-		v.SetInt(int64(dur))
-		return nil
-	case v.Kind() == reflect.Struct:
-		return d.decodeStruct(path, n, v)
-	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
-		if n.Kind != yaml.SequenceNode {
-			return fmt.Errorf("%s: want a list (line %d)", path, n.Line)
-		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, c := range n.Content {
-			if err := d.decodeNode(fmt.Sprintf("%s[%d]", path, i), c, s.Index(i)); err != nil {
-				return err
-			}
-		}
-		v.Set(s)
-		return nil
-	}
-	if err := n.Decode(v.Addr().Interface()); err != nil {
-		return fmt.Errorf("%s: %s (line %d)", path, d.describeType(v.Type(), n), n.Line)
-	}
-	return nil
-}
-
-func (d decoder) decodeStruct(path string, n *yaml.Node, v reflect.Value) error {
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("%s: want a mapping of keys (line %d)", orRoot(path), n.Line)
-	}
-	t := v.Type()
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key := n.Content[i].Value
-		idx := -1
-		var names []string
-		for f := 0; f < t.NumField(); f++ {
-			name := strings.Split(t.Field(f).Tag.Get("yaml"), ",")[0]
-			names = append(names, name)
-			if name == key {
-				idx = f
-			}
-		}
-		full := key
-		if path != "" {
-			full = path + "." + key
-		}
-		if idx < 0 {
-			return fmt.Errorf("%s: unknown key (line %d); valid keys here: %s", full, n.Content[i].Line, strings.Join(names, ", "))
-		}
-		if err := d.decodeNode(full, n.Content[i+1], v.Field(idx)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func orRoot(path string) string {
-	if path == "" {
-		return "config"
-	}
-	return path
-}
-
-func (d decoder) describeType(t reflect.Type, n *yaml.Node) string {
-	got := map[yaml.Kind]string{yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list"}[n.Kind]
-	if n.Kind == yaml.ScalarNode {
-		got = d.quote(n)
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return got + " is not true or false"
-	case reflect.Int:
-		return got + " is not a whole number"
-	case reflect.Float64:
-		return got + " is not a number"
-	case reflect.Slice:
-		return "want a list of strings, got " + got
-	case reflect.Map:
-		return "want a mapping of key: glob, got " + got
-	}
-	return "want a string, got " + got
 }
 
 // Validate checks values; every error names its key. The adapters' tokens
@@ -508,29 +317,6 @@ func (c *Config) validate(env map[string]envValue) error {
 	return errors.Join(errs...)
 }
 
-var quotedString = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-
-// redactEnv replaces in msg, an error about key, the values of key and of
-// the keys under it that came from the environment: quoted or bare, with
-// the variables they came from; a quoted part of one (a folder's segment)
-// with what it is part of.
-func redactEnv(key, msg string, env map[string]envValue) string {
-	for path, e := range env {
-		if e.value == "" || (path != key && !strings.HasPrefix(path, key+".") && !strings.HasPrefix(path, key+"[")) {
-			continue
-		}
-		msg = strings.ReplaceAll(msg, strconv.Quote(e.value), "the value of "+e.refs)
-		msg = strings.ReplaceAll(msg, e.value, e.refs)
-		msg = quotedString.ReplaceAllStringFunc(msg, func(q string) string {
-			if s, err := strconv.Unquote(q); err == nil && s != "" && strings.Contains(e.value, s) {
-				return "a part of the value of " + e.refs
-			}
-			return q
-		})
-	}
-	return msg
-}
-
 func (c *Config) validateLimits(bad func(string, string, ...any)) {
 	for key, r := range map[string]RateConfig{"limits.turns_per_sender": c.Limits.TurnsPerSender, "limits.turns_per_chat": c.Limits.TurnsPerChat} {
 		if r.Count < 0 {
@@ -562,7 +348,7 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 		bad("agent.sandbox", "%q: want bwrap, auto or none", c.Agent.Sandbox)
 	}
 	for i, b := range c.Agent.Binds {
-		if p := expandHome(b.Path); !filepath.IsAbs(p) {
+		if p := ExpandHome(b.Path); !filepath.IsAbs(p) {
 			bad(fmt.Sprintf("agent.binds[%d].path", i), "%q: want an absolute path or one starting with ~/", b.Path)
 		}
 	}
@@ -672,8 +458,8 @@ func secretTokenRune(r rune) bool {
 	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-'
 }
 
-// expandHome replaces a leading ~/ with the user's home directory.
-func expandHome(p string) string {
+// ExpandHome replaces a leading ~/ with the user's home directory.
+func ExpandHome(p string) string {
 	if rest, ok := strings.CutPrefix(p, "~/"); ok {
 		if home, err := os.UserHomeDir(); err == nil {
 			return filepath.Join(home, rest)
@@ -687,22 +473,22 @@ func (r RouteSeed) Route() routing.Route {
 	return routing.Route{Seq: r.Seq, Match: r.Match, Target: r.Target, Mode: routing.Mode(r.Mode)}.Normalize()
 }
 
-// loadConfig reads path; when path is "" it tries ./switchboard.yaml and
+// Load reads path; when path is "" it tries ./switchboard.yaml and
 // falls back to the built-in defaults.
-func loadConfig(path string, getenv func(string) string) (Config, string, error) {
+func Load(path string, getenv func(string) string) (Config, string, error) {
 	explicit := path != ""
 	if !explicit {
 		path = "switchboard.yaml"
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && !explicit {
-		cfg := DefaultConfig()
+		cfg := Default()
 		return cfg, "", cfg.Validate()
 	}
 	if err != nil {
 		return Config{}, path, fmt.Errorf("read config: %w", err)
 	}
-	cfg, err := ParseConfig(data, getenv)
+	cfg, err := Parse(data, getenv)
 	if err != nil {
 		return cfg, path, fmt.Errorf("config %s: %w", path, err)
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -13,11 +13,11 @@ func env(vars map[string]string) func(string) string {
 }
 
 func TestExampleConfigParses(t *testing.T) {
-	data, err := os.ReadFile("../../config.example.yaml")
+	data, err := os.ReadFile("../config.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseConfig(data, env(nil))
+	cfg, err := Parse(data, env(nil))
 	if err != nil {
 		t.Fatalf("config.example.yaml: %v", err)
 	}
@@ -39,7 +39,7 @@ adapters:
   telegram: {enabled: true, token: "${TG}"}
   web: {enabled: true, listen: "${HOST:-127.0.0.1}:${PORT:-9000}"}
 `
-	cfg, err := ParseConfig([]byte(yaml), env(map[string]string{"TG": "123:abc", "PORT": "9100"}))
+	cfg, err := Parse([]byte(yaml), env(map[string]string{"TG": "123:abc", "PORT": "9100"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(c.yaml), env(nil))
+			_, err := Parse([]byte(c.yaml), env(nil))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error = %v, want it to contain %q", err, c.want)
 			}
@@ -111,7 +111,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 // The limits have defaults that are on; a file changes what it names and
 // keeps the rest, and count 0 turns a flood limit off.
 func TestConfigLimits(t *testing.T) {
-	cfg, err := ParseConfig(nil, env(nil))
+	cfg, err := Parse(nil, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestConfigLimits(t *testing.T) {
 	if cfg.Limits != want {
 		t.Errorf("default limits = %+v; want %+v", cfg.Limits, want)
 	}
-	cfg, err = ParseConfig([]byte("limits: {turns_per_sender: {count: 3}, turns_per_chat: {count: 0}, max_chain: 4}"), env(nil))
+	cfg, err = Parse([]byte("limits: {turns_per_sender: {count: 3}, turns_per_chat: {count: 0}, max_chain: 4}"), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestConfigLimits(t *testing.T) {
 }
 
 func TestConfigListsReplaceDefaults(t *testing.T) {
-	cfg, err := ParseConfig([]byte("groups: [{folder: ops}]\nroutes: [{match: {platform: web}, target: ops}]"), env(nil))
+	cfg, err := Parse([]byte("groups: [{folder: ops}]\nroutes: [{match: {platform: web}, target: ops}]"), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestSecretsAreCheckedForRunOnly(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := ParseConfig([]byte(c.yaml), env(nil))
+			cfg, err := Parse([]byte(c.yaml), env(nil))
 			if err != nil {
 				t.Fatalf("the config must parse without tokens: %v", err)
 			}
@@ -171,7 +171,7 @@ func TestSecretsAreCheckedForRunOnly(t *testing.T) {
 		})
 	}
 	ok := "adapters: {slack: {enabled: true, bot_token: xoxb-1, app_token: xapp-1}, telegram: {enabled: true, token: '1:x'}, discord: {enabled: true, token: d}}"
-	cfg, err := ParseConfig([]byte(ok), env(nil))
+	cfg, err := Parse([]byte(ok), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestConfigErrorsDoNotPrintSecrets(t *testing.T) {
 		{"secret_token with a space", fmt.Sprintf(webhook, "0123456789abcdef ghij"), "adapters.telegram.secret_token:"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := ParseConfig([]byte(c.yaml), env(vars))
+			cfg, err := Parse([]byte(c.yaml), env(vars))
 			if err == nil {
 				err = cfg.ValidateSecrets() // what run checks on top
 			}
@@ -207,23 +207,23 @@ func TestConfigErrorsDoNotPrintSecrets(t *testing.T) {
 			}
 		})
 	}
-	cfg, err := ParseConfig([]byte("adapters: {slack: {signing_secret: '${WEIRD}'}}"), env(vars))
+	cfg, err := Parse([]byte("adapters: {slack: {signing_secret: '${WEIRD}'}}"), env(vars))
 	if err != nil || cfg.Adapters.Slack.SigningSecret != "pa${ss" {
 		t.Errorf("a value holding ${ after expansion: %v, %q", err, cfg.Adapters.Slack.SigningSecret)
 	}
-	if cfg, err := ParseConfig([]byte(fmt.Sprintf(webhook, "0123456789abcdef_-XYZ")), env(vars)); err != nil || cfg.ValidateSecrets() != nil {
+	if cfg, err := Parse([]byte(fmt.Sprintf(webhook, "0123456789abcdef_-XYZ")), env(vars)); err != nil || cfg.ValidateSecrets() != nil {
 		t.Errorf("a valid secret_token refused: %v", err)
 	}
 }
 
 // agent.runner defaults to local; nats with either server parses.
 func TestConfigRunner(t *testing.T) {
-	cfg, err := ParseConfig(nil, env(nil))
+	cfg, err := Parse(nil, env(nil))
 	if err != nil || cfg.Agent.Runner != "local" || cfg.NATS.Listen != "127.0.0.1:4222" {
 		t.Fatalf("defaults: runner %q nats.listen %q err %v; want local, 127.0.0.1:4222", cfg.Agent.Runner, cfg.NATS.Listen, err)
 	}
 	for _, y := range []string{"agent: {runner: nats}\nnats: {embedded: true}", "agent: {runner: nats}\nnats: {url: 'nats://n:4222'}"} {
-		if _, err := ParseConfig([]byte(y), env(nil)); err != nil {
+		if _, err := Parse([]byte(y), env(nil)); err != nil {
 			t.Errorf("%q: %v", y, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -18,13 +18,13 @@ func TestConfigDuplicateKey(t *testing.T) {
 		{"in a list item", "routes:\n  - match: {platform: web, platform: discord}\n    target: main\n", "routes[0].match.platform: duplicated key (line 2; first at line 2)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(c.yaml), env(nil))
+			_, err := Parse([]byte(c.yaml), env(nil))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error = %v; want it to contain %q", err, c.want)
 			}
 		})
 	}
-	if _, err := ParseConfig([]byte("adapters:\n  web: {listen: '127.0.0.1:1'}\n  slack: {listen: '127.0.0.1:2'}\n"), env(nil)); err != nil {
+	if _, err := Parse([]byte("adapters:\n  web: {listen: '127.0.0.1:1'}\n  slack: {listen: '127.0.0.1:2'}\n"), env(nil)); err != nil {
 		t.Errorf("the same key in two mappings: %v", err)
 	}
 }
@@ -33,7 +33,7 @@ func TestConfigDuplicateKey(t *testing.T) {
 // operator might, names the first key given twice instead of running the
 // demo agent or Claude Code depending on which came last.
 func TestExampleConfigClaudeUncommented(t *testing.T) {
-	data, err := os.ReadFile("../../config.example.yaml")
+	data, err := os.ReadFile("../config.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestExampleConfigClaudeUncommented(t *testing.T) {
 	}
 	keys := strings.ReplaceAll(string(data[block[2]:block[3]]), "  # ", "  ")
 	edited := string(data[:block[2]]) + keys + string(data[block[3]:])
-	_, err = ParseConfig([]byte(edited), env(nil))
+	_, err = Parse([]byte(edited), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "agent.command: duplicated key (line ") {
 		t.Errorf("error = %v; want agent.command named as duplicated", err)
 	}
