@@ -41,7 +41,10 @@ type LoopGuard struct {
 	// NewRooms is how many new web rooms echoes may open per folder within
 	// Window; a post that would open one more is refused (the web chat
 	// answers 429) and not stored, and the folder's echo-only rooms pause.
-	// Default 3.
+	// Default 20: room for people who post from this machine (a browser on
+	// it, a reverse proxy, scripts) into a handful of rooms while the group
+	// is busy, and still a bound on an agent hopping rooms (each new room
+	// then gets at most Turns echo turns).
 	NewRooms int
 }
 
@@ -56,7 +59,7 @@ func (l LoopGuard) withDefaults() LoopGuard {
 		l.Pause = 10 * time.Minute
 	}
 	if l.NewRooms <= 0 {
-		l.NewRooms = 3
+		l.NewRooms = 20
 	}
 	return l
 }

@@ -142,7 +142,7 @@ func webLoopAgent(log, addrFile string) error {
 
 // An agent that posts, in each turn, into a new web room routed to its own
 // group (room-1 → room-2 → …) is stopped: echoes may open LoopGuard.NewRooms
-// (3) new rooms of a group per window, so the agent's fourth new room
+// (3 here; 20 by default) new rooms of a group per window, so the agent's fourth new room
 // (room-5, posted in room-4's turn) is refused with 429, room-4 gets the
 // one pause notice, and nothing more runs: four turns in all.
 func TestLoopGuardPausesAgentHoppingWebRooms(t *testing.T) {
@@ -158,7 +158,7 @@ func TestLoopGuardPausesAgentHoppingWebRooms(t *testing.T) {
 		modify: func(o *Options) {
 			wa = web.New(web.Options{Listen: "127.0.0.1:0", History: History{Store: o.Store}})
 			o.Adapters = append(o.Adapters, wa)
-			o.LoopGuard = LoopGuard{Window: time.Hour, Pause: time.Hour}
+			o.LoopGuard = LoopGuard{Window: time.Hour, Pause: time.Hour, NewRooms: 3}
 		}})
 	<-wa.Ready()
 	if err := os.WriteFile(addrFile, []byte(wa.Addr()), 0o600); err != nil {
