@@ -550,15 +550,3 @@ func agentPIDs(t testing.TB, entry string) []int {
 	}
 	return pids
 }
-
-// unavailable ends a test that cannot run on this machine: a skip that
-// says what is missing, or, when CI is set, a failure, so that a green CI
-// never hides a test that did not run (make test installs what they need).
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	why := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s (CI is set: a test that cannot run here fails)", why)
-	}
-	t.Skipf("skipped: %s (with CI set this fails)", why)
-}

@@ -20,6 +20,7 @@ import (
 
 	"switchboard/grants"
 	"switchboard/internal/testcert"
+	"switchboard/internal/testenv"
 	"switchboard/internal/testlog"
 )
 
@@ -122,11 +123,9 @@ func TestRemoteTurnInNetworkNamespace(t *testing.T) {
 func netns(t *testing.T) (name, hostIP string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		unavailable(t, "the network namespace test needs root for ip netns")
+		testenv.Unavailable(t, "the network namespace test needs root for ip netns")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		unavailable(t, "the network namespace test needs the ip command (iproute2; make deps installs it)")
-	}
+	testenv.Need(t, "ip", "iproute2; make deps installs it")
 	id := os.Getpid() % 200
 	name = fmt.Sprintf("sbtest%d", os.Getpid())
 	host, peer := fmt.Sprintf("sbh%d", os.Getpid()), fmt.Sprintf("sbn%d", os.Getpid())
@@ -139,7 +138,7 @@ func netns(t *testing.T) (name, hostIP string) {
 		return nil
 	}
 	if err := ip("netns", "add", name); err != nil {
-		unavailable(t, "the network namespace test could not make its namespace: %v", err)
+		testenv.Unavailable(t, "the network namespace test could not make its namespace: %v", err)
 	}
 	t.Cleanup(func() { _ = ip("netns", "del", name) })
 	for _, args := range [][]string{

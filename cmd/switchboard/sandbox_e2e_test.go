@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testenv"
 	"switchboard/internal/testwait"
 )
 
@@ -114,7 +115,5 @@ exec sleep 30`
 // requireBwrap fails (never skips) without bubblewrap: make test installs it.
 func requireBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Fatal("bubblewrap is not installed: run make test (it installs it) or apt-get install bubblewrap")
-	}
+	testenv.Require(t, "bwrap", "make test installs it, or apt-get install bubblewrap")
 }
