@@ -22,6 +22,7 @@ import (
 	"switchboard/internal/testcert"
 	"switchboard/internal/testenv"
 	"switchboard/internal/testlog"
+	"switchboard/internal/testmcp"
 )
 
 // remoteAgents are the agents a remote turn runs, given the command that
@@ -42,8 +43,7 @@ func remoteAgents(t *testing.T, dir string, prefix []string, env ...string) []st
 	body := `#!/bin/sh
 cat > /dev/null
 {
-  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}'
-  printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  ` + testmcp.ShellHandshake(testmcp.Options{Client: "sh"}) + `
   printf '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"reply","arguments":{"chat_jid":"%s","text":"via the http bridge"}}}\n' "$SWITCHBOARD_CHAT_JID"
 } | ` + bridge + ` > bridge.out 2> bridge.err
 echo "stdout reply"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"switchboard/internal/testenv"
+	"switchboard/internal/testmcp"
 	"switchboard/internal/testwait"
 )
 
@@ -24,8 +25,8 @@ func TestE2ESandboxConfinesAgent(t *testing.T) {
 	// reply); the requests are written to the sandbox's private /tmp.
 	probe := `
 data="$(cd ../.. && pwd)"
-printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
-  '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' > /tmp/mcp-requests
+` + testmcp.ShellHandshake(testmcp.Options{Client: "t"}) + ` \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' > /tmp/mcp-requests
 bridge="timeout 5 ` + bin + ` mcp-bridge"
 listed="grep -q '\"name\":\"reply\"'"
 # The command line the group folder's .mcp.json gives Claude Code.
