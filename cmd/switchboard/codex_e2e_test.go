@@ -53,7 +53,7 @@ const (
 // command the model runs.
 func TestCodexRealCLI(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end test: installs @openai/codex from npm, builds and runs the binary")
+		t.Skip("-short: an end-to-end test that installs @openai/codex from npm, builds and runs the binary")
 	}
 	requireBwrap(t)
 	codex := codexInstall(t)

@@ -39,7 +39,7 @@ var e2eBin struct {
 func switchboardBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("end-to-end test: builds and runs the binary")
+		t.Skip("-short: an end-to-end test that builds and runs the binary")
 	}
 	e2eBin.once.Do(func() {
 		goTool, err := exec.LookPath("go")

@@ -51,7 +51,7 @@ const (
 // both protocol generations.
 func TestMCPInterop(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end test: installs npm packages, builds and runs the binary")
+		t.Skip("-short: an end-to-end test that installs npm packages, builds and runs the binary")
 	}
 	npmDir := interopInstall(t)
 	bin := switchboardBinary(t)
