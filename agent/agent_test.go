@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"switchboard/internal/testagent"
+	"switchboard/internal/testenv"
 	"switchboard/internal/testwait"
 )
 
@@ -481,9 +482,7 @@ func TestRunBackgroundChildHoldingStdout(t *testing.T) {
 // keep the turn open past drainGrace either.
 func TestRunEscapedChildHoldingStdout(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("setsid"); err != nil {
-		t.Skip("no setsid")
-	}
+	testenv.Need(t, "setsid", "util-linux")
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	body := `setsid sleep 1000 &
 echo $! > "$1.tmp" && mv "$1.tmp" "$1"
@@ -509,9 +508,7 @@ echo done`
 // another turn is left alone.
 func TestRunKillsEscapedProcessesOfTheTurn(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("setsid"); err != nil {
-		t.Fatal("setsid (util-linux) is missing")
-	}
+	testenv.Require(t, "setsid", "util-linux")
 	// Both escapes write their pid; the double-forked one is orphaned at once.
 	const escape = `setsid sh -c 'while :; do sleep 0.05; done' </dev/null >/dev/null 2>&1 &
 echo $! > "$1.tmp" && mv "$1.tmp" "$1"

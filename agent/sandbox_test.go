@@ -4,21 +4,19 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"switchboard/internal/testenv"
 )
 
 // sandboxFor is a bubblewrap sandbox over data with binds; it fails (never
 // skips) without bubblewrap: make test installs it.
 func sandboxFor(t *testing.T, data string, binds ...Bind) *Sandbox {
 	t.Helper()
-	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Fatal("bubblewrap is not installed: run make test (it installs it) or apt-get install bubblewrap")
-	}
+	bwrap := testenv.Require(t, "bwrap", "make test installs it, or apt-get install bubblewrap")
 	return &Sandbox{Bwrap: bwrap, DataDir: data, Binds: binds, Network: true}
 }
 

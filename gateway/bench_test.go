@@ -20,6 +20,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/adapters/web"
+	"switchboard/internal/testenv"
 	"switchboard/routing"
 )
 
@@ -128,10 +129,7 @@ func BenchmarkDeliver(b *testing.B) {
 // (unix ns) and exits without reading its prompt: a small static Go binary,
 // so that its own start-up (fork, exec, runtime init) is small.
 func stampAgent(b *testing.B) []string {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		b.Skip("no go tool to build the stamp agent")
-	}
+	goTool := testenv.Need(b, "go", "the Go toolchain builds the stamp agent")
 	dir := b.TempDir()
 	src := filepath.Join(dir, "main.go")
 	if err := os.WriteFile(src, []byte("package main\n\nimport (\n\t\"fmt\"\n\t\"time\"\n)\n\nfunc main() { fmt.Println(time.Now().UnixNano()) }\n"), 0o644); err != nil {

@@ -1,12 +1,9 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/internal/testmcp"
 	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
@@ -57,37 +55,11 @@ func chainAgent(log, mode string) error {
 	}
 	fmt.Fprintln(f, folder, os.Getenv("SWITCHBOARD_TRIGGER"))
 	f.Close()
-	c, err := net.Dial("unix", os.Getenv("SWITCHBOARD_MCP_SOCKET"))
+	c, err := testmcp.Connect(os.Getenv("SWITCHBOARD_MCP_SOCKET"), testmcp.Options{Client: "chain-agent"})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	rd := bufio.NewReader(c)
-	rpc := func(id int, method, params string) (json.RawMessage, error) {
-		fmt.Fprintf(c, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
-		for {
-			line, err := rd.ReadBytes('\n')
-			if err != nil {
-				return nil, err
-			}
-			var r struct {
-				ID     *int            `json:"id"`
-				Result json.RawMessage `json:"result"`
-				Error  json.RawMessage `json:"error"`
-			}
-			if err := json.Unmarshal(line, &r); err != nil || r.ID == nil || *r.ID != id {
-				continue
-			}
-			if r.Error != nil {
-				return nil, fmt.Errorf("%s: %s", method, r.Error)
-			}
-			return r.Result, nil
-		}
-	}
-	if _, err := rpc(1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"chain-agent","version":"1"}}`); err != nil {
-		return err
-	}
-	fmt.Fprintln(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	call := fmt.Sprintf(`{"name":"delegate_group","arguments":{"folder":"main/child","prompt":"your turn","chat_jid":%q}}`, chat)
 	switch {
 	case mode == "inject":
@@ -95,7 +67,7 @@ func chainAgent(log, mode string) error {
 	case folder == "main/child":
 		call = fmt.Sprintf(`{"name":"escalate_group","arguments":{"prompt":"your turn","chat_jid":%q}}`, chat)
 	}
-	res, err := rpc(2, "tools/call", call)
+	res, err := c.Request("tools/call", call)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/agent"
+	"switchboard/internal/testmcp"
 	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
 	"switchboard/ops"
@@ -31,57 +30,36 @@ func scrape(t testing.TB, g *Gateway) string {
 	return rec.Body.String()
 }
 
-// mcpConn is a raw MCP session on a group's socket, as an agent has.
+// mcpConn is an MCP session on a group's socket, as an agent has.
 type mcpConn struct {
-	t  testing.TB
-	c  net.Conn
-	rd *bufio.Reader
-	id int
+	t testing.TB
+	c *testmcp.Conn
 }
 
 func dialGroup(t testing.TB, h *harness, folder string) *mcpConn {
 	t.Helper()
 	sock := filepath.Join(h.dir, "ipc", folder, "mcp.sock")
-	var c net.Conn
+	var c *testmcp.Conn
 	testwait.For(t, 10*time.Second, "the socket of "+folder, func() bool {
 		var err error
-		c, err = net.Dial("unix", sock)
+		c, err = testmcp.Dial(sock, testmcp.Options{Client: "metrics-test"})
 		return err == nil
 	})
 	t.Cleanup(func() { c.Close() })
-	m := &mcpConn{t: t, c: c, rd: bufio.NewReader(c)}
-	m.rpc("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"metrics-test","version":"1"}}`)
-	fmt.Fprintln(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return m
+	if _, err := c.Initialize(); err != nil {
+		t.Fatal(err)
+	}
+	return &mcpConn{t: t, c: c}
 }
 
 // rpc sends a request and returns its result, skipping notifications.
 func (m *mcpConn) rpc(method, params string) json.RawMessage {
 	m.t.Helper()
-	m.id++
-	fmt.Fprintf(m.c, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", m.id, method, params)
-	m.c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	for {
-		line, err := m.rd.ReadBytes('\n')
-		if err != nil {
-			m.t.Fatalf("%s: read: %v", method, err)
-		}
-		var r struct {
-			ID     *int            `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if err := json.Unmarshal(line, &r); err != nil {
-			m.t.Fatalf("%s: server sent %q", method, line)
-		}
-		if r.ID == nil || *r.ID != m.id {
-			continue
-		}
-		if r.Error != nil {
-			m.t.Fatalf("%s: %s", method, r.Error)
-		}
-		return r.Result
+	res, err := m.c.Request(method, params)
+	if err != nil {
+		m.t.Fatal(err)
 	}
+	return res
 }
 
 // call runs a tool and reports whether the result is an error result.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testenv"
 	"switchboard/internal/testwait"
 	"switchboard/store"
 )
@@ -127,7 +128,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 // stays within a small factor of the echo floor (the aim is 3x).
 func TestRoundTripOverhead(t *testing.T) {
 	if testing.Short() {
-		t.Skip("timing test")
+		t.Skip("-short: a timing test")
 	}
 	h := newHarness(t, nil)
 	h.waitSocket(t, "acme")
@@ -153,7 +154,7 @@ func TestRoundTripOverhead(t *testing.T) {
 func rssKB(t testing.TB) int {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skip("no /proc/self/status")
+		testenv.Unavailable(t, "no /proc/self/status to read the resident set size from: %v", err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
@@ -212,7 +213,7 @@ func thousandGroups(tb testing.TB) (elapsed time.Duration, rssBefore, rssAfter i
 // socket inode per group), so it is reported, not enforced; the memory is.
 func TestThousandGroups(t *testing.T) {
 	if testing.Short() {
-		t.Skip("1,000 sockets")
+		t.Skip("-short: opens 1,000 sockets")
 	}
 	g0 := runtime.NumGoroutine()
 	elapsed, rss0, rss1 := thousandGroups(t)

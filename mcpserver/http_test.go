@@ -26,6 +26,7 @@ import (
 	"switchboard/gateway"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testcert"
+	"switchboard/internal/testmcp"
 	"switchboard/internal/testwait"
 	"switchboard/ops"
 	"switchboard/store"
@@ -159,7 +160,7 @@ func TestHTTPTokenActsAsItsFolderOnly(t *testing.T) {
 
 	// acme's legacy session id, used with acme/eng's token.
 	u := h.mcpURL(t)
-	resp := post(t, u, h.token(t, "acme"), "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	resp := post(t, u, h.token(t, "acme"), "", initBody, nil)
 	sid := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != http.StatusOK || sid == "" {
 		t.Fatalf("initialize as acme: %d, session %q", resp.StatusCode, sid)
@@ -179,7 +180,7 @@ func post(t testing.TB, url, token, session, body string, header map[string]stri
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	req.Header.Set("MCP-Protocol-Version", testmcp.Legacy)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -199,7 +200,8 @@ func post(t testing.TB, url, token, session, body string, header map[string]stri
 	return resp
 }
 
-const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+// initBody is a raw Streamable HTTP initialize request.
+var initBody = testmcp.InitializeRequest(1, testmcp.Options{Client: "raw"})
 
 // TestHTTPRefusals: no token, a wrong one → 401 with no OAuth metadata
 // (no resource_metadata: Claude Code would start OAuth discovery); a
@@ -446,7 +448,7 @@ func postWith(t testing.TB, hc *http.Client, url, token, session, body string) *
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	req.Header.Set("MCP-Protocol-Version", testmcp.Legacy)
 	req.Header.Set("Authorization", "Bearer "+token)
 	if session != "" {
 		req.Header.Set("Mcp-Session-Id", session)

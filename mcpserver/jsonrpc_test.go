@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"switchboard/internal/testmcp"
 	"switchboard/internal/testwait"
 	"switchboard/mcpserver"
 )
@@ -71,11 +72,11 @@ func (rc *rawConn) recv() rpcMsg {
 // initialize runs the legacy handshake.
 func (rc *rawConn) initialize() {
 	rc.t.Helper()
-	rc.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	rc.send(testmcp.InitializeRequest(1, testmcp.Options{Client: "raw"}))
 	if m := rc.recv(); m.Error != nil || m.Result == nil {
 		rc.t.Fatalf("initialize: %+v", m)
 	}
-	rc.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	rc.send(testmcp.Initialized)
 }
 
 // toolsCall sends a tools/call and returns the result.

@@ -125,7 +125,7 @@ func TestCloseRemovesWAL(t *testing.T) {
 // its checkpointer runs: no open may fail with "database is locked".
 func TestOpenWhileAnotherStoreCheckpoints(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits for checkpoints")
+		t.Skip("-short: waits for two checkpoint ticks (2.5 s)")
 	}
 	path := filepath.Join(t.TempDir(), "switchboard.db")
 	gw := openAt(t, path)

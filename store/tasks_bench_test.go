@@ -66,7 +66,7 @@ const (
 // queued and started − slot).
 func BenchmarkScheduler100k(b *testing.B) {
 	if testing.Short() {
-		b.Skip("100k-task scheduler load test takes ~40 s")
+		b.Skip("-short: the 100k-task scheduler load test takes ~40 s")
 	}
 	for range b.N {
 		ctx := context.Background()

@@ -85,9 +85,9 @@ type Platform interface {
 
 // FileRateLimiter is implemented by a Platform whose fake file server can
 // rate-limit downloads: the next one is answered 429 with a Retry-After of
-// seconds.
+// wait (whole seconds).
 type FileRateLimiter interface {
-	RateLimitFiles(seconds int)
+	RateLimitFiles(wait time.Duration)
 }
 
 // Features says what a platform's fake can show; the suite skips what the
@@ -201,7 +201,7 @@ func testDownload(t *testing.T, p Platform) {
 	p.UserPosts(t, Post{Chat: chat, Text: "see the log", Mention: true, Attachment: []byte(content), AttachmentName: "log.txt"})
 	ev := waitEvent(t, host, "the post with a file", func(ev adapters.Inbound) bool { return len(ev.Attachments) == 1 })
 	if rl, ok := p.(FileRateLimiter); ok {
-		rl.RateLimitFiles(7)
+		rl.RateLimitFiles(7 * time.Second)
 		_, err := dl.Download(t.Context(), ev.Attachments[0])
 		var ra *adapters.RetryAfterError
 		if !errors.As(err, &ra) || ra.Wait != 7*time.Second {

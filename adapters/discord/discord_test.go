@@ -45,7 +45,7 @@ func (p fakePlatform) UserPosts(t *testing.T, post adaptertest.Post) adapters.Me
 		ReplyTo: string(post.ReplyTo), File: post.AttachmentName, FileData: post.Attachment}))
 }
 
-func (p fakePlatform) RateLimitFiles(seconds int) { p.f.RateLimitCDN(seconds) }
+func (p fakePlatform) RateLimitFiles(wait time.Duration) { p.f.RateLimitFiles(wait) }
 
 func (p fakePlatform) UserEdits(t *testing.T, chat adapters.JID, id adapters.MessageID, text string) bool {
 	p.f.UserEdits(channelOfJID(chat, ""), string(id), text)
@@ -91,7 +91,7 @@ func rendered(s string) string {
 	return strings.NewReplacer("**", "", "__", "", "_", "", "*", "", "`", "").Replace(s)
 }
 
-func (p fakePlatform) RateLimit(wait time.Duration) { p.f.RateLimit(wait.Seconds(), false) }
+func (p fakePlatform) RateLimit(wait time.Duration) { p.f.RateLimit(wait) }
 
 // RejectFormatting: Discord never refuses Markdown.
 func (p fakePlatform) RejectFormatting() {}
@@ -174,7 +174,11 @@ func TestRateLimitsAndErrors(t *testing.T) {
 	f := discordtest.New(t)
 	a := start(t, f, adaptertest.NewHost(), nil)
 	for _, global := range []bool{false, true} {
-		f.RateLimit(0.05, global)
+		if global {
+			f.RateLimitGlobal(50 * time.Millisecond)
+		} else {
+			f.RateLimit(50 * time.Millisecond)
+		}
 		if _, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Text: "after the limit"}); err != nil {
 			t.Fatalf("send after a 429 (global %v): %v", global, err)
 		}

@@ -26,8 +26,7 @@ func TestDownloadOffSlackRefused(t *testing.T) {
 		}
 	}))
 	defer elsewhere.Close()
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	a := start(t, s, slack.ModeSocket, host)
 	for i, u := range []string{elsewhere.URL + "/files/F1", "https://files.slack.com.evil.test/F1", "http://files.slack.com/F1"} {
@@ -56,8 +55,7 @@ func TestDownloadRedirectOffSlackRefused(t *testing.T) {
 		}
 	}))
 	defer elsewhere.Close()
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	a := start(t, s, slack.ModeSocket, host)
 	post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "file", File: &slacktest.File{Name: "a.txt", Data: []byte("x"),

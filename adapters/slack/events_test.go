@@ -24,8 +24,7 @@ func reactionEvent(ts string) map[string]any {
 }
 
 func TestEventsAPISignatures(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeEvents, host)
 	ts := s.AddMessage("C1", "U1", "hello", "")
@@ -88,8 +87,7 @@ func startUntil(t *testing.T, a *slack.Adapter, host *adaptertest.Host) (stop fu
 }
 
 func TestEventsAPIRetriesAndRestartStoredOnce(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	a := newAdapter(s, slack.ModeEvents)
 	stop := startUntil(t, a, host)
@@ -116,8 +114,7 @@ func TestEventsAPIRetriesAndRestartStoredOnce(t *testing.T) {
 }
 
 func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	entered, release := make(chan string, 4), make(chan error)
 	host.DeliverFunc = func(ctx context.Context, m adapters.Inbound) (int64, error) {
@@ -165,8 +162,7 @@ func TestEventsAPIAnswersOnlyAfterStored(t *testing.T) {
 // BenchmarkEventsAPIMessage: one signed message event, verified, parsed,
 // normalized, delivered (in-memory host) and answered.
 func BenchmarkEventsAPIMessage(b *testing.B) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(b)
 	host := adaptertest.NewHost()
 	a := newAdapter(s, slack.ModeEvents)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -191,8 +187,7 @@ func BenchmarkEventsAPIMessage(b *testing.B) {
 
 // A body over the limit is refused as too large, not as a bad signature.
 func TestEventsAPIBodyTooLarge(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeEvents, host)
 	body := slacktest.Callback("Ev1", map[string]any{"type": "message", "channel": "C1", "user": "U1",
@@ -222,10 +217,9 @@ func trickle(t *testing.T, addr string) net.Conn {
 // A request whose body trickles in is cut off at the read timeout instead
 // of holding its connection open for good.
 func TestEventsAPISlowBodyCutOff(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	a := slack.New(slack.Options{BotToken: slacktest.BotToken, Mode: slack.ModeEvents, SigningSecret: slacktest.Secret,
-		Listen: "127.0.0.1:0", APIURL: s.APIURL(), EventsReadTimeout: 200 * time.Millisecond})
+		Listen: "127.0.0.1:0", APIURL: s.URL(), EventsReadTimeout: 200 * time.Millisecond})
 	adaptertest.Start(t, a, adaptertest.NewHost())
 	c := trickle(t, a.Addr().String())
 	closed := make(chan error, 1)
@@ -244,10 +238,9 @@ func TestEventsAPISlowBodyCutOff(t *testing.T) {
 // trickling clients are served three at a time as the read timeout frees
 // their slots.
 func TestEventsAPIConnectionCap(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	a := slack.New(slack.Options{BotToken: slacktest.BotToken, Mode: slack.ModeEvents, SigningSecret: slacktest.Secret,
-		Listen: "127.0.0.1:0", APIURL: s.APIURL(), EventsReadTimeout: 100 * time.Millisecond, EventsMaxConns: 3})
+		Listen: "127.0.0.1:0", APIURL: s.URL(), EventsReadTimeout: 100 * time.Millisecond, EventsMaxConns: 3})
 	var mu sync.Mutex
 	open, peak, accepted := 0, 0, 0
 	changed := make(chan struct{}, 100)

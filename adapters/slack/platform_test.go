@@ -22,8 +22,7 @@ type platform struct {
 
 func newPlatform(mode string) func(t *testing.T) adaptertest.Platform {
 	return func(t *testing.T) adaptertest.Platform {
-		s := slacktest.New()
-		t.Cleanup(s.Close)
+		s := slacktest.New(t)
 		p := &platform{s: s, mode: mode}
 		p.thread = s.AddMessage("C1", "U2", "a thread starts here", "")
 		return p
@@ -32,7 +31,7 @@ func newPlatform(mode string) func(t *testing.T) adaptertest.Platform {
 
 func newAdapter(s *slacktest.Server, mode string) *slack.Adapter {
 	return slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: mode,
-		SigningSecret: slacktest.Secret, Listen: "127.0.0.1:0", APIURL: s.APIURL(), PingInterval: 10 * time.Second,
+		SigningSecret: slacktest.Secret, Listen: "127.0.0.1:0", APIURL: s.URL(), PingInterval: 10 * time.Second,
 		PostInterval: 10 * time.Millisecond}) // the pacing itself: TestTiersBurstThenPace
 }
 
@@ -66,7 +65,7 @@ func (p *platform) UserPosts(t *testing.T, post adaptertest.Post) adapters.Messa
 	if post.Attachment != nil {
 		fp.File = &slacktest.File{Name: post.AttachmentName, MIME: "application/octet-stream", Data: post.Attachment}
 	}
-	ts, err := p.s.UserPost(fp)
+	ts, err := p.s.UserPosts(fp)
 	if err != nil {
 		t.Fatalf("user posts: %v", err)
 	}
@@ -121,9 +120,9 @@ func (p *platform) BotMessages(chat adapters.JID) []adaptertest.Message {
 	return out
 }
 
-func (p *platform) RateLimit(wait time.Duration) { p.s.RateLimit(wait) }
-func (p *platform) RateLimitFiles(seconds int)   { p.s.RateLimitFiles(seconds) }
-func (p *platform) RejectFormatting()            { p.s.RejectFormatting() }
+func (p *platform) RateLimit(wait time.Duration)      { p.s.RateLimit(wait) }
+func (p *platform) RateLimitFiles(wait time.Duration) { p.s.RateLimitFiles(wait) }
+func (p *platform) RejectFormatting()                 { p.s.RejectFormatting() }
 func (p *platform) Disconnect() {
 	if p.mode == slack.ModeSocket {
 		p.s.Disconnect()

@@ -7,9 +7,8 @@ import (
 )
 
 func TestRenderMarkup(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
-	a := New(Options{BotToken: slacktest.BotToken, APIURL: s.APIURL()})
+	s := slacktest.New(t)
+	a := New(Options{BotToken: slacktest.BotToken, APIURL: s.URL()})
 	for _, c := range []struct{ in, want string }{
 		{"hi <@U1>", "hi @alice"},
 		{"hi <@U1|ally>", "hi @ally"},

@@ -3,6 +3,7 @@ package slack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -30,7 +31,7 @@ func start(t *testing.T, s *slacktest.Server, mode string, host *adaptertest.Hos
 
 func post(t *testing.T, s *slacktest.Server, p slacktest.Post) string {
 	t.Helper()
-	ts, err := s.UserPost(p)
+	ts, err := s.UserPosts(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +41,7 @@ func post(t *testing.T, s *slacktest.Server, p slacktest.Post) string {
 func TestInboundChannelThreadDM(t *testing.T) {
 	for _, mode := range []string{slack.ModeSocket, slack.ModeEvents} {
 		t.Run(mode, func(t *testing.T) {
-			s := slacktest.New()
-			defer s.Close()
+			s := slacktest.New(t)
 			host := adaptertest.NewHost()
 			start(t, s, mode, host)
 
@@ -76,14 +76,11 @@ func TestInboundChannelThreadDM(t *testing.T) {
 }
 
 func TestMessageAndAppMentionStoredOnceAsMention(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeSocket, host)
 	ts := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "<@UBOT> help", Mention: true})
-	if !s.Wait(10*time.Second, func() bool { return acked(s) == 2 }) {
-		t.Fatalf("envelopes %+v: want both acknowledged", s.Envelopes())
-	}
+	s.WaitFor(t, "both envelopes acknowledged", func() bool { return acked(s) == 2 })
 	// The host stores messages once per (chat, id), like the gateway: the
 	// second delivery is a duplicate, and both said mention.
 	ev := host.Events()
@@ -103,8 +100,7 @@ func acked(s *slacktest.Server) int {
 }
 
 func TestAckOnlyAfterStored(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	entered, release := make(chan string, 4), make(chan error)
 	host.DeliverFunc = func(ctx context.Context, m adapters.Inbound) (int64, error) {
@@ -131,7 +127,7 @@ func TestAckOnlyAfterStored(t *testing.T) {
 	second := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "two"})
 	<-entered
 	release <- nil
-	s.Wait(10*time.Second, func() bool { return acked(s) == 1 })
+	s.WaitFor(t, "one envelope acknowledged", func() bool { return acked(s) == 1 })
 	envs := s.Envelopes()
 	if len(envs) != 2 || envs[0].Acked || !envs[1].Acked {
 		t.Fatalf("envelopes %+v: want the failed one unacknowledged, the stored one acknowledged", envs)
@@ -142,7 +138,7 @@ func TestAckOnlyAfterStored(t *testing.T) {
 		t.Fatalf("redelivered %s, want %s", id, first)
 	}
 	release <- nil
-	s.Wait(10*time.Second, func() bool { return acked(s) == 2 })
+	s.WaitFor(t, "two envelopes acknowledged", func() bool { return acked(s) == 2 })
 	ids := []string{}
 	for _, e := range host.Events() {
 		ids = append(ids, e.ID.String())
@@ -153,8 +149,7 @@ func TestAckOnlyAfterStored(t *testing.T) {
 }
 
 func TestEditsDeletesReactionsBots(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeSocket, host)
 	ts := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "typo"})
@@ -189,8 +184,7 @@ func TestEditsDeletesReactionsBots(t *testing.T) {
 }
 
 func TestFilesInAndOut(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	a := start(t, s, slack.ModeSocket, host)
 	post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "the log", File: &slacktest.File{Name: "app.log", MIME: "text/plain", Data: []byte("line 1\n")}})
@@ -233,8 +227,7 @@ func TestFilesInAndOut(t *testing.T) {
 }
 
 func TestOutboundVerbs(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	a := start(t, s, slack.ModeSocket, adaptertest.NewHost())
 	ctx, chat := t.Context(), adapters.JID("slack:T1/channel/C1")
 	parent := s.AddMessage("C1", "U1", "question", "")
@@ -270,7 +263,7 @@ func TestOutboundVerbs(t *testing.T) {
 			t.Fatalf("%s: %v", step.verb, step.err)
 		}
 	}
-	msgs := map[string]slacktest.Message{}
+	msgs := map[string]slacktest.Msg{}
 	for _, m := range s.Messages("C1") {
 		msgs[m.TS] = m
 	}
@@ -316,8 +309,7 @@ func TestOutboundVerbs(t *testing.T) {
 }
 
 func TestRateLimitAndPermanentErrors(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	a := start(t, s, slack.ModeSocket, adaptertest.NewHost())
 	ctx := t.Context()
 	s.RateLimit(3 * time.Second)
@@ -343,13 +335,12 @@ func TestBadTokens(t *testing.T) {
 		{true, false, "adapters.slack.bot_token"},
 		{false, true, "adapters.slack.app_token"},
 	} {
-		s := slacktest.New()
+		s := slacktest.New(t)
 		s.SetBadTokens(c.bot, c.app)
 		a := newAdapter(s, slack.ModeSocket)
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		err := a.Run(ctx, adaptertest.NewHost())
 		cancel()
-		s.Close()
 		if !errors.Is(err, adapters.ErrBadToken) || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("run with a bad token: %v; want ErrBadToken naming %s", err, c.key)
 		}
@@ -357,24 +348,21 @@ func TestBadTokens(t *testing.T) {
 }
 
 func TestDisconnectWarningReconnects(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	var logs testlog.Buffer
-	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: s.APIURL(),
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, APIURL: s.URL(),
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	adaptertest.Start(t, a, host)
 	// The client can report connected before the fake's handler holds
 	// the connection.
-	s.Wait(10*time.Second, func() bool { return s.Connections() == 1 })
+	s.WaitFor(t, "the first connection", func() bool { return s.Connections() == 1 })
 	for i, reason := range []string{"warning", "refresh_requested"} {
 		s.WarnDisconnect(reason)
-		if !s.Wait(10*time.Second, func() bool { return s.Connections() == i+2 }) {
-			t.Fatalf("no reconnection after disconnect %q", reason)
-		}
+		s.WaitFor(t, fmt.Sprintf("a reconnection after disconnect %q", reason), func() bool { return s.Connections() == i+2 })
 	}
 	s.Disconnect() // and an abrupt drop
-	s.Wait(10*time.Second, func() bool { return s.Connections() == 4 })
+	s.WaitFor(t, "a reconnection after the drop", func() bool { return s.Connections() == 4 })
 	ts := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "still there?"})
 	if ev := host.WaitEvents(t, 1); ev[0].ID.String() != ts {
 		t.Fatalf("after reconnecting got %+v", ev)
@@ -394,8 +382,7 @@ func TestDisconnectWarningReconnects(t *testing.T) {
 func TestBackfillAfterDowntime(t *testing.T) {
 	for _, mode := range []string{slack.ModeSocket, slack.ModeEvents} {
 		t.Run(mode, func(t *testing.T) {
-			s := slacktest.New()
-			defer s.Close()
+			s := slacktest.New(t)
 			parent := s.AddMessage("C1", "U1", "old thread", "")
 			last := s.AddMessage("C1", "U2", "last stored", "")
 			// While the bot was away:
@@ -421,8 +408,7 @@ func TestBackfillAfterDowntime(t *testing.T) {
 }
 
 func TestSlackUnreachableAtStartIsRetried(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	s.Outage("auth.test", 1)
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeSocket, host) // waits for connected
@@ -433,8 +419,7 @@ func TestSlackUnreachableAtStartIsRetried(t *testing.T) {
 }
 
 func TestSocketModeReplayedEnvelopeStoredOnce(t *testing.T) {
-	s := slacktest.New()
-	defer s.Close()
+	s := slacktest.New(t)
 	host := adaptertest.NewHost()
 	start(t, s, slack.ModeSocket, host)
 	ts := s.AddMessage("C1", "U1", "hello", "")
@@ -444,13 +429,9 @@ func TestSocketModeReplayedEnvelopeStoredOnce(t *testing.T) {
 	acks := func(n int) func() bool {
 		return func() bool { e := s.Envelopes(); return len(e) == 1 && e[0].Acks == n }
 	}
-	if !s.Wait(10*time.Second, acks(1)) {
-		t.Fatal("reaction not acknowledged")
-	}
+	s.WaitFor(t, "reaction not acknowledged", acks(1))
 	s.Replay()
-	if !s.Wait(10*time.Second, acks(2)) {
-		t.Fatal("replayed envelope not acknowledged")
-	}
+	s.WaitFor(t, "replayed envelope not acknowledged", acks(2))
 	// The host does not de-duplicate reactions: only the event_id does.
 	if ev := host.Events(); len(ev) != 1 || ev[0].Reaction != "tada" {
 		t.Fatalf("stored %+v; want the reaction once", ev)

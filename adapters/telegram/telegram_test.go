@@ -93,11 +93,9 @@ func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 	return out
 }
 
-func (p fakePlatform) RateLimitFiles(seconds int) { p.f.RateLimitFiles(seconds) }
+func (p fakePlatform) RateLimitFiles(wait time.Duration) { p.f.RateLimitFiles(wait) }
 
-func (p fakePlatform) RateLimit(wait time.Duration) {
-	p.f.RateLimit(max(int(wait.Round(time.Second)/time.Second), 1))
-}
+func (p fakePlatform) RateLimit(wait time.Duration) { p.f.RateLimit(wait) }
 
 func (p fakePlatform) RejectFormatting() {
 	p.f.RejectFormatting()
@@ -277,7 +275,7 @@ func TestOutbound(t *testing.T) {
 	if id == "" {
 		t.Error("no id")
 	}
-	f.RateLimit(3)
+	f.RateLimit(3 * time.Second)
 	_, err = a.Send(ctx, adapters.Outbound{Chat: groupChat, Text: "x"})
 	var ra *adapters.RetryAfterError
 	if !errors.As(err, &ra) || ra.Wait != 3*time.Second {

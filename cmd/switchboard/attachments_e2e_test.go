@@ -60,11 +60,10 @@ func TestE2EAttachmentsTelegramPerChatIDs(t *testing.T) {
 // four files, each with its own content.
 func TestE2EAttachmentsSlackFourFiles(t *testing.T) {
 	t.Parallel()
-	s := slacktest.New()
-	t.Cleanup(s.Close)
+	s := slacktest.New(t)
 	dir := newE2E(t, e2eConfig{agent: replyAgent,
 		adapters: "  slack: {enabled: true, mode: socket, bot_token: " + slacktest.BotToken + ", app_token: " + slacktest.AppToken +
-			`, api_url: "` + s.APIURL() + `"}` + "\n",
+			`, api_url: "` + s.URL() + `"}` + "\n",
 		routes: "  - {match: {platform: slack}, target: main}\n"})
 	g := startGW(t, dir)
 	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
@@ -73,7 +72,7 @@ func TestE2EAttachmentsSlackFourFiles(t *testing.T) {
 	for i, n := range names {
 		files = append(files, slacktest.File{Name: n, MIME: "text/plain", Data: []byte(fmt.Sprint("content of file ", i))})
 	}
-	if _, err := s.UserPost(slacktest.Post{Channel: "C1", User: "U1", Text: "<@UBOT> four files", Mention: true, Files: files}); err != nil {
+	if _, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@UBOT> four files", Mention: true, Files: files}); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, 20*time.Second, "the bot's reply", func() bool {

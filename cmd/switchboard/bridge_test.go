@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"switchboard/internal/testmcp"
 )
 
 // TestBridgeWithoutFlagsInATurn: inside a real agent turn, a bare
@@ -28,8 +30,7 @@ func TestBridgeWithoutFlagsInATurn(t *testing.T) {
 			body := `#!/bin/sh
 cat > /dev/null
 {
-  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}'
-  printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  ` + testmcp.ShellHandshake(testmcp.Options{Client: "sh"}) + `
   printf '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"reply","arguments":{"chat_jid":"%s","text":"via bare bridge"}}}\n' "$SWITCHBOARD_CHAT_JID"
 } | ` + c.env + bridge + ` > bridge.out 2> bridge.err
 echo "stdout reply"

@@ -66,7 +66,7 @@ func claudeCode(t *testing.T) (installDir, binary string) {
 // and no secret of the gateway's environment reaches the model API.
 func TestE2EClaudeCode(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end test: installs Claude Code from npm, builds and runs the binary")
+		t.Skip("-short: an end-to-end test that installs Claude Code from npm, builds and runs the binary")
 	}
 	requireBwrap(t)
 	installDir, claudeBin := claudeCode(t)

@@ -29,6 +29,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"switchboard/internal/testenv"
 	"switchboard/internal/testwait"
 )
 
@@ -52,7 +53,7 @@ const (
 // command the model runs.
 func TestCodexRealCLI(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end test: installs @openai/codex from npm, builds and runs the binary")
+		t.Skip("-short: an end-to-end test that installs @openai/codex from npm, builds and runs the binary")
 	}
 	requireBwrap(t)
 	codex := codexInstall(t)
@@ -356,7 +357,7 @@ func codexInstall(t *testing.T) string {
 	t.Helper()
 	triple := map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
 	if triple == "" {
-		unavailable(t, "no @openai/codex native binary for linux/%s", runtime.GOARCH)
+		testenv.Unavailable(t, "no @openai/codex native binary for linux/%s", runtime.GOARCH)
 	}
 	dir := npmPackage(t, "the Codex CLI test", "@openai/codex@"+codexVersion)
 	native := filepath.Join(dir, "node_modules", "@openai", "codex-"+npmPlatform(t, runtime.GOOS, runtime.GOARCH), "vendor", triple, "bin", "codex")

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"switchboard/internal/testenv"
 )
 
 // The systemd unit keeps its hardening, leaves user namespaces to
@@ -50,10 +52,7 @@ func TestSystemdUnit(t *testing.T) {
 		!strings.Contains(string(doc), "--data-dir /var/lib/switchboard/data ") {
 		t.Error("docs/deploy.md: want the service user's home /var/lib/switchboard and the CLI on --data-dir /var/lib/switchboard/data")
 	}
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		unavailable(t, "systemd-analyze is not installed (make deps installs systemd), so the unit's syntax is not verified")
-	}
+	analyze := testenv.Need(t, "systemd-analyze", "make deps installs systemd; without it the unit's syntax is not verified")
 	// verify needs ExecStart to exist: point it at the test binary.
 	local := filepath.Join(t.TempDir(), "switchboard.service")
 	if err := os.WriteFile(local, []byte(strings.ReplaceAll(unit, "/usr/local/bin/switchboard", switchboardBinary(t))), 0o644); err != nil {

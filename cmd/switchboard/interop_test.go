@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testenv"
 	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 )
@@ -50,7 +51,7 @@ const (
 // both protocol generations.
 func TestMCPInterop(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end test: installs npm packages, builds and runs the binary")
+		t.Skip("-short: an end-to-end test that installs npm packages, builds and runs the binary")
 	}
 	npmDir := interopInstall(t)
 	bin := switchboardBinary(t)
@@ -83,7 +84,7 @@ func TestMCPInterop(t *testing.T) {
 	var mainTools []string // main's tools as the Inspector lists them
 	t.Run("inspector", func(t *testing.T) {
 		if inspector == nil {
-			t.Skip(inspectorMissing)
+			testenv.Unavailable(t, inspectorMissing)
 		}
 		// Both protocol generations: the initialize handshake (legacy, the
 		// CLI's default) and the stateless 2026-07-28 core (modern).
@@ -246,7 +247,7 @@ func TestMCPInterop(t *testing.T) {
 	// refusal of a hidden tool called by name).
 	t.Run("inspector after grants change", func(t *testing.T) {
 		if inspector == nil {
-			t.Skip(inspectorMissing)
+			testenv.Unavailable(t, inspectorMissing)
 		}
 		if out, err := g.cli(append([]string{"grants", "set", "main"}, sdkRuns[len(sdkRuns)-1].rules...)...); err != nil {
 			t.Fatalf("%v\n%s", err, out)
@@ -456,7 +457,7 @@ func newInspector(t *testing.T, npmDir, bin string) *inspectorCLI {
 			return ic
 		}
 	}
-	if os.Getenv("CI") != "" {
+	if testenv.CI() {
 		t.Fatal(inspectorMissing)
 	}
 	return nil

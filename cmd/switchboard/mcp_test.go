@@ -16,6 +16,7 @@ import (
 
 	"switchboard/grants"
 	"switchboard/internal/testlog"
+	"switchboard/internal/testmcp"
 	"switchboard/internal/testwait"
 	"switchboard/mcpserver"
 	"switchboard/store"
@@ -312,8 +313,7 @@ func TestBridgeReplySuppressesStdout(t *testing.T) {
 	body := `#!/bin/sh
 cat > /dev/null
 {
-  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}'
-  printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  ` + testmcp.ShellHandshake(testmcp.Options{Client: "sh"}) + `
   printf '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"reply","arguments":{"chat_jid":"%s","text":"via bridge"}}}\n' "$SWITCHBOARD_CHAT_JID"
 } | ` + bridge + ` "$SWITCHBOARD_MCP_SOCKET" > bridge.out 2> bridge.err
 echo "stdout reply"

@@ -19,7 +19,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/internal/testcert"
+	"switchboard/internal/testenv"
 	"switchboard/internal/testlog"
+	"switchboard/internal/testmcp"
 )
 
 // remoteAgents are the agents a remote turn runs, given the command that
@@ -40,8 +42,7 @@ func remoteAgents(t *testing.T, dir string, prefix []string, env ...string) []st
 	body := `#!/bin/sh
 cat > /dev/null
 {
-  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}'
-  printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  ` + testmcp.ShellHandshake(testmcp.Options{Client: "sh"}) + `
   printf '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"reply","arguments":{"chat_jid":"%s","text":"via the http bridge"}}}\n' "$SWITCHBOARD_CHAT_JID"
 } | ` + bridge + ` > bridge.out 2> bridge.err
 echo "stdout reply"
@@ -121,11 +122,9 @@ func TestRemoteTurnInNetworkNamespace(t *testing.T) {
 func netns(t *testing.T) (name, hostIP string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		unavailable(t, "the network namespace test needs root for ip netns")
+		testenv.Unavailable(t, "the network namespace test needs root for ip netns")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		unavailable(t, "the network namespace test needs the ip command (iproute2; make deps installs it)")
-	}
+	testenv.Need(t, "ip", "iproute2; make deps installs it")
 	id := os.Getpid() % 200
 	name = fmt.Sprintf("sbtest%d", os.Getpid())
 	host, peer := fmt.Sprintf("sbh%d", os.Getpid()), fmt.Sprintf("sbn%d", os.Getpid())
@@ -138,7 +137,7 @@ func netns(t *testing.T) (name, hostIP string) {
 		return nil
 	}
 	if err := ip("netns", "add", name); err != nil {
-		unavailable(t, "the network namespace test could not make its namespace: %v", err)
+		testenv.Unavailable(t, "the network namespace test could not make its namespace: %v", err)
 	}
 	t.Cleanup(func() { _ = ip("netns", "del", name) })
 	for _, args := range [][]string{

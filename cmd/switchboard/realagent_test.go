@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"switchboard/internal/testenv"
 )
 
 const npmInstallTimeout = 10 * time.Minute // a first install downloads a few hundred MB
@@ -103,7 +105,7 @@ func npmTool(t *testing.T, what string) string {
 		_, err = exec.LookPath("node")
 	}
 	if err != nil {
-		unavailable(t, "%s needs Node 20+ and npm on PATH: %v", what, err)
+		testenv.Unavailable(t, "%s needs Node 20+ and npm on PATH: %v", what, err)
 	}
 	return npm
 }
@@ -132,7 +134,7 @@ func lockFile(t *testing.T, path string) (unlock func()) {
 func npmRun(t *testing.T, what, npm, dir string, timeout time.Duration, args ...string) {
 	t.Helper()
 	if err := registryReachable(); err != nil {
-		unavailable(t, "%s needs the npm registry, which cannot be reached: %v", what, err)
+		testenv.Unavailable(t, "%s needs the npm registry, which cannot be reached: %v", what, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -155,7 +157,7 @@ func npmPlatform(t *testing.T, goos, goarch string) string {
 	t.Helper()
 	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[goarch]
 	if arch == "" || (goos != "linux" && goos != "darwin") {
-		unavailable(t, "no native npm package for %s/%s", goos, goarch)
+		testenv.Unavailable(t, "no native npm package for %s/%s", goos, goarch)
 	}
 	return goos + "-" + arch
 }

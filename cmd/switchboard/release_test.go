@@ -11,7 +11,7 @@ import (
 // version, commit and date stamped into it.
 func TestReleaseBinary(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the release binary")
+		t.Skip("-short: builds the release binary")
 	}
 	t.Parallel()
 	root, err := filepath.Abs("../..")

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testenv"
+	"switchboard/internal/testmcp"
 	"switchboard/internal/testwait"
 )
 
@@ -23,8 +25,8 @@ func TestE2ESandboxConfinesAgent(t *testing.T) {
 	// reply); the requests are written to the sandbox's private /tmp.
 	probe := `
 data="$(cd ../.. && pwd)"
-printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
-  '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' > /tmp/mcp-requests
+` + testmcp.ShellHandshake(testmcp.Options{Client: "t"}) + ` \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' > /tmp/mcp-requests
 bridge="timeout 5 ` + bin + ` mcp-bridge"
 listed="grep -q '\"name\":\"reply\"'"
 # The command line the group folder's .mcp.json gives Claude Code.
@@ -114,7 +116,5 @@ exec sleep 30`
 // requireBwrap fails (never skips) without bubblewrap: make test installs it.
 func requireBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Fatal("bubblewrap is not installed: run make test (it installs it) or apt-get install bubblewrap")
-	}
+	testenv.Require(t, "bwrap", "make test installs it, or apt-get install bubblewrap")
 }

@@ -15,11 +15,10 @@ func TestE2ESlack(t *testing.T) {
 	for _, mode := range []string{"socket", "events"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			s := slacktest.New()
-			t.Cleanup(s.Close)
+			s := slacktest.New(t)
 			slackCfg := "  slack: {enabled: true, mode: " + mode + ", bot_token: " + slacktest.BotToken +
 				", app_token: " + slacktest.AppToken + ", signing_secret: " + slacktest.Secret +
-				`, listen: "127.0.0.1:0", api_url: "` + s.APIURL() + `"}` + "\n"
+				`, listen: "127.0.0.1:0", api_url: "` + s.URL() + `"}` + "\n"
 			dir := newE2E(t, e2eConfig{agent: replyAgent, adapters: slackCfg,
 				routes: "  - {match: {platform: slack}, target: main}\n  - {match: {platform: web}, target: main}\n"})
 			g := startGW(t, dir)
@@ -37,10 +36,10 @@ func TestE2ESlack(t *testing.T) {
 			}
 
 			parent := s.AddMessage("C1", "U2", "a thread about deploys", "")
-			if _, err := s.UserPost(slacktest.Post{Channel: "C1", User: "U1", Text: "<@UBOT> how did it go?", ThreadTS: parent, Mention: true}); err != nil {
+			if _, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@UBOT> how did it go?", ThreadTS: parent, Mention: true}); err != nil {
 				t.Fatal(err)
 			}
-			var reply slacktest.Message
+			var reply slacktest.Msg
 			testwait.For(t, 20*time.Second, "the bot's reply in slack", func() bool {
 				for _, m := range s.Messages("C1") {
 					if m.User == slacktest.BotUser {

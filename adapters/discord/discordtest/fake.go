@@ -336,12 +336,12 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// RateLimitCDN makes the next attachment download answer 429 with a
-// Retry-After of seconds.
-func (f *Server) RateLimitCDN(seconds int) {
+// RateLimitFiles makes the next attachment download (from the CDN) answer
+// 429 with a Retry-After of wait, in whole seconds.
+func (f *Server) RateLimitFiles(wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.cdnLimit = seconds
+	f.cdnLimit = int(wait / time.Second)
 }
 
 // RedirectCDN makes the download of the attachment of message id (as

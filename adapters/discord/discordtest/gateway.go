@@ -270,11 +270,18 @@ func (f *Server) Disconnect(resumable bool) {
 	f.notify()
 }
 
-// RateLimit makes the next write answer 429 asking to wait seconds.
-func (f *Server) RateLimit(seconds float64, global bool) {
+// RateLimit makes the next write answer 429 asking to wait (a per-route
+// limit).
+func (f *Server) RateLimit(wait time.Duration) { f.rateLimitNext(wait, false) }
+
+// RateLimitGlobal makes the next write answer 429 asking to wait, as
+// Discord's global limit does.
+func (f *Server) RateLimitGlobal(wait time.Duration) { f.rateLimitNext(wait, true) }
+
+func (f *Server) rateLimitNext(wait time.Duration, global bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rateLimit, f.global = seconds, global
+	f.rateLimit, f.global = wait.Seconds(), global
 }
 
 // Messages returns a copy of a channel's messages, oldest first.
@@ -297,7 +304,8 @@ func (f *Server) Sessions() int {
 	return f.sessions
 }
 
-// WaitFor waits until cond holds; cond may call the fake's methods.
+// WaitFor waits until cond holds (checked after every change of the
+// fake); cond may call the fake's methods. After 15 s it fails t.
 func (f *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.After(15 * time.Second)

@@ -151,7 +151,7 @@ func (s *Server) waitLive() {
 	if s.EventsURL != "" {
 		return // the Events API has no connection to drop
 	}
-	s.Wait(10*time.Second, func() bool {
+	s.wait(10*time.Second, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.conn != nil
@@ -250,12 +250,13 @@ type Post struct {
 	Bot                           bool   // posted by another bot (bot_id B2, subtype bot_message)
 }
 
-// UserPost stores a user's message and emits its message event (and the
-// app_mention event when p.Mention); it returns the ts.
-func (s *Server) UserPost(p Post) (string, error) {
+// UserPosts stores a user's message and emits its message event (and the
+// app_mention event when p.Mention); it returns the ts, and an error when
+// the bot did not take the event (Events API).
+func (s *Server) UserPosts(p Post) (string, error) {
 	s.mu.Lock()
 	c := s.channels[p.Channel]
-	m := &Message{TS: s.newTS(), User: p.User, Text: p.Text, ThreadTS: p.ThreadTS}
+	m := &Msg{TS: s.newTS(), User: p.User, Text: p.Text, ThreadTS: p.ThreadTS}
 	if p.Bot {
 		m.User, m.BotID, m.Subtype = "", "B2", "bot_message"
 	}

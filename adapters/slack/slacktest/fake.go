@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"testing"
 )
 
 // Fixed identities of the fake workspace.
@@ -32,8 +34,8 @@ const (
 	Secret   = "signing-secret"
 )
 
-// Message is a message the fake holds.
-type Message struct {
+// Msg is a message the fake holds.
+type Msg struct {
 	TS, User, BotID, Text, ThreadTS, Subtype string
 	Files                                    []File
 	Reactions                                []string
@@ -56,7 +58,7 @@ type Channel struct {
 	Type     string // channel, group, im, mpim
 	User     string // im: the other user
 	Error    string // every write answers this error (not_in_channel, is_archived...)
-	Messages []*Message
+	Messages []*Msg
 }
 
 // Envelope is a Socket Mode envelope the fake sent.
@@ -69,7 +71,7 @@ type Envelope struct {
 
 // Server is the fake.
 type Server struct {
-	*httptest.Server
+	srv *httptest.Server
 	// EventsURL, when set, makes Emit POST signed Events API requests
 	// there instead of using the Socket Mode websocket.
 	EventsURL string
@@ -100,9 +102,10 @@ type Call struct {
 	Form   url.Values
 }
 
-// New starts a fake with channels C1 (#general), G1 (a private channel),
-// D1 (a DM with U1) and users U1 (alice), U2 (bob), UBOT (switchboard).
-func New() *Server {
+// New starts a fake Slack for the test, with channels C1 (#general), G1 (a
+// private channel), D1 (a DM with U1) and users U1 (alice), U2 (bob), UBOT
+// (switchboard). It closes when the test ends.
+func New(t testing.TB) *Server {
 	s := &Server{changed: make(chan struct{}), base: time.Now().Unix(), HTTP: &http.Client{Timeout: 30 * time.Second},
 		channels: map[string]*Channel{
 			"C1": {ID: "C1", Name: "general", Type: "channel"},
@@ -117,20 +120,38 @@ func New() *Server {
 	mux.HandleFunc("/ws", s.ws)
 	mux.HandleFunc("/upload/{id}", s.upload)
 	mux.HandleFunc("/files/{id}", s.download)
-	s.Server = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		s.mu.Lock()
+		if s.conn != nil {
+			_ = s.conn.Close()
+		}
+		s.mu.Unlock()
+		s.srv.Close()
+	})
 	return s
 }
 
-// APIURL is the Web API base for the adapter's api_url.
-func (s *Server) APIURL() string { return s.URL + "/api/" }
+// URL is the Web API base to give the adapter as api_url.
+func (s *Server) URL() string { return s.srv.URL + "/api/" }
 
 func (s *Server) notify() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
 
-// Wait blocks until cond holds (checked after every change) or timeout.
-func (s *Server) Wait(timeout time.Duration, cond func() bool) bool {
+// WaitFor waits until cond holds (checked after every change of the
+// fake); cond may call the fake's methods. After 10 s it fails t.
+func (s *Server) WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	if !s.wait(10*time.Second, cond) {
+		t.Fatalf("fake slack: timed out waiting for %s", what)
+	}
+}
+
+// wait blocks until cond holds (checked after every change) or timeout,
+// and reports whether it held.
+func (s *Server) wait(timeout time.Duration, cond func() bool) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
@@ -176,11 +197,11 @@ func (s *Server) RateLimit(wait time.Duration) {
 }
 
 // RateLimitFiles makes the next file download answer 429 with a
-// Retry-After of seconds.
-func (s *Server) RateLimitFiles(seconds int) {
+// Retry-After of wait, in whole seconds.
+func (s *Server) RateLimitFiles(wait time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fileLimit = seconds
+	s.fileLimit = int(wait / time.Second)
 }
 
 // Outage makes the next n calls of method answer 503.
@@ -214,11 +235,11 @@ func (s *Server) Calls(method string) []Call {
 	return out
 }
 
-// Channel returns a copy of a channel's messages.
-func (s *Server) Messages(channel string) []Message {
+// Messages returns a copy of a channel's messages.
+func (s *Server) Messages(channel string) []Msg {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Message
+	var out []Msg
 	for _, m := range s.channels[channel].Messages {
 		c := *m
 		c.Reactions = append([]string(nil), m.Reactions...)
@@ -232,13 +253,13 @@ func (s *Server) Messages(channel string) []Message {
 func (s *Server) AddMessage(channel, user, text, threadTS string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := &Message{TS: s.newTS(), User: user, Text: text, ThreadTS: threadTS}
+	m := &Msg{TS: s.newTS(), User: user, Text: text, ThreadTS: threadTS}
 	s.channels[channel].Messages = append(s.channels[channel].Messages, m)
 	s.notify()
 	return m.TS
 }
 
-// File stores a file a user attached; it returns its id.
+// AddFile stores a file a user attached; it returns its id.
 func (s *Server) AddFile(name, mime string, data []byte) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -260,13 +281,13 @@ func (s *Server) fileJSON(f *File) map[string]any {
 	}
 	u := f.URL
 	if u == "" {
-		u = s.URL + "/files/" + f.ID
+		u = s.srv.URL + "/files/" + f.ID
 	}
 	return map[string]any{"shares": map[string]any{"public": shares}, "id": f.ID, "name": f.Name, "title": f.Name, "mimetype": f.MIME, "size": len(f.Data),
 		"url_private_download": u, "url_private": u}
 }
 
-func (s *Server) msgJSON(c *Channel, m *Message) map[string]any {
+func (s *Server) msgJSON(c *Channel, m *Msg) map[string]any {
 	j := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
 	if m.User != "" {
 		j["user"] = m.User
@@ -351,7 +372,7 @@ func (s *Server) method(method, token string, f url.Values) map[string]any {
 		if token != AppToken || s.badApp {
 			return fail("invalid_auth")
 		}
-		return ok("url", "ws"+strings.TrimPrefix(s.URL, "http")+"/ws")
+		return ok("url", "ws"+strings.TrimPrefix(s.srv.URL, "http")+"/ws")
 	}
 	if token != BotToken || s.badBot {
 		return fail("invalid_auth")
@@ -381,7 +402,7 @@ func (s *Server) method(method, token string, f url.Values) map[string]any {
 	case "files.getUploadURLExternal":
 		id := fmt.Sprintf("F%d", len(s.files)+1)
 		s.files[id] = &File{ID: id, Name: f.Get("filename")}
-		return ok("upload_url", s.URL+"/upload/"+id, "file_id", id)
+		return ok("upload_url", s.srv.URL+"/upload/"+id, "file_id", id)
 	}
 	c, found := s.channels[f.Get("channel")]
 	if method == "files.completeUploadExternal" {
@@ -396,7 +417,7 @@ func (s *Server) method(method, token string, f url.Values) map[string]any {
 	return s.channelMethod(method, c, f)
 }
 
-func (s *Server) find(c *Channel, ts string) *Message {
+func (s *Server) find(c *Channel, ts string) *Msg {
 	for _, m := range c.Messages {
 		if m.TS == ts {
 			return m
@@ -412,7 +433,7 @@ func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[stri
 	}
 	switch method {
 	case "chat.postMessage":
-		m := &Message{TS: s.newTS(), User: BotUser, BotID: BotID, Text: f.Get("text"), ThreadTS: f.Get("thread_ts")}
+		m := &Msg{TS: s.newTS(), User: BotUser, BotID: BotID, Text: f.Get("text"), ThreadTS: f.Get("thread_ts")}
 		c.Messages = append(c.Messages, m)
 		return ok("channel", c.ID, "ts", m.TS)
 	case "chat.update", "chat.delete":
@@ -446,7 +467,7 @@ func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[stri
 	case "files.completeUploadExternal":
 		var fs []struct{ ID, Title string }
 		_ = json.Unmarshal([]byte(f.Get("files")), &fs)
-		m := &Message{TS: s.newTS(), User: BotUser, BotID: BotID, Text: f.Get("initial_comment"), ThreadTS: f.Get("thread_ts"), Subtype: "file_share"}
+		m := &Msg{TS: s.newTS(), User: BotUser, BotID: BotID, Text: f.Get("initial_comment"), ThreadTS: f.Get("thread_ts"), Subtype: "file_share"}
 		var out []map[string]any
 		for _, x := range fs {
 			if fl := s.files[x.ID]; fl != nil {
@@ -457,10 +478,10 @@ func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[stri
 		c.Messages = append(c.Messages, m)
 		return ok("files", out)
 	case "conversations.history":
-		return s.history(c, f, func(m *Message) bool { return m.ThreadTS == "" || m.ThreadTS == m.TS })
+		return s.history(c, f, func(m *Msg) bool { return m.ThreadTS == "" || m.ThreadTS == m.TS })
 	case "conversations.replies":
 		parent := f.Get("ts")
-		res := s.history(c, f, func(m *Message) bool { return m.ThreadTS == parent && m.TS != parent })
+		res := s.history(c, f, func(m *Msg) bool { return m.ThreadTS == parent && m.TS != parent })
 		if p := s.find(c, parent); p != nil {
 			msgs := res["messages"].([]map[string]any)
 			sort.Slice(msgs, func(i, j int) bool { return msgs[i]["ts"].(string) < msgs[j]["ts"].(string) })
@@ -473,9 +494,9 @@ func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[stri
 
 // history lists matching messages in (oldest, latest), newest first, paged
 // by an offset cursor.
-func (s *Server) history(c *Channel, f url.Values, match func(*Message) bool) map[string]any {
+func (s *Server) history(c *Channel, f url.Values, match func(*Msg) bool) map[string]any {
 	oldest, latest := tsNum(f.Get("oldest")), tsNum(f.Get("latest"))
-	var all []*Message
+	var all []*Msg
 	for i := len(c.Messages) - 1; i >= 0; i-- {
 		m := c.Messages[i]
 		t := tsNum(m.TS)

@@ -443,17 +443,19 @@ func ChatObj(id int64) map[string]any {
 // WaitConfirmed waits until Telegram would have forgotten update id.
 func (f *Server) WaitConfirmed(t testing.TB, id int64) {
 	t.Helper()
-	f.WaitFor(t, fmt.Sprintf("update %d confirmed", id), func() bool { return f.confirmed > id })
+	f.WaitFor(t, fmt.Sprintf("update %d confirmed", id), func() bool { return f.Confirmed() > id })
 }
 
+// WaitFor waits until cond holds (checked after every change of the
+// fake); cond may call the fake's methods. After 10 s it fails t.
 func (f *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		f.mu.Lock()
-		ok, ch := cond(), f.changed
+		ch := f.changed
 		f.mu.Unlock()
-		if ok {
+		if cond() {
 			return
 		}
 		select {
@@ -620,19 +622,20 @@ func (f *Server) Messages(chat int64) []Msg {
 	return out
 }
 
-// RateLimit makes the next write answer 429 with retry_after seconds.
-func (f *Server) RateLimit(seconds int) {
+// RateLimit makes the next write answer 429 asking to wait: Telegram's
+// retry_after is whole seconds, so wait is rounded, to at least 1 s.
+func (f *Server) RateLimit(wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rateLimit = seconds
+	f.rateLimit = max(int(wait.Round(time.Second)/time.Second), 1)
 }
 
 // RateLimitFiles makes the next file download answer 429 with a
-// Retry-After of seconds.
-func (f *Server) RateLimitFiles(seconds int) {
+// Retry-After of wait, in whole seconds.
+func (f *Server) RateLimitFiles(wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.fileRateLimit = seconds
+	f.fileRateLimit = int(wait / time.Second)
 }
 
 // Fail5xx makes the next n writes answer 502.
@@ -663,9 +666,9 @@ func (f *Server) WaitBotMessage(t testing.TB, chat int64, what string, match fun
 	t.Helper()
 	var found Msg
 	f.WaitFor(t, what, func() bool {
-		for _, m := range f.msgs[chat] {
-			if m.FromBot && match(*m) {
-				found = *m
+		for _, m := range f.Messages(chat) {
+			if m.FromBot && match(m) {
+				found = m
 				return true
 			}
 		}
