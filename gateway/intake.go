@@ -3,8 +3,12 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/adapters"
 	"switchboard/control"
@@ -12,67 +16,110 @@ import (
 	"switchboard/store"
 )
 
-// Deliver is the adapters' DeliverFunc: validate, route, and store the event.
+// intakeStore is what intake needs of the store besides the committer.
+type intakeStore interface {
+	EditMessage(ctx context.Context, m *store.Message) (existed bool, err error)
+	DeleteMessage(ctx context.Context, chat adapters.JID, id adapters.MessageID) (int64, error)
+	MessageByID(ctx context.Context, chat adapters.JID, id adapters.MessageID) (store.Message, error)
+	SetReaction(ctx context.Context, r store.Reaction, noteFolder string) (int64, error)
+}
+
+// The checks at Deliver (see guards.go).
+type (
+	// roomGuard is the loop guard's side at Deliver (loopGuard).
+	roomGuard interface {
+		refuse(ctx context.Context, in adapters.Inbound, work []store.WorkItem) error
+		arrived(m store.Message, work []store.WorkItem, fromHost bool)
+	}
+	// floodWatch is the flood guard's side at Deliver (floodGuard).
+	floodWatch interface {
+		arrived(ctx context.Context, m store.Message, work []store.WorkItem)
+	}
+)
+
+// intake takes what adapters deliver (and what the CLI or an agent
+// injects) into the store: validated, routed, stored with the work it
+// creates, the folders woken.
+type intake struct {
+	st          intakeStore
+	commits     *committer
+	table       func() *routing.Table
+	adapters    adapterSet
+	engage      *engagements
+	engageTTL   time.Duration
+	now         func() time.Time // Options.Now: whether a backfilled message is stale
+	loop        roomGuard
+	flood       floodWatch
+	storeInject func(context.Context, *routing.Table, control.InjectRequest) (store.Message, string, error) // control.Inject
+	kick        func(folder string)
+	inbound     *prometheus.CounterVec // switchboard_inbound_events_total
+	log         *slog.Logger
+
+	unrouted     atomic.Int64
+	unroutedSeen unroutedLog // chats named in the log as unrouted
+}
+
+// deliver is the adapters' DeliverFunc: validate, route, and store the event.
 // A new message is stored together with the work it creates, in one
-// transaction (shared with concurrent Deliver calls: see committer); edits,
+// transaction (shared with concurrent deliver calls: see committer); edits,
 // deletes and reactions change what is stored and never start a turn.
-func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, error) {
+func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error) {
 	if err := in.Validate(); err != nil {
 		return 0, err
 	}
 	m := control.StoreMessage(in)
-	if self, ok := g.self(in.Chat.Platform()); ok && in.Sender == self {
+	if self, ok := i.adapters.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
-	g.metrics.inbound.WithLabelValues(g.platformLabel(in.Chat), in.Kind.Name()).Inc()
+	i.inbound.WithLabelValues(i.adapters.platformLabel(in.Chat), in.Kind.Name()).Inc()
 	switch in.Kind {
 	case adapters.KindEdit:
-		if _, err := g.st.EditMessage(ctx, &m); err != nil {
+		if _, err := i.st.EditMessage(ctx, &m); err != nil {
 			return 0, err
 		}
-		g.notifyStored(m.ChatJID, m.Seq)
+		i.adapters.notifyStored(m.ChatJID, m.Seq)
 		return m.Seq, nil
 	case adapters.KindDelete:
-		return g.st.DeleteMessage(ctx, m.ChatJID, m.ID)
+		return i.st.DeleteMessage(ctx, m.ChatJID, m.ID)
 	case adapters.KindReaction:
-		return g.react(ctx, in, m)
+		return i.react(ctx, in, m)
 	}
 	var work []store.WorkItem
 	if !m.FromBot && !m.OtherBot {
-		work = g.route(m, in.Backfilled && g.opt.Now().Sub(in.Time) > adapters.BackfillTriggerAge)
+		work = i.route(m, in.Backfilled && i.now().Sub(in.Time) > adapters.BackfillTriggerAge)
 	}
-	if err := g.refuseRoom(ctx, in, work); err != nil {
+	if err := i.loop.refuse(ctx, in, work); err != nil {
 		return 0, err
 	}
-	inserted, err := g.commits.commit(ctx, &m, work)
+	inserted, err := i.commits.commit(ctx, &m, work)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
 	}
 	if inserted {
-		g.watchLoop(m, work, in.FromHost)
-		g.floodArrived(ctx, m, work)
+		i.loop.arrived(m, work, in.FromHost)
+		i.flood.arrived(ctx, m, work)
 	}
 	// A redelivery was stored once and routed then; for a new message the
 	// committer told the watchers and woke the folders.
 	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 {
-		g.unrouted.Add(1)
-		g.logUnrouted(m.ChatJID)
+		i.unrouted.Add(1)
+		i.logUnrouted(m.ChatJID)
 	}
 	return m.Seq, nil
 }
 
 // storeFetched stores a message read from the platform's history: stored
 // once (a known one keeps its seq), never routed.
-func (g *Gateway) storeFetched(ctx context.Context, in adapters.Inbound) (int64, error) {
+func (i *intake) storeFetched(ctx context.Context, in adapters.Inbound) (int64, error) {
 	in.Kind = adapters.KindMessage
 	if err := in.Validate(); err != nil {
 		return 0, err
 	}
 	m := control.StoreMessage(in)
-	if self, ok := g.self(in.Chat.Platform()); ok && in.Sender == self {
+	if self, ok := i.adapters.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
-	if _, err := g.commits.commit(ctx, &m, nil); err != nil {
+	if _, err := i.commits.commit(ctx, &m, nil); err != nil {
 		return 0, err
 	}
 	return m.Seq, nil
@@ -80,12 +127,12 @@ func (g *Gateway) storeFetched(ctx context.Context, in adapters.Inbound) (int64,
 
 // react stores a reaction; one to the bot's own message is kept for the
 // chat owner's next prompt.
-func (g *Gateway) react(ctx context.Context, in adapters.Inbound, m store.Message) (int64, error) {
+func (i *intake) react(ctx context.Context, in adapters.Inbound, m store.Message) (int64, error) {
 	note := ""
-	if target, err := g.st.MessageByID(ctx, m.ChatJID, m.ID); err == nil && target.FromBot && !m.FromBot {
-		note, _ = g.Table().Owner(m.ChatJID, target.Topic)
+	if target, err := i.st.MessageByID(ctx, m.ChatJID, m.ID); err == nil && target.FromBot && !m.FromBot {
+		note, _ = i.table().Owner(m.ChatJID, target.Topic)
 	}
-	return g.st.SetReaction(ctx, store.Reaction{ChatJID: m.ChatJID, MsgID: m.ID, Sender: m.Sender, SenderName: m.SenderName,
+	return i.st.SetReaction(ctx, store.Reaction{ChatJID: m.ChatJID, MsgID: m.ID, Sender: m.Sender, SenderName: m.SenderName,
 		Emoji: in.Reaction, Removed: in.ReactionRemoved, Time: m.Time}, note)
 }
 
@@ -93,22 +140,59 @@ func (g *Gateway) react(ctx context.Context, in adapters.Inbound, m store.Messag
 // trigger a turn of the winning route's folder. An observe route still
 // triggers while the folder is engaged in that chat/topic.
 // A stale backfilled message is observed context only.
-func (g *Gateway) route(m store.Message, stale bool) []store.WorkItem {
-	r, ok := g.table.Load().Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
+func (i *intake) route(m store.Message, stale bool) []store.WorkItem {
+	r, ok := i.table().Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
 	if !ok {
-		return nil // unrouted: stored, counted by Deliver, nothing runs
+		return nil // unrouted: stored, counted by deliver, nothing runs
 	}
 	mode := r.Mode
-	if mode == routing.Observe && g.engage.active(m.ChatJID, m.Topic, r.Target) {
+	if mode == routing.Observe && i.engage.active(m.ChatJID, m.Topic, r.Target) {
 		mode = routing.Trigger
 	}
 	if stale {
 		mode = routing.Observe
 	}
 	if mode == routing.Trigger && m.Verb == adapters.VerbMention {
-		g.engage.start(m.ChatJID, m.Topic, r.Target, g.opt.EngageTTL)
+		i.engage.start(m.ChatJID, m.Topic, r.Target, i.engageTTL)
 	}
 	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: store.TriggerMessage}}
+}
+
+// inject is control.Inject in the running gateway: it also wakes the folder
+// at once.
+func (i *intake) inject(ctx context.Context, req control.InjectRequest) (store.Message, error) {
+	m, folder, err := i.storeInject(ctx, i.table(), req)
+	if err != nil {
+		return m, err
+	}
+	i.adapters.notifyStored(m.ChatJID, m.Seq)
+	i.kick(folder)
+	return m, nil
+}
+
+// unroutedCount counts messages since start that matched no route.
+func (i *intake) unroutedCount() int64 { return i.unrouted.Load() }
+
+// unroutedLog names each unrouted chat in the log once (per process, for a
+// bounded number of chats), so an operator can copy its JID into a route.
+type unroutedLog struct {
+	mu   sync.Mutex
+	seen map[adapters.JID]bool
+}
+
+func (i *intake) logUnrouted(chat adapters.JID) {
+	u := &i.unroutedSeen
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.seen == nil {
+		u.seen = map[adapters.JID]bool{}
+	}
+	if u.seen[chat] || len(u.seen) >= 10_000 {
+		return
+	}
+	u.seen[chat] = true
+	i.log.Info("message from an unrouted chat stored; nothing runs until a route matches it",
+		"jid", chat, "hint", "switchboard route add --target FOLDER chat_jid="+chat.String())
 }
 
 type engageKey struct {
@@ -176,31 +260,4 @@ func (e *engagements) active(chat adapters.JID, topic, folder string) bool {
 	defer e.mu.Unlock()
 	en, ok := e.m[engageKey{chat, topic}]
 	return ok && en.folder == folder && e.now().Before(en.until)
-}
-
-// engageChat makes folder answer follow-ups in chat/topic without a mention.
-func (g *Gateway) engageChat(chat adapters.JID, topic, folder string) {
-	g.engage.start(chat, topic, folder, g.opt.EngageTTL)
-}
-
-// inject is control.Inject in the running gateway: it also wakes the folder
-// at once.
-func (g *Gateway) inject(ctx context.Context, req control.InjectRequest) (store.Message, error) {
-	m, folder, err := control.Inject(ctx, g.st, g.table.Load(), req)
-	if err != nil {
-		return m, err
-	}
-	g.notifyStored(m.ChatJID, m.Seq)
-	g.workers.kick(folder)
-	return m, nil
-}
-
-// send is control.QueueSend in the running gateway: it also wakes the
-// outbox.
-func (g *Gateway) send(ctx context.Context, req control.SendRequest) (store.OutboxItem, error) {
-	it, err := control.QueueSend(ctx, g.st, req)
-	if err == nil {
-		g.outbox.wake()
-	}
-	return it, err
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"sync"
+	"log/slog"
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/control"
+	"switchboard/groups"
 	"switchboard/mcpserver"
 	"switchboard/routing"
 	"switchboard/store"
@@ -23,111 +24,100 @@ import (
 // message before answering "pending".
 const sendWait = 3 * time.Second
 
-// newMCP builds the MCP server; its sockets appear at the first reload.
-func newMCP(g *Gateway) (*mcpserver.Server, error) {
-	version := "dev"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		version = bi.Main.Version
-	}
-	return mcpserver.New(mcpserver.Options{Layout: g.layout, Operator: g.opt.Operator, Backend: mcpBackend{g},
-		Logger: g.log.With("component", "mcp"), Version: version, OnCall: g.mcpCall})
-}
-
-// setupGroups creates the working directory and .mcp.json of each folder
-// this process has not set up yet, several at a time: with a thousand
-// groups on a slow disk one after the other takes seconds.
-func (g *Gateway) setupGroups(folders []string) {
-	if g.setUp == nil {
-		g.setUp = map[string]bool{}
-	}
-	var todo []string
-	for _, f := range folders {
-		if !g.setUp[f] {
-			todo = append(todo, f)
-		}
-	}
-	done := make([]bool, len(todo))
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	for i, f := range todo {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := g.layout.Setup(f, g.opt.Exe); err != nil {
-				g.log.Error("set up group folder", "folder", f, "err", err)
-				return
-			}
-			done[i] = true
-		})
-	}
-	wg.Wait()
-	for i, f := range todo {
-		if done[i] {
-			g.setUp[f] = true
-		}
-	}
-}
-
-// syncMCP gives the MCP server the current groups and their grant overrides:
-// sockets come and go with the groups, and sessions whose tool set changed
-// are told so.
-func (g *Gateway) syncMCP(ctx context.Context, folders []string) {
-	over, err := g.st.AllGrantOverrides(ctx)
-	if err != nil {
-		g.log.Error("load grant overrides for mcp", "err", err)
-		return
-	}
-	gs := make([]mcpserver.Group, len(folders))
-	for i, f := range folders {
-		gs[i] = mcpserver.Group{Folder: f, Overrides: over[f]}
-	}
-	if err := g.mcp.Sync(gs); err != nil {
-		g.log.Error("mcp socket unavailable: the agents of these groups have no tools until it is fixed", "err", err)
-	}
-}
-
-// mcpSocket is the absolute path of folder's MCP socket.
-func (g *Gateway) mcpSocket(folder string) string { return g.mcp.SocketPath(folder) }
-
 // mcpKeyPrefix starts the outbox keys of what agents send through their
 // tools.
 const mcpKeyPrefix = "mcp-"
 
-type mcpBackend struct{ g *Gateway }
+// mcpDeps is what the MCP backend acts through. The tools read and
+// change much of the store, so it is the store itself.
+type mcpDeps struct {
+	st            *store.Store
+	adapters      adapterSet
+	table         func() *routing.Table
+	reload        func(context.Context) error // re-read groups, routes and budgets now
+	outbox        mcpOutbox
+	active        *activeTurns
+	intake        mcpIntake
+	engage        *engagements
+	engageTTL     time.Duration
+	kick          func(folder string) // wake a folder (workers.kick)
+	wakeScheduler func()
+	layout        groups.Layout
+	exe           string           // Options.Exe, for a new group's .mcp.json
+	timezone      string           // Options.Timezone: tasks' default zone
+	zone          *time.Location   // budget days and months
+	now           func() time.Time // Options.Now
+	log           *slog.Logger
+}
+
+// mcpOutbox is the outbox as the tools use it.
+type mcpOutbox interface {
+	send(ctx context.Context, req control.SendRequest) (store.OutboxItem, error)
+	await(key string) <-chan struct{}
+}
+
+// mcpIntake is intake as the tools use it.
+type mcpIntake interface {
+	storeFetched(ctx context.Context, in adapters.Inbound) (int64, error)
+	inject(ctx context.Context, req control.InjectRequest) (store.Message, error)
+}
+
+// mcpBackend implements mcpserver.Backend: one part per group of its
+// interfaces, all over the same mcpDeps.
+type mcpBackend struct {
+	mcpMessenger // mcpserver.Messenger
+	mcpHistory   // mcpserver.History
+	mcpAdmin     // mcpserver.State, RouteStore and GroupStore
+	mcpSessions  // mcpserver.Sessions
+	mcpTasks     // mcpserver.TaskStore (mcp_tasks.go)
+	mcpSpend     // mcpserver.Spend
+}
 
 var _ mcpserver.Backend = mcpBackend{}
 
-func (b mcpBackend) Table() *routing.Table { return b.g.Table() }
+func newMCPBackend(d *mcpDeps) mcpBackend {
+	return mcpBackend{mcpMessenger{d}, mcpHistory{d}, mcpAdmin{d}, mcpSessions{d}, mcpTasks{d}, mcpSpend{d}}
+}
 
-func (b mcpBackend) Reload(ctx context.Context) error { return b.g.reload(ctx) }
+type (
+	mcpMessenger struct{ *mcpDeps }
+	mcpHistory   struct{ *mcpDeps }
+	mcpAdmin     struct{ *mcpDeps }
+	mcpSessions  struct{ *mcpDeps }
+	mcpSpend     struct{ *mcpDeps }
+)
 
-func (b mcpBackend) Send(ctx context.Context, folder string, m mcpserver.Outgoing) (mcpserver.Sent, error) {
+func (b mcpAdmin) Table() *routing.Table { return b.table() }
+
+func (b mcpAdmin) Reload(ctx context.Context) error { return b.reload(ctx) }
+
+func (b mcpMessenger) Send(ctx context.Context, folder string, m mcpserver.Outgoing) (mcpserver.Sent, error) {
 	// A platform no adapter serves is refused here, before anything is
 	// queued: the outbox would only fail it later.
 	if m.Kind == store.OutboxFile {
-		if _, err := capability[adapters.FileSender](b, m.Chat, "send_file"); err != nil {
+		if _, err := capability[adapters.FileSender](b.adapters, m.Chat, "send_file"); err != nil {
 			return mcpserver.Sent{}, err
 		}
-	} else if _, err := capability[adapters.Adapter](b, m.Chat, "send"); err != nil {
+	} else if _, err := capability[adapters.Adapter](b.adapters, m.Chat, "send"); err != nil {
 		return mcpserver.Sent{}, err
 	}
-	it, err := b.g.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
+	it, err := b.outbox.send(ctx, control.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
 		Folder: folder, Key: store.NewID(mcpKeyPrefix), Kind: m.Kind, File: m.File})
 	if err != nil {
 		return mcpserver.Sent{}, err
 	}
-	b.g.markReplied(folder, m.Chat)
+	b.active.markReplied(folder, m.Chat)
 	return b.awaitDelivery(ctx, it), nil
 }
 
 // awaitDelivery waits, for at most sendWait, until the platform accepted
 // or refused the item: the outbox wakes it when the item settles.
-func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) mcpserver.Sent {
+func (b mcpMessenger) awaitDelivery(ctx context.Context, it store.OutboxItem) mcpserver.Sent {
 	deadline := time.NewTimer(sendWait)
 	defer deadline.Stop()
 	for {
-		settled := b.g.outbox.await(it.Key) // before reading: no wake-up is missed
-		if cur, err := b.g.st.OutboxByKey(ctx, it.Key); err == nil {
+		settled := b.outbox.await(it.Key) // before reading: no wake-up is missed
+		if cur, err := b.st.OutboxByKey(ctx, it.Key); err == nil {
 			it = cur
 		}
 		switch it.Status {
@@ -146,8 +136,8 @@ func (b mcpBackend) awaitDelivery(ctx context.Context, it store.OutboxItem) mcps
 	}
 }
 
-func (b mcpBackend) RunningTurn(folder string) (mcpserver.Turn, bool) {
-	id, t := b.g.runningTurn(folder)
+func (b mcpMessenger) RunningTurn(folder string) (mcpserver.Turn, bool) {
+	id, t := b.active.running(folder)
 	if t == nil {
 		return mcpserver.Turn{}, false
 	}
@@ -160,10 +150,10 @@ func (b mcpBackend) RunningTurn(folder string) (mcpserver.Turn, bool) {
 
 // capability returns the adapter of chat's platform as capability C; verb
 // names it in the error when the adapter lacks it.
-func capability[C any](b mcpBackend, chat adapters.JID, verb string) (C, error) {
+func capability[C any](as adapterSet, chat adapters.JID, verb string) (C, error) {
 	var c C
 	platform := chat.Platform()
-	ad, ok := b.g.adapters[platform]
+	ad, ok := as[platform]
 	if !ok {
 		return c, fmt.Errorf("%w: %s", adapters.ErrNoAdapter, platform)
 	}
@@ -176,16 +166,16 @@ func capability[C any](b mcpBackend, chat adapters.JID, verb string) (C, error) 
 
 // messageRef addresses message id of chat. Some platforms address a
 // message in a thread through the thread, so its stored topic goes along.
-func (b mcpBackend) messageRef(ctx context.Context, chat adapters.JID, id adapters.MessageID) adapters.MessageRef {
+func (b mcpMessenger) messageRef(ctx context.Context, chat adapters.JID, id adapters.MessageID) adapters.MessageRef {
 	ref := adapters.MessageRef{Chat: chat, ID: id}
-	if m, err := b.g.st.MessageByID(ctx, chat, id); err == nil {
+	if m, err := b.st.MessageByID(ctx, chat, id); err == nil {
 		ref.Topic = m.Topic
 	}
 	return ref
 }
 
-func (b mcpBackend) Edit(ctx context.Context, chat adapters.JID, id adapters.MessageID, text string) error {
-	e, err := capability[adapters.Editor](b, chat, "edit")
+func (b mcpMessenger) Edit(ctx context.Context, chat adapters.JID, id adapters.MessageID, text string) error {
+	e, err := capability[adapters.Editor](b.adapters, chat, "edit")
 	if err != nil {
 		return err
 	}
@@ -195,36 +185,36 @@ func (b mcpBackend) Edit(ctx context.Context, chat adapters.JID, id adapters.Mes
 	return b.recordEdit(ctx, chat, id, text)
 }
 
-func (b mcpBackend) Delete(ctx context.Context, chat adapters.JID, id adapters.MessageID) error {
-	d, err := capability[adapters.Deleter](b, chat, "delete")
+func (b mcpMessenger) Delete(ctx context.Context, chat adapters.JID, id adapters.MessageID) error {
+	d, err := capability[adapters.Deleter](b.adapters, chat, "delete")
 	if err != nil {
 		return err
 	}
 	if err := d.Delete(ctx, b.messageRef(ctx, chat, id)); err != nil {
 		return err
 	}
-	_, err = b.g.st.DeleteMessage(ctx, chat, id)
+	_, err = b.st.DeleteMessage(ctx, chat, id)
 	return err
 }
 
-func (b mcpBackend) React(ctx context.Context, chat adapters.JID, id adapters.MessageID, reaction string) error {
-	r, err := capability[adapters.Reactor](b, chat, "react")
+func (b mcpMessenger) React(ctx context.Context, chat adapters.JID, id adapters.MessageID, reaction string) error {
+	r, err := capability[adapters.Reactor](b.adapters, chat, "react")
 	if err != nil {
 		return err
 	}
 	return r.React(ctx, b.messageRef(ctx, chat, id), reaction)
 }
 
-func (b mcpBackend) Pin(ctx context.Context, chat adapters.JID, id adapters.MessageID) error {
-	p, err := capability[adapters.Pinner](b, chat, "pin")
+func (b mcpMessenger) Pin(ctx context.Context, chat adapters.JID, id adapters.MessageID) error {
+	p, err := capability[adapters.Pinner](b.adapters, chat, "pin")
 	if err != nil {
 		return err
 	}
 	return p.Pin(ctx, b.messageRef(ctx, chat, id))
 }
 
-func (b mcpBackend) Unpin(ctx context.Context, chat adapters.JID, id adapters.MessageID) error {
-	p, err := capability[adapters.Pinner](b, chat, "unpin")
+func (b mcpMessenger) Unpin(ctx context.Context, chat adapters.JID, id adapters.MessageID) error {
+	p, err := capability[adapters.Pinner](b.adapters, chat, "unpin")
 	if err != nil {
 		return err
 	}
@@ -232,8 +222,8 @@ func (b mcpBackend) Unpin(ctx context.Context, chat adapters.JID, id adapters.Me
 }
 
 // recordEdit brings the stored copy of an edited message up to date.
-func (b mcpBackend) recordEdit(ctx context.Context, chat adapters.JID, id adapters.MessageID, text string) error {
-	m, err := b.g.st.MessageByID(ctx, chat, id)
+func (b mcpMessenger) recordEdit(ctx context.Context, chat adapters.JID, id adapters.MessageID, text string) error {
+	m, err := b.st.MessageByID(ctx, chat, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -242,7 +232,7 @@ func (b mcpBackend) recordEdit(ctx context.Context, chat adapters.JID, id adapte
 	}
 	m.Text = store.CapText(text)
 	m.Edited = time.Time{}
-	_, err = b.g.st.EditMessage(ctx, &m)
+	_, err = b.st.EditMessage(ctx, &m)
 	return err
 }
 
@@ -256,25 +246,25 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-func (b mcpBackend) Messages(ctx context.Context, chat adapters.JID, beforeSeq int64, limit int) ([]store.Message, error) {
-	return b.g.st.MessagesBefore(ctx, chat, beforeSeq, limit)
+func (b mcpHistory) Messages(ctx context.Context, chat adapters.JID, beforeSeq int64, limit int) ([]store.Message, error) {
+	return b.st.MessagesBefore(ctx, chat, beforeSeq, limit)
 }
 
-func (b mcpBackend) Thread(ctx context.Context, chat adapters.JID, topic string, limit int) ([]store.Message, error) {
-	return b.g.st.Thread(ctx, chat, topic, limit)
+func (b mcpHistory) Thread(ctx context.Context, chat adapters.JID, topic string, limit int) ([]store.Message, error) {
+	return b.st.Thread(ctx, chat, topic, limit)
 }
 
-func (b mcpBackend) FetchHistory(ctx context.Context, chat adapters.JID, beforeID adapters.MessageID, limit int) ([]store.Message, string, error) {
-	if f, ok := b.g.adapters[chat.Platform()].(adapters.HistoryFetcher); ok {
+func (b mcpHistory) FetchHistory(ctx context.Context, chat adapters.JID, beforeID adapters.MessageID, limit int) ([]store.Message, string, error) {
+	if f, ok := b.adapters[chat.Platform()].(adapters.HistoryFetcher); ok {
 		in, err := f.FetchHistory(ctx, chat, adapters.HistoryQuery{Before: beforeID, Limit: limit})
 		if err == nil {
 			out := make([]store.Message, 0, len(in))
 			for _, m := range in {
 				// What the platform has fills gaps in the store; it never
 				// starts a turn.
-				seq, err := b.g.storeFetched(ctx, m)
+				seq, err := b.intake.storeFetched(ctx, m)
 				if err != nil {
-					b.g.log.Warn("fetched message not stored", "jid", chat, "msg_id", m.ID, "err", err)
+					b.log.Warn("fetched message not stored", "jid", chat, "msg_id", m.ID, "err", err)
 					continue
 				}
 				// What the platform returned, not the stored copy: a
@@ -291,22 +281,22 @@ func (b mcpBackend) FetchHistory(ctx context.Context, chat adapters.JID, beforeI
 	}
 	var before int64
 	if beforeID != "" {
-		m, err := b.g.st.MessageByID(ctx, chat, beforeID)
+		m, err := b.st.MessageByID(ctx, chat, beforeID)
 		if err != nil {
 			return nil, "", fmt.Errorf("before_id %s: %w", beforeID, err)
 		}
 		before = m.Seq
 	}
-	ms, err := b.g.st.MessagesBefore(ctx, chat, before, limit)
+	ms, err := b.st.MessagesBefore(ctx, chat, before, limit)
 	return ms, "store", err
 }
 
-func (b mcpBackend) Search(ctx context.Context, query string, o store.SearchOptions) ([]store.Hit, error) {
-	return b.g.st.Search(ctx, query, o)
+func (b mcpHistory) Search(ctx context.Context, query string, o store.SearchOptions) ([]store.Hit, error) {
+	return b.st.Search(ctx, query, o)
 }
 
-func (b mcpBackend) Chats(ctx context.Context) ([]adapters.JID, error) {
-	cs, err := b.g.st.Chats(ctx)
+func (b mcpHistory) Chats(ctx context.Context) ([]adapters.JID, error) {
+	cs, err := b.st.Chats(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -317,97 +307,151 @@ func (b mcpBackend) Chats(ctx context.Context) ([]adapters.JID, error) {
 	return out, nil
 }
 
-func (b mcpBackend) MessageByID(ctx context.Context, chat adapters.JID, id adapters.MessageID) (store.Message, bool, error) {
-	m, err := b.g.st.MessageByID(ctx, chat, id)
+func (b mcpHistory) MessageByID(ctx context.Context, chat adapters.JID, id adapters.MessageID) (store.Message, bool, error) {
+	m, err := b.st.MessageByID(ctx, chat, id)
 	if err != nil {
 		return store.Message{}, false, ignoreNotFound(err)
 	}
 	return m, true, nil
 }
 
-func (b mcpBackend) AddRoute(ctx context.Context, r routing.Route) (routing.Route, error) {
-	added, err := b.g.st.AddRoute(ctx, r)
+func (b mcpAdmin) AddRoute(ctx context.Context, r routing.Route) (routing.Route, error) {
+	added, err := b.st.AddRoute(ctx, r)
 	if err != nil {
 		return added, err
 	}
-	return added, b.g.reload(ctx)
+	return added, b.reload(ctx)
 }
 
-func (b mcpBackend) DeleteRoute(ctx context.Context, id int64) (routing.Route, bool, error) {
-	r, err := b.g.st.DeleteRoute(ctx, id)
+func (b mcpAdmin) DeleteRoute(ctx context.Context, id int64) (routing.Route, bool, error) {
+	r, err := b.st.DeleteRoute(ctx, id)
 	if err != nil {
 		return r, false, ignoreNotFound(err)
 	}
-	return r, true, b.g.reload(ctx)
+	return r, true, b.reload(ctx)
 }
 
-func (b mcpBackend) SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, bool, error) {
-	rs, err := b.g.st.SwapRoutes(ctx, remove, add)
+func (b mcpAdmin) SwapRoutes(ctx context.Context, remove []int64, add []routing.Route) ([]routing.Route, bool, error) {
+	rs, err := b.st.SwapRoutes(ctx, remove, add)
 	if err != nil {
 		return nil, false, ignoreNotFound(err)
 	}
-	return rs, true, b.g.reload(ctx)
+	return rs, true, b.reload(ctx)
 }
 
-func (b mcpBackend) Groups(ctx context.Context) ([]string, error) { return b.g.st.Groups(ctx) }
+func (b mcpAdmin) Groups(ctx context.Context) ([]string, error) { return b.st.Groups(ctx) }
 
-func (b mcpBackend) CreateGroup(ctx context.Context, folder string) (bool, error) {
-	if err := b.g.layout.Setup(folder, b.g.opt.Exe); err != nil {
+func (b mcpAdmin) CreateGroup(ctx context.Context, folder string) (bool, error) {
+	if err := b.layout.Setup(folder, b.exe); err != nil {
 		return false, err
 	}
-	if err := b.g.st.AddGroup(ctx, folder); err != nil {
+	if err := b.st.AddGroup(ctx, folder); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return false, nil
 		}
 		return false, err
 	}
-	return true, b.g.reload(ctx)
+	return true, b.reload(ctx)
 }
 
 // Enqueue queues a delegate or escalate prompt one hop deeper in the chain
 // than the caller's running turn (the chain guard stops it if too deep).
-func (b mcpBackend) Enqueue(ctx context.Context, w store.WorkItem) (int64, error) {
-	w.Mode, w.Chain = string(routing.Trigger), b.g.chainOf(w.Origin)
-	id, err := b.g.st.Enqueue(ctx, w)
+func (b mcpAdmin) Enqueue(ctx context.Context, w store.WorkItem) (int64, error) {
+	w.Mode, w.Chain = string(routing.Trigger), b.active.chainOf(w.Origin)
+	id, err := b.st.Enqueue(ctx, w)
 	if err != nil {
 		return 0, err
 	}
-	b.g.workers.kick(w.Folder)
+	b.kick(w.Folder)
 	return id, nil
 }
 
 // Inject stores an agent's message one hop deeper in the chain than the
 // caller's running turn: an agent injecting into its own chat every turn
 // stops at limits.max_chain like a delegate ping-pong.
-func (b mcpBackend) Inject(ctx context.Context, from string, chat adapters.JID, text string, sender adapters.JID) (store.Message, string, error) {
-	owner, _ := b.g.Table().Owner(chat, "")
-	m, err := b.g.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.g.chainOf(from)})
+func (b mcpSessions) Inject(ctx context.Context, from string, chat adapters.JID, text string, sender adapters.JID) (store.Message, string, error) {
+	owner, _ := b.table().Owner(chat, "")
+	m, err := b.intake.inject(ctx, control.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.active.chainOf(from)})
 	if err != nil {
 		return store.Message{}, "", err
 	}
 	return m, owner, nil
 }
 
-func (b mcpBackend) ResetSessions(ctx context.Context, folder string) (int64, error) {
-	return b.g.st.ResetSessions(ctx, folder)
+func (b mcpSessions) ResetSessions(ctx context.Context, folder string) (int64, error) {
+	return b.st.ResetSessions(ctx, folder)
 }
 
-func (b mcpBackend) Engage(chat adapters.JID, topic, folder string) (time.Time, error) {
-	if b.g.opt.EngageTTL <= 0 {
+func (b mcpSessions) Engage(chat adapters.JID, topic, folder string) (time.Time, error) {
+	if b.engageTTL <= 0 {
 		return time.Time{}, errors.New("engagement is off: engage_ttl is 0 in the gateway's config")
 	}
-	b.g.engageChat(chat, topic, folder)
-	return b.g.opt.Now().Add(b.g.opt.EngageTTL).UTC(), nil
+	b.engage.start(chat, topic, folder, b.engageTTL)
+	return b.now().Add(b.engageTTL).UTC(), nil
 }
 
-func (b mcpBackend) Disengage(chat adapters.JID, topic string, allowed func(string) bool) (string, bool) {
-	return b.g.engage.stopIf(chat, topic, allowed)
+func (b mcpSessions) Disengage(chat adapters.JID, topic string, allowed func(string) bool) (string, bool) {
+	return b.engage.stopIf(chat, topic, allowed)
 }
 
-func (b mcpBackend) AgentSessions(ctx context.Context, folder string) ([]store.SessionRow, error) {
-	return b.g.st.FolderSessions(ctx, folder)
+func (b mcpSessions) AgentSessions(ctx context.Context, folder string) ([]store.SessionRow, error) {
+	return b.st.FolderSessions(ctx, folder)
 }
 
-func (b mcpBackend) Turns(ctx context.Context, folder string, limit int) ([]store.Turn, error) {
-	return b.g.st.Turns(ctx, folder, limit)
+func (b mcpSessions) Turns(ctx context.Context, folder string, limit int) ([]store.Turn, error) {
+	return b.st.Turns(ctx, folder, limit)
+}
+
+// ReportUsage implements mcpserver.Spend: report_usage adds to folder's running turn.
+func (b mcpSpend) ReportUsage(folder string, r mcpserver.UsageReport) bool {
+	u := agent.Report{CostUSD: r.CostUSD, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+		CacheCreationInputTokens: r.CacheCreationTokens, CacheReadInputTokens: r.CacheReadTokens, NumTurns: r.NumTurns,
+		DurationAPIMS: r.APIMS}.Usage()
+	return b.active.report(folder, u)
+}
+
+// Budgets implements mcpserver.Spend.
+func (b mcpSpend) Budgets(ctx context.Context, folder string) ([]mcpserver.BudgetInfo, error) {
+	all, err := b.st.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var folders []string
+	for _, f := range all {
+		if folder == "" || groups.InSubtree(folder, f) {
+			folders = append(folders, f)
+		}
+	}
+	rep, err := control.SpendReport(ctx, b.st, folders, b.now().In(b.zone))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpserver.BudgetInfo, len(rep))
+	for i, r := range rep {
+		out[i] = mcpserver.BudgetInfo{Folder: r.Folder, TodayUSD: r.TodayUSD, MonthUSD: r.MonthUSD, DailyUSD: r.DailyUSD,
+			MonthlyUSD: r.MonthlyUSD, UsedUp: r.Over()}
+	}
+	return out, nil
+}
+
+// SetBudget implements mcpserver.Spend; it reloads so that the change applies now.
+func (b mcpSpend) SetBudget(ctx context.Context, folder string, daily, monthly float64) error {
+	if ok, err := b.st.GroupExists(ctx, folder); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("folder %s: no such group", folder)
+	}
+	if daily == 0 && monthly == 0 {
+		if _, err := b.st.DeleteBudget(ctx, folder); err != nil {
+			return err
+		}
+	} else {
+		if err := control.CheckBudget(daily, monthly); err != nil {
+			return err
+		}
+		if err := b.st.SetBudget(ctx, store.Budget{Folder: folder, DailyUSD: daily, MonthlyUSD: monthly}); err != nil {
+			return err
+		}
+	}
+	return b.reload(ctx)
 }
