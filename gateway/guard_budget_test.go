@@ -19,7 +19,7 @@ type budgetFake struct {
 	taskRuns int64    // queued task runs SkipTaskRuns skips
 }
 
-func (b *budgetFake) Budgets(context.Context) ([]store.Budget, error) { return b.budgets, nil }
+func (b *budgetFake) Budgets(context.Context) ([]store.Budget, error)  { return b.budgets, nil }
 func (b *budgetFake) PendingFolders(context.Context) ([]string, error) { return b.pending, nil }
 func (b *budgetFake) ReleaseChats(_ context.Context, folder string, _ ...time.Time) (int64, error) {
 	b.released = append(b.released, folder)
