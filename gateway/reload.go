@@ -20,6 +20,11 @@ type configStore interface {
 	AllGrantOverrides(ctx context.Context) (map[string][]string, error)
 }
 
+// socketSync gives the MCP server the current groups.
+type socketSync interface {
+	Sync(gs []mcpserver.Group) error
+}
+
 // liveConfig is the configuration the running gateway works from, read
 // from the store on every reload: the route table, the group folders set
 // up on disk and given MCP sockets, the budgets (the budget guard's).
@@ -28,8 +33,8 @@ type configStore interface {
 type liveConfig struct {
 	st            configStore
 	layout        groups.Layout
-	exe           string // Options.Exe, for the groups' .mcp.json
-	mcp           *mcpserver.Server
+	exe           string                      // Options.Exe, for the groups' .mcp.json
+	mcp           socketSync                  // the groups' MCP sockets (mcpserver.Server)
 	loadBudgets   func(context.Context) error // budgetGuard.load
 	wakeScheduler func()
 	log           *slog.Logger
