@@ -16,37 +16,39 @@ type activeTurn struct {
 	usage   agent.Usage // reported over MCP (report_usage) so far
 }
 
+// activeTurns are the running turns, by id (one per folder): what the
+// MCP tools act on and the loop and chain guards look at.
 type activeTurns struct {
 	mu sync.Mutex
 	m  map[string]*activeTurn
 }
 
-func (g *Gateway) turnStarted(id string, b store.Batch) {
-	g.active.mu.Lock()
-	defer g.active.mu.Unlock()
-	if g.active.m == nil {
-		g.active.m = map[string]*activeTurn{}
+func (a *activeTurns) started(id string, b store.Batch) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string]*activeTurn{}
 	}
-	g.active.m[id] = &activeTurn{batch: b, replied: map[adapters.JID]bool{}}
+	a.m[id] = &activeTurn{batch: b, replied: map[adapters.JID]bool{}}
 }
 
-// turnFinished forgets the turn and returns the chats it replied to via MCP.
-func (g *Gateway) turnFinished(id string) map[adapters.JID]bool {
-	g.active.mu.Lock()
-	defer g.active.mu.Unlock()
-	t := g.active.m[id]
-	delete(g.active.m, id)
+// finished forgets the turn and returns the chats it replied to via MCP.
+func (a *activeTurns) finished(id string) map[adapters.JID]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.m[id]
+	delete(a.m, id)
 	if t == nil {
 		return nil
 	}
 	return t.replied
 }
 
-// runningTurn returns the running turn of folder, if any (one per folder).
-func (g *Gateway) runningTurn(folder string) (string, *activeTurn) {
-	g.active.mu.Lock()
-	defer g.active.mu.Unlock()
-	for id, t := range g.active.m {
+// running returns the running turn of folder, if any (one per folder).
+func (a *activeTurns) running(folder string) (string, *activeTurn) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, t := range a.m {
 		if t.batch.Folder == folder {
 			return id, t
 		}
@@ -56,12 +58,45 @@ func (g *Gateway) runningTurn(folder string) (string, *activeTurn) {
 
 // markReplied records that folder's running turn sent to chat, so its
 // stdout reply to that chat is not sent as well.
-func (g *Gateway) markReplied(folder string, chat adapters.JID) {
-	g.active.mu.Lock()
-	defer g.active.mu.Unlock()
-	for _, t := range g.active.m {
+func (a *activeTurns) markReplied(folder string, chat adapters.JID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.m {
 		if t.batch.Folder == folder {
 			t.replied[chat] = true
 		}
 	}
+}
+
+// reported is what the running turn id reported over MCP.
+func (a *activeTurns) reported(id string) agent.Usage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t := a.m[id]; t != nil {
+		return t.usage
+	}
+	return agent.Usage{}
+}
+
+// report adds u to folder's running turn; false when folder runs none.
+func (a *activeTurns) report(folder string, u agent.Usage) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.m {
+		if t.batch.Folder == folder {
+			t.usage = t.usage.Add(u)
+			return true
+		}
+	}
+	return false
+}
+
+// chainOf is the depth of work that a turn of folder queues now
+// (delegate_group, escalate_group, inject_message): one more than the
+// running turn's (1 when none runs).
+func (a *activeTurns) chainOf(folder string) int {
+	if _, t := a.running(folder); t != nil {
+		return chainDepth(t.batch) + 1
+	}
+	return 1
 }

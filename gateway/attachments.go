@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"unicode"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -32,19 +34,29 @@ type fileKey struct {
 // to it) or why it could not be fetched (err).
 type fetched struct{ path, err string }
 
-// fetchAttachments downloads the attachments of the batch's messages into
+// fetcher downloads the attachments of a turn's messages into its group
+// folder.
+type fetcher struct {
+	adapters    adapterSet
+	layout      groups.Layout
+	maxDownload int64 // Options.MaxDownload
+	downloads   downloadLog
+	log         *slog.Logger
+}
+
+// fetch downloads the attachments of the batch's messages into
 // the folder's inbox before the turn, through the chat adapter's Downloader.
 // A failure is reported in the prompt, never fatal to the turn.
-func (g *Gateway) fetchAttachments(ctx context.Context, b store.Batch) map[fileKey]fetched {
+func (f *fetcher) fetch(ctx context.Context, b store.Batch) map[fileKey]fetched {
 	var out map[fileKey]fetched
 	var root *os.Root
 	for _, m := range append(b.Observed[:len(b.Observed):len(b.Observed)], b.Messages...) {
 		for i, a := range m.Attachments {
 			if out == nil {
 				out = map[fileKey]fetched{}
-				r, err := os.OpenRoot(g.layout.Dir(b.Folder))
+				r, err := os.OpenRoot(f.layout.Dir(b.Folder))
 				if err != nil {
-					g.log.Error("open group folder for downloads", "folder", b.Folder, "err", err)
+					f.log.Error("open group folder for downloads", "folder", b.Folder, "err", err)
 				} else {
 					root = r
 					defer root.Close()
@@ -52,10 +64,10 @@ func (g *Gateway) fetchAttachments(ctx context.Context, b store.Batch) map[fileK
 			}
 			res := fetched{err: "the group folder could not be opened"}
 			if root != nil {
-				res = g.fetchOne(ctx, root, b.Folder, m, i, a)
+				res = f.fetchOne(ctx, root, b.Folder, m, i, a)
 			}
 			if res.err != "" {
-				g.log.Warn("attachment not fetched", "folder", b.Folder, "jid", m.ChatJID, "msg_id", m.ID, "err", res.err)
+				f.log.Warn("attachment not fetched", "folder", b.Folder, "jid", m.ChatJID, "msg_id", m.ID, "err", res.err)
 			}
 			out[fileKey{m.Seq, i}] = res
 		}
@@ -63,16 +75,16 @@ func (g *Gateway) fetchAttachments(ctx context.Context, b store.Batch) map[fileK
 	return out
 }
 
-func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m store.Message, i int, a adapters.Attachment) fetched {
+func (f *fetcher) fetchOne(ctx context.Context, root *os.Root, folder string, m store.Message, i int, a adapters.Attachment) fetched {
 	platform := m.ChatJID.Platform()
-	dl, ok := g.adapters[platform].(adapters.Downloader)
+	dl, ok := f.adapters[platform].(adapters.Downloader)
 	switch {
 	case !ok:
 		return fetched{err: fmt.Sprintf("the %s adapter cannot download files", platform)}
 	case a.Ref == "":
 		return fetched{err: "the platform gave no way to fetch this file"}
 	}
-	limit := g.opt.MaxDownload
+	limit := f.maxDownload
 	mb := fmt.Sprintf("%d-byte cap (adapters.max_download_mb)", limit)
 	if limit%(1<<20) == 0 {
 		mb = fmt.Sprintf("%d MB cap (adapters.max_download_mb)", limit>>20)
@@ -84,7 +96,7 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m 
 	// The attachment's identity: its chat, message and place in the message
 	// (platform ids are unique per chat only: Telegram counts per chat).
 	key := fmt.Sprintf("%s\x00%s\x00%s\x00%d", folder, m.ChatJID, m.ID, i)
-	rel, same := g.downloads.same(root, key)
+	rel, same := f.downloads.same(root, key)
 	switch {
 	case same:
 		return fetched{path: rel} // fetched by an earlier attempt of this batch
@@ -109,13 +121,13 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m 
 	}
 	defer rc.Close()
 	part := rel + ".part"
-	f, err := root.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	out, err := root.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fetched{err: "write " + rel + ": " + scrub(err)}
 	}
 	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, sum), io.LimitReader(rc, limit+1))
-	if cerr := f.Close(); err == nil {
+	n, err := io.Copy(io.MultiWriter(out, sum), io.LimitReader(rc, limit+1))
+	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	switch {
@@ -130,7 +142,7 @@ func (g *Gateway) fetchOne(ctx context.Context, root *os.Root, folder string, m 
 		_ = root.Remove(part)
 		return fetched{err: err.Error()}
 	}
-	g.downloads.record(key, download{path: rel, size: n, sum: [sha256.Size]byte(sum.Sum(nil))})
+	f.downloads.record(key, download{path: rel, size: n, sum: [sha256.Size]byte(sum.Sum(nil))})
 	return fetched{path: rel}
 }
 

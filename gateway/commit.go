@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"switchboard/adapters"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -22,10 +23,19 @@ const maxCommitBatch = 256
 // latency stays one transaction. A batch that fails is retried message by
 // message, so one bad message fails alone.
 type committer struct {
-	g       *Gateway
+	st     commitStore
+	stored func(chat adapters.JID, seq int64) // tell the chat's adapter (adapterSet.notifyStored)
+	kick   func(folder string)                // wake a folder that has work (workers.kick)
+
 	mu      sync.Mutex
 	waiting []*commitReq
 	running bool // a caller or goroutine is committing; waiting is empty when false
+}
+
+// commitStore stores messages with the work they create.
+type commitStore interface {
+	EnqueueMessages(ctx context.Context, es []store.Enqueue) error
+	EnqueueMessage(ctx context.Context, m *store.Message, work []store.WorkItem) (inserted bool, err error)
 }
 
 type commitReq struct {
@@ -102,7 +112,7 @@ func (c *committer) commitBatch(batch []*commitReq) {
 	for i, r := range live {
 		es[i] = store.Enqueue{Message: &r.msg, Work: r.work}
 	}
-	err := c.g.st.EnqueueMessages(ctx, es)
+	err := c.st.EnqueueMessages(ctx, es)
 	for i, r := range live {
 		switch {
 		case err == nil:
@@ -110,17 +120,17 @@ func (c *committer) commitBatch(batch []*commitReq) {
 		case len(live) == 1:
 			r.err = err
 		default:
-			r.inserted, r.err = c.g.st.EnqueueMessage(ctx, &r.msg, r.work)
+			r.inserted, r.err = c.st.EnqueueMessage(ctx, &r.msg, r.work)
 		}
 	}
 	kicked := map[string]bool{}
 	for _, r := range live {
 		if r.err == nil && r.inserted {
-			c.g.notifyStored(r.msg.ChatJID, r.msg.Seq)
+			c.stored(r.msg.ChatJID, r.msg.Seq)
 			for _, w := range r.work {
 				if w.Mode == string(routing.Trigger) && !kicked[w.Folder] {
 					kicked[w.Folder] = true
-					c.g.workers.kick(w.Folder)
+					c.kick(w.Folder)
 				}
 			}
 		}

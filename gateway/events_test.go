@@ -492,10 +492,10 @@ func TestSendFileThroughOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := h.g.send(ctx, ops.SendRequest{Chat: testChat, File: "report.txt", Text: "today", Folder: "main", Key: "f1"}); err != nil {
+	if _, err := h.g.outbox.send(ctx, ops.SendRequest{Chat: testChat, File: "report.txt", Text: "today", Folder: "main", Key: "f1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.g.send(ctx, ops.SendRequest{Chat: testChat, File: "pipe", Folder: "main", Key: "f2"}); err != nil {
+	if _, err := h.g.outbox.send(ctx, ops.SendRequest{Chat: testChat, File: "pipe", Folder: "main", Key: "f2"}); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, 10*time.Second, "both files settled", func() bool {

@@ -1,6 +1,16 @@
 // Package gateway is the pipeline: inbound → store → route → per-folder workers
 // → agent turn → outbox → adapter. It holds no platform code, no SQL and no
 // MCP tool bodies; it wires the packages that do.
+//
+// The Gateway is made of parts, each owning one job and given what it
+// works with as a small struct of narrow interfaces and funcs (never the
+// Gateway): intake (intake.go, commit.go), the live configuration
+// (reload.go), the workers (workers.go) and the turn lifecycle
+// (lifecycle.go, reattach.go) with its guards (guards.go, guard_*.go), the
+// outbox (outbox.go), the MCP backend (mcpbackend.go, mcp_tasks.go) and
+// endpoint (mcphttp.go), the status writer (status.go) and the metrics
+// (metrics.go). New wires them (wire.go); Run starts and stops them in
+// order.
 package gateway
 
 import (
@@ -9,13 +19,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/mcpserver"
+	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -82,36 +92,23 @@ type Gateway struct {
 	st       *store.Store
 	log      *slog.Logger
 	layout   groups.Layout
-	adapters map[string]adapters.Adapter
+	adapters adapterSet
 
-	table        atomic.Pointer[routing.Table]
-	revision     atomic.Int64
-	unrouted     atomic.Int64
-	unroutedSeen unroutedLog // chats named in the log as unrouted
-
-	engage  engagements
-	notices noticeLimiter
-	active  activeTurns
-	loops   loops
-	flood   floodLimiter
-	states  adapterStates // each adapter's connection state
-	workers *workers
-	outbox  *outbox
-	commits committer // group commit of inbound messages
-	sched   *scheduler.Loop
-	metrics *metrics
-	spend   spend             // usage metrics and budgets (spend.go)
-	mcp     *mcpserver.Server // the groups' MCP sockets
-
-	downloads downloadLog // attachments fetched into group folders
-	mcpURLMu  sync.Mutex
-	mcpURL    string // the MCP HTTP endpoint given to agents; "" when off; set by Run
-
-	reloadMu sync.Mutex      // one reload at a time (poll and MCP tools both reload)
-	setUp    map[string]bool // group folders set up on disk by this process; guarded by reloadMu
-
-	// turns a stopped gateway left running on workers (reattach.go)
-	interrupted interrupted
+	// The parts (wire.go).
+	config   *liveConfig
+	states   *adapterStates // each adapter's connection state
+	status   statusWriter
+	metrics  *metrics
+	intake   *intake
+	active   *activeTurns
+	budget   *budgetGuard
+	turns    *turns
+	workers  *workers
+	outbox   *outbox
+	mcp      *mcpserver.Server // the groups' MCP sockets
+	endpoint *mcpEndpoint      // the MCP HTTP endpoint
+	backend  mcpBackend
+	sched    *scheduler.Loop
 
 	hooks testHooks
 }
@@ -138,6 +135,27 @@ func New(opt Options) (*Gateway, error) {
 	if len(opt.Agent.Command) == 0 {
 		return nil, errors.New("gateway: agent.command is empty")
 	}
+	opt = opt.withDefaults()
+	zone, err := scheduler.LoadZone(opt.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: timezone: %w", err)
+	}
+	g := &Gateway{opt: opt, zone: zone, st: opt.Store, log: opt.Logger, layout: groups.Layout{DataDir: opt.DataDir},
+		adapters: adapterSet{}}
+	for _, a := range opt.Adapters {
+		if _, dup := g.adapters[a.Name()]; dup {
+			return nil, fmt.Errorf("gateway: two adapters named %q", a.Name())
+		}
+		g.adapters[a.Name()] = a
+	}
+	if err := g.wire(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// withDefaults fills in the defaults of unset options.
+func (opt Options) withDefaults() Options {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -162,40 +180,9 @@ func New(opt Options) (*Gateway, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	zone, err := scheduler.LoadZone(opt.Timezone)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: timezone: %w", err)
-	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
 	opt.Limits = opt.Limits.withDefaults()
-	g := &Gateway{
-		opt: opt, zone: zone, st: opt.Store, log: opt.Logger,
-		layout:   groups.Layout{DataDir: opt.DataDir},
-		adapters: map[string]adapters.Adapter{},
-		engage:   engagements{m: map[engageKey]engagement{}, now: opt.Now},
-		notices:  noticeLimiter{last: map[adapters.JID]time.Time{}, every: noticeEvery, now: opt.Now},
-		loops:    loops{cfg: opt.LoopGuard.withDefaults(), now: opt.Now},
-		flood:    floodLimiter{cfg: opt.Limits, now: opt.Now},
-	}
-	for _, a := range opt.Adapters {
-		if _, dup := g.adapters[a.Name()]; dup {
-			return nil, fmt.Errorf("gateway: two adapters named %q", a.Name())
-		}
-		g.adapters[a.Name()] = a
-	}
-	g.commits.g = g
-	g.metrics = newMetrics(g)
-	g.spend.init(g)
-	g.states.changed = make(chan struct{}, 1)
-	g.workers = newWorkers(g)
-	g.outbox = newOutbox(g)
-	g.sched = scheduler.NewLoop(opt.Store, g, scheduler.SystemClock(), opt.Logger.With("component", "scheduler"))
-	mcp, err := newMCP(g)
-	if err != nil {
-		return nil, err
-	}
-	g.mcp = mcp
-	return g, nil
+	return opt
 }
 
 // Run serves until ctx is cancelled, then shuts down in order: stop intake,
@@ -214,7 +201,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if n > 0 {
 		g.log.Warn("agent processes left by a crashed gateway were killed", "count", n)
 	}
-	awaited, err := g.recoverStarted(ctx)
+	awaited, err := g.turns.recoverStarted(ctx)
 	if err != nil {
 		return err
 	}
@@ -223,12 +210,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	} else if n > 0 {
 		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
 	}
-	stopHTTP, err := g.startMCPHTTP(ctx, awaited)
+	stopHTTP, err := g.endpoint.start(ctx, awaited)
 	if err != nil {
 		return err
 	}
 	defer stopHTTP() // before the sockets close, after the drain
-	if err := g.reload(ctx); err != nil {
+	if err := g.config.reload(ctx); err != nil {
 		return err
 	}
 	// Turns and deliveries outlive the intake context so they can drain.
@@ -241,7 +228,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// with no adapter running (and no port held). It is joined before Run
 	// returns: the caller closes the store next.
 	var bg sync.WaitGroup
-	defer g.persistStopped(ctx) // after bg.Wait: the poll loop writes no heartbeat after it
+	defer g.status.stopped(ctx) // after bg.Wait: the poll loop writes no heartbeat after it
 	defer bg.Wait()
 	if err := g.startScheduler(intakeCtx, &bg); err != nil {
 		return err
@@ -287,18 +274,18 @@ func (g *Gateway) poll(ctx context.Context) {
 	t := time.NewTicker(g.opt.PollInterval)
 	defer t.Stop()
 	var pruned, beat time.Time
-	g.persistStatus(ctx, true)
+	g.status.persist(ctx, true)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.states.changed:
-			g.persistStatus(ctx, false)
+			g.status.persist(ctx, false)
 			continue
 		case <-t.C:
 		}
 		now := time.Now()
-		g.persistStatus(ctx, now.Sub(beat) >= heartbeatEvery)
+		g.status.persist(ctx, now.Sub(beat) >= heartbeatEvery)
 		if now.Sub(beat) >= heartbeatEvery {
 			beat = now
 		}
@@ -310,9 +297,9 @@ func (g *Gateway) poll(ctx context.Context) {
 				g.log.Debug("observed context pruned", "rows", n)
 			}
 		}
-		rev, err := g.st.Revision(ctx)
-		if err == nil && rev != g.revision.Load() {
-			err = g.reload(ctx)
+		stale, err := g.config.stale(ctx)
+		if stale {
+			err = g.config.reload(ctx)
 		}
 		if err != nil && ctx.Err() == nil {
 			g.log.Error("poll store", "err", err)
@@ -320,39 +307,6 @@ func (g *Gateway) poll(ctx context.Context) {
 		g.kickPending(ctx)
 		g.outbox.wake()
 	}
-}
-
-// reload rebuilds the route table and sets up group folders.
-func (g *Gateway) reload(ctx context.Context) error {
-	g.reloadMu.Lock()
-	defer g.reloadMu.Unlock()
-	rev, err := g.st.Revision(ctx)
-	if err != nil {
-		return fmt.Errorf("read revision: %w", err)
-	}
-	routes, err := g.st.ListRoutes(ctx)
-	if err != nil {
-		return fmt.Errorf("load routes: %w", err)
-	}
-	t, err := routing.New(routes)
-	if err != nil {
-		return fmt.Errorf("load routes: %w", err)
-	}
-	folders, err := g.st.Groups(ctx)
-	if err != nil {
-		return fmt.Errorf("load groups: %w", err)
-	}
-	g.setupGroups(folders)
-	g.syncMCP(ctx, folders)
-	g.table.Store(t)
-	if err := g.loadBudgets(ctx); err != nil {
-		return fmt.Errorf("load budgets: %w", err)
-	}
-	g.sched.Wake() // tasks may have been added, paused or resumed
-	if old := g.revision.Swap(rev); old != 0 && old != rev {
-		g.log.Info("configuration reloaded", "routes", t.Len(), "groups", len(folders))
-	}
-	return nil
 }
 
 func (g *Gateway) kickPending(ctx context.Context) {
@@ -369,19 +323,21 @@ func (g *Gateway) kickPending(ctx context.Context) {
 }
 
 // Table is the current route table.
-func (g *Gateway) Table() *routing.Table { return g.table.Load() }
+func (g *Gateway) Table() *routing.Table { return g.config.Table() }
 
-// tierOf is the tier of folder (groups.Tier with the configured operator).
-func (g *Gateway) tierOf(folder string) int { return groups.Tier(folder, g.opt.Operator) }
-
-// unroutedCount counts messages since start that matched no route.
-func (g *Gateway) unroutedCount() int64 { return g.unrouted.Load() }
-
-// notifyStored tells the chat's adapter, if it watches, that a message is stored.
-func (g *Gateway) notifyStored(chat adapters.JID, seq int64) {
-	if a, ok := g.adapters[chat.Platform()]; ok {
-		if w, ok := a.(adapters.Watcher); ok {
-			w.Stored(chat, seq)
-		}
-	}
+// Deliver is the adapters' DeliverFunc (intake.deliver): validate, route,
+// and store the event.
+func (g *Gateway) Deliver(ctx context.Context, in adapters.Inbound) (int64, error) {
+	return g.intake.deliver(ctx, in)
 }
+
+// AdapterStates returns each adapter's last reported connection state.
+func (g *Gateway) AdapterStates() map[string]ops.AdapterStatus { return g.states.snapshot() }
+
+// Zone is the operator's zone (config timezone): budget days and months,
+// and the status page's spend, follow it.
+func (g *Gateway) Zone() *time.Location { return g.zone }
+
+// MCPURL is the MCP HTTP endpoint's URL as agents get it ("" when off or
+// not started yet).
+func (g *Gateway) MCPURL() string { return g.endpoint.URL() }

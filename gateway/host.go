@@ -2,45 +2,104 @@ package gateway
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"switchboard/adapters"
 	"switchboard/ops"
+	"switchboard/routing"
+	"switchboard/store"
 )
+
+// adapterSet is the enabled adapters by platform name.
+type adapterSet map[string]adapters.Adapter
+
+// names lists the adapters' names, sorted.
+func (s adapterSet) names() []string { return slices.Sorted(maps.Keys(s)) }
+
+// self is the bot's own sender JID on platform, once its adapter knows it.
+func (s adapterSet) self(platform string) (adapters.JID, bool) {
+	if id, ok := s[platform].(adapters.Identity); ok {
+		if jid, ok := id.Self(); ok {
+			return jid, true
+		}
+	}
+	return "", false
+}
+
+// botJID is the sender JID the bot's own messages are stored under: the
+// adapter's identity when it knows it, else "<platform>:bot/switchboard".
+func (s adapterSet) botJID(platform string) adapters.JID {
+	if jid, ok := s.self(platform); ok {
+		return jid
+	}
+	return adapters.JID(platform + ":bot/switchboard")
+}
+
+// platformLabel is chat's platform as a metric label: the name of an
+// enabled adapter, or "other" for anything else, so that queued rows
+// naming made-up platforms cannot grow a label set without bound.
+func (s adapterSet) platformLabel(chat adapters.JID) string {
+	p := chat.Platform()
+	if _, ok := s[p]; ok {
+		return p
+	}
+	return "other"
+}
+
+// notifyStored tells the chat's adapter, if it watches, that a message is stored.
+func (s adapterSet) notifyStored(chat adapters.JID, seq int64) {
+	if a, ok := s[chat.Platform()]; ok {
+		if w, ok := a.(adapters.Watcher); ok {
+			w.Stored(chat, seq)
+		}
+	}
+}
+
+// hostStore is what an adapterHost needs of the store.
+type hostStore interface {
+	AdapterValue(ctx context.Context, adapter, key string) (value string, ok bool, err error)
+	SetAdapterValue(ctx context.Context, adapter, key, value string, ttl time.Duration) error
+	ChatHeads(ctx context.Context, platform string) ([]store.ChatHead, error)
+}
 
 // adapterHost is the adapters.Host the gateway gives one running adapter:
 // delivery into the pipeline, connection state, persisted values in the
 // adapter's own namespace, and the routed chats that backfill walks.
 type adapterHost struct {
-	g    *Gateway
-	name string
+	name    string
+	deliver adapters.DeliverFunc // intake.deliver
+	states  *adapterStates
+	st      hostStore
+	table   func() *routing.Table
 }
 
 var _ adapters.Host = adapterHost{}
 
 func (h adapterHost) Deliver(ctx context.Context, m adapters.Inbound) (int64, error) {
-	return h.g.Deliver(ctx, m)
+	return h.deliver(ctx, m)
 }
 
-func (h adapterHost) SetState(s adapters.State, err error) { h.g.states.set(h.name, s, err) }
+func (h adapterHost) SetState(s adapters.State, err error) { h.states.set(h.name, s, err) }
 
 func (h adapterHost) Value(ctx context.Context, key string) (string, bool, error) {
-	return h.g.st.AdapterValue(ctx, h.name, key)
+	return h.st.AdapterValue(ctx, h.name, key)
 }
 
 func (h adapterHost) SetValue(ctx context.Context, key, value string, ttl time.Duration) error {
-	return h.g.st.SetAdapterValue(ctx, h.name, key, value, ttl)
+	return h.st.SetAdapterValue(ctx, h.name, key, value, ttl)
 }
 
 // RoutedChats lists the adapter's chats that some route owns, with their
 // newest stored message.
 func (h adapterHost) RoutedChats(ctx context.Context) ([]adapters.ChatCursor, error) {
-	heads, err := h.g.st.ChatHeads(ctx, h.name)
+	heads, err := h.st.ChatHeads(ctx, h.name)
 	if err != nil {
 		return nil, err
 	}
-	t := h.g.Table()
+	t := h.table()
 	var out []adapters.ChatCursor
 	for _, c := range heads {
 		if _, ok := t.Owner(c.JID, ""); !ok {
@@ -61,6 +120,8 @@ type adapterStates struct {
 	dirty     bool            // changed since last persisted
 	changed   chan struct{}   // wakes the poll loop to persist a change at once
 }
+
+func newAdapterStates() *adapterStates { return &adapterStates{changed: make(chan struct{}, 1)} }
 
 func (a *adapterStates) set(name string, s adapters.State, err error) {
 	a.mu.Lock()
@@ -87,53 +148,33 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 	}
 }
 
-// AdapterStates returns each adapter's last reported connection state.
-func (g *Gateway) AdapterStates() map[string]ops.AdapterStatus {
-	g.states.mu.Lock()
-	defer g.states.mu.Unlock()
-	out := make(map[string]ops.AdapterStatus, len(g.states.m))
-	for k, v := range g.states.m {
-		out[k] = v
-	}
+// snapshot returns each adapter's last reported state.
+func (a *adapterStates) snapshot() map[string]ops.AdapterStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.copyLocked()
+}
+
+func (a *adapterStates) copyLocked() map[string]ops.AdapterStatus {
+	out := make(map[string]ops.AdapterStatus, len(a.m))
+	maps.Copy(out, a.m)
 	return out
 }
 
-// self is the bot's own sender JID on platform, once its adapter knows it.
-func (g *Gateway) self(platform string) (adapters.JID, bool) {
-	if id, ok := g.adapters[platform].(adapters.Identity); ok {
-		if jid, ok := id.Self(); ok {
-			return jid, true
-		}
-	}
-	return "", false
+// takeDirty returns the states and whether they changed since the last
+// call.
+func (a *adapterStates) takeDirty() (map[string]ops.AdapterStatus, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	dirty := a.dirty
+	a.dirty = false
+	return a.copyLocked(), dirty
 }
 
-// botJID is the sender JID the bot's own messages are stored under: the
-// adapter's identity when it knows it, else "<platform>:bot/switchboard".
-func (g *Gateway) botJID(platform string) adapters.JID {
-	if jid, ok := g.self(platform); ok {
-		return jid
-	}
-	return adapters.JID(platform + ":bot/switchboard")
-}
-
-// unroutedLog names each unrouted chat in the log once (per process, for a
-// bounded number of chats), so an operator can copy its JID into a route.
-type unroutedLog struct {
-	mu   sync.Mutex
-	seen map[adapters.JID]bool
-}
-
-func (g *Gateway) logUnrouted(chat adapters.JID) {
-	g.unroutedSeen.mu.Lock()
-	defer g.unroutedSeen.mu.Unlock()
-	if g.unroutedSeen.seen == nil {
-		g.unroutedSeen.seen = map[adapters.JID]bool{}
-	}
-	if g.unroutedSeen.seen[chat] || len(g.unroutedSeen.seen) >= 10_000 {
-		return
-	}
-	g.unroutedSeen.seen[chat] = true
-	g.log.Info("message from an unrouted chat stored; nothing runs until a route matches it",
-		"jid", chat, "hint", "switchboard route add --target FOLDER chat_jid="+chat.String())
+// everConnected reports whether adapter name reported StateConnected since
+// the gateway started.
+func (a *adapterStates) everConnected(name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.connected[name]
 }

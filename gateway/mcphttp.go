@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"switchboard/adapters"
@@ -61,20 +62,33 @@ func (t mcpTokens) TokenFolder(ctx context.Context, token string) (string, error
 	return tok.Folder, nil
 }
 
-// startMCPHTTP binds mcp.listen and serves it; the returned stop shuts it
+// mcpEndpoint serves the groups' MCP server over Streamable HTTP
+// (mcp.listen) and mints and revokes the turns' tokens for it.
+type mcpEndpoint struct {
+	cfg          MCPHTTP
+	st           *store.Store // tokens (ops.MintToken)
+	server       *mcpserver.Server
+	agentTimeout time.Duration // a turn's deadline: its token's lifetime
+	log          *slog.Logger
+
+	mu  sync.Mutex
+	url string // the endpoint given to agents; "" when off; set by start
+}
+
+// start binds mcp.listen and serves it; the returned stop shuts it
 // down. Nothing is served (and stop is a no-op) without mcp.listen. The
 // tokens of the turns in awaited (running on workers) stay valid.
-func (g *Gateway) startMCPHTTP(ctx context.Context, awaited []string) (stop func(), err error) {
-	c := g.opt.MCPHTTP
+func (e *mcpEndpoint) start(ctx context.Context, awaited []string) (stop func(), err error) {
+	c := e.cfg
 	if c.Listen == "" {
 		return func() {}, nil
 	}
 	// Tokens of turns of an earlier run are dead with their turns, except
 	// those of turns still running on workers.
-	if n, err := g.st.DeleteTurnTokens(ctx, "", awaited...); err != nil {
+	if n, err := e.st.DeleteTurnTokens(ctx, "", awaited...); err != nil {
 		return nil, err
 	} else if n > 0 {
-		g.log.Info("mcp tokens of earlier turns revoked", "count", n)
+		e.log.Info("mcp tokens of earlier turns revoked", "count", n)
 	}
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
@@ -90,7 +104,7 @@ func (g *Gateway) startMCPHTTP(ctx context.Context, awaited []string) (stop func
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
 	}
 	mux := http.NewServeMux()
-	mux.Handle(mcpserver.HTTPPath, g.mcp.HTTPHandler(mcpserver.HTTPOptions{Tokens: mcpTokens{g.st}, BodyTimeout: c.BodyTimeout}))
+	mux.Handle(mcpserver.HTTPPath, e.server.HTTPHandler(mcpserver.HTTPOptions{Tokens: mcpTokens{e.st}, BodyTimeout: c.BodyTimeout}))
 	// Requests outlive intake (agents of draining turns keep their tools)
 	// and end at stop: a subscriptions/listen stream lasts as long as its
 	// request.
@@ -99,26 +113,26 @@ func (g *Gateway) startMCPHTTP(ctx context.Context, awaited []string) (stop func
 	// handler bounds the body (BodyTimeout) until the token is checked.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cmp.Or(c.IdleTimeout, 2*time.Minute),
 		MaxHeaderBytes: 64 << 10, ConnState: adapters.LimitConnState(nil),
-		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug), BaseContext: func(net.Listener) context.Context { return base }}
+		ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelDebug), BaseContext: func(net.Listener) context.Context { return base }}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			g.log.Error("serve mcp.listen", "addr", c.Listen, "err", err)
+			e.log.Error("serve mcp.listen", "addr", c.Listen, "err", err)
 		}
 	}()
 	u := c.URL
 	if u == "" {
 		u = DefaultMCPURL(ln.Addr().String(), c.CertFile != "")
 	}
-	g.mcpURLMu.Lock()
-	g.mcpURL = u
-	g.mcpURLMu.Unlock()
-	g.log.Info("mcp http endpoint listening", "addr", ln.Addr().String(), "url", u, "tls", c.CertFile != "")
+	e.mu.Lock()
+	e.url = u
+	e.mu.Unlock()
+	e.log.Info("mcp http endpoint listening", "addr", ln.Addr().String(), "url", u, "tls", c.CertFile != "")
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		g.mcp.CloseHTTP(sctx) // ends the open streams, so that Shutdown returns
+		e.server.CloseHTTP(sctx) // ends the open streams, so that Shutdown returns
 		endRequests()
 		if err := srv.Shutdown(sctx); err != nil {
 			srv.Close()
@@ -127,12 +141,12 @@ func (g *Gateway) startMCPHTTP(ctx context.Context, awaited []string) (stop func
 	}, nil
 }
 
-// MCPURL is the MCP HTTP endpoint's URL as agents get it ("" when off or
-// not started yet).
-func (g *Gateway) MCPURL() string {
-	g.mcpURLMu.Lock()
-	defer g.mcpURLMu.Unlock()
-	return g.mcpURL
+// URL is the endpoint's URL as agents get it ("" when off or not started
+// yet).
+func (e *mcpEndpoint) URL() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.url
 }
 
 // DefaultMCPURL is the endpoint's URL for a listen address: an unspecified
@@ -156,18 +170,18 @@ func DefaultMCPURL(addr string, tls bool) string {
 // agents are to use it: SWITCHBOARD_MCP_URL and SWITCHBOARD_MCP_TOKEN. The
 // token expires at the turn's deadline and is revoked when the turn is
 // recorded (store.FinishBatch), or by endTurnToken when it is not.
-func (g *Gateway) turnTokenEnv(ctx context.Context, folder, turn string) []string {
-	url := g.MCPURL()
-	if url == "" || !g.opt.MCPHTTP.PassToAgents {
+func (e *mcpEndpoint) turnTokenEnv(ctx context.Context, folder, turn string) []string {
+	url := e.URL()
+	if url == "" || !e.cfg.PassToAgents {
 		return nil
 	}
-	ttl := g.opt.Agent.Timeout // the turn's deadline: the agent is killed then
+	ttl := e.agentTimeout // the turn's deadline: the agent is killed then
 	if ttl <= 0 {
 		ttl = 24 * time.Hour // no timeout: bounded anyway, revoked at the turn's end
 	}
-	secret, _, err := ops.MintToken(ctx, g.st, folder, turn, ttl)
+	secret, _, err := ops.MintToken(ctx, e.st, folder, turn, ttl)
 	if err != nil {
-		g.log.Error("mint mcp token; the turn gets the socket only", "folder", folder, "turn", turn, "err", err)
+		e.log.Error("mint mcp token; the turn gets the socket only", "folder", folder, "turn", turn, "err", err)
 		return nil
 	}
 	return []string{"SWITCHBOARD_MCP_URL=" + url, "SWITCHBOARD_MCP_TOKEN=" + secret}
@@ -175,11 +189,11 @@ func (g *Gateway) turnTokenEnv(ctx context.Context, folder, turn string) []strin
 
 // endTurnToken revokes a turn's token when the turn ends without being
 // recorded (shutdown, a store error); FinishBatch revoked it otherwise.
-func (g *Gateway) endTurnToken(turn string) {
-	if g.MCPURL() == "" || !g.opt.MCPHTTP.PassToAgents {
+func (e *mcpEndpoint) endTurnToken(turn string) {
+	if e.URL() == "" || !e.cfg.PassToAgents {
 		return
 	}
-	if _, err := g.st.DeleteTurnTokens(context.Background(), turn); err != nil {
-		g.log.Error("revoke mcp token of turn", "turn", turn, "err", err)
+	if _, err := e.st.DeleteTurnTokens(context.Background(), turn); err != nil {
+		e.log.Error("revoke mcp token of turn", "turn", turn, "err", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/store"
 )
 
 // metrics are the gateway's Prometheus metrics, in a registry of their own.
@@ -30,7 +32,15 @@ type metrics struct {
 	lateness       prometheus.Histogram
 }
 
-func newMetrics(g *Gateway) *metrics {
+// statusReader reads the store's size and outbox backlog (store.Status).
+type statusReader interface {
+	Status(ctx context.Context) (store.Status, error)
+}
+
+// newMetrics registers the gateway's metrics: states and st feed the
+// gauges read at scrape time, runner the stale-upload count of a remote
+// runner.
+func newMetrics(states *adapterStates, st statusReader, runner agent.Runner) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_inbound_events_total",
@@ -54,8 +64,8 @@ func newMetrics(g *Gateway) *metrics {
 	}
 	m.reg.MustRegister(m.inbound, m.turns, m.turnSeconds, m.agentFailures, m.outbox, m.rateLimitWaits, m.mcpCalls,
 		m.fires, m.lateness, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		stateCollector{g: g, cache: &storeGauges{}})
-	if sf, ok := g.opt.Runner.(staleFolders); ok {
+		stateCollector{states: states, st: st, cache: &storeGauges{}})
+	if sf, ok := runner.(staleFolders); ok {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchboard_stale_folder_uploads_total",
 			Help: "Folder changes from remote turns refused because the folder had moved on (a stale worker)."},
 			func() float64 { return float64(sf.StaleFolderUploads()) }))
@@ -67,23 +77,13 @@ func newMetrics(g *Gateway) *metrics {
 // them (remote.Runner).
 type staleFolders interface{ StaleFolderUploads() int64 }
 
-// platformLabel is chat's platform as a metric label: the name of an
-// enabled adapter, or "other" for anything else, so that queued rows
-// naming made-up platforms cannot grow a label set without bound.
-func (g *Gateway) platformLabel(chat adapters.JID) string {
-	p := chat.Platform()
-	if _, ok := g.adapters[p]; ok {
-		return p
-	}
-	return "other"
-}
-
 // stateCollector reports, at scrape time, each adapter's connection state
 // and — read from the store at most every storeEvery, however often
 // Prometheus scrapes — the outbox backlog and the store's size.
 type stateCollector struct {
-	g     *Gateway
-	cache *storeGauges
+	states *adapterStates
+	st     statusReader
+	cache  *storeGauges
 }
 
 const storeEvery = 5 * time.Second
@@ -110,7 +110,7 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
-	for name, st := range c.g.AdapterStates() {
+	for name, st := range c.states.snapshot() {
 		for _, s := range []adapters.State{adapters.StateConnecting, adapters.StateConnected, adapters.StateBackingOff, adapters.StateFailed} {
 			v := 0.0
 			if st.State == s {
@@ -124,7 +124,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	defer sg.mu.Unlock()
 	if time.Since(sg.at) > storeEvery {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		s, err := c.g.st.Status(ctx)
+		s, err := c.st.Status(ctx)
 		cancel()
 		if err != nil {
 			return
@@ -176,9 +176,9 @@ func (s *sharedGather) Gather() ([]*dto.MetricFamily, error) {
 	return c.mfs, c.err
 }
 
-// MCPCall counts an MCP tool call; mcpserver reports every call through it.
-func (g *Gateway) mcpCall(tool, outcome string) {
-	g.metrics.mcpCalls.WithLabelValues(tool, outcome).Inc()
+// mcpCall counts an MCP tool call; mcpserver reports every call through it.
+func (m *metrics) mcpCall(tool, outcome string) {
+	m.mcpCalls.WithLabelValues(tool, outcome).Inc()
 }
 
 // NotReady lists what keeps the gateway from being ready: the store not
@@ -188,7 +188,7 @@ func (g *Gateway) NotReady(ctx context.Context) []string {
 	if err := g.st.Ping(ctx); err != nil {
 		out = append(out, "store: "+err.Error())
 	}
-	states := g.AdapterStates()
+	states := g.states.snapshot()
 	for name := range g.adapters {
 		st, ok := states[name]
 		switch {

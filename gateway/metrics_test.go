@@ -78,7 +78,7 @@ func (m *mcpConn) call(tool, args string) (isError bool) {
 func TestMetricsMoveThroughThePipeline(t *testing.T) {
 	rec := newRecorder(t, "")
 	h := newHarness(t, harnessConfig{agent: rec.argv})
-	adapterHost{g: h.g, name: "test"}.SetState(adapters.StateConnected, nil) // the fake adapter reports nothing
+	h.g.host("test").SetState(adapters.StateConnected, nil) // the fake adapter reports nothing
 	before := scrape(t, h.g)
 	h.post(testChat, "m1", "secret words")
 	h.waitSent(testChat, 1)
@@ -157,7 +157,7 @@ func TestNotReadyWhileAnAdapterIsDown(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: []string{"true"}, modify: func(o *Options) {
 		o.Adapters = append(o.Adapters, d)
 	}})
-	adapterHost{g: h.g, name: "test"}.SetState(adapters.StateConnected, nil) // the fake adapter reports nothing
+	h.g.host("test").SetState(adapters.StateConnected, nil) // the fake adapter reports nothing
 	testwait.For(t, 10*time.Second, "ready", func() bool { return len(h.g.NotReady(context.Background())) == 0 })
 	close(d.down)
 	var not []string

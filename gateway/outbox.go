@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"os"
 	"path/filepath"
@@ -11,7 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"switchboard/adapters"
+	"switchboard/groups"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -27,7 +32,7 @@ const (
 // most once each, oldest first per chat, retrying transient failures with
 // backoff and failing permanently dead chats without blocking others.
 type outbox struct {
-	g       *Gateway
+	outboxDeps
 	wakeC   chan struct{}
 	sem     chan struct{}
 	wg      sync.WaitGroup
@@ -40,10 +45,45 @@ type outbox struct {
 	waiters map[string]chan struct{} // outbox key -> closed when the item settles
 }
 
-func newOutbox(g *Gateway) *outbox {
-	return &outbox{g: g, wakeC: make(chan struct{}, 1), sem: make(chan struct{}, sendConcurrency),
+// outboxStore is what the outbox needs of the store: its rows' states.
+type outboxStore interface {
+	NextOutboxAt(ctx context.Context) (time.Time, bool, error)
+	DueOutbox(ctx context.Context, now time.Time, limit int) ([]store.OutboxItem, error)
+	OutboxDefer(ctx context.Context, id int64, next time.Time) error
+	ClaimOutbox(ctx context.Context, id int64) (bool, error)
+	OutboxSent(ctx context.Context, id int64, platformID adapters.MessageID, bot *store.Message) error
+	OutboxPartSent(ctx context.Context, id int64, n int, platformID adapters.MessageID, bot *store.Message) error
+	OutboxRetry(ctx context.Context, id int64, next time.Time, reason string) error
+	OutboxFailed(ctx context.Context, id int64, reason string) error
+}
+
+// outboxDeps is what the outbox works with.
+type outboxDeps struct {
+	st         outboxStore
+	queue      func(context.Context, ops.SendRequest) (store.OutboxItem, error) // store a row (ops.QueueSend)
+	adapters   adapterSet
+	layout     groups.Layout                                 // group folders, for files sent
+	spoke      func(chat adapters.JID, topic, folder string) // the bot spoke for folder: follow-ups engage (engagements.start)
+	deliveries *prometheus.CounterVec                        // switchboard_outbox_deliveries_total
+	rateLimits *prometheus.CounterVec                        // switchboard_rate_limit_waits_total
+	hooks      *testHooks
+	log        *slog.Logger
+}
+
+func newOutbox(d outboxDeps) *outbox {
+	return &outbox{outboxDeps: d, wakeC: make(chan struct{}, 1), sem: make(chan struct{}, sendConcurrency),
 		drainC: make(chan struct{}), stopped: make(chan struct{}),
 		paused: map[string]time.Time{}, waiters: map[string]chan struct{}{}}
+}
+
+// send queues req (ops.QueueSend) and wakes the outbox: the one way
+// anything the gateway says reaches a chat.
+func (o *outbox) send(ctx context.Context, req ops.SendRequest) (store.OutboxItem, error) {
+	it, err := o.queue(ctx, req)
+	if err == nil {
+		o.wake()
+	}
+	return it, err
 }
 
 func (o *outbox) wake() {
@@ -68,7 +108,7 @@ func (o *outbox) run(ctx context.Context) {
 			}
 		}
 		wait := time.Second
-		if at, ok, err := o.g.st.NextOutboxAt(ctx); err == nil && ok {
+		if at, ok, err := o.st.NextOutboxAt(ctx); err == nil && ok {
 			wait = min(wait, max(time.Until(at), 0))
 		}
 		t := time.NewTimer(wait)
@@ -111,10 +151,10 @@ func (o *outbox) drain(timeout time.Duration) bool {
 // sendDue claims the due chat heads and starts their delivery; it returns
 // how many it claimed.
 func (o *outbox) sendDue(ctx context.Context) int {
-	items, err := o.g.st.DueOutbox(ctx, time.Now(), 256)
+	items, err := o.st.DueOutbox(ctx, time.Now(), 256)
 	if err != nil {
 		if ctx.Err() == nil {
-			o.g.log.Error("read outbox", "err", err)
+			o.log.Error("read outbox", "err", err)
 		}
 		return 0
 	}
@@ -122,8 +162,8 @@ func (o *outbox) sendDue(ctx context.Context) int {
 	for _, it := range items {
 		if until := o.pausedUntil(it.ChatJID.Platform()); !until.IsZero() {
 			// The platform is rate limited: wait without counting an attempt.
-			if err := o.g.st.OutboxDefer(ctx, it.ID, until); err != nil && ctx.Err() == nil {
-				o.g.log.Error("defer outbox item", "outbox", it.ID, "err", err)
+			if err := o.st.OutboxDefer(ctx, it.ID, until); err != nil && ctx.Err() == nil {
+				o.log.Error("defer outbox item", "outbox", it.ID, "err", err)
 			}
 			continue
 		}
@@ -132,7 +172,7 @@ func (o *outbox) sendDue(ctx context.Context) int {
 		select {
 		case o.sem <- struct{}{}:
 		default:
-			if h := o.g.hooks.senderWait; h != nil {
+			if h := o.hooks.senderWait; h != nil {
 				h()
 			}
 			select {
@@ -141,11 +181,11 @@ func (o *outbox) sendDue(ctx context.Context) int {
 				return n
 			}
 		}
-		claimed, err := o.g.st.ClaimOutbox(ctx, it.ID)
+		claimed, err := o.st.ClaimOutbox(ctx, it.ID)
 		if err != nil || !claimed {
 			<-o.sem
 			if err != nil && ctx.Err() == nil {
-				o.g.log.Error("claim outbox item", "jid", it.ChatJID, "outbox", it.ID, "err", err)
+				o.log.Error("claim outbox item", "jid", it.ChatJID, "outbox", it.ID, "err", err)
 			}
 			continue
 		}
@@ -165,9 +205,8 @@ func (o *outbox) sendDue(ctx context.Context) int {
 // deliver sends one claimed item and records the outcome.
 func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 	defer o.finished(it.Key)
-	g := o.g
 	chat := it.ChatJID
-	a, ok := g.adapters[chat.Platform()]
+	a, ok := o.adapters[chat.Platform()]
 	if !ok {
 		o.fail(ctx, it, fmt.Errorf("%w: %s", adapters.ErrNoAdapter, chat.Platform()))
 		return
@@ -188,20 +227,20 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		// The bot has spoken: follow-ups engage from now, before anyone
 		// can see the message stored.
 		if it.Folder != "" && it.Kind != store.OutboxNotice {
-			g.engage.start(it.ChatJID, it.Topic, it.Folder, g.opt.EngageTTL)
+			o.spoke(it.ChatJID, it.Topic, it.Folder)
 		}
-		g.metrics.outbox.WithLabelValues(g.platformLabel(chat), "sent").Inc()
-		if err := g.st.OutboxSent(context.WithoutCancel(ctx), it.ID, id, bot); err != nil {
-			g.log.Error("record delivery", "jid", it.ChatJID, "outbox", it.ID, "err", err)
+		o.deliveries.WithLabelValues(o.adapters.platformLabel(chat), "sent").Inc()
+		if err := o.st.OutboxSent(context.WithoutCancel(ctx), it.ID, id, bot); err != nil {
+			o.log.Error("record delivery", "jid", it.ChatJID, "outbox", it.ID, "err", err)
 			return
 		}
-		g.notifyStored(it.ChatJID, bot.Seq)
+		o.adapters.notifyStored(it.ChatJID, bot.Seq)
 	case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrUnsupported) || errors.Is(err, adapters.ErrFormat):
 		o.fail(ctx, it, err)
 	case errors.As(err, &ra):
-		g.metrics.rateLimitWaits.WithLabelValues(chat.Platform()).Inc()
+		o.rateLimits.WithLabelValues(chat.Platform()).Inc()
 		o.pause(chat.Platform(), ra.Wait)
-		if h := g.hooks.paused; h != nil {
+		if h := o.hooks.paused; h != nil {
 			h(chat.Platform())
 		}
 		o.retry(ctx, it, ra.Wait, err)
@@ -243,17 +282,17 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 		if n == len(parts)-1 {
 			return first, bot, nil
 		}
-		if err := o.g.st.OutboxPartSent(context.WithoutCancel(ctx), it.ID, n+1, id, bot); err != nil {
+		if err := o.st.OutboxPartSent(context.WithoutCancel(ctx), it.ID, n+1, id, bot); err != nil {
 			return "", nil, fmt.Errorf("record part %d of %d: %w", n+1, len(parts), err)
 		}
-		o.g.notifyStored(it.ChatJID, bot.Seq)
+		o.adapters.notifyStored(it.ChatJID, bot.Seq)
 	}
 	return first, o.botMessage(it, first, ""), nil // every part was sent before a crash
 }
 
 func (o *outbox) botMessage(it store.OutboxItem, id adapters.MessageID, text string) *store.Message {
 	platform := it.ChatJID.Platform()
-	return &store.Message{ChatJID: it.ChatJID, ID: id, Sender: o.g.botJID(platform), SenderName: "switchboard",
+	return &store.Message{ChatJID: it.ChatJID, ID: id, Sender: o.adapters.botJID(platform), SenderName: "switchboard",
 		Text: text, Topic: it.Topic, ReplyTo: it.ReplyTo, Verb: adapters.VerbMessage, FromBot: true, Time: time.Now()}
 }
 
@@ -265,7 +304,7 @@ func (o *outbox) sendFile(ctx context.Context, a adapters.Adapter, it store.Outb
 	if !ok {
 		return "", nil, adapters.Unsupported(a.Name(), "send_file")
 	}
-	f, fi, err := openGroupFile(o.g.layout.Dir(it.Folder), it.FilePath)
+	f, fi, err := openGroupFile(o.layout.Dir(it.Folder), it.FilePath)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", adapters.ErrPermanent, err)
 	}
@@ -353,17 +392,17 @@ func (o *outbox) finished(key string) {
 }
 
 func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Duration, cause error) {
-	o.g.metrics.outbox.WithLabelValues(o.g.platformLabel(it.ChatJID), "retried").Inc()
-	o.g.log.Warn("delivery will be retried", "jid", it.ChatJID, "outbox", it.ID, "attempt", it.Attempts, "wait", wait, "err", cause)
-	if err := o.g.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().Add(wait), cause.Error()); err != nil {
-		o.g.log.Error("record delivery retry", "outbox", it.ID, "err", err)
+	o.deliveries.WithLabelValues(o.adapters.platformLabel(it.ChatJID), "retried").Inc()
+	o.log.Warn("delivery will be retried", "jid", it.ChatJID, "outbox", it.ID, "attempt", it.Attempts, "wait", wait, "err", cause)
+	if err := o.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().Add(wait), cause.Error()); err != nil {
+		o.log.Error("record delivery retry", "outbox", it.ID, "err", err)
 	}
 }
 
 func (o *outbox) fail(ctx context.Context, it store.OutboxItem, cause error) {
-	o.g.metrics.outbox.WithLabelValues(o.g.platformLabel(it.ChatJID), "failed").Inc()
-	o.g.log.Warn("delivery failed permanently", "jid", it.ChatJID, "outbox", it.ID, "err", cause)
-	if err := o.g.st.OutboxFailed(context.WithoutCancel(ctx), it.ID, cause.Error()); err != nil {
-		o.g.log.Error("record delivery failure", "outbox", it.ID, "err", err)
+	o.deliveries.WithLabelValues(o.adapters.platformLabel(it.ChatJID), "failed").Inc()
+	o.log.Warn("delivery failed permanently", "jid", it.ChatJID, "outbox", it.ID, "err", cause)
+	if err := o.st.OutboxFailed(context.WithoutCancel(ctx), it.ID, cause.Error()); err != nil {
+		o.log.Error("record delivery failure", "outbox", it.ID, "err", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 func (h *harness) send(chat, key, text, folder string) {
 	h.t.Helper()
-	if _, err := h.g.send(context.Background(), ops.SendRequest{Chat: adapters.JID(chat), Text: text, Key: key, Folder: folder}); err != nil {
+	if _, err := h.g.outbox.send(context.Background(), ops.SendRequest{Chat: adapters.JID(chat), Text: text, Key: key, Folder: folder}); err != nil {
 		h.t.Fatal(err)
 	}
 }

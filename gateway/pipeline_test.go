@@ -366,11 +366,11 @@ func TestObservedContext(t *testing.T) {
 	h.post(testChat, "m1", "elsewhere") // a turn in another chat must not take them
 	h.waitSent(testChat, 1)
 	ctx := context.Background()
-	if _, err := h.g.inject(ctx, ops.InjectRequest{Chat: adapters.JID(obs), Text: "now answer"}); err != nil {
+	if _, err := h.g.intake.inject(ctx, ops.InjectRequest{Chat: adapters.JID(obs), Text: "now answer"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitSent(obs, 1)
-	if _, err := h.g.inject(ctx, ops.InjectRequest{Chat: adapters.JID(obs), Text: "again"}); err != nil {
+	if _, err := h.g.intake.inject(ctx, ops.InjectRequest{Chat: adapters.JID(obs), Text: "again"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitSent(obs, 2)
@@ -421,7 +421,7 @@ func TestEngagementTriggersObserveRoute(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.g.inject(context.Background(), ops.InjectRequest{Chat: adapters.JID(obs), Text: "say hi"}); err != nil {
+	if _, err := h.g.intake.inject(context.Background(), ops.InjectRequest{Chat: adapters.JID(obs), Text: "say hi"}); err != nil {
 		t.Fatal(err)
 	}
 	botSpoke(2)
@@ -445,8 +445,8 @@ func TestUnroutedMessageStoredWithoutTurn(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: rec.argv, routes: []routing.Route{{Match: map[string]string{"chat_jid": testChat}, Target: "main"}}})
 	h.post("test:nowhere/1", "u1", "anyone?")
 	h.post("test:nowhere/1", "u1", "anyone?") // a redelivery is not counted again
-	if h.g.unroutedCount() != 1 {
-		t.Errorf("unrouted = %d", h.g.unroutedCount())
+	if h.g.intake.unroutedCount() != 1 {
+		t.Errorf("unrouted = %d", h.g.intake.unroutedCount())
 	}
 	if len(h.pending()) != 0 {
 		t.Fatal("an unrouted message queued work")
@@ -550,7 +550,7 @@ func TestGroupCommitIsolatesFailure(t *testing.T) {
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	reqs = append(reqs, &commitReq{ctx: cancelled, done: make(chan struct{}), msg: store.Message{ChatJID: testChat, ID: "gone", Text: "x"}})
-	h.g.commits.commitBatch(reqs)
+	h.g.intake.commits.commitBatch(reqs)
 	for i, r := range reqs {
 		<-r.done
 		wantErr := i == 2 || i == 5
@@ -608,7 +608,7 @@ func TestMessagesWhileWaitingForSlotJoinTheTurn(t *testing.T) {
 		}})
 	h.post("test:f1/a", "a1", "hold the slot")
 	testwait.For(t, 10*time.Second, "f1's turn to start", func() bool {
-		id, _ := h.g.runningTurn("f1")
+		id, _ := h.g.active.running("f1")
 		return id != ""
 	})
 	h.post("test:f2/b", "b0", "waiting")
@@ -649,7 +649,7 @@ func TestBotEchoStoredWithoutTurn(t *testing.T) {
 	if p := h.pending(); len(p) != 0 {
 		t.Fatalf("the echo queued a turn for %v", p)
 	}
-	if h.g.unroutedCount() != 0 {
+	if h.g.intake.unroutedCount() != 0 {
 		t.Errorf("the echo was counted as unrouted")
 	}
 	// The next user message runs alone: the echo is not part of its batch.

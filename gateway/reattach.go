@@ -29,70 +29,82 @@ type interrupted struct {
 // the store: turns to await (with a Reattacher, those with an id) are kept
 // for their folders' workers, every other one counts as a crashed attempt.
 // It returns the ids of the kept turns.
-func (g *Gateway) recoverStarted(ctx context.Context) ([]string, error) {
+func (t *turns) recoverStarted(ctx context.Context) ([]string, error) {
 	var keep []string
-	if _, ok := g.opt.Runner.(agent.Reattacher); ok {
-		its, err := g.st.InterruptedTurns(ctx)
+	if _, ok := t.runner.(agent.Reattacher); ok {
+		its, err := t.st.InterruptedTurns(ctx)
 		if err != nil {
 			return nil, err
 		}
-		g.interrupted.mu.Lock()
-		g.interrupted.m = map[string][]store.Interrupted{}
-		for _, it := range its {
-			if it.TurnID == "" {
-				continue
-			}
-			keep = append(keep, it.TurnID)
-			g.interrupted.m[it.Folder] = append(g.interrupted.m[it.Folder], it)
-		}
-		g.interrupted.mu.Unlock()
+		keep = t.interrupted.set(its)
 		if len(keep) > 0 {
-			g.log.Warn("turns interrupted by a stop are awaited on their workers", "turns", len(keep))
+			t.log.Warn("turns interrupted by a stop are awaited on their workers", "turns", len(keep))
 		}
 	}
-	n, err := g.st.RecoverStarted(ctx, keep...)
+	n, err := t.st.RecoverStarted(ctx, keep...)
 	if err != nil {
 		return nil, err
 	}
 	if n > 0 {
-		g.log.Warn("turns interrupted by a crash count as failed attempts", "work_rows", n)
+		t.log.Warn("turns interrupted by a crash count as failed attempts", "work_rows", n)
 	}
 	return keep, nil
 }
 
 // nextInterrupted takes folder's next turn to await, if any.
-func (g *Gateway) nextInterrupted(folder string) (store.Interrupted, bool) {
-	g.interrupted.mu.Lock()
-	defer g.interrupted.mu.Unlock()
-	its := g.interrupted.m[folder]
+func (t *turns) nextInterrupted(folder string) (store.Interrupted, bool) {
+	return t.interrupted.next(folder)
+}
+
+// set keeps the turns of its that have an id, by folder, and returns
+// their ids.
+func (in *interrupted) set(its []store.Interrupted) (ids []string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.m = map[string][]store.Interrupted{}
+	for _, it := range its {
+		if it.TurnID == "" {
+			continue
+		}
+		ids = append(ids, it.TurnID)
+		in.m[it.Folder] = append(in.m[it.Folder], it)
+	}
+	return ids
+}
+
+// next takes folder's next turn to await, if any.
+func (in *interrupted) next(folder string) (store.Interrupted, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	its := in.m[folder]
 	if len(its) == 0 {
 		return store.Interrupted{}, false
 	}
 	if len(its) == 1 {
-		delete(g.interrupted.m, folder)
+		delete(in.m, folder)
 	} else {
-		g.interrupted.m[folder] = its[1:]
+		in.m[folder] = its[1:]
 	}
 	return its[0], true
 }
 
-// requeueInterrupted puts it back first in its folder's turns to await.
-func (g *Gateway) requeueInterrupted(it store.Interrupted) {
-	g.interrupted.mu.Lock()
-	defer g.interrupted.mu.Unlock()
-	g.interrupted.m[it.Folder] = append([]store.Interrupted{it}, g.interrupted.m[it.Folder]...)
+// requeue puts it back first in its folder's turns to await.
+func (in *interrupted) requeue(it store.Interrupted) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.m[it.Folder] = append([]store.Interrupted{it}, in.m[it.Folder]...)
 }
 
 // awaitTurn awaits the outcome of a turn a stopped gateway started and
 // records it; an outcome that never came counts as a crashed attempt. It
 // returns the folder's backoff, as runTurn.
-func (g *Gateway) awaitTurn(ctx context.Context, it store.Interrupted) time.Duration {
-	b, ok, err := g.st.StartedBatch(ctx, it.TurnID)
+func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Duration {
+	b, ok, err := t.st.StartedBatch(ctx, it.TurnID)
 	if err != nil {
 		if ctx.Err() == nil {
-			g.log.Error("load interrupted turn", "folder", it.Folder, "turn", it.TurnID, "err", err)
+			t.log.Error("load interrupted turn", "folder", it.Folder, "turn", it.TurnID, "err", err)
 		}
-		g.requeueInterrupted(it)
+		t.interrupted.requeue(it)
 		return time.Second
 	}
 	if !ok {
@@ -103,40 +115,40 @@ func (g *Gateway) awaitTurn(ctx context.Context, it store.Interrupted) time.Dura
 		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: it.Started}
 	session := ""
 	if !isolatedTurn(b) {
-		if session, err = g.st.Session(ctx, b.Folder, b.ChatJID, b.Topic); err != nil {
+		if session, err = t.st.Session(ctx, b.Folder, b.ChatJID, b.Topic); err != nil {
 			if ctx.Err() == nil {
-				g.log.Error("load session", "folder", b.Folder, "err", err)
+				t.log.Error("load session", "folder", b.Folder, "err", err)
 			}
-			g.requeueInterrupted(it)
+			t.interrupted.requeue(it)
 			return time.Second
 		}
 	}
-	g.log.Info("awaiting the outcome of a turn interrupted by a stop", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID,
+	t.log.Info("awaiting the outcome of a turn interrupted by a stop", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID,
 		"started", it.Started)
-	g.turnStarted(turn.ID, b) // its agent may still call its tools
-	res, err := g.opt.Runner.(agent.Reattacher).Await(ctx, turn.ID, it.Started.Add(g.opt.Agent.Timeout))
+	t.active.started(turn.ID, b) // its agent may still call its tools
+	res, err := t.runner.(agent.Reattacher).Await(ctx, turn.ID, it.Started.Add(t.agent.Timeout))
 	if errors.Is(err, agent.ErrNoOutcome) {
-		g.turnFinished(turn.ID)
-		if _, rerr := g.st.RecoverTurn(context.WithoutCancel(ctx), turn.ID); rerr != nil {
-			g.log.Error("record interrupted turn", "folder", b.Folder, "turn", turn.ID, "err", rerr)
-			g.requeueInterrupted(it) // its rows are still started: not a new batch
+		t.active.finished(turn.ID)
+		if _, rerr := t.st.RecoverTurn(context.WithoutCancel(ctx), turn.ID); rerr != nil {
+			t.log.Error("record interrupted turn", "folder", b.Folder, "turn", turn.ID, "err", rerr)
+			t.interrupted.requeue(it) // its rows are still started: not a new batch
 			return time.Second
 		}
-		g.log.Warn("interrupted turn's outcome never came; counted as a crashed attempt", "folder", b.Folder, "turn", turn.ID, "err", err)
+		t.log.Warn("interrupted turn's outcome never came; counted as a crashed attempt", "folder", b.Folder, "turn", turn.ID, "err", err)
 		return 0
 	}
 	// What the agent sent through its tools before the stop answered those
 	// chats, as markReplied records it while a turn runs: its stdout reply
 	// is not sent to them as well.
-	chats, cerr := g.st.OutboxChatsSince(context.WithoutCancel(ctx), b.Folder, mcpKeyPrefix, it.Started)
+	chats, cerr := t.st.OutboxChatsSince(context.WithoutCancel(ctx), b.Folder, mcpKeyPrefix, it.Started)
 	if cerr != nil {
-		g.log.Error("read what an interrupted turn sent", "folder", b.Folder, "turn", turn.ID, "err", cerr)
+		t.log.Error("read what an interrupted turn sent", "folder", b.Folder, "turn", turn.ID, "err", cerr)
 	}
 	for _, c := range chats {
-		g.markReplied(b.Folder, c)
+		t.active.markReplied(b.Folder, c)
 	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrFailed) {
 		err = fmt.Errorf("%w: %v", agent.ErrFailed, err)
 	}
-	return g.recordTurn(ctx, b, turn, session, res, err)
+	return t.recordTurn(ctx, b, turn, session, res, err)
 }

@@ -31,12 +31,12 @@ func sessionLost(res agent.Result, err error) bool {
 // chat for good: the batch's last attempt, after the agent failed on an
 // earlier one, starts a fresh session (which replaces the stored one if
 // the attempt succeeds).
-func (g *Gateway) attemptSession(b store.Batch, turn store.Turn, stored string) string {
+func (t *turns) attemptSession(b store.Batch, turn store.Turn, stored string) string {
 	first := b.Items[0]
 	if stored == "" || first.Attempts == 0 || turn.Attempt < maxAttempts {
 		return stored
 	}
-	g.log.Warn("last attempt runs in a fresh session", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID,
+	t.log.Warn("last attempt runs in a fresh session", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID,
 		"attempt", turn.Attempt, "session", stored)
 	return ""
 }
@@ -44,16 +44,16 @@ func (g *Gateway) attemptSession(b store.Batch, turn store.Turn, stored string) 
 // dropLostSession forgets the chat's session when a turn that resumed it
 // failed because the agent does not have it, so that the retry (or the
 // chat's next message) starts fresh instead of failing the same way.
-func (g *Gateway) dropLostSession(ctx context.Context, b store.Batch, turnID, session string, res agent.Result, err error) {
+func (t *turns) dropLostSession(ctx context.Context, b store.Batch, turnID, session string, res agent.Result, err error) {
 	if session == "" || !sessionLost(res, err) {
 		return
 	}
-	dropped, derr := g.st.DropSession(context.WithoutCancel(ctx), b.Folder, b.ChatJID, b.Topic, session)
+	dropped, derr := t.st.DropSession(context.WithoutCancel(ctx), b.Folder, b.ChatJID, b.Topic, session)
 	if derr != nil {
-		g.log.Error("drop lost session", "folder", b.Folder, "jid", b.ChatJID, "turn", turnID, "session", session, "err", derr)
+		t.log.Error("drop lost session", "folder", b.Folder, "jid", b.ChatJID, "turn", turnID, "session", session, "err", derr)
 		return
 	}
 	if dropped {
-		g.log.Warn("agent lost the session; the next attempt starts a fresh one", "folder", b.Folder, "jid", b.ChatJID, "turn", turnID, "session", session)
+		t.log.Warn("agent lost the session; the next attempt starts a fresh one", "folder", b.Folder, "jid", b.ChatJID, "turn", turnID, "session", session)
 	}
 }

@@ -8,44 +8,45 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/agent"
-	"switchboard/mcpserver"
 	"switchboard/store"
 )
 
 // spend is what the gateway keeps about the cost of turns: the usage
-// counters (labelled by tier only; per-folder figures are read from the
-// store by the status page and the CLI) and the groups' budgets.
+// counters, labelled by tier only; per-folder figures are read from the
+// store by the status page and the CLI. The groups' budgets are the
+// budget guard's (guard_budget.go).
 type spend struct {
-	cost    *prometheus.CounterVec
-	tokens  *prometheus.CounterVec
-	budgets budgets // budget.go
+	cost   *prometheus.CounterVec
+	tokens *prometheus.CounterVec
 }
 
-func (s *spend) init(g *Gateway) {
+func newSpend(reg prometheus.Registerer) *spend {
+	s := &spend{}
 	s.cost = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_turn_cost_usd_total",
 		Help: "US dollars agent turns reported spending, by the folder's tier (0-3)."}, []string{"folder_tier"})
 	s.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_turn_tokens_total",
 		Help: "Tokens agent turns reported, by the folder's tier (0-3) and kind (input, output, cache_creation, cache_read)."},
 		[]string{"folder_tier", "kind"})
-	g.metrics.reg.MustRegister(s.cost, s.tokens)
+	reg.MustRegister(s.cost, s.tokens)
+	return s
 }
 
 // recordUsage sets turn's usage from what the agent printed and what it
 // reported over MCP during the turn, priced at agent.price when it
 // reported tokens and no cost.
-func (g *Gateway) recordUsage(ctx context.Context, turn *store.Turn, session string, res agent.Result) {
+func (t *turns) recordUsage(ctx context.Context, turn *store.Turn, session string, res agent.Result) {
 	u := res.Usage
 	if session != "" && res.SessionID == session {
-		u = g.sinceSession(ctx, turn.Folder, session, u)
+		u = t.sinceSession(ctx, turn.Folder, session, u)
 	}
 	if res.SessionID != "" {
 		turn.SessionID = res.SessionID // also on a failed turn: its running total counts for the next one
 	}
 	// Each report was Checked where it was read (a worker's outcome on
 	// NATS included); the sum, priced, is checked again.
-	u = g.opt.Price.Charge(u.Add(g.reportedUsage(turn.ID))).Checked()
+	u = t.price.Charge(u.Add(t.active.reported(turn.ID))).Checked()
 	if u.Refused != "" {
-		g.log.Warn("usage refused", "turn_id", turn.ID, "folder", turn.Folder, "reason", u.Refused)
+		t.log.Warn("usage refused", "turn_id", turn.ID, "folder", turn.Folder, "reason", u.Refused)
 	}
 	turn.Usage = store.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheCreationTokens: u.CacheCreationTokens, CacheReadTokens: u.CacheReadTokens, NumTurns: u.NumTurns,
@@ -53,11 +54,11 @@ func (g *Gateway) recordUsage(ctx context.Context, turn *store.Turn, session str
 	if u.IsZero() {
 		return
 	}
-	tier := strconv.Itoa(min(max(g.tierOf(turn.Folder), 0), 3))
-	addCount(g.spend.cost.WithLabelValues(tier), u.CostUSD)
+	tier := strconv.Itoa(min(max(t.tierOf(turn.Folder), 0), 3))
+	addCount(t.spend.cost.WithLabelValues(tier), u.CostUSD)
 	for kind, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens,
 		"cache_creation": u.CacheCreationTokens, "cache_read": u.CacheReadTokens} {
-		addCount(g.spend.tokens.WithLabelValues(tier, kind), float64(n))
+		addCount(t.spend.tokens.WithLabelValues(tier, kind), float64(n))
 	}
 }
 
@@ -73,48 +74,21 @@ func addCount(c prometheus.Counter, v float64) {
 // sinceSession is what u, printed by a turn of a resumed session, adds to
 // the session's earlier turns: a resumed Claude Code session prints its
 // running total cost, a resumed Codex thread its running token totals.
-func (g *Gateway) sinceSession(ctx context.Context, folder, session string, u agent.Usage) agent.Usage {
+func (t *turns) sinceSession(ctx context.Context, folder, session string, u agent.Usage) agent.Usage {
 	if u.SessionCost > 0 {
-		prev, err := g.st.SessionCost(ctx, folder, session)
+		prev, err := t.st.SessionCost(ctx, folder, session)
 		if err != nil && ctx.Err() == nil {
-			g.log.Warn("read the session's previous cost; the turn is charged the session's total", "folder", folder, "err", err)
+			t.log.Warn("read the session's previous cost; the turn is charged the session's total", "folder", folder, "err", err)
 		}
 		u = u.Since(prev)
 	}
 	if u.SessionTotal {
-		prev, err := g.st.SessionTokens(ctx, folder, session)
+		prev, err := t.st.SessionTokens(ctx, folder, session)
 		if err != nil && ctx.Err() == nil {
-			g.log.Warn("read the session's earlier tokens; the turn is charged the session's total", "folder", folder, "err", err)
+			t.log.Warn("read the session's earlier tokens; the turn is charged the session's total", "folder", folder, "err", err)
 		}
 		u = u.TokensSince(agent.Usage{InputTokens: prev.InputTokens, OutputTokens: prev.OutputTokens,
 			CacheCreationTokens: prev.CacheCreationTokens, CacheReadTokens: prev.CacheReadTokens})
 	}
 	return u
-}
-
-// reportedUsage is what the running turn id reported over MCP.
-func (g *Gateway) reportedUsage(id string) agent.Usage {
-	g.active.mu.Lock()
-	defer g.active.mu.Unlock()
-	if t := g.active.m[id]; t != nil {
-		return t.usage
-	}
-	return agent.Usage{}
-}
-
-// ReportUsage implements mcpserver.Spend: report_usage adds to folder's running turn.
-func (b mcpBackend) ReportUsage(folder string, r mcpserver.UsageReport) bool {
-	u := agent.Report{CostUSD: r.CostUSD, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
-		CacheCreationInputTokens: r.CacheCreationTokens, CacheReadInputTokens: r.CacheReadTokens, NumTurns: r.NumTurns,
-		DurationAPIMS: r.APIMS}.Usage()
-	g := b.g
-	g.active.mu.Lock()
-	defer g.active.mu.Unlock()
-	for _, t := range g.active.m {
-		if t.batch.Folder == folder {
-			t.usage = t.usage.Add(u)
-			return true
-		}
-	}
-	return false
 }

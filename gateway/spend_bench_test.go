@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkBudgetCheck is the check that runs at the start of every turn
-// (holdForBudget → budgetHold): with no budget (no query), and with
+// (budgetGuard.check → budgetGuard.hold): with no budget (no query), and with
 // daily and monthly caps on a group and its parent over a month of 2000
 // turns. It does not run in Deliver; compare with BenchmarkDeliver.
 func BenchmarkBudgetCheck(b *testing.B) {
@@ -28,7 +28,7 @@ func BenchmarkBudgetCheck(b *testing.B) {
 	}
 	b.Run("no budgets", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := h.g.budgetHold(ctx, "main/a/b", now); err != nil {
+			if _, err := h.g.budget.hold(ctx, "main/a/b", now); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -38,12 +38,12 @@ func BenchmarkBudgetCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := h.g.loadBudgets(ctx); err != nil {
+	if err := h.g.budget.load(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("two budgets above", func(b *testing.B) {
 		for b.Loop() {
-			if hold, err := h.g.budgetHold(ctx, "main/a/b", now); err != nil || hold != nil {
+			if hold, err := h.g.budget.hold(ctx, "main/a/b", now); err != nil || hold != nil {
 				b.Fatal(hold, err)
 			}
 		}

@@ -91,7 +91,7 @@ echo "reply $n"; echo '{"switchboard_usage": {"cost_usd": 1}}'`
 		t.Fatal(err)
 	}
 	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.spend.budgets.byFolder.Load()
+		m := h.g.budget.byFolder.Load()
 		return m != nil && len(*m) == 1
 	})
 	h.post(testChat, "m1", "one")
@@ -151,7 +151,7 @@ func TestBudgetSkipsTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.spend.budgets.byFolder.Load()
+		m := h.g.budget.byFolder.Load()
 		return m != nil && len(*m) == 1
 	})
 	h.post(testChat, "m1", "spend it") // main spends $3 of its $2
@@ -195,7 +195,7 @@ func TestTaskRunShowsCost(t *testing.T) {
 	h.waitSent(testChat, 1)
 	var runs []store.TaskRun
 	testwait.For(t, 10*time.Second, "the run settled", func() bool {
-		runs, err = mcpBackend{g: h.g}.TaskRuns(ctx, task.ID, 10)
+		runs, err = h.g.backend.TaskRuns(ctx, task.ID, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestBudgetHoldSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.spend.budgets.byFolder.Load()
+		m := h.g.budget.byFolder.Load()
 		return m != nil && len(*m) == 1
 	})
 	h.post(testChat, "m1", "one")
@@ -288,7 +288,7 @@ func TestBudgetSkipsTaskRunsOfAHeldChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.spend.budgets.byFolder.Load()
+		m := h.g.budget.byFolder.Load()
 		return m != nil && len(*m) == 1
 	})
 	h.post(testChat, "m1", "spend it")
@@ -312,7 +312,7 @@ func TestBudgetSkipsTaskRunsOfAHeldChat(t *testing.T) {
 	h.g.sched.Wake()
 	var runs []store.TaskRun
 	testwait.For(t, 10*time.Second, "the task's runs settled", func() bool {
-		runs, err = mcpBackend{g: h.g}.TaskRuns(ctx, task.ID, 100)
+		runs, err = h.g.backend.TaskRuns(ctx, task.ID, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,11 +368,11 @@ echo "answered $SWITCHBOARD_TRIGGER"; echo '{"switchboard_usage": {"cost_usd": 2
 		t.Fatal(err)
 	}
 	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.spend.budgets.byFolder.Load()
+		m := h.g.budget.byFolder.Load()
 		return m != nil && len(*m) == 1
 	})
 	h.post(testChat, "m1", "spend it")
-	testwait.For(t, 10*time.Second, "m1's turn running", func() bool { _, at := h.g.runningTurn("main"); return at != nil })
+	testwait.For(t, 10*time.Second, "m1's turn running", func() bool { _, at := h.g.active.running("main"); return at != nil })
 	h.post(testChat, "m2", "queued")
 	now := time.Now()
 	task, err := scheduler.NewTask(scheduler.TaskSpec{Folder: "main", ChatJID: testChat, Prompt: "report", Schedule: "@every 1h"}, "UTC", now)

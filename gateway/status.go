@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"context"
-	"maps"
+	"log/slog"
 	"os"
-	"slices"
 	"time"
 
 	"switchboard/ops"
+	"switchboard/store"
 )
 
 // heartbeatEvery is how often the poll loop writes the heartbeat.
@@ -16,45 +16,64 @@ const heartbeatEvery = 5 * time.Second
 // processStart is when this process started: the heartbeat's Started.
 var processStart = time.Now()
 
-// persistStatus writes the adapters' states when they changed and a
-// heartbeat now and then; the poll loop calls it.
-func (g *Gateway) persistStatus(ctx context.Context, beat bool) {
-	g.states.mu.Lock()
-	dirty := g.states.dirty
-	g.states.dirty = false
-	states := make(map[string]ops.AdapterStatus, len(g.states.m))
-	for k, v := range g.states.m {
-		states[k] = v
-	}
-	g.states.mu.Unlock()
-	if dirty {
+// statusSink persists the runtime status that `switchboard status` reads.
+type statusSink interface {
+	WriteAdapterStatus(ctx context.Context, name string, s ops.AdapterStatus) error
+	WriteHeartbeat(ctx context.Context, h ops.Heartbeat) error
+}
+
+// storeStatus is the statusSink over the store (control's status rows).
+type storeStatus struct{ st *store.Store }
+
+func (s storeStatus) WriteAdapterStatus(ctx context.Context, name string, a ops.AdapterStatus) error {
+	return ops.WriteAdapterStatus(ctx, s.st, name, a)
+}
+
+func (s storeStatus) WriteHeartbeat(ctx context.Context, h ops.Heartbeat) error {
+	return ops.WriteHeartbeat(ctx, s.st, h)
+}
+
+// statusWriter persists the adapters' states and the gateway's heartbeat,
+// so that `switchboard status` can tell a running gateway from a stopped
+// or dead one.
+type statusWriter struct {
+	sink     statusSink
+	states   *adapterStates
+	adapters []string // the enabled adapters' names
+	warning  string   // Options.Warning
+	log      *slog.Logger
+}
+
+// persist writes the adapters' states when they changed and a heartbeat
+// when beat is set; the poll loop calls it.
+func (w statusWriter) persist(ctx context.Context, beat bool) {
+	if states, dirty := w.states.takeDirty(); dirty {
 		for name, st := range states {
-			if err := ops.WriteAdapterStatus(ctx, g.st, name, st); err != nil && ctx.Err() == nil {
-				g.log.Error("persist adapter state", "adapter", name, "err", err)
+			if err := w.sink.WriteAdapterStatus(ctx, name, st); err != nil && ctx.Err() == nil {
+				w.log.Error("persist adapter state", "adapter", name, "err", err)
 			}
 		}
 	}
 	if beat {
-		g.beat(ctx, false)
+		w.beat(ctx, false)
 	}
 }
 
 // beat writes the heartbeat; stopped says the gateway shuts down cleanly.
-func (g *Gateway) beat(ctx context.Context, stopped bool) {
-	names := slices.Sorted(maps.Keys(g.adapters))
+func (w statusWriter) beat(ctx context.Context, stopped bool) {
 	h := ops.Heartbeat{PID: os.Getpid(), Time: time.Now().UTC(), Started: processStart.UTC(), Stopped: stopped,
-		Adapters: names, Warning: g.opt.Warning}
-	if err := ops.WriteHeartbeat(ctx, g.st, h); err != nil && ctx.Err() == nil {
-		g.log.Error("persist heartbeat", "err", err)
+		Adapters: w.adapters, Warning: w.warning}
+	if err := w.sink.WriteHeartbeat(ctx, h); err != nil && ctx.Err() == nil {
+		w.log.Error("persist heartbeat", "err", err)
 	}
 }
 
-// persistStopped records a clean shutdown, with the adapters' last states,
-// so that status tells a stopped gateway from one that died. Run calls it
+// stopped records a clean shutdown, with the adapters' last states, so
+// that status tells a stopped gateway from one that died. Run calls it
 // last, before the caller closes the store.
-func (g *Gateway) persistStopped(ctx context.Context) {
+func (w statusWriter) stopped(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	g.persistStatus(ctx, false)
-	g.beat(ctx, true)
+	w.persist(ctx, false)
+	w.beat(ctx, true)
 }

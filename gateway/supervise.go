@@ -17,7 +17,7 @@ import (
 // error: it is returned, and the gateway stops. After that it leaves the
 // adapter failed, not retried.
 func (g *Gateway) supervise(ctx context.Context, name string, a adapters.Adapter) error {
-	host := adapterHost{g: g, name: name}
+	host := g.host(name)
 	wait := g.opt.RestartBackoff[0]
 	for {
 		host.SetState(adapters.StateConnecting, nil)
@@ -29,7 +29,7 @@ func (g *Gateway) supervise(ctx context.Context, name string, a adapters.Adapter
 		if err == nil {
 			err = errors.New("run returned without being stopped")
 		}
-		connected := g.everConnected(name)
+		connected := g.states.everConnected(name)
 		if errors.Is(err, adapters.ErrBadToken) || errors.Is(err, adapters.ErrConfig) {
 			host.SetState(adapters.StateFailed, err)
 			if !connected {
@@ -55,10 +55,7 @@ func (g *Gateway) supervise(ctx context.Context, name string, a adapters.Adapter
 	}
 }
 
-// everConnected reports whether adapter name reported StateConnected since
-// the gateway started.
-func (g *Gateway) everConnected(name string) bool {
-	g.states.mu.Lock()
-	defer g.states.mu.Unlock()
-	return g.states.connected[name]
+// host is the adapters.Host of adapter name.
+func (g *Gateway) host(name string) adapterHost {
+	return adapterHost{name: name, deliver: g.intake.deliver, states: g.states, st: g.st, table: g.Table}
 }

@@ -19,12 +19,12 @@ var _ scheduler.TurnStarter = (*Gateway)(nil)
 // turn of its folder, addressed to the folder directly (never through routes,
 // so observe and mention-only routes cannot swallow it), and starts it;
 // while a used-up budget holds the folder the run is skipped instead
-// (skipHeldTasks).
+// (budgetGuard.skipHeld).
 func (g *Gateway) Fire(ctx context.Context, t scheduler.Task, slot time.Time, runID int64) error {
 	if err := g.st.QueueTaskTurn(ctx, t.ID, runID); err != nil {
 		return err
 	}
-	g.skipHeldTasks(ctx, t.Folder)
+	g.budget.skipHeld(ctx, t.Folder)
 	g.workers.kick(t.Folder)
 	g.metrics.fires.Inc()
 	g.metrics.lateness.Observe(max(time.Since(slot), 0).Seconds())
@@ -41,7 +41,7 @@ func (g *Gateway) StartTurns(ctx context.Context, fires []scheduler.Fired) {
 		g.metrics.lateness.Observe(max(time.Since(f.Slot), 0).Seconds())
 		if !kicked[f.Task.Folder] {
 			kicked[f.Task.Folder] = true
-			g.skipHeldTasks(ctx, f.Task.Folder)
+			g.budget.skipHeld(ctx, f.Task.Folder)
 			g.workers.kick(f.Task.Folder)
 		}
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -11,8 +12,8 @@ import (
 // typing shows the chat's typing indicator while a turn runs, repeated as
 // often as the platform needs (Limits.TypingEvery), for adapters that have
 // one. The returned stop ends it and waits for the refresher to exit.
-func (g *Gateway) typing(ctx context.Context, chat adapters.JID, topic string) (stop func()) {
-	t, ok := g.adapters[chat.Platform()].(adapters.Typer)
+func typing(ctx context.Context, as adapterSet, log *slog.Logger, chat adapters.JID, topic string) (stop func()) {
+	t, ok := as[chat.Platform()].(adapters.Typer)
 	if !ok {
 		return func() {}
 	}
@@ -26,7 +27,7 @@ func (g *Gateway) typing(ctx context.Context, chat adapters.JID, topic string) (
 		for {
 			tctx, tcancel := context.WithTimeout(ctx, 10*time.Second)
 			if err := t.Typing(tctx, chat, topic); err != nil && ctx.Err() == nil {
-				g.log.Debug("typing indicator", "jid", chat, "err", err)
+				log.Debug("typing indicator", "jid", chat, "err", err)
 			}
 			tcancel()
 			if every <= 0 {

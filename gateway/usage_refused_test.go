@@ -41,7 +41,7 @@ func TestAbsurdUsageRefused(t *testing.T) {
 			t.Errorf("log lacks %s:\n%s", want, logs.String())
 		}
 	}
-	infos, err := mcpBackend{h.g}.Budgets(ctx, "")
+	infos, err := h.g.backend.Budgets(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func FuzzRecordUsage(f *testing.F) {
 		n++
 		turn := store.Turn{ID: fmt.Sprintf("fuzz-%d", n), Folder: "main", ChatJID: testChat, Trigger: store.TriggerMessage, Attempt: 1,
 			Started: time.Now(), Status: store.TurnSucceeded}
-		h.g.recordUsage(ctx, &turn, "s", agent.Result{SessionID: "s", Usage: u})
+		h.g.turns.recordUsage(ctx, &turn, "s", agent.Result{SessionID: "s", Usage: u})
 		if err := h.st.FinishBatch(ctx, store.Batch{Folder: "main", ChatJID: testChat}, turn, nil, time.Time{}); err != nil {
 			t.Fatalf("usage %s: record the turn: %v", data, err)
 		}

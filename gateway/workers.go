@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -13,7 +14,11 @@ import (
 // store; a worker only asks the store for the folder's next batch, so a crash
 // loses nothing and a restart resumes where it stopped.
 type workers struct {
-	g       *Gateway
+	turns lifecycle // set before the first kick
+	st    batchStore
+	hooks *testHooks
+	log   *slog.Logger
+
 	sem     chan struct{}
 	ctx     context.Context // turns; cancelled at the end of the drain
 	cancel  context.CancelFunc
@@ -24,13 +29,30 @@ type workers struct {
 	wg      sync.WaitGroup
 }
 
+// lifecycle is what a worker runs of a folder: turns a stopped gateway
+// left running elsewhere first, then its batches (turns, lifecycle.go).
+// Each returns how long the folder waits before its next step.
+type lifecycle interface {
+	nextInterrupted(folder string) (store.Interrupted, bool)
+	awaitTurn(ctx context.Context, it store.Interrupted) time.Duration
+	runTurn(ctx context.Context, b store.Batch) time.Duration
+}
+
+// batchStore hands out a folder's next batch.
+type batchStore interface {
+	NextBatch(ctx context.Context, folder string, max int) (store.Batch, bool, error)
+}
+
 type worker struct {
 	dirty bool // work may have arrived since the worker last looked
 }
 
-func newWorkers(g *Gateway) *workers {
+// newWorkers makes the workers; nothing runs before turns is set and a
+// folder is kicked.
+func newWorkers(maxConcurrent int, st batchStore, hooks *testHooks, log *slog.Logger) *workers {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &workers{g: g, sem: make(chan struct{}, g.opt.MaxConcurrent), ctx: ctx, cancel: cancel, folders: map[string]*worker{}, closing: make(chan struct{})}
+	return &workers{st: st, hooks: hooks, log: log, sem: make(chan struct{}, maxConcurrent), ctx: ctx, cancel: cancel,
+		folders: map[string]*worker{}, closing: make(chan struct{})}
 }
 
 // kick makes sure folder's worker runs and looks for work again.
@@ -76,11 +98,11 @@ func (ws *workers) step(folder string) bool {
 	if ws.isClosed() {
 		return false
 	}
-	if it, ok := ws.g.nextInterrupted(folder); ok {
+	if it, ok := ws.turns.nextInterrupted(folder); ok {
 		// A turn a stopped gateway left running on a worker comes first:
 		// the folder starts nothing before its outcome is recorded. It
 		// takes no turn slot: it runs elsewhere already.
-		return ws.backoff(ws.g.awaitTurn(ws.ctx, it))
+		return ws.backoff(ws.turns.awaitTurn(ws.ctx, it))
 	}
 	b, ok := ws.next(folder)
 	if !ok || ws.isClosed() {
@@ -91,7 +113,7 @@ func (ws *workers) step(folder string) bool {
 	default:
 		// All turn slots are busy. Wait for one, then look again: what
 		// arrived meanwhile belongs in this turn, not the next.
-		if h := ws.g.hooks.slotWait; h != nil {
+		if h := ws.hooks.slotWait; h != nil {
 			h(folder)
 		}
 		select {
@@ -104,7 +126,7 @@ func (ws *workers) step(folder string) bool {
 			return false
 		}
 	}
-	backoff := ws.g.runTurn(ws.ctx, b)
+	backoff := ws.turns.runTurn(ws.ctx, b)
 	<-ws.sem
 	return ws.backoff(backoff)
 }
@@ -124,10 +146,10 @@ func (ws *workers) backoff(backoff time.Duration) bool {
 
 // next loads the folder's next ready batch.
 func (ws *workers) next(folder string) (store.Batch, bool) {
-	b, ok, err := ws.g.st.NextBatch(ws.ctx, folder, maxBatch)
+	b, ok, err := ws.st.NextBatch(ws.ctx, folder, maxBatch)
 	if err != nil {
 		if ws.ctx.Err() == nil {
-			ws.g.log.Error("load next batch", "folder", folder, "err", err)
+			ws.log.Error("load next batch", "folder", folder, "err", err)
 		}
 		return b, false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/agent"
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -19,18 +21,71 @@ const (
 	maxAttempts = 3   // a batch runs at most three times (two retries)
 )
 
+// turnStore is what the turn lifecycle needs of the store.
+type turnStore interface {
+	finishStore
+	Session(ctx context.Context, folder string, chat adapters.JID, topic string) (string, error)
+	MarkStarted(ctx context.Context, b store.Batch, turn string) error
+	ResetStarted(ctx context.Context, b store.Batch) error
+	DropSession(ctx context.Context, folder string, chat adapters.JID, topic, id string) (bool, error)
+	SessionCost(ctx context.Context, folder, session string) (float64, error)
+	SessionTokens(ctx context.Context, folder, session string) (store.Usage, error)
+	// reattach.go
+	InterruptedTurns(ctx context.Context) ([]store.Interrupted, error)
+	RecoverStarted(ctx context.Context, keep ...string) (int64, error)
+	StartedBatch(ctx context.Context, turn string) (store.Batch, bool, error)
+	RecoverTurn(ctx context.Context, turn string) (int64, error)
+	OutboxChatsSince(ctx context.Context, folder, keyPrefix string, since time.Time) ([]adapters.JID, error)
+}
+
+// turnTokens are the MCP HTTP tokens of turns (mcpEndpoint).
+type turnTokens interface {
+	turnTokenEnv(ctx context.Context, folder, turn string) []string
+	endTurnToken(turn string)
+}
+
+// turns is the turn lifecycle of a batch a worker picked: the guards,
+// the turn prepared and run, its outcome recorded (a failure retried or
+// given up), and the turns a stopped gateway left running awaited
+// (reattach.go).
+type turns struct {
+	st          turnStore
+	runner      agent.Runner
+	agent       agent.Spec
+	price       agent.Price     // Options.Price
+	retryDelays []time.Duration // Options.RetryDelays
+	operator    string          // the tier-0 folder
+	layout      groups.Layout
+	socket      func(folder string) string // the folder's MCP socket
+	tokens      turnTokens
+	guards      turnGuards
+	files       *fetcher
+	adapters    adapterSet // typing indicators
+	active      *activeTurns
+	notices     *noticeLimiter
+	interrupted interrupted
+	metrics     *metrics
+	spend       *spend
+	wakeOutbox  func()
+	kickAfter   func(folder string, d time.Duration) // workers.kickAfter
+	log         *slog.Logger
+}
+
+// tierOf is the tier of folder (groups.Tier with the configured operator).
+func (t *turns) tierOf(folder string) int { return groups.Tier(folder, t.operator) }
+
 // runTurn runs one batch through the agent and records the outcome. It
 // returns how long the folder should wait before its next batch: 0, unless
 // the outcome could not be recorded.
-func (g *Gateway) runTurn(ctx context.Context, b store.Batch) time.Duration {
-	p, backoff, ok := g.prepareTurn(ctx, b)
+func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
+	p, backoff, ok := t.prepareTurn(ctx, b)
 	if !ok {
 		return backoff
 	}
-	stopTyping := g.typing(ctx, b.ChatJID, b.Topic)
-	res, err := g.opt.Runner.Run(ctx, g.opt.Agent, p.in)
+	stopTyping := typing(ctx, t.adapters, t.log, b.ChatJID, b.Topic)
+	res, err := t.runner.Run(ctx, t.agent, p.in)
 	stopTyping()
-	return g.recordTurn(ctx, p.b, p.turn, p.session, res, err)
+	return t.recordTurn(ctx, p.b, p.turn, p.session, res, err)
 }
 
 // preparedTurn is a turn ready to run: its record so far, the session it
@@ -46,7 +101,7 @@ type preparedTurn struct {
 // session, the prompt, the environment with the turn's MCP token, and the
 // batch marked started under the turn's id. ok is false when the turn does
 // not run; backoff is then how long the folder waits.
-func (g *Gateway) prepareTurn(ctx context.Context, b store.Batch) (p preparedTurn, backoff time.Duration, ok bool) {
+func (t *turns) prepareTurn(ctx context.Context, b store.Batch) (p preparedTurn, backoff time.Duration, ok bool) {
 	first := b.Items[0]
 	turn := store.Turn{
 		ID: store.NewID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
@@ -57,26 +112,26 @@ func (g *Gateway) prepareTurn(ctx context.Context, b store.Batch) (p preparedTur
 		// attempts used up the rest: a batch runs at most three times
 		// unless only the gateway (never the agent) is to blame.
 		turn.Attempt = first.Attempts + first.Crashes
-		return p, g.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes)), false
+		return p, t.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes)), false
 	}
-	if g.withheld(ctx, b, turn) {
+	if t.guards.withheld(ctx, turnCandidate{batch: b, turn: turn}) {
 		return p, 0, false
 	}
 	session := ""
 	if !isolatedTurn(b) {
-		s, err := g.st.Session(ctx, b.Folder, b.ChatJID, b.Topic)
+		s, err := t.st.Session(ctx, b.Folder, b.ChatJID, b.Topic)
 		if err != nil {
 			// Running without it would start a fresh session and then
 			// replace the chat's session with it.
 			if ctx.Err() == nil {
-				g.log.Error("load session", "folder", b.Folder, "err", err)
+				t.log.Error("load session", "folder", b.Folder, "err", err)
 			}
 			return p, time.Second, false
 		}
-		session = g.attemptSession(b, turn, s)
+		session = t.attemptSession(b, turn, s)
 	}
-	tier := g.tierOf(b.Folder)
-	files := g.fetchAttachments(ctx, b)
+	tier := t.tierOf(b.Folder)
+	files := t.files.fetch(ctx, b)
 	prompt := buildPrompt(turnHeader{Folder: b.Folder, Tier: tier, Chat: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger, Now: time.Now(), Files: files}, b)
 	env := []string{
 		"SWITCHBOARD_FOLDER=" + b.Folder,
@@ -85,22 +140,22 @@ func (g *Gateway) prepareTurn(ctx context.Context, b store.Batch) (p preparedTur
 		"SWITCHBOARD_TOPIC=" + b.Topic,
 		"SWITCHBOARD_TURN_ID=" + turn.ID,
 		"SWITCHBOARD_SESSION_ID=" + session,
-		"SWITCHBOARD_MCP_SOCKET=" + g.mcpSocket(b.Folder),
+		"SWITCHBOARD_MCP_SOCKET=" + t.socket(b.Folder),
 		"SWITCHBOARD_TRIGGER=" + string(first.Trigger),
 		"SWITCHBOARD_TASK_ID=" + taskID(first.TaskID),
 	}
-	env = append(env, g.turnTokenEnv(ctx, b.Folder, turn.ID)...)
-	g.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
-	if err := g.st.MarkStarted(ctx, b, turn.ID); err != nil {
+	env = append(env, t.tokens.turnTokenEnv(ctx, b.Folder, turn.ID)...)
+	t.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
+	if err := t.st.MarkStarted(ctx, b, turn.ID); err != nil {
 		if ctx.Err() == nil {
-			g.log.Error("record turn start", "folder", b.Folder, "err", err)
+			t.log.Error("record turn start", "folder", b.Folder, "err", err)
 		}
-		g.endTurnToken(turn.ID)
+		t.tokens.endTurnToken(turn.ID)
 		return p, time.Second, false
 	}
-	g.turnStarted(turn.ID, b)
-	return preparedTurn{b: b, turn: turn, session: session, in: agent.Input{Dir: g.layout.Dir(b.Folder), Env: env, SessionID: session,
-		Prompt: prompt, Socket: g.mcpSocket(b.Folder)}}, 0, true
+	t.active.started(turn.ID, b)
+	return preparedTurn{b: b, turn: turn, session: session, in: agent.Input{Dir: t.layout.Dir(b.Folder), Env: env, SessionID: session,
+		Prompt: prompt, Socket: t.socket(b.Folder)}}, 0, true
 }
 
 // isolatedTurn reports whether the batch is a task run in a session of its own.
@@ -108,47 +163,47 @@ func isolatedTurn(b store.Batch) bool {
 	return b.Items[0].Trigger == store.TriggerTask && b.Items[0].Isolated
 }
 
-// recordTurn records what the agent did in a started turn (turnStarted,
+// recordTurn records what the agent did in a started turn (activeTurns.started,
 // store.MarkStarted), as Runner.Run or Reattacher.Await returned it: the
 // turn record, the batch consumed or retried, the reply queued, the session
 // saved, the usage counted, the turn's MCP token revoked. session is the
 // one the turn resumed. It returns the folder's backoff, as runTurn.
-func (g *Gateway) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, session string, res agent.Result, err error) time.Duration {
+func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, session string, res agent.Result, err error) time.Duration {
 	if res.Escaped > 0 || res.EscapedErr != nil {
-		g.log.Info("agent processes outside its process group killed at turn end", "folder", b.Folder, "turn", turn.ID,
+		t.log.Info("agent processes outside its process group killed at turn end", "folder", b.Folder, "turn", turn.ID,
 			"count", res.Escaped, "err", res.EscapedErr)
 	}
-	g.recordUsage(ctx, &turn, session, res)
-	replied := g.turnFinished(turn.ID)
+	t.recordUsage(ctx, &turn, session, res)
+	replied := t.active.finished(turn.ID)
 	turn.Duration = res.Duration
 	turn.ExitCode = res.ExitCode
 	if err != nil && ctx.Err() != nil {
-		if _, ok := g.opt.Runner.(agent.Reattacher); ok && !res.NotStarted {
+		if _, ok := t.runner.(agent.Reattacher); ok && !res.NotStarted {
 			// The turn goes on on its worker: the next start awaits its
 			// outcome (its rows stay started under its id, its token valid).
-			g.log.Warn("turn interrupted by shutdown; the next start awaits its outcome", "folder", b.Folder, "turn", turn.ID)
+			t.log.Warn("turn interrupted by shutdown; the next start awaits its outcome", "folder", b.Folder, "turn", turn.ID)
 			return 0
 		}
 		// Shutdown interrupted the turn: leave the batch pending for the
 		// next start, and do not count it as an attempt.
-		g.log.Warn("turn interrupted by shutdown", "folder", b.Folder, "turn", turn.ID)
-		g.endTurnToken(turn.ID)
-		if err := g.st.ResetStarted(context.WithoutCancel(ctx), b); err != nil {
-			g.log.Error("record turn interruption", "folder", b.Folder, "err", err)
+		t.log.Warn("turn interrupted by shutdown", "folder", b.Folder, "turn", turn.ID)
+		t.tokens.endTurnToken(turn.ID)
+		if err := t.st.ResetStarted(context.WithoutCancel(ctx), b); err != nil {
+			t.log.Error("record turn interruption", "folder", b.Folder, "err", err)
 		}
 		return 0
 	}
-	defer g.endTurnToken(turn.ID) // FinishBatch revokes it; not when it fails
+	defer t.tokens.endTurnToken(turn.ID) // FinishBatch revokes it; not when it fails
 	if err != nil {
-		g.dropLostSession(ctx, b, turn.ID, session, res, err)
-		return g.turnFailed(ctx, b, turn, res, err)
+		t.dropLostSession(ctx, b, turn.ID, session, res, err)
+		return t.turnFailed(ctx, b, turn, res, err)
 	}
 	first := b.Items[0]
 	turn.Status = store.TurnSucceeded
-	g.metrics.turns.WithLabelValues(string(first.Trigger), string(store.TurnSucceeded)).Inc()
-	g.metrics.turnSeconds.WithLabelValues(string(first.Trigger)).Observe(res.Duration.Seconds())
+	t.metrics.turns.WithLabelValues(string(first.Trigger), string(store.TurnSucceeded)).Inc()
+	t.metrics.turnSeconds.WithLabelValues(string(first.Trigger)).Observe(res.Duration.Seconds())
 	turn.SessionID = res.SessionID
-	if turn.SessionID == "" && session == "" && !isolatedTurn(b) && !g.opt.Agent.ResumeNamesSession() {
+	if turn.SessionID == "" && session == "" && !isolatedTurn(b) && !t.agent.ResumeNamesSession() {
 		// Agents that report no id continue under the first turn's id;
 		// not when resume_args would pass that id to an agent that never
 		// made it.
@@ -157,7 +212,7 @@ func (g *Gateway) recordTurn(ctx context.Context, b store.Batch, turn store.Turn
 		turn.SessionID = session
 	}
 	var out []store.OutboxItem
-	if reply := strings.TrimSpace(res.Reply); reply != "" && g.opt.Agent.Output != agent.OutputNone && !replied[b.ChatJID] {
+	if reply := strings.TrimSpace(res.Reply); reply != "" && t.agent.Output != agent.OutputNone && !replied[b.ChatJID] {
 		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: store.OutboxReply, Folder: b.Folder, ChatJID: b.ChatJID,
 			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: store.CapText(reply)})
 	}
@@ -165,13 +220,13 @@ func (g *Gateway) recordTurn(ctx context.Context, b store.Batch, turn store.Turn
 	// batch would run (and answer) again at the next start. FinishBatch
 	// also saves the session.
 	rctx := context.WithoutCancel(ctx)
-	if err := g.st.FinishBatch(rctx, b, turn, out, time.Time{}); err != nil {
-		g.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
+	if err := t.st.FinishBatch(rctx, b, turn, out, time.Time{}); err != nil {
+		t.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
 		return time.Second
 	}
-	g.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.Duration.Milliseconds(), "stdout_reply", len(out) > 0, "mcp_replies", len(replied))
+	t.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.Duration.Milliseconds(), "stdout_reply", len(out) > 0, "mcp_replies", len(replied))
 	if len(out) > 0 {
-		g.outbox.wake()
+		t.wakeOutbox()
 	}
 	return 0
 }
@@ -179,7 +234,7 @@ func (g *Gateway) recordTurn(ctx context.Context, b store.Batch, turn store.Turn
 // turnFailed records a failed attempt, tells the chat (rate-limited), and
 // either defers the batch for a retry (RetryDelays; the folder's other
 // chats run meanwhile) or gives up on it.
-func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res agent.Result, err error) time.Duration {
+func (t *turns) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res agent.Result, err error) time.Duration {
 	turn.Status = store.TurnFailed
 	turn.Error = err.Error()
 	outcome, reason := "failed", "exit"
@@ -189,19 +244,19 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	case res.NotStarted:
 		reason = "start"
 	}
-	g.metrics.turns.WithLabelValues(string(turn.Trigger), outcome).Inc()
-	g.metrics.agentFailures.WithLabelValues(reason).Inc()
+	t.metrics.turns.WithLabelValues(string(turn.Trigger), outcome).Inc()
+	t.metrics.agentFailures.WithLabelValues(reason).Inc()
 	if res.Duration > 0 {
-		g.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
+		t.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
 	}
 	giveUp := turn.Attempt >= maxAttempts || res.Usage.MaxBudgetHit // a rerun would spend agent.max_turn_usd again
-	g.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "err", err)
+	t.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "err", err)
 	var out []store.OutboxItem
 	text := ""
 	switch {
 	case giveUp:
 		text = fmt.Sprintf("Sorry, I could not answer after %d attempts (%s). Please try again later.", turn.Attempt, shortReason(res, err))
-	case g.notices.allow(b.ChatJID):
+	case t.notices.allow(b.ChatJID):
 		text = fmt.Sprintf("Sorry, something went wrong (%s). Retrying.", shortReason(res, err))
 	}
 	if text != "" {
@@ -210,19 +265,19 @@ func (g *Gateway) turnFailed(ctx context.Context, b store.Batch, turn store.Turn
 	var delay time.Duration
 	var retryAt time.Time
 	if !giveUp {
-		delay = g.opt.RetryDelays[min(turn.Attempt-1, len(g.opt.RetryDelays)-1)]
+		delay = t.retryDelays[min(turn.Attempt-1, len(t.retryDelays)-1)]
 		retryAt = time.Now().Add(delay)
 	}
 	rctx := context.WithoutCancel(ctx)
-	if ferr := g.st.FinishBatch(rctx, b, turn, out, retryAt); ferr != nil {
-		g.log.Error("record failed turn", "folder", b.Folder, "turn", turn.ID, "err", ferr)
+	if ferr := t.st.FinishBatch(rctx, b, turn, out, retryAt); ferr != nil {
+		t.log.Error("record failed turn", "folder", b.Folder, "turn", turn.ID, "err", ferr)
 		return max(delay, time.Second)
 	}
 	if len(out) > 0 {
-		g.outbox.wake()
+		t.wakeOutbox()
 	}
 	if !giveUp {
-		g.workers.kickAfter(b.Folder, delay)
+		t.kickAfter(b.Folder, delay)
 	}
 	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -212,59 +213,82 @@ func (f *floodLimiter) arrived(k loopKey, sender adapters.JID) (time.Time, bool)
 	return until, true
 }
 
-// holdFlood holds a message turn that a flood limit does not allow now:
-// the chat and topic's work waits until the limit allows the next turn
-// (then it all runs as one batch), and the chat is told once per window.
-func (g *Gateway) holdFlood(ctx context.Context, b store.Batch) bool {
-	first := b.Items[0]
-	if first.Trigger != store.TriggerMessage || first.Attempts+first.Crashes > 0 || !g.flood.on() {
-		return false // retries were allowed once already
-	}
-	senders, names := batchSenders(b)
-	wait, byChat := g.flood.admit(b.ChatJID, senders)
-	if wait <= 0 {
-		return false
-	}
-	k := loopKey{b.Folder, b.ChatJID, b.Topic}
-	until := g.st.Now().Add(wait)
-	rate, who := g.opt.Limits.TurnsPerSender, strings.Join(names, ", ")
-	if byChat {
-		rate, who = g.opt.Limits.TurnsPerChat, "this chat"
-	}
-	g.log.Warn("flood limit: turn held", "folder", b.Folder, "jid", b.ChatJID, "by_chat", byChat, "senders", len(senders),
-		"limit", rate.Count, "window", rate.Window, "wait", wait.Round(time.Second))
-	notice := ""
-	if g.flood.noticeDue(k, wait) {
-		notice = fmt.Sprintf("Slow down: %s started %s in the last %s, the limit here. Nothing is lost: "+
-			"I'll answer the messages sent meanwhile at %s.", who, count(rate.Count, "turn"), spell(rate.Window), g.clockTime(until))
-	}
-	if err := g.holdChat(ctx, b, until, wait, notice, ""); err != nil {
-		g.log.Error("hold flooded chat", "folder", b.Folder, "jid", b.ChatJID, "err", err)
-		return false
-	}
-	g.flood.held(k, until, byChat)
-	return true
+// floodStore is what the flood guard needs of the store.
+type floodStore interface {
+	Now() time.Time
+	ResumeChat(ctx context.Context, folder string, chat adapters.JID, topic string, until time.Time) (bool, error)
 }
 
-// floodArrived lets a new message through a hold that only other senders'
+// floodGuard applies the flood limits: at turn start it holds a message
+// turn over them (check), at Deliver it lets a new message through a hold
+// that only other senders' flood set (arrived).
+type floodGuard struct {
+	limits Limits
+	count  *floodLimiter
+	st     floodStore
+	holder chatHolder
+	kick   func(folder string)
+	zone   *time.Location // notices' clock times
+	log    *slog.Logger
+}
+
+func newFloodGuard(limits Limits, now func() time.Time) floodGuard {
+	return floodGuard{limits: limits, count: &floodLimiter{cfg: limits, now: now}}
+}
+
+// check holds a message turn that a flood limit does not allow now: the
+// chat and topic's work waits until the limit allows the next turn (then
+// it all runs as one batch), and the chat is told once per window.
+func (f floodGuard) check(ctx context.Context, c turnCandidate) (verdict, error) {
+	b := c.batch
+	first := b.Items[0]
+	if first.Trigger != store.TriggerMessage || first.Attempts+first.Crashes > 0 || !f.count.on() {
+		return verdictRun, nil // retries were allowed once already
+	}
+	senders, names := batchSenders(b)
+	wait, byChat := f.count.admit(b.ChatJID, senders)
+	if wait <= 0 {
+		return verdictRun, nil
+	}
+	k := loopKey{b.Folder, b.ChatJID, b.Topic}
+	until := f.st.Now().Add(wait)
+	rate, who := f.limits.TurnsPerSender, strings.Join(names, ", ")
+	if byChat {
+		rate, who = f.limits.TurnsPerChat, "this chat"
+	}
+	f.log.Warn("flood limit: turn held", "folder", b.Folder, "jid", b.ChatJID, "by_chat", byChat, "senders", len(senders),
+		"limit", rate.Count, "window", rate.Window, "wait", wait.Round(time.Second))
+	notice := ""
+	if f.count.noticeDue(k, wait) {
+		notice = fmt.Sprintf("Slow down: %s started %s in the last %s, the limit here. Nothing is lost: "+
+			"I'll answer the messages sent meanwhile at %s.", who, count(rate.Count, "turn"), spell(rate.Window), clockTime(until, f.zone))
+	}
+	if err := f.holder.hold(ctx, b, until, wait, notice, ""); err != nil {
+		return verdictRun, fmt.Errorf("hold flooded chat: %w", err)
+	}
+	f.count.held(k, until, byChat)
+	return verdictHeld, nil
+}
+
+// arrived lets a new message through a hold that only other senders'
 // flood set (see floodLimiter.arrived).
-func (g *Gateway) floodArrived(ctx context.Context, m store.Message, work []store.WorkItem) {
-	if !g.flood.on() {
+func (f floodGuard) arrived(ctx context.Context, m store.Message, work []store.WorkItem) {
+	if !f.count.on() {
 		return
 	}
 	for _, w := range work {
 		if w.Mode != "trigger" || w.Trigger != store.TriggerMessage {
 			continue
 		}
-		until, ok := g.flood.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, m.Sender)
+		until, ok := f.count.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, m.Sender)
 		if !ok {
 			continue
 		}
-		if _, err := g.st.ResumeChat(ctx, w.Folder, w.ChatJID, w.Topic, until); err != nil {
-			g.log.Error("lift flood hold", "folder", w.Folder, "jid", w.ChatJID, "err", err)
+		if _, err := f.st.ResumeChat(ctx, w.Folder, w.ChatJID, w.Topic, until); err != nil {
+			f.log.Error("lift flood hold", "folder", w.Folder, "jid", w.ChatJID, "err", err)
 			continue
 		}
-		g.workers.kick(w.Folder)
+		f.kick(w.Folder)
 	}
 }
 
@@ -285,94 +309,4 @@ func batchSenders(b store.Batch) (senders []adapters.JID, names []string) {
 		}
 	}
 	return senders, names
-}
-
-// chainDepth is the depth of b's turn: the shallowest of its items. A
-// message batch that carries a person's message (depth 0) besides an
-// agent's injected one starts over: someone is there, and nothing of it
-// is stopped.
-func chainDepth(b store.Batch) int {
-	d := b.Items[0].Chain
-	for _, it := range b.Items[1:] {
-		d = min(d, it.Chain)
-	}
-	return d
-}
-
-// stopChain settles a batch deeper than Limits.MaxChain without running
-// it: a failed turn whose error says why (switchboard status and the turn
-// history show it), a log line, and a notice to the chat.
-func (g *Gateway) stopChain(ctx context.Context, b store.Batch, turn store.Turn) bool {
-	depth, limit := chainDepth(b), g.opt.Limits.MaxChain
-	if depth <= limit {
-		return false
-	}
-	first := b.Items[0]
-	turn.Status = store.TurnFailed
-	turn.ExitCode = -1
-	turn.Error = fmt.Sprintf("delegation chain deeper than %d: this %s from %s is hop %d; not run (limits.max_chain)",
-		limit, first.Trigger, orNone(first.Origin), depth)
-	g.log.Warn("delegation chain stopped", "folder", b.Folder, "jid", b.ChatJID, "origin", first.Origin,
-		"trigger", first.Trigger, "depth", depth, "max_chain", limit)
-	g.metrics.turns.WithLabelValues(string(first.Trigger), "stopped").Inc()
-	var out []store.OutboxItem
-	if g.notices.allow(b.ChatJID) {
-		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID,
-			Topic: b.Topic, Text: fmt.Sprintf("Stopped: agents kept starting turns for each other here (%s → %s, %d hops; the limit is %d). "+
-				"The last request was not run.", orNone(first.Origin), b.Folder, depth, limit)})
-	}
-	if err := g.st.FinishBatch(context.WithoutCancel(ctx), b, turn, out, time.Time{}); err != nil {
-		g.log.Error("record stopped chain", "folder", b.Folder, "turn", turn.ID, "err", err)
-		return true // not run either way; the item stays and is stopped again
-	}
-	if len(out) > 0 {
-		g.outbox.wake()
-	}
-	return true
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-// chainOf is the depth of work that a turn of folder queues now
-// (delegate_group, escalate_group, inject_message): one more than the
-// running turn's (1 when none runs).
-func (g *Gateway) chainOf(folder string) int {
-	if _, t := g.runningTurn(folder); t != nil {
-		return chainDepth(t.batch) + 1
-	}
-	return 1
-}
-
-// clockTime formats t for a chat notice, in the operator's zone.
-func (g *Gateway) clockTime(t time.Time) string {
-	return t.In(g.zone).Format("15:04 MST")
-}
-
-// count writes n things: "1 turn", "2 turns".
-func count(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
-
-// spell writes a window the way people say it: "minute", "10 minutes".
-func spell(d time.Duration) string {
-	for _, u := range []struct {
-		d    time.Duration
-		name string
-	}{{time.Hour, "hour"}, {time.Minute, "minute"}, {time.Second, "second"}} {
-		if d%u.d == 0 {
-			if d == u.d {
-				return u.name
-			}
-			return count(int(d/u.d), u.name)
-		}
-	}
-	return d.String()
 }

@@ -59,7 +59,7 @@ func TestLoopGuardPausesSelfTriggeringWebRoom(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	running := func() bool { _, at := h.g.runningTurn("main"); return at != nil }
+	running := func() bool { _, at := h.g.active.running("main"); return at != nil }
 
 	// A person: each message arrives while main is idle; no pause.
 	for i := range 4 {
@@ -193,7 +193,7 @@ func TestLoopGuardPausesAgentHoppingWebRooms(t *testing.T) {
 		t.Errorf("the agent's turns and posts: %v; want %v (three new rooms, the fourth refused)", got, want)
 	}
 	testwait.For(t, 10*time.Second, "nothing pending or running", func() bool {
-		_, at := h.g.runningTurn("main")
+		_, at := h.g.active.running("main")
 		return len(h.pending()) == 0 && at == nil
 	})
 	if ms, _ := h.st.MessagesAfter(context.Background(), "web:room-5", 0, 10); len(ms) != 0 {
@@ -233,7 +233,7 @@ func TestLoopGuardRefusesNewRoomsFromHost(t *testing.T) {
 	if status, body, _ := post("lobby"); status != http.StatusAccepted {
 		t.Fatalf("post to lobby while idle: %d %s", status, body)
 	}
-	testwait.For(t, 10*time.Second, "main's turn running", func() bool { _, at := h.g.runningTurn("main"); return at != nil })
+	testwait.For(t, 10*time.Second, "main's turn running", func() bool { _, at := h.g.active.running("main"); return at != nil })
 	// During main's turn: two new rooms, then refused.
 	for _, room := range []string{"n1", "n2"} {
 		if status, body, _ := post(room); status != http.StatusAccepted {

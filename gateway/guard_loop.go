@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -189,46 +190,76 @@ func (l *loops) started(k loopKey) (until time.Time, caught, hold bool) {
 	return now.Add(l.cfg.Pause), true, true
 }
 
+// loopStore is what the loop guard needs of the store.
+type loopStore interface {
+	Now() time.Time
+	MessagesAfter(ctx context.Context, chat adapters.JID, afterSeq int64, limit int) ([]store.Message, error)
+}
+
+// runningTurns finds a folder's running turn (activeTurns).
+type runningTurns interface {
+	running(folder string) (string, *activeTurn)
+}
+
+// loopGuard applies LoopGuard: at Deliver it refuses a new room too many
+// (refuse) and notes how web triggers arrived (arrived); at turn start it
+// pauses a room the agent keeps re-triggering (check).
+type loopGuard struct {
+	cfg    LoopGuard
+	rooms  *loops
+	st     loopStore
+	active runningTurns
+	holder chatHolder
+	send   func(context.Context, ops.SendRequest) (store.OutboxItem, error) // queue a notice (outbox.send)
+	zone   *time.Location                                                   // notices' clock times
+	log    *slog.Logger
+}
+
+func newLoopGuard(cfg LoopGuard, now func() time.Time) loopGuard {
+	cfg = cfg.withDefaults()
+	return loopGuard{cfg: cfg, rooms: &loops{cfg: cfg, now: now}}
+}
+
 // echo reports whether a message posted from the host (fromHost) for
 // folder is an echo: folder runs a turn now.
-func (g *Gateway) echo(folder string, fromHost bool) bool {
+func (l loopGuard) echo(folder string, fromHost bool) bool {
 	if !fromHost {
 		return false
 	}
-	_, t := g.runningTurn(folder)
+	_, t := l.active.running(folder)
 	return t != nil
 }
 
-// refuseRoom refuses a web message from the host that would open a new
-// room for a folder running a turn, once echoes opened LoopGuard.NewRooms
+// refuse refuses a web message from the host that would open a new room
+// for a folder running a turn, once echoes opened LoopGuard.NewRooms
 // rooms of that folder within its window: an agent posting into new
 // rooms. The first refusal pauses the folder's echo-only rooms and tells
 // the room whose turn posted it. The error wraps *adapters.RetryAfterError
 // (the web chat answers 429 with its text).
-func (g *Gateway) refuseRoom(ctx context.Context, in adapters.Inbound, work []store.WorkItem) error {
+func (l loopGuard) refuse(ctx context.Context, in adapters.Inbound, work []store.WorkItem) error {
 	if !in.FromHost || in.Chat.Platform() != "web" {
 		return nil
 	}
 	for _, w := range work {
-		if w.Mode != "trigger" || !g.echo(w.Folder, true) {
+		if w.Mode != "trigger" || !l.echo(w.Folder, true) {
 			continue
 		}
-		old, err := g.st.MessagesAfter(ctx, in.Chat, 0, 1)
+		old, err := l.st.MessagesAfter(ctx, in.Chat, 0, 1)
 		if err != nil {
 			return fmt.Errorf("look up web room %s: %w", in.Chat, err)
 		}
 		if len(old) > 0 {
 			return nil
 		}
-		wait, until, caught := g.loops.openRoom(w.Folder)
+		wait, until, caught := l.rooms.openRoom(w.Folder)
 		if wait <= 0 {
 			return nil
 		}
-		cfg := g.loops.cfg
-		g.log.Warn("web room refused: posts from this machine keep opening new rooms during the group's turns",
+		cfg := l.cfg
+		l.log.Warn("web room refused: posts from this machine keep opening new rooms during the group's turns",
 			"folder", w.Folder, "jid", in.Chat, "new_rooms", cfg.NewRooms, "window", cfg.Window)
 		if caught {
-			g.pauseNewRooms(ctx, w.Folder, until)
+			l.pauseNewRooms(ctx, w.Folder, until)
 		}
 		return fmt.Errorf("new room %s refused: %d new rooms for group %s were already opened from this machine "+
 			"while its agent was running, in the last %s (an agent posting into new rooms?); post into an existing room, or wait: %w",
@@ -240,64 +271,63 @@ func (g *Gateway) refuseRoom(ctx context.Context, in adapters.Inbound, work []st
 // pauseNewRooms tells the room of folder's running turn that the folder's
 // echo-only web rooms are paused until until (the guard's clock), and
 // logs it.
-func (g *Gateway) pauseNewRooms(ctx context.Context, folder string, until time.Time) {
-	storeUntil := g.st.Now().Add(until.Sub(g.loops.now()))
-	g.log.Warn("web rooms paused: the agent keeps opening new rooms", "folder", folder, "new_rooms", g.loops.cfg.NewRooms,
-		"window", g.loops.cfg.Window, "until", storeUntil.Format(time.RFC3339))
-	_, t := g.runningTurn(folder)
+func (l loopGuard) pauseNewRooms(ctx context.Context, folder string, until time.Time) {
+	storeUntil := l.st.Now().Add(until.Sub(l.rooms.now()))
+	l.log.Warn("web rooms paused: the agent keeps opening new rooms", "folder", folder, "new_rooms", l.cfg.NewRooms,
+		"window", l.cfg.Window, "until", storeUntil.Format(time.RFC3339))
+	_, t := l.active.running(folder)
 	if t == nil || t.batch.ChatJID.Platform() != "web" {
 		return
 	}
 	text := fmt.Sprintf("Paused until %s: this group's agent opened %d new web rooms from this machine within %s while it was running, "+
 		"which looks like the agent posting into new rooms of its own. Further new rooms are refused; messages are kept and answered after the pause.",
-		g.clockTime(storeUntil), g.loops.cfg.NewRooms, spell(g.loops.cfg.Window))
+		clockTime(storeUntil, l.zone), l.cfg.NewRooms, spell(l.cfg.Window))
 	req := ops.SendRequest{Chat: t.batch.ChatJID, Topic: t.batch.Topic, Folder: folder, Text: text, Kind: store.OutboxNotice,
 		Key: fmt.Sprintf("loop/%s/%d", folder, storeUntil.Unix())}
-	if _, err := g.send(ctx, req); err != nil {
-		g.log.Error("tell the paused web room", "folder", folder, "jid", t.batch.ChatJID, "err", err)
+	if _, err := l.send(ctx, req); err != nil {
+		l.log.Error("tell the paused web room", "folder", folder, "jid", t.batch.ChatJID, "err", err)
 	}
 }
 
-// watchLoop notes how a web message that triggers a folder arrived: as an
+// arrived notes how a web message that triggers a folder arrived: as an
 // echo of one of its turns or not.
-func (g *Gateway) watchLoop(m store.Message, work []store.WorkItem, fromHost bool) {
+func (l loopGuard) arrived(m store.Message, work []store.WorkItem, fromHost bool) {
 	for _, w := range work {
 		if w.Mode != "trigger" || m.ChatJID.Platform() != "web" {
 			continue
 		}
-		g.loops.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, g.echo(w.Folder, fromHost))
+		l.rooms.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, l.echo(w.Folder, fromHost))
 	}
 }
 
-// pauseLoop, at the start of a message turn in a web room, holds it when
-// the guard says so: its work waits until the room's or the folder's
-// pause is over (the messages stay stored and are answered after it); a
-// room whose own turns caught the loop is told. It reports whether the
-// turn is not to run.
-func (g *Gateway) pauseLoop(ctx context.Context, b store.Batch) bool {
+// check, at the start of a message turn in a web room, holds it when the
+// guard says so: its work waits until the room's or the folder's pause is
+// over (the messages stay stored and are answered after it); a room whose
+// own turns caught the loop is told.
+func (l loopGuard) check(ctx context.Context, c turnCandidate) (verdict, error) {
+	b := c.batch
 	if b.Items[0].Trigger != store.TriggerMessage || b.ChatJID.Platform() != "web" {
-		return false
+		return verdictRun, nil
 	}
-	until, caught, hold := g.loops.started(loopKey{b.Folder, b.ChatJID, b.Topic})
+	until, caught, hold := l.rooms.started(loopKey{b.Folder, b.ChatJID, b.Topic})
 	if !hold {
-		return false
+		return verdictRun, nil
 	}
-	wait := until.Sub(g.loops.now())
-	storeUntil := g.st.Now().Add(wait)
+	wait := until.Sub(l.rooms.now())
+	storeUntil := l.st.Now().Add(wait)
 	text := ""
 	if caught {
-		g.log.Warn("web room paused: the agent's own turns keep re-triggering it", "folder", b.Folder, "jid", b.ChatJID,
-			"turns", g.loops.cfg.Turns, "window", g.loops.cfg.Window, "until", storeUntil.Format(time.RFC3339))
+		l.log.Warn("web room paused: the agent's own turns keep re-triggering it", "folder", b.Folder, "jid", b.ChatJID,
+			"turns", l.cfg.Turns, "window", l.cfg.Window, "until", storeUntil.Format(time.RFC3339))
 		text = fmt.Sprintf("Paused until %s: the last %d turns here were all started by messages posted from this machine "+
 			"while the agent was still running, which looks like the agent posting into its own room. Messages are kept and answered after the pause.",
-			g.clockTime(storeUntil), g.loops.cfg.Turns)
+			clockTime(storeUntil, l.zone), l.cfg.Turns)
 	} else {
-		g.log.Info("web room held: its group's echo-only rooms are paused", "folder", b.Folder, "jid", b.ChatJID,
+		l.log.Info("web room held: its group's echo-only rooms are paused", "folder", b.Folder, "jid", b.ChatJID,
 			"until", storeUntil.Format(time.RFC3339))
 	}
-	if err := g.holdChat(ctx, b, storeUntil, wait, text, ""); err != nil {
-		g.log.Error("pause web room", "folder", b.Folder, "jid", b.ChatJID, "err", err)
-		return false
+	if err := l.holder.hold(ctx, b, storeUntil, wait, text, ""); err != nil {
+		return verdictRun, fmt.Errorf("pause web room: %w", err)
 	}
-	return true
+	return verdictHeld, nil
 }

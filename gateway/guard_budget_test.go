@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"switchboard/store"
+)
+
+// budgetFake is the budget guard's store.
+type budgetFake struct {
+	budgets  []store.Budget
+	spent    float64
+	pending  []string
+	released []string
+	skipped  []string // batches skipped, by reason
+	taskRuns int64    // queued task runs SkipTaskRuns skips
+}
+
+func (b *budgetFake) Budgets(context.Context) ([]store.Budget, error)  { return b.budgets, nil }
+func (b *budgetFake) PendingFolders(context.Context) ([]string, error) { return b.pending, nil }
+func (b *budgetFake) ReleaseChats(_ context.Context, folder string, _ ...time.Time) (int64, error) {
+	b.released = append(b.released, folder)
+	return 1, nil
+}
+func (b *budgetFake) Spent(context.Context, string, time.Time) (float64, error) { return b.spent, nil }
+func (b *budgetFake) SkipBatch(_ context.Context, _ store.Batch, reason string) error {
+	b.skipped = append(b.skipped, reason)
+	return nil
+}
+func (b *budgetFake) SkipTaskRuns(context.Context, string, string) (int64, error) {
+	n := b.taskRuns
+	b.taskRuns = 0
+	return n, nil
+}
+
+func newTestBudgetGuard(st *budgetFake, h *heldChats, kicks *[]string) *budgetGuard {
+	clock := &fixedClock{t: time.Date(2030, 1, 15, 12, 0, 0, 0, time.UTC)}
+	return &budgetGuard{st: st, now: clock.now, zone: time.UTC, holder: h.holder(), log: slog.New(slog.DiscardHandler),
+		kick: func(f string) { *kicks = append(*kicks, f) }}
+}
+
+// A used-up budget holds a message turn's chat (told once per window, by
+// key) and skips a task run; under the cap, or with no budget, turns run.
+func TestBudgetGuard(t *testing.T) {
+	st := &budgetFake{budgets: []store.Budget{{Folder: "main", DailyUSD: 1}}}
+	var h heldChats
+	var kicks []string
+	bg := newTestBudgetGuard(st, &h, &kicks)
+	ctx := context.Background()
+	msg := turnCandidate{batch: messageBatch("main/sub", "test:room/1", "test:user/ann")}
+	task := turnCandidate{batch: store.Batch{Folder: "main", ChatJID: "test:room/1", Items: []store.WorkItem{{Trigger: store.TriggerTask, TaskID: 7}}}}
+	if v, err := bg.check(ctx, msg); v != verdictRun || err != nil {
+		t.Fatalf("before load: %v %v", v, err)
+	}
+	if err := bg.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := bg.check(ctx, msg); v != verdictRun {
+		t.Fatal("held under the cap")
+	}
+	st.spent = 1.5
+	if v, err := bg.check(ctx, msg); v != verdictHeld || err != nil {
+		t.Fatalf("over the cap: %v %v", v, err)
+	}
+	if _, ok := h.deferTo["main/sub/test:room/1/"]; !ok || len(h.sent) != 1 {
+		t.Errorf("holds %v, notices %d", h.deferTo, len(h.sent))
+	}
+	if v, _ := bg.check(ctx, task); v != verdictHeld || len(st.skipped) != 1 {
+		t.Errorf("task run: %v, skipped %v", v, st.skipped)
+	}
+	// A reload that finds the cap raised lets the held chats run.
+	st.pending = []string{"main/sub"}
+	st.budgets = []store.Budget{{Folder: "main", DailyUSD: 5}}
+	if err := bg.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.released) != 1 || len(kicks) != 1 {
+		t.Errorf("released %v, kicked %v", st.released, kicks)
+	}
+}

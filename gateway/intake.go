@@ -1,0 +1,263 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/adapters"
+	"switchboard/ops"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+// intakeStore is what intake needs of the store besides the committer.
+type intakeStore interface {
+	EditMessage(ctx context.Context, m *store.Message) (existed bool, err error)
+	DeleteMessage(ctx context.Context, chat adapters.JID, id adapters.MessageID) (int64, error)
+	MessageByID(ctx context.Context, chat adapters.JID, id adapters.MessageID) (store.Message, error)
+	SetReaction(ctx context.Context, r store.Reaction, noteFolder string) (int64, error)
+}
+
+// The checks at Deliver (see guards.go).
+type (
+	// roomGuard is the loop guard's side at Deliver (loopGuard).
+	roomGuard interface {
+		refuse(ctx context.Context, in adapters.Inbound, work []store.WorkItem) error
+		arrived(m store.Message, work []store.WorkItem, fromHost bool)
+	}
+	// floodWatch is the flood guard's side at Deliver (floodGuard).
+	floodWatch interface {
+		arrived(ctx context.Context, m store.Message, work []store.WorkItem)
+	}
+)
+
+// intake takes what adapters deliver (and what the CLI or an agent
+// injects) into the store: validated, routed, stored with the work it
+// creates, the folders woken.
+type intake struct {
+	st          intakeStore
+	commits     *committer
+	table       func() *routing.Table
+	adapters    adapterSet
+	engage      *engagements
+	engageTTL   time.Duration
+	now         func() time.Time // Options.Now: whether a backfilled message is stale
+	loop        roomGuard
+	flood       floodWatch
+	storeInject func(context.Context, *routing.Table, ops.InjectRequest) (store.Message, string, error) // ops.Inject
+	kick        func(folder string)
+	inbound     *prometheus.CounterVec // switchboard_inbound_events_total
+	log         *slog.Logger
+
+	unrouted     atomic.Int64
+	unroutedSeen unroutedLog // chats named in the log as unrouted
+}
+
+// deliver is the adapters' DeliverFunc: validate, route, and store the event.
+// A new message is stored together with the work it creates, in one
+// transaction (shared with concurrent deliver calls: see committer); edits,
+// deletes and reactions change what is stored and never start a turn.
+func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error) {
+	if err := in.Validate(); err != nil {
+		return 0, err
+	}
+	m := ops.StoreMessage(in)
+	if self, ok := i.adapters.self(in.Chat.Platform()); ok && in.Sender == self {
+		m.FromBot = true
+	}
+	i.inbound.WithLabelValues(i.adapters.platformLabel(in.Chat), in.Kind.Name()).Inc()
+	switch in.Kind {
+	case adapters.KindEdit:
+		if _, err := i.st.EditMessage(ctx, &m); err != nil {
+			return 0, err
+		}
+		i.adapters.notifyStored(m.ChatJID, m.Seq)
+		return m.Seq, nil
+	case adapters.KindDelete:
+		return i.st.DeleteMessage(ctx, m.ChatJID, m.ID)
+	case adapters.KindReaction:
+		return i.react(ctx, in, m)
+	}
+	var work []store.WorkItem
+	if !m.FromBot && !m.OtherBot {
+		work = i.route(m, in.Backfilled && i.now().Sub(in.Time) > adapters.BackfillTriggerAge)
+	}
+	if err := i.loop.refuse(ctx, in, work); err != nil {
+		return 0, err
+	}
+	inserted, err := i.commits.commit(ctx, &m, work)
+	if err != nil {
+		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
+	}
+	if inserted {
+		i.loop.arrived(m, work, in.FromHost)
+		i.flood.arrived(ctx, m, work)
+	}
+	// A redelivery was stored once and routed then; for a new message the
+	// committer told the watchers and woke the folders.
+	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 {
+		i.unrouted.Add(1)
+		i.logUnrouted(m.ChatJID)
+	}
+	return m.Seq, nil
+}
+
+// storeFetched stores a message read from the platform's history: stored
+// once (a known one keeps its seq), never routed.
+func (i *intake) storeFetched(ctx context.Context, in adapters.Inbound) (int64, error) {
+	in.Kind = adapters.KindMessage
+	if err := in.Validate(); err != nil {
+		return 0, err
+	}
+	m := ops.StoreMessage(in)
+	if self, ok := i.adapters.self(in.Chat.Platform()); ok && in.Sender == self {
+		m.FromBot = true
+	}
+	if _, err := i.commits.commit(ctx, &m, nil); err != nil {
+		return 0, err
+	}
+	return m.Seq, nil
+}
+
+// react stores a reaction; one to the bot's own message is kept for the
+// chat owner's next prompt.
+func (i *intake) react(ctx context.Context, in adapters.Inbound, m store.Message) (int64, error) {
+	note := ""
+	if target, err := i.st.MessageByID(ctx, m.ChatJID, m.ID); err == nil && target.FromBot && !m.FromBot {
+		note, _ = i.table().Owner(m.ChatJID, target.Topic)
+	}
+	return i.st.SetReaction(ctx, store.Reaction{ChatJID: m.ChatJID, MsgID: m.ID, Sender: m.Sender, SenderName: m.SenderName,
+		Emoji: in.Reaction, Removed: in.ReactionRemoved, Time: m.Time}, note)
+}
+
+// route decides what a stored message does: nothing (unrouted), observe, or
+// trigger a turn of the winning route's folder. An observe route still
+// triggers while the folder is engaged in that chat/topic.
+// A stale backfilled message is observed context only.
+func (i *intake) route(m store.Message, stale bool) []store.WorkItem {
+	r, ok := i.table().Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
+	if !ok {
+		return nil // unrouted: stored, counted by deliver, nothing runs
+	}
+	mode := r.Mode
+	if mode == routing.Observe && i.engage.active(m.ChatJID, m.Topic, r.Target) {
+		mode = routing.Trigger
+	}
+	if stale {
+		mode = routing.Observe
+	}
+	if mode == routing.Trigger && m.Verb == adapters.VerbMention {
+		i.engage.start(m.ChatJID, m.Topic, r.Target, i.engageTTL)
+	}
+	return []store.WorkItem{{Folder: r.Target, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(mode), Trigger: store.TriggerMessage}}
+}
+
+// inject is ops.Inject in the running gateway: it also wakes the folder
+// at once.
+func (i *intake) inject(ctx context.Context, req ops.InjectRequest) (store.Message, error) {
+	m, folder, err := i.storeInject(ctx, i.table(), req)
+	if err != nil {
+		return m, err
+	}
+	i.adapters.notifyStored(m.ChatJID, m.Seq)
+	i.kick(folder)
+	return m, nil
+}
+
+// unroutedCount counts messages since start that matched no route.
+func (i *intake) unroutedCount() int64 { return i.unrouted.Load() }
+
+// unroutedLog names each unrouted chat in the log once (per process, for a
+// bounded number of chats), so an operator can copy its JID into a route.
+type unroutedLog struct {
+	mu   sync.Mutex
+	seen map[adapters.JID]bool
+}
+
+func (i *intake) logUnrouted(chat adapters.JID) {
+	u := &i.unroutedSeen
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.seen == nil {
+		u.seen = map[adapters.JID]bool{}
+	}
+	if u.seen[chat] || len(u.seen) >= 10_000 {
+		return
+	}
+	u.seen[chat] = true
+	i.log.Info("message from an unrouted chat stored; nothing runs until a route matches it",
+		"jid", chat, "hint", "switchboard route add --target FOLDER chat_jid="+chat.String())
+}
+
+type engageKey struct {
+	chat  adapters.JID
+	topic string
+}
+
+type engagement struct {
+	folder string
+	until  time.Time
+}
+
+// engagements remember, per chat and topic, which folder the bot spoke for
+// recently, so follow-ups without a mention reach it.
+type engagements struct {
+	mu     sync.Mutex
+	m      map[engageKey]engagement
+	pruned time.Time
+	now    func() time.Time
+}
+
+func (e *engagements) start(chat adapters.JID, topic, folder string, ttl time.Duration) {
+	if ttl <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// Bound memory: drop expired entries, at most once a minute so that a
+	// map full of live engagements is not rescanned on every start.
+	now := e.now()
+	if len(e.m) > 10_000 && now.Sub(e.pruned) > time.Minute {
+		e.pruned = now
+		for k, v := range e.m {
+			if now.After(v.until) {
+				delete(e.m, k)
+			}
+		}
+	}
+	e.m[engageKey{chat, topic}] = engagement{folder: folder, until: now.Add(ttl)}
+}
+
+func (e *engagements) stop(chat adapters.JID, topic string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, engageKey{chat, topic})
+}
+
+// stopIf ends the engagement in chat/topic if allowed(its folder).
+func (e *engagements) stopIf(chat adapters.JID, topic string, allowed func(string) bool) (folder string, ended bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en, ok := e.m[engageKey{chat, topic}]
+	if !ok || e.now().After(en.until) {
+		return "", false
+	}
+	if !allowed(en.folder) {
+		return en.folder, false
+	}
+	delete(e.m, engageKey{chat, topic})
+	return en.folder, true
+}
+
+func (e *engagements) active(chat adapters.JID, topic, folder string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en, ok := e.m[engageKey{chat, topic}]
+	return ok && en.folder == folder && e.now().Before(en.until)
+}

@@ -1,0 +1,143 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"switchboard/groups"
+	"switchboard/mcpserver"
+	"switchboard/routing"
+)
+
+// configStore is what liveConfig reads of the store.
+type configStore interface {
+	Revision(ctx context.Context) (int64, error)
+	ListRoutes(ctx context.Context) ([]routing.Route, error)
+	Groups(ctx context.Context) ([]string, error)
+	AllGrantOverrides(ctx context.Context) (map[string][]string, error)
+}
+
+// socketSync gives the MCP server the current groups.
+type socketSync interface {
+	Sync(gs []mcpserver.Group) error
+}
+
+// liveConfig is the configuration the running gateway works from, read
+// from the store on every reload: the route table, the group folders set
+// up on disk and given MCP sockets, the budgets (the budget guard's).
+// The poll loop reloads when the store's revision counter moved (the CLI
+// changed something); MCP tools reload at once.
+type liveConfig struct {
+	st            configStore
+	layout        groups.Layout
+	exe           string                      // Options.Exe, for the groups' .mcp.json
+	mcp           socketSync                  // the groups' MCP sockets (mcpserver.Server)
+	loadBudgets   func(context.Context) error // budgetGuard.load
+	wakeScheduler func()
+	log           *slog.Logger
+
+	table    atomic.Pointer[routing.Table]
+	revision atomic.Int64
+
+	mu    sync.Mutex      // one reload at a time (poll and MCP tools both reload)
+	setUp map[string]bool // group folders set up on disk by this process; guarded by mu
+}
+
+// Table is the current route table.
+func (c *liveConfig) Table() *routing.Table { return c.table.Load() }
+
+// stale reports whether the store's configuration changed since the last
+// reload.
+func (c *liveConfig) stale(ctx context.Context) (bool, error) {
+	rev, err := c.st.Revision(ctx)
+	return err == nil && rev != c.revision.Load(), err
+}
+
+// reload rebuilds the route table and sets up group folders.
+func (c *liveConfig) reload(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rev, err := c.st.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("read revision: %w", err)
+	}
+	routes, err := c.st.ListRoutes(ctx)
+	if err != nil {
+		return fmt.Errorf("load routes: %w", err)
+	}
+	t, err := routing.New(routes)
+	if err != nil {
+		return fmt.Errorf("load routes: %w", err)
+	}
+	folders, err := c.st.Groups(ctx)
+	if err != nil {
+		return fmt.Errorf("load groups: %w", err)
+	}
+	c.setupGroups(folders)
+	c.syncMCP(ctx, folders)
+	c.table.Store(t)
+	if err := c.loadBudgets(ctx); err != nil {
+		return fmt.Errorf("load budgets: %w", err)
+	}
+	c.wakeScheduler() // tasks may have been added, paused or resumed
+	if old := c.revision.Swap(rev); old != 0 && old != rev {
+		c.log.Info("configuration reloaded", "routes", t.Len(), "groups", len(folders))
+	}
+	return nil
+}
+
+// setupGroups creates the working directory and .mcp.json of each folder
+// this process has not set up yet, several at a time: with a thousand
+// groups on a slow disk one after the other takes seconds.
+func (c *liveConfig) setupGroups(folders []string) {
+	if c.setUp == nil {
+		c.setUp = map[string]bool{}
+	}
+	var todo []string
+	for _, f := range folders {
+		if !c.setUp[f] {
+			todo = append(todo, f)
+		}
+	}
+	done := make([]bool, len(todo))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, f := range todo {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := c.layout.Setup(f, c.exe); err != nil {
+				c.log.Error("set up group folder", "folder", f, "err", err)
+				return
+			}
+			done[i] = true
+		})
+	}
+	wg.Wait()
+	for i, f := range todo {
+		if done[i] {
+			c.setUp[f] = true
+		}
+	}
+}
+
+// syncMCP gives the MCP server the current groups and their grant overrides:
+// sockets come and go with the groups, and sessions whose tool set changed
+// are told so.
+func (c *liveConfig) syncMCP(ctx context.Context, folders []string) {
+	over, err := c.st.AllGrantOverrides(ctx)
+	if err != nil {
+		c.log.Error("load grant overrides for mcp", "err", err)
+		return
+	}
+	gs := make([]mcpserver.Group, len(folders))
+	for i, f := range folders {
+		gs[i] = mcpserver.Group{Folder: f, Overrides: over[f]}
+	}
+	if err := c.mcp.Sync(gs); err != nil {
+		c.log.Error("mcp socket unavailable: the agents of these groups have no tools until it is fixed", "err", err)
+	}
+}
