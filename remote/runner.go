@@ -47,6 +47,7 @@ type RunnerOptions struct {
 type Runner struct {
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
+	given jetstream.KeyValue // turn id → the worker it was given, for a restarted gateway
 	opt   RunnerOptions
 	log   *slog.Logger
 	stop  jetstream.ConsumeContext
@@ -80,7 +81,7 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	kv, err := ensureStreams(ctx, js, opt.WorkerTTL)
+	kv, given, err := ensureStreams(ctx, js, opt.WorkerTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -88,16 +89,16 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}, applying: map[string]chan struct{}{}, fold: fold}
+	r := &Runner{js: js, kv: kv, given: given, opt: opt, log: opt.Logger, waits: map[string]chan Outcome{}, by: map[string]string{}, applying: map[string]chan struct{}{}, fold: fold}
 	if r.d, err = newDispatcher(ctx, kv, opt.WorkerTTL); err != nil {
 		return nil, fmt.Errorf("watch bucket %s: %w", workersBucket, err)
 	}
 	// Which worker took which turn: a hint (core NATS, not stored) that
 	// lets a turn fail as soon as its worker stops reporting, not only at
 	// its deadline.
-	if r.taken, err = nc.Subscribe(takenPrefix+"*", r.noteTaken); err != nil {
+	if r.taken, err = nc.Subscribe(takenPrefix+"*.*", r.noteTaken); err != nil {
 		r.d.stop()
-		return nil, fmt.Errorf("subscribe %s: %w", takenPrefix+"*", err)
+		return nil, fmt.Errorf("subscribe %s: %w", takenPrefix+"*.*", err)
 	}
 	// Outcomes published from now on; one of a turn nobody waits for (its
 	// deadline passed, or an earlier gateway published it) is dropped.
@@ -122,14 +123,19 @@ func (r *Runner) Close() {
 	r.d.stop()
 }
 
-// noteTaken records the worker that took a turn still waited for.
+// noteTaken records that the worker a turn was given took it. The worker
+// is the subject's (only it may publish there); a note from another is
+// ignored.
 func (r *Runner) noteTaken(m *nats.Msg) {
-	turn := strings.TrimPrefix(m.Subject, takenPrefix)
-	r.d.ran(turn, string(m.Data))
+	worker, turn, ok := strings.Cut(strings.TrimPrefix(m.Subject, takenPrefix), ".")
+	if !ok {
+		return
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.waits[turn]; ok {
-		r.by[turn] = string(m.Data)
+	given := r.by[turn]
+	r.mu.Unlock()
+	if given == worker {
+		r.d.ran(turn, worker)
 	}
 }
 
@@ -157,6 +163,9 @@ func (r *Runner) deliver(m jetstream.Msg) {
 	var o Outcome
 	if err := json.Unmarshal(m.Data(), &o); err != nil || o.TurnID == "" {
 		r.log.Warn("remote outcome unreadable; dropped", "subject", m.Subject(), "err", err)
+		return
+	}
+	if !r.fromGiven(m.Subject(), o) {
 		return
 	}
 	if o.Folder == nil {
@@ -235,6 +244,10 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	r.mu.Lock()
 	r.by[job.TurnID] = worker
 	r.mu.Unlock()
+	if err := r.recordGiven(ctx, job.TurnID, worker); err != nil {
+		res.NotStarted = true
+		return res, err
+	}
 	if _, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID)); err != nil {
 		res.NotStarted = true
 		if ctx.Err() != nil {
