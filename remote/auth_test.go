@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"switchboard/agent"
+	"switchboard/internal/testcert"
 	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 )
@@ -249,5 +250,51 @@ func TestNATSWorkerAddedAndRemoved(t *testing.T) {
 	testwait.For(t, 10*time.Second, "removed worker late cut off", nc.IsClosed)
 	if _, err := os.Stat(filepath.Join(auth, workersDir, "late.pub")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("worker late still registered after remove: %v", err)
+	}
+}
+
+// With nats.tls_cert the embedded server speaks TLS: a worker that trusts
+// its CA (nats.tls_ca) connects over TLS, one that does not is refused,
+// and the gateway's in-process connection needs none.
+func TestNATSTLS(t *testing.T) {
+	cert, key := testcert.Write(t)
+	auth := t.TempDir()
+	srv, err := StartServer(ServerOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), AuthDir: auth, TLSCert: cert, TLSKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	gopts, err := srv.Gateway().Options("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gnc, err := nats.Connect("", append(gopts, srv.InProcess())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gnc.Close)
+	c, err := ReadCreds(workerCreds(t, srv, "w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	untrusting, err := c.Options("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := nats.Connect(srv.URL(), append(untrusting, nats.NoReconnect())...); err == nil {
+		nc.Close()
+		t.Error("a worker that does not trust the server's certificate connected")
+	}
+	trusting, err := c.Options(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(srv.URL(), trusting...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.TLSConnectionState(); err != nil {
+		t.Errorf("worker connection: %v; want TLS", err)
 	}
 }
