@@ -73,11 +73,20 @@ type AgentConfig struct {
 // NATSConfig is the NATS server that carries turns to workers when
 // agent.runner is nats: an external one (URL) or one embedded in the
 // gateway (Embedded, listening on Listen; JetStream stored in
-// <data_dir>/nats).
+// <data_dir>/nats, credentials in <data_dir>/nats-auth).
 type NATSConfig struct {
 	URL      string `yaml:"url"`
 	Embedded bool   `yaml:"embedded"`
 	Listen   string `yaml:"listen"` // embedded server's host:port; default 127.0.0.1:4222
+	// Creds is the client's credentials file (an nkey seed): the gateway's
+	// for an external URL, a worker's for `switchboard worker`. TLSCA
+	// verifies the server's certificate (default: the system's roots).
+	Creds string `yaml:"creds"`
+	TLSCA string `yaml:"tls_ca"`
+	// TLSCert and TLSKey (PEM files) make the embedded server speak TLS;
+	// required unless Listen is on loopback.
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
 	// SnapshotExclude are globs of folder paths never snapshotted (besides
 	// remote.DefaultSnapshotExclude: credentials); MaxFolderMB caps a
 	// snapshotted group folder. Both apply on the gateway and on workers.
@@ -543,6 +552,9 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 			bad(fmt.Sprintf("nats.snapshot_exclude[%d]", i), "%q is not a glob of a relative path, e.g. \"*.secret\" or \"config/token.json\"", g)
 		}
 	}
+	if (n.TLSCert == "") != (n.TLSKey == "") {
+		bad("nats.tls_cert", "nats.tls_cert and nats.tls_key go together: give both PEM files or neither")
+	}
 	switch c.Agent.Runner {
 	case "local":
 		return
@@ -556,10 +568,18 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 		bad("nats.url", "is empty and nats.embedded is off; agent.runner nats needs one, e.g. nats.url: nats://nats.internal:4222 or nats.embedded: true")
 	case n.URL != "" && n.Embedded:
 		bad("nats.url", "is set and nats.embedded is on; choose one (the embedded server's URL is its nats.listen)")
+	case n.URL != "" && n.Creds == "":
+		bad("nats.creds", "is empty, and a NATS server of your own (nats.url) is used only with credentials: set nats.creds to the gateway's "+
+			"credentials file (mint one with `switchboard nats gateway-creds --out FILE`; docs/scaling.md, \"Your own NATS server\")")
 	}
 	if n.Embedded {
-		if _, _, err := net.SplitHostPort(n.Listen); err != nil {
+		host, _, err := net.SplitHostPort(n.Listen)
+		switch {
+		case err != nil:
 			bad("nats.listen", "%q is not host:port, e.g. 127.0.0.1:4222", n.Listen)
+		case n.TLSCert == "" && !isLoopback(host):
+			bad("nats.listen", "%q is not a loopback address, so jobs (prompts, agent.env values, MCP tokens) would cross the network in clear: "+
+				"set nats.tls_cert and nats.tls_key (PEM files; workers set nats.tls_ca), or listen on 127.0.0.1", n.Listen)
 		}
 	}
 }

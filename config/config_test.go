@@ -95,6 +95,10 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"nats runner without server", "agent: {runner: nats}", "nats.url: is empty and nats.embedded is off"},
 		{"nats url and embedded", "agent: {runner: nats}\nnats: {url: 'nats://x:4222', embedded: true}", "nats.url: is set and nats.embedded is on"},
 		{"nats embedded bad listen", "agent: {runner: nats}\nnats: {embedded: true, listen: nope}", `nats.listen: "nope" is not host:port`},
+		{"nats url without creds", "agent: {runner: nats}\nnats: {url: 'nats://n:4222'}", "nats.creds: is empty, and a NATS server of your own (nats.url) is used only with credentials: set nats.creds"},
+		{"nats embedded off loopback without tls", "agent: {runner: nats}\nnats: {embedded: true, listen: '0.0.0.0:4222'}",
+			`nats.listen: "0.0.0.0:4222" is not a loopback address, so jobs (prompts, agent.env values, MCP tokens) would cross the network in clear: set nats.tls_cert and nats.tls_key`},
+		{"nats tls half", "nats: {tls_cert: c.pem}", "nats.tls_cert: nats.tls_cert and nats.tls_key go together"},
 		{"nats max folder", "nats: {max_folder_mb: 0}", "nats.max_folder_mb: 0: want 1 to 65536"},
 		{"nats snapshot exclude", "nats: {snapshot_exclude: ['*.secret', '[x']}", `nats.snapshot_exclude[1]: "[x" is not a glob`},
 	}
@@ -222,7 +226,8 @@ func TestConfigRunner(t *testing.T) {
 	if err != nil || cfg.Agent.Runner != "local" || cfg.NATS.Listen != "127.0.0.1:4222" {
 		t.Fatalf("defaults: runner %q nats.listen %q err %v; want local, 127.0.0.1:4222", cfg.Agent.Runner, cfg.NATS.Listen, err)
 	}
-	for _, y := range []string{"agent: {runner: nats}\nnats: {embedded: true}", "agent: {runner: nats}\nnats: {url: 'nats://n:4222'}"} {
+	for _, y := range []string{"agent: {runner: nats}\nnats: {embedded: true}", "agent: {runner: nats}\nnats: {url: 'nats://n:4222', creds: gw.creds}",
+		"agent: {runner: nats}\nnats: {embedded: true, listen: '0.0.0.0:4222', tls_cert: c.pem, tls_key: k.pem}"} {
 		if _, err := Parse([]byte(y), env(nil)); err != nil {
 			t.Errorf("%q: %v", y, err)
 		}

@@ -42,7 +42,7 @@ func (r *Runner) Await(ctx context.Context, turnID string, deadline time.Time) (
 	defer check.Stop()
 	for looked := false; ; {
 		if !looked {
-			o, found, err := r.published(ctx, turnID)
+			o, found, err := r.published(ctx, rec.Worker, turnID)
 			switch {
 			case found && r.acceptOutcome(o):
 				// Published while no gateway read the stream: its folder
@@ -72,22 +72,24 @@ func (r *Runner) Await(ctx context.Context, turnID string, deadline time.Time) (
 	}
 }
 
-// published is the outcome of turn already on ResultsStream, if any.
-func (r *Runner) published(ctx context.Context, turn string) (Outcome, bool, error) {
+// published is the outcome of turn that worker published on
+// ResultsStream already, if any.
+func (r *Runner) published(ctx context.Context, worker, turn string) (Outcome, bool, error) {
 	s, err := r.js.Stream(ctx, ResultsStream)
 	if err != nil {
 		return Outcome{}, false, fmt.Errorf("stream %s: %w", ResultsStream, err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, resultsPrefix+turn)
+	subj := resultSubject(worker, turn)
+	m, err := s.GetLastMsgForSubject(ctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Outcome{}, false, nil
 	}
 	if err != nil {
-		return Outcome{}, false, fmt.Errorf("last message on %s: %w", resultsPrefix+turn, err)
+		return Outcome{}, false, fmt.Errorf("last message on %s: %w", subj, err)
 	}
 	var o Outcome
-	if err := json.Unmarshal(m.Data, &o); err != nil || o.TurnID != turn {
-		return Outcome{}, false, fmt.Errorf("outcome on %s unreadable: %v", resultsPrefix+turn, err)
+	if err := json.Unmarshal(m.Data, &o); err != nil || o.TurnID != turn || o.Worker != worker {
+		return Outcome{}, false, fmt.Errorf("outcome on %s unreadable or not %s's: %v", subj, worker, err)
 	}
 	return o, true, nil
 }

@@ -44,7 +44,7 @@ func BenchmarkRemoteTurn(b *testing.B) {
 	b.Run("local", func(b *testing.B) { run(b, agent.Local{}, spec) })
 	b.Run("remote", func(b *testing.B) {
 		nc := natsConn(b)
-		w, err := NewWorker(b.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: func([]string) (agent.Spec, error) {
+		w, err := NewWorker(b.Context(), workerConn(b, nc, "w1"), WorkerOptions{ID: "w1", Slots: 1, Prepare: func([]string) (agent.Spec, error) {
 			return agent.Spec{Command: []string{"/bin/true"}}, nil
 		}, Dir: b.TempDir()})
 		if err != nil {

@@ -134,7 +134,7 @@ while [ ! -e "$GATE" ]; do sleep 0.02; done`, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := stream.GetLastMsgForSubject(t.Context(), resultsPrefix+"t-fold-1")
+	msg, err := stream.GetLastMsgForSubject(t.Context(), resultSubject("w1", "t-fold-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestFolderCachedNoDownload(t *testing.T) {
 	nc := natsConn(t)
 	wdir := t.TempDir()
 	ctx, stop := context.WithCancel(context.Background())
-	w, err := NewWorker(t.Context(), nc, WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 200 * time.Millisecond, Dir: wdir})
+	w, err := NewWorker(t.Context(), workerConn(t, nc, "w1"), WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Poll: 200 * time.Millisecond, Dir: wdir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,22 +367,10 @@ func (p *proxy) restore() { p.listen(p.addr) }
 // worker 2's content. The same outcome applied again changes nothing and
 // is not called stale.
 func TestStaleWorkerFenced(t *testing.T) {
-	srv, err := StartServer("127.0.0.1:0", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	connect := func(url string) *nats.Conn {
-		nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
-	nc := connect(srv.URL())
+	srv := startNATS(t, "127.0.0.1:0", t.TempDir(), t.TempDir())
+	nc := gatewayConn(t, srv, srv.URL())
 	p := newProxy(t, strings.TrimPrefix(srv.URL(), "nats://"))
-	nc1 := connect("nats://" + p.addr)
+	nc1 := connectAs(t, srv, "nats://"+p.addr, "w1", nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	const ttl = time.Second
 	var logs testlog.Buffer
 	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{`echo "$SWITCHBOARD_TURN_ID" > owner.txt
@@ -467,7 +455,7 @@ func TestFolderObjectsLookedUpOnce(t *testing.T) {
 		run(fmt.Sprintf("t-w%d", i), "write")
 	}
 	// Object metadata requests, seen from another connection.
-	spy := natsConnTo(t, nc.ConnectedUrl())
+	spy := spyConn(t, nc)
 	var lookups atomic.Int64
 	sub, err := spy.Subscribe("$JS.API.DIRECT.GET.OBJ_"+ObjectsBucket+".>", func(*nats.Msg) { lookups.Add(1) })
 	if err != nil {

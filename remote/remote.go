@@ -20,15 +20,14 @@ import (
 	"switchboard/agent"
 )
 
-// JetStream names. Every gateway and worker creates them as needed, with
-// the same configuration.
+// JetStream names. The gateway creates them as needed; workers use them.
 const (
-	TurnsStream   = "SWITCHBOARD_TURNS"   // work queue: each job consumed once
-	TurnsSubject  = "switchboard.turns"   // jobs go to TurnsSubject.w.<worker id> (workerSubject)
-	ResultsStream = "SWITCHBOARD_RESULTS" // outcomes, kept for an hour
-	resultsPrefix = "switchboard.results."
-	takenPrefix   = "switchboard.taken."  // core NATS: <turn id> → the worker that took it
-	workersBucket = "switchboard_workers" // KV: one entry per live worker
+	TurnsStream   = "SWITCHBOARD_TURNS"    // work queue: each job consumed once
+	TurnsSubject  = "switchboard.turns"    // jobs go to TurnsSubject.w.<worker id> (workerSubject)
+	ResultsStream = "SWITCHBOARD_RESULTS"  // outcomes, kept for an hour
+	resultsPrefix = "switchboard.results." // + <worker id>.<turn id>: only that worker may publish there
+	takenPrefix   = "switchboard.taken."   // core NATS: + <worker id>.<turn id>, when the worker takes it
+	workersBucket = "switchboard_workers"  // KV: one entry per live worker
 	// legacyConsumer is the pull consumer all workers shared before each
 	// had its own; removed from an existing stream (see ensureStreams).
 	legacyConsumer = "workers"

@@ -115,9 +115,9 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	// Which worker took which turn: a hint (core NATS, not stored) that
 	// lets a turn fail as soon as its worker stops reporting, not only at
 	// its deadline.
-	if r.taken, err = nc.Subscribe(takenPrefix+"*", r.noteTaken); err != nil {
+	if r.taken, err = nc.Subscribe(takenPrefix+"*.*", r.noteTaken); err != nil {
 		r.d.stop()
-		return nil, fmt.Errorf("subscribe %s: %w", takenPrefix+"*", err)
+		return nil, fmt.Errorf("subscribe %s: %w", takenPrefix+"*.*", err)
 	}
 	// Outcomes published from now on; one of a turn nobody waits for (its
 	// deadline passed, or an earlier gateway published it) is dropped.
@@ -142,16 +142,19 @@ func (r *Runner) Close() {
 	r.d.stop()
 }
 
-// noteTaken records the worker that took a turn still waited for.
+// noteTaken records that the worker a turn was given took it. The worker
+// is the subject's (only it may publish there); a note from another is
+// ignored.
 func (r *Runner) noteTaken(m *nats.Msg) {
-	turn := strings.TrimPrefix(m.Subject, takenPrefix)
-	r.d.ran(turn, string(m.Data))
+	worker, turn, ok := strings.Cut(strings.TrimPrefix(m.Subject, takenPrefix), ".")
+	if !ok {
+		return
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	// Any client may send the note: it counts only from the worker the
-	// turn was given to.
-	if p, ok := r.waits[turn]; ok && (p.worker == "" || p.worker == string(m.Data)) {
-		r.by[turn] = string(m.Data)
+	given := r.by[turn]
+	r.mu.Unlock()
+	if given == worker {
+		r.d.ran(turn, worker)
 	}
 }
 
@@ -180,7 +183,7 @@ func (r *Runner) deliver(m jetstream.Msg) {
 		r.log.Warn("remote outcome unreadable; dropped", "subject", m.Subject(), "err", err)
 		return
 	}
-	if !r.acceptOutcome(o) {
+	if !r.fromSubject(m.Subject(), o) || !r.acceptOutcome(o) {
 		return
 	}
 	if o.Folder == nil {

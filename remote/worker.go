@@ -22,7 +22,9 @@ import (
 // WorkerOptions configure a Worker.
 type WorkerOptions struct {
 	// ID names the worker in outcomes, the workers bucket, its subject and
-	// its consumer; default host-pid. Made subject-safe (SubjectSafe).
+	// its consumer: the worker of its credentials (Creds.Worker), which
+	// the NATS server lets use only that id's subjects. Made subject-safe
+	// (SubjectSafe). Required.
 	ID    string
 	Slots int // turns at once (≥ 1)
 	// Prepare turns a job's command (agent.command as the gateway has it
@@ -67,7 +69,9 @@ type Worker struct {
 	cons    jetstream.Consumer // nil: (re)create it
 }
 
-// NewWorker creates the streams when missing.
+// NewWorker binds to the workers bucket and the folder object store,
+// waiting for the gateway to create them. nc is connected with the
+// worker's credentials (Creds.Options).
 func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, error) {
 	if opt.Slots < 1 {
 		return nil, fmt.Errorf("--slots %d: want at least 1", opt.Slots)
@@ -90,20 +94,20 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 	if opt.Dir == "" {
 		return nil, errors.New("remote.NewWorker: no Dir (the worker's data directory)")
 	}
-	host, _ := os.Hostname()
 	if opt.ID == "" {
-		opt.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		return nil, errors.New("remote.NewWorker: no ID (the worker of its NATS credentials)")
 	}
+	host, _ := os.Hostname()
 	opt.ID = SubjectSafe(opt.ID)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	kv, err := ensureStreams(ctx, js, opt.WorkerTTL)
+	kv, obs, err := bindWorker(ctx, js, opt.Logger)
 	if err != nil {
 		return nil, err
 	}
-	folders, err := newWorkerFoldersIn(ctx, js, opt)
+	folders, err := newWorkerFoldersIn(obs, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +250,7 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 	}
 	w.busy.Add(1)
 	w.heartbeat(ctx)
-	if err := w.nc.Publish(takenPrefix+j.TurnID, []byte(w.opt.ID)); err != nil {
+	if err := w.nc.Publish(takenPrefix+w.opt.ID+"."+j.TurnID, nil); err != nil {
 		w.log.Warn("announce turn taken", "turn", j.TurnID, "err", err)
 	}
 	o := w.run(turnCtx, j)
@@ -255,7 +259,7 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 	data, _ := json.Marshal(o)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := w.js.Publish(pctx, resultsPrefix+j.TurnID, data, jetstream.WithMsgID(j.TurnID)); err != nil {
+	if _, err := w.js.Publish(pctx, resultSubject(w.opt.ID, j.TurnID), data, jetstream.WithMsgID(j.TurnID)); err != nil {
 		w.log.Error("publish turn result", "turn", j.TurnID, "err", err)
 		return
 	}

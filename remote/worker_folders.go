@@ -234,12 +234,8 @@ func (t *folderTurn) finish(ctx context.Context, turn string) (*FolderDelta, err
 	return &FolderDelta{Dir: t.dir, Base: t.base, Object: name, Deleted: slices.Clip(deleted), Digest: after.digest()}, nil
 }
 
-func newWorkerFoldersIn(ctx context.Context, js jetstream.JetStream, opt WorkerOptions) (*workerFolders, error) {
+func newWorkerFoldersIn(obs jetstream.ObjectStore, opt WorkerOptions) (*workerFolders, error) {
 	ex, err := newExcluder(opt.SnapshotExclude)
-	if err != nil {
-		return nil, err
-	}
-	_, obs, err := folderStores(ctx, js)
 	if err != nil {
 		return nil, err
 	}

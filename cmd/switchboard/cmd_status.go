@@ -259,7 +259,20 @@ func (a *app) natsWorkers(ctx context.Context, url string) ([]remote.WorkerInfo,
 	if url == "" {
 		return nil, "no nats.url; pass --nats URL"
 	}
-	nc, err := nats.Connect(url, nats.Timeout(3*time.Second), nats.Name("switchboard status"))
+	// The gateway's credentials: nats.creds, or the embedded server's.
+	path := a.natsCreds("")
+	if path == "" {
+		return nil, "no nats.creds: set it to the gateway's NATS credentials"
+	}
+	creds, err := remote.ReadCreds(path)
+	if err != nil {
+		return nil, "nats.creds: " + err.Error()
+	}
+	opts, err := creds.Options(a.cfg.NATS.TLSCA)
+	if err != nil {
+		return nil, err.Error()
+	}
+	nc, err := nats.Connect(url, append(opts, nats.Timeout(3*time.Second), nats.Name("switchboard status"))...)
 	if err != nil {
 		return nil, fmt.Sprintf("connect to NATS at %s: %v", redactURL(url), err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,13 +13,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/remote"
 )
 
 func (a *app) workerCommand() *cobra.Command {
-	var url string
+	var url, creds string
 	var slots int
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -40,6 +38,12 @@ agent.command ("switchboard" is this binary), which must equal the gateway's:
 a job naming another command is refused; this worker's agent.max_turn_usd
 applies to it. The NATS server is --nats, else this config's nats.url.
 
+NATS credentials: --creds, else nats.creds: the file that "switchboard nats
+worker add NAME" minted on the gateway (keep it in this worker's data_dir,
+which its agents' sandbox hides). NAME is this worker's id: the server lets it
+read only its own jobs and publish only its own results. A server that speaks
+TLS is verified with nats.tls_ca (default: the system's roots).
+
 Group folders: the worker keeps a copy of each group folder it ran a turn
 of in <data_dir>/folders/<the gateway's absolute path> (never the gateway's
 folder itself, even on a shared filesystem). A turn whose folder version
@@ -58,14 +62,15 @@ nats.max_folder_mb is not sent.
 Stop with Ctrl-C or SIGTERM: no more turns are fetched, running ones finish
 (at most 30 s) and their results are published.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runWorker(cmd.Context(), url, slots) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runWorker(cmd.Context(), url, creds, slots) },
 	}
 	cmd.Flags().StringVar(&url, "nats", "", "NATS server URL, e.g. nats://gateway:4222 (default: nats.url of this worker's config)")
+	cmd.Flags().StringVar(&creds, "creds", "", "this worker's NATS credentials file (default: nats.creds)")
 	cmd.Flags().IntVar(&slots, "slots", 1, "turns run at once")
 	return cmd
 }
 
-func (a *app) runWorker(ctx context.Context, url string, slots int) error {
+func (a *app) runWorker(ctx context.Context, url, credsFlag string, slots int) error {
 	if err := a.load(); err != nil {
 		return err
 	}
@@ -78,6 +83,21 @@ func (a *app) runWorker(ctx context.Context, url string, slots int) error {
 	if url == "" {
 		return usagef("no NATS server: pass --nats URL (e.g. nats://gateway:4222, the gateway's nats.url or nats.listen) or set nats.url in this worker's config")
 	}
+	path := credsFlag
+	if path == "" {
+		path = a.cfg.NATS.Creds
+	}
+	if path == "" {
+		return usagef("nats.creds: no NATS credentials: set nats.creds in this worker's config (or pass --creds) to the file " +
+			"that `switchboard nats worker add NAME` minted on the gateway")
+	}
+	creds, err := remote.ReadCreds(path)
+	if err != nil {
+		return fmt.Errorf("nats.creds: %w", err)
+	}
+	if creds.Worker == "" {
+		return fmt.Errorf("nats.creds: %s are the gateway's credentials, not a worker's: mint this worker's with `switchboard nats worker add NAME` on the gateway", path)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own executable: %w", err)
@@ -89,12 +109,15 @@ func (a *app) runWorker(ctx context.Context, url string, slots int) error {
 	if err != nil {
 		return err
 	}
-	nc, err := connectNATS(url, "switchboard worker")
+	if sb != nil && outsideDataDir(path, a.cfg.DataDir) {
+		a.log.Warn("nats.creds lies outside data_dir, where a sandboxed agent may read it; move it into data_dir", "creds", path)
+	}
+	nc, err := a.connectNATS(url, "switchboard worker "+creds.Worker, creds)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	w, err := remote.NewWorker(ctx, nc, remote.WorkerOptions{Slots: slots, Logger: a.log, Prepare: a.workerSpecs(ctx, exe, sb),
+	w, err := remote.NewWorker(ctx, nc, remote.WorkerOptions{ID: creds.Worker, Slots: slots, Logger: a.log, Prepare: a.workerSpecs(ctx, exe, sb),
 		Dir: a.cfg.DataDir, SnapshotExclude: a.cfg.NATS.SnapshotExclude, MaxFolderMB: a.cfg.NATS.MaxFolderMB, AllowEnv: a.cfg.Agent.Env})
 	if err != nil {
 		return err
@@ -156,15 +179,6 @@ func (a *app) workerSpec(ctx context.Context, exe string, sb *agent.Sandbox, com
 	return spec, a.probeAgent(pctx, spec)
 }
 
-// connectNATS connects to url, reconnecting forever after a loss.
-func connectNATS(url, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w; check nats.url / --nats and that the server runs", redactURL(url), err)
-	}
-	return nc, nil
-}
-
 // redactURL drops user:password from a NATS URL for messages.
 func redactURL(u string) string {
 	if at := strings.LastIndex(u, "@"); at >= 0 {
@@ -183,20 +197,28 @@ func redactURL(u string) string {
 func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 	url := a.cfg.NATS.URL
 	var srv *remote.Server
+	var creds remote.Creds
+	var extra []nats.Option
 	if a.cfg.NATS.Embedded {
 		dir := filepath.Join(a.cfg.DataDir, "nats")
+		auth := remote.AuthDir(a.cfg.DataDir)
 		var err error
-		if srv, err = remote.StartServer(a.cfg.NATS.Listen, dir); err != nil {
+		// Off loopback, TLS (validateNATS): jobs carry secrets.
+		if srv, err = remote.StartServer(remote.ServerOptions{Listen: a.cfg.NATS.Listen, StoreDir: dir, AuthDir: auth,
+			TLSCert: a.cfg.NATS.TLSCert, TLSKey: a.cfg.NATS.TLSKey, Logger: a.log}); err != nil {
 			return nil, nil, err
 		}
-		url = srv.URL()
-		a.log.Info("embedded nats server listening", "url", url, "store", dir)
-		if host, _, _ := net.SplitHostPort(a.cfg.NATS.Listen); !adapters.LoopbackHost(host) {
-			// Workers on other machines need it reachable, so this is not
-			// refused; docs/operating.md, "Secrets in jobs".
-			a.log.Warn("the embedded nats server listens off loopback without authentication or TLS: whoever reaches it "+
-				"can read jobs (agent.env values, MCP tokens) and publish results; keep nats.listen on a network you trust, "+
-				"or run your own NATS server with TLS and authentication and set nats.url", "listen", a.cfg.NATS.Listen)
+		url, creds = srv.URL(), srv.Gateway()
+		extra = append(extra, srv.InProcess()) // the gateway's own connection: no network, no TLS
+		a.log.Info("embedded nats server listening", "url", url, "store", dir, "credentials", auth)
+	} else {
+		var err error
+		if creds, err = remote.ReadCreds(a.cfg.NATS.Creds); err != nil {
+			return nil, nil, fmt.Errorf("nats.creds: %w", err)
+		}
+		if creds.Worker != "" {
+			return nil, nil, fmt.Errorf("nats.creds: %s are worker %s's credentials, not the gateway's: mint the gateway's with `switchboard nats gateway-creds --out FILE`",
+				a.cfg.NATS.Creds, creds.Worker)
 		}
 	}
 	stopSrv := func() {
@@ -204,7 +226,7 @@ func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 			srv.Close()
 		}
 	}
-	nc, err := connectNATS(url, "switchboard gateway")
+	nc, err := a.connectNATS(url, "switchboard gateway", creds, extra...)
 	if err != nil {
 		stopSrv()
 		return nil, nil, err

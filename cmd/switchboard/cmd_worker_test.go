@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"switchboard/config"
+	"switchboard/remote"
 )
 
 // A worker runs only its own agent.command: a job naming another program
@@ -45,12 +46,23 @@ func TestWorkerAppliesMaxTurnUSD(t *testing.T) {
 }
 
 // A worker finds its NATS server in --nats or, without it, in its config's
-// nats.url; with neither, the usage error says where to put one.
+// nats.url, and its credentials in --creds or nats.creds; without either,
+// the usage error says where to put one. Gateway credentials are refused.
 func TestWorkerNATSURL(t *testing.T) {
 	dir := t.TempDir()
+	creds, err := remote.AddWorker(filepath.Join(dir, "auth"), "w1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gwCreds, err := remote.MintGatewayCreds(filepath.Join(dir, "gateway.creds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
 	cfg := func(yaml string) string {
-		p := filepath.Join(dir, fmt.Sprintf("worker%d.yaml", len(yaml)))
-		if err := os.WriteFile(p, []byte("data_dir: "+filepath.Join(dir, "data")+"\n"+yaml), 0o644); err != nil {
+		n++
+		p := filepath.Join(dir, fmt.Sprintf("worker%d.yaml", n))
+		if err := os.WriteFile(p, []byte("data_dir: "+filepath.Join(dir, "data")+"\nagent: {sandbox: none}\n"+yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return p
@@ -59,8 +71,9 @@ func TestWorkerNATSURL(t *testing.T) {
 		var out, errb bytes.Buffer
 		return run(t.Context(), args, env(nil), strings.NewReader(""), &out, &errb)
 	}
-	// nats.url from the config: the worker tries it (nothing listens on port 1).
-	err := worker("--config", cfg("nats: {url: \"nats://127.0.0.1:1\"}\n"), "worker", "--slots", "1")
+	// nats.url and nats.creds from the config: the worker tries them
+	// (nothing listens on port 1).
+	err = worker("--config", cfg(fmt.Sprintf("nats: {url: \"nats://127.0.0.1:1\", creds: %q}\n", creds.Path)), "worker", "--slots", "1")
 	if err == nil || !strings.Contains(err.Error(), "connect to NATS at nats://127.0.0.1:1") {
 		t.Errorf("worker with nats.url in its config: err %v; want it to connect to nats.url", err)
 	}
@@ -68,28 +81,61 @@ func TestWorkerNATSURL(t *testing.T) {
 	if !isUsage(err) || !strings.Contains(err.Error(), "--nats") || !strings.Contains(err.Error(), "nats.url") {
 		t.Errorf("worker without a NATS URL: err %v; want a usage error naming --nats and nats.url", err)
 	}
+	err = worker("--config", cfg("nats: {url: \"nats://127.0.0.1:1\"}\n"), "worker")
+	if !isUsage(err) || !strings.Contains(err.Error(), "nats.creds") || !strings.Contains(err.Error(), "nats worker add") {
+		t.Errorf("worker without credentials: err %v; want a usage error naming nats.creds and how to mint them", err)
+	}
+	err = worker("--config", cfg("nats: {url: \"nats://127.0.0.1:1\"}\n"), "worker", "--creds", gwCreds.Path)
+	if err == nil || !strings.Contains(err.Error(), "the gateway's credentials, not a worker's") {
+		t.Errorf("worker with the gateway's credentials: err %v; want them refused", err)
+	}
 }
 
-// The embedded NATS server has no authentication: listening off loopback,
-// the gateway says at start what anyone who reaches it can do, and what to
-// do instead. On loopback it says nothing.
-func TestEmbeddedNATSOffLoopbackWarns(t *testing.T) {
-	for listen, wantWarn := range map[string]bool{"127.0.0.1:0": false, "0.0.0.0:0": true} {
-		t.Run(listen, func(t *testing.T) {
-			var logs bytes.Buffer
-			a := &app{cfg: config.Default(), log: slog.New(slog.NewTextHandler(&logs, nil))}
-			a.cfg.DataDir = t.TempDir()
-			a.cfg.Agent.Runner, a.cfg.NATS.Embedded, a.cfg.NATS.Listen = "nats", true, listen
-			_, stop, err := a.natsRunner(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop()
-			warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "without authentication") &&
-				strings.Contains(logs.String(), "nats.url")
-			if warned != wantWarn {
-				t.Errorf("nats.listen %s: warned %v, want %v; log:\n%s", listen, warned, wantWarn, logs.String())
-			}
-		})
+// `switchboard nats worker add` writes the worker's credentials with mode
+// 0600, says where and what to set, and refuses a second worker of the
+// same name; rm unregisters it. Nothing secret is printed.
+func TestNATSWorkerAddCLI(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sb.yaml")
+	if err := os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "data")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), append([]string{"--config", cfg}, args...), env(nil), strings.NewReader(""), &out, &errb)
+		return out.String(), err
+	}
+	out, err := cli("nats", "worker", "add", "gpu1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "data", "nats-auth", "workers", "gpu1.creds")
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v; want mode 0600", path, err)
+	}
+	seed, _ := os.ReadFile(path)
+	if !strings.Contains(out, path) || !strings.Contains(out, "nats.creds") {
+		t.Errorf("output %q; want the file and nats.creds named", out)
+	}
+	for _, line := range strings.Split(string(seed), "\n") {
+		if strings.HasPrefix(line, "SU") && strings.Contains(out, line) {
+			t.Errorf("the seed was printed: %q", out)
+		}
+	}
+	if _, err := cli("nats", "worker", "add", "gpu1"); !isUsage(err) || !strings.Contains(err.Error(), "already registered") {
+		t.Errorf("adding gpu1 again: err %v; want a usage error", err)
+	}
+	if _, err := cli("nats", "worker", "add", "gpu.1"); !isUsage(err) {
+		t.Errorf("adding gpu.1: err %v; want a usage error", err)
+	}
+	if out, err := cli("nats", "worker", "list"); err != nil || !strings.Contains(out, "gpu1") {
+		t.Errorf("list: %q %v; want gpu1", out, err)
+	}
+	if _, err := cli("nats", "worker", "rm", "gpu1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("rm left %s", path)
 	}
 }

@@ -35,23 +35,19 @@ func TestE2EGatewayKilledMidBurst(t *testing.T) {
 }
 
 func gatewayKilledMidBurst(t *testing.T, embedded bool) {
-	var natsYAML, url string
-	if embedded {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		// A fixed port: the workers reconnect to the restarted gateway's server.
-		natsYAML, url = fmt.Sprintf("nats: {embedded: true, listen: %q}\n", addr), "nats://"+addr
-	} else {
-		srv, err := remote.StartServer("127.0.0.1:0", t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(srv.Close)
-		natsYAML, url = fmt.Sprintf("nats: {url: %q}\n", srv.URL()), srv.URL()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	// A fixed port: the workers reconnect to the restarted gateway's server.
+	natsYAML, url := fmt.Sprintf("nats: {embedded: true, listen: %q}\n", addr), "nats://"+addr
+	if !embedded {
+		// A server of the operator's, with the users the embedded one has:
+		// its credentials where the gateway's CLI (nats worker add) keeps
+		// them, so that the workers' are registered there.
+		natsYAML = fmt.Sprintf("nats: {url: %q, creds: data/nats-auth/gateway.creds}\n", url)
 	}
 	const rooms, messages = 6, 12
 	var routes strings.Builder
@@ -70,6 +66,13 @@ echo "$SWITCHBOARD_TURN_ID" > "done-$SWITCHBOARD_TURN_ID"
 exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 	dir := newE2E(t, e2eConfig{agent: script, groups: groups, routes: routes.String(), timeout: "60s", maxConcurrent: 16,
 		agentExtra: "  runner: nats\n", extra: natsYAML + "mcp: {listen: \"127.0.0.1:0\"}\n"})
+	if !embedded {
+		srv, err := remote.StartServer(remote.ServerOptions{Listen: addr, StoreDir: t.TempDir(), AuthDir: filepath.Join(dir, "data", "nats-auth")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Close)
+	}
 	g := startGW(t, dir)
 	workers := []*worker{startWorker(t, dir, "w1", url, 2), startWorker(t, dir, "w2", url, 2)}
 

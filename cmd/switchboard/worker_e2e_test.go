@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"switchboard/internal/testwait"
+	"switchboard/remote"
 )
 
 // worker is one `switchboard worker` process.
@@ -23,12 +26,15 @@ type worker struct {
 }
 
 // startWorker runs `switchboard worker` with dir's config and its own data
-// directory dir/<name>, and waits until it pulls turns.
+// directory dir/<name>, with credentials that `switchboard nats worker add
+// <name>` minted in its data directory the first time, and waits until it
+// pulls turns.
 func startWorker(t testing.TB, dir, name, natsURL string, slots int) *worker {
 	t.Helper()
+	creds := workerCreds(t, dir, name, natsURL)
 	w := &worker{t: t, exited: make(chan struct{})}
 	w.cmd = exec.Command(switchboardBinary(t), "--config", "switchboard.yaml", "--data-dir", filepath.Join(dir, name),
-		"worker", "--nats", natsURL, "--slots", fmt.Sprint(slots))
+		"worker", "--nats", natsURL, "--creds", creds, "--slots", fmt.Sprint(slots))
 	w.cmd.Dir = dir
 	w.cmd.Env = os.Environ() // nothing of the gateway's: the turn's env comes with the job
 	stderr, err := w.cmd.StderrPipe()
@@ -64,6 +70,38 @@ func startWorker(t testing.TB, dir, name, natsURL string, slots int) *worker {
 		return len(w.records("worker pulling turns", "", "")) > 0
 	})
 	return w
+}
+
+// workerCreds mints worker name's credentials with the CLI beside the
+// gateway of dir (registered in its data directory) into dir/<name>, the
+// worker's data directory, and waits until the server at natsURL accepts
+// them (it reloads its users every 2 s).
+func workerCreds(t testing.TB, dir, name, natsURL string) string {
+	t.Helper()
+	path := filepath.Join(dir, name, "nats.creds")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if _, err := runCLI(switchboardBinary(t), dir, "nats", "worker", "add", name, "--out", path); err != nil {
+		t.Fatal(err)
+	}
+	c, err := remote.ReadCreds(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := c.Options("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 20*time.Second, "worker "+name+"'s credentials accepted", func() bool {
+		nc, err := nats.Connect(natsURL, append(opts, nats.NoReconnect())...)
+		if err != nil {
+			return false
+		}
+		nc.Close()
+		return true
+	})
+	return path
 }
 
 // natsE2E is a gateway whose turns run on workers through the embedded
@@ -153,8 +191,8 @@ func TestE2EWorkers(t *testing.T) {
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, w := range []*worker{w1, w2} {
-		if row := fmt.Sprintf("-%d</td>", w.cmd.Process.Pid); !strings.Contains(string(page), row) {
+	for _, id := range []string{"w1", "w2"} { // the names their credentials were minted for
+		if row := fmt.Sprintf(">%s</td>", id); !strings.Contains(string(page), row) {
 			t.Errorf("the admin page lists no worker %s:\n%s", row, page)
 		}
 	}
