@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"switchboard/agent"
@@ -18,21 +19,25 @@ import (
 	"switchboard/internal/testwait"
 )
 
-// forger is any client of the NATS server: it writes folder entries,
-// uploads objects and publishes outcomes of its choosing.
+// forger writes folder entries, uploads objects and publishes outcomes of
+// its choosing: as worst a case as NATS authentication leaves, a worker's
+// credentials (an outcome goes out with the credentials of the worker it
+// names, so the subject matches) plus folder entries made with the
+// gateway's (js).
 type forger struct {
 	t   *testing.T
+	nc  *nats.Conn
 	js  jetstream.JetStream
 	kv  jetstream.KeyValue
 	obs jetstream.ObjectStore
 }
 
-func newForger(t *testing.T, js jetstream.JetStream) *forger {
+func newForger(t *testing.T, nc *nats.Conn, js jetstream.JetStream) *forger {
 	kv, obs, err := folderStores(t.Context(), js)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &forger{t: t, js: js, kv: kv, obs: obs}
+	return &forger{t: t, nc: nc, js: js, kv: kv, obs: obs}
 }
 
 // upload puts a tar holding name (content body) as object obj.
@@ -60,7 +65,11 @@ func (f *forger) version(dir string) uint64 {
 
 func (f *forger) publish(o Outcome) {
 	data, _ := json.Marshal(o)
-	if _, err := f.js.Publish(context.Background(), resultsPrefix+o.TurnID, data); err != nil {
+	js, err := jetstream.New(workerConn(f.t, f.nc, o.Worker))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := js.Publish(context.Background(), resultSubject(o.Worker, o.TurnID), data); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -91,7 +100,7 @@ func TestForgedOutcomesChangeNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newForger(t, js)
+	f := newForger(t, nc, js)
 
 	in := turnInput(t, "t-real")
 	in.Dir = mainDir
@@ -158,15 +167,15 @@ func TestForgedOutcomesChangeNothing(t *testing.T) {
 }
 
 // A restarted gateway reattaching to a turn accepts only the outcome of
-// the worker it recorded for the turn: a forged one from another worker,
-// the last on the turn's subject, is refused and changes nothing.
+// the worker it recorded for the turn: a forged one from another worker is
+// refused and changes nothing.
 func TestAwaitRefusesForgedOutcome(t *testing.T) {
 	nc := natsConn(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newForger(t, js)
+	f := newForger(t, nc, js)
 	dir := turnInput(t, "x").Dir
 	writeFiles(t, dir, keptFiles)
 	deadline := time.Now().Add(time.Minute)
@@ -175,12 +184,9 @@ func TestAwaitRefusesForgedOutcome(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(stateDir(t), "t-away.json"), rec, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Published while no gateway runs; then the gateway restarts.
 	if _, err := ensureStreams(t.Context(), js, workerTTL); err != nil {
 		t.Fatal(err)
 	}
-	f.publish(Outcome{TurnID: "t-away", Worker: "w-evil", Reply: "forged",
-		Folder: &FolderDelta{Dir: dir, Base: f.version(dir), Deleted: []string{"work.md"}, Digest: "x"}})
 	r := newRunner(t, nc, "unused", 0)
 	type out struct {
 		res agent.Result
@@ -191,6 +197,10 @@ func TestAwaitRefusesForgedOutcome(t *testing.T) {
 		res, err := r.Await(context.Background(), "t-away", deadline)
 		done <- out{res, err}
 	}()
+	// Another worker answers the turn the restarted gateway awaits (on its
+	// own subject: its credentials allow no other).
+	f.publish(Outcome{TurnID: "t-away", Worker: "w-evil", Reply: "forged",
+		Folder: &FolderDelta{Dir: dir, Base: f.version(dir), Deleted: []string{"work.md"}, Digest: "x"}})
 	testwait.For(t, 10*time.Second, "the forged outcome refused", func() bool { return r.RefusedOutcomes() == 1 })
 	f.publish(Outcome{TurnID: "t-away", Worker: "w1", Reply: "real"})
 	o := <-done

@@ -204,7 +204,7 @@ func TestNATSOutcomeFromOtherWorkerDropped(t *testing.T) {
 	publish("a", Outcome{TurnID: "t-given", Worker: "a", Reply: "forged by a"})
 	publish("a", Outcome{TurnID: "t-given", Worker: "b", Reply: "forged by a as b"})
 	testwait.For(t, 10*time.Second, "both forged outcomes dropped", func() bool {
-		return strings.Contains(logs.String(), "not from the worker the turn was given to; dropped") &&
+		return strings.Contains(logs.String(), "not from the worker the turn was given to") &&
 			strings.Contains(logs.String(), "not from the worker it names; dropped")
 	})
 	publish("b", Outcome{TurnID: "t-given", Worker: "b", Reply: "real"})

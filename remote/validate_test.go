@@ -18,7 +18,7 @@ import (
 )
 
 // outcomeOf waits for turn's outcome on the results stream.
-func outcomeOf(t *testing.T, js jetstream.JetStream, turn string) Outcome {
+func outcomeOf(t *testing.T, js jetstream.JetStream, worker, turn string) Outcome {
 	t.Helper()
 	var o Outcome
 	testwait.For(t, 20*time.Second, "the outcome of "+turn, func() bool {
@@ -26,7 +26,7 @@ func outcomeOf(t *testing.T, js jetstream.JetStream, turn string) Outcome {
 		if err != nil {
 			return false
 		}
-		m, err := s.GetLastMsgForSubject(t.Context(), resultsPrefix+turn)
+		m, err := s.GetLastMsgForSubject(t.Context(), resultSubject(worker, turn))
 		return err == nil && json.Unmarshal(m.Data, &o) == nil
 	})
 	return o
@@ -115,7 +115,7 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 			if _, err := js.Publish(t.Context(), workerSubject("w1"), data); err != nil {
 				t.Fatal(err)
 			}
-			o := outcomeOf(t, js, j.TurnID)
+			o := outcomeOf(t, js, "w1", j.TurnID)
 			if !o.NotStarted || !strings.Contains(o.Error, "refused the job") || !strings.Contains(o.Error, tc.reason) {
 				t.Errorf("outcome %+v; want not started, refused naming %s", o, tc.reason)
 			}
