@@ -12,9 +12,9 @@ import (
 // BudgetSeed is a group's budget set at start unless the group has one
 // already (config budgets:).
 type BudgetSeed struct {
-	Folder     string  `yaml:"folder"`
-	DailyUSD   float64 `yaml:"daily_usd"`
-	MonthlyUSD float64 `yaml:"monthly_usd"`
+	Folder     groups.Folder `yaml:"folder"`
+	DailyUSD   float64       `yaml:"daily_usd"`
+	MonthlyUSD float64       `yaml:"monthly_usd"`
 }
 
 // PriceConfig is agent.price: US dollars per million tokens, charged for
@@ -50,10 +50,10 @@ func (c *Config) validateBudgets(bad func(string, string, ...any)) {
 	if p != (PriceConfig{}) && (p.InputPerMTok == 0 || p.OutputPerMTok == 0) {
 		bad("agent.price", "set both input_per_mtok and output_per_mtok, or neither (no price)")
 	}
-	seen := map[string]bool{}
+	seen := map[groups.Folder]bool{}
 	for i, b := range c.Budgets {
 		key := fmt.Sprintf("budgets[%d]", i)
-		if err := groups.Validate(b.Folder); err != nil {
+		if err := b.Folder.Validate(); err != nil {
 			bad(key+".folder", "%v", err)
 		} else if seen[b.Folder] {
 			bad(key+".folder", "%q has a budget already (budgets[%d]); one entry per group", b.Folder, i)

@@ -30,7 +30,7 @@ import (
 // that are handed to the parts that use them; nothing below cmd sees Config.
 type Config struct {
 	DataDir        string         `yaml:"data_dir"`
-	OperatorFolder string         `yaml:"operator_folder"`
+	OperatorFolder groups.Folder  `yaml:"operator_folder"`
 	Timezone       string         `yaml:"timezone"`
 	Log            LogConfig      `yaml:"log"`
 	Agent          AgentConfig    `yaml:"agent"`
@@ -173,13 +173,13 @@ type SlackConfig struct {
 
 // GroupSeed is a group created at start if missing.
 type GroupSeed struct {
-	Folder string `yaml:"folder"`
+	Folder groups.Folder `yaml:"folder"`
 }
 
 // RouteSeed is a route created at the first start of a new database.
 type RouteSeed struct {
 	Match  map[string]string `yaml:"match"`
-	Target string            `yaml:"target"`
+	Target groups.Folder     `yaml:"target"`
 	Seq    int               `yaml:"seq"`
 	Mode   string            `yaml:"mode"`
 }
@@ -280,9 +280,9 @@ func (c *Config) validate(env map[string]envValue) error {
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data_dir", "must not be empty")
 	}
-	if err := groups.Validate(c.OperatorFolder); err != nil {
+	if err := c.OperatorFolder.Validate(); err != nil {
 		bad("operator_folder", "%v", err)
-	} else if strings.Contains(c.OperatorFolder, "/") {
+	} else if strings.Contains(string(c.OperatorFolder), "/") {
 		bad("operator_folder", "%q: the operator folder must be a top-level folder such as root (a nested one could be reached by its ancestors)", c.OperatorFolder)
 	}
 	if _, err := time.LoadLocation(c.Timezone); err != nil || c.Timezone == "" || strings.EqualFold(c.Timezone, "local") {
@@ -308,9 +308,9 @@ func (c *Config) validate(env map[string]envValue) error {
 	}
 	c.validateMCP(bad)
 	c.validateNATS(bad)
-	known := map[string]bool{c.OperatorFolder: true}
+	known := map[groups.Folder]bool{c.OperatorFolder: true}
 	for i, g := range c.Groups {
-		if err := groups.Validate(g.Folder); err != nil {
+		if err := g.Folder.Validate(); err != nil {
 			bad(fmt.Sprintf("groups[%d].folder", i), "%v", err)
 		}
 		known[g.Folder] = true

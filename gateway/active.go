@@ -5,6 +5,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/agent"
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -45,7 +46,7 @@ func (a *activeTurns) finished(id string) map[adapters.JID]bool {
 }
 
 // running returns the running turn of folder, if any (one per folder).
-func (a *activeTurns) running(folder string) (string, *activeTurn) {
+func (a *activeTurns) running(folder groups.Folder) (string, *activeTurn) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for id, t := range a.m {
@@ -58,7 +59,7 @@ func (a *activeTurns) running(folder string) (string, *activeTurn) {
 
 // markReplied records that folder's running turn sent to chat, so its
 // stdout reply to that chat is not sent as well.
-func (a *activeTurns) markReplied(folder string, chat adapters.JID) {
+func (a *activeTurns) markReplied(folder groups.Folder, chat adapters.JID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, t := range a.m {
@@ -79,7 +80,7 @@ func (a *activeTurns) reported(id string) agent.Usage {
 }
 
 // report adds u to folder's running turn; false when folder runs none.
-func (a *activeTurns) report(folder string, u agent.Usage) bool {
+func (a *activeTurns) report(folder groups.Folder, u agent.Usage) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, t := range a.m {
@@ -94,7 +95,7 @@ func (a *activeTurns) report(folder string, u agent.Usage) bool {
 // chainOf is the depth of work that a turn of folder queues now
 // (delegate_group, escalate_group, inject_message): one more than the
 // running turn's (1 when none runs).
-func (a *activeTurns) chainOf(folder string) int {
+func (a *activeTurns) chainOf(folder groups.Folder) int {
 	if _, t := a.running(folder); t != nil {
 		return chainDepth(t.batch) + 1
 	}

@@ -75,7 +75,7 @@ func (f *fetcher) fetch(ctx context.Context, b store.Batch) map[fileKey]fetched 
 	return out
 }
 
-func (f *fetcher) fetchOne(ctx context.Context, root *os.Root, folder string, m store.Message, i int, a adapters.Attachment) fetched {
+func (f *fetcher) fetchOne(ctx context.Context, root *os.Root, folder groups.Folder, m store.Message, i int, a adapters.Attachment) fetched {
 	platform := m.ChatJID.Platform()
 	dl, ok := f.adapters[platform].(adapters.Downloader)
 	switch {

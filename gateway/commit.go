@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -25,7 +26,7 @@ const maxCommitBatch = 256
 type committer struct {
 	st     commitStore
 	stored func(chat adapters.JID, seq int64) // tell the chat's adapter (adapterSet.notifyStored)
-	kick   func(folder string)                // wake a folder that has work (workers.kick)
+	kick   func(folder groups.Folder)         // wake a folder that has work (workers.kick)
 
 	mu      sync.Mutex
 	waiting []*commitReq
@@ -123,7 +124,7 @@ func (c *committer) commitBatch(batch []*commitReq) {
 			r.inserted, r.err = c.st.EnqueueMessage(ctx, &r.msg, r.work)
 		}
 	}
-	kicked := map[string]bool{}
+	kicked := map[groups.Folder]bool{}
 	for _, r := range live {
 		if r.err == nil && r.inserted {
 			c.stored(r.msg.ChatJID, r.msg.Seq)

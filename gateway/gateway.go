@@ -42,7 +42,7 @@ type Options struct {
 	// Runner runs the turns (agent.runner); nil: agent.Local, on this machine.
 	Runner        agent.Runner
 	DataDir       string
-	Operator      string        // the tier-0 folder
+	Operator      groups.Folder // the tier-0 folder
 	EngageTTL     time.Duration // follow-ups trigger without a mention this long after the bot spoke
 	MaxConcurrent int           // turns at once, all folders together
 	Exe           string        // this binary, for the groups' .mcp.json
@@ -119,7 +119,7 @@ type Gateway struct {
 type testHooks struct {
 	// slotWait is called when folder's worker holds a batch and every turn
 	// slot is busy (MaxConcurrent).
-	slotWait func(folder string)
+	slotWait func(folder groups.Folder)
 	// senderWait is called when the outbox has a due item and every sender
 	// is busy; nothing more is claimed until one is free.
 	senderWait func()

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
 )
@@ -15,23 +16,23 @@ import (
 // budgetStore is what the budget guard needs of the store.
 type budgetStore interface {
 	Budgets(ctx context.Context) ([]store.Budget, error)
-	PendingFolders(ctx context.Context) ([]string, error)
-	ReleaseChats(ctx context.Context, folder string, untils ...time.Time) (int64, error)
-	Spent(ctx context.Context, folder string, since time.Time) (float64, error)
+	PendingFolders(ctx context.Context) ([]groups.Folder, error)
+	ReleaseChats(ctx context.Context, folder groups.Folder, untils ...time.Time) (int64, error)
+	Spent(ctx context.Context, folder groups.Folder, since time.Time) (float64, error)
 	SkipBatch(ctx context.Context, b store.Batch, reason string) error
-	SkipTaskRuns(ctx context.Context, folder, reason string) (int64, error)
+	SkipTaskRuns(ctx context.Context, folder groups.Folder, reason string) (int64, error)
 }
 
 // budgetGuard holds the turns of a group whose budget (its own or an
 // ancestor's) is used up. It keeps a copy of the stored budgets, replaced
 // on every reload (the CLI's budget set bumps the revision counter).
 type budgetGuard struct {
-	byFolder atomic.Pointer[map[string]store.Budget]
+	byFolder atomic.Pointer[map[groups.Folder]store.Budget]
 	st       budgetStore
 	now      func() time.Time
 	zone     *time.Location // budget days and months
 	holder   chatHolder
-	kick     func(folder string)
+	kick     func(folder groups.Folder)
 	log      *slog.Logger
 }
 
@@ -42,7 +43,7 @@ func (bg *budgetGuard) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := make(map[string]store.Budget, len(bs))
+	m := make(map[groups.Folder]store.Budget, len(bs))
 	for _, b := range bs {
 		m[b.Folder] = b
 	}
@@ -71,7 +72,7 @@ func (bg *budgetGuard) load(ctx context.Context) error {
 
 // hold reports the budget, of folder or an ancestor, that is used up now;
 // nil when none is (ops.BudgetHold on the loaded budgets).
-func (bg *budgetGuard) hold(ctx context.Context, folder string, now time.Time) (*ops.Hold, error) {
+func (bg *budgetGuard) hold(ctx context.Context, folder groups.Folder, now time.Time) (*ops.Hold, error) {
 	mp := bg.byFolder.Load()
 	if mp == nil {
 		return nil, nil
@@ -122,7 +123,7 @@ func (bg *budgetGuard) check(ctx context.Context, c turnCandidate) (verdict, err
 // skipHeld skips folder's queued task runs when a budget holds it now:
 // the scheduler calls it as runs fall due, since a run queued in a chat
 // whose messages a budget holds never reaches check.
-func (bg *budgetGuard) skipHeld(ctx context.Context, folder string) {
+func (bg *budgetGuard) skipHeld(ctx context.Context, folder groups.Folder) {
 	h, err := bg.hold(ctx, folder, bg.now())
 	if err != nil {
 		if ctx.Err() == nil {
@@ -137,7 +138,7 @@ func (bg *budgetGuard) skipHeld(ctx context.Context, folder string) {
 
 // skipTaskRuns records folder's queued task runs as skipped because the
 // budget hold h (described by reason) holds the group.
-func (bg *budgetGuard) skipTaskRuns(ctx context.Context, folder string, h *ops.Hold, reason string) {
+func (bg *budgetGuard) skipTaskRuns(ctx context.Context, folder groups.Folder, h *ops.Hold, reason string) {
 	n, err := bg.st.SkipTaskRuns(ctx, folder, "skipped: "+reason)
 	if err != nil {
 		bg.log.Error("record skipped task runs", "folder", folder, "err", err)
@@ -150,10 +151,10 @@ func (bg *budgetGuard) skipTaskRuns(ctx context.Context, folder string, h *ops.H
 
 // describeHold says which budget holds folder and when it resumes:
 // "daily budget ($5.00, $5.12 spent) is used up; it resumes at 00:00 Europe/Berlin".
-func describeHold(h *ops.Hold, folder string) string {
+func describeHold(h *ops.Hold, folder groups.Folder) string {
 	whose := ""
 	if h.Owner != folder {
-		whose = " (set on " + h.Owner + ", covering its subgroups)"
+		whose = " (set on " + string(h.Owner) + ", covering its subgroups)"
 	}
 	when := h.Until.Format("15:04") + " " + h.Until.Location().String()
 	if h.Window == "monthly" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -13,24 +14,26 @@ import (
 type budgetFake struct {
 	budgets  []store.Budget
 	spent    float64
-	pending  []string
+	pending  []groups.Folder
 	released []string
 	skipped  []string // batches skipped, by reason
 	taskRuns int64    // queued task runs SkipTaskRuns skips
 }
 
-func (b *budgetFake) Budgets(context.Context) ([]store.Budget, error)  { return b.budgets, nil }
-func (b *budgetFake) PendingFolders(context.Context) ([]string, error) { return b.pending, nil }
-func (b *budgetFake) ReleaseChats(_ context.Context, folder string, _ ...time.Time) (int64, error) {
-	b.released = append(b.released, folder)
+func (b *budgetFake) Budgets(context.Context) ([]store.Budget, error)         { return b.budgets, nil }
+func (b *budgetFake) PendingFolders(context.Context) ([]groups.Folder, error) { return b.pending, nil }
+func (b *budgetFake) ReleaseChats(_ context.Context, folder groups.Folder, _ ...time.Time) (int64, error) {
+	b.released = append(b.released, string(folder))
 	return 1, nil
 }
-func (b *budgetFake) Spent(context.Context, string, time.Time) (float64, error) { return b.spent, nil }
+func (b *budgetFake) Spent(context.Context, groups.Folder, time.Time) (float64, error) {
+	return b.spent, nil
+}
 func (b *budgetFake) SkipBatch(_ context.Context, _ store.Batch, reason string) error {
 	b.skipped = append(b.skipped, reason)
 	return nil
 }
-func (b *budgetFake) SkipTaskRuns(context.Context, string, string) (int64, error) {
+func (b *budgetFake) SkipTaskRuns(context.Context, groups.Folder, string) (int64, error) {
 	n := b.taskRuns
 	b.taskRuns = 0
 	return n, nil
@@ -39,7 +42,7 @@ func (b *budgetFake) SkipTaskRuns(context.Context, string, string) (int64, error
 func newTestBudgetGuard(st *budgetFake, h *heldChats, kicks *[]string) *budgetGuard {
 	clock := &fixedClock{t: time.Date(2030, 1, 15, 12, 0, 0, 0, time.UTC)}
 	return &budgetGuard{st: st, now: clock.now, zone: time.UTC, holder: h.holder(), log: slog.New(slog.DiscardHandler),
-		kick: func(f string) { *kicks = append(*kicks, f) }}
+		kick: func(f groups.Folder) { *kicks = append(*kicks, string(f)) }}
 }
 
 // A used-up budget holds a message turn's chat (told once per window, by
@@ -72,7 +75,7 @@ func TestBudgetGuard(t *testing.T) {
 		t.Errorf("task run: %v, skipped %v", v, st.skipped)
 	}
 	// A reload that finds the cap raised lets the held chats run.
-	st.pending = []string{"main/sub"}
+	st.pending = []groups.Folder{"main/sub"}
 	st.budgets = []store.Budget{{Folder: "main", DailyUSD: 5}}
 	if err := bg.load(ctx); err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func (c chainGuard) check(ctx context.Context, tc turnCandidate) (verdict, error
 	turn.Status = store.TurnFailed
 	turn.ExitCode = -1
 	turn.Error = fmt.Sprintf("delegation chain deeper than %d: this %s from %s is hop %d; not run (limits.max_chain)",
-		limit, first.Trigger, orNone(first.Origin), depth)
+		limit, first.Trigger, orNone(string(first.Origin)), depth)
 	c.log.Warn("delegation chain stopped", "folder", b.Folder, "jid", b.ChatJID, "origin", first.Origin,
 		"trigger", first.Trigger, "depth", depth, "max_chain", limit)
 	c.turns.WithLabelValues(string(first.Trigger), "stopped").Inc()
@@ -49,7 +49,7 @@ func (c chainGuard) check(ctx context.Context, tc turnCandidate) (verdict, error
 	if c.notices.allow(b.ChatJID) {
 		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID,
 			Topic: b.Topic, Text: fmt.Sprintf("Stopped: agents kept starting turns for each other here (%s → %s, %d hops; the limit is %d). "+
-				"The last request was not run.", orNone(first.Origin), b.Folder, depth, limit)})
+				"The last request was not run.", orNone(string(first.Origin)), b.Folder, depth, limit)})
 	}
 	if err := c.st.FinishBatch(context.WithoutCancel(ctx), b, turn, out, time.Time{}); err != nil {
 		// Not run either way; the item stays and is stopped again.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -216,7 +217,7 @@ func (f *floodLimiter) arrived(k loopKey, sender adapters.JID) (time.Time, bool)
 // floodStore is what the flood guard needs of the store.
 type floodStore interface {
 	Now() time.Time
-	ResumeChat(ctx context.Context, folder string, chat adapters.JID, topic string, until time.Time) (bool, error)
+	ResumeChat(ctx context.Context, folder groups.Folder, chat adapters.JID, topic string, until time.Time) (bool, error)
 }
 
 // floodGuard applies the flood limits: at turn start it holds a message
@@ -227,7 +228,7 @@ type floodGuard struct {
 	count  *floodLimiter
 	st     floodStore
 	holder chatHolder
-	kick   func(folder string)
+	kick   func(folder groups.Folder)
 	zone   *time.Location // notices' clock times
 	log    *slog.Logger
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -16,15 +17,15 @@ type floodFake struct {
 	resumed []string
 }
 
-func (f *floodFake) ResumeChat(_ context.Context, folder string, chat adapters.JID, topic string, _ time.Time) (bool, error) {
-	f.resumed = append(f.resumed, folder+"/"+chat.String())
+func (f *floodFake) ResumeChat(_ context.Context, folder groups.Folder, chat adapters.JID, topic string, _ time.Time) (bool, error) {
+	f.resumed = append(f.resumed, string(folder)+"/"+chat.String())
 	return true, nil
 }
 
 func newTestFloodGuard(limits Limits, h *heldChats, st *floodFake, kicks *[]string) floodGuard {
 	f := newFloodGuard(limits.withDefaults(), st.now)
 	f.st, f.holder, f.zone, f.log = st, h.holder(), time.UTC, slog.New(slog.DiscardHandler)
-	f.kick = func(folder string) { *kicks = append(*kicks, folder) }
+	f.kick = func(folder groups.Folder) { *kicks = append(*kicks, string(folder)) }
 	return f
 }
 

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
 )
 
 // deferStore is what chatHolder needs of the store.
 type deferStore interface {
-	DeferChat(ctx context.Context, folder string, chat adapters.JID, topic string, until time.Time) error
+	DeferChat(ctx context.Context, folder groups.Folder, chat adapters.JID, topic string, until time.Time) error
 }
 
 // chatHolder holds a chat: the flood limits, the web-room loop guard and
@@ -20,7 +21,7 @@ type deferStore interface {
 type chatHolder struct {
 	st        deferStore
 	send      func(context.Context, ops.SendRequest) (store.OutboxItem, error) // queue a notice (outbox.send)
-	kickAfter func(folder string, d time.Duration)                             // wake the folder later (workers.kickAfter)
+	kickAfter func(folder groups.Folder, d time.Duration)                      // wake the folder later (workers.kickAfter)
 	log       *slog.Logger
 }
 

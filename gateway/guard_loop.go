@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
 )
@@ -66,7 +67,7 @@ func (l LoopGuard) withDefaults() LoopGuard {
 }
 
 type loopKey struct {
-	folder string
+	folder groups.Folder
 	chat   adapters.JID
 	topic  string
 }
@@ -91,15 +92,15 @@ type loopState struct {
 type loops struct {
 	mu     sync.Mutex
 	cfg    LoopGuard
-	m      map[string]*loopState
+	m      map[groups.Folder]*loopState
 	now    func() time.Time
 	pruned time.Time
 }
 
 // state returns folder's entry, made if missing; l.mu is held.
-func (l *loops) state(folder string, now time.Time) *loopState {
+func (l *loops) state(folder groups.Folder, now time.Time) *loopState {
 	if l.m == nil {
-		l.m = map[string]*loopState{}
+		l.m = map[groups.Folder]*loopState{}
 	}
 	if len(l.m) > 10_000 && now.Sub(l.pruned) > time.Minute {
 		l.pruned = now
@@ -142,7 +143,7 @@ func (l *loops) arrived(k loopKey, echo bool) {
 // when NewRooms were opened within Window it counts nothing, pauses the
 // folder's echo-only rooms (unless they are paused already: then caught
 // is false) and returns how long until one more room may be opened.
-func (l *loops) openRoom(folder string) (wait time.Duration, until time.Time, caught bool) {
+func (l *loops) openRoom(folder groups.Folder) (wait time.Duration, until time.Time, caught bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -198,7 +199,7 @@ type loopStore interface {
 
 // runningTurns finds a folder's running turn (activeTurns).
 type runningTurns interface {
-	running(folder string) (string, *activeTurn)
+	running(folder groups.Folder) (string, *activeTurn)
 }
 
 // loopGuard applies LoopGuard: at Deliver it refuses a new room too many
@@ -222,7 +223,7 @@ func newLoopGuard(cfg LoopGuard, now func() time.Time) loopGuard {
 
 // echo reports whether a message posted from the host (fromHost) for
 // folder is an echo: folder runs a turn now.
-func (l loopGuard) echo(folder string, fromHost bool) bool {
+func (l loopGuard) echo(folder groups.Folder, fromHost bool) bool {
 	if !fromHost {
 		return false
 	}
@@ -271,7 +272,7 @@ func (l loopGuard) refuse(ctx context.Context, in adapters.Inbound, work []store
 // pauseNewRooms tells the room of folder's running turn that the folder's
 // echo-only web rooms are paused until until (the guard's clock), and
 // logs it.
-func (l loopGuard) pauseNewRooms(ctx context.Context, folder string, until time.Time) {
+func (l loopGuard) pauseNewRooms(ctx context.Context, folder groups.Folder, until time.Time) {
 	storeUntil := l.st.Now().Add(until.Sub(l.rooms.now()))
 	l.log.Warn("web rooms paused: the agent keeps opening new rooms", "folder", folder, "new_rooms", l.cfg.NewRooms,
 		"window", l.cfg.Window, "until", storeUntil.Format(time.RFC3339))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
 )
@@ -24,7 +25,7 @@ type heldChats struct {
 	err     error // DeferChat fails with it
 }
 
-func (h *heldChats) DeferChat(_ context.Context, folder string, chat adapters.JID, topic string, until time.Time) error {
+func (h *heldChats) DeferChat(_ context.Context, folder groups.Folder, chat adapters.JID, topic string, until time.Time) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil {
@@ -33,7 +34,7 @@ func (h *heldChats) DeferChat(_ context.Context, folder string, chat adapters.JI
 	if h.deferTo == nil {
 		h.deferTo = map[string]time.Time{}
 	}
-	h.deferTo[folder+"/"+chat.String()+"/"+topic] = until
+	h.deferTo[string(folder)+"/"+chat.String()+"/"+topic] = until
 	return nil
 }
 
@@ -45,10 +46,10 @@ func (h *heldChats) holder() chatHolder {
 			h.sent = append(h.sent, r)
 			return store.OutboxItem{Key: r.Key}, nil
 		},
-		kickAfter: func(folder string, _ time.Duration) {
+		kickAfter: func(folder groups.Folder, _ time.Duration) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			h.kicks = append(h.kicks, folder)
+			h.kicks = append(h.kicks, string(folder))
 		}}
 }
 
@@ -72,7 +73,7 @@ func (c *fixedClock) add(d time.Duration) {
 
 func (c *fixedClock) Now() time.Time { return c.now() }
 
-func messageBatch(folder, chat string, senders ...string) store.Batch {
+func messageBatch(folder groups.Folder, chat string, senders ...string) store.Batch {
 	b := store.Batch{Folder: folder, ChatJID: adapters.JID(chat)}
 	for i, s := range senders {
 		seq := int64(i + 1)

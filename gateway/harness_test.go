@@ -15,6 +15,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/agent"
+	"switchboard/groups"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
@@ -152,7 +153,7 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	h := &harness{t: t, dir: dir, st: st, fa: newFakeAdapter("test")}
 	t.Cleanup(func() { h.stop(); st.Close() })
 	for _, f := range append([]string{"root", "main"}, cfg.groups...) {
-		if _, err := st.EnsureGroup(ctx, f); err != nil {
+		if _, err := st.EnsureGroup(ctx, groups.Folder(f)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,7 +255,7 @@ func (h *harness) waitSent(chat string, n int) []sentMsg {
 }
 
 // turns returns folder's turn records, oldest first.
-func (h *harness) turns(folder string) []store.Turn {
+func (h *harness) turns(folder groups.Folder) []store.Turn {
 	h.t.Helper()
 	ts, err := h.st.Turns(context.Background(), folder, 1000)
 	if err != nil {
@@ -264,7 +265,7 @@ func (h *harness) turns(folder string) []store.Turn {
 	return ts
 }
 
-func (h *harness) pending() []string {
+func (h *harness) pending() []groups.Folder {
 	h.t.Helper()
 	fs, err := h.st.PendingFolders(context.Background())
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
@@ -21,7 +22,7 @@ type intakeStore interface {
 	EditMessage(ctx context.Context, m *store.Message) (existed bool, err error)
 	DeleteMessage(ctx context.Context, chat adapters.JID, id adapters.MessageID) (int64, error)
 	MessageByID(ctx context.Context, chat adapters.JID, id adapters.MessageID) (store.Message, error)
-	SetReaction(ctx context.Context, r store.Reaction, noteFolder string) (int64, error)
+	SetReaction(ctx context.Context, r store.Reaction, noteFolder groups.Folder) (int64, error)
 }
 
 // The checks at Deliver (see guards.go).
@@ -50,8 +51,8 @@ type intake struct {
 	now         func() time.Time // Options.Now: whether a backfilled message is stale
 	loop        roomGuard
 	flood       floodWatch
-	storeInject func(context.Context, *routing.Table, ops.InjectRequest) (store.Message, string, error) // ops.Inject
-	kick        func(folder string)
+	storeInject func(context.Context, *routing.Table, ops.InjectRequest) (store.Message, groups.Folder, error) // ops.Inject
+	kick        func(folder groups.Folder)
 	inbound     *prometheus.CounterVec // switchboard_inbound_events_total
 	log         *slog.Logger
 
@@ -128,7 +129,7 @@ func (i *intake) storeFetched(ctx context.Context, in adapters.Inbound) (int64, 
 // react stores a reaction; one to the bot's own message is kept for the
 // chat owner's next prompt.
 func (i *intake) react(ctx context.Context, in adapters.Inbound, m store.Message) (int64, error) {
-	note := ""
+	var note groups.Folder
 	if target, err := i.st.MessageByID(ctx, m.ChatJID, m.ID); err == nil && target.FromBot && !m.FromBot {
 		note, _ = i.table().Owner(m.ChatJID, target.Topic)
 	}
@@ -201,7 +202,7 @@ type engageKey struct {
 }
 
 type engagement struct {
-	folder string
+	folder groups.Folder
 	until  time.Time
 }
 
@@ -214,7 +215,7 @@ type engagements struct {
 	now    func() time.Time
 }
 
-func (e *engagements) start(chat adapters.JID, topic, folder string, ttl time.Duration) {
+func (e *engagements) start(chat adapters.JID, topic string, folder groups.Folder, ttl time.Duration) {
 	if ttl <= 0 {
 		return
 	}
@@ -241,7 +242,7 @@ func (e *engagements) stop(chat adapters.JID, topic string) {
 }
 
 // stopIf ends the engagement in chat/topic if allowed(its folder).
-func (e *engagements) stopIf(chat adapters.JID, topic string, allowed func(string) bool) (folder string, ended bool) {
+func (e *engagements) stopIf(chat adapters.JID, topic string, allowed func(groups.Folder) bool) (folder groups.Folder, ended bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en, ok := e.m[engageKey{chat, topic}]
@@ -255,7 +256,7 @@ func (e *engagements) stopIf(chat adapters.JID, topic string, allowed func(strin
 	return en.folder, true
 }
 
-func (e *engagements) active(chat adapters.JID, topic, folder string) bool {
+func (e *engagements) active(chat adapters.JID, topic string, folder groups.Folder) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en, ok := e.m[engageKey{chat, topic}]

@@ -24,23 +24,23 @@ const (
 // turnStore is what the turn lifecycle needs of the store.
 type turnStore interface {
 	finishStore
-	Session(ctx context.Context, folder string, chat adapters.JID, topic string) (string, error)
+	Session(ctx context.Context, folder groups.Folder, chat adapters.JID, topic string) (string, error)
 	MarkStarted(ctx context.Context, b store.Batch, turn string) error
 	ResetStarted(ctx context.Context, b store.Batch) error
-	DropSession(ctx context.Context, folder string, chat adapters.JID, topic, id string) (bool, error)
-	SessionCost(ctx context.Context, folder, session string) (float64, error)
-	SessionTokens(ctx context.Context, folder, session string) (store.Usage, error)
+	DropSession(ctx context.Context, folder groups.Folder, chat adapters.JID, topic, id string) (bool, error)
+	SessionCost(ctx context.Context, folder groups.Folder, session string) (float64, error)
+	SessionTokens(ctx context.Context, folder groups.Folder, session string) (store.Usage, error)
 	// reattach.go
 	InterruptedTurns(ctx context.Context) ([]store.Interrupted, error)
 	RecoverStarted(ctx context.Context, keep ...string) (int64, error)
 	StartedBatch(ctx context.Context, turn string) (store.Batch, bool, error)
 	RecoverTurn(ctx context.Context, turn string) (int64, error)
-	OutboxChatsSince(ctx context.Context, folder, keyPrefix string, since time.Time) ([]adapters.JID, error)
+	OutboxChatsSince(ctx context.Context, folder groups.Folder, keyPrefix string, since time.Time) ([]adapters.JID, error)
 }
 
 // turnTokens are the MCP HTTP tokens of turns (mcpEndpoint).
 type turnTokens interface {
-	turnTokenEnv(ctx context.Context, folder, turn string) []string
+	turnTokenEnv(ctx context.Context, folder groups.Folder, turn string) []string
 	endTurnToken(turn string)
 }
 
@@ -54,9 +54,9 @@ type turns struct {
 	agent       agent.Spec
 	price       agent.Price     // Options.Price
 	retryDelays []time.Duration // Options.RetryDelays
-	operator    string          // the tier-0 folder
+	operator    groups.Folder   // the tier-0 folder
 	layout      groups.Layout
-	socket      func(folder string) string // the folder's MCP socket
+	socket      func(folder groups.Folder) string // the folder's MCP socket
 	tokens      turnTokens
 	guards      turnGuards
 	files       *fetcher
@@ -67,12 +67,12 @@ type turns struct {
 	metrics     *metrics
 	spend       *spend
 	wakeOutbox  func()
-	kickAfter   func(folder string, d time.Duration) // workers.kickAfter
+	kickAfter   func(folder groups.Folder, d time.Duration) // workers.kickAfter
 	log         *slog.Logger
 }
 
 // tierOf is the tier of folder (groups.Tier with the configured operator).
-func (t *turns) tierOf(folder string) int { return groups.Tier(folder, t.operator) }
+func (t *turns) tierOf(folder groups.Folder) int { return groups.Tier(folder, t.operator) }
 
 // runTurn runs one batch through the agent and records the outcome. It
 // returns how long the folder should wait before its next batch: 0, unless
@@ -134,7 +134,7 @@ func (t *turns) prepareTurn(ctx context.Context, b store.Batch) (p preparedTurn,
 	files := t.files.fetch(ctx, b)
 	prompt := buildPrompt(turnHeader{Folder: b.Folder, Tier: tier, Chat: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger, Now: time.Now(), Files: files}, b)
 	env := []string{
-		"SWITCHBOARD_FOLDER=" + b.Folder,
+		"SWITCHBOARD_FOLDER=" + string(b.Folder),
 		"SWITCHBOARD_TIER=" + strconv.Itoa(tier),
 		"SWITCHBOARD_CHAT_JID=" + b.ChatJID.String(),
 		"SWITCHBOARD_TOPIC=" + b.Topic,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/internal/testmcp"
 	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
@@ -97,7 +98,7 @@ func TestChainGuardStopsPingPong(t *testing.T) {
 	h.post(chat, "m1", "start the ping-pong")
 	var stopped store.Turn
 	testwait.For(t, 60*time.Second, "the chain stopped", func() bool {
-		for _, f := range []string{"main", "main/child"} {
+		for _, f := range []groups.Folder{"main", "main/child"} {
 			for _, tr := range h.turns(f) {
 				if strings.Contains(tr.Error, "delegation chain deeper than 3") {
 					stopped = tr

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -31,7 +32,7 @@ func (b mcpTasks) Task(ctx context.Context, id int64) (scheduler.Task, bool, err
 	return t, true, nil
 }
 
-func (b mcpTasks) Tasks(ctx context.Context, folder string) ([]scheduler.Task, error) {
+func (b mcpTasks) Tasks(ctx context.Context, folder groups.Folder) ([]scheduler.Task, error) {
 	return b.st.Tasks(ctx, folder, true)
 }
 

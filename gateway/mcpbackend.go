@@ -40,7 +40,7 @@ type mcpDeps struct {
 	intake        mcpIntake
 	engage        *engagements
 	engageTTL     time.Duration
-	kick          func(folder string) // wake a folder (workers.kick)
+	kick          func(folder groups.Folder) // wake a folder (workers.kick)
 	wakeScheduler func()
 	layout        groups.Layout
 	exe           string           // Options.Exe, for a new group's .mcp.json
@@ -91,7 +91,7 @@ func (b mcpAdmin) Table() *routing.Table { return b.table() }
 
 func (b mcpAdmin) Reload(ctx context.Context) error { return b.reload(ctx) }
 
-func (b mcpMessenger) Send(ctx context.Context, folder string, m mcpserver.Outgoing) (mcpserver.Sent, error) {
+func (b mcpMessenger) Send(ctx context.Context, folder groups.Folder, m mcpserver.Outgoing) (mcpserver.Sent, error) {
 	// A platform no adapter serves is refused here, before anything is
 	// queued: the outbox would only fail it later.
 	if m.Kind == store.OutboxFile {
@@ -136,7 +136,7 @@ func (b mcpMessenger) awaitDelivery(ctx context.Context, it store.OutboxItem) mc
 	}
 }
 
-func (b mcpMessenger) RunningTurn(folder string) (mcpserver.Turn, bool) {
+func (b mcpMessenger) RunningTurn(folder groups.Folder) (mcpserver.Turn, bool) {
 	id, t := b.active.running(folder)
 	if t == nil {
 		return mcpserver.Turn{}, false
@@ -339,9 +339,9 @@ func (b mcpAdmin) SwapRoutes(ctx context.Context, remove []int64, add []routing.
 	return rs, true, b.reload(ctx)
 }
 
-func (b mcpAdmin) Groups(ctx context.Context) ([]string, error) { return b.st.Groups(ctx) }
+func (b mcpAdmin) Groups(ctx context.Context) ([]groups.Folder, error) { return b.st.Groups(ctx) }
 
-func (b mcpAdmin) CreateGroup(ctx context.Context, caller string, tier int, folder string, pin adapters.JID) (*routing.Route, error) {
+func (b mcpAdmin) CreateGroup(ctx context.Context, caller groups.Folder, tier int, folder groups.Folder, pin adapters.JID) (*routing.Route, error) {
 	r, err := ops.AddGroup(ctx, b.st, b.layout, ops.Actor{Folder: caller, Tier: tier}, ops.NewGroup{Folder: folder, Pin: pin, Exe: b.exe})
 	if err == nil {
 		return r, b.reload(ctx)
@@ -368,7 +368,7 @@ func (b mcpAdmin) Enqueue(ctx context.Context, w store.WorkItem) (int64, error) 
 // Inject stores an agent's message one hop deeper in the chain than the
 // caller's running turn: an agent injecting into its own chat every turn
 // stops at limits.max_chain like a delegate ping-pong.
-func (b mcpSessions) Inject(ctx context.Context, from string, chat adapters.JID, text string, sender adapters.JID) (store.Message, string, error) {
+func (b mcpSessions) Inject(ctx context.Context, from groups.Folder, chat adapters.JID, text string, sender adapters.JID) (store.Message, groups.Folder, error) {
 	owner, _ := b.table().Owner(chat, "")
 	m, err := b.intake.inject(ctx, ops.InjectRequest{Chat: chat, Text: text, Sender: sender, Folder: owner, Origin: from, Chain: b.active.chainOf(from)})
 	if err != nil {
@@ -377,11 +377,11 @@ func (b mcpSessions) Inject(ctx context.Context, from string, chat adapters.JID,
 	return m, owner, nil
 }
 
-func (b mcpSessions) ResetSessions(ctx context.Context, folder string) (int64, error) {
+func (b mcpSessions) ResetSessions(ctx context.Context, folder groups.Folder) (int64, error) {
 	return b.st.ResetSessions(ctx, folder)
 }
 
-func (b mcpSessions) Engage(chat adapters.JID, topic, folder string) (time.Time, error) {
+func (b mcpSessions) Engage(chat adapters.JID, topic string, folder groups.Folder) (time.Time, error) {
 	if b.engageTTL <= 0 {
 		return time.Time{}, errors.New("engagement is off: engage_ttl is 0 in the gateway's config")
 	}
@@ -389,20 +389,20 @@ func (b mcpSessions) Engage(chat adapters.JID, topic, folder string) (time.Time,
 	return b.now().Add(b.engageTTL).UTC(), nil
 }
 
-func (b mcpSessions) Disengage(chat adapters.JID, topic string, allowed func(string) bool) (string, bool) {
+func (b mcpSessions) Disengage(chat adapters.JID, topic string, allowed func(groups.Folder) bool) (groups.Folder, bool) {
 	return b.engage.stopIf(chat, topic, allowed)
 }
 
-func (b mcpSessions) AgentSessions(ctx context.Context, folder string) ([]store.SessionRow, error) {
+func (b mcpSessions) AgentSessions(ctx context.Context, folder groups.Folder) ([]store.SessionRow, error) {
 	return b.st.FolderSessions(ctx, folder)
 }
 
-func (b mcpSessions) Turns(ctx context.Context, folder string, limit int) ([]store.Turn, error) {
+func (b mcpSessions) Turns(ctx context.Context, folder groups.Folder, limit int) ([]store.Turn, error) {
 	return b.st.Turns(ctx, folder, limit)
 }
 
 // ReportUsage implements mcpserver.Spend: report_usage adds to folder's running turn.
-func (b mcpSpend) ReportUsage(folder string, r mcpserver.UsageReport) bool {
+func (b mcpSpend) ReportUsage(folder groups.Folder, r mcpserver.UsageReport) bool {
 	u := agent.Report{CostUSD: r.CostUSD, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CacheCreationInputTokens: r.CacheCreationTokens, CacheReadInputTokens: r.CacheReadTokens, NumTurns: r.NumTurns,
 		DurationAPIMS: r.APIMS}.Usage()
@@ -410,14 +410,14 @@ func (b mcpSpend) ReportUsage(folder string, r mcpserver.UsageReport) bool {
 }
 
 // Budgets implements mcpserver.Spend.
-func (b mcpSpend) Budgets(ctx context.Context, folder string) ([]mcpserver.BudgetInfo, error) {
+func (b mcpSpend) Budgets(ctx context.Context, folder groups.Folder) ([]mcpserver.BudgetInfo, error) {
 	all, err := b.st.Groups(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var folders []string
+	var folders []groups.Folder
 	for _, f := range all {
-		if folder == "" || groups.InSubtree(folder, f) {
+		if folder == "" || folder.Contains(f) {
 			folders = append(folders, f)
 		}
 	}
@@ -434,7 +434,7 @@ func (b mcpSpend) Budgets(ctx context.Context, folder string) ([]mcpserver.Budge
 }
 
 // SetBudget implements mcpserver.Spend; it reloads so that the change applies now.
-func (b mcpSpend) SetBudget(ctx context.Context, folder string, daily, monthly float64) error {
+func (b mcpSpend) SetBudget(ctx context.Context, folder groups.Folder, daily, monthly float64) error {
 	if err := ops.SetBudget(ctx, b.st, folder, daily, monthly); err != nil {
 		if errors.Is(err, ops.ErrNoGroup) {
 			return fmt.Errorf("folder %s: no such group", folder)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/mcpserver"
 	"switchboard/ops"
 	"switchboard/store"
@@ -48,7 +49,7 @@ type MCPHTTP struct {
 // mcpTokens resolves tokens against the store.
 type mcpTokens struct{ st *store.Store }
 
-func (t mcpTokens) TokenFolder(ctx context.Context, token string) (string, error) {
+func (t mcpTokens) TokenFolder(ctx context.Context, token string) (groups.Folder, error) {
 	if !ops.WellFormedToken(token) {
 		return "", fmt.Errorf("%w: not a switchboard token (%s and 43 characters)", mcpserver.ErrBadToken, ops.TokenPrefix)
 	}
@@ -170,7 +171,7 @@ func DefaultMCPURL(addr string, tls bool) string {
 // agents are to use it: SWITCHBOARD_MCP_URL and SWITCHBOARD_MCP_TOKEN. The
 // token expires at the turn's deadline and is revoked when the turn is
 // recorded (store.FinishBatch), or by endTurnToken when it is not.
-func (e *mcpEndpoint) turnTokenEnv(ctx context.Context, folder, turn string) []string {
+func (e *mcpEndpoint) turnTokenEnv(ctx context.Context, folder groups.Folder, turn string) []string {
 	url := e.URL()
 	if url == "" || !e.cfg.PassToAgents {
 		return nil

@@ -13,6 +13,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/agent"
+	"switchboard/groups"
 	"switchboard/internal/testmcp"
 	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
@@ -36,11 +37,11 @@ type mcpConn struct {
 	c *testmcp.Conn
 }
 
-func dialGroup(t testing.TB, h *harness, folder string) *mcpConn {
+func dialGroup(t testing.TB, h *harness, folder groups.Folder) *mcpConn {
 	t.Helper()
-	sock := filepath.Join(h.dir, "ipc", folder, "mcp.sock")
+	sock := filepath.Join(h.dir, "ipc", string(folder), "mcp.sock")
 	var c *testmcp.Conn
-	testwait.For(t, 10*time.Second, "the socket of "+folder, func() bool {
+	testwait.For(t, 10*time.Second, "the socket of "+string(folder), func() bool {
 		var err error
 		c, err = testmcp.Dial(sock, testmcp.Options{Client: "metrics-test"})
 		return err == nil

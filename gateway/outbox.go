@@ -62,10 +62,10 @@ type outboxDeps struct {
 	st         outboxStore
 	queue      func(context.Context, ops.SendRequest) (store.OutboxItem, error) // store a row (ops.QueueSend)
 	adapters   adapterSet
-	layout     groups.Layout                                 // group folders, for files sent
-	spoke      func(chat adapters.JID, topic, folder string) // the bot spoke for folder: follow-ups engage (engagements.start)
-	deliveries *prometheus.CounterVec                        // switchboard_outbox_deliveries_total
-	rateLimits *prometheus.CounterVec                        // switchboard_rate_limit_waits_total
+	layout     groups.Layout                                               // group folders, for files sent
+	spoke      func(chat adapters.JID, topic string, folder groups.Folder) // the bot spoke for folder: follow-ups engage (engagements.start)
+	deliveries *prometheus.CounterVec                                      // switchboard_outbox_deliveries_total
+	rateLimits *prometheus.CounterVec                                      // switchboard_rate_limit_waits_total
 	hooks      *testHooks
 	log        *slog.Logger
 }

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/ops"
 	"switchboard/store"
 )
 
-func (h *harness) send(chat, key, text, folder string) {
+func (h *harness) send(chat, key, text string, folder groups.Folder) {
 	h.t.Helper()
 	if _, err := h.g.outbox.send(context.Background(), ops.SendRequest{Chat: adapters.JID(chat), Text: text, Key: key, Folder: folder}); err != nil {
 		h.t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 
 var discard = slog.New(slog.DiscardHandler)
 
-func openTestStore(t *testing.T, folders ...string) *store.Store {
+func openTestStore(t *testing.T, folders ...groups.Folder) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "switchboard.db"))
 	if err != nil {
@@ -44,10 +44,10 @@ type kicks struct {
 	f  []string
 }
 
-func (k *kicks) kick(folder string) {
+func (k *kicks) kick(folder groups.Folder) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.f = append(k.f, folder)
+	k.f = append(k.f, string(folder))
 }
 
 func (k *kicks) list() []string {
@@ -103,7 +103,7 @@ type batchFake struct {
 	n  int
 }
 
-func (b *batchFake) NextBatch(_ context.Context, folder string, _ int) (store.Batch, bool, error) {
+func (b *batchFake) NextBatch(_ context.Context, folder groups.Folder, _ int) (store.Batch, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.n == 0 {
@@ -119,7 +119,7 @@ type lifecycleFake struct {
 	ran int
 }
 
-func (l *lifecycleFake) nextInterrupted(string) (store.Interrupted, bool) {
+func (l *lifecycleFake) nextInterrupted(groups.Folder) (store.Interrupted, bool) {
 	return store.Interrupted{}, false
 }
 func (l *lifecycleFake) awaitTurn(context.Context, store.Interrupted) time.Duration {
@@ -172,7 +172,11 @@ func TestOutboxAlone(t *testing.T) {
 		queue: func(ctx context.Context, r ops.SendRequest) (store.OutboxItem, error) {
 			return ops.QueueSend(ctx, st, r)
 		},
-		spoke:      func(_ adapters.JID, _, folder string) { mu.Lock(); spoke = append(spoke, folder); mu.Unlock() },
+		spoke: func(_ adapters.JID, _ string, folder groups.Folder) {
+			mu.Lock()
+			spoke = append(spoke, string(folder))
+			mu.Unlock()
+		},
 		deliveries: m.outbox, rateLimits: m.rateLimitWaits})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -202,8 +206,8 @@ func (r runnerFake) Run(context.Context, agent.Spec, agent.Input) (agent.Result,
 
 type noTokens struct{}
 
-func (noTokens) turnTokenEnv(context.Context, string, string) []string { return nil }
-func (noTokens) endTurnToken(string)                                   {}
+func (noTokens) turnTokenEnv(context.Context, groups.Folder, string) []string { return nil }
+func (noTokens) endTurnToken(string)                                          {}
 
 // The turn lifecycle runs a batch through the runner and records it: the
 // turn, its reply queued, the session saved, the outbox woken.
@@ -223,10 +227,10 @@ func TestTurnsAlone(t *testing.T) {
 	layout := groups.Layout{DataDir: t.TempDir()}
 	woken := 0
 	tn := &turns{st: st, runner: runner, agent: agent.Spec{Command: []string{"x"}, Output: "text"}, retryDelays: []time.Duration{time.Millisecond},
-		operator: "root", layout: layout, socket: func(string) string { return "" }, tokens: noTokens{}, guards: turnGuards{log: discard},
+		operator: "root", layout: layout, socket: func(groups.Folder) string { return "" }, tokens: noTokens{}, guards: turnGuards{log: discard},
 		files: &fetcher{adapters: adapterSet{}, layout: layout, log: discard}, adapters: adapterSet{}, active: &activeTurns{},
 		notices: &noticeLimiter{last: map[adapters.JID]time.Time{}, every: time.Minute, now: time.Now}, metrics: met, spend: newSpend(met.reg),
-		wakeOutbox: func() { woken++ }, kickAfter: func(string, time.Duration) {}, log: discard}
+		wakeOutbox: func() { woken++ }, kickAfter: func(groups.Folder, time.Duration) {}, log: discard}
 	if backoff := tn.runTurn(ctx, b); backoff != 0 {
 		t.Fatalf("backoff %v", backoff)
 	}
@@ -317,7 +321,7 @@ func TestMCPBackendAlone(t *testing.T) {
 	if _, err := b.Engage(testChat, "", "other"); err != nil {
 		t.Fatal(err)
 	}
-	if folder, ended := b.Disengage(testChat, "", func(string) bool { return true }); folder != "other" || !ended {
+	if folder, ended := b.Disengage(testChat, "", func(groups.Folder) bool { return true }); folder != "other" || !ended {
 		t.Errorf("disengaged %q %v", folder, ended)
 	}
 	if _, err := b.Send(ctx, "main", mcpserverOutgoing("nowhere:room/1")); err == nil || len(ob.sent) != 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/ops"
@@ -208,7 +209,7 @@ func TestTurnConcurrencyLimits(t *testing.T) {
 	var routes []routing.Route
 	folders := []string{"f1", "f2", "f3", "f4"}
 	for _, f := range folders {
-		routes = append(routes, routing.Route{Match: map[string]string{"chat_jid": "test:" + f + "/*"}, Target: f})
+		routes = append(routes, routing.Route{Match: map[string]string{"chat_jid": "test:" + f + "/*"}, Target: groups.Folder(f)})
 	}
 	h := newHarness(t, harnessConfig{agent: agent, groups: folders, routes: routes, modify: func(o *Options) { o.MaxConcurrent = 2 }})
 	for round := range 3 {
@@ -281,7 +282,7 @@ func TestTurnConcurrencyLimits(t *testing.T) {
 func totalTurns(h *harness, folders []string) int {
 	n := 0
 	for _, f := range folders {
-		n += len(h.turns(f))
+		n += len(h.turns(groups.Folder(f)))
 	}
 	return n
 }
@@ -340,7 +341,7 @@ func TestShutdownDeadlineLeavesBatchPending(t *testing.T) {
 	if len(h.turns("main")) != 0 || len(h.fa.sentTo(testChat)) != 0 {
 		t.Fatalf("an interrupted turn was recorded or answered: %+v", h.turns("main"))
 	}
-	if p := h.pending(); !slices.Equal(p, []string{"main"}) {
+	if p := h.pending(); !slices.Equal(p, []groups.Folder{"main"}) {
 		t.Fatalf("pending %v; want main's batch kept", p)
 	}
 	h.restart(nil)
@@ -484,7 +485,7 @@ func TestConcurrentDeliveriesAllRunOnce(t *testing.T) {
 	folders := []string{"f1", "f2", "f3"}
 	var routes []routing.Route
 	for _, f := range folders {
-		routes = append(routes, routing.Route{Match: map[string]string{"chat_jid": "test:" + f + "/*"}, Target: f})
+		routes = append(routes, routing.Route{Match: map[string]string{"chat_jid": "test:" + f + "/*"}, Target: groups.Folder(f)})
 	}
 	h := newHarness(t, harnessConfig{agent: agent, groups: folders, routes: routes})
 	const n = 300
@@ -596,9 +597,9 @@ func TestMessagesWhileWaitingForSlotJoinTheTurn(t *testing.T) {
 	agent := testagent.Script(t, `n=$(grep -c '<message ' ); if [ "$SWITCHBOARD_FOLDER" = f1 ]; then while [ ! -e "$1" ]; do sleep 0.01; done; fi; echo "$n"`, release)
 	waiting := make(chan string, 8)
 	h := newHarness(t, harnessConfig{agent: agent, groups: []string{"f1", "f2"}, modify: func(o *Options) { o.MaxConcurrent = 1 },
-		hooks: testHooks{slotWait: func(folder string) {
+		hooks: testHooks{slotWait: func(folder groups.Folder) {
 			select {
-			case waiting <- folder:
+			case waiting <- string(folder):
 			default:
 			}
 		}},

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/store"
 )
 
 // turnHeader describes a turn in the prompt's first line.
 type turnHeader struct {
-	Folder  string
+	Folder  groups.Folder
 	Tier    int
 	Chat    adapters.JID
 	Topic   string

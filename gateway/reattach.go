@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"switchboard/agent"
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -22,7 +23,7 @@ import (
 // interrupted holds the turns to await, by folder, oldest first.
 type interrupted struct {
 	mu sync.Mutex
-	m  map[string][]store.Interrupted
+	m  map[groups.Folder][]store.Interrupted
 }
 
 // recoverStarted settles what a stopped gateway's running turns left in
@@ -52,7 +53,7 @@ func (t *turns) recoverStarted(ctx context.Context) ([]string, error) {
 }
 
 // nextInterrupted takes folder's next turn to await, if any.
-func (t *turns) nextInterrupted(folder string) (store.Interrupted, bool) {
+func (t *turns) nextInterrupted(folder groups.Folder) (store.Interrupted, bool) {
 	return t.interrupted.next(folder)
 }
 
@@ -61,7 +62,7 @@ func (t *turns) nextInterrupted(folder string) (store.Interrupted, bool) {
 func (in *interrupted) set(its []store.Interrupted) (ids []string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.m = map[string][]store.Interrupted{}
+	in.m = map[groups.Folder][]store.Interrupted{}
 	for _, it := range its {
 		if it.TurnID == "" {
 			continue
@@ -73,7 +74,7 @@ func (in *interrupted) set(its []store.Interrupted) (ids []string) {
 }
 
 // next takes folder's next turn to await, if any.
-func (in *interrupted) next(folder string) (store.Interrupted, bool) {
+func (in *interrupted) next(folder groups.Folder) (store.Interrupted, bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	its := in.m[folder]

@@ -16,8 +16,8 @@ import (
 type configStore interface {
 	Revision(ctx context.Context) (int64, error)
 	ListRoutes(ctx context.Context) ([]routing.Route, error)
-	Groups(ctx context.Context) ([]string, error)
-	AllGrantOverrides(ctx context.Context) (map[string][]string, error)
+	Groups(ctx context.Context) ([]groups.Folder, error)
+	AllGrantOverrides(ctx context.Context) (map[groups.Folder][]string, error)
 }
 
 // socketSync gives the MCP server the current groups.
@@ -42,8 +42,8 @@ type liveConfig struct {
 	table    atomic.Pointer[routing.Table]
 	revision atomic.Int64
 
-	mu    sync.Mutex      // one reload at a time (poll and MCP tools both reload)
-	setUp map[string]bool // group folders set up on disk by this process; guarded by mu
+	mu    sync.Mutex             // one reload at a time (poll and MCP tools both reload)
+	setUp map[groups.Folder]bool // group folders set up on disk by this process; guarded by mu
 }
 
 // Table is the current route table.
@@ -92,11 +92,11 @@ func (c *liveConfig) reload(ctx context.Context) error {
 // setupGroups creates the working directory and .mcp.json of each folder
 // this process has not set up yet, several at a time: with a thousand
 // groups on a slow disk one after the other takes seconds.
-func (c *liveConfig) setupGroups(folders []string) {
+func (c *liveConfig) setupGroups(folders []groups.Folder) {
 	if c.setUp == nil {
-		c.setUp = map[string]bool{}
+		c.setUp = map[groups.Folder]bool{}
 	}
-	var todo []string
+	var todo []groups.Folder
 	for _, f := range folders {
 		if !c.setUp[f] {
 			todo = append(todo, f)
@@ -127,7 +127,7 @@ func (c *liveConfig) setupGroups(folders []string) {
 // syncMCP gives the MCP server the current groups and their grant overrides:
 // sockets come and go with the groups, and sessions whose tool set changed
 // are told so.
-func (c *liveConfig) syncMCP(ctx context.Context, folders []string) {
+func (c *liveConfig) syncMCP(ctx context.Context, folders []groups.Folder) {
 	over, err := c.st.AllGrantOverrides(ctx)
 	if err != nil {
 		c.log.Error("load grant overrides for mcp", "err", err)

@@ -14,15 +14,15 @@ import (
 type configFake struct {
 	rev    int64
 	routes []routing.Route
-	groups []string
+	groups []groups.Folder
 	synced [][]mcpserver.Group
 }
 
 func (c *configFake) Revision(context.Context) (int64, error)             { return c.rev, nil }
 func (c *configFake) ListRoutes(context.Context) ([]routing.Route, error) { return c.routes, nil }
-func (c *configFake) Groups(context.Context) ([]string, error)            { return c.groups, nil }
-func (c *configFake) AllGrantOverrides(context.Context) (map[string][]string, error) {
-	return map[string][]string{"main": {"send"}}, nil
+func (c *configFake) Groups(context.Context) ([]groups.Folder, error)     { return c.groups, nil }
+func (c *configFake) AllGrantOverrides(context.Context) (map[groups.Folder][]string, error) {
+	return map[groups.Folder][]string{"main": {"send"}}, nil
 }
 func (c *configFake) Sync(gs []mcpserver.Group) error {
 	c.synced = append(c.synced, gs)
@@ -33,7 +33,7 @@ func (c *configFake) Sync(gs []mcpserver.Group) error {
 // MCP server the groups with their overrides, loads budgets and wakes the
 // scheduler; it is stale again only when the revision moves.
 func TestLiveConfigReload(t *testing.T) {
-	fake := &configFake{rev: 1, groups: []string{"main"},
+	fake := &configFake{rev: 1, groups: []groups.Folder{"main"},
 		routes: []routing.Route{(routing.Route{ID: 1, Match: map[string]string{"platform": "test"}, Target: "main"}).Normalize()}}
 	budgets, wakes := 0, 0
 	c := &liveConfig{st: fake, mcp: fake, layout: groups.Layout{DataDir: t.TempDir()}, exe: "switchboard", log: slog.New(slog.DiscardHandler),

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/agent"
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -74,7 +75,7 @@ func addCount(c prometheus.Counter, v float64) {
 // sinceSession is what u, printed by a turn of a resumed session, adds to
 // the session's earlier turns: a resumed Claude Code session prints its
 // running total cost, a resumed Codex thread its running token totals.
-func (t *turns) sinceSession(ctx context.Context, folder, session string, u agent.Usage) agent.Usage {
+func (t *turns) sinceSession(ctx context.Context, folder groups.Folder, session string, u agent.Usage) agent.Usage {
 	if u.SessionCost > 0 {
 		prev, err := t.st.SessionCost(ctx, folder, session)
 		if err != nil && ctx.Err() == nil {

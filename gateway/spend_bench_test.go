@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -19,7 +20,7 @@ func BenchmarkBudgetCheck(b *testing.B) {
 	ctx := context.Background()
 	now := time.Now()
 	for i := range 2000 {
-		f := []string{"main", "main/a", "main/a/b", "root"}[i%4]
+		f := []groups.Folder{"main", "main/a", "main/a/b", "root"}[i%4]
 		turn := store.Turn{ID: fmt.Sprintf("t-%d", i), Folder: f, ChatJID: testChat, Trigger: store.TriggerMessage, Attempt: 1,
 			Started: now.Add(-time.Duration(i) * 20 * time.Minute), Status: store.TurnSucceeded, Usage: store.Usage{CostUSD: 0.001}}
 		if err := h.st.FinishBatch(ctx, store.Batch{Folder: f, ChatJID: testChat}, turn, nil, time.Time{}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/scheduler"
 )
 
@@ -35,7 +36,7 @@ func (g *Gateway) Fire(ctx context.Context, t scheduler.Task, slot time.Time, ru
 // (work items like Fire's); it kicks each folder's worker once. Like Fire,
 // it first skips the runs of a folder a used-up budget holds.
 func (g *Gateway) StartTurns(ctx context.Context, fires []scheduler.Fired) {
-	kicked := map[string]bool{}
+	kicked := map[groups.Folder]bool{}
 	for _, f := range fires {
 		g.metrics.fires.Inc()
 		g.metrics.lateness.Observe(max(time.Since(f.Slot), 0).Seconds())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"switchboard/agent"
+	"switchboard/groups"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testlog"
 	"switchboard/ops"
@@ -89,7 +90,7 @@ func FuzzRecordUsage(f *testing.F) {
 		if err := h.st.FinishBatch(ctx, store.Batch{Folder: "main", ChatJID: testChat}, turn, nil, time.Time{}); err != nil {
 			t.Fatalf("usage %s: record the turn: %v", data, err)
 		}
-		rep, err := ops.SpendReport(ctx, h.st, []string{"main"}, time.Now())
+		rep, err := ops.SpendReport(ctx, h.st, []groups.Folder{"main"}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,9 @@ func (g *Gateway) wire() error {
 		queue: func(ctx context.Context, req ops.SendRequest) (store.OutboxItem, error) {
 			return ops.QueueSend(ctx, st, req)
 		},
-		spoke:      func(chat adapters.JID, topic, folder string) { engage.start(chat, topic, folder, opt.EngageTTL) },
+		spoke: func(chat adapters.JID, topic string, folder groups.Folder) {
+			engage.start(chat, topic, folder, opt.EngageTTL)
+		},
 		deliveries: g.metrics.outbox, rateLimits: g.metrics.rateLimitWaits})
 	g.sched = scheduler.NewLoop(st, g, scheduler.SystemClock(), log.With("component", "scheduler"))
 
@@ -48,7 +50,7 @@ func (g *Gateway) wire() error {
 	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick}
 	g.intake = &intake{st: st, commits: commits, table: g.config.Table, adapters: g.adapters, engage: engage, engageTTL: opt.EngageTTL,
 		now: opt.Now, loop: loop, flood: flood, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
-		storeInject: func(ctx context.Context, t *routing.Table, req ops.InjectRequest) (store.Message, string, error) {
+		storeInject: func(ctx context.Context, t *routing.Table, req ops.InjectRequest) (store.Message, groups.Folder, error) {
 			return ops.Inject(ctx, st, t, req)
 		}}
 
@@ -72,7 +74,7 @@ func (g *Gateway) wire() error {
 }
 
 // newMCP builds the MCP server; its sockets appear at the first reload.
-func newMCP(layout groups.Layout, operator string, backend mcpserver.Backend, onCall func(tool, outcome string), log *slog.Logger) (*mcpserver.Server, error) {
+func newMCP(layout groups.Layout, operator groups.Folder, backend mcpserver.Backend, onCall func(tool, outcome string), log *slog.Logger) (*mcpserver.Server, error) {
 	version := "dev"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		version = bi.Main.Version

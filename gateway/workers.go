@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -23,7 +24,7 @@ type workers struct {
 	ctx     context.Context // turns; cancelled at the end of the drain
 	cancel  context.CancelFunc
 	mu      sync.Mutex
-	folders map[string]*worker // the running workers
+	folders map[groups.Folder]*worker // the running workers
 	closed  bool
 	closing chan struct{} // closed by drain: no new turns, no retry waits
 	wg      sync.WaitGroup
@@ -33,14 +34,14 @@ type workers struct {
 // left running elsewhere first, then its batches (turns, lifecycle.go).
 // Each returns how long the folder waits before its next step.
 type lifecycle interface {
-	nextInterrupted(folder string) (store.Interrupted, bool)
+	nextInterrupted(folder groups.Folder) (store.Interrupted, bool)
 	awaitTurn(ctx context.Context, it store.Interrupted) time.Duration
 	runTurn(ctx context.Context, b store.Batch) time.Duration
 }
 
 // batchStore hands out a folder's next batch.
 type batchStore interface {
-	NextBatch(ctx context.Context, folder string, max int) (store.Batch, bool, error)
+	NextBatch(ctx context.Context, folder groups.Folder, max int) (store.Batch, bool, error)
 }
 
 type worker struct {
@@ -52,11 +53,11 @@ type worker struct {
 func newWorkers(maxConcurrent int, st batchStore, hooks *testHooks, log *slog.Logger) *workers {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &workers{st: st, hooks: hooks, log: log, sem: make(chan struct{}, maxConcurrent), ctx: ctx, cancel: cancel,
-		folders: map[string]*worker{}, closing: make(chan struct{})}
+		folders: map[groups.Folder]*worker{}, closing: make(chan struct{})}
 }
 
 // kick makes sure folder's worker runs and looks for work again.
-func (ws *workers) kick(folder string) {
+func (ws *workers) kick(folder groups.Folder) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.closed {
@@ -71,7 +72,7 @@ func (ws *workers) kick(folder string) {
 	go ws.work(folder)
 }
 
-func (ws *workers) work(folder string) {
+func (ws *workers) work(folder groups.Folder) {
 	defer ws.wg.Done()
 	for {
 		ws.mu.Lock()
@@ -94,7 +95,7 @@ func (ws *workers) work(folder string) {
 // step runs the folder's next ready batch; it reports whether there may be
 // more. A failed batch does not hold the worker: the store defers its chat
 // until the retry is due and runs the folder's other chats meanwhile.
-func (ws *workers) step(folder string) bool {
+func (ws *workers) step(folder groups.Folder) bool {
 	if ws.isClosed() {
 		return false
 	}
@@ -145,7 +146,7 @@ func (ws *workers) backoff(backoff time.Duration) bool {
 }
 
 // next loads the folder's next ready batch.
-func (ws *workers) next(folder string) (store.Batch, bool) {
+func (ws *workers) next(folder groups.Folder) (store.Batch, bool) {
 	b, ok, err := ws.st.NextBatch(ws.ctx, folder, maxBatch)
 	if err != nil {
 		if ws.ctx.Err() == nil {
@@ -159,7 +160,7 @@ func (ws *workers) next(folder string) (store.Batch, bool) {
 // kickAfter kicks folder once d has passed: when a batch waiting for its
 // retry falls due. (The poll loop kicks pending folders too, so a kick lost
 // to a restart only delays the retry by a poll interval.)
-func (ws *workers) kickAfter(folder string, d time.Duration) {
+func (ws *workers) kickAfter(folder groups.Folder, d time.Duration) {
 	time.AfterFunc(d, func() { ws.kick(folder) })
 }
 

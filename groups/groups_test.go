@@ -10,13 +10,13 @@ import (
 )
 
 func TestValidate(t *testing.T) {
-	ok := []string{"main", "root", "acme/eng/oncall", "a_b-c/d1", "a/b/c/d/e/f"}
+	ok := []Folder{"main", "root", "acme/eng/oncall", "a_b-c/d1", "a/b/c/d/e/f"}
 	for _, f := range ok {
-		if err := Validate(f); err != nil {
+		if err := f.Validate(); err != nil {
 			t.Errorf("Validate(%q) = %v, want nil", f, err)
 		}
 	}
-	bad := map[string]string{
+	bad := map[string]Folder{
 		"empty":     "",
 		"upper":     "Main",
 		"dotdot":    "a/../b",
@@ -28,11 +28,11 @@ func TestValidate(t *testing.T) {
 		"too deep":  "a/b/c/d/e/f/g",
 		"backslash": `a\b`,
 		"unicode":   "caf\u00e9",
-		"long":      strings.Repeat("x", 65),
+		"long":      Folder(strings.Repeat("x", 65)),
 		"nul":       "a\x00b",
 	}
 	for name, f := range bad {
-		err := Validate(f)
+		err := f.Validate()
 		if err == nil || !errors.Is(err, ErrInvalidFolder) {
 			t.Errorf("%s: Validate(%q) = %v, want ErrInvalidFolder", name, f, err)
 		}
@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 
 func TestTier(t *testing.T) {
 	cases := []struct {
-		folder, op string
+		folder, op Folder
 		want       int
 	}{
 		{"root", "root", 0},
@@ -59,13 +59,13 @@ func TestTier(t *testing.T) {
 }
 
 func TestSubtreeAndParent(t *testing.T) {
-	if !InSubtree("acme", "acme") || !InSubtree("acme", "acme/eng/x") {
+	if !Folder("acme").Contains("acme") || !Folder("acme").Contains("acme/eng/x") {
 		t.Error("subtree should include itself and descendants")
 	}
-	if InSubtree("acme", "acmecorp") || InSubtree("acme/eng", "acme") {
+	if Folder("acme").Contains("acmecorp") || Folder("acme/eng").Contains("acme") {
 		t.Error("subtree must not include prefix siblings or ancestors")
 	}
-	if Parent("acme/eng/x") != "acme/eng" || Parent("main") != "" {
+	if Folder("acme/eng/x").Parent() != "acme/eng" || Folder("main").Parent() != "" {
 		t.Error("Parent wrong")
 	}
 }
@@ -116,5 +116,15 @@ func TestSetupMakesFoldersPrivate(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(l.Dir("acme/eng"), ".mcp.json")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf(".mcp.json: %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+}
+
+// ParseFolder mints a Folder only from a valid name, with Validate's error.
+func TestParseFolder(t *testing.T) {
+	if f, err := ParseFolder("acme/eng"); err != nil || f != "acme/eng" {
+		t.Errorf(`ParseFolder("acme/eng") = %q, %v; want "acme/eng", nil`, f, err)
+	}
+	if f, err := ParseFolder("../x"); !errors.Is(err, ErrInvalidFolder) || f != "" {
+		t.Errorf(`ParseFolder("../x") = %q, %v; want "", ErrInvalidFolder`, f, err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 // Caller is who makes a tool call: a group folder and its rules.
 type Caller struct {
-	Folder string
+	Folder groups.Folder
 	Tier   int
 	Rules  *grants.Set
 }
@@ -35,7 +35,7 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 	case !owned:
 		d.Allow = false
 		d.Reason = fmt.Sprintf("denied: chat %s has no owner (no route matches it), so only the operator may act on it", jid)
-	case !groups.InSubtree(c.Folder, owner):
+	case !c.Folder.Contains(owner):
 		d.Allow = false
 		d.Reason = fmt.Sprintf("denied: chat %s belongs to group %s, outside %s's subtree", jid, owner, c.Folder)
 	}

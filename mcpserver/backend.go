@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/routing"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -46,9 +47,9 @@ type Messenger interface {
 	// Send queues m in the outbox as sent by folder and waits briefly for the
 	// platform to accept it. A running turn of folder is marked as having
 	// replied to m.Chat, so its stdout reply to that chat is not sent.
-	Send(ctx context.Context, folder string, m Outgoing) (Sent, error)
+	Send(ctx context.Context, folder groups.Folder, m Outgoing) (Sent, error)
 	// RunningTurn returns folder's running turn, if any.
-	RunningTurn(folder string) (Turn, bool)
+	RunningTurn(folder groups.Folder) (Turn, bool)
 	// Edit replaces the text of message messageID in chat (platforms let
 	// the bot edit only its own messages) and the stored copy's text.
 	Edit(ctx context.Context, chat adapters.JID, messageID adapters.MessageID, text string) error
@@ -103,14 +104,14 @@ type RouteStore interface {
 
 // GroupStore lists, creates and queues work for groups.
 type GroupStore interface {
-	Groups(ctx context.Context) ([]string, error)
+	Groups(ctx context.Context) ([]groups.Folder, error)
 	// CreateGroup creates folder on behalf of the group caller (of tier)
 	// and, when pin is not "", routes that chat to it ahead of every route:
 	// the same operation, checks and route as `switchboard group add --jid`
 	// (ops.AddGroup). A refusal (an existing group, not a direct child of
 	// caller, no parent, a chat caller may not route) creates nothing. The
 	// new group's socket exists when the call returns.
-	CreateGroup(ctx context.Context, caller string, tier int, folder string, pin adapters.JID) (route *routing.Route, err error)
+	CreateGroup(ctx context.Context, caller groups.Folder, tier int, folder groups.Folder, pin adapters.JID) (route *routing.Route, err error)
 	// Enqueue queues a prompt turn and wakes the folder. w gives Folder,
 	// ChatJID, Topic, Trigger (store.TriggerDelegate or
 	// store.TriggerEscalate), Prompt and Origin (the folder that asked); the
@@ -124,20 +125,20 @@ type Sessions interface {
 	// chat's owner, on behalf of group from (whose running turn it
 	// continues: the chain guard counts it); it returns the message and
 	// the folder that will answer.
-	Inject(ctx context.Context, from string, chat adapters.JID, text string, sender adapters.JID) (store.Message, string, error)
+	Inject(ctx context.Context, from groups.Folder, chat adapters.JID, text string, sender adapters.JID) (store.Message, groups.Folder, error)
 	// ResetSessions forgets every agent session of folder.
-	ResetSessions(ctx context.Context, folder string) (int64, error)
+	ResetSessions(ctx context.Context, folder groups.Folder) (int64, error)
 	// Engage makes folder answer follow-ups in chat/topic without a mention
 	// until the returned time.
-	Engage(chat adapters.JID, topic, folder string) (time.Time, error)
+	Engage(chat adapters.JID, topic string, folder groups.Folder) (time.Time, error)
 	// Disengage ends the engagement in chat/topic and returns the folder
 	// that was engaged ("" when none). It ends it only when allowed(folder)
 	// holds for that folder.
-	Disengage(chat adapters.JID, topic string, allowed func(folder string) bool) (folder string, ended bool)
+	Disengage(chat adapters.JID, topic string, allowed func(folder groups.Folder) bool) (folder groups.Folder, ended bool)
 	// AgentSessions lists folder's stored agent sessions.
-	AgentSessions(ctx context.Context, folder string) ([]store.SessionRow, error)
+	AgentSessions(ctx context.Context, folder groups.Folder) ([]store.SessionRow, error)
 	// Turns returns folder's most recent turn records, newest first.
-	Turns(ctx context.Context, folder string, limit int) ([]store.Turn, error)
+	Turns(ctx context.Context, folder groups.Folder, limit int) ([]store.Turn, error)
 }
 
 // TaskStore manages scheduled tasks through the same code as the task CLI,
@@ -151,7 +152,7 @@ type TaskStore interface {
 	Task(ctx context.Context, id int64) (t scheduler.Task, found bool, err error)
 	// Tasks lists the tasks of folder and its subgroups, oldest first; ""
 	// lists every task.
-	Tasks(ctx context.Context, folder string) ([]scheduler.Task, error)
+	Tasks(ctx context.Context, folder groups.Folder) ([]scheduler.Task, error)
 	// SetTaskStatus pauses (StatusPaused), resumes (StatusActive) or
 	// cancels (StatusCancelled) a task and returns it. A task already in
 	// that status is returned unchanged; a completed or cancelled one cannot

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/internal/testenv"
 	"switchboard/internal/testwait"
 	"switchboard/store"
@@ -169,9 +170,9 @@ func rssKB(t testing.TB) int {
 // and measures how long until every socket exists, and the memory it costs.
 func thousandGroups(tb testing.TB) (elapsed time.Duration, rssBefore, rssAfter int) {
 	const n = 1000
-	folders := make([]string, 0, n)
+	folders := make([]groups.Folder, 0, n)
 	for i := range n {
-		folders = append(folders, fmt.Sprintf("g%03d/team%d", i/4, i%4))
+		folders = append(folders, groups.Folder(fmt.Sprintf("g%03d/team%d", i/4, i%4)))
 	}
 	dir := shortTempDir(tb)
 	st, err := store.Open(context.Background(), filepath.Join(dir, "switchboard.db"))
@@ -179,7 +180,7 @@ func thousandGroups(tb testing.TB) (elapsed time.Duration, rssBefore, rssAfter i
 		tb.Fatal(err)
 	}
 	for _, f := range folders {
-		if _, err := st.EnsureGroup(context.Background(), strings.Split(f, "/")[0]); err != nil {
+		if _, err := st.EnsureGroup(context.Background(), f.Parent()); err != nil {
 			tb.Fatal(err)
 		}
 		if err := st.AddGroup(context.Background(), f); err != nil {
@@ -191,7 +192,7 @@ func thousandGroups(tb testing.TB) (elapsed time.Duration, rssBefore, rssAfter i
 	began := time.Now()
 	h := start(tb, dir, st, []string{"true"})
 	for _, f := range append(folders, "g000", "g249") {
-		testwait.For(tb, 60*time.Second, "socket of "+f, func() bool {
+		testwait.For(tb, 60*time.Second, "socket of "+string(f), func() bool {
 			_, err := os.Stat(h.sock(f))
 			return err == nil
 		})
@@ -199,7 +200,7 @@ func thousandGroups(tb testing.TB) (elapsed time.Duration, rssBefore, rssAfter i
 	elapsed = time.Since(began)
 	runtime.GC()
 	rssAfter = rssKB(tb)
-	for _, f := range []string{folders[0], folders[n/2], folders[n-1]} {
+	for _, f := range []groups.Folder{folders[0], folders[n/2], folders[n-1]} {
 		if r := call(tb, h.connect(tb, f, true), "list_grants", nil); r.IsError {
 			tb.Fatal(r.Text)
 		}

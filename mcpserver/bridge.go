@@ -30,7 +30,7 @@ const bridgeFlushTimeout = 35 * time.Second
 // ends first, the bridge closes its sending side and waits (bounded) for the
 // remaining answers. folder, when known, names the group in the error for a
 // socket nobody serves.
-func BridgeSocket(ctx context.Context, path, folder string, stdin io.Reader, stdout io.Writer) error {
+func BridgeSocket(ctx context.Context, path string, folder groups.Folder, stdin io.Reader, stdout io.Writer) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
@@ -93,7 +93,7 @@ func copyErr(what string, err error) error {
 // "groups", so every such ancestor is tried: the first whose socket exists
 // wins, else the first whose directory holds the .mcp.json the gateway
 // writes into every group folder.
-func GroupDirSocket(dir string) (sock, folder string) {
+func GroupDirSocket(dir string) (sock string, folder groups.Folder) {
 	dir = filepath.Clean(dir)
 	for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
 		root := filepath.Dir(d)
@@ -101,8 +101,8 @@ func GroupDirSocket(dir string) (sock, folder string) {
 			continue
 		}
 		rel, err := filepath.Rel(root, dir)
-		f := filepath.ToSlash(rel)
-		if err != nil || groups.Validate(f) != nil {
+		f := groups.Folder(filepath.ToSlash(rel))
+		if err != nil || f.Validate() != nil {
 			continue
 		}
 		s := groups.Layout{DataDir: filepath.Dir(root)}.SocketPath(f)

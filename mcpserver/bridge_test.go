@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/internal/testlog"
 	"switchboard/mcpserver"
 )
@@ -81,7 +82,10 @@ func TestGroupDirSocket(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(idle, ".mcp.json"), []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ name, dir, sock, folder string }{
+	for _, c := range []struct {
+		name, dir, sock string
+		folder          groups.Folder
+	}{
 		{"nested group", eng, filepath.Join(data, "ipc", "acme", "eng", "mcp.sock"), "acme/eng"},
 		{"a groups segment in the folder", nested, filepath.Join(data, "ipc", "acme", "groups", "x", "mcp.sock"), "acme/groups/x"},
 		{"no socket, a .mcp.json", idle, filepath.Join(data, "ipc", "idle", "mcp.sock"), "idle"},

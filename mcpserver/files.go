@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"switchboard/groups"
 )
 
 // Files in a group folder are opened through os.Root, so neither ".." nor a
@@ -22,7 +24,7 @@ const MaxWork = 256 << 10
 const workFile = "work.md"
 
 // groupDir is the absolute working directory of folder.
-func (s *Server) groupDir(folder string) (string, error) {
+func (s *Server) groupDir(folder groups.Folder) (string, error) {
 	dir, err := filepath.Abs(s.opt.Layout.Dir(folder))
 	if err != nil {
 		return "", fmt.Errorf("group folder: %w", err)
@@ -33,7 +35,7 @@ func (s *Server) groupDir(folder string) (string, error) {
 // groupFile resolves p (relative to the group folder, or absolute inside
 // it) to the path, relative to folder's directory, of a regular file in it.
 // It never blocks: a FIFO is opened non-blocking and refused.
-func (s *Server) groupFile(folder, p string) (string, error) {
+func (s *Server) groupFile(folder groups.Folder, p string) (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", errors.New("path is empty")
 	}
@@ -85,7 +87,7 @@ func fileError(p string, err error) error {
 }
 
 // readWork returns folder's work.md ("" and false when there is none).
-func (s *Server) readWork(folder string) (string, bool, error) {
+func (s *Server) readWork(folder groups.Folder) (string, bool, error) {
 	dir, err := s.groupDir(folder)
 	if err != nil {
 		return "", false, err
@@ -119,7 +121,7 @@ func (s *Server) readWork(folder string) (string, bool, error) {
 
 // writeWork replaces folder's work.md atomically: a temporary file in the
 // folder, synced, then renamed over it.
-func (s *Server) writeWork(folder, content string) error {
+func (s *Server) writeWork(folder groups.Folder, content string) error {
 	if len(content) > MaxWork {
 		return fmt.Errorf("content is %d bytes, at most %d allowed", len(content), MaxWork)
 	}

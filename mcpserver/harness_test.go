@@ -34,7 +34,7 @@ import (
 
 // Groups of the standard setup, one per tier, each owning one web chat.
 var tierGroups = []struct {
-	folder string
+	folder groups.Folder
 	tier   int
 	chat   string
 }{
@@ -176,12 +176,14 @@ func (h *harness) stop() {
 	h.st.Close()
 }
 
-func (h *harness) sock(folder string) string { return groups.Layout{DataDir: h.dir}.SocketPath(folder) }
+func (h *harness) sock(folder groups.Folder) string {
+	return groups.Layout{DataDir: h.dir}.SocketPath(folder)
+}
 
 // waitSocket waits until folder's socket accepts connections.
-func (h *harness) waitSocket(t testing.TB, folder string) {
+func (h *harness) waitSocket(t testing.TB, folder groups.Folder) {
 	t.Helper()
-	testwait.For(t, 10*time.Second, "socket of "+folder, func() bool {
+	testwait.For(t, 10*time.Second, "socket of "+string(folder), func() bool {
 		c, err := net.Dial("unix", h.sock(folder))
 		if err == nil {
 			c.Close()
@@ -203,7 +205,7 @@ func (h *harness) waitStarted(t testing.TB) {
 
 // connect opens an MCP client session as folder; legacy pins the
 // initialize-handshake protocol generation.
-func (h *harness) connect(t testing.TB, folder string, legacy bool) *client.Client {
+func (h *harness) connect(t testing.TB, folder groups.Folder, legacy bool) *client.Client {
 	t.Helper()
 	h.waitSocket(t, folder)
 	c, err := dialMCP(h.sock(folder), legacy)

@@ -22,6 +22,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"switchboard/groups"
 )
 
 // HTTPPath is where the Streamable HTTP endpoint is served.
@@ -34,7 +36,7 @@ type Tokens interface {
 	// ErrBadToken when it is unknown, expired or revoked (the request gets
 	// 401); any other error means it could not be checked (503). The token is a
 	// secret: implementations must not log it or put it in an error.
-	TokenFolder(ctx context.Context, token string) (string, error)
+	TokenFolder(ctx context.Context, token string) (groups.Folder, error)
 }
 
 // HTTPOptions configure the HTTP endpoint.
@@ -201,7 +203,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // token returns the folder of the request's bearer token: an error
 // wrapping ErrBadToken when the token is missing or not valid, any other
 // when the token store could not be read.
-func (h *httpHandler) token(r *http.Request) (string, error) {
+func (h *httpHandler) token(r *http.Request) (groups.Folder, error) {
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || strings.TrimSpace(tok) == "" {

@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/gateway"
+	"switchboard/groups"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testcert"
 	"switchboard/internal/testmcp"
@@ -45,7 +46,7 @@ func (h *harness) mcpURL(t testing.TB) string {
 }
 
 // token mints an operator's token for folder.
-func (h *harness) token(t testing.TB, folder string) string {
+func (h *harness) token(t testing.TB, folder groups.Folder) string {
 	t.Helper()
 	tok, _, err := ops.MintToken(context.Background(), h.st, folder, "", time.Hour)
 	if err != nil {
@@ -55,7 +56,7 @@ func (h *harness) token(t testing.TB, folder string) string {
 }
 
 // connectHTTP opens an MCP client session as folder over HTTP.
-func (h *harness) connectHTTP(t testing.TB, folder string, legacy bool) *client.Client {
+func (h *harness) connectHTTP(t testing.TB, folder groups.Folder, legacy bool) *client.Client {
 	t.Helper()
 	c, err := dialHTTP(h.mcpURL(t), h.token(t, folder), legacy, nil)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"switchboard/groups"
 	"switchboard/mcpserver"
 )
 
@@ -17,7 +18,7 @@ import (
 // database).
 type brokenTokens struct{}
 
-func (brokenTokens) TokenFolder(context.Context, string) (string, error) {
+func (brokenTokens) TokenFolder(context.Context, string) (groups.Folder, error) {
 	return "", errors.New("read token: database disk image is malformed")
 }
 

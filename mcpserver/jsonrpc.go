@@ -69,7 +69,7 @@ var (
 
 func (s *Server) newSession(g *group, c *net.UnixConn) *session {
 	return &session{
-		id:       g.folder + "#" + strconv.FormatInt(s.seq.Add(1), 10),
+		id:       string(g.folder) + "#" + strconv.FormatInt(s.seq.Add(1), 10),
 		g:        g,
 		conn:     c,
 		notes:    make(chan mcp.JSONRPCNotification, 16),

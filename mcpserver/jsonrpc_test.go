@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"switchboard/groups"
 	"switchboard/internal/testmcp"
 	"switchboard/internal/testwait"
 	"switchboard/mcpserver"
@@ -26,7 +27,7 @@ type rawConn struct {
 	r *bufio.Reader
 }
 
-func (h *harness) raw(t testing.TB, folder string) *rawConn {
+func (h *harness) raw(t testing.TB, folder groups.Folder) *rawConn {
 	t.Helper()
 	h.waitSocket(t, folder)
 	c, err := net.Dial("unix", h.sock(folder))
@@ -252,7 +253,7 @@ func TestConcurrentConnections(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			folder := []string{"acme", "acme/eng"}[i%2]
-			c, err := dialMCP(h.sock(folder), i%3 == 0)
+			c, err := dialMCP(h.sock(groups.Folder(folder)), i%3 == 0)
 			if err != nil {
 				errs <- err
 				return

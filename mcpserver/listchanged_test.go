@@ -15,10 +15,12 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"switchboard/groups"
 )
 
 // dialGroup connects a raw client to folder's socket.
-func dialGroup(t *testing.T, s *Server, folder string) *rawClient {
+func dialGroup(t *testing.T, s *Server, folder groups.Folder) *rawClient {
 	t.Helper()
 	c, err := net.Dial("unix", s.SocketPath(folder))
 	if err != nil {
@@ -42,7 +44,7 @@ func (rc *rawClient) initialize() {
 
 // newSession returns the one session of folder that is not in known, and
 // adds it there.
-func newSession(t *testing.T, s *Server, folder string, known map[*session]bool) *session {
+func newSession(t *testing.T, s *Server, folder groups.Folder, known map[*session]bool) *session {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -84,7 +86,7 @@ func TestListChangedReachesOnlyAffected(t *testing.T) {
 		stream string // the listen stream's id, "" for none
 	}
 	known := map[*session]bool{}
-	connect := func(name, folder string, legacy, listen bool) *peer {
+	connect := func(name string, folder groups.Folder, legacy, listen bool) *peer {
 		t.Helper()
 		p := &peer{name: name, rc: dialGroup(t, s, folder)}
 		switch {

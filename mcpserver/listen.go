@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"switchboard/groups"
 )
 
 // maxSocketPath is the longest path a unix socket can be bound to: the size
@@ -18,7 +20,7 @@ var maxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
 // listenSocket binds a group's socket at path (absolute): parent directories
 // mode 0700, the socket mode 0600. A stale socket file left by a crash is
 // removed first; one that a live process still answers is not touched.
-func listenSocket(folder, path string) (*net.UnixListener, error) {
+func listenSocket(folder groups.Folder, path string) (*net.UnixListener, error) {
 	if len(path) > maxSocketPath {
 		return nil, fmt.Errorf("%w: group %s: MCP socket path %s is %d bytes, but a unix socket path may be at most %d; use a shorter data_dir (or a shorter folder name)",
 			ErrSocketPath, folder, path, len(path), maxSocketPath)
@@ -48,7 +50,7 @@ func listenSocket(folder, path string) (*net.UnixListener, error) {
 }
 
 // removeStale removes a socket file nobody is listening on.
-func removeStale(folder, path string) error {
+func removeStale(folder groups.Folder, path string) error {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/internal/testwait"
 	"switchboard/store"
 )
@@ -180,7 +181,7 @@ func inScopeArgs(tool, folder, chat string) map[string]any {
 func TestListedIffCallable(t *testing.T) {
 	type testCase struct {
 		name      string
-		folder    string
+		folder    groups.Folder
 		tier      int
 		chat      string
 		overrides []string
@@ -209,7 +210,7 @@ func TestListedIffCallable(t *testing.T) {
 				t.Errorf("lists %v, want %v", shown, want)
 			}
 			for _, tool := range all {
-				r := call(t, c, tool, inScopeArgs(tool, g.folder, g.chat))
+				r := call(t, c, tool, inScopeArgs(tool, string(g.folder), g.chat))
 				t.Logf("%s: %s", tool, r.Text)
 				isListed := slices.Contains(shown, tool)
 				if isListed == r.refused() {
@@ -232,7 +233,7 @@ func TestOutOfScopeChatRefused(t *testing.T) {
 	for _, g := range tierGroups[1:] {
 		c := h.connect(t, g.folder, true)
 		for _, tool := range listed(t, c) {
-			args := inScopeArgs(tool, g.folder, "web:root")
+			args := inScopeArgs(tool, string(g.folder), "web:root")
 			if _, chatTool := args["chat_jid"]; !chatTool {
 				continue
 			}

@@ -29,7 +29,7 @@ var ownUID = os.Getuid()
 // Options configure a Server. Backend is required.
 type Options struct {
 	Layout   groups.Layout
-	Operator string // the tier-0 folder
+	Operator groups.Folder // the tier-0 folder
 	Backend  Backend
 	Logger   *slog.Logger
 	// AllowedUIDs may connect besides the gateway's own uid.
@@ -47,7 +47,7 @@ type Options struct {
 
 // Group is a group as Sync sees it: its folder and stored grant overrides.
 type Group struct {
-	Folder    string
+	Folder    groups.Folder
 	Overrides []string
 }
 
@@ -67,7 +67,7 @@ type Server struct {
 	seq    atomic.Int64   // session ids
 
 	mu     sync.Mutex
-	groups map[string]*group
+	groups map[groups.Folder]*group
 	closed bool
 	// The HTTP endpoint, when HTTPHandler made one, and the group of each
 	// legacy HTTP session id.
@@ -77,7 +77,7 @@ type Server struct {
 
 // group is one group's socket and sessions.
 type group struct {
-	folder  string
+	folder  groups.Folder
 	path    string // absolute socket path
 	access  atomic.Pointer[access]
 	removed atomic.Bool
@@ -111,7 +111,7 @@ func New(opt Options) (*Server, error) {
 	if opt.Version == "" {
 		opt.Version = "dev"
 	}
-	s := &Server{opt: opt, log: opt.Logger, groups: map[string]*group{}, httpBound: map[string]*group{}}
+	s := &Server{opt: opt, log: opt.Logger, groups: map[groups.Folder]*group{}, httpBound: map[string]*group{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(s.sessionRegistered)
@@ -147,7 +147,7 @@ func New(opt Options) (*Server, error) {
 }
 
 // SocketPath is the absolute socket path of folder.
-func (s *Server) SocketPath(folder string) string {
+func (s *Server) SocketPath(folder groups.Folder) string {
 	p := s.opt.Layout.SocketPath(folder)
 	if abs, err := filepath.Abs(p); err == nil {
 		return abs
@@ -167,7 +167,7 @@ func (s *Server) Sync(gs []Group) error {
 	if s.closed {
 		return nil // shutting down: no sockets any more
 	}
-	want := make(map[string]bool, len(gs))
+	want := make(map[groups.Folder]bool, len(gs))
 	for _, g := range gs {
 		want[g.Folder] = true
 	}
@@ -230,7 +230,7 @@ func (s *Server) startAll(gs []*group) []error {
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
 	for i, g := range gs {
-		if err := groups.Validate(g.folder); err != nil {
+		if err := g.folder.Validate(); err != nil {
 			errs[i] = err
 			continue
 		}
@@ -382,7 +382,7 @@ func callerGroup(ctx context.Context) *group {
 }
 
 // Online reports whether folder's socket is being served.
-func (s *Server) Online(folder string) bool {
+func (s *Server) Online(folder groups.Folder) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[folder]

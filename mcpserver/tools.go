@@ -14,6 +14,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/grants"
+	"switchboard/groups"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -80,7 +81,7 @@ func Catalog() (*grants.Catalog, error) {
 type call struct {
 	s      *Server
 	b      Backend
-	folder string
+	folder groups.Folder
 	tier   int
 	a      *access
 	args   map[string]any
@@ -189,7 +190,7 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 // ownership refused.
 const RefusedPrefix = "refused: "
 
-func refusal(folder string, tier int, tool, reason string) *mcp.CallToolResult {
+func refusal(folder groups.Folder, tier int, tool, reason string) *mcp.CallToolResult {
 	return mcp.NewToolResultError(fmt.Sprintf("%sgroup %s (tier %d) may not call %s: %s", RefusedPrefix, folder, tier, tool, reason))
 }
 
@@ -325,6 +326,13 @@ func (c *call) str(k string) string { s, _ := c.args[k].(string); return s }
 // model passed them, unchecked (JID.Validate checks a JID where a tool needs
 // a valid one).
 func (c *call) jid(k string) adapters.JID { return adapters.JID(c.str(k)) }
+
+// folderArg is the folder named by argument k, as given: the tool checks it
+// (folderParam checks it at once).
+func (c *call) folderArg(k string) groups.Folder { return groups.Folder(c.str(k)) }
+
+// folderParam is the folder named by argument k, validated.
+func (c *call) folderParam(k string) (groups.Folder, error) { return groups.ParseFolder(c.str(k)) }
 
 func (c *call) msgID(k string) adapters.MessageID { return adapters.MessageID(c.str(k)) }
 

@@ -64,7 +64,7 @@ func runRefreshGroups(ctx context.Context, c *call) (any, error) {
 	routes := c.b.Table().Routes()
 	out := []map[string]any{}
 	for _, f := range all {
-		if c.tier != 0 && !groups.InSubtree(c.folder, f) {
+		if c.tier != 0 && !c.folder.Contains(f) {
 			continue
 		}
 		n := 0
@@ -73,7 +73,7 @@ func runRefreshGroups(ctx context.Context, c *call) (any, error) {
 				n++
 			}
 		}
-		out = append(out, map[string]any{"folder": f, "tier": groups.Tier(f, c.s.opt.Operator), "parent": groups.Parent(f),
+		out = append(out, map[string]any{"folder": f, "tier": groups.Tier(f, c.s.opt.Operator), "parent": f.Parent(),
 			"socket": c.s.SocketPath(f), "online": c.s.Online(f), "routes": n})
 	}
 	return map[string]any{"groups": out}, nil
@@ -84,12 +84,12 @@ func runRegisterGroup(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	folder := c.str("folder")
-	if !strings.Contains(folder, "/") && c.tier != 0 {
+	folder := c.folderArg("folder")
+	if !strings.Contains(string(folder), "/") && c.tier != 0 {
 		// A bare name is a child of the caller, unless it names the caller
 		// or another group: then the caller most likely meant that group.
 		switch {
-		case folder == c.folder || folder == path.Base(c.folder):
+		case folder == c.folder || string(folder) == path.Base(string(c.folder)):
 			return nil, fmt.Errorf("%q is your own group's name; name the new subgroup, e.g. %s/reports", folder, c.folder)
 		case slices.Contains(known, folder):
 			return nil, fmt.Errorf("group %s already exists; to create a subgroup of yours with that name pass %s/%s", folder, c.folder, folder)
@@ -108,18 +108,18 @@ func runRegisterGroup(ctx context.Context, c *call) (any, error) {
 }
 
 func runDelegate(ctx context.Context, c *call) (any, error) {
-	folder := c.str("folder")
-	if err := groups.Validate(folder); err != nil {
+	folder, err := c.folderParam("folder")
+	if err != nil {
 		return nil, err
 	}
-	if folder == c.folder || !groups.InSubtree(c.folder, folder) {
+	if folder == c.folder || !c.folder.Contains(folder) {
 		return nil, fmt.Errorf("group %s is not a subgroup of %s; you can delegate only downwards (use escalate_group to go up)", folder, c.folder)
 	}
 	return c.enqueue(ctx, folder, store.TriggerDelegate)
 }
 
 func runEscalate(ctx context.Context, c *call) (any, error) {
-	parent := groups.Parent(c.folder)
+	parent := c.folder.Parent()
 	if parent == "" {
 		return nil, fmt.Errorf("group %s is top-level and has no parent to escalate to", c.folder)
 	}
@@ -127,7 +127,7 @@ func runEscalate(ctx context.Context, c *call) (any, error) {
 }
 
 // enqueue queues a prompt turn of folder answering in chat_jid.
-func (c *call) enqueue(ctx context.Context, folder string, trigger store.Trigger) (any, error) {
+func (c *call) enqueue(ctx context.Context, folder groups.Folder, trigger store.Trigger) (any, error) {
 	prompt := c.str("prompt")
 	if err := requireText("prompt", prompt, maxPrompt); err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/adapters"
-	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -121,7 +120,7 @@ func (c *call) ownedChats(ctx context.Context) ([]adapters.JID, error) {
 	t := c.b.Table()
 	out := []adapters.JID{}
 	for _, jid := range all {
-		if owner, ok := t.Owner(jid, ""); ok && groups.InSubtree(c.folder, owner) {
+		if owner, ok := t.Owner(jid, ""); ok && c.folder.Contains(owner) {
 			out = append(out, jid)
 		}
 	}

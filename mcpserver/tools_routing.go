@@ -93,9 +93,11 @@ func routeArg(v map[string]any) (r routing.Route, seqGiven bool, err error) {
 		}
 		r.Match[k] = s
 	}
-	if r.Target, ok = v["target"].(string); !ok {
+	target, ok := v["target"].(string)
+	if !ok {
 		return r, false, errors.New("target: want a group folder string")
 	}
+	r.Target = groups.Folder(target)
 	if s, ok := v["seq"]; ok && s != nil {
 		f, isNum := s.(float64)
 		if !isNum || !typeMatches("integer", f) {
@@ -120,7 +122,7 @@ func routeArg(v map[string]any) (r routing.Route, seqGiven bool, err error) {
 }
 
 // checkRouteAdd validates r for c: the target exists and the caller may add it.
-func (c *call) checkRouteAdd(t *routing.Table, r routing.Route, known []string) error {
+func (c *call) checkRouteAdd(t *routing.Table, r routing.Route, known []groups.Folder) error {
 	if !slices.Contains(known, r.Target) {
 		return fmt.Errorf("target group %s does not exist", r.Target)
 	}
@@ -238,7 +240,7 @@ func runExplainRoute(_ context.Context, c *call) (any, error) {
 // seesRoute reports whether the caller may see r in full: the operator sees
 // every route, any other group the routes into its subtree (as list_routes).
 func (c *call) seesRoute(r routing.Route) bool {
-	return c.tier == 0 || groups.InSubtree(c.folder, r.Target)
+	return c.tier == 0 || c.folder.Contains(r.Target)
 }
 
 // routeView is r as the caller may see it: another group's route shows only

@@ -105,8 +105,8 @@ func runEngage(_ context.Context, c *call) (any, error) {
 // runDisengage ends an engagement of the caller or of one of its
 // descendants; a child cannot end its parent's (or a sibling's).
 func runDisengage(_ context.Context, c *call) (any, error) {
-	folder, ended := c.b.Disengage(c.jid("chat_jid"), c.str("topic"), func(f string) bool {
-		return c.tier == 0 || groups.InSubtree(c.folder, f)
+	folder, ended := c.b.Disengage(c.jid("chat_jid"), c.str("topic"), func(f groups.Folder) bool {
+		return c.tier == 0 || c.folder.Contains(f)
 	})
 	if folder != "" && !ended {
 		return nil, fmt.Errorf("the engagement in %s belongs to group %s; only %s or a group above it can end it", c.str("chat_jid"), folder, folder)

@@ -15,23 +15,23 @@ import (
 type Spend interface {
 	// ReportUsage adds u to folder's running turn; false when folder runs
 	// no turn.
-	ReportUsage(folder string, u UsageReport) bool
+	ReportUsage(folder groups.Folder, u UsageReport) bool
 	// Budgets lists the spend and caps of folder's subtree ("": every
 	// group), today and this month in the operator's zone.
-	Budgets(ctx context.Context, folder string) ([]BudgetInfo, error)
+	Budgets(ctx context.Context, folder groups.Folder) ([]BudgetInfo, error)
 	// SetBudget sets folder's caps in US dollars; both 0 removes its
 	// budget. A running gateway applies it at once.
-	SetBudget(ctx context.Context, folder string, dailyUSD, monthlyUSD float64) error
+	SetBudget(ctx context.Context, folder groups.Folder, dailyUSD, monthlyUSD float64) error
 }
 
 // BudgetInfo is a group's spend (its subtree's) and caps (0: none).
 type BudgetInfo struct {
-	Folder     string  `json:"folder"`
-	TodayUSD   float64 `json:"today_usd"`
-	MonthUSD   float64 `json:"month_usd"`
-	DailyUSD   float64 `json:"daily_usd"`
-	MonthlyUSD float64 `json:"monthly_usd"`
-	UsedUp     bool    `json:"used_up"` // its own or an ancestor's cap is reached: no new turn of it starts
+	Folder     groups.Folder `json:"folder"`
+	TodayUSD   float64       `json:"today_usd"`
+	MonthUSD   float64       `json:"month_usd"`
+	DailyUSD   float64       `json:"daily_usd"`
+	MonthlyUSD float64       `json:"monthly_usd"`
+	UsedUp     bool          `json:"used_up"` // its own or an ancestor's cap is reached: no new turn of it starts
 }
 
 // UsageReport is what an agent says one turn cost it so far (the
@@ -96,11 +96,11 @@ func runListBudgets(ctx context.Context, c *call) (any, error) {
 }
 
 func runSetBudget(ctx context.Context, c *call) (any, error) {
-	folder := c.str("folder")
-	if err := groups.Validate(folder); err != nil {
+	folder, err := c.folderParam("folder")
+	if err != nil {
 		return nil, fmt.Errorf("folder: %w", err)
 	}
-	if c.tier != 0 && (folder == c.folder || !groups.InSubtree(c.folder, folder)) {
+	if c.tier != 0 && (folder == c.folder || !c.folder.Contains(folder)) {
 		return nil, fmt.Errorf("folder %s: a group sets the budgets of the groups below it only (yours is set by the group above you)", folder)
 	}
 	for _, k := range []string{"daily_usd", "monthly_usd"} {

@@ -101,7 +101,7 @@ func taskTools() []*toolDef {
 // taskView is a task as the tools show it.
 type taskView struct {
 	ID        int64          `json:"id"`
-	Folder    string         `json:"folder"`
+	Folder    groups.Folder  `json:"folder"`
 	ChatJID   string         `json:"chat_jid"`
 	Prompt    string         `json:"prompt"`
 	Schedule  string         `json:"schedule"`
@@ -167,7 +167,7 @@ func runScheduleTask(ctx context.Context, c *call) (any, error) {
 	}
 	t, err := c.b.AddTask(ctx, scheduler.TaskSpec{Folder: c.folder, ChatJID: chat, Prompt: c.str("prompt"),
 		Schedule: c.str("schedule"), Timezone: c.str("timezone"), Context: c.str("context_mode"), Missed: c.str("missed"),
-		CreatedBy: c.folder})
+		CreatedBy: string(c.folder)})
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func runScheduleTask(ctx context.Context, c *call) (any, error) {
 
 // subtreeOf is the folder whose subtree the caller may see: its own, or all
 // ("") for the operator.
-func (c *call) subtreeOf() string {
+func (c *call) subtreeOf() groups.Folder {
 	if c.tier == 0 {
 		return ""
 	}
@@ -204,7 +204,7 @@ func (c *call) ownTask(ctx context.Context, id int64) (scheduler.Task, error) {
 	if !found {
 		return t, fmt.Errorf("task %d does not exist (list_tasks shows the tasks you can see)", id)
 	}
-	if c.tier != 0 && !groups.InSubtree(c.folder, t.Folder) {
+	if c.tier != 0 && !c.folder.Contains(t.Folder) {
 		return t, fmt.Errorf("task %d belongs to group %s, outside your subtree (%s)", id, t.Folder, c.folder)
 	}
 	return t, nil

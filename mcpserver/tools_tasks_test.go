@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/internal/testwait"
 	"switchboard/ops"
 	"switchboard/scheduler"
@@ -195,7 +196,7 @@ func TestTaskToolsSubtree(t *testing.T) {
 	}
 
 	for _, v := range []struct {
-		folder string
+		folder groups.Folder
 		want   []int64
 	}{
 		{"root", []int64{rootTask.ID, acmeTask.ID, onAcmeChat.ID, engTask.ID}},

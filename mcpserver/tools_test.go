@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
@@ -210,7 +211,7 @@ func TestFindMessagesOwnedChats(t *testing.T) {
 	h.deliver(t, "web:acme", "a1", "secret plans of acme")
 	h.deliver(t, "web:eng", "e1", "secret plans of eng")
 	h.deliver(t, "web:stray", "s1", "secret plans of nobody")
-	search := func(folder string, args map[string]any) []string {
+	search := func(folder groups.Folder, args map[string]any) []string {
 		var res struct {
 			Hits []struct {
 				ChatJID string `json:"chat_jid"`
@@ -299,7 +300,7 @@ func TestRouteEdits(t *testing.T) {
 	routes := h.g.Table().Routes()
 	var targets []string
 	for _, r := range routes {
-		targets = append(targets, r.Target)
+		targets = append(targets, string(r.Target))
 	}
 	slices.Sort(targets)
 	// root's route and full's platform route (not pinned) survive; acme's
@@ -435,9 +436,9 @@ func TestGroupTools(t *testing.T) {
 	}
 }
 
-func waitTurn(t *testing.T, st *store.Store, folder string, trigger store.Trigger) {
+func waitTurn(t *testing.T, st *store.Store, folder groups.Folder, trigger store.Trigger) {
 	t.Helper()
-	testwait.For(t, 10*time.Second, string(trigger)+" turn of "+folder, func() bool {
+	testwait.For(t, 10*time.Second, string(trigger)+" turn of "+string(folder), func() bool {
 		turns, err := st.Turns(context.Background(), folder, 10)
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -11,7 +12,7 @@ import (
 // removes its budget. The group must exist (ErrNoGroup). `switchboard
 // budget set` and the set_budget tool both go through here; a running
 // gateway applies the change within its poll interval, at once through MCP.
-func SetBudget(ctx context.Context, st *store.Store, folder string, daily, monthly float64) error {
+func SetBudget(ctx context.Context, st *store.Store, folder groups.Folder, daily, monthly float64) error {
 	if ok, err := st.GroupExists(ctx, folder); err != nil {
 		return err
 	} else if !ok {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
 )
@@ -15,7 +16,7 @@ import (
 func TestSetBudget(t *testing.T) {
 	for _, c := range []struct {
 		name           string
-		folder         string
+		folder         groups.Folder
 		daily, monthly float64
 		wantErr        error
 		want           *store.Budget // the stored budget after; nil: none

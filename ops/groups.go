@@ -16,7 +16,7 @@ import (
 // agent through its MCP tools, which may change only its own subtree and
 // route only chats that subtree owns (routing.Table.CheckAdd).
 type Actor struct {
-	Folder string
+	Folder groups.Folder
 	Tier   int
 }
 
@@ -25,7 +25,7 @@ var Operator = Actor{Tier: 0}
 
 // NewGroup is a group to create, and optionally one chat to route to it.
 type NewGroup struct {
-	Folder string
+	Folder groups.Folder
 	// Pin, when not "", is a chat routed to the new group ahead of every
 	// existing route (PinRoute).
 	Pin adapters.JID
@@ -45,7 +45,7 @@ type NewGroup struct {
 // route was not, the error says so and the group is kept.
 func AddGroup(ctx context.Context, st *store.Store, layout groups.Layout, by Actor, req NewGroup) (*routing.Route, error) {
 	folder := req.Folder
-	if err := groups.Validate(folder); err != nil {
+	if err := folder.Validate(); err != nil {
 		return nil, err
 	}
 	if ok, err := st.GroupExists(ctx, folder); err != nil {
@@ -53,7 +53,7 @@ func AddGroup(ctx context.Context, st *store.Store, layout groups.Layout, by Act
 	} else if ok {
 		return nil, fmt.Errorf("group %s %w", folder, store.ErrExists)
 	}
-	parent := groups.Parent(folder)
+	parent := folder.Parent()
 	if by.Tier != 0 && parent != by.Folder {
 		return nil, fmt.Errorf("group %s is %w of %s; create %s/<name>", folder, ErrNotChild, by.Folder, by.Folder)
 	}

@@ -26,7 +26,7 @@ func newFixture(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	for folder, chat := range map[string]string{"main": "web:main", "acme": "web:acme", "acme/eng": "web:eng"} {
+	for folder, chat := range map[groups.Folder]string{"main": "web:main", "acme": "web:acme", "acme/eng": "web:eng"} {
 		if err := st.AddGroup(ctx, folder); err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func (f fixture) table(t *testing.T) *routing.Table {
 	return tab
 }
 
-func (f fixture) groupExists(t *testing.T, folder string) bool {
+func (f fixture) groupExists(t *testing.T, folder groups.Folder) bool {
 	t.Helper()
 	ok, err := f.st.GroupExists(context.Background(), folder)
 	if err != nil {

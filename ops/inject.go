@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -16,16 +17,16 @@ type InjectRequest struct {
 	Chat    adapters.JID
 	Text    string
 	Sender  adapters.JID  // default "switchboard:user/operator"
-	Folder  string        // default: the chat's owner
+	Folder  groups.Folder // default: the chat's owner
 	Trigger store.Trigger // default store.TriggerInject
-	Origin  string        // the group whose agent injected it ("" for the operator)
+	Origin  groups.Folder // the group whose agent injected it ("" for the operator)
 	Chain   int           // its depth in a chain of agent-started turns (store.WorkItem.Chain)
 }
 
 // Inject stores a synthetic message in chat and queues a turn of the chat's
 // owner (or req.Folder), bypassing trigger rules. It works with or without a
 // running gateway: a running one picks the work up within its poll interval.
-func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRequest) (store.Message, string, error) {
+func Inject(ctx context.Context, st *store.Store, t *routing.Table, req InjectRequest) (store.Message, groups.Folder, error) {
 	if err := req.Chat.Validate(); err != nil {
 		return store.Message{}, "", err
 	}
@@ -68,7 +69,7 @@ type SendRequest struct {
 	Text    string
 	Topic   string
 	ReplyTo adapters.MessageID
-	Folder  string           // who sent it (for delivery-failure notices); "" for the operator
+	Folder  groups.Folder    // who sent it (for delivery-failure notices); "" for the operator
 	Key     string           // idempotency key; generated when empty
 	Kind    store.OutboxKind // store.OutboxSend when empty
 	File    string           // kind file: the file, relative to Folder's directory; Text is the caption

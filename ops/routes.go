@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -31,7 +32,7 @@ func AddRoute(ctx context.Context, st *store.Store, r routing.Route) (routing.Ro
 // (routing.Table.AheadSeq) so that a catch-all added earlier does not
 // shadow it, if by may route that chat (routing.Table.CheckAdd on the
 // stored routes).
-func PinRoute(ctx context.Context, st *store.Store, by Actor, folder string, chat adapters.JID) (routing.Route, error) {
+func PinRoute(ctx context.Context, st *store.Store, by Actor, folder groups.Folder, chat adapters.JID) (routing.Route, error) {
 	r, err := pinRoute(ctx, st, by, folder, chat)
 	if err != nil {
 		return routing.Route{}, err
@@ -40,7 +41,7 @@ func PinRoute(ctx context.Context, st *store.Store, by Actor, folder string, cha
 }
 
 // pinRoute builds and checks the route PinRoute adds, without storing it.
-func pinRoute(ctx context.Context, st *store.Store, by Actor, folder string, chat adapters.JID) (routing.Route, error) {
+func pinRoute(ctx context.Context, st *store.Store, by Actor, folder groups.Folder, chat adapters.JID) (routing.Route, error) {
 	if _, err := adapters.ParseJID(string(chat)); err != nil {
 		return routing.Route{}, err
 	}

@@ -22,28 +22,28 @@ func Windows(now time.Time) (dayStart, dayEnd, monthStart, monthEnd time.Time) {
 // Hold is a budget that stops a group's turns: whose, which window,
 // until when.
 type Hold struct {
-	Owner    string  // the folder whose budget it is (the group or an ancestor)
-	Window   string  // daily | monthly
-	CapUSD   float64 // the cap
-	SpentUSD float64 // spent in the window by Owner's subtree
+	Owner    groups.Folder // the folder whose budget it is (the group or an ancestor)
+	Window   string        // daily | monthly
+	CapUSD   float64       // the cap
+	SpentUSD float64       // spent in the window by Owner's subtree
 	Until    time.Time
 }
 
 // SpentFunc sums the cost of folder's subtree's turns since a time
 // (store.Store.Spent).
-type SpentFunc func(ctx context.Context, folder string, since time.Time) (float64, error)
+type SpentFunc func(ctx context.Context, folder groups.Folder, since time.Time) (float64, error)
 
 // BudgetHold reports the budget, of folder or an ancestor, that is used up
 // at now (in the operator's zone), a monthly one first; nil when none is.
 // It is the one budget evaluator: the gateway holds turns by it, and
 // reports show it. Groups without budgets above them cost no query.
-func BudgetHold(ctx context.Context, spent SpentFunc, budgets map[string]store.Budget, folder string, now time.Time) (*Hold, error) {
+func BudgetHold(ctx context.Context, spent SpentFunc, budgets map[groups.Folder]store.Budget, folder groups.Folder, now time.Time) (*Hold, error) {
 	if len(budgets) == 0 {
 		return nil, nil
 	}
 	dayStart, dayEnd, monthStart, monthEnd := Windows(now)
 	var found *Hold
-	for owner := folder; owner != ""; owner = groups.Parent(owner) {
+	for owner := folder; owner != ""; owner = owner.Parent() {
 		b, ok := budgets[owner]
 		if !ok {
 			continue
@@ -73,14 +73,14 @@ func BudgetHold(ctx context.Context, spent SpentFunc, budgets map[string]store.B
 // GroupSpend is what a group's subtree spent today and this month, its
 // caps (0: none), and the folder whose used-up budget holds its turns.
 type GroupSpend struct {
-	Folder     string  `json:"folder"`
-	TodayUSD   float64 `json:"today_usd"`
-	MonthUSD   float64 `json:"month_usd"`
-	DailyUSD   float64 `json:"daily_usd,omitempty"`
-	MonthlyUSD float64 `json:"monthly_usd,omitempty"`
+	Folder     groups.Folder `json:"folder"`
+	TodayUSD   float64       `json:"today_usd"`
+	MonthUSD   float64       `json:"month_usd"`
+	DailyUSD   float64       `json:"daily_usd,omitempty"`
+	MonthlyUSD float64       `json:"monthly_usd,omitempty"`
 	// HeldBy is the group (this one or an ancestor) whose used-up budget
 	// holds this group's turns now; "" when none does.
-	HeldBy string `json:"held_by,omitempty"`
+	HeldBy groups.Folder `json:"held_by,omitempty"`
 }
 
 // Over reports whether a budget, the group's own or an ancestor's, is
@@ -90,22 +90,22 @@ func (g GroupSpend) Over() bool { return g.HeldBy != "" }
 // SpendReport lists, for each of folders, its subtree's spend in the
 // windows around now, its budget, and whether a budget holds it
 // (BudgetHold).
-func SpendReport(ctx context.Context, st *store.Store, folders []string, now time.Time) ([]GroupSpend, error) {
+func SpendReport(ctx context.Context, st *store.Store, folders []groups.Folder, now time.Time) ([]GroupSpend, error) {
 	bs, err := st.Budgets(ctx)
 	if err != nil {
 		return nil, err
 	}
-	caps := map[string]store.Budget{}
+	caps := map[groups.Folder]store.Budget{}
 	for _, b := range bs {
 		caps[b.Folder] = b
 	}
 	// Each subtree's sum is read once, however many folders below it ask.
 	type sumKey struct {
-		folder string
+		folder groups.Folder
 		since  int64
 	}
 	sums := map[sumKey]float64{}
-	spent := func(ctx context.Context, f string, since time.Time) (float64, error) {
+	spent := func(ctx context.Context, f groups.Folder, since time.Time) (float64, error) {
 		k := sumKey{f, since.UnixMilli()}
 		if v, ok := sums[k]; ok {
 			return v, nil

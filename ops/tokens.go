@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/store"
 )
 
@@ -18,7 +19,7 @@ const TokenPrefix = "sbt_"
 // acting as folder until ttl has passed: 256 random bits, of which only the
 // SHA-256 is stored. turn is the turn it is minted for ("" for an operator's
 // token). The token is returned once and cannot be recovered.
-func MintToken(ctx context.Context, st *store.Store, folder, turn string, ttl time.Duration) (string, store.Token, error) {
+func MintToken(ctx context.Context, st *store.Store, folder groups.Folder, turn string, ttl time.Duration) (string, store.Token, error) {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics rather)
 	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -21,7 +22,7 @@ func TestInject(t *testing.T) {
 		name       string
 		req        ops.InjectRequest
 		wantErr    error // errAny: some error
-		wantFolder string
+		wantFolder groups.Folder
 	}{
 		{"owner answers", ops.InjectRequest{Chat: "web:acme", Text: "hi"}, nil, "acme"},
 		{"folder given", ops.InjectRequest{Chat: "web:acme", Text: "hi", Folder: "main"}, nil, "main"},

@@ -3,6 +3,8 @@ package routing
 import (
 	"fmt"
 	"testing"
+
+	"switchboard/groups"
 )
 
 // benchRoutes builds n routes: all but 50 pin a literal chat JID (spread over
@@ -13,7 +15,7 @@ func benchRoutes(n int) []Route {
 	platforms := []string{"telegram", "discord", "slack", "web"}
 	routes := make([]Route, 0, n)
 	id := int64(0)
-	add := func(seq int, m map[string]string, target string) {
+	add := func(seq int, m map[string]string, target groups.Folder) {
 		id++
 		routes = append(routes, Route{ID: id, Seq: seq, Match: m, Target: target})
 	}
@@ -29,7 +31,7 @@ func benchRoutes(n int) []Route {
 	}
 	for i := range n - 50 {
 		p := platforms[i%len(platforms)]
-		add(10, match("chat_jid", fmt.Sprintf("%s:group/%d", p, i)), fmt.Sprintf("g%d", i%100))
+		add(10, match("chat_jid", fmt.Sprintf("%s:group/%d", p, i)), groups.Folder(fmt.Sprintf("g%d", i%100)))
 	}
 	late := []map[string]string{
 		match("platform", "telegram", "verb", "mention"),
@@ -45,7 +47,7 @@ func benchRoutes(n int) []Route {
 	return routes
 }
 
-func benchResolve(b *testing.B, tab *Table, m Message, want string) {
+func benchResolve(b *testing.B, tab *Table, m Message, want groups.Folder) {
 	b.Helper()
 	if r, ok := tab.Resolve(m); !ok || r.Target != want {
 		b.Fatalf("Resolve(%+v) = %q %v, want %q", m, r.Target, ok, want)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 )
 
 // naiveSort orders routes by (seq, id), ties in input order.
@@ -90,7 +91,7 @@ func randomRoute(rng *rand.Rand, i int) Route {
 		}
 	}
 	mode := []Mode{"", Trigger, Observe}[rng.IntN(3)]
-	return Route{ID: int64(rng.IntN(20)), Seq: rng.IntN(6) - 1, Match: m, Target: fmt.Sprintf("r%d", i), Mode: mode}
+	return Route{ID: int64(rng.IntN(20)), Seq: rng.IntN(6) - 1, Match: m, Target: groups.Folder(fmt.Sprintf("r%d", i)), Mode: mode}
 }
 
 func randomMessage(rng *rand.Rand) Message {

@@ -1,6 +1,9 @@
 package routing
 
-import "fmt"
+import (
+	"fmt"
+	"switchboard/groups"
+)
 
 // Rejection is a route that did not match, and why.
 type Rejection struct {
@@ -14,7 +17,7 @@ type Rejection struct {
 type Explanation struct {
 	Matched bool
 	Route   Route // the winner when Matched
-	Folder  string
+	Folder  groups.Folder
 	Mode    Mode
 	// Rejected lists every route ordered before the winner (all routes when
 	// none matched), in order, with the reason it did not match.
@@ -22,7 +25,7 @@ type Explanation struct {
 	// Owner is the owner of the message's chat and topic, Owner(ChatJID,
 	// Topic); "" when none. It may differ from Folder, for example when a
 	// sender-specific or mention-only route wins.
-	Owner string
+	Owner groups.Folder
 }
 
 // Explain routes m like Resolve and also says why each earlier route did not

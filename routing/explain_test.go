@@ -3,6 +3,8 @@ package routing
 import (
 	"slices"
 	"testing"
+
+	"switchboard/groups"
 )
 
 func TestExplain(t *testing.T) {
@@ -19,7 +21,7 @@ func TestExplain(t *testing.T) {
 		msg        Message
 		wantRoute  int64 // 0: unmatched
 		wantMode   Mode
-		wantOwner  string
+		wantOwner  groups.Folder
 		wantReason []string
 	}{
 		{

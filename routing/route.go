@@ -1,6 +1,9 @@
 package routing
 
-import "switchboard/adapters"
+import (
+	"switchboard/adapters"
+	"switchboard/groups"
+)
 
 // Mode says what a matched message does.
 type Mode string
@@ -30,7 +33,7 @@ type Route struct {
 	ID     int64             `json:"id"`
 	Seq    int               `json:"seq"`
 	Match  map[string]string `json:"match"`
-	Target string            `json:"target"`
+	Target groups.Folder     `json:"target"`
 	Mode   Mode              `json:"mode"`
 }
 

@@ -17,7 +17,7 @@ import (
 // add a catch-all or take over another group's chat. Errors wrap
 // ErrForbidden and say what to change. CheckAdd does not validate r; call
 // r.Validate as well.
-func (t *Table) CheckAdd(caller string, tier int, r Route) error {
+func (t *Table) CheckAdd(caller groups.Folder, tier int, r Route) error {
 	if tier == 0 {
 		return nil
 	}
@@ -37,7 +37,7 @@ func (t *Table) CheckAdd(caller string, tier int, r Route) error {
 // a route currently in the table. Tier 0 may delete anything; any other caller
 // only routes whose target is in its subtree and that pin chat_jid to a
 // literal chat owned by its subtree. Errors wrap ErrForbidden.
-func (t *Table) CheckDelete(caller string, tier int, r Route) error {
+func (t *Table) CheckDelete(caller groups.Folder, tier int, r Route) error {
 	if tier == 0 {
 		return nil
 	}
@@ -46,8 +46,8 @@ func (t *Table) CheckDelete(caller string, tier int, r Route) error {
 }
 
 // checkEdit runs the checks shared by add and delete and returns the pinned chat.
-func (t *Table) checkEdit(verb, caller string, r Route) (chat adapters.JID, err error) {
-	if !groups.InSubtree(caller, r.Target) {
+func (t *Table) checkEdit(verb string, caller groups.Folder, r Route) (chat adapters.JID, err error) {
+	if !caller.Contains(r.Target) {
 		return "", fmt.Errorf("%w: group %q may %s only routes that target its own subtree (%q or below); target %q is outside it",
 			ErrForbidden, caller, verb, caller, r.Target)
 	}
@@ -75,7 +75,7 @@ func (t *Table) checkEdit(verb, caller string, r Route) (chat adapters.JID, err 
 }
 
 // checkOwner requires the chat (and topic) to be owned by caller's subtree.
-func (t *Table) checkOwner(caller string, chat adapters.JID, topic string) error {
+func (t *Table) checkOwner(caller groups.Folder, chat adapters.JID, topic string) error {
 	where := fmt.Sprintf("chat %q", chat)
 	if topic != "" {
 		where = fmt.Sprintf("topic %q of chat %q", topic, chat)
@@ -85,7 +85,7 @@ func (t *Table) checkOwner(caller string, chat adapters.JID, topic string) error
 	case !ok:
 		return fmt.Errorf("%w: no route owns %s yet; ask the operator to route it to group %q first",
 			ErrForbidden, where, caller)
-	case !groups.InSubtree(caller, owner):
+	case !caller.Contains(owner):
 		return fmt.Errorf("%w: %s is owned by group %q, outside the subtree of group %q; only its owner or the operator may route it",
 			ErrForbidden, where, owner, caller)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"switchboard/groups"
 )
 
 func authTable(t *testing.T) *Table {
@@ -20,7 +22,7 @@ func TestCheckAdd(t *testing.T) {
 	tab := authTable(t)
 	cases := []struct {
 		name    string
-		caller  string
+		caller  groups.Folder
 		tier    int
 		route   Route
 		wantErr string // substring; "" means allowed
@@ -73,7 +75,7 @@ func TestCheckDelete(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		caller  string
+		caller  groups.Folder
 		tier    int
 		id      int64
 		wantErr string

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"switchboard/groups"
 
 	"switchboard/adapters"
 )
@@ -195,7 +196,7 @@ func (t *Table) Resolve(m Message) (Route, bool) {
 // first route that matches it ignoring sender and verb, whatever its mode.
 // Pass topic "" for the chat itself. Ownership decides who may act on a chat;
 // it is not the same question as which route a given message triggers.
-func (t *Table) Owner(chatJID adapters.JID, topic string) (folder string, ok bool) {
+func (t *Table) Owner(chatJID adapters.JID, topic string) (folder groups.Folder, ok bool) {
 	v := messageValues(Message{ChatJID: chatJID, Topic: topic})
 	i := t.first(&v, true)
 	if i < 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 )
 
 func mustNew(t testing.TB, routes ...Route) *Table {
@@ -92,7 +93,7 @@ func TestResolveOrder(t *testing.T) {
 	cases := []struct {
 		name   string
 		routes []Route
-		want   string
+		want   groups.Folder
 	}{
 		{"lower seq wins", []Route{
 			{ID: 1, Seq: 2, Target: "late"},
@@ -176,7 +177,7 @@ func TestOwner(t *testing.T) {
 		routes    []Route
 		chat      string
 		topic     string
-		want      string
+		want      groups.Folder
 		wantOwned bool
 	}{
 		{

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-
-	"switchboard/groups"
 )
 
 // MaxGlobLen is the longest glob a match value may be, in bytes.
@@ -62,7 +60,7 @@ func (r Route) Validate() error {
 	if err := ValidateMatch(r.Match); err != nil {
 		return fmt.Errorf("route match: %w", err)
 	}
-	if err := groups.Validate(r.Target); err != nil {
+	if err := r.Target.Validate(); err != nil {
 		return invalid(fmt.Errorf("route target %q: %w", r.Target, err))
 	}
 	switch r.Mode {

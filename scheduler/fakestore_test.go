@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"switchboard/groups"
 )
 
 // fakeStore is an in-memory Store and ClaimQueuer that honours the
@@ -22,7 +24,7 @@ type fakeStore struct {
 	claimed map[runKey]int64
 	skipped map[int64]int // task → slots passed over by SkipRuns
 	queued  []FakeTurn    // turns queued by ClaimAndQueue, in order
-	gone    map[string]bool
+	gone    map[groups.Folder]bool
 
 	nextDueCalls, dueCalls, claimCalls int
 	failDue                            int // fail this many DueTasks calls first
@@ -49,7 +51,7 @@ type fakeRun struct {
 var errFakeStore = errors.New("fake store unavailable")
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{tasks: map[int64]*Task{}, claimed: map[runKey]int64{}, skipped: map[int64]int{}, gone: map[string]bool{}}
+	return &fakeStore{tasks: map[int64]*Task{}, claimed: map[runKey]int64{}, skipped: map[int64]int{}, gone: map[groups.Folder]bool{}}
 }
 
 // add stores a copy of t as a new active task and returns its id.
@@ -78,7 +80,7 @@ func (f *fakeStore) update(id int64, fn func(*Task)) {
 }
 
 // removeFolder makes the turns of the folder's tasks unqueueable.
-func (f *fakeStore) removeFolder(folder string) {
+func (f *fakeStore) removeFolder(folder groups.Folder) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gone[folder] = true

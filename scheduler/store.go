@@ -3,13 +3,15 @@ package scheduler
 import (
 	"context"
 	"time"
+
+	"switchboard/groups"
 )
 
 // Task is a scheduled task as the Store keeps it.
 type Task struct {
 	ID        int64
-	Folder    string // the group folder the turn runs in
-	ChatJID   string // the chat the turn answers in
+	Folder    groups.Folder // the group folder the turn runs in
+	ChatJID   string        // the chat the turn answers in
 	Prompt    string
 	Spec      string // the schedule as given (see Parse)
 	Kind      Kind

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"switchboard/groups"
 )
 
 // Context modes of a task.
@@ -14,7 +16,7 @@ const (
 
 // TaskSpec is a task as a user asks for it (CLI flags, MCP arguments).
 type TaskSpec struct {
-	Folder    string
+	Folder    groups.Folder
 	ChatJID   string
 	Prompt    string
 	Schedule  string

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"switchboard/groups"
 )
 
 // Budget is a group's US dollar cap per day and per month (0: none). It
 // covers the group's subtree: descendants' spend counts against it.
 type Budget struct {
-	Folder     string
+	Folder     groups.Folder
 	DailyUSD   float64
 	MonthlyUSD float64
 	Updated    time.Time
@@ -54,7 +56,7 @@ func (s *Store) SeedBudget(ctx context.Context, b Budget) (bool, error) {
 }
 
 // DeleteBudget removes folder's budget; found is false when it had none.
-func (s *Store) DeleteBudget(ctx context.Context, folder string) (bool, error) {
+func (s *Store) DeleteBudget(ctx context.Context, folder groups.Folder) (bool, error) {
 	res, err := s.w.ExecContext(ctx, `DELETE FROM budgets WHERE folder = ?`, folder)
 	if err != nil {
 		return false, fmt.Errorf("delete budget of %s: %w", folder, err)
@@ -65,7 +67,7 @@ func (s *Store) DeleteBudget(ctx context.Context, folder string) (bool, error) {
 
 // Spent sums the cost of the turns of folder's subtree started at or after
 // since.
-func (s *Store) Spent(ctx context.Context, folder string, since time.Time) (float64, error) {
+func (s *Store) Spent(ctx context.Context, folder groups.Folder, since time.Time) (float64, error) {
 	var sum float64
 	// Two ranges of the covering index turns_spend (folder, started_ms,
 	// cost_micros): the folder's own turns, and its descendants' ('0'
@@ -144,7 +146,7 @@ func (s *Store) SkipBatch(ctx context.Context, b Batch, reason string) error {
 // ReleaseChats lets folder's chats that DeferChat held until one of
 // untils run now (a budget raised before its window ended). Waits until
 // other times (a failed batch's retry) stay.
-func (s *Store) ReleaseChats(ctx context.Context, folder string, untils ...time.Time) (int64, error) {
+func (s *Store) ReleaseChats(ctx context.Context, folder groups.Folder, untils ...time.Time) (int64, error) {
 	var n int64
 	for _, u := range untils {
 		res, err := s.w.ExecContext(ctx, `UPDATE work SET not_before_ms = 0 WHERE folder = ? AND not_before_ms = ?`, folder, toMS(u))
@@ -162,7 +164,7 @@ func (s *Store) ReleaseChats(ctx context.Context, folder string, untils ...time.
 // group, and a run that cannot start when it falls due does not run
 // later (not even behind the chat's held messages). It returns how many
 // runs it skipped.
-func (s *Store) SkipTaskRuns(ctx context.Context, folder, reason string) (int64, error) {
+func (s *Store) SkipTaskRuns(ctx context.Context, folder groups.Folder, reason string) (int64, error) {
 	var n int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, error = ? WHERE id IN

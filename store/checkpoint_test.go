@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"switchboard/groups"
 )
 
 // The writer leaves checkpoints to the checkpointer below walMaxFrames,
@@ -34,7 +36,7 @@ func TestWriterDoesNotCheckpointOnCommit(t *testing.T) {
 		s.w.SetMaxIdleConns(1)
 	}
 	for i := range 50 {
-		if err := s.AddGroup(ctx, fmt.Sprintf("g%d", i)); err != nil {
+		if err := s.AddGroup(ctx, groups.Folder(fmt.Sprintf("g%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +138,7 @@ func TestOpenWhileAnotherStoreCheckpoints(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for i := 0; time.Now().Before(deadline); i++ {
-				if err := gw.AddGroup(ctx, fmt.Sprintf("g%d-%d", w, i)); err != nil {
+				if err := gw.AddGroup(ctx, groups.Folder(fmt.Sprintf("g%d-%d", w, i))); err != nil {
 					errs <- err
 					return
 				}

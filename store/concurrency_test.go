@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/routing"
 )
 
@@ -71,7 +72,7 @@ func (h *hammer) insertBatches(ctx context.Context, b, batches, size int) {
 func (h *hammer) changeConfig(ctx context.Context, n int) {
 	defer h.writing.Add(-1)
 	for i := range n {
-		folder := fmt.Sprintf("g%d", i%5)
+		folder := groups.Folder(fmt.Sprintf("g%d", i%5))
 		if _, err := h.cli.EnsureGroup(ctx, folder); err != nil {
 			h.fail(err)
 			return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 )
 
 // EditMessage replaces the text and attachments of the stored message
@@ -81,7 +82,7 @@ type Reaction struct {
 // owning folder's next prompt.
 type ReactionNote struct {
 	ID     int64
-	Folder string
+	Folder groups.Folder
 	Reaction
 }
 
@@ -89,7 +90,7 @@ type ReactionNote struct {
 // changes nothing. With noteFolder set, the reaction is also kept for that
 // folder's next prompt. It returns the seq of the message reacted to, 0 when
 // that message is not stored.
-func (s *Store) SetReaction(ctx context.Context, r Reaction, noteFolder string) (int64, error) {
+func (s *Store) SetReaction(ctx context.Context, r Reaction, noteFolder groups.Folder) (int64, error) {
 	if r.ChatJID == "" || r.MsgID == "" || r.Sender == "" || r.Emoji == "" {
 		return 0, fmt.Errorf("%w: a reaction needs a chat, a message id, a sender and an emoji", ErrInvalidMessage)
 	}
@@ -143,7 +144,7 @@ func (s *Store) Reactions(ctx context.Context, chat adapters.JID, id adapters.Me
 }
 
 // reactionNotes reads up to 20 of folder's pending reaction notes.
-func (s *Store) reactionNotes(ctx context.Context, folder string, byMS int64) ([]ReactionNote, error) {
+func (s *Store) reactionNotes(ctx context.Context, folder groups.Folder, byMS int64) ([]ReactionNote, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, folder, chat_jid, msg_id, sender, sender_name, emoji, removed, time_ms
 		FROM reaction_notes WHERE folder = ? AND time_ms <= ? ORDER BY id LIMIT 20`, folder, byMS)
 	out, err := collect(rows, err, func(sc scanner) (ReactionNote, error) {

@@ -4,13 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"switchboard/groups"
 )
 
 // Groups: the folders agents run in. Folder names are validated by the
 // callers (package groups); the store keeps whatever it is given.
 
 // AddGroup stores a new group, or returns an error wrapping ErrExists.
-func (s *Store) AddGroup(ctx context.Context, folder string) error {
+func (s *Store) AddGroup(ctx context.Context, folder groups.Folder) error {
 	created, err := s.EnsureGroup(ctx, folder)
 	if err != nil {
 		return fmt.Errorf("add group %s: %w", folder, err)
@@ -22,7 +24,7 @@ func (s *Store) AddGroup(ctx context.Context, folder string) error {
 }
 
 // EnsureGroup stores the group if it is missing; created says whether it was.
-func (s *Store) EnsureGroup(ctx context.Context, folder string) (created bool, err error) {
+func (s *Store) EnsureGroup(ctx context.Context, folder groups.Folder) (created bool, err error) {
 	res, err := s.w.ExecContext(ctx,
 		`INSERT INTO groups (folder, created_ms) VALUES (?, ?) ON CONFLICT (folder) DO NOTHING`,
 		folder, s.nowMS())
@@ -39,7 +41,7 @@ func (s *Store) EnsureGroup(ctx context.Context, folder string) (created bool, e
 // RemoveGroup deletes the group and its grant overrides in one transaction,
 // or returns an error wrapping ErrNotFound. Routes that target it are left
 // in place (the caller warns about them).
-func (s *Store) RemoveGroup(ctx context.Context, folder string) error {
+func (s *Store) RemoveGroup(ctx context.Context, folder groups.Folder) error {
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM groups WHERE folder = ?`, folder)
 		if err != nil {
@@ -62,8 +64,8 @@ func (s *Store) RemoveGroup(ctx context.Context, folder string) error {
 }
 
 // Groups lists every group folder, sorted.
-func (s *Store) Groups(ctx context.Context) ([]string, error) {
-	fs, err := queryStrings(ctx, s.r, `SELECT folder FROM groups ORDER BY folder`)
+func (s *Store) Groups(ctx context.Context) ([]groups.Folder, error) {
+	fs, err := queryFolders(ctx, s.r, `SELECT folder FROM groups ORDER BY folder`)
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
@@ -71,7 +73,7 @@ func (s *Store) Groups(ctx context.Context) ([]string, error) {
 }
 
 // GroupExists reports whether the group is stored.
-func (s *Store) GroupExists(ctx context.Context, folder string) (bool, error) {
+func (s *Store) GroupExists(ctx context.Context, folder groups.Folder) (bool, error) {
 	var ok bool
 	err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM groups WHERE folder = ?)`, folder).Scan(&ok)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"switchboard/groups"
 	"switchboard/routing"
 )
 
@@ -15,7 +16,7 @@ func TestGroups(t *testing.T) {
 	if gs, err := s.Groups(ctx); err != nil || len(gs) != 0 || gs == nil {
 		t.Fatalf("Groups of a new store = %#v, %v; want empty", gs, err)
 	}
-	for _, f := range []string{"main", "acme/eng", "acme", "root"} {
+	for _, f := range []groups.Folder{"main", "acme/eng", "acme", "root"} {
 		if err := s.AddGroup(ctx, f); err != nil {
 			t.Fatalf("AddGroup %s: %v", f, err)
 		}
@@ -32,7 +33,7 @@ func TestGroups(t *testing.T) {
 		t.Errorf("EnsureGroup new = %v, %v; want true", created, err)
 	}
 	gs, _ := s.Groups(ctx)
-	if want := []string{"acme", "acme/eng", "main", "root", "side"}; !reflect.DeepEqual(gs, want) {
+	if want := []groups.Folder{"acme", "acme/eng", "main", "root", "side"}; !reflect.DeepEqual(gs, want) {
 		t.Errorf("Groups = %v, want %v", gs, want)
 	}
 	if ok, _ := s.GroupExists(ctx, "acme/eng"); !ok {
@@ -75,7 +76,7 @@ func TestGrantOverrides(t *testing.T) {
 		t.Fatalf("GrantOverrides of unknown folder = %v, %v", rules, err)
 	}
 	steps := []struct {
-		folder string
+		folder groups.Folder
 		rules  []string
 	}{
 		{"main", []string{"send", "!send(jid=slack:*)", "like"}},
@@ -97,7 +98,7 @@ func TestGrantOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]string{"main": {"!like", "reply"}, "root": {"z", "a", "m"}}
+	want := map[groups.Folder][]string{"main": {"!like", "reply"}, "root": {"z", "a", "m"}}
 	if !reflect.DeepEqual(all, want) {
 		t.Errorf("AllGrantOverrides = %v, want %v", all, want)
 	}

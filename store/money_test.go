@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"switchboard/groups"
 )
 
-func recordCost(t *testing.T, s *Store, id, folder string, started time.Time, cost float64) error {
+func recordCost(t *testing.T, s *Store, id string, folder groups.Folder, started time.Time, cost float64) error {
 	t.Helper()
 	turn := Turn{ID: id, Folder: folder, ChatJID: "web:lobby", Trigger: TriggerMessage, Attempt: 1, Started: started,
 		Status: TurnSucceeded, Usage: Usage{CostUSD: cost, SessionCost: cost}}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 )
 
 // OutboxKind is what an outbox item is.
@@ -36,7 +37,7 @@ type OutboxItem struct {
 	ID          int64
 	Key         string // idempotency key: one row per reply, ever
 	Kind        OutboxKind
-	Folder      string // sender folder ("" for the operator); receives failure notices
+	Folder      groups.Folder // sender folder ("" for the operator); receives failure notices
 	ChatJID     adapters.JID
 	Topic       string
 	ReplyTo     adapters.MessageID
@@ -268,7 +269,7 @@ func (s *Store) queryOutbox(ctx context.Context, q string, args ...any) ([]Outbo
 // OutboxChatsSince lists the chats that folder queued items to, under keys
 // starting with keyPrefix, since since: the chats a turn interrupted by a
 // stop already answered through a tool.
-func (s *Store) OutboxChatsSince(ctx context.Context, folder, keyPrefix string, since time.Time) ([]adapters.JID, error) {
+func (s *Store) OutboxChatsSince(ctx context.Context, folder groups.Folder, keyPrefix string, since time.Time) ([]adapters.JID, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT chat_jid FROM outbox WHERE folder = ? AND substr(key, 1, length(?)) = ? AND created_ms >= ?`,
 		folder, keyPrefix, keyPrefix, toMS(since))
 	chats, err := collect(rows, err, scanOne[adapters.JID])

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 )
 
 // farFuture is a time every item is due at.
 var farFuture = time.UnixMilli(1 << 62)
 
-func addOutbox(t *testing.T, s *Store, key, chat, folder string, kind OutboxKind) OutboxItem {
+func addOutbox(t *testing.T, s *Store, key, chat string, folder groups.Folder, kind OutboxKind) OutboxItem {
 	t.Helper()
 	it, err := s.AddOutbox(context.Background(), OutboxItem{Key: key, Kind: kind, Folder: folder, ChatJID: adapters.JID(chat), Text: "text of " + key})
 	if err != nil {

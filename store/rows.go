@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+
+	"switchboard/groups"
 )
 
 // scanner is a *sql.Row or *sql.Rows positioned on a row.
@@ -53,6 +55,13 @@ type querier interface {
 func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	return collect(rows, err, scanOne[string])
+}
+
+// queryFolders returns the first column of every row as group folders (an
+// empty, non-nil slice when there are none).
+func queryFolders(ctx context.Context, q querier, query string, args ...any) ([]groups.Folder, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	return collect(rows, err, scanOne[groups.Folder])
 }
 
 // scanOne reads a row of one column.

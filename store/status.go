@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 )
 
 // Status is what `switchboard status` shows, read from the database alone so
 // that it works whether or not the gateway runs.
 type Status struct {
-	Waiting       map[string]int // trigger work waiting per folder
-	Running       []RunningTurn  // batches whose turn has started and not finished
+	Waiting       map[groups.Folder]int // trigger work waiting per folder
+	Running       []RunningTurn         // batches whose turn has started and not finished
 	OutboxPending int
 	OutboxFailed  int
 	NextTasks     []NextTask
@@ -27,7 +28,7 @@ type Status struct {
 
 // RunningTurn is a batch whose turn is running (or was, when the gateway died).
 type RunningTurn struct {
-	Folder  string
+	Folder  groups.Folder
 	ChatJID adapters.JID
 	Started time.Time
 }
@@ -35,7 +36,7 @@ type RunningTurn struct {
 // NextTask is a task and when it next fires.
 type NextTask struct {
 	ID       int64
-	Folder   string
+	Folder   groups.Folder
 	Spec     string
 	Timezone string // the task's IANA zone, which its schedule is evaluated in
 	Next     time.Time
@@ -44,14 +45,14 @@ type NextTask struct {
 // Status reads the queue, running turns, outbox, next tasks and recent
 // failures.
 func (s *Store) Status(ctx context.Context) (Status, error) {
-	st := Status{Waiting: map[string]int{}}
+	st := Status{Waiting: map[groups.Folder]int{}}
 	q := func(query string, scan func(scanner) error) error {
 		rows, err := s.r.QueryContext(ctx, query)
 		return each(rows, err, scan)
 	}
 	err := errors.Join(
 		q(`SELECT folder, count(*) FROM work WHERE mode = 'trigger' GROUP BY folder ORDER BY folder`, func(r scanner) error {
-			var f string
+			var f groups.Folder
 			var n int
 			err := r.Scan(&f, &n)
 			st.Waiting[f] = n

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/scheduler"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestStatusReadsWhatHappened(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
-	for _, f := range []string{"main", "ops"} {
+	for _, f := range []groups.Folder{"main", "ops"} {
 		if _, err := s.EnsureGroup(ctx, f); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/routing"
 	"switchboard/scheduler"
 )
@@ -82,9 +83,9 @@ func (s *Store) Task(ctx context.Context, id int64) (scheduler.Task, error) {
 
 // Tasks lists tasks, oldest first; folder "" means all folders, otherwise the
 // folder and its descendants when subtree is set.
-func (s *Store) Tasks(ctx context.Context, folder string, subtree bool) ([]scheduler.Task, error) {
+func (s *Store) Tasks(ctx context.Context, folder groups.Folder, subtree bool) ([]scheduler.Task, error) {
 	q := `SELECT ` + taskColumns + ` FROM tasks WHERE ? = '' OR folder = ? OR (? AND folder LIKE ? ESCAPE '\') ORDER BY id`
-	rows, err := s.r.QueryContext(ctx, q, folder, folder, subtree, escapeLike(folder)+"/%")
+	rows, err := s.r.QueryContext(ctx, q, folder, folder, subtree, escapeLike(string(folder))+"/%")
 	out, err := collect(rows, err, scanTask)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/scheduler"
 	"switchboard/scheduler/schedulertest"
 )
@@ -65,7 +66,7 @@ func TestTaskStoreConformance(t *testing.T) {
 				}
 				return out
 			},
-			RemoveFolder: func(folder string) {
+			RemoveFolder: func(folder groups.Folder) {
 				if err := s.RemoveGroup(ctx, folder); err != nil {
 					t.Fatal(err)
 				}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"switchboard/groups"
 )
 
 // MCP tokens: bearer tokens of the MCP Streamable HTTP endpoint. The store
@@ -23,8 +25,8 @@ func HashToken(token string) TokenHash { return sha256.Sum256([]byte(token)) }
 // Token is a stored token, without its secret.
 type Token struct {
 	ID      string
-	Folder  string // the group the token acts as
-	TurnID  string // the turn it was minted for; "" for an operator's token
+	Folder  groups.Folder // the group the token acts as
+	TurnID  string        // the turn it was minted for; "" for an operator's token
 	Created time.Time
 	Expires time.Time
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 )
 
 // TurnStatus is how a turn ended.
@@ -21,7 +22,7 @@ const (
 // Turn is the record of one agent run.
 type Turn struct {
 	ID        string
-	Folder    string
+	Folder    groups.Folder
 	ChatJID   adapters.JID
 	Topic     string
 	Trigger   Trigger
@@ -66,7 +67,7 @@ func scanTurn(sc scanner) (Turn, error) {
 }
 
 // Turns returns folder's most recent turn records, newest first.
-func (s *Store) Turns(ctx context.Context, folder string, limit int) ([]Turn, error) {
+func (s *Store) Turns(ctx context.Context, folder groups.Folder, limit int) ([]Turn, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`,
 		folder, clampLimit(limit))
 	out, err := collect(rows, err, scanTurn)
@@ -89,7 +90,7 @@ func (s *Store) RecentTurns(ctx context.Context, limit int) ([]Turn, error) {
 
 // SessionCost is the running total the last turn of folder in session
 // reported (Usage.SessionCost), or 0.
-func (s *Store) SessionCost(ctx context.Context, folder, session string) (float64, error) {
+func (s *Store) SessionCost(ctx context.Context, folder groups.Folder, session string) (float64, error) {
 	if session == "" {
 		return 0, nil
 	}
@@ -108,7 +109,7 @@ func (s *Store) SessionCost(ctx context.Context, folder, session string) (float6
 // SessionTokens sums the tokens the turns of folder in session recorded:
 // what an agent that prints its session's running total (Codex) had
 // already been charged.
-func (s *Store) SessionTokens(ctx context.Context, folder, session string) (Usage, error) {
+func (s *Store) SessionTokens(ctx context.Context, folder groups.Folder, session string) (Usage, error) {
 	var u Usage
 	if session == "" {
 		return u, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 )
 
 // Trigger is why a turn runs (SWITCHBOARD_TRIGGER): its first work item's.
@@ -28,14 +29,14 @@ const (
 // (Seq > 0) or a prompt (task, delegate, escalate).
 type WorkItem struct {
 	ID       int64
-	Folder   string
+	Folder   groups.Folder
 	ChatJID  adapters.JID
 	Topic    string
 	Seq      int64  // the message; 0 for prompts
 	Mode     string // "trigger" | "observe"
 	Trigger  Trigger
 	Prompt   string
-	Origin   string
+	Origin   groups.Folder
 	TaskID   int64
 	RunID    int64
 	Isolated bool
@@ -51,7 +52,7 @@ type WorkItem struct {
 // Batch is the next turn of a folder: trigger items of one chat and topic,
 // the messages they carry, observed context, and delivery-failure notices.
 type Batch struct {
-	Folder      string
+	Folder      groups.Folder
 	ChatJID     adapters.JID
 	Topic       string
 	Items       []WorkItem // trigger items, oldest first (Items[0] decides the turn's trigger)
@@ -69,7 +70,7 @@ type Batch struct {
 // Notice is a delivery failure reported in the folder's next prompt.
 type Notice struct {
 	ID      int64
-	Folder  string
+	Folder  groups.Folder
 	ChatJID adapters.JID
 	Text    string
 	Error   string
@@ -199,8 +200,8 @@ func execWork(ctx context.Context, st *sql.Stmt, w WorkItem, now int64) error {
 }
 
 // PendingFolders lists folders with trigger work waiting.
-func (s *Store) PendingFolders(ctx context.Context) ([]string, error) {
-	return queryStrings(ctx, s.r, `SELECT DISTINCT folder FROM work WHERE mode = 'trigger'`)
+func (s *Store) PendingFolders(ctx context.Context) ([]groups.Folder, error) {
+	return queryFolders(ctx, s.r, `SELECT DISTINCT folder FROM work WHERE mode = 'trigger'`)
 }
 
 const workColumns = `id, folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, attempts, created_ms, crashes, chain`
@@ -216,7 +217,7 @@ func scanWork(sc scanner) (WorkItem, error) {
 // and topic are not waiting for a retry (see FinishBatch) decides the chat
 // and topic; message items of that chat and topic (up to max) batch
 // together, a prompt item runs alone. ok is false when nothing is ready.
-func (s *Store) NextBatch(ctx context.Context, folder string, max int) (Batch, bool, error) {
+func (s *Store) NextBatch(ctx context.Context, folder groups.Folder, max int) (Batch, bool, error) {
 	row := s.r.QueryRowContext(ctx, `SELECT `+workColumns+` FROM work w WHERE folder = ? AND mode = 'trigger'
 		AND NOT EXISTS (SELECT 1 FROM work d WHERE d.folder = w.folder AND d.chat_jid = w.chat_jid AND d.topic = w.topic
 			AND d.not_before_ms > 0 AND d.not_before_ms > ?)
@@ -447,7 +448,7 @@ func execIDs(ctx context.Context, tx *sql.Tx, prefix string, ids []int64, lead .
 // DeferChat holds folder's pending trigger work of chat and topic until
 // until: NextBatch skips that chat and topic meanwhile (its messages stay
 // stored and queued, none is dropped), and the folder's other chats go on.
-func (s *Store) DeferChat(ctx context.Context, folder string, chat adapters.JID, topic string, until time.Time) error {
+func (s *Store) DeferChat(ctx context.Context, folder groups.Folder, chat adapters.JID, topic string, until time.Time) error {
 	_, err := s.w.ExecContext(ctx, `UPDATE work SET not_before_ms = ? WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'trigger'`,
 		toMS(until), folder, chat, topic)
 	if err != nil {
@@ -460,7 +461,7 @@ func (s *Store) DeferChat(ctx context.Context, folder string, chat adapters.JID,
 // chat and topic's rows held by it are ready again. A hold set since with
 // another time (a retry wait, another pause) stays; it reports whether
 // anything was lifted.
-func (s *Store) ResumeChat(ctx context.Context, folder string, chat adapters.JID, topic string, until time.Time) (bool, error) {
+func (s *Store) ResumeChat(ctx context.Context, folder groups.Folder, chat adapters.JID, topic string, until time.Time) (bool, error) {
 	res, err := s.w.ExecContext(ctx, `UPDATE work SET not_before_ms = 0 WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'trigger'
 		AND not_before_ms = ?`, folder, chat, topic, toMS(until))
 	if err != nil {
@@ -492,7 +493,7 @@ func (s *Store) ResetStarted(ctx context.Context, b Batch) error {
 // work rows are still marked started.
 type Interrupted struct {
 	TurnID  string // "" for rows started before the store kept turn ids
-	Folder  string
+	Folder  groups.Folder
 	Started time.Time
 }
 

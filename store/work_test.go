@@ -8,17 +8,18 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 )
 
 func msg(chat, id string) *Message {
 	return &Message{ChatJID: adapters.JID(chat), ID: adapters.MessageID(id), Sender: "web:user/ann", Text: "hi " + id, Verb: "mention"}
 }
 
-func trigger(folder, chat, topic string) []WorkItem {
+func trigger(folder groups.Folder, chat, topic string) []WorkItem {
 	return []WorkItem{{Folder: folder, ChatJID: adapters.JID(chat), Topic: topic, Mode: "trigger", Trigger: "message"}}
 }
 
-func observe(folder, chat, topic string) []WorkItem {
+func observe(folder groups.Folder, chat, topic string) []WorkItem {
 	return []WorkItem{{Folder: folder, ChatJID: adapters.JID(chat), Topic: topic, Mode: "observe", Trigger: "message"}}
 }
 
@@ -145,7 +146,7 @@ func TestNextBatch(t *testing.T) {
 	if _, ok, _ := s.NextBatch(ctx, "main", 100); ok {
 		t.Error("main has more work")
 	}
-	if fs, _ := s.PendingFolders(ctx); !slices.Equal(fs, []string{"other"}) {
+	if fs, _ := s.PendingFolders(ctx); !slices.Equal(fs, []groups.Folder{"other"}) {
 		t.Errorf("pending folders %v", fs)
 	}
 }
@@ -405,7 +406,7 @@ func TestInterruptedTurnKeepsItsRows(t *testing.T) {
 	enqueue(t, s, msg("web:a", "1"), trigger("main", "web:a", ""))
 	enqueue(t, s, msg("web:a", "2"), trigger("main", "web:a", ""))
 	enqueue(t, s, msg("web:b", "1"), trigger("ops", "web:b", ""))
-	start := func(folder, turn string) Batch {
+	start := func(folder groups.Folder, turn string) Batch {
 		t.Helper()
 		b, ok, err := s.NextBatch(ctx, folder, 10)
 		if err != nil || !ok {

@@ -59,7 +59,7 @@ func TestGroupLifecycle(t *testing.T) {
 	}
 	tiers := map[string]int{}
 	for _, r := range rows {
-		tiers[r.Folder] = r.Tier
+		tiers[string(r.Folder)] = r.Tier
 	}
 	if tiers["acme"] != 1 || tiers["acme/eng"] != 2 {
 		t.Errorf("tiers = %v", tiers)

@@ -90,14 +90,17 @@ func (a *app) bridgeURL(ctx context.Context, url, ca string, socketToo bool) err
 // bridgeSocket picks the socket mcp-bridge joins, and the group's folder
 // when it is known (for the error message): --socket, --folder, then
 // $SWITCHBOARD_MCP_SOCKET, then the working directory's group.
-func (a *app) bridgeSocket(sock, folder string) (string, string, error) {
+func (a *app) bridgeSocket(sock, name string) (string, groups.Folder, error) {
+	var folder groups.Folder
 	switch {
-	case sock != "" && folder != "":
+	case sock != "" && name != "":
 		return "", "", usagef("give one of --socket PATH and --folder FOLDER, not both")
-	case folder != "":
-		if err := groups.Validate(folder); err != nil {
+	case name != "":
+		f, err := groups.ParseFolder(name)
+		if err != nil {
 			return "", "", usageError{err}
 		}
+		folder = f
 		if err := a.load(); err != nil {
 			return "", "", err
 		}

@@ -61,14 +61,15 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 		Example: `  switchboard budget set main --daily 5 --monthly 50`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := groups.Validate(args[0]); err != nil {
+			folder, err := groups.ParseFolder(args[0])
+			if err != nil {
 				return usageError{err}
 			}
 			if err := ops.CheckBudget(daily, monthly); err != nil {
 				return usagef("--daily/--monthly: %v", err)
 			}
 			return a.withStore(cmd.Context(), func(st *store.Store) error {
-				err := ops.SetBudget(cmd.Context(), st, args[0], daily, monthly)
+				err := ops.SetBudget(cmd.Context(), st, folder, daily, monthly)
 				if errors.Is(err, ops.ErrNoGroup) {
 					return fmt.Errorf("no group %s; see switchboard group list", args[0])
 				}
@@ -102,7 +103,7 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withStore(cmd.Context(), func(st *store.Store) error {
-				found, err := st.DeleteBudget(cmd.Context(), args[0])
+				found, err := st.DeleteBudget(cmd.Context(), groups.Folder(args[0]))
 				if err != nil {
 					return err
 				}
@@ -155,7 +156,7 @@ func capText(v float64) string {
 // an ancestor's (named).
 func heldText(g ops.GroupSpend) string {
 	if g.HeldBy != g.Folder {
-		return "USED UP: turns held by the budget of " + g.HeldBy
+		return "USED UP: turns held by the budget of " + string(g.HeldBy)
 	}
 	return "USED UP: turns held"
 }

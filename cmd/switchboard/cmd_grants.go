@@ -25,7 +25,7 @@ func (a *app) grantsCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "grants", Short: "Show, set and check a group's tool grants", Long: grantsHelp}
 	show := &cobra.Command{
 		Use: "show FOLDER", Short: "Show a group's tier, rules and the tools it can see", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.grantsShow(cmd, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error { return a.grantsShow(cmd, groups.Folder(args[0])) },
 	}
 	set := &cobra.Command{
 		Use:   "set FOLDER RULE...",
@@ -34,7 +34,9 @@ func (a *app) grantsCommand() *cobra.Command {
   switchboard grants set acme/eng 'schedule_task'
   switchboard grants set main          # back to the tier defaults`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.grantsSet(cmd, args[0], args[1:]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.grantsSet(cmd, groups.Folder(args[0]), args[1:])
+		},
 	}
 	check := &cobra.Command{
 		Use:   "check FOLDER TOOL [PARAM=VALUE...]",
@@ -42,15 +44,17 @@ func (a *app) grantsCommand() *cobra.Command {
 		Example: `  switchboard grants check main send jid=web:lobby
   switchboard grants check acme/eng/oncall delete`,
 		Args: cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.grantsCheck(cmd, args[0], args[1], args[2:]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.grantsCheck(cmd, groups.Folder(args[0]), args[1], args[2:])
+		},
 	}
 	cmd.AddCommand(show, set, check)
 	return cmd
 }
 
 // requireGroup fails unless folder is a known group.
-func requireGroup(ctx context.Context, st *store.Store, folder string) error {
-	if err := groups.Validate(folder); err != nil {
+func requireGroup(ctx context.Context, st *store.Store, folder groups.Folder) error {
+	if err := folder.Validate(); err != nil {
 		return usageError{err}
 	}
 	ok, err := st.GroupExists(ctx, folder)
@@ -65,7 +69,7 @@ func requireGroup(ctx context.Context, st *store.Store, folder string) error {
 
 // groupRules returns an existing group's tier, stored overrides and compiled
 // rules over the MCP tool catalog.
-func (a *app) groupRules(ctx context.Context, st *store.Store, cat *grants.Catalog, folder string) (int, []string, *grants.Set, error) {
+func (a *app) groupRules(ctx context.Context, st *store.Store, cat *grants.Catalog, folder groups.Folder) (int, []string, *grants.Set, error) {
 	if err := requireGroup(ctx, st, folder); err != nil {
 		return 0, nil, nil, err
 	}
@@ -77,7 +81,7 @@ func (a *app) groupRules(ctx context.Context, st *store.Store, cat *grants.Catal
 	return tier, over, cat.ForGroup(tier, over), nil
 }
 
-func (a *app) grantsShow(cmd *cobra.Command, folder string) error {
+func (a *app) grantsShow(cmd *cobra.Command, folder groups.Folder) error {
 	cat, err := mcpserver.Catalog()
 	if err != nil {
 		return err
@@ -119,7 +123,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func (a *app) grantsSet(cmd *cobra.Command, folder string, rules []string) error {
+func (a *app) grantsSet(cmd *cobra.Command, folder groups.Folder, rules []string) error {
 	if err := grants.Validate(rules); err != nil {
 		return usageError{err}
 	}
@@ -141,7 +145,7 @@ func (a *app) grantsSet(cmd *cobra.Command, folder string, rules []string) error
 	})
 }
 
-func (a *app) grantsCheck(cmd *cobra.Command, folder, tool string, args []string) error {
+func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string, args []string) error {
 	params := map[string]string{}
 	for _, arg := range args {
 		k, v, ok := strings.Cut(arg, "=")

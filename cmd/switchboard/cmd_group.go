@@ -51,8 +51,9 @@ deeper tier 3. The agent of a group runs in <data_dir>/groups/<folder>.`,
 	return cmd
 }
 
-func (a *app) groupAdd(cmd *cobra.Command, folder, jid string) error {
-	if err := groups.Validate(folder); err != nil {
+func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
+	folder, err := groups.ParseFolder(name)
+	if err != nil {
 		return usageError{err}
 	}
 	if jid != "" {
@@ -68,7 +69,7 @@ func (a *app) groupAdd(cmd *cobra.Command, folder, jid string) error {
 		}
 		layout := groups.Layout{DataDir: a.cfg.DataDir}
 		r, err := ops.AddGroup(ctx, st, layout, ops.Operator, ops.NewGroup{Folder: folder, Pin: adapters.JID(jid), Exe: exe})
-		switch p := groups.Parent(folder); {
+		switch p := folder.Parent(); {
 		case errors.Is(err, ops.ErrNoGroup):
 			return fmt.Errorf("group add %s: parent group %s does not exist; add it first (switchboard group add %s)", folder, p, p)
 		case errors.Is(err, store.ErrExists):
@@ -90,10 +91,10 @@ func (a *app) groupAdd(cmd *cobra.Command, folder, jid string) error {
 }
 
 type groupRow struct {
-	Folder string `json:"folder"`
-	Tier   int    `json:"tier"`
-	Parent string `json:"parent,omitempty"`
-	Routes int    `json:"routes"`
+	Folder groups.Folder `json:"folder"`
+	Tier   int           `json:"tier"`
+	Parent groups.Folder `json:"parent,omitempty"`
+	Routes int           `json:"routes"`
 }
 
 func (a *app) groupList(cmd *cobra.Command) error {
@@ -115,7 +116,7 @@ func (a *app) groupList(cmd *cobra.Command) error {
 					n++
 				}
 			}
-			rows = append(rows, groupRow{Folder: f, Tier: groups.Tier(f, a.cfg.OperatorFolder), Parent: groups.Parent(f), Routes: n})
+			rows = append(rows, groupRow{Folder: f, Tier: groups.Tier(f, a.cfg.OperatorFolder), Parent: f.Parent(), Routes: n})
 		}
 		return a.emit(rows, func(w io.Writer) {
 			fmt.Fprintln(w, "FOLDER\tTIER\tROUTES")
@@ -126,8 +127,9 @@ func (a *app) groupList(cmd *cobra.Command) error {
 	})
 }
 
-func (a *app) groupRemove(cmd *cobra.Command, folder string) error {
-	if err := groups.Validate(folder); err != nil {
+func (a *app) groupRemove(cmd *cobra.Command, name string) error {
+	folder, err := groups.ParseFolder(name)
+	if err != nil {
 		return usageError{err}
 	}
 	ctx := cmd.Context()
@@ -144,8 +146,8 @@ func (a *app) groupRemove(cmd *cobra.Command, folder string) error {
 		}
 		var children []string
 		for _, g := range all {
-			if g != folder && groups.InSubtree(folder, g) {
-				children = append(children, g)
+			if g != folder && folder.Contains(g) {
+				children = append(children, string(g))
 			}
 		}
 		if len(children) > 0 {

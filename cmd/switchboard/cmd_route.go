@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
@@ -34,7 +35,7 @@ mode trigger runs a turn; observe stores the message as context only.`,
   switchboard route add --target acme --seq -5 chat_jid=telegram:group/1001
   switchboard route add --target audit --mode observe 'platform=slack' 'room=T1/channel/*'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.routeAdd(cmd, routing.Route{Seq: seq, Target: target, Mode: routing.Mode(mode)}, args)
+			return a.routeAdd(cmd, routing.Route{Seq: seq, Target: groups.Folder(target), Mode: routing.Mode(mode)}, args)
 		},
 	}
 	add.Flags().StringVar(&target, "target", "", "group folder that receives matching messages (required)")

@@ -23,6 +23,7 @@ import (
 	"switchboard/agent"
 	"switchboard/config"
 	"switchboard/gateway"
+	"switchboard/groups"
 	"switchboard/remote"
 	"switchboard/routing"
 	"switchboard/store"
@@ -141,7 +142,7 @@ func orDefault(s, d string) string {
 // first start of a new database; later, it warns when the config's routes
 // and the database's differ.
 func (a *app) seed(ctx context.Context, st *store.Store) error {
-	folders := []string{a.cfg.OperatorFolder}
+	folders := []groups.Folder{a.cfg.OperatorFolder}
 	for _, g := range a.cfg.Groups {
 		folders = append(folders, g.Folder)
 	}
@@ -214,7 +215,7 @@ func routesDiffer(cfg, db []routing.Route) (missing []string, differ bool) {
 
 // routeAddLine is the command that adds r.
 func routeAddLine(r routing.Route) string {
-	line := "switchboard route add --target " + r.Target
+	line := "switchboard route add --target " + string(r.Target)
 	if r.Seq != 0 {
 		line += fmt.Sprintf(" --seq %d", r.Seq)
 	}

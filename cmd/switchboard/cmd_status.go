@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/remote"
 	"switchboard/scheduler"
@@ -58,7 +59,7 @@ from NATS (nats.url, the embedded server's nats.listen, or --nats).`,
 type statusReport struct {
 	Gateway     gatewayState                 `json:"gateway"`
 	Adapters    map[string]ops.AdapterStatus `json:"adapters"`
-	Queue       map[string]int               `json:"queue"` // trigger work waiting, per folder
+	Queue       map[groups.Folder]int        `json:"queue"` // trigger work waiting, per folder
 	Running     []runningTurn                `json:"running"`
 	Outbox      outboxCounts                 `json:"outbox"`
 	NextTasks   []nextTask                   `json:"next_tasks"`
@@ -84,9 +85,9 @@ type gatewayState struct {
 }
 
 type runningTurn struct {
-	Folder  string       `json:"folder"`
-	ChatJID adapters.JID `json:"chat_jid"`
-	Started time.Time    `json:"started"`
+	Folder  groups.Folder `json:"folder"`
+	ChatJID adapters.JID  `json:"chat_jid"`
+	Started time.Time     `json:"started"`
 }
 
 type outboxCounts struct {
@@ -95,24 +96,24 @@ type outboxCounts struct {
 }
 
 type nextTask struct {
-	ID       int64     `json:"id"`
-	Folder   string    `json:"folder"`
-	Spec     string    `json:"schedule"`
-	Timezone string    `json:"timezone"`
-	Next     time.Time `json:"next"` // in the task's zone: RFC 3339 with its offset
+	ID       int64         `json:"id"`
+	Folder   groups.Folder `json:"folder"`
+	Spec     string        `json:"schedule"`
+	Timezone string        `json:"timezone"`
+	Next     time.Time     `json:"next"` // in the task's zone: RFC 3339 with its offset
 }
 
 // At is when the task fires next, in its own zone, zone named.
 func (t nextTask) At() string { return inZone(t.Next, t.Timezone) }
 
 type failedTurn struct {
-	TurnID  string       `json:"turn_id"`
-	Folder  string       `json:"folder"`
-	ChatJID adapters.JID `json:"chat_jid"`
-	Trigger string       `json:"trigger"`
-	Attempt int          `json:"attempt"`
-	Started time.Time    `json:"started"`
-	Error   string       `json:"error"`
+	TurnID  string        `json:"turn_id"`
+	Folder  groups.Folder `json:"folder"`
+	ChatJID adapters.JID  `json:"chat_jid"`
+	Trigger string        `json:"trigger"`
+	Attempt int           `json:"attempt"`
+	Started time.Time     `json:"started"`
+	Error   string        `json:"error"`
 }
 
 // aliveWithin: a heartbeat younger than this, from a live pid, is a running

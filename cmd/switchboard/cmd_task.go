@@ -32,16 +32,20 @@ every missed slot in order (at most 100).`
 func (a *app) taskCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "task", Short: "Schedule prompts for autonomous turns", Long: taskHelp}
 	var spec scheduler.TaskSpec
+	var folder string
 	add := &cobra.Command{
 		Use:   "add --folder F --jid CHAT_JID --schedule SPEC --prompt TEXT [--tz ZONE] [--mode group|isolated] [--missed skip|once|all]",
 		Short: "Add a task",
 		Example: `  switchboard task add --folder main --jid web:lobby --schedule '0 9 * * 1-5' --tz Europe/Berlin --prompt 'Post the standup reminder'
   switchboard task add --folder main --jid web:lobby --schedule 'every 30m' --mode isolated --prompt 'Check the build'`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.taskAdd(cmd, spec) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec.Folder = groups.Folder(folder)
+			return a.taskAdd(cmd, spec)
+		},
 	}
 	f := add.Flags()
-	f.StringVar(&spec.Folder, "folder", "", "group folder the turn runs in (required)")
+	f.StringVar(&folder, "folder", "", "group folder the turn runs in (required)")
 	f.StringVar(&spec.ChatJID, "jid", "", "chat the turn answers in (required)")
 	f.StringVar(&spec.Schedule, "schedule", "", "cron, @descriptor, interval or RFC 3339 instant (required)")
 	f.StringVar(&spec.Prompt, "prompt", "", "what the agent should do (required)")
@@ -58,12 +62,12 @@ func (a *app) taskCommand() *cobra.Command {
 }
 
 func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
-	for name, v := range map[string]string{"--folder": spec.Folder, "--jid": spec.ChatJID, "--schedule": spec.Schedule, "--prompt": spec.Prompt} {
+	for name, v := range map[string]string{"--folder": string(spec.Folder), "--jid": spec.ChatJID, "--schedule": spec.Schedule, "--prompt": spec.Prompt} {
 		if v == "" {
 			return usagef("%s is required", name)
 		}
 	}
-	if err := groups.Validate(spec.Folder); err != nil {
+	if err := spec.Folder.Validate(); err != nil {
 		return usagef("--folder: %w", err)
 	}
 	if _, err := adapters.ParseJID(spec.ChatJID); err != nil {

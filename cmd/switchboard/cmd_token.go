@@ -71,8 +71,9 @@ func parseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func (a *app) tokenAdd(cmd *cobra.Command, folder, ttlFlag string) error {
-	if err := groups.Validate(folder); err != nil {
+func (a *app) tokenAdd(cmd *cobra.Command, name, ttlFlag string) error {
+	folder, err := groups.ParseFolder(name)
+	if err != nil {
 		return usageError{err}
 	}
 	ttl, err := parseTTL(ttlFlag)
@@ -102,11 +103,11 @@ func (a *app) tokenAdd(cmd *cobra.Command, folder, ttlFlag string) error {
 }
 
 type tokenRow struct {
-	ID      string `json:"id"`
-	Folder  string `json:"folder"`
-	Turn    string `json:"turn,omitempty"`
-	Created string `json:"created"`
-	Expires string `json:"expires"`
+	ID      string        `json:"id"`
+	Folder  groups.Folder `json:"folder"`
+	Turn    string        `json:"turn,omitempty"`
+	Created string        `json:"created"`
+	Expires string        `json:"expires"`
 }
 
 func (a *app) tokenList(cmd *cobra.Command) error {

@@ -14,7 +14,7 @@ import (
 )
 
 func (a *app) turnsCommand() *cobra.Command {
-	var folder string
+	var name string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "turns",
@@ -25,10 +25,13 @@ Code's JSON, a usage trailer, or the MCP tool report_usage; "-" when it
 reported nothing). Times are in the config's timezone, zone named.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if folder != "" {
-				if err := groups.Validate(folder); err != nil {
+			var folder groups.Folder
+			if name != "" {
+				f, err := groups.ParseFolder(name)
+				if err != nil {
 					return usagef("--folder: %v", err)
 				}
+				folder = f
 			}
 			return a.withStore(cmd.Context(), func(st *store.Store) error {
 				var ts []store.Turn
@@ -55,28 +58,28 @@ reported nothing). Times are in the config's timezone, zone named.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&folder, "folder", "", "only this group's turns")
+	cmd.Flags().StringVar(&name, "folder", "", "only this group's turns")
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many turns")
 	return cmd
 }
 
 // turnLine is one turn as `switchboard turns` shows it.
 type turnLine struct {
-	ID                  string       `json:"id"`
-	Folder              string       `json:"folder"`
-	ChatJID             adapters.JID `json:"chat_jid"`
-	Trigger             string       `json:"trigger"`
-	Status              string       `json:"status"`
-	Started             time.Time    `json:"started"`
-	DurationMS          int64        `json:"duration_ms"`
-	CostUSD             float64      `json:"cost_usd"`
-	InputTokens         int64        `json:"input_tokens"`
-	OutputTokens        int64        `json:"output_tokens"`
-	CacheCreationTokens int64        `json:"cache_creation_tokens"`
-	CacheReadTokens     int64        `json:"cache_read_tokens"`
-	NumTurns            int64        `json:"num_turns"`
-	APIMS               int64        `json:"api_ms"`
-	Error               string       `json:"error,omitempty"`
+	ID                  string        `json:"id"`
+	Folder              groups.Folder `json:"folder"`
+	ChatJID             adapters.JID  `json:"chat_jid"`
+	Trigger             string        `json:"trigger"`
+	Status              string        `json:"status"`
+	Started             time.Time     `json:"started"`
+	DurationMS          int64         `json:"duration_ms"`
+	CostUSD             float64       `json:"cost_usd"`
+	InputTokens         int64         `json:"input_tokens"`
+	OutputTokens        int64         `json:"output_tokens"`
+	CacheCreationTokens int64         `json:"cache_creation_tokens"`
+	CacheReadTokens     int64         `json:"cache_read_tokens"`
+	NumTurns            int64         `json:"num_turns"`
+	APIMS               int64         `json:"api_ms"`
+	Error               string        `json:"error,omitempty"`
 }
 
 func newTurnLine(t store.Turn) turnLine {

@@ -11,6 +11,7 @@ import (
 
 	"switchboard/agent"
 	"switchboard/config"
+	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
 )
@@ -24,9 +25,9 @@ func recordTurn(t *testing.T, dir, folder string, started time.Time, u store.Usa
 		t.Fatal(err)
 	}
 	defer st.Close()
-	turn := store.Turn{ID: "t-" + started.Format("150405.000000") + folder, Folder: folder, ChatJID: "web:lobby", Trigger: store.TriggerMessage,
+	turn := store.Turn{ID: "t-" + started.Format("150405.000000") + folder, Folder: groups.Folder(folder), ChatJID: "web:lobby", Trigger: store.TriggerMessage,
 		Attempt: 1, Started: started, Duration: 2 * time.Second, Status: store.TurnSucceeded, Usage: u}
-	if err := st.FinishBatch(context.Background(), store.Batch{Folder: folder, ChatJID: "web:lobby"}, turn, nil, time.Time{}); err != nil {
+	if err := st.FinishBatch(context.Background(), store.Batch{Folder: groups.Folder(folder), ChatJID: "web:lobby"}, turn, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/groups"
 	"switchboard/scheduler"
 )
 
@@ -26,10 +27,11 @@ type Run struct {
 
 // Turn is a task turn queued by ClaimAndQueue, as the suite inspects it.
 type Turn struct {
-	RunID, TaskID   int64
-	Folder, ChatJID string
-	Prompt          string
-	Isolated        bool // the task's context is "isolated"
+	RunID, TaskID int64
+	Folder        groups.Folder
+	ChatJID       string
+	Prompt        string
+	Isolated      bool // the task's context is "isolated"
 }
 
 // Harness gives the suite a fresh, empty store and the few extra
@@ -50,7 +52,7 @@ type Harness struct {
 	Queued func() []Turn
 	// RemoveFolder deletes a folder, so that the turns of its tasks can no
 	// longer be queued.
-	RemoveFolder func(folder string)
+	RemoveFolder func(folder groups.Folder)
 }
 
 // base is a slot in a zone with daylight saving, to catch stores that
