@@ -64,13 +64,14 @@ func TestCostMicrosMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	base := time.Now().UnixMilli() // t0 newest, one ms apart
 	for i, c := range []struct {
 		folder        string
 		cost, session float64
 	}{{"main", 0.8, 0.8}, {"main", 0.8, 1.6}, {"main", 0.8, 2.4}, {"main", 0.0166563, 0.0166563}, {"bad", 1e308, 1e308}, {"bad", 1e308, 0}, {"bad", -1, 0}} {
 		if _, err := old.w.ExecContext(ctx, `INSERT INTO turns (id, folder, chat_jid, topic, trigger, task_id, run_id, attempt, started_ms,
 			duration_ms, status, error, exit_code, session_id, cost_usd, session_cost_usd) VALUES (?, ?, 'web:lobby', '', 'message', 0, 0, 1, ?, 0, 'succeeded', '', 0, 's', ?, ?)`,
-			fmt.Sprint("t", i), c.folder, time.Now().UnixMilli()-int64(i), c.cost, c.session); err != nil {
+			fmt.Sprint("t", i), c.folder, base-int64(i), c.cost, c.session); err != nil {
 			t.Fatal(err)
 		}
 	}
