@@ -544,7 +544,7 @@ echo done`},
 			// beside other builds).
 			spec := Spec{Command: testagent.Script(t, tc.body, setsidPid, forkPid), Timeout: 5 * time.Second}
 			start := time.Now()
-			res, err := Run(context.Background(), spec, Input{Env: []string{"SWITCHBOARD_TURN_ID=t-" + strings.ReplaceAll(t.Name(), "/", "-")}})
+			res, err := Run(context.Background(), spec, Input{TurnID: TurnID("t-" + strings.ReplaceAll(t.Name(), "/", "-"))})
 			elapsed := time.Since(start)
 			if tc.name == "timeout" {
 				if !res.TimedOut {
@@ -708,7 +708,7 @@ func BenchmarkAgentStart(b *testing.B) {
 			for b.Loop() {
 				// The turn id makes the unsandboxed run pay for its scan
 				// for escaped processes, as a real turn does.
-				res, err := Run(context.Background(), spec, Input{Dir: dir, Prompt: "hello", Env: []string{"SWITCHBOARD_TURN_ID=t-bench"}})
+				res, err := Run(context.Background(), spec, Input{Dir: dir, Prompt: "hello", TurnID: "t-bench"})
 				if err != nil || res.Reply != "ok" {
 					b.Fatalf("turn: %q, %v", res.Reply, err)
 				}

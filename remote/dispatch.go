@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -248,7 +247,7 @@ func (d *dispatcher) assign(ctx context.Context, turn, dir string, deadline time
 	for {
 		select {
 		case <-ctx.Done():
-			return "", res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+			return "", res, agent.Cancelled(ctx.Err())
 		case <-wait.C:
 			res.TimedOut = true
 			return "", res, agent.Failed("no worker was connected to NATS until the turn's deadline (agent.timeout): " +

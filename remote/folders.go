@@ -432,7 +432,7 @@ func (r *Runner) publishFolder(ctx context.Context, job Job) (*FolderRef, error)
 	ref, err := r.fold.publish(ctx, job.Dir, job.TurnID)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+			return nil, agent.Cancelled(ctx.Err())
 		}
 		return nil, agent.Failed("snapshot the group folder for a worker: " + err.Error())
 	}
@@ -460,6 +460,8 @@ func (r *Runner) applyFolder(o Outcome) {
 	}
 }
 
-// StaleFolderUploads is how many folder uploads were refused because their
-// base version was no longer current.
+var _ agent.StaleFolderCounter = (*Runner)(nil)
+
+// StaleFolderUploads is agent.StaleFolderCounter: how many folder uploads
+// were refused because their base version was no longer current.
 func (r *Runner) StaleFolderUploads() int64 { return r.fold.refused.Load() }
