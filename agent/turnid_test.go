@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -15,9 +16,9 @@ func TestParseTurnID(t *testing.T) {
 	}{
 		{"gateway's", "t-0123456789abcdef", true},
 		{"underscore", "b_1", true},
-		{"64 bytes", string(make64('a')), true},
+		{"64 bytes", strings.Repeat("a", 64), true},
 		{"empty", "", false},
-		{"65 bytes", string(make64('a')) + "a", false},
+		{"65 bytes", strings.Repeat("a", 64) + "a", false},
 		{"dot (a subject separator)", "t.1", false},
 		{"wildcard", "t-*", false},
 		{"slash (a path)", "../t", false},
@@ -36,12 +37,4 @@ func TestParseTurnID(t *testing.T) {
 			}
 		})
 	}
-}
-
-func make64(c byte) []byte {
-	b := make([]byte, 64)
-	for i := range b {
-		b[i] = c
-	}
-	return b
 }
