@@ -17,6 +17,9 @@ var (
 	// (shutdown), not through the agent's fault: every Runner's Run and
 	// Await return it (with ctx.Err()) then, never ErrFailed.
 	ErrCancelled = errors.New("agent turn cancelled")
+	// ErrNoSandbox: agent.sandbox is bwrap and bubblewrap is missing or
+	// does not work here (NewSandbox).
+	ErrNoSandbox = errors.New("agent.sandbox: bwrap")
 	// ErrBadTurnID: a turn id that is not 1 to 64 of [A-Za-z0-9_-].
 	ErrBadTurnID = errors.New("bad turn id")
 )
