@@ -24,7 +24,7 @@ type WorkerOptions struct {
 	// ID names the worker in outcomes, the workers bucket, its subject and
 	// its consumer: the worker of its credentials (Creds.Worker), which
 	// the NATS server lets use only that id's subjects. Made subject-safe
-	// (SubjectSafe). Required.
+	// (subjectSafe). Required.
 	ID    string
 	Slots int // turns at once (≥ 1)
 	// Prepare turns a job's command (agent.command as the gateway has it
@@ -98,7 +98,7 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 		return nil, errors.New("remote.NewWorker: no ID (the worker of its NATS credentials)")
 	}
 	host, _ := os.Hostname()
-	opt.ID = SubjectSafe(opt.ID)
+	opt.ID = subjectSafe(opt.ID)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -344,10 +344,6 @@ func envName(name string) bool {
 	}
 	return name != ""
 }
-
-// DroppedEnv is how many job environment entries the worker dropped
-// (neither SWITCHBOARD_* nor named by its agent.env).
-func (w *Worker) DroppedEnv() int64 { return w.dropped.Load() }
 
 // heartbeat records the worker in the workers bucket.
 func (w *Worker) heartbeat(ctx context.Context) {
