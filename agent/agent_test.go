@@ -639,7 +639,7 @@ func TestRunCancel(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
 		t.Errorf("Run took %v after cancellation", elapsed)
 	}
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrFailed) || !strings.HasPrefix(err.Error(), "agent turn cancelled: ") {
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCancelled) || errors.Is(err, ErrFailed) || !strings.HasPrefix(err.Error(), "agent turn cancelled: ") {
 		t.Fatalf("err = %v, want agent turn cancelled wrapping context.Canceled only", err)
 	}
 	if res.TimedOut {
@@ -672,7 +672,7 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 	cancel()
 	marker := filepath.Join(t.TempDir(), "ran")
 	res, err := Run(ctx, Spec{Command: testagent.Script(t, `touch "$1"`, marker)}, Input{})
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrFailed) {
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCancelled) || errors.Is(err, ErrFailed) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if _, statErr := os.Stat(marker); statErr == nil {

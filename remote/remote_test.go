@@ -409,7 +409,7 @@ func TestRemoteAwait(t *testing.T) {
 	}
 	gatewayDies()
 	for range 2 {
-		if err := <-ran; err == nil || !strings.Contains(err.Error(), "cancelled") {
+		if err := <-ran; !errors.Is(err, agent.ErrCancelled) || !strings.Contains(err.Error(), "cancelled") {
 			t.Fatalf("Run of the stopped gateway: %v; want cancelled", err)
 		}
 	}
