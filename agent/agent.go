@@ -79,12 +79,16 @@ type Spec struct {
 
 // Input is one turn's inputs.
 type Input struct {
-	Dir string // working directory (the group folder)
+	// TurnID names the turn: the agent gets it as SWITCHBOARD_TURN_ID, and
+	// without a sandbox the turn's processes that left its process group
+	// are found by it at the end. A remote runner sends it as the job's id.
+	TurnID TurnID
+	Dir    string // working directory (the group folder)
 	// At is where the agent sees Dir inside the sandbox, when not Dir
 	// itself: a worker binds its copy of a group folder at the gateway's
 	// path. Without a sandbox it is ignored (the agent runs in Dir).
 	At        string
-	Env       []string // KEY=VALUE entries for this turn (SWITCHBOARD_*), added to the allowed part of the gateway's environment
+	Env       []string // KEY=VALUE entries for this turn (SWITCHBOARD_* but the turn id), added to the allowed part of the gateway's environment
 	Socket    string   // the group's MCP socket, made visible inside the sandbox
 	SessionID string
 	Prompt    string // written to stdin, then stdin is closed
@@ -115,7 +119,8 @@ type Result struct {
 }
 
 // Run runs one agent turn: spec.Command (plus ResumeArgs when in.SessionID is
-// set) in in.Dir with in.Env added to the environment, the prompt on stdin. The
+// set) in in.Dir with in.Env and SWITCHBOARD_TURN_ID (in.TurnID) added to
+// the environment, the prompt on stdin. The
 // agent runs in its own process group. When spec.Timeout elapses or ctx ends, the
 // group gets SIGTERM and, termGrace later, SIGKILL; once the agent's main
 // process has exited, the group gets SIGKILL so that background children it left
@@ -123,12 +128,12 @@ type Result struct {
 // that left the group (setsid) are then found by the turn's SWITCHBOARD_TURN_ID
 // and killed too; in the sandbox, its PID namespace ends with the agent.
 //
-// Errors wrap ErrFailed, except when ctx ends first: then the error is
-// "agent turn cancelled: " wrapping ctx.Err().
+// Errors wrap ErrFailed, except when ctx ends first: then the error wraps
+// ErrCancelled and ctx.Err() (Cancelled).
 func Run(ctx context.Context, spec Spec, in Input) (Result, error) {
 	res := Result{SessionID: in.SessionID, ExitCode: -1}
 	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("agent turn cancelled: %w", err)
+		return res, Cancelled(err)
 	}
 	if err := check(spec, in); err != nil {
 		res.NotStarted = true
@@ -146,7 +151,7 @@ func Run(ctx context.Context, spec Spec, in Input) (Result, error) {
 		res.Duration = time.Since(started)
 		switch {
 		case ctx.Err() != nil:
-			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+			return res, Cancelled(ctx.Err())
 		case turnCtx.Err() != nil:
 			res.TimedOut = true
 			return res, timeoutError(spec.Timeout)
@@ -181,17 +186,6 @@ func check(spec Spec, in Input) error {
 	return nil
 }
 
-// turnEntry is the SWITCHBOARD_TURN_ID entry of a turn's environment, or ""
-// when it has none (or an empty one, which would mark nothing).
-func turnEntry(env []string) string {
-	for _, kv := range env {
-		if id, ok := strings.CutPrefix(kv, "SWITCHBOARD_TURN_ID="); ok && id != "" {
-			return kv
-		}
-	}
-	return ""
-}
-
 // ResumeNamesSession reports whether ResumeArgs hand the session id to the
 // agent ("{session}"). Only then must the id be one the agent reported;
 // resume args without it (Codex's `resume --last -`) let the agent find
@@ -211,6 +205,15 @@ func argv(spec Spec, sessionID string) []string {
 		argv = append(argv, strings.ReplaceAll(a, "{session}", sessionID))
 	}
 	return argv
+}
+
+// turnEnv is the turn's own environment: in.Env, then SWITCHBOARD_TURN_ID
+// from in.TurnID (the later entry wins should in.Env name it too).
+func turnEnv(in Input) []string {
+	if e := in.TurnID.envEntry(); e != "" {
+		return append(in.Env[:len(in.Env):len(in.Env)], e)
+	}
+	return in.Env
 }
 
 // proc is one started agent and the pipes and goroutines around it.
@@ -241,12 +244,12 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = in.Dir
-	cmd.Env = environ(spec.Env, in.Env)
+	cmd.Env = environ(spec.Env, turnEnv(in))
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = termGrace // after Cancel's SIGTERM, exec sends SIGKILL
 	p := &proc{cmd: cmd, stdout: &cappedBuffer{max: maxOut}, stderr: &tailBuffer{max: stderrTail}}
 	if spec.Sandbox == nil {
-		p.turnEntry = turnEntry(in.Env)
+		p.turnEntry = in.TurnID.envEntry()
 	}
 	cmd.Cancel = p.interrupt
 	if err := p.openPipes(); err != nil {
@@ -349,7 +352,7 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 	}
 	if p.interrupted.Load() {
 		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("agent turn cancelled: %w", err)
+			return res, Cancelled(err)
 		}
 		res.TimedOut = true
 		return res, timeoutError(spec.Timeout)

@@ -544,7 +544,7 @@ echo done`},
 			// beside other builds).
 			spec := Spec{Command: testagent.Script(t, tc.body, setsidPid, forkPid), Timeout: 5 * time.Second}
 			start := time.Now()
-			res, err := Run(context.Background(), spec, Input{Env: []string{"SWITCHBOARD_TURN_ID=t-" + strings.ReplaceAll(t.Name(), "/", "-")}})
+			res, err := Run(context.Background(), spec, Input{TurnID: TurnID("t-" + strings.ReplaceAll(t.Name(), "/", "-"))})
 			elapsed := time.Since(start)
 			if tc.name == "timeout" {
 				if !res.TimedOut {
@@ -639,7 +639,7 @@ func TestRunCancel(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
 		t.Errorf("Run took %v after cancellation", elapsed)
 	}
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrFailed) || !strings.HasPrefix(err.Error(), "agent turn cancelled: ") {
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCancelled) || errors.Is(err, ErrFailed) || !strings.HasPrefix(err.Error(), "agent turn cancelled: ") {
 		t.Fatalf("err = %v, want agent turn cancelled wrapping context.Canceled only", err)
 	}
 	if res.TimedOut {
@@ -672,7 +672,7 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 	cancel()
 	marker := filepath.Join(t.TempDir(), "ran")
 	res, err := Run(ctx, Spec{Command: testagent.Script(t, `touch "$1"`, marker)}, Input{})
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrFailed) {
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCancelled) || errors.Is(err, ErrFailed) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if _, statErr := os.Stat(marker); statErr == nil {
@@ -708,7 +708,7 @@ func BenchmarkAgentStart(b *testing.B) {
 			for b.Loop() {
 				// The turn id makes the unsandboxed run pay for its scan
 				// for escaped processes, as a real turn does.
-				res, err := Run(context.Background(), spec, Input{Dir: dir, Prompt: "hello", Env: []string{"SWITCHBOARD_TURN_ID=t-bench"}})
+				res, err := Run(context.Background(), spec, Input{Dir: dir, Prompt: "hello", TurnID: "t-bench"})
 				if err != nil || res.Reply != "ok" {
 					b.Fatalf("turn: %q, %v", res.Reply, err)
 				}

@@ -13,4 +13,13 @@ var (
 	// ErrNoOutcome: a Reattacher has no outcome of the turn and none can
 	// come any more (its deadline passed).
 	ErrNoOutcome = errors.New("no outcome of the turn by its deadline")
+	// ErrCancelled marks a turn that ended because the caller's ctx ended
+	// (shutdown), not through the agent's fault: every Runner's Run and
+	// Await return it (with ctx.Err()) then, never ErrFailed.
+	ErrCancelled = errors.New("agent turn cancelled")
+	// ErrNoSandbox: agent.sandbox is bwrap and bubblewrap is missing or
+	// does not work here (NewSandbox).
+	ErrNoSandbox = errors.New("agent.sandbox: bwrap")
+	// ErrBadTurnID: a turn id that is not 1 to 64 of [A-Za-z0-9_-].
+	ErrBadTurnID = errors.New("bad turn id")
 )

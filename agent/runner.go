@@ -2,13 +2,21 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
+
+// This file is the one place that says what a runner is: the Runner
+// interface every runner implements, and the optional capabilities a
+// caller (the gateway) finds by type assertion, never by a list kept
+// beside the runner.
 
 // Runner runs one agent turn. Local runs it here (Run); a remote runner
 // (package remote) hands it to a worker machine and waits for its result.
 // Implementations return what Run returns: a Result filled also on failure,
-// errors wrapping ErrFailed, and "agent turn cancelled: …" when ctx ended.
+// errors wrapping ErrFailed, and errors wrapping ErrCancelled (and the
+// ctx's error) when ctx ended. agent/runnertest is the suite every runner
+// passes.
 type Runner interface {
 	Run(ctx context.Context, spec Spec, in Input) (Result, error)
 }
@@ -19,13 +27,22 @@ type Runner interface {
 // batch again. Local has no such turns (they die with the gateway).
 type Reattacher interface {
 	Runner
-	// Await returns the outcome of the turn with this id (the
-	// SWITCHBOARD_TURN_ID it ran with) as Run would have returned it: at
-	// once if it is already known, else when it comes. deadline is the
-	// turn's own (its start + agent.timeout); the implementation adds the
-	// grace it gives Run. An error wrapping ErrNoOutcome means none came
-	// by then; "agent turn cancelled: …" that ctx ended first.
-	Await(ctx context.Context, turnID string, deadline time.Time) (Result, error)
+	// Await returns the outcome of the turn with this id (Input.TurnID
+	// when it ran) as Run would have returned it: at once if it is already
+	// known, else when it comes. deadline is the turn's own (its start +
+	// agent.timeout); the implementation adds the grace it gives Run. An
+	// error wrapping ErrNoOutcome means none came by then; one wrapping
+	// ErrCancelled that ctx ended first.
+	Await(ctx context.Context, turn TurnID, deadline time.Time) (Result, error)
+}
+
+// StaleFolderCounter is a Runner that refuses the folder changes of a
+// turn whose group folder moved on meanwhile (package remote: a stale
+// worker's upload) and counts them, for the gateway's metrics.
+type StaleFolderCounter interface {
+	Runner
+	// StaleFolderUploads is how many were refused since the runner started.
+	StaleFolderUploads() int64
 }
 
 // Local runs turns on this machine with Run.
@@ -37,3 +54,8 @@ func (Local) Run(ctx context.Context, spec Spec, in Input) (Result, error) { ret
 // Failed is an error wrapping ErrFailed whose message is msg: how a remote
 // runner hands on the error a worker's Run reported.
 func Failed(msg string) error { return failed(nil, "%s", msg) }
+
+// Cancelled is the error of a turn whose ctx ended with cause (ctx.Err()):
+// "agent turn cancelled: context canceled", wrapping ErrCancelled and
+// cause, never ErrFailed.
+func Cancelled(cause error) error { return fmt.Errorf("%w: %w", ErrCancelled, cause) }

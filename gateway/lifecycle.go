@@ -138,7 +138,6 @@ func (t *turns) prepareTurn(ctx context.Context, b store.Batch) (p preparedTurn,
 		"SWITCHBOARD_TIER=" + strconv.Itoa(tier),
 		"SWITCHBOARD_CHAT_JID=" + b.ChatJID.String(),
 		"SWITCHBOARD_TOPIC=" + b.Topic,
-		"SWITCHBOARD_TURN_ID=" + turn.ID,
 		"SWITCHBOARD_SESSION_ID=" + session,
 		"SWITCHBOARD_MCP_SOCKET=" + t.socket(b.Folder),
 		"SWITCHBOARD_TRIGGER=" + string(first.Trigger),
@@ -154,7 +153,7 @@ func (t *turns) prepareTurn(ctx context.Context, b store.Batch) (p preparedTurn,
 		return p, time.Second, false
 	}
 	t.active.started(turn.ID, b)
-	return preparedTurn{b: b, turn: turn, session: session, in: agent.Input{Dir: t.layout.Dir(b.Folder), Env: env, SessionID: session,
+	return preparedTurn{b: b, turn: turn, session: session, in: agent.Input{TurnID: agent.TurnID(turn.ID), Dir: t.layout.Dir(b.Folder), Env: env, SessionID: session,
 		Prompt: prompt, Socket: t.socket(b.Folder)}}, 0, true
 }
 

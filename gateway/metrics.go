@@ -65,17 +65,13 @@ func newMetrics(states *adapterStates, st statusReader, runner agent.Runner) *me
 	m.reg.MustRegister(m.inbound, m.turns, m.turnSeconds, m.agentFailures, m.outbox, m.rateLimitWaits, m.mcpCalls,
 		m.fires, m.lateness, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stateCollector{states: states, st: st, cache: &storeGauges{}})
-	if sf, ok := runner.(staleFolders); ok {
+	if sf, ok := runner.(agent.StaleFolderCounter); ok {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchboard_stale_folder_uploads_total",
 			Help: "Folder changes from remote turns refused because the folder had moved on (a stale worker)."},
 			func() float64 { return float64(sf.StaleFolderUploads()) }))
 	}
 	return m
 }
-
-// staleFolders is a Runner that refuses stale folder uploads and counts
-// them (remote.Runner).
-type staleFolders interface{ StaleFolderUploads() int64 }
 
 // stateCollector reports, at scrape time, each adapter's connection state
 // and — read from the store at most every storeEvery, however often

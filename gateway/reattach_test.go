@@ -31,7 +31,7 @@ type workerRunner struct {
 }
 
 func (w *workerRunner) Run(ctx context.Context, _ agent.Spec, in agent.Input) (agent.Result, error) {
-	turn := envValue(in.Env, "SWITCHBOARD_TURN_ID")
+	turn := string(in.TurnID)
 	w.mu.Lock()
 	w.runs = append(w.runs, in)
 	for awaited := range w.awaiting {
@@ -43,12 +43,13 @@ func (w *workerRunner) Run(ctx context.Context, _ agent.Spec, in agent.Input) (a
 	w.mu.Unlock()
 	if answer == nil {
 		<-ctx.Done()
-		return agent.Result{ExitCode: -1}, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+		return agent.Result{ExitCode: -1}, agent.Cancelled(ctx.Err())
 	}
 	return answer(turn)
 }
 
-func (w *workerRunner) Await(ctx context.Context, turn string, _ time.Time) (agent.Result, error) {
+func (w *workerRunner) Await(ctx context.Context, id agent.TurnID, _ time.Time) (agent.Result, error) {
+	turn := string(id)
 	w.mu.Lock()
 	w.awaiting[turn] = true
 	w.mu.Unlock()
@@ -60,7 +61,7 @@ func (w *workerRunner) Await(ctx context.Context, turn string, _ time.Time) (age
 	select {
 	case <-w.release:
 	case <-ctx.Done():
-		return agent.Result{ExitCode: -1}, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+		return agent.Result{ExitCode: -1}, agent.Cancelled(ctx.Err())
 	}
 	return w.answer(turn)
 }
@@ -116,8 +117,8 @@ func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
 	folderOf := map[string]string{} // turn id → folder
 	var token string
 	for _, in := range first.started() {
-		turns[envValue(in.Env, "SWITCHBOARD_CHAT_JID")] = envValue(in.Env, "SWITCHBOARD_TURN_ID")
-		folderOf[envValue(in.Env, "SWITCHBOARD_TURN_ID")] = envValue(in.Env, "SWITCHBOARD_FOLDER")
+		turns[envValue(in.Env, "SWITCHBOARD_CHAT_JID")] = string(in.TurnID)
+		folderOf[string(in.TurnID)] = envValue(in.Env, "SWITCHBOARD_FOLDER")
 		if envValue(in.Env, "SWITCHBOARD_CHAT_JID") == testChat {
 			token = envValue(in.Env, "SWITCHBOARD_MCP_TOKEN")
 		}

@@ -92,11 +92,6 @@ func (r *Runner) acceptOutcome(o Outcome) bool {
 // deltaName is the object a worker uploads turn's changes to dir as.
 func deltaName(dir, turn string) string { return folderKey(dir) + "/" + turn + ".delta.tgz" }
 
-// RefusedOutcomes is how many outcomes were refused: of a turn this
-// gateway does not await, from another worker than the turn's, or naming
-// another folder or object than the turn's.
-func (r *Runner) RefusedOutcomes() int64 { return r.refused.Load() }
-
 // expect registers a wait for turn's outcome in folder dir, given to
 // worker ("" until it is picked: setWorker); deliver hands it over once
 // on ch. forget ends the wait; the turn is then remembered as ended.

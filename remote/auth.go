@@ -47,11 +47,11 @@ const (
 // worker that may connect (with workers/<id>.creds as minted).
 func AuthDir(dataDir string) string { return filepath.Join(dataDir, "nats-auth") }
 
-// GatewayPermissions are the gateway's rights: the JetStream API (it
+// gatewayPermissions are the gateway's rights: the JetStream API (it
 // creates and manages the streams, buckets and object store), jobs on
 // every worker's subject, the folder buckets; replies on its own inbox and
 // the taken notes.
-func GatewayPermissions() *server.Permissions {
+func gatewayPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			"$JS.API.>", "$JS.FC.>", "$JS.ACK.>",
@@ -63,13 +63,13 @@ func GatewayPermissions() *server.Permissions {
 	}
 }
 
-// WorkerPermissions are worker id's rights: its own consumer on the turns
+// workerPermissions are worker id's rights: its own consumer on the turns
 // stream (created only with its own subject as filter: the server refuses
 // a create request whose filter differs from the one in its subject), its
 // results, taken notes and workers entry, and the folder object store
 // (read every object, write objects: what a worker can still touch there
 // is in docs/scaling.md). Replies on its own inbox only.
-func WorkerPermissions(id string) *server.Permissions {
+func workerPermissions(id string) *server.Permissions {
 	cons := TurnsStream + "." + workerConsumer(id)
 	obj := "OBJ_" + ObjectsBucket
 	return &server.Permissions{
@@ -125,7 +125,7 @@ func ReadCreds(path string) (Creds, error) {
 			c.Worker = strings.TrimSpace(id)
 		}
 	}
-	if c.Worker != "" && SubjectSafe(c.Worker) != c.Worker {
+	if c.Worker != "" && subjectSafe(c.Worker) != c.Worker {
 		return Creds{}, fmt.Errorf("NATS credentials %s: worker id %q has characters outside [A-Za-z0-9_-]", path, c.Worker)
 	}
 	return c, nil
@@ -219,7 +219,7 @@ func ensureGatewayCreds(dir string) (Creds, error) {
 // registers the worker's public key (dir/workers/<id>.pub), which a running
 // gateway picks up within seconds. It returns where the credentials are.
 func AddWorker(dir, id, out string) (Creds, error) {
-	if id == "" || SubjectSafe(id) != id || len(id) > 64 {
+	if id == "" || subjectSafe(id) != id || len(id) > 64 {
 		return Creds{}, fmt.Errorf("%w: %q: want 1 to 64 of [A-Za-z0-9_-]", ErrWorkerName, id)
 	}
 	pubFile := filepath.Join(dir, workersDir, id+".pub")
@@ -271,7 +271,7 @@ func RegisteredWorkers(dir string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".pub")
-		if !ok || SubjectSafe(id) != id {
+		if !ok || subjectSafe(id) != id {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, workersDir, e.Name()))
@@ -288,9 +288,9 @@ func RegisteredWorkers(dir string) (map[string]string, error) {
 // nkeyUsers are the server's users: the gateway and each worker, with
 // their permissions.
 func nkeyUsers(gateway string, workers map[string]string) []*server.NkeyUser {
-	users := []*server.NkeyUser{{Nkey: gateway, Permissions: GatewayPermissions()}}
+	users := []*server.NkeyUser{{Nkey: gateway, Permissions: gatewayPermissions()}}
 	for _, id := range slices.Sorted(maps.Keys(workers)) {
-		users = append(users, &server.NkeyUser{Nkey: workers[id], Permissions: WorkerPermissions(id)})
+		users = append(users, &server.NkeyUser{Nkey: workers[id], Permissions: workerPermissions(id)})
 	}
 	return users
 }

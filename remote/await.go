@@ -20,8 +20,9 @@ var _ agent.Reattacher = (*Runner)(nil)
 // in outcomeResult, as Run's does. Only an outcome from the worker
 // StateDir recorded for the turn, for its recorded folder, is accepted
 // (acceptOutcome); a turn without a record has no outcome.
-func (r *Runner) Await(ctx context.Context, turnID string, deadline time.Time) (agent.Result, error) {
+func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Time) (agent.Result, error) {
 	res := agent.Result{ExitCode: -1}
+	turnID := string(turn)
 	rec, ok := r.recorded(turnID)
 	if !ok {
 		return res, fmt.Errorf("%w: this gateway has no record of the turn's folder and worker (in %q), so no outcome of it is applied; the batch runs again",
@@ -63,7 +64,7 @@ func (r *Runner) Await(ctx context.Context, turnID string, deadline time.Time) (
 		case o := <-ch:
 			return outcomeResult(o, "")
 		case <-ctx.Done():
-			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+			return res, agent.Cancelled(ctx.Err())
 		case <-check.C:
 		case <-wait.C:
 			res.TimedOut = true

@@ -28,7 +28,7 @@ func BenchmarkRemoteTurn(b *testing.B) {
 		lat := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := range b.N {
-			in := agent.Input{Dir: dir, Prompt: "hi", Env: []string{fmt.Sprintf("SWITCHBOARD_TURN_ID=b-%d", i)}}
+			in := agent.Input{Dir: dir, Prompt: "hi", TurnID: agent.TurnID(fmt.Sprintf("b-%d", i))}
 			start := time.Now()
 			if _, err := r.Run(b.Context(), spec, in); err != nil {
 				b.Fatal(err)

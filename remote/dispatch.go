@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -36,10 +35,10 @@ func workerSubject(id string) string { return TurnsSubject + ".w." + id }
 // workerConsumer names worker id's durable consumer on TurnsStream.
 func workerConsumer(id string) string { return "worker-" + id }
 
-// SubjectSafe is id with every character outside [A-Za-z0-9_-] replaced
+// subjectSafe is id with every character outside [A-Za-z0-9_-] replaced
 // by '_': a worker id is a NATS subject token, a consumer name and a KV
 // key.
-func SubjectSafe(id string) string {
+func subjectSafe(id string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
@@ -248,7 +247,7 @@ func (d *dispatcher) assign(ctx context.Context, turn, dir string, deadline time
 	for {
 		select {
 		case <-ctx.Done():
-			return "", res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+			return "", res, agent.Cancelled(ctx.Err())
 		case <-wait.C:
 			res.TimedOut = true
 			return "", res, agent.Failed("no worker was connected to NATS until the turn's deadline (agent.timeout): " +

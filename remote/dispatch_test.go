@@ -64,8 +64,8 @@ type turnOut struct {
 // that answered.
 func (f *dispatchFixture) start(folder, turn, prompt string, timeout time.Duration) <-chan turnOut {
 	out := make(chan turnOut, 1)
-	in := agent.Input{Dir: filepath.Join(f.root, "groups", folder), Prompt: prompt,
-		Env: []string{"SWITCHBOARD_TURN_ID=" + turn, "SWITCHBOARD_FOLDER=" + folder}}
+	in := agent.Input{TurnID: agent.TurnID(turn), Dir: filepath.Join(f.root, "groups", folder), Prompt: prompt,
+		Env: []string{"SWITCHBOARD_FOLDER=" + folder}}
 	go func() {
 		res, err := f.r.Run(context.Background(), agent.Spec{Timeout: timeout, Env: []string{"GATES"}}, in)
 		out <- turnOut{res.Reply, err}

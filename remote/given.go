@@ -4,7 +4,7 @@ import "strings"
 
 // An outcome counts only from the worker its turn was given to. Which
 // worker published it is the subject's (resultSubject): the server lets
-// only that worker's credentials publish there (WorkerPermissions).
+// only that worker's credentials publish there (workerPermissions).
 // fromSubject checks that an outcome is the subject's worker's own;
 // acceptOutcome (accept.go) that this worker is the one the gateway gave
 // the turn to, as its own book of turns says.

@@ -17,7 +17,7 @@ import (
 // deploy/nats-server.conf, which docs/scaling.md shows whole, is the
 // embedded server's users and permissions for a server of your own:
 // nats-server loads it as it is (the nkeys from the environment), its
-// permissions equal GatewayPermissions and WorkerPermissions("w1"), a
+// permissions equal gatewayPermissions and workerPermissions("w1"), a
 // gateway and worker w1 with those credentials run a turn on it, and the
 // permissions hold (anonymous refused, w1 kept to its own).
 func TestOwnNATSServerConfig(t *testing.T) {
@@ -48,7 +48,7 @@ func TestOwnNATSServerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]*server.Permissions{gw.Public: GatewayPermissions(), w1.Public: WorkerPermissions("w1")}
+	want := map[string]*server.Permissions{gw.Public: gatewayPermissions(), w1.Public: workerPermissions("w1")}
 	if len(opts.Nkeys) != len(want) {
 		t.Fatalf("%d nkey users; want the gateway and w1", len(opts.Nkeys))
 	}

@@ -1,17 +1,34 @@
 // Package remote runs agent turns on worker machines through NATS
-// JetStream: the gateway's Runner picks a worker for each turn (the
-// folder's last one while it has room: dispatch.go) and publishes the job
-// on that worker's subject of a work-queue stream, then waits for its
-// outcome on a results stream; a Worker pulls its jobs through its own
-// consumer while it has a free slot, runs them with agent.Run and
-// publishes the outcome. It also starts the embedded NATS server
-// (nats.embedded). Delivery is at most once: a job is acknowledged when a
-// worker takes it and never redelivered; a turn whose outcome does not come
-// by its deadline fails, and the gateway's own retry policy runs it again
-// as a new turn. The group folder travels as a versioned snapshot
-// (folders.go): the worker runs the turn in its copy of the job's version
-// and sends back what changed, which the gateway applies only if the folder
-// is still at that version.
+// JetStream. The gateway's Runner (an agent.Runner) gives each turn to a
+// worker and publishes the job on that worker's subject of a work-queue
+// stream, then waits for its outcome on a results stream; a Worker pulls
+// its jobs through its own consumer while it has a free slot, runs them
+// with agent.Run and publishes the outcome. Delivery is at most once: a
+// job is acknowledged when a worker takes it and never redelivered; a turn
+// whose outcome does not come by its deadline fails, and the gateway's own
+// retry policy runs it again as a new turn. The group folder travels as a
+// versioned snapshot: the worker runs the turn in its copy of the job's
+// version and sends back what changed, which the gateway applies only if
+// the folder is still at that version.
+//
+// It does four jobs, each in its own files:
+//
+//   - The runner (the gateway's side): runner.go (Run, the job, the
+//     outcome as a Result), dispatch.go (which worker gets a turn),
+//     accept.go and given.go (which outcome counts), await.go (a
+//     restarted gateway's Await), runner_folders.go (a job's folder
+//     version published, its changes applied).
+//   - The worker (`switchboard worker`): worker.go (fetch, run, publish),
+//     validate.go (the jobs it refuses), worker_folders.go (its copies of
+//     the group folders).
+//   - Folder versioning, used by both: folders.go (the versions in a KV
+//     bucket and an object store, deltas applied at their base version
+//     only), snapshot.go (scanning, hashing, packing a folder), unpack.go
+//     (unpacking within limits through os.Root).
+//   - The NATS server and its users: server.go (the embedded server),
+//     auth.go (nkey credentials, the gateway's and each worker's
+//     permissions), streams.go (the streams and buckets), and this file
+//     (the wire types: Job, Outcome, WorkerInfo).
 package remote
 
 import (

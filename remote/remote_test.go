@@ -130,8 +130,8 @@ func newRunner(t *testing.T, nc *nats.Conn, command string, grace time.Duration)
 
 func turnInput(t *testing.T, turn string) agent.Input {
 	dir := filepath.Join(t.TempDir(), "groups", "main")
-	return agent.Input{Dir: dir, Prompt: "hello", SessionID: "s-1",
-		Env: []string{"SWITCHBOARD_TURN_ID=" + turn, "SWITCHBOARD_MCP_SOCKET=/gateway/ipc/main.sock", "SWITCHBOARD_FOLDER=main"}}
+	return agent.Input{TurnID: agent.TurnID(turn), Dir: dir, Prompt: "hello", SessionID: "s-1",
+		Env: []string{"SWITCHBOARD_MCP_SOCKET=/gateway/ipc/main.sock", "SWITCHBOARD_FOLDER=main"}}
 }
 
 // A turn runs on a worker in its copy of the folder (unsandboxed: at the
@@ -409,7 +409,7 @@ func TestRemoteAwait(t *testing.T) {
 	}
 	gatewayDies()
 	for range 2 {
-		if err := <-ran; err == nil || !strings.Contains(err.Error(), "cancelled") {
+		if err := <-ran; !errors.Is(err, agent.ErrCancelled) || !strings.Contains(err.Error(), "cancelled") {
 			t.Fatalf("Run of the stopped gateway: %v; want cancelled", err)
 		}
 	}

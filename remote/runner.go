@@ -230,8 +230,7 @@ func (r *Runner) handOver(o Outcome) {
 // worker's subject and waits for its outcome until its deadline
 // (spec.Timeout from now) plus Grace. A turn without an outcome by then
 // failed as timed out: the gateway counts it as an attempt; so does one
-// whose worker stops reporting first. in.Env must hold
-// SWITCHBOARD_TURN_ID.
+// whose worker stops reporting first. in.TurnID must be well formed.
 func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agent.Result, error) {
 	res := agent.Result{SessionID: in.SessionID, ExitCode: -1}
 	started := time.Now()
@@ -273,7 +272,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	if _, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID)); err != nil {
 		res.NotStarted = true
 		if ctx.Err() != nil {
-			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+			return res, agent.Cancelled(ctx.Err())
 		}
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
 	}
@@ -298,7 +297,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			return outcomeResult(o, in.SessionID)
 		case <-ctx.Done():
 			res.Duration = time.Since(started)
-			return res, fmt.Errorf("agent turn cancelled: %w", ctx.Err())
+			return res, agent.Cancelled(ctx.Err())
 		case <-check.C:
 			if w, gone := r.workerGone(job.TurnID); gone {
 				res.Duration = time.Since(started)
@@ -326,17 +325,14 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 	if root, err = filepath.Abs(root); err != nil {
 		return Job{}, agent.Failed("group folders root: " + err.Error())
 	}
-	j := Job{Dir: dir, Root: root, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
+	j := Job{TurnID: string(in.TurnID), Dir: dir, Root: root, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
 		Output: spec.Output, MaxOutput: spec.MaxOutput}
 	if len(j.Command) == 0 {
 		j.Command = spec.Command
 	}
 	for _, kv := range in.Env {
-		switch {
-		case strings.HasPrefix(kv, "SWITCHBOARD_MCP_SOCKET="): // the socket stays on the gateway
+		if strings.HasPrefix(kv, "SWITCHBOARD_MCP_SOCKET=") { // the socket stays on the gateway
 			continue
-		case strings.HasPrefix(kv, "SWITCHBOARD_TURN_ID="):
-			j.TurnID = strings.TrimPrefix(kv, "SWITCHBOARD_TURN_ID=")
 		}
 		j.Env = append(j.Env, kv)
 	}
@@ -345,8 +341,8 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 			j.Env = append(j.Env, name+"="+v)
 		}
 	}
-	if !validTurnID(j.TurnID) {
-		return j, agent.Failed(fmt.Sprintf("remote turn without a well formed SWITCHBOARD_TURN_ID (%q; a bug)", j.TurnID))
+	if err := in.TurnID.Validate(); err != nil {
+		return j, agent.Failed(fmt.Sprintf("remote turn without a well formed turn id: %v (a bug)", err))
 	}
 	if spec.Timeout <= 0 {
 		return j, agent.Failed("agent.runner nats needs agent.timeout: a turn on a lost worker would wait forever")

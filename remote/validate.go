@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"switchboard/agent"
 )
 
 // A worker runs only jobs that make sense (checkJob): whoever can publish
@@ -14,20 +16,14 @@ import (
 // any object or any deadline. A refused job is logged with the reason and
 // answered with a failed, not-started outcome.
 
-// maxTurnIDLen bounds a turn id: the gateway's are "t-" and 16 hex digits
-// (store.NewID).
-const maxTurnIDLen = 64
-
 // maxJobAhead is how far in the future a job's deadline may lie: more
 // than any agent.timeout.
 const maxJobAhead = 7 * 24 * time.Hour
 
-// validTurnID reports whether id is a well formed turn id: 1 to 64 of
-// [A-Za-z0-9_-], so that it is a NATS subject token, a message id and a
-// file name as it is.
-func validTurnID(id string) bool {
-	return id != "" && len(id) <= maxTurnIDLen && SubjectSafe(id) == id
-}
+// validTurnID reports whether id, read from NATS or a file, is a well
+// formed agent.TurnID, so that it is a NATS subject token, a message id
+// and a file name as it is.
+func validTurnID(id string) bool { return agent.TurnID(id).Validate() == nil }
 
 // checkJob is why j is refused, or nil: a malformed turn id, a folder
 // (Dir) that is not an absolute clean path strictly inside the folders
@@ -35,8 +31,8 @@ func validTurnID(id string) bool {
 // command, a deadline unset or further than maxJobAhead, a negative
 // output cap, or a folder version whose objects are not that folder's.
 func checkJob(j Job, now time.Time) error {
-	if !validTurnID(j.TurnID) {
-		return fmt.Errorf("turn id %q is not 1 to %d of [A-Za-z0-9_-]", j.TurnID, maxTurnIDLen)
+	if err := agent.TurnID(j.TurnID).Validate(); err != nil {
+		return err
 	}
 	if !cleanAbs(j.Root) || j.Root == "/" {
 		return fmt.Errorf("folders root %q is not a clean absolute path other than /", j.Root)

@@ -109,7 +109,7 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 		}, `"../../x"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := valid(SubjectSafe("t-bad-" + tc.name))
+			j := valid(subjectSafe("t-bad-" + tc.name))
 			tc.change(&j)
 			data, _ := json.Marshal(j)
 			if _, err := js.Publish(t.Context(), workerSubject("w1"), data); err != nil {

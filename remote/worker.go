@@ -24,7 +24,7 @@ type WorkerOptions struct {
 	// ID names the worker in outcomes, the workers bucket, its subject and
 	// its consumer: the worker of its credentials (Creds.Worker), which
 	// the NATS server lets use only that id's subjects. Made subject-safe
-	// (SubjectSafe). Required.
+	// (subjectSafe). Required.
 	ID    string
 	Slots int // turns at once (≥ 1)
 	// Prepare turns a job's command (agent.command as the gateway has it
@@ -98,7 +98,7 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 		return nil, errors.New("remote.NewWorker: no ID (the worker of its NATS credentials)")
 	}
 	host, _ := os.Hostname()
-	opt.ID = SubjectSafe(opt.ID)
+	opt.ID = subjectSafe(opt.ID)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -294,7 +294,7 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 		return o
 	}
 	w.log.Info("turn starting", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir)
-	res, err := agent.Run(ctx, spec, agent.Input{Dir: ft.copy, At: j.Dir, Env: w.jobEnv(j), SessionID: j.SessionID, Prompt: j.Prompt})
+	res, err := agent.Run(ctx, spec, agent.Input{TurnID: agent.TurnID(j.TurnID), Dir: ft.copy, At: j.Dir, Env: w.jobEnv(j), SessionID: j.SessionID, Prompt: j.Prompt})
 	o.Folder = w.finishFolder(ft, j, &err)
 	o.Reply, o.SessionID, o.DurationMs, o.ExitCode = res.Reply, res.SessionID, res.Duration.Milliseconds(), res.ExitCode
 	o.NotStarted, o.TimedOut, o.Truncated, o.Stderr = res.NotStarted, res.TimedOut, res.Truncated, res.Stderr
@@ -344,10 +344,6 @@ func envName(name string) bool {
 	}
 	return name != ""
 }
-
-// DroppedEnv is how many job environment entries the worker dropped
-// (neither SWITCHBOARD_* nor named by its agent.env).
-func (w *Worker) DroppedEnv() int64 { return w.dropped.Load() }
 
 // heartbeat records the worker in the workers bucket.
 func (w *Worker) heartbeat(ctx context.Context) {

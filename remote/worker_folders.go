@@ -263,7 +263,3 @@ func (w *Worker) finishFolder(ft *folderTurn, j Job, runErr *error) *FolderDelta
 	}
 	return d
 }
-
-// ObjectGets is how many folder objects (snapshots, deltas) the worker
-// downloaded.
-func (w *Worker) ObjectGets() int64 { return w.folders.gets.Load() }

@@ -5,27 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"switchboard/agent"
-	"switchboard/config"
 	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
 )
-
-// maxTurnArgs is what agent.max_turn_usd adds to the agent's command:
-// Claude Code's --max-budget-usd for claude-json agents; other agents read
-// it where their own flag is (see docs/operating.md).
-func maxTurnArgs(c config.AgentConfig) []string {
-	if c.MaxTurnUSD <= 0 || c.Output != agent.OutputClaudeJSON {
-		return nil
-	}
-	return []string{"--max-budget-usd", strconv.FormatFloat(c.MaxTurnUSD, 'f', -1, 64)}
-}
 
 // seedBudgets sets the config's budgets of groups that have none stored:
 // what budget set changed later stays.

@@ -74,12 +74,15 @@ func (a *app) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spec, runner, warning := agent.Spec{}, agent.Runner(agent.Local{}), ""
+	// With agent.runner nats, turns run on workers, which resolve and
+	// sandbox the command: the spec is agent.* as configured.
+	spec, err := a.agentSpec(ctx, exe)
+	if err != nil {
+		return err
+	}
+	runner, warning := agent.Runner(agent.Local{}), ""
 	var workers func(context.Context) ([]remote.WorkerInfo, error)
 	if a.cfg.Agent.Runner == "nats" {
-		// Turns run on workers, which resolve and sandbox the command.
-		spec = agent.Spec{Command: a.cfg.Agent.Command, ResumeArgs: a.cfg.Agent.ResumeArgs, Output: a.cfg.Agent.Output,
-			Timeout: time.Duration(a.cfg.Agent.Timeout), Env: a.cfg.Agent.Env}
 		r, stop, err := a.natsRunner(ctx)
 		if err != nil {
 			return err
@@ -90,9 +93,6 @@ func (a *app) runGateway(ctx context.Context) error {
 			a.log.Warn("agent.runner is nats but mcp.listen is off: agents on workers have no MCP tools and can answer only on stdout")
 		}
 	} else {
-		if spec, err = a.agentSpec(ctx, exe); err != nil {
-			return err
-		}
 		warning = sandboxWarning(spec.Sandbox)
 	}
 	g, err := gateway.New(gateway.Options{

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -158,25 +157,10 @@ func (a *app) workerSpec(ctx context.Context, exe string, sb *agent.Sandbox, com
 		return agent.Spec{}, fmt.Errorf("the gateway's agent.command %q is not this worker's %q; a worker runs only its own: give both the same agent.command",
 			command, a.cfg.Agent.Command)
 	}
-	argv, err := resolveCommand(command, exe)
-	if err != nil {
-		return agent.Spec{}, err
-	}
-	// The worker's own agent.max_turn_usd, as its own agent.command.
-	argv = append(argv, maxTurnArgs(a.cfg.Agent)...)
-	spec := agent.Spec{Command: argv}
-	if sb == nil {
-		return spec, nil
-	}
-	own := *sb
-	own.Binds = slices.Clone(sb.Binds)
-	spec.Sandbox = &own
-	if spec.Command, err = a.bindCommand(spec.Sandbox, argv); err != nil {
-		return agent.Spec{}, err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return spec, a.probeAgent(pctx, spec)
+	// The worker's own agent.max_turn_usd, as its own agent.command; the
+	// rest of the spec comes with each job (remote.Worker).
+	return agent.NewSpec(ctx, agent.SpecConfig{Command: command, Output: a.cfg.Agent.Output, MaxTurnUSD: a.cfg.Agent.MaxTurnUSD,
+		Exe: exe, Sandbox: sb, Logger: a.log})
 }
 
 // redactURL drops user:password from a NATS URL for messages.

@@ -90,7 +90,12 @@ func TestConfigBudgets(t *testing.T) {
 	if got := cfg.Agent.Price.AgentPrice(); got != (agent.Price{}) {
 		t.Errorf("price %+v, want none by default", got)
 	}
-	if got := strings.Join(maxTurnArgs(cfg.Agent), " "); got != "--max-budget-usd 0.5" {
+	cfg.Agent.Command = []string{"/bin/echo"}
+	spec, err := agent.NewSpec(t.Context(), (&app{cfg: cfg}).specConfig("", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(spec.Command[1:], " "); got != "--max-budget-usd 0.5" {
 		t.Errorf("max_turn_usd args %q", got)
 	}
 	cfg, err = config.Parse([]byte("agent:\n  output: codex-json\n  price: {input_per_mtok: 1.25, cached_input_per_mtok: 0.125, output_per_mtok: 10}\n"), func(string) string { return "" })

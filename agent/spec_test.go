@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"switchboard/agent"
+	"switchboard/internal/testenv"
 )
 
 // An agent installed the npm way in a directory the sandbox hides (as
@@ -24,7 +24,7 @@ import (
 // Not parallel: it sets PATH, and its programs are written and then
 // executed, which can fail with ETXTBSY while parallel tests fork.
 func TestBindCommandNpmLink(t *testing.T) {
-	requireBwrap(t)
+	testenv.Require(t, "bwrap", "make test installs it, or apt-get install bubblewrap")
 	root := t.TempDir() // under /tmp: the sandbox's own /tmp hides it
 	pkg := filepath.Join(root, "prefix", "lib", "node_modules", "@acme", "agent")
 	nodeBin := filepath.Join(root, "nvm", "bin")
@@ -58,14 +58,14 @@ func TestBindCommandNpmLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	a := &app{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	log := slog.New(slog.NewTextHandler(&logs, nil))
 	bwrap, _ := exec.LookPath("bwrap")
-	sb := &agent.Sandbox{Bwrap: bwrap, DataDir: data, Network: true}
-	argv, err := a.bindCommand(sb, []string{link, "-p"})
+	sb := &Sandbox{Bwrap: bwrap, DataDir: data, Network: true}
+	argv, err := bindCommand(log, sb, []string{link, "-p"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []agent.Bind{{Path: pkg}, {Path: node}}; !slices.Equal(sb.Binds, want) {
+	if want := []Bind{{Path: pkg}, {Path: node}}; !slices.Equal(sb.Binds, want) {
 		t.Errorf("binds %+v; want the package and the interpreter %+v", sb.Binds, want)
 	}
 	if want := []string{cli, "-p"}; !slices.Equal(argv, want) {
@@ -75,12 +75,12 @@ func TestBindCommandNpmLink(t *testing.T) {
 		!strings.Contains(line, "path="+pkg) || !strings.Contains(line, "via="+link) {
 		t.Errorf("log:\n%s\nwant the bound package and the link it was bound for", line)
 	}
-	spec := agent.Spec{Command: argv, Sandbox: sb, Timeout: 10 * time.Second}
+	spec := Spec{Command: argv, Sandbox: sb, Timeout: 10 * time.Second}
 	ctx := context.Background()
-	if err := agent.Probe(ctx, spec, folder, node); err != nil {
+	if err := Probe(ctx, spec, folder, node); err != nil {
 		t.Fatalf("probe: %v", err)
 	}
-	res, err := agent.Run(ctx, spec, agent.Input{Dir: folder})
+	res, err := Run(ctx, spec, Input{Dir: folder})
 	if err != nil || res.Reply != "from the package" {
 		t.Errorf("turn: %q, %v; want the package's file read", res.Reply, err)
 	}
