@@ -24,7 +24,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/groups"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/scheduler"
@@ -105,8 +105,8 @@ type Gateway struct {
 	turns    *turns
 	workers  *workers
 	outbox   *outbox
-	mcp      *mcpserver.Server // the groups' MCP sockets
-	endpoint *mcpEndpoint      // the MCP HTTP endpoint
+	mcp      *ipc.Server  // the groups' MCP sockets
+	endpoint *mcpEndpoint // the MCP HTTP endpoint
 	backend  mcpBackend
 	sched    *scheduler.Loop
 

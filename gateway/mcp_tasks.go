@@ -9,7 +9,7 @@ import (
 	"switchboard/store"
 )
 
-// mcpTasks implements mcpserver.TaskStore: the gateway side of the MCP
+// mcpTasks implements ipc.TaskStore: the gateway side of the MCP
 // task tools, the same AddTask and SetTaskStatus
 // as `switchboard task`, then a Wake so the scheduler sees the change now
 // rather than at its next poll.

@@ -10,15 +10,15 @@ import (
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/groups"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
 )
 
-// The gateway side of the MCP tools: mcpBackend implements mcpserver.Backend over
+// The gateway side of the MCP tools: mcpBackend implements ipc.Backend over
 // the store, the queue, the outbox and the adapters. The tool bodies live in
-// mcpserver; here is only what they act through.
+// ipc; here is only what they act through.
 
 // sendWait bounds how long send and reply wait for the platform to accept a
 // message before answering "pending".
@@ -62,18 +62,18 @@ type mcpIntake interface {
 	inject(ctx context.Context, req ops.InjectRequest) (store.Message, error)
 }
 
-// mcpBackend implements mcpserver.Backend: one part per group of its
+// mcpBackend implements ipc.Backend: one part per group of its
 // interfaces, all over the same mcpDeps.
 type mcpBackend struct {
-	mcpMessenger // mcpserver.Messenger
-	mcpHistory   // mcpserver.History
-	mcpAdmin     // mcpserver.State, RouteStore and GroupStore
-	mcpSessions  // mcpserver.Sessions
-	mcpTasks     // mcpserver.TaskStore (mcp_tasks.go)
-	mcpSpend     // mcpserver.Spend
+	mcpMessenger // ipc.Messenger
+	mcpHistory   // ipc.History
+	mcpAdmin     // ipc.State, RouteStore and GroupStore
+	mcpSessions  // ipc.Sessions
+	mcpTasks     // ipc.TaskStore (mcp_tasks.go)
+	mcpSpend     // ipc.Spend
 }
 
-var _ mcpserver.Backend = mcpBackend{}
+var _ ipc.Backend = mcpBackend{}
 
 func newMCPBackend(d *mcpDeps) mcpBackend {
 	return mcpBackend{mcpMessenger{d}, mcpHistory{d}, mcpAdmin{d}, mcpSessions{d}, mcpTasks{d}, mcpSpend{d}}
@@ -91,20 +91,20 @@ func (b mcpAdmin) Table() *routing.Table { return b.table() }
 
 func (b mcpAdmin) Reload(ctx context.Context) error { return b.reload(ctx) }
 
-func (b mcpMessenger) Send(ctx context.Context, folder groups.Folder, m mcpserver.Outgoing) (mcpserver.Sent, error) {
+func (b mcpMessenger) Send(ctx context.Context, folder groups.Folder, m ipc.Outgoing) (ipc.Sent, error) {
 	// A platform no adapter serves is refused here, before anything is
 	// queued: the outbox would only fail it later.
 	if m.Kind == store.OutboxFile {
 		if _, err := capability[adapters.FileSender](b.adapters, m.Chat, "send_file"); err != nil {
-			return mcpserver.Sent{}, err
+			return ipc.Sent{}, err
 		}
 	} else if _, err := capability[adapters.Adapter](b.adapters, m.Chat, "send"); err != nil {
-		return mcpserver.Sent{}, err
+		return ipc.Sent{}, err
 	}
 	it, err := b.outbox.send(ctx, ops.SendRequest{Chat: m.Chat, Text: m.Text, Topic: m.Topic, ReplyTo: m.ReplyTo,
 		Folder: folder, Key: store.NewID(mcpKeyPrefix), Kind: m.Kind, File: m.File})
 	if err != nil {
-		return mcpserver.Sent{}, err
+		return ipc.Sent{}, err
 	}
 	b.active.markReplied(folder, m.Chat)
 	return b.awaitDelivery(ctx, it), nil
@@ -112,7 +112,7 @@ func (b mcpMessenger) Send(ctx context.Context, folder groups.Folder, m mcpserve
 
 // awaitDelivery waits, for at most sendWait, until the platform accepted
 // or refused the item: the outbox wakes it when the item settles.
-func (b mcpMessenger) awaitDelivery(ctx context.Context, it store.OutboxItem) mcpserver.Sent {
+func (b mcpMessenger) awaitDelivery(ctx context.Context, it store.OutboxItem) ipc.Sent {
 	deadline := time.NewTimer(sendWait)
 	defer deadline.Stop()
 	for {
@@ -122,26 +122,26 @@ func (b mcpMessenger) awaitDelivery(ctx context.Context, it store.OutboxItem) mc
 		}
 		switch it.Status {
 		case store.OutboxSent:
-			return mcpserver.Sent{Key: it.Key, Status: mcpserver.SentOK, ID: it.PlatformID}
+			return ipc.Sent{Key: it.Key, Status: ipc.SentOK, ID: it.PlatformID}
 		case store.OutboxFailed:
-			return mcpserver.Sent{Key: it.Key, Status: mcpserver.SentFailed, Error: it.Error}
+			return ipc.Sent{Key: it.Key, Status: ipc.SentFailed, Error: it.Error}
 		}
 		select {
 		case <-ctx.Done():
-			return mcpserver.Sent{Key: it.Key, Status: mcpserver.SentPending}
+			return ipc.Sent{Key: it.Key, Status: ipc.SentPending}
 		case <-deadline.C:
-			return mcpserver.Sent{Key: it.Key, Status: mcpserver.SentPending}
+			return ipc.Sent{Key: it.Key, Status: ipc.SentPending}
 		case <-settled:
 		}
 	}
 }
 
-func (b mcpMessenger) RunningTurn(folder groups.Folder) (mcpserver.Turn, bool) {
+func (b mcpMessenger) RunningTurn(folder groups.Folder) (ipc.Turn, bool) {
 	id, t := b.active.running(folder)
 	if t == nil {
-		return mcpserver.Turn{}, false
+		return ipc.Turn{}, false
 	}
-	turn := mcpserver.Turn{ID: id, Chat: t.batch.ChatJID, Topic: t.batch.Topic, LastMessageID: lastMessageID(t.batch)}
+	turn := ipc.Turn{ID: id, Chat: t.batch.ChatJID, Topic: t.batch.Topic, LastMessageID: lastMessageID(t.batch)}
 	if len(t.batch.Items) > 0 {
 		turn.Trigger = t.batch.Items[0].Trigger
 	}
@@ -236,7 +236,7 @@ func (b mcpMessenger) recordEdit(ctx context.Context, chat adapters.JID, id adap
 	return err
 }
 
-// ignoreNotFound drops a store "not found": the mcpserver.Backend methods that
+// ignoreNotFound drops a store "not found": the ipc.Backend methods that
 // look something up by key report a missing key as found false, not as an
 // error.
 func ignoreNotFound(err error) error {
@@ -401,16 +401,16 @@ func (b mcpSessions) Turns(ctx context.Context, folder groups.Folder, limit int)
 	return b.st.Turns(ctx, folder, limit)
 }
 
-// ReportUsage implements mcpserver.Spend: report_usage adds to folder's running turn.
-func (b mcpSpend) ReportUsage(folder groups.Folder, r mcpserver.UsageReport) bool {
+// ReportUsage implements ipc.Spend: report_usage adds to folder's running turn.
+func (b mcpSpend) ReportUsage(folder groups.Folder, r ipc.UsageReport) bool {
 	u := agent.Report{CostUSD: r.CostUSD, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CacheCreationInputTokens: r.CacheCreationTokens, CacheReadInputTokens: r.CacheReadTokens, NumTurns: r.NumTurns,
 		DurationAPIMS: r.APIMS}.Usage()
 	return b.active.report(folder, u)
 }
 
-// Budgets implements mcpserver.Spend.
-func (b mcpSpend) Budgets(ctx context.Context, folder groups.Folder) ([]mcpserver.BudgetInfo, error) {
+// Budgets implements ipc.Spend.
+func (b mcpSpend) Budgets(ctx context.Context, folder groups.Folder) ([]ipc.BudgetInfo, error) {
 	all, err := b.st.Groups(ctx)
 	if err != nil {
 		return nil, err
@@ -425,15 +425,15 @@ func (b mcpSpend) Budgets(ctx context.Context, folder groups.Folder) ([]mcpserve
 	if err != nil {
 		return nil, err
 	}
-	out := make([]mcpserver.BudgetInfo, len(rep))
+	out := make([]ipc.BudgetInfo, len(rep))
 	for i, r := range rep {
-		out[i] = mcpserver.BudgetInfo{Folder: r.Folder, TodayUSD: r.TodayUSD, MonthUSD: r.MonthUSD, DailyUSD: r.DailyUSD,
+		out[i] = ipc.BudgetInfo{Folder: r.Folder, TodayUSD: r.TodayUSD, MonthUSD: r.MonthUSD, DailyUSD: r.DailyUSD,
 			MonthlyUSD: r.MonthlyUSD, UsedUp: r.Over()}
 	}
 	return out, nil
 }
 
-// SetBudget implements mcpserver.Spend; it reloads so that the change applies now.
+// SetBudget implements ipc.Spend; it reloads so that the change applies now.
 func (b mcpSpend) SetBudget(ctx context.Context, folder groups.Folder, daily, monthly float64) error {
 	if err := ops.SetBudget(ctx, b.st, folder, daily, monthly); err != nil {
 		if errors.Is(err, ops.ErrNoGroup) {

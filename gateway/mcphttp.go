@@ -18,7 +18,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/groups"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/ops"
 	"switchboard/store"
 )
@@ -51,11 +51,11 @@ type mcpTokens struct{ st *store.Store }
 
 func (t mcpTokens) TokenFolder(ctx context.Context, token string) (groups.Folder, error) {
 	if !ops.WellFormedToken(token) {
-		return "", fmt.Errorf("%w: not a switchboard token (%s and 43 characters)", mcpserver.ErrBadToken, ops.TokenPrefix)
+		return "", fmt.Errorf("%w: not a switchboard token (%s and 43 characters)", ipc.ErrBadToken, ops.TokenPrefix)
 	}
 	tok, err := t.st.TokenByHash(ctx, store.HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("%w: unknown, expired or revoked", mcpserver.ErrBadToken)
+		return "", fmt.Errorf("%w: unknown, expired or revoked", ipc.ErrBadToken)
 	}
 	if err != nil {
 		return "", err
@@ -68,7 +68,7 @@ func (t mcpTokens) TokenFolder(ctx context.Context, token string) (groups.Folder
 type mcpEndpoint struct {
 	cfg          MCPHTTP
 	st           *store.Store // tokens (ops.MintToken)
-	server       *mcpserver.Server
+	server       *ipc.Server
 	agentTimeout time.Duration // a turn's deadline: its token's lifetime
 	log          *slog.Logger
 
@@ -105,7 +105,7 @@ func (e *mcpEndpoint) start(ctx context.Context, awaited []string) (stop func(),
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
 	}
 	mux := http.NewServeMux()
-	mux.Handle(mcpserver.HTTPPath, e.server.HTTPHandler(mcpserver.HTTPOptions{Tokens: mcpTokens{e.st}, BodyTimeout: c.BodyTimeout}))
+	mux.Handle(ipc.HTTPPath, e.server.HTTPHandler(ipc.HTTPOptions{Tokens: mcpTokens{e.st}, BodyTimeout: c.BodyTimeout}))
 	// Requests outlive intake (agents of draining turns keep their tools)
 	// and end at stop: a subscriptions/listen stream lasts as long as its
 	// request.
@@ -164,7 +164,7 @@ func DefaultMCPURL(addr string, tls bool) string {
 	if tls {
 		scheme = "https"
 	}
-	return scheme + "://" + net.JoinHostPort(host, port) + mcpserver.HTTPPath
+	return scheme + "://" + net.JoinHostPort(host, port) + ipc.HTTPPath
 }
 
 // turnTokenEnv mints the token of a turn when the endpoint is on and its

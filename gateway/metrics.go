@@ -172,7 +172,7 @@ func (s *sharedGather) Gather() ([]*dto.MetricFamily, error) {
 	return c.mfs, c.err
 }
 
-// mcpCall counts an MCP tool call; mcpserver reports every call through it.
+// mcpCall counts an MCP tool call; ipc reports every call through it.
 func (m *metrics) mcpCall(tool, outcome string) {
 	m.mcpCalls.WithLabelValues(tool, outcome).Inc()
 }

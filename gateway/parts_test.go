@@ -12,7 +12,7 @@ import (
 	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/internal/testwait"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
@@ -324,10 +324,10 @@ func TestMCPBackendAlone(t *testing.T) {
 	if folder, ended := b.Disengage(testChat, "", func(groups.Folder) bool { return true }); folder != "other" || !ended {
 		t.Errorf("disengaged %q %v", folder, ended)
 	}
-	if _, err := b.Send(ctx, "main", mcpserverOutgoing("nowhere:room/1")); err == nil || len(ob.sent) != 0 {
+	if _, err := b.Send(ctx, "main", ipcOutgoing("nowhere:room/1")); err == nil || len(ob.sent) != 0 {
 		t.Errorf("send to a platform without adapter: %v, queued %d", err, len(ob.sent))
 	}
-	if _, err := b.Send(ctx, "main", mcpserverOutgoing(testChat)); err != nil || len(ob.sent) != 1 {
+	if _, err := b.Send(ctx, "main", ipcOutgoing(testChat)); err != nil || len(ob.sent) != 1 {
 		t.Errorf("send: %v, queued %d", err, len(ob.sent))
 	}
 	if _, t1 := active.running("main"); !t1.replied[testChat] {
@@ -344,6 +344,6 @@ func TestMCPEndpointOff(t *testing.T) {
 	e.endTurnToken("t-1") // touches no store while off
 }
 
-func mcpserverOutgoing(chat adapters.JID) mcpserver.Outgoing {
-	return mcpserver.Outgoing{Chat: chat, Text: "hi", Kind: store.OutboxSend}
+func ipcOutgoing(chat adapters.JID) ipc.Outgoing {
+	return ipc.Outgoing{Chat: chat, Text: "hi", Kind: store.OutboxSend}
 }

@@ -11,7 +11,7 @@ import (
 
 	"switchboard/agent"
 	"switchboard/internal/testwait"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -110,7 +110,7 @@ func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
 	h.post(chat3, "m4", "question answered through a tool")
 	testwait.For(t, 20*time.Second, "three turns running on workers", func() bool { return len(first.started()) == 3 })
 	// The third turn's agent answers through its tool before the stop.
-	if sent, err := h.g.backend.Send(context.Background(), "third", mcpserver.Outgoing{Chat: chat3, Text: "tool reply", Kind: store.OutboxSend}); err != nil || sent.Status != mcpserver.SentOK {
+	if sent, err := h.g.backend.Send(context.Background(), "third", ipc.Outgoing{Chat: chat3, Text: "tool reply", Kind: store.OutboxSend}); err != nil || sent.Status != ipc.SentOK {
 		t.Fatalf("send through the tool: %+v %v", sent, err)
 	}
 	turns := map[string]string{}    // chat → turn id

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"switchboard/groups"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/routing"
 )
 
@@ -22,7 +22,7 @@ type configStore interface {
 
 // socketSync gives the MCP server the current groups.
 type socketSync interface {
-	Sync(gs []mcpserver.Group) error
+	Sync(gs []ipc.Group) error
 }
 
 // liveConfig is the configuration the running gateway works from, read
@@ -34,7 +34,7 @@ type liveConfig struct {
 	st            configStore
 	layout        groups.Layout
 	exe           string                      // Options.Exe, for the groups' .mcp.json
-	mcp           socketSync                  // the groups' MCP sockets (mcpserver.Server)
+	mcp           socketSync                  // the groups' MCP sockets (ipc.Server)
 	loadBudgets   func(context.Context) error // budgetGuard.load
 	wakeScheduler func()
 	log           *slog.Logger
@@ -133,9 +133,9 @@ func (c *liveConfig) syncMCP(ctx context.Context, folders []groups.Folder) {
 		c.log.Error("load grant overrides for mcp", "err", err)
 		return
 	}
-	gs := make([]mcpserver.Group, len(folders))
+	gs := make([]ipc.Group, len(folders))
 	for i, f := range folders {
-		gs[i] = mcpserver.Group{Folder: f, Overrides: over[f]}
+		gs[i] = ipc.Group{Folder: f, Overrides: over[f]}
 	}
 	if err := c.mcp.Sync(gs); err != nil {
 		c.log.Error("mcp socket unavailable: the agents of these groups have no tools until it is fixed", "err", err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"switchboard/groups"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/routing"
 )
 
@@ -15,7 +15,7 @@ type configFake struct {
 	rev    int64
 	routes []routing.Route
 	groups []groups.Folder
-	synced [][]mcpserver.Group
+	synced [][]ipc.Group
 }
 
 func (c *configFake) Revision(context.Context) (int64, error)             { return c.rev, nil }
@@ -24,7 +24,7 @@ func (c *configFake) Groups(context.Context) ([]groups.Folder, error)     { retu
 func (c *configFake) AllGrantOverrides(context.Context) (map[groups.Folder][]string, error) {
 	return map[groups.Folder][]string{"main": {"send"}}, nil
 }
-func (c *configFake) Sync(gs []mcpserver.Group) error {
+func (c *configFake) Sync(gs []ipc.Group) error {
 	c.synced = append(c.synced, gs)
 	return nil
 }

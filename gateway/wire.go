@@ -8,7 +8,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/groups"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/scheduler"
@@ -74,11 +74,11 @@ func (g *Gateway) wire() error {
 }
 
 // newMCP builds the MCP server; its sockets appear at the first reload.
-func newMCP(layout groups.Layout, operator groups.Folder, backend mcpserver.Backend, onCall func(tool, outcome string), log *slog.Logger) (*mcpserver.Server, error) {
+func newMCP(layout groups.Layout, operator groups.Folder, backend ipc.Backend, onCall func(tool, outcome string), log *slog.Logger) (*ipc.Server, error) {
 	version := "dev"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		version = bi.Main.Version
 	}
-	return mcpserver.New(mcpserver.Options{Layout: layout, Operator: operator, Backend: backend,
+	return ipc.New(ipc.Options{Layout: layout, Operator: operator, Backend: backend,
 		Logger: log.With("component", "mcp"), Version: version, OnCall: onCall})
 }

@@ -2,7 +2,7 @@ package grants
 
 // contractTools is a catalog as the MCP layer's tool registry fills it: the
 // tools of CONTRACT §9 and the spend tools, in catalog order. It is this
-// package's test data; the registry's own tests (package mcpserver) check
+// package's test data; the registry's own tests (package ipc) check
 // the real catalog.
 var contractTools = func() []Tool {
 	var tools []Tool

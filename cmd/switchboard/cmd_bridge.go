@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/groups"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 )
 
 func (a *app) mcpBridgeCommand() *cobra.Command {
@@ -55,7 +55,7 @@ certificate besides the system's, for a gateway with a self-signed mcp.tls_cert.
 			if err != nil {
 				return err
 			}
-			return mcpserver.BridgeSocket(cmd.Context(), path, group, a.stdin, a.stdout)
+			return ipc.BridgeSocket(cmd.Context(), path, group, a.stdin, a.stdout)
 		},
 	}
 	cmd.Flags().StringVar(&sock, "socket", "", "path of the group's MCP socket (<data_dir>/ipc/<folder>/mcp.sock)")
@@ -80,11 +80,11 @@ func (a *app) bridgeURL(ctx context.Context, url, ca string, socketToo bool) err
 	if ca == "" {
 		ca = a.getenv("SWITCHBOARD_MCP_CA")
 	}
-	hc, err := mcpserver.HTTPClient(ca)
+	hc, err := ipc.HTTPClient(ca)
 	if err != nil {
 		return fmt.Errorf("mcp-bridge: %w", err)
 	}
-	return mcpserver.BridgeHTTP(ctx, mcpserver.HTTPEndpoint{URL: url, Token: token, Client: hc}, a.stdin, a.stdout, a.stderr)
+	return ipc.BridgeHTTP(ctx, ipc.HTTPEndpoint{URL: url, Token: token, Client: hc}, a.stdin, a.stdout, a.stderr)
 }
 
 // bridgeSocket picks the socket mcp-bridge joins, and the group's folder
@@ -111,7 +111,7 @@ func (a *app) bridgeSocket(sock, name string) (string, groups.Folder, error) {
 	if sock == "" {
 		wd, err := os.Getwd()
 		if err == nil {
-			sock, folder = mcpserver.GroupDirSocket(wd)
+			sock, folder = ipc.GroupDirSocket(wd)
 		}
 		if sock == "" {
 			return "", "", usagef("no socket to join: give --socket PATH or --folder FOLDER, set SWITCHBOARD_MCP_SOCKET " +

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/demoagent"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 )
 
 func (a *app) demoAgentCommand() *cobra.Command {
@@ -39,7 +39,7 @@ Configure it as agent.command: ["switchboard", "demo-agent"].`,
 				return fmt.Errorf("read prompt: %w", err)
 			}
 			return demoagent.Run(cmd.Context(), string(prompt), demoagent.Options{Getenv: a.getenv, Stdout: a.stdout, Stderr: a.stderr,
-				Version: buildVersion()["version"], HTTPClient: mcpserver.HTTPClient})
+				Version: buildVersion()["version"], HTTPClient: ipc.HTTPClient})
 		},
 	}
 }

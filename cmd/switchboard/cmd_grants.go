@@ -10,7 +10,7 @@ import (
 
 	"switchboard/grants"
 	"switchboard/groups"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -82,7 +82,7 @@ func (a *app) groupRules(ctx context.Context, st *store.Store, cat *grants.Catal
 }
 
 func (a *app) grantsShow(cmd *cobra.Command, folder groups.Folder) error {
-	cat, err := mcpserver.Catalog()
+	cat, err := ipc.Catalog()
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		}
 		params[k] = v
 	}
-	cat, err := mcpserver.Catalog()
+	cat, err := ipc.Catalog()
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		if err != nil {
 			return fmt.Errorf("route table: %w", err)
 		}
-		d := mcpserver.Authorize(mcpserver.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
+		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
 		verdict := "deny"
 		if d.Allow {
 			verdict = "allow"

@@ -18,7 +18,7 @@ import (
 	"switchboard/internal/testlog"
 	"switchboard/internal/testmcp"
 	"switchboard/internal/testwait"
-	"switchboard/mcpserver"
+	"switchboard/ipc"
 	"switchboard/store"
 )
 
@@ -63,7 +63,7 @@ func shortDir(t *testing.T) string {
 // toolCatalog is the grants catalog of the MCP tool registry.
 func toolCatalog(t testing.TB) *grants.Catalog {
 	t.Helper()
-	c, err := mcpserver.Catalog()
+	c, err := ipc.Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,43 @@
+package ipc
+
+import (
+	"fmt"
+
+	"switchboard/adapters"
+	"switchboard/grants"
+	"switchboard/groups"
+	"switchboard/routing"
+)
+
+// Caller is who makes a tool call: a group folder and its rules.
+type Caller struct {
+	Folder groups.Folder
+	Tier   int
+	Rules  *grants.Set
+}
+
+// Authorize decides a tool call: the grant rules with the call's params, then
+// — for a call that targets a chat (param "jid") — that the owner of the chat,
+// or of its topic when the call names one (param "topic"), is in the caller's
+// subtree (tier 0 excepted): a group routed one thread of a chat acts there. It is the only place that combines
+// the two, used by the MCP server and by `switchboard grants check`.
+func Authorize(c Caller, table *routing.Table, tool string, params map[string]string) grants.Decision {
+	d := c.Rules.Check(tool, params)
+	if !d.Allow || c.Tier == 0 {
+		return d
+	}
+	jid, ok := params["jid"]
+	if !ok {
+		return d
+	}
+	owner, owned := table.Owner(adapters.JID(jid), params["topic"])
+	switch {
+	case !owned:
+		d.Allow = false
+		d.Reason = fmt.Sprintf("denied: chat %s has no owner (no route matches it), so only the operator may act on it", jid)
+	case !c.Folder.Contains(owner):
+		d.Allow = false
+		d.Reason = fmt.Sprintf("denied: chat %s belongs to group %s, outside %s's subtree", jid, owner, c.Folder)
+	}
+	return d
+}

@@ -1,0 +1,379 @@
+package ipc
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/grants"
+	"switchboard/groups"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// callTimeout bounds one tool call.
+const callTimeout = time.Minute
+
+// toolDef is one tool of the registry: its category, schema and what it
+// does. Adding a tool is adding a toolDef to its category's list (the
+// tools_*.go file of that category); the grants catalog is derived from the
+// registry, so the tool list is kept here alone.
+type toolDef struct {
+	category grants.Category
+	tool     mcp.Tool
+	run      func(ctx context.Context, c *call) (any, error)
+}
+
+// registry returns every implemented tool, each declared once, by category
+// in catalog order.
+func registry() []*toolDef {
+	var all []*toolDef
+	for _, part := range []struct {
+		category grants.Category
+		tools    []*toolDef
+	}{
+		{grants.Messaging, messagingTools()},
+		{grants.History, historyTools()},
+		{grants.Routing, routingTools()},
+		{grants.Groups, groupTools()},
+		{grants.Tasks, taskTools()},
+		{grants.Session, sessionTools()},
+		{grants.Spend, spendTools()},
+	} {
+		for _, def := range part.tools {
+			def.category = part.category
+			all = append(all, def)
+		}
+	}
+	return all
+}
+
+// catalogOf derives the grants catalog (names and categories) from defs.
+func catalogOf(defs []*toolDef) (*grants.Catalog, error) {
+	tools := make([]grants.Tool, len(defs))
+	for i, def := range defs {
+		tools[i] = grants.Tool{Name: def.tool.Name, Category: def.category}
+	}
+	return grants.NewCatalog(tools)
+}
+
+// Catalog returns the grants catalog derived from the tool registry: every
+// tool's name and category, in listing order. The server and `switchboard
+// grants` evaluate the tier defaults over it.
+func Catalog() (*grants.Catalog, error) {
+	c, err := catalogOf(registry())
+	if err != nil {
+		return nil, fmt.Errorf("ipc: %w", err)
+	}
+	return c, nil
+}
+
+// call is one tool call after it was authorized.
+type call struct {
+	s      *Server
+	b      Backend
+	folder groups.Folder
+	tier   int
+	a      *access
+	args   map[string]any
+}
+
+// Effects of a tool, for its annotations.
+type effect int
+
+const (
+	readOnly    effect = iota // reads only
+	additive                  // creates or changes, never destroys
+	destructive               // may delete or overwrite
+)
+
+// newTool builds a tool: description, annotations and a closed schema
+// (additionalProperties false, so a misspelt param is reported, not ignored).
+func newTool(name, title, description string, e effect, params ...mcp.ToolOption) mcp.Tool {
+	opts := []mcp.ToolOption{
+		mcp.WithDescription(description),
+		mcp.WithTitleAnnotation(title),
+		mcp.WithReadOnlyHintAnnotation(e == readOnly),
+		mcp.WithDestructiveHintAnnotation(e == destructive),
+		mcp.WithIdempotentHintAnnotation(e == readOnly),
+		mcp.WithOpenWorldHintAnnotation(false),
+		mcp.WithSchemaAdditionalProperties(false),
+	}
+	return mcp.NewTool(name, append(opts, params...)...)
+}
+
+// chatParam is the chat_jid param every chat tool takes.
+func chatParam(desc string) mcp.ToolOption {
+	return mcp.WithString("chat_jid", mcp.Required(), mcp.Description(desc))
+}
+
+func limitParam(def, max int, what string) mcp.ToolOption {
+	return mcp.WithInteger("limit", mcp.Min(1), mcp.Max(max),
+		mcp.Description(fmt.Sprintf("How many %s to return (default %d, at most %d).", what, def, max)))
+}
+
+// handler wraps a tool: validate the arguments against the schema, authorize
+// the call (grants with its params, then chat ownership), run it, and turn
+// every outcome into a result. A refusal or failure is an isError result,
+// never a JSON-RPC error or a dropped connection.
+func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
+	name := def.tool.Name
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
+		g := callerGroup(ctx)
+		if g == nil {
+			return mcp.NewToolResultError("internal error: no session"), nil
+		}
+		folder := g.folder
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("mcp tool panic", "folder", folder, "tool", name, "panic", r)
+				res = mcp.NewToolResultError(name + ": internal error")
+			}
+		}()
+		if g.removed.Load() {
+			return mcp.NewToolResultError(fmt.Sprintf("refused: group %s no longer exists", folder)), nil
+		}
+		a := g.access.Load()
+		args, err := argsOf(req)
+		if err == nil {
+			err = validateArgs(def.tool, args)
+		}
+		if err != nil {
+			if !a.rules.Listed(name) {
+				return refusal(folder, a.tier, name, a.rules.Check(name, nil).Reason), nil
+			}
+			return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
+		}
+		params := grantParams(args)
+		if id := cmp.Or(params["message_id"], params["reply_to"]); id != "" && params["jid"] != "" && params["topic"] == "" {
+			// A message in a thread belongs to whoever owns that thread.
+			if m, found, err := s.opt.Backend.MessageByID(ctx, adapters.JID(params["jid"]), adapters.MessageID(id)); err == nil && found && m.Topic != "" {
+				params["topic"] = m.Topic
+			}
+		}
+		d := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules}, s.opt.Backend.Table(), name, params)
+		if !d.Allow {
+			s.count(name, "refused")
+			s.log.Info("mcp call refused", "folder", folder, "tool", name, "reason", d.Reason)
+			return refusal(folder, a.tier, name, d.Reason), nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		start := time.Now()
+		v, err := def.run(ctx, &call{s: s, b: s.opt.Backend, folder: folder, tier: a.tier, a: a, args: args})
+		if err != nil {
+			s.count(name, "error")
+			s.log.Info("mcp call failed", "folder", folder, "tool", name, "ms", time.Since(start).Milliseconds(), "err", err)
+			return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
+		}
+		s.count(name, "allowed")
+		s.log.Debug("mcp call", "folder", folder, "tool", name, "ms", time.Since(start).Milliseconds())
+		b, err := json.Marshal(v)
+		if err != nil {
+			s.log.Error("encode mcp result", "folder", folder, "tool", name, "err", err)
+			return mcp.NewToolResultError(name + ": internal error encoding the result"), nil
+		}
+		return mcp.NewToolResultText(string(b)), nil
+	}
+}
+
+// RefusedPrefix starts the text of every call that the grants or chat
+// ownership refused.
+const RefusedPrefix = "refused: "
+
+func refusal(folder groups.Folder, tier int, tool, reason string) *mcp.CallToolResult {
+	return mcp.NewToolResultError(fmt.Sprintf("%sgroup %s (tier %d) may not call %s: %s", RefusedPrefix, folder, tier, tool, reason))
+}
+
+// argsOf returns the call's arguments as an object (none: empty).
+func argsOf(req mcp.CallToolRequest) (map[string]any, error) {
+	raw := req.Params.Arguments
+	if raw == nil {
+		return map[string]any{}, nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("arguments must be a JSON object, got %s", jsonType(raw))
+	}
+	return m, nil
+}
+
+// validateArgs checks args against the tool's schema: known names, JSON
+// types, enums and required params. JSON null counts as absent.
+func validateArgs(t mcp.Tool, args map[string]any) error {
+	props := t.InputSchema.Properties
+	for k, v := range args {
+		if v == nil {
+			delete(args, k)
+			continue
+		}
+		p, ok := props[k].(map[string]any)
+		if !ok {
+			names := slices.Sorted(maps.Keys(props))
+			if len(names) == 0 {
+				return fmt.Errorf("unknown param %q: this tool takes no params", k)
+			}
+			return fmt.Errorf("unknown param %q: this tool takes %s", k, strings.Join(names, ", "))
+		}
+		want, _ := p["type"].(string)
+		if !typeMatches(want, v) {
+			return fmt.Errorf("param %s: want %s, got %s", k, article(want), jsonType(v))
+		}
+		if enum, ok := p["enum"].([]string); ok && !slices.Contains(enum, v.(string)) {
+			return fmt.Errorf("param %s: %q is not one of %s", k, v, strings.Join(enum, ", "))
+		}
+	}
+	for _, k := range t.InputSchema.Required {
+		if _, ok := args[k]; !ok {
+			return fmt.Errorf("missing required param %s", k)
+		}
+	}
+	return nil
+}
+
+func typeMatches(want string, v any) bool {
+	switch want {
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "integer":
+		f, ok := v.(float64)
+		return ok && f == math.Trunc(f) && math.Abs(f) < 1<<53
+	case "number":
+		_, ok := v.(float64)
+		return ok
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	}
+	return true
+}
+
+func jsonType(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "a string"
+	case float64:
+		switch {
+		case x != math.Trunc(x):
+			return "a number"
+		case math.Abs(x) >= 1<<53:
+			return fmt.Sprintf("%g, which is too large to be an exact integer", x)
+		}
+		return "an integer"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func article(t string) string {
+	if t == "integer" || t == "object" || t == "array" {
+		return "an " + t
+	}
+	return "a " + t
+}
+
+// grantParams turns arguments into grant params: chat_jid is the param jid;
+// strings are taken as they are, other values in their JSON form.
+func grantParams(args map[string]any) map[string]string {
+	p := make(map[string]string, len(args))
+	for k, v := range args {
+		if k == "chat_jid" {
+			k = "jid"
+		}
+		switch x := v.(type) {
+		case string:
+			p[k] = x
+		case bool:
+			p[k] = strconv.FormatBool(x)
+		case float64:
+			p[k] = strconv.FormatFloat(x, 'f', -1, 64)
+		default:
+			b, _ := json.Marshal(x)
+			p[k] = string(b)
+		}
+	}
+	return p
+}
+
+// Argument accessors; validateArgs has checked the types.
+
+func (c *call) str(k string) string { s, _ := c.args[k].(string); return s }
+
+// jid and msgID read a chat or sender JID and a platform message id as the
+// model passed them, unchecked (JID.Validate checks a JID where a tool needs
+// a valid one).
+func (c *call) jid(k string) adapters.JID { return adapters.JID(c.str(k)) }
+
+// folderArg is the folder named by argument k, as given: the tool checks it
+// (folderParam checks it at once).
+func (c *call) folderArg(k string) groups.Folder { return groups.Folder(c.str(k)) }
+
+// folderParam is the folder named by argument k, validated.
+func (c *call) folderParam(k string) (groups.Folder, error) { return groups.ParseFolder(c.str(k)) }
+
+func (c *call) msgID(k string) adapters.MessageID { return adapters.MessageID(c.str(k)) }
+
+func (c *call) has(k string) bool { _, ok := c.args[k]; return ok }
+
+func (c *call) int(k string, def int) int {
+	if f, ok := c.args[k].(float64); ok {
+		return int(f)
+	}
+	return def
+}
+
+func (c *call) obj(k string) map[string]any { m, _ := c.args[k].(map[string]any); return m }
+
+func (c *call) arr(k string) []any { a, _ := c.args[k].([]any); return a }
+
+// ok is the result of a tool that has nothing else to say.
+var ok = map[string]bool{"ok": true}
+
+// clamp bounds a limit param.
+func clamp(n, def, max int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, max)
+}
+
+// requireText checks a free-text param.
+func requireText(name, s string, max int) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("%s is empty", name)
+	}
+	if len(s) > max {
+		return fmt.Errorf("%s is %d bytes, at most %d allowed", name, len(s), max)
+	}
+	return nil
+}
+
+// count reports a call's outcome to Options.OnCall.
+func (s *Server) count(tool, outcome string) {
+	if s.opt.OnCall != nil {
+		s.opt.OnCall(tool, outcome)
+	}
+}
