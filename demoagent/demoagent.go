@@ -7,6 +7,7 @@
 package demoagent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,8 +17,6 @@ import (
 	"net"
 	"net/http"
 	"regexp"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -295,7 +294,7 @@ func searchReply(ctx context.Context, mc *client.Client, query string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d best matches for %q:", len(res.Hits), query)
 	for _, h := range res.Hits {
-		fmt.Fprintf(&sb, "\n- %s in %s: %s", orDefault(h.Name, h.Sender), h.ChatJID, h.Snippet)
+		fmt.Fprintf(&sb, "\n- %s in %s: %s", cmp.Or(h.Name, h.Sender), h.ChatJID, h.Snippet)
 	}
 	return sb.String()
 }
@@ -317,7 +316,7 @@ func routesReply(ctx context.Context, mc *client.Client) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "Routes I can see (%d), tried in this order:", len(res.Routes))
 	for _, r := range res.Routes {
-		fmt.Fprintf(&sb, "\n- #%d (seq %d) %s -> %s [%s]", r.ID, r.Seq, formatMatch(r.Match), r.Target, r.Mode)
+		fmt.Fprintf(&sb, "\n- #%d (seq %d) %s -> %s [%s]", r.ID, r.Seq, routing.FormatMatch(r.Match), r.Target, r.Mode)
 	}
 	return sb.String()
 }
@@ -353,7 +352,7 @@ func demoReply(prompt string, getenv func(string) string) string {
 	var sb strings.Builder
 	last := msgs[len(msgs)-1]
 	name := html.UnescapeString(last[1])
-	fmt.Fprintf(&sb, "Hi %s! I am the Switchboard demo agent in folder %s. ", name, orDefault(getenv("SWITCHBOARD_FOLDER"), "?"))
+	fmt.Fprintf(&sb, "Hi %s! I am the Switchboard demo agent in folder %s. ", name, cmp.Or(getenv("SWITCHBOARD_FOLDER"), "?"))
 	if len(msgs) == 1 {
 		fmt.Fprintf(&sb, "You said: %q", firstLine(html.UnescapeString(stripTags(last[2]))))
 	} else {
@@ -384,31 +383,4 @@ func firstLine(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
-// formatMatch is a route's match as `switchboard route list` shows it:
-// key=value in routing.MatchKeys order.
-func formatMatch(m map[string]string) string {
-	if len(m) == 0 {
-		return "(everything)"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		return slices.Index(routing.MatchKeys, keys[i]) < slices.Index(routing.MatchKeys, keys[j])
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
-	}
-	return strings.Join(parts, " ")
 }

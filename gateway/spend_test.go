@@ -87,13 +87,7 @@ echo "reply $n"; echo '{"switchboard_usage": {"cost_usd": 1}}'`
 		o.Limits.TurnsPerChat = Rate{Count: 3, Window: time.Hour}
 	}})
 	ctx := context.Background()
-	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", DailyUSD: 1.5}); err != nil {
-		t.Fatal(err)
-	}
-	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.budget.byFolder.Load()
-		return m != nil && len(*m) == 1
-	})
+	setBudget(t, h, store.Budget{Folder: "main", DailyUSD: 1.5})
 	h.post(testChat, "m1", "one")
 	h.waitSent(testChat, 1)
 	h.post(testChat, "m2", "two")
@@ -147,13 +141,7 @@ func TestBudgetSkipsTasks(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo ok; echo '{"switchboard_usage": {"cost_usd": 3}}'`),
 		groups: []string{"main/sub"}})
 	ctx := context.Background()
-	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 2}); err != nil {
-		t.Fatal(err)
-	}
-	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.budget.byFolder.Load()
-		return m != nil && len(*m) == 1
-	})
+	setBudget(t, h, store.Budget{Folder: "main", MonthlyUSD: 2})
 	h.post(testChat, "m1", "spend it") // main spends $3 of its $2
 	h.waitSent(testChat, 1)
 	task, err := ops.AddTask(ctx, h.st, scheduler.TaskSpec{Folder: "main/sub", ChatJID: testChat, Prompt: "report",
@@ -212,19 +200,11 @@ func TestTaskRunShowsCost(t *testing.T) {
 func TestBudgetHoldSurvivesRestart(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo answered; echo '{"switchboard_usage": {"cost_usd": 2}}'`)})
 	ctx := context.Background()
-	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil {
-		t.Fatal(err)
-	}
-	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.budget.byFolder.Load()
-		return m != nil && len(*m) == 1
-	})
+	setBudget(t, h, store.Budget{Folder: "main", MonthlyUSD: 1})
 	h.post(testChat, "m1", "one")
 	h.waitSent(testChat, 1)
 	h.post(testChat, "m2", "held")
-	if got := h.waitSent(testChat, 2)[1].Text; !strings.Contains(got, "monthly budget of $1.00 is used up") {
-		t.Fatalf("second message %q, want the budget notice", got)
-	}
+	wantBudgetNotice(t, h, 2, "monthly budget of $1.00 is used up")
 	h.restart(nil)
 	h.post(testChat, "m3", "still held")
 	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil { // a no-op change: still used up
@@ -284,19 +264,11 @@ func TestNewRefusesUnknownTimezone(t *testing.T) {
 func TestBudgetSkipsTaskRunsOfAHeldChat(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; echo "answered $SWITCHBOARD_TRIGGER"; echo '{"switchboard_usage": {"cost_usd": 2}}'`)})
 	ctx := context.Background()
-	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil {
-		t.Fatal(err)
-	}
-	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.budget.byFolder.Load()
-		return m != nil && len(*m) == 1
-	})
+	setBudget(t, h, store.Budget{Folder: "main", MonthlyUSD: 1})
 	h.post(testChat, "m1", "spend it")
 	h.waitSent(testChat, 1)
 	h.post(testChat, "m2", "held")
-	if got := h.waitSent(testChat, 2)[1].Text; !strings.Contains(got, "monthly budget of $1.00 is used up") {
-		t.Fatalf("second message %q, want the budget notice", got)
-	}
+	wantBudgetNotice(t, h, 2, "monthly budget of $1.00 is used up")
 	// A task of the held chat whose slots fell due over the last minutes:
 	// missed "all" queues every slot at once.
 	now := time.Now()
@@ -364,13 +336,7 @@ func TestBudgetSkipsTaskRunQueuedBehindHeldMessages(t *testing.T) {
 	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `cat >/dev/null; while [ ! -f "$1/go" ]; do sleep 0.01; done; rm -f "$1/go"
 echo "answered $SWITCHBOARD_TRIGGER"; echo '{"switchboard_usage": {"cost_usd": 2}}'`, dir)})
 	ctx := context.Background()
-	if err := h.st.SetBudget(ctx, store.Budget{Folder: "main", MonthlyUSD: 1}); err != nil {
-		t.Fatal(err)
-	}
-	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
-		m := h.g.budget.byFolder.Load()
-		return m != nil && len(*m) == 1
-	})
+	setBudget(t, h, store.Budget{Folder: "main", MonthlyUSD: 1})
 	h.post(testChat, "m1", "spend it")
 	testwait.For(t, 10*time.Second, "m1's turn running", func() bool { _, at := h.g.active.running("main"); return at != nil })
 	h.post(testChat, "m2", "queued")
@@ -437,5 +403,26 @@ func TestTurnUsageFromCodex(t *testing.T) {
 		if turn.Usage != want {
 			t.Errorf("turn %d usage %+v, want %+v", i+1, turn.Usage, want)
 		}
+	}
+}
+
+// setBudget stores b and waits until the gateway has loaded it.
+func setBudget(t *testing.T, h *harness, b store.Budget) {
+	t.Helper()
+	if err := h.st.SetBudget(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "budget loaded", func() bool {
+		m := h.g.budget.byFolder.Load()
+		return m != nil && len(*m) == 1
+	})
+}
+
+// wantBudgetNotice checks that the n-th message sent to the test chat is
+// the budget's notice, saying want.
+func wantBudgetNotice(t *testing.T, h *harness, n int, want string) {
+	t.Helper()
+	if got := h.waitSent(testChat, n)[n-1].Text; !strings.Contains(got, want) {
+		t.Fatalf("message %d %q, want the budget notice (%s)", n, got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,7 +214,7 @@ func (a *app) versionCommand() *cobra.Command {
 func (a *app) printVersion() error {
 	v := buildVersion()
 	return a.emit(v, func(w io.Writer) {
-		fmt.Fprintf(w, "switchboard %s (commit %s, built %s, %s)\n", v["version"], v["commit"], orDefault(v["date"], "unknown"), v["go"])
+		fmt.Fprintf(w, "switchboard %s (commit %s, built %s, %s)\n", v["version"], v["commit"], cmp.Or(v["date"], "unknown"), v["go"])
 	})
 }
 

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -113,7 +111,7 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 		}
 		warning := a.shadowWarning(cmd, st, added)
 		return a.emit(map[string]any{"route": added, "warning": warning}, func(w io.Writer) {
-			fmt.Fprintf(w, "added route %d: %s -> %s (%s, seq %d)\n", added.ID, formatMatch(added.Match), added.Target, added.Mode, added.Seq)
+			fmt.Fprintf(w, "added route %d: %s -> %s (%s, seq %d)\n", added.ID, routing.FormatMatch(added.Match), added.Target, added.Mode, added.Seq)
 			if warning != "" {
 				fmt.Fprintln(w, "warning: "+warning)
 			}
@@ -142,24 +140,6 @@ func (a *app) shadowWarning(cmd *cobra.Command, st *store.Store, r routing.Route
 	return ""
 }
 
-func formatMatch(m map[string]string) string {
-	if len(m) == 0 {
-		return "(everything)"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		return slices.Index(routing.MatchKeys, keys[i]) < slices.Index(routing.MatchKeys, keys[j])
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
-	}
-	return strings.Join(parts, " ")
-}
-
 func (a *app) routeList(cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
@@ -173,7 +153,7 @@ func (a *app) routeList(cmd *cobra.Command) error {
 		return a.emit(routes, func(w io.Writer) {
 			fmt.Fprintln(w, "ID\tSEQ\tMODE\tTARGET\tMATCH")
 			for _, r := range routes {
-				fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\n", r.ID, r.Seq, r.Mode, r.Target, formatMatch(r.Match))
+				fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\n", r.ID, r.Seq, r.Mode, r.Target, routing.FormatMatch(r.Match))
 			}
 		})
 	})
@@ -194,7 +174,7 @@ func (a *app) routeRemove(cmd *cobra.Command, arg string) error {
 			return err
 		}
 		return a.emit(map[string]any{"removed": r}, func(w io.Writer) {
-			fmt.Fprintf(w, "removed route %d: %s -> %s\n", r.ID, formatMatch(r.Match), r.Target)
+			fmt.Fprintf(w, "removed route %d: %s -> %s\n", r.ID, routing.FormatMatch(r.Match), r.Target)
 		})
 	})
 }
@@ -239,7 +219,7 @@ func explainJSON(ex routing.Explanation) map[string]any {
 
 func printExplanation(w io.Writer, m routing.Message, ex routing.Explanation) {
 	if ex.Matched {
-		fmt.Fprintf(w, "route %d wins: %s -> folder %s, mode %s\n", ex.Route.ID, formatMatch(ex.Route.Match), ex.Folder, ex.Mode)
+		fmt.Fprintf(w, "route %d wins: %s -> folder %s, mode %s\n", ex.Route.ID, routing.FormatMatch(ex.Route.Match), ex.Folder, ex.Mode)
 	} else {
 		fmt.Fprintf(w, "no route matches %s: the message is stored as unrouted and no turn runs\n", m.ChatJID)
 	}

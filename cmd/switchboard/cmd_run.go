@@ -51,7 +51,7 @@ func (a *app) runGateway(ctx context.Context) error {
 	// Only run talks to the platforms: the other commands load the config
 	// without its tokens.
 	if err := a.cfg.ValidateSecrets(); err != nil {
-		return fmt.Errorf("config %s: %w", orDefault(a.cfgFrom, "(built-in defaults)"), err)
+		return fmt.Errorf("config %s: %w", cmp.Or(a.cfgFrom, "(built-in defaults)"), err)
 	}
 	st, err := a.openStore(ctx)
 	if err != nil {
@@ -109,7 +109,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		return err
 	}
 	abs, _ := filepath.Abs(a.cfg.DataDir)
-	a.log.Info("switchboard starting", "version", buildVersion()["version"], "config", orDefault(a.cfgFrom, "(built-in defaults)"),
+	a.log.Info("switchboard starting", "version", buildVersion()["version"], "config", cmp.Or(a.cfgFrom, "(built-in defaults)"),
 		"data_dir", abs, "agent", a.cfg.Agent.Command, "max_concurrent", a.cfg.Agent.MaxConcurrent)
 	// A second signal exits at once; the first one is ctx.
 	go func() {
@@ -129,13 +129,6 @@ func (a *app) runGateway(ctx context.Context) error {
 	adm.stop()
 	a.log.Info("switchboard stopped")
 	return err
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 // seed creates the config's groups when missing and its routes once, at the
@@ -193,7 +186,7 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 func routesDiffer(cfg, db []routing.Route) (missing []string, differ bool) {
 	key := func(r routing.Route) string {
 		r = r.Normalize()
-		return fmt.Sprintf("%d %s %s %s", r.Seq, r.Mode, r.Target, formatMatch(r.Match))
+		return fmt.Sprintf("%d %s %s %s", r.Seq, r.Mode, r.Target, routing.FormatMatch(r.Match))
 	}
 	ordered := slices.Clone(cfg)
 	slices.SortStableFunc(ordered, func(a, b routing.Route) int { return cmp.Compare(a.Seq, b.Seq) })

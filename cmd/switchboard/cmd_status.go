@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -197,7 +198,7 @@ func (r statusReport) text(w io.Writer) {
 	for _, f := range slices.Sorted(maps.Keys(r.Queue)) {
 		q = append(q, fmt.Sprintf("%s %d", f, r.Queue[f]))
 	}
-	fmt.Fprintf(w, "queue\t%s\n", orDefault(strings.Join(q, ", "), "empty"))
+	fmt.Fprintf(w, "queue\t%s\n", cmp.Or(strings.Join(q, ", "), "empty"))
 	label = "running"
 	for _, t := range r.Running {
 		fmt.Fprintf(w, "%s\t%s\t%s since %s\n", label, t.Folder, t.ChatJID, t.Started.Local().Format(time.DateTime))

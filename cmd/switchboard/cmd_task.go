@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -96,9 +97,9 @@ func cliScheduleError(err error, what string) error {
 	if !errors.As(err, &zp) {
 		return err
 	}
-	fix := fmt.Sprintf("give the zone with --tz %s", orDefault(zp.Zone, "ZONE"))
+	fix := fmt.Sprintf("give the zone with --tz %s", cmp.Or(zp.Zone, "ZONE"))
 	if zp.Rest != "" {
-		fix = fmt.Sprintf("write %s %q --tz %s", what, zp.Rest, orDefault(zp.Zone, "ZONE"))
+		fix = fmt.Sprintf("write %s %q --tz %s", what, zp.Rest, cmp.Or(zp.Zone, "ZONE"))
 	}
 	return fmt.Errorf("%w: %s %q: a zone prefix is not accepted; the zone goes in --tz (default: timezone in the config): %s",
 		scheduler.ErrBadSchedule, what, zp.Spec, fix)
@@ -111,7 +112,7 @@ func inZone(t time.Time, tz string) string {
 	if loc, err := scheduler.LoadZone(tz); err == nil {
 		t = t.In(loc)
 	}
-	return t.Format("2006-01-02 15:04:05 -07:00") + " " + orDefault(tz, "UTC")
+	return t.Format("2006-01-02 15:04:05 -07:00") + " " + cmp.Or(tz, "UTC")
 }
 
 // nextRun is when t fires next: never once it is cancelled or completed,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -26,7 +27,7 @@ func lockDataDir(dir string) (release func(), err error) {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			pid := strings.TrimSpace(string(b))
-			return nil, fmt.Errorf("data dir %s is in use by another switchboard run (pid %s); stop it first, or use another data_dir", dir, orDefault(pid, "unknown"))
+			return nil, fmt.Errorf("data dir %s is in use by another switchboard run (pid %s); stop it first, or use another data_dir", dir, cmp.Or(pid, "unknown"))
 		}
 		return nil, fmt.Errorf("lock data dir %s: %w", dir, err)
 	}
