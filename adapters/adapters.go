@@ -3,8 +3,8 @@
 // the Outbound request, the small Adapter interface every platform
 // implements, the Host a running adapter talks back to, and optional
 // capability interfaces (edit, delete, react, pin, files, downloads, history,
-// typing, identity, limits) discovered by type assertion. It is a leaf:
-// platform packages import it, never the reverse.
+// typing, identity, limits, live replies) discovered by type assertion. It is
+// a leaf: platform packages import it, never the reverse.
 //
 // docs/adapters.md says how to add a platform and what each capability
 // promises.
@@ -383,4 +383,54 @@ type HistoryFetcher interface {
 // Limits.TypingEvery. Errors are logged and otherwise ignored.
 type Typer interface {
 	Typing(ctx context.Context, chat JID, topic string) error
+}
+
+// Streamer is implemented by adapters that show a reply growing while a turn
+// runs, natively (a Telegram draft, a message edited in place, draft objects
+// on the web chat's event stream). The gateway finds it by type assertion;
+// for an adapter without it, or whose StartLive or first Update answers
+// ErrUnsupported (not here: fall back), it shows the live reply with the
+// generic fallback: Send of the first text, then Editor.Edit of that message
+// at every update, the final being its last edit (no live reply at all when
+// the adapter is no Editor either).
+//
+// StartLive does not call the platform and does not block: the first
+// Update (or Finish) shows the reply. m names the chat, the topic and the
+// message replied to; m.Text is unused; m.Key is the idempotency key of the
+// final message. turn identifies the turn, unique per chat; the adapter may
+// show it or derive a platform id from it (a Telegram draft_id). An error
+// wraps ErrPermanent (not a chat of this adapter) or ErrUnsupported.
+type Streamer interface {
+	StartLive(ctx context.Context, m Outbound, turn string) (LiveReply, error)
+}
+
+// LiveReply is one turn's live reply in one chat. Drafts are never stored as
+// messages: only the final one is, under the id Finish returns. Its methods
+// block until the platform answered (the adapter's own pacing included) and
+// are serialized; the gateway calls them from one goroutine, at most one
+// Update per stream interval. Errors are those of Send: a *RetryAfterError
+// showed nothing and paces the caller, who calls again after Wait with the
+// newest text (each call carries the whole text, so nothing is lost); an
+// error wrapping ErrPermanent will not succeed; ErrUnsupported (from the
+// first Update only) means the platform refused to stream here: Abort and
+// fall back to Send and Edit; anything else is transient.
+type LiveReply interface {
+	// Update replaces what the live reply shows with text: the whole reply
+	// so far, Markdown within Limits.MaxText. It may be cut anywhere (an
+	// unclosed code fence or emphasis): the adapter renders it with
+	// markdown.Partial. Text that is empty or blank shows nothing.
+	Update(ctx context.Context, text string) error
+	// Finish shows text (Markdown within Limits.MaxText; not a partial) as
+	// the reply's final message and returns its platform id, under which
+	// the gateway stores it: that message is the delivery, exactly once.
+	// After a successful Finish, Finish returns the same id and sends
+	// nothing, and Update returns ErrLiveEnded. After an error nothing is
+	// final and Finish may be called again.
+	Finish(ctx context.Context, text string) (MessageID, error)
+	// Abort ends the live reply with nothing final: the gateway delivers the
+	// final another way (Send, files), or the turn said nothing. The adapter
+	// removes what it showed where it can (a message it sent is deleted; a
+	// Telegram draft vanishes on its own). After Finish, or a first Abort,
+	// it does nothing. After Abort, Finish returns ErrLiveEnded.
+	Abort(ctx context.Context) error
 }

@@ -34,6 +34,9 @@ var (
 	// ErrTooLarge: an attachment is larger than its download cap
 	// (HTTPFile.MaxBytes); it comes wrapped with ErrPermanent.
 	ErrTooLarge = errors.New("the file is larger than the download cap")
+	// ErrLiveEnded: Update of a live reply that was already finished or
+	// aborted, or Finish of an aborted one; nothing was shown.
+	ErrLiveEnded = errors.New("the live reply has ended")
 )
 
 // RetryAfterError is a rate limit: try again after Wait.
