@@ -90,6 +90,17 @@ type FileRateLimiter interface {
 	RateLimitFiles(wait time.Duration)
 }
 
+// LiveWatcher is implemented by a Platform whose adapter is an
+// adapters.Streamer: it records a chat as its users see it.
+type LiveWatcher interface {
+	// WatchLive starts recording chat and returns once it records; shown
+	// lists what the chat showed of the bot since, oldest first, as a user
+	// sees it (formatting applied, markup gone): each text a live reply
+	// showed (a draft; a message as sent and as each edit left it) and each
+	// message the bot sent.
+	WatchLive(t *testing.T, chat adapters.JID) (shown func() []string)
+}
+
 // Features says what a platform's fake can show; the suite skips what the
 // platform does not have, and checks everything it has.
 type Features struct {
@@ -133,6 +144,7 @@ func Run(t *testing.T, newPlatform func(t *testing.T) Platform) {
 		{"rate limit", testRateLimit},
 		{"reconnect", testReconnect},
 		{"no ack before deliver", testNoAckBeforeDeliver},
+		{"live reply", testLive},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newPlatform(t)) })
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/internal/testenv"
+	"switchboard/internal/testwait"
 )
 
 // chromium is Debian's headless-capable browser; without it the test skips,
@@ -71,9 +74,89 @@ func TestBrowserRendersMessages(t *testing.T) {
 	}
 }
 
+// TestBrowserShowsLiveReply: while the page is open, two turns' live
+// replies grow; one finishes. The page shows the unfinished one as one
+// draft with its newest text, and the finished one as its final message,
+// once, in place of its draft. Without Chromium it skips, or fails when CI
+// is set.
+func TestBrowserShowsLiveReply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a browser")
+	}
+	testenv.Need(t, chromium, "make test installs it, or apt-get install chromium")
+	s := start(t, func(a *Adapter) { a.streamMaxAge = 2 * time.Second }) // see TestBrowserRendersMessages
+	s.post(t, "lobby", `{"sender": "ann", "text": "Please check both services."}`)
+	ctx := t.Context()
+	chat := adapters.JID("web:lobby")
+	first, _ := s.a.StartLive(ctx, adapters.Outbound{Chat: chat}, "turn-a")
+	second, _ := s.a.StartLive(ctx, adapters.Outbound{Chat: chat}, "turn-b")
+
+	type result struct {
+		dom string
+		err error
+	}
+	page := make(chan result, 1)
+	go func() {
+		dom, err := execChromium(t, "--dump-dom", s.base+"/?room=lobby")
+		page <- result{dom, err}
+	}()
+	testwait.For(t, 60*time.Second, "the page's event stream", func() bool { return s.a.hub.count() > 0 })
+	for _, u := range []struct {
+		l    adapters.LiveReply
+		text string
+	}{{first, "Checking api: pending"}, {second, "Second look: starting"}, {first, "Checking api: ok, db: pending"}, {second, "Second look: halfway there"}} {
+		if err := u.l.Update(ctx, u.text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Finish drops drafts a stream has not taken yet: let the page's take
+	// them, so that its final replaces a draft it shows.
+	testwait.For(t, 10*time.Second, "the page's stream to take the drafts", func() bool { return s.a.hub.pendingDrafts() == 0 })
+	const final = "All good: api ok, db ok"
+	id, err := first.Finish(ctx, final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.g.mu.Lock() // the gateway stores the final under Finish's id
+	seq, _ := s.g.store(adapters.Inbound{Chat: chat, ID: id, Sender: "web:user/switchboard", Text: final, Time: time.Now(), FromBot: true})
+	s.g.mu.Unlock()
+	s.a.Stored(chat, seq)
+
+	r := <-page
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	dom := r.dom
+	if n := strings.Count(dom, final); n != 1 {
+		t.Errorf("the final reply shows %d times; want once", n)
+	}
+	if strings.Contains(dom, "Checking api") {
+		t.Error("the finished turn's draft still shows beside its final message")
+	}
+	if n := strings.Count(dom, `data-draft="turn-b"`); n != 1 || !strings.Contains(dom, "Second look: halfway there") || strings.Contains(dom, "Second look: starting") {
+		t.Errorf("the running turn shows %d drafts; want one, reading its newest text", n)
+	}
+	if n := strings.Count(dom, "msg bot draft"); n != 1 {
+		t.Errorf("%d drafts on the page; want 1", n)
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
+	}
+}
+
 // runChromium runs headless Chromium on args and returns its stdout.
 func runChromium(t *testing.T, args ...string) string {
 	t.Helper()
+	out, err := execChromium(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// execChromium runs headless Chromium on args and returns its stdout; it may be
+// called from any goroutine.
+func execChromium(t *testing.T, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	base := []string{
@@ -86,7 +169,7 @@ func runChromium(t *testing.T, args ...string) string {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+		return "", fmt.Errorf("chromium %v: %w\n%s", args, err, stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), nil
 }

@@ -1,11 +1,14 @@
 package web
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,11 +38,46 @@ func (w webUnderTest) Send(ctx context.Context, m adapters.Outbound) (adapters.M
 	if err != nil {
 		return "", err
 	}
+	w.store(m, id)
+	return id, nil
+}
+
+// store stores the bot's message m under id, as the outbox does, and tells
+// the adapter, unless (chat, id) was stored before.
+func (w webUnderTest) store(m adapters.Outbound, id adapters.MessageID) {
 	w.g.mu.Lock()
-	seq, _ := w.g.store(adapters.Inbound{Chat: m.Chat, ID: id, Sender: "web:user/switchboard", Text: m.Text, Topic: m.Topic,
+	seq, dup := w.g.store(adapters.Inbound{Chat: m.Chat, ID: id, Sender: "web:user/switchboard", Text: m.Text, Topic: m.Topic,
 		ReplyTo: m.ReplyTo, Time: time.Now(), FromBot: true})
 	w.g.mu.Unlock()
-	w.Stored(m.Chat, seq)
+	if !dup {
+		w.Stored(m.Chat, seq)
+	}
+}
+
+// StartLive's final is stored under the id Finish returns, as the gateway
+// will store it.
+func (w webUnderTest) StartLive(ctx context.Context, m adapters.Outbound, turn string) (adapters.LiveReply, error) {
+	l, err := w.Adapter.StartLive(ctx, m, turn)
+	if err != nil {
+		return nil, err
+	}
+	return storingLive{LiveReply: l, w: w, m: m}, nil
+}
+
+type storingLive struct {
+	adapters.LiveReply
+	w webUnderTest
+	m adapters.Outbound
+}
+
+func (l storingLive) Finish(ctx context.Context, text string) (adapters.MessageID, error) {
+	id, err := l.LiveReply.Finish(ctx, text)
+	if err != nil {
+		return "", err
+	}
+	m := l.m
+	m.Text = text
+	l.w.store(m, id)
 	return id, nil
 }
 
@@ -111,6 +149,47 @@ func (p *webPlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 		}
 	}
 	return out
+}
+
+// WatchLive reads the room's event stream as the page does: the drafts of
+// live replies and the bot's messages, Markdown rendered.
+func (p *webPlatform) WatchLive(t *testing.T, chat adapters.JID) func() []string {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+p.a.Addr()+"/api/rooms/"+chat.Room()+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{}).Do(req) // no timeout: the stream is long
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("open the event stream: %v %v", resp, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	var mu sync.Mutex
+	var shown []string
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var ev struct {
+				Type    string
+				Text    string
+				FromBot bool `json:"from_bot"`
+			}
+			if json.Unmarshal([]byte(data), &ev) != nil || ev.Type == "" && !ev.FromBot || ev.Type == "draft_end" {
+				continue
+			}
+			mu.Lock()
+			shown = append(shown, markdown.Plain(ev.Text))
+			mu.Unlock()
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(shown)
+	}
 }
 
 // The web chat has no rate limits, formatting refusals or connection to drop.

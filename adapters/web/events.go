@@ -21,7 +21,9 @@ const (
 )
 
 // events serves GET /api/rooms/{room}/events: a server-sent event stream of
-// the room's messages, one event per message with the seq as its id. The
+// the room's messages, one event per message with the seq as its id, and of
+// the drafts of live replies (draftView, without an id: a page that connects
+// gets the drafts showing now). The
 // cursor is ?after=SEQ or the Last-Event-ID header a reconnecting
 // EventSource sends (the later of the two); with neither, the stream starts
 // at the end of the room and carries only messages stored from now on.
@@ -72,6 +74,12 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request) {
 	age := time.NewTimer(a.streamMaxAge)
 	defer age.Stop()
 	for {
+		// Drafts first: a final message is stored after its turn's last
+		// draft was queued (or dropped by Finish), so it always follows it.
+		if err := a.writeDrafts(s, sub); err != nil {
+			a.log.Debug("web event stream ended", "jid", chat, "err", err)
+			return
+		}
 		if after, err = a.sendSince(ctx, s, chat, after); err != nil {
 			a.log.Debug("web event stream ended", "jid", chat, "err", err)
 			return

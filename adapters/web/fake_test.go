@@ -211,3 +211,17 @@ func (h *hub) count() int {
 	}
 	return n
 }
+
+// pendingDrafts is the number of draft events the open streams have not
+// taken yet.
+func (h *hub) pendingDrafts() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, subs := range h.rooms {
+		for s := range subs {
+			n += len(s.drafts)
+		}
+	}
+	return n
+}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"switchboard/adapters"
@@ -31,22 +32,30 @@ func (a *Adapter) Stored(chat adapters.JID, seq int64) {
 	a.hub.wake(chat)
 }
 
-// hub tracks the event streams open on each room.
+// hub tracks the event streams open on each room, and the drafts of the
+// live replies showing in each.
 type hub struct {
-	mu    sync.Mutex
-	rooms map[adapters.JID]map[*subscriber]struct{}
+	mu     sync.Mutex
+	rooms  map[adapters.JID]map[*subscriber]struct{}
+	drafts map[adapters.JID]map[string]draftView // by turn: what a page that connects now gets
 }
 
 // subscriber is one open event stream; wake has room for one pending signal,
-// so many Stored calls between two reads coalesce into one.
+// so many Stored calls between two reads coalesce into one. drafts (guarded
+// by hub.mu) are the draft events not yet written, at most one per turn:
+// a newer text replaces an unwritten one.
 type subscriber struct {
-	wake chan struct{}
+	wake   chan struct{}
+	drafts []draftView
 }
 
 func (h *hub) subscribe(chat adapters.JID) *subscriber {
 	s := &subscriber{wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, d := range h.drafts[chat] {
+		s.drafts = append(s.drafts, d)
+	}
 	subs := h.rooms[chat]
 	if subs == nil {
 		subs = make(map[*subscriber]struct{})
@@ -68,10 +77,71 @@ func (h *hub) unsubscribe(chat adapters.JID, s *subscriber) {
 func (h *hub) wake(chat adapters.JID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.wakeLocked(chat)
+}
+
+func (h *hub) wakeLocked(chat adapters.JID) {
 	for s := range h.rooms[chat] {
 		select {
 		case s.wake <- struct{}{}:
 		default: // a wake-up is already pending
 		}
 	}
+}
+
+// showDraft sends d to the room's streams and keeps it for streams that
+// open later.
+func (h *hub) showDraft(chat adapters.JID, d draftView) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.drafts[chat] == nil {
+		h.drafts[chat] = make(map[string]draftView)
+	}
+	h.drafts[chat][d.Turn] = d
+	for s := range h.rooms[chat] {
+		s.put(d)
+	}
+	h.wakeLocked(chat)
+}
+
+// endDraft forgets turn's draft: streams that have not written its last
+// text yet never will, so no draft follows the final message; end, when
+// not nil, is sent instead.
+func (h *hub) endDraft(chat adapters.JID, turn string, end *draftView) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.drafts[chat], turn)
+	if len(h.drafts[chat]) == 0 {
+		delete(h.drafts, chat)
+	}
+	for s := range h.rooms[chat] {
+		s.drafts = slices.DeleteFunc(s.drafts, func(d draftView) bool { return d.Turn == turn })
+		if end != nil {
+			s.put(*end)
+		}
+	}
+	if end != nil {
+		h.wakeLocked(chat)
+	}
+}
+
+// takeDrafts returns and clears the drafts s has not written yet.
+func (h *hub) takeDrafts(s *subscriber) []draftView {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := s.drafts
+	s.drafts = nil
+	return out
+}
+
+// put queues d, replacing an unwritten event of the same turn in place;
+// the caller holds hub.mu.
+func (s *subscriber) put(d draftView) {
+	for i := range s.drafts {
+		if s.drafts[i].Turn == d.Turn {
+			s.drafts[i] = d
+			return
+		}
+	}
+	s.drafts = append(s.drafts, d)
 }

@@ -1,8 +1,9 @@
 // Package web is the local web chat adapter (platform "web"): an HTTP server
 // with a self-contained chat page, a small JSON API to post and read the
 // messages of a room, and a server-sent event stream that pushes new messages
-// to open pages. A room "lobby" is the chat JID "web:lobby" and a user "ann"
-// is the sender JID "web:user/ann". Every message in a web room addresses the
+// and the drafts of live replies (live.go) to open pages. A room "lobby" is
+// the chat JID "web:lobby" and a user "ann" is the sender JID
+// "web:user/ann". Every message in a web room addresses the
 // bot (like a DM), so inbound messages carry adapters.VerbMention.
 //
 // The adapter owns no storage: the gateway stores every message (the users'
@@ -118,6 +119,7 @@ func New(o Options) *Adapter {
 	}
 	a.log = a.log.With("adapter", platform)
 	a.hub.rooms = make(map[adapters.JID]map[*subscriber]struct{})
+	a.hub.drafts = make(map[adapters.JID]map[string]draftView)
 	a.addr.Store("")
 	return a
 }

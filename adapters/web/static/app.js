@@ -20,6 +20,11 @@
   let generation = 0;    // bumped on every join; stale callbacks check it
   let retryTimer = 0;
   let pending = null;    // {room, text, id}: a retry of the same text reuses its id
+  // Live replies: the draft shown for each turn, and the ids of the bot
+  // messages shown. A draft carries the id its final message will have; that
+  // message takes the draft's place, and a draft of a shown message is stale.
+  let drafts = new Map(); // turn -> {id, li}
+  let shownIds = new Set();
 
   // ---- helpers -------------------------------------------------------
 
@@ -119,16 +124,68 @@
     if (!m || typeof m.seq !== "number" || seen.has(m.seq)) return;
     seen.add(m.seq);
     if (m.seq > last) last = m.seq;
+    if (m.id) shownIds.add(m.id);
     const stick = nearBottom();
-    // Keep seq order; a message almost always goes last.
+    const draft = m.from_bot && m.id ? draftOf(m.id) : null;
+    if (draft) {
+      // The final message of a live reply replaces its draft, in place.
+      drafts.delete(draft.turn);
+      draft.li.replaceWith(render(m));
+      if (stick) ui.scroller.scrollTop = ui.scroller.scrollHeight;
+      return;
+    }
+    // Keep seq order; a message almost always goes last, above the drafts.
     let before = null;
-    for (let n = ui.list.lastElementChild; n && Number(n.dataset.seq) > m.seq; n = n.previousElementSibling) {
+    for (let n = ui.list.lastElementChild; n && (n.dataset.draft || Number(n.dataset.seq) > m.seq); n = n.previousElementSibling) {
       before = n;
     }
     ui.list.insertBefore(render(m), before);
     while (ui.list.childElementCount > MAX_SHOWN) ui.list.firstElementChild.remove();
     ui.empty.hidden = true;
     if (stick) ui.scroller.scrollTop = ui.scroller.scrollHeight;
+  }
+
+  function draftOf(id) {
+    for (const [turn, d] of drafts) if (d.id === id) return { turn, li: d.li };
+    return null;
+  }
+
+  // showDraft shows a live reply's text so far, in place of its last one.
+  function showDraft(d) {
+    if (typeof d.turn !== "string" || typeof d.text !== "string" || shownIds.has(d.id)) return;
+    const stick = nearBottom();
+    const cur = drafts.get(d.turn);
+    if (cur) {
+      cur.li.querySelector(".text").textContent = d.text;
+    } else {
+      const li = render({ from_bot: true, name: d.name, sender: d.name, text: d.text, topic: d.topic });
+      li.classList.add("draft");
+      li.dataset.draft = d.turn;
+      delete li.dataset.seq;
+      li.querySelector(".badge").textContent = "writing…";
+      ui.list.append(li);
+      drafts.set(d.turn, { id: d.id, li });
+      ui.empty.hidden = true;
+    }
+    if (stick) ui.scroller.scrollTop = ui.scroller.scrollHeight;
+  }
+
+  // endDraft removes a draft that no message replaces (an aborted reply).
+  function endDraft(d) {
+    const cur = drafts.get(d.turn);
+    if (cur) cur.li.remove();
+    drafts.delete(d.turn);
+  }
+
+  function clearDrafts() {
+    for (const d of drafts.values()) d.li.remove();
+    drafts = new Map();
+  }
+
+  function onEvent(data) {
+    if (data && data.type === "draft") showDraft(data);
+    else if (data && data.type === "draft_end") endDraft(data);
+    else add(data);
   }
 
   // loadHistory reads every message after the cursor with plain requests.
@@ -149,9 +206,14 @@
     if (gen !== generation) return;
     const src = new EventSource(roomURL(room, "/events?after=" + last));
     events = src;
-    src.onopen = () => { if (events === src) setStatus("live", "live"); };
+    src.onopen = () => {
+      if (events !== src) return;
+      setStatus("live", "live");
+      // The server sends the drafts showing now: the old ones may be over.
+      clearDrafts();
+    };
     src.onmessage = (ev) => {
-      try { add(JSON.parse(ev.data)); } catch (e) { console.error("bad event", e); }
+      try { onEvent(JSON.parse(ev.data)); } catch (e) { console.error("bad event", e); }
     };
     src.onerror = () => {
       if (events !== src) return;
@@ -173,6 +235,8 @@
     room = r;
     last = 0;
     seen = new Set();
+    shownIds = new Set();
+    drafts = new Map();
     ui.list.replaceChildren();
     ui.empty.hidden = false;
     ui.room.value = r;

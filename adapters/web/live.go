@@ -1,0 +1,120 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"switchboard/adapters"
+)
+
+var _ adapters.Streamer = (*Adapter)(nil)
+
+// draftView is a live reply as the room's event stream carries it: a
+// "draft" shows Text in place of the turn's previous draft; a "draft_end"
+// removes the turn's draft (the reply was aborted). ID is the id the final
+// message is stored under: the page replaces the draft with the message of
+// that id when it arrives. Drafts are never stored, and their events carry
+// no "id:" line, so they never move a stream's cursor.
+type draftView struct {
+	Type  string             `json:"type"` // "draft" or "draft_end"
+	Turn  string             `json:"turn"`
+	ID    adapters.MessageID `json:"id"`
+	Name  string             `json:"name,omitempty"`
+	Text  string             `json:"text,omitempty"`
+	Topic string             `json:"topic,omitempty"`
+}
+
+// StartLive implements adapters.Streamer: the live reply is draft objects on
+// the room's event stream, its final the message the gateway stores under
+// the id Finish returns (minted now, and carried by every draft). It does
+// not block. A chat that is not a valid web room is an error wrapping
+// adapters.ErrPermanent; an empty turn is the message id.
+func (a *Adapter) StartLive(ctx context.Context, m adapters.Outbound, turn string) (adapters.LiveReply, error) {
+	if _, err := roomOf(m.Chat); err != nil {
+		return nil, fmt.Errorf("web: start live reply in %s: %w: %w", m.Chat, err, adapters.ErrPermanent)
+	}
+	id := adapters.MessageID("b-" + randomID())
+	if turn == "" {
+		turn = string(id)
+	}
+	return &live{a: a, chat: m.Chat, d: draftView{Type: "draft", Turn: turn, ID: id, Name: a.botName, Topic: m.Topic}}, nil
+}
+
+// live is one turn's live reply in a web room. None of its methods block.
+type live struct {
+	a    *Adapter
+	chat adapters.JID
+	d    draftView
+
+	mu       sync.Mutex
+	finished bool
+	aborted  bool
+}
+
+// Update shows text as the turn's draft on the pages open on the room.
+func (l *live) Update(ctx context.Context, text string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("web: update live reply %s: %w", l.d.Turn, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.finished || l.aborted {
+		return fmt.Errorf("web: update live reply %s: %w", l.d.Turn, adapters.ErrLiveEnded)
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	d := l.d
+	d.Text = text
+	l.a.hub.showDraft(l.chat, d)
+	return nil
+}
+
+// Finish returns the final message's id. The pages show the final once the
+// gateway stored it (Stored): it replaces the draft. The draft is no longer
+// sent to pages that connect from now on.
+func (l *live) Finish(ctx context.Context, _ string) (adapters.MessageID, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("web: finish live reply %s: %w", l.d.Turn, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.aborted {
+		return "", fmt.Errorf("web: finish live reply %s: %w", l.d.Turn, adapters.ErrLiveEnded)
+	}
+	if !l.finished {
+		l.finished = true
+		l.a.hub.endDraft(l.chat, l.d.Turn, nil)
+	}
+	return l.d.ID, nil
+}
+
+// Abort removes the draft from the pages.
+func (l *live) Abort(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.finished || l.aborted {
+		return nil
+	}
+	l.aborted = true
+	l.a.hub.endDraft(l.chat, l.d.Turn, &draftView{Type: "draft_end", Turn: l.d.Turn, ID: l.d.ID})
+	return nil
+}
+
+// writeDrafts writes the drafts pending for sub, newest text of each turn.
+func (a *Adapter) writeDrafts(s *stream, sub *subscriber) error {
+	var buf []byte
+	for _, d := range a.hub.takeDrafts(sub) {
+		data, err := json.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("encode draft of turn %s: %w", d.Turn, err)
+		}
+		buf = append(buf, "data: "...)
+		buf = append(buf, data...) // JSON has no raw newlines
+		buf = append(buf, "\n\n"...)
+	}
+	return s.write(buf)
+}
