@@ -74,6 +74,7 @@ type Adapter struct {
 	username atomic.Value // string, lowercase, without @
 	pace     pacer
 	warned   atomic.Bool // the privacy-mode hint was logged
+	noDrafts atomic.Bool // Telegram refused a message draft: live replies edit a message
 }
 
 var (

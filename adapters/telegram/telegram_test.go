@@ -105,6 +105,12 @@ func (p fakePlatform) Disconnect() {
 	p.f.Drop()
 }
 
+// WatchLive records what the fake chat shows of the bot from now on.
+func (p fakePlatform) WatchLive(t *testing.T, chat adapters.JID) func() []string {
+	from := len(p.f.Shown(chatOf(chat)))
+	return func() []string { return p.f.Shown(chatOf(chat))[from:] }
+}
+
 func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T) adaptertest.Platform { return fakePlatform{telegramtest.New(t)} })
 }

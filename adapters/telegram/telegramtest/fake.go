@@ -53,6 +53,17 @@ type Server struct {
 	fileRateLimit             int    // the next file download answers 429 with this Retry-After
 	webhook                   bool   // a webhook is set
 	webhookURL, webhookSecret string
+	drafts                    map[int64][]Draft
+	shown                     map[int64][]string // what each chat showed of the bot, in order
+	refuseDrafts              bool               // sendMessageDraft answers 400
+}
+
+// Draft is one sendMessageDraft as the fake private chat showed it.
+type Draft struct {
+	ID     int // draft_id
+	Thread int
+	Text   string // as shown: HTML parsed away
+	Raw    string
 }
 
 type Call struct {
@@ -79,7 +90,7 @@ type Msg struct {
 // one would be, until the bot deletes it.
 func New(t testing.TB) *Server {
 	f := &Server{t: t, changed: make(chan struct{}), nextUpd: 100, msgs: map[int64][]*Msg{}, nextMsg: 1,
-		files: map[string][]byte{}, webhook: true}
+		files: map[string][]byte{}, webhook: true, drafts: map[int64][]Draft{}, shown: map[int64][]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -146,6 +157,7 @@ var methods = map[string]func(f *Server, w http.ResponseWriter, r request){
 	"sendPhoto":          (*Server).sendMessage,
 	"sendDocument":       (*Server).sendMessage,
 	"editMessageText":    (*Server).editMessageText,
+	"sendMessageDraft":   (*Server).sendMessageDraft,
 	"deleteMessage":      (*Server).deleteMessage,
 	"pinChatMessage":     (*Server).pinChatMessage,
 	"unpinChatMessage":   (*Server).unpinChatMessage,
@@ -227,6 +239,7 @@ func (f *Server) sendMessage(w http.ResponseWriter, r request) {
 	}
 	f.nextMsg++
 	f.msgs[r.chat] = append(f.msgs[r.chat], m)
+	f.shown[r.chat] = append(f.shown[r.chat], text)
 	reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": ChatObj(r.chat), "text": text})
 }
 
@@ -244,8 +257,45 @@ func (f *Server) editMessageText(w http.ResponseWriter, r request) {
 			return
 		}
 	}
+	if r.params["text"] == m.Raw {
+		reply(w, 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message", nil)
+		return
+	}
 	m.Text, m.Raw = text, r.params["text"]
+	f.shown[r.chat] = append(f.shown[r.chat], text)
 	reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": ChatObj(r.chat), "text": text})
+}
+
+// sendMessageDraft shows a draft in a private chat: a non-zero draft_id,
+// the text parsed as sendMessage parses it, and the refusals of a group,
+// a too long text and (RefuseDrafts) a bot that may not stream.
+func (f *Server) sendMessageDraft(w http.ResponseWriter, r request) {
+	id := atoi(r.params["draft_id"])
+	raw, text := r.params["text"], r.params["text"]
+	if r.params["parse_mode"] == "HTML" {
+		var ok bool
+		if text, ok = parseHTML(raw); !ok {
+			reply(w, 400, "Bad Request: can't parse entities", nil)
+			return
+		}
+	}
+	switch {
+	case f.refuseDrafts:
+		reply(w, 400, "Bad Request: the bot can't send message drafts", nil)
+		return
+	case r.chat <= 0:
+		reply(w, 400, "Bad Request: message drafts can be sent only to private chats", nil)
+		return
+	case id == 0:
+		reply(w, 400, "Bad Request: draft_id must be non-zero", nil)
+		return
+	case len(utf16.Encode([]rune(text))) > 4096:
+		reply(w, 400, "Bad Request: message is too long", nil)
+		return
+	}
+	f.drafts[r.chat] = append(f.drafts[r.chat], Draft{ID: id, Thread: atoi(r.params["message_thread_id"]), Text: text, Raw: raw})
+	f.shown[r.chat] = append(f.shown[r.chat], text)
+	reply(w, 200, "", true)
 }
 
 // onMessage applies change to the message the request names and answers
@@ -643,6 +693,29 @@ func (f *Server) Fail5xx(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fail5xx = n
+}
+
+// Drafts returns the drafts chat showed, oldest first.
+func (f *Server) Drafts(chat int64) []Draft {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Draft(nil), f.drafts[chat]...)
+}
+
+// Shown returns, oldest first, every text chat showed of the bot: each
+// message as sent, each edit, each draft (HTML parsed away).
+func (f *Server) Shown(chat int64) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.shown[chat]...)
+}
+
+// RefuseDrafts makes every sendMessageDraft answer 400, as Telegram does
+// for a bot that may not stream drafts.
+func (f *Server) RefuseDrafts() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuseDrafts = true
 }
 
 // RejectFormatting makes the next formatted message fail to parse.

@@ -1,0 +1,140 @@
+package telegram
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/telegram/telegramtest"
+)
+
+// In a private chat a live reply is drafts (one draft_id, in the topic),
+// rendered without raw markup mid-fence; the final is one new message, and
+// the drafts are no messages.
+func TestLiveDraftsInPrivateChat(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	ctx := t.Context()
+	l, err := a.StartLive(ctx, adapters.Outbound{Chat: dmChat, Topic: "5"}, "turn-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"Running **tests", "Running **tests**:\n\n```go\nfunc TestX(t", "Running **tests**:\n\n```go\nfunc TestX(t"} {
+		if err := l.Update(ctx, text); err != nil {
+			t.Fatalf("update %q: %v", text, err)
+		}
+	}
+	drafts := f.Drafts(telegramtest.UserID)
+	if len(drafts) != 2 {
+		t.Fatalf("%d drafts; want 2 (an update that renders the same sends nothing): %+v", len(drafts), drafts)
+	}
+	for _, d := range drafts {
+		if d.ID == 0 || d.ID != drafts[0].ID || d.Thread != 5 || strings.Contains(d.Text, "**") || strings.Contains(d.Text, "```") {
+			t.Errorf("draft %+v; want draft_id %d in thread 5, no raw markup", d, drafts[0].ID)
+		}
+	}
+	if !strings.Contains(drafts[1].Raw, "<pre><code") {
+		t.Errorf("the draft cut inside a code fence is %q; want the code block closed", drafts[1].Raw)
+	}
+	if n := len(f.Messages(telegramtest.UserID)); n != 0 {
+		t.Fatalf("%d messages before the final; drafts are not messages", n)
+	}
+	id, err := l.Finish(ctx, "Running **tests**: all passed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := f.Messages(telegramtest.UserID)
+	if len(msgs) != 1 || messageID(msgs[0].ID) != id || msgs[0].Text != "Running tests: all passed" || msgs[0].Thread != 5 {
+		t.Errorf("chat holds %+v; want the final once, as %s, in thread 5", msgs, id)
+	}
+	if n := len(f.Calls("editMessageText")); n != 0 {
+		t.Errorf("%d edits; a private chat's live reply is drafts", n)
+	}
+}
+
+// In a group a live reply is one message, sent at the first update and
+// edited after; the final is its last edit; an aborted one is deleted.
+func TestLiveEditsInGroup(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	ctx := t.Context()
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: groupChat, Topic: "42"}, "turn-1")
+	for _, text := range []string{"Step one", "Step one, step `two"} {
+		if err := l.Update(ctx, text); err != nil {
+			t.Fatalf("update %q: %v", text, err)
+		}
+	}
+	id, err := l.Finish(ctx, "Step one, step `two`: done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := f.Messages(telegramtest.GroupID)
+	if len(msgs) != 1 || messageID(msgs[0].ID) != id || msgs[0].Text != "Step one, step two: done" || msgs[0].Thread != 42 {
+		t.Errorf("group holds %+v; want one message %s reading the final, in topic 42", msgs, id)
+	}
+	if s, e, d := len(f.Calls("sendMessage")), len(f.Calls("editMessageText")), len(f.Calls("sendMessageDraft")); s != 1 || e != 2 || d != 0 {
+		t.Errorf("%d sends, %d edits, %d drafts; want 1 send, 2 edits, no draft", s, e, d)
+	}
+
+	aborted, _ := a.StartLive(ctx, adapters.Outbound{Chat: groupChat}, "turn-2")
+	if err := aborted.Update(ctx, "Thinking"); err != nil {
+		t.Fatal(err)
+	}
+	if err := aborted.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := f.Messages(telegramtest.GroupID); len(msgs) != 2 || !msgs[1].Deleted {
+		t.Errorf("after abort the group holds %+v; want the live message deleted", msgs)
+	}
+}
+
+// Where Telegram refuses drafts, the live reply edits a message instead,
+// and the adapter stops asking for drafts.
+func TestLiveFallsBackWhenDraftsRefused(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	ctx := t.Context()
+	f.RefuseDrafts()
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: dmChat}, "turn-1")
+	for _, text := range []string{"One", "One two"} {
+		if err := l.Update(ctx, text); err != nil {
+			t.Fatalf("update %q after drafts were refused: %v", text, err)
+		}
+	}
+	id, err := l.Finish(ctx, "One two three")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := f.Messages(telegramtest.UserID); len(msgs) != 1 || messageID(msgs[0].ID) != id || msgs[0].Text != "One two three" {
+		t.Errorf("chat holds %+v; want one message, edited to the final", msgs)
+	}
+	next, _ := a.StartLive(ctx, adapters.Outbound{Chat: dmChat}, "turn-2")
+	if err := next.Update(ctx, "Again"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.Calls("sendMessageDraft")); n != 1 {
+		t.Errorf("%d draft requests; want 1 (refused once, then not asked again)", n)
+	}
+}
+
+// Updates go through the adapter's pacing like any message: two updates
+// to one group are at least PerGroup apart.
+func TestLiveUpdatesPaced(t *testing.T) {
+	f := telegramtest.New(t)
+	const gap = 300 * time.Millisecond
+	a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), PollTimeout: 2 * time.Second, PerChat: gap, PerGroup: gap, Global: -1})
+	adaptertest.Start(t, a, adaptertest.NewHost())
+	ctx := t.Context()
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: groupChat}, "turn-1")
+	began := time.Now()
+	for _, text := range []string{"first", "first second"} {
+		if err := l.Update(ctx, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(began); d < gap {
+		t.Errorf("two updates took %s; want at least %s (paced)", d, gap)
+	}
+}
