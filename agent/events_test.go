@@ -283,6 +283,15 @@ func TestRunClaudeStreamCases(t *testing.T) {
 			want: []string{`text "First."`, `text "\n\nSeco"`, `replace "First.\n\nSecond, corrected."`, `result "Second, corrected." session=s-1 error=false`},
 		},
 		{
+			// The text of abandoned blocks goes at once, not when the
+			// retry (which may be minutes away) starts.
+			name: "abandoned blocks leave the live reply when Claude Code gives them up",
+			stdout: fmt.Sprintf(start, "m1") + fmt.Sprintf(text, 0, "First.") + fmt.Sprintf(whole, "m1", "First.") + fmt.Sprintf(text, 1, "Second hal") +
+				`{"type":"stream_event","event":{"type":"message_stop"},"abandoned_blocks":{"api_message_id":"m1","from_block_index":1}}` + "\n" +
+				`{"type":"system","subtype":"api_retry","attempt":1}` + "\n" + fmt.Sprintf(result, "First."),
+			want: []string{`text "First."`, `text "\n\nSecond hal"`, `replace "First."`, `result "First." session=s-1 error=false`},
+		},
+		{
 			name: "a second result starts a new answer",
 			stdout: fmt.Sprintf(start, "m1") + fmt.Sprintf(text, 0, "One.") + fmt.Sprintf(result, "One.") +
 				fmt.Sprintf(start, "m2") + fmt.Sprintf(text, 0, "Two.") + fmt.Sprintf(result, "Two."),
