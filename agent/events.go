@@ -47,10 +47,6 @@ type Event struct {
 	IsError   bool   // result: the agent reported a failure
 }
 
-// maxEventLine bounds one line of stdout that is parsed for events when
-// Spec.MaxOutput does not say (the default): a longer line is skipped.
-const maxEventLine = defaultMaxOutput
-
 // lineParser reads an agent's stdout one line at a time (without its
 // newline) as the agent prints it, and emits events.
 type lineParser interface {
