@@ -1,7 +1,8 @@
 // Package agent runs one agent turn: a subprocess in its own process group
 // (optionally confined by bubblewrap), the prompt on stdin, its output read
-// as text or as Claude Code JSON, and every process it started ended with
-// the turn. It knows nothing of chats, folders or the store.
+// as text, as Claude Code JSON or stream-json or as Codex JSON events (and,
+// while it runs, as Events for a live reply), and every process it started
+// ended with the turn. It knows nothing of chats, folders or the store.
 package agent
 
 import (
@@ -53,14 +54,17 @@ const (
 )
 
 // ParseOutput returns the Output named s (exactly text, claude-json,
-// codex-json or none), or an error wrapping ErrUnknownOutput.
+// claude-stream, codex-json or none), or an error wrapping ErrUnknownOutput.
 func ParseOutput(s string) (Output, error) {
 	switch o := Output(s); o {
-	case OutputText, OutputClaudeJSON, OutputCodexJSON, OutputNone:
+	case OutputText, OutputClaudeJSON, OutputClaudeStream, OutputCodexJSON, OutputNone:
 		return o, nil
 	}
-	return "", fmt.Errorf("%w %q; want text, claude-json, codex-json or none", ErrUnknownOutput, s)
+	return "", fmt.Errorf("%w %q; want %s", ErrUnknownOutput, s, OutputNames)
 }
+
+// OutputNames lists the valid outputs, for error messages.
+const OutputNames = "text, claude-json, claude-stream, codex-json or none"
 
 // Spec is how to run the agent (from config agent.*).
 type Spec struct {
@@ -92,13 +96,21 @@ type Input struct {
 	Socket    string   // the group's MCP socket, made visible inside the sandbox
 	SessionID string
 	Prompt    string // written to stdin, then stdin is closed
+	// OnEvent, when set, receives the turn's output as Events while the
+	// agent prints it (text: each stdout line; claude-stream and
+	// codex-json: their event streams; none: nothing), in order and never
+	// two at once: from the goroutine that reads stdout, and a text turn's
+	// result event from Run's after stdout closed. It must return quickly:
+	// while it runs, stdout is not read and the agent may block writing.
+	// Events come in addition to the Result, which they do not change.
+	OnEvent func(Event)
 }
 
 // Result is what one turn produced. Run fills it on failure too (except
 // Reply, which is set only when the turn succeeded).
 type Result struct {
-	Reply     string        // text: trimmed stdout; claude-json: the "result" field (trimmed); codex-json: the last agent_message (trimmed); none: ""
-	SessionID string        // claude-json: "session_id", codex-json: thread.started's thread_id, when present; otherwise the input SessionID
+	Reply     string        // text: trimmed stdout; claude-json, claude-stream: the "result" field (trimmed); codex-json: the last agent_message (trimmed); none: ""
+	SessionID string        // claude-json, claude-stream: "session_id", codex-json: thread.started's thread_id, when present; otherwise the input SessionID
 	Duration  time.Duration // from start to the end of output
 	ExitCode  int           // the agent's exit status; -1 if it did not start or died of a signal
 	// NotStarted: the agent's program never ran: the turn's checks failed,
@@ -231,6 +243,11 @@ type proc struct {
 	turnEntry  string
 	escaped    int
 	escapedErr error
+	// lines parses stdout as it comes (for Input.OnEvent, and always for
+	// claude-stream, whose Result is its last result event: claude).
+	lines   *lineWriter
+	claude  *claudeStream
+	onEvent func(Event)
 }
 
 func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
@@ -252,6 +269,7 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 		p.turnEntry = in.TurnID.envEntry()
 	}
 	cmd.Cancel = p.interrupt
+	p.parseLines(spec, in, maxOut)
 	if err := p.openPipes(); err != nil {
 		p.closePipes()
 		return nil, failed(err, "start agent %q: %v", args[0], err)
@@ -264,7 +282,14 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 	p.stdinR.Close()
 	p.outW.Close()
 	p.errW.Close()
-	p.readers.Go(func() { _, _ = io.Copy(p.stdout, p.outR) })
+	p.readers.Go(func() {
+		if p.lines == nil {
+			_, _ = io.Copy(p.stdout, p.outR)
+			return
+		}
+		_, _ = io.Copy(io.MultiWriter(p.stdout, p.lines), p.outR)
+		p.lines.close()
+	})
 	p.readers.Go(func() { _, _ = io.Copy(p.stderr, p.errR) })
 	p.writer.Go(func() {
 		// An agent that does not read its prompt makes this fail with EPIPE
@@ -273,6 +298,20 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 		_ = p.stdinW.Close()
 	})
 	return p, nil
+}
+
+// parseLines sets up the parsing of stdout as it comes: for in.OnEvent's
+// events, and for claude-stream's Result. Lines are bounded by maxLine.
+func (p *proc) parseLines(spec Spec, in Input, maxLine int) {
+	if in.OnEvent == nil && spec.Output != OutputClaudeStream {
+		return
+	}
+	lp := eventParser(spec.Output, in.OnEvent, envSecrets(spec.Env))
+	if lp == nil {
+		return
+	}
+	p.lines, p.onEvent = &lineWriter{p: lp, max: maxLine}, in.OnEvent
+	p.claude, _ = lp.(*claudeStream)
 }
 
 // openPipes makes the three pipes itself rather than letting exec copy through
@@ -357,15 +396,15 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 		res.TimedOut = true
 		return res, timeoutError(spec.Timeout)
 	}
-	res.Usage = stdoutUsage(spec.Output, p.stdout.buf)
+	res.Usage = p.usage(spec.Output)
 	if waitErr != nil {
 		res.NotStarted = spec.Sandbox != nil && res.ExitCode == 1 && bwrapError(p.stderr.buf)
 		return res, p.exitError(spec, waitErr, res.NotStarted)
 	}
 	switch spec.Output {
 	case OutputNone:
-	case OutputClaudeJSON:
-		cr, err := parseClaudeJSON(p.stdout.buf, res.Truncated)
+	case OutputClaudeJSON, OutputClaudeStream:
+		cr, err := p.claudeOutcome(spec.Output, res.Truncated)
 		if cr.SessionID != "" {
 			res.SessionID = cr.SessionID
 		}
@@ -384,12 +423,32 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 		res.Reply = strings.TrimSpace(cr.Reply)
 	default:
 		res.Reply, _ = textReply(p.stdout.buf)
+		if p.onEvent != nil {
+			p.onEvent(Event{Kind: EventResult, Text: res.Reply, SessionID: res.SessionID, Usage: res.Usage})
+		}
 	}
 	return res, nil
 }
 
+// claudeOutcome is Claude Code's result object: claude-json's stdout,
+// claude-stream's last result event.
+func (p *proc) claudeOutcome(o Output, truncated bool) (claudeResult, error) {
+	if o == OutputClaudeStream {
+		return p.claude.outcome(p.stdout.buf, truncated)
+	}
+	return parseClaudeJSON(p.stdout.buf, truncated)
+}
+
+// usage is what the agent's output reported the turn cost.
+func (p *proc) usage(o Output) Usage {
+	if o == OutputClaudeStream {
+		return parseClaudeUsage(p.claude.resultLine)
+	}
+	return stdoutUsage(o, p.stdout.buf)
+}
+
 // exitError describes an agent that exited non-zero or died of a signal, with the
-// last line it wrote to stderr (or, for claude-json, the error it reported,
+// last line it wrote to stderr (or, for claude-json and claude-stream, the error it reported,
 // or else the end of its stdout: many CLIs print their errors there).
 // notStarted: bwrap itself failed, before the agent ran.
 func (p *proc) exitError(spec Spec, waitErr error, notStarted bool) error {
@@ -406,8 +465,8 @@ func (p *proc) exitError(spec Spec, waitErr error, notStarted bool) error {
 			detail = d
 		}
 	}
-	if detail == "" && spec.Output == OutputClaudeJSON {
-		if cr, _ := parseClaudeJSON(p.stdout.buf, false); cr.IsError || cr.Result != nil {
+	if detail == "" && (spec.Output == OutputClaudeJSON || spec.Output == OutputClaudeStream) {
+		if cr, _ := p.claudeOutcome(spec.Output, false); cr.IsError || cr.Result != nil {
 			detail = clip(claudeErrorText(cr))
 		}
 	}

@@ -399,7 +399,7 @@ func TestRunStartErrors(t *testing.T) {
 		{
 			name:    "unknown output",
 			spec:    Spec{Command: []string{"/bin/true"}, Output: "json"},
-			wantErr: `unknown agent output "json"; want text, claude-json, codex-json or none: set agent.output`,
+			wantErr: `unknown agent output "json"; want text, claude-json, claude-stream, codex-json or none: set agent.output`,
 		},
 		{
 			name:    "missing folder",
@@ -729,7 +729,7 @@ func BenchmarkTurnLeftoverScan(b *testing.B) {
 }
 
 func TestParseOutput(t *testing.T) {
-	for _, s := range []string{"text", "claude-json", "codex-json", "none"} {
+	for _, s := range []string{"text", "claude-json", "claude-stream", "codex-json", "none"} {
 		if o, err := ParseOutput(s); err != nil || string(o) != s {
 			t.Errorf("ParseOutput(%q) = %q, %v; want it back", s, o, err)
 		}

@@ -25,8 +25,9 @@ type SpecConfig struct {
 	Output     Output
 	Timeout    time.Duration
 	Env        []string // agent.env: names passed on from this process's environment
-	// MaxTurnUSD (agent.max_turn_usd) caps a claude-json agent's turn with
-	// its --max-budget-usd; other agents read it where their own flag is.
+	// MaxTurnUSD (agent.max_turn_usd) caps a Claude Code (claude-json,
+	// claude-stream) agent's turn with its --max-budget-usd; other agents
+	// read it where their own flag is.
 	MaxTurnUSD float64
 	// Remote: the turns run on workers (agent.runner nats), each of which
 	// makes its own Spec of the job with NewSpec. Command then stays as
@@ -82,10 +83,10 @@ func NewSpec(ctx context.Context, c SpecConfig) (Spec, error) {
 }
 
 // maxTurnArgs is what agent.max_turn_usd adds to the agent's command:
-// Claude Code's --max-budget-usd for claude-json agents; other agents read
-// it where their own flag is (see docs/operating.md).
+// Claude Code's --max-budget-usd for claude-json and claude-stream agents;
+// other agents read it where their own flag is (see docs/operating.md).
 func maxTurnArgs(o Output, usd float64) []string {
-	if usd <= 0 || o != OutputClaudeJSON {
+	if usd <= 0 || (o != OutputClaudeJSON && o != OutputClaudeStream) {
 		return nil
 	}
 	return []string{"--max-budget-usd", strconv.FormatFloat(usd, 'f', -1, 64)}

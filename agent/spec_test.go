@@ -147,3 +147,26 @@ func TestResolveCommandInterpreterMissing(t *testing.T) {
 		t.Errorf("err = %v; want %q…", err, want)
 	}
 }
+
+// agent.max_turn_usd becomes Claude Code's --max-budget-usd for both of
+// its outputs, and nothing for other agents.
+func TestNewSpecMaxTurnUSD(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		output Output
+		want   []string
+	}{
+		{OutputClaudeJSON, []string{"/bin/sh", "-c", "true", "--max-budget-usd", "0.5"}},
+		{OutputClaudeStream, []string{"/bin/sh", "-c", "true", "--max-budget-usd", "0.5"}},
+		{OutputCodexJSON, []string{"/bin/sh", "-c", "true"}},
+		{OutputText, []string{"/bin/sh", "-c", "true"}},
+	} {
+		spec, err := NewSpec(t.Context(), SpecConfig{Command: []string{"/bin/sh", "-c", "true"}, Output: tc.output, MaxTurnUSD: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(spec.Command, tc.want) {
+			t.Errorf("output %s: command %q, want %q", tc.output, spec.Command, tc.want)
+		}
+	}
+}

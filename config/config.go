@@ -61,7 +61,7 @@ type AgentConfig struct {
 	Network       bool         `yaml:"network"`
 	Env           []string     `yaml:"env"`
 	// MaxTurnUSD caps one turn's spend where the agent can enforce it:
-	// claude-json agents get --max-budget-usd (cmd/switchboard/cmd_budget.go). 0: none.
+	// claude-json and claude-stream agents get --max-budget-usd (agent.NewSpec). 0: none.
 	MaxTurnUSD float64 `yaml:"max_turn_usd"`
 	// Price charges turns that report tokens and no cost (Codex).
 	Price PriceConfig `yaml:"price"`
@@ -345,7 +345,7 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 		bad("agent.command", "must name a program, e.g. [\"switchboard\", \"demo-agent\"]")
 	}
 	if _, err := agent.ParseOutput(string(c.Agent.Output)); err != nil {
-		bad("agent.output", "%q: want text, claude-json, codex-json or none", c.Agent.Output)
+		bad("agent.output", "%q: want %s", c.Agent.Output, agent.OutputNames)
 	}
 	if c.Agent.Timeout <= 0 {
 		bad("agent.timeout", "must be positive, e.g. 10m")

@@ -60,7 +60,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad duration", "agent: {timeout: soon}", `agent.timeout: "soon" is not a duration`},
 		{"bad int", "agent: {max_concurrent: lots}", "agent.max_concurrent:"},
 		{"zero concurrency", "agent: {max_concurrent: 0}", "agent.max_concurrent: 0"},
-		{"bad output", "agent: {output: xml}", `agent.output: "xml": want text, claude-json, codex-json or none`},
+		{"bad output", "agent: {output: xml}", `agent.output: "xml": want text, claude-json, claude-stream, codex-json or none`},
 		{"empty command", "agent: {command: []}", "agent.command:"},
 		{"bad timezone", "timezone: Mars/Olympus", "timezone:"},
 		{"bad folder", "operator_folder: Root", "operator_folder:"},
@@ -230,6 +230,21 @@ func TestConfigRunner(t *testing.T) {
 		"agent: {runner: nats}\nnats: {embedded: true, listen: '0.0.0.0:4222', tls_cert: c.pem, tls_key: k.pem}"} {
 		if _, err := Parse([]byte(y), env(nil)); err != nil {
 			t.Errorf("%q: %v", y, err)
+		}
+	}
+}
+
+// Every output agent.ParseOutput knows is a valid agent.output,
+// claude-stream included.
+func TestConfigAgentOutputs(t *testing.T) {
+	for _, o := range []string{"text", "claude-json", "claude-stream", "codex-json", "none"} {
+		cfg, err := Parse([]byte("agent: {output: "+o+"}\n"), env(nil))
+		if err != nil {
+			t.Errorf("agent.output %s: %v", o, err)
+			continue
+		}
+		if string(cfg.Agent.Output) != o {
+			t.Errorf("agent.output %s read as %q", o, cfg.Agent.Output)
 		}
 	}
 }

@@ -49,8 +49,8 @@ func AuthDir(dataDir string) string { return filepath.Join(dataDir, "nats-auth")
 
 // gatewayPermissions are the gateway's rights: the JetStream API (it
 // creates and manages the streams, buckets and object store), jobs on
-// every worker's subject, the folder buckets; replies on its own inbox and
-// the taken notes.
+// every worker's subject, the folder buckets; replies on its own inbox, the
+// taken notes and the turns' events.
 func gatewayPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
@@ -59,14 +59,14 @@ func gatewayPermissions() *server.Permissions {
 			"$KV." + FoldersBucket + ".>",
 			"$O." + ObjectsBucket + ".>",
 		}},
-		Subscribe: &server.SubjectPermission{Allow: []string{gatewayInbox + ".>", takenPrefix + "*.*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{gatewayInbox + ".>", takenPrefix + "*.*", eventsPrefix + "*.*"}},
 	}
 }
 
 // workerPermissions are worker id's rights: its own consumer on the turns
 // stream (created only with its own subject as filter: the server refuses
 // a create request whose filter differs from the one in its subject), its
-// results, taken notes and workers entry, and the folder object store
+// results, taken notes, turns' events and workers entry, and the folder object store
 // (read every object, write objects: what a worker can still touch there
 // is in docs/scaling.md). Replies on its own inbox only.
 func workerPermissions(id string) *server.Permissions {
@@ -80,6 +80,7 @@ func workerPermissions(id string) *server.Permissions {
 			"$JS.ACK." + cons + ".>",
 			resultsPrefix + id + ".*",
 			takenPrefix + id + ".*",
+			eventsPrefix + id + ".*",
 			"$JS.API.STREAM.INFO.KV_" + workersBucket,
 			"$KV." + workersBucket + "." + id,
 			"$JS.API.STREAM.INFO." + obj,

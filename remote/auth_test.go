@@ -131,13 +131,14 @@ func checkWorkerPermissions(t *testing.T, a *violations, self, other string) {
 	}
 	allowed(sub(workerInbox(self) + ".x"))
 	allowed(pub(resultSubject(self, "t-own")))
+	allowed(pub(eventsSubject(self, "t-own")))
 	for _, subject := range []string{"switchboard.turns.>", workerSubject(other), ">", "switchboard.results.>",
-		"switchboard.taken.*.*", gatewayInbox + ".>", "_INBOX.>", workerInbox(other) + ".>"} {
+		"switchboard.taken.*.*", eventsPrefix + ">", eventsSubject(other, "t-1"), gatewayInbox + ".>", "_INBOX.>", workerInbox(other) + ".>"} {
 		a.denied(subject, sub(subject))
 	}
 	for _, subject := range []string{
 		workerSubject(other), workerSubject(self), // a job, to anyone
-		resultSubject(other, "t-1"), takenPrefix + other + ".t-1", "$KV." + workersBucket + "." + other, "$KV." + FoldersBucket + ".x",
+		resultSubject(other, "t-1"), takenPrefix + other + ".t-1", eventsSubject(other, "t-1"), "$KV." + workersBucket + "." + other, "$KV." + FoldersBucket + ".x",
 		"$JS.API.CONSUMER.MSG.NEXT." + TurnsStream + "." + workerConsumer(other), // fetch b's jobs
 		"$JS.ACK." + TurnsStream + "." + workerConsumer(other) + ".1.1.1.1.1",
 		"$JS.API.CONSUMER.CREATE." + TurnsStream + "." + workerConsumer(self) + "." + workerSubject(other), // its consumer on b's subject

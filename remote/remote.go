@@ -14,7 +14,8 @@
 // It does four jobs, each in its own files:
 //
 //   - The runner (the gateway's side): runner.go (Run, the job, the
-//     outcome as a Result), dispatch.go (which worker gets a turn),
+//     outcome as a Result), events.go (a turn's events, live, from the
+//     worker to agent.Input.OnEvent), dispatch.go (which worker gets a turn),
 //     accept.go and given.go (which outcome counts), await.go (a
 //     restarted gateway's Await), runner_folders.go (a job's folder
 //     version published, its changes applied).
@@ -44,6 +45,7 @@ const (
 	ResultsStream = "SWITCHBOARD_RESULTS"  // outcomes, kept for an hour
 	resultsPrefix = "switchboard.results." // + <worker id>.<turn id>: only that worker may publish there
 	takenPrefix   = "switchboard.taken."   // core NATS: + <worker id>.<turn id>, when the worker takes it
+	eventsPrefix  = "switchboard.events."  // core NATS: + <worker id>.<turn id>, the turn's events (events.go)
 	workersBucket = "switchboard_workers"  // KV: one entry per live worker
 	// legacyConsumer is the pull consumer all workers shared before each
 	// had its own; removed from an existing stream (see ensureStreams).
@@ -83,6 +85,9 @@ type Job struct {
 	DeadlineMs int64 `json:"deadline_ms"`
 	// Folder is the version of the group folder the turn runs on (folders.go).
 	Folder *FolderRef `json:"folder,omitempty"`
+	// Events: the gateway follows the turn live (agent.Input.OnEvent);
+	// the worker publishes its events (events.go).
+	Events bool `json:"events,omitempty"`
 }
 
 // Outcome is a job's result as published to ResultsStream.
@@ -103,6 +108,9 @@ type Outcome struct {
 	Usage agent.Usage `json:"usage"`
 	// Folder is what the turn changed in its folder; nil: nothing.
 	Folder *FolderDelta `json:"folder,omitempty"`
+	// Events is how many events the worker published for the turn (the
+	// last one's Seq): the gateway hands them all on before the result.
+	Events int `json:"events,omitempty"`
 }
 
 // WorkerInfo is a live worker's entry in the workers bucket.

@@ -56,6 +56,7 @@ type RunnerOptions struct {
 
 // Runner is the gateway's agent.Runner for agent.runner: nats.
 type Runner struct {
+	nc    *nats.Conn
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
 	opt   RunnerOptions
@@ -104,7 +105,7 @@ func NewRunner(ctx context.Context, nc *nats.Conn, opt RunnerOptions) (*Runner, 
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]*pending{}, ended: map[string]turnRecord{}, by: map[string]string{},
+	r := &Runner{nc: nc, js: js, kv: kv, opt: opt, log: opt.Logger, waits: map[string]*pending{}, ended: map[string]turnRecord{}, by: map[string]string{},
 		applying: map[string]chan struct{}{}, fold: fold}
 	if err := r.pruneRecords(); err != nil {
 		return nil, fmt.Errorf("remote turns' state dir %s: %w", opt.StateDir, err)
@@ -239,6 +240,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		res.NotStarted = true
 		return res, err
 	}
+	job.Events = in.OnEvent != nil
 	if job.Folder, err = r.publishFolder(ctx, job); err != nil {
 		res.NotStarted = true
 		return res, err
@@ -269,6 +271,8 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			r.unrecord(job.TurnID)
 		}
 	}()
+	relay := r.followEvents(worker, job.TurnID, in.OnEvent)
+	defer relay.close()
 	if _, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID)); err != nil {
 		res.NotStarted = true
 		if ctx.Err() != nil {
@@ -294,6 +298,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 				// the next turn checks that its objects still exist.
 				r.fold.doubt(job.Dir)
 			}
+			relay.wait(o.Events, r.opt.Grace)
 			return outcomeResult(o, in.SessionID)
 		case <-ctx.Done():
 			res.Duration = time.Since(started)
@@ -310,6 +315,22 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 				"check that `switchboard worker` processes are running and connected to NATS", spec.Timeout, r.opt.Grace))
 		}
 	}
+}
+
+// followEvents relays the events worker publishes for turn to onEvent
+// (events.go) until the returned relay is closed; without onEvent, or
+// when the subscription fails (the turn then runs without live events,
+// which is logged), the relay does nothing.
+func (r *Runner) followEvents(worker, turn string, onEvent func(agent.Event)) *eventRelay {
+	if onEvent == nil {
+		return nil
+	}
+	relay, err := relayEvents(r.nc, worker, turn, onEvent)
+	if err != nil {
+		r.log.Warn("follow a remote turn's events; its reply is not shown live", "turn", turn, "worker", worker, "err", err)
+		return nil
+	}
+	return relay
 }
 
 // job is the turn as workers get it.

@@ -294,7 +294,19 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 		return o
 	}
 	w.log.Info("turn starting", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir)
-	res, err := agent.Run(ctx, spec, agent.Input{TurnID: agent.TurnID(j.TurnID), Dir: ft.copy, At: j.Dir, Env: w.jobEnv(j), SessionID: j.SessionID, Prompt: j.Prompt})
+	in := agent.Input{TurnID: agent.TurnID(j.TurnID), Dir: ft.copy, At: j.Dir, Env: w.jobEnv(j), SessionID: j.SessionID, Prompt: j.Prompt}
+	var events *eventPublisher
+	if j.Events {
+		events = &eventPublisher{nc: w.nc, subject: eventsSubject(w.opt.ID, j.TurnID)}
+		in.OnEvent = events.publish
+	}
+	res, err := agent.Run(ctx, spec, in)
+	if events != nil {
+		o.Events = events.seq
+		if events.dropped > 0 {
+			w.log.Info("turn events not published", "turn", j.TurnID, "dropped", events.dropped, "published", events.seq)
+		}
+	}
 	o.Folder = w.finishFolder(ft, j, &err)
 	o.Reply, o.SessionID, o.DurationMs, o.ExitCode = res.Reply, res.SessionID, res.Duration.Milliseconds(), res.ExitCode
 	o.NotStarted, o.TimedOut, o.Truncated, o.Stderr = res.NotStarted, res.TimedOut, res.Truncated, res.Stderr

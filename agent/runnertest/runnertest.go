@@ -1,7 +1,7 @@
 // Package runnertest is the conformance suite every agent.Runner passes
 // (agent.Local, remote.Runner): what a turn's output becomes for each
-// output kind (text, claude-json, codex-json, none, from the recorded
-// fixtures in agent/testdata), the timeout, cancellation, a non-zero exit
+// output kind (text, claude-json, claude-stream, codex-json, none, from
+// the recorded fixtures in agent/testdata), the timeout, cancellation, a non-zero exit
 // status, the usage reported, the session id of a fresh and a resumed
 // turn, and the agent's environment. It is for tests only.
 package runnertest
@@ -95,6 +95,8 @@ func outputKinds(t *testing.T, newRunner func(*testing.T) agent.Runner) {
 		{"zero output is text", `echo " plain "`, nil, "", "plain", ""},
 		{"claude-json", `cat "$1"`, []string{fixture(t, "claude-json", "fresh.json")}, agent.OutputClaudeJSON,
 			"Hello from the fake API.", "1a6d16db-3a04-4f86-a93e-729ab7b01495"},
+		{"claude-stream", `cat "$1"`, []string{fixture(t, "claude-stream", "tool.jsonl")}, agent.OutputClaudeStream,
+			"The command printed: hi from bash", "9dd51978-a1bc-42bb-99f2-5ce4112206a7"},
 		{"codex-json", `cat "$1"`, []string{fixture(t, "codex-json", "fresh.jsonl")}, agent.OutputCodexJSON,
 			"Hello Ann.\n\nThe answer is 42.", codexThread},
 		{"none", `echo "not a reply"`, nil, agent.OutputNone, "", ""},
