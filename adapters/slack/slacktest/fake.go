@@ -1,8 +1,10 @@
 // Package slacktest is a fake Slack for tests: an httptest server with the
 // Web API methods the Slack adapter calls (/api/<method>), a Socket Mode
 // websocket that sends events_api envelopes and records acknowledgements,
-// signed Events API requests, file uploads and downloads. Conversations and
-// messages live in memory. It is imported by tests only.
+// signed Events API requests, file uploads and downloads, streamed messages
+// (chat.startStream, appendStream, stopStream), and a record of what each
+// channel showed of the bot (Shown). Conversations and messages live in
+// memory. It is imported by tests only.
 package slacktest
 
 import (
@@ -40,6 +42,10 @@ type Msg struct {
 	Files                                    []File
 	Reactions                                []string
 	Pinned, Deleted                          bool
+	// Markdown: Text is standard Markdown (a streamed message's
+	// markdown_text), not mrkdwn. Streaming: chat.stopStream has not
+	// ended its stream yet.
+	Markdown, Streaming bool
 }
 
 // File is an uploaded or attached file.
@@ -93,6 +99,8 @@ type Server struct {
 	conn      *websocket.Conn
 	conns     int
 	envelopes []*Envelope
+	shown     []shownIn
+	refuse    string // chat.startStream answers this error ("": streams work)
 	HTTP      *http.Client
 }
 
@@ -435,21 +443,27 @@ func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[stri
 	case "chat.postMessage":
 		m := &Msg{TS: s.newTS(), User: BotUser, BotID: BotID, Text: f.Get("text"), ThreadTS: f.Get("thread_ts")}
 		c.Messages = append(c.Messages, m)
+		s.show(c, m)
 		return ok("channel", c.ID, "ts", m.TS)
 	case "chat.update", "chat.delete":
 		m := s.find(c, f.Get("ts"))
 		if m == nil || m.Deleted {
 			return fail("message_not_found")
 		}
-		if m.User != BotUser {
+		if m.User != BotUser || m.Streaming && method == "chat.update" {
 			return fail("cant_update_message")
 		}
 		if method == "chat.delete" {
 			m.Deleted = true
 		} else {
-			m.Text = f.Get("text")
+			// Text without blocks replaces a streamed message's
+			// Markdown: the message renders its text (mrkdwn) again.
+			m.Text, m.Markdown = f.Get("text"), false
+			s.show(c, m)
 		}
 		return ok("channel", c.ID, "ts", m.TS, "text", m.Text)
+	case "chat.startStream", "chat.appendStream", "chat.stopStream":
+		return s.stream(method, c, f)
 	case "reactions.add", "pins.add", "pins.remove":
 		m := s.find(c, f.Get("timestamp"))
 		if m == nil {
