@@ -8,6 +8,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/markdown"
 	"switchboard/adapters/slack"
 	"switchboard/adapters/slack/slacktest"
 )
@@ -104,13 +105,35 @@ func shown(mrkdwn string) string {
 	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
 }
 
+// shownAs is how Slack displays a message's text: mrkdwn, or the standard
+// Markdown of a stream.
+func shownAs(text string, isMarkdown bool) string {
+	if isMarkdown {
+		return markdown.Plain(strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(text))
+	}
+	return shown(text)
+}
+
+// WatchLive implements adaptertest.LiveWatcher: what the chat showed of the
+// bot since, each message as posted and as each edit or chunk left it.
+func (p *platform) WatchLive(t *testing.T, chat adapters.JID) func() []string {
+	from := len(p.s.Shown(channel(chat)))
+	return func() []string {
+		var out []string
+		for _, sh := range p.s.Shown(channel(chat))[from:] {
+			out = append(out, shownAs(sh.Text, sh.Markdown))
+		}
+		return out
+	}
+}
+
 func (p *platform) BotMessages(chat adapters.JID) []adaptertest.Message {
 	var out []adaptertest.Message
 	for _, m := range p.s.Messages(channel(chat)) {
 		if m.User != slacktest.BotUser {
 			continue
 		}
-		bm := adaptertest.Message{ID: adapters.MessageID(m.TS), Text: shown(m.Text), Raw: m.Text, Topic: m.ThreadTS, Deleted: m.Deleted,
+		bm := adaptertest.Message{ID: adapters.MessageID(m.TS), Text: shownAs(m.Text, m.Markdown), Raw: m.Text, Topic: m.ThreadTS, Deleted: m.Deleted,
 			Pinned: m.Pinned, Reactions: m.Reactions}
 		if len(m.Files) > 0 {
 			bm.File, bm.FileData = m.Files[0].Name, m.Files[0].Data

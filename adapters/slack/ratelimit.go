@@ -8,9 +8,11 @@ import (
 
 // Slack's per-method rate-limit tiers, in calls per minute per workspace.
 // chat.postMessage has its own limit (about one message per second per
-// channel, with short bursts), kept per channel.
+// channel, with short bursts), kept per channel; chat.startStream posts a
+// message and is paced as one. A stream's appends are Tier 4.
 var tierOf = map[string]int{
 	"chat.update": 50, "chat.delete": 50, "reactions.add": 50,
+	"chat.appendStream": 100, "chat.stopStream": 50,
 	"pins.add": 20, "pins.remove": 20,
 	"conversations.history": 50, "conversations.replies": 50, "conversations.info": 50,
 	"users.info": 100, "files.info": 100,

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -79,8 +80,11 @@ type Adapter struct {
 	ready   bool
 	addr    net.Addr // events mode: the bound listener
 
-	users cache // user id → display name
-	chans cache // channel id → kind "|" name
+	users   cache // user id → display name
+	chans   cache // channel id → kind "|" name
+	authors cache // channel "/" ts → the user id who wrote a message the adapter received
+
+	noStreams atomic.Bool // Slack refused chat.startStream to this app: live replies edit a message
 
 	backfilling sync.Mutex
 	bg          sync.WaitGroup // backfills in flight
@@ -100,6 +104,7 @@ var (
 	_ adapters.FileSender     = (*Adapter)(nil)
 	_ adapters.Downloader     = (*Adapter)(nil)
 	_ adapters.HistoryFetcher = (*Adapter)(nil)
+	_ adapters.Streamer       = (*Adapter)(nil)
 )
 
 // New returns a Slack adapter; it connects in Run.

@@ -1,0 +1,273 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"switchboard/adapters"
+	"switchboard/adapters/markdown"
+)
+
+// StartLive implements adapters.Streamer. In a thread, when Slack knows
+// whom the reply answers (the author of m.ReplyTo, a message the adapter
+// received; anyone in a DM), the live reply is a Slack stream
+// (chat.startStream at the first update, chat.appendStream of what each
+// update adds, chat.stopStream with the rest of the final): the streamed
+// message is the final. Anywhere else, and once Slack refused streams to
+// this app, it is one message posted at the first update and edited
+// (chat.update) after; the final is its last edit. It does not call Slack;
+// a chat that is not Slack's wraps adapters.ErrPermanent.
+func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string) (adapters.LiveReply, error) {
+	channel, kind, err := channelOf(m.Chat)
+	if err != nil {
+		return nil, err
+	}
+	l := &live{a: a, out: m, channel: channel}
+	if thread := threadOf(m, kind); thread != "" && !a.noStreams.Load() {
+		user, _ := a.authors.get(channel + "/" + string(m.ReplyTo))
+		if user != "" || kind == "dm" {
+			l.thread, l.user, l.team = thread, user, strings.Split(m.Chat.Room(), "/")[0]
+		}
+	}
+	return l, nil
+}
+
+// live is one turn's live reply in a Slack chat.
+type live struct {
+	a       *Adapter
+	out     adapters.Outbound
+	channel string
+	// thread, user and team are where the stream starts and whom it
+	// answers; thread "" before the first update: a message edited in place.
+	thread, user, team string
+
+	mu        sync.Mutex
+	ts        string // the live message: the stream, or the message posted and edited
+	streaming bool   // ts is a stream Slack has not stopped
+	streamed  bool   // ts shows the stream's Markdown, sent (no edit replaced it)
+	sent      string // the Markdown the stream holds
+	shown     string // the mrkdwn the last edit showed: an update that renders the same sends nothing
+	finished  bool
+	aborted   bool
+}
+
+// Update shows text: by appending what it adds to the stream, or by posting
+// or editing the live message, rendered with markdown.Partial. An update
+// that does not extend what the stream holds (the text was replaced, a
+// progress line went away) stops the stream, and the message is edited
+// from then on.
+func (l *live) Update(ctx context.Context, text string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.finished || l.aborted {
+		return fmt.Errorf("slack: update live reply in %s: %w", l.out.Chat, adapters.ErrLiveEnded)
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if l.thread != "" && l.ts == "" {
+		t := streamText(text)
+		if strings.TrimSpace(t) == "" {
+			return nil
+		}
+		err := l.start(ctx, t)
+		if err == nil || !streamRefused(err) {
+			return classify("live", l.out.Chat, err)
+		}
+		if isCode(err, "unknown_method") || isCode(err, "not_allowed") || isCode(err, "not_allowed_token_type") || isCode(err, "missing_scope") {
+			if !l.a.noStreams.Swap(true) {
+				l.a.log.Warn("slack refused streams to this app; live replies edit a message instead", "jid", l.out.Chat, "err", err)
+			}
+		} else {
+			l.a.log.Info("slack refused a stream; this live reply edits a message instead", "jid", l.out.Chat, "err", err)
+		}
+		l.thread = ""
+	}
+	if l.streaming {
+		if delta, grows := strings.CutPrefix(streamText(text), l.sent); grows {
+			if delta == "" {
+				return nil
+			}
+			if err := l.append(ctx, delta); err != nil || l.streaming {
+				return err
+			}
+		} else if err := l.end(ctx, "", false); err != nil { // a replace: stop the stream, then edit it
+			return err
+		}
+	}
+	return l.edit(ctx, markdown.Partial(text))
+}
+
+// Finish ends the stream with the rest of text, or makes text the live
+// message's last edit, or posts it when nothing was shown.
+func (l *live) Finish(ctx context.Context, text string) (adapters.MessageID, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.aborted:
+		return "", fmt.Errorf("slack: finish live reply in %s: %w", l.out.Chat, adapters.ErrLiveEnded)
+	case l.finished:
+		return adapters.MessageID(l.ts), nil
+	}
+	if l.streaming {
+		delta, grows := strings.CutPrefix(text, l.sent)
+		if err := l.end(ctx, delta, grows); err != nil {
+			return "", err
+		}
+	}
+	if !l.streamed || l.sent != text {
+		if err := l.edit(ctx, text); err != nil {
+			return "", err
+		}
+	}
+	l.finished = true
+	return adapters.MessageID(l.ts), nil
+}
+
+// Abort deletes the live message, streamed or posted.
+func (l *live) Abort(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.finished || l.aborted {
+		return nil
+	}
+	if l.ts != "" {
+		if err := l.a.Delete(ctx, adapters.MessageRef{Chat: l.out.Chat, Topic: l.out.Topic, ID: adapters.MessageID(l.ts)}); err != nil {
+			return err
+		}
+	}
+	l.aborted = true
+	return nil
+}
+
+// start starts the stream in the thread with text, paced as a message
+// posted in the channel. It returns Slack's error unclassified, so that
+// the caller can tell a refused stream.
+func (l *live) start(ctx context.Context, text string) error {
+	if err := l.a.tiers.wait(ctx, "chat.postMessage", l.channel); err != nil {
+		return err
+	}
+	opts := []slack.MsgOption{slack.MsgOptionTS(l.thread), slack.MsgOptionMarkdownText(defang(text))}
+	if l.user != "" {
+		opts = append(opts, slack.MsgOptionRecipientUserID(l.user), slack.MsgOptionRecipientTeamID(l.team))
+	}
+	_, ts, err := l.a.api.StartStreamContext(ctx, l.channel, opts...)
+	if err != nil {
+		return err
+	}
+	l.ts, l.streaming, l.streamed, l.sent = ts, true, true, text
+	return nil
+}
+
+// append adds delta to the stream. A stream Slack no longer takes appends
+// to is taken as stopped: the caller edits its message.
+func (l *live) append(ctx context.Context, delta string) error {
+	if err := l.a.tiers.wait(ctx, "chat.appendStream", l.channel); err != nil {
+		return err
+	}
+	_, _, err := l.a.api.AppendStreamContext(ctx, l.channel, l.ts, slack.MsgOptionMarkdownText(defang(delta)))
+	switch {
+	case err == nil:
+		l.sent += delta
+	case streamRefused(err):
+		l.a.log.Info("slack ended a stream; the live reply edits its message instead", "jid", l.out.Chat, "err", err)
+		l.streaming = false
+	default:
+		return classify("live", l.out.Chat, err)
+	}
+	return nil
+}
+
+// end stops the stream, with delta as its last chunk when grows. A stream
+// Slack stopped already counts as stopped, its last chunk not shown.
+func (l *live) end(ctx context.Context, delta string, grows bool) error {
+	if err := l.a.tiers.wait(ctx, "chat.stopStream", l.channel); err != nil {
+		return err
+	}
+	var opts []slack.MsgOption
+	if grows && delta != "" {
+		opts = append(opts, slack.MsgOptionMarkdownText(defang(delta)))
+	}
+	_, _, err := l.a.api.StopStreamContext(ctx, l.channel, l.ts, opts...)
+	switch {
+	case err == nil:
+		if grows {
+			l.sent += delta
+		}
+	case streamRefused(err):
+		l.a.log.Info("slack ended a stream; the live reply edits its message instead", "jid", l.out.Chat, "err", err)
+	default:
+		return classify("live", l.out.Chat, err)
+	}
+	l.streaming = false
+	return nil
+}
+
+// edit shows src (Markdown) by posting the live message or editing it,
+// unless it renders as the last edit did.
+func (l *live) edit(ctx context.Context, src string) error {
+	mrkdwn := markdown.SlackMrkdwn(src)
+	if mrkdwn == l.shown {
+		return nil
+	}
+	if l.ts == "" {
+		m := l.out
+		m.Text = src
+		id, err := l.a.Send(ctx, m)
+		if err != nil {
+			return err
+		}
+		l.ts = string(id)
+	} else if err := l.a.Edit(ctx, adapters.MessageRef{Chat: l.out.Chat, Topic: l.out.Topic, ID: adapters.MessageID(l.ts)}, src); err != nil {
+		return err
+	}
+	l.shown, l.streamed = mrkdwn, false
+	return nil
+}
+
+// streamText is what of text a stream may carry now: a cut UTF-8 sequence
+// and a trailing "<" wait for what follows them, so that nothing appended
+// ever has to change (defang needs the character after a "<").
+func streamText(text string) string {
+	for i := len(text) - 1; i >= 0 && i >= len(text)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(text[i]) {
+			if !utf8.FullRuneInString(text[i:]) {
+				text = text[:i]
+			}
+			break
+		}
+	}
+	return strings.TrimRight(text, "<")
+}
+
+var slackCommand = regexp.MustCompile(`<([!@#])`)
+
+// defang escapes the "<" of what Slack could take for a mention or a
+// command (<!channel>, <@U1>, <#C1>) in Markdown a stream carries, as
+// Send's mrkdwn escapes every "<": agent output never pings a channel.
+func defang(md string) string { return slackCommand.ReplaceAllString(md, "&lt;$1") }
+
+// streamRefused: Slack answered a stream method with an error about the
+// stream, not the chat, a rate limit or a passing failure: it will not
+// stream here (or no longer takes this stream), and an edited message will
+// do.
+func streamRefused(err error) bool {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "not_in_channel", "channel_not_found", "is_archived", "ratelimited", "internal_error", "fatal_error",
+			"service_unavailable", "request_timeout", "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired":
+			return false
+		}
+		return true
+	}
+	var sc slack.StatusCodeError
+	return errors.As(err, &sc) && sc.Code == 404
+}

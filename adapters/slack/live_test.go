@@ -1,0 +1,201 @@
+package slack_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/slack"
+	"switchboard/adapters/slack/slacktest"
+)
+
+const c1 = adapters.JID("slack:T1/channel/C1")
+
+// liveSetup runs an adapter and has alice ask a question in C1 (in thread
+// when not ""); it returns the question's ts once the adapter received it.
+func liveSetup(t *testing.T, s *slacktest.Server, thread string) (*slack.Adapter, string) {
+	t.Helper()
+	host := adaptertest.NewHost()
+	a := start(t, s, slack.ModeSocket, host)
+	q := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "<@UBOT> run the tests", ThreadTS: thread})
+	host.Wait(t, 10*time.Second, "the question", func(h *adaptertest.Host) bool {
+		for _, ev := range h.Events() {
+			if ev.ID.String() == q {
+				return true
+			}
+		}
+		return false
+	})
+	return a, q
+}
+
+func markdownTexts(calls []slacktest.Call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.Form.Get("markdown_text"))
+	}
+	return out
+}
+
+// A live reply in a channel is a Slack stream in the thread of the message
+// it answers (a new thread under it, or the thread it was asked in), to its
+// author: each update appends what it adds, the final stops the stream
+// with the rest, and the streamed message is the one final message.
+func TestLiveStreamsInThread(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		thread bool
+	}{{"reply starts a thread", false}, {"asked in a thread", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := slacktest.New(t)
+			thread := ""
+			if tc.thread {
+				thread = s.AddMessage("C1", "U2", "incident", "")
+			}
+			a, q := liveSetup(t, s, thread)
+			wantThread := q
+			if tc.thread {
+				wantThread = thread
+			}
+			ctx := t.Context()
+			l, err := a.StartLive(ctx, adapters.Outbound{Chat: c1, Topic: thread, ReplyTo: adapters.MessageID(q)}, "turn-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range []string{"Running **tests", "Running **tests**:\n\n```go\nfunc TestX(t", "Running **tests**:\n\n```go\nfunc TestX(t"} {
+				if err := l.Update(ctx, u); err != nil {
+					t.Fatalf("update %q: %v", u, err)
+				}
+			}
+			final := "Running **tests**:\n\n```go\nfunc TestX(t *testing.T)\n```\nall passed"
+			id, err := l.Finish(ctx, final)
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts := s.Calls("chat.startStream")
+			if len(starts) != 1 {
+				t.Fatalf("%d chat.startStream calls; want 1", len(starts))
+			}
+			if f := starts[0].Form; f.Get("thread_ts") != wantThread || f.Get("recipient_user_id") != "U1" || f.Get("recipient_team_id") != "T1" {
+				t.Errorf("stream started with thread_ts %q, recipient %q/%q; want thread %q, alice (U1) of T1",
+					f.Get("thread_ts"), f.Get("recipient_user_id"), f.Get("recipient_team_id"), wantThread)
+			}
+			chunks := append(markdownTexts(starts), markdownTexts(s.Calls("chat.appendStream"))...)
+			chunks = append(chunks, markdownTexts(s.Calls("chat.stopStream"))...)
+			if got := strings.Join(chunks, ""); got != final || len(chunks) != 3 {
+				t.Errorf("the stream carried %q (joined %q); want start, one append (the repeated update sends nothing), the rest at stop, adding up to the final", chunks, got)
+			}
+			if n, e := len(s.Calls("chat.postMessage")), len(s.Calls("chat.update")); n != 0 || e != 0 {
+				t.Errorf("%d posts, %d edits; a streamed reply needs none", n, e)
+			}
+			var bot []slacktest.Msg
+			for _, m := range s.Messages("C1") {
+				if m.User == slacktest.BotUser {
+					bot = append(bot, m)
+				}
+			}
+			if len(bot) != 1 || bot[0].TS != string(id) || bot[0].Text != final || bot[0].ThreadTS != wantThread || !bot[0].Markdown || bot[0].Streaming {
+				t.Errorf("C1 holds %+v from the bot; want one stopped stream %s reading the final in thread %s", bot, id, wantThread)
+			}
+		})
+	}
+}
+
+// An update that does not extend what was streamed (the text was replaced)
+// stops the stream and edits the streamed message; the final is its last
+// edit.
+func TestLiveStreamReplaced(t *testing.T) {
+	s := slacktest.New(t)
+	a, q := liveSetup(t, s, "")
+	ctx := t.Context()
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q)}, "turn-1")
+	for _, u := range []string{"Looking", "Looking\n\n_running Bash: go test_", "Looking: found it"} {
+		if err := l.Update(ctx, u); err != nil {
+			t.Fatalf("update %q: %v", u, err)
+		}
+	}
+	id, err := l.Finish(ctx, "Looking: found it, **fixed**")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Calls("chat.stopStream")); n != 1 {
+		t.Errorf("%d chat.stopStream calls; want 1, at the replace", n)
+	}
+	edits := s.Calls("chat.update")
+	if len(edits) != 2 || edits[0].Form.Get("ts") != string(id) || edits[1].Form.Get("text") != "Looking: found it, *fixed*" {
+		t.Errorf("edits %+v; want two of the streamed message %s, the last the final in mrkdwn", edits, id)
+	}
+	msgs := s.Messages("C1")
+	if last := msgs[len(msgs)-1]; len(msgs) != 2 || last.TS != string(id) || last.Markdown || last.Text != "Looking: found it, *fixed*" {
+		t.Errorf("C1 holds %+v; want the question and the streamed message, edited to the final", msgs)
+	}
+}
+
+// Where Slack refuses streams, a live reply is one message posted at the
+// first update (rendered with markdown.Partial) and edited after, the final
+// its last edit; the adapter does not ask for streams again.
+func TestLiveFallsBackWhenStreamsRefused(t *testing.T) {
+	s := slacktest.New(t)
+	a, q := liveSetup(t, s, "")
+	s.RefuseStreams("not_allowed")
+	ctx := t.Context()
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q)}, "turn-1")
+	for _, u := range []string{"One **two", "One **two** three"} {
+		if err := l.Update(ctx, u); err != nil {
+			t.Fatalf("update %q after streams were refused: %v", u, err)
+		}
+	}
+	id, err := l.Finish(ctx, "One **two** three four")
+	if err != nil {
+		t.Fatal(err)
+	}
+	posts := s.Calls("chat.postMessage")
+	if len(posts) != 1 || posts[0].Form.Get("text") != "One *two*" || posts[0].Form.Get("thread_ts") != q {
+		t.Errorf("posts %+v; want one, in the question's thread, the unfinished bold closed", posts)
+	}
+	msgs := s.Messages("C1")
+	if last := msgs[len(msgs)-1]; len(msgs) != 2 || last.TS != string(id) || last.Text != "One *two* three four" {
+		t.Errorf("C1 holds %+v; want one message, edited to the final", msgs)
+	}
+	if n := len(s.Calls("chat.update")); n != 2 {
+		t.Errorf("%d edits; want 2", n)
+	}
+	next, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q)}, "turn-2")
+	if err := next.Update(ctx, "Again"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Calls("chat.startStream")); n != 1 {
+		t.Errorf("%d chat.startStream calls; want 1 (refused once, then not asked again)", n)
+	}
+}
+
+// A stream never carries what Slack could take for a channel ping, even
+// when the update cuts it after its "<"; Abort deletes the streamed message.
+func TestLiveStreamDefangsAndAborts(t *testing.T) {
+	s := slacktest.New(t)
+	a, q := liveSetup(t, s, "")
+	ctx := t.Context()
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q)}, "turn-1")
+	for _, u := range []string{"Tell everyone <", "Tell everyone <!channel> now"} {
+		if err := l.Update(ctx, u); err != nil {
+			t.Fatalf("update %q: %v", u, err)
+		}
+	}
+	chunks := append(markdownTexts(s.Calls("chat.startStream")), markdownTexts(s.Calls("chat.appendStream"))...)
+	if got := strings.Join(chunks, ""); got != "Tell everyone &lt;!channel> now" {
+		t.Errorf("the stream carried %q (%q); want the ping escaped", got, chunks)
+	}
+	if err := l.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs := s.Messages("C1")
+	if len(msgs) != 2 || !msgs[1].Deleted {
+		t.Errorf("after abort C1 holds %+v; want the streamed message deleted", msgs)
+	}
+	if _, err := l.Finish(ctx, "too late"); !errors.Is(err, adapters.ErrLiveEnded) {
+		t.Error("finish after abort succeeded; want ErrLiveEnded")
+	}
+}
