@@ -1,7 +1,8 @@
 // Package discordtest is a fake Discord for tests: REST under /api/v9 and a
 // gateway websocket speaking HELLO, IDENTIFY, READY, heartbeats, RESUME and
-// INVALID_SESSION, dispatching message, reaction and thread events. The real
-// discordgo talks to it through api_url.
+// INVALID_SESSION, dispatching message, reaction and thread events. It
+// records what each channel showed of the bot (Shown: every post and every
+// edit). The real discordgo talks to it through api_url.
 package discordtest
 
 import (
@@ -12,6 +13,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +78,27 @@ type Server struct {
 	files     map[string][]byte // attachment id -> content
 	cdnLimit  int               // the next CDN download answers 429 with this Retry-After
 	cdnMoved  map[string]string // attachment id -> where its download redirects
+	shown     []Shown
+}
+
+// Shown is what a channel showed of the bot at one moment: a message as it
+// was posted, and again as each edit left it.
+type Shown struct {
+	Channel, ID, Content string
+	AllowedJSON          string // the allowed_mentions of that post or edit
+}
+
+// Shown returns what the channels showed of the bot so far, oldest first.
+func (f *Server) Shown(channels ...string) []Shown {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Shown
+	for _, s := range f.shown {
+		if slices.Contains(channels, s.Channel) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // New starts a fake Discord for the test.
@@ -200,10 +223,20 @@ func (f *Server) channelCall(w http.ResponseWriter, r *http.Request, ch string, 
 		case http.MethodGet:
 			writeJSON(w, 200, f.msgObj(m))
 		case http.MethodPatch:
-			var body struct{ Content *string }
+			var body struct {
+				Content         *string         `json:"content"`
+				AllowedMentions json.RawMessage `json:"allowed_mentions"`
+			}
 			json.NewDecoder(r.Body).Decode(&body)
 			if body.Content != nil {
-				m.Content = *body.Content
+				if len([]rune(*body.Content)) > 2000 {
+					writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+					return
+				}
+				m.Content, m.AllowedJSON = *body.Content, string(body.AllowedMentions)
+				if m.AuthorID == BotID {
+					f.shown = append(f.shown, Shown{Channel: ch, ID: m.ID, Content: m.Content, AllowedJSON: m.AllowedJSON})
+				}
 			}
 			writeJSON(w, 200, f.msgObj(m))
 		case http.MethodDelete:
@@ -266,6 +299,7 @@ func (f *Server) postMessage(w http.ResponseWriter, r *http.Request, ch string) 
 	f.nextID++
 	m.ID = strconv.Itoa(f.nextID)
 	f.msgs = append(f.msgs, m)
+	f.shown = append(f.shown, Shown{Channel: ch, ID: m.ID, Content: m.Content, AllowedJSON: m.AllowedJSON})
 	writeJSON(w, 200, f.msgObj(m))
 }
 
