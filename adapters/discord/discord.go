@@ -128,9 +128,12 @@ func (a *Adapter) Self() (adapters.JID, bool) {
 	return userJID(id), true
 }
 
+// maxText is the longest message content Discord takes, in characters.
+const maxText = 2000
+
 // Limits: 2,000 characters; Discord renders Markdown itself; typing lasts 10 s.
 func (a *Adapter) Limits() adapters.Limits {
-	return adapters.Limits{MaxText: 2000, Format: adapters.FormatMarkdown, TypingEvery: 8 * time.Second}
+	return adapters.Limits{MaxText: maxText, Format: adapters.FormatMarkdown, TypingEvery: 8 * time.Second}
 }
 
 // Run checks the token, opens the gateway and serves events until ctx ends.

@@ -91,6 +91,24 @@ func rendered(s string) string {
 	return strings.NewReplacer("**", "", "__", "", "_", "", "*", "", "`", "").Replace(s)
 }
 
+// WatchLive implements adaptertest.LiveWatcher: what the chat and its
+// thread showed of the bot since, each message as sent and as each edit
+// left it.
+func (p fakePlatform) WatchLive(t *testing.T, chat adapters.JID) func() []string {
+	chans := []string{channelOfJID(chat, "")}
+	if chat == channelChat {
+		chans = append(chans, discordtest.Thread)
+	}
+	from := len(p.f.Shown(chans...))
+	return func() []string {
+		var out []string
+		for _, s := range p.f.Shown(chans...)[from:] {
+			out = append(out, rendered(s.Content))
+		}
+		return out
+	}
+}
+
 func (p fakePlatform) RateLimit(wait time.Duration) { p.f.RateLimit(wait) }
 
 // RejectFormatting: Discord never refuses Markdown.
