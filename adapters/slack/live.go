@@ -81,14 +81,7 @@ func (l *live) Update(ctx context.Context, text string) error {
 		if err == nil || !streamRefused(err) {
 			return classify("live", l.out.Chat, err)
 		}
-		if isCode(err, "unknown_method") || isCode(err, "not_allowed") || isCode(err, "not_allowed_token_type") || isCode(err, "missing_scope") {
-			if !l.a.noStreams.Swap(true) {
-				l.a.log.Warn("slack refused streams to this app; live replies edit a message instead", "jid", l.out.Chat, "err", err)
-			}
-		} else {
-			l.a.log.Info("slack refused a stream; this live reply edits a message instead", "jid", l.out.Chat, "err", err)
-		}
-		l.thread = ""
+		l.refused(err)
 	}
 	if l.streaming {
 		if delta, grows := strings.CutPrefix(streamText(text), l.sent); grows {
@@ -145,6 +138,22 @@ func (l *live) Abort(ctx context.Context) error {
 	}
 	l.aborted = true
 	return nil
+}
+
+// refused turns the live reply into an edited message after Slack refused
+// its stream with err. An error that says this app may not stream at all
+// stops the adapter asking until it restarts (logged once).
+func (l *live) refused(err error) {
+	l.thread = ""
+	for _, code := range []string{"unknown_method", "not_allowed", "not_allowed_token_type", "missing_scope"} {
+		if isCode(err, code) {
+			if !l.a.noStreams.Swap(true) {
+				l.a.log.Warn("slack refused streams to this app; live replies edit a message instead", "jid", l.out.Chat, "err", err)
+			}
+			return
+		}
+	}
+	l.a.log.Info("slack refused a stream; this live reply edits a message instead", "jid", l.out.Chat, "err", err)
 }
 
 // start starts the stream in the thread with text, paced as a message
