@@ -83,6 +83,12 @@ type Options struct {
 	Limits Limits
 	// MCPHTTP is the MCP Streamable HTTP endpoint (mcp.*); zero: none.
 	MCPHTTP MCPHTTP
+	// Streams are the live-reply settings by platform (adapters.<name>.stream,
+	// stream_interval); a platform missing here streams nothing (StreamOff).
+	Streams map[string]Stream
+	// Progress shows a line while the agent runs a tool in a live reply
+	// (agent.progress).
+	Progress bool
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.

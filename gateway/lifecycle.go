@@ -66,6 +66,7 @@ type turns struct {
 	interrupted interrupted
 	metrics     *metrics
 	spend       *spend
+	live        *liveStarter // live replies (nil: none)
 	wakeOutbox  func()
 	kickAfter   func(folder groups.Folder, d time.Duration) // workers.kickAfter
 	log         *slog.Logger
@@ -83,9 +84,29 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		return backoff
 	}
 	stopTyping := typing(ctx, t.adapters, t.log, b.ChatJID, b.Topic)
+	live := t.live.start(ctx, t.agent.Output, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b),
+		Key: p.turn.ID + "/reply"}, p.turn.ID)
+	if live != nil {
+		p.in.OnEvent = live.onEvent
+	}
 	res, err := t.runner.Run(ctx, t.agent, p.in)
 	stopTyping()
-	return t.recordTurn(ctx, p.b, p.turn, p.session, res, err)
+	live.stop() // nothing more is shown before the turn is recorded
+	backoff = t.recordTurn(ctx, p.b, p.turn, p.session, res, err, live)
+	live.settle(ctx, liveMarker(ctx, res, err))
+	return backoff
+}
+
+// liveMarker is what ends a live reply the outbox does not finish: none
+// (aborted) unless the turn failed.
+func liveMarker(ctx context.Context, res agent.Result, err error) string {
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return ""
+	case res.TimedOut:
+		return liveMarkerTimedOut
+	}
+	return liveMarkerFailed
 }
 
 // preparedTurn is a turn ready to run: its record so far, the session it
@@ -166,8 +187,9 @@ func isolatedTurn(b store.Batch) bool {
 // store.MarkStarted), as Runner.Run or Reattacher.Await returned it: the
 // turn record, the batch consumed or retried, the reply queued, the session
 // saved, the usage counted, the turn's MCP token revoked. session is the
-// one the turn resumed. It returns the folder's backoff, as runTurn.
-func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, session string, res agent.Result, err error) time.Duration {
+// one the turn resumed; live is its live reply (nil: none), handed to the
+// outbox with the reply. It returns the folder's backoff, as runTurn.
+func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, session string, res agent.Result, err error, live *liveTurn) time.Duration {
 	if res.Escaped > 0 || res.EscapedErr != nil {
 		t.log.Info("agent processes outside its process group killed at turn end", "folder", b.Folder, "turn", turn.ID,
 			"count", res.Escaped, "err", res.EscapedErr)
@@ -219,8 +241,14 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 	// batch would run (and answer) again at the next start. FinishBatch
 	// also saves the session.
 	rctx := context.WithoutCancel(ctx)
+	if len(out) > 0 {
+		t.live.keep(out[0].Key, live) // before the outbox can see the row
+	}
 	if err := t.st.FinishBatch(rctx, b, turn, out, time.Time{}); err != nil {
 		t.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
+		if len(out) > 0 && t.live.take(out[0].Key) != nil {
+			live.handed = false // settle ends it
+		}
 		return time.Second
 	}
 	t.log.Info("turn done", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "ms", turn.Duration.Milliseconds(), "stdout_reply", len(out) > 0, "mcp_replies", len(replied))

@@ -63,6 +63,7 @@ type outboxDeps struct {
 	queue      func(context.Context, ops.SendRequest) (store.OutboxItem, error) // store a row (ops.QueueSend)
 	adapters   adapterSet
 	layout     groups.Layout                                               // group folders, for files sent
+	live       *liveStarter                                                // the live replies the replies finish
 	spoke      func(chat adapters.JID, topic string, folder groups.Folder) // the bot spoke for folder: follow-ups engage (engagements.start)
 	deliveries *prometheus.CounterVec                                      // switchboard_outbox_deliveries_total
 	rateLimits *prometheus.CounterVec                                      // switchboard_rate_limit_waits_total
@@ -268,7 +269,7 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 		} else {
 			out.Key = fmt.Sprintf("%s/%d", it.Key, n+1)
 		}
-		id, err := a.Send(ctx, out)
+		id, err := o.sendPart(ctx, a, it, n, out)
 		if err != nil {
 			return "", nil, err
 		}
@@ -288,6 +289,25 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 		o.adapters.notifyStored(it.ChatJID, bot.Seq)
 	}
 	return first, o.botMessage(it, first, ""), nil // every part was sent before a crash
+}
+
+// sendPart sends one part of a text item: the first part of a reply whose
+// turn's live reply is alive finishes that live reply instead (the message
+// the chat saw growing becomes the delivery); anything else is sent.
+func (o *outbox) sendPart(ctx context.Context, a adapters.Adapter, it store.OutboxItem, n int, out adapters.Outbound) (adapters.MessageID, error) {
+	if n == 0 && it.Kind == store.OutboxReply {
+		if l := o.live.take(it.Key); l != nil {
+			id, ok, err := l.finish(ctx, out.Text)
+			if err != nil {
+				o.live.putBack(it.Key, l) // Finish may be called again
+				return "", err
+			}
+			if ok {
+				return id, nil
+			}
+		}
+	}
+	return a.Send(ctx, out)
 }
 
 func (o *outbox) botMessage(it store.OutboxItem, id adapters.MessageID, text string) *store.Message {

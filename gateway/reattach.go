@@ -151,5 +151,5 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	if err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrFailed) {
 		err = fmt.Errorf("%w: %v", agent.ErrFailed, err)
 	}
-	return t.recordTurn(ctx, b, turn, session, res, err)
+	return t.recordTurn(ctx, b, turn, session, res, err, nil)
 }

@@ -27,7 +27,8 @@ func (g *Gateway) wire() error {
 	g.active = &activeTurns{}
 	engage := &engagements{m: map[engageKey]engagement{}, now: opt.Now}
 	g.workers = newWorkers(opt.MaxConcurrent, st, &g.hooks, log)
-	g.outbox = newOutbox(outboxDeps{st: st, adapters: g.adapters, layout: g.layout, hooks: &g.hooks, log: log,
+	live := &liveStarter{adapters: g.adapters, streams: opt.Streams, progress: opt.Progress, log: log.With("component", "live")}
+	g.outbox = newOutbox(outboxDeps{st: st, adapters: g.adapters, layout: g.layout, live: live, hooks: &g.hooks, log: log,
 		queue: func(ctx context.Context, req ops.SendRequest) (store.OutboxItem, error) {
 			return ops.QueueSend(ctx, st, req)
 		},
@@ -68,7 +69,7 @@ func (g *Gateway) wire() error {
 		layout: g.layout, socket: mcp.SocketPath, tokens: g.endpoint, adapters: g.adapters, active: g.active, notices: notices,
 		guards:  turnGuards{list: []turnGuard{chain, g.budget, flood, loop}, log: log}, // the order matters: guards.go
 		files:   &fetcher{adapters: g.adapters, layout: g.layout, maxDownload: opt.MaxDownload, log: log},
-		metrics: g.metrics, spend: newSpend(g.metrics.reg), wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, log: log}
+		metrics: g.metrics, spend: newSpend(g.metrics.reg), live: live, wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, log: log}
 	g.workers.turns = g.turns
 	return nil
 }
