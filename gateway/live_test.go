@@ -302,3 +302,21 @@ func TestLiveReplyOverflowContinues(t *testing.T) {
 		t.Errorf("continued in %+v, want one message with the rest", sent)
 	}
 }
+
+// A turn that replied through MCP (marked as the MCP backend marks it)
+// queues no stdout reply: its live reply is aborted, nothing is sent.
+func TestLiveReplyMCPRepliedAborts(t *testing.T) {
+	la := &liveAdapter{fakeAdapter: newFakeAdapter("test"), native: true}
+	argv, gate := streamAgent(t, toolFixture, 6, 0)
+	h := liveHarness(t, la, argv, Stream{Mode: StreamNative, Interval: 10 * time.Millisecond})
+	h.post(testChat, "m1", "@bot run it")
+	testwait.For(t, 20*time.Second, "an update", func() bool { u, _, _, _, _ := la.snapshot(); return len(u) > 0 })
+	h.g.active.markReplied("main", testChat)
+	openGate(t, gate)
+	testwait.For(t, 20*time.Second, "the abort", func() bool { _, _, _, a, _ := la.snapshot(); return a > 0 })
+	h.stop()
+	_, f, _, aborts, _ := la.snapshot()
+	if len(f) != 0 || aborts != 1 || len(h.fa.sentTo(testChat)) != 0 {
+		t.Errorf("finals %q, aborts %d, sent %d: want the live reply aborted and nothing sent", f, aborts, len(h.fa.sentTo(testChat)))
+	}
+}
