@@ -68,6 +68,9 @@ type AgentConfig struct {
 	// Runner is where turns run: local (this machine) or nats (worker
 	// machines, through the NATS JetStream of nats.*).
 	Runner string `yaml:"runner"`
+	// Progress shows "running <tool>: <summary>" in a live reply while the
+	// agent runs a tool. Default true.
+	Progress bool `yaml:"progress"`
 }
 
 // NATSConfig is the NATS server that carries turns to workers when
@@ -142,6 +145,12 @@ type AdaptersConfig struct {
 type WebConfig struct {
 	Enabled bool   `yaml:"enabled"`
 	Listen  string `yaml:"listen"`
+	// Stream is how a turn's reply shows while it runs: native (the
+	// platform's live reply), edit (one message edited), off. Default native.
+	Stream string `yaml:"stream"`
+	// StreamInterval is the shortest time between two updates of a live
+	// reply. Default 1s (Slack 0.5s).
+	StreamInterval Duration `yaml:"stream_interval"`
 }
 
 type TelegramConfig struct {
@@ -150,25 +159,31 @@ type TelegramConfig struct {
 	APIURL  string `yaml:"api_url"`
 	// Webhook mode instead of long polling: Telegram posts to WebhookURL
 	// (public HTTPS), which your proxy forwards to Listen.
-	WebhookURL  string `yaml:"webhook_url"`
-	Listen      string `yaml:"listen"`
-	SecretToken Secret `yaml:"secret_token"`
+	WebhookURL     string   `yaml:"webhook_url"`
+	Listen         string   `yaml:"listen"`
+	SecretToken    Secret   `yaml:"secret_token"`
+	Stream         string   `yaml:"stream"`          // as WebConfig's
+	StreamInterval Duration `yaml:"stream_interval"` // as WebConfig's
 }
 
 type DiscordConfig struct {
-	Enabled bool   `yaml:"enabled"`
-	Token   Secret `yaml:"token"`
-	APIURL  string `yaml:"api_url"`
+	Enabled        bool     `yaml:"enabled"`
+	Token          Secret   `yaml:"token"`
+	APIURL         string   `yaml:"api_url"`
+	Stream         string   `yaml:"stream"`          // as WebConfig's
+	StreamInterval Duration `yaml:"stream_interval"` // as WebConfig's
 }
 
 type SlackConfig struct {
-	Enabled       bool   `yaml:"enabled"`
-	BotToken      Secret `yaml:"bot_token"`
-	AppToken      Secret `yaml:"app_token"`
-	Mode          string `yaml:"mode"`
-	SigningSecret Secret `yaml:"signing_secret"`
-	Listen        string `yaml:"listen"`
-	APIURL        string `yaml:"api_url"`
+	Enabled        bool     `yaml:"enabled"`
+	BotToken       Secret   `yaml:"bot_token"`
+	AppToken       Secret   `yaml:"app_token"`
+	Mode           string   `yaml:"mode"`
+	SigningSecret  Secret   `yaml:"signing_secret"`
+	Listen         string   `yaml:"listen"`
+	APIURL         string   `yaml:"api_url"`
+	Stream         string   `yaml:"stream"`          // as WebConfig's
+	StreamInterval Duration `yaml:"stream_interval"` // as WebConfig's
 }
 
 // GroupSeed is a group created at start if missing.
@@ -210,6 +225,7 @@ func Default() Config {
 			Sandbox:       "auto",
 			Network:       true,
 			Runner:        "local",
+			Progress:      true,
 		},
 		NATS:      NATSConfig{Listen: "127.0.0.1:4222", MaxFolderMB: remote.DefaultMaxFolderMB},
 		EngageTTL: Duration(10 * time.Minute),
@@ -219,8 +235,10 @@ func Default() Config {
 			MaxChain:       8,
 		},
 		Adapters: AdaptersConfig{
-			Web:           WebConfig{Enabled: true, Listen: "127.0.0.1:8420"},
-			Slack:         SlackConfig{Mode: "socket"},
+			Web:           WebConfig{Enabled: true, Listen: "127.0.0.1:8420", Stream: "native", StreamInterval: Duration(time.Second)},
+			Telegram:      TelegramConfig{Stream: "native", StreamInterval: Duration(time.Second)},
+			Discord:       DiscordConfig{Stream: "native", StreamInterval: Duration(time.Second)},
+			Slack:         SlackConfig{Mode: "socket", Stream: "native", StreamInterval: Duration(500 * time.Millisecond)},
 			MaxDownloadMB: 25,
 		},
 		Admin:  AdminConfig{Listen: "127.0.0.1:8421"},
@@ -384,6 +402,19 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 		}
 		if _, _, err := net.SplitHostPort(a.Telegram.Listen); err != nil {
 			bad("adapters.telegram.listen", "%q is not host:port; webhook mode needs the address your proxy forwards webhook_url to", a.Telegram.Listen)
+		}
+	}
+	for _, l := range []struct {
+		name, mode string
+		interval   Duration
+	}{{"web", a.Web.Stream, a.Web.StreamInterval}, {"telegram", a.Telegram.Stream, a.Telegram.StreamInterval},
+		{"discord", a.Discord.Stream, a.Discord.StreamInterval}, {"slack", a.Slack.Stream, a.Slack.StreamInterval}} {
+		name := l.name
+		if !slices.Contains([]string{"native", "edit", "off"}, l.mode) {
+			bad("adapters."+name+".stream", "%q: want native (the platform's live reply), edit (one message edited) or off", l.mode)
+		}
+		if d := time.Duration(l.interval); d < 100*time.Millisecond || d > time.Minute {
+			bad("adapters."+name+".stream_interval", "%s: want 100ms to 1m between two updates of a live reply", d)
 		}
 	}
 	if !slices.Contains([]string{"socket", "events"}, a.Slack.Mode) {

@@ -248,3 +248,29 @@ func TestConfigAgentOutputs(t *testing.T) {
 		}
 	}
 }
+
+// Live replies: native by default on every adapter (Slack 0.5s apart, the
+// others 1s), progress lines on; a bad mode or interval names its key.
+func TestStreamSettings(t *testing.T) {
+	cfg, err := Parse([]byte("adapters: {telegram: {stream: edit, stream_interval: 2s}}\nagent: {progress: false}"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Adapters
+	if a.Web.Stream != "native" || a.Slack.Stream != "native" || a.Discord.Stream != "native" || a.Telegram.Stream != "edit" ||
+		time.Duration(a.Slack.StreamInterval) != 500*time.Millisecond || time.Duration(a.Web.StreamInterval) != time.Second ||
+		time.Duration(a.Telegram.StreamInterval) != 2*time.Second || cfg.Agent.Progress {
+		t.Errorf("stream settings = %+v progress %v", a, cfg.Agent.Progress)
+	}
+	if !Default().Agent.Progress {
+		t.Error("agent.progress is off by default")
+	}
+	for yaml, want := range map[string]string{
+		"adapters: {slack: {stream: live}}":           "adapters.slack.stream: \"live\": want native",
+		"adapters: {discord: {stream_interval: 1ms}}": "adapters.discord.stream_interval: 1ms: want 100ms to 1m",
+	} {
+		if _, err := Parse([]byte(yaml), env(nil)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", yaml, err, want)
+		}
+	}
+}

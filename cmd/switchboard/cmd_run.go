@@ -100,7 +100,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		Operator: a.cfg.OperatorFolder, EngageTTL: time.Duration(a.cfg.EngageTTL),
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
 		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20, Warning: warning,
-		Limits: gatewayLimits(a.cfg.Limits),
+		Limits: gatewayLimits(a.cfg.Limits), Streams: gatewayStreams(a.cfg.Adapters), Progress: a.cfg.Agent.Progress,
 		MCPHTTP: gateway.MCPHTTP{Listen: a.cfg.MCP.Listen, CertFile: a.cfg.MCP.TLSCert, KeyFile: a.cfg.MCP.TLSKey, URL: a.cfg.MCP.URL,
 			// A sandbox without network cannot reach the endpoint: its agents keep the socket.
 			PassToAgents: spec.Sandbox == nil || spec.Sandbox.Network},
@@ -253,5 +253,17 @@ func gatewayLimits(l config.LimitsConfig) gateway.Limits {
 		TurnsPerSender: gateway.Rate{Count: l.TurnsPerSender.Count, Window: time.Duration(l.TurnsPerSender.Window)},
 		TurnsPerChat:   gateway.Rate{Count: l.TurnsPerChat.Count, Window: time.Duration(l.TurnsPerChat.Window)},
 		MaxChain:       l.MaxChain,
+	}
+}
+
+// gatewayStreams are the live-reply settings of adapters.<name>.stream and
+// stream_interval, by platform.
+func gatewayStreams(a config.AdaptersConfig) map[string]gateway.Stream {
+	s := func(mode string, d config.Duration) gateway.Stream {
+		return gateway.Stream{Mode: gateway.StreamMode(mode), Interval: time.Duration(d)}
+	}
+	return map[string]gateway.Stream{
+		"web": s(a.Web.Stream, a.Web.StreamInterval), "telegram": s(a.Telegram.Stream, a.Telegram.StreamInterval),
+		"discord": s(a.Discord.Stream, a.Discord.StreamInterval), "slack": s(a.Slack.Stream, a.Slack.StreamInterval),
 	}
 }
