@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ const (
 	liveMarkerFailed   = " … (failed)"
 	liveMarkerTimedOut = " … (timed out)"
 	liveStopTimeout    = 10 * time.Second
+	// liveTextCap bounds the text a live reply keeps (and renders at each
+	// update): more than any platform shows in one message, and the reply
+	// itself is capped at 64 KiB (store.CapText).
+	liveTextCap = 64 << 10
 )
 
 // liveStarter starts the live replies of turns and hands the ones whose
@@ -57,8 +62,8 @@ type liveStarter struct {
 // start returns the live reply of a turn answering in chat, or nil when the
 // chat's platform streams nothing or the agent's output has no events.
 func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapters.Outbound, turn string) *liveTurn {
-	if s == nil || output == agent.OutputNone {
-		return nil
+	if s == nil || !slices.Contains([]agent.Output{agent.OutputClaudeStream, agent.OutputCodexJSON, agent.OutputText, ""}, output) {
+		return nil // claude-json's one line of JSON is no reply text
 	}
 	platform := out.Chat.Platform()
 	cfg, ok := s.streams[platform]
@@ -140,7 +145,7 @@ type liveTurn struct {
 	handed   bool // keep: the outbox finishes it (set by the turn's goroutine)
 
 	mu      sync.Mutex
-	text    string // the reply so far
+	text    []byte // the reply so far, up to liveTextCap
 	tool    string // the progress line of the running tool
 	toolID  string
 	shown   bool // an update showed something
@@ -153,9 +158,9 @@ func (l *liveTurn) onEvent(e agent.Event) {
 	l.mu.Lock()
 	switch e.Kind {
 	case agent.EventText:
-		l.text += e.Text
+		l.text = append(l.text, e.Text[:min(len(e.Text), max(liveTextCap-len(l.text), 0))]...)
 	case agent.EventReplace:
-		l.text = e.Text
+		l.text = append(l.text[:0], e.Text[:min(len(e.Text), liveTextCap)]...)
 	case agent.EventToolStart:
 		if l.progress {
 			l.tool, l.toolID = "running "+e.Tool, e.ToolID
@@ -182,7 +187,7 @@ func (l *liveTurn) onEvent(e agent.Event) {
 // it outgrew the platform's limit) and the progress line.
 func (l *liveTurn) render() string {
 	l.mu.Lock()
-	text, tool := strings.TrimSpace(l.text), l.tool
+	text, tool := strings.TrimSpace(strings.ToValidUTF8(string(l.text), "")), l.tool
 	l.mu.Unlock()
 	if tool != "" {
 		if text != "" {
@@ -304,7 +309,7 @@ func (l *liveTurn) settle(ctx context.Context, marker string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveStopTimeout)
 	defer cancel()
 	l.mu.Lock()
-	shown, dead, text := l.shown, l.dead, strings.TrimSpace(l.text)
+	shown, dead, text := l.shown, l.dead, strings.TrimSpace(strings.ToValidUTF8(string(l.text), ""))
 	l.mu.Unlock()
 	if dead {
 		return

@@ -20,8 +20,9 @@ import (
 // and edits: it records every update, final, abort and edit.
 type liveAdapter struct {
 	*fakeAdapter
-	native bool // implements StartLive (else: ErrUnsupported)
-	max    int  // Limits.MaxText
+	native  bool   // implements StartLive (else: ErrUnsupported)
+	limited string // an update showing this is refused once with a rate limit
+	max     int    // Limits.MaxText
 
 	lmu     sync.Mutex
 	updates []string
@@ -72,6 +73,10 @@ func (l *fakeLive) Update(ctx context.Context, text string) error {
 	defer l.a.lmu.Unlock()
 	if l.ended || l.done {
 		return adapters.ErrLiveEnded
+	}
+	if l.a.limited != "" && text == l.a.limited {
+		l.a.limited = ""
+		return &adapters.RetryAfterError{Wait: 20 * time.Millisecond}
 	}
 	l.a.updates = append(l.a.updates, text)
 	return nil
@@ -318,5 +323,24 @@ func TestLiveReplyMCPRepliedAborts(t *testing.T) {
 	_, f, _, aborts, _ := la.snapshot()
 	if len(f) != 0 || aborts != 1 || len(h.fa.sentTo(testChat)) != 0 {
 		t.Errorf("finals %q, aborts %d, sent %d: want the live reply aborted and nothing sent", f, aborts, len(h.fa.sentTo(testChat)))
+	}
+}
+
+// A rate-limited update pauses the live reply; after the wait it shows the
+// newest text, though no event came meanwhile (the agent waits).
+func TestLiveReplyRateLimitResends(t *testing.T) {
+	la := &liveAdapter{fakeAdapter: newFakeAdapter("test"), native: true, limited: "Let me run that."}
+	argv, gate := streamAgent(t, toolFixture, 6, 0)
+	h := liveHarness(t, la, argv, Stream{Mode: StreamNative, Interval: 10 * time.Millisecond})
+	h.post(testChat, "m1", "@bot run it")
+	testwait.For(t, 20*time.Second, "the update after the rate limit", func() bool {
+		u, _, _, _, _ := la.snapshot()
+		return len(u) > 0 && u[len(u)-1] == "Let me run that."
+	})
+	openGate(t, gate)
+	testwait.For(t, 20*time.Second, "the final", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
+	h.stop()
+	if _, f, _, aborts, _ := la.snapshot(); aborts != 0 || len(f) != 1 || f[0] != toolReply || len(h.turns("main")) != 1 {
+		t.Errorf("finals %q, aborts %d, %d turns: want the one turn's live reply to go on after the wait", f, aborts, len(h.turns("main")))
 	}
 }
