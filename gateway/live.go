@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/adapters/markdown"
 	"switchboard/agent"
 )
 
@@ -368,6 +369,7 @@ func (e *editLive) Update(ctx context.Context, text string) error {
 	if e.end || e.fin != "" {
 		return adapters.ErrLiveEnded
 	}
+	text = markdown.Partial(text) // cut anywhere: shown as what it will become
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

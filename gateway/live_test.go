@@ -344,3 +344,26 @@ func TestLiveReplyRateLimitResends(t *testing.T) {
 		t.Errorf("finals %q, aborts %d, %d turns: want the one turn's live reply to go on after the wait", f, aborts, len(h.turns("main")))
 	}
 }
+
+// The edit fallback shows a text cut anywhere as it will render: an open
+// code fence is closed, in the message sent and in the edits after.
+func TestEditLiveRendersPartial(t *testing.T) {
+	la := &liveAdapter{fakeAdapter: newFakeAdapter("test")}
+	e := newEditLive(la, adapters.Outbound{Chat: testChat, Key: "t-1/reply"})
+	ctx := context.Background()
+	if err := e.Update(ctx, "look:\n```go\nx := 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Update(ctx, "look:\n```go\nx := 1\ny := 2"); err != nil {
+		t.Fatal(err)
+	}
+	sent := la.sentTo(testChat)
+	_, _, edits, _, _ := la.snapshot()
+	if len(sent) != 1 || !strings.HasSuffix(sent[0].Text, "```") || len(edits) != 1 || !strings.HasSuffix(edits[0], "```") {
+		t.Errorf("sent %q, edits %q: want the open fence closed", sent, edits)
+	}
+	id, err := e.Finish(ctx, "done")
+	if err != nil || id != sent[0].ID {
+		t.Errorf("Finish = %q, %v; want the sent message's id", id, err)
+	}
+}
