@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ type liveAdapter struct {
 	*fakeAdapter
 	native  bool   // implements StartLive (else: ErrUnsupported)
 	limited string // an update showing this is refused once with a rate limit
+	finFail int    // the first Finish calls fail (transient)
 	max     int    // Limits.MaxText
 
 	lmu     sync.Mutex
@@ -87,6 +89,10 @@ func (l *fakeLive) Finish(ctx context.Context, text string) (adapters.MessageID,
 	defer l.a.lmu.Unlock()
 	if l.ended {
 		return "", adapters.ErrLiveEnded
+	}
+	if l.a.finFail > 0 {
+		l.a.finFail--
+		return "", errors.New("connection reset")
 	}
 	if !l.done {
 		l.a.finals = append(l.a.finals, text)
@@ -365,5 +371,20 @@ func TestEditLiveRendersPartial(t *testing.T) {
 	id, err := e.Finish(ctx, "done")
 	if err != nil || id != sent[0].ID {
 		t.Errorf("Finish = %q, %v; want the sent message's id", id, err)
+	}
+}
+
+// A Finish that failed is retried by the outbox on the same live reply: the
+// final is shown once, never sent beside it.
+func TestLiveReplyFinishRetried(t *testing.T) {
+	la := &liveAdapter{fakeAdapter: newFakeAdapter("test"), native: true, finFail: 1}
+	argv, gate := streamAgent(t, toolFixture, 0, 0)
+	openGate(t, gate)
+	h := liveHarness(t, la, argv, Stream{Mode: StreamNative, Interval: 10 * time.Millisecond})
+	h.post(testChat, "m1", "@bot run it")
+	testwait.For(t, 20*time.Second, "the final", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
+	h.stop()
+	if _, f, _, _, _ := la.snapshot(); len(f) != 1 || len(h.fa.sentTo(testChat)) != 0 {
+		t.Errorf("finals %q, sent %d: want the final once, by Finish", f, len(h.fa.sentTo(testChat)))
 	}
 }

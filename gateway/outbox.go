@@ -298,8 +298,10 @@ func (o *outbox) sendPart(ctx context.Context, a adapters.Adapter, it store.Outb
 	if n == 0 && it.Kind == store.OutboxReply {
 		if l := o.live.take(it.Key); l != nil {
 			id, ok, err := l.finish(ctx, out.Text)
-			if err != nil {
+			if err != nil && !errors.Is(err, adapters.ErrPermanent) {
 				o.live.putBack(it.Key, l) // Finish may be called again
+			}
+			if err != nil {
 				return "", err
 			}
 			if ok {
