@@ -130,7 +130,7 @@ exit %d`, n, abs, gate, n+1, abs, code)
 	return testagent.Script(t, body), gate
 }
 
-func liveHarness(t *testing.T, la *liveAdapter, argv []string, stream Stream) *harness {
+func liveHarness(t *testing.T, la *liveAdapter, argv []string, stream Stream, more ...func(*Options)) *harness {
 	t.Helper()
 	h := newHarness(t, harnessConfig{agent: argv, noStart: true, modify: func(o *Options) {
 		o.Agent.Output = "claude-stream"
@@ -139,6 +139,9 @@ func liveHarness(t *testing.T, la *liveAdapter, argv []string, stream Stream) *h
 			o.Streams = map[string]Stream{"test": stream}
 		}
 		o.Progress = true
+		for _, m := range more {
+			m(o)
+		}
 	}})
 	h.fa = la.fakeAdapter
 	h.start()
@@ -386,5 +389,18 @@ func TestLiveReplyFinishRetried(t *testing.T) {
 	h.stop()
 	if _, f, _, _, _ := la.snapshot(); len(f) != 1 || len(h.fa.sentTo(testChat)) != 0 {
 		t.Errorf("finals %q, sent %d: want the final once, by Finish", f, len(h.fa.sentTo(testChat)))
+	}
+}
+
+// A timed-out turn's live reply ends with its marker.
+func TestLiveReplyTimedOutMarker(t *testing.T) {
+	la := &liveAdapter{fakeAdapter: newFakeAdapter("test"), native: true}
+	argv, _ := streamAgent(t, toolFixture, 6, 0) // the gate never opens
+	liveHarness(t, la, argv, Stream{Mode: StreamNative, Interval: 10 * time.Millisecond}, func(o *Options) {
+		o.Agent.Timeout = time.Second
+	}).post(testChat, "m1", "@bot run it")
+	testwait.For(t, 20*time.Second, "the marker", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
+	if _, f, _, _, _ := la.snapshot(); f[0] != "Let me run that."+liveMarkerTimedOut {
+		t.Errorf("final = %q, want the text so far and the timeout marker", f[0])
 	}
 }
