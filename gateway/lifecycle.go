@@ -247,7 +247,7 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 	if err := t.st.FinishBatch(rctx, b, turn, out, time.Time{}); err != nil {
 		t.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
 		if len(out) > 0 && t.live.take(out[0].Key) != nil {
-			live.handed = false // settle ends it
+			live.handed.Store(false) // settle ends it
 		}
 		return time.Second
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"switchboard/adapters"
@@ -96,7 +97,7 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	if l.interval <= 0 {
 		l.interval = time.Second
 	}
-	go l.run(context.WithoutCancel(ctx))
+	go l.run(ctx) // shutdown cancels an update in flight
 	return l
 }
 
@@ -105,13 +106,17 @@ func (s *liveStarter) keep(key string, l *liveTurn) {
 	if s == nil || l == nil {
 		return
 	}
+	l.handed.Store(true)
+	s.put(key, l)
+}
+
+func (s *liveStarter) put(key string, l *liveTurn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kept == nil {
 		s.kept = map[string]*liveTurn{}
 	}
 	s.kept[key] = l
-	l.handed = true
 }
 
 // take removes and returns the live reply awaiting the final of key.
@@ -127,7 +132,7 @@ func (s *liveStarter) take(key string) *liveTurn {
 }
 
 // putBack returns l to the outbox after a failed Finish, for the retry.
-func (s *liveStarter) putBack(key string, l *liveTurn) { s.keep(key, l) }
+func (s *liveStarter) putBack(key string, l *liveTurn) { s.put(key, l) }
 
 // liveTurn is one turn's live reply: the agent's events (onEvent, which
 // never blocks) build the text so far; its own goroutine (run) shows it at
@@ -143,7 +148,7 @@ type liveTurn struct {
 	kick     chan struct{}
 	stopC    chan struct{}
 	done     chan struct{}
-	handed   bool // keep: the outbox finishes it (set by the turn's goroutine)
+	handed   atomic.Bool // keep: the outbox finishes it
 
 	mu      sync.Mutex
 	text    []byte // the reply so far, up to liveTextCap
@@ -304,7 +309,7 @@ func (l *liveTurn) stop() {
 // when the turn said nothing here (no reply, or one through MCP, or
 // shutdown), else finished with marker after what it showed.
 func (l *liveTurn) settle(ctx context.Context, marker string) {
-	if l == nil || l.handed {
+	if l == nil || l.handed.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveStopTimeout)
