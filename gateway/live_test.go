@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/store"
@@ -402,5 +403,27 @@ func TestLiveReplyTimedOutMarker(t *testing.T) {
 	testwait.For(t, 20*time.Second, "the marker", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
 	if _, f, _, _, _ := la.snapshot(); f[0] != "Let me run that."+liveMarkerTimedOut {
 		t.Errorf("final = %q, want the text so far and the timeout marker", f[0])
+	}
+}
+
+// The progress line shows while a tool runs and goes at its end; a replace
+// replaces the text so far.
+func TestLiveRenderProgressAndReplace(t *testing.T) {
+	l := &liveTurn{progress: true, kick: make(chan struct{}, 1)}
+	l.onEvent(agent.Event{Kind: agent.EventText, Text: "Let me "})
+	l.onEvent(agent.Event{Kind: agent.EventText, Text: "look."})
+	l.onEvent(agent.Event{Kind: agent.EventToolStart, Tool: "Bash", ToolID: "t1", Summary: "ls -l"})
+	if got := l.render(); got != "Let me look.\n\n_running Bash: ls -l_" {
+		t.Errorf("while the tool runs: %q", got)
+	}
+	l.onEvent(agent.Event{Kind: agent.EventToolEnd, Tool: "Bash", ToolID: "t1"})
+	l.onEvent(agent.Event{Kind: agent.EventReplace, Text: "Here:"})
+	if got := l.render(); got != "Here:" {
+		t.Errorf("after the tool and a replace: %q", got)
+	}
+	l.progress = false
+	l.onEvent(agent.Event{Kind: agent.EventToolStart, Tool: "Bash"})
+	if got := l.render(); got != "Here:" {
+		t.Errorf("agent.progress false: %q", got)
 	}
 }
