@@ -350,71 +350,19 @@ func (l *liveTurn) finish(ctx context.Context, text string) (adapters.MessageID,
 	return id, err == nil, err
 }
 
-// editLive is the live reply of an adapter without a native one (or with
-// stream: edit): one message sent at the first update and edited after;
-// the final is its last edit.
-type editLive struct {
-	a   adapters.Adapter
-	ed  adapters.Editor
-	out adapters.Outbound
-	id  adapters.MessageID
-	fin adapters.MessageID
-	end bool
-}
-
+// newEditLive is the live reply of an adapter without a native one (or
+// with stream: edit): adapters.EditLive over its Send, Edit and (when it
+// has one) Delete; nil when the adapter cannot edit. Its message has a key
+// of its own, apart from the reply row's.
 func newEditLive(a adapters.Adapter, out adapters.Outbound) adapters.LiveReply {
 	ed, ok := a.(adapters.Editor)
 	if !ok {
 		return nil
 	}
-	return &editLive{a: a, ed: ed, out: out}
-}
-
-func (e *editLive) Update(ctx context.Context, text string) error {
-	if e.end || e.fin != "" {
-		return adapters.ErrLiveEnded
+	out.Key += "/live"
+	e := &adapters.EditLive{Out: out, Send: a.Send, Edit: ed.Edit, Render: markdown.Partial}
+	if d, ok := a.(adapters.Deleter); ok {
+		e.Delete = d.Delete
 	}
-	text = markdown.Partial(text) // cut anywhere: shown as what it will become
-	if strings.TrimSpace(text) == "" {
-		return nil
-	}
-	if e.id == "" {
-		m := e.out
-		m.Text, m.Key = text, e.out.Key+"/live"
-		id, err := e.a.Send(ctx, m)
-		if err != nil {
-			return err
-		}
-		if id == "" {
-			return adapters.Unsupported(e.a.Name(), "edit without a message id")
-		}
-		e.id = id
-		return nil
-	}
-	return e.ed.Edit(ctx, adapters.MessageRef{Chat: e.out.Chat, Topic: e.out.Topic, ID: e.id}, text)
-}
-
-func (e *editLive) Finish(ctx context.Context, text string) (adapters.MessageID, error) {
-	if e.fin != "" {
-		return e.fin, nil
-	}
-	if e.end || e.id == "" {
-		return "", adapters.ErrLiveEnded // nothing shown: the outbox sends the final
-	}
-	if err := e.ed.Edit(ctx, adapters.MessageRef{Chat: e.out.Chat, Topic: e.out.Topic, ID: e.id}, text); err != nil {
-		return "", err
-	}
-	e.fin = e.id
-	return e.fin, nil
-}
-
-func (e *editLive) Abort(ctx context.Context) error {
-	if e.end || e.fin != "" {
-		return nil
-	}
-	e.end = true
-	if d, ok := e.a.(adapters.Deleter); ok && e.id != "" {
-		return d.Delete(ctx, adapters.MessageRef{Chat: e.out.Chat, Topic: e.out.Topic, ID: e.id})
-	}
-	return nil
+	return e
 }

@@ -1,0 +1,113 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// EditLive is a live reply made of edits: one message sent at the first
+// update that shows something and edited at the next ones, the final
+// being its last edit; Abort deletes it. It is Discord's live reply and
+// the gateway's fallback for platforms without a native one (or whose
+// native one was refused). Its methods are safe for concurrent use.
+type EditLive struct {
+	Out    Outbound // where the message goes: chat, topic, reply-to, key
+	Send   func(ctx context.Context, m Outbound) (MessageID, error)
+	Edit   func(ctx context.Context, m MessageRef, text string) error
+	Delete func(ctx context.Context, m MessageRef) error // nil: Abort leaves the message
+	// Render is what an unfinished text shows as (markdown.Partial,
+	// closing what the cut left open); nil shows it as it is. The final
+	// text is shown as given.
+	Render func(text string) string
+
+	mu       sync.Mutex
+	id       MessageID
+	shown    string // the text last shown: an update that shows the same sends nothing
+	finished bool
+	aborted  bool
+}
+
+// Update shows text (the whole live reply so far) by sending the message
+// or editing it; blank text shows nothing.
+func (e *EditLive) Update(ctx context.Context, text string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.finished || e.aborted {
+		return fmt.Errorf("update live reply in %s: %w", e.Out.Chat, ErrLiveEnded)
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if e.Render != nil {
+		text = e.Render(text)
+	}
+	return e.show(ctx, text)
+}
+
+// Finish makes text the message's last edit, or sends it when nothing was
+// shown yet; a second Finish returns the same id and sends nothing.
+func (e *EditLive) Finish(ctx context.Context, text string) (MessageID, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.aborted:
+		return "", fmt.Errorf("finish live reply in %s: %w", e.Out.Chat, ErrLiveEnded)
+	case e.finished:
+		return e.id, nil
+	}
+	if err := e.show(ctx, text); err != nil {
+		return "", err
+	}
+	e.finished = true
+	return e.id, nil
+}
+
+// Abort deletes the message (when Delete is set and one was sent); after
+// Finish it does nothing.
+func (e *EditLive) Abort(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.finished || e.aborted {
+		return nil
+	}
+	if e.id != "" && e.Delete != nil {
+		if err := e.Delete(ctx, e.ref()); err != nil {
+			return err
+		}
+	}
+	e.aborted = true
+	return nil
+}
+
+// show sends text as the message, or edits the message to it unless it
+// shows text already. A platform that gives no id cannot edit: that is
+// ErrUnsupported.
+func (e *EditLive) show(ctx context.Context, text string) error {
+	switch {
+	case e.id == "":
+		m := e.Out
+		m.Text = text
+		id, err := e.Send(ctx, m)
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			return fmt.Errorf("live reply in %s: the message sent has no id to edit: %w", e.Out.Chat, ErrUnsupported)
+		}
+		e.id = id
+	case text == e.shown:
+		return nil
+	default:
+		if err := e.Edit(ctx, e.ref(), text); err != nil {
+			return err
+		}
+	}
+	e.shown = text
+	return nil
+}
+
+func (e *EditLive) ref() MessageRef {
+	return MessageRef{Chat: e.Out.Chat, Topic: e.Out.Topic, ID: e.id}
+}
