@@ -41,7 +41,10 @@ func (e *EditLive) Update(ctx context.Context, text string) error {
 		return nil
 	}
 	if e.Render != nil {
-		text = e.Render(text)
+		text = e.Render(text) // "**" alone renders as nothing yet
+		if strings.TrimSpace(text) == "" {
+			return nil
+		}
 	}
 	return e.show(ctx, text)
 }

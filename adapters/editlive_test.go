@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -80,6 +81,14 @@ func TestEditLive(t *testing.T) {
 		}
 		if _, err := e.Finish(ctx, "late"); !errors.Is(err, ErrLiveEnded) {
 			t.Errorf("Finish after Abort: %v; want ErrLiveEnded", err)
+		}
+	})
+	t.Run("a text that renders as nothing", func(t *testing.T) {
+		p := &platform{}
+		e := p.live()
+		e.Render = func(text string) string { return strings.Trim(text, "*") }
+		if err := e.Update(ctx, "**"); err != nil || len(p.calls) != 0 {
+			t.Errorf("Update(**): %v, calls %q; want nothing sent", err, p.calls)
 		}
 	})
 	t.Run("no id to edit", func(t *testing.T) {

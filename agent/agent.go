@@ -55,6 +55,12 @@ const (
 
 // ParseOutput returns the Output named s (exactly text, claude-json,
 // claude-stream, codex-json or none), or an error wrapping ErrUnknownOutput.
+
+// Claude reports whether o is one of Claude Code's output formats
+// (claude-json, claude-stream): the agent is Claude Code, with its
+// --max-budget-usd, its sessions and its error messages.
+func (o Output) Claude() bool { return o == OutputClaudeJSON || o == OutputClaudeStream }
+
 func ParseOutput(s string) (Output, error) {
 	switch o := Output(s); o {
 	case OutputText, OutputClaudeJSON, OutputClaudeStream, OutputCodexJSON, OutputNone:
@@ -465,7 +471,7 @@ func (p *proc) exitError(spec Spec, waitErr error, notStarted bool) error {
 			detail = d
 		}
 	}
-	if detail == "" && (spec.Output == OutputClaudeJSON || spec.Output == OutputClaudeStream) {
+	if detail == "" && spec.Output.Claude() {
 		if cr, _ := p.claudeOutcome(spec.Output, false); cr.IsError || cr.Result != nil {
 			detail = clip(claudeErrorText(cr))
 		}

@@ -86,7 +86,7 @@ func NewSpec(ctx context.Context, c SpecConfig) (Spec, error) {
 // Claude Code's --max-budget-usd for claude-json and claude-stream agents;
 // other agents read it where their own flag is (see docs/operating.md).
 func maxTurnArgs(o Output, usd float64) []string {
-	if usd <= 0 || (o != OutputClaudeJSON && o != OutputClaudeStream) {
+	if usd <= 0 || !o.Claude() {
 		return nil
 	}
 	return []string{"--max-budget-usd", strconv.FormatFloat(usd, 'f', -1, 64)}

@@ -50,15 +50,16 @@ func (c *Config) validateBudgets(bad func(string, string, ...any)) {
 	if p != (PriceConfig{}) && (p.InputPerMTok == 0 || p.OutputPerMTok == 0) {
 		bad("agent.price", "set both input_per_mtok and output_per_mtok, or neither (no price)")
 	}
-	seen := map[groups.Folder]bool{}
+	first := map[groups.Folder]int{}
 	for i, b := range c.Budgets {
 		key := fmt.Sprintf("budgets[%d]", i)
 		if err := b.Folder.Validate(); err != nil {
 			bad(key+".folder", "%v", err)
-		} else if seen[b.Folder] {
-			bad(key+".folder", "%q has a budget already (budgets[%d]); one entry per group", b.Folder, i)
+		} else if j, dup := first[b.Folder]; dup {
+			bad(key+".folder", "%q has a budget already (budgets[%d]); one entry per group: remove one of them", b.Folder, j)
+		} else {
+			first[b.Folder] = i
 		}
-		seen[b.Folder] = true
 		if err := ops.CheckBudget(b.DailyUSD, b.MonthlyUSD); err != nil {
 			bad(key, "%v (daily_usd, monthly_usd)", err)
 		}

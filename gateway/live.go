@@ -242,7 +242,8 @@ func (l *liveTurn) run(ctx context.Context) {
 				}
 				l.again()
 			case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
-				l.log.Warn("live reply ended", "jid", l.out.Chat, "err", err)
+				l.log.Warn("live reply ended; the final will be sent as a new message (if this repeats, set adapters.<platform>.stream: edit or off)",
+					"jid", l.out.Chat, "err", err)
 				l.mu.Lock()
 				l.dead = true
 				l.mu.Unlock()
@@ -322,13 +323,13 @@ func (l *liveTurn) settle(ctx context.Context, marker string) {
 	}
 	if marker == "" || !shown || text == "" {
 		if err := l.lr.Abort(ctx); err != nil {
-			l.log.Warn("abort live reply", "jid", l.out.Chat, "err", err)
+			l.log.Warn("live reply left as it was after its turn ended without a reply", "jid", l.out.Chat, "err", err)
 		}
 		return
 	}
 	// Not stored: the turn's outcome is (its notice, a retry's reply).
 	if _, err := l.lr.Finish(ctx, l.firstPart(text+marker)); err != nil {
-		l.log.Warn("finish live reply", "jid", l.out.Chat, "err", err)
+		l.log.Warn("live reply left without its failure marker (the chat gets the failure notice)", "jid", l.out.Chat, "err", err)
 	}
 }
 
@@ -344,10 +345,50 @@ func (l *liveTurn) finish(ctx context.Context, text string) (adapters.MessageID,
 		return "", false, nil
 	}
 	id, err := lr.Finish(ctx, text)
-	if errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported) {
+	switch {
+	case errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
+		return "", false, nil
+	case errors.Is(err, adapters.ErrPermanent):
+		// The live message is gone (deleted in the chat, say): the final
+		// still reaches the chat, as a message of its own.
+		l.log.Warn("live reply could not take its final; the reply is sent as a new message", "jid", l.out.Chat, "err", err)
 		return "", false, nil
 	}
 	return id, err == nil, err
+}
+
+// abort ends a live reply whose final will not come through it: the
+// gateway stops, or its reply failed for good. What it showed is removed
+// where the platform can (a draft ends, an edited message is deleted).
+func (l *liveTurn) abort(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveStopTimeout)
+	defer cancel()
+	if err := l.lr.Abort(ctx); err != nil {
+		l.log.Warn("live reply left as it was: its final will be a new message", "jid", l.out.Chat, "err", err)
+	}
+}
+
+// discard aborts the live reply awaiting the final of key, if any (its
+// reply failed for good).
+func (s *liveStarter) discard(ctx context.Context, key string) {
+	if l := s.take(key); l != nil {
+		l.abort(ctx)
+	}
+}
+
+// abortAll aborts every live reply still awaiting its final: the outbox
+// stops, and those finals go out after the next start as new messages.
+func (s *liveStarter) abortAll(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	kept := s.kept
+	s.kept = nil
+	s.mu.Unlock()
+	for _, l := range kept {
+		l.abort(ctx)
+	}
 }
 
 // newEditLive is the live reply of an adapter without a native one (or

@@ -98,6 +98,7 @@ func (o *outbox) wake() {
 // nothing is due any more (items waiting for a retry stay for the next start).
 func (o *outbox) run(ctx context.Context) {
 	defer close(o.stopped)
+	defer o.live.abortAll(ctx) // their finals go out after the next start
 	defer o.wg.Wait()
 	for {
 		claimed := o.sendDue(ctx)
@@ -298,10 +299,8 @@ func (o *outbox) sendPart(ctx context.Context, a adapters.Adapter, it store.Outb
 	if n == 0 && it.Kind == store.OutboxReply {
 		if l := o.live.take(it.Key); l != nil {
 			id, ok, err := l.finish(ctx, out.Text)
-			if err != nil && !errors.Is(err, adapters.ErrPermanent) {
-				o.live.putBack(it.Key, l) // Finish may be called again
-			}
 			if err != nil {
+				o.live.putBack(it.Key, l) // transient: Finish is called again at the retry
 				return "", err
 			}
 			if ok {
@@ -424,6 +423,7 @@ func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Durat
 func (o *outbox) fail(ctx context.Context, it store.OutboxItem, cause error) {
 	o.deliveries.WithLabelValues(o.adapters.platformLabel(it.ChatJID), "failed").Inc()
 	o.log.Warn("delivery failed permanently", "jid", it.ChatJID, "outbox", it.ID, "err", cause)
+	o.live.discard(ctx, it.Key)
 	if err := o.st.OutboxFailed(context.WithoutCancel(ctx), it.ID, cause.Error()); err != nil {
 		o.log.Error("record delivery failure", "outbox", it.ID, "err", err)
 	}

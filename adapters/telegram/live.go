@@ -29,11 +29,17 @@ func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string)
 	if err != nil {
 		return nil, err
 	}
-	l := &live{a: a, out: m}
-	if chat > 0 && !a.noDrafts.Load() {
-		l.draft = draftID(turn)
+	if chat < 0 || a.noDrafts.Load() {
+		return a.editLive(m), nil
 	}
-	return l, nil
+	return &live{a: a, out: m, draft: draftID(turn)}, nil
+}
+
+// editLive is a live reply edited in place: a group's, or a private
+// chat's once Telegram refused drafts. An edit that changes nothing is no
+// error (Adapter.Edit).
+func (a *Adapter) editLive(m adapters.Outbound) *adapters.EditLive {
+	return &adapters.EditLive{Out: m, Send: a.Send, Edit: a.Edit, Delete: a.Delete, Render: markdown.Partial}
 }
 
 // draftID derives a non-zero draft_id from the turn, so that the same turn
@@ -44,24 +50,28 @@ func draftID(turn string) int {
 	return int(h.Sum32()&0x7fffffff) | 1
 }
 
-// live is one turn's live reply in a Telegram chat.
+// live is one turn's live reply in a private chat: a draft, and the final
+// a new message. When Telegram refuses the draft it becomes an editLive.
 type live struct {
-	a   *Adapter
-	out adapters.Outbound
+	a     *Adapter
+	out   adapters.Outbound
+	draft int // the draft_id
 
 	mu       sync.Mutex
-	draft    int                // the draft_id while the reply is a draft; 0: a message edited in place
-	id       adapters.MessageID // the message edited in place, then the final
+	edit     *adapters.EditLive // set once drafts were refused: it does the rest
 	shown    string             // the HTML last shown: an update that renders the same sends nothing
+	id       adapters.MessageID // the final's
 	finished bool
 	aborted  bool
 }
 
-// Update shows text, rendered with markdown.Partial: as the draft, or by
-// sending or editing the live message.
+// Update shows text, rendered with markdown.Partial, as the draft.
 func (l *live) Update(ctx context.Context, text string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.edit != nil {
+		return l.edit.Update(ctx, text)
+	}
 	if l.finished || l.aborted {
 		return fmt.Errorf("telegram: update live reply in %s: %w", l.out.Chat, adapters.ErrLiveEnded)
 	}
@@ -70,92 +80,66 @@ func (l *live) Update(ctx context.Context, text string) error {
 	if strings.TrimSpace(html) == "" || html == l.shown {
 		return nil
 	}
-	if l.draft != 0 {
-		refused, err := l.a.sendDraft(ctx, l.out, l.draft, src)
-		if !refused {
-			if err == nil {
-				l.shown = html
-			}
-			return err
+	refused, err := l.a.sendDraft(ctx, l.out, l.draft, src, html)
+	if !refused {
+		if err == nil {
+			l.shown = html
 		}
-		l.a.log.Warn("telegram refused a message draft; live replies edit a message instead", "jid", l.out.Chat, "err", err)
-		l.a.noDrafts.Store(true)
-		l.draft = 0
-	}
-	if l.id == "" {
-		m := l.out
-		m.Text = src
-		id, err := l.a.Send(ctx, m)
-		if err != nil {
-			return err
-		}
-		l.id = id
-	} else if err := l.a.Edit(ctx, l.ref(), src); err != nil && !notModified(err) {
 		return err
 	}
-	l.shown = html
-	return nil
+	l.a.log.Warn("telegram refused a message draft; live replies edit a message instead", "jid", l.out.Chat, "err", err)
+	l.a.noDrafts.Store(true)
+	l.edit = l.a.editLive(l.out)
+	return l.edit.Update(ctx, text)
 }
 
-// Finish sends text as a new message (after a draft, or when nothing was
-// shown), or makes it the live message's last edit.
+// Finish sends text as a new message: the draft goes when it comes.
 func (l *live) Finish(ctx context.Context, text string) (adapters.MessageID, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
+	case l.edit != nil:
+		return l.edit.Finish(ctx, text)
 	case l.aborted:
 		return "", fmt.Errorf("telegram: finish live reply in %s: %w", l.out.Chat, adapters.ErrLiveEnded)
 	case l.finished:
 		return l.id, nil
-	case l.id == "":
-		m := l.out
-		m.Text = text
-		id, err := l.a.Send(ctx, m)
-		if err != nil {
-			return "", err
-		}
-		l.id = id
-	case markdown.TelegramHTML(text) != l.shown:
-		if err := l.a.Edit(ctx, l.ref(), text); err != nil && !notModified(err) {
-			return "", err
-		}
 	}
-	l.finished = true
-	return l.id, nil
+	m := l.out
+	m.Text = text
+	id, err := l.a.Send(ctx, m)
+	if err != nil {
+		return "", err
+	}
+	l.id, l.finished = id, true
+	return id, nil
 }
 
-// Abort deletes the live message. A draft is left: Telegram drops a draft
-// that is not refreshed within 30 s, and the final sent another way follows.
+// Abort leaves the draft: Telegram drops a draft that is not refreshed
+// within 30 s, and the final sent another way follows.
 func (l *live) Abort(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.finished || l.aborted {
-		return nil
+	if l.edit != nil {
+		return l.edit.Abort(ctx)
 	}
-	if l.id != "" {
-		if err := l.a.Delete(ctx, l.ref()); err != nil {
-			return err
-		}
+	if !l.finished {
+		l.aborted = true
 	}
-	l.aborted = true
 	return nil
 }
 
-func (l *live) ref() adapters.MessageRef {
-	return adapters.MessageRef{Chat: l.out.Chat, Topic: l.out.Topic, ID: l.id}
-}
-
-// sendDraft shows src (Markdown) as draft id in a private chat, as plain
+// sendDraft shows src (Markdown, rendered as html) as draft id in a private chat, as plain
 // text if Telegram cannot parse it. refused reports that Telegram refused
 // drafts themselves (an unknown method, or a 400 about neither the chat
 // nor the text): the caller edits a message instead.
-func (a *Adapter) sendDraft(ctx context.Context, m adapters.Outbound, id int, src string) (refused bool, err error) {
+func (a *Adapter) sendDraft(ctx context.Context, m adapters.Outbound, id int, src, html string) (refused bool, err error) {
 	b, chat, err := a.target(m.Chat)
 	if err != nil {
 		return false, err
 	}
 	p := &bot.SendMessageDraftParams{ChatID: chat, MessageThreadID: threadID(m.Topic), DraftID: strconv.Itoa(id),
-		Text: markdown.TelegramHTML(src), ParseMode: models.ParseModeHTML}
+		Text: html, ParseMode: models.ParseModeHTML}
 	err = a.call(ctx, m.Chat, chat, func() error {
 		_, err := b.SendMessageDraft(ctx, p)
 		if isParseError(err) {
@@ -177,9 +161,4 @@ func draftRefused(err error) bool {
 	}
 	msg := strings.ToLower(err.Error())
 	return !strings.Contains(msg, "chat not found") && !strings.Contains(msg, "too long")
-}
-
-// notModified: Telegram refuses an edit that changes nothing.
-func notModified(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "message is not modified")
 }

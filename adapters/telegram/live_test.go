@@ -138,3 +138,23 @@ func TestLiveUpdatesPaced(t *testing.T) {
 		t.Errorf("two updates took %s; want at least %s (paced)", d, gap)
 	}
 }
+
+// An edit that renders as the message already shows (two Markdown texts
+// can: "done " and "done") is no error: Telegram's "message is not
+// modified" would otherwise end a live reply edited in place, or fail its
+// final.
+func TestEditNotModifiedIsNoError(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	ctx := t.Context()
+	id, err := a.Send(ctx, adapters.Outbound{Chat: groupChat, Text: "done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(ctx, adapters.MessageRef{Chat: groupChat, ID: id}, "done "); err != nil {
+		t.Errorf("edit to what the message shows: %v; want no error", err)
+	}
+	if n := len(f.Calls("editMessageText")); n != 1 {
+		t.Errorf("%d edit calls; want the one Telegram refused as not modified", n)
+	}
+}

@@ -54,8 +54,17 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 			p.Text, p.ParseMode = markdown.Plain(text), ""
 			_, err = b.EditMessageText(ctx, p)
 		}
+		if notModified(err) {
+			return nil // the message shows text already
+		}
 		return err
 	})
+}
+
+// notModified: Telegram refuses an edit that changes nothing (two
+// Markdown texts can render alike).
+func notModified(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "message is not modified")
 }
 
 // Delete deletes a message (the bot's own, or any in a group where it is admin).

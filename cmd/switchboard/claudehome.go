@@ -21,7 +21,7 @@ const claudeSessionsWarning = "claude code sessions will not be resumed: every f
 // Without the sandbox Claude Code creates them itself.
 func claudeSessionProblems(cfg config.AgentConfig, sb *agent.Sandbox) []string {
 	name := strings.TrimSuffix(filepath.Base(cfg.Command[0]), ".exe")
-	if sb == nil || len(cfg.ResumeArgs) == 0 || (name != "claude" && cfg.Output != agent.OutputClaudeJSON) {
+	if sb == nil || len(cfg.ResumeArgs) == 0 || (name != "claude" && !cfg.Output.Claude()) {
 		return nil
 	}
 	var problems []string

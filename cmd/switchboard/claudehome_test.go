@@ -38,6 +38,8 @@ func TestClaudeSessionsWarning(t *testing.T) {
 		{"no resume_args", false, config.AgentConfig{Command: claude.Command, Output: claude.Output}, nil, false, nil},
 		{"not claude", false, config.AgentConfig{Command: []string{"codex", "exec"}, ResumeArgs: []string{"resume", "{session}"}, Output: agent.OutputCodexJSON}, nil, false, nil},
 		{"no sandbox", false, claude, nil, true, nil},
+		{"claude-stream through a wrapper", false, config.AgentConfig{Command: []string{"/usr/local/bin/my-claude"}, ResumeArgs: []string{"--resume", "{session}"},
+			Output: agent.OutputClaudeStream}, nil, false, []string{dotClaude + " does not exist"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			os.RemoveAll(dotClaude)

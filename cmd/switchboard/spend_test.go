@@ -103,9 +103,10 @@ func TestConfigBudgets(t *testing.T) {
 		t.Errorf("agent.price: %+v, %v", cfg.Agent.Price, err)
 	}
 	for yaml, want := range map[string]string{
-		"budgets:\n  - {folder: main}\n":                                "budgets[0]: bad budget: neither a daily nor a monthly cap",
-		"budgets:\n  - {folder: main, daily_usd: lots}\n":               `budgets[0].daily_usd: "lots" is not a number`,
-		"budgets:\n  - {folder: ../x, daily_usd: 1}\n":                  "budgets[0].folder:",
+		"budgets:\n  - {folder: main}\n":                  "budgets[0]: bad budget: neither a daily nor a monthly cap",
+		"budgets:\n  - {folder: main, daily_usd: lots}\n": `budgets[0].daily_usd: "lots" is not a number`,
+		"budgets:\n  - {folder: ../x, daily_usd: 1}\n":    "budgets[0].folder:",
+		"budgets:\n  - {folder: a, daily_usd: 1}\n  - {folder: main, daily_usd: 1}\n  - {folder: main, daily_usd: 2}\n": `budgets[2].folder: "main" has a budget already (budgets[1])`,
 		"agent:\n  max_turn_usd: -1\n":                                  "agent.max_turn_usd: -1",
 		"agent:\n  price: {input_per_mtok: -1, output_per_mtok: 2}\n":   "agent.price.input_per_mtok: -1: want US dollars per million tokens",
 		"agent:\n  price: {input_per_mtok: 1, output_per_mtok: 5000}\n": "agent.price.output_per_mtok: 5000",
