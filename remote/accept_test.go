@@ -187,7 +187,12 @@ func TestAwaitRefusesForgedOutcome(t *testing.T) {
 	if _, err := ensureStreams(t.Context(), js, workerTTL); err != nil {
 		t.Fatal(err)
 	}
-	r := newRunner(t, nc, "unused", 0)
+	var logs testlog.Buffer
+	r, err := NewRunner(t.Context(), nc, RunnerOptions{Command: []string{"unused"}, StateDir: stateDir(t), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
 	type out struct {
 		res agent.Result
 		err error
@@ -197,11 +202,20 @@ func TestAwaitRefusesForgedOutcome(t *testing.T) {
 		res, err := r.Await(context.Background(), "t-away", deadline)
 		done <- out{res, err}
 	}()
+	testwait.For(t, 10*time.Second, "the restarted gateway awaiting t-away", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		_, ok := r.waits["t-away"]
+		return ok
+	})
 	// Another worker answers the turn the restarted gateway awaits (on its
 	// own subject: its credentials allow no other).
 	f.publish(Outcome{TurnID: "t-away", Worker: "w-evil", Reply: "forged",
 		Folder: &FolderDelta{Dir: dir, Base: f.version(dir), Deleted: []string{"work.md"}, Digest: "x"}})
 	testwait.For(t, 10*time.Second, "the forged outcome refused", func() bool { return r.RefusedOutcomes() == 1 })
+	if !strings.Contains(logs.String(), `reason="not from the worker the turn was given to"`) {
+		t.Errorf("the forged outcome was not refused as another worker's:\n%s", logs.String())
+	}
 	f.publish(Outcome{TurnID: "t-away", Worker: "w1", Reply: "real"})
 	o := <-done
 	if o.err != nil || o.res.Reply != "real" {

@@ -47,6 +47,12 @@ const (
 // worker that may connect (with workers/<id>.creds as minted).
 func AuthDir(dataDir string) string { return filepath.Join(dataDir, "nats-auth") }
 
+// GatewayCredsPath is where the embedded server keeps the gateway's
+// credentials under the gateway's data directory.
+func GatewayCredsPath(dataDir string) string {
+	return filepath.Join(AuthDir(dataDir), gatewayCredsFile)
+}
+
 // gatewayPermissions are the gateway's rights: the JetStream API (it
 // creates and manages the streams, buckets and object store), jobs on
 // every worker's subject, the folder buckets; replies on its own inbox, the

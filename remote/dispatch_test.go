@@ -227,6 +227,13 @@ func TestWorkerIDSubjectSafe(t *testing.T) {
 	if _, err := AddWorker(dir, "host_example_com-12", ""); err != nil {
 		t.Fatal(err)
 	}
+	// NewWorker refuses such an id rather than rewriting it: the server's
+	// permissions name the credentials' exact id.
+	_, err := NewWorker(t.Context(), natsConn(t), WorkerOptions{ID: "host.example.com-12", Slots: 1, Dir: t.TempDir(),
+		Prepare: func([]string) (agent.Spec, error) { return agent.Spec{}, nil }})
+	if err == nil || !strings.Contains(err.Error(), "nats worker add") {
+		t.Errorf("NewWorker with id host.example.com-12: %v; want it refused, saying how ids are made", err)
+	}
 }
 
 // A turns stream made when all workers shared one subject and one

@@ -85,7 +85,7 @@ while [ ! -e "$GATE" ]; do sleep 0.02; done`, 0)
 		res, err := r.Run(context.Background(), agent.Spec{Timeout: 20 * time.Second, Env: []string{"GATE"}}, in)
 		done <- out{res, err}
 	}()
-	copyDir := filepath.Join(wdir, "folders", in.Dir)
+	copyDir := filepath.Join(wdir, "folders", folderKey(in.Dir))
 	testwait.For(t, 10*time.Second, "the agent to change its copy", func() bool { return exists(filepath.Join(copyDir, "id_rsa")) })
 	// The gateway downloads an attachment meanwhile.
 	writeFiles(t, in.Dir, map[string]string{"inbox/2026-11-25/m1-photo.jpg": "jpeg"})

@@ -135,7 +135,7 @@ func turnInput(t *testing.T, turn string) agent.Input {
 }
 
 // A turn runs on a worker in its copy of the folder (unsandboxed: at the
-// copy's own path, <worker data dir>/folders/<gateway's path>), with the
+// copy's own path, <worker data dir>/folders/<folderKey of the gateway's path>), with the
 // prompt on stdin, the turn's environment without the gateway's socket and
 // the values of the allowed variables; its reply comes back.
 func TestRemoteTurn(t *testing.T) {
@@ -149,7 +149,7 @@ func TestRemoteTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "hello|main|unset|yes|" + filepath.Join(wdir, "folders", in.Dir); res.Reply != want {
+	if want := "hello|main|unset|yes|" + filepath.Join(wdir, "folders", folderKey(in.Dir)); res.Reply != want {
 		t.Errorf("reply %q; want %q", res.Reply, want)
 	}
 	if res.SessionID != "s-1" || res.ExitCode != 0 {

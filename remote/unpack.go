@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -208,13 +209,7 @@ func (st *staged) commit() (map[string]bool, error) {
 	}
 	st.files = nil
 	// Directory modes last: a read-only directory would refuse its files.
-	for _, d := range slices.Backward(slices.Sorted(func(yield func(string) bool) {
-		for d := range st.dirs {
-			if !yield(d) {
-				return
-			}
-		}
-	})) {
+	for _, d := range slices.Backward(slices.Sorted(maps.Keys(st.dirs))) {
 		if err := st.root.Chmod(d, st.dirs[d]|0o700); err != nil {
 			return nil, fmt.Errorf("snapshot entry %q: %w", d, err)
 		}

@@ -92,7 +92,7 @@ func TestUnpackPastFolderCapRefused(t *testing.T) {
 		if _, err := w.folders.obs.PutBytes(t.Context(), name, obj); err != nil {
 			t.Fatal(err)
 		}
-		copyDir := filepath.Join(wdir, "folders", dir)
+		copyDir := filepath.Join(wdir, "folders", folderKey(dir))
 		writeFiles(t, copyDir, map[string]string{"work.md": "copy\n"})
 		_, err = w.folders.prepare(t.Context(), dir, &FolderRef{Version: 1, Digest: strings.Repeat("0", 64), Object: name})
 		if err == nil || !strings.Contains(err.Error(), "nats.max_folder_mb") {

@@ -61,7 +61,7 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 	if _, err := r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, in); err != nil {
 		t.Fatal(err)
 	}
-	copyDir := filepath.Join(wdir, "folders", in.Dir)
+	copyDir := filepath.Join(wdir, "folders", folderKey(in.Dir))
 	checkKept(t, copyDir, "the worker's copy after the first turn")
 
 	js, err := jetstream.New(nc)
@@ -125,9 +125,28 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 			checkKept(t, copyDir, "the worker's copy")
 		})
 	}
+	// A job that passes the checks but names the folders' parent (its root
+	// one level up, as its own job says) with an empty snapshot: the
+	// parent's copy lies beside the group's copy, not around it, so the
+	// group's copy keeps its files.
+	parent := filepath.Dir(in.Dir)
+	parentSnap := folderKey(parent) + "/t-parent.full.tgz"
+	if _, err := obs.PutBytes(t.Context(), parentSnap, tgz(t)); err != nil {
+		t.Fatal(err)
+	}
+	pj := valid("t-parent")
+	pj.Root, pj.Dir = filepath.Dir(parent), parent
+	pj.Folder = &FolderRef{Version: 1, Digest: manifest{}.digest(), Object: parentSnap}
+	data, _ := json.Marshal(pj)
+	if _, err := js.Publish(t.Context(), workerSubject("w1"), data); err != nil {
+		t.Fatal(err)
+	}
+	outcomeOf(t, js, "w1", pj.TurnID)
+	checkKept(t, copyDir, "the group's copy after a job for its parent folder")
+
 	// A job with a malformed turn id is dropped: it names no results subject.
 	j := valid("t.bad")
-	data, _ := json.Marshal(j)
+	data, _ = json.Marshal(j)
 	if _, err := js.Publish(context.Background(), workerSubject("w1"), data); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +182,7 @@ func TestWorkerWipedCopyDownloadedAgain(t *testing.T) {
 		}
 	}
 	run("t-w1")
-	copyDir := filepath.Join(wdir, "folders", dir)
+	copyDir := filepath.Join(wdir, "folders", folderKey(dir))
 	if err := removeAllIn(copyDir); err != nil {
 		t.Fatal(err)
 	}

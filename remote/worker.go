@@ -97,8 +97,12 @@ func NewWorker(ctx context.Context, nc *nats.Conn, opt WorkerOptions) (*Worker, 
 	if opt.ID == "" {
 		return nil, errors.New("remote.NewWorker: no ID (the worker of its NATS credentials)")
 	}
+	if subjectSafe(opt.ID) != opt.ID {
+		// The server's permissions name this id: a rewritten one would only
+		// show later as permission violations on every subject.
+		return nil, fmt.Errorf("worker id %q has characters outside [A-Za-z0-9_-]; it must be the name its NATS credentials were minted for (switchboard nats worker add NAME)", opt.ID)
+	}
 	host, _ := os.Hostname()
-	opt.ID = subjectSafe(opt.ID)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)

@@ -19,7 +19,9 @@ import (
 )
 
 // workerFolders are a worker's copies of group folders:
-// <data dir>/folders/<the gateway's absolute path>, never the gateway's
+// <data dir>/folders/<key> (folderKey of the gateway's absolute path), side
+// by side, so that no copy lies inside another (a job naming a folder's
+// parent cannot reach the copies of its children), and never the gateway's
 // folder itself (they may share a filesystem). What each copy holds (its
 // digest and manifest) is remembered in memory and in
 // <data dir>/folder-state/<key>.json, so that a restarted worker still
@@ -111,7 +113,7 @@ func (f *workerFolders) prepare(ctx context.Context, dir string, ref *FolderRef)
 		return nil, fmt.Errorf("the job's folder %q is not a clean absolute path", dir)
 	}
 	key := folderKey(dir)
-	t := &folderTurn{f: f, dir: dir, copy: filepath.Join(f.dir, dir), key: key, unlock: f.locks.lock(key)}
+	t := &folderTurn{f: f, dir: dir, copy: filepath.Join(f.dir, key), key: key, unlock: f.locks.lock(key)}
 	if err := os.MkdirAll(t.copy, 0o700); err != nil {
 		t.unlock()
 		return nil, fmt.Errorf("create the copy of group folder %s on the worker: %w", dir, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +90,33 @@ func TestCostMicrosMigration(t *testing.T) {
 	ts, err := s.Turns(ctx, "main", 10)
 	if err != nil || len(ts) != 4 || ts[3].Usage.CostUSD != 0.016656 || ts[1].Usage.SessionCost != 1.6 {
 		t.Errorf("turns after the migration: %+v, %v", ts, err)
+	}
+}
+
+// The session queries (SessionTokens at every Codex turn, SessionCost)
+// search the session's rows by index, not every turn of the folder.
+func TestSessionQueriesUseTheirIndex(t *testing.T) {
+	s := newStore(t)
+	for _, q := range []string{
+		`SELECT COALESCE(SUM(input_tokens), 0) FROM turns WHERE folder = 'main' AND session_id = 's'`,
+		`SELECT session_cost_micros FROM turns WHERE folder = 'main' AND session_id = 's' ORDER BY started_ms DESC LIMIT 1`,
+	} {
+		rows, err := s.r.Query("EXPLAIN QUERY PLAN " + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "; "); !strings.Contains(p, "turns_session (folder=? AND session_id=?)") {
+			t.Errorf("plan of %s: %s; want a search of turns_session", q, p)
+		}
 	}
 }

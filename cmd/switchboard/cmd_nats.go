@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"switchboard/adapters"
 	"switchboard/remote"
 )
 
@@ -149,17 +151,15 @@ func (a *app) natsGatewayCreds(out string) error {
 	return nil
 }
 
-// natsCreds is the credentials file of this process's NATS client: flag,
-// else nats.creds, else (the gateway of an embedded server, or a CLI
-// command beside it) the embedded server's gateway credentials.
-func (a *app) natsCreds(flag string) string {
+// natsCreds is the credentials file of the CLI's NATS client (status):
+// nats.creds, else, beside a gateway with an embedded server, its
+// gateway credentials.
+func (a *app) natsCreds() string {
 	switch {
-	case flag != "":
-		return flag
 	case a.cfg.NATS.Creds != "":
 		return a.cfg.NATS.Creds
 	case a.cfg.NATS.Embedded:
-		return filepath.Join(remote.AuthDir(a.cfg.DataDir), "gateway.creds")
+		return remote.GatewayCredsPath(a.cfg.DataDir)
 	}
 	return ""
 }
@@ -177,6 +177,31 @@ func (a *app) connectNATS(url, name string, creds remote.Creds, extra ...nats.Op
 		return nil, fmt.Errorf("connect to NATS at %s: %w; check nats.url / --nats, nats.creds and nats.tls_ca, and that the server runs", redactURL(url), err)
 	}
 	return nc, nil
+}
+
+// refusePlain closes nc and says why when it is a plain connection to a
+// NATS server on another machine (plainOffLoopback).
+func refusePlain(nc *nats.Conn) error {
+	_, tlsErr := nc.TLSConnectionState()
+	err := plainOffLoopback(nc.ConnectedUrl(), tlsErr)
+	if err != nil {
+		nc.Close()
+	}
+	return err
+}
+
+// plainOffLoopback refuses a connection to a NATS server on another machine
+// that is not TLS: jobs carry MCP tokens and agent.env values. connected
+// is the server's URL as connected (nc.ConnectedUrl), tlsErr what
+// nc.TLSConnectionState said (nil: the connection is TLS). The gateway's
+// in-process connection to its embedded server is not checked.
+func plainOffLoopback(connected string, tlsErr error) error {
+	u, err := url.Parse(connected)
+	if err != nil || adapters.LoopbackHost(u.Hostname()) || tlsErr == nil {
+		return nil
+	}
+	return fmt.Errorf("NATS at %s is on another machine and the connection is not TLS, so jobs (MCP tokens, agent.env values) would cross the network in clear: "+
+		"enable tls { cert_file, key_file } on the NATS server (see deploy/nats-server.conf) and set nats.tls_ca to its CA", redactURL(connected))
 }
 
 // outsideDataDir reports whether path lies outside dir, where an agent's

@@ -262,7 +262,7 @@ func (a *app) natsWorkers(ctx context.Context, url string) ([]remote.WorkerInfo,
 		return nil, "no nats.url; pass --nats URL"
 	}
 	// The gateway's credentials: nats.creds, or the embedded server's.
-	path := a.natsCreds("")
+	path := a.natsCreds()
 	if path == "" {
 		return nil, "no nats.creds: set it to the gateway's NATS credentials"
 	}

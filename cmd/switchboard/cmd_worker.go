@@ -44,7 +44,7 @@ read only its own jobs and publish only its own results. A server that speaks
 TLS is verified with nats.tls_ca (default: the system's roots).
 
 Group folders: the worker keeps a copy of each group folder it ran a turn
-of in <data_dir>/folders/<the gateway's absolute path> (never the gateway's
+of in <data_dir>/folders/<a hash of the gateway's path> (never the gateway's
 folder itself, even on a shared filesystem). A turn whose folder version
 the copy already holds downloads nothing; otherwise the worker fetches the
 version's snapshot from JetStream's object store. After the turn, the
@@ -112,6 +112,9 @@ func (a *app) runWorker(ctx context.Context, url, credsFlag string, slots int) e
 		a.log.Warn("nats.creds lies outside data_dir, where a sandboxed agent may read it; move it into data_dir", "creds", path)
 	}
 	nc, err := a.connectNATS(url, "switchboard worker "+creds.Worker, creds)
+	if err == nil {
+		err = refusePlain(nc)
+	}
 	if err != nil {
 		return err
 	}
@@ -211,6 +214,9 @@ func (a *app) natsRunner(ctx context.Context) (*remote.Runner, func(), error) {
 		}
 	}
 	nc, err := a.connectNATS(url, "switchboard gateway", creds, extra...)
+	if err == nil && srv == nil {
+		err = refusePlain(nc)
+	}
 	if err != nil {
 		stopSrv()
 		return nil, nil, err

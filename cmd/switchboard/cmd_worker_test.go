@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -137,5 +138,33 @@ func TestNATSWorkerAddCLI(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err == nil {
 		t.Errorf("rm left %s", path)
+	}
+}
+
+// A worker or a gateway refuses a plain connection to a NATS server on
+// another machine (jobs carry MCP tokens and agent.env values), saying
+// what to set; TLS, or a server on this machine, is fine.
+func TestPlainNATSOffLoopbackRefused(t *testing.T) {
+	notTLS := errors.New("nats: connection not secured with TLS")
+	for _, c := range []struct {
+		url    string
+		tlsErr error
+		refuse bool
+	}{
+		{"nats://10.1.2.3:4222", notTLS, true},
+		{"nats://user:pw@nats.internal:4222", notTLS, true},
+		{"tls://nats.internal:4222", nil, false},
+		{"nats://nats.internal:4222", nil, false}, // the server required TLS
+		{"nats://127.0.0.1:4222", notTLS, false},
+		{"nats://localhost:4222", notTLS, false},
+		{"nats://[::1]:4222", notTLS, false},
+	} {
+		err := plainOffLoopback(c.url, c.tlsErr)
+		if (err != nil) != c.refuse {
+			t.Errorf("%s (TLS error %v): %v; want refused %v", c.url, c.tlsErr, err, c.refuse)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "nats.tls_ca") || strings.Contains(err.Error(), "pw")) {
+			t.Errorf("%s: %q; want it to name nats.tls_ca and no password", c.url, err)
+		}
 	}
 }

@@ -302,7 +302,11 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 		}
 		return first != ""
 	})
-	if got, _ := os.ReadFile(filepath.Join(dir, first, "folders", folder, "notes.txt")); string(got) != "note 1\n" {
+	copies, _ := filepath.Glob(filepath.Join(dir, first, "folders", "*", "notes.txt"))
+	if len(copies) != 1 {
+		t.Fatalf("worker %s's copies holding notes.txt: %v; want the folder's one copy", first, copies)
+	}
+	if got, _ := os.ReadFile(copies[0]); string(got) != "note 1\n" {
 		t.Errorf("worker %s's copy of the folder holds notes.txt %q; want the turn's write there", first, got)
 	}
 	// The next turn runs on the other worker.
