@@ -253,6 +253,7 @@ type proc struct {
 	// claude-stream, whose Result is its last result event: claude).
 	lines   *lineWriter
 	claude  *claudeStream
+	codex   *codexStream
 	onEvent func(Event)
 }
 
@@ -307,9 +308,11 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 }
 
 // parseLines sets up the parsing of stdout as it comes: for in.OnEvent's
-// events, and for claude-stream's Result. Lines are bounded by maxLine.
+// events, and for the Result of claude-stream and codex-json, which thus
+// read every line, not only the stdout kept (MaxOutput: a Codex turn's
+// command output is in its events). Lines are bounded by maxLine.
 func (p *proc) parseLines(spec Spec, in Input, maxLine int) {
-	if in.OnEvent == nil && spec.Output != OutputClaudeStream {
+	if in.OnEvent == nil && spec.Output != OutputClaudeStream && spec.Output != OutputCodexJSON {
 		return
 	}
 	lp := eventParser(spec.Output, in.OnEvent, envSecrets(spec.Env))
@@ -318,6 +321,7 @@ func (p *proc) parseLines(spec Spec, in Input, maxLine int) {
 	}
 	p.lines, p.onEvent = &lineWriter{p: lp, max: maxLine}, in.OnEvent
 	p.claude, _ = lp.(*claudeStream)
+	p.codex, _ = lp.(*codexStream)
 }
 
 // openPipes makes the three pipes itself rather than letting exec copy through
@@ -419,7 +423,7 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 		}
 		res.Reply = strings.TrimSpace(*cr.Result)
 	case OutputCodexJSON:
-		cr, err := parseCodexJSON(p.stdout.buf, res.Truncated)
+		cr, err := p.codexOutcome(res.Truncated)
 		if cr.ThreadID != "" {
 			res.SessionID = cr.ThreadID
 		}
@@ -445,10 +449,20 @@ func (p *proc) claudeOutcome(o Output, truncated bool) (claudeResult, error) {
 	return parseClaudeJSON(p.stdout.buf, truncated)
 }
 
+// codexOutcome is a codex-json run's outcome, from every event line read.
+func (p *proc) codexOutcome(truncated bool) (codexRun, error) {
+	r := p.codex.run
+	r.Failure = r.failure()
+	return codexOutcome(r, p.stdout.buf, truncated)
+}
+
 // usage is what the agent's output reported the turn cost.
 func (p *proc) usage(o Output) Usage {
-	if o == OutputClaudeStream {
+	switch {
+	case o == OutputClaudeStream:
 		return parseClaudeUsage(p.claude.resultLine)
+	case o == OutputCodexJSON && p.codex != nil:
+		return p.codex.run.Usage.usage()
 	}
 	return stdoutUsage(o, p.stdout.buf)
 }

@@ -158,7 +158,12 @@ func codexMessage(s string) string {
 // parseCodexJSON reads a finished (exit status 0) `codex exec --json` run.
 // The returned codexRun carries what was decoded, also on error.
 func parseCodexJSON(out []byte, truncated bool) (codexRun, error) {
-	r := readCodexEvents(out)
+	return codexOutcome(readCodexEvents(out), out, truncated)
+}
+
+// codexOutcome is the outcome of a finished run r (its events decoded, as
+// Run's stream parser reads them whole, or from stdout out as kept).
+func codexOutcome(r codexRun, out []byte, truncated bool) (codexRun, error) {
 	switch {
 	case r.Failure != "":
 		return r, failed(nil, "agent reported an error: %s", clip(r.Failure))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"switchboard/internal/testagent"
@@ -184,5 +185,21 @@ func TestPriceCharge(t *testing.T) {
 	}
 	if got := (Price{}).Charge(u).CostUSD; got != 0 {
 		t.Errorf("no price charged %v", got)
+	}
+}
+
+// A Codex turn whose events outgrow the stdout kept (its commands' output
+// is in them) still gives its reply, thread and usage: Run reads every
+// event line as it comes, not the stdout it keeps.
+func TestRunCodexJSONPastMaxOutput(t *testing.T) {
+	t.Parallel()
+	out := `{"type":"thread.started","thread_id":"th-big"}
+{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"cat big","aggregated_output":"` + strings.Repeat("x", 5000) + `","exit_code":0,"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Read it."}}
+{"type":"turn.completed","usage":{"input_tokens":7,"cached_input_tokens":0,"output_tokens":3}}
+`
+	res, err := runAgent(t, Spec{Command: printingAgent(t, out), Output: OutputCodexJSON, MaxOutput: 1000}, Input{})
+	if err != nil || res.Reply != "Read it." || res.SessionID != "th-big" || res.Usage.InputTokens != 7 || !res.Truncated {
+		t.Fatalf("res %+v err %v; want the reply, thread and usage of every event, stdout truncated", res, err)
 	}
 }

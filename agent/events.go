@@ -116,6 +116,9 @@ func eventParser(o Output, emit func(Event), secrets []string) lineParser {
 	case OutputClaudeStream:
 		return newClaudeStream(emit, secrets)
 	case OutputCodexJSON:
+		if emit == nil {
+			emit = func(Event) {}
+		}
 		return &codexStream{emit: emit, secrets: secrets}
 	case OutputNone:
 		return nil
