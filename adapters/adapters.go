@@ -3,7 +3,7 @@
 // the Outbound request, the small Adapter interface every platform
 // implements, the Host a running adapter talks back to, and optional
 // capability interfaces (edit, delete, react, pin, files, downloads, history,
-// typing, identity, limits, live replies) discovered by type assertion. It is
+// typing, identity, limits, live replies, buttons) discovered by type assertion. It is
 // a leaf: platform packages import it, never the reverse.
 //
 // docs/adapters.md says how to add a platform and what each capability
@@ -215,6 +215,15 @@ type Host interface {
 	// RoutedChats lists this adapter's chats that a route owns, with their
 	// newest stored message: what backfill after downtime walks.
 	RoutedChats(ctx context.Context) ([]ChatCursor, error)
+	// Press hands the gateway a press of one of the bot's buttons (see
+	// Buttons) and returns a short plain text for the presser alone ("not
+	// yours to approve", "allowed"): the adapter shows it privately where
+	// the platform can (a callback answer, an ephemeral message, the HTTP
+	// response), and otherwise drops it. It returns quickly (no platform
+	// call is made before it returns), so an adapter may call it before
+	// acknowledging the platform; the gateway edits the message afterwards.
+	// An error wrapping ErrBadMessage: the press is garbage, acknowledge it.
+	Press(ctx context.Context, p Press) (answer string, err error)
 }
 
 // Stored is a message as the store holds it: the inbound fields plus its

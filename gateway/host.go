@@ -74,6 +74,7 @@ type adapterHost struct {
 	states  *adapterStates
 	st      hostStore
 	table   func() *routing.Table
+	press   func(ctx context.Context, p adapters.Press) (string, error) // nil: no button is live
 }
 
 var _ adapters.Host = adapterHost{}
@@ -90,6 +91,17 @@ func (h adapterHost) Value(ctx context.Context, key string) (string, bool, error
 
 func (h adapterHost) SetValue(ctx context.Context, key, value string, ttl time.Duration) error {
 	return h.st.SetAdapterValue(ctx, h.name, key, value, ttl)
+}
+
+// Press hands a button press to the gateway part that minted the button.
+func (h adapterHost) Press(ctx context.Context, p adapters.Press) (string, error) {
+	if err := p.Validate(); err != nil {
+		return "", err
+	}
+	if h.press == nil {
+		return "This button is no longer active.", nil
+	}
+	return h.press(ctx, p)
 }
 
 // RoutedChats lists the adapter's chats that some route owns, with their

@@ -16,9 +16,13 @@ import (
 type Host struct {
 	DeliverFunc adapters.DeliverFunc
 	Chats       []adapters.ChatCursor // what RoutedChats returns
+	// PressFunc, when set, answers presses (else the answer is "pressed
+	// <data>"); every press is recorded either way.
+	PressFunc func(ctx context.Context, p adapters.Press) (string, error)
 
 	mu      sync.Mutex
 	events  []adapters.Inbound
+	presses []adapters.Press
 	seqs    map[msgKey]int64
 	values  map[string]string
 	states  []adapters.State
@@ -105,6 +109,30 @@ func (h *Host) RoutedChats(context.Context) ([]adapters.ChatCursor, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]adapters.ChatCursor(nil), h.Chats...), nil
+}
+
+// Press records p and answers it with PressFunc, or "pressed <data>".
+func (h *Host) Press(ctx context.Context, p adapters.Press) (string, error) {
+	if err := p.Validate(); err != nil {
+		return "", err
+	}
+	h.mu.Lock()
+	h.init()
+	h.presses = append(h.presses, p)
+	h.notify()
+	f := h.PressFunc
+	h.mu.Unlock()
+	if f != nil {
+		return f(ctx, p)
+	}
+	return "pressed " + p.Data, nil
+}
+
+// Presses returns the presses so far, in order.
+func (h *Host) Presses() []adapters.Press {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]adapters.Press(nil), h.presses...)
 }
 
 // Events returns the delivered events so far, in order.
