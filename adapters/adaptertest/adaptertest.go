@@ -48,6 +48,7 @@ type Message struct {
 	Reactions []string // emoji the bot added
 	File      string   // name of an uploaded file; "" for text
 	FileData  []byte
+	Buttons   []adapters.Button // the buttons shown under it (Label and Data; Style where the platform keeps it)
 }
 
 // Platform is a fake platform server for one test: New returns a fresh one
@@ -145,6 +146,7 @@ func Run(t *testing.T, newPlatform func(t *testing.T) Platform) {
 		{"reconnect", testReconnect},
 		{"no ack before deliver", testNoAckBeforeDeliver},
 		{"live reply", testLive},
+		{"buttons", testButtons},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newPlatform(t)) })
 	}

@@ -70,6 +70,8 @@ func (a *Adapter) normalize(ctx context.Context, host adapters.Host, u *models.U
 		return a.message(ctx, host, u.EditedChannelPost, adapters.KindEdit)
 	case u.MessageReaction != nil:
 		return a.reactions(u.MessageReaction)
+	case u.CallbackQuery != nil:
+		a.callback(ctx, host, u.CallbackQuery) // a press: answered, never stored
 	}
 	return nil
 }

@@ -82,6 +82,9 @@ func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 		}
 		msg := adaptertest.Message{ID: messageID(m.ID), Text: m.Text, Raw: m.Raw, Deleted: m.Deleted, Pinned: m.Pinned,
 			Reactions: m.Reactions, File: m.File, FileData: m.FileData}
+		for _, b := range m.Buttons {
+			msg.Buttons = append(msg.Buttons, adapters.Button{Label: b.Text, Data: b.Data, Style: adapters.ButtonStyle(b.Style)})
+		}
 		if m.Thread != 0 {
 			msg.Topic = strconv.Itoa(m.Thread)
 		}
@@ -91,6 +94,10 @@ func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 		out = append(out, msg)
 	}
 	return out
+}
+
+func (p fakePlatform) UserPresses(t *testing.T, chat adapters.JID, id adapters.MessageID, data string) string {
+	return p.f.WaitAnswered(t, p.f.Press(chatOf(chat), atoi(id), data))
 }
 
 func (p fakePlatform) RateLimitFiles(wait time.Duration) { p.f.RateLimitFiles(wait) }

@@ -18,7 +18,7 @@ import (
 )
 
 // allowedUpdates are the update kinds the bot asks for.
-var allowedUpdates = []string{"message", "edited_message", "channel_post", "edited_channel_post", "message_reaction"}
+var allowedUpdates = []string{"message", "edited_message", "channel_post", "edited_channel_post", "message_reaction", "callback_query"}
 
 // runWebhook registers the webhook with Telegram and serves it: each update
 // is answered 200 only once stored; anything else makes Telegram send it

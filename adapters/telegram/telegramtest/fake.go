@@ -56,6 +56,8 @@ type Server struct {
 	drafts                    map[int64][]Draft
 	shown                     map[int64][]string // what each chat showed of the bot, in order
 	refuseDrafts              bool               // sendMessageDraft answers 400
+	queries                   map[string]*query  // callback queries by id
+	nextQuery                 int
 }
 
 // Draft is one sendMessageDraft as the fake private chat showed it.
@@ -84,13 +86,14 @@ type Msg struct {
 	Reactions []string
 	File      string
 	FileData  []byte
+	Buttons   []Button // its inline keyboard
 }
 
 // New starts a fake Bot API for the test; a webhook is set, as a stale
 // one would be, until the bot deletes it.
 func New(t testing.TB) *Server {
 	f := &Server{t: t, changed: make(chan struct{}), nextUpd: 100, msgs: map[int64][]*Msg{}, nextMsg: 1,
-		files: map[string][]byte{}, webhook: true, drafts: map[int64][]Draft{}, shown: map[int64][]string{}}
+		files: map[string][]byte{}, webhook: true, drafts: map[int64][]Draft{}, shown: map[int64][]string{}, queries: map[string]*query{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -150,20 +153,21 @@ type request struct {
 // methods are the Bot API methods the fake answers (getUpdates aside).
 // Each runs with f.mu held; serve notifies waiters after it.
 var methods = map[string]func(f *Server, w http.ResponseWriter, r request){
-	"getMe":              (*Server).getMe,
-	"deleteWebhook":      (*Server).deleteWebhook,
-	"setWebhook":         (*Server).setWebhook,
-	"sendMessage":        (*Server).sendMessage,
-	"sendPhoto":          (*Server).sendMessage,
-	"sendDocument":       (*Server).sendMessage,
-	"editMessageText":    (*Server).editMessageText,
-	"sendMessageDraft":   (*Server).sendMessageDraft,
-	"deleteMessage":      (*Server).deleteMessage,
-	"pinChatMessage":     (*Server).pinChatMessage,
-	"unpinChatMessage":   (*Server).unpinChatMessage,
-	"setMessageReaction": (*Server).setMessageReaction,
-	"sendChatAction":     (*Server).sendChatAction,
-	"getFile":            (*Server).getFile,
+	"getMe":               (*Server).getMe,
+	"deleteWebhook":       (*Server).deleteWebhook,
+	"setWebhook":          (*Server).setWebhook,
+	"sendMessage":         (*Server).sendMessage,
+	"sendPhoto":           (*Server).sendMessage,
+	"sendDocument":        (*Server).sendMessage,
+	"editMessageText":     (*Server).editMessageText,
+	"sendMessageDraft":    (*Server).sendMessageDraft,
+	"deleteMessage":       (*Server).deleteMessage,
+	"pinChatMessage":      (*Server).pinChatMessage,
+	"unpinChatMessage":    (*Server).unpinChatMessage,
+	"setMessageReaction":  (*Server).setMessageReaction,
+	"sendChatAction":      (*Server).sendChatAction,
+	"getFile":             (*Server).getFile,
+	"answerCallbackQuery": (*Server).answerCallbackQuery,
 }
 
 // fault answers a write with the failure a test asked for (a 429 with
@@ -226,7 +230,11 @@ func (f *Server) sendMessage(w http.ResponseWriter, r request) {
 		reply(w, 403, "Forbidden: bot was blocked by the user", nil)
 		return
 	}
-	m := &Msg{ID: f.nextMsg, FromBot: true, Text: text, Raw: raw, Thread: atoi(r.params["message_thread_id"])}
+	buttons, ok := keyboard(w, r.params["reply_markup"])
+	if !ok {
+		return
+	}
+	m := &Msg{ID: f.nextMsg, FromBot: true, Text: text, Raw: raw, Thread: atoi(r.params["message_thread_id"]), Buttons: buttons}
 	if rp := r.params["reply_parameters"]; rp != "" {
 		var p struct {
 			MessageID int `json:"message_id"`
@@ -257,11 +265,15 @@ func (f *Server) editMessageText(w http.ResponseWriter, r request) {
 			return
 		}
 	}
-	if r.params["text"] == m.Raw {
+	buttons, ok := keyboard(w, r.params["reply_markup"])
+	if !ok {
+		return
+	}
+	if r.params["text"] == m.Raw && sameKeyboard(buttons, m.Buttons) {
 		reply(w, 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message", nil)
 		return
 	}
-	m.Text, m.Raw = text, r.params["text"]
+	m.Text, m.Raw, m.Buttons = text, r.params["text"], buttons // no reply_markup: the keyboard goes
 	f.shown[r.chat] = append(f.shown[r.chat], text)
 	reply(w, 200, "", map[string]any{"message_id": m.ID, "date": time.Now().Unix(), "chat": ChatObj(r.chat), "text": text})
 }
