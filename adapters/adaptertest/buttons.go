@@ -100,7 +100,7 @@ func testButtons(t *testing.T, p Platform) {
 		t.Errorf("after the presses the message shows %+v; want it unchanged (the gateway edits it, not the adapter)", m)
 	}
 
-	if err := bt.EditButtons(ctx, adapters.MessageRef{Chat: chat, ID: id}, "Allowed once by **Ann**", nil); err != nil {
+	if err := bt.EditButtons(ctx, adapters.MessageRef{Chat: chat, Topic: topic, ID: id}, "Allowed once by **Ann**", nil); err != nil {
 		t.Fatalf("edit buttons: %v", err)
 	}
 	if m := shown(); !strings.Contains(m.Text, "Allowed once by Ann") || len(m.Buttons) != 0 {
@@ -108,7 +108,7 @@ func testButtons(t *testing.T, p Platform) {
 	}
 	// Buttons may come back (a request shown again) and go for good.
 	again := buttons[2:]
-	if err := bt.EditButtons(ctx, adapters.MessageRef{Chat: chat, ID: id}, "Still waiting", again); err != nil {
+	if err := bt.EditButtons(ctx, adapters.MessageRef{Chat: chat, Topic: topic, ID: id}, "Still waiting", again); err != nil {
 		t.Fatalf("edit buttons back: %v", err)
 	}
 	if m := shown(); !strings.Contains(m.Text, "Still waiting") || !sameButtons(m.Buttons, again) {

@@ -80,10 +80,34 @@ func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 			if ch == discordtest.Thread {
 				msg.Topic = discordtest.Thread
 			}
+			for _, b := range m.Buttons {
+				msg.Buttons = append(msg.Buttons, adapters.Button{Label: b.Label, Data: b.CustomID, Style: buttonStyles[b.Style]})
+			}
 			out = append(out, msg)
 		}
 	}
 	return out
+}
+
+var buttonStyles = map[int]adapters.ButtonStyle{1: adapters.StylePrimary, 4: adapters.StyleDanger}
+
+// UserPresses presses a button of the bot's message (in the channel or its
+// thread) and returns the ephemeral answer the presser saw.
+func (p fakePlatform) UserPresses(t *testing.T, chat adapters.JID, id adapters.MessageID, data string) string {
+	ch := channelOfJID(chat, "")
+	for _, m := range p.f.Messages(discordtest.Thread) {
+		if m.ID == string(id) {
+			ch = discordtest.Thread
+		}
+	}
+	a := p.f.WaitAnswered(t, p.f.UserPresses(ch, string(id), data))
+	switch {
+	case a.Late:
+		t.Fatalf("the interaction was answered after Discord's 3 s")
+	case a.Type == 4 && a.Flags&64 == 0:
+		t.Fatalf("the answer %q was posted for everyone; want it ephemeral (flags 64)", a.Content)
+	}
+	return a.Content
 }
 
 // rendered is roughly what Discord's client shows for Markdown.

@@ -81,6 +81,10 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 		defer a.survive("MessageReactionAdd")
 		a.reaction(ctx, host, r.MessageReaction, false)
 	})
+	s.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) {
+		defer a.survive("InteractionCreate")
+		a.interaction(ctx, s, host, i.Interaction)
+	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) {
 		defer a.survive("MessageReactionRemove")
 		a.reaction(ctx, host, r.MessageReaction, true)

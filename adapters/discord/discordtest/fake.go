@@ -51,6 +51,7 @@ type Msg struct {
 	FileURL     string
 	AllowedJSON string // the allowed_mentions the bot sent
 	Time        time.Time
+	Buttons     []Button // its components
 }
 
 // Server is the fake Discord.
@@ -79,6 +80,8 @@ type Server struct {
 	cdnLimit  int               // the next CDN download answers 429 with this Retry-After
 	cdnMoved  map[string]string // attachment id -> where its download redirects
 	shown     []Shown
+
+	interactions map[string]*interaction
 }
 
 // Shown is what a channel showed of the bot at one moment: a message as it
@@ -103,7 +106,7 @@ func (f *Server) Shown(channels ...string) []Shown {
 
 // New starts a fake Discord for the test.
 func New(t testing.TB) *Server {
-	f := &Server{t: t, changed: make(chan struct{}), nextID: 1000, files: map[string][]byte{}}
+	f := &Server{t: t, changed: make(chan struct{}), nextID: 1000, files: map[string][]byte{}, interactions: map[string]*interaction{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(func() {
 		f.mu.Lock()
@@ -157,6 +160,10 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/api/v9")
+	if p := strings.Split(strings.Trim(path, "/"), "/"); len(p) == 4 && p[0] == "interactions" && p[3] == "callback" && r.Method == http.MethodPost {
+		f.interactionCallback(w, r, p[1], p[2]) // authenticated by its token alone
+		return
+	}
 	f.mu.Lock()
 	f.calls = append(f.calls, r.Method+" "+path)
 	f.mu.Unlock()
@@ -226,8 +233,17 @@ func (f *Server) channelCall(w http.ResponseWriter, r *http.Request, ch string, 
 			var body struct {
 				Content         *string         `json:"content"`
 				AllowedMentions json.RawMessage `json:"allowed_mentions"`
+				Components      json.RawMessage `json:"components"`
 			}
 			json.NewDecoder(r.Body).Decode(&body)
+			buttons, ok := components(body.Components)
+			if !ok {
+				writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+				return
+			}
+			if body.Components != nil {
+				m.Buttons = buttons
+			}
 			if body.Content != nil {
 				if len([]rune(*body.Content)) > 2000 {
 					writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
@@ -268,6 +284,7 @@ func (f *Server) postMessage(w http.ResponseWriter, r *http.Request, ch string) 
 		Reference       *struct {
 			MessageID string `json:"message_id"`
 		} `json:"message_reference"`
+		Components json.RawMessage `json:"components"`
 	}
 	m := &Msg{Channel: ch, AuthorID: BotID, Time: time.Now()}
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -292,7 +309,12 @@ func (f *Server) postMessage(w http.ResponseWriter, r *http.Request, ch string) 
 		writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
 		return
 	}
-	m.Content, m.AllowedJSON = body.Content, string(body.AllowedMentions)
+	buttons, ok := components(body.Components)
+	if !ok {
+		writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+		return
+	}
+	m.Content, m.AllowedJSON, m.Buttons = body.Content, string(body.AllowedMentions), buttons
 	if body.Reference != nil {
 		m.ReplyTo = body.Reference.MessageID
 	}
