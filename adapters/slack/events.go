@@ -35,6 +35,7 @@ func (a *Adapter) runEvents(ctx context.Context, host adapters.Host) error {
 	a.mu.Unlock()
 	mux := http.NewServeMux()
 	mux.Handle("POST "+EventsPath, a.eventsHandler(host))
+	mux.Handle("POST "+InteractivityPath, a.interactivityHandler(host))
 	// The endpoint faces the internet: a request must arrive whole within
 	// the read timeout (a trickled body is cut off), idle keep-alives are
 	// closed, and at most maxConns connections are open at once.
@@ -64,25 +65,8 @@ func (a *Adapter) runEvents(ctx context.Context, host adapters.Host) error {
 // it answers 200 only once the event is stored (or is not one to store).
 func (a *Adapter) eventsHandler(host adapters.Host) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			a.log.Warn("slack event refused: body over the limit", "remote", r.RemoteAddr, "limit_bytes", maxEventBody)
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		if err != nil {
-			http.Error(w, "read body", http.StatusBadRequest)
-			return
-		}
-		sv, err := slack.NewSecretsVerifier(r.Header, a.opt.SigningSecret)
-		if err == nil {
-			_, _ = sv.Write(body)
-			err = sv.Ensure()
-		}
-		if err != nil {
-			a.log.Warn("slack event refused: bad or stale signature", "remote", r.RemoteAddr, "err", err)
-			http.Error(w, "invalid signature", http.StatusUnauthorized)
+		body, ok := a.verified(w, r)
+		if !ok {
 			return
 		}
 		ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
@@ -136,4 +120,32 @@ func (a *Adapter) deliverOnce(ctx context.Context, host adapters.Host, ev slacke
 		}
 	}
 	return nil
+}
+
+// verified reads a request from Slack (an event or an interaction) and
+// checks its signature with the signing secret; false: it was refused (413,
+// 400, or 401 for a bad or stale signature) and answered.
+func (a *Adapter) verified(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		a.log.Warn("slack request refused: body over the limit", "remote", r.RemoteAddr, "limit_bytes", maxEventBody)
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	if err != nil {
+		http.Error(w, "read body", http.StatusBadRequest)
+		return nil, false
+	}
+	sv, err := slack.NewSecretsVerifier(r.Header, a.opt.SigningSecret)
+	if err == nil {
+		_, _ = sv.Write(body)
+		err = sv.Ensure()
+	}
+	if err != nil {
+		a.log.Warn("slack request refused: bad or stale signature", "remote", r.RemoteAddr, "err", err)
+		http.Error(w, "invalid signature", http.StatusUnauthorized)
+		return nil, false
+	}
+	return body, true
 }

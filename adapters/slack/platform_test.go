@@ -1,6 +1,7 @@
 package slack_test
 
 import (
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,6 +45,7 @@ func (p *platform) NewAdapter(t *testing.T) adapters.Adapter {
 func (p *platform) emitter(t *testing.T) {
 	if p.mode == slack.ModeEvents && p.s.EventsURL == "" {
 		p.s.EventsURL = "http://" + p.a.Addr().String() + slack.EventsPath
+		p.s.InteractivityURL = "http://" + p.a.Addr().String() + slack.InteractivityPath
 	}
 }
 
@@ -135,12 +137,31 @@ func (p *platform) BotMessages(chat adapters.JID) []adaptertest.Message {
 		}
 		bm := adaptertest.Message{ID: adapters.MessageID(m.TS), Text: shownAs(m.Text, m.Markdown), Raw: m.Text, Topic: m.ThreadTS, Deleted: m.Deleted,
 			Pinned: m.Pinned, Reactions: m.Reactions}
+		for _, b := range m.Buttons {
+			bm.Buttons = append(bm.Buttons, adapters.Button{Label: b.Text, Data: b.Value, Style: adapters.ButtonStyle(b.Style)})
+		}
 		if len(m.Files) > 0 {
 			bm.File, bm.FileData = m.Files[0].Name, m.Files[0].Data
 		}
 		out = append(out, bm)
 	}
 	return out
+}
+
+// UserPresses presses a button as U1 (alice, who posts UserPosts) and
+// returns what Slack showed her alone.
+func (p *platform) UserPresses(t *testing.T, chat adapters.JID, id adapters.MessageID, data string) string {
+	t.Helper()
+	p.emitter(t)
+	status, shown, err := p.s.UserPresses(channel(chat), string(id), "U1", data)
+	if err != nil || p.mode == slack.ModeEvents && status != http.StatusOK {
+		t.Fatalf("press: status %d, %v; want it acknowledged (200)", status, err)
+	}
+	var texts []string
+	for _, e := range shown {
+		texts = append(texts, e.Text)
+	}
+	return strings.Join(texts, "\n")
 }
 
 func (p *platform) RateLimit(wait time.Duration)      { p.s.RateLimit(wait) }

@@ -12,7 +12,7 @@ import (
 // message and is paced as one. A stream's appends are Tier 4.
 var tierOf = map[string]int{
 	"chat.update": 50, "chat.delete": 50, "reactions.add": 50,
-	"chat.appendStream": 100, "chat.stopStream": 50,
+	"chat.appendStream": 100, "chat.stopStream": 50, "chat.postEphemeral": 100,
 	"pins.add": 20, "pins.remove": 20,
 	"conversations.history": 50, "conversations.replies": 50, "conversations.info": 50,
 	"users.info": 100, "files.info": 100,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
@@ -82,6 +83,16 @@ func (a *Adapter) socketEvent(ctx context.Context, host adapters.Host, sm *socke
 				a.log.Warn("slack event not stored; left for redelivery", "envelope", evt.Request.EnvelopeID, "err", err)
 			}
 			return nil
+		}
+		if err := sm.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
+			a.log.Warn("slack ack", "envelope", evt.Request.EnvelopeID, "err", err)
+		}
+	case socketmode.EventTypeInteractive:
+		if evt.Request == nil {
+			return nil
+		}
+		if cb, ok := evt.Data.(slack.InteractionCallback); ok {
+			a.interaction(ctx, host, cb) // answered before the ack, like over HTTP
 		}
 		if err := sm.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
 			a.log.Warn("slack ack", "envelope", evt.Request.EnvelopeID, "err", err)

@@ -58,7 +58,12 @@ func (s *Server) PostBody(body []byte) (int, string, error) {
 }
 
 func (s *Server) post(body []byte, secret string, ts time.Time, retryNum string) (int, string, error) {
-	req, err := http.NewRequest(http.MethodPost, s.EventsURL, bytes.NewReader(body))
+	return s.signedPost(s.EventsURL, "application/json", body, secret, ts, retryNum)
+}
+
+// signedPost posts body to u signed as Slack signs its requests.
+func (s *Server) signedPost(u, contentType string, body []byte, secret string, ts time.Time, retryNum string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
@@ -67,7 +72,7 @@ func (s *Server) post(body []byte, secret string, ts time.Time, retryNum string)
 	fmt.Fprintf(mac, "v0:%s:%s", stamp, body)
 	req.Header.Set("X-Slack-Request-Timestamp", stamp)
 	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	if retryNum != "" {
 		req.Header.Set("X-Slack-Retry-Num", retryNum)
 		req.Header.Set("X-Slack-Retry-Reason", "http_timeout")
@@ -101,7 +106,11 @@ func (s *Server) writeEnvelope(env *Envelope) {
 	if s.conn == nil {
 		return
 	}
-	msg, _ := json.Marshal(map[string]any{"envelope_id": env.ID, "type": "events_api", "accepts_response_payload": false,
+	typ := env.Type
+	if typ == "" {
+		typ = "events_api"
+	}
+	msg, _ := json.Marshal(map[string]any{"envelope_id": env.ID, "type": typ, "accepts_response_payload": typ == "interactive",
 		"payload": json.RawMessage(env.Body)})
 	_ = s.conn.WriteMessage(websocket.TextMessage, msg)
 }

@@ -46,6 +46,7 @@ type Msg struct {
 	// markdown_text), not mrkdwn. Streaming: chat.stopStream has not
 	// ended its stream yet.
 	Markdown, Streaming bool
+	Buttons             []Button // under it (Block Kit actions)
 }
 
 // File is an uploaded or attached file.
@@ -70,6 +71,7 @@ type Channel struct {
 // Envelope is a Socket Mode envelope the fake sent.
 type Envelope struct {
 	ID    string
+	Type  string // events_api (""), interactive
 	Body  []byte
 	Acked bool
 	Acks  int // acknowledgements received (a replayed envelope is acknowledged again)
@@ -81,6 +83,9 @@ type Server struct {
 	// EventsURL, when set, makes Emit POST signed Events API requests
 	// there instead of using the Socket Mode websocket.
 	EventsURL string
+	// InteractivityURL, when set, makes UserPresses POST signed
+	// interactivity requests there instead of using Socket Mode.
+	InteractivityURL string
 
 	mu        sync.Mutex
 	changed   chan struct{}
@@ -101,6 +106,7 @@ type Server struct {
 	envelopes []*Envelope
 	shown     []shownIn
 	refuse    string // chat.startStream answers this error ("": streams work)
+	ephemeral []Ephemeral
 	HTTP      *http.Client
 }
 
@@ -442,6 +448,9 @@ func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[stri
 	switch method {
 	case "chat.postMessage":
 		m := &Msg{TS: s.newTS(), User: BotUser, BotID: BotID, Text: f.Get("text"), ThreadTS: f.Get("thread_ts")}
+		if code := applyBlocks(m, f.Get("blocks")); code != "" {
+			return fail(code)
+		}
 		c.Messages = append(c.Messages, m)
 		s.show(c, m)
 		return ok("channel", c.ID, "ts", m.TS)
@@ -459,11 +468,16 @@ func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[stri
 			// Text without blocks replaces a streamed message's
 			// Markdown: the message renders its text (mrkdwn) again.
 			m.Text, m.Markdown = f.Get("text"), false
+			if code := applyBlocks(m, f.Get("blocks")); code != "" {
+				return fail(code)
+			}
 			s.show(c, m)
 		}
 		return ok("channel", c.ID, "ts", m.TS, "text", m.Text)
 	case "chat.startStream", "chat.appendStream", "chat.stopStream":
 		return s.stream(method, c, f)
+	case "chat.postEphemeral":
+		return s.postEphemeral(c, f)
 	case "reactions.add", "pins.add", "pins.remove":
 		m := s.find(c, f.Get("timestamp"))
 		if m == nil {
