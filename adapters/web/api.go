@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,8 @@ func (a *Adapter) handler(deliver adapters.DeliverFunc) http.Handler {
 	mux.HandleFunc("POST /api/rooms/{room}/messages", a.postMessage(deliver))
 	mux.HandleFunc("GET /api/rooms/{room}/messages", a.getMessages)
 	mux.HandleFunc("GET /api/rooms/{room}/events", a.events)
+	mux.HandleFunc("POST /api/rooms/{room}/press", a.postPress)
+	mux.HandleFunc("POST /api/approvals/{id}", a.postApproval)
 	return a.guard(mux)
 }
 
@@ -90,6 +93,7 @@ type messageView struct {
 	Time    string             `json:"time"`
 	FromBot bool               `json:"from_bot"`
 	Topic   string             `json:"topic"`
+	Buttons []buttonView       `json:"buttons,omitempty"` // under a message of the bot's
 }
 
 type messagesResponse struct {
@@ -145,30 +149,39 @@ func (a *Adapter) postMessage(deliver adapters.DeliverFunc) http.HandlerFunc {
 // maxBody bytes. On error it returns the HTTP status to answer.
 func decodePost(w http.ResponseWriter, r *http.Request) (postRequest, int, error) {
 	var req postRequest
+	status, err := decodeJSON(w, r, &req, "sender, text, name, topic, id")
+	return req, status, err
+}
+
+// decodeJSON reads a POST body into v: one JSON object of known fields (an
+// unknown one is refused, naming the allowed fields), at most maxBody
+// bytes, read within the body deadline. On error it returns the HTTP
+// status to answer.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any, fields string) (int, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return req, http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", maxBody)
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", maxBody)
 		}
-		return req, http.StatusBadRequest, fmt.Errorf("read body: %w", err)
+		return http.StatusBadRequest, fmt.Errorf("read body: %w", err)
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return req, http.StatusBadRequest, errors.New(`body must be a JSON object like {"sender": "ann", "text": "hi"}`)
+		return http.StatusBadRequest, fmt.Errorf("body must be a JSON object with the fields %s", fields)
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, http.StatusBadRequest, jsonError(err)
+	if err := dec.Decode(v); err != nil {
+		return http.StatusBadRequest, jsonError(err, fields)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return req, http.StatusBadRequest, errors.New("body must hold a single JSON object")
+		return http.StatusBadRequest, errors.New("body must hold a single JSON object")
 	}
-	return req, 0, nil
+	return 0, nil
 }
 
 // jsonError turns a decoding error into a message naming the field.
-func jsonError(err error) error {
+func jsonError(err error, fields string) error {
 	if e, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && e.Field != "" {
 		return fmt.Errorf("field %q must be a %s", e.Field, e.Type)
 	}
@@ -180,7 +193,7 @@ func jsonError(err error) error {
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if strings.HasPrefix(msg, "unknown field") {
-		return fmt.Errorf("%s: allowed fields are sender, text, name, topic, id", msg)
+		return fmt.Errorf("%s: allowed fields are %s", msg, fields)
 	}
 	return fmt.Errorf("body is not valid JSON: %s", msg)
 }
@@ -214,7 +227,7 @@ func (a *Adapter) getMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := messagesResponse{Messages: make([]messageView, 0, len(stored))}
 	for _, m := range stored {
-		resp.Messages = append(resp.Messages, a.view(m))
+		resp.Messages = append(resp.Messages, a.viewWithButtons(r.Context(), m))
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -243,6 +256,15 @@ func (a *Adapter) view(m adapters.Stored) messageView {
 	}
 	if v.Name == "" {
 		v.Name = v.Sender
+	}
+	return v
+}
+
+// viewWithButtons is view with the buttons a message of the bot's carries.
+func (a *Adapter) viewWithButtons(ctx context.Context, m adapters.Stored) messageView {
+	v := a.view(m)
+	if m.FromBot {
+		v.Buttons = a.buttons.get(ctx, m.Chat, m.ID)
 	}
 	return v
 }

@@ -54,6 +54,45 @@ func (w webUnderTest) store(m adapters.Outbound, id adapters.MessageID) {
 	}
 }
 
+// SendButtons' message is stored as the gateway stores the bot's echo.
+func (w webUnderTest) SendButtons(ctx context.Context, m adapters.Outbound, buttons []adapters.Button) (adapters.MessageID, error) {
+	id, err := w.Adapter.SendButtons(ctx, m, buttons)
+	if err != nil {
+		return "", err
+	}
+	w.store(m, id)
+	return id, nil
+}
+
+// EditButtons' edit changes the stored text, as the gateway's store does.
+func (w webUnderTest) EditButtons(ctx context.Context, ref adapters.MessageRef, text string, buttons []adapters.Button) error {
+	if err := w.Adapter.EditButtons(ctx, ref, text, buttons); err != nil {
+		return err
+	}
+	w.g.edit(ref.Chat, ref.ID, text)
+	return nil
+}
+
+// UserPresses presses a button as ann (who posts UserPosts) through the
+// endpoint the page uses, and returns the answer shown to her.
+func (p *webPlatform) UserPresses(t *testing.T, chat adapters.JID, id adapters.MessageID, data string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"data": data, "sender": "ann", "message": id.String()})
+	resp, err := p.http.Post("http://"+p.a.Addr()+"/api/rooms/"+chat.Room()+"/press", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("press: %v", err)
+	}
+	defer resp.Body.Close()
+	var r struct{ Answer, Error string }
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatalf("press: %d, %v", resp.StatusCode, err)
+	}
+	if data == "" && resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a press without data answered %d; want 400", resp.StatusCode)
+	}
+	return r.Answer
+}
+
 // StartLive's final is stored under the id Finish returns, as the gateway
 // will store it.
 func (w webUnderTest) StartLive(ctx context.Context, m adapters.Outbound, turn string) (adapters.LiveReply, error) {
@@ -145,7 +184,11 @@ func (p *webPlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 	for _, m := range r.Messages {
 		if m.FromBot {
 			// The page shows the agent's Markdown rendered.
-			out = append(out, adaptertest.Message{ID: m.ID, Text: markdown.Plain(m.Text), Raw: m.Text, Topic: m.Topic})
+			msg := adaptertest.Message{ID: m.ID, Text: markdown.Plain(m.Text), Raw: m.Text, Topic: m.Topic}
+			for _, b := range m.Buttons {
+				msg.Buttons = append(msg.Buttons, adapters.Button{Label: b.Label, Data: b.Data, Style: adapters.ButtonStyle(b.Style)})
+			}
+			out = append(out, msg)
 		}
 	}
 	return out

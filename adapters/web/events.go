@@ -134,7 +134,7 @@ func (a *Adapter) sendSince(ctx context.Context, s *stream, chat adapters.JID, a
 			if m.Seq <= after { // a History that ignores the cursor must not loop us
 				continue
 			}
-			data, err := json.Marshal(a.view(m))
+			data, err := json.Marshal(a.viewWithButtons(ctx, m))
 			if err != nil {
 				return after, fmt.Errorf("encode message %d: %w", m.Seq, err)
 			}

@@ -54,6 +54,11 @@ func (g *fakeGateway) deliver(ctx context.Context, m adapters.Inbound) (int64, e
 		g.mu.Unlock()
 		return 0, g.fail
 	}
+	if m.Kind == adapters.KindEdit {
+		g.mu.Unlock()
+		g.edit(m.Chat, m.ID, m.Text)
+		return 0, nil
+	}
 	seq, dup := g.store(m)
 	w := g.watcher
 	g.mu.Unlock()
@@ -73,6 +78,18 @@ func (g *fakeGateway) store(m adapters.Inbound) (seq int64, dup bool) {
 	g.byID[key] = g.seq
 	g.msgs = append(g.msgs, adapters.Stored{Seq: g.seq, Inbound: m})
 	return g.seq, false
+}
+
+// edit changes the text of a stored message, as the store does with an
+// edit.
+func (g *fakeGateway) edit(chat adapters.JID, id adapters.MessageID, text string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range g.msgs {
+		if g.msgs[i].Chat == chat && g.msgs[i].ID == id {
+			g.msgs[i].Text = text
+		}
+	}
 }
 
 // reply does what the gateway does with a bot reply: Send, store the
@@ -117,6 +134,7 @@ func (g *fakeGateway) stored() []adapters.Stored {
 type server struct {
 	a      *Adapter
 	g      *fakeGateway
+	host   *adaptertest.Host
 	base   string // "http://127.0.0.1:port"
 	client *http.Client
 	cancel context.CancelFunc
@@ -128,15 +146,21 @@ type server struct {
 func start(t *testing.T, tweak func(*Adapter)) *server {
 	t.Helper()
 	g := newFakeGateway()
+	return startOn(t, g, &adaptertest.Host{DeliverFunc: g.deliver}, tweak)
+}
+
+// startOn is start with the gateway and host given: a restart keeps them.
+func startOn(t *testing.T, g *fakeGateway, host *adaptertest.Host, tweak func(*Adapter)) *server {
+	t.Helper()
 	a := New(Options{Listen: "127.0.0.1:0", BotName: "sb", History: g})
 	g.watcher = a
 	if tweak != nil {
 		tweak(a)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{a: a, g: g, cancel: cancel, done: make(chan error, 1),
+	s := &server{a: a, g: g, host: host, cancel: cancel, done: make(chan error, 1),
 		client: &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}}
-	go func() { s.done <- a.Run(ctx, &adaptertest.Host{DeliverFunc: g.deliver}) }()
+	go func() { s.done <- a.Run(ctx, host) }()
 	select {
 	case <-a.Ready():
 	case err := <-s.done:

@@ -25,6 +25,9 @@ type draftView struct {
 	Name  string             `json:"name,omitempty"`
 	Text  string             `json:"text,omitempty"`
 	Topic string             `json:"topic,omitempty"`
+	// Buttons: an "edit" event (EditButtons) replaces the text and the
+	// buttons of the message ID; none means they are gone.
+	Buttons []buttonView `json:"buttons,omitempty"`
 }
 
 // StartLive implements adapters.Streamer: the live reply is draft objects on

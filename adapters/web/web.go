@@ -81,6 +81,7 @@ type Adapter struct {
 	addr      atomic.Value // string: the bound address
 	loopback  atomic.Bool  // bound to a loopback address: check Host headers
 	host      hostAddrs    // this machine's addresses: posts from them are FromHost
+	buttons   buttonStore  // the buttons of messages sent with them
 }
 
 var (
@@ -166,6 +167,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 		a.loopback.Store(tcp.IP.IsLoopback())
 	}
 	a.addr.Store(bound)
+	a.buttons.setHost(host)
 	a.readyOnce.Do(func() { close(a.ready) })
 	a.log.Info("web chat listening", "addr", bound, "url", "http://"+bound+"/")
 	host.SetState(adapters.StateConnected, nil)
