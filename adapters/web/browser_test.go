@@ -173,3 +173,42 @@ func execChromium(t *testing.T, args ...string) (string, error) {
 	}
 	return stdout.String(), nil
 }
+
+// TestBrowserPressesButton: the page shows a bot message's buttons (also
+// after a reload); a click reaches Host.Press with the button's data as
+// the name typed in the page, and the answer shows under the message;
+// after EditButtons the buttons go and the text changes without a reload.
+// Without Chromium it skips, or fails when CI is set.
+func TestBrowserPressesButton(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a browser")
+	}
+	testenv.Need(t, chromium, "make test installs it, or apt-get install chromium")
+	s := start(t, nil)
+	s.host.PressFunc = func(_ context.Context, p adapters.Press) (string, error) {
+		return "Allowed once, " + p.SenderName + ".", nil
+	}
+	chat := adapters.JID("web:lobby")
+	s.post(t, "lobby", `{"sender": "ann", "text": "deploy please"}`)
+	id, err := s.a.SendButtons(t.Context(), adapters.Outbound{Chat: chat, Text: "Run deploy.sh?"}, []adapters.Button{
+		{Label: "Allow once", Data: "appr:5:allow", Style: adapters.StylePrimary}, {Label: "Deny", Data: "appr:5:deny", Style: adapters.StyleDanger}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openBrowser(t)
+	b.navigate(s.base + "/?room=lobby")
+	buttons := `document.querySelectorAll('.msg[data-id="` + id.String() + `"] .buttons button').length`
+	b.waitFor("the two buttons", buttons+" === 2")
+	b.navigate(s.base + "/?room=lobby") // a reload keeps them
+	b.waitFor("the two buttons after a reload", buttons+" === 2")
+	b.eval(`document.getElementById("name").value = "Ann"`)
+	b.eval(`document.querySelector('.msg[data-id="` + id.String() + `"] .buttons button').click()`)
+	b.waitFor("the answer", `(document.querySelector('.msg .answer') || {}).textContent === `+jsString("Allowed once, Ann."))
+	if p := s.host.Presses(); len(p) != 1 || p[0].Data != "appr:5:allow" || p[0].Sender != "web:user/Ann" || p[0].Chat != chat || p[0].Message != id {
+		t.Errorf("presses %+v; want appr:5:allow by web:user/Ann on %s", p, id)
+	}
+	if err := s.a.EditButtons(t.Context(), adapters.MessageRef{Chat: chat, ID: id}, "Allowed once by Ann", nil); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("the buttons gone and the new text", buttons+` === 0 && document.querySelector('.msg[data-id="`+id.String()+`"] .text').textContent === "Allowed once by Ann"`)
+}

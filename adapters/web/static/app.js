@@ -116,8 +116,77 @@
 
     const body = el("div", "body");
     body.append(meta, el("div", "text", m.text));
+    if (m.id) li.dataset.id = m.id;
+    const buttons = buttonsOf(m);
+    if (buttons) body.append(buttons);
     li.append(avatar, body);
     return li;
+  }
+
+  // ---- buttons -------------------------------------------------------
+
+  // buttonsOf is the row of buttons under a bot message (null: none).
+  function buttonsOf(m) {
+    if (!m.from_bot || !Array.isArray(m.buttons) || m.buttons.length === 0) return null;
+    const row = el("div", "buttons");
+    for (const b of m.buttons) {
+      if (!b || typeof b.label !== "string" || typeof b.data !== "string") continue;
+      const btn = el("button", "btn" + (b.style === "primary" || b.style === "danger" ? " " + b.style : ""), b.label);
+      btn.type = "button";
+      btn.addEventListener("click", () => press(m, b, row));
+      row.append(btn);
+    }
+    return row;
+  }
+
+  // press sends a button press; the answer shows under the message, to
+  // this page only (the server sent it to the presser alone).
+  async function press(m, b, row) {
+    const name = ui.name.value.trim();
+    const sender = senderOf(name);
+    if (!sender) {
+      showError("Enter your name (letters or digits) before pressing a button.");
+      ui.name.focus();
+      return;
+    }
+    const li = row.closest(".msg");
+    for (const btn of row.querySelectorAll("button")) btn.disabled = true;
+    let answer;
+    try {
+      const res = await fetch(roomURL(room, "/press"), {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ data: b.data, sender, name, message: m.id || "", topic: m.topic || "" }),
+      });
+      const body = await readJSON(res);
+      answer = body.answer || body.error || (res.ok ? "" : "HTTP " + res.status);
+    } catch (e) {
+      answer = "Not sent: " + e.message;
+    } finally {
+      for (const btn of row.querySelectorAll("button")) btn.disabled = false;
+    }
+    if (!li || !answer) return;
+    let note = li.querySelector(".answer");
+    if (!note) {
+      note = el("div", "answer");
+      note.setAttribute("role", "status");
+      li.querySelector(".body").append(note);
+    }
+    note.textContent = answer;
+  }
+
+  // showEdit applies EditButtons to a shown message: new text, new buttons.
+  function showEdit(d) {
+    if (typeof d.id !== "string" || typeof d.text !== "string") return;
+    for (const li of ui.list.querySelectorAll(".msg[data-id]")) {
+      if (li.dataset.id !== d.id) continue;
+      li.querySelector(".text").textContent = d.text;
+      const old = li.querySelector(".buttons");
+      if (old) old.remove();
+      const topic = li.querySelector(".topic");
+      const buttons = buttonsOf({ from_bot: true, id: d.id, buttons: d.buttons, topic: topic ? topic.textContent.slice(2) : "" });
+      if (buttons) li.querySelector(".text").after(buttons);
+    }
   }
 
   function add(m) {
@@ -185,6 +254,7 @@
   function onEvent(data) {
     if (data && data.type === "draft") showDraft(data);
     else if (data && data.type === "draft_end") endDraft(data);
+    else if (data && data.type === "edit") showEdit(data);
     else add(data);
   }
 
