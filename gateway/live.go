@@ -37,12 +37,30 @@ type Stream struct {
 	Interval time.Duration
 }
 
-// liveMarkers end a live reply whose turn did not answer, instead of
-// leaving a half sentence on the platform.
+// liveEnd is why a live reply ends without the turn's final: its marker
+// ends the live reply instead of a half sentence on the platform.
+type liveEnd string
+
 const (
-	liveMarkerFailed   = " … (failed)"
-	liveMarkerTimedOut = " … (timed out)"
-	liveStopTimeout    = 10 * time.Second
+	// liveEndQuiet: the turn said nothing here (no reply, a reply through
+	// MCP, shutdown): the live reply is removed, not marked.
+	liveEndQuiet    liveEnd = ""
+	liveEndFailed   liveEnd = "failed"
+	liveEndTimedOut liveEnd = "timed out"
+	// liveEndStopped: the turn was stopped (/stop, the Stop button).
+	liveEndStopped liveEnd = "stopped"
+)
+
+// marker is what follows the text the live reply showed: " … (stopped)".
+func (r liveEnd) marker() string {
+	if r == liveEndQuiet {
+		return ""
+	}
+	return " … (" + string(r) + ")"
+}
+
+const (
+	liveStopTimeout = 10 * time.Second
 	// liveTextCap bounds the text a live reply keeps (and renders at each
 	// update): more than any platform shows in one message, and the reply
 	// itself is capped at 64 KiB (store.CapText).
@@ -53,6 +71,7 @@ const (
 // final reply was queued to the outbox (take), by the reply's outbox key.
 type liveStarter struct {
 	adapters adapterSet
+	st       liveStore         // where live replies show, for the cleanup after a crash (nil: not recorded)
 	streams  map[string]Stream // by platform; missing: off
 	progress bool              // agent.progress: a line while a tool runs
 	log      *slog.Logger
@@ -92,7 +111,7 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	if l, ok := a.(adapters.Limiter); ok {
 		lim = l.Limits()
 	}
-	l := &liveTurn{lr: lr, a: a, out: out, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log,
+	l := &liveTurn{lr: lr, a: a, out: out, turn: turn, st: s.st, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log,
 		kick: make(chan struct{}, 1), stopC: make(chan struct{}), done: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = time.Second
@@ -141,6 +160,8 @@ type liveTurn struct {
 	lr       adapters.LiveReply
 	a        adapters.Adapter
 	out      adapters.Outbound
+	turn     string
+	st       liveStore
 	lim      adapters.Limits
 	interval time.Duration
 	progress bool
@@ -150,13 +171,16 @@ type liveTurn struct {
 	done     chan struct{}
 	handed   atomic.Bool // keep: the outbox finishes it
 
-	mu      sync.Mutex
-	text    []byte // the reply so far, up to liveTextCap
-	tool    string // the progress line of the running tool
-	toolID  string
-	shown   bool // an update showed something
-	stopped bool
-	dead    bool // the live reply ended (refused, permanent error): nothing more to show
+	mu     sync.Mutex
+	text   []byte // the reply so far, up to liveTextCap
+	tool   string // the progress line of the running tool
+	toolID string
+	shown  bool // an update showed something
+	// recorded is the mode and id last recorded (liveStore) of where the
+	// live reply shows; "" while nothing is.
+	recorded string
+	stopped  bool
+	dead     bool // the live reply ended (refused, permanent error): nothing more to show
 }
 
 // onEvent takes one agent event (agent.Input.OnEvent).
@@ -233,6 +257,7 @@ func (l *liveTurn) run(ctx context.Context) {
 				l.mu.Lock()
 				l.shown = true
 				l.mu.Unlock()
+				l.record(ctx)
 			case errors.As(err, &ra):
 				wait = max(ra.Wait, wait)
 				l.again()
@@ -307,9 +332,9 @@ func (l *liveTurn) stop() {
 }
 
 // settle ends a stopped live reply the outbox will not finish: aborted
-// when the turn said nothing here (no reply, or one through MCP, or
-// shutdown), else finished with marker after what it showed.
-func (l *liveTurn) settle(ctx context.Context, marker string) {
+// when the turn said nothing here (why is liveEndQuiet), else finished
+// with why's marker after what it showed.
+func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 	if l == nil || l.handed.Load() {
 		return
 	}
@@ -321,16 +346,20 @@ func (l *liveTurn) settle(ctx context.Context, marker string) {
 	if dead {
 		return
 	}
-	if marker == "" || !shown || text == "" {
+	if why == liveEndQuiet || !shown || text == "" {
 		if err := l.lr.Abort(ctx); err != nil {
-			l.log.Warn("live reply left as it was after its turn ended without a reply", "jid", l.out.Chat, "err", err)
+			l.log.Warn("live reply left as it was after its turn ended without a reply (the next start removes it)", "jid", l.out.Chat, "err", err)
+			return
 		}
+		l.forget(ctx)
 		return
 	}
 	// Not stored: the turn's outcome is (its notice, a retry's reply).
-	if _, err := l.lr.Finish(ctx, l.firstPart(text+marker)); err != nil {
-		l.log.Warn("live reply left without its failure marker (the chat gets the failure notice)", "jid", l.out.Chat, "err", err)
+	if _, err := l.lr.Finish(ctx, l.firstPart(text+why.marker())); err != nil {
+		l.log.Warn("live reply left without its marker (the chat gets the failure notice; the next start removes it)", "jid", l.out.Chat, "err", err)
+		return
 	}
+	l.forget(ctx)
 }
 
 // finish shows the final (the first part of the reply) as the live reply's
@@ -345,6 +374,9 @@ func (l *liveTurn) finish(ctx context.Context, text string) (adapters.MessageID,
 		return "", false, nil
 	}
 	id, err := lr.Finish(ctx, text)
+	if err == nil {
+		l.forget(ctx)
+	}
 	switch {
 	case errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
 		return "", false, nil
@@ -364,8 +396,10 @@ func (l *liveTurn) abort(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveStopTimeout)
 	defer cancel()
 	if err := l.lr.Abort(ctx); err != nil {
-		l.log.Warn("live reply left as it was: its final will be a new message", "jid", l.out.Chat, "err", err)
+		l.log.Warn("live reply left as it was: its final will be a new message (the next start removes it)", "jid", l.out.Chat, "err", err)
+		return
 	}
+	l.forget(ctx)
 }
 
 // discard aborts the live reply awaiting the final of key, if any (its

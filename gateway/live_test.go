@@ -237,7 +237,7 @@ exit 3`, abs, gate))
 	openGate(t, gate)
 	testwait.For(t, 20*time.Second, "the marker", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
 	_, f, _, _, _ := la.snapshot()
-	if f[0] != "Let me run that."+liveMarkerFailed {
+	if f[0] != "Let me run that."+liveEndFailed.marker() {
 		t.Errorf("final = %q, want the text so far and the failure marker", f[0])
 	}
 	h.stop()
@@ -396,7 +396,7 @@ func TestLiveReplyTimedOutMarker(t *testing.T) {
 		o.Agent.Timeout = time.Second
 	}).post(testChat, "m1", "@bot run it")
 	testwait.For(t, 20*time.Second, "the marker", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
-	if _, f, _, _, _ := la.snapshot(); f[0] != "Let me run that."+liveMarkerTimedOut {
+	if _, f, _, _, _ := la.snapshot(); f[0] != "Let me run that."+liveEndTimedOut.marker() {
 		t.Errorf("final = %q, want the text so far and the timeout marker", f[0])
 	}
 }
