@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,7 +73,10 @@ type liveStarter struct {
 	st       liveStore         // where live replies show, for the cleanup after a crash (nil: not recorded)
 	streams  map[string]Stream // by platform; missing: off
 	progress bool              // agent.progress: a line while a tool runs
-	log      *slog.Logger
+	// storePart stores a part of a reply finished mid-turn as the bot's
+	// message (outbox.storeLivePart).
+	storePart func(ctx context.Context, out adapters.Outbound, id adapters.MessageID, text string) error
+	log       *slog.Logger
 
 	mu   sync.Mutex
 	kept map[string]*liveTurn // outbox key -> a live reply awaiting its final
@@ -92,26 +94,16 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	if !ok || !found || cfg.Mode == StreamOff || cfg.Mode == "" {
 		return nil
 	}
-	var lr adapters.LiveReply
-	if st, native := a.(adapters.Streamer); native && cfg.Mode == StreamNative {
-		r, err := st.StartLive(ctx, out, turn)
-		if err != nil && !errors.Is(err, adapters.ErrUnsupported) {
-			s.log.Warn("live reply not started", "jid", out.Chat, "turn", turn, "err", err)
-			return nil
-		}
-		lr = r
-	}
+	open := s.opener(a, cfg, out, turn)
+	lr := open(ctx, 0)
 	if lr == nil {
-		lr = newEditLive(a, out)
-		if lr == nil {
-			return nil
-		}
+		return nil
 	}
 	var lim adapters.Limits
 	if l, ok := a.(adapters.Limiter); ok {
 		lim = l.Limits()
 	}
-	l := &liveTurn{lr: lr, a: a, out: out, turn: turn, st: s.st, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log,
+	l := &liveTurn{lr: lr, open: open, storePart: s.storePart, a: a, out: out, turn: turn, st: s.st, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log,
 		kick: make(chan struct{}, 1), stopC: make(chan struct{}), done: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = time.Second
@@ -157,23 +149,27 @@ func (s *liveStarter) putBack(key string, l *liveTurn) { s.put(key, l) }
 // never blocks) build the text so far; its own goroutine (run) shows it at
 // most once per interval.
 type liveTurn struct {
-	lr       adapters.LiveReply
-	a        adapters.Adapter
-	out      adapters.Outbound
-	turn     string
-	st       liveStore
-	lim      adapters.Limits
-	interval time.Duration
-	progress bool
-	log      *slog.Logger
-	kick     chan struct{}
-	stopC    chan struct{}
-	done     chan struct{}
-	handed   atomic.Bool // keep: the outbox finishes it
+	lr   adapters.LiveReply                                  // the current part's
+	open func(ctx context.Context, n int) adapters.LiveReply // starts part n's live reply (nil: cannot)
+	// storePart stores a part finished mid-turn as the bot's message.
+	storePart func(ctx context.Context, out adapters.Outbound, id adapters.MessageID, text string) error
+	a         adapters.Adapter
+	out       adapters.Outbound
+	turn      string
+	st        liveStore
+	lim       adapters.Limits
+	interval  time.Duration
+	progress  bool
+	log       *slog.Logger
+	kick      chan struct{}
+	stopC     chan struct{}
+	done      chan struct{}
+	handed    atomic.Bool // keep: the outbox finishes it
 
 	mu     sync.Mutex
-	text   []byte // the reply so far, up to liveTextCap
-	tool   string // the progress line of the running tool
+	text   []byte     // the reply so far, up to liveTextCap
+	parts  []livePart // the parts finished as messages of their own, in order
+	tool   string     // the progress line of the running tool
 	toolID string
 	shown  bool // an update showed something
 	// recorded is the mode and id last recorded (liveStore) of where the
@@ -213,21 +209,6 @@ func (l *liveTurn) onEvent(e agent.Event) {
 	}
 }
 
-// render is what an update shows: the text so far (its first part, when
-// it outgrew the platform's limit) and the progress line.
-func (l *liveTurn) render() string {
-	l.mu.Lock()
-	text, tool := strings.TrimSpace(strings.ToValidUTF8(string(l.text), "")), l.tool
-	l.mu.Unlock()
-	if tool != "" {
-		if text != "" {
-			text += "\n\n"
-		}
-		text += "_" + tool + "_"
-	}
-	return l.firstPart(text)
-}
-
 func (l *liveTurn) firstPart(text string) string {
 	if l.lim.MaxText <= 0 || text == "" {
 		return text
@@ -246,8 +227,27 @@ func (l *liveTurn) run(ctx context.Context) {
 			return
 		case <-l.kick:
 		}
-		text := l.render()
+		settle, text := l.view()
 		wait := l.interval
+		if settle != "" {
+			// The text passed the platform's limit: this part becomes a
+			// message of its own, and the reply goes on in a new one.
+			err := l.finishPart(ctx, settle)
+			var ra *adapters.RetryAfterError
+			switch {
+			case err == nil:
+				last = ""
+			case errors.As(err, &ra):
+				wait = max(ra.Wait, wait)
+			case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
+				l.end(err)
+				return
+			default:
+				l.log.Debug("live part not finished", "jid", l.out.Chat, "err", err)
+			}
+			l.again()
+			text = "" // one call per interval
+		}
 		if text != "" && text != last {
 			err := l.lr.Update(ctx, text)
 			var ra *adapters.RetryAfterError
@@ -267,11 +267,7 @@ func (l *liveTurn) run(ctx context.Context) {
 				}
 				l.again()
 			case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
-				l.log.Warn("live reply ended; the final will be sent as a new message (if this repeats, set adapters.<platform>.stream: edit or off)",
-					"jid", l.out.Chat, "err", err)
-				l.mu.Lock()
-				l.dead = true
-				l.mu.Unlock()
+				l.end(err)
 				return
 			default:
 				l.log.Debug("live update failed", "jid", l.out.Chat, "err", err)
@@ -286,6 +282,15 @@ func (l *liveTurn) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// end marks the live reply ended by the platform: nothing more shows.
+func (l *liveTurn) end(err error) {
+	l.log.Warn("live reply ended; the final will be sent as a new message (if this repeats, set adapters.<platform>.stream: edit or off)",
+		"jid", l.out.Chat, "err", err)
+	l.mu.Lock()
+	l.dead = true
+	l.mu.Unlock()
 }
 
 func (l *liveTurn) again() {
@@ -305,7 +310,10 @@ func (l *liveTurn) isShown() bool {
 // fallback; false when the adapter cannot edit either.
 func (l *liveTurn) fallBack(ctx context.Context) bool {
 	_ = l.lr.Abort(ctx)
-	e := newEditLive(l.a, l.out)
+	l.mu.Lock()
+	n := len(l.parts)
+	l.mu.Unlock()
+	e := newEditLive(l.a, partOut(l.out, n))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e == nil {
@@ -340,8 +348,9 @@ func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveStopTimeout)
 	defer cancel()
+	text := l.currentText()
 	l.mu.Lock()
-	shown, dead, text := l.shown, l.dead, strings.TrimSpace(strings.ToValidUTF8(string(l.text), ""))
+	shown, dead := l.shown, l.dead
 	l.mu.Unlock()
 	if dead {
 		return

@@ -408,17 +408,17 @@ func TestLiveRenderProgressAndReplace(t *testing.T) {
 	l.onEvent(agent.Event{Kind: agent.EventText, Text: "Let me "})
 	l.onEvent(agent.Event{Kind: agent.EventText, Text: "look."})
 	l.onEvent(agent.Event{Kind: agent.EventToolStart, Tool: "Bash", ToolID: "t1", Summary: "ls -l"})
-	if got := l.render(); got != "Let me look.\n\n_running Bash: ls -l_" {
+	if _, got := l.view(); got != "Let me look.\n\n_running Bash: ls -l_" {
 		t.Errorf("while the tool runs: %q", got)
 	}
 	l.onEvent(agent.Event{Kind: agent.EventToolEnd, Tool: "Bash", ToolID: "t1"})
 	l.onEvent(agent.Event{Kind: agent.EventReplace, Text: "Here:"})
-	if got := l.render(); got != "Here:" {
+	if _, got := l.view(); got != "Here:" {
 		t.Errorf("after the tool and a replace: %q", got)
 	}
 	l.progress = false
 	l.onEvent(agent.Event{Kind: agent.EventToolStart, Tool: "Bash"})
-	if got := l.render(); got != "Here:" {
+	if _, got := l.view(); got != "Here:" {
 		t.Errorf("agent.progress false: %q", got)
 	}
 }

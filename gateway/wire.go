@@ -36,7 +36,7 @@ func (g *Gateway) wire() error {
 			engage.start(chat, topic, folder, opt.EngageTTL)
 		},
 		deliveries: g.metrics.outbox, rateLimits: g.metrics.rateLimitWaits})
-	g.live = live
+	g.live, live.storePart = live, g.outbox.storeLivePart
 	g.sched = scheduler.NewLoop(st, g, scheduler.SystemClock(), log.With("component", "scheduler"))
 
 	holder := chatHolder{st: st, send: g.outbox.send, kickAfter: g.workers.kickAfter, log: log}
