@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,55 @@ func TestLiveReplyContinuesPastTheLimitTelegram(t *testing.T) {
 	for i, m := range bots {
 		if m.Text != parts[i] || i < len(s) && m.ID != adapters.MessageID(fmt.Sprint(s[i].ID)) {
 			t.Errorf("stored part %d: %q under %s; want part %d under the id of message %d", i+1, m.Text[:min(len(m.Text), 40)], m.ID, i+1, i+1)
+		}
+	}
+}
+
+// The gateway paces a live reply, not the platform: with the agent writing
+// a delta every few milliseconds, the real Telegram adapter (a group: one
+// message edited in place, its own pacing off) gets at most one request
+// per stream interval, and the final still reads the whole reply.
+func TestLiveReplyAtMostOneUpdatePerIntervalTelegram(t *testing.T) {
+	var b strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&b, "word%d\n", i)
+	}
+	reply := strings.TrimSpace(b.String())
+	argv, gate := longStreamAgent(t, reply) // 8 lines a delta, one every 20 ms
+	openGate(t, gate)
+	fake := telegramtest.New(t)
+	tg := telegram.New(telegram.Options{Token: telegramtest.Token, APIURL: fake.URL(), PollTimeout: 2 * time.Second,
+		PerChat: -1, PerGroup: -1, Global: -1})
+	const interval = 100 * time.Millisecond
+	newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": "telegram"}, Target: "main"}},
+		modify: func(o *Options) {
+			o.Agent.Output = "claude-stream"
+			o.Adapters = append(o.Adapters, tg)
+			o.Streams = map[string]Stream{"telegram": {Mode: StreamNative, Interval: interval}}
+		}})
+	msg, _ := fake.UserMessage(telegramtest.GroupID, "count", true, 0, 0)
+	fake.Push("message", msg)
+	testwait.For(t, 30*time.Second, "the final", func() bool {
+		for _, m := range fake.Messages(telegramtest.GroupID) {
+			if m.FromBot && m.Text == reply {
+				return true
+			}
+		}
+		return false
+	})
+	var calls []telegramtest.Call
+	for _, method := range []string{"sendMessage", "editMessageText"} {
+		calls = append(calls, fake.Calls(method)...)
+	}
+	slices.SortFunc(calls, func(a, b telegramtest.Call) int { return a.At.Compare(b.At) })
+	if len(calls) < 3 {
+		t.Fatalf("%d requests for the live reply; want it to grow over several updates", len(calls))
+	}
+	// The last request is the final (the outbox's, not paced by the
+	// interval); every update before it is one interval after the last.
+	for i := 1; i < len(calls)-1; i++ {
+		if gap := calls[i].At.Sub(calls[i-1].At); gap < interval-10*time.Millisecond {
+			t.Errorf("requests %d and %d for the live reply %s apart; want at most one per %s", i, i+1, gap, interval)
 		}
 	}
 }

@@ -95,7 +95,8 @@ func (p fakePlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 
 func (p fakePlatform) RateLimitFiles(wait time.Duration) { p.f.RateLimitFiles(wait) }
 
-func (p fakePlatform) RateLimit(wait time.Duration) { p.f.RateLimit(wait) }
+func (p fakePlatform) RateLimit(wait time.Duration)      { p.f.RateLimit(wait) }
+func (p fakePlatform) RateLimited() (at, next time.Time) { return p.f.RateLimited() }
 
 func (p fakePlatform) RejectFormatting() {
 	p.f.RejectFormatting()
