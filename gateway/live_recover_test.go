@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -121,4 +122,29 @@ func TestLiveReplyRecordedWhileShown(t *testing.T) {
 		left, err := h.st.LiveLeftovers(ctx)
 		return err == nil && len(left) == 0
 	})
+}
+
+// A live reply whose turn ends without its final is finished with the
+// text so far and the reason's marker; a stopped turn (/stop, issue 32)
+// passes liveEndStopped and the chat reads "… (stopped)".
+func TestLiveSettleMarkers(t *testing.T) {
+	for _, tc := range []struct {
+		why  liveEnd
+		want string
+	}{
+		{liveEndStopped, "Half a sent … (stopped)"},
+		{liveEndFailed, "Half a sent … (failed)"},
+		{liveEndTimedOut, "Half a sent … (timed out)"},
+	} {
+		la := &liveAdapter{fakeAdapter: newFakeAdapter("test"), native: true}
+		lr, err := la.StartLive(context.Background(), adapters.Outbound{Chat: testChat}, "t-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &liveTurn{lr: lr, out: adapters.Outbound{Chat: testChat}, text: []byte("Half a sent"), shown: true, log: slog.New(slog.DiscardHandler)}
+		l.settle(context.Background(), tc.why)
+		if _, f, _, _, _ := la.snapshot(); !slices.Equal(f, []string{tc.want}) {
+			t.Errorf("%s: the live reply ended as %q; want %q", tc.why, f, tc.want)
+		}
+	}
 }
