@@ -102,6 +102,7 @@ type Gateway struct {
 
 	// The parts (wire.go).
 	config   *liveConfig
+	live     *liveStarter
 	states   *adapterStates // each adapter's connection state
 	status   statusWriter
 	metrics  *metrics
@@ -211,6 +212,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Read before the adapters start: none of this run's live replies.
+	leftLive, err := g.live.leftovers(ctx)
+	if err != nil {
+		return err
+	}
 	if n, err := g.st.RecoverOutbox(ctx); err != nil {
 		return fmt.Errorf("recover outbox: %w", err)
 	} else if n > 0 {
@@ -250,6 +256,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	bg.Go(func() { g.outbox.run(workCtx) })
 	bg.Go(func() { g.poll(intakeCtx) })
+	g.live.recover(intakeCtx, leftLive) // before the interrupted turns run again
 	g.kickPending(ctx)
 
 	var runErr error

@@ -93,20 +93,20 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	stopTyping()
 	live.stop() // nothing more is shown before the turn is recorded
 	backoff = t.recordTurn(ctx, p.b, p.turn, p.session, res, err, live)
-	live.settle(ctx, liveMarker(ctx, res, err))
+	live.settle(ctx, liveEndOf(ctx, res, err))
 	return backoff
 }
 
-// liveMarker is what ends a live reply the outbox does not finish: none
-// (aborted) unless the turn failed.
-func liveMarker(ctx context.Context, res agent.Result, err error) string {
+// liveEndOf is why a live reply the outbox does not finish ends: quiet
+// (aborted) unless the turn failed or timed out.
+func liveEndOf(ctx context.Context, res agent.Result, err error) liveEnd {
 	switch {
 	case err == nil || ctx.Err() != nil:
-		return ""
+		return liveEndQuiet
 	case res.TimedOut:
-		return liveMarkerTimedOut
+		return liveEndTimedOut
 	}
-	return liveMarkerFailed
+	return liveEndFailed
 }
 
 // preparedTurn is a turn ready to run: its record so far, the session it

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,12 +36,30 @@ type Stream struct {
 	Interval time.Duration
 }
 
-// liveMarkers end a live reply whose turn did not answer, instead of
-// leaving a half sentence on the platform.
+// liveEnd is why a live reply ends without the turn's final: its marker
+// ends the live reply instead of a half sentence on the platform.
+type liveEnd string
+
 const (
-	liveMarkerFailed   = " … (failed)"
-	liveMarkerTimedOut = " … (timed out)"
-	liveStopTimeout    = 10 * time.Second
+	// liveEndQuiet: the turn said nothing here (no reply, a reply through
+	// MCP, shutdown): the live reply is removed, not marked.
+	liveEndQuiet    liveEnd = ""
+	liveEndFailed   liveEnd = "failed"
+	liveEndTimedOut liveEnd = "timed out"
+	// liveEndStopped: the turn was stopped (/stop, the Stop button).
+	liveEndStopped liveEnd = "stopped"
+)
+
+// marker is what follows the text the live reply showed: " … (stopped)".
+func (r liveEnd) marker() string {
+	if r == liveEndQuiet {
+		return ""
+	}
+	return " … (" + string(r) + ")"
+}
+
+const (
+	liveStopTimeout = 10 * time.Second
 	// liveTextCap bounds the text a live reply keeps (and renders at each
 	// update): more than any platform shows in one message, and the reply
 	// itself is capped at 64 KiB (store.CapText).
@@ -53,9 +70,13 @@ const (
 // final reply was queued to the outbox (take), by the reply's outbox key.
 type liveStarter struct {
 	adapters adapterSet
+	st       liveStore         // where live replies show, for the cleanup after a crash (nil: not recorded)
 	streams  map[string]Stream // by platform; missing: off
 	progress bool              // agent.progress: a line while a tool runs
-	log      *slog.Logger
+	// storePart stores a part of a reply finished mid-turn as the bot's
+	// message (outbox.storeLivePart).
+	storePart func(ctx context.Context, out adapters.Outbound, id adapters.MessageID, text string) error
+	log       *slog.Logger
 
 	mu   sync.Mutex
 	kept map[string]*liveTurn // outbox key -> a live reply awaiting its final
@@ -73,26 +94,16 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	if !ok || !found || cfg.Mode == StreamOff || cfg.Mode == "" {
 		return nil
 	}
-	var lr adapters.LiveReply
-	if st, native := a.(adapters.Streamer); native && cfg.Mode == StreamNative {
-		r, err := st.StartLive(ctx, out, turn)
-		if err != nil && !errors.Is(err, adapters.ErrUnsupported) {
-			s.log.Warn("live reply not started", "jid", out.Chat, "turn", turn, "err", err)
-			return nil
-		}
-		lr = r
-	}
+	open := s.opener(a, cfg, out, turn)
+	lr := open(ctx, 0)
 	if lr == nil {
-		lr = newEditLive(a, out)
-		if lr == nil {
-			return nil
-		}
+		return nil
 	}
 	var lim adapters.Limits
 	if l, ok := a.(adapters.Limiter); ok {
 		lim = l.Limits()
 	}
-	l := &liveTurn{lr: lr, a: a, out: out, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log,
+	l := &liveTurn{lr: lr, open: open, storePart: s.storePart, a: a, out: out, turn: turn, st: s.st, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log,
 		kick: make(chan struct{}, 1), stopC: make(chan struct{}), done: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = time.Second
@@ -138,25 +149,34 @@ func (s *liveStarter) putBack(key string, l *liveTurn) { s.put(key, l) }
 // never blocks) build the text so far; its own goroutine (run) shows it at
 // most once per interval.
 type liveTurn struct {
-	lr       adapters.LiveReply
-	a        adapters.Adapter
-	out      adapters.Outbound
-	lim      adapters.Limits
-	interval time.Duration
-	progress bool
-	log      *slog.Logger
-	kick     chan struct{}
-	stopC    chan struct{}
-	done     chan struct{}
-	handed   atomic.Bool // keep: the outbox finishes it
+	lr   adapters.LiveReply                                  // the current part's
+	open func(ctx context.Context, n int) adapters.LiveReply // starts part n's live reply (nil: cannot)
+	// storePart stores a part finished mid-turn as the bot's message.
+	storePart func(ctx context.Context, out adapters.Outbound, id adapters.MessageID, text string) error
+	a         adapters.Adapter
+	out       adapters.Outbound
+	turn      string
+	st        liveStore
+	lim       adapters.Limits
+	interval  time.Duration
+	progress  bool
+	log       *slog.Logger
+	kick      chan struct{}
+	stopC     chan struct{}
+	done      chan struct{}
+	handed    atomic.Bool // keep: the outbox finishes it
 
-	mu      sync.Mutex
-	text    []byte // the reply so far, up to liveTextCap
-	tool    string // the progress line of the running tool
-	toolID  string
-	shown   bool // an update showed something
-	stopped bool
-	dead    bool // the live reply ended (refused, permanent error): nothing more to show
+	mu     sync.Mutex
+	text   []byte     // the reply so far, up to liveTextCap
+	parts  []livePart // the parts finished as messages of their own, in order
+	tool   string     // the progress line of the running tool
+	toolID string
+	shown  bool // an update showed something
+	// recorded is the mode and id last recorded (liveStore) of where the
+	// live reply shows; "" while nothing is.
+	recorded string
+	stopped  bool
+	dead     bool // the live reply ended (refused, permanent error): nothing more to show
 }
 
 // onEvent takes one agent event (agent.Input.OnEvent).
@@ -189,21 +209,6 @@ func (l *liveTurn) onEvent(e agent.Event) {
 	}
 }
 
-// render is what an update shows: the text so far (its first part, when
-// it outgrew the platform's limit) and the progress line.
-func (l *liveTurn) render() string {
-	l.mu.Lock()
-	text, tool := strings.TrimSpace(strings.ToValidUTF8(string(l.text), "")), l.tool
-	l.mu.Unlock()
-	if tool != "" {
-		if text != "" {
-			text += "\n\n"
-		}
-		text += "_" + tool + "_"
-	}
-	return l.firstPart(text)
-}
-
 func (l *liveTurn) firstPart(text string) string {
 	if l.lim.MaxText <= 0 || text == "" {
 		return text
@@ -222,8 +227,27 @@ func (l *liveTurn) run(ctx context.Context) {
 			return
 		case <-l.kick:
 		}
-		text := l.render()
+		settle, text := l.view()
 		wait := l.interval
+		if settle != "" {
+			// The text passed the platform's limit: this part becomes a
+			// message of its own, and the reply goes on in a new one.
+			err := l.finishPart(ctx, settle)
+			var ra *adapters.RetryAfterError
+			switch {
+			case err == nil:
+				last = ""
+			case errors.As(err, &ra):
+				wait = max(ra.Wait, wait)
+			case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
+				l.end(err)
+				return
+			default:
+				l.log.Debug("live part not finished", "jid", l.out.Chat, "err", err)
+			}
+			l.again()
+			text = "" // one call per interval
+		}
 		if text != "" && text != last {
 			err := l.lr.Update(ctx, text)
 			var ra *adapters.RetryAfterError
@@ -233,6 +257,7 @@ func (l *liveTurn) run(ctx context.Context) {
 				l.mu.Lock()
 				l.shown = true
 				l.mu.Unlock()
+				l.record(ctx)
 			case errors.As(err, &ra):
 				wait = max(ra.Wait, wait)
 				l.again()
@@ -242,11 +267,7 @@ func (l *liveTurn) run(ctx context.Context) {
 				}
 				l.again()
 			case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
-				l.log.Warn("live reply ended; the final will be sent as a new message (if this repeats, set adapters.<platform>.stream: edit or off)",
-					"jid", l.out.Chat, "err", err)
-				l.mu.Lock()
-				l.dead = true
-				l.mu.Unlock()
+				l.end(err)
 				return
 			default:
 				l.log.Debug("live update failed", "jid", l.out.Chat, "err", err)
@@ -261,6 +282,15 @@ func (l *liveTurn) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// end marks the live reply ended by the platform: nothing more shows.
+func (l *liveTurn) end(err error) {
+	l.log.Warn("live reply ended; the final will be sent as a new message (if this repeats, set adapters.<platform>.stream: edit or off)",
+		"jid", l.out.Chat, "err", err)
+	l.mu.Lock()
+	l.dead = true
+	l.mu.Unlock()
 }
 
 func (l *liveTurn) again() {
@@ -280,7 +310,10 @@ func (l *liveTurn) isShown() bool {
 // fallback; false when the adapter cannot edit either.
 func (l *liveTurn) fallBack(ctx context.Context) bool {
 	_ = l.lr.Abort(ctx)
-	e := newEditLive(l.a, l.out)
+	l.mu.Lock()
+	n := len(l.parts)
+	l.mu.Unlock()
+	e := newEditLive(l.a, partOut(l.out, n))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e == nil {
@@ -307,30 +340,35 @@ func (l *liveTurn) stop() {
 }
 
 // settle ends a stopped live reply the outbox will not finish: aborted
-// when the turn said nothing here (no reply, or one through MCP, or
-// shutdown), else finished with marker after what it showed.
-func (l *liveTurn) settle(ctx context.Context, marker string) {
+// when the turn said nothing here (why is liveEndQuiet), else finished
+// with why's marker after what it showed.
+func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 	if l == nil || l.handed.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveStopTimeout)
 	defer cancel()
+	text := l.currentText()
 	l.mu.Lock()
-	shown, dead, text := l.shown, l.dead, strings.TrimSpace(strings.ToValidUTF8(string(l.text), ""))
+	shown, dead := l.shown, l.dead
 	l.mu.Unlock()
 	if dead {
 		return
 	}
-	if marker == "" || !shown || text == "" {
+	if why == liveEndQuiet || !shown || text == "" {
 		if err := l.lr.Abort(ctx); err != nil {
-			l.log.Warn("live reply left as it was after its turn ended without a reply", "jid", l.out.Chat, "err", err)
+			l.log.Warn("live reply left as it was after its turn ended without a reply (the next start removes it)", "jid", l.out.Chat, "err", err)
+			return
 		}
+		l.forget(ctx)
 		return
 	}
 	// Not stored: the turn's outcome is (its notice, a retry's reply).
-	if _, err := l.lr.Finish(ctx, l.firstPart(text+marker)); err != nil {
-		l.log.Warn("live reply left without its failure marker (the chat gets the failure notice)", "jid", l.out.Chat, "err", err)
+	if _, err := l.lr.Finish(ctx, l.firstPart(text+why.marker())); err != nil {
+		l.log.Warn("live reply left without its marker (the chat gets the failure notice; the next start removes it)", "jid", l.out.Chat, "err", err)
+		return
 	}
+	l.forget(ctx)
 }
 
 // finish shows the final (the first part of the reply) as the live reply's
@@ -345,6 +383,9 @@ func (l *liveTurn) finish(ctx context.Context, text string) (adapters.MessageID,
 		return "", false, nil
 	}
 	id, err := lr.Finish(ctx, text)
+	if err == nil {
+		l.forget(ctx)
+	}
 	switch {
 	case errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
 		return "", false, nil
@@ -364,8 +405,10 @@ func (l *liveTurn) abort(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveStopTimeout)
 	defer cancel()
 	if err := l.lr.Abort(ctx); err != nil {
-		l.log.Warn("live reply left as it was: its final will be a new message", "jid", l.out.Chat, "err", err)
+		l.log.Warn("live reply left as it was: its final will be a new message (the next start removes it)", "jid", l.out.Chat, "err", err)
+		return
 	}
+	l.forget(ctx)
 }
 
 // discard aborts the live reply awaiting the final of key, if any (its

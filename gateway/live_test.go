@@ -237,7 +237,7 @@ exit 3`, abs, gate))
 	openGate(t, gate)
 	testwait.For(t, 20*time.Second, "the marker", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
 	_, f, _, _, _ := la.snapshot()
-	if f[0] != "Let me run that."+liveMarkerFailed {
+	if f[0] != "Let me run that."+liveEndFailed.marker() {
 		t.Errorf("final = %q, want the text so far and the failure marker", f[0])
 	}
 	h.stop()
@@ -396,7 +396,7 @@ func TestLiveReplyTimedOutMarker(t *testing.T) {
 		o.Agent.Timeout = time.Second
 	}).post(testChat, "m1", "@bot run it")
 	testwait.For(t, 20*time.Second, "the marker", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
-	if _, f, _, _, _ := la.snapshot(); f[0] != "Let me run that."+liveMarkerTimedOut {
+	if _, f, _, _, _ := la.snapshot(); f[0] != "Let me run that."+liveEndTimedOut.marker() {
 		t.Errorf("final = %q, want the text so far and the timeout marker", f[0])
 	}
 }
@@ -408,17 +408,17 @@ func TestLiveRenderProgressAndReplace(t *testing.T) {
 	l.onEvent(agent.Event{Kind: agent.EventText, Text: "Let me "})
 	l.onEvent(agent.Event{Kind: agent.EventText, Text: "look."})
 	l.onEvent(agent.Event{Kind: agent.EventToolStart, Tool: "Bash", ToolID: "t1", Summary: "ls -l"})
-	if got := l.render(); got != "Let me look.\n\n_running Bash: ls -l_" {
+	if _, got := l.view(); got != "Let me look.\n\n_running Bash: ls -l_" {
 		t.Errorf("while the tool runs: %q", got)
 	}
 	l.onEvent(agent.Event{Kind: agent.EventToolEnd, Tool: "Bash", ToolID: "t1"})
 	l.onEvent(agent.Event{Kind: agent.EventReplace, Text: "Here:"})
-	if got := l.render(); got != "Here:" {
+	if _, got := l.view(); got != "Here:" {
 		t.Errorf("after the tool and a replace: %q", got)
 	}
 	l.progress = false
 	l.onEvent(agent.Event{Kind: agent.EventToolStart, Tool: "Bash"})
-	if got := l.render(); got != "Here:" {
+	if _, got := l.view(); got != "Here:" {
 		t.Errorf("agent.progress false: %q", got)
 	}
 }

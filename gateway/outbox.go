@@ -55,6 +55,7 @@ type outboxStore interface {
 	OutboxPartSent(ctx context.Context, id int64, n int, platformID adapters.MessageID, bot *store.Message) error
 	OutboxRetry(ctx context.Context, id int64, next time.Time, reason string) error
 	OutboxFailed(ctx context.Context, id int64, reason string) error
+	InsertMessage(ctx context.Context, m *store.Message) (bool, error) // a live reply's part (storeLivePart)
 }
 
 // outboxDeps is what the outbox works with.
@@ -262,6 +263,12 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 		lim = l.Limits()
 	}
 	parts := adapters.SplitRendered(it.Text, lim.MaxText, lim.Measure)
+	var live *liveTurn // the turn's live reply, which may deliver the first parts
+	if it.Kind == store.OutboxReply {
+		if live = o.live.take(it.Key); live != nil && it.PartsSent == 0 {
+			live.reconcile(ctx, parts)
+		}
+	}
 	first := it.PlatformID
 	for n := it.PartsSent; n < len(parts); n++ {
 		out := adapters.Outbound{Chat: it.ChatJID, Text: parts[n], Topic: it.Topic, Key: it.Key}
@@ -270,8 +277,11 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 		} else {
 			out.Key = fmt.Sprintf("%s/%d", it.Key, n+1)
 		}
-		id, err := o.sendPart(ctx, a, it, n, out)
+		id, err := o.sendPart(ctx, a, live, n, out)
 		if err != nil {
+			if live != nil {
+				o.live.putBack(it.Key, live) // transient: the retry resumes at this part
+			}
 			return "", nil, err
 		}
 		if id == "" {
@@ -292,23 +302,33 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 	return first, o.botMessage(it, first, ""), nil // every part was sent before a crash
 }
 
-// sendPart sends one part of a text item: the first part of a reply whose
-// turn's live reply is alive finishes that live reply instead (the message
-// the chat saw growing becomes the delivery); anything else is sent.
-func (o *outbox) sendPart(ctx context.Context, a adapters.Adapter, it store.OutboxItem, n int, out adapters.Outbound) (adapters.MessageID, error) {
-	if n == 0 && it.Kind == store.OutboxReply {
-		if l := o.live.take(it.Key); l != nil {
-			id, ok, err := l.finish(ctx, out.Text)
-			if err != nil {
-				o.live.putBack(it.Key, l) // transient: Finish is called again at the retry
-				return "", err
-			}
-			if ok {
-				return id, nil
-			}
+// sendPart sends one part of a text item: a part of a reply whose turn's
+// live reply is alive is delivered through it (the message the chat saw
+// growing becomes the delivery; a part it finished mid-turn is delivered
+// already); anything else is sent.
+func (o *outbox) sendPart(ctx context.Context, a adapters.Adapter, live *liveTurn, n int, out adapters.Outbound) (adapters.MessageID, error) {
+	if live != nil {
+		id, ok, err := live.deliverPart(ctx, n, out.Text)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return id, nil
 		}
 	}
 	return a.Send(ctx, out)
+}
+
+// storeLivePart stores a part of a reply that its live reply finished
+// mid-turn, as the bot's message sent as id; delivering the reply stores
+// it again (OutboxPartSent), which changes nothing: same chat, same id.
+func (o *outbox) storeLivePart(ctx context.Context, out adapters.Outbound, id adapters.MessageID, text string) error {
+	bot := o.botMessage(store.OutboxItem{ChatJID: out.Chat, Topic: out.Topic, ReplyTo: out.ReplyTo}, id, text)
+	if _, err := o.st.InsertMessage(ctx, bot); err != nil {
+		return err
+	}
+	o.adapters.notifyStored(out.Chat, bot.Seq)
+	return nil
 }
 
 func (o *outbox) botMessage(it store.OutboxItem, id adapters.MessageID, text string) *store.Message {

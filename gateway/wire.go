@@ -27,7 +27,7 @@ func (g *Gateway) wire() error {
 	g.active = &activeTurns{}
 	engage := &engagements{m: map[engageKey]engagement{}, now: opt.Now}
 	g.workers = newWorkers(opt.MaxConcurrent, st, &g.hooks, log)
-	live := &liveStarter{adapters: g.adapters, streams: opt.Streams, progress: opt.Progress, log: log.With("component", "live")}
+	live := &liveStarter{adapters: g.adapters, st: st, streams: opt.Streams, progress: opt.Progress, log: log.With("component", "live")}
 	g.outbox = newOutbox(outboxDeps{st: st, adapters: g.adapters, layout: g.layout, live: live, hooks: &g.hooks, log: log,
 		queue: func(ctx context.Context, req ops.SendRequest) (store.OutboxItem, error) {
 			return ops.QueueSend(ctx, st, req)
@@ -36,6 +36,7 @@ func (g *Gateway) wire() error {
 			engage.start(chat, topic, folder, opt.EngageTTL)
 		},
 		deliveries: g.metrics.outbox, rateLimits: g.metrics.rateLimitWaits})
+	g.live, live.storePart = live, g.outbox.storeLivePart
 	g.sched = scheduler.NewLoop(st, g, scheduler.SystemClock(), log.With("component", "scheduler"))
 
 	holder := chatHolder{st: st, send: g.outbox.send, kickAfter: g.workers.kickAfter, log: log}

@@ -102,6 +102,15 @@ type LiveWatcher interface {
 	WatchLive(t *testing.T, chat adapters.JID) (shown func() []string)
 }
 
+// RateLimitWatcher is implemented by a Platform whose fake rate-limits
+// (every platform without Features.NoRateLimits): RateLimited reports when
+// the fake last answered a write with the 429 RateLimit asked for, and when
+// the next write came (zero: none yet), so the suite sees the 429 reach
+// the adapter and the write sent again after the wait.
+type RateLimitWatcher interface {
+	RateLimited() (at, next time.Time)
+}
+
 // Features says what a platform's fake can show; the suite skips what the
 // platform does not have, and checks everything it has.
 type Features struct {
@@ -111,6 +120,8 @@ type Features struct {
 	// Edits, Deletes, Reactions: the platform delivers users' edits,
 	// deletes and reactions to the bot.
 	Edits, Deletes, Reactions bool
+	// NoRateLimits: the platform never answers 429 (the web chat).
+	NoRateLimits bool
 }
 
 // Featured is implemented by a Platform whose features differ from the
@@ -147,6 +158,7 @@ func Run(t *testing.T, newPlatform func(t *testing.T) Platform) {
 		{"no ack before deliver", testNoAckBeforeDeliver},
 		{"live reply", testLive},
 		{"buttons", testButtons},
+		{"live reply past the length limit", testLiveLong},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newPlatform(t)) })
 	}

@@ -56,13 +56,15 @@ func liveReply(t *testing.T, p Platform, a adapters.Adapter, s adapters.Streamer
 		t.Fatalf("start live: %v", err)
 	}
 	updates := []string{"Counting: one", "Counting: one two", "Counting: one two three"}
+	const wait = 50 * time.Millisecond
 	for i, u := range updates {
 		if i == len(updates)-1 {
-			p.RateLimit(50 * time.Millisecond)
+			p.RateLimit(wait)
 		}
 		paced(t, "update "+u, func() error { return live.Update(ctx, u) })
 		waitShown(t, shown, u)
 	}
+	checkPaced(t, p, wait)
 	const final, finalShown = "Counting: one two three **four**", "Counting: one two three four"
 	var id adapters.MessageID
 	paced(t, "finish", func() (err error) { id, err = live.Finish(ctx, final); return err })
@@ -114,6 +116,29 @@ func paced(t *testing.T, what string, fn func() error) {
 	}
 }
 
+// checkPaced checks that the 429 the platform's fake answered reached the
+// adapter and that the write came again only after the wait it asked for
+// (the adapter waited, or returned a RetryAfterError the caller waited).
+func checkPaced(t *testing.T, p Platform, wait time.Duration) {
+	t.Helper()
+	if features(p).NoRateLimits {
+		return
+	}
+	rw, ok := p.(RateLimitWatcher)
+	if !ok {
+		t.Fatalf("the platform rate-limits but its Platform is no adaptertest.RateLimitWatcher")
+	}
+	at, next := rw.RateLimited()
+	switch {
+	case at.IsZero():
+		t.Errorf("the fake answered no write with a 429: the live reply never hit the rate limit it was given")
+	case next.IsZero():
+		t.Errorf("no write after the 429: the update was lost")
+	case next.Sub(at) < wait:
+		t.Errorf("the write came again %s after the 429; want at least the %s it asked", next.Sub(at), wait)
+	}
+}
+
 // waitShown waits until the newest text shown is text.
 func waitShown(t *testing.T, shown func() []string, text string) {
 	t.Helper()
@@ -129,4 +154,83 @@ func trimAll(s []string) []string {
 		out[i] = strings.TrimSpace(x)
 	}
 	return out
+}
+
+// testLiveLong: a live reply three times the platform's length limit,
+// continued in a new live reply each time the text settles a part (as the
+// gateway does: adapters.LiveParts), arrives whole across messages: each
+// part once, in order, as a final of that text is split; a 429 in the
+// middle loses nothing.
+func testLiveLong(t *testing.T, p Platform) {
+	a, _ := started(t, p)
+	s, ok := a.(adapters.Streamer)
+	if !ok {
+		t.Skip("the adapter has no native live replies")
+	}
+	l, ok := a.(adapters.Limiter)
+	if !ok || l.Limits().MaxText == 0 {
+		t.Skip("the platform declares no length limit")
+	}
+	lim := l.Limits()
+	chat, topic := p.Group()
+	ctx := t.Context()
+	var b strings.Builder
+	for i := 0; adapters.UTF16Len(b.String()) < 3*lim.MaxText; i++ {
+		fmt.Fprintf(&b, "Line %04d of a long answer, with words enough to fill it.\n", i)
+	}
+	text := strings.TrimSpace(b.String())
+	final := adapters.SplitRendered(text, lim.MaxText, lim.Measure)
+	const wait = 50 * time.Millisecond
+	start := func(n int) adapters.LiveReply {
+		r, err := s.StartLive(ctx, adapters.Outbound{Chat: chat, Topic: topic, Key: fmt.Sprintf("long/%d", n)}, fmt.Sprintf("turn-long/%d", n))
+		if err != nil {
+			t.Fatalf("start live part %d: %v", n+1, err)
+		}
+		return r
+	}
+	live, done := start(0), 0
+	var ids []adapters.MessageID
+	step := max(len(text)/40, 1)
+	for end := step; ; end += step {
+		end = min(end, len(text))
+		parts, settled := adapters.LiveParts(strings.TrimSpace(text[:end]), lim)
+		for ; done < settled; done++ {
+			var id adapters.MessageID
+			paced(t, fmt.Sprint("finish part ", done+1), func() (err error) { id, err = live.Finish(ctx, parts[done]); return err })
+			ids = append(ids, id)
+			live = start(done + 1)
+		}
+		if end == len(text) {
+			break
+		}
+		if end >= len(text)/2 && end-step < len(text)/2 {
+			p.RateLimit(wait)
+		}
+		if done < len(parts) {
+			paced(t, fmt.Sprint("update at ", end), func() error { return live.Update(ctx, parts[done]) })
+		}
+	}
+	for ; done < len(final); done++ {
+		var id adapters.MessageID
+		paced(t, fmt.Sprint("finish part ", done+1), func() (err error) { id, err = live.Finish(ctx, final[done]); return err })
+		ids = append(ids, id)
+		if done < len(final)-1 {
+			live = start(done + 1)
+		}
+	}
+	checkPaced(t, p, wait)
+	var got []Message
+	for _, m := range p.BotMessages(chat) {
+		if strings.Contains(m.Text, "of a long answer") && !m.Deleted {
+			got = append(got, m)
+		}
+	}
+	if len(final) < 3 || len(got) != len(final) {
+		t.Fatalf("the platform holds %d messages of the reply; want its %d parts (3 or more), each once", len(got), len(final))
+	}
+	for i, m := range got {
+		if strings.TrimSpace(m.Text) != final[i] || m.ID != ids[i] {
+			t.Errorf("message %d (%s) reads %.40q...; want part %d under id %s", i+1, m.ID, m.Text, i+1, ids[i])
+		}
+	}
 }

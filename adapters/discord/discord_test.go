@@ -133,7 +133,8 @@ func (p fakePlatform) WatchLive(t *testing.T, chat adapters.JID) func() []string
 	}
 }
 
-func (p fakePlatform) RateLimit(wait time.Duration) { p.f.RateLimit(wait) }
+func (p fakePlatform) RateLimit(wait time.Duration)      { p.f.RateLimit(wait) }
+func (p fakePlatform) RateLimited() (at, next time.Time) { return p.f.RateLimited() }
 
 // RejectFormatting: Discord never refuses Markdown.
 func (p fakePlatform) RejectFormatting() {}

@@ -280,3 +280,37 @@ func streamRefused(err error) bool {
 	var sc slack.StatusCodeError
 	return errors.As(err, &sc) && sc.Code == 404
 }
+
+// Shown implements adapters.LiveShown: the stream while Slack streams it,
+// else the message posted and edited.
+func (l *live) Shown() (adapters.MessageRef, adapters.LiveMode, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	mode := adapters.LiveEdit
+	if l.streaming {
+		mode = adapters.LiveStream
+	}
+	return adapters.MessageRef{Chat: l.out.Chat, Topic: l.out.Topic, ID: adapters.MessageID(l.ts)}, mode, l.ts != "" && !l.finished && !l.aborted
+}
+
+// EndLive implements adapters.LiveEnder: a stream left by a gateway that
+// died is stopped (chat.stopStream), so that it no longer shows as
+// streaming; a stream Slack stopped already is no error. Other modes need
+// nothing.
+func (a *Adapter) EndLive(ctx context.Context, ref adapters.MessageRef, mode adapters.LiveMode) error {
+	if mode != adapters.LiveStream {
+		return nil
+	}
+	channel, _, err := channelOf(ref.Chat)
+	if err != nil {
+		return err
+	}
+	if err := a.tiers.wait(ctx, "chat.stopStream", channel); err != nil {
+		return err
+	}
+	_, _, err = a.api.StopStreamContext(ctx, channel, string(ref.ID))
+	if err != nil && !streamRefused(err) {
+		return classify("end live", ref.Chat, err)
+	}
+	return nil
+}

@@ -165,6 +165,7 @@ func (p *platform) UserPresses(t *testing.T, chat adapters.JID, id adapters.Mess
 }
 
 func (p *platform) RateLimit(wait time.Duration)      { p.s.RateLimit(wait) }
+func (p *platform) RateLimited() (at, next time.Time) { return p.s.RateLimited() }
 func (p *platform) RateLimitFiles(wait time.Duration) { p.s.RateLimitFiles(wait) }
 func (p *platform) RejectFormatting()                 { p.s.RejectFormatting() }
 func (p *platform) Disconnect() {

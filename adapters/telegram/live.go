@@ -162,3 +162,15 @@ func draftRefused(err error) bool {
 	msg := strings.ToLower(err.Error())
 	return !strings.Contains(msg, "chat not found") && !strings.Contains(msg, "too long")
 }
+
+// Shown implements adapters.LiveShown: a draft (it vanishes by itself),
+// or the message edited in place once drafts were refused.
+func (l *live) Shown() (adapters.MessageRef, adapters.LiveMode, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.edit != nil {
+		return l.edit.Shown()
+	}
+	return adapters.MessageRef{Chat: l.out.Chat, Topic: l.out.Topic, ID: adapters.MessageID(strconv.Itoa(l.draft))},
+		adapters.LiveDraft, l.shown != "" && !l.finished && !l.aborted
+}

@@ -102,7 +102,8 @@ func (p fakePlatform) UserPresses(t *testing.T, chat adapters.JID, id adapters.M
 
 func (p fakePlatform) RateLimitFiles(wait time.Duration) { p.f.RateLimitFiles(wait) }
 
-func (p fakePlatform) RateLimit(wait time.Duration) { p.f.RateLimit(wait) }
+func (p fakePlatform) RateLimit(wait time.Duration)      { p.f.RateLimit(wait) }
+func (p fakePlatform) RateLimited() (at, next time.Time) { return p.f.RateLimited() }
 
 func (p fakePlatform) RejectFormatting() {
 	p.f.RejectFormatting()

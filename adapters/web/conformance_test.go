@@ -127,7 +127,7 @@ func (p *webPlatform) NewAdapter(t *testing.T) adapters.Adapter {
 }
 
 func (p *webPlatform) Features() adaptertest.Features {
-	return adaptertest.Features{EveryMessageMentions: true}
+	return adaptertest.Features{EveryMessageMentions: true, NoRateLimits: true}
 }
 
 func (p *webPlatform) Group() (adapters.JID, string) { return "web:lobby", "t1" }

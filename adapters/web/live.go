@@ -121,3 +121,11 @@ func (a *Adapter) writeDrafts(s *stream, sub *subscriber) error {
 	}
 	return s.write(buf)
 }
+
+// Shown implements adapters.LiveShown: a draft, gone with the process that
+// showed it (pages drop it when their event stream reconnects).
+func (l *live) Shown() (adapters.MessageRef, adapters.LiveMode, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return adapters.MessageRef{Chat: l.chat, Topic: l.d.Topic, ID: l.d.ID}, adapters.LiveDraft, !l.finished && !l.aborted
+}

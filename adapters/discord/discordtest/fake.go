@@ -72,14 +72,16 @@ type Server struct {
 	refuseWS  bool     // the gateway refuses websocket connections
 	missed    [][]byte // events raised while no connection was up
 	rateLimit float64  // seconds: the next write answers 429
-	global    bool
-	noResume  bool // the next RESUME is refused (INVALID_SESSION)
-	noContent bool // an IDENTIFY with the Message Content intent is closed with 4014
-	calls     []string
-	files     map[string][]byte // attachment id -> content
-	cdnLimit  int               // the next CDN download answers 429 with this Retry-After
-	cdnMoved  map[string]string // attachment id -> where its download redirects
-	shown     []Shown
+	// limitedAt and retriedAt: the last 429 answered, and the first write after it.
+	limitedAt, retriedAt time.Time
+	global               bool
+	noResume             bool // the next RESUME is refused (INVALID_SESSION)
+	noContent            bool // an IDENTIFY with the Message Content intent is closed with 4014
+	calls                []string
+	files                map[string][]byte // attachment id -> content
+	cdnLimit             int               // the next CDN download answers 429 with this Retry-After
+	cdnMoved             map[string]string // attachment id -> where its download redirects
+	shown                []Shown
 
 	interactions map[string]*interaction
 }
@@ -209,7 +211,11 @@ func (f *Server) channelCall(w http.ResponseWriter, r *http.Request, ch string, 
 		}
 		writeJSON(w, 429, map[string]any{"message": "You are being rate limited.", "retry_after": f.rateLimit, "global": f.global})
 		f.rateLimit, f.global = 0, false
+		f.limitedAt, f.retriedAt = time.Now(), time.Time{}
 		return
+	}
+	if write && !f.limitedAt.IsZero() && f.retriedAt.IsZero() {
+		f.retriedAt = time.Now()
 	}
 	if ch == NoAccess && write {
 		writeJSON(w, 403, map[string]any{"message": "Missing Access", "code": 50001})
@@ -409,4 +415,12 @@ func (f *Server) RedirectCDN(id, url string) {
 		f.cdnMoved = map[string]string{}
 	}
 	f.cdnMoved["a"+id] = url
+}
+
+// RateLimited reports when the fake last answered a write with a 429 (the
+// wait RateLimit set) and when the next write came (zero: none yet).
+func (f *Server) RateLimited() (at, next time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.limitedAt, f.retriedAt
 }

@@ -96,18 +96,20 @@ type Server struct {
 	next      int64
 	base      int64
 	rateLimit time.Duration
-	fileLimit int // the next file download answers 429 with this Retry-After
-	rejectFmt bool
-	outages   map[string]int
-	badBot    bool
-	badApp    bool
-	conn      *websocket.Conn
-	conns     int
-	envelopes []*Envelope
-	shown     []shownIn
-	refuse    string // chat.startStream answers this error ("": streams work)
-	ephemeral []Ephemeral
-	HTTP      *http.Client
+	// limitedAt and retriedAt: the last 429 answered, and the first write after it.
+	limitedAt, retriedAt time.Time
+	fileLimit            int // the next file download answers 429 with this Retry-After
+	rejectFmt            bool
+	outages              map[string]int
+	badBot               bool
+	badApp               bool
+	conn                 *websocket.Conn
+	conns                int
+	envelopes            []*Envelope
+	shown                []shownIn
+	refuse               string // chat.startStream answers this error ("": streams work)
+	ephemeral            []Ephemeral
+	HTTP                 *http.Client
 }
 
 // Call is one Web API call.
@@ -363,8 +365,12 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	if write && s.rateLimit > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.rateLimit.Seconds()))))
 		s.rateLimit = 0
+		s.limitedAt, s.retriedAt = time.Now(), time.Time{}
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
+	}
+	if write && !s.limitedAt.IsZero() && s.retriedAt.IsZero() {
+		s.retriedAt = time.Now()
 	}
 	res := s.method(method, token, r.Form)
 	w.Header().Set("Content-Type", "application/json")
@@ -597,4 +603,12 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write(f.Data)
+}
+
+// RateLimited reports when the fake last answered a write with a 429 (the
+// wait RateLimit set) and when the next write came (zero: none yet).
+func (s *Server) RateLimited() (at, next time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limitedAt, s.retriedAt
 }

@@ -45,13 +45,14 @@ type Server struct {
 	nextMsg                   int
 	files                     map[string][]byte // file_id -> content
 	calls                     []Call
-	rateLimit                 int    // the next write answers 429 with this retry_after
-	rejectFmt                 bool   // the next formatted message is refused
-	drop                      bool   // the next getUpdates fails
-	rawNext                   string // the next getUpdates answers this body
-	fail5xx                   int    // so many writes answer 502
-	fileRateLimit             int    // the next file download answers 429 with this Retry-After
-	webhook                   bool   // a webhook is set
+	rateLimit                 int       // the next write answers 429 with this retry_after
+	limitedAt, retriedAt      time.Time // the last 429 answered, and the first write after it
+	rejectFmt                 bool      // the next formatted message is refused
+	drop                      bool      // the next getUpdates fails
+	rawNext                   string    // the next getUpdates answers this body
+	fail5xx                   int       // so many writes answer 502
+	fileRateLimit             int       // the next file download answers 429 with this Retry-After
+	webhook                   bool      // a webhook is set
 	webhookURL, webhookSecret string
 	drafts                    map[int64][]Draft
 	shown                     map[int64][]string // what each chat showed of the bot, in order
@@ -71,6 +72,7 @@ type Draft struct {
 type Call struct {
 	Method string
 	Params map[string]string
+	At     time.Time // when the fake received it
 }
 
 // Msg is a message as the fake chat holds it.
@@ -121,7 +123,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	params, files := parseParams(r)
 	f.mu.Lock()
-	f.calls = append(f.calls, Call{Method: method, Params: params})
+	f.calls = append(f.calls, Call{Method: method, Params: params, At: time.Now()})
 	f.mu.Unlock()
 	if method == "getUpdates" {
 		f.getUpdates(w, r, params) // long-polls: takes the lock itself
@@ -130,8 +132,13 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.notify()
-	if isWrite(method) && f.fault(w) {
-		return
+	if isWrite(method) {
+		if f.fault(w) {
+			return
+		}
+		if !f.limitedAt.IsZero() && f.retriedAt.IsZero() {
+			f.retriedAt = time.Now()
+		}
 	}
 	h, ok := methods[method]
 	if !ok {
@@ -177,6 +184,7 @@ func (f *Server) fault(w http.ResponseWriter) bool {
 		w.Header().Set("Retry-After", strconv.Itoa(f.rateLimit))
 		replyParams(w, 429, "Too Many Requests: retry after "+strconv.Itoa(f.rateLimit), map[string]any{"retry_after": f.rateLimit})
 		f.rateLimit = 0
+		f.limitedAt, f.retriedAt = time.Now(), time.Time{}
 		return true
 	}
 	if f.fail5xx > 0 {
@@ -767,4 +775,12 @@ func (f *Server) Webhook() (url, secret string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.webhookURL, f.webhookSecret
+}
+
+// RateLimited reports when the fake last answered a write with a 429 (the
+// wait RateLimit set) and when the next write came (zero: none yet).
+func (f *Server) RateLimited() (at, next time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.limitedAt, f.retriedAt
 }

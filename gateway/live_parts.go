@@ -1,0 +1,173 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"switchboard/adapters"
+)
+
+// A live reply longer than one message (CONTRACT §15: it continues in a
+// new message): once the text so far settles a part the final would cut
+// (adapters.LiveParts), that part is finished as a message of its own and
+// stored as the bot's, and the reply goes on in a new live reply. The
+// outbox, delivering the final, takes those messages as its first parts
+// (deliverPart) and sends nothing for them again.
+
+// livePart is a part of the reply finished mid-turn: its text and the
+// platform id it was stored under.
+type livePart struct {
+	text string
+	id   adapters.MessageID
+}
+
+// partOut is where part n (from 0) of a reply goes: the first replies to
+// the message answered; the next ones carry the keys the outbox gives its
+// parts (outbox.sendText).
+func partOut(out adapters.Outbound, n int) adapters.Outbound {
+	if n == 0 {
+		return out
+	}
+	out.Key = fmt.Sprintf("%s/%d", out.Key, n+1)
+	out.ReplyTo = ""
+	return out
+}
+
+// opener returns what starts the live reply of part n in out's chat: the
+// adapter's own (Streamer, stream: native), else the edit fallback; nil
+// when neither can start.
+func (s *liveStarter) opener(a adapters.Adapter, cfg Stream, out adapters.Outbound, turn string) func(ctx context.Context, n int) adapters.LiveReply {
+	return func(ctx context.Context, n int) adapters.LiveReply {
+		o, id := partOut(out, n), turn
+		if n > 0 {
+			id = fmt.Sprintf("%s/%d", turn, n+1) // a draft of its own
+		}
+		if st, native := a.(adapters.Streamer); native && cfg.Mode == StreamNative {
+			r, err := st.StartLive(ctx, o, id)
+			if err != nil && !errors.Is(err, adapters.ErrUnsupported) {
+				s.log.Warn("live reply not started", "jid", out.Chat, "turn", turn, "err", err)
+				return nil
+			}
+			if r != nil {
+				return r
+			}
+		}
+		if e := newEditLive(a, o); e != nil {
+			return e
+		}
+		return nil
+	}
+}
+
+// liveText is the text so far as the final will be: trimmed, valid UTF-8.
+func liveText(b []byte) string { return strings.TrimSpace(strings.ToValidUTF8(string(b), "")) }
+
+// view is what the live reply shows next: settle, the next part the text
+// settled and not yet finished ("" none), and show, the current part with
+// the progress line, within one message.
+func (l *liveTurn) view() (settle, show string) {
+	l.mu.Lock()
+	text, tool, done := liveText(l.text), l.tool, len(l.parts)
+	l.mu.Unlock()
+	parts, settled := adapters.LiveParts(text, l.lim)
+	if done < settled {
+		settle = parts[done]
+	}
+	if done < len(parts) {
+		show = parts[done]
+	}
+	if tool != "" {
+		if show != "" {
+			show += "\n\n"
+		}
+		show += "_" + tool + "_"
+	}
+	return settle, l.firstPart(show)
+}
+
+// currentText is the text of the current part, without the progress line.
+func (l *liveTurn) currentText() string {
+	l.mu.Lock()
+	text, done := liveText(l.text), len(l.parts)
+	l.mu.Unlock()
+	parts, _ := adapters.LiveParts(text, l.lim)
+	if done < len(parts) {
+		return parts[done]
+	}
+	return ""
+}
+
+// finishPart finishes the current part's live reply with text, stores it
+// as the bot's message, and starts the next part's live reply.
+func (l *liveTurn) finishPart(ctx context.Context, text string) error {
+	id, err := l.lr.Finish(ctx, text)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	n := len(l.parts)
+	l.parts = append(l.parts, livePart{text: text, id: id})
+	l.shown = false
+	l.mu.Unlock()
+	l.forget(ctx) // a message now, stored: no leftover
+	if l.storePart != nil {
+		if err := l.storePart(context.WithoutCancel(ctx), partOut(l.out, n), id, text); err != nil {
+			l.log.Warn("live reply part not stored; it is stored when the reply is delivered", "jid", l.out.Chat, "err", err)
+		}
+	}
+	next := l.open(ctx, n+1)
+	if next == nil {
+		return fmt.Errorf("continue live reply in %s: %w", l.out.Chat, adapters.ErrLiveEnded)
+	}
+	l.mu.Lock()
+	l.lr = next
+	l.mu.Unlock()
+	return nil
+}
+
+// deliverPart delivers part n (from 0) of the final reply through the live
+// reply: a part it finished mid-turn is already delivered (its id); the
+// part after them finishes the current live reply. ok is false when the
+// part must be sent as a message.
+func (l *liveTurn) deliverPart(ctx context.Context, n int, text string) (adapters.MessageID, bool, error) {
+	l.mu.Lock()
+	parts := l.parts
+	l.mu.Unlock()
+	switch {
+	case n < len(parts):
+		return parts[n].id, true, nil
+	case n == len(parts):
+		return l.finish(ctx, text)
+	}
+	return "", false, nil
+}
+
+// reconcile checks the parts finished mid-turn against the final's parts:
+// when the final does not begin with them (the agent's result is not the
+// text it streamed), they are removed where the platform can, and the
+// final is delivered whole, from its first part.
+func (l *liveTurn) reconcile(ctx context.Context, final []string) {
+	l.mu.Lock()
+	parts := l.parts
+	l.mu.Unlock()
+	match := len(parts) <= len(final)
+	for i := 0; match && i < len(parts); i++ {
+		match = parts[i].text == final[i]
+	}
+	if match {
+		return
+	}
+	l.log.Info("the final reply differs from the parts the live reply showed; they are replaced by the final", "jid", l.out.Chat, "parts", len(parts))
+	if d, ok := l.a.(adapters.Deleter); ok {
+		for i, p := range parts {
+			if err := d.Delete(ctx, adapters.MessageRef{Chat: l.out.Chat, Topic: l.out.Topic, ID: p.id}); err != nil {
+				l.log.Warn("live reply part left in the chat", "jid", l.out.Chat, "part", i+1, "err", err)
+			}
+		}
+	}
+	l.mu.Lock()
+	l.parts = nil
+	l.mu.Unlock()
+}
