@@ -83,7 +83,9 @@ routes:
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	logs := &testlog.Buffer{}
-	go func() { done <- run(ctx, []string{"--config", path, "run"}, os.Getenv, strings.NewReader(""), io.Discard, logs) }()
+	go func() {
+		done <- run(ctx, []string{"--config", path, "run"}, os.Getenv, strings.NewReader(""), io.Discard, logs)
+	}()
 	stopped := false
 	stop = func() {
 		if stopped {
