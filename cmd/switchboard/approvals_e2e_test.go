@@ -55,7 +55,7 @@ mv "out-$n.tmp" "out-$n"
 
 // approvalGateway runs `switchboard run` in-process (web adapter, the
 // approval agent, send made an ask by the test's grants) until stop.
-func approvalGateway(t *testing.T, dir, script, extra string) (base string, stop func()) {
+func approvalGateway(t *testing.T, dir, script, extra string) (base string, stop func(), logs *testlog.Buffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -67,7 +67,7 @@ func approvalGateway(t *testing.T, dir, script, extra string) (base string, stop
 operator_folder: root
 log: {level: debug, format: json}
 agent: {command: [%q], output: none, timeout: 60s, sandbox: none, env: [SWITCHBOARD_TEST_HELPER]}
-admin: {listen: ""}
+admin: {listen: "127.0.0.1:0"}
 adapters:
   web: {enabled: true, listen: "%s"}
 groups: [{folder: root}, {folder: main}]
@@ -82,7 +82,7 @@ routes:
 	t.Setenv("SWITCHBOARD_TEST_HELPER", "1")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	logs := &testlog.Buffer{}
+	logs = &testlog.Buffer{}
 	go func() {
 		done <- run(ctx, []string{"--config", path, "run"}, os.Getenv, strings.NewReader(""), io.Discard, logs)
 	}()
@@ -113,7 +113,32 @@ routes:
 	}) {
 		t.Fatalf("gateway did not come up; log:\n%s", logs.String())
 	}
-	return base, stop
+	return base, stop, logs
+}
+
+// adminAddr is the admin listener's address, from the gateway's log.
+func adminAddr(t *testing.T, logs *testlog.Buffer) string {
+	t.Helper()
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var rec struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "admin listening" {
+			return rec.Addr
+		}
+	}
+	t.Fatal("no admin listener in the log")
+	return ""
+}
+
+// httpText GETs url and returns the body.
+func httpText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 func postAs(t *testing.T, base, room, sender, text string) {
@@ -207,7 +232,7 @@ func TestE2EApprovals(t *testing.T) {
 	mustSB(t, dir, "group", "add", "main")
 	mustSB(t, dir, "grants", "set", "main", "?send")
 	mustSB(t, dir, "approvals", "approvers", "main", "web:user/ann")
-	base, stop := approvalGateway(t, dir, script, "approvals: {timeout: 60s}")
+	base, stop, logs := approvalGateway(t, dir, script, "approvals: {timeout: 60s}")
 
 	// Allow once, after a non-approver's try changed nothing.
 	postAs(t, base, "lobby", "ann", "go 1")
@@ -269,8 +294,24 @@ func TestE2EApprovals(t *testing.T) {
 	postAs(t, base, "other", "ann", "go 5")
 	id = waitRequest(t, dir, 5)
 	waitRoomText(t, base, "other", "/approve "+id)
+	// Pending: on switchboard status and the status page; the decisions
+	// so far on /metrics.
+	if out := mustSB(t, dir, "status"); !regexp.MustCompile(`approvals\s+` + id + ` main\s+send\s+pending`).MatchString(out) {
+		t.Errorf("status does not show pending request %s:\n%s", id, out)
+	}
+	admin := "http://" + adminAddr(t, logs)
+	if page := httpText(t, admin+"/"); !strings.Contains(page, "<td>"+id+"</td>") {
+		t.Errorf("status page does not show pending request %s", id)
+	}
+	metrics := httpText(t, admin+"/metrics")
+	for _, want := range []string{`switchboard_approvals_total{decision="allowed"} 2`, `switchboard_approvals_total{decision="denied"} 1`,
+		`switchboard_approvals_total{decision="session"} 1`, "switchboard_approval_decision_seconds_count 4"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 	stop()
-	base, _ = approvalGateway(t, dir, script, "approvals: {timeout: 2s}")
+	base, _, _ = approvalGateway(t, dir, script, "approvals: {timeout: 2s}")
 	postAs(t, base, "other", "ann", "/approve "+id)
 	waitRoomText(t, base, "other", "Expired:")
 	if a := approvalStatus(t, dir, id); a.Status != store.ApprovalExpired {
