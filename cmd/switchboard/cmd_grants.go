@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -95,6 +96,9 @@ func (a *app) grantsShow(cmd *cobra.Command, folder groups.Folder) error {
 			return err
 		}
 		listed := set.ListedTools(cat.Tools())
+		if len(a.cfg.Approvals.AgentTools) == 0 { // not offered without approvals.agent_tools
+			listed = slices.DeleteFunc(listed, func(tool string) bool { return tool == ipc.ApproveTool })
+		}
 		asks := askingTools(set.Rules(), listed)
 		var broken []string
 		for _, r := range over {
