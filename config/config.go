@@ -20,6 +20,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/remote"
@@ -29,20 +30,21 @@ import (
 // Config is the YAML configuration (CONTRACT §2). Sections are small structs
 // that are handed to the parts that use them; nothing below cmd sees Config.
 type Config struct {
-	DataDir        string         `yaml:"data_dir"`
-	OperatorFolder groups.Folder  `yaml:"operator_folder"`
-	Timezone       string         `yaml:"timezone"`
-	Log            LogConfig      `yaml:"log"`
-	Agent          AgentConfig    `yaml:"agent"`
-	EngageTTL      Duration       `yaml:"engage_ttl"`
-	Limits         LimitsConfig   `yaml:"limits"`
-	Adapters       AdaptersConfig `yaml:"adapters"`
-	Admin          AdminConfig    `yaml:"admin"`
-	MCP            MCPConfig      `yaml:"mcp"`
-	NATS           NATSConfig     `yaml:"nats"`
-	Groups         []GroupSeed    `yaml:"groups"`
-	Routes         []RouteSeed    `yaml:"routes"`
-	Budgets        []BudgetSeed   `yaml:"budgets"`
+	DataDir        string          `yaml:"data_dir"`
+	OperatorFolder groups.Folder   `yaml:"operator_folder"`
+	Timezone       string          `yaml:"timezone"`
+	Log            LogConfig       `yaml:"log"`
+	Agent          AgentConfig     `yaml:"agent"`
+	EngageTTL      Duration        `yaml:"engage_ttl"`
+	Limits         LimitsConfig    `yaml:"limits"`
+	Adapters       AdaptersConfig  `yaml:"adapters"`
+	Admin          AdminConfig     `yaml:"admin"`
+	MCP            MCPConfig       `yaml:"mcp"`
+	NATS           NATSConfig      `yaml:"nats"`
+	Groups         []GroupSeed     `yaml:"groups"`
+	Routes         []RouteSeed     `yaml:"routes"`
+	Budgets        []BudgetSeed    `yaml:"budgets"`
+	Approvals      ApprovalsConfig `yaml:"approvals"`
 }
 
 type LogConfig struct {
@@ -186,9 +188,30 @@ type SlackConfig struct {
 	StreamInterval Duration `yaml:"stream_interval"` // as WebConfig's
 }
 
-// GroupSeed is a group created at start if missing.
+// GroupSeed is a group created at start if missing, and its settings.
 type GroupSeed struct {
-	Folder groups.Folder `yaml:"folder"`
+	Folder    groups.Folder  `yaml:"folder"`
+	Approvals GroupApprovals `yaml:"approvals"`
+}
+
+// ApprovalsConfig is the top-level approvals: section (CONTRACT §15): how
+// long a request waits for a decision, and which of Claude Code's own tools
+// approve_tool asks about.
+type ApprovalsConfig struct {
+	Timeout Duration `yaml:"timeout"`
+	// AgentTools are globs over Claude Code's tool names (Bash, Write,
+	// WebFetch, mcp__*): a call approve_tool is asked about waits for an
+	// approver when one matches, and is allowed at once otherwise. Empty:
+	// approve_tool is not offered.
+	AgentTools []string `yaml:"agent_tools"`
+}
+
+// GroupApprovals is groups[].approvals: who may decide the group's
+// requests (JIDs of people; a subgroup without its own inherits its
+// parent's) and the chat requests are posted in ("" : the turn's chat).
+type GroupApprovals struct {
+	Approvers []string `yaml:"approvers"`
+	Chat      string   `yaml:"chat"`
 }
 
 // RouteSeed is a route created at the first start of a new database.
@@ -241,9 +264,10 @@ func Default() Config {
 			Slack:         SlackConfig{Mode: "socket", Stream: "native", StreamInterval: Duration(500 * time.Millisecond)},
 			MaxDownloadMB: 25,
 		},
-		Admin:  AdminConfig{Listen: "127.0.0.1:8421"},
-		Groups: []GroupSeed{{Folder: "root"}, {Folder: "main"}},
-		Routes: []RouteSeed{{Match: map[string]string{"platform": "web"}, Target: "main"}},
+		Admin:     AdminConfig{Listen: "127.0.0.1:8421"},
+		Approvals: ApprovalsConfig{Timeout: Duration(10 * time.Minute)},
+		Groups:    []GroupSeed{{Folder: "root"}, {Folder: "main"}},
+		Routes:    []RouteSeed{{Match: map[string]string{"platform": "web"}, Target: "main"}},
 	}
 }
 
@@ -326,6 +350,7 @@ func (c *Config) validate(env map[string]envValue) error {
 	}
 	c.validateMCP(bad)
 	c.validateNATS(bad)
+	c.validateApprovals(bad)
 	known := map[groups.Folder]bool{c.OperatorFolder: true}
 	for i, g := range c.Groups {
 		if err := g.Folder.Validate(); err != nil {
@@ -342,6 +367,42 @@ func (c *Config) validate(env map[string]envValue) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateApprovals checks approvals.* and groups[].approvals.
+func (c *Config) validateApprovals(bad func(string, string, ...any)) {
+	if c.Approvals.Timeout <= 0 {
+		bad("approvals.timeout", "must be positive, e.g. 10m (a request nobody decides by then is denied)")
+	}
+	for i, g := range c.Approvals.AgentTools {
+		if _, err := path.Match(g, ""); err != nil || strings.TrimSpace(g) == "" {
+			bad(fmt.Sprintf("approvals.agent_tools[%d]", i), "%q is not a glob over Claude Code tool names, e.g. Bash, Write or mcp__*", g)
+		}
+	}
+	for i, g := range c.Groups {
+		for j, jid := range g.Approvals.Approvers {
+			if err := adapters.JID(jid).Validate(); err != nil {
+				bad(fmt.Sprintf("groups[%d].approvals.approvers[%d]", i, j), "%q: want the JID of a person, e.g. telegram:user/12345 or web:user/ann (%v)", jid, err)
+			}
+		}
+		if chat := g.Approvals.Chat; chat != "" {
+			if err := adapters.JID(chat).Validate(); err != nil {
+				bad(fmt.Sprintf("groups[%d].approvals.chat", i), "%q: want a chat JID, e.g. web:approvals (%v)", chat, err)
+			}
+		}
+	}
+}
+
+// GroupApprovalsOf returns the approvals settings of the groups that have
+// any, by folder.
+func (c *Config) GroupApprovalsOf() map[groups.Folder]GroupApprovals {
+	out := map[groups.Folder]GroupApprovals{}
+	for _, g := range c.Groups {
+		if len(g.Approvals.Approvers) > 0 || g.Approvals.Chat != "" {
+			out[g.Folder] = g.Approvals
+		}
+	}
+	return out
 }
 
 func (c *Config) validateLimits(bad func(string, string, ...any)) {

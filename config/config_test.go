@@ -274,3 +274,32 @@ func TestStreamSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalsConfig: approvals.* and groups[].approvals decode strictly
+// and a bad value names its key.
+func TestApprovalsConfig(t *testing.T) {
+	cfg, err := Parse([]byte("approvals: {timeout: 90s, agent_tools: [Bash, 'mcp__*']}\ngroups: [{folder: root}, {folder: main, approvals: {approvers: ['web:user/ann'], chat: 'web:approvals'}}]"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Duration(cfg.Approvals.Timeout) != 90*time.Second || len(cfg.Approvals.AgentTools) != 2 {
+		t.Errorf("approvals = %+v", cfg.Approvals)
+	}
+	if got := cfg.GroupApprovalsOf()["main"]; len(got.Approvers) != 1 || got.Approvers[0] != "web:user/ann" || got.Chat != "web:approvals" {
+		t.Errorf("main's approvals = %+v", got)
+	}
+	if d := Default(); time.Duration(d.Approvals.Timeout) != 10*time.Minute {
+		t.Errorf("default approvals.timeout = %v, want 10m", d.Approvals.Timeout)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"approvals: {timeout: 0s}", "approvals.timeout: must be positive"},
+		{"approvals: {agent_tools: ['[']}", "approvals.agent_tools[0]:"},
+		{"groups: [{folder: main, approvals: {approvers: [ann]}}]", "groups[0].approvals.approvers[0]:"},
+		{"groups: [{folder: main, approvals: {chat: nope}}]", "groups[0].approvals.chat:"},
+		{"groups: [{folder: main, approvals: {approver: ['web:user/ann']}}]", "approver"},
+	} {
+		if _, err := Parse([]byte(c.yaml), env(nil)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error = %v, want it to contain %q", c.yaml, err, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"sync"
+	"time"
 
 	"switchboard/adapters"
 	"switchboard/agent"
@@ -15,6 +16,20 @@ type activeTurn struct {
 	batch   store.Batch
 	replied map[adapters.JID]bool
 	usage   agent.Usage // reported over MCP (report_usage) so far
+	// What an approval waits with (approvals.go): the session the turn
+	// resumed, its deadline (zero: none) and done, closed when it ends.
+	session  string
+	deadline time.Time
+	done     chan struct{}
+}
+
+// turnRun is a running turn as an approval sees it.
+type turnRun struct {
+	id, session string
+	chat        adapters.JID
+	topic       string
+	deadline    time.Time
+	done        <-chan struct{} // nil when no turn runs: never closed
 }
 
 // activeTurns are the running turns, by id (one per folder): what the
@@ -30,7 +45,28 @@ func (a *activeTurns) started(id string, b store.Batch) {
 	if a.m == nil {
 		a.m = map[string]*activeTurn{}
 	}
-	a.m[id] = &activeTurn{batch: b, replied: map[adapters.JID]bool{}}
+	a.m[id] = &activeTurn{batch: b, replied: map[adapters.JID]bool{}, done: make(chan struct{})}
+}
+
+// setRun records the session turn id resumed and its deadline.
+func (a *activeTurns) setRun(id, session string, deadline time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t := a.m[id]; t != nil {
+		t.session, t.deadline = session, deadline
+	}
+}
+
+// runOf returns folder's running turn as an approval waits with it.
+func (a *activeTurns) runOf(folder groups.Folder) (turnRun, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, t := range a.m {
+		if t.batch.Folder == folder {
+			return turnRun{id: id, session: t.session, chat: t.batch.ChatJID, topic: t.batch.Topic, deadline: t.deadline, done: t.done}, true
+		}
+	}
+	return turnRun{}, false
 }
 
 // finished forgets the turn and returns the chats it replied to via MCP.
@@ -42,6 +78,7 @@ func (a *activeTurns) finished(id string) map[adapters.JID]bool {
 	if t == nil {
 		return nil
 	}
+	close(t.done)
 	return t.replied
 }
 

@@ -89,6 +89,8 @@ type Options struct {
 	// Progress shows a line while the agent runs a tool in a live reply
 	// (agent.progress).
 	Progress bool
+	// Approvals are the approvals settings (approvals:, groups[].approvals).
+	Approvals ApprovalOptions
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -101,21 +103,23 @@ type Gateway struct {
 	adapters adapterSet
 
 	// The parts (wire.go).
-	config   *liveConfig
-	live     *liveStarter
-	states   *adapterStates // each adapter's connection state
-	status   statusWriter
-	metrics  *metrics
-	intake   *intake
-	active   *activeTurns
-	budget   *budgetGuard
-	turns    *turns
-	workers  *workers
-	outbox   *outbox
-	mcp      *ipc.Server  // the groups' MCP sockets
-	endpoint *mcpEndpoint // the MCP HTTP endpoint
-	backend  mcpBackend
-	sched    *scheduler.Loop
+	config    *liveConfig
+	live      *liveStarter
+	states    *adapterStates // each adapter's connection state
+	status    statusWriter
+	metrics   *metrics
+	intake    *intake
+	active    *activeTurns
+	budget    *budgetGuard
+	turns     *turns
+	workers   *workers
+	outbox    *outbox
+	mcp       *ipc.Server  // the groups' MCP sockets
+	endpoint  *mcpEndpoint // the MCP HTTP endpoint
+	backend   mcpBackend
+	approvals *approvals   // asks people about calls (approvals.go)
+	press     pressHandler // button presses (press.go)
+	sched     *scheduler.Loop
 
 	hooks testHooks
 }
@@ -222,6 +226,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	} else if n > 0 {
 		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
 	}
+	// Requests a stopped gateway left pending have no call waiting any
+	// more; a press on one is answered "expired". Waits end at shutdown.
+	if err := g.approvals.expireLeftovers(ctx); err != nil {
+		return fmt.Errorf("expire approval requests: %w", err)
+	}
+	defer context.AfterFunc(ctx, g.approvals.shutdown)()
 	stopHTTP, err := g.endpoint.start(ctx, awaited)
 	if err != nil {
 		return err

@@ -53,8 +53,10 @@ type intake struct {
 	flood       floodWatch
 	storeInject func(context.Context, *routing.Table, ops.InjectRequest) (store.Message, groups.Folder, error) // ops.Inject
 	kick        func(folder groups.Folder)
-	inbound     *prometheus.CounterVec // switchboard_inbound_events_total
-	log         *slog.Logger
+	// approvalCommand answers an /approve or /deny message (approvals.go).
+	approvalCommand func(ctx context.Context, m store.Message, c approvalCommand)
+	inbound         *prometheus.CounterVec // switchboard_inbound_events_total
+	log             *slog.Logger
 
 	unrouted     atomic.Int64
 	unroutedSeen unroutedLog // chats named in the log as unrouted
@@ -86,7 +88,9 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 		return i.react(ctx, in, m)
 	}
 	var work []store.WorkItem
-	if !m.FromBot && !m.OtherBot {
+	cmd, isCmd := parseApprovalCommand(m.Text)
+	isCmd = isCmd && !m.FromBot && !m.OtherBot && !in.Backfilled
+	if !m.FromBot && !m.OtherBot && !isCmd { // an /approve or /deny is stored, never prompted
 		work = i.route(m, in.Backfilled && i.now().Sub(in.Time) > adapters.BackfillTriggerAge)
 	}
 	if err := i.loop.refuse(ctx, in, work); err != nil {
@@ -102,7 +106,10 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	}
 	// A redelivery was stored once and routed then; for a new message the
 	// committer told the watchers and woke the folders.
-	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 {
+	if inserted && isCmd && i.approvalCommand != nil {
+		i.approvalCommand(ctx, m, cmd)
+	}
+	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 && !isCmd {
 		i.unrouted.Add(1)
 		i.logUnrouted(m.ChatJID)
 	}

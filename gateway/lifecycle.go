@@ -174,8 +174,17 @@ func (t *turns) prepareTurn(ctx context.Context, b store.Batch) (p preparedTurn,
 		return p, time.Second, false
 	}
 	t.active.started(turn.ID, b)
+	t.active.setRun(turn.ID, session, turnDeadline(turn.Started, t.agent.Timeout))
 	return preparedTurn{b: b, turn: turn, session: session, in: agent.Input{TurnID: agent.TurnID(turn.ID), Dir: t.layout.Dir(b.Folder), Env: env, SessionID: session,
 		Prompt: prompt, Socket: t.socket(b.Folder)}}, 0, true
+}
+
+// turnDeadline is when a turn started at start is killed (zero: never).
+func turnDeadline(start time.Time, timeout time.Duration) time.Time {
+	if timeout <= 0 {
+		return time.Time{}
+	}
+	return start.Add(timeout)
 }
 
 // isolatedTurn reports whether the batch is a task run in a session of its own.

@@ -71,12 +71,13 @@ type mcpBackend struct {
 	mcpSessions  // ipc.Sessions
 	mcpTasks     // ipc.TaskStore (mcp_tasks.go)
 	mcpSpend     // ipc.Spend
+	*approvals   // ipc.Approvals (approvals.go)
 }
 
 var _ ipc.Backend = mcpBackend{}
 
-func newMCPBackend(d *mcpDeps) mcpBackend {
-	return mcpBackend{mcpMessenger{d}, mcpHistory{d}, mcpAdmin{d}, mcpSessions{d}, mcpTasks{d}, mcpSpend{d}}
+func newMCPBackend(d *mcpDeps, ap *approvals) mcpBackend {
+	return mcpBackend{mcpMessenger{d}, mcpHistory{d}, mcpAdmin{d}, mcpSessions{d}, mcpTasks{d}, mcpSpend{d}, ap}
 }
 
 type (

@@ -304,7 +304,7 @@ func TestMCPBackendAlone(t *testing.T) {
 	active := &activeTurns{}
 	ob := &outboxFake{}
 	b := newMCPBackend(&mcpDeps{st: st, adapters: adapterSet{"test": newFakeAdapter("test")}, outbox: ob, active: active, intake: intakeFake{},
-		engage: &engagements{m: map[engageKey]engagement{}, now: time.Now}, engageTTL: time.Minute, kick: k.kick, now: time.Now, log: discard})
+		engage: &engagements{m: map[engageKey]engagement{}, now: time.Now}, engageTTL: time.Minute, kick: k.kick, now: time.Now, log: discard}, nil)
 	ctx := context.Background()
 	running := messageBatch("main", testChat, "test:user/ann")
 	running.Items[0].Chain = 2

@@ -56,10 +56,13 @@ func (g *Gateway) wire() error {
 			return ops.Inject(ctx, st, t, req)
 		}}
 
+	g.approvals = newApprovals(st, g.adapters, g.active, g.outbox.send, opt.Approvals, g.metrics.reg, log.With("component", "approvals"))
+	g.press = pressHandler{approvals: g.approvals}
+	g.intake.approvalCommand = g.approvals.command
 	g.backend = newMCPBackend(&mcpDeps{st: st, adapters: g.adapters, table: g.config.Table, reload: g.config.reload, outbox: g.outbox,
 		active: g.active, intake: g.intake, engage: engage, engageTTL: opt.EngageTTL, kick: g.workers.kick, wakeScheduler: g.sched.Wake,
-		layout: g.layout, exe: opt.Exe, timezone: opt.Timezone, zone: g.zone, now: opt.Now, log: log})
-	mcp, err := newMCP(g.layout, opt.Operator, g.backend, g.metrics.mcpCall, log)
+		layout: g.layout, exe: opt.Exe, timezone: opt.Timezone, zone: g.zone, now: opt.Now, log: log}, g.approvals)
+	mcp, err := newMCP(g.layout, opt.Operator, g.backend, len(opt.Approvals.AgentTools) > 0, g.metrics.mcpCall, log)
 	if err != nil {
 		return err
 	}
@@ -76,11 +79,11 @@ func (g *Gateway) wire() error {
 }
 
 // newMCP builds the MCP server; its sockets appear at the first reload.
-func newMCP(layout groups.Layout, operator groups.Folder, backend ipc.Backend, onCall func(tool, outcome string), log *slog.Logger) (*ipc.Server, error) {
+func newMCP(layout groups.Layout, operator groups.Folder, backend ipc.Backend, approveTool bool, onCall func(tool, outcome string), log *slog.Logger) (*ipc.Server, error) {
 	version := "dev"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		version = bi.Main.Version
 	}
 	return ipc.New(ipc.Options{Layout: layout, Operator: operator, Backend: backend,
-		Logger: log.With("component", "mcp"), Version: version, OnCall: onCall})
+		Logger: log.With("component", "mcp"), Version: version, OnCall: onCall, ApproveTool: approveTool})
 }

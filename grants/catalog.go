@@ -25,12 +25,16 @@ const (
 	// over MCP (grants set F report_usage). Claude Code's and Codex's JSON
 	// and a text agent's trailer carry usage at every tier.
 	Spend Category = "spend"
+	// Approvals: approve_tool, Claude Code's permission prompt answered in
+	// the chat. Every tier's defaults list it (CONTRACT §15); the MCP layer
+	// offers it only while approvals.agent_tools is set.
+	Approvals Category = "approvals"
 )
 
 // Categories returns every category in catalog order. The slice is new on
 // every call.
 func Categories() []Category {
-	return []Category{Messaging, History, Routing, Groups, Tasks, Session, Spend}
+	return []Category{Messaging, History, Routing, Groups, Tasks, Session, Spend, Approvals}
 }
 
 // Tool is one catalog entry: a tool's name and its category.
@@ -104,7 +108,8 @@ func (c *Catalog) In(cat Category) []string {
 
 // Defaults returns the default rules of a tier (CONTRACT §7), one allow rule
 // per tool so that `grants show` reads plainly. Tier 0 is "*"; tier 1 is the
-// whole catalog; a tier outside 0..3 gets no rules, so everything is denied.
+// whole catalog; tiers 2 and 3 also get the approvals tools (approve_tool);
+// a tier outside 0..3 gets no rules, so everything is denied.
 // The slice is new on every call.
 func (c *Catalog) Defaults(tier int) []string {
 	switch tier {
@@ -115,11 +120,12 @@ func (c *Catalog) Defaults(tier int) []string {
 	case 2:
 		rules := []string{"send", "reply", "send_file", "edit", "delete", "like"}
 		rules = append(rules, c.In(History)...)
-		return append(rules,
+		rules = append(rules,
 			"explain_route", "refresh_groups", "escalate_group", "list_tasks", "inspect_tasks",
 			"engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants")
+		return append(rules, c.In(Approvals)...)
 	case 3:
-		return []string{"reply", "send_file", "like", "edit"}
+		return append([]string{"reply", "send_file", "like", "edit"}, c.In(Approvals)...)
 	default:
 		return nil
 	}

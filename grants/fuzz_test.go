@@ -24,7 +24,7 @@ func FuzzParse(f *testing.F) {
 			if err != nil {
 				t.Fatalf("canonical form %q of %q does not parse: %v", canonical(r), rule, err)
 			}
-			if again.Deny != r.Deny || again.Action != r.Action || !equalParams(again.Params, r.Params) {
+			if again.Deny != r.Deny || again.Ask != r.Ask || again.Action != r.Action || !equalParams(again.Params, r.Params) {
 				t.Fatalf("round trip of %q: %+v, want %+v", rule, again, r)
 			}
 			return
@@ -39,7 +39,7 @@ func FuzzParse(f *testing.F) {
 		after := Compile([]string{"*", rule})
 		for _, name := range append([]string{tool, rule, "send", "*", ""}, ContractCatalog.In(Messaging)...) {
 			for _, params := range []map[string]string{nil, {"jid": jid}, {"jid": jid, "text": tool}} {
-				if d := alone.Check(name, params); d.Allow || d.Index != -1 {
+				if d := alone.Check(name, params); d.Allow || d.Ask || d.Index != -1 {
 					t.Fatalf("unparsable rule %q decided Check(%q, %v) = %+v", rule, name, params, d)
 				}
 				if d := after.Check(name, params); d.Index == 1 {
@@ -113,6 +113,9 @@ func canonical(r Rule) string {
 	var b strings.Builder
 	if r.Deny {
 		b.WriteByte('!')
+	}
+	if r.Ask {
+		b.WriteByte('?')
 	}
 	b.WriteString(r.Action)
 	if len(r.Params) > 0 {

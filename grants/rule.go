@@ -13,11 +13,12 @@ type Param struct{ Name, Glob string }
 type Rule struct {
 	Text   string // the rule as written, trimmed
 	Deny   bool   // the rule starts with '!'
+	Ask    bool   // the rule starts with '?': a call it decides waits for a person
 	Action string // glob over tool names, as written
 	Params []Param
 }
 
-// Parse parses one rule. Leading and trailing whitespace is ignored, and so is
+// Parse parses one rule: `[!|?]action[(param=glob, ...)]`. Leading and trailing whitespace is ignored, and so is
 // whitespace around param names, values and commas; anywhere else the grammar
 // is strict. The error wraps ErrBadRule and names the problem and where it is.
 func Parse(text string) (Rule, error) {
@@ -27,8 +28,12 @@ func Parse(text string) (Rule, error) {
 	}
 	r := Rule{Text: t}
 	i := 0
-	if t[0] == '!' {
+	switch t[0] {
+	case '!':
 		r.Deny = true
+		i = 1
+	case '?':
+		r.Ask = true
 		i = 1
 	}
 	start := i
@@ -38,7 +43,7 @@ func Parse(text string) (Rule, error) {
 	r.Action = t[start:i]
 	if i == len(t) {
 		if r.Action == "" {
-			return Rule{}, ruleError(t, `missing action after "!"`)
+			return Rule{}, ruleError(t, "missing action after %q", t[:i])
 		}
 		return r, nil
 	}

@@ -26,6 +26,11 @@ func TestParse(t *testing.T) {
 			Text: "!send(jid=slack:*)", Deny: true, Action: "send",
 			Params: []grants.Param{{Name: "jid", Glob: "slack:*"}},
 		}},
+		{"ask", "?send(jid=telegram:*)", grants.Rule{
+			Text: "?send(jid=telegram:*)", Ask: true, Action: "send",
+			Params: []grants.Param{{Name: "jid", Glob: "telegram:*"}},
+		}},
+		{"ask glob", "?*", grants.Rule{Text: "?*", Ask: true, Action: "*"}},
 		{"two params in order", "send(jid=web:*,topic=t*)", grants.Rule{
 			Text: "send(jid=web:*,topic=t*)", Action: "send",
 			Params: []grants.Param{{Name: "jid", Glob: "web:*"}, {Name: "topic", Glob: "t*"}},
@@ -67,6 +72,10 @@ func TestParseErrors(t *testing.T) {
 		{"blank", "  \t ", "empty rule"},
 		{"bang alone", "!", `missing action after "!"`},
 		{"double bang", "!!send", `unexpected '!' at column 2`},
+		{"ask alone", "?", `missing action after "?"`},
+		{"deny and ask", "!?send", `unexpected '?' at column 2`},
+		{"ask and deny", "?!send", `unexpected '!' at column 2`},
+		{"double ask", "??send", `unexpected '?' at column 2`},
 		{"space after bang", "! send", `unexpected ' ' at column 2`},
 		{"unterminated", "send(jid=", `missing ")"`},
 		{"unterminated with value", "send(jid=a", `missing ")"`},

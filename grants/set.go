@@ -5,12 +5,27 @@ import (
 	"strconv"
 )
 
-// Decision is the outcome of checking one call against a Set.
+// Decision is the outcome of checking one call against a Set: allow (Allow),
+// ask (Ask: the deciding rule starts with '?'; the call may run only once a
+// person allows it) or deny (neither). Allow and Ask are never both true, so
+// code that looks at Allow alone treats an ask as a denial.
 type Decision struct {
 	Allow  bool
+	Ask    bool
 	Rule   string // text of the deciding rule; "" when no rule matched
 	Index  int    // index of the deciding rule in the set, -1 when none
 	Reason string // a sentence for logs and tool errors, e.g. `denied by rule 5 "!send(jid=slack:*)"`; N is Index (0-based)
+}
+
+// Verdict is the decision in one word: "allow", "ask" or "deny".
+func (d Decision) Verdict() string {
+	switch {
+	case d.Allow:
+		return "allow"
+	case d.Ask:
+		return "ask"
+	}
+	return "deny"
 }
 
 // Set is a compiled, ordered list of rules. It is immutable and safe for
@@ -25,6 +40,7 @@ type Set struct {
 type compiledRule struct {
 	ok     bool
 	deny   bool
+	ask    bool
 	action glob
 	params []compiledParam
 	text   string // Rule.Text
@@ -55,6 +71,7 @@ func compileRule(index int, text string) compiledRule {
 	c := compiledRule{
 		ok:     true,
 		deny:   r.Deny,
+		ask:    r.Ask,
 		action: compileGlob(r.Action, false),
 		text:   r.Text,
 	}
@@ -65,8 +82,11 @@ func compileRule(index int, text string) compiledRule {
 		}
 	}
 	verb := "allowed"
-	if r.Deny {
+	switch {
+	case r.Deny:
 		verb = "denied"
+	case r.Ask:
+		verb = "asked"
 	}
 	c.reason = fmt.Sprintf("%s by rule %d %q", verb, index, r.Text)
 	return c
@@ -81,13 +101,14 @@ func (s *Set) Rules() []string {
 }
 
 // Check decides a call of tool with params (nil means no params). The last
-// matching rule decides; no matching rule denies.
+// matching rule decides: an allow rule allows, a '!' rule denies, a '?' rule
+// asks; no matching rule denies.
 func (s *Set) Check(tool string, params map[string]string) Decision {
 	if s != nil {
 		for i := len(s.rules) - 1; i >= 0; i-- {
 			r := &s.rules[i]
 			if r.matches(tool, params) {
-				return Decision{Allow: !r.deny, Rule: r.text, Index: i, Reason: r.reason}
+				return Decision{Allow: !r.deny && !r.ask, Ask: r.ask, Rule: r.text, Index: i, Reason: r.reason}
 			}
 		}
 	}
@@ -109,9 +130,11 @@ func (r *compiledRule) matches(tool string, params map[string]string) bool {
 	return true
 }
 
-// Listed reports whether tool is offered to the group: some allow rule whose
-// action matches it comes after the last unconditional deny of it. Params are
-// ignored here; a listed tool's calls are still checked with their params.
+// Listed reports whether tool is offered to the group: some allow or ask rule
+// whose action matches it comes after the last unconditional deny of it (an
+// ask rule lists like an allow rule: the tool may run once a person allows
+// it). Params are ignored here; a listed tool's calls are still checked with
+// their params.
 func (s *Set) Listed(tool string) bool {
 	if s == nil {
 		return false

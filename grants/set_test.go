@@ -80,7 +80,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := grants.Compile(tt.rules).Check(tt.tool, tt.params)
-			if d.Allow != tt.allow || d.Index != tt.index {
+			if d.Allow != tt.allow || d.Ask || d.Index != tt.index {
 				t.Fatalf("Check(%q, %v) under %q = %+v, want allow=%v index=%d", tt.tool, tt.params, tt.rules, d, tt.allow, tt.index)
 			}
 			if tt.reason != "" && d.Reason != tt.reason {
@@ -91,6 +91,40 @@ func TestCheck(t *testing.T) {
 			}
 			if d.Index == -1 && d.Rule != "" {
 				t.Errorf("Rule = %q with no deciding rule, want empty", d.Rule)
+			}
+		})
+	}
+}
+
+// TestCheckAsk: a '?' rule that decides a call asks (neither allows nor
+// denies outright); the last matching rule still decides.
+func TestCheckAsk(t *testing.T) {
+	tests := []struct {
+		name    string
+		rules   []string
+		tool    string
+		params  map[string]string
+		verdict string
+		index   int
+		reason  string // checked when not ""
+	}{
+		{"ask decides", []string{"*", "?send"}, "send", nil, "ask", 1, `asked by rule 1 "?send"`},
+		{"ask with params narrows", []string{"send", "?send(jid=telegram:*)"}, "send", p("jid", "telegram:1"), "ask", 1, ""},
+		{"ask with params leaves other chats", []string{"send", "?send(jid=telegram:*)"}, "send", p("jid", "web:lobby"), "allow", 0, ""},
+		{"deny after ask wins", []string{"?send", "!send"}, "send", nil, "deny", 1, ""},
+		{"allow after ask wins", []string{"?*", "send"}, "send", nil, "allow", 1, ""},
+		{"ask glob asks for every tool", []string{"?*"}, "like", nil, "ask", 0, ""},
+		{"unparsable ask asks nothing", []string{"send", "?send("}, "send", nil, "allow", 0, ""},
+		{"no rule still denies", []string{"?send"}, "like", nil, "deny", -1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := grants.Compile(tt.rules).Check(tt.tool, tt.params)
+			if d.Verdict() != tt.verdict || d.Index != tt.index || (d.Allow && d.Ask) {
+				t.Fatalf("Check(%q, %v) under %q = %+v (%s), want %s index=%d", tt.tool, tt.params, tt.rules, d, d.Verdict(), tt.verdict, tt.index)
+			}
+			if tt.reason != "" && d.Reason != tt.reason {
+				t.Errorf("Reason = %q, want %q", d.Reason, tt.reason)
 			}
 		})
 	}
@@ -120,6 +154,11 @@ func TestListed(t *testing.T) {
 		{"unparsable deny ignored", []string{"*", "!like("}, "like", true},
 		{"unparsable allow after deny ignored", []string{"!*", "reply("}, "reply", false},
 		{"tool with non-word characters", []string{"*"}, "a-b", false},
+		{"ask lists", []string{"?send"}, "send", true},
+		{"ask with params lists", []string{"?send(jid=telegram:*)"}, "send", true},
+		{"ask after unconditional deny lists", []string{"!*", "?reply"}, "reply", true},
+		{"unconditional deny after ask hides", []string{"?reply", "!reply"}, "reply", false},
+		{"ask does not hide an allowed tool", []string{"*", "?like"}, "like", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

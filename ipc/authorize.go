@@ -16,14 +16,14 @@ type Caller struct {
 	Rules  *grants.Set
 }
 
-// Authorize decides a tool call: the grant rules with the call's params, then
+// Authorize decides a tool call (allow, ask or deny): the grant rules with the call's params, then
 // — for a call that targets a chat (param "jid") — that the owner of the chat,
 // or of its topic when the call names one (param "topic"), is in the caller's
 // subtree (tier 0 excepted): a group routed one thread of a chat acts there. It is the only place that combines
 // the two, used by the MCP server and by `switchboard grants check`.
 func Authorize(c Caller, table *routing.Table, tool string, params map[string]string) grants.Decision {
 	d := c.Rules.Check(tool, params)
-	if !d.Allow || c.Tier == 0 {
+	if (!d.Allow && !d.Ask) || c.Tier == 0 {
 		return d
 	}
 	jid, ok := params["jid"]
@@ -33,10 +33,10 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 	owner, owned := table.Owner(adapters.JID(jid), params["topic"])
 	switch {
 	case !owned:
-		d.Allow = false
+		d.Allow, d.Ask = false, false
 		d.Reason = fmt.Sprintf("denied: chat %s has no owner (no route matches it), so only the operator may act on it", jid)
 	case !c.Folder.Contains(owner):
-		d.Allow = false
+		d.Allow, d.Ask = false, false
 		d.Reason = fmt.Sprintf("denied: chat %s belongs to group %s, outside %s's subtree", jid, owner, c.Folder)
 	}
 	return d

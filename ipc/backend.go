@@ -25,6 +25,39 @@ type Backend interface {
 	Sessions
 	TaskStore
 	Spend
+	Approvals
+}
+
+// Approvals asks people whether a call may run (CONTRACT §15, "Approvals").
+type Approvals interface {
+	// Approve blocks until the call is decided: at once when "Allow for
+	// this session" covers it or the group has no approvers (a denial),
+	// else when one of the group's approvers (or the operator's CLI)
+	// decides, the request times out (approvals.timeout), the group's turn
+	// ends or passes its deadline, ctx ends or the gateway stops: each of
+	// those but an allow is a denial, with a reason naming who denied it or
+	// what ended the wait.
+	Approve(ctx context.Context, req ApprovalRequest) ApprovalResult
+	// AgentToolAsks reports whether approve_tool asks a person about a
+	// call of Claude Code's tool name (approvals.agent_tools); the others
+	// are allowed at once.
+	AgentToolAsks(name string) bool
+}
+
+// ApprovalRequest is a call waiting for a person.
+type ApprovalRequest struct {
+	Folder groups.Folder
+	Tool   string         // the MCP tool, or Claude Code's tool for approve_tool
+	Args   map[string]any // the call's arguments (the gateway redacts what it shows)
+	Agent  bool           // Tool is one of Claude Code's own (approve_tool)
+	Reason string         // why it asks: the deciding grant rule
+}
+
+// ApprovalResult is how an approval ended.
+type ApprovalResult struct {
+	Allowed bool
+	ID      string // the request's id ("" when none was stored)
+	Reason  string // e.g. "allowed once by web:user/ann", "denied by web:user/ann", "no decision within 10m0s"
 }
 
 // State is the gateway's live configuration.

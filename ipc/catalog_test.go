@@ -19,8 +19,8 @@ func toolCatalog(t testing.TB) *grants.Catalog {
 
 func TestAllToolsCatalog(t *testing.T) {
 	all := toolCatalog(t).Tools()
-	if len(all) != 39 {
-		t.Errorf("the catalog has %d tools, want the 36 of CONTRACT §9 and report_usage, list_budgets, set_budget (issue 21)", len(all))
+	if len(all) != 40 {
+		t.Errorf("the catalog has %d tools, want the 36 of CONTRACT §9, report_usage, list_budgets, set_budget (issue 21) and approve_tool (§15)", len(all))
 	}
 	seen := map[string]bool{}
 	for _, tool := range all {
@@ -33,8 +33,8 @@ func TestAllToolsCatalog(t *testing.T) {
 			t.Errorf("tool %q is not a valid literal rule: %v", tool, err)
 		}
 	}
-	if all[0] != "send" || all[len(all)-1] != "set_budget" {
-		t.Errorf("catalog order: first %q last %q, want send ... set_budget", all[0], all[len(all)-1])
+	if all[0] != "send" || all[len(all)-1] != "approve_tool" {
+		t.Errorf("catalog order: first %q last %q, want send ... approve_tool", all[0], all[len(all)-1])
 	}
 	all[0] = "changed"
 	if toolCatalog(t).Tools()[0] != "send" {

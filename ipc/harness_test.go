@@ -136,6 +136,8 @@ func startMCP(t testing.TB, dir string, st *store.Store, argv []string, mcpHTTP 
 			slog.NewTextHandler(h.debug, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		DrainTimeout: 5 * time.Second,
 		MCPHTTP:      mcpHTTP,
+		// approve_tool is offered, so the listing and golden tests see it.
+		Approvals: gateway.ApprovalOptions{AgentTools: []string{"Bash"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func TestListingPerTier(t *testing.T) {
 	}
 	// Spot checks against CONTRACT §7.
 	tier3 := listed(t, h.connect(t, "acme/eng/ops", true))
-	if !slices.Equal(tier3, []string{"edit", "like", "reply", "send_file"}) {
+	if !slices.Equal(tier3, []string{"approve_tool", "edit", "like", "reply", "send_file"}) { // §15: approve_tool while agent_tools is set
 		t.Errorf("tier 3 lists %v", tier3)
 	}
 	tier2 := listed(t, h.connect(t, "acme/eng", true))

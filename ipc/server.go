@@ -43,6 +43,9 @@ type Options struct {
 	// OnCall, when set, is told of every tool call's outcome: "allowed"
 	// (it ran and succeeded), "refused" (grants or ownership) or "error".
 	OnCall func(tool, outcome string)
+	// ApproveTool offers approve_tool (approvals.agent_tools is set);
+	// without it the tool is neither listed nor callable.
+	ApproveTool bool
 }
 
 // Group is a group as Sync sees it: its folder and stored grant overrides.
@@ -124,6 +127,9 @@ func New(opt Options) (*Server, error) {
 			"message ids are the platform's ids. Results are JSON. A refused call explains which grant rule or ownership rule refused it."),
 	)
 	defs := registry()
+	if !opt.ApproveTool {
+		defs = slices.DeleteFunc(defs, func(d *toolDef) bool { return d.tool.Name == ApproveTool })
+	}
 	catalog, err := catalogOf(defs)
 	if err != nil {
 		return nil, fmt.Errorf("ipc: %w", err)

@@ -31,6 +31,7 @@ type toolDef struct {
 	category grants.Category
 	tool     mcp.Tool
 	run      func(ctx context.Context, c *call) (any, error)
+	waits    bool // the call may wait for a person: no callTimeout
 }
 
 // registry returns every implemented tool, each declared once, by category
@@ -48,6 +49,7 @@ func registry() []*toolDef {
 		{grants.Tasks, taskTools()},
 		{grants.Session, sessionTools()},
 		{grants.Spend, spendTools()},
+		{grants.Approvals, approvalTools()},
 	} {
 		for _, def := range part.tools {
 			def.category = part.category
@@ -161,13 +163,25 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 			}
 		}
 		d := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules}, s.opt.Backend.Table(), name, params)
-		if !d.Allow {
+		if d.Ask {
+			// Before the call's own timeout: a person may take minutes.
+			r := s.opt.Backend.Approve(ctx, ApprovalRequest{Folder: folder, Tool: name, Args: args, Reason: d.Reason})
+			if !r.Allowed {
+				s.count(name, "refused")
+				s.log.Info("mcp call not approved", "folder", folder, "tool", name, "approval", r.ID, "reason", r.Reason)
+				return mcp.NewToolResultError(fmt.Sprintf("%sgroup %s may not call %s: not approved: %s", RefusedPrefix, folder, name, r.Reason)), nil
+			}
+			s.log.Info("mcp call approved", "folder", folder, "tool", name, "approval", r.ID, "reason", r.Reason)
+		} else if !d.Allow {
 			s.count(name, "refused")
 			s.log.Info("mcp call refused", "folder", folder, "tool", name, "reason", d.Reason)
 			return refusal(folder, a.tier, name, d.Reason), nil
 		}
-		ctx, cancel := context.WithTimeout(ctx, callTimeout)
-		defer cancel()
+		if !def.waits {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, callTimeout)
+			defer cancel()
+		}
 		start := time.Now()
 		v, err := def.run(ctx, &call{s: s, b: s.opt.Backend, folder: folder, tier: a.tier, a: a, args: args})
 		if err != nil {
@@ -217,6 +231,9 @@ func validateArgs(t mcp.Tool, args map[string]any) error {
 			continue
 		}
 		p, ok := props[k].(map[string]any)
+		if open, _ := t.InputSchema.AdditionalProperties.(bool); !ok && open {
+			continue // a schema open to more params (approve_tool's)
+		}
 		if !ok {
 			names := slices.Sorted(maps.Keys(props))
 			if len(names) == 0 {

@@ -148,6 +148,7 @@ td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.bad{color:
 <h2>Queue</h2><table id="queue"><tr><th>folder</th><th>waiting</th></tr>{{range $f, $n := .Queue}}<tr><td>{{$f}}</td><td>{{$n}}</td></tr>{{else}}<tr><td colspan="2">empty</td></tr>{{end}}</table>
 <h2>Running turns</h2><table id="running">{{range .Running}}<tr><td>{{.Folder}}</td><td>{{.ChatJID}}</td><td>{{ago .Started}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 {{if or .Workers .WorkersErr}}<h2>Workers</h2><table id="workers"><tr><th>worker</th><th>host</th><th>busy</th><th>slots</th><th>up</th></tr>{{range .Workers}}<tr><td>{{.ID}}</td><td>{{.Host}}</td><td>{{.Busy}}</td><td>{{.Slots}}</td><td>{{ago .Started}}</td></tr>{{else}}<tr><td colspan="5">{{or .WorkersErr "none connected"}}</td></tr>{{end}}</table>{{end}}
+<h2>Approvals waiting</h2><table id="approvals">{{range .Approvals}}<tr><td>{{.ID}}</td><td>{{.Folder}}</td><td>{{.Tool}}</td><td>{{.Chat}}</td><td>since {{.Created}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 <h2>Outbox</h2><p id="outbox">{{.Outbox.Pending}} pending, {{.Outbox.Failed}} failed</p>
 <h2>Next tasks</h2><table id="tasks">{{range .NextTasks}}<tr><td>#{{.ID}}</td><td>{{.Folder}}</td><td>{{.Spec}}</td><td>{{.At}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 {{with .SpendPanel}}<h2>Spend</h2>

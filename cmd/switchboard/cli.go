@@ -111,7 +111,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.runCommand(), a.groupCommand(), a.routeCommand(), a.grantsCommand(), a.taskCommand(),
 		a.sendCommand(), a.injectCommand(), a.messagesCommand(), a.mcpBridgeCommand(), a.demoAgentCommand(), a.versionCommand(),
-		a.statusCommand(), a.backupCommand(), a.tokenCommand(), a.turnsCommand(), a.budgetCommand(), a.workerCommand(), a.natsCommand())
+		a.statusCommand(), a.backupCommand(), a.tokenCommand(), a.approvalsCommand(), a.turnsCommand(), a.budgetCommand(), a.workerCommand(), a.natsCommand())
 	for _, c := range root.Commands() {
 		if c.HasSubCommands() {
 			requireSubcommand(c)

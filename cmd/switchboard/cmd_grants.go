@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,8 +17,10 @@ import (
 )
 
 const grantsHelp = `A group's rules are its tier defaults followed by its stored overrides.
-A rule is [!]action[(param=glob, ...)]: the last rule that matches a call
-decides, ! denies, and no matching rule denies. A rule that does not parse
+A rule is [!|?]action[(param=glob, ...)]: the last rule that matches a call
+decides, ! denies, ? asks (the call waits until one of the group's approvers
+allows or denies it: switchboard approvals --help; it is listed like an
+allow), and no matching rule denies. A rule that does not parse
 matches nothing. The chat argument of a tool is the param jid; a call on a
 chat must also target a chat owned by the group's subtree (tier 0 excepted).`
 
@@ -30,7 +33,7 @@ func (a *app) grantsCommand() *cobra.Command {
 	set := &cobra.Command{
 		Use:   "set FOLDER RULE...",
 		Short: "Replace a group's override rules (no rules: clear them)",
-		Example: `  switchboard grants set main '!like' 'send(jid=web:*)'
+		Example: `  switchboard grants set main '!like' 'send(jid=web:*)' '?send(jid=telegram:*)'
   switchboard grants set acme/eng 'schedule_task'
   switchboard grants set main          # back to the tier defaults`,
 		Args: cobra.MinimumNArgs(1),
@@ -40,7 +43,7 @@ func (a *app) grantsCommand() *cobra.Command {
 	}
 	check := &cobra.Command{
 		Use:   "check FOLDER TOOL [PARAM=VALUE...]",
-		Short: "Say whether a group may call a tool, and which rule decided",
+		Short: "Say whether a group may call a tool (allow, ask or deny), and which rule decided",
 		Example: `  switchboard grants check main send jid=web:lobby
   switchboard grants check acme/eng/oncall delete`,
 		Args: cobra.MinimumNArgs(2),
@@ -93,13 +96,18 @@ func (a *app) grantsShow(cmd *cobra.Command, folder groups.Folder) error {
 			return err
 		}
 		listed := set.ListedTools(cat.Tools())
+		if len(a.cfg.Approvals.AgentTools) == 0 { // not offered without approvals.agent_tools
+			listed = slices.DeleteFunc(listed, func(tool string) bool { return tool == ipc.ApproveTool })
+		}
+		asks := askingTools(set.Rules(), listed)
 		var broken []string
 		for _, r := range over {
 			if _, err := grants.Parse(r); err != nil {
 				broken = append(broken, err.Error())
 			}
 		}
-		out := map[string]any{"folder": folder, "tier": tier, "defaults": cat.Defaults(tier), "overrides": nonNil(over), "tools": nonNil(listed), "invalid": nonNil(broken)}
+		out := map[string]any{"folder": folder, "tier": tier, "defaults": cat.Defaults(tier), "overrides": nonNil(over), "tools": nonNil(listed),
+			"ask": nonNil(asks), "invalid": nonNil(broken)}
 		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintf(w, "group %s: tier %d\n", folder, tier)
 			fmt.Fprintf(w, "tier defaults: %s\n", strings.Join(cat.Defaults(tier), " "))
@@ -112,8 +120,26 @@ func (a *app) grantsShow(cmd *cobra.Command, folder groups.Folder) error {
 				fmt.Fprintf(w, "warning: %s (this rule matches nothing)\n", b)
 			}
 			fmt.Fprintf(w, "tools it can see (%d): %s\n", len(listed), strings.Join(listed, " "))
+			if len(asks) > 0 {
+				fmt.Fprintf(w, "tools that may ask an approver first (%d): %s\n", len(asks), strings.Join(asks, " "))
+			}
 		})
 	})
+}
+
+// askingTools returns the tools of listed that some ask rule ('?') of
+// rules names: their calls, or some of them, wait for an approver.
+func askingTools(rules, listed []string) []string {
+	var out []string
+	for _, tool := range listed {
+		for _, r := range rules {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(r), "?"); ok && grants.Compile([]string{rest}).Listed(tool) {
+				out = append(out, tool)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func nonNil(s []string) []string {
@@ -172,10 +198,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 			return fmt.Errorf("route table: %w", err)
 		}
 		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
-		verdict := "deny"
-		if d.Allow {
-			verdict = "allow"
-		}
+		verdict := d.Verdict() // allow, ask (an approver decides each call) or deny
 		out := map[string]any{"decision": verdict, "rule": d.Rule, "reason": d.Reason, "folder": folder, "tier": tier, "tool": tool}
 		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintln(w, verdict)

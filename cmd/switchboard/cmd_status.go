@@ -72,6 +72,9 @@ type statusReport struct {
 	Zone       string              `json:"zone,omitempty"`
 	Workers    []remote.WorkerInfo `json:"workers,omitempty"`
 	WorkersErr string              `json:"workers_error,omitempty"`
+	// Approvals are the requests waiting for a person (switchboard
+	// approvals), oldest first.
+	Approvals []approvalRow `json:"approvals"`
 }
 
 type gatewayState struct {
@@ -122,7 +125,7 @@ type failedTurn struct {
 const aliveWithin = 20 * time.Second
 
 func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
-	rep := statusReport{Running: []runningTurn{}, NextTasks: []nextTask{}, FailedTurns: []failedTurn{}}
+	rep := statusReport{Running: []runningTurn{}, NextTasks: []nextTask{}, FailedTurns: []failedTurn{}, Approvals: []approvalRow{}}
 	rt, err := ops.ReadRuntimeStatus(ctx, st)
 	if err != nil {
 		return rep, err
@@ -146,6 +149,13 @@ func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
 	for _, t := range s.FailedTurns {
 		rep.FailedTurns = append(rep.FailedTurns, failedTurn{TurnID: t.ID, Folder: t.Folder, ChatJID: t.ChatJID,
 			Trigger: string(t.Trigger), Attempt: t.Attempt, Started: t.Started, Error: t.Error})
+	}
+	pending, err := st.PendingApprovals(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for _, ap := range pending {
+		rep.Approvals = append(rep.Approvals, approvalRowOf(ap))
 	}
 	if h := rt.Heartbeat; h != nil {
 		g := &rep.Gateway
@@ -215,6 +225,11 @@ func (r statusReport) text(w io.Writer) {
 		if len(r.Workers) == 0 {
 			fmt.Fprintln(w, "workers\tnone connected")
 		}
+	}
+	label = "approvals"
+	for _, ap := range r.Approvals {
+		fmt.Fprintf(w, "%s\t%s %s\t%s\tpending since %s (switchboard approvals allow|deny %s)\n", label, ap.ID, ap.Folder, ap.Tool, ap.Created, ap.ID)
+		label = ""
 	}
 	fmt.Fprintf(w, "outbox\t%d pending, %d failed\n", r.Outbox.Pending, r.Outbox.Failed)
 	label = "next tasks"

@@ -258,7 +258,8 @@ func TestDemoAgentOverMCP(t *testing.T) {
 		t.Fatalf("bot messages: %+v", bots)
 	}
 	for _, c := range []struct{ text, want string }{
-		{"/tools", fmt.Sprintf("I may call %d tools: add_route, ", len(toolCatalog(t).Tools()))}, // tier 1: all of them
+		// tier 1: all of them but approve_tool (approvals.agent_tools is not set)
+		{"/tools", fmt.Sprintf("I may call %d tools: add_route, ", len(toolCatalog(t).Tools())-1)},
 		{"/search hello", `best matches for "hello"`},
 		{"/routes", "-> main [trigger]"},
 	} {

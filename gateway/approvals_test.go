@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"switchboard/adapters"
+	"switchboard/internal/testwait"
+	"switchboard/ipc"
+	"switchboard/ops"
+	"switchboard/store"
+)
+
+// buttonsFake is a platform with buttons: it keeps what was posted and
+// how it was edited.
+type buttonsFake struct {
+	mu    sync.Mutex
+	posts []adapters.Outbound
+	btns  [][]adapters.Button
+	edits []string // texts of edits that removed the buttons
+}
+
+func (f *buttonsFake) Name() string                                   { return "test" }
+func (f *buttonsFake) Run(ctx context.Context, _ adapters.Host) error { <-ctx.Done(); return nil }
+func (f *buttonsFake) Send(context.Context, adapters.Outbound) (adapters.MessageID, error) {
+	return "", nil
+}
+
+func (f *buttonsFake) SendButtons(_ context.Context, m adapters.Outbound, b []adapters.Button) (adapters.MessageID, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.posts, f.btns = append(f.posts, m), append(f.btns, b)
+	return adapters.MessageID("m" + string(rune('0'+len(f.posts)))), nil
+}
+
+func (f *buttonsFake) EditButtons(_ context.Context, _ adapters.MessageRef, text string, b []adapters.Button) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b == nil {
+		f.edits = append(f.edits, text)
+	}
+	return nil
+}
+
+func (f *buttonsFake) state() (int, []adapters.Button, []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var last []adapters.Button
+	if len(f.btns) > 0 {
+		last = f.btns[len(f.btns)-1]
+	}
+	return len(f.posts), last, append([]string(nil), f.edits...)
+}
+
+// TestApprovalButtons: on a platform with buttons the request carries the
+// three buttons and no secret; a non-approver's press changes nothing; an
+// approver's decides, is shown on the request (buttons removed) and a
+// second press only says who decided; a request whose turn ends expires,
+// and says so.
+func TestApprovalButtons(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, "main")
+	if err := st.SetApprovers(ctx, "main", []string{"test:user/ann"}); err != nil {
+		t.Fatal(err)
+	}
+	active := &activeTurns{}
+	active.started("t-1", messageBatch("main", testChat, "test:user/ann"))
+	fake := &buttonsFake{}
+	send := func(context.Context, ops.SendRequest) (store.OutboxItem, error) { return store.OutboxItem{}, nil }
+	p := newApprovals(st, adapterSet{"test": fake}, active, send, ApprovalOptions{Timeout: time.Minute}, prometheus.NewRegistry(), discard)
+	press := pressHandler{approvals: p}.press
+
+	res := make(chan ipc.ApprovalResult, 1)
+	go func() {
+		res <- p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: "send", Args: map[string]any{"chat_jid": testChat, "text": "hi", "api_token": "s3cret"}})
+	}()
+	var buttons []adapters.Button
+	testwait.For(t, 10*time.Second, "the request with buttons", func() bool {
+		n, b, _ := fake.state()
+		buttons = b
+		return n == 1
+	})
+	fake.mu.Lock()
+	text := fake.posts[0].Text
+	fake.mu.Unlock()
+	if strings.Contains(text, "s3cret") || !strings.Contains(text, "api_token: [redacted]") || !strings.Contains(text, "text: hi") {
+		t.Errorf("request text:\n%s", text)
+	}
+	if len(buttons) != 3 || !strings.HasSuffix(buttons[1].Data, ":session") || !strings.HasPrefix(buttons[0].Data, "appr:") {
+		t.Fatalf("buttons %+v", buttons)
+	}
+	session := adapters.Press{Chat: testChat, Sender: "test:user/bob", Data: buttons[1].Data}
+	if ans, _ := press(ctx, session); !strings.Contains(ans, "Not yours to approve") {
+		t.Errorf("non-approver's press answered %q", ans)
+	}
+	select {
+	case r := <-res:
+		t.Fatalf("a non-approver's press decided: %+v", r)
+	default:
+	}
+	session.Sender = "test:user/ann"
+	if ans, _ := press(ctx, session); ans != "Allowed for this session by test:user/ann." {
+		t.Errorf("approver's press answered %q", ans)
+	}
+	if r := <-res; !r.Allowed || r.Reason != "allowed for this session by test:user/ann" {
+		t.Errorf("result %+v", r)
+	}
+	deny := adapters.Press{Chat: testChat, Sender: "test:user/ann", Data: buttons[2].Data}
+	if ans, _ := press(ctx, deny); ans != "Allowed for this session by test:user/ann." {
+		t.Errorf("second press answered %q", ans)
+	}
+	if _, _, edits := fake.state(); len(edits) != 1 || !strings.Contains(edits[0], "Allowed for this session by test:user/ann") {
+		t.Errorf("edits %q", edits)
+	}
+
+	// The session grant covers send; like asks, and expires with its turn.
+	if r := p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: "send"}); !r.Allowed {
+		t.Errorf("send in the same session: %+v", r)
+	}
+	go func() { res <- p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: "like"}) }()
+	testwait.For(t, 10*time.Second, "the second request", func() bool { n, _, _ := fake.state(); return n == 2 })
+	active.finished("t-1")
+	if r := <-res; r.Allowed || !strings.Contains(r.Reason, "turn ended") {
+		t.Errorf("request of an ended turn: %+v", r)
+	}
+	if _, _, edits := fake.state(); len(edits) != 2 || !strings.Contains(edits[1], "Expired") {
+		t.Errorf("edits %q", edits)
+	}
+}
+
+func TestParseApprovalCommand(t *testing.T) {
+	for _, c := range []struct {
+		in, id, choice string
+		ok             bool
+	}{
+		{"/approve abc1234", "abc1234", "allow", true},
+		{" /approve@switchboard_bot abc1234 session ", "abc1234", "session", true},
+		{"/deny abc1234", "abc1234", "deny", true},
+		{"/deny abc1234 session", "", "", false},
+		{"/approve", "", "", false},
+		{"please /approve abc1234", "", "", false},
+		{"/approve ABC1234", "", "", false},
+	} {
+		got, ok := parseApprovalCommand(c.in)
+		if ok != c.ok || got.id != c.id || got.choice != c.choice {
+			t.Errorf("parseApprovalCommand(%q) = %+v %v", c.in, got, ok)
+		}
+	}
+}
+
+func TestRenderArgs(t *testing.T) {
+	got := renderArgs(map[string]any{
+		"command":  "GITHUB_TOKEN=ghp_abcdefghijklmnop1234 make deploy",
+		"env":      map[string]any{"AWS_SECRET": "x", "HOME": "/root"},
+		"password": "hunter2",
+		"text":     strings.Repeat("a", 1000),
+		"nested":   map[string]any{"key": "sk-abcdefghijklmnopq", "n": 3},
+	})
+	for _, bad := range []string{"ghp_abc", "hunter2", "/root", "sk-abc", strings.Repeat("a", 301)} {
+		if strings.Contains(got, bad) {
+			t.Errorf("rendered args contain %q:\n%s", bad, got)
+		}
+	}
+	for _, want := range []string{"command: GITHUB_TOKEN=[redacted] make deploy", "env: AWS_SECRET=[redacted] HOME=[redacted]", "password: [redacted]", "nested.n: 3", "(700 more bytes)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rendered args lack %q:\n%s", want, got)
+		}
+	}
+	if got := requestText(store.Approval{ID: "x", Folder: "main", Tool: "b`ad", Args: "a```b"}); strings.Contains(got, "a```b") || strings.Contains(got, "b`ad") {
+		t.Errorf("request text lets Markdown out:\n%s", got)
+	}
+}

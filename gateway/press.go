@@ -1,0 +1,31 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+
+	"switchboard/adapters"
+)
+
+// pressHandler routes a button press (Host.Press) to the part that minted
+// the button, by its Data's prefix.
+type pressHandler struct {
+	approvals *approvals
+}
+
+const noLongerActive = "This button is no longer active."
+
+func (h pressHandler) press(ctx context.Context, p adapters.Press) (string, error) {
+	kind, rest, _ := strings.Cut(p.Data, ":")
+	switch kind {
+	case "appr": // "appr:<id>:allow|session|deny" (approvals.go)
+		id, choice, ok := strings.Cut(rest, ":")
+		if !ok || id == "" {
+			return noLongerActive, nil
+		}
+		return h.approvals.decide(ctx, id, choice, p.Sender), nil
+	case "stop": // "stop:<turn id>", the live reply's Stop button: the stop part (issue 32) goes here
+		return noLongerActive, nil
+	}
+	return noLongerActive, nil
+}

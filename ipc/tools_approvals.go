@@ -1,0 +1,53 @@
+package ipc
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// ApproveTool is the tool Claude Code calls as its permission prompt
+// (claude --permission-prompt-tool mcp__switchboard__approve_tool).
+const ApproveTool = "approve_tool"
+
+func approvalTools() []*toolDef {
+	t := newTool(ApproveTool, "Approve an agent tool call",
+		"Claude Code's permission prompt (--permission-prompt-tool mcp__switchboard__approve_tool): asks the group's "+
+			"approvers in the chat before one of the tools approvals.agent_tools names runs, and allows the others at once. "+
+			`Returns {"behavior":"allow","updatedInput":{...}} or {"behavior":"deny","message":"..."}.`,
+		additive,
+		mcp.WithString("tool_name", mcp.Required(), mcp.Description("The tool Claude Code is about to run, e.g. Bash.")),
+		mcp.WithObject("input", mcp.Required(), mcp.Description("The tool's input, as Claude Code would run it.")),
+		mcp.WithString("tool_use_id", mcp.Description("Claude Code's id of the tool use.")),
+	)
+	// Claude Code decides what it sends; a field it adds must not turn
+	// every permission prompt into an error.
+	t.InputSchema.AdditionalProperties = true
+	return []*toolDef{{tool: t, run: runApproveTool, waits: true}}
+}
+
+// permission is the result Claude Code's permission-prompt-tool protocol
+// expects, as the text of the tool result.
+type permission struct {
+	Behavior     string         `json:"behavior"` // allow | deny
+	UpdatedInput map[string]any `json:"updatedInput,omitempty"`
+	Message      string         `json:"message,omitempty"`
+}
+
+func runApproveTool(ctx context.Context, c *call) (any, error) {
+	name, _ := c.args["tool_name"].(string)
+	input, _ := c.args["input"].(map[string]any)
+	if input == nil {
+		input = map[string]any{}
+	}
+	if !c.b.AgentToolAsks(name) {
+		return permission{Behavior: "allow", UpdatedInput: input}, nil
+	}
+	r := c.b.Approve(ctx, ApprovalRequest{Folder: c.folder, Tool: name, Args: input, Agent: true,
+		Reason: "approvals.agent_tools names " + name})
+	if !r.Allowed {
+		return permission{Behavior: "deny", Message: fmt.Sprintf("not approved: %s", r.Reason)}, nil
+	}
+	return permission{Behavior: "allow", UpdatedInput: input}, nil
+}
