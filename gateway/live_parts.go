@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"switchboard/adapters"
+	"switchboard/store"
 )
 
 // A live reply longer than one message (CONTRACT §15: it continues in a
@@ -110,8 +111,9 @@ func (l *liveTurn) finishPart(ctx context.Context, text string) error {
 	n := len(l.parts)
 	l.parts = append(l.parts, livePart{text: text, id: id})
 	l.shown = false
+	l.recorded = "" // the next part's message is recorded anew
 	l.mu.Unlock()
-	l.forget(ctx) // a message now, stored: no leftover
+	l.savePart(ctx, n, id, text) // a message now: no leftover, a part delivered
 	if l.storePart != nil {
 		if err := l.storePart(context.WithoutCancel(ctx), partOut(l.out, n), id, text); err != nil {
 			l.log.Warn("live reply part not stored; it is stored when the reply is delivered", "jid", l.out.Chat, "err", err)
@@ -125,6 +127,20 @@ func (l *liveTurn) finishPart(ctx context.Context, text string) error {
 	l.lr = next
 	l.mu.Unlock()
 	return nil
+}
+
+// savePart records part n, finished as message id, in place of the record
+// of the message that showed it: a crash from here on leaves it as it is,
+// and the reply (resumed, or its turn run again) does not send it again.
+func (l *liveTurn) savePart(ctx context.Context, n int, id adapters.MessageID, text string) {
+	if l.st == nil {
+		return
+	}
+	err := l.st.SaveLiveShown(context.WithoutCancel(ctx), store.LiveShown{TurnID: l.turn, Part: n, State: store.LivePart,
+		Chat: l.out.Chat, Topic: l.out.Topic, ID: id, Mode: adapters.LiveEdit, ReplyTo: l.out.ReplyTo, Text: text})
+	if err != nil {
+		l.log.Warn("live reply part not recorded; a crash before its reply is delivered may send it again", "jid", l.out.Chat, "err", err)
+	}
 }
 
 // deliverPart delivers part n (from 0) of the final reply through the live
@@ -170,4 +186,9 @@ func (l *liveTurn) reconcile(ctx context.Context, final []string) {
 	l.mu.Lock()
 	l.parts = nil
 	l.mu.Unlock()
+	if l.st != nil {
+		if err := l.st.DropLiveParts(context.WithoutCancel(ctx), l.turn, 0); err != nil {
+			l.log.Warn("replaced live reply parts still recorded", "jid", l.out.Chat, "err", err)
+		}
+	}
 }
