@@ -119,6 +119,7 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	if l.interval <= 0 {
 		l.interval = time.Second
 	}
+	l.prior = s.adopt(ctx, out, turn)
 	go l.run(ctx) // shutdown cancels an update in flight
 	return l
 }
@@ -178,12 +179,16 @@ type liveTurn struct {
 	done      chan struct{}
 	handed    atomic.Bool // keep: the outbox finishes it
 
-	mu     sync.Mutex
-	text   []byte     // the reply so far, up to liveTextCap
-	parts  []livePart // the parts finished as messages of their own, in order
-	tool   string     // the progress line of the running tool
-	toolID string
-	shown  bool // an update showed something
+	mu    sync.Mutex
+	text  []byte     // the reply so far, up to liveTextCap
+	parts []livePart // the parts finished as messages of their own, in order
+	// prior are the parts a crashed run of the turn delivered (adopt);
+	// the first adopted of them are parts' first.
+	prior   []livePart
+	adopted int
+	tool    string // the progress line of the running tool
+	toolID  string
+	shown   bool // an update showed something
 	// recorded is the mode and id last recorded (liveStore) of where the
 	// live reply shows; "" while nothing is.
 	recorded string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,6 +111,7 @@ func newCrashHarness(t *testing.T, argv []string, max int, step liveStep) *crash
 		o.Agent.Output = "claude-stream"
 		o.Adapters = []adapters.Adapter{ca}
 		o.Streams = map[string]Stream{"test": {Mode: StreamEdit, Interval: 10 * time.Millisecond}}
+		o.DrainTimeout = time.Second // the crashed turn, still running, is let go
 	}})
 	c.h.fa = ca.fakeAdapter
 	release := make(chan struct{})
@@ -120,10 +122,7 @@ func newCrashHarness(t *testing.T, argv []string, max int, step liveStep) *crash
 			return
 		}
 		once.Do(func() {
-			if err := c.h.st.Backup(context.Background(), c.snap); err != nil {
-				t.Error(err)
-			}
-			close(c.crashed)
+			c.crashNow()
 			<-release
 		})
 	}
@@ -131,9 +130,18 @@ func newCrashHarness(t *testing.T, argv []string, max int, step liveStep) *crash
 	return c
 }
 
+// crashNow copies the store as a crash now would leave it; the test keeps
+// the gateway from doing anything more in the chat.
+func (c *crashHarness) crashNow() {
+	if err := c.h.st.Backup(context.Background(), c.snap); err != nil {
+		c.t.Error(err)
+	}
+	close(c.crashed)
+}
+
 // restart starts a gateway on the store the crash left, connected to the
 // same chat, and returns that store.
-func (c *crashHarness) restart() *store.Store {
+func (c *crashHarness) restart(argv ...string) *store.Store {
 	t := c.t
 	select {
 	case <-c.crashed:
@@ -148,6 +156,9 @@ func (c *crashHarness) restart() *store.Store {
 	ca := &chatAdapter{fakeAdapter: newFakeAdapter("test"), chat: c.chat, max: c.max}
 	opt := c.h.opt
 	opt.Store, opt.Adapters, opt.DataDir = st, []adapters.Adapter{ca}, t.TempDir()
+	if argv != nil {
+		opt.Agent.Command = argv
+	}
 	g, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +187,7 @@ func waitReply(t *testing.T, st *store.Store) store.OutboxItem {
 		for _, it := range items {
 			if it.Kind == store.OutboxReply && (it.Status == store.OutboxSent || it.Status == store.OutboxFailed) {
 				reply = it
-				left, err := st.LiveLeftovers(context.Background())
+				left, err := st.LiveOf(context.Background(), strings.TrimSuffix(it.Key, "/reply"))
 				return err == nil && len(left) == 0
 			}
 		}
@@ -208,6 +219,77 @@ func TestLiveFinalOnceWhereverTheCrash(t *testing.T) {
 			}
 			if got := c.chat.showing(); !slices.Equal(got, []string{toolReply}) {
 				t.Errorf("the chat shows %q; want the final %q once", got, toolReply)
+			}
+		})
+	}
+}
+
+// A gateway killed mid-turn after its live reply finished parts of a long
+// reply as messages of their own: the turn runs again, and its reply does
+// not repeat them. A run again that writes the same reply adds only the
+// parts after them; one that writes a different reply leaves them as they
+// are and its reply follows them, from its first part that differs. The
+// half-written message the crash left is removed either way.
+func TestLiveRunAgainSkipsPartsDelivered(t *testing.T) {
+	const max = 200
+	var b strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&b, "Line %03d of the long answer.\n", i)
+	}
+	reply := strings.TrimSpace(b.String())
+	parts := adapters.SplitRendered(reply, max, nil)
+	var d strings.Builder
+	d.WriteString(parts[0])
+	for i := range 20 {
+		fmt.Fprintf(&d, "\nAnother line %03d, said otherwise.", i)
+	}
+	other := d.String()
+	if o := adapters.SplitRendered(other, max, nil); o[0] != parts[0] || o[1] == parts[1] {
+		t.Fatalf("the other reply's parts %q do not begin as the reply's and then differ", o[:2])
+	}
+	for _, tc := range []struct {
+		name  string
+		again string // the reply of the run again
+	}{{"same reply", reply}, {"other reply", other}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			argv, _ := longStreamAgent(t, reply) // its gate never opens: the crash comes first
+			c := newCrashHarness(t, argv, max, "")
+			c.h.post(testChat, "m1", "@bot tell me everything")
+			// The agent streams all but its last 16 lines, then waits: the
+			// crash comes once the live reply shows all of that, its
+			// settled parts finished as messages of their own.
+			lines := strings.SplitAfter(reply, "\n")
+			head, _ := adapters.LiveParts(strings.TrimSpace(strings.Join(lines[:len(lines)-16], "")), adapters.Limits{MaxText: max})
+			var delivered []string
+			testwait.For(t, 20*time.Second, "parts finished mid-turn and the reply going on", func() bool {
+				left, err := c.h.st.LiveLeftovers(context.Background())
+				delivered = nil
+				showing := false
+				for _, l := range left {
+					if l.State == store.LivePart {
+						delivered = append(delivered, l.Text)
+					}
+					showing = showing || l.State == store.LiveShowing
+				}
+				chat := c.chat.showing()
+				return err == nil && len(delivered) == len(head)-1 && showing && len(chat) == len(head) && chat[len(chat)-1] == head[len(head)-1]
+			})
+			c.crashNow()
+			again, gate := longStreamAgent(t, tc.again)
+			openGate(t, gate)
+			st := c.restart(again...)
+			if r := waitReply(t, st); r.Status != store.OutboxSent {
+				t.Fatalf("the reply is %s (%s); want it delivered", r.Status, r.Error)
+			}
+			want := slices.Clone(delivered)
+			if tc.again == reply {
+				want = append(want, parts[len(delivered):]...)
+			} else {
+				want = append(want, adapters.SplitRendered(other, max, nil)[1:]...)
+			}
+			if got := c.chat.showing(); !slices.Equal(got, want) {
+				t.Errorf("the chat shows %d messages:\n%q\nwant %d:\n%q", len(got), got, len(want), want)
 			}
 		})
 	}
