@@ -12,6 +12,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/adapters/markdown"
 	"switchboard/agent"
+	"switchboard/store"
 )
 
 // StreamMode is how a platform shows a turn's reply while it runs
@@ -78,8 +79,18 @@ type liveStarter struct {
 	storePart func(ctx context.Context, out adapters.Outbound, id adapters.MessageID, text string) error
 	log       *slog.Logger
 
+	// crashAt, set by tests only, is called at each step of a final's
+	// delivery (live_resume.go) and may stop there for good, as a crash.
+	crashAt func(liveStep)
+
 	mu   sync.Mutex
 	kept map[string]*liveTurn // outbox key -> a live reply awaiting its final
+	// resumable: turns whose reply a crashed gateway was delivering
+	// through their live reply (resume); orphans: parts delivered by turns
+	// a crash cut short, for the turn answering the same message again
+	// (adopt). Both are set at start (leftovers).
+	resumable map[string]bool
+	orphans   []store.LiveShown
 }
 
 // start returns the live reply of a turn answering in chat, or nil when the
@@ -103,11 +114,12 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	if l, ok := a.(adapters.Limiter); ok {
 		lim = l.Limits()
 	}
-	l := &liveTurn{lr: lr, open: open, storePart: s.storePart, a: a, out: out, turn: turn, st: s.st, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log,
+	l := &liveTurn{lr: lr, open: open, storePart: s.storePart, a: a, out: out, turn: turn, st: s.st, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log, crashAt: s.crashAt,
 		kick: make(chan struct{}, 1), stopC: make(chan struct{}), done: make(chan struct{})}
 	if l.interval <= 0 {
 		l.interval = time.Second
 	}
+	l.prior = s.adopt(ctx, out, turn)
 	go l.run(ctx) // shutdown cancels an update in flight
 	return l
 }
@@ -161,17 +173,22 @@ type liveTurn struct {
 	interval  time.Duration
 	progress  bool
 	log       *slog.Logger
+	crashAt   func(liveStep) // liveStarter.crashAt
 	kick      chan struct{}
 	stopC     chan struct{}
 	done      chan struct{}
 	handed    atomic.Bool // keep: the outbox finishes it
 
-	mu     sync.Mutex
-	text   []byte     // the reply so far, up to liveTextCap
-	parts  []livePart // the parts finished as messages of their own, in order
-	tool   string     // the progress line of the running tool
-	toolID string
-	shown  bool // an update showed something
+	mu    sync.Mutex
+	text  []byte     // the reply so far, up to liveTextCap
+	parts []livePart // the parts finished as messages of their own, in order
+	// prior are the parts a crashed run of the turn delivered (adopt);
+	// the first adopted of them are parts' first.
+	prior   []livePart
+	adopted int
+	tool    string // the progress line of the running tool
+	toolID  string
+	shown   bool // an update showed something
 	// recorded is the mode and id last recorded (liveStore) of where the
 	// live reply shows; "" while nothing is.
 	recorded string
@@ -360,7 +377,7 @@ func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 			l.log.Warn("live reply left as it was after its turn ended without a reply (the next start removes it)", "jid", l.out.Chat, "err", err)
 			return
 		}
-		l.forget(ctx)
+		l.drop(ctx)
 		return
 	}
 	// Not stored: the turn's outcome is (its notice, a retry's reply).
@@ -368,34 +385,45 @@ func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 		l.log.Warn("live reply left without its marker (the chat gets the failure notice; the next start removes it)", "jid", l.out.Chat, "err", err)
 		return
 	}
-	l.forget(ctx)
+	l.drop(ctx)
 }
 
-// finish shows the final (the first part of the reply) as the live reply's
-// last state and returns its id (outbox.sendText). ok is false when the
-// live reply is gone and the final must be sent.
+// finish shows the final's part as the live reply's last state and
+// returns its id (outbox.sendText). ok is false when the live reply is
+// gone and the part must be sent. Its record stays until the reply is
+// delivered (liveStarter.delivered): a crash before then resumes the
+// delivery through it (live_resume.go).
 func (l *liveTurn) finish(ctx context.Context, text string) (adapters.MessageID, bool, error) {
 	l.mu.Lock()
 	dead := l.dead
 	lr := l.lr
 	l.mu.Unlock()
 	if dead {
+		l.ended(ctx) // before the part is sent as a message
 		return "", false, nil
 	}
 	id, err := lr.Finish(ctx, text)
-	if err == nil {
-		l.forget(ctx)
-	}
 	switch {
+	case err == nil:
+		l.hook(liveStepFinished)
 	case errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
+		l.ended(ctx)
 		return "", false, nil
 	case errors.Is(err, adapters.ErrPermanent):
 		// The live message is gone (deleted in the chat, say): the final
 		// still reaches the chat, as a message of its own.
 		l.log.Warn("live reply could not take its final; the reply is sent as a new message", "jid", l.out.Chat, "err", err)
+		l.ended(ctx)
 		return "", false, nil
 	}
 	return id, err == nil, err
+}
+
+// hook passes step to the starter's crashAt (tests).
+func (l *liveTurn) hook(step liveStep) {
+	if l.crashAt != nil {
+		l.crashAt(step)
+	}
 }
 
 // abort ends a live reply whose final will not come through it: the
@@ -416,6 +444,15 @@ func (l *liveTurn) abort(ctx context.Context) {
 func (s *liveStarter) discard(ctx context.Context, key string) {
 	if l := s.take(key); l != nil {
 		l.abort(ctx)
+		l.drop(ctx)
+	}
+}
+
+// delivered forgets the live reply of key, if any: the outbox recorded its
+// reply delivered.
+func (s *liveStarter) delivered(ctx context.Context, key string) {
+	if l := s.take(key); l != nil {
+		l.drop(ctx)
 	}
 }
 

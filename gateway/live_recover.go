@@ -13,8 +13,13 @@ import (
 // its turn runs (store/live.go).
 type liveStore interface {
 	SaveLiveShown(ctx context.Context, l store.LiveShown) error
+	EndLiveShown(ctx context.Context, turn string) error
 	DropLiveShown(ctx context.Context, turn string) error
-	LiveLeftovers(ctx context.Context) ([]store.LiveShown, error)
+	DropLiveShowing(ctx context.Context, turn string) error
+	DropLiveParts(ctx context.Context, turn string, from int) error
+	AdoptLiveParts(ctx context.Context, from, to string) error
+	LiveOf(ctx context.Context, turn string) ([]store.LiveShown, error)
+	RecoverLive(ctx context.Context, maxAge time.Duration) (store.LiveRecovery, error)
 }
 
 const (
@@ -25,6 +30,9 @@ const (
 	// liveRecoverWait bounds the cleanup at start-up (an adapter may still
 	// be connecting); what is left is tried again at the next start.
 	liveRecoverWait = 30 * time.Second
+	// liveOrphanAge is how long the parts a crashed turn delivered wait for
+	// the turn that answers the same message again (live_parts.go).
+	liveOrphanAge = 24 * time.Hour
 )
 
 // record stores where the live reply shows once it shows a message that
@@ -46,7 +54,11 @@ func (l *liveTurn) record(ctx context.Context) {
 	if same {
 		return
 	}
-	err := l.st.SaveLiveShown(context.WithoutCancel(ctx), store.LiveShown{TurnID: l.turn, Chat: ref.Chat, Topic: ref.Topic, ID: ref.ID, Mode: mode})
+	l.mu.Lock()
+	part := len(l.parts)
+	l.mu.Unlock()
+	err := l.st.SaveLiveShown(context.WithoutCancel(ctx), store.LiveShown{TurnID: l.turn, Part: part, Chat: ref.Chat, Topic: ref.Topic, ID: ref.ID,
+		Mode: mode, ReplyTo: l.out.ReplyTo})
 	if err != nil {
 		l.log.Warn("live reply not recorded; if the gateway dies now it stays as it is", "jid", l.out.Chat, "err", err)
 		return
@@ -56,8 +68,9 @@ func (l *liveTurn) record(ctx context.Context) {
 	l.mu.Unlock()
 }
 
-// forget drops what record stored: the live reply ended (finished,
-// marked or removed).
+// forget drops what record stored of the message showing the live reply:
+// it was removed. The parts it finished stay recorded until the reply is
+// delivered (drop), for the next start to resume it.
 func (l *liveTurn) forget(ctx context.Context) {
 	l.mu.Lock()
 	recorded := l.recorded
@@ -66,19 +79,61 @@ func (l *liveTurn) forget(ctx context.Context) {
 	if recorded == "" || l.st == nil {
 		return
 	}
-	if err := l.st.DropLiveShown(context.WithoutCancel(ctx), l.turn); err != nil {
+	if err := l.st.DropLiveShowing(context.WithoutCancel(ctx), l.turn); err != nil {
 		l.log.Warn("ended live reply still recorded; the next start removes it", "jid", l.out.Chat, "err", err)
 	}
 }
 
-// leftovers lists the live replies a crashed gateway left showing. It is
-// read before the adapters start, so that no live reply of this run is
-// among them.
+// drop forgets every record of the live reply: its reply was delivered,
+// or it ended without one.
+func (l *liveTurn) drop(ctx context.Context) {
+	l.mu.Lock()
+	l.recorded = ""
+	l.mu.Unlock()
+	if l.st == nil {
+		return
+	}
+	if err := l.st.DropLiveShown(context.WithoutCancel(ctx), l.turn); err != nil {
+		l.log.Warn("ended live reply still recorded; the next start sorts it out", "jid", l.out.Chat, "err", err)
+	}
+}
+
+// ended records that the message showing the live reply no longer takes
+// the final (the platform ended it): after a crash from here on, the reply
+// row is not resumed through it.
+func (l *liveTurn) ended(ctx context.Context) {
+	l.mu.Lock()
+	recorded := l.recorded
+	l.mu.Unlock()
+	if recorded == "" || l.st == nil {
+		return
+	}
+	if err := l.st.EndLiveShown(context.WithoutCancel(ctx), l.turn); err != nil {
+		l.log.Warn("ended live reply not recorded as ended", "jid", l.out.Chat, "err", err)
+	}
+}
+
+// leftovers sorts out the live replies a crashed gateway left
+// (store.RecoverLive) and returns those to clean up (recover). It runs
+// before the adapters start, so that no live reply of this run is among
+// them, and before RecoverOutbox, so that a reply whose delivery went on
+// through its live reply resumes instead of failing.
 func (s *liveStarter) leftovers(ctx context.Context) ([]store.LiveShown, error) {
 	if s == nil || s.st == nil {
 		return nil, nil
 	}
-	return s.st.LiveLeftovers(ctx)
+	rec, err := s.st.RecoverLive(ctx, liveOrphanAge)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resumable = map[string]bool{}
+	for _, turn := range rec.Resume {
+		s.resumable[turn] = true
+	}
+	s.orphans = rec.Orphans
+	return rec.Clean, nil
 }
 
 // recover cleans up left (leftovers) before the interrupted turns run
@@ -105,7 +160,7 @@ func (s *liveStarter) recover(ctx context.Context, left []store.LiveShown) {
 		if failed[l.TurnID] {
 			continue
 		}
-		if err := s.st.DropLiveShown(context.WithoutCancel(ctx), l.TurnID); err != nil {
+		if err := s.st.DropLiveShowing(context.WithoutCancel(ctx), l.TurnID); err != nil {
 			s.log.Warn("cleaned-up live reply still recorded", "turn", l.TurnID, "err", err)
 		}
 		n++

@@ -170,6 +170,7 @@ func (o *outbox) sendDue(ctx context.Context) int {
 			}
 			continue
 		}
+		o.live.step(liveStepQueued)
 		// Claim only with a free sender in hand: a claimed row is
 		// "sending", and one a crash leaves so is never resent.
 		select {
@@ -208,6 +209,7 @@ func (o *outbox) sendDue(ctx context.Context) int {
 // deliver sends one claimed item and records the outcome.
 func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 	defer o.finished(it.Key)
+	o.live.step(liveStepClaimed)
 	chat := it.ChatJID
 	a, ok := o.adapters[chat.Platform()]
 	if !ok {
@@ -235,8 +237,11 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		o.deliveries.WithLabelValues(o.adapters.platformLabel(chat), "sent").Inc()
 		if err := o.st.OutboxSent(context.WithoutCancel(ctx), it.ID, id, bot); err != nil {
 			o.log.Error("record delivery", "jid", it.ChatJID, "outbox", it.ID, "err", err)
+			o.live.take(it.Key) // its records stay: the next start sorts them out
 			return
 		}
+		o.live.step(liveStepSent)
+		o.live.delivered(ctx, it.Key)
 		o.adapters.notifyStored(it.ChatJID, bot.Seq)
 	case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrUnsupported) || errors.Is(err, adapters.ErrFormat):
 		o.fail(ctx, it, err)
@@ -265,8 +270,20 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 	parts := adapters.SplitRendered(it.Text, lim.MaxText, lim.Measure)
 	var live *liveTurn // the turn's live reply, which may deliver the first parts
 	if it.Kind == store.OutboxReply {
-		if live = o.live.take(it.Key); live != nil && it.PartsSent == 0 {
-			live.reconcile(ctx, parts)
+		live = o.live.take(it.Key)
+		if live == nil {
+			var err error
+			if live, err = o.live.resume(ctx, a, it); err != nil {
+				return "", nil, err
+			}
+		}
+		if live != nil {
+			// Kept until the row is settled: delivered drops its records,
+			// a retry finds it again.
+			defer o.live.putBack(it.Key, live)
+			if it.PartsSent == 0 {
+				live.reconcile(ctx, parts)
+			}
 		}
 	}
 	first := it.PlatformID
@@ -279,10 +296,7 @@ func (o *outbox) sendText(ctx context.Context, a adapters.Adapter, it store.Outb
 		}
 		id, err := o.sendPart(ctx, a, live, n, out)
 		if err != nil {
-			if live != nil {
-				o.live.putBack(it.Key, live) // transient: the retry resumes at this part
-			}
-			return "", nil, err
+			return "", nil, err // a retry resumes at this part
 		}
 		if id == "" {
 			id = adapters.MessageID("out-" + out.Key)
