@@ -255,22 +255,6 @@ func botStored(t testing.TB, dir string, chat adapters.JID) []string {
 	return out
 }
 
-// growing reports whether texts (as a chat showed them, in order) are
-// prefixes of final, each longer than the one before, and how many differ.
-func growing(texts []string, final string) (ok bool, distinct int) {
-	last := ""
-	for _, s := range texts {
-		if !strings.HasPrefix(final, s) || len(s) < len(last) {
-			return false, distinct
-		}
-		if s != last {
-			distinct++
-		}
-		last = s
-	}
-	return true, distinct
-}
-
 // TestLiveClaudeCode: the real Claude Code with output claude-stream, its
 // answers streamed by the fake model API in liveDeltas deltas 20 ms apart:
 //   - web chat: headless Chromium sees the draft grow (two partial texts
