@@ -180,7 +180,7 @@ func (m *liveModel) stream(w http.ResponseWriter, req *messagesRequest, blocks f
 // its adapters (indented two spaces) and routes, agentExtra more agent:
 // lines and extra more top-level YAML. It returns the directory and the
 // environment to run the gateway (and workers) with.
-func claudeLive(t *testing.T, apiURL, adaptersYAML, routesYAML, agentExtra, extra string) (dir string, env []string) {
+func claudeLive(t testing.TB, apiURL, adaptersYAML, routesYAML, agentExtra, extra string) (dir string, env []string) {
 	t.Helper()
 	requireBwrap(t)
 	installDir, claudeBin := claudeCode(t)

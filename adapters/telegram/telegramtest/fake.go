@@ -69,6 +69,7 @@ type Draft struct {
 type Call struct {
 	Method string
 	Params map[string]string
+	At     time.Time // when the fake received it
 }
 
 // Msg is a message as the fake chat holds it.
@@ -118,7 +119,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	params, files := parseParams(r)
 	f.mu.Lock()
-	f.calls = append(f.calls, Call{Method: method, Params: params})
+	f.calls = append(f.calls, Call{Method: method, Params: params, At: time.Now()})
 	f.mu.Unlock()
 	if method == "getUpdates" {
 		f.getUpdates(w, r, params) // long-polls: takes the lock itself
