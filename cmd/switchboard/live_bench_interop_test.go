@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"switchboard/adapters/telegram/telegramtest"
+	"switchboard/internal/testwait"
 )
 
 // benchDeltas is the length of one benchmark turn's answer: 100 deltas,
@@ -85,13 +86,9 @@ func benchTurn(b *testing.B, api *liveModel, tg *telegramtest.Server, chat int64
 	final := liveAnswer(tag, benchDeltas)
 	msg, _ := tg.UserMessage(chat, "long "+tag, mention, 0, 0)
 	tg.Push("message", msg)
-	deadline := time.Now().Add(claudeTurnWithin)
-	for !slices.ContainsFunc(tg.Messages(chat), func(m telegramtest.Msg) bool { return m.FromBot && m.Text == final }) {
-		if time.Now().After(deadline) {
-			b.Fatalf("no final %q in chat %d within %s", tag, chat, claudeTurnWithin)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(b, claudeTurnWithin, "the final "+tag, func() bool {
+		return slices.ContainsFunc(tg.Messages(chat), func(m telegramtest.Msg) bool { return m.FromBot && m.Text == final })
+	})
 	var got []telegramtest.Call
 	for _, m := range live {
 		got = append(got, callsTo(tg, m, chat)[before[m]:]...)

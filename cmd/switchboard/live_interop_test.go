@@ -258,14 +258,16 @@ func botStored(t testing.TB, dir string, chat adapters.JID) []string {
 // TestLiveClaudeCode: the real Claude Code with output claude-stream, its
 // answers streamed by the fake model API in liveDeltas deltas 20 ms apart:
 //   - web chat: headless Chromium sees the draft grow (two partial texts
-//     at least) and then the final once, in its place; stored once;
+//     at least) and then the final once, in its place;
 //   - Telegram private chat: sendMessageDraft with growing text, then one
-//     sendMessage with the final; stored once;
+//     sendMessage with the final;
 //   - Telegram group: one sendMessage, then editMessageText calls, the
-//     last edit showing the final; stored once;
+//     last edit showing the final;
 //   - a Bash call (liveCommand) shows "running Bash: <command>" in an
 //     update (a draft, in a private chat) before the final, and the final
-//     has no progress line.
+//     has no progress line;
+//   - after the gateway stopped, each final was sent and stored once and
+//     nothing followed it.
 func TestLiveClaudeCode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: an end-to-end test with Claude Code from npm, the binary and Chromium")
@@ -307,7 +309,6 @@ func TestLiveClaudeCode(t *testing.T) {
 			page.eval(t, `[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
 			return len(finals) > 0
 		})
-		time.Sleep(500 * time.Millisecond) // a second copy would show by now
 		var drafts []string
 		var left int
 		page.eval(t, `[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
@@ -319,9 +320,6 @@ func TestLiveClaudeCode(t *testing.T) {
 		if !slices.Equal(finals, []string{final}) || left != 0 {
 			t.Errorf("the page shows bot messages %q and %d drafts; want the final once, no draft", finals, left)
 		}
-		if got := botTexts(g.botMessages("lobby")); !slices.Equal(got, []string{final}) {
-			t.Errorf("stored bot messages in lobby %q; want the final once", got)
-		}
 	})
 
 	t.Run("telegram private chat: drafts", func(t *testing.T) {
@@ -330,7 +328,6 @@ func TestLiveClaudeCode(t *testing.T) {
 		msg, _ := tg.UserMessage(chat, "long dm", false, 0, 0)
 		tg.Push("message", msg)
 		tg.WaitBotMessage(t, chat, "the final reply", func(telegramtest.Msg) bool { return true })
-		time.Sleep(500 * time.Millisecond)
 		var drafts []string
 		for _, d := range tg.Drafts(chat) {
 			drafts = append(drafts, d.Text)
@@ -347,9 +344,6 @@ func TestLiveClaudeCode(t *testing.T) {
 		if !slices.Equal(bot, []string{final}) || len(callsTo(tg, "editMessageText", chat)) != 0 {
 			t.Errorf("the bot's messages %q, %d edits; want the final once, sent after the drafts, no edit", bot, len(callsTo(tg, "editMessageText", chat)))
 		}
-		if got := botStored(t, dir, "telegram:user/7"); !slices.Equal(got, []string{final}) {
-			t.Errorf("stored bot messages %q; want the final once", got)
-		}
 	})
 
 	t.Run("telegram group: edits", func(t *testing.T) {
@@ -361,7 +355,6 @@ func TestLiveClaudeCode(t *testing.T) {
 			ms := tg.Messages(chat)
 			return slices.ContainsFunc(ms, func(m telegramtest.Msg) bool { return m.FromBot && m.Text == final })
 		})
-		time.Sleep(500 * time.Millisecond)
 		sends, edits := callsTo(tg, "sendMessage", chat), callsTo(tg, "editMessageText", chat)
 		shown := tg.Shown(chat)
 		if ok, n := growing(shown, final); !ok || n < 3 || shown[len(shown)-1] != final {
@@ -369,9 +362,6 @@ func TestLiveClaudeCode(t *testing.T) {
 		}
 		if len(sends) != 1 || len(edits) < 2 {
 			t.Errorf("%d sendMessage, %d editMessageText; want one message sent, then edits", len(sends), len(edits))
-		}
-		if got := botStored(t, dir, "telegram:group/1001234"); !slices.Equal(got, []string{final}) {
-			t.Errorf("stored bot messages %q; want the final once", got)
 		}
 	})
 
@@ -381,7 +371,6 @@ func TestLiveClaudeCode(t *testing.T) {
 		testwait.For(t, claudeTurnWithin, "the final answer after the Bash call", func() bool {
 			return slices.Contains(tg.Shown(toolChat), liveToolAnswer)
 		})
-		time.Sleep(500 * time.Millisecond)
 		shown := tg.Shown(toolChat)
 		at := slices.IndexFunc(shown, func(s string) bool { return strings.Contains(s, liveProgress) })
 		if at < 0 || at == len(shown)-1 || !strings.HasPrefix(shown[at], liveToolLead) {
@@ -397,10 +386,31 @@ func TestLiveClaudeCode(t *testing.T) {
 			t.Errorf("the chat showed %q last and holds the bot's messages %q; want the final %q once, without the progress line",
 				shown[len(shown)-1], bot, liveToolAnswer)
 		}
-		if got := botStored(t, dir, "telegram:user/8"); !slices.Equal(got, []string{liveToolAnswer}) {
-			t.Errorf("stored bot messages %q; want the final once", got)
-		}
 	})
+
+	// Nothing came after the finals: with the gateway stopped (its outbox
+	// drained), each chat's last state is its final, sent and stored once.
+	if err := g.stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	finals := map[int64]string{telegramtest.UserID: liveAnswer("dm", liveDeltas), telegramtest.GroupID: liveAnswer("grp", liveDeltas), toolChat: liveToolAnswer}
+	for chat, final := range finals {
+		var bot []string
+		for _, m := range tg.Messages(chat) {
+			if m.FromBot {
+				bot = append(bot, m.Text)
+			}
+		}
+		if shown := tg.Shown(chat); len(shown) == 0 || shown[len(shown)-1] != final || !slices.Equal(bot, []string{final}) {
+			t.Errorf("telegram chat %d: the bot's messages %q, the last shown %q; want the final once, last", chat, bot, shown[max(len(shown)-1, 0):])
+		}
+	}
+	for jid, final := range map[adapters.JID]string{"web:lobby": liveAnswer("web", liveDeltas), "telegram:user/7": finals[telegramtest.UserID],
+		"telegram:group/1001234": finals[telegramtest.GroupID], "telegram:user/8": liveToolAnswer} {
+		if got := botStored(t, dir, jid); !slices.Equal(got, []string{final}) {
+			t.Errorf("stored bot messages of %s %q; want the final once", jid, got)
+		}
+	}
 }
 
 // callsTo is the calls of method to chat.
