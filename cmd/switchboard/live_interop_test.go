@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,14 +32,17 @@ import (
 const (
 	liveDeltas     = 60                    // text deltas of a long answer
 	liveDeltaEvery = 20 * time.Millisecond // between two of them
+	// liveGroupDeltas make a group's answer (5 s) outlast two of the
+	// Telegram adapter's 3 s steps between requests to a group.
+	liveGroupDeltas = 250
 	// liveInterval is stream_interval in these tests: a 1.2 s answer shows
 	// in several updates.
 	liveInterval = "200ms"
 )
 
 // liveModel is a Messages API on 127.0.0.1 whose answers stream slowly.
-// The prompt's last message picks the script: "long <tag>" is an answer of
-// liveDeltas text deltas, one every liveDeltaEvery, each a word <tag>wNNN
+// The prompt's last message picks the script: "long <tag> [n]" is an answer
+// of n (default: its deltas) text deltas, one every liveDeltaEvery, each a word <tag>wNNN
 // (liveWord); "tool" is a Bash call (liveCommand), then a short answer; Claude
 // Code's own side queries get "ok". It notes when each word left.
 type liveModel struct {
@@ -109,7 +113,12 @@ func (m *liveModel) serve(w http.ResponseWriter, r *http.Request) {
 		text = strings.TrimSpace(ms[len(ms)-1][1])
 	}
 	text = strings.TrimPrefix(text, "@"+telegramtest.BotName+" ") // a mention in a group
-	tag, long := strings.CutPrefix(text, "long ")
+	rest, long := strings.CutPrefix(text, "long ")
+	tag, count, _ := strings.Cut(rest, " ")
+	deltas, err := strconv.Atoi(count)
+	if err != nil {
+		deltas = m.deltas
+	}
 	switch {
 	case text == "" || len(req.Tools) == 0 || !req.Stream: // side queries
 		writeMessage(w, &req, []contentBlock{{Type: "text", Text: "ok"}}, "end_turn", 0)
@@ -117,7 +126,7 @@ func (m *liveModel) serve(w http.ResponseWriter, r *http.Request) {
 		m.stream(w, &req, func(event func(string, any)) {
 			event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 				"content_block": map[string]any{"type": "text", "text": ""}})
-			for i := range m.deltas {
+			for i := range deltas {
 				word := liveWord(tag, i)
 				if i > 0 {
 					word = " " + word
@@ -261,8 +270,8 @@ func botStored(t testing.TB, dir string, chat adapters.JID) []string {
 //     at least) and then the final once, in its place;
 //   - Telegram private chat: sendMessageDraft with growing text, then one
 //     sendMessage with the final;
-//   - Telegram group: one sendMessage, then editMessageText calls, the
-//     last edit showing the final;
+//   - Telegram group (a 5 s answer): one sendMessage, then
+//     editMessageText calls, the last edit showing the final;
 //   - a Bash call (liveCommand) shows "running Bash: <command>" in an
 //     update (a draft, in a private chat) before the final, and the final
 //     has no progress line;
@@ -348,8 +357,8 @@ func TestLiveClaudeCode(t *testing.T) {
 
 	t.Run("telegram group: edits", func(t *testing.T) {
 		const chat = telegramtest.GroupID
-		final := liveAnswer("grp", liveDeltas)
-		msg, _ := tg.UserMessage(chat, "long grp", true, 0, 0)
+		final := liveAnswer("grp", liveGroupDeltas)
+		msg, _ := tg.UserMessage(chat, fmt.Sprint("long grp ", liveGroupDeltas), true, 0, 0)
 		tg.Push("message", msg)
 		tg.WaitFor(t, "the final as the live message's text", func() bool {
 			ms := tg.Messages(chat)
@@ -393,7 +402,7 @@ func TestLiveClaudeCode(t *testing.T) {
 	if err := g.stop(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	finals := map[int64]string{telegramtest.UserID: liveAnswer("dm", liveDeltas), telegramtest.GroupID: liveAnswer("grp", liveDeltas), toolChat: liveToolAnswer}
+	finals := map[int64]string{telegramtest.UserID: liveAnswer("dm", liveDeltas), telegramtest.GroupID: liveAnswer("grp", liveGroupDeltas), toolChat: liveToolAnswer}
 	for chat, final := range finals {
 		var bot []string
 		for _, m := range tg.Messages(chat) {
