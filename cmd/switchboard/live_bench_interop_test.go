@@ -23,7 +23,8 @@ const benchDeltas = 100
 // are the defaults (native, stream_interval 1s). For every delta it takes
 // the time from the fake API flushing it to the first Bot API request
 // that carries its text (a draft, an edit or the final), and reports the
-// p50 and p99 over all deltas, and the live reply's Bot API requests
+// p50 and p99 over all deltas, the median time from the last delta to the
+// request carrying the final (final-ms), and the live reply's Bot API requests
 // (sendMessageDraft, sendMessage, editMessageText, deleteMessage) per
 // 1,000 deltas; with the turn run by the gateway (local) and by a
 // `switchboard worker` over the embedded NATS (nats), in a private chat
@@ -54,13 +55,13 @@ func BenchmarkLiveReply(b *testing.B) {
 				mention bool
 			}{{"private", telegramtest.UserID, false}, {"group", telegramtest.GroupID, true}} {
 				b.Run(c.name, func(b *testing.B) {
-					var lat []time.Duration
+					var lat, fin []time.Duration
 					calls, deltas := 0, 0
 					for range b.N {
 						turns++
 						tag := fmt.Sprintf("%s%s%d", runner[:1], c.name[:1], turns)
-						l, n := benchTurn(b, api, tg, c.chat, c.mention, tag)
-						lat = append(lat, l...)
+						l, f, n := benchTurn(b, api, tg, c.chat, c.mention, tag)
+						lat, fin = append(lat, l...), append(fin, f)
 						calls += n
 						deltas += benchDeltas
 					}
@@ -68,6 +69,8 @@ func BenchmarkLiveReply(b *testing.B) {
 					b.ReportMetric(float64(lat[len(lat)/2])/float64(time.Millisecond), "p50-ms")
 					b.ReportMetric(float64(lat[len(lat)*99/100])/float64(time.Millisecond), "p99-ms")
 					b.ReportMetric(float64(calls)*1000/float64(deltas), "calls/1000deltas")
+					slices.Sort(fin)
+					b.ReportMetric(float64(fin[len(fin)/2])/float64(time.Millisecond), "final-ms")
 				})
 			}
 		})
@@ -75,8 +78,9 @@ func BenchmarkLiveReply(b *testing.B) {
 }
 
 // benchTurn runs one turn answering "long <tag>" in chat and returns each
-// delta's latency and the live reply's Bot API requests to chat.
-func benchTurn(b *testing.B, api *liveModel, tg *telegramtest.Server, chat int64, mention bool, tag string) ([]time.Duration, int) {
+// delta's latency, the time from the last delta to the request carrying
+// the final, and the live reply's Bot API requests to chat.
+func benchTurn(b *testing.B, api *liveModel, tg *telegramtest.Server, chat int64, mention bool, tag string) ([]time.Duration, time.Duration, int) {
 	b.Helper()
 	live := []string{"sendMessageDraft", "sendMessage", "editMessageText", "deleteMessage"}
 	before := map[string]int{}
@@ -104,5 +108,10 @@ func benchTurn(b *testing.B, api *liveModel, tg *telegramtest.Server, chat int64
 		}
 		lat = append(lat, got[at].At.Sub(sent))
 	}
-	return lat, len(got)
+	last, _ := api.sentAt(liveWord(tag, benchDeltas-1))
+	at := slices.IndexFunc(got, func(c telegramtest.Call) bool { return c.Params["text"] == final })
+	if at < 0 {
+		b.Fatalf("no Bot API request carried the final %q", tag)
+	}
+	return lat, got[at].At.Sub(last), len(got)
 }
