@@ -22,17 +22,47 @@ var _ adapters.Streamer = (*Adapter)(nil)
 // is a draft (sendMessageDraft, its draft_id derived from turn) and the
 // final a new message; in a group, or once Telegram refused a draft, it is
 // a message sent at the first update and edited at the next, the final its
-// last edit. Every request goes through the adapter's pacing. It does not
-// call Telegram; a chat that is not Telegram's wraps adapters.ErrPermanent.
+// last edit. Every request goes through the adapter's pacing; an update
+// the pacing would hold is refused with a RetryAfterError instead
+// (liveDue). It does not call Telegram; a chat that is not Telegram's
+// wraps adapters.ErrPermanent.
 func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string) (adapters.LiveReply, error) {
 	chat, err := a.chatID(m.Chat)
 	if err != nil {
 		return nil, err
 	}
 	if chat < 0 || a.noDrafts.Load() {
-		return a.editLive(m), nil
+		return pacedLive{a.editLive(m), a, chat}, nil
 	}
-	return &live{a: a, out: m, draft: draftID(turn)}, nil
+	return &live{a: a, out: m, chat: chat, draft: draftID(turn)}, nil
+}
+
+// liveDue refuses a live update to chat while the pacing would hold it
+// (a group's next request is up to 3 s away): waiting here would send the
+// text of now once its turn came, while the caller (the gateway) tries
+// again after the wait with its newest text. A final is never refused:
+// it waits its turn.
+func (a *Adapter) liveDue(chat int64) error {
+	if d := a.pace.due(chat); d > 0 {
+		return &adapters.RetryAfterError{Wait: d}
+	}
+	return nil
+}
+
+// pacedLive is an adapters.EditLive whose updates are refused while
+// their chat is not due (liveDue).
+type pacedLive struct {
+	*adapters.EditLive
+	a    *Adapter
+	chat int64
+}
+
+// Update implements adapters.LiveReply.
+func (p pacedLive) Update(ctx context.Context, text string) error {
+	if err := p.a.liveDue(p.chat); err != nil {
+		return err
+	}
+	return p.EditLive.Update(ctx, text)
 }
 
 // editLive is a live reply edited in place: a group's, or a private
@@ -55,6 +85,7 @@ func draftID(turn string) int {
 type live struct {
 	a     *Adapter
 	out   adapters.Outbound
+	chat  int64
 	draft int // the draft_id
 
 	mu       sync.Mutex
@@ -74,6 +105,9 @@ func (l *live) Update(ctx context.Context, text string) error {
 	}
 	if l.finished || l.aborted {
 		return fmt.Errorf("telegram: update live reply in %s: %w", l.out.Chat, adapters.ErrLiveEnded)
+	}
+	if err := l.a.liveDue(l.chat); err != nil {
+		return err
 	}
 	src := markdown.Partial(text)
 	html := markdown.TelegramHTML(src)

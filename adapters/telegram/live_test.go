@@ -1,6 +1,8 @@
 package telegram
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,23 +121,43 @@ func TestLiveFallsBackWhenDraftsRefused(t *testing.T) {
 	}
 }
 
-// Updates go through the adapter's pacing like any message: two updates
-// to one group are at least PerGroup apart.
+// Live replies keep to the adapter's pacing without sending stale text: an
+// update to a chat that is not due yet sends nothing and asks to be tried
+// again after the wait (a RetryAfterError), when the caller sends its
+// newest text; the final is never refused, it waits its turn. In a group
+// (PerGroup) and a private chat (PerChat) alike.
 func TestLiveUpdatesPaced(t *testing.T) {
 	f := telegramtest.New(t)
 	const gap = 300 * time.Millisecond
 	a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), PollTimeout: 2 * time.Second, PerChat: gap, PerGroup: gap, Global: -1})
 	adaptertest.Start(t, a, adaptertest.NewHost())
 	ctx := t.Context()
-	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: groupChat}, "turn-1")
-	began := time.Now()
-	for _, text := range []string{"first", "first second"} {
-		if err := l.Update(ctx, text); err != nil {
+	for _, c := range []struct {
+		chat   adapters.JID
+		id     int64
+		method string
+	}{{groupChat, telegramtest.GroupID, "editMessageText"}, {dmChat, telegramtest.UserID, "sendMessageDraft"}} {
+		l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c.chat}, "turn-"+string(c.chat))
+		if err := l.Update(ctx, "first"); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if d := time.Since(began); d < gap {
-		t.Errorf("two updates took %s; want at least %s (paced)", d, gap)
+		before := len(f.Calls(c.method))
+		err := l.Update(ctx, "first second")
+		var ra *adapters.RetryAfterError
+		if !errors.As(err, &ra) || ra.Wait <= 0 || ra.Wait > gap || len(f.Calls(c.method)) != before {
+			t.Fatalf("%s: an update before the chat is due: %v, %d requests; want a RetryAfterError of at most %s, nothing sent",
+				c.chat, err, len(f.Calls(c.method))-before, gap)
+		}
+		time.Sleep(ra.Wait) // as the gateway does
+		if err := l.Update(ctx, "first second third"); err != nil {
+			t.Fatalf("%s: the update after the wait: %v", c.chat, err)
+		}
+		if _, err := l.Finish(ctx, "all done"); err != nil { // not due yet: it waits
+			t.Fatalf("%s: a final before the chat is due: %v; want it sent after the wait", c.chat, err)
+		}
+		if shown := f.Shown(c.id); !slices.Equal(shown, []string{"first", "first second third", "all done"}) {
+			t.Errorf("%s showed %q; want the first update, the newest after the wait, the final", c.chat, shown)
+		}
 	}
 }
 

@@ -45,7 +45,7 @@ const (
 // native binary in it. npmPackage installs with --ignore-scripts, so
 // bin/claude.exe stays the package's placeholder (its post-install script
 // would replace it): the binary is the one in the platform package.
-func claudeCode(t *testing.T) (installDir, binary string) {
+func claudeCode(t testing.TB) (installDir, binary string) {
 	t.Helper()
 	installDir = npmPackage(t, "the Claude Code end-to-end test", "@anthropic-ai/claude-code@"+claudeCodeVersion)
 	binary = filepath.Join(installDir, "node_modules", "@anthropic-ai", "claude-code-"+npmPlatform(t, runtime.GOOS, runtime.GOARCH), "claude")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,28 +30,9 @@ tail -n +20 "$E2E_OUT/tool.jsonl"`})
 		t.Fatal(err)
 	}
 	g := startGW(t, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+g.addr+"/api/rooms/lobby/events", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	type draft struct{ Type, ID, Text string }
-	drafts := make(chan draft, 100)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			var d draft
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &d) == nil && d.Type == "draft" {
-				drafts <- d
-			}
-		}
-		close(drafts)
-	}()
+	drafts := roomDrafts(t, g, "lobby")
 	g.mustPost("lobby", "ann", "run it")
-	var d draft
+	var d webDraft
 	for !strings.Contains(d.Text, "running Bash: ") {
 		select {
 		case d = <-drafts:
@@ -71,4 +53,97 @@ tail -n +20 "$E2E_OUT/tool.jsonl"`})
 	if err := g.stop(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// webDraft is a draft object of a room's event stream, or a bot message
+// (Type "", FromBot set).
+type webDraft struct {
+	Type, ID, Text string
+	FromBot        bool `json:"from_bot"`
+}
+
+// roomDrafts reads room's event stream until the test ends and passes on
+// its drafts and the bot's messages, in order.
+func roomDrafts(t *testing.T, g *gw, room string) <-chan webDraft {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+g.addr+"/api/rooms/"+room+"/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	drafts := make(chan webDraft, 1000)
+	go func() {
+		defer close(drafts)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var d webDraft
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &d) == nil && (d.Type == "draft" || d.FromBot) {
+				drafts <- d
+			}
+		}
+	}()
+	return drafts
+}
+
+// A turn run by a `switchboard worker` (agent.runner: nats) streams too:
+// the text agent's lines, written slowly on the worker, reach the web
+// chat as growing drafts (the events come back over NATS) before the
+// final, which arrives once under the drafts' id.
+func TestE2ELiveReplyWorker(t *testing.T) {
+	t.Parallel()
+	dir := newE2E(t, e2eConfig{agent: `for i in 1 2 3 4 5 6 7 8; do echo "step $i done"; sleep 0.3; done`,
+		agentExtra: "  runner: nats\n",
+		extra:      "nats: {embedded: true, listen: \"127.0.0.1:0\"}\n"})
+	g := startGW(t, dir)
+	w := startWorker(t, dir, "w1", embeddedNATSURL(t, g), 1)
+	drafts := roomDrafts(t, g, "lobby")
+	g.mustPost("lobby", "ann", "go")
+	bot := g.waitBot("lobby", 1)
+	var lines []string
+	for i := 1; i <= 8; i++ {
+		lines = append(lines, fmt.Sprintf("step %d done", i))
+	}
+	final := strings.Join(lines, "\n")
+	if len(bot) != 1 || bot[0].Text != final {
+		t.Fatalf("bot messages %+v; want the agent's output once", bot)
+	}
+	var seen []string
+	for d := range drafts {
+		if d.FromBot { // the final: the drafts came before it
+			break
+		}
+		if d.ID != bot[0].ID {
+			t.Errorf("draft %+v: want the final's id %q", d, bot[0].ID)
+		}
+		seen = append(seen, d.Text)
+	}
+	if ok, n := growing(seen, final); !ok || n < 2 {
+		t.Errorf("drafts before the final %q; want at least two different texts, each a longer start of the final", seen)
+	}
+	if len(w.records("turn done", "", "")) != 1 {
+		t.Errorf("the worker ran %d turns; want the one", len(w.records("turn done", "", "")))
+	}
+	if err := g.stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// growing reports whether texts (as a chat showed them, in order) are
+// starts of final, each at least as long as the one before, and how many
+// different texts there are.
+func growing(texts []string, final string) (ok bool, distinct int) {
+	last := ""
+	for _, s := range texts {
+		if !strings.HasPrefix(final, s) || len(s) < len(last) {
+			return false, distinct
+		}
+		if s != last {
+			distinct++
+		}
+		last = s
+	}
+	return true, distinct
 }

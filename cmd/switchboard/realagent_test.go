@@ -35,7 +35,7 @@ const npmInstalledMarker = ".switchboard-installed"
 // directory (its packages are under node_modules/). Without node and npm, or
 // when the registry cannot be reached, it skips the test outside CI and
 // fails it in CI. what names the test for those messages.
-func npmPackage(t *testing.T, what, spec string) string {
+func npmPackage(t testing.TB, what, spec string) string {
 	t.Helper()
 	name, version, ok := strings.Cut(strings.TrimPrefix(spec, "@"), "@")
 	if !ok || version == "" || strings.ContainsAny(version, "^~<>=* ") {
@@ -98,7 +98,7 @@ func npmPackage(t *testing.T, what, spec string) string {
 
 // npmTool returns npm's path; without Node and npm it ends the test
 // (unavailable: a skip outside CI, a failure in CI).
-func npmTool(t *testing.T, what string) string {
+func npmTool(t testing.TB, what string) string {
 	t.Helper()
 	npm, err := exec.LookPath("npm")
 	if err == nil {
@@ -113,7 +113,7 @@ func npmTool(t *testing.T, what string) string {
 // lockFile holds an exclusive lock on path (created if missing), so that
 // concurrent test processes do not install over each other, until the
 // returned function is called.
-func lockFile(t *testing.T, path string) (unlock func()) {
+func lockFile(t testing.TB, path string) (unlock func()) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -131,7 +131,7 @@ func lockFile(t *testing.T, path string) (unlock func()) {
 
 // npmRun runs npm with args in dir within timeout. An unreachable registry
 // ends the test (unavailable); a failed run fails it with npm's output.
-func npmRun(t *testing.T, what, npm, dir string, timeout time.Duration, args ...string) {
+func npmRun(t testing.TB, what, npm, dir string, timeout time.Duration, args ...string) {
 	t.Helper()
 	if err := registryReachable(); err != nil {
 		testenv.Unavailable(t, "%s needs the npm registry, which cannot be reached: %v", what, err)
@@ -153,7 +153,7 @@ func npmRun(t *testing.T, what, npm, dir string, timeout time.Duration, args ...
 
 // npmPlatform is the suffix of the per-platform packages that CLIs such as
 // Claude Code ship their native binary in (claude-code-linux-x64, …).
-func npmPlatform(t *testing.T, goos, goarch string) string {
+func npmPlatform(t testing.TB, goos, goarch string) string {
 	t.Helper()
 	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[goarch]
 	if arch == "" || (goos != "linux" && goos != "darwin") {

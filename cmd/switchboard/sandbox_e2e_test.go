@@ -114,7 +114,7 @@ exec sleep 30`
 }
 
 // requireBwrap fails (never skips) without bubblewrap: make test installs it.
-func requireBwrap(t *testing.T) {
+func requireBwrap(t testing.TB) {
 	t.Helper()
 	testenv.Require(t, "bwrap", "make test installs it, or apt-get install bubblewrap")
 }

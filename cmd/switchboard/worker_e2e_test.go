@@ -28,15 +28,15 @@ type worker struct {
 // startWorker runs `switchboard worker` with dir's config and its own data
 // directory dir/<name>, with credentials that `switchboard nats worker add
 // <name>` minted in its data directory the first time, and waits until it
-// pulls turns.
-func startWorker(t testing.TB, dir, name, natsURL string, slots int) *worker {
+// pulls turns. env adds variables to its environment.
+func startWorker(t testing.TB, dir, name, natsURL string, slots int, env ...string) *worker {
 	t.Helper()
 	creds := workerCreds(t, dir, name, natsURL)
 	w := &worker{t: t, exited: make(chan struct{})}
 	w.cmd = exec.Command(switchboardBinary(t), "--config", "switchboard.yaml", "--data-dir", filepath.Join(dir, name),
 		"worker", "--nats", natsURL, "--creds", creds, "--slots", fmt.Sprint(slots))
 	w.cmd.Dir = dir
-	w.cmd.Env = os.Environ() // nothing of the gateway's: the turn's env comes with the job
+	w.cmd.Env = append(os.Environ(), env...) // nothing of the gateway's: the turn's env comes with the job
 	stderr, err := w.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
