@@ -38,6 +38,10 @@ var (
 	// exited and its process group was killed. Only a process that left the group
 	// (setsid) can hold them open that long; its output is then abandoned.
 	drainGrace = time.Second
+	// stopGrace is the time between SIGTERM and SIGKILL to the process
+	// group of a turn a person stopped (ErrStopped): the contract is that
+	// its processes are gone within 2 s.
+	stopGrace = time.Second
 )
 
 // Output is how an agent's stdout is read (config agent.output).
@@ -147,11 +151,13 @@ type Result struct {
 // and killed too; in the sandbox, its PID namespace ends with the agent.
 //
 // Errors wrap ErrFailed, except when ctx ends first: then the error wraps
-// ErrCancelled and ctx.Err() (Cancelled).
+// ErrCancelled and ctx.Err() (Cancelled), and also ErrStopped when ctx was
+// cancelled with that cause (Ended); a stopped turn's Result has the usage
+// and session its output reported so far.
 func Run(ctx context.Context, spec Spec, in Input) (Result, error) {
 	res := Result{SessionID: in.SessionID, ExitCode: -1}
-	if err := ctx.Err(); err != nil {
-		return res, Cancelled(err)
+	if ctx.Err() != nil {
+		return res, Ended(ctx)
 	}
 	if err := check(spec, in); err != nil {
 		res.NotStarted = true
@@ -169,7 +175,7 @@ func Run(ctx context.Context, spec Spec, in Input) (Result, error) {
 		res.Duration = time.Since(started)
 		switch {
 		case ctx.Err() != nil:
-			return res, Cancelled(ctx.Err())
+			return res, Ended(ctx)
 		case turnCtx.Err() != nil:
 			res.TimedOut = true
 			return res, timeoutError(spec.Timeout)
@@ -243,6 +249,7 @@ type proc struct {
 	stdinR, stdinW, outR, outW, errR, errW *os.File
 	readers, writer                        sync.WaitGroup
 	interrupted                            atomic.Bool // cmd.Cancel signalled the group
+	stopKill                               atomic.Pointer[time.Timer]
 	// turnEntry (SWITCHBOARD_TURN_ID=…) marks the turn's processes when no
 	// sandbox's PID namespace ends them: those that left the group are
 	// found by it and killed at the end.
@@ -275,7 +282,7 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 	if spec.Sandbox == nil {
 		p.turnEntry = in.TurnID.envEntry()
 	}
-	cmd.Cancel = p.interrupt
+	cmd.Cancel = func() error { return p.interrupt(ctx) }
 	p.parseLines(spec, in, maxOut)
 	if err := p.openPipes(); err != nil {
 		p.closePipes()
@@ -352,12 +359,22 @@ func (p *proc) closePipes() {
 
 // interrupt is cmd.Cancel: SIGTERM to the whole group. exec sends SIGKILL to the
 // main process WaitDelay later, and wait then kills the rest of the group.
-func (p *proc) interrupt() error {
-	err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+// A stopped turn (ctx's cause ErrStopped) has its whole group killed
+// stopGrace later: a person waits for it.
+func (p *proc) interrupt(ctx context.Context) error {
+	pid := p.cmd.Process.Pid
+	err := syscall.Kill(-pid, syscall.SIGTERM)
 	if errors.Is(err, syscall.ESRCH) {
 		return os.ErrProcessDone
 	}
 	p.interrupted.Store(true)
+	if StopRequested(ctx) {
+		// The group id stays valid while any member lives; once all are
+		// gone it may be reused only after the leader is reaped, which
+		// wait's own SIGKILL to the group precedes anyway.
+		kill := time.AfterFunc(stopGrace, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+		p.stopKill.Store(kill)
+	}
 	return err
 }
 
@@ -365,6 +382,9 @@ func (p *proc) interrupt() error {
 // group, and finishes reading its output within drainGrace.
 func (p *proc) wait() error {
 	err := p.cmd.Wait()
+	if t := p.stopKill.Load(); t != nil {
+		t.Stop()
+	}
 	// The group id stays valid while any member lives, even after Wait reaped
 	// the leader; ESRCH just means nothing was left.
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -400,8 +420,17 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 		res.ExitCode = st.ExitCode()
 	}
 	if p.interrupted.Load() {
-		if err := ctx.Err(); err != nil {
-			return res, Cancelled(err)
+		if StopRequested(ctx) {
+			// What the agent reported before it was stopped is still
+			// spent, and its session (resumed by the next turn) named.
+			res.Usage = p.usage(spec.Output)
+			if p.claude != nil && p.claude.sessionID != "" {
+				res.SessionID = p.claude.sessionID
+			}
+			return res, Ended(ctx)
+		}
+		if ctx.Err() != nil {
+			return res, Cancelled(ctx.Err())
 		}
 		res.TimedOut = true
 		return res, timeoutError(spec.Timeout)

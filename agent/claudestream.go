@@ -42,6 +42,9 @@ type claudeStream struct {
 	// resultLine is the last result event as printed (Run's Result is
 	// made of it).
 	resultLine []byte
+	// sessionID is the session its system init line named: what a turn
+	// stopped before its result resumes.
+	sessionID string
 }
 
 type pendingTool struct {
@@ -52,6 +55,8 @@ type pendingTool struct {
 // claudeLine is the part of one stream-json line that the parser reads.
 type claudeLine struct {
 	Type            string         `json:"type"`
+	Subtype         string         `json:"subtype"`
+	SessionID       string         `json:"session_id"`
 	ParentToolUseID string         `json:"parent_tool_use_id"`
 	IsAPIError      bool           `json:"is_api_error_message"`
 	Event           *claudeEvent   `json:"event"`
@@ -116,6 +121,10 @@ func (s *claudeStream) line(b []byte) {
 		return
 	}
 	switch l.Type {
+	case "system":
+		if l.Subtype == "init" && l.SessionID != "" {
+			s.sessionID = l.SessionID
+		}
 	case "stream_event":
 		if l.Event != nil {
 			s.streamEvent(l.Event)
