@@ -104,6 +104,10 @@ type LimitsConfig struct {
 	TurnsPerSender RateConfig `yaml:"turns_per_sender"`
 	TurnsPerChat   RateConfig `yaml:"turns_per_chat"`
 	MaxChain       int        `yaml:"max_chain"`
+	// StopBy says who may stop a chat's running turn (/stop, the Stop
+	// button): anyone (the default) or approvers (the group's
+	// approvals.approvers).
+	StopBy string `yaml:"stop_by"`
 }
 
 // RateConfig is at most Count turns started per Window; count 0 is off.
@@ -233,6 +237,7 @@ func Default() Config {
 			TurnsPerSender: RateConfig{Count: 30, Window: Duration(time.Minute)},
 			TurnsPerChat:   RateConfig{Count: 60, Window: Duration(time.Minute)},
 			MaxChain:       8,
+			StopBy:         "anyone",
 		},
 		Adapters: AdaptersConfig{
 			Web:           WebConfig{Enabled: true, Listen: "127.0.0.1:8420", Stream: "native", StreamInterval: Duration(time.Second)},
@@ -355,6 +360,9 @@ func (c *Config) validateLimits(bad func(string, string, ...any)) {
 	}
 	if c.Limits.MaxChain < 1 {
 		bad("limits.max_chain", "%d: must be at least 1 (the default is 8)", c.Limits.MaxChain)
+	}
+	if s := c.Limits.StopBy; s != "anyone" && s != "approvers" {
+		bad("limits.stop_by", "%q: want anyone or approvers", s)
 	}
 }
 

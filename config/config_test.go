@@ -82,6 +82,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"limit without window", "limits: {turns_per_chat: {count: 5, window: 0s}}", "limits.turns_per_chat.window: must be more than 0"},
 		{"bad limit window", "limits: {turns_per_chat: {window: often}}", `limits.turns_per_chat.window: "often" is not a duration`},
 		{"no chain", "limits: {max_chain: 0}", "limits.max_chain: 0"},
+		{"bad stop_by", "limits: {stop_by: admins}", `limits.stop_by: "admins": want anyone or approvers`},
 		{"not a mapping", "agent: 5", "agent: want a mapping"},
 		{"yaml syntax", "agent: [", "parse yaml"},
 		{"malformed var", "data_dir: ${FOO", "data_dir: malformed variable"},
@@ -119,15 +120,15 @@ func TestConfigLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := LimitsConfig{TurnsPerSender: RateConfig{30, Duration(time.Minute)}, TurnsPerChat: RateConfig{60, Duration(time.Minute)}, MaxChain: 8}
+	want := LimitsConfig{TurnsPerSender: RateConfig{30, Duration(time.Minute)}, TurnsPerChat: RateConfig{60, Duration(time.Minute)}, MaxChain: 8, StopBy: "anyone"}
 	if cfg.Limits != want {
 		t.Errorf("default limits = %+v; want %+v", cfg.Limits, want)
 	}
-	cfg, err = Parse([]byte("limits: {turns_per_sender: {count: 3}, turns_per_chat: {count: 0}, max_chain: 4}"), env(nil))
+	cfg, err = Parse([]byte("limits: {turns_per_sender: {count: 3}, turns_per_chat: {count: 0}, max_chain: 4, stop_by: approvers}"), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = LimitsConfig{TurnsPerSender: RateConfig{3, Duration(time.Minute)}, TurnsPerChat: RateConfig{0, Duration(time.Minute)}, MaxChain: 4}
+	want = LimitsConfig{TurnsPerSender: RateConfig{3, Duration(time.Minute)}, TurnsPerChat: RateConfig{0, Duration(time.Minute)}, MaxChain: 4, StopBy: "approvers"}
 	if cfg.Limits != want {
 		t.Errorf("limits = %+v; want %+v", cfg.Limits, want)
 	}

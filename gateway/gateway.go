@@ -89,6 +89,13 @@ type Options struct {
 	// Progress shows a line while the agent runs a tool in a live reply
 	// (agent.progress).
 	Progress bool
+	// StopBy says who may stop a chat's running turn (limits.stop_by):
+	// StopByAnyone (the default) or StopByApprovers.
+	StopBy StopBy
+	// Approvers lists the people who may decide for a folder
+	// (groups[].approvals.approvers): with StopByApprovers, only they stop
+	// its turns. nil: nobody is an approver.
+	Approvers func(ctx context.Context, folder groups.Folder) ([]adapters.JID, error)
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -107,6 +114,7 @@ type Gateway struct {
 	metrics  *metrics
 	intake   *intake
 	active   *activeTurns
+	stops    *stopper
 	budget   *budgetGuard
 	turns    *turns
 	workers  *workers
@@ -188,6 +196,9 @@ func (opt Options) withDefaults() Options {
 	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
 	opt.Limits = opt.Limits.withDefaults()
+	if opt.StopBy == "" {
+		opt.StopBy = StopByAnyone
+	}
 	return opt
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,6 +103,16 @@ func (h adapterHost) Press(ctx context.Context, p adapters.Press) (string, error
 		return "This button is no longer active.", nil
 	}
 	return h.press(ctx, p)
+}
+
+// press hands a button press to the part that minted the button, by the
+// prefix of its Data.
+func (g *Gateway) press(ctx context.Context, p adapters.Press) (string, error) {
+	switch {
+	case strings.HasPrefix(p.Data, stopPressPrefix):
+		return g.stops.press(ctx, p)
+	}
+	return "This button is no longer active.", nil
 }
 
 // RoutedChats lists the adapter's chats that some route owns, with their

@@ -51,6 +51,7 @@ type intake struct {
 	now         func() time.Time // Options.Now: whether a backfilled message is stale
 	loop        roomGuard
 	flood       floodWatch
+	stops       *stopper
 	storeInject func(context.Context, *routing.Table, ops.InjectRequest) (store.Message, groups.Folder, error) // ops.Inject
 	kick        func(folder groups.Folder)
 	inbound     *prometheus.CounterVec // switchboard_inbound_events_total
@@ -85,6 +86,9 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	case adapters.KindReaction:
 		return i.react(ctx, in, m)
 	}
+	if !m.FromBot && !m.OtherBot && isStopCommand(m.Text, m.Verb) && i.stops.owns(m.ChatJID, m.Topic) {
+		return i.stop(ctx, m, !in.Backfilled)
+	}
 	var work []store.WorkItem
 	if !m.FromBot && !m.OtherBot {
 		work = i.route(m, in.Backfilled && i.now().Sub(in.Time) > adapters.BackfillTriggerAge)
@@ -105,6 +109,20 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 {
 		i.unrouted.Add(1)
 		i.logUnrouted(m.ChatJID)
+	}
+	return m.Seq, nil
+}
+
+// stop stores a stop request (/stop) without work, so that no prompt ever
+// shows it, and acts on it once (not on a redelivery; not at all when it
+// was backfilled: the turn it meant is long gone).
+func (i *intake) stop(ctx context.Context, m store.Message, act bool) (int64, error) {
+	inserted, err := i.commits.commit(ctx, &m, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
+	}
+	if inserted && act {
+		i.stops.command(ctx, m)
 	}
 	return m.Seq, nil
 }

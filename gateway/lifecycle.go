@@ -67,6 +67,7 @@ type turns struct {
 	metrics     *metrics
 	spend       *spend
 	live        *liveStarter // live replies (nil: none)
+	running     *stoppable
 	wakeOutbox  func()
 	kickAfter   func(folder groups.Folder, d time.Duration) // workers.kickAfter
 	log         *slog.Logger
@@ -89,9 +90,15 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	if live != nil {
 		p.in.OnEvent = live.onEvent
 	}
-	res, err := t.runner.Run(ctx, t.agent, p.in)
+	run := t.running.begin(ctx, p.turn.ID, b) // /stop, the Stop button
+	res, err := t.runner.Run(run.ctx, t.agent, p.in)
 	stopTyping()
 	live.stop() // nothing more is shown before the turn is recorded
+	if by, _, stopped := run.end(); stopped && err != nil && ctx.Err() == nil {
+		backoff = t.recordStopped(ctx, p, res, err, by, live)
+		live.settle(ctx, liveMarkerStopped)
+		return backoff
+	}
 	backoff = t.recordTurn(ctx, p.b, p.turn, p.session, res, err, live)
 	live.settle(ctx, liveMarker(ctx, res, err))
 	return backoff

@@ -42,6 +42,7 @@ type Stream struct {
 const (
 	liveMarkerFailed   = " … (failed)"
 	liveMarkerTimedOut = " … (timed out)"
+	liveMarkerStopped  = " … (stopped)"
 	liveStopTimeout    = 10 * time.Second
 	// liveTextCap bounds the text a live reply keeps (and renders at each
 	// update): more than any platform shows in one message, and the reply

@@ -57,5 +57,5 @@ func (g *Gateway) supervise(ctx context.Context, name string, a adapters.Adapter
 
 // host is the adapters.Host of adapter name.
 func (g *Gateway) host(name string) adapterHost {
-	return adapterHost{name: name, deliver: g.intake.deliver, states: g.states, st: g.st, table: g.Table}
+	return adapterHost{name: name, deliver: g.intake.deliver, states: g.states, st: g.st, table: g.Table, press: g.press}
 }

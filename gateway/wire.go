@@ -48,9 +48,12 @@ func (g *Gateway) wire() error {
 	chain := chainGuard{maxChain: opt.Limits.MaxChain, st: st, notices: notices, turns: g.metrics.turns, wakeOutbox: g.outbox.wake, log: log}
 
 	g.config = &liveConfig{st: st, layout: g.layout, exe: opt.Exe, loadBudgets: g.budget.load, wakeScheduler: g.sched.Wake, log: log}
+	running := &stoppable{}
+	g.stops = &stopper{running: running, by: opt.StopBy, approvers: opt.Approvers, table: g.config.Table, send: g.outbox.send,
+		log: log.With("component", "stop")}
 	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick}
 	g.intake = &intake{st: st, commits: commits, table: g.config.Table, adapters: g.adapters, engage: engage, engageTTL: opt.EngageTTL,
-		now: opt.Now, loop: loop, flood: flood, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
+		now: opt.Now, loop: loop, flood: flood, stops: g.stops, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
 		storeInject: func(ctx context.Context, t *routing.Table, req ops.InjectRequest) (store.Message, groups.Folder, error) {
 			return ops.Inject(ctx, st, t, req)
 		}}
@@ -69,7 +72,7 @@ func (g *Gateway) wire() error {
 		layout: g.layout, socket: mcp.SocketPath, tokens: g.endpoint, adapters: g.adapters, active: g.active, notices: notices,
 		guards:  turnGuards{list: []turnGuard{chain, g.budget, flood, loop}, log: log}, // the order matters: guards.go
 		files:   &fetcher{adapters: g.adapters, layout: g.layout, maxDownload: opt.MaxDownload, log: log},
-		metrics: g.metrics, spend: newSpend(g.metrics.reg), live: live, wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, log: log}
+		metrics: g.metrics, spend: newSpend(g.metrics.reg), live: live, running: running, wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, log: log}
 	g.workers.turns = g.turns
 	return nil
 }

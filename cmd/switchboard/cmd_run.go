@@ -101,6 +101,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
 		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20, Warning: warning,
 		Limits: gatewayLimits(a.cfg.Limits), Streams: gatewayStreams(a.cfg.Adapters), Progress: a.cfg.Agent.Progress,
+		StopBy: gateway.StopBy(a.cfg.Limits.StopBy),
 		MCPHTTP: gateway.MCPHTTP{Listen: a.cfg.MCP.Listen, CertFile: a.cfg.MCP.TLSCert, KeyFile: a.cfg.MCP.TLSKey, URL: a.cfg.MCP.URL,
 			// A sandbox without network cannot reach the endpoint: its agents keep the socket.
 			PassToAgents: spec.Sandbox == nil || spec.Sandbox.Network},

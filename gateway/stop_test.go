@@ -1,0 +1,240 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/groups"
+	"switchboard/internal/testagent"
+	"switchboard/internal/testwait"
+	"switchboard/store"
+)
+
+// stoppableAgent is a Claude Code stand-in (claude-stream, --resume ID):
+// it records each turn's prompt, arguments and turn id in dir, names its
+// session in an init line, and answers "reply N" with a result event.
+// A prompt holding LONG makes it a long tool call instead: it ignores
+// SIGTERM and starts a child that ignores it too, whose pid it writes to
+// dir/child-N and which it waits for forever.
+func stoppableAgent(t testing.TB, dir string) []string {
+	return testagent.Script(t, `out="`+dir+`"
+n=$(ls "$out" | grep -c '^prompt-')
+n=$((n+1))
+cat > "$out/prompt-tmp-$$"
+echo "$@" > "$out/args-$n"
+echo "$SWITCHBOARD_TURN_ID" > "$out/turn-$n"
+mv "$out/prompt-tmp-$$" "$out/prompt-$n"
+sess=${2:-sess-$n}
+echo '{"type":"system","subtype":"init","session_id":"'$sess'"}'
+if grep -q LONG "$out/prompt-$n"; then
+  trap '' TERM
+  sh -c "trap '' TERM; sleep 1000; true" &
+  echo $! > "$out/child.tmp" && mv "$out/child.tmp" "$out/child-$n"
+  while :; do wait; done
+fi
+echo '{"type":"result","subtype":"success","is_error":false,"result":"reply '$n'","session_id":"'$sess'","total_cost_usd":0.01}'`)
+}
+
+func stopHarness(t *testing.T, modify func(*Options)) (*harness, string) {
+	t.Helper()
+	dir := t.TempDir()
+	h := newHarness(t, harnessConfig{agent: stoppableAgent(t, dir), modify: func(o *Options) {
+		o.Agent.Output = agent.OutputClaudeStream
+		o.Agent.ResumeArgs = []string{"--resume", "{session}"}
+		o.Agent.Timeout = time.Minute
+		if modify != nil {
+			modify(o)
+		}
+	}})
+	return h, dir
+}
+
+// turnFile reads dir/<name>-<n> once it exists.
+func turnFile(t *testing.T, dir, name string, n int) string {
+	t.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d", name, n))
+	testwait.For(t, 20*time.Second, path, func() bool { _, err := os.Stat(path); return err == nil })
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func childPid(t *testing.T, dir string, n int) int {
+	t.Helper()
+	pid, err := strconv.Atoi(turnFile(t, dir, "child", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// gone reports whether pid is dead (a zombie counts).
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// requireStopped waits (generously) for the child of a stopped turn to be
+// gone and logs how long it took from since.
+func requireStopped(t *testing.T, pid int, since time.Time) {
+	t.Helper()
+	if !testwait.Until(5*time.Second, func() bool { return gone(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the stopped turn's child %d is still running", pid)
+	}
+	t.Logf("/stop posted → process tree gone: %v", time.Since(since))
+}
+
+func texts(ms []sentMsg) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+// waitTurns waits for folder's n-th turn record and returns them all.
+func (h *harness) waitTurns(folder groups.Folder, n int) []store.Turn {
+	h.t.Helper()
+	testwait.For(h.t, 20*time.Second, fmt.Sprintf("%d turns of %s", n, folder), func() bool { return len(h.turns(folder)) >= n })
+	return h.turns(folder)
+}
+
+// /stop during a long tool call: the process tree is gone, the turn is
+// recorded stopped (no retry, no failure notice), the chat told once, the
+// /stop never prompted, and the next message resumes the session.
+func TestStopCommand(t *testing.T) {
+	h, dir := stopHarness(t, nil)
+	h.post(testChat, "m1", "a LONG job")
+	pid := childPid(t, dir, 1)
+	posted := time.Now()
+	h.post(testChat, "m2", "/stop")
+	requireStopped(t, pid, posted)
+	ts := h.waitTurns("main", 1)
+	if ts[0].Status != store.TurnStopped || ts[0].Error != "stopped by test:user/ann" || ts[0].SessionID != "sess-1" {
+		t.Fatalf("turn %+v; want stopped by ann, session sess-1 kept", ts[0])
+	}
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+		t.Fatalf("the chat got %q; want only %q (no failure notice)", sent, stopStopped)
+	}
+	if p := h.pending(); len(p) != 0 {
+		t.Fatalf("pending work in %v after a stop; a stopped turn is not retried", p)
+	}
+	h.post(testChat, "m3", "hello again")
+	if sent := texts(h.waitSent(testChat, 2)); sent[1] != "reply 2" {
+		t.Fatalf("sent %q; want the next turn's reply", sent)
+	}
+	if args := turnFile(t, dir, "args", 2); args != "--resume sess-1" {
+		t.Errorf("the next turn ran with %q; want it to resume the stopped turn's session", args)
+	}
+	prompt := turnFile(t, dir, "prompt", 2)
+	if !strings.Contains(prompt, "hello again") || strings.Contains(prompt, "/stop") || strings.Contains(prompt, "LONG") {
+		t.Errorf("the next prompt:\n%s\nwant only the new message: never the /stop, nor the stopped batch again", prompt)
+	}
+	if len(h.turns("main")) != 2 {
+		t.Errorf("turns %+v; want the stopped one and the next", h.turns("main"))
+	}
+}
+
+// A /stop with nothing running says so, once (a redelivery of the same
+// message says nothing more), and starts no turn.
+func TestStopNothingRunning(t *testing.T) {
+	h, dir := stopHarness(t, nil)
+	h.post(testChat, "m1", "/stop")
+	h.post(testChat, "m1", "/stop")
+	h.post(testChat, "m2", "@switchboard stop")
+	if sent := texts(h.waitSent(testChat, 2)); !slices.Equal(sent, []string{stopNothingRunning, stopNothingRunning}) {
+		t.Fatalf("sent %q; want %q for each of the two requests", sent, stopNothingRunning)
+	}
+	h.post(testChat, "m3", "hi")
+	h.waitSent(testChat, 3)
+	if prompt := turnFile(t, dir, "prompt", 1); strings.Contains(prompt, "stop") {
+		t.Errorf("the prompt shows a stop request:\n%s", prompt)
+	}
+	if sent := texts(h.fa.sentTo(testChat)); len(sent) != 3 {
+		t.Errorf("sent %q; want two answers and one reply", sent)
+	}
+}
+
+func TestIsStopCommand(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		verb adapters.Verb
+		want bool
+	}{
+		{"/stop", adapters.VerbMessage, true},
+		{" /stop\n", adapters.VerbMention, true},
+		{"/stop@switchboard_bot", adapters.VerbMention, true},
+		{"/stop@other_bot", adapters.VerbMessage, false},
+		{"@switchboard stop", adapters.VerbMention, true},
+		{"<@U123> Stop!", adapters.VerbMention, true},
+		{"@someone stop", adapters.VerbMessage, false},
+		{"/stop please", adapters.VerbMention, false},
+		{"stop", adapters.VerbMention, false},
+		{"please stop", adapters.VerbMention, false},
+	} {
+		if got := isStopCommand(c.text, c.verb); got != c.want {
+			t.Errorf("isStopCommand(%q, %s) = %v, want %v", c.text, c.verb, got, c.want)
+		}
+	}
+}
+
+// limits.stop_by: approvers: anyone else is told it is not theirs and the
+// turn goes on; an approver stops it, by /stop or with the Stop button.
+func TestStopByApprovers(t *testing.T) {
+	h, dir := stopHarness(t, func(o *Options) {
+		o.StopBy = StopByApprovers
+		o.Approvers = func(_ context.Context, folder groups.Folder) ([]adapters.JID, error) {
+			if folder == "main" {
+				return []adapters.JID{"test:user/boss"}, nil
+			}
+			return nil, nil
+		}
+	})
+	h.post(testChat, "m1", "a LONG job")
+	pid := childPid(t, dir, 1)
+	h.post(testChat, "m2", "/stop")
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopNotYours}) {
+		t.Fatalf("sent %q; want %q", sent, stopNotYours)
+	}
+	host := h.g.host("test")
+	press := adapters.Press{Chat: testChat, Sender: "test:user/ann", Data: stopPressPrefix + turnFile(t, dir, "turn", 1)}
+	if answer, err := host.Press(context.Background(), press); err != nil || answer != stopNotYours {
+		t.Fatalf("ann's press: %q, %v; want %q", answer, err, stopNotYours)
+	}
+	if gone(pid) || len(h.turns("main")) != 0 {
+		t.Fatal("the turn ended although nobody who may stop it did")
+	}
+	press.Sender = "test:user/boss"
+	posted := time.Now()
+	if answer, err := host.Press(context.Background(), press); err != nil || answer != stopStopping {
+		t.Fatalf("the approver's press: %q, %v; want %q", answer, err, stopStopping)
+	}
+	requireStopped(t, pid, posted)
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].Error != "stopped by test:user/boss" {
+		t.Fatalf("turn %+v; want stopped by the approver", ts[0])
+	}
+	if answer, _ := host.Press(context.Background(), press); answer != stopGone {
+		t.Errorf("a press after the turn ended: %q; want %q", answer, stopGone)
+	}
+}
