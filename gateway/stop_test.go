@@ -238,3 +238,27 @@ func TestStopByApprovers(t *testing.T) {
 		t.Errorf("a press after the turn ended: %q; want %q", answer, stopGone)
 	}
 }
+
+// A stopped turn's live reply ends with the text so far and "(stopped)";
+// the chat gets no other message (no "Stopped." notice, no failure notice).
+func TestStopLiveReplyMarker(t *testing.T) {
+	la := &liveAdapter{fakeAdapter: newFakeAdapter("test"), native: true}
+	argv, _ := streamAgent(t, toolFixture, 6, 0) // the gate never opens
+	h := liveHarness(t, la, argv, Stream{Mode: StreamNative, Interval: 10 * time.Millisecond}, func(o *Options) {
+		o.Agent.Timeout = time.Minute
+	})
+	h.post(testChat, "m1", "@bot run it")
+	testwait.For(t, 20*time.Second, "an update", func() bool { u, _, _, _, _ := la.snapshot(); return len(u) > 0 })
+	h.post(testChat, "m2", "@bot stop")
+	testwait.For(t, 20*time.Second, "the marker", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
+	if _, f, _, _, _ := la.snapshot(); f[0] != "Let me run that."+liveMarkerStopped {
+		t.Errorf("final = %q, want the text so far and the stop marker", f[0])
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped {
+		t.Errorf("turn %+v; want stopped", ts[0])
+	}
+	h.stop()
+	if sent := texts(h.fa.sentTo(testChat)); len(sent) != 0 {
+		t.Errorf("the chat also got %q; the live reply says it all", sent)
+	}
+}
