@@ -68,6 +68,7 @@ type turns struct {
 	spend       *spend
 	live        *liveStarter // live replies (nil: none)
 	running     *stoppable
+	buttons     *stopButtons
 	wakeOutbox  func()
 	kickAfter   func(folder groups.Folder, d time.Duration) // workers.kickAfter
 	log         *slog.Logger
@@ -91,7 +92,9 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		p.in.OnEvent = live.onEvent
 	}
 	run := t.running.begin(ctx, p.turn.ID, b) // /stop, the Stop button
+	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic}, p.turn.ID)
 	res, err := t.runner.Run(run.ctx, t.agent, p.in)
+	unbutton()
 	stopTyping()
 	live.stop() // nothing more is shown before the turn is recorded
 	if by, _, stopped := run.end(); stopped && err != nil && ctx.Err() == nil {

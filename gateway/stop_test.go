@@ -3,12 +3,14 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -260,5 +262,96 @@ func TestStopLiveReplyMarker(t *testing.T) {
 	h.stop()
 	if sent := texts(h.fa.sentTo(testChat)); len(sent) != 0 {
 		t.Errorf("the chat also got %q; the live reply says it all", sent)
+	}
+}
+
+// buttonAdapter is the fake platform with buttons (adapters.Buttons) and
+// deletes: it records the messages with buttons, their edits and deletes.
+type buttonAdapter struct {
+	*fakeAdapter
+	bmu     sync.Mutex
+	posted  []adapters.Button
+	edited  []string
+	deleted []adapters.MessageID
+	noDel   bool // Delete fails: the button is edited away instead
+}
+
+func (a *buttonAdapter) SendButtons(ctx context.Context, m adapters.Outbound, buttons []adapters.Button) (adapters.MessageID, error) {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	a.posted = append(a.posted, buttons...)
+	return adapters.MessageID(fmt.Sprintf("b-%d", len(a.posted))), nil
+}
+
+func (a *buttonAdapter) EditButtons(ctx context.Context, m adapters.MessageRef, text string, buttons []adapters.Button) error {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	a.edited = append(a.edited, fmt.Sprintf("%s=%s/%d", m.ID, text, len(buttons)))
+	return nil
+}
+
+func (a *buttonAdapter) Delete(ctx context.Context, m adapters.MessageRef) error {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	if a.noDel {
+		return errors.New("not allowed")
+	}
+	a.deleted = append(a.deleted, m.ID)
+	return nil
+}
+
+func (a *buttonAdapter) snapshot() (posted []adapters.Button, edited []string, deleted []adapters.MessageID) {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	return slices.Clone(a.posted), slices.Clone(a.edited), slices.Clone(a.deleted)
+}
+
+// A turn that runs a while shows a Stop button (in a chat whose adapter
+// has buttons and streams); pressing it stops the turn, and the button's
+// message goes when the turn ends. A quick turn never shows one.
+func TestStopButton(t *testing.T) {
+	for _, noDel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("delete fails %v", noDel), func(t *testing.T) {
+			ba := &buttonAdapter{fakeAdapter: newFakeAdapter("test"), noDel: noDel}
+			dir := t.TempDir()
+			h := newHarness(t, harnessConfig{agent: stoppableAgent(t, dir), noStart: true, modify: func(o *Options) {
+				o.Agent.Output = agent.OutputClaudeStream
+				o.Agent.Timeout = time.Minute
+				o.Adapters = []adapters.Adapter{ba}
+				o.Streams = map[string]Stream{"test": {Mode: StreamEdit}}
+			}})
+			h.fa = ba.fakeAdapter
+			h.g.turns.buttons.delay = 300 * time.Millisecond
+			h.start()
+			h.post(testChat, "m1", "quick")
+			h.waitSent(testChat, 1)
+			if posted, _, _ := ba.snapshot(); len(posted) != 0 {
+				t.Fatalf("a quick turn showed %v", posted)
+			}
+			h.post(testChat, "m2", "a LONG job")
+			pid := childPid(t, dir, 2)
+			var posted []adapters.Button
+			testwait.For(t, 20*time.Second, "the stop button", func() bool { posted, _, _ = ba.snapshot(); return len(posted) > 0 })
+			turn := turnFile(t, dir, "turn", 2)
+			if want := (adapters.Button{Label: "Stop", Data: "stop:" + turn, Style: adapters.StyleDanger}); posted[0] != want {
+				t.Fatalf("button %+v; want %+v", posted[0], want)
+			}
+			pressed := time.Now()
+			answer, err := h.g.host("test").Press(context.Background(), adapters.Press{Chat: testChat, Sender: "test:user/bob", Data: posted[0].Data})
+			if err != nil || answer != stopStopping {
+				t.Fatalf("press: %q, %v; want %q", answer, err, stopStopping)
+			}
+			requireStopped(t, pid, pressed)
+			if ts := h.waitTurns("main", 2); ts[1].Status != store.TurnStopped || ts[1].Error != "stopped by test:user/bob" {
+				t.Fatalf("turn %+v; want stopped by bob", ts[1])
+			}
+			testwait.For(t, 20*time.Second, "the button removed", func() bool {
+				_, edited, deleted := ba.snapshot()
+				return len(deleted) == 1 || len(edited) == 1
+			})
+			if _, edited, deleted := ba.snapshot(); noDel && (len(edited) != 1 || edited[0] != "b-1=Finished./0") || !noDel && deleted[0] != "b-1" {
+				t.Errorf("edited %q, deleted %q; want the button's message deleted, or its button taken away", edited, deleted)
+			}
+		})
 	}
 }
