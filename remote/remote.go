@@ -46,6 +46,7 @@ const (
 	resultsPrefix = "switchboard.results." // + <worker id>.<turn id>: only that worker may publish there
 	takenPrefix   = "switchboard.taken."   // core NATS: + <worker id>.<turn id>, when the worker takes it
 	eventsPrefix  = "switchboard.events."  // core NATS: + <worker id>.<turn id>, the turn's events (events.go)
+	stopPrefix    = "switchboard.stop."    // core NATS: + <worker id>.<turn id>: the gateway stops a turn (stop.go); only that worker reads it
 	workersBucket = "switchboard_workers"  // KV: one entry per live worker
 	// legacyConsumer is the pull consumer all workers shared before each
 	// had its own; removed from an existing stream (see ensureStreams).
@@ -103,6 +104,8 @@ type Outcome struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 	Stderr     string `json:"stderr,omitempty"`
 	Error      string `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
+	// Stopped: the gateway stopped the turn (stop.go); Error is then empty.
+	Stopped bool `json:"stopped,omitempty"`
 	// Usage is what the agent reported the turn cost, failed turns
 	// included: the gateway charges it to the folder's budgets.
 	Usage agent.Usage `json:"usage"`

@@ -267,7 +267,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		r.log.Warn("record a remote turn for a restarted gateway", "turn", job.TurnID, "err", err)
 	}
 	defer func() {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil || agent.StopRequested(ctx) { // a stopped turn is over
 			r.unrecord(job.TurnID)
 		}
 	}()
@@ -302,6 +302,13 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			return outcomeResult(o, in.SessionID)
 		case <-ctx.Done():
 			res.Duration = time.Since(started)
+			if agent.StopRequested(ctx) {
+				o, came := r.stopOnWorker(worker, job.TurnID, ch)
+				if came {
+					relay.wait(o.Events, r.opt.Grace)
+				}
+				return stoppedResult(ctx, o, came, res)
+			}
 			return res, agent.Cancelled(ctx.Err())
 		case <-check.C:
 			if w, gone := r.workerGone(job.TurnID); gone {
@@ -383,6 +390,12 @@ func outcomeResult(o Outcome, session string) (agent.Result, error) {
 	if o.Error != "" {
 		res.Reply = ""
 		return res, agent.Failed(o.Error + " (on worker " + o.Worker + ")")
+	}
+	if o.Stopped {
+		// Run that stopped it returns stoppedResult; read elsewhere (Await
+		// after a restart) it is an attempt that gave no answer.
+		res.Reply = ""
+		return res, agent.Failed("the turn was stopped (on worker " + o.Worker + ")")
 	}
 	return res, nil
 }
