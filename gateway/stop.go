@@ -68,10 +68,14 @@ type stopHandle struct {
 }
 
 // begin registers the turn id answering b; the runner runs under the
-// handle's ctx.
+// handle's ctx. A nil registry registers nothing (the turn cannot be
+// stopped).
 func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHandle {
 	ctx, cancel := context.WithCancelCause(ctx)
 	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, cancel: cancel}
+	if r == nil {
+		return stopHandle{ctx: ctx, rt: rt}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
@@ -83,6 +87,10 @@ func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHan
 
 // end unregisters the turn and reports who stopped it (ok: someone did).
 func (h stopHandle) end() (by adapters.JID, at time.Time, ok bool) {
+	if h.r == nil {
+		h.rt.cancel(nil)
+		return "", time.Time{}, false
+	}
 	h.r.mu.Lock()
 	defer h.r.mu.Unlock()
 	delete(h.r.m, h.rt.id)

@@ -30,8 +30,12 @@ type stopButtons struct {
 
 // show posts turn's Stop button into out's chat after the delay, unless
 // the returned remove is called first; remove takes it away again (it
-// waits for a post in flight). It never blocks the turn.
+// waits for a post in flight). It never blocks the turn. A nil
+// stopButtons shows none.
 func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn string) (remove func()) {
+	if s == nil {
+		return func() {}
+	}
 	platform := out.Chat.Platform()
 	b, ok := s.adapters[platform].(adapters.Buttons)
 	if cfg := s.streams[platform]; !ok || cfg.Mode == StreamOff || cfg.Mode == "" {
