@@ -89,6 +89,11 @@ type Spec struct {
 	// Sandbox confines agents; nil runs them as the gateway's user with
 	// its view of the disk.
 	Sandbox *Sandbox
+	// Input is how the agent takes its input (agent.input): "" and
+	// InputPrompt write the prompt and close stdin; InputStreamJSON
+	// (output claude-stream only) writes it as a user message and keeps
+	// stdin open for Input.Steer until the first result.
+	Input InputFormat
 }
 
 // Input is one turn's inputs.
@@ -114,12 +119,20 @@ type Input struct {
 	// while it runs, stdout is not read and the agent may block writing.
 	// Events come in addition to the Result, which they do not change.
 	OnEvent func(Event)
+	// Steer, with Spec.Input InputStreamJSON, takes messages into the
+	// running turn (Steering.Send); nil: none. Other runs ignore it (its
+	// Send reports false).
+	Steer *Steering
 }
 
 // Result is what one turn produced. Run fills it on failure too (except
 // Reply, which is set only when the turn succeeded).
 type Result struct {
 	Reply     string        // text: trimmed stdout; claude-json, claude-stream: the "result" field (trimmed); codex-json: the last agent_message (trimmed); none: ""
+	// Replies, for claude-stream, are the texts of every result event that
+	// was not an error, in order (with stream-json input one turn may
+	// answer several times); Reply is the last.
+	Replies []string
 	SessionID string        // claude-json, claude-stream: "session_id", codex-json: thread.started's thread_id, when present; otherwise the input SessionID
 	Duration  time.Duration // from start to the end of output
 	ExitCode  int           // the agent's exit status; -1 if it did not start or died of a signal
@@ -262,6 +275,9 @@ type proc struct {
 	claude  *claudeStream
 	codex   *codexStream
 	onEvent func(Event)
+	// steer is the stream-json input (Spec.Input InputStreamJSON): stdin
+	// is written through it and closed at the first result.
+	steer *Steering
 }
 
 func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
@@ -283,6 +299,12 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 		p.turnEntry = in.TurnID.envEntry()
 	}
 	cmd.Cancel = func() error { return p.interrupt(ctx) }
+	if spec.Input == InputStreamJSON && spec.Output == OutputClaudeStream {
+		p.steer = in.Steer
+		if p.steer == nil {
+			p.steer = NewSteering()
+		}
+	}
 	p.parseLines(spec, in, maxOut)
 	if err := p.openPipes(); err != nil {
 		p.closePipes()
@@ -305,6 +327,10 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 		p.lines.close()
 	})
 	p.readers.Go(func() { _, _ = io.Copy(p.stderr, p.errR) })
+	if p.steer != nil {
+		p.writer.Go(func() { p.steer.open(p.stdinW, in.Prompt) })
+		return p, nil
+	}
 	p.writer.Go(func() {
 		// An agent that does not read its prompt makes this fail with EPIPE
 		// once it exits; that is its business.
@@ -329,6 +355,9 @@ func (p *proc) parseLines(spec Spec, in Input, maxLine int) {
 	p.lines, p.onEvent = &lineWriter{p: lp, max: maxLine}, in.OnEvent
 	p.claude, _ = lp.(*claudeStream)
 	p.codex, _ = lp.(*codexStream)
+	if p.claude != nil && p.steer != nil {
+		p.claude.afterResult = p.steer.close // every input so far precedes the result
+	}
 }
 
 // openPipes makes the three pipes itself rather than letting exec copy through
@@ -384,6 +413,9 @@ func (p *proc) wait() error {
 	err := p.cmd.Wait()
 	if t := p.stopKill.Load(); t != nil {
 		t.Stop()
+	}
+	if p.steer != nil {
+		p.steer.close()
 	}
 	// The group id stays valid while any member lives, even after Wait reaped
 	// the leader; ESRCH just means nothing was left.
@@ -451,6 +483,9 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 			return res, err
 		}
 		res.Reply = strings.TrimSpace(*cr.Result)
+		if p.claude != nil {
+			res.Replies = p.claude.replies
+		}
 	case OutputCodexJSON:
 		cr, err := p.codexOutcome(res.Truncated)
 		if cr.ThreadID != "" {

@@ -45,6 +45,11 @@ type claudeStream struct {
 	// sessionID is the session its system init line named: what a turn
 	// stopped before its result resumes.
 	sessionID string
+	// replies are the texts of the result events that were no error, in
+	// order; afterResult, when set, runs after each result event (the
+	// stream-json input closes stdin).
+	replies     []string
+	afterResult func()
 }
 
 type pendingTool struct {
@@ -324,8 +329,12 @@ func (s *claudeStream) result(raw []byte) {
 	ev := Event{Kind: EventResult, SessionID: cr.SessionID, Usage: parseClaudeUsage(raw), IsError: cr.IsError || cr.Result == nil}
 	if !ev.IsError {
 		ev.Text = strings.TrimSpace(*cr.Result)
+		s.replies = append(s.replies, ev.Text)
 	}
 	s.emit(ev)
+	if s.afterResult != nil {
+		s.afterResult()
+	}
 	s.segs, s.msgID, s.msgFirst, s.confirmed = nil, "", 0, 0
 	clear(s.blockSeg)
 	clear(s.pending)
