@@ -128,11 +128,11 @@ type Input struct {
 // Result is what one turn produced. Run fills it on failure too (except
 // Reply, which is set only when the turn succeeded).
 type Result struct {
-	Reply     string        // text: trimmed stdout; claude-json, claude-stream: the "result" field (trimmed); codex-json: the last agent_message (trimmed); none: ""
+	Reply string // text: trimmed stdout; claude-json, claude-stream: the "result" field (trimmed); codex-json: the last agent_message (trimmed); none: ""
 	// Replies, for claude-stream, are the texts of every result event that
 	// was not an error, in order (with stream-json input one turn may
 	// answer several times); Reply is the last.
-	Replies []string
+	Replies   []string
 	SessionID string        // claude-json, claude-stream: "session_id", codex-json: thread.started's thread_id, when present; otherwise the input SessionID
 	Duration  time.Duration // from start to the end of output
 	ExitCode  int           // the agent's exit status; -1 if it did not start or died of a signal

@@ -96,6 +96,11 @@ type Options struct {
 	// (groups[].approvals.approvers): with StopByApprovers, only they stop
 	// its turns. nil: nobody is an approver.
 	Approvers func(ctx context.Context, folder groups.Folder) ([]adapters.JID, error)
+	// MidTurn is what a message does that arrives while its folder's turn
+	// runs in its chat (agent.mid_turn; a group's own, set with `switchboard
+	// group set --mid-turn`, wins). Default MidTurnQueue. Steering needs
+	// Agent.Input agent.InputStreamJSON; without it steer queues.
+	MidTurn MidTurn
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -198,6 +203,9 @@ func (opt Options) withDefaults() Options {
 	opt.Limits = opt.Limits.withDefaults()
 	if opt.StopBy == "" {
 		opt.StopBy = StopByAnyone
+	}
+	if opt.MidTurn == "" {
+		opt.MidTurn = MidTurnQueue
 	}
 	return opt
 }

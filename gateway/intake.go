@@ -52,6 +52,7 @@ type intake struct {
 	loop        roomGuard
 	flood       floodWatch
 	stops       *stopper
+	mid         *midTurns
 	storeInject func(context.Context, *routing.Table, ops.InjectRequest) (store.Message, groups.Folder, error) // ops.Inject
 	kick        func(folder groups.Folder)
 	inbound     *prometheus.CounterVec // switchboard_inbound_events_total
@@ -96,6 +97,9 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if err := i.loop.refuse(ctx, in, work); err != nil {
 		return 0, err
 	}
+	if steered, err := i.mid.steer(ctx, &m, work); steered || err != nil {
+		return m.Seq, err // written into the running turn (midturn.go)
+	}
 	inserted, err := i.commits.commit(ctx, &m, work)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
@@ -103,6 +107,7 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if inserted {
 		i.loop.arrived(m, work, in.FromHost)
 		i.flood.arrived(ctx, m, work)
+		i.mid.interrupt(ctx, m, work)
 	}
 	// A redelivery was stored once and routed then; for a new message the
 	// committer told the watchers and woke the folders.

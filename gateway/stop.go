@@ -56,7 +56,23 @@ type stoppableTurn struct {
 	topic  string
 	cancel context.CancelCauseFunc
 	by     adapters.JID // who stopped it; "" while nobody did
-	at     time.Time    // when it was stopped
+	// requeue: stopped by a message in interrupt mode (midturn.go): its
+	// batch runs again with what came meanwhile.
+	requeue bool
+	// steer takes messages into the running agent (nil: it takes none);
+	// smu orders a steering (midturn.go) before the turn's end, which
+	// sets ended and collects what was steered in.
+	steer   *agent.Steering
+	smu     sync.Mutex
+	ended   bool
+	steered []steeredMsg
+}
+
+// ended is how a registered turn ended, for the lifecycle.
+type turnEnd struct {
+	by      adapters.JID // who stopped it ("": nobody)
+	requeue bool         // stopped to run its batch again (interrupt)
+	steered []steeredMsg // messages written into it (steer)
 }
 
 // stopHandle is a registered turn, for the turn lifecycle: ctx is what its
@@ -68,11 +84,11 @@ type stopHandle struct {
 }
 
 // begin registers the turn id answering b; the runner runs under the
-// handle's ctx. A nil registry registers nothing (the turn cannot be
-// stopped).
-func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHandle {
+// handle's ctx, steer (nil: none) takes messages into it. A nil registry
+// registers nothing (the turn cannot be stopped).
+func (r *stoppable) begin(ctx context.Context, id string, b store.Batch, steer *agent.Steering) stopHandle {
 	ctx, cancel := context.WithCancelCause(ctx)
-	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, cancel: cancel}
+	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, cancel: cancel, steer: steer}
 	if r == nil {
 		return stopHandle{ctx: ctx, rt: rt}
 	}
@@ -85,46 +101,64 @@ func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHan
 	return stopHandle{ctx: ctx, r: r, rt: rt}
 }
 
-// end unregisters the turn and reports who stopped it (ok: someone did).
-func (h stopHandle) end() (by adapters.JID, at time.Time, ok bool) {
+// end unregisters the turn (after a steering in flight) and says how it
+// ended.
+func (h stopHandle) end() turnEnd {
+	h.rt.smu.Lock()
+	h.rt.ended = true
+	steered := h.rt.steered
+	h.rt.smu.Unlock()
+	h.rt.cancel(nil)
 	if h.r == nil {
-		h.rt.cancel(nil)
-		return "", time.Time{}, false
+		return turnEnd{steered: steered}
 	}
 	h.r.mu.Lock()
 	defer h.r.mu.Unlock()
 	delete(h.r.m, h.rt.id)
-	h.rt.cancel(nil)
-	return h.rt.by, h.rt.at, h.rt.by != ""
+	return turnEnd{by: h.rt.by, requeue: h.rt.requeue, steered: steered}
+}
+
+// running is folder's registered turn in chat and topic, if any.
+func (r *stoppable) running(folder groups.Folder, chat adapters.JID, topic string) *stoppableTurn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.m {
+		if rt.folder == folder && rt.chat == chat && rt.topic == topic {
+			return rt
+		}
+	}
+	return nil
 }
 
 // inChat lists the turns running in chat and topic (one per folder).
-func (r *stoppable) inChat(chat adapters.JID, topic string) []stoppableTurn {
+// Their id, folder, chat and topic never change.
+func (r *stoppable) inChat(chat adapters.JID, topic string) []*stoppableTurn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []stoppableTurn
+	var out []*stoppableTurn
 	for _, rt := range r.m {
 		if rt.chat == chat && rt.topic == topic {
-			out = append(out, *rt)
+			out = append(out, rt)
 		}
 	}
 	return out
 }
 
 // byID is the running turn id.
-func (r *stoppable) byID(id string) (stoppableTurn, bool) {
+func (r *stoppable) byID(id string) (*stoppableTurn, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rt, ok := r.m[id]
-	if !ok {
-		return stoppableTurn{}, false
-	}
-	return *rt, true
+	return rt, ok
 }
 
 // stop stops the running turn id on behalf of by; false when it is no
 // longer running. A second stop changes nothing.
-func (r *stoppable) stop(id string, by adapters.JID) bool {
+func (r *stoppable) stop(id string, by adapters.JID) bool { return r.stopAs(id, by, false) }
+
+// stopAs is stop; requeue marks the turn's batch to run again
+// (interrupt), unless someone stopped it before.
+func (r *stoppable) stopAs(id string, by adapters.JID, requeue bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rt, ok := r.m[id]
@@ -132,7 +166,7 @@ func (r *stoppable) stop(id string, by adapters.JID) bool {
 		return false
 	}
 	if rt.by == "" {
-		rt.by, rt.at = by, time.Now()
+		rt.by, rt.requeue = by, requeue
 		rt.cancel(agent.ErrStopped)
 	}
 	return true

@@ -26,7 +26,7 @@ import (
 // stoppableAgent is a Claude Code stand-in (claude-stream, --resume ID):
 // it records each turn's prompt, arguments and turn id in dir, names its
 // session in an init line, and answers "reply N" with a result event.
-// A prompt holding LONG makes it a long tool call instead: it ignores
+// A prompt holding LONG (and not "instead") makes it a long tool call: it ignores
 // SIGTERM and starts a child that ignores it too, whose pid it writes to
 // dir/child-N and which it waits for forever.
 func stoppableAgent(t testing.TB, dir string) []string {
@@ -39,7 +39,7 @@ echo "$SWITCHBOARD_TURN_ID" > "$out/turn-$n"
 mv "$out/prompt-tmp-$$" "$out/prompt-$n"
 sess=${2:-sess-$n}
 echo '{"type":"system","subtype":"init","session_id":"'$sess'"}'
-if grep -q LONG "$out/prompt-$n"; then
+if grep -q LONG "$out/prompt-$n" && ! grep -q instead "$out/prompt-$n"; then
   trap '' TERM
   sh -c "trap '' TERM; sleep 1000; true" &
   echo $! > "$out/child.tmp" && mv "$out/child.tmp" "$out/child-$n"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/ipc"
 	"switchboard/ops"
@@ -51,9 +52,11 @@ func (g *Gateway) wire() error {
 	running := &stoppable{}
 	g.stops = &stopper{running: running, by: opt.StopBy, approvers: opt.Approvers, table: g.config.Table, send: g.outbox.send,
 		log: log.With("component", "stop")}
+	mid := &midTurns{st: st, running: running, stops: g.stops, def: opt.MidTurn, canSteer: opt.Agent.Input == agent.InputStreamJSON,
+		kick: g.workers.kick, stored: g.adapters.notifyStored, now: opt.Now, log: log.With("component", "mid_turn")}
 	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick}
 	g.intake = &intake{st: st, commits: commits, table: g.config.Table, adapters: g.adapters, engage: engage, engageTTL: opt.EngageTTL,
-		now: opt.Now, loop: loop, flood: flood, stops: g.stops, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
+		now: opt.Now, loop: loop, flood: flood, stops: g.stops, mid: mid, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
 		storeInject: func(ctx context.Context, t *routing.Table, req ops.InjectRequest) (store.Message, groups.Folder, error) {
 			return ops.Inject(ctx, st, t, req)
 		}}
