@@ -71,6 +71,14 @@ type AgentConfig struct {
 	// Progress shows "running <tool>: <summary>" in a live reply while the
 	// agent runs a tool. Default true.
 	Progress bool `yaml:"progress"`
+	// MidTurn is what a message does that arrives while its group's turn
+	// runs in its chat: queue (default), steer or interrupt
+	// (groups[].mid_turn and `switchboard group set --mid-turn` per group).
+	MidTurn string `yaml:"mid_turn"`
+	// Input is how the agent takes input: prompt (default: on stdin, then
+	// closed) or stream-json (Claude Code's --input-format stream-json:
+	// steering writes messages into the running turn).
+	Input string `yaml:"input"`
 }
 
 // NATSConfig is the NATS server that carries turns to workers when
@@ -193,6 +201,9 @@ type SlackConfig struct {
 // GroupSeed is a group created at start if missing.
 type GroupSeed struct {
 	Folder groups.Folder `yaml:"folder"`
+	// MidTurn is the group's own agent.mid_turn ("": the default), set at
+	// every start.
+	MidTurn string `yaml:"mid_turn"`
 }
 
 // RouteSeed is a route created at the first start of a new database.
@@ -230,6 +241,8 @@ func Default() Config {
 			Network:       true,
 			Runner:        "local",
 			Progress:      true,
+			MidTurn:       "queue",
+			Input:         "prompt",
 		},
 		NATS:      NATSConfig{Listen: "127.0.0.1:4222", MaxFolderMB: remote.DefaultMaxFolderMB},
 		EngageTTL: Duration(10 * time.Minute),
@@ -392,6 +405,61 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 			bad(fmt.Sprintf("agent.env[%d]", i), "%q is not an environment variable name", n)
 		}
 	}
+	if !validMidTurn(c.Agent.MidTurn) {
+		bad("agent.mid_turn", "%q: want queue, steer or interrupt", c.Agent.MidTurn)
+	}
+	for i, g := range c.Groups {
+		if g.MidTurn != "" && !validMidTurn(g.MidTurn) {
+			bad(fmt.Sprintf("groups[%d].mid_turn", i), "%q: want queue, steer or interrupt", g.MidTurn)
+		}
+	}
+	c.validateInput(bad)
+}
+
+func validMidTurn(s string) bool { return slices.Contains([]string{"queue", "steer", "interrupt"}, s) }
+
+// validateInput checks agent.input: stream-json only for Claude Code run
+// to read it (--input-format stream-json needs --output-format
+// stream-json, which in -p needs --verbose), its output read as
+// claude-stream.
+func (c *Config) validateInput(bad func(string, string, ...any)) {
+	switch c.Agent.Input {
+	case "prompt":
+		return
+	case "stream-json":
+	default:
+		bad("agent.input", "%q: want prompt or stream-json", c.Agent.Input)
+		return
+	}
+	if c.Agent.Output != agent.OutputClaudeStream {
+		bad("agent.input", "stream-json needs agent.output: claude-stream (it is %q)", c.Agent.Output)
+	}
+	var missing []string
+	for _, need := range [][2]string{{"--input-format", "stream-json"}, {"--output-format", "stream-json"}, {"--verbose", ""}} {
+		if !hasFlag(c.Agent.Command, need[0], need[1]) {
+			missing = append(missing, strings.TrimSpace(need[0]+" "+need[1]))
+		}
+	}
+	if len(missing) > 0 {
+		bad("agent.input", "stream-json needs Claude Code run with %s in agent.command (missing: %s)",
+			"--input-format stream-json --output-format stream-json --verbose", strings.Join(missing, ", "))
+	}
+}
+
+// hasFlag reports whether argv holds flag (with value, as the next
+// argument or after "="; "" for a flag without one).
+func hasFlag(argv []string, flag, value string) bool {
+	for i, a := range argv {
+		switch {
+		case value == "" && a == flag:
+			return true
+		case a == flag+"="+value:
+			return true
+		case a == flag && i+1 < len(argv) && argv[i+1] == value:
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) validateAdapters(bad func(string, string, ...any)) {

@@ -83,6 +83,13 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad limit window", "limits: {turns_per_chat: {window: often}}", `limits.turns_per_chat.window: "often" is not a duration`},
 		{"no chain", "limits: {max_chain: 0}", "limits.max_chain: 0"},
 		{"bad stop_by", "limits: {stop_by: admins}", `limits.stop_by: "admins": want anyone or approvers`},
+		{"bad mid_turn", "agent: {mid_turn: later}", `agent.mid_turn: "later": want queue, steer or interrupt`},
+		{"bad group mid_turn", "groups: [{folder: root}, {folder: main, mid_turn: soon}]", `groups[1].mid_turn: "soon": want queue, steer or interrupt`},
+		{"bad input", "agent: {input: json}", `agent.input: "json": want prompt or stream-json`},
+		{"stream-json input without output", "agent: {input: stream-json, output: claude-json, command: [claude, -p, --input-format, stream-json, --output-format, stream-json, --verbose]}",
+			`agent.input: stream-json needs agent.output: claude-stream (it is "claude-json")`},
+		{"stream-json input without flags", "agent: {input: stream-json, output: claude-stream, command: [claude, -p, --output-format=stream-json]}",
+			"agent.input: stream-json needs Claude Code run with --input-format stream-json --output-format stream-json --verbose in agent.command (missing: --input-format stream-json, --verbose)"},
 		{"not a mapping", "agent: 5", "agent: want a mapping"},
 		{"yaml syntax", "agent: [", "parse yaml"},
 		{"malformed var", "data_dir: ${FOO", "data_dir: malformed variable"},
@@ -273,5 +280,18 @@ func TestStreamSettings(t *testing.T) {
 		if _, err := Parse([]byte(yaml), env(nil)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", yaml, err, want)
 		}
+	}
+}
+
+// agent.input: stream-json is taken for Claude Code run to read it.
+func TestConfigStreamJSONInput(t *testing.T) {
+	cfg, err := Parse([]byte(`agent: {input: stream-json, output: claude-stream, mid_turn: steer,
+  command: [claude, -p, --input-format=stream-json, --output-format, stream-json, --verbose]}
+groups: [{folder: root}, {folder: main, mid_turn: interrupt}]`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agent.Input != "stream-json" || cfg.Agent.MidTurn != "steer" || cfg.Groups[1].MidTurn != "interrupt" {
+		t.Errorf("agent %+v groups %+v", cfg.Agent, cfg.Groups)
 	}
 }

@@ -81,6 +81,10 @@ type Job struct {
 	ResumeArgs []string     `json:"resume_args,omitempty"`
 	Output     agent.Output `json:"output"`
 	MaxOutput  int          `json:"max_output,omitempty"`
+	// Input is agent.input: stream-json writes the prompt as Claude Code's
+	// user message (the worker takes no steering: a message during the
+	// turn waits for the next).
+	Input agent.InputFormat `json:"input,omitempty"`
 	// DeadlineMs (Unix ms) is when the gateway stops waiting: the worker
 	// kills the agent then, and does not start a job whose deadline passed.
 	DeadlineMs int64 `json:"deadline_ms"`

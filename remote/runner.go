@@ -354,7 +354,7 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 		return Job{}, agent.Failed("group folders root: " + err.Error())
 	}
 	j := Job{TurnID: string(in.TurnID), Dir: dir, Root: root, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
-		Output: spec.Output, MaxOutput: spec.MaxOutput}
+		Output: spec.Output, MaxOutput: spec.MaxOutput, Input: spec.Input}
 	if len(j.Command) == 0 {
 		j.Command = spec.Command
 	}

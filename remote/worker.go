@@ -302,7 +302,7 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 		o.NotStarted, o.Error = true, err.Error()
 		return o
 	}
-	spec.ResumeArgs, spec.Output, spec.MaxOutput, spec.Timeout = j.ResumeArgs, j.Output, j.MaxOutput, left
+	spec.ResumeArgs, spec.Output, spec.MaxOutput, spec.Timeout, spec.Input = j.ResumeArgs, j.Output, j.MaxOutput, left, j.Input
 	spec.Env = nil // the job carries the values the gateway allowed
 	// The worker's copy of the folder at the job's version, seen by a
 	// sandboxed agent at the gateway's path (worker_folders.go).
