@@ -22,6 +22,7 @@ import (
 
 	"switchboard/agent"
 	"switchboard/groups"
+	"switchboard/ops"
 	"switchboard/remote"
 	"switchboard/routing"
 )
@@ -416,7 +417,7 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 	c.validateInput(bad)
 }
 
-func validMidTurn(s string) bool { return slices.Contains([]string{"queue", "steer", "interrupt"}, s) }
+func validMidTurn(s string) bool { return ops.CheckMidTurn(s) == nil }
 
 // validateInput checks agent.input: stream-json only for Claude Code run
 // to read it (--input-format stream-json needs --output-format

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/groups"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -31,13 +31,12 @@ const (
 	MidTurnInterrupt MidTurn = "interrupt"
 )
 
-// ParseMidTurn returns the MidTurn named s (queue, steer or interrupt).
+// ParseMidTurn returns the MidTurn named s (ops.MidTurnModes).
 func ParseMidTurn(s string) (MidTurn, error) {
-	switch m := MidTurn(s); m {
-	case MidTurnQueue, MidTurnSteer, MidTurnInterrupt:
-		return m, nil
+	if err := ops.CheckMidTurn(s); err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("%w %q; want queue, steer or interrupt", ErrBadMidTurn, s)
+	return MidTurn(s), nil
 }
 
 // steeredMsg is a message written into a running turn: its work row

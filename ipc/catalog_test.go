@@ -19,8 +19,8 @@ func toolCatalog(t testing.TB) *grants.Catalog {
 
 func TestAllToolsCatalog(t *testing.T) {
 	all := toolCatalog(t).Tools()
-	if len(all) != 39 {
-		t.Errorf("the catalog has %d tools, want the 36 of CONTRACT §9 and report_usage, list_budgets, set_budget (issue 21)", len(all))
+	if len(all) != 40 {
+		t.Errorf("the catalog has %d tools, want the 36 of CONTRACT §9, report_usage, list_budgets, set_budget (issue 21) and set_mid_turn (issue 32)", len(all))
 	}
 	seen := map[string]bool{}
 	for _, tool := range all {

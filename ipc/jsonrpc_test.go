@@ -264,7 +264,7 @@ func TestConcurrentConnections(t *testing.T) {
 				errs <- err
 				return
 			}
-			want := map[string]int{"acme": 39, "acme/eng": 21}[folder] // CONTRACT §7: tier 1 all, tier 2 a subset
+			want := map[string]int{"acme": 40, "acme/eng": 21}[folder] // CONTRACT §7: tier 1 all, tier 2 a subset
 			if len(res.Tools) != want {
 				errs <- fmt.Errorf("%s lists %d tools, want %d", folder, len(res.Tools), want)
 			}
