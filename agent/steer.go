@@ -42,7 +42,22 @@ type Steering struct {
 	w      io.WriteCloser // the agent's stdin; nil before start and after close
 	closed bool
 	sent   int
+	// forward, when set (Forward), takes each message instead: a remote
+	// runner hands it to the worker running the turn.
+	forward func(text string) bool
 }
+
+// Forward makes Send hand each message to send, which reports whether the
+// running agent took it: how a runner whose agent runs elsewhere (package
+// remote) takes steering. Send reports false again after Close.
+func (s *Steering) Forward(send func(text string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forward = send
+}
+
+// Close ends the input: Send reports false from now on.
+func (s *Steering) Close() { s.close() }
 
 // NewSteering returns a Steering for one turn.
 func NewSteering() *Steering { return &Steering{} }
@@ -57,6 +72,15 @@ func (s *Steering) Send(text string) bool {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if fwd := s.forwarder(); fwd != nil {
+		if !fwd(text) {
+			return false
+		}
+		s.mu.Lock()
+		s.sent++
+		s.mu.Unlock()
+		return true
+	}
 	w := s.writer()
 	if w == nil {
 		return false
@@ -69,6 +93,16 @@ func (s *Steering) Send(text string) bool {
 	s.sent++
 	s.mu.Unlock()
 	return true
+}
+
+// forwarder is Forward's send while the input is open.
+func (s *Steering) forwarder() func(string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	return s.forward
 }
 
 // writer is stdin while it is open.

@@ -61,11 +61,11 @@ func gatewayPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			"$JS.API.>", "$JS.FC.>", "$JS.ACK.>",
-			workerSubjects, stopPrefix + "*.*",
+			workerSubjects, stopPrefix + "*.*", inputPrefix + "*.*",
 			"$KV." + FoldersBucket + ".>",
 			"$O." + ObjectsBucket + ".>",
 		}},
-		Subscribe: &server.SubjectPermission{Allow: []string{gatewayInbox + ".>", takenPrefix + "*.*", eventsPrefix + "*.*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{gatewayInbox + ".>", takenPrefix + "*.*", eventsPrefix + "*.*", inputAckPrefix + "*.*"}},
 	}
 }
 
@@ -88,6 +88,7 @@ func workerPermissions(id string) *server.Permissions {
 			resultsPrefix + id + ".*",
 			takenPrefix + id + ".*",
 			eventsPrefix + id + ".*",
+			inputAckPrefix + id + ".*",
 			"$JS.API.STREAM.INFO.KV_" + workersBucket,
 			"$KV." + workersBucket + "." + id,
 			"$JS.API.STREAM.INFO." + obj,
@@ -97,7 +98,7 @@ func workerPermissions(id string) *server.Permissions {
 			"$JS.FC." + obj + ".>",
 			"$O." + ObjectsBucket + ".>",
 		}},
-		Subscribe: &server.SubjectPermission{Allow: []string{workerInbox(id) + ".>", stopPrefix + id + ".*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{workerInbox(id) + ".>", stopPrefix + id + ".*", inputPrefix + id + ".*"}},
 	}
 }
 

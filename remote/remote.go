@@ -47,7 +47,12 @@ const (
 	takenPrefix   = "switchboard.taken."   // core NATS: + <worker id>.<turn id>, when the worker takes it
 	eventsPrefix  = "switchboard.events."  // core NATS: + <worker id>.<turn id>, the turn's events (events.go)
 	stopPrefix    = "switchboard.stop."    // core NATS: + <worker id>.<turn id>: the gateway stops a turn (stop.go); only that worker reads it
-	workersBucket = "switchboard_workers"  // KV: one entry per live worker
+	// core NATS: + <worker id>.<turn id>: messages steered into a running
+	// turn (steer.go), which only that worker reads, and its answers,
+	// which only it publishes.
+	inputPrefix    = "switchboard.input."
+	inputAckPrefix = "switchboard.inputack."
+	workersBucket  = "switchboard_workers" // KV: one entry per live worker
 	// legacyConsumer is the pull consumer all workers shared before each
 	// had its own; removed from an existing stream (see ensureStreams).
 	legacyConsumer = "workers"
@@ -97,17 +102,20 @@ type Job struct {
 
 // Outcome is a job's result as published to ResultsStream.
 type Outcome struct {
-	TurnID     string `json:"turn_id"`
-	Worker     string `json:"worker"`
-	Reply      string `json:"reply,omitempty"`
-	SessionID  string `json:"session_id,omitempty"`
-	DurationMs int64  `json:"duration_ms"`
-	ExitCode   int    `json:"exit_code"`
-	NotStarted bool   `json:"not_started,omitempty"`
-	TimedOut   bool   `json:"timed_out,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Stderr     string `json:"stderr,omitempty"`
-	Error      string `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
+	TurnID string `json:"turn_id"`
+	Worker string `json:"worker"`
+	Reply  string `json:"reply,omitempty"`
+	// Replies are every result's text of a stream-json turn that answered
+	// more than once (agent.Result.Replies).
+	Replies    []string `json:"replies,omitempty"`
+	SessionID  string   `json:"session_id,omitempty"`
+	DurationMs int64    `json:"duration_ms"`
+	ExitCode   int      `json:"exit_code"`
+	NotStarted bool     `json:"not_started,omitempty"`
+	TimedOut   bool     `json:"timed_out,omitempty"`
+	Truncated  bool     `json:"truncated,omitempty"`
+	Stderr     string   `json:"stderr,omitempty"`
+	Error      string   `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
 	// Stopped: the gateway stopped the turn (stop.go); Error is then empty.
 	Stopped bool `json:"stopped,omitempty"`
 	// Usage is what the agent reported the turn cost, failed turns

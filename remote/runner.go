@@ -280,6 +280,9 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		}
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
 	}
+	if in.Steer != nil && spec.Input == agent.InputStreamJSON && spec.Output == agent.OutputClaudeStream {
+		defer r.forwardInputs(in.Steer, worker, job.TurnID)()
+	}
 	if from := r.d.moved(job.TurnID); from != "" {
 		// The folder's copy on the new worker may be stale: this turn
 		// moves bytes. Logged so that operators see how often it happens.
@@ -381,20 +384,20 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 
 // outcomeResult is what agent.Run returned on the worker.
 func outcomeResult(o Outcome, session string) (agent.Result, error) {
-	res := agent.Result{Reply: o.Reply, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
+	res := agent.Result{Reply: o.Reply, Replies: o.Replies, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
 		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr,
 		Usage: o.Usage.Checked()} // read from NATS: not believed before it is checked
 	if res.SessionID == "" {
 		res.SessionID = session
 	}
 	if o.Error != "" {
-		res.Reply = ""
+		res.Reply, res.Replies = "", nil
 		return res, agent.Failed(o.Error + " (on worker " + o.Worker + ")")
 	}
 	if o.Stopped {
 		// Run that stopped it returns stoppedResult; read elsewhere (Await
 		// after a restart) it is an attempt that gave no answer.
-		res.Reply = ""
+		res.Reply, res.Replies = "", nil
 		return res, agent.Failed("the turn was stopped (on worker " + o.Worker + ")")
 	}
 	return res, nil

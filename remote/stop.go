@@ -124,7 +124,7 @@ func stoppedResult(ctx context.Context, o Outcome, came bool, res agent.Result) 
 	if came {
 		session := res.SessionID
 		res, _ = outcomeResult(o, session)
-		res.Reply = ""
+		res.Reply, res.Replies = "", nil
 	}
 	return res, agent.Ended(ctx)
 }

@@ -313,6 +313,10 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	}
 	w.log.Info("turn starting", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir)
 	in := agent.Input{TurnID: agent.TurnID(j.TurnID), Dir: ft.copy, At: j.Dir, Env: w.jobEnv(j), SessionID: j.SessionID, Prompt: j.Prompt}
+	if j.Input == agent.InputStreamJSON && j.Output == agent.OutputClaudeStream {
+		in.Steer = agent.NewSteering()
+		defer w.takeInputs(j.TurnID, in.Steer)()
+	}
 	var events *eventPublisher
 	if j.Events {
 		events = &eventPublisher{nc: w.nc, subject: eventsSubject(w.opt.ID, j.TurnID)}
@@ -327,6 +331,9 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	}
 	o.Folder = w.finishFolder(ft, j, &err)
 	o.Reply, o.SessionID, o.DurationMs, o.ExitCode = res.Reply, res.SessionID, res.Duration.Milliseconds(), res.ExitCode
+	if len(res.Replies) > 1 {
+		o.Replies = res.Replies
+	}
 	o.NotStarted, o.TimedOut, o.Truncated, o.Stderr = res.NotStarted, res.TimedOut, res.Truncated, res.Stderr
 	o.Usage = res.Usage
 	switch {
