@@ -27,8 +27,8 @@ import (
 // it records each turn's prompt, arguments and turn id in dir, names its
 // session in an init line, and answers "reply N" with a result event.
 // A prompt holding LONG (and not "instead") makes it a long tool call: it ignores
-// SIGTERM and starts a child that ignores it too, whose pid it writes to
-// dir/child-N and which it waits for forever.
+// SIGTERM (unless the prompt says POLITE) and starts a child that ignores it
+// too, whose pid it writes to dir/child-N and which it waits for forever.
 func stoppableAgent(t testing.TB, dir string) []string {
 	return testagent.Script(t, `out="`+dir+`"
 n=$(ls "$out" | grep -c '^prompt-')
@@ -40,15 +40,15 @@ mv "$out/prompt-tmp-$$" "$out/prompt-$n"
 sess=${2:-sess-$n}
 echo '{"type":"system","subtype":"init","session_id":"'$sess'"}'
 if grep -q LONG "$out/prompt-$n" && ! grep -q instead "$out/prompt-$n"; then
-  trap '' TERM
-  sh -c "trap '' TERM; sleep 1000; true" &
+  if grep -q POLITE "$out/prompt-$n"; then ign=""; else ign="trap '' TERM;"; trap '' TERM; fi
+  sh -c "$ign sleep 1000; true" &
   echo $! > "$out/child.tmp" && mv "$out/child.tmp" "$out/child-$n"
   while :; do wait; done
 fi
 echo '{"type":"result","subtype":"success","is_error":false,"result":"reply '$n'","session_id":"'$sess'","total_cost_usd":0.01}'`)
 }
 
-func stopHarness(t *testing.T, modify func(*Options)) (*harness, string) {
+func stopHarness(t testing.TB, modify func(*Options)) (*harness, string) {
 	t.Helper()
 	dir := t.TempDir()
 	h := newHarness(t, harnessConfig{agent: stoppableAgent(t, dir), modify: func(o *Options) {
@@ -63,7 +63,7 @@ func stopHarness(t *testing.T, modify func(*Options)) (*harness, string) {
 }
 
 // turnFile reads dir/<name>-<n> once it exists.
-func turnFile(t *testing.T, dir, name string, n int) string {
+func turnFile(t testing.TB, dir, name string, n int) string {
 	t.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("%s-%d", name, n))
 	testwait.For(t, 20*time.Second, path, func() bool { _, err := os.Stat(path); return err == nil })
@@ -74,7 +74,7 @@ func turnFile(t *testing.T, dir, name string, n int) string {
 	return strings.TrimSpace(string(b))
 }
 
-func childPid(t *testing.T, dir string, n int) int {
+func childPid(t testing.TB, dir string, n int) int {
 	t.Helper()
 	pid, err := strconv.Atoi(turnFile(t, dir, "child", n))
 	if err != nil {
@@ -352,6 +352,36 @@ func TestStopButton(t *testing.T) {
 			if _, edited, deleted := ba.snapshot(); noDel && (len(edited) != 1 || edited[0] != "b-1=Finished./0") || !noDel && deleted[0] != "b-1" {
 				t.Errorf("edited %q, deleted %q; want the button's message deleted, or its button taken away", edited, deleted)
 			}
+		})
+	}
+}
+
+// BenchmarkStopCommand measures /stop posted → the turn's process tree
+// gone, reported as p50 and p99 over the iterations (run with
+// -benchtime=20x): an agent and child that ignore SIGTERM (the SIGKILL
+// 1 s later ends them) and ones that honour it.
+func BenchmarkStopCommand(b *testing.B) {
+	for _, c := range []struct{ name, prompt string }{{"ignores-TERM", "a LONG job"}, {"honours-TERM", "a POLITE LONG job"}} {
+		b.Run(c.name, func(b *testing.B) {
+			h, dir := stopHarness(b, nil)
+			var took []time.Duration
+			for i := range b.N {
+				h.post(testChat, fmt.Sprintf("long-%d", i), c.prompt)
+				pid := childPid(b, dir, 2*i+1)
+				posted := time.Now()
+				h.post(testChat, fmt.Sprintf("stop-%d", i), "/stop")
+				for !gone(pid) {
+					time.Sleep(100 * time.Microsecond)
+				}
+				took = append(took, time.Since(posted))
+				h.waitTurns("main", 2*i+1)
+				// A quick turn in between: the next long one is turn 2i+3.
+				h.post(testChat, fmt.Sprintf("quick-%d", i), "quick")
+				h.waitTurns("main", 2*i+2)
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(took[min(len(took)-1, len(took)*99/100)].Microseconds())/1000, "p99-ms")
 		})
 	}
 }

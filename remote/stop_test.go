@@ -3,8 +3,10 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,5 +97,64 @@ func TestRemoteStopBeforeTaken(t *testing.T) {
 	}
 	if _, err := os.Stat(ran); err == nil {
 		t.Error("a turn stopped before the worker took it ran")
+	}
+}
+
+// BenchmarkRemoteStop measures a turn stopped on the gateway → its
+// process tree gone on the worker, p50 and p99 (run with -benchtime=20x):
+// an agent and child that ignore SIGTERM (the SIGKILL 1 s later ends
+// them) and ones that honour it.
+func BenchmarkRemoteStop(b *testing.B) {
+	for _, c := range []struct{ name, trap string }{{"ignores-TERM", "trap '' TERM;"}, {"honours-TERM", ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			nc := natsConn(b)
+			w, err := NewWorker(b.Context(), workerConn(b, nc, "w1"), WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wctx, wcancel := context.WithCancel(context.Background())
+			wdone := make(chan error, 1)
+			go func() { wdone <- w.Run(wctx) }()
+			defer func() { wcancel(); <-wdone }()
+			pidDir := b.TempDir()
+			r, err := NewRunner(b.Context(), nc, RunnerOptions{Command: []string{c.trap + `
+cat >/dev/null
+sh -c "` + c.trap + ` sleep 1000; true" &
+echo $! > "` + pidDir + `/$SWITCHBOARD_TURN_ID.tmp" && mv "` + pidDir + `/$SWITCHBOARD_TURN_ID.tmp" "` + pidDir + `/$SWITCHBOARD_TURN_ID"
+while :; do wait; done`}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			dir := filepath.Join(b.TempDir(), "groups", "main")
+			var took []time.Duration
+			for i := range b.N {
+				turn := fmt.Sprintf("b-stop-%d", i)
+				ctx, stop := context.WithCancelCause(b.Context())
+				done := make(chan error, 1)
+				go func() {
+					_, err := r.Run(ctx, agent.Spec{Timeout: time.Minute}, agent.Input{TurnID: agent.TurnID(turn), Dir: dir, Prompt: "hi"})
+					done <- err
+				}()
+				var pid int
+				for pid == 0 {
+					time.Sleep(time.Millisecond)
+					data, _ := os.ReadFile(filepath.Join(pidDir, turn))
+					pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+				}
+				stopped := time.Now()
+				stop(agent.ErrStopped)
+				for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+					time.Sleep(100 * time.Microsecond)
+				}
+				took = append(took, time.Since(stopped))
+				if err := <-done; !errors.Is(err, agent.ErrStopped) {
+					b.Fatalf("turn %s: %v; want stopped", turn, err)
+				}
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(took[min(len(took)-1, len(took)*99/100)].Microseconds())/1000, "p99-ms")
+		})
 	}
 }
