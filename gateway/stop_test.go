@@ -385,3 +385,36 @@ func BenchmarkStopCommand(b *testing.B) {
 		})
 	}
 }
+
+// A turn a stopped gateway left running on a worker, awaited by the next
+// one, is stopped by /stop like a running one: recorded stopped, not run
+// again.
+func TestStopAwaitedTurn(t *testing.T) {
+	first := &workerRunner{}
+	h := newHarness(t, harnessConfig{agent: []string{"unused"}, modify: func(o *Options) {
+		o.Runner = first
+		o.DrainTimeout = 50 * time.Millisecond
+	}})
+	h.post(testChat, "m1", "a long question")
+	testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+	h.stop()
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
+	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	h.restart(func(o *Options) { o.Runner = next })
+	testwait.For(t, 20*time.Second, "the turn awaited", func() bool {
+		next.mu.Lock()
+		defer next.mu.Unlock()
+		return len(next.awaiting) == 1
+	})
+	h.post(testChat, "m2", "/stop")
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+		t.Fatalf("sent %q; want %q", sent, stopStopped)
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != string(first.started()[0].TurnID) {
+		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
+	}
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+	if n := len(next.started()); n != 0 {
+		t.Errorf("%d turns ran after the stop; want none", n)
+	}
+}
