@@ -41,7 +41,9 @@ func TestE2ESteeredMessageSurvivesCrash(t *testing.T) {
 	dir := newE2E(t, e2eConfig{output: "claude-stream", sandbox: "none",
 		command:    `["/bin/sh", "` + script + `", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]`,
 		agentExtra: "  input: stream-json\n  mid_turn: steer\n"})
-	in := func(turn, k int) string { return filepath.Join(dir, "out", "main", "in-"+strconv.Itoa(turn)+"-"+strconv.Itoa(k)) }
+	in := func(turn, k int) string {
+		return filepath.Join(dir, "out", "main", "in-"+strconv.Itoa(turn)+"-"+strconv.Itoa(k))
+	}
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 	g := startGW(t, dir)
 	g.mustPost("r1", "ann", "first question")
