@@ -38,6 +38,10 @@ var (
 	// exited and its process group was killed. Only a process that left the group
 	// (setsid) can hold them open that long; its output is then abandoned.
 	drainGrace = time.Second
+	// stopGrace is the time between SIGTERM and SIGKILL to the process
+	// group of a turn a person stopped (ErrStopped): the contract is that
+	// its processes are gone within 2 s.
+	stopGrace = time.Second
 )
 
 // Output is how an agent's stdout is read (config agent.output).
@@ -85,6 +89,11 @@ type Spec struct {
 	// Sandbox confines agents; nil runs them as the gateway's user with
 	// its view of the disk.
 	Sandbox *Sandbox
+	// Input is how the agent takes its input (agent.input): "" and
+	// InputPrompt write the prompt and close stdin; InputStreamJSON
+	// (output claude-stream only) writes it as a user message and keeps
+	// stdin open for Input.Steer until the first result.
+	Input InputFormat
 }
 
 // Input is one turn's inputs.
@@ -110,12 +119,20 @@ type Input struct {
 	// while it runs, stdout is not read and the agent may block writing.
 	// Events come in addition to the Result, which they do not change.
 	OnEvent func(Event)
+	// Steer, with Spec.Input InputStreamJSON, takes messages into the
+	// running turn (Steering.Send); nil: none. Other runs ignore it (its
+	// Send reports false).
+	Steer *Steering
 }
 
 // Result is what one turn produced. Run fills it on failure too (except
 // Reply, which is set only when the turn succeeded).
 type Result struct {
-	Reply     string        // text: trimmed stdout; claude-json, claude-stream: the "result" field (trimmed); codex-json: the last agent_message (trimmed); none: ""
+	Reply string // text: trimmed stdout; claude-json, claude-stream: the "result" field (trimmed); codex-json: the last agent_message (trimmed); none: ""
+	// Replies, for claude-stream, are the texts of every result event that
+	// was not an error, in order (with stream-json input one turn may
+	// answer several times); Reply is the last.
+	Replies   []string
 	SessionID string        // claude-json, claude-stream: "session_id", codex-json: thread.started's thread_id, when present; otherwise the input SessionID
 	Duration  time.Duration // from start to the end of output
 	ExitCode  int           // the agent's exit status; -1 if it did not start or died of a signal
@@ -147,11 +164,13 @@ type Result struct {
 // and killed too; in the sandbox, its PID namespace ends with the agent.
 //
 // Errors wrap ErrFailed, except when ctx ends first: then the error wraps
-// ErrCancelled and ctx.Err() (Cancelled).
+// ErrCancelled and ctx.Err() (Cancelled), and also ErrStopped when ctx was
+// cancelled with that cause (Ended); a stopped turn's Result has the usage
+// and session its output reported so far.
 func Run(ctx context.Context, spec Spec, in Input) (Result, error) {
 	res := Result{SessionID: in.SessionID, ExitCode: -1}
-	if err := ctx.Err(); err != nil {
-		return res, Cancelled(err)
+	if ctx.Err() != nil {
+		return res, Ended(ctx)
 	}
 	if err := check(spec, in); err != nil {
 		res.NotStarted = true
@@ -169,7 +188,7 @@ func Run(ctx context.Context, spec Spec, in Input) (Result, error) {
 		res.Duration = time.Since(started)
 		switch {
 		case ctx.Err() != nil:
-			return res, Cancelled(ctx.Err())
+			return res, Ended(ctx)
 		case turnCtx.Err() != nil:
 			res.TimedOut = true
 			return res, timeoutError(spec.Timeout)
@@ -243,6 +262,7 @@ type proc struct {
 	stdinR, stdinW, outR, outW, errR, errW *os.File
 	readers, writer                        sync.WaitGroup
 	interrupted                            atomic.Bool // cmd.Cancel signalled the group
+	stopKill                               atomic.Pointer[time.Timer]
 	// turnEntry (SWITCHBOARD_TURN_ID=…) marks the turn's processes when no
 	// sandbox's PID namespace ends them: those that left the group are
 	// found by it and killed at the end.
@@ -255,6 +275,9 @@ type proc struct {
 	claude  *claudeStream
 	codex   *codexStream
 	onEvent func(Event)
+	// steer is the stream-json input (Spec.Input InputStreamJSON): stdin
+	// is written through it and closed at the first result.
+	steer *Steering
 }
 
 func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
@@ -275,7 +298,13 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 	if spec.Sandbox == nil {
 		p.turnEntry = in.TurnID.envEntry()
 	}
-	cmd.Cancel = p.interrupt
+	cmd.Cancel = func() error { return p.interrupt(ctx) }
+	if spec.Input == InputStreamJSON && spec.Output == OutputClaudeStream {
+		p.steer = in.Steer
+		if p.steer == nil {
+			p.steer = NewSteering()
+		}
+	}
 	p.parseLines(spec, in, maxOut)
 	if err := p.openPipes(); err != nil {
 		p.closePipes()
@@ -298,6 +327,10 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 		p.lines.close()
 	})
 	p.readers.Go(func() { _, _ = io.Copy(p.stderr, p.errR) })
+	if p.steer != nil {
+		p.writer.Go(func() { p.steer.open(p.stdinW, in.Prompt) })
+		return p, nil
+	}
 	p.writer.Go(func() {
 		// An agent that does not read its prompt makes this fail with EPIPE
 		// once it exits; that is its business.
@@ -322,6 +355,9 @@ func (p *proc) parseLines(spec Spec, in Input, maxLine int) {
 	p.lines, p.onEvent = &lineWriter{p: lp, max: maxLine}, in.OnEvent
 	p.claude, _ = lp.(*claudeStream)
 	p.codex, _ = lp.(*codexStream)
+	if p.claude != nil && p.steer != nil {
+		p.claude.afterResult = p.steer.close // every input so far precedes the result
+	}
 }
 
 // openPipes makes the three pipes itself rather than letting exec copy through
@@ -352,12 +388,22 @@ func (p *proc) closePipes() {
 
 // interrupt is cmd.Cancel: SIGTERM to the whole group. exec sends SIGKILL to the
 // main process WaitDelay later, and wait then kills the rest of the group.
-func (p *proc) interrupt() error {
-	err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+// A stopped turn (ctx's cause ErrStopped) has its whole group killed
+// stopGrace later: a person waits for it.
+func (p *proc) interrupt(ctx context.Context) error {
+	pid := p.cmd.Process.Pid
+	err := syscall.Kill(-pid, syscall.SIGTERM)
 	if errors.Is(err, syscall.ESRCH) {
 		return os.ErrProcessDone
 	}
 	p.interrupted.Store(true)
+	if StopRequested(ctx) {
+		// The group id stays valid while any member lives; once all are
+		// gone it may be reused only after the leader is reaped, which
+		// wait's own SIGKILL to the group precedes anyway.
+		kill := time.AfterFunc(stopGrace, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+		p.stopKill.Store(kill)
+	}
 	return err
 }
 
@@ -365,6 +411,12 @@ func (p *proc) interrupt() error {
 // group, and finishes reading its output within drainGrace.
 func (p *proc) wait() error {
 	err := p.cmd.Wait()
+	if t := p.stopKill.Load(); t != nil {
+		t.Stop()
+	}
+	if p.steer != nil {
+		p.steer.close()
+	}
 	// The group id stays valid while any member lives, even after Wait reaped
 	// the leader; ESRCH just means nothing was left.
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -400,8 +452,17 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 		res.ExitCode = st.ExitCode()
 	}
 	if p.interrupted.Load() {
-		if err := ctx.Err(); err != nil {
-			return res, Cancelled(err)
+		if StopRequested(ctx) {
+			// What the agent reported before it was stopped is still
+			// spent, and its session (resumed by the next turn) named.
+			res.Usage = p.usage(spec.Output)
+			if p.claude != nil && p.claude.sessionID != "" {
+				res.SessionID = p.claude.sessionID
+			}
+			return res, Ended(ctx)
+		}
+		if ctx.Err() != nil {
+			return res, Cancelled(ctx.Err())
 		}
 		res.TimedOut = true
 		return res, timeoutError(spec.Timeout)
@@ -422,6 +483,9 @@ func (p *proc) result(ctx context.Context, spec Spec, waitErr error, res Result)
 			return res, err
 		}
 		res.Reply = strings.TrimSpace(*cr.Result)
+		if p.claude != nil {
+			res.Replies = p.claude.replies
+		}
 	case OutputCodexJSON:
 		cr, err := p.codexOutcome(res.Truncated)
 		if cr.ThreadID != "" {

@@ -42,6 +42,14 @@ type claudeStream struct {
 	// resultLine is the last result event as printed (Run's Result is
 	// made of it).
 	resultLine []byte
+	// sessionID is the session its system init line named: what a turn
+	// stopped before its result resumes.
+	sessionID string
+	// replies are the texts of the result events that were no error, in
+	// order; afterResult, when set, runs after each result event (the
+	// stream-json input closes stdin).
+	replies     []string
+	afterResult func()
 }
 
 type pendingTool struct {
@@ -52,6 +60,8 @@ type pendingTool struct {
 // claudeLine is the part of one stream-json line that the parser reads.
 type claudeLine struct {
 	Type            string         `json:"type"`
+	Subtype         string         `json:"subtype"`
+	SessionID       string         `json:"session_id"`
 	ParentToolUseID string         `json:"parent_tool_use_id"`
 	IsAPIError      bool           `json:"is_api_error_message"`
 	Event           *claudeEvent   `json:"event"`
@@ -116,6 +126,10 @@ func (s *claudeStream) line(b []byte) {
 		return
 	}
 	switch l.Type {
+	case "system":
+		if l.Subtype == "init" && l.SessionID != "" {
+			s.sessionID = l.SessionID
+		}
 	case "stream_event":
 		if l.Event != nil {
 			s.streamEvent(l.Event)
@@ -315,8 +329,12 @@ func (s *claudeStream) result(raw []byte) {
 	ev := Event{Kind: EventResult, SessionID: cr.SessionID, Usage: parseClaudeUsage(raw), IsError: cr.IsError || cr.Result == nil}
 	if !ev.IsError {
 		ev.Text = strings.TrimSpace(*cr.Result)
+		s.replies = append(s.replies, ev.Text)
 	}
 	s.emit(ev)
+	if s.afterResult != nil {
+		s.afterResult()
+	}
 	s.segs, s.msgID, s.msgFirst, s.confirmed = nil, "", 0, 0
 	clear(s.blockSeg)
 	clear(s.pending)

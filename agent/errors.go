@@ -17,6 +17,12 @@ var (
 	// (shutdown), not through the agent's fault: every Runner's Run and
 	// Await return it (with ctx.Err()) then, never ErrFailed.
 	ErrCancelled = errors.New("agent turn cancelled")
+	// ErrStopped is the cause a caller cancels a turn's ctx with
+	// (context.WithCancelCause) when a person stopped the turn (/stop, the
+	// Stop button): Run then ends the process group at once (SIGTERM,
+	// SIGKILL stopGrace later) and returns an error wrapping ErrStopped
+	// and ErrCancelled, with the usage reported so far.
+	ErrStopped = errors.New("agent turn stopped")
 	// ErrNoSandbox: agent.sandbox is bwrap and bubblewrap is missing or
 	// does not work here (NewSandbox).
 	ErrNoSandbox = errors.New("agent.sandbox: bwrap")

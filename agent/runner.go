@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -59,3 +60,19 @@ func Failed(msg string) error { return failed(nil, "%s", msg) }
 // "agent turn cancelled: context canceled", wrapping ErrCancelled and
 // cause, never ErrFailed.
 func Cancelled(cause error) error { return fmt.Errorf("%w: %w", ErrCancelled, cause) }
+
+// Ended is the error of a turn whose ctx ended: Cancelled(ctx.Err()),
+// also wrapping ErrStopped when the ctx was cancelled with ErrStopped as
+// its cause (a person stopped the turn).
+func Ended(ctx context.Context) error {
+	if StopRequested(ctx) {
+		return fmt.Errorf("%w: %w", ErrStopped, Cancelled(ctx.Err()))
+	}
+	return Cancelled(ctx.Err())
+}
+
+// StopRequested reports whether ctx was cancelled with ErrStopped as its
+// cause.
+func StopRequested(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrStopped)
+}

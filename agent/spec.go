@@ -23,6 +23,7 @@ type SpecConfig struct {
 	Command    []string
 	ResumeArgs []string
 	Output     Output
+	Input      InputFormat // agent.input
 	Timeout    time.Duration
 	Env        []string // agent.env: names passed on from this process's environment
 	// MaxTurnUSD (agent.max_turn_usd) caps a Claude Code (claude-json,
@@ -54,7 +55,7 @@ const probeTimeout = 30 * time.Second
 // read-only and one probe in the sandbox shows that the agent can be
 // started there. With c.Remote it returns the configured spec as is.
 func NewSpec(ctx context.Context, c SpecConfig) (Spec, error) {
-	spec := Spec{Command: slices.Clone(c.Command), ResumeArgs: c.ResumeArgs, Output: c.Output, Timeout: c.Timeout, Env: c.Env}
+	spec := Spec{Command: slices.Clone(c.Command), ResumeArgs: c.ResumeArgs, Output: c.Output, Timeout: c.Timeout, Env: c.Env, Input: c.Input}
 	if c.Remote {
 		return spec, nil
 	}

@@ -23,6 +23,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/groups"
+	"switchboard/ops"
 	"switchboard/remote"
 	"switchboard/routing"
 )
@@ -73,6 +74,14 @@ type AgentConfig struct {
 	// Progress shows "running <tool>: <summary>" in a live reply while the
 	// agent runs a tool. Default true.
 	Progress bool `yaml:"progress"`
+	// MidTurn is what a message does that arrives while its group's turn
+	// runs in its chat: queue (default), steer or interrupt
+	// (groups[].mid_turn and `switchboard group set --mid-turn` per group).
+	MidTurn string `yaml:"mid_turn"`
+	// Input is how the agent takes input: prompt (default: on stdin, then
+	// closed) or stream-json (Claude Code's --input-format stream-json:
+	// steering writes messages into the running turn).
+	Input string `yaml:"input"`
 }
 
 // NATSConfig is the NATS server that carries turns to workers when
@@ -106,6 +115,10 @@ type LimitsConfig struct {
 	TurnsPerSender RateConfig `yaml:"turns_per_sender"`
 	TurnsPerChat   RateConfig `yaml:"turns_per_chat"`
 	MaxChain       int        `yaml:"max_chain"`
+	// StopBy says who may stop a chat's running turn (/stop, the Stop
+	// button): anyone (the default) or approvers (the group's
+	// approvals.approvers).
+	StopBy string `yaml:"stop_by"`
 }
 
 // RateConfig is at most Count turns started per Window; count 0 is off.
@@ -192,6 +205,9 @@ type SlackConfig struct {
 type GroupSeed struct {
 	Folder    groups.Folder  `yaml:"folder"`
 	Approvals GroupApprovals `yaml:"approvals"`
+	// MidTurn is the group's own agent.mid_turn ("": the default), set at
+	// every start.
+	MidTurn string `yaml:"mid_turn"`
 }
 
 // ApprovalsConfig is the top-level approvals: section (CONTRACT §15): how
@@ -249,6 +265,8 @@ func Default() Config {
 			Network:       true,
 			Runner:        "local",
 			Progress:      true,
+			MidTurn:       "queue",
+			Input:         "prompt",
 		},
 		NATS:      NATSConfig{Listen: "127.0.0.1:4222", MaxFolderMB: remote.DefaultMaxFolderMB},
 		EngageTTL: Duration(10 * time.Minute),
@@ -256,6 +274,7 @@ func Default() Config {
 			TurnsPerSender: RateConfig{Count: 30, Window: Duration(time.Minute)},
 			TurnsPerChat:   RateConfig{Count: 60, Window: Duration(time.Minute)},
 			MaxChain:       8,
+			StopBy:         "anyone",
 		},
 		Adapters: AdaptersConfig{
 			Web:           WebConfig{Enabled: true, Listen: "127.0.0.1:8420", Stream: "native", StreamInterval: Duration(time.Second)},
@@ -417,6 +436,9 @@ func (c *Config) validateLimits(bad func(string, string, ...any)) {
 	if c.Limits.MaxChain < 1 {
 		bad("limits.max_chain", "%d: must be at least 1 (the default is 8)", c.Limits.MaxChain)
 	}
+	if s := c.Limits.StopBy; s != "anyone" && s != "approvers" {
+		bad("limits.stop_by", "%q: want anyone or approvers", s)
+	}
 }
 
 func (c *Config) validateAgent(bad func(string, string, ...any)) {
@@ -445,6 +467,61 @@ func (c *Config) validateAgent(bad func(string, string, ...any)) {
 			bad(fmt.Sprintf("agent.env[%d]", i), "%q is not an environment variable name", n)
 		}
 	}
+	if !validMidTurn(c.Agent.MidTurn) {
+		bad("agent.mid_turn", "%q: want queue, steer or interrupt", c.Agent.MidTurn)
+	}
+	for i, g := range c.Groups {
+		if g.MidTurn != "" && !validMidTurn(g.MidTurn) {
+			bad(fmt.Sprintf("groups[%d].mid_turn", i), "%q: want queue, steer or interrupt", g.MidTurn)
+		}
+	}
+	c.validateInput(bad)
+}
+
+func validMidTurn(s string) bool { return ops.CheckMidTurn(s) == nil }
+
+// validateInput checks agent.input: stream-json only for Claude Code run
+// to read it (--input-format stream-json needs --output-format
+// stream-json, which in -p needs --verbose), its output read as
+// claude-stream.
+func (c *Config) validateInput(bad func(string, string, ...any)) {
+	switch c.Agent.Input {
+	case "prompt":
+		return
+	case "stream-json":
+	default:
+		bad("agent.input", "%q: want prompt or stream-json", c.Agent.Input)
+		return
+	}
+	if c.Agent.Output != agent.OutputClaudeStream {
+		bad("agent.input", "stream-json needs agent.output: claude-stream (it is %q)", c.Agent.Output)
+	}
+	var missing []string
+	for _, need := range [][2]string{{"--input-format", "stream-json"}, {"--output-format", "stream-json"}, {"--verbose", ""}} {
+		if !hasFlag(c.Agent.Command, need[0], need[1]) {
+			missing = append(missing, strings.TrimSpace(need[0]+" "+need[1]))
+		}
+	}
+	if len(missing) > 0 {
+		bad("agent.input", "stream-json needs Claude Code run with %s in agent.command (missing: %s)",
+			"--input-format stream-json --output-format stream-json --verbose", strings.Join(missing, ", "))
+	}
+}
+
+// hasFlag reports whether argv holds flag (with value, as the next
+// argument or after "="; "" for a flag without one).
+func hasFlag(argv []string, flag, value string) bool {
+	for i, a := range argv {
+		switch {
+		case value == "" && a == flag:
+			return true
+		case a == flag+"="+value:
+			return true
+		case a == flag && i+1 < len(argv) && argv[i+1] == value:
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) validateAdapters(bad func(string, string, ...any)) {

@@ -82,6 +82,14 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"limit without window", "limits: {turns_per_chat: {count: 5, window: 0s}}", "limits.turns_per_chat.window: must be more than 0"},
 		{"bad limit window", "limits: {turns_per_chat: {window: often}}", `limits.turns_per_chat.window: "often" is not a duration`},
 		{"no chain", "limits: {max_chain: 0}", "limits.max_chain: 0"},
+		{"bad stop_by", "limits: {stop_by: admins}", `limits.stop_by: "admins": want anyone or approvers`},
+		{"bad mid_turn", "agent: {mid_turn: later}", `agent.mid_turn: "later": want queue, steer or interrupt`},
+		{"bad group mid_turn", "groups: [{folder: root}, {folder: main, mid_turn: soon}]", `groups[1].mid_turn: "soon": want queue, steer or interrupt`},
+		{"bad input", "agent: {input: json}", `agent.input: "json": want prompt or stream-json`},
+		{"stream-json input without output", "agent: {input: stream-json, output: claude-json, command: [claude, -p, --input-format, stream-json, --output-format, stream-json, --verbose]}",
+			`agent.input: stream-json needs agent.output: claude-stream (it is "claude-json")`},
+		{"stream-json input without flags", "agent: {input: stream-json, output: claude-stream, command: [claude, -p, --output-format=stream-json]}",
+			"agent.input: stream-json needs Claude Code run with --input-format stream-json --output-format stream-json --verbose in agent.command (missing: --input-format stream-json, --verbose)"},
 		{"not a mapping", "agent: 5", "agent: want a mapping"},
 		{"yaml syntax", "agent: [", "parse yaml"},
 		{"malformed var", "data_dir: ${FOO", "data_dir: malformed variable"},
@@ -119,15 +127,15 @@ func TestConfigLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := LimitsConfig{TurnsPerSender: RateConfig{30, Duration(time.Minute)}, TurnsPerChat: RateConfig{60, Duration(time.Minute)}, MaxChain: 8}
+	want := LimitsConfig{TurnsPerSender: RateConfig{30, Duration(time.Minute)}, TurnsPerChat: RateConfig{60, Duration(time.Minute)}, MaxChain: 8, StopBy: "anyone"}
 	if cfg.Limits != want {
 		t.Errorf("default limits = %+v; want %+v", cfg.Limits, want)
 	}
-	cfg, err = Parse([]byte("limits: {turns_per_sender: {count: 3}, turns_per_chat: {count: 0}, max_chain: 4}"), env(nil))
+	cfg, err = Parse([]byte("limits: {turns_per_sender: {count: 3}, turns_per_chat: {count: 0}, max_chain: 4, stop_by: approvers}"), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = LimitsConfig{TurnsPerSender: RateConfig{3, Duration(time.Minute)}, TurnsPerChat: RateConfig{0, Duration(time.Minute)}, MaxChain: 4}
+	want = LimitsConfig{TurnsPerSender: RateConfig{3, Duration(time.Minute)}, TurnsPerChat: RateConfig{0, Duration(time.Minute)}, MaxChain: 4, StopBy: "approvers"}
 	if cfg.Limits != want {
 		t.Errorf("limits = %+v; want %+v", cfg.Limits, want)
 	}
@@ -301,5 +309,18 @@ func TestApprovalsConfig(t *testing.T) {
 		if _, err := Parse([]byte(c.yaml), env(nil)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error = %v, want it to contain %q", c.yaml, err, c.want)
 		}
+	}
+}
+
+// agent.input: stream-json is taken for Claude Code run to read it.
+func TestConfigStreamJSONInput(t *testing.T) {
+	cfg, err := Parse([]byte(`agent: {input: stream-json, output: claude-stream, mid_turn: steer,
+  command: [claude, -p, --input-format=stream-json, --output-format, stream-json, --verbose]}
+groups: [{folder: root}, {folder: main, mid_turn: interrupt}]`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agent.Input != "stream-json" || cfg.Agent.MidTurn != "steer" || cfg.Groups[1].MidTurn != "interrupt" {
+		t.Errorf("agent %+v groups %+v", cfg.Agent, cfg.Groups)
 	}
 }

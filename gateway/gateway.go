@@ -91,6 +91,15 @@ type Options struct {
 	Progress bool
 	// Approvals are the approvals settings (approvals:, groups[].approvals).
 	Approvals ApprovalOptions
+	// StopBy says who may stop a chat's running turn (limits.stop_by):
+	// StopByAnyone (the default) or StopByApprovers (the group's
+	// approvers, Approvals).
+	StopBy StopBy
+	// MidTurn is what a message does that arrives while its folder's turn
+	// runs in its chat (agent.mid_turn; a group's own, set with `switchboard
+	// group set --mid-turn`, wins). Default MidTurnQueue. Steering needs
+	// Agent.Input agent.InputStreamJSON; without it steer queues.
+	MidTurn MidTurn
 }
 
 // Gateway runs the pipeline. Create with New, start with Run.
@@ -110,6 +119,7 @@ type Gateway struct {
 	metrics   *metrics
 	intake    *intake
 	active    *activeTurns
+	stops     *stopper
 	budget    *budgetGuard
 	turns     *turns
 	workers   *workers
@@ -193,6 +203,12 @@ func (opt Options) withDefaults() Options {
 	}
 	opt.MaxConcurrent = max(opt.MaxConcurrent, 1)
 	opt.Limits = opt.Limits.withDefaults()
+	if opt.StopBy == "" {
+		opt.StopBy = StopByAnyone
+	}
+	if opt.MidTurn == "" {
+		opt.MidTurn = MidTurnQueue
+	}
 	return opt
 }
 

@@ -51,6 +51,8 @@ type intake struct {
 	now         func() time.Time // Options.Now: whether a backfilled message is stale
 	loop        roomGuard
 	flood       floodWatch
+	stops       *stopper
+	mid         *midTurns
 	storeInject func(context.Context, *routing.Table, ops.InjectRequest) (store.Message, groups.Folder, error) // ops.Inject
 	kick        func(folder groups.Folder)
 	// approvalCommand answers an /approve or /deny message (approvals.go).
@@ -87,6 +89,9 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	case adapters.KindReaction:
 		return i.react(ctx, in, m)
 	}
+	if !m.FromBot && !m.OtherBot && isStopCommand(m.Text, m.Verb) && i.stops.owns(m.ChatJID, m.Topic) {
+		return i.stop(ctx, m, !in.Backfilled)
+	}
 	var work []store.WorkItem
 	cmd, isCmd := parseApprovalCommand(m.Text)
 	isCmd = isCmd && !m.FromBot && !m.OtherBot && !in.Backfilled
@@ -96,6 +101,9 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if err := i.loop.refuse(ctx, in, work); err != nil {
 		return 0, err
 	}
+	if steered, err := i.mid.steer(ctx, &m, work); steered || err != nil {
+		return m.Seq, err // written into the running turn (midturn.go)
+	}
 	inserted, err := i.commits.commit(ctx, &m, work)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
@@ -103,6 +111,7 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if inserted {
 		i.loop.arrived(m, work, in.FromHost)
 		i.flood.arrived(ctx, m, work)
+		i.mid.interrupt(ctx, m, work)
 	}
 	// A redelivery was stored once and routed then; for a new message the
 	// committer told the watchers and woke the folders.
@@ -112,6 +121,20 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 && !isCmd {
 		i.unrouted.Add(1)
 		i.logUnrouted(m.ChatJID)
+	}
+	return m.Seq, nil
+}
+
+// stop stores a stop request (/stop) without work, so that no prompt ever
+// shows it, and acts on it once (not on a redelivery; not at all when it
+// was backfilled: the turn it meant is long gone).
+func (i *intake) stop(ctx context.Context, m store.Message, act bool) (int64, error) {
+	inserted, err := i.commits.commit(ctx, &m, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
+	}
+	if inserted && act {
+		i.stops.command(ctx, m)
 	}
 	return m.Seq, nil
 }

@@ -67,6 +67,8 @@ type turns struct {
 	metrics     *metrics
 	spend       *spend
 	live        *liveStarter // live replies (nil: none)
+	running     *stoppable
+	buttons     *stopButtons
 	wakeOutbox  func()
 	kickAfter   func(folder groups.Folder, d time.Duration) // workers.kickAfter
 	log         *slog.Logger
@@ -89,9 +91,26 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	if live != nil {
 		p.in.OnEvent = live.onEvent
 	}
-	res, err := t.runner.Run(ctx, t.agent, p.in)
+	if t.agent.Input == agent.InputStreamJSON {
+		p.in.Steer = agent.NewSteering() // agent.mid_turn: steer (midturn.go)
+	}
+	run := t.running.begin(ctx, p.turn.ID, b, p.in.Steer) // /stop, the Stop button, steering
+	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic}, p.turn.ID)
+	res, err := t.runner.Run(run.ctx, t.agent, p.in)
+	unbutton()
 	stopTyping()
 	live.stop() // nothing more is shown before the turn is recorded
+	end := run.end()
+	p.b = withSteered(p.b, end.steered)
+	if end.by != "" && err != nil && ctx.Err() == nil {
+		if end.requeue {
+			backoff = t.recordInterrupted(ctx, p, res, end.by)
+		} else {
+			backoff = t.recordStopped(ctx, p, res, err, end.by, live)
+		}
+		live.settle(ctx, liveEndStopped)
+		return backoff
+	}
 	backoff = t.recordTurn(ctx, p.b, p.turn, p.session, res, err, live)
 	live.settle(ctx, liveEndOf(ctx, res, err))
 	return backoff
@@ -242,9 +261,8 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 		turn.SessionID = session
 	}
 	var out []store.OutboxItem
-	if reply := strings.TrimSpace(res.Reply); reply != "" && t.agent.Output != agent.OutputNone && !replied[b.ChatJID] {
-		out = append(out, store.OutboxItem{Key: turn.ID + "/reply", Kind: store.OutboxReply, Folder: b.Folder, ChatJID: b.ChatJID,
-			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: store.CapText(reply)})
+	if t.agent.Output != agent.OutputNone && !replied[b.ChatJID] {
+		out = replyItems(b, turn.ID, res)
 	}
 	// The agent has run: record it even if shutdown began meanwhile, or the
 	// batch would run (and answer) again at the next start. FinishBatch
@@ -334,6 +352,29 @@ func shortReason(res agent.Result, err error) string {
 		return "the agent failed"
 	}
 	return "internal error"
+}
+
+// replyItems are the turn's replies to queue: its reply, or with several
+// results (a steered turn answered more than once) each, in order, the
+// first under the key its live reply is kept by.
+func replyItems(b store.Batch, turn string, res agent.Result) []store.OutboxItem {
+	replies := res.Replies
+	if len(replies) < 2 {
+		replies = []string{res.Reply}
+	}
+	var out []store.OutboxItem
+	for _, r := range replies {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		key := turn + "/reply"
+		if len(out) > 0 {
+			key += "-" + strconv.Itoa(len(out)+1)
+		}
+		out = append(out, store.OutboxItem{Key: key, Kind: store.OutboxReply, Folder: b.Folder, ChatJID: b.ChatJID,
+			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: store.CapText(r)})
+	}
+	return out
 }
 
 func lastMessageID(b store.Batch) adapters.MessageID {

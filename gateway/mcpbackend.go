@@ -354,6 +354,12 @@ func (b mcpAdmin) CreateGroup(ctx context.Context, caller groups.Folder, tier in
 	return nil, err
 }
 
+// SetMidTurn implements ipc.GroupStore: ops.SetMidTurn (read at each
+// message, so it applies at once).
+func (b mcpAdmin) SetMidTurn(ctx context.Context, caller groups.Folder, tier int, folder groups.Folder, mode string) error {
+	return ops.SetMidTurn(ctx, b.st, ops.Actor{Folder: caller, Tier: tier}, folder, mode)
+}
+
 // Enqueue queues a delegate or escalate prompt one hop deeper in the chain
 // than the caller's running turn (the chain guard stops it if too deep).
 func (b mcpAdmin) Enqueue(ctx context.Context, w store.WorkItem) (int64, error) {

@@ -46,7 +46,7 @@ func newMetrics(states *adapterStates, st statusReader, runner agent.Runner) *me
 		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_inbound_events_total",
 			Help: "Inbound events stored, by platform and kind (message, edit, delete, reaction)."}, []string{"platform", "kind"}),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_turns_total",
-			Help: "Agent turns finished, by trigger and outcome (succeeded, failed, timeout, stopped: not run, limits.max_chain)."}, []string{"trigger", "outcome"}),
+			Help: "Agent turns finished, by trigger and outcome (succeeded, failed, timeout, user_stopped: by /stop or the Stop button, stopped: not run, limits.max_chain)."}, []string{"trigger", "outcome"}),
 		turnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "switchboard_turn_duration_seconds",
 			Help: "How long agent turns ran.", Buckets: []float64{.1, .5, 1, 2, 5, 10, 30, 60, 120, 300, 600}}, []string{"trigger"}),
 		agentFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_agent_failures_total",

@@ -11,6 +11,7 @@ import (
 // the button, by its Data's prefix.
 type pressHandler struct {
 	approvals *approvals
+	stops     *stopper
 }
 
 const noLongerActive = "This button is no longer active."
@@ -24,8 +25,8 @@ func (h pressHandler) press(ctx context.Context, p adapters.Press) (string, erro
 			return noLongerActive, nil
 		}
 		return h.approvals.decide(ctx, id, choice, p.Sender), nil
-	case "stop": // "stop:<turn id>", the live reply's Stop button: the stop part (issue 32) goes here
-		return noLongerActive, nil
+	case "stop": // "stop:<turn id>", the Stop button (stopbutton.go)
+		return h.stops.press(ctx, p)
 	}
 	return noLongerActive, nil
 }

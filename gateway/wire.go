@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/ipc"
 	"switchboard/ops"
@@ -49,15 +50,21 @@ func (g *Gateway) wire() error {
 	chain := chainGuard{maxChain: opt.Limits.MaxChain, st: st, notices: notices, turns: g.metrics.turns, wakeOutbox: g.outbox.wake, log: log}
 
 	g.config = &liveConfig{st: st, layout: g.layout, exe: opt.Exe, loadBudgets: g.budget.load, wakeScheduler: g.sched.Wake, log: log}
+	running := &stoppable{}
+	g.stops = &stopper{running: running, by: opt.StopBy, table: g.config.Table, send: g.outbox.send,
+		log: log.With("component", "stop")}
+	mid := &midTurns{st: st, running: running, stops: g.stops, def: opt.MidTurn, canSteer: opt.Agent.Input == agent.InputStreamJSON,
+		kick: g.workers.kick, stored: g.adapters.notifyStored, now: opt.Now, log: log.With("component", "mid_turn")}
 	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick}
 	g.intake = &intake{st: st, commits: commits, table: g.config.Table, adapters: g.adapters, engage: engage, engageTTL: opt.EngageTTL,
-		now: opt.Now, loop: loop, flood: flood, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
+		now: opt.Now, loop: loop, flood: flood, stops: g.stops, mid: mid, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
 		storeInject: func(ctx context.Context, t *routing.Table, req ops.InjectRequest) (store.Message, groups.Folder, error) {
 			return ops.Inject(ctx, st, t, req)
 		}}
 
 	g.approvals = newApprovals(st, g.adapters, g.active, g.outbox.send, opt.Approvals, g.metrics.reg, log.With("component", "approvals"))
-	g.press = pressHandler{approvals: g.approvals}
+	g.stops.isApprover = g.approvals.isApprover
+	g.press = pressHandler{approvals: g.approvals, stops: g.stops}
 	g.intake.approvalCommand = g.approvals.command
 	g.backend = newMCPBackend(&mcpDeps{st: st, adapters: g.adapters, table: g.config.Table, reload: g.config.reload, outbox: g.outbox,
 		active: g.active, intake: g.intake, engage: engage, engageTTL: opt.EngageTTL, kick: g.workers.kick, wakeScheduler: g.sched.Wake,
@@ -73,7 +80,8 @@ func (g *Gateway) wire() error {
 		layout: g.layout, socket: mcp.SocketPath, tokens: g.endpoint, adapters: g.adapters, active: g.active, notices: notices,
 		guards:  turnGuards{list: []turnGuard{chain, g.budget, flood, loop}, log: log}, // the order matters: guards.go
 		files:   &fetcher{adapters: g.adapters, layout: g.layout, maxDownload: opt.MaxDownload, log: log},
-		metrics: g.metrics, spend: newSpend(g.metrics.reg), live: live, wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, log: log}
+		buttons: &stopButtons{adapters: g.adapters, streams: opt.Streams, delay: stopButtonDelay, log: log},
+		metrics: g.metrics, spend: newSpend(g.metrics.reg), live: live, running: running, wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, log: log}
 	g.workers.turns = g.turns
 	return nil
 }

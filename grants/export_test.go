@@ -13,7 +13,7 @@ var contractTools = func() []Tool {
 		{Messaging, []string{"send", "reply", "send_file", "edit", "delete", "like", "pin_message", "unpin_message"}},
 		{History, []string{"inspect_messages", "get_thread", "fetch_history", "find_messages"}},
 		{Routing, []string{"list_routes", "add_route", "delete_route", "set_routes", "explain_route"}},
-		{Groups, []string{"refresh_groups", "register_group", "delegate_group", "escalate_group"}},
+		{Groups, []string{"refresh_groups", "register_group", "delegate_group", "escalate_group", "set_mid_turn"}},
 		{Tasks, []string{"schedule_task", "list_tasks", "pause_task", "resume_task", "cancel_task", "inspect_tasks", "preview_schedule"}},
 		{Session, []string{"inject_message", "reset_session", "engage", "disengage", "get_work", "set_work", "inspect_session", "list_grants"}},
 		{Spend, []string{"report_usage", "list_budgets", "set_budget"}},

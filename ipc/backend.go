@@ -150,6 +150,9 @@ type GroupStore interface {
 	// store.TriggerEscalate), Prompt and Origin (the folder that asked); the
 	// gateway sets the rest.
 	Enqueue(ctx context.Context, w store.WorkItem) (id int64, err error)
+	// SetMidTurn sets folder's mid_turn (queue, steer, interrupt; "": the
+	// configured default) on behalf of caller, of tier (ops.SetMidTurn).
+	SetMidTurn(ctx context.Context, caller groups.Folder, tier int, folder groups.Folder, mode string) error
 }
 
 // Sessions covers the agent-session and engagement state of a folder.

@@ -264,7 +264,7 @@ func TestConcurrentConnections(t *testing.T) {
 				errs <- err
 				return
 			}
-			want := map[string]int{"acme": 40, "acme/eng": 22}[folder] // CONTRACT §7: tier 1 all, tier 2 a subset (§15: approve_tool at every tier)
+			want := map[string]int{"acme": 41, "acme/eng": 22}[folder] // CONTRACT §7: tier 1 all, tier 2 a subset (§15: approve_tool at every tier)
 			if len(res.Tools) != want {
 				errs <- fmt.Errorf("%s lists %d tools, want %d", folder, len(res.Tools), want)
 			}

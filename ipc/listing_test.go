@@ -160,6 +160,8 @@ func inScopeArgs(tool, folder, chat string) map[string]any {
 		return map[string]any{"folder": folder + "/sub", "prompt": "do it", "chat_jid": chat}
 	case "escalate_group":
 		return map[string]any{"prompt": "help", "chat_jid": chat}
+	case "set_mid_turn":
+		return map[string]any{"folder": folder, "mode": "steer"}
 	case "set_work":
 		return map[string]any{"content": "notes"}
 	case "schedule_task":

@@ -50,7 +50,34 @@ func groupTools() []*toolDef {
 			mcp.WithString("prompt", mcp.Required(), mcp.Description("What the parent should do, with the context it needs (at most 64 KiB).")),
 			chatParam("The chat where the parent should answer; your group must own it."),
 		), run: runEscalate},
+		{tool: newTool("set_mid_turn", "Set what messages do during a turn",
+			"Set what a message does that arrives while a group's turn runs in the same chat: queue (it waits for the next "+
+				"turn), steer (it is written into the running agent, when the agent takes input mid-turn; else it queues) or "+
+				"interrupt (the running turn is stopped and one new turn answers it with the interrupted request). default "+
+				"takes the operator's agent.mid_turn again. For your own group or one below it. Returns {\"ok\": true}.",
+			destructive,
+			mcp.WithString("folder", mcp.Required(), mcp.Description("Your group or one below it, e.g. acme/eng.")),
+			mcp.WithString("mode", mcp.Required(), mcp.Enum("queue", "steer", "interrupt", "default"), mcp.Description("queue, steer, interrupt, or default.")),
+		), run: runSetMidTurn},
 	}
+}
+
+func runSetMidTurn(ctx context.Context, c *call) (any, error) {
+	folder, err := c.folderParam("folder")
+	if err != nil {
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	if c.tier != 0 && !c.folder.Contains(folder) {
+		return nil, fmt.Errorf("folder %s: a group sets this for itself and the groups below it only", folder)
+	}
+	mode := c.str("mode")
+	if mode == "default" {
+		mode = ""
+	}
+	if err := c.b.SetMidTurn(ctx, c.folder, c.tier, folder, mode); err != nil {
+		return nil, err
+	}
+	return map[string]any{"ok": true}, nil
 }
 
 func runRefreshGroups(ctx context.Context, c *call) (any, error) {

@@ -14,4 +14,10 @@ var (
 	ErrNotChild = errors.New("not a direct child")
 	// ErrBadBudget: a budget whose caps make no sense (CheckBudget).
 	ErrBadBudget = errors.New("bad budget")
+	// ErrBadMidTurn: a mid-turn mode other than queue, steer or interrupt
+	// (CheckMidTurn).
+	ErrBadMidTurn = errors.New("bad mid_turn")
+	// ErrNotYours: the group acting may not change that group (a setting
+	// outside its own subtree, or its tier lacks the authority).
+	ErrNotYours = errors.New("not in your subtree")
 )

@@ -54,18 +54,18 @@ func GatewayCredsPath(dataDir string) string {
 }
 
 // gatewayPermissions are the gateway's rights: the JetStream API (it
-// creates and manages the streams, buckets and object store), jobs on
-// every worker's subject, the folder buckets; replies on its own inbox, the
+// creates and manages the streams, buckets and object store), jobs and
+// stops on every worker's subjects, the folder buckets; replies on its own inbox, the
 // taken notes and the turns' events.
 func gatewayPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			"$JS.API.>", "$JS.FC.>", "$JS.ACK.>",
-			workerSubjects,
+			workerSubjects, stopPrefix + "*.*", inputPrefix + "*.*",
 			"$KV." + FoldersBucket + ".>",
 			"$O." + ObjectsBucket + ".>",
 		}},
-		Subscribe: &server.SubjectPermission{Allow: []string{gatewayInbox + ".>", takenPrefix + "*.*", eventsPrefix + "*.*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{gatewayInbox + ".>", takenPrefix + "*.*", eventsPrefix + "*.*", inputAckPrefix + "*.*"}},
 	}
 }
 
@@ -74,7 +74,8 @@ func gatewayPermissions() *server.Permissions {
 // a create request whose filter differs from the one in its subject), its
 // results, taken notes, turns' events and workers entry, and the folder object store
 // (read every object, write objects: what a worker can still touch there
-// is in docs/scaling.md). Replies on its own inbox only.
+// is in docs/scaling.md). Replies on its own inbox, and the stops of its
+// own turns, are all it may read.
 func workerPermissions(id string) *server.Permissions {
 	cons := TurnsStream + "." + workerConsumer(id)
 	obj := "OBJ_" + ObjectsBucket
@@ -87,6 +88,7 @@ func workerPermissions(id string) *server.Permissions {
 			resultsPrefix + id + ".*",
 			takenPrefix + id + ".*",
 			eventsPrefix + id + ".*",
+			inputAckPrefix + id + ".*",
 			"$JS.API.STREAM.INFO.KV_" + workersBucket,
 			"$KV." + workersBucket + "." + id,
 			"$JS.API.STREAM.INFO." + obj,
@@ -96,7 +98,7 @@ func workerPermissions(id string) *server.Permissions {
 			"$JS.FC." + obj + ".>",
 			"$O." + ObjectsBucket + ".>",
 		}},
-		Subscribe: &server.SubjectPermission{Allow: []string{workerInbox(id) + ".>"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{workerInbox(id) + ".>", stopPrefix + id + ".*", inputPrefix + id + ".*"}},
 	}
 }
 

@@ -132,12 +132,18 @@ func checkWorkerPermissions(t *testing.T, a *violations, self, other string) {
 	allowed(sub(workerInbox(self) + ".x"))
 	allowed(pub(resultSubject(self, "t-own")))
 	allowed(pub(eventsSubject(self, "t-own")))
+	allowed(sub(stopSubject(self, "*")))
+	allowed(sub(inputSubject(self, "*")))
+	allowed(pub(inputAckSubject(self, "t-own")))
 	for _, subject := range []string{"switchboard.turns.>", workerSubject(other), ">", "switchboard.results.>",
-		"switchboard.taken.*.*", eventsPrefix + ">", eventsSubject(other, "t-1"), gatewayInbox + ".>", "_INBOX.>", workerInbox(other) + ".>"} {
+		"switchboard.taken.*.*", eventsPrefix + ">", eventsSubject(other, "t-1"), gatewayInbox + ".>", "_INBOX.>", workerInbox(other) + ".>",
+		stopPrefix + ">", stopSubject(other, "*"), stopSubject(other, "t-1"), inputSubject(other, "*"), inputAckSubject(self, "*")} {
 		a.denied(subject, sub(subject))
 	}
 	for _, subject := range []string{
 		workerSubject(other), workerSubject(self), // a job, to anyone
+		stopSubject(self, "t-1"), stopSubject(other, "t-1"), // only the gateway stops turns
+		inputSubject(self, "t-1"), inputSubject(other, "t-1"), inputAckSubject(other, "t-1"), // or steers them
 		resultSubject(other, "t-1"), takenPrefix + other + ".t-1", eventsSubject(other, "t-1"), "$KV." + workersBucket + "." + other, "$KV." + FoldersBucket + ".x",
 		"$JS.API.CONSUMER.MSG.NEXT." + TurnsStream + "." + workerConsumer(other), // fetch b's jobs
 		"$JS.ACK." + TurnsStream + "." + workerConsumer(other) + ".1.1.1.1.1",

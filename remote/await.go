@@ -29,7 +29,7 @@ func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Tim
 			agent.ErrNoOutcome, r.opt.StateDir)
 	}
 	defer func() {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil || agent.StopRequested(ctx) { // a stopped turn is over
 			r.unrecord(turnID)
 		}
 	}()
@@ -64,6 +64,10 @@ func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Tim
 		case o := <-ch:
 			return outcomeResult(o, "")
 		case <-ctx.Done():
+			if agent.StopRequested(ctx) {
+				o, came := r.stopOnWorker(rec.Worker, turnID, ch)
+				return stoppedResult(ctx, o, came, res)
+			}
 			return res, agent.Cancelled(ctx.Err())
 		case <-check.C:
 		case <-wait.C:

@@ -46,7 +46,13 @@ const (
 	resultsPrefix = "switchboard.results." // + <worker id>.<turn id>: only that worker may publish there
 	takenPrefix   = "switchboard.taken."   // core NATS: + <worker id>.<turn id>, when the worker takes it
 	eventsPrefix  = "switchboard.events."  // core NATS: + <worker id>.<turn id>, the turn's events (events.go)
-	workersBucket = "switchboard_workers"  // KV: one entry per live worker
+	stopPrefix    = "switchboard.stop."    // core NATS: + <worker id>.<turn id>: the gateway stops a turn (stop.go); only that worker reads it
+	// core NATS: + <worker id>.<turn id>: messages steered into a running
+	// turn (steer.go), which only that worker reads, and its answers,
+	// which only it publishes.
+	inputPrefix    = "switchboard.input."
+	inputAckPrefix = "switchboard.inputack."
+	workersBucket  = "switchboard_workers" // KV: one entry per live worker
 	// legacyConsumer is the pull consumer all workers shared before each
 	// had its own; removed from an existing stream (see ensureStreams).
 	legacyConsumer = "workers"
@@ -80,6 +86,10 @@ type Job struct {
 	ResumeArgs []string     `json:"resume_args,omitempty"`
 	Output     agent.Output `json:"output"`
 	MaxOutput  int          `json:"max_output,omitempty"`
+	// Input is agent.input: stream-json writes the prompt as Claude Code's
+	// user message (the worker takes no steering: a message during the
+	// turn waits for the next).
+	Input agent.InputFormat `json:"input,omitempty"`
 	// DeadlineMs (Unix ms) is when the gateway stops waiting: the worker
 	// kills the agent then, and does not start a job whose deadline passed.
 	DeadlineMs int64 `json:"deadline_ms"`
@@ -92,17 +102,22 @@ type Job struct {
 
 // Outcome is a job's result as published to ResultsStream.
 type Outcome struct {
-	TurnID     string `json:"turn_id"`
-	Worker     string `json:"worker"`
-	Reply      string `json:"reply,omitempty"`
-	SessionID  string `json:"session_id,omitempty"`
-	DurationMs int64  `json:"duration_ms"`
-	ExitCode   int    `json:"exit_code"`
-	NotStarted bool   `json:"not_started,omitempty"`
-	TimedOut   bool   `json:"timed_out,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Stderr     string `json:"stderr,omitempty"`
-	Error      string `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
+	TurnID string `json:"turn_id"`
+	Worker string `json:"worker"`
+	Reply  string `json:"reply,omitempty"`
+	// Replies are every result's text of a stream-json turn that answered
+	// more than once (agent.Result.Replies).
+	Replies    []string `json:"replies,omitempty"`
+	SessionID  string   `json:"session_id,omitempty"`
+	DurationMs int64    `json:"duration_ms"`
+	ExitCode   int      `json:"exit_code"`
+	NotStarted bool     `json:"not_started,omitempty"`
+	TimedOut   bool     `json:"timed_out,omitempty"`
+	Truncated  bool     `json:"truncated,omitempty"`
+	Stderr     string   `json:"stderr,omitempty"`
+	Error      string   `json:"error,omitempty"` // agent.Run's error; "" when it succeeded
+	// Stopped: the gateway stopped the turn (stop.go); Error is then empty.
+	Stopped bool `json:"stopped,omitempty"`
 	// Usage is what the agent reported the turn cost, failed turns
 	// included: the gateway charges it to the folder's budgets.
 	Usage agent.Usage `json:"usage"`

@@ -267,7 +267,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		r.log.Warn("record a remote turn for a restarted gateway", "turn", job.TurnID, "err", err)
 	}
 	defer func() {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil || agent.StopRequested(ctx) { // a stopped turn is over
 			r.unrecord(job.TurnID)
 		}
 	}()
@@ -279,6 +279,9 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			return res, agent.Cancelled(ctx.Err())
 		}
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
+	}
+	if in.Steer != nil && spec.Input == agent.InputStreamJSON && spec.Output == agent.OutputClaudeStream {
+		defer r.forwardInputs(in.Steer, worker, job.TurnID)()
 	}
 	if from := r.d.moved(job.TurnID); from != "" {
 		// The folder's copy on the new worker may be stale: this turn
@@ -302,6 +305,13 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			return outcomeResult(o, in.SessionID)
 		case <-ctx.Done():
 			res.Duration = time.Since(started)
+			if agent.StopRequested(ctx) {
+				o, came := r.stopOnWorker(worker, job.TurnID, ch)
+				if came {
+					relay.wait(o.Events, r.opt.Grace)
+				}
+				return stoppedResult(ctx, o, came, res)
+			}
 			return res, agent.Cancelled(ctx.Err())
 		case <-check.C:
 			if w, gone := r.workerGone(job.TurnID); gone {
@@ -347,7 +357,7 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 		return Job{}, agent.Failed("group folders root: " + err.Error())
 	}
 	j := Job{TurnID: string(in.TurnID), Dir: dir, Root: root, Prompt: in.Prompt, SessionID: in.SessionID, Command: r.opt.Command, ResumeArgs: spec.ResumeArgs,
-		Output: spec.Output, MaxOutput: spec.MaxOutput}
+		Output: spec.Output, MaxOutput: spec.MaxOutput, Input: spec.Input}
 	if len(j.Command) == 0 {
 		j.Command = spec.Command
 	}
@@ -374,15 +384,21 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 
 // outcomeResult is what agent.Run returned on the worker.
 func outcomeResult(o Outcome, session string) (agent.Result, error) {
-	res := agent.Result{Reply: o.Reply, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
+	res := agent.Result{Reply: o.Reply, Replies: o.Replies, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
 		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr,
 		Usage: o.Usage.Checked()} // read from NATS: not believed before it is checked
 	if res.SessionID == "" {
 		res.SessionID = session
 	}
 	if o.Error != "" {
-		res.Reply = ""
+		res.Reply, res.Replies = "", nil
 		return res, agent.Failed(o.Error + " (on worker " + o.Worker + ")")
+	}
+	if o.Stopped {
+		// Run that stopped it returns stoppedResult; read elsewhere (Await
+		// after a restart) it is an attempt that gave no answer.
+		res.Reply, res.Replies = "", nil
+		return res, agent.Failed("the turn was stopped (on worker " + o.Worker + ")")
 	}
 	return res, nil
 }

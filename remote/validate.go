@@ -49,6 +49,11 @@ func checkJob(j Job, now time.Time) error {
 	if j.MaxOutput < 0 {
 		return fmt.Errorf("max_output %d is negative", j.MaxOutput)
 	}
+	if j.Input != "" {
+		if _, err := agent.ParseInputFormat(string(j.Input)); err != nil {
+			return err
+		}
+	}
 	if j.Folder != nil {
 		return checkFolderRef(j.Dir, *j.Folder)
 	}

@@ -67,6 +67,7 @@ type Worker struct {
 	stop    atomic.Bool // draining: reported in the heartbeat
 	consMu  sync.Mutex
 	cons    jetstream.Consumer // nil: (re)create it
+	stops   workerStops        // stop.go
 }
 
 // NewWorker binds to the workers bucket and the folder object store,
@@ -126,6 +127,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	if _, err := w.consumer(ctx); err != nil {
 		return err
 	}
+	stops, err := w.listenStops()
+	if err != nil {
+		return fmt.Errorf("subscribe to the stops of this worker's turns: %w", err)
+	}
+	defer func() { _ = stops.Unsubscribe() }()
 	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTurns()
 	stopDrain := context.AfterFunc(ctx, func() {
@@ -273,6 +279,14 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 // run runs a job with agent.Run in its folder (at the gateway's path).
 func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	o := Outcome{TurnID: j.TurnID, Worker: w.opt.ID, ExitCode: -1, SessionID: j.SessionID}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if !w.stops.begin(j.TurnID, stop) {
+		w.log.Info("turn stopped before it ran", "worker", w.opt.ID, "turn", j.TurnID)
+		o.NotStarted, o.Stopped = true, true
+		return o
+	}
+	defer w.stops.end(j.TurnID)
 	if err := checkJob(j, time.Now()); err != nil {
 		w.log.Warn("job refused", "worker", w.opt.ID, "turn", j.TurnID, "reason", err)
 		o.NotStarted, o.Error = true, "worker "+w.opt.ID+" refused the job: "+err.Error()
@@ -288,7 +302,7 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 		o.NotStarted, o.Error = true, err.Error()
 		return o
 	}
-	spec.ResumeArgs, spec.Output, spec.MaxOutput, spec.Timeout = j.ResumeArgs, j.Output, j.MaxOutput, left
+	spec.ResumeArgs, spec.Output, spec.MaxOutput, spec.Timeout, spec.Input = j.ResumeArgs, j.Output, j.MaxOutput, left, j.Input
 	spec.Env = nil // the job carries the values the gateway allowed
 	// The worker's copy of the folder at the job's version, seen by a
 	// sandboxed agent at the gateway's path (worker_folders.go).
@@ -299,6 +313,10 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	}
 	w.log.Info("turn starting", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir)
 	in := agent.Input{TurnID: agent.TurnID(j.TurnID), Dir: ft.copy, At: j.Dir, Env: w.jobEnv(j), SessionID: j.SessionID, Prompt: j.Prompt}
+	if j.Input == agent.InputStreamJSON && j.Output == agent.OutputClaudeStream {
+		in.Steer = agent.NewSteering()
+		defer w.takeInputs(j.TurnID, in.Steer)()
+	}
 	var events *eventPublisher
 	if j.Events {
 		events = &eventPublisher{nc: w.nc, subject: eventsSubject(w.opt.ID, j.TurnID)}
@@ -313,9 +331,15 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	}
 	o.Folder = w.finishFolder(ft, j, &err)
 	o.Reply, o.SessionID, o.DurationMs, o.ExitCode = res.Reply, res.SessionID, res.Duration.Milliseconds(), res.ExitCode
+	if len(res.Replies) > 1 {
+		o.Replies = res.Replies
+	}
 	o.NotStarted, o.TimedOut, o.Truncated, o.Stderr = res.NotStarted, res.TimedOut, res.Truncated, res.Stderr
 	o.Usage = res.Usage
-	if err != nil {
+	switch {
+	case errors.Is(err, agent.ErrStopped):
+		o.Stopped = true
+	case err != nil:
 		o.Error = err.Error()
 	}
 	return o

@@ -24,7 +24,7 @@ type TaskRun struct {
 	ID       int64
 	TaskID   int64
 	Slot     time.Time
-	Status   string // fired | succeeded | failed | skipped (RunSkipped)
+	Status   string // fired | succeeded | failed | stopped | skipped (RunSkipped)
 	Started  time.Time
 	Duration time.Duration
 	TurnID   string

@@ -17,6 +17,10 @@ type TurnStatus string
 const (
 	TurnSucceeded TurnStatus = "succeeded"
 	TurnFailed    TurnStatus = "failed" // the agent failed or timed out (retried or given up)
+	// TurnStopped: a person stopped the turn (/stop, the Stop button). It
+	// is not retried; like a succeeded turn it consumes what its prompt
+	// showed and keeps its session, which the next turn resumes.
+	TurnStopped TurnStatus = "stopped"
 )
 
 // Turn is the record of one agent run.

@@ -333,6 +333,8 @@ func (s *Store) messagesBySeq(ctx context.Context, seqs []any) ([]Message, error
 //     and the notices its prompt showed, and saves t.SessionID as the
 //     session of the folder in the chat and topic (unless the batch is an
 //     isolated task, or the id is empty);
+//   - a stopped turn (TurnStopped) settles the batch as a succeeded one:
+//     what its prompt showed is in its session, which the next turn resumes;
 //   - a failed turn that is not retried (given up) consumes only the work
 //     rows: the observed context and notices wait for the next turn that
 //     gets through;
@@ -368,7 +370,7 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0, turn_id = '' WHERE id IN`, ids, toMS(retryAt)); err != nil {
 				return err
 			}
-		case t.Status != TurnSucceeded:
+		case t.Status != TurnSucceeded && t.Status != TurnStopped:
 			if err := execIDs(ctx, tx, `DELETE FROM work WHERE id IN`, ids); err != nil {
 				return err
 			}
@@ -413,8 +415,8 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 // settleRun writes a task turn's final outcome to its run, in the turn's own
 // transaction: a crash can never record the turn without its run.
 func settleRun(ctx context.Context, tx *sql.Tx, t Turn) error {
-	status := TurnSucceeded
-	if t.Status != TurnSucceeded {
+	status := t.Status
+	if status != TurnSucceeded && status != TurnStopped {
 		status = TurnFailed
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,

@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
 	"switchboard/agent"
 	"switchboard/config"
+	"switchboard/store"
 )
 
 // specConfig is agent.* as agent.NewSpec takes it.
 func (a *app) specConfig(exe string, sb *agent.Sandbox) agent.SpecConfig {
 	c := a.cfg.Agent
-	return agent.SpecConfig{Command: c.Command, ResumeArgs: c.ResumeArgs, Output: c.Output, Timeout: time.Duration(c.Timeout),
+	return agent.SpecConfig{Command: c.Command, ResumeArgs: c.ResumeArgs, Output: c.Output, Input: agent.InputFormat(c.Input), Timeout: time.Duration(c.Timeout),
 		Env: c.Env, MaxTurnUSD: c.MaxTurnUSD, Remote: c.Runner == "nats", Exe: exe, Sandbox: sb, Logger: a.log}
 }
 
@@ -66,4 +68,24 @@ func (a *app) sandbox(exe string) (*agent.Sandbox, error) {
 		a.log.Info("agents run sandboxed with bubblewrap", "bwrap", sb.Bwrap, "network", sb.Network, "binds", len(sb.Binds))
 	}
 	return sb, nil
+}
+
+// seedMidTurn sets the groups[].mid_turn of the config, at every start,
+// and says once when steering falls back to queueing (agent.input is not
+// stream-json).
+func (a *app) seedMidTurn(ctx context.Context, st *store.Store) error {
+	steer := a.cfg.Agent.MidTurn == "steer"
+	for _, g := range a.cfg.Groups {
+		if g.MidTurn == "" {
+			continue
+		}
+		if err := st.SetGroupMidTurn(ctx, g.Folder, g.MidTurn); err != nil {
+			return fmt.Errorf("seed group %s: %w", g.Folder, err)
+		}
+		steer = steer || g.MidTurn == "steer"
+	}
+	if steer && a.cfg.Agent.Input != "stream-json" {
+		a.log.Warn("mid_turn steer falls back to queue: the agent takes no input during a turn; set agent.input: stream-json (Claude Code with --input-format stream-json --output-format stream-json --verbose)")
+	}
+	return nil
 }

@@ -19,7 +19,7 @@ import (
 func (a *app) groupCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "group",
-		Short: "Add, list and remove group folders",
+		Short: "Add, list, set and remove group folders",
 		Long: `A group is a folder such as main or acme/eng/oncall: lowercase [a-z0-9_-]
 segments joined by /, at most 6 deep. Its tier follows from its place: the
 operator folder is tier 0, other top-level folders tier 1, depth 2 tier 2,
@@ -47,8 +47,46 @@ deeper tier 3. The agent of a group runs in <data_dir>/groups/<folder>.`,
 		Args:  cobra.ExactArgs(1),
 		RunE:  func(cmd *cobra.Command, args []string) error { return a.groupRemove(cmd, args[0]) },
 	}
-	cmd.AddCommand(add, list, rm)
+	var midTurn string
+	set := &cobra.Command{
+		Use:   "set FOLDER --mid-turn MODE",
+		Short: "Set a group's own settings",
+		Long: `--mid-turn says what a message does that arrives while the group's turn runs in
+its chat: queue (it waits for the next turn), steer (it is written into the
+running agent; needs agent.input: stream-json, else it queues) or interrupt
+(the turn is stopped and one new turn answers both). default takes agent.mid_turn
+again. A running gateway applies it to the next message; groups[].mid_turn in
+the config sets it again at the next start.`,
+		Example: `  switchboard group set main --mid-turn steer`,
+		Args:    cobra.ExactArgs(1),
+		RunE:    func(cmd *cobra.Command, args []string) error { return a.groupSet(cmd, args[0], midTurn) },
+	}
+	set.Flags().StringVar(&midTurn, "mid-turn", "", "queue, steer, interrupt or default")
+	_ = set.MarkFlagRequired("mid-turn")
+	cmd.AddCommand(add, list, rm, set)
 	return cmd
+}
+
+func (a *app) groupSet(cmd *cobra.Command, name, midTurn string) error {
+	folder, err := groups.ParseFolder(name)
+	if err != nil {
+		return usageError{err}
+	}
+	mode := midTurn
+	if mode == "default" {
+		mode = ""
+	} else if err := ops.CheckMidTurn(mode); err != nil {
+		return usagef("--mid-turn: %w", err)
+	}
+	ctx := cmd.Context()
+	return a.withStore(ctx, func(st *store.Store) error {
+		if err := ops.SetMidTurn(ctx, st, ops.Operator, folder, mode); err != nil {
+			return fmt.Errorf("group set %s: %w", folder, err)
+		}
+		return a.emit(map[string]any{"folder": folder, "mid_turn": midTurn}, func(w io.Writer) {
+			fmt.Fprintf(w, "group %s: mid_turn %s\n", folder, midTurn)
+		})
+	})
 }
 
 func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {

@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/groups"
+	"switchboard/ops"
+	"switchboard/store"
+)
+
+// MidTurn is what a message does that arrives for a folder while the
+// folder's turn runs in the same chat and topic (agent.mid_turn,
+// groups[].mid_turn; CONTRACT §15 "Messages during a turn").
+type MidTurn string
+
+const (
+	// MidTurnQueue: it waits for the next turn (the default).
+	MidTurnQueue MidTurn = "queue"
+	// MidTurnSteer: it is written into the running agent, when the agent
+	// takes input mid-turn (agent.input: stream-json), and is part of that
+	// turn; otherwise it is queued.
+	MidTurnSteer MidTurn = "steer"
+	// MidTurnInterrupt: the running turn is stopped (as by /stop, by
+	// someone limits.stop_by allows) and one new turn gets its batch and
+	// everything pending.
+	MidTurnInterrupt MidTurn = "interrupt"
+)
+
+// ParseMidTurn returns the MidTurn named s (ops.MidTurnModes).
+func ParseMidTurn(s string) (MidTurn, error) {
+	if err := ops.CheckMidTurn(s); err != nil {
+		return "", err
+	}
+	return MidTurn(s), nil
+}
+
+// steeredMsg is a message written into a running turn: its work row
+// (stored started under the turn) and the message, added to the turn's
+// batch when it is recorded.
+type steeredMsg struct {
+	item store.WorkItem
+	msg  store.Message
+}
+
+// midTurnStore is what the mid-turn modes need of the store.
+type midTurnStore interface {
+	GroupMidTurn(ctx context.Context, folder groups.Folder) (string, error)
+	SteerMessage(ctx context.Context, m *store.Message, w store.WorkItem, turn string) (bool, int64, error)
+	ResetStarted(ctx context.Context, b store.Batch) error
+}
+
+// midTurns applies the mid-turn modes to the messages intake routes.
+type midTurns struct {
+	st        midTurnStore
+	running   *stoppable
+	stops     *stopper // who may interrupt (limits.stop_by)
+	def       MidTurn  // agent.mid_turn
+	canSteer  bool     // agent.input: stream-json
+	kick      func(folder groups.Folder)
+	stored    func(chat adapters.JID, seq int64) // adapterSet.notifyStored
+	now       func() time.Time
+	log       *slog.Logger
+	steerSeen func(turn string, at time.Time) // tests: when a message reached the agent's stdin
+}
+
+// mode is folder's mid-turn mode.
+func (mt *midTurns) mode(ctx context.Context, folder groups.Folder) MidTurn {
+	s, err := mt.st.GroupMidTurn(ctx, folder)
+	if err != nil {
+		mt.log.Error("read a group's mid_turn; queueing", "folder", folder, "err", err)
+		return MidTurnQueue
+	}
+	if m, err := ParseMidTurn(s); err == nil {
+		return m
+	}
+	return mt.def
+}
+
+// steer writes m, routed to work (one trigger item), into the running
+// turn of its folder in its chat and topic when that folder steers and the
+// agent takes input: stored as part of that turn first (a crash then
+// leaves it with the turn's batch), then written. handled is false when
+// the message is to be stored and queued as usual.
+func (mt *midTurns) steer(ctx context.Context, m *store.Message, work []store.WorkItem) (handled bool, err error) {
+	if mt == nil || !mt.canSteer || len(work) != 1 || work[0].Mode != "trigger" {
+		return false, nil
+	}
+	w := work[0]
+	rt := mt.running.running(w.Folder, w.ChatJID, w.Topic)
+	if rt == nil || rt.steer == nil || mt.mode(ctx, w.Folder) != MidTurnSteer {
+		return false, nil
+	}
+	rt.smu.Lock()
+	defer rt.smu.Unlock()
+	if rt.ended {
+		return false, nil
+	}
+	inserted, id, err := mt.st.SteerMessage(ctx, m, w, rt.id)
+	if err != nil || !inserted {
+		return true, err
+	}
+	mt.stored(m.ChatJID, m.Seq)
+	var sb strings.Builder
+	sb.WriteString("<messages>\n")
+	writeMessage(&sb, *m, nil)
+	sb.WriteString("</messages>\n")
+	if !rt.steer.Send(sb.String()) {
+		// The agent takes no more input: the message is the next turn's.
+		w.ID = id
+		if err := mt.st.ResetStarted(context.WithoutCancel(ctx), store.Batch{Items: []store.WorkItem{w}}); err != nil {
+			mt.log.Error("queue a message the running agent no longer took", "folder", w.Folder, "turn", rt.id, "err", err)
+		}
+		mt.kick(w.Folder)
+		return true, nil
+	}
+	if mt.steerSeen != nil {
+		mt.steerSeen(rt.id, time.Now())
+	}
+	w.ID, w.Seq = id, m.Seq
+	rt.steered = append(rt.steered, steeredMsg{item: w, msg: *m})
+	mt.log.Info("message steered into the running turn", "folder", w.Folder, "jid", w.ChatJID, "turn", rt.id, "seq", m.Seq)
+	return true, nil
+}
+
+// interrupt stops the running turn of work's folder in its chat and topic
+// when that folder interrupts and m's sender may stop it: its batch runs
+// again, with m, as one new turn. m is stored and queued as usual.
+func (mt *midTurns) interrupt(ctx context.Context, m store.Message, work []store.WorkItem) {
+	if mt == nil || len(work) != 1 || work[0].Mode != "trigger" {
+		return
+	}
+	w := work[0]
+	rt := mt.running.running(w.Folder, w.ChatJID, w.Topic)
+	if rt == nil || mt.mode(ctx, w.Folder) != MidTurnInterrupt || !mt.stops.allowed(ctx, w.Folder, m.Sender) {
+		return
+	}
+	if mt.running.stopAs(rt.id, m.Sender, true) {
+		mt.log.Info("turn interrupted by a new message", "folder", w.Folder, "jid", w.ChatJID, "turn", rt.id, "by", m.Sender)
+	}
+}
+
+// withSteered is b with the messages steered into its turn: the turn's
+// record consumes (or retries) them with the rest.
+func withSteered(b store.Batch, steered []steeredMsg) store.Batch {
+	if len(steered) == 0 {
+		return b
+	}
+	b.Items = append(b.Items[:len(b.Items):len(b.Items)], make([]store.WorkItem, 0, len(steered))...)
+	b.Messages = append(b.Messages[:len(b.Messages):len(b.Messages)], make([]store.Message, 0, len(steered))...)
+	for _, s := range steered {
+		b.Items = append(b.Items, s.item)
+		b.Messages = append(b.Messages, s.msg)
+	}
+	return b
+}
+
+// recordInterrupted records a turn stopped to run again (interrupt): its
+// batch is put back uncounted, to run with what came meanwhile as one new
+// turn, and the turn is recorded stopped, its session kept for that turn.
+func (t *turns) recordInterrupted(ctx context.Context, p preparedTurn, res agent.Result, by adapters.JID) time.Duration {
+	rctx := context.WithoutCancel(ctx)
+	if err := t.st.ResetStarted(rctx, p.b); err != nil {
+		t.log.Error("put an interrupted turn's batch back", "folder", p.b.Folder, "turn", p.turn.ID, "err", err)
+		return time.Second
+	}
+	turn := p.turn
+	t.recordUsage(ctx, &turn, p.session, res)
+	t.active.finished(turn.ID)
+	defer t.tokens.endTurnToken(turn.ID)
+	turn.Duration, turn.ExitCode, turn.Status = res.Duration, res.ExitCode, store.TurnStopped
+	turn.Error = "interrupted by a message from " + by.String()
+	if turn.SessionID == "" {
+		turn.SessionID = p.session
+	}
+	t.metrics.turns.WithLabelValues(string(turn.Trigger), "user_stopped").Inc()
+	// Nothing of the batch is consumed: the next turn shows it again.
+	if err := t.st.FinishBatch(rctx, store.Batch{Folder: p.b.Folder, ChatJID: p.b.ChatJID, Topic: p.b.Topic}, turn, nil, time.Time{}); err != nil {
+		t.log.Error("record interrupted turn", "folder", p.b.Folder, "turn", turn.ID, "err", err)
+	}
+	t.log.Info("turn interrupted; its batch runs again with the new messages", "folder", p.b.Folder, "jid", p.b.ChatJID, "turn", turn.ID, "by", by)
+	return 0
+}

@@ -1,0 +1,327 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/groups"
+	"switchboard/ops"
+	"switchboard/routing"
+	"switchboard/store"
+)
+
+// StopBy says who may stop a chat's running turn (limits.stop_by).
+type StopBy string
+
+const (
+	// StopByAnyone: anyone who can post in the chat (the default).
+	StopByAnyone StopBy = "anyone"
+	// StopByApprovers: the approvers of the turn's group (Options.Approvals).
+	StopByApprovers StopBy = "approvers"
+)
+
+// What a person who stops a turn is told.
+const (
+	stopNothingRunning = "Nothing is running."
+	stopNotYours       = "Not yours to stop: only this group's approvers may stop its turns."
+	stopStopping       = "Stopping."
+	stopStopped        = "Stopped."
+	stopGone           = "That turn has already ended."
+	// stopPressPrefix starts the Data of a turn's Stop button: "stop:<turn id>".
+	stopPressPrefix = "stop:"
+)
+
+// stoppable is the registry of the turns that run here, by id: what
+// /stop and the Stop button find a chat's running turn in, and how they
+// stop it (the cancel of the ctx its runner got, with agent.ErrStopped as
+// the cause).
+type stoppable struct {
+	mu sync.Mutex
+	m  map[string]*stoppableTurn
+}
+
+// stoppableTurn is one running turn.
+type stoppableTurn struct {
+	id     string
+	folder groups.Folder
+	chat   adapters.JID
+	topic  string
+	cancel context.CancelCauseFunc
+	by     adapters.JID // who stopped it; "" while nobody did
+	// requeue: stopped by a message in interrupt mode (midturn.go): its
+	// batch runs again with what came meanwhile.
+	requeue bool
+	// steer takes messages into the running agent (nil: it takes none);
+	// smu orders a steering (midturn.go) before the turn's end, which
+	// sets ended and collects what was steered in.
+	steer   *agent.Steering
+	smu     sync.Mutex
+	ended   bool
+	steered []steeredMsg
+}
+
+// ended is how a registered turn ended, for the lifecycle.
+type turnEnd struct {
+	by      adapters.JID // who stopped it ("": nobody)
+	requeue bool         // stopped to run its batch again (interrupt)
+	steered []steeredMsg // messages written into it (steer)
+}
+
+// stopHandle is a registered turn, for the turn lifecycle: ctx is what its
+// runner runs under, end unregisters it and says who stopped it, if anyone.
+type stopHandle struct {
+	ctx context.Context
+	r   *stoppable
+	rt  *stoppableTurn
+}
+
+// begin registers the turn id answering b; the runner runs under the
+// handle's ctx, steer (nil: none) takes messages into it. A nil registry
+// registers nothing (the turn cannot be stopped).
+func (r *stoppable) begin(ctx context.Context, id string, b store.Batch, steer *agent.Steering) stopHandle {
+	ctx, cancel := context.WithCancelCause(ctx)
+	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, cancel: cancel, steer: steer}
+	if r == nil {
+		return stopHandle{ctx: ctx, rt: rt}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]*stoppableTurn{}
+	}
+	r.m[id] = rt
+	return stopHandle{ctx: ctx, r: r, rt: rt}
+}
+
+// end unregisters the turn (after a steering in flight) and says how it
+// ended.
+func (h stopHandle) end() turnEnd {
+	h.rt.smu.Lock()
+	h.rt.ended = true
+	steered := h.rt.steered
+	h.rt.smu.Unlock()
+	h.rt.cancel(nil)
+	if h.r == nil {
+		return turnEnd{steered: steered}
+	}
+	h.r.mu.Lock()
+	defer h.r.mu.Unlock()
+	delete(h.r.m, h.rt.id)
+	return turnEnd{by: h.rt.by, requeue: h.rt.requeue, steered: steered}
+}
+
+// running is folder's registered turn in chat and topic, if any.
+func (r *stoppable) running(folder groups.Folder, chat adapters.JID, topic string) *stoppableTurn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.m {
+		if rt.folder == folder && rt.chat == chat && rt.topic == topic {
+			return rt
+		}
+	}
+	return nil
+}
+
+// inChat lists the turns running in chat and topic (one per folder).
+// Their id, folder, chat and topic never change.
+func (r *stoppable) inChat(chat adapters.JID, topic string) []*stoppableTurn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*stoppableTurn
+	for _, rt := range r.m {
+		if rt.chat == chat && rt.topic == topic {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// byID is the running turn id.
+func (r *stoppable) byID(id string) (*stoppableTurn, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt, ok := r.m[id]
+	return rt, ok
+}
+
+// stop stops the running turn id on behalf of by; false when it is no
+// longer running. A second stop changes nothing.
+func (r *stoppable) stop(id string, by adapters.JID) bool { return r.stopAs(id, by, false) }
+
+// stopAs is stop; requeue marks the turn's batch to run again
+// (interrupt), unless someone stopped it before.
+func (r *stoppable) stopAs(id string, by adapters.JID, requeue bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt, ok := r.m[id]
+	if !ok {
+		return false
+	}
+	if rt.by == "" {
+		rt.by, rt.requeue = by, requeue
+		rt.cancel(agent.ErrStopped)
+	}
+	return true
+}
+
+// stopper takes the requests to stop a chat's running turn (/stop, a
+// mention of the bot then "stop", the Stop button), checks who may
+// (limits.stop_by) and stops it.
+type stopper struct {
+	running *stoppable
+	by      StopBy
+	// isApprover says whether who may decide for folder: the approvals
+	// part's one answer (groups[].approvals.approvers, inherited, or the
+	// CLI's); nil: nobody is.
+	isApprover func(ctx context.Context, folder groups.Folder, who adapters.JID) bool
+	table      func() *routing.Table
+	send       func(context.Context, ops.SendRequest) (store.OutboxItem, error) // outbox.send
+	log        *slog.Logger
+}
+
+// isStopCommand reports whether text is a request to stop: "/stop" as the
+// whole message ("/stop@bot" too when it addresses the bot), or, in a
+// message that mentions the bot, the mention followed by "stop".
+func isStopCommand(text string, verb adapters.Verb) bool {
+	f := strings.Fields(text)
+	switch {
+	case len(f) == 1 && f[0] == "/stop":
+		return true
+	case verb != adapters.VerbMention:
+		return false
+	case len(f) == 1:
+		return strings.HasPrefix(f[0], "/stop@")
+	case len(f) == 2:
+		mention := strings.HasPrefix(f[0], "@") || strings.HasPrefix(f[0], "<@")
+		return mention && strings.EqualFold(strings.TrimRight(f[1], ".!"), "stop")
+	}
+	return false
+}
+
+// owns reports whether a /stop in chat and topic is the gateway's to
+// answer: some folder owns the chat. Elsewhere it is a message like any.
+func (s *stopper) owns(chat adapters.JID, topic string) bool {
+	_, ok := s.table().Owner(chat, topic)
+	return ok
+}
+
+// command handles a stored stop request m: it stops the turns running in
+// its chat and topic that m's sender may stop, and answers once when there
+// is nothing to stop or the sender may not. The stopped turn's live reply
+// (or a notice) says it stopped.
+func (s *stopper) command(ctx context.Context, m store.Message) {
+	running := s.running.inChat(m.ChatJID, m.Topic)
+	answer := ""
+	switch {
+	case len(running) == 0:
+		answer = stopNothingRunning
+	default:
+		for _, rt := range running {
+			if !s.allowed(ctx, rt.folder, m.Sender) {
+				answer = stopNotYours
+				continue
+			}
+			if s.running.stop(rt.id, m.Sender) {
+				s.log.Info("turn stop requested", "folder", rt.folder, "jid", rt.chat, "turn", rt.id, "by", m.Sender)
+			}
+		}
+	}
+	if answer == "" {
+		return
+	}
+	req := ops.SendRequest{Chat: m.ChatJID, Topic: m.Topic, ReplyTo: m.ID, Text: answer, Kind: store.OutboxNotice,
+		Key: "stop/" + m.ChatJID.String() + "/" + m.ID.String()}
+	if _, err := s.send(ctx, req); err != nil {
+		s.log.Error("answer a stop request", "jid", m.ChatJID, "err", err)
+	}
+}
+
+// press handles a press of a Stop button ("stop:<turn id>"): it stops that
+// turn if the presser may, and returns what the presser is told.
+func (s *stopper) press(ctx context.Context, p adapters.Press) (string, error) {
+	id := strings.TrimPrefix(p.Data, stopPressPrefix)
+	rt, ok := s.running.byID(id)
+	if !ok {
+		return stopGone, nil
+	}
+	if p.Chat != "" && p.Chat != rt.chat {
+		// A button is pressed under the message that carries it, in the
+		// turn's chat; a press naming another chat is forged or stale.
+		return stopGone, nil
+	}
+	if !s.allowed(ctx, rt.folder, p.Sender) {
+		return stopNotYours, nil
+	}
+	if !s.running.stop(id, p.Sender) {
+		return stopGone, nil
+	}
+	s.log.Info("turn stop requested", "folder", rt.folder, "jid", rt.chat, "turn", rt.id, "by", p.Sender, "via", "button")
+	return stopStopping, nil
+}
+
+// allowed reports whether sender may stop a turn of folder.
+func (s *stopper) allowed(ctx context.Context, folder groups.Folder, sender adapters.JID) bool {
+	if s.by != StopByApprovers {
+		return true
+	}
+	return s.isApprover != nil && s.isApprover(ctx, folder, sender)
+}
+
+// recordStopped records a turn a person stopped (runTurn): status stopped,
+// not retried and without a failure notice; its usage as far as the agent
+// reported it; the batch settled like a succeeded turn's, its session (the
+// one it resumed, or the one the agent named) kept for the next turn. The
+// chat is told "Stopped." unless the live reply shows it. It returns the
+// folder's backoff, as runTurn.
+func (t *turns) recordStopped(ctx context.Context, p preparedTurn, res agent.Result, runErr error, by adapters.JID, live *liveTurn) time.Duration {
+	b, turn := p.b, p.turn
+	t.recordUsage(ctx, &turn, p.session, res)
+	t.active.finished(turn.ID)
+	defer t.tokens.endTurnToken(turn.ID) // FinishBatch revokes it; not when it fails
+	turn.Duration, turn.ExitCode = res.Duration, res.ExitCode
+	turn.Status = store.TurnStopped
+	turn.Error = "stopped by " + by.String()
+	if !errors.Is(runErr, agent.ErrStopped) {
+		turn.Error += fmt.Sprintf(" (%v)", runErr)
+	}
+	// As a succeeded turn's (recordTurn): the next turn resumes it.
+	if turn.SessionID == "" && p.session == "" && !isolatedTurn(b) && !t.agent.ResumeNamesSession() {
+		turn.SessionID = turn.ID
+	} else if turn.SessionID == "" {
+		turn.SessionID = p.session
+	}
+	t.metrics.turns.WithLabelValues(string(turn.Trigger), "user_stopped").Inc()
+	t.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
+	var out []store.OutboxItem
+	if !live.showsText() {
+		out = append(out, store.OutboxItem{Key: turn.ID + "/stopped", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID,
+			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: stopStopped})
+	}
+	if err := t.st.FinishBatch(context.WithoutCancel(ctx), b, turn, out, time.Time{}); err != nil {
+		t.log.Error("record stopped turn", "folder", b.Folder, "turn", turn.ID, "err", err)
+		return time.Second
+	}
+	t.log.Info("turn stopped", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "by", by, "ms", turn.Duration.Milliseconds())
+	if len(out) > 0 {
+		t.wakeOutbox()
+	}
+	return 0
+}
+
+// showsText reports whether the live reply shows some of the reply (and
+// thus can end with a marker).
+func (l *liveTurn) showsText() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.shown && !l.dead && strings.TrimSpace(string(l.text)) != ""
+}

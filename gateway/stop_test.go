@@ -1,0 +1,415 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/groups"
+	"switchboard/internal/testagent"
+	"switchboard/internal/testwait"
+	"switchboard/store"
+)
+
+// stoppableAgent is a Claude Code stand-in (claude-stream, --resume ID):
+// it records each turn's prompt, arguments and turn id in dir, names its
+// session in an init line, and answers "reply N" with a result event.
+// A prompt holding LONG (and not "instead") makes it a long tool call: it ignores
+// SIGTERM (unless the prompt says POLITE) and starts a child that ignores it
+// too, whose pid it writes to dir/child-N and which it waits for forever.
+func stoppableAgent(t testing.TB, dir string) []string {
+	return testagent.Script(t, `out="`+dir+`"
+n=$(ls "$out" | grep -c '^prompt-')
+n=$((n+1))
+cat > "$out/prompt-tmp-$$"
+echo "$@" > "$out/args-$n"
+echo "$SWITCHBOARD_TURN_ID" > "$out/turn-$n"
+mv "$out/prompt-tmp-$$" "$out/prompt-$n"
+sess=${2:-sess-$n}
+echo '{"type":"system","subtype":"init","session_id":"'$sess'"}'
+if grep -q LONG "$out/prompt-$n" && ! grep -q instead "$out/prompt-$n"; then
+  if grep -q POLITE "$out/prompt-$n"; then ign=""; else ign="trap '' TERM;"; trap '' TERM; fi
+  sh -c "$ign sleep 1000; true" &
+  echo $! > "$out/child.tmp" && mv "$out/child.tmp" "$out/child-$n"
+  while :; do wait; done
+fi
+echo '{"type":"result","subtype":"success","is_error":false,"result":"reply '$n'","session_id":"'$sess'","total_cost_usd":0.01}'`)
+}
+
+func stopHarness(t testing.TB, modify func(*Options)) (*harness, string) {
+	t.Helper()
+	dir := t.TempDir()
+	h := newHarness(t, harnessConfig{agent: stoppableAgent(t, dir), modify: func(o *Options) {
+		o.Agent.Output = agent.OutputClaudeStream
+		o.Agent.ResumeArgs = []string{"--resume", "{session}"}
+		o.Agent.Timeout = time.Minute
+		if modify != nil {
+			modify(o)
+		}
+	}})
+	return h, dir
+}
+
+// turnFile reads dir/<name>-<n> once it exists.
+func turnFile(t testing.TB, dir, name string, n int) string {
+	t.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d", name, n))
+	testwait.For(t, 20*time.Second, path, func() bool { _, err := os.Stat(path); return err == nil })
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func childPid(t testing.TB, dir string, n int) int {
+	t.Helper()
+	pid, err := strconv.Atoi(turnFile(t, dir, "child", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// gone reports whether pid is dead (a zombie counts).
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// requireStopped waits (generously) for the child of a stopped turn to be
+// gone and logs how long it took from since.
+func requireStopped(t *testing.T, pid int, since time.Time) {
+	t.Helper()
+	if !testwait.Until(5*time.Second, func() bool { return gone(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the stopped turn's child %d is still running", pid)
+	}
+	t.Logf("/stop posted → process tree gone: %v", time.Since(since))
+}
+
+func texts(ms []sentMsg) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+// waitTurns waits for folder's n-th turn record and returns them all.
+func (h *harness) waitTurns(folder groups.Folder, n int) []store.Turn {
+	h.t.Helper()
+	testwait.For(h.t, 20*time.Second, fmt.Sprintf("%d turns of %s", n, folder), func() bool { return len(h.turns(folder)) >= n })
+	return h.turns(folder)
+}
+
+// /stop during a long tool call: the process tree is gone, the turn is
+// recorded stopped (no retry, no failure notice), the chat told once, the
+// /stop never prompted, and the next message resumes the session.
+func TestStopCommand(t *testing.T) {
+	h, dir := stopHarness(t, nil)
+	h.post(testChat, "m1", "a LONG job")
+	pid := childPid(t, dir, 1)
+	posted := time.Now()
+	h.post(testChat, "m2", "/stop")
+	requireStopped(t, pid, posted)
+	ts := h.waitTurns("main", 1)
+	if ts[0].Status != store.TurnStopped || ts[0].Error != "stopped by test:user/ann" || ts[0].SessionID != "sess-1" {
+		t.Fatalf("turn %+v; want stopped by ann, session sess-1 kept", ts[0])
+	}
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+		t.Fatalf("the chat got %q; want only %q (no failure notice)", sent, stopStopped)
+	}
+	if p := h.pending(); len(p) != 0 {
+		t.Fatalf("pending work in %v after a stop; a stopped turn is not retried", p)
+	}
+	h.post(testChat, "m3", "hello again")
+	if sent := texts(h.waitSent(testChat, 2)); sent[1] != "reply 2" {
+		t.Fatalf("sent %q; want the next turn's reply", sent)
+	}
+	if args := turnFile(t, dir, "args", 2); args != "--resume sess-1" {
+		t.Errorf("the next turn ran with %q; want it to resume the stopped turn's session", args)
+	}
+	prompt := turnFile(t, dir, "prompt", 2)
+	if !strings.Contains(prompt, "hello again") || strings.Contains(prompt, "/stop") || strings.Contains(prompt, "LONG") {
+		t.Errorf("the next prompt:\n%s\nwant only the new message: never the /stop, nor the stopped batch again", prompt)
+	}
+	if len(h.turns("main")) != 2 {
+		t.Errorf("turns %+v; want the stopped one and the next", h.turns("main"))
+	}
+}
+
+// A /stop with nothing running says so, once (a redelivery of the same
+// message says nothing more), and starts no turn.
+func TestStopNothingRunning(t *testing.T) {
+	h, dir := stopHarness(t, nil)
+	h.post(testChat, "m1", "/stop")
+	h.post(testChat, "m1", "/stop")
+	h.post(testChat, "m2", "@switchboard stop")
+	if sent := texts(h.waitSent(testChat, 2)); !slices.Equal(sent, []string{stopNothingRunning, stopNothingRunning}) {
+		t.Fatalf("sent %q; want %q for each of the two requests", sent, stopNothingRunning)
+	}
+	h.post(testChat, "m3", "hi")
+	h.waitSent(testChat, 3)
+	if prompt := turnFile(t, dir, "prompt", 1); strings.Contains(prompt, "stop") {
+		t.Errorf("the prompt shows a stop request:\n%s", prompt)
+	}
+	if sent := texts(h.fa.sentTo(testChat)); len(sent) != 3 {
+		t.Errorf("sent %q; want two answers and one reply", sent)
+	}
+}
+
+func TestIsStopCommand(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		verb adapters.Verb
+		want bool
+	}{
+		{"/stop", adapters.VerbMessage, true},
+		{" /stop\n", adapters.VerbMention, true},
+		{"/stop@switchboard_bot", adapters.VerbMention, true},
+		{"/stop@other_bot", adapters.VerbMessage, false},
+		{"@switchboard stop", adapters.VerbMention, true},
+		{"<@U123> Stop!", adapters.VerbMention, true},
+		{"@someone stop", adapters.VerbMessage, false},
+		{"/stop please", adapters.VerbMention, false},
+		{"stop", adapters.VerbMention, false},
+		{"please stop", adapters.VerbMention, false},
+	} {
+		if got := isStopCommand(c.text, c.verb); got != c.want {
+			t.Errorf("isStopCommand(%q, %s) = %v, want %v", c.text, c.verb, got, c.want)
+		}
+	}
+}
+
+// limits.stop_by: approvers: anyone else is told it is not theirs and the
+// turn goes on; an approver stops it, by /stop or with the Stop button.
+func TestStopByApprovers(t *testing.T) {
+	h, dir := stopHarness(t, func(o *Options) {
+		o.StopBy = StopByApprovers
+		o.Approvals.Groups = map[groups.Folder]GroupApprovals{"main": {Approvers: []adapters.JID{"test:user/boss"}}}
+	})
+	h.post(testChat, "m1", "a LONG job")
+	pid := childPid(t, dir, 1)
+	h.post(testChat, "m2", "/stop")
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopNotYours}) {
+		t.Fatalf("sent %q; want %q", sent, stopNotYours)
+	}
+	host := h.g.host("test")
+	press := adapters.Press{Chat: testChat, Sender: "test:user/ann", Data: stopPressPrefix + turnFile(t, dir, "turn", 1)}
+	if answer, err := host.Press(context.Background(), press); err != nil || answer != stopNotYours {
+		t.Fatalf("ann's press: %q, %v; want %q", answer, err, stopNotYours)
+	}
+	if gone(pid) || len(h.turns("main")) != 0 {
+		t.Fatal("the turn ended although nobody who may stop it did")
+	}
+	press.Sender = "test:user/boss"
+	posted := time.Now()
+	if answer, err := host.Press(context.Background(), press); err != nil || answer != stopStopping {
+		t.Fatalf("the approver's press: %q, %v; want %q", answer, err, stopStopping)
+	}
+	requireStopped(t, pid, posted)
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].Error != "stopped by test:user/boss" {
+		t.Fatalf("turn %+v; want stopped by the approver", ts[0])
+	}
+	if answer, _ := host.Press(context.Background(), press); answer != stopGone {
+		t.Errorf("a press after the turn ended: %q; want %q", answer, stopGone)
+	}
+}
+
+// A stopped turn's live reply ends with the text so far and "(stopped)";
+// the chat gets no other message (no "Stopped." notice, no failure notice).
+func TestStopLiveReplyMarker(t *testing.T) {
+	la := &liveAdapter{fakeAdapter: newFakeAdapter("test"), native: true}
+	argv, _ := streamAgent(t, toolFixture, 6, 0) // the gate never opens
+	h := liveHarness(t, la, argv, Stream{Mode: StreamNative, Interval: 10 * time.Millisecond}, func(o *Options) {
+		o.Agent.Timeout = time.Minute
+	})
+	h.post(testChat, "m1", "@bot run it")
+	testwait.For(t, 20*time.Second, "an update", func() bool { u, _, _, _, _ := la.snapshot(); return len(u) > 0 })
+	h.post(testChat, "m2", "@bot stop")
+	testwait.For(t, 20*time.Second, "the marker", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
+	if _, f, _, _, _ := la.snapshot(); f[0] != "Let me run that."+liveEndStopped.marker() {
+		t.Errorf("final = %q, want the text so far and the stop marker", f[0])
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped {
+		t.Errorf("turn %+v; want stopped", ts[0])
+	}
+	h.stop()
+	if sent := texts(h.fa.sentTo(testChat)); len(sent) != 0 {
+		t.Errorf("the chat also got %q; the live reply says it all", sent)
+	}
+}
+
+// buttonAdapter is the fake platform with buttons (adapters.Buttons) and
+// deletes: it records the messages with buttons, their edits and deletes.
+type buttonAdapter struct {
+	*fakeAdapter
+	bmu     sync.Mutex
+	posted  []adapters.Button
+	edited  []string
+	deleted []adapters.MessageID
+	noDel   bool // Delete fails: the button is edited away instead
+}
+
+func (a *buttonAdapter) SendButtons(ctx context.Context, m adapters.Outbound, buttons []adapters.Button) (adapters.MessageID, error) {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	a.posted = append(a.posted, buttons...)
+	return adapters.MessageID(fmt.Sprintf("b-%d", len(a.posted))), nil
+}
+
+func (a *buttonAdapter) EditButtons(ctx context.Context, m adapters.MessageRef, text string, buttons []adapters.Button) error {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	a.edited = append(a.edited, fmt.Sprintf("%s=%s/%d", m.ID, text, len(buttons)))
+	return nil
+}
+
+func (a *buttonAdapter) Delete(ctx context.Context, m adapters.MessageRef) error {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	if a.noDel {
+		return errors.New("not allowed")
+	}
+	a.deleted = append(a.deleted, m.ID)
+	return nil
+}
+
+func (a *buttonAdapter) snapshot() (posted []adapters.Button, edited []string, deleted []adapters.MessageID) {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	return slices.Clone(a.posted), slices.Clone(a.edited), slices.Clone(a.deleted)
+}
+
+// A turn that runs a while shows a Stop button (in a chat whose adapter
+// has buttons and streams); pressing it stops the turn, and the button's
+// message goes when the turn ends. A quick turn never shows one.
+func TestStopButton(t *testing.T) {
+	for _, noDel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("delete fails %v", noDel), func(t *testing.T) {
+			ba := &buttonAdapter{fakeAdapter: newFakeAdapter("test"), noDel: noDel}
+			dir := t.TempDir()
+			h := newHarness(t, harnessConfig{agent: stoppableAgent(t, dir), noStart: true, modify: func(o *Options) {
+				o.Agent.Output = agent.OutputClaudeStream
+				o.Agent.Timeout = time.Minute
+				o.Adapters = []adapters.Adapter{ba}
+				o.Streams = map[string]Stream{"test": {Mode: StreamEdit}}
+			}})
+			h.fa = ba.fakeAdapter
+			h.g.turns.buttons.delay = 300 * time.Millisecond
+			h.start()
+			h.post(testChat, "m1", "quick")
+			h.waitSent(testChat, 1)
+			if posted, _, _ := ba.snapshot(); len(posted) != 0 {
+				t.Fatalf("a quick turn showed %v", posted)
+			}
+			h.post(testChat, "m2", "a LONG job")
+			pid := childPid(t, dir, 2)
+			var posted []adapters.Button
+			testwait.For(t, 20*time.Second, "the stop button", func() bool { posted, _, _ = ba.snapshot(); return len(posted) > 0 })
+			turn := turnFile(t, dir, "turn", 2)
+			if want := (adapters.Button{Label: "Stop", Data: "stop:" + turn, Style: adapters.StyleDanger}); posted[0] != want {
+				t.Fatalf("button %+v; want %+v", posted[0], want)
+			}
+			pressed := time.Now()
+			answer, err := h.g.host("test").Press(context.Background(), adapters.Press{Chat: testChat, Sender: "test:user/bob", Data: posted[0].Data})
+			if err != nil || answer != stopStopping {
+				t.Fatalf("press: %q, %v; want %q", answer, err, stopStopping)
+			}
+			requireStopped(t, pid, pressed)
+			if ts := h.waitTurns("main", 2); ts[1].Status != store.TurnStopped || ts[1].Error != "stopped by test:user/bob" {
+				t.Fatalf("turn %+v; want stopped by bob", ts[1])
+			}
+			testwait.For(t, 20*time.Second, "the button removed", func() bool {
+				_, edited, deleted := ba.snapshot()
+				return len(deleted) == 1 || len(edited) == 1
+			})
+			if _, edited, deleted := ba.snapshot(); noDel && (len(edited) != 1 || edited[0] != "b-1=Finished./0") || !noDel && deleted[0] != "b-1" {
+				t.Errorf("edited %q, deleted %q; want the button's message deleted, or its button taken away", edited, deleted)
+			}
+		})
+	}
+}
+
+// BenchmarkStopCommand measures /stop posted → the turn's process tree
+// gone, reported as p50 and p99 over the iterations (run with
+// -benchtime=20x): an agent and child that ignore SIGTERM (the SIGKILL
+// 1 s later ends them) and ones that honour it.
+func BenchmarkStopCommand(b *testing.B) {
+	for _, c := range []struct{ name, prompt string }{{"ignores-TERM", "a LONG job"}, {"honours-TERM", "a POLITE LONG job"}} {
+		b.Run(c.name, func(b *testing.B) {
+			h, dir := stopHarness(b, nil)
+			var took []time.Duration
+			for i := range b.N {
+				h.post(testChat, fmt.Sprintf("long-%d", i), c.prompt)
+				pid := childPid(b, dir, 2*i+1)
+				posted := time.Now()
+				h.post(testChat, fmt.Sprintf("stop-%d", i), "/stop")
+				for !gone(pid) {
+					time.Sleep(100 * time.Microsecond)
+				}
+				took = append(took, time.Since(posted))
+				h.waitTurns("main", 2*i+1)
+				// A quick turn in between: the next long one is turn 2i+3.
+				h.post(testChat, fmt.Sprintf("quick-%d", i), "quick")
+				h.waitTurns("main", 2*i+2)
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(took[min(len(took)-1, len(took)*99/100)].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+// A turn a stopped gateway left running on a worker, awaited by the next
+// one, is stopped by /stop like a running one: recorded stopped, not run
+// again.
+func TestStopAwaitedTurn(t *testing.T) {
+	first := &workerRunner{}
+	h := newHarness(t, harnessConfig{agent: []string{"unused"}, modify: func(o *Options) {
+		o.Runner = first
+		o.DrainTimeout = 50 * time.Millisecond
+	}})
+	h.post(testChat, "m1", "a long question")
+	testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+	h.stop()
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
+	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	h.restart(func(o *Options) { o.Runner = next })
+	testwait.For(t, 20*time.Second, "the turn awaited", func() bool {
+		next.mu.Lock()
+		defer next.mu.Unlock()
+		return len(next.awaiting) == 1
+	})
+	h.post(testChat, "m2", "/stop")
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+		t.Fatalf("sent %q; want %q", sent, stopStopped)
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != string(first.started()[0].TurnID) {
+		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
+	}
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+	if n := len(next.started()); n != 0 {
+		t.Errorf("%d turns ran after the stop; want none", n)
+	}
+}

@@ -1,0 +1,160 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"switchboard/agent"
+	"switchboard/internal/testwait"
+)
+
+// A turn stopped on the gateway (its ctx cancelled with agent.ErrStopped)
+// is stopped on its worker: the agent's process tree (SIGTERM ignored) is
+// gone within the stop's grace, and Run returns ErrStopped, never
+// ErrFailed, with the usage the agent reported before.
+func TestRemoteStop(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	pidFile := filepath.Join(t.TempDir(), "child")
+	r := newRunner(t, nc, `trap '' TERM
+cat >/dev/null
+echo '{"switchboard_usage":{"cost_usd":0.125}}'
+sh -c "trap '' TERM; sleep 1000; true" &
+echo $! > "`+pidFile+`.tmp" && mv "`+pidFile+`.tmp" "`+pidFile+`"
+while :; do wait; done`, 0)
+	ctx, stop := context.WithCancelCause(t.Context())
+	defer stop(nil)
+	type outcome struct {
+		res agent.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := r.Run(ctx, agent.Spec{Timeout: time.Minute}, turnInput(t, "t-stop"))
+		done <- outcome{res, err}
+	}()
+	var pid int
+	testwait.For(t, 20*time.Second, "the agent's child on the worker", func() bool {
+		b, err := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	stopped := time.Now()
+	stop(agent.ErrStopped)
+	if !testwait.Until(5*time.Second, func() bool { return syscall.Kill(pid, 0) != nil || zombie(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the stopped turn's child %d still runs on the worker", pid)
+	}
+	t.Logf("stop → process tree gone on the worker: %v", time.Since(stopped))
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after the stop")
+	}
+	if !errors.Is(o.err, agent.ErrStopped) || errors.Is(o.err, agent.ErrFailed) {
+		t.Fatalf("err %v; want agent.ErrStopped, not ErrFailed", o.err)
+	}
+	if o.res.Usage.CostUSD != 0.125 || o.res.Reply != "" {
+		t.Errorf("usage %+v reply %q; want the 0.125 reported before the stop and no reply", o.res.Usage, o.res.Reply)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir(t), "t-stop")); err == nil {
+		t.Error("the stopped turn is still recorded for a restarted gateway to await")
+	}
+}
+
+func zombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// A stop that reaches the worker before it took the turn (its slot was
+// busy) keeps the turn from running at all.
+func TestRemoteStopBeforeTaken(t *testing.T) {
+	nc := natsConn(t)
+	w := startWorker(t, nc, "w1", 1)
+	r := newRunner(t, nc, "unused", 0)
+	w.stops.stop("t-early")
+	ran := filepath.Join(t.TempDir(), "ran")
+	r.opt.Command = []string{`touch "` + ran + `"`}
+	_, err := r.Run(t.Context(), agent.Spec{Timeout: 20 * time.Second}, turnInput(t, "t-early"))
+	if err == nil || !strings.Contains(err.Error(), "stopped") {
+		t.Fatalf("err %v; want the turn stopped before it ran", err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("a turn stopped before the worker took it ran")
+	}
+}
+
+// BenchmarkRemoteStop measures a turn stopped on the gateway → its
+// process tree gone on the worker, p50 and p99 (run with -benchtime=20x):
+// an agent and child that ignore SIGTERM (the SIGKILL 1 s later ends
+// them) and ones that honour it.
+func BenchmarkRemoteStop(b *testing.B) {
+	for _, c := range []struct{ name, trap string }{{"ignores-TERM", "trap '' TERM;"}, {"honours-TERM", ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			nc := natsConn(b)
+			w, err := NewWorker(b.Context(), workerConn(b, nc, "w1"), WorkerOptions{ID: "w1", Slots: 1, Prepare: shSpec, Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wctx, wcancel := context.WithCancel(context.Background())
+			wdone := make(chan error, 1)
+			go func() { wdone <- w.Run(wctx) }()
+			defer func() { wcancel(); <-wdone }()
+			pidDir := b.TempDir()
+			r, err := NewRunner(b.Context(), nc, RunnerOptions{Command: []string{c.trap + `
+cat >/dev/null
+sh -c "` + c.trap + ` sleep 1000; true" &
+echo $! > "` + pidDir + `/$SWITCHBOARD_TURN_ID.tmp" && mv "` + pidDir + `/$SWITCHBOARD_TURN_ID.tmp" "` + pidDir + `/$SWITCHBOARD_TURN_ID"
+while :; do wait; done`}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			dir := filepath.Join(b.TempDir(), "groups", "main")
+			var took []time.Duration
+			for i := range b.N {
+				turn := fmt.Sprintf("b-stop-%d", i)
+				ctx, stop := context.WithCancelCause(b.Context())
+				done := make(chan error, 1)
+				go func() {
+					_, err := r.Run(ctx, agent.Spec{Timeout: time.Minute}, agent.Input{TurnID: agent.TurnID(turn), Dir: dir, Prompt: "hi"})
+					done <- err
+				}()
+				var pid int
+				for pid == 0 {
+					time.Sleep(time.Millisecond)
+					data, _ := os.ReadFile(filepath.Join(pidDir, turn))
+					pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+				}
+				stopped := time.Now()
+				stop(agent.ErrStopped)
+				for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+					time.Sleep(100 * time.Microsecond)
+				}
+				took = append(took, time.Since(stopped))
+				if err := <-done; !errors.Is(err, agent.ErrStopped) {
+					b.Fatalf("turn %s: %v; want stopped", turn, err)
+				}
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(took[min(len(took)-1, len(took)*99/100)].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
