@@ -214,19 +214,24 @@ func (p *approvals) finished(a store.Approval) {
 
 // editRequest replaces a request message's buttons with its outcome.
 func (p *approvals) editRequest(ctx context.Context, a store.Approval) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.edit(ctx, a); err != nil {
+		p.log.Warn("show approval outcome on its request message", "approval", a.ID, "jid", a.Chat, "err", err)
+	}
+}
+
+// edit shows a's outcome on its request message, without buttons.
+func (p *approvals) edit(ctx context.Context, a store.Approval) error {
 	if !a.Buttons || a.MessageID == "" {
-		return
+		return nil
 	}
 	b, ok := p.adapters[a.Chat.Platform()].(adapters.Buttons)
 	if !ok {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	text := requestText(a) + "\n\n**" + markdownSafe(outcomeLine(a)) + "**"
-	if err := b.EditButtons(ctx, adapters.MessageRef{Chat: a.Chat, Topic: a.Topic, ID: a.MessageID}, text, nil); err != nil {
-		p.log.Warn("show approval outcome on its request message", "approval", a.ID, "jid", a.Chat, "err", err)
-	}
+	return b.EditButtons(ctx, adapters.MessageRef{Chat: a.Chat, Topic: a.Topic, ID: a.MessageID}, text, nil)
 }
 
 // post shows the request to the approvers: with buttons where the chat's
@@ -336,22 +341,71 @@ func (p *approvals) command(ctx context.Context, m store.Message, c approvalComm
 }
 
 // expireLeftovers expires the requests a stopped gateway left pending:
-// their calls are gone. A press on one later is answered "expired".
-func (p *approvals) expireLeftovers(ctx context.Context) error {
+// their calls are gone. A press on one later is answered "expired". It
+// returns those whose message shows buttons, for showExpired once the
+// adapters run.
+func (p *approvals) expireLeftovers(ctx context.Context) ([]store.Approval, error) {
 	pending, err := p.st.PendingApprovals(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var shown []store.Approval
 	for _, a := range pending {
-		if _, _, err := p.st.DecideApproval(ctx, a.ID, store.ApprovalExpired, "", "the gateway restarted before a decision"); err != nil {
-			return err
+		a, _, err := p.st.DecideApproval(ctx, a.ID, store.ApprovalExpired, "", "the gateway restarted before a decision")
+		if err != nil {
+			return nil, err
 		}
 		p.total.WithLabelValues(string(store.ApprovalExpired)).Inc()
+		if a.Buttons && a.MessageID != "" {
+			shown = append(shown, a)
+		}
 	}
 	if len(pending) > 0 {
 		p.log.Info("approval requests left pending by a stopped gateway expired", "count", len(pending))
 	}
-	return nil
+	return shown, nil
+}
+
+// showExpired edits the messages of the requests expireLeftovers expired
+// to say so, their buttons removed; each is tried again (an adapter still
+// connecting, a rate limit) until liveRecoverWait. One left showing its
+// buttons is edited when somebody presses one.
+func (p *approvals) showExpired(ctx context.Context, left []store.Approval) {
+	if len(left) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, liveRecoverWait)
+	defer cancel()
+	for _, a := range left {
+		if err := untilDone(ctx, func(ctx context.Context) error { return p.edit(ctx, a) }); err != nil {
+			p.log.Warn("expired approval request still shows its buttons", "approval", a.ID, "jid", a.Chat, "err", err)
+		}
+	}
+}
+
+// untilDone calls f until it succeeds, fails for good (ErrPermanent,
+// ErrUnsupported, ErrFormat) or ctx ends, waiting between tries as a rate
+// limit says or with a doubling backoff up to 2 s; it returns f's last error.
+func untilDone(ctx context.Context, f func(context.Context) error) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := f(ctx)
+		var ra *adapters.RetryAfterError
+		switch {
+		case err == nil || errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrUnsupported) || errors.Is(err, adapters.ErrFormat):
+			return err
+		case errors.As(err, &ra):
+			wait = max(wait, ra.Wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // settingsOf is folder's approvals settings: its own, else its nearest
