@@ -62,7 +62,15 @@ type approvalStore interface {
 	SessionAllows(ctx context.Context, folder groups.Folder, tool, turn, session string) (bool, error)
 	PendingApprovals(ctx context.Context) ([]store.Approval, error)
 	ApproversOf(ctx context.Context, folder groups.Folder) ([]string, bool, error)
+	// The request message, as the bot's, in the chat's history.
+	InsertMessage(ctx context.Context, m *store.Message) (bool, error)
+	EditMessage(ctx context.Context, m *store.Message) (bool, error)
 }
+
+// approvalSendWait bounds the tries to post a request with buttons (a rate
+// limit, a platform failing for a moment) before it is posted as text
+// through the outbox.
+const approvalSendWait = 30 * time.Second
 
 // approvals is the part; it implements ipc.Approvals.
 type approvals struct {
@@ -231,7 +239,33 @@ func (p *approvals) edit(ctx context.Context, a store.Approval) error {
 		return nil
 	}
 	text := requestText(a) + "\n\n**" + markdownSafe(outcomeLine(a)) + "**"
-	return b.EditButtons(ctx, adapters.MessageRef{Chat: a.Chat, Topic: a.Topic, ID: a.MessageID}, text, nil)
+	if err := b.EditButtons(ctx, adapters.MessageRef{Chat: a.Chat, Topic: a.Topic, ID: a.MessageID}, text, nil); err != nil {
+		return err
+	}
+	p.storeShown(ctx, a, text, true)
+	return nil
+}
+
+// storeShown stores the request message as the bot's (edited: its new
+// text), as the outbox stores what it sends, so that the chat's history
+// shows it. Stored by (chat, id): the web chat, which hands its own
+// messages to the gateway, stores the same row, never a second one.
+func (p *approvals) storeShown(ctx context.Context, a store.Approval, text string, edited bool) {
+	m := &store.Message{ChatJID: a.Chat, ID: a.MessageID, Sender: p.adapters.botJID(a.Chat.Platform()), SenderName: "switchboard",
+		Text: text, Topic: a.Topic, Verb: adapters.VerbMessage, FromBot: true, Time: time.Now()}
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if edited {
+		_, err = p.st.EditMessage(ctx, m)
+	} else {
+		var inserted bool
+		if inserted, err = p.st.InsertMessage(ctx, m); err == nil && inserted {
+			p.adapters.notifyStored(a.Chat, m.Seq)
+		}
+	}
+	if err != nil {
+		p.log.Warn("store approval request message in the chat's history", "approval", a.ID, "jid", a.Chat, "err", err)
+	}
 }
 
 // post shows the request to the approvers: with buttons where the chat's
@@ -250,12 +284,22 @@ func (p *approvals) post(ctx context.Context, a store.Approval, req ipc.Approval
 	a.Chat, a.Topic = chat, topic
 	out := adapters.Outbound{Chat: chat, Topic: topic, Text: requestText(a), Key: "appr-" + a.ID}
 	if b, ok := p.adapters[chat.Platform()].(adapters.Buttons); ok {
-		id, err := b.SendButtons(ctx, out, requestButtons(a.ID))
+		// Sent here, not through the outbox (whose rows carry no
+		// buttons), retried as the outbox would; a request that still
+		// fails goes out as text through the outbox.
+		sendCtx, cancel := context.WithTimeout(ctx, approvalSendWait)
+		var id adapters.MessageID
+		err := untilDone(sendCtx, func(ctx context.Context) (err error) {
+			id, err = b.SendButtons(ctx, out, requestButtons(a.ID))
+			return err
+		})
+		cancel()
 		if err == nil {
 			a.MessageID, a.Buttons = id, true
 			if err := p.st.SetApprovalMessage(ctx, a.ID, chat, topic, id, true); err != nil {
 				p.log.Warn("record approval request message", "approval", a.ID, "err", err)
 			}
+			p.storeShown(ctx, a, out.Text, false)
 			return a
 		}
 		p.log.Warn("post approval request with buttons; posting it as text", "approval", a.ID, "jid", chat, "err", err)

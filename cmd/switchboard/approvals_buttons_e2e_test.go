@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/adapters/discord/discordtest"
 	"switchboard/adapters/slack/slacktest"
 	"switchboard/adapters/telegram/telegramtest"
 	"switchboard/internal/testmcp"
 	"switchboard/internal/testwait"
+	"switchboard/store"
 )
 
 // askAgent is an agent (after agentPrologue) that calls send, which the
@@ -45,6 +48,7 @@ type buttonPlatform struct {
 	name     string
 	adapters string // YAML under adapters:
 	routes   string
+	chat     string // the routed chat's JID
 	approver string // the approver's JID; the fake's default user
 	stranger string // another person's JID
 	// start waits until the gateway g reached the fake.
@@ -62,7 +66,7 @@ func buttonPlatforms(t *testing.T) []buttonPlatform {
 	tgChat := int64(telegramtest.GroupID)
 	return []buttonPlatform{
 		{
-			name: "web", approver: "web:user/ann", stranger: "web:user/bob",
+			name: "web", chat: "web:lobby", approver: "web:user/ann", stranger: "web:user/bob",
 			start: func(*testing.T, *gw) {},
 			say:   func(t *testing.T, g *gw, text string) { g.mustPost("lobby", "ann", text) },
 			bot: func(t *testing.T, g *gw) []shownMsg {
@@ -114,7 +118,7 @@ func buttonPlatforms(t *testing.T) []buttonPlatform {
 		func() buttonPlatform {
 			tg := telegramtest.New(t)
 			return buttonPlatform{
-				name: "telegram", approver: "telegram:user/" + strconv.Itoa(telegramtest.UserID), stranger: "telegram:user/8",
+				name: "telegram", chat: "telegram:group/1001234", approver: "telegram:user/" + strconv.Itoa(telegramtest.UserID), stranger: "telegram:user/8",
 				adapters: `  telegram: {enabled: true, token: "` + telegramtest.Token + `", api_url: "` + tg.URL() + `"}` + "\n",
 				routes:   "  - {match: {chat_jid: \"telegram:group/1001234\"}, target: main}\n",
 				start:    func(*testing.T, *gw) {},
@@ -147,7 +151,7 @@ func buttonPlatforms(t *testing.T) []buttonPlatform {
 		func() buttonPlatform {
 			dc := discordtest.New(t)
 			return buttonPlatform{
-				name: "discord", approver: "discord:user/" + discordtest.UserID, stranger: "discord:user/8",
+				name: "discord", chat: "discord:" + discordtest.GuildID + "/" + discordtest.Channel, approver: "discord:user/" + discordtest.UserID, stranger: "discord:user/8",
 				adapters: `  discord: {enabled: true, token: "` + discordtest.Token + `", api_url: "` + dc.URL() + `"}` + "\n",
 				routes:   "  - {match: {chat_jid: \"discord:" + discordtest.GuildID + "/" + discordtest.Channel + "\"}, target: main}\n",
 				start:    func(t *testing.T, _ *gw) { dc.WaitFor(t, "the bot connected", dc.Connected) },
@@ -183,7 +187,7 @@ func buttonPlatforms(t *testing.T) []buttonPlatform {
 		func() buttonPlatform {
 			s := slacktest.New(t)
 			return buttonPlatform{
-				name: "slack", approver: "slack:" + slacktest.Team + "/user/U1", stranger: "slack:" + slacktest.Team + "/user/U2",
+				name: "slack", chat: "slack:" + slacktest.Team + "/channel/C1", approver: "slack:" + slacktest.Team + "/user/U1", stranger: "slack:" + slacktest.Team + "/user/U2",
 				adapters: "  slack: {enabled: true, mode: socket, bot_token: " + slacktest.BotToken + ", app_token: " + slacktest.AppToken +
 					", signing_secret: " + slacktest.Secret + `, api_url: "` + s.URL() + `"}` + "\n",
 				routes: "  - {match: {platform: slack}, target: main}\n",
@@ -323,6 +327,26 @@ func TestE2EApprovalButtons(t *testing.T) {
 				return false
 			})
 			p.waitShown(t, g, req.id, who)
+			// In the chat's history once, as the bot's, showing the decision.
+			id := strings.Split(allow, ":")[1]
+			testwait.For(t, 10*time.Second, p.name+": the request in the chat's history", func() bool {
+				st := openDB(t, dir+"/data")
+				defer st.Close()
+				ms, err := st.MessagesAfter(context.Background(), adapters.JID(p.chat), 0, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var found []store.Message
+				for _, m := range ms {
+					if strings.Contains(m.Text, "(request `"+id+"`)") {
+						found = append(found, m)
+					}
+				}
+				if len(found) > 1 {
+					t.Fatalf("the request is %d times in the chat's history: %+v", len(found), found)
+				}
+				return len(found) == 1 && found[0].FromBot && strings.Contains(found[0].Text, who)
+			})
 
 			// A second press: answered with the decision, nothing changes.
 			if got := p.press(t, g, req.id, deny, true); !strings.Contains(got, who) {
@@ -336,6 +360,12 @@ func TestE2EApprovalButtons(t *testing.T) {
 			// expired, and a late press is answered so.
 			p.say(t, g, "go again")
 			req = p.waitRequest(t, g, seen)
+			// Killed once the gateway recorded where the request shows
+			// (a crash before that leaves buttons a press finds expired).
+			id = strings.Split(req.buttons[0], ":")[1]
+			testwait.For(t, 10*time.Second, "the request recorded", func() bool {
+				return len(g.records("approval requested", "approval", id)) > 0
+			})
 			g.kill()
 			g = startGW(t, dir)
 			p.start(t, g)
