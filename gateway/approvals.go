@@ -62,7 +62,15 @@ type approvalStore interface {
 	SessionAllows(ctx context.Context, folder groups.Folder, tool, turn, session string) (bool, error)
 	PendingApprovals(ctx context.Context) ([]store.Approval, error)
 	ApproversOf(ctx context.Context, folder groups.Folder) ([]string, bool, error)
+	// The request message, as the bot's, in the chat's history.
+	InsertMessage(ctx context.Context, m *store.Message) (bool, error)
+	EditMessage(ctx context.Context, m *store.Message) (bool, error)
 }
+
+// approvalSendWait bounds the tries to post a request with buttons (a rate
+// limit, a platform failing for a moment) before it is posted as text
+// through the outbox.
+const approvalSendWait = 30 * time.Second
 
 // approvals is the part; it implements ipc.Approvals.
 type approvals struct {
@@ -214,18 +222,49 @@ func (p *approvals) finished(a store.Approval) {
 
 // editRequest replaces a request message's buttons with its outcome.
 func (p *approvals) editRequest(ctx context.Context, a store.Approval) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.edit(ctx, a); err != nil {
+		p.log.Warn("show approval outcome on its request message", "approval", a.ID, "jid", a.Chat, "err", err)
+	}
+}
+
+// edit shows a's outcome on its request message, without buttons.
+func (p *approvals) edit(ctx context.Context, a store.Approval) error {
 	if !a.Buttons || a.MessageID == "" {
-		return
+		return nil
 	}
 	b, ok := p.adapters[a.Chat.Platform()].(adapters.Buttons)
 	if !ok {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	text := requestText(a) + "\n\n**" + markdownSafe(outcomeLine(a)) + "**"
 	if err := b.EditButtons(ctx, adapters.MessageRef{Chat: a.Chat, Topic: a.Topic, ID: a.MessageID}, text, nil); err != nil {
-		p.log.Warn("show approval outcome on its request message", "approval", a.ID, "jid", a.Chat, "err", err)
+		return err
+	}
+	p.storeShown(ctx, a, text, true)
+	return nil
+}
+
+// storeShown stores the request message as the bot's (edited: its new
+// text), as the outbox stores what it sends, so that the chat's history
+// shows it. Stored by (chat, id): the web chat, which hands its own
+// messages to the gateway, stores the same row, never a second one.
+func (p *approvals) storeShown(ctx context.Context, a store.Approval, text string, edited bool) {
+	m := &store.Message{ChatJID: a.Chat, ID: a.MessageID, Sender: p.adapters.botJID(a.Chat.Platform()), SenderName: "switchboard",
+		Text: text, Topic: a.Topic, Verb: adapters.VerbMessage, FromBot: true, Time: time.Now()}
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if edited {
+		_, err = p.st.EditMessage(ctx, m)
+	} else {
+		var inserted bool
+		if inserted, err = p.st.InsertMessage(ctx, m); err == nil && inserted {
+			p.adapters.notifyStored(a.Chat, m.Seq)
+		}
+	}
+	if err != nil {
+		p.log.Warn("store approval request message in the chat's history", "approval", a.ID, "jid", a.Chat, "err", err)
 	}
 }
 
@@ -245,12 +284,22 @@ func (p *approvals) post(ctx context.Context, a store.Approval, req ipc.Approval
 	a.Chat, a.Topic = chat, topic
 	out := adapters.Outbound{Chat: chat, Topic: topic, Text: requestText(a), Key: "appr-" + a.ID}
 	if b, ok := p.adapters[chat.Platform()].(adapters.Buttons); ok {
-		id, err := b.SendButtons(ctx, out, requestButtons(a.ID))
+		// Sent here, not through the outbox (whose rows carry no
+		// buttons), retried as the outbox would; a request that still
+		// fails goes out as text through the outbox.
+		sendCtx, cancel := context.WithTimeout(ctx, approvalSendWait)
+		var id adapters.MessageID
+		err := untilDone(sendCtx, func(ctx context.Context) (err error) {
+			id, err = b.SendButtons(ctx, out, requestButtons(a.ID))
+			return err
+		})
+		cancel()
 		if err == nil {
 			a.MessageID, a.Buttons = id, true
 			if err := p.st.SetApprovalMessage(ctx, a.ID, chat, topic, id, true); err != nil {
 				p.log.Warn("record approval request message", "approval", a.ID, "err", err)
 			}
+			p.storeShown(ctx, a, out.Text, false)
 			return a
 		}
 		p.log.Warn("post approval request with buttons; posting it as text", "approval", a.ID, "jid", chat, "err", err)
@@ -336,22 +385,71 @@ func (p *approvals) command(ctx context.Context, m store.Message, c approvalComm
 }
 
 // expireLeftovers expires the requests a stopped gateway left pending:
-// their calls are gone. A press on one later is answered "expired".
-func (p *approvals) expireLeftovers(ctx context.Context) error {
+// their calls are gone. A press on one later is answered "expired". It
+// returns those whose message shows buttons, for showExpired once the
+// adapters run.
+func (p *approvals) expireLeftovers(ctx context.Context) ([]store.Approval, error) {
 	pending, err := p.st.PendingApprovals(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var shown []store.Approval
 	for _, a := range pending {
-		if _, _, err := p.st.DecideApproval(ctx, a.ID, store.ApprovalExpired, "", "the gateway restarted before a decision"); err != nil {
-			return err
+		a, _, err := p.st.DecideApproval(ctx, a.ID, store.ApprovalExpired, "", "the gateway restarted before a decision")
+		if err != nil {
+			return nil, err
 		}
 		p.total.WithLabelValues(string(store.ApprovalExpired)).Inc()
+		if a.Buttons && a.MessageID != "" {
+			shown = append(shown, a)
+		}
 	}
 	if len(pending) > 0 {
 		p.log.Info("approval requests left pending by a stopped gateway expired", "count", len(pending))
 	}
-	return nil
+	return shown, nil
+}
+
+// showExpired edits the messages of the requests expireLeftovers expired
+// to say so, their buttons removed; each is tried again (an adapter still
+// connecting, a rate limit) until liveRecoverWait. One left showing its
+// buttons is edited when somebody presses one.
+func (p *approvals) showExpired(ctx context.Context, left []store.Approval) {
+	if len(left) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, liveRecoverWait)
+	defer cancel()
+	for _, a := range left {
+		if err := untilDone(ctx, func(ctx context.Context) error { return p.edit(ctx, a) }); err != nil {
+			p.log.Warn("expired approval request still shows its buttons", "approval", a.ID, "jid", a.Chat, "err", err)
+		}
+	}
+}
+
+// untilDone calls f until it succeeds, fails for good (ErrPermanent,
+// ErrUnsupported, ErrFormat) or ctx ends, waiting between tries as a rate
+// limit says or with a doubling backoff up to 2 s; it returns f's last error.
+func untilDone(ctx context.Context, f func(context.Context) error) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := f(ctx)
+		var ra *adapters.RetryAfterError
+		switch {
+		case err == nil || errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrUnsupported) || errors.Is(err, adapters.ErrFormat):
+			return err
+		case errors.As(err, &ra):
+			wait = max(wait, ra.Wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // settingsOf is folder's approvals settings: its own, else its nearest

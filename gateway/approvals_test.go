@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +25,8 @@ type buttonsFake struct {
 	posts []adapters.Outbound
 	btns  [][]adapters.Button
 	edits []string // texts of edits that removed the buttons
+	fail  []error  // what the next SendButtons calls answer, one each
+	tries int      // SendButtons calls
 }
 
 func (f *buttonsFake) Name() string                                   { return "test" }
@@ -34,6 +38,12 @@ func (f *buttonsFake) Send(context.Context, adapters.Outbound) (adapters.Message
 func (f *buttonsFake) SendButtons(_ context.Context, m adapters.Outbound, b []adapters.Button) (adapters.MessageID, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.tries++
+	if len(f.fail) > 0 {
+		err := f.fail[0]
+		f.fail = f.fail[1:]
+		return "", err
+	}
 	f.posts, f.btns = append(f.posts, m), append(f.btns, b)
 	return adapters.MessageID("m" + string(rune('0'+len(f.posts)))), nil
 }
@@ -131,6 +141,73 @@ func TestApprovalButtons(t *testing.T) {
 	if _, _, edits := fake.state(); len(edits) != 2 || !strings.Contains(edits[1], "Expired") {
 		t.Errorf("edits %q", edits)
 	}
+}
+
+// TestApprovalRequestRetriedAndStored: a request whose post with buttons
+// meets a rate limit and a passing failure is posted once the platform
+// takes it (not as text through the outbox), and it is in the chat's
+// history as the bot's message, showing the decision once decided; one
+// the platform refuses for good goes out as text through the outbox.
+func TestApprovalRequestRetriedAndStored(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, "main")
+	if err := st.SetApprovers(ctx, "main", []string{"test:user/ann"}); err != nil {
+		t.Fatal(err)
+	}
+	active := &activeTurns{}
+	active.started("t-1", messageBatch("main", testChat, "test:user/ann"))
+	fake := &buttonsFake{fail: []error{&adapters.RetryAfterError{Wait: 50 * time.Millisecond}, errors.New("connection reset by peer")}}
+	var mu sync.Mutex
+	var texts []string
+	send := func(_ context.Context, r ops.SendRequest) (store.OutboxItem, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		texts = append(texts, r.Text)
+		return store.OutboxItem{}, nil
+	}
+	p := newApprovals(st, adapterSet{"test": fake}, active, send, ApprovalOptions{Timeout: time.Minute}, prometheus.NewRegistry(), discard)
+
+	res := make(chan ipc.ApprovalResult, 1)
+	go func() {
+		res <- p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: "send", Args: map[string]any{"text": "hi"}})
+	}()
+	var buttons []adapters.Button
+	testwait.For(t, 10*time.Second, "the request with buttons", func() bool {
+		n, b, _ := fake.state()
+		buttons = b
+		return n == 1
+	})
+	fake.mu.Lock()
+	tries := fake.tries
+	fake.mu.Unlock()
+	mu.Lock()
+	if tries != 3 || len(texts) != 0 {
+		t.Errorf("posted after %d tries, %d text fallbacks; want the third try and none", tries, len(texts))
+	}
+	mu.Unlock()
+	m, err := st.MessageByID(ctx, testChat, "m1")
+	if err != nil || !m.FromBot || !strings.Contains(m.Text, "wants to call `send`") {
+		t.Fatalf("the request in the chat's history: %+v, %v", m, err)
+	}
+	if ans, _ := (pressHandler{approvals: p}).press(ctx, adapters.Press{Chat: testChat, Sender: "test:user/ann", Data: buttons[0].Data}); !strings.Contains(ans, "Allowed once") {
+		t.Fatalf("press answered %q", ans)
+	}
+	<-res
+	if m, err := st.MessageByID(ctx, testChat, "m1"); err != nil || !strings.Contains(m.Text, "Allowed once by test:user/ann") {
+		t.Errorf("the decided request in the chat's history: %+v, %v", m, err)
+	}
+
+	fake.mu.Lock()
+	fake.fail = []error{fmt.Errorf("chat is gone: %w", adapters.ErrPermanent)}
+	fake.mu.Unlock()
+	go func() { res <- p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: "like"}) }()
+	testwait.For(t, 10*time.Second, "the request as text", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(texts) == 1 && strings.Contains(texts[0], "/approve ")
+	})
+	active.finished("t-1")
+	<-res
 }
 
 func TestParseApprovalCommand(t *testing.T) {

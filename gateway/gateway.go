@@ -244,7 +244,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	// Requests a stopped gateway left pending have no call waiting any
 	// more; a press on one is answered "expired". Waits end at shutdown.
-	if err := g.approvals.expireLeftovers(ctx); err != nil {
+	expired, err := g.approvals.expireLeftovers(ctx)
+	if err != nil {
 		return fmt.Errorf("expire approval requests: %w", err)
 	}
 	defer context.AfterFunc(ctx, g.approvals.shutdown)()
@@ -282,6 +283,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	bg.Go(func() { g.outbox.run(workCtx) })
 	bg.Go(func() { g.poll(intakeCtx) })
+	bg.Go(func() { g.approvals.showExpired(intakeCtx, expired) })
 	g.live.recover(intakeCtx, leftLive) // before the interrupted turns run again
 	g.kickPending(ctx)
 

@@ -154,8 +154,6 @@ func postAs(t *testing.T, base, room, sender, text string) {
 	}
 }
 
-var requestIDRE = regexp.MustCompile("`/approve ([a-z0-9]+)`")
-
 // waitBotText waits for a bot message in lobby that contains want, and
 // returns it.
 func waitBotText(t *testing.T, base, want string) string {
@@ -219,9 +217,9 @@ func approvalStatus(t *testing.T, dir, id string) store.Approval {
 	return a
 }
 
-// TestE2EApprovals: an ask rule in the real gateway, with the web chat (no
-// buttons: the request is text, decided by /approve and /deny messages and
-// by the CLI): allow → the tool ran; a non-approver changes nothing; deny →
+// TestE2EApprovals: an ask rule in the real gateway, with the web chat (the
+// request shows with buttons; here it is decided by /approve and /deny
+// messages, which work on every platform, and by the CLI): allow → the tool ran; a non-approver changes nothing; deny →
 // isError naming the decider; the CLI decides; allow for this session → the
 // second call does not ask; after a restart a late /approve is answered
 // "expired"; timeout → denied; no approvers → denied at once.
@@ -237,7 +235,7 @@ func TestE2EApprovals(t *testing.T) {
 	// Allow once, after a non-approver's try changed nothing.
 	postAs(t, base, "lobby", "ann", "go 1")
 	id := waitRequest(t, dir, 1)
-	req := waitBotText(t, base, "/approve "+id)
+	req := waitBotText(t, base, "(request `"+id+"`)")
 	if !strings.Contains(req, "Group `main` wants to call `send`") || !strings.Contains(req, "text: sent 1") {
 		t.Errorf("request text:\n%s", req)
 	}
@@ -293,7 +291,7 @@ func TestE2EApprovals(t *testing.T) {
 	// send allowed now.)
 	postAs(t, base, "other", "ann", "go 5")
 	id = waitRequest(t, dir, 5)
-	waitRoomText(t, base, "other", "/approve "+id)
+	waitRoomText(t, base, "other", "(request `"+id+"`)")
 	// Pending: on switchboard status and the status page; the decisions
 	// so far on /metrics.
 	if out := mustSB(t, dir, "status"); !regexp.MustCompile(`approvals\s+` + id + ` main\s+send\s+pending`).MatchString(out) {

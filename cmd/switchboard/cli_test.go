@@ -292,3 +292,35 @@ func TestVersionFlag(t *testing.T) {
 		t.Errorf("--version extra: %v, want a usage error", err)
 	}
 }
+
+// grants check says what grants show lists: approve_tool is offered only
+// while approvals.agent_tools is set.
+func TestGrantsApproveToolFollowsAgentTools(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	out := mustSB(t, dir, "grants", "check", "main", "approve_tool")
+	if !strings.HasPrefix(out, "deny\n") || !strings.Contains(out, "approvals.agent_tools is not set") {
+		t.Errorf("check approve_tool without agent_tools: %q", out)
+	}
+	if _, seen, _ := strings.Cut(mustSB(t, dir, "grants", "show", "main"), "tools it can see"); strings.Contains(seen, "approve_tool") {
+		t.Errorf("show lists approve_tool without agent_tools: %q", seen)
+	}
+	cfg := filepath.Join(t.TempDir(), "switchboard.yaml")
+	if err := os.WriteFile(cfg, []byte("data_dir: "+dir+"\napprovals: {agent_tools: [Bash]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"--config", cfg, "grants", "check", "main", "approve_tool"}, env(nil), strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "allow\n") {
+		t.Errorf("check approve_tool with agent_tools: %q", stdout.String())
+	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"--config", cfg, "grants", "show", "main"}, env(nil), strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	if _, seen, _ := strings.Cut(stdout.String(), "tools it can see"); !strings.Contains(seen, "approve_tool") {
+		t.Errorf("show with agent_tools lacks approve_tool: %q", stdout.String())
+	}
+}

@@ -198,6 +198,10 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 			return fmt.Errorf("route table: %w", err)
 		}
 		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
+		if tool == ipc.ApproveTool && len(a.cfg.Approvals.AgentTools) == 0 { // as grants show: not offered
+			d = grants.Decision{Reason: "approve_tool is not offered: approvals.agent_tools is not set " +
+				"(set it in switchboard.yaml to the Claude Code tools that ask, e.g. [Bash, Write])"}
+		}
 		verdict := d.Verdict() // allow, ask (an approver decides each call) or deny
 		out := map[string]any{"decision": verdict, "rule": d.Rule, "reason": d.Reason, "folder": folder, "tier": tier, "tool": tool}
 		return a.emit(out, func(w io.Writer) {

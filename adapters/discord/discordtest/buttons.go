@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -111,13 +112,18 @@ func (f *Server) interactionCallback(w http.ResponseWriter, r *http.Request, id,
 // with customID (sent as is, "" for none) under message id in channel ch.
 // It returns the interaction's id.
 func (f *Server) UserPresses(ch, id, customID string) string {
+	return f.PressBy(ch, id, customID, UserID, "Ann")
+}
+
+// PressBy is UserPresses by another user (its id and display name).
+func (f *Server) PressBy(ch, id, customID, userID, name string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
 	iid := strconv.Itoa(f.nextID)
 	token := "tok-" + iid
 	f.interactions[iid] = &interaction{token: token, sent: time.Now()}
-	user := map[string]any{"id": UserID, "username": "ann", "global_name": "Ann"}
+	user := map[string]any{"id": userID, "username": strings.ToLower(name), "global_name": name}
 	d := map[string]any{"id": iid, "application_id": BotID, "type": 3, "token": token, "version": 1, "channel_id": ch,
 		"data": map[string]any{"custom_id": customID, "component_type": 2}}
 	if m := f.find(ch, id); m != nil {

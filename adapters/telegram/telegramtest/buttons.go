@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -99,6 +100,11 @@ type query struct {
 // data (sent as is, "" for none) under message id in chat. It returns the
 // query's id.
 func (f *Server) Press(chat int64, id int, data string) string {
+	return f.PressBy(chat, id, data, UserID, "Ann")
+}
+
+// PressBy is Press by another user (id user, first name name).
+func (f *Server) PressBy(chat int64, id int, data string, user int64, name string) string {
 	f.mu.Lock()
 	f.nextQuery++
 	qid := strconv.Itoa(f.nextQuery)
@@ -113,7 +119,7 @@ func (f *Server) Press(chat int64, id int, data string) string {
 	}
 	f.mu.Unlock()
 	q := map[string]any{"id": qid, "chat_instance": "42", "message": msg,
-		"from": map[string]any{"id": UserID, "is_bot": false, "first_name": "Ann", "username": "ann"}}
+		"from": map[string]any{"id": user, "is_bot": false, "first_name": name, "username": strings.ToLower(name)}}
 	if data != "" {
 		q["data"] = data
 	} else {
