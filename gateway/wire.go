@@ -48,7 +48,7 @@ func (g *Gateway) wire() error {
 	chain := chainGuard{maxChain: opt.Limits.MaxChain, st: st, notices: notices, turns: g.metrics.turns, wakeOutbox: g.outbox.wake, log: log}
 
 	g.config = &liveConfig{st: st, layout: g.layout, exe: opt.Exe, loadBudgets: g.budget.load, wakeScheduler: g.sched.Wake, log: log}
-	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick}
+	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick, batches: g.metrics.commitBatch}
 	g.intake = &intake{st: st, commits: commits, table: g.config.Table, adapters: g.adapters, engage: engage, engageTTL: opt.EngageTTL,
 		now: opt.Now, loop: loop, flood: flood, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
 		storeInject: func(ctx context.Context, t *routing.Table, req ops.InjectRequest) (store.Message, groups.Folder, error) {
