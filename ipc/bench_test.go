@@ -233,3 +233,36 @@ func BenchmarkThousandGroups(b *testing.B) {
 		b.ReportMetric(float64(rss>>10), "rss-MB")
 	}
 }
+
+// BenchmarkToolsCall measures the p50 round trip of a tools/call over a
+// group socket (disengage: authorized, answered {"ok":true}; list_grants: a
+// 1.5 KB answer) beside its floor, a raw JSON-RPC echo over a unix socket,
+// in alternating rounds of the same run, and reports the ratio (x-floor;
+// the aim is 3x at most).
+func BenchmarkToolsCall(b *testing.B) {
+	h := newHarness(b, nil)
+	h.waitSocket(b, "acme")
+	for _, tc := range []struct {
+		name string
+		line func(int) string
+	}{{"disengage", callLine}, {"list_grants", grantsLine}} {
+		b.Run(tc.name, func(b *testing.B) {
+			rc := dialRaw(b, h.sock("acme"))
+			rc.initialize()
+			echo := dialRaw(b, echoServer(b))
+			roundTrips(b, rc, 100, tc.line) // warm up
+			roundTrips(b, echo, 100, tc.line)
+			const round = 200
+			var mcp, floor []time.Duration
+			b.ResetTimer()
+			for n := 0; n < b.N; n += round {
+				mcp = append(mcp, roundTrips(b, rc, round, tc.line)...)
+				floor = append(floor, roundTrips(b, echo, round, tc.line)...)
+			}
+			m, f := p50(mcp), p50(floor)
+			b.ReportMetric(float64(m.Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(f.Nanoseconds()), "floor-p50-ns")
+			b.ReportMetric(float64(m)/float64(f), "x-floor")
+		})
+	}
+}
