@@ -249,9 +249,12 @@ func stampAgent(b *testing.B) []string {
 
 // BenchmarkTurnStartOverhead measures, one message at a time, the time from
 // Deliver returning (the message is stored) to the agent process running
-// its first instruction, as the agent itself reports it.
+// its first instruction, as the agent itself reports it, beside its floor
+// in the same run: the time from exec.Cmd.Start to the same program's first
+// instruction (fork/exec and its runtime's start).
 func BenchmarkTurnStartOverhead(b *testing.B) {
-	h := newHarness(b, harnessConfig{agent: stampAgent(b)})
+	agent := stampAgent(b)
+	h := newHarness(b, harnessConfig{agent: agent})
 	var lat []time.Duration
 	i := 0
 	for b.Loop() {
@@ -265,7 +268,25 @@ func BenchmarkTurnStartOverhead(b *testing.B) {
 		}
 		lat = append(lat, time.Unix(0, ns).Sub(stored))
 	}
+	b.StopTimer()
+	floor := make([]time.Duration, 0, min(len(lat), 200))
+	for range cap(floor) {
+		start := time.Now()
+		out, err := exec.Command(agent[0]).Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		floor = append(floor, time.Unix(0, ns).Sub(start))
+	}
 	reportLatency(b, lat)
+	slices.Sort(floor)
+	f := floor[len(floor)/2]
+	b.ReportMetric(float64(f.Microseconds())/1000, "floor-p50-ms")
+	b.ReportMetric(float64(lat[len(lat)/2])/float64(f), "x-floor")
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {
