@@ -111,9 +111,12 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 	if o.ChatJIDs != nil {
 		filter += ` AND m.chat_jid IN (SELECT value FROM json_each(?2))`
 	}
+	// How many match, up to searchScan+1, and the oldest of those: the
+	// bound of searchChats' walk.
 	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?1 LIMIT `+
-		strconv.Itoa(searchScan+1)+`)`, query).Scan(&n); err != nil {
+	var bound int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1
+		ORDER BY rowid DESC LIMIT `+strconv.Itoa(searchScan+1)+`)`, query).Scan(&n, &bound); err != nil {
 		return nil, err
 	}
 	var cands []ranked
@@ -128,22 +131,7 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 		cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
 			WHERE messages_fts MATCH ?1`+filter+` ORDER BY messages_fts.rowid DESC LIMIT `+strconv.Itoa(limit), args)
 	default:
-		// The newest matches anywhere that are in the chats (FTS5 stops
-		// at the bound, read first); then, unless the query has a prefix
-		// (expanded again for every row), the chats' newest messages, by
-		// the index on (chat_jid, seq), each checked against the query by
-		// its rowid until enough match (CROSS JOIN keeps that order:
-		// driven by the matches, SQLite would read them all).
-		cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
-			WHERE messages_fts MATCH ?1 AND messages_fts.rowid >= (SELECT coalesce(min(rowid), 0) FROM
-				(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC LIMIT `+strconv.Itoa(searchScan)+`))`+filter, args)
-		if err == nil && !strings.Contains(query, "*") {
-			cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM (SELECT seq FROM messages WHERE chat_jid IN (SELECT value FROM json_each(?2))
-					ORDER BY seq DESC LIMIT `+strconv.Itoa(searchRecent)+`) r
-				CROSS JOIN messages m ON m.seq = r.seq
-				CROSS JOIN messages_fts ON messages_fts.rowid = r.seq AND messages_fts MATCH ?1
-				WHERE 1`+filter+` ORDER BY r.seq DESC LIMIT `+strconv.Itoa(limit), args)
-		}
+		cands, err = s.searchChats(ctx, query, filter, args, bound, limit)
 	}
 	if err != nil {
 		return nil, err
@@ -153,6 +141,29 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 	})
 	cands = slices.CompactFunc(cands, func(a, b ranked) bool { return a.seq == b.seq })
 	return cands[:min(len(cands), limit)], nil
+}
+
+// searchChats finds a common query's newest hits in the chats of ?2: the
+// matches from bound (the oldest of the newest searchScan+1) on, walked
+// newest first; every hit in the chats newer than the bound is among them,
+// so when they hold limit hits those are the newest. Otherwise, unless the
+// query has a prefix (expanded again for every row), the chats' older
+// messages, newest first, by the index on (chat_jid, seq), at most
+// searchRecent, each checked against the query by its rowid (CROSS JOIN
+// keeps that order: driven by the matches, SQLite would read them all).
+func (s *Store) searchChats(ctx context.Context, query, filter string, args []any, bound int64, limit int) ([]ranked, error) {
+	b := strconv.FormatInt(bound, 10)
+	cands, err := s.searchRanked(ctx, nil, `SELECT m.seq, 0 FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
+		WHERE messages_fts MATCH ?1 AND messages_fts.rowid >= `+b+filter+`
+		ORDER BY messages_fts.rowid DESC LIMIT `+strconv.Itoa(limit), args)
+	if err != nil || len(cands) >= limit || strings.Contains(query, "*") {
+		return cands, err
+	}
+	return s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM (SELECT seq FROM messages WHERE chat_jid IN (SELECT value FROM json_each(?2))
+			AND seq < `+b+` ORDER BY seq DESC LIMIT `+strconv.Itoa(searchRecent)+`) r
+		CROSS JOIN messages m ON m.seq = r.seq
+		CROSS JOIN messages_fts ON messages_fts.rowid = r.seq AND messages_fts MATCH ?1
+		WHERE 1`+filter+` ORDER BY r.seq DESC LIMIT `+strconv.Itoa(limit-len(cands)), args)
 }
 
 // searchFilter is the sender and since conditions on m, and the arguments:
