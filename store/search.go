@@ -52,9 +52,10 @@ type Hit struct {
 // its cost grows with the matches, and a common word's best matches are
 // no better than its newest. Within chats, those are the newest among
 // the newest searchScan matches and (unless the query has a prefix*) the
-// chats' newest searchRecent messages.
-// Either way a search costs about the same at a thousand messages and at
-// ten million.
+// chats' newest searchRecent messages. Either way a word or phrase costs
+// about the same at a thousand messages and at ten million; a prefix*
+// still costs what merging every term it starts costs (there is no FTS5
+// prefix index).
 //
 // A query FTS5 cannot parse returns an error wrapping ErrBadQuery that quotes
 // the query and SQLite's complaint.
