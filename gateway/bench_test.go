@@ -15,13 +15,17 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"switchboard/adapters"
 	"switchboard/adapters/web"
 	"switchboard/internal/testenv"
 	"switchboard/routing"
+	"switchboard/store"
 )
 
 // blockedAgent never finishes a turn on its own, so that a benchmark measures
@@ -35,9 +39,99 @@ func blockedAgent(t testing.TB) []string {
 	return []string{"/bin/sh", path}
 }
 
+// insertFloor is the floor Deliver is measured against, in the same run:
+// messages per second that store.InsertMessages stores in batches of 100
+// (one transaction each, the message rows, their FTS index and chats), from
+// one goroutine, on a fresh database in the same temporary directory.
+func insertFloor(b *testing.B) float64 {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "floor.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	const total, batch = 20_000, 100
+	start := time.Now()
+	for n := 0; n < total; n += batch {
+		ms := make([]*store.Message, batch)
+		for j := range ms {
+			ms[j] = &store.Message{ChatJID: adapters.JID(fmt.Sprintf("test:room/%d", (n+j)%16)), ID: adapters.MessageID(strconv.Itoa(n + j)),
+				Sender: "test:user/ann", Text: "deploy the release after the incident review"}
+		}
+		if _, err := st.InsertMessages(ctx, ms); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return total / time.Since(start).Seconds()
+}
+
+// httpFloor is the HTTP half of BenchmarkIngestHTTP's floor: requests per
+// second that a trivial net/http handler answers (202, body read and
+// dropped) to the same clients over loopback.
+func httpFloor(b *testing.B, clients int) float64 {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	defer client.CloseIdleConnections()
+	const total = 20_000
+	var next atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for next.Add(1) <= total {
+				resp, err := client.Post(srv.URL+"/api/rooms/room1/messages", "application/json", strings.NewReader(`{"sender":"ann","text":"deploy"}`))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	return total / time.Since(start).Seconds()
+}
+
+// cpuTime is the CPU time this process has used so far (user and system).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportIntake reports the CPU time per message since cpu0 (all of the
+// process: the figure that holds on a machine that other work shares) and
+// how many messages the group commit put in one transaction.
+func reportIntake(b *testing.B, h *harness, cpu0 time.Duration) {
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N)/1e3, "cpu-us/msg")
+	var m dto.Metric
+	if err := h.g.metrics.commitBatch.Write(&m); err != nil {
+		b.Fatal(err)
+	}
+	if n := m.GetHistogram().GetSampleCount(); n > 0 {
+		b.ReportMetric(m.GetHistogram().GetSampleSum()/float64(n), "msgs/commit")
+	}
+}
+
+// reportFloor reports rate (per second) beside its floor and their ratio.
+func reportFloor(b *testing.B, rate, floor float64) {
+	b.ReportMetric(rate, "msgs/s")
+	b.ReportMetric(floor, "floor-msgs/s")
+	b.ReportMetric(rate/floor, "x-floor")
+}
+
 // BenchmarkIngestHTTP measures messages per second from HTTP POSTs to the
 // web adapter until they are committed with their work rows (routed and
-// queued), with several concurrent clients.
+// queued), with several concurrent clients. Its floor, measured in the same
+// run, is a trivial handler and the batched insert in series: one message
+// costs at least 1/httpFloor + 1/insertFloor seconds of the machine.
 func BenchmarkIngestHTTP(b *testing.B) {
 	for _, clients := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
@@ -61,6 +155,7 @@ func BenchmarkIngestHTTP(b *testing.B) {
 			body := []byte(`{"sender":"ann","text":"deploy the release after the incident review"}`)
 			var next atomic.Int64
 			var failed atomic.Int64
+			cpu0 := cpuTime(b)
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for c := range clients {
@@ -82,23 +177,28 @@ func BenchmarkIngestHTTP(b *testing.B) {
 			}
 			wg.Wait()
 			b.StopTimer()
+			reportIntake(b, h, cpu0)
 			if n := failed.Load(); n > 0 {
 				b.Fatalf("%d posts failed", n)
 			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			rate := float64(b.N) / b.Elapsed().Seconds()
 			h.stop()
+			hf, inf := httpFloor(b, clients), insertFloor(b)
+			reportFloor(b, rate, 1/(1/hf+1/inf))
 		})
 	}
 }
 
 // BenchmarkDeliver measures Deliver alone (no HTTP): committed, routed and
-// queued messages per second with concurrent callers.
+// queued messages per second with concurrent callers, beside the batched
+// insert floor (insertFloor) measured in the same run.
 func BenchmarkDeliver(b *testing.B) {
 	for _, callers := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			h := newHarness(b, harnessConfig{agent: blockedAgent(b), modify: func(o *Options) { o.DrainTimeout = 10 * time.Millisecond }})
 			var next atomic.Int64
 			ctx := context.Background()
+			cpu0 := cpuTime(b)
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for c := range callers {
@@ -119,8 +219,11 @@ func BenchmarkDeliver(b *testing.B) {
 			}
 			wg.Wait()
 			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			reportIntake(b, h, cpu0)
+
+			rate := float64(b.N) / b.Elapsed().Seconds()
 			h.stop()
+			reportFloor(b, rate, insertFloor(b))
 		})
 	}
 }
@@ -146,9 +249,12 @@ func stampAgent(b *testing.B) []string {
 
 // BenchmarkTurnStartOverhead measures, one message at a time, the time from
 // Deliver returning (the message is stored) to the agent process running
-// its first instruction, as the agent itself reports it.
+// its first instruction, as the agent itself reports it, beside its floor
+// in the same run: the time from exec.Cmd.Start to the same program's first
+// instruction (fork/exec and its runtime's start).
 func BenchmarkTurnStartOverhead(b *testing.B) {
-	h := newHarness(b, harnessConfig{agent: stampAgent(b)})
+	agent := stampAgent(b)
+	h := newHarness(b, harnessConfig{agent: agent})
 	var lat []time.Duration
 	i := 0
 	for b.Loop() {
@@ -162,7 +268,25 @@ func BenchmarkTurnStartOverhead(b *testing.B) {
 		}
 		lat = append(lat, time.Unix(0, ns).Sub(stored))
 	}
+	b.StopTimer()
+	floor := make([]time.Duration, 0, min(len(lat), 200))
+	for range cap(floor) {
+		start := time.Now()
+		out, err := exec.Command(agent[0]).Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		floor = append(floor, time.Unix(0, ns).Sub(start))
+	}
 	reportLatency(b, lat)
+	slices.Sort(floor)
+	f := floor[len(floor)/2]
+	b.ReportMetric(float64(f.Microseconds())/1000, "floor-p50-ms")
+	b.ReportMetric(float64(lat[len(lat)/2])/float64(f), "x-floor")
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"sync"
+	"time"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -15,23 +16,41 @@ const maxCommitBatch = 256
 
 // committer coalesces concurrent Deliver calls into one write transaction
 // (group commit): SQLite commits cost far more than the inserts in them, and
-// one writer commits for everyone waiting. There is no timer: while one
-// transaction commits, the next callers queue up and go into the next one,
-// so a lone message is committed at once and a burst in few transactions.
+// one writer commits for everyone waiting. While one transaction commits,
+// the next callers queue up and go into the next one, so a lone message is
+// committed at once and a burst in few transactions.
 //
 // The caller that finds no commit running commits its own batch; if more
 // callers queued meanwhile, a goroutine takes over so the first caller's
 // latency stays one transaction. A batch that fails is retried message by
 // message, so one bad message fails alone.
+//
+// Under load the callers a commit acknowledges tend to come back at once
+// (an adapter's next message, the next HTTP request on the connection), but
+// they have to be scheduled first, and the committer, which did not stop
+// running, would commit the one or two that made it back in a transaction of
+// their own while the rest queue for the next: with 64 concurrent callers,
+// six transactions in seven held one message. So while recent batches were
+// large (peak), the committer waits for half as many callers to be waiting,
+// at most gatherMax, before it commits again. A lone message never waits: it
+// finds the committer idle and commits its own batch at once.
 type committer struct {
 	st     commitStore
 	stored func(chat adapters.JID, seq int64) // tell the chat's adapter (adapterSet.notifyStored)
 	kick   func(folder groups.Folder)         // wake a folder that has work (workers.kick)
+	// batches observes the messages in each transaction (may be nil).
+	batches interface{ Observe(float64) }
 
 	mu      sync.Mutex
 	waiting []*commitReq
 	running bool // a caller or goroutine is committing; waiting is empty when false
+	want    int  // signal full when this many are waiting; 0: nobody waits
+	full    chan struct{}
+	peak    int // the largest recent batch, decaying by an eighth a batch
 }
+
+// gatherMax bounds the wait for acknowledged callers to come back.
+const gatherMax = 2 * time.Millisecond
 
 // commitStore stores messages with the work they create.
 type commitStore interface {
@@ -54,6 +73,13 @@ func (c *committer) commit(ctx context.Context, m *store.Message, work []store.W
 	r := &commitReq{ctx: ctx, msg: *m, work: work, done: make(chan struct{})}
 	c.mu.Lock()
 	c.waiting = append(c.waiting, r)
+	if c.want > 0 && len(c.waiting) >= c.want {
+		c.want = 0
+		select {
+		case c.full <- struct{}{}:
+		default:
+		}
+	}
 	lead := !c.running
 	c.running = true
 	c.mu.Unlock()
@@ -71,19 +97,27 @@ func (c *committer) commit(ctx context.Context, m *store.Message, work []store.W
 }
 
 // run commits batches until nothing is waiting. The leading caller commits
-// one batch (its own message is in the first) and hands the rest over.
+// one batch (its own message is in the first) and hands the rest over; the
+// goroutine that takes over gathers before each batch (see gather), and
+// also when nothing is waiting yet, so that the callers coming back queue
+// behind it instead of one of them leading a transaction of its own.
 func (c *committer) run(leader bool) {
 	for first := true; ; first = false {
 		c.mu.Lock()
-		if len(c.waiting) == 0 {
-			c.running = false
-			c.waiting = nil
-			c.mu.Unlock()
-			return
-		}
 		if leader && !first {
+			if len(c.waiting) == 0 && c.peak < 4 {
+				c.idle()
+				return
+			}
 			c.mu.Unlock()
 			go c.run(false)
+			return
+		}
+		if !leader {
+			c.gather()
+		}
+		if len(c.waiting) == 0 {
+			c.idle()
 			return
 		}
 		n := min(len(c.waiting), maxCommitBatch)
@@ -91,6 +125,42 @@ func (c *committer) run(leader bool) {
 		c.waiting = c.waiting[n:]
 		c.mu.Unlock()
 		c.commitBatch(batch)
+		c.mu.Lock()
+		c.peak = max(n, c.peak-c.peak/8)
+		c.mu.Unlock()
+	}
+}
+
+// idle ends a run with c.mu held: the next caller leads.
+func (c *committer) idle() {
+	c.running = false
+	c.waiting = nil
+	c.mu.Unlock()
+}
+
+// gather waits, with c.mu held (and released while it waits), until half
+// as many callers as the recent peak batch are waiting, at most gatherMax.
+func (c *committer) gather() {
+	target := c.peak / 2
+	if target < 2 || len(c.waiting) >= target {
+		return
+	}
+	if c.full == nil {
+		c.full = make(chan struct{}, 1)
+	}
+	c.want = target
+	c.mu.Unlock()
+	t := time.NewTimer(gatherMax)
+	select {
+	case <-c.full:
+	case <-t.C:
+	}
+	t.Stop()
+	c.mu.Lock()
+	c.want = 0
+	select { // a signal sent after the timer fired
+	case <-c.full:
+	default:
 	}
 }
 
@@ -114,6 +184,9 @@ func (c *committer) commitBatch(batch []*commitReq) {
 		es[i] = store.Enqueue{Message: &r.msg, Work: r.work}
 	}
 	err := c.st.EnqueueMessages(ctx, es)
+	if c.batches != nil {
+		c.batches.Observe(float64(len(es)))
+	}
 	for i, r := range live {
 		switch {
 		case err == nil:

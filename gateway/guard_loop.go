@@ -208,6 +208,7 @@ type runningTurns interface {
 type loopGuard struct {
 	cfg    LoopGuard
 	rooms  *loops
+	old    *oldRooms // web rooms known to hold a message (guard_loop_rooms.go)
 	st     loopStore
 	active runningTurns
 	holder chatHolder
@@ -218,7 +219,7 @@ type loopGuard struct {
 
 func newLoopGuard(cfg LoopGuard, now func() time.Time) loopGuard {
 	cfg = cfg.withDefaults()
-	return loopGuard{cfg: cfg, rooms: &loops{cfg: cfg, now: now}}
+	return loopGuard{cfg: cfg, rooms: &loops{cfg: cfg, now: now}, old: &oldRooms{}}
 }
 
 // echo reports whether a message posted from the host (fromHost) for
@@ -245,11 +246,15 @@ func (l loopGuard) refuse(ctx context.Context, in adapters.Inbound, work []store
 		if w.Mode != "trigger" || !l.echo(w.Folder, true) {
 			continue
 		}
+		if l.old.has(in.Chat) {
+			return nil
+		}
 		old, err := l.st.MessagesAfter(ctx, in.Chat, 0, 1)
 		if err != nil {
 			return fmt.Errorf("look up web room %s: %w", in.Chat, err)
 		}
 		if len(old) > 0 {
+			l.old.add(in.Chat)
 			return nil
 		}
 		wait, until, caught := l.rooms.openRoom(w.Folder)
@@ -293,6 +298,9 @@ func (l loopGuard) pauseNewRooms(ctx context.Context, folder groups.Folder, unti
 // arrived notes how a web message that triggers a folder arrived: as an
 // echo of one of its turns or not.
 func (l loopGuard) arrived(m store.Message, work []store.WorkItem, fromHost bool) {
+	if m.ChatJID.Platform() == "web" {
+		l.old.add(m.ChatJID)
+	}
 	for _, w := range work {
 		if w.Mode != "trigger" || m.ChatJID.Platform() != "web" {
 			continue

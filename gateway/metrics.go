@@ -30,6 +30,7 @@ type metrics struct {
 	mcpCalls       *prometheus.CounterVec
 	fires          prometheus.Counter
 	lateness       prometheus.Histogram
+	commitBatch    prometheus.Histogram
 }
 
 // statusReader reads the store's size and outbox backlog (store.Status).
@@ -61,9 +62,11 @@ func newMetrics(states *adapterStates, st statusReader, runner agent.Runner) *me
 			Help: "Scheduled task runs fired."}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchboard_scheduler_lateness_seconds",
 			Help: "How late a scheduled run fired after its slot.", Buckets: []float64{.01, .05, .1, .5, 1, 5, 30, 60, 300}}),
+		commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchboard_commit_messages",
+			Help: "Messages stored per write transaction of the group commit (concurrent deliveries share one).", Buckets: prometheus.ExponentialBuckets(1, 2, 9)}),
 	}
 	m.reg.MustRegister(m.inbound, m.turns, m.turnSeconds, m.agentFailures, m.outbox, m.rateLimitWaits, m.mcpCalls,
-		m.fires, m.lateness, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.fires, m.lateness, m.commitBatch, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stateCollector{states: states, st: st, cache: &storeGauges{}})
 	if sf, ok := runner.(agent.StaleFolderCounter); ok {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchboard_stale_folder_uploads_total",

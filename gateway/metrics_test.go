@@ -92,6 +92,8 @@ func TestMetricsMoveThroughThePipeline(t *testing.T) {
 		`switchboard_inbound_events_total{kind="message",platform="test"}`,
 		`switchboard_turns_total{outcome="succeeded",trigger="message"}`,
 		`switchboard_turn_duration_seconds_count{trigger="message"}`,
+		`switchboard_commit_messages_count`, // one message, one transaction
+		`switchboard_commit_messages_sum`,
 	} {
 		if b, a := testmetrics.Value(t, before, series), testmetrics.Value(t, after, series); a != b+1 {
 			t.Errorf("%s went from %v to %v; want +1", series, b, a)

@@ -55,7 +55,7 @@ func (g *Gateway) wire() error {
 		log: log.With("component", "stop")}
 	mid := &midTurns{st: st, running: running, stops: g.stops, def: opt.MidTurn, canSteer: opt.Agent.Input == agent.InputStreamJSON,
 		kick: g.workers.kick, stored: g.adapters.notifyStored, now: opt.Now, log: log.With("component", "mid_turn")}
-	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick}
+	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick, batches: g.metrics.commitBatch}
 	g.intake = &intake{st: st, commits: commits, table: g.config.Table, adapters: g.adapters, engage: engage, engageTTL: opt.EngageTTL,
 		now: opt.Now, loop: loop, flood: flood, stops: g.stops, mid: mid, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
 		storeInject: func(ctx context.Context, t *routing.Table, req ops.InjectRequest) (store.Message, groups.Folder, error) {

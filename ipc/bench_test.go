@@ -233,3 +233,49 @@ func BenchmarkThousandGroups(b *testing.B) {
 		b.ReportMetric(float64(rss>>10), "rss-MB")
 	}
 }
+
+// BenchmarkToolsCall measures the p50 round trip of a tools/call over a
+// group socket (disengage: authorized, answered {"ok":true}; list_grants: a
+// 1.5 KB answer) beside its floor, a raw JSON-RPC echo over a unix socket of
+// the same request, in alternating rounds of the same run, and reports the
+// ratio (x-floor; the aim is 3x at most). As the echo answers with what it
+// gets, a second floor echoes a request padded to the answer's size
+// (sized-floor): the bytes a large answer costs to write and read back.
+func BenchmarkToolsCall(b *testing.B) {
+	h := newHarness(b, nil)
+	h.waitSocket(b, "acme")
+	for _, tc := range []struct {
+		name string
+		line func(int) string
+	}{{"disengage", callLine}, {"list_grants", grantsLine}} {
+		b.Run(tc.name, func(b *testing.B) {
+			rc := dialRaw(b, h.sock("acme"))
+			rc.initialize()
+			echo := dialRaw(b, echoServer(b))
+			rc.send(tc.line(99))
+			answer, err := json.Marshal(rc.recv().Result)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pad := strings.Repeat("x", len(answer))
+			sized := func(id int) string {
+				return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"echo","params":{"pad":"` + pad + `"}}`
+			}
+			roundTrips(b, rc, 100, tc.line) // warm up
+			roundTrips(b, echo, 100, tc.line)
+			const round = 200
+			var mcp, floor, sizedFloor []time.Duration
+			b.ResetTimer()
+			for n := 0; n < b.N; n += round {
+				mcp = append(mcp, roundTrips(b, rc, round, tc.line)...)
+				floor = append(floor, roundTrips(b, echo, round, tc.line)...)
+				sizedFloor = append(sizedFloor, roundTrips(b, echo, round, sized)...)
+			}
+			m, f, sf := p50(mcp), p50(floor), p50(sizedFloor)
+			b.ReportMetric(float64(m.Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(f.Nanoseconds()), "floor-p50-ns")
+			b.ReportMetric(float64(m)/float64(f), "x-floor")
+			b.ReportMetric(float64(m)/float64(sf), "x-sized-floor")
+		})
+	}
+}

@@ -42,7 +42,8 @@ func historyTools() []*toolDef {
 			limitParam(50, 200, "messages"),
 		), run: runFetchHistory},
 		{tool: newTool("find_messages", "Search messages",
-			"Full-text search over stored messages of the chats your group owns, best matches first, with a snippet that "+
+			"Full-text search over stored messages of the chats your group owns, best matches first (for a word found in very "+
+				"many messages: the newest first, rank 0), with a snippet that "+
 				"marks the matched words in [brackets]. Query syntax is SQLite FTS5: words (all must match), \"exact phrase\", "+
 				"prefix*, OR, NOT, NEAR(a b). Returns {\"hits\": [...]}.",
 			readOnly,

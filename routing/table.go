@@ -75,12 +75,14 @@ func (e *entry) mismatch(v *values, ownerOnly bool) int {
 // literal platform, or a chat_jid glob whose literal prefix names the
 // platform), and the rest (wildcards). Each list holds positions in the sorted
 // route order, so the first match in each list is found by a short scan and
-// the smallest position among the three wins. A nil *Table is an empty table.
+// the smallest position among the three wins. A chat that a route pins has
+// its own shorter list, its plan (plan.go). A nil *Table is an empty table.
 type Table struct {
 	entries    []entry
 	byChat     map[string][]int32
 	byPlatform map[string][]int32
 	wild       []int32
+	plans      plans // per pinned chat (plan.go); empty past maxPlanEntries
 }
 
 // New validates every route and builds a Table. Routes are normalized and
@@ -112,6 +114,7 @@ func New(routes []Route) (*Table, error) {
 	for i := range t.entries {
 		t.index(int32(i))
 	}
+	t.buildPlans()
 	return t, nil
 }
 
@@ -164,6 +167,14 @@ func (t *Table) Len() int {
 func (t *Table) first(v *values, ownerOnly bool) int {
 	best := -1
 	if t == nil {
+		return best
+	}
+	if p, ok := t.plans.get(v[kChatJID]); ok {
+		for _, i := range p {
+			if t.entries[i].matchesMessage(v, ownerOnly) {
+				return int(i)
+			}
+		}
 		return best
 	}
 	for _, list := range [...][]int32{t.byChat[v[kChatJID]], t.byPlatform[v[kPlatform]], t.wild} {

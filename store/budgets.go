@@ -66,19 +66,61 @@ func (s *Store) DeleteBudget(ctx context.Context, folder groups.Folder) (bool, e
 }
 
 // Spent sums the cost of the turns of folder's subtree started at or after
-// since.
+// since. It reads the running totals (spendQuarter, spendDay): the quarter
+// hours from since to the next UTC midnight and the days from there, and
+// the turns themselves only between since and the next quarter hour when
+// since falls inside one (no time zone's day starts there).
 func (s *Store) Spent(ctx context.Context, folder groups.Folder, since time.Time) (float64, error) {
+	from := max(toMS(since), 0)
+	quarter := ceilMS(from, spendQuarter)
+	day := ceilMS(quarter, spendDay)
 	var sum float64
-	// Two ranges of the covering index turns_spend (folder, started_ms,
-	// cost_micros): the folder's own turns, and its descendants' ('0'
-	// sorts right after '/').
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE((SELECT SUM(cost_micros) FROM turns WHERE folder = ? AND started_ms >= ?), 0)
-		+ COALESCE((SELECT SUM(cost_micros) FROM turns WHERE folder > ? AND folder < ? AND started_ms >= ?), 0)`,
-		folder, toMS(since), folder+"/", folder+"0", toMS(since)).Scan(usdMicros(&sum))
+	err := s.r.QueryRowContext(ctx, spentSQL,
+		folder, quarter, day, folder, day,
+		from, quarter, folder, folder+"/", folder+"0").Scan(usdMicros(&sum))
 	if err != nil {
 		return 0, fmt.Errorf("sum spend of %s: %w", folder, err)
 	}
 	return sum, nil
+}
+
+// spentSQL is Spent's query: the quarters, the days, and the turns of the
+// first, partial quarter hour (none when since starts one), read by start
+// time across folders (a quarter's turns, not all of the subtree's).
+const spentSQL = `SELECT
+		COALESCE((SELECT SUM(micros) FROM spend_totals WHERE folder = ? AND span = 0 AND start_ms >= ? AND start_ms < ?), 0)
+		+ COALESCE((SELECT SUM(micros) FROM spend_totals WHERE folder = ? AND span = 1 AND start_ms >= ?), 0)
+		+ COALESCE((SELECT SUM(cost_micros) FROM turns WHERE started_ms >= ? AND started_ms < ? AND (+folder = ? OR +folder > ? AND +folder < ?)), 0)`
+
+// The spans of spend_totals, in milliseconds.
+const (
+	spendQuarter = 15 * 60 * 1000
+	spendDay     = 24 * 60 * 60 * 1000
+)
+
+// ceilMS rounds ms up to a multiple of span.
+func ceilMS(ms, span int64) int64 {
+	if r := ms % span; r != 0 {
+		return ms - r + span
+	}
+	return ms
+}
+
+// addSpend adds a turn's cost to the running totals of folder and each of
+// its ancestors, in the quarter hour and the day of started (unix ms), in
+// the turn's transaction.
+func addSpend(ctx context.Context, tx *sql.Tx, folder groups.Folder, started, micros int64) error {
+	if micros == 0 {
+		return nil
+	}
+	for f := folder; f != ""; f = f.Parent() {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO spend_totals (folder, span, start_ms, micros) VALUES (?, 0, ?, ?), (?, 1, ?, ?)
+			ON CONFLICT (folder, span, start_ms) DO UPDATE SET micros = micros + excluded.micros`,
+			f, started-started%spendQuarter, micros, f, started-started%spendDay, micros); err != nil {
+			return fmt.Errorf("add spend of %s: %w", f, err)
+		}
+	}
+	return nil
 }
 
 // SpendBucket is the turns and spend of one interval.

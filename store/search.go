@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,9 +45,20 @@ type Hit struct {
 }
 
 // Search runs an FTS5 query (MATCH syntax: words, "phrases", prefix*, AND, OR,
-// NOT, NEAR) over message text and returns the best hits first (bm25; newer
-// first among equals). A query FTS5 cannot parse returns an error wrapping
-// ErrBadQuery that quotes the query and SQLite's complaint.
+// NOT, NEAR) over message text. A query that matches at most searchScan
+// messages in all returns the best hits first (bm25; newer first among
+// equals). One that matches more (a common word) returns the newest hits
+// first, with Rank 0: bm25 counts every match of each term to weigh it, so
+// its cost grows with the matches, and a common word's best matches are
+// no better than its newest. Within chats, those are the newest among
+// the newest searchScan matches and (unless the query has a prefix*) the
+// chats' newest searchRecent messages. Either way a word or phrase costs
+// about the same at a thousand messages and at ten million; a prefix*
+// still costs what merging every term it starts costs (there is no FTS5
+// prefix index).
+//
+// A query FTS5 cannot parse returns an error wrapping ErrBadQuery that quotes
+// the query and SQLite's complaint.
 //
 // A query is bounded (MaxQueryBytes, MaxQueryTerms) and so is its run time
 // (SearchTimeout): SQLite is interrupted when either the deadline or ctx
@@ -65,42 +78,101 @@ func (s *Store) Search(ctx context.Context, query string, o SearchOptions) ([]Hi
 	if o.ChatJIDs != nil && len(o.ChatJIDs) == 0 {
 		return []Hit{}, nil
 	}
-	q, args, err := searchSQL(query, o)
+	top, err := s.searchTop(ctx, query, o)
 	if err != nil {
-		return nil, fmt.Errorf("search %q: %w", query, err)
+		return nil, searchError(query, err)
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	hits, err := collect(rows, err, func(sc scanner) (Hit, error) {
-		var h Hit
-		err := scanMessage(sc, &h.Message, &h.Snippet, &h.Rank)
-		return h, err
-	})
+	hits, err := s.searchHits(ctx, query, top)
 	if err != nil {
 		return nil, searchError(query, err)
 	}
 	return hits, nil
 }
 
-// searchSQL builds the query. The chat list travels as one JSON parameter so
-// that any number of chats fits.
-func searchSQL(query string, o SearchOptions) (string, []any, error) {
-	// Rank and limit first, then compute snippets for the survivors only:
-	// snippet() over every match before the sort would cost one highlight
-	// per matching row.
-	var b strings.Builder
-	b.WriteString(`WITH top AS (
-		SELECT m.seq AS seq, bm25(messages_fts) AS rank
-		FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
-		WHERE messages_fts MATCH ?1`)
-	args := []any{query}
-	if o.ChatJIDs != nil {
-		jids, err := json.Marshal(o.ChatJIDs)
-		if err != nil {
-			return "", nil, err
-		}
-		args = append(args, string(jids))
-		fmt.Fprintf(&b, ` AND m.chat_jid IN (SELECT value FROM json_each(?%d))`, len(args))
+// How far a search looks (see Search).
+const (
+	searchScan   = 20_000 // a query with more matches is common: newest first
+	searchRecent = 2000   // the newest messages of the chats searched for a common query
+)
+
+// ranked is a candidate hit: a message's seq and its bm25 score.
+type ranked struct {
+	seq  int64
+	rank float64
+}
+
+// searchTop returns the best candidates, best first, at most o.Limit.
+func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([]ranked, error) {
+	limit := o.Limit
+	if limit <= 0 {
+		limit = DefaultSearchLimit
 	}
+	limit = min(limit, MaxSearchLimit)
+	filter, args := searchFilter(query, o)
+	if o.ChatJIDs != nil {
+		filter += ` AND m.chat_jid IN (SELECT value FROM json_each(?2))`
+	}
+	// How many match, up to searchScan+1, and the oldest of those: the
+	// bound of searchChats' walk.
+	var n int
+	var bound int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1
+		ORDER BY rowid DESC LIMIT `+strconv.Itoa(searchScan+1)+`)`, query).Scan(&n, &bound); err != nil {
+		return nil, err
+	}
+	var cands []ranked
+	var err error
+	switch {
+	case n <= searchScan:
+		// Few matches: bm25 over all of them (its term counts too).
+		cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, bm25(messages_fts) FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
+			WHERE messages_fts MATCH ?1`+filter, args)
+	case o.ChatJIDs == nil:
+		// FTS5 walks the matches newest first and stops at the limit.
+		cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
+			WHERE messages_fts MATCH ?1`+filter+` ORDER BY messages_fts.rowid DESC LIMIT `+strconv.Itoa(limit), args)
+	default:
+		cands, err = s.searchChats(ctx, query, filter, args, bound, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(cands, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(b.seq, a.seq))
+	})
+	cands = slices.CompactFunc(cands, func(a, b ranked) bool { return a.seq == b.seq })
+	return cands[:min(len(cands), limit)], nil
+}
+
+// searchChats finds a common query's newest hits in the chats of ?2: the
+// matches from bound (the oldest of the newest searchScan+1) on, walked
+// newest first; every hit in the chats newer than the bound is among them,
+// so when they hold limit hits those are the newest. Otherwise, unless the
+// query has a prefix (expanded again for every row), the chats' older
+// messages, newest first, by the index on (chat_jid, seq), at most
+// searchRecent, each checked against the query by its rowid (CROSS JOIN
+// keeps that order: driven by the matches, SQLite would read them all).
+func (s *Store) searchChats(ctx context.Context, query, filter string, args []any, bound int64, limit int) ([]ranked, error) {
+	b := strconv.FormatInt(bound, 10)
+	cands, err := s.searchRanked(ctx, nil, `SELECT m.seq, 0 FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
+		WHERE messages_fts MATCH ?1 AND messages_fts.rowid >= `+b+filter+`
+		ORDER BY messages_fts.rowid DESC LIMIT `+strconv.Itoa(limit), args)
+	if err != nil || len(cands) >= limit || strings.Contains(query, "*") {
+		return cands, err
+	}
+	return s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM (SELECT seq FROM messages WHERE chat_jid IN (SELECT value FROM json_each(?2))
+			AND seq < `+b+` ORDER BY seq DESC LIMIT `+strconv.Itoa(searchRecent)+`) r
+		CROSS JOIN messages m ON m.seq = r.seq
+		CROSS JOIN messages_fts ON messages_fts.rowid = r.seq AND messages_fts MATCH ?1
+		WHERE 1`+filter+` ORDER BY r.seq DESC LIMIT `+strconv.Itoa(limit-len(cands)), args)
+}
+
+// searchFilter is the sender and since conditions on m, and the arguments:
+// ?1 the query, ?2 the chats (JSON), then the filters' own.
+func searchFilter(query string, o SearchOptions) (string, []any) {
+	jids, _ := json.Marshal(o.ChatJIDs) // a slice of strings always marshals
+	args := []any{query, string(jids)}
+	var b strings.Builder
 	if o.Sender != "" {
 		args = append(args, o.Sender)
 		fmt.Fprintf(&b, ` AND m.sender = ?%d`, len(args))
@@ -109,20 +181,67 @@ func searchSQL(query string, o SearchOptions) (string, []any, error) {
 		args = append(args, since)
 		fmt.Fprintf(&b, ` AND m.time_ms >= ?%d`, len(args))
 	}
-	limit := o.Limit
-	if limit <= 0 {
-		limit = DefaultSearchLimit
+	return b.String(), args
+}
+
+// searchRanked appends q's (seq, rank) rows to cands.
+func (s *Store) searchRanked(ctx context.Context, cands []ranked, q string, args []any) ([]ranked, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, min(limit, MaxSearchLimit))
-	fmt.Fprintf(&b, ` ORDER BY rank, m.seq DESC LIMIT ?%d)
-		SELECT m.seq, m.chat_jid, m.msg_id, m.sender, m.sender_name, m.text, m.topic,
-			m.reply_to, m.verb, m.from_bot, m.time_ms, m.attachments, m.other_bot, m.deleted, m.edited_ms,
-			snippet(messages_fts, 0, '[', ']', '…', 16), top.rank
-		FROM top
-		JOIN messages m ON m.seq = top.seq
-		JOIN messages_fts ON messages_fts.rowid = top.seq AND messages_fts MATCH ?1
-		ORDER BY top.rank, top.seq DESC`, len(args))
-	return b.String(), args, nil
+	defer rows.Close()
+	for rows.Next() {
+		var r ranked
+		if err := rows.Scan(&r.seq, &r.rank); err != nil {
+			return nil, err
+		}
+		cands = append(cands, r)
+	}
+	return cands, rows.Err()
+}
+
+// searchHits reads the messages of top with their snippets, in top's order
+// (driven by top: CROSS JOIN keeps SQLite from reading every match).
+func (s *Store) searchHits(ctx context.Context, query string, top []ranked) ([]Hit, error) {
+	seqs := make([]int64, len(top))
+	for i, r := range top {
+		seqs[i] = r.seq
+	}
+	js, _ := json.Marshal(seqs)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+prefixed("m.", msgColumns)+`, snippet(messages_fts, 0, '[', ']', '…', 16)
+		FROM json_each(?2) j
+		CROSS JOIN messages m ON m.seq = j.value
+		CROSS JOIN messages_fts ON messages_fts.rowid = m.seq AND messages_fts MATCH ?1`, query, string(js))
+	got, err := collect(rows, err, func(sc scanner) (Hit, error) {
+		var h Hit
+		err := scanMessage(sc, &h.Message, &h.Snippet)
+		return h, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	bySeq := make(map[int64]Hit, len(got))
+	for _, h := range got {
+		bySeq[h.Seq] = h
+	}
+	hits := make([]Hit, 0, len(top))
+	for _, r := range top {
+		if h, ok := bySeq[r.seq]; ok { // gone if deleted meanwhile
+			h.Rank = r.rank
+			hits = append(hits, h)
+		}
+	}
+	return hits, nil
+}
+
+// prefixed qualifies each of the comma-separated columns with p.
+func prefixed(p, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = p + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
 }
 
 // searchError classifies a failure: the SQL around the MATCH is fixed, so a

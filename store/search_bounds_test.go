@@ -51,3 +51,41 @@ func TestSearchBounds(t *testing.T) {
 		t.Errorf("an ordinary search after: %d, %v", len(hits), err)
 	}
 }
+
+// A word in more than searchScan messages is common: its hits are the
+// newest first (Rank 0), found within chats whether their matches are
+// among the newest anywhere or not; bm25 would put the short messages first.
+func TestSearchCommonWordNewestFirst(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var ms []*Message
+	add := func(chat adapters.JID, text string) {
+		ms = append(ms, &Message{ChatJID: chat, ID: adapters.MessageID(fmt.Sprint("m", len(ms))), Sender: "web:user/x", Text: text})
+	}
+	for i := range 3 {
+		add("web:quiet", fmt.Sprintf("common quiet %d", i)) // old, and few
+	}
+	for i := range searchScan + 100 {
+		if i%2 == 0 {
+			add("web:busy", "common")
+		} else {
+			add("web:busy", "common and a long message that bm25 ranks below the short ones "+fmt.Sprint(i))
+		}
+	}
+	if _, err := s.InsertMessages(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := s.Search(ctx, "common", SearchOptions{Limit: 5})
+	if err != nil || len(hits) != 5 {
+		t.Fatalf("Search = %d hits, %v", len(hits), err)
+	}
+	for i, h := range hits {
+		if want := ms[len(ms)-1-i].Seq; h.Seq != want || h.Rank != 0 {
+			t.Errorf("hit %d: seq %d rank %v; want the newest, seq %d, rank 0", i, h.Seq, h.Rank, want)
+		}
+	}
+	hits, err = s.Search(ctx, "common", SearchOptions{ChatJIDs: []adapters.JID{"web:quiet"}})
+	if err != nil || len(hits) != 3 || hits[0].Text != "common quiet 2" || !strings.Contains(hits[0].Snippet, "[common]") {
+		t.Fatalf("Search in the quiet chat = %+v, %v; want its 3 messages, newest first", hits, err)
+	}
+}

@@ -358,6 +358,9 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 			u.CacheReadTokens, u.NumTurns, u.APIDuration.Milliseconds(), sessionCost, len(b.Messages)); err != nil {
 			return fmt.Errorf("record turn: %w", err)
 		}
+		if err := addSpend(ctx, tx, t.Folder, toMS(t.Started), cost); err != nil {
+			return fmt.Errorf("record turn %s: %w", t.ID, err)
+		}
 		if err := revokeTurnToken(ctx, tx, t.ID); err != nil {
 			return err
 		}
