@@ -125,32 +125,6 @@ func BenchmarkRoundTrip(b *testing.B) {
 	})
 }
 
-// TestRoundTripOverhead measures both in one run and checks the MCP path
-// stays within a small factor of the echo floor (the aim is 3x).
-func TestRoundTripOverhead(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: a timing test")
-	}
-	h := newHarness(t, nil)
-	h.waitSocket(t, "acme")
-	rc := h.raw(t, "acme")
-	rc.initialize()
-	echo := dialRaw(t, echoServer(t))
-	const n = 2000
-	roundTrips(t, rc, 200, callLine) // warm up
-	roundTrips(t, echo, 200, callLine)
-	mcpP50 := p50(roundTrips(t, rc, n, callLine))
-	grantsP50 := p50(roundTrips(t, rc, n, grantsLine))
-	echoP50 := p50(roundTrips(t, echo, n, callLine))
-	ratio := float64(mcpP50) / float64(echoP50)
-	t.Logf("p50: tools/call disengage %v (%.1fx), list_grants %v (%.1fx), raw JSON-RPC echo %v",
-		mcpP50, ratio, grantsP50, float64(grantsP50)/float64(echoP50), echoP50)
-	// The aim is 3x; the bound leaves room for a loaded machine.
-	if !raceEnabled && ratio > 5 {
-		t.Errorf("tools/call p50 is %.1fx the echo p50 (aim 3x)", ratio)
-	}
-}
-
 // rssKB reads this process's resident set size.
 func rssKB(t testing.TB) int {
 	b, err := os.ReadFile("/proc/self/status")
