@@ -18,8 +18,11 @@ import (
 //   - the flood guard lifts a hold that only other senders' flood set
 //     (floodGuard.arrived).
 //
-// When a turn is about to start (turns.prepare), the turnGuards, in this
-// order; the first that holds the turn wins:
+// When a turn is about to start (turns.prepare), and when a message is
+// to be steered into a running turn (midTurns.steer: checked as the turn
+// it would start, so a chat cannot push messages past them into a running
+// agent), the turnGuards, in this order; the first that holds the turn
+// wins:
 //  1. chain  (guard_chain.go): work agents queued for each other deeper
 //     than Limits.MaxChain is recorded as a failed turn, not run;
 //  2. budget (guard_budget.go): a used-up budget holds the chat (or skips a

@@ -101,16 +101,19 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if err := i.loop.refuse(ctx, in, work); err != nil {
 		return 0, err
 	}
-	if steered, err := i.mid.steer(ctx, &m, work); steered || err != nil {
-		return m.Seq, err // written into the running turn (midturn.go)
+	arrived := func(m store.Message) { // every new message, steered or stored, is noted here
+		i.loop.arrived(m, work, in.FromHost)
+		i.flood.arrived(ctx, m, work)
+	}
+	if steered, err := i.mid.steer(ctx, &m, work, arrived); steered || err != nil {
+		return m.Seq, err // for the running turn (midturn.go)
 	}
 	inserted, err := i.commits.commit(ctx, &m, work)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
 	}
 	if inserted {
-		i.loop.arrived(m, work, in.FromHost)
-		i.flood.arrived(ctx, m, work)
+		arrived(m)
 		i.mid.interrupt(ctx, m, work)
 	}
 	// A redelivery was stored once and routed then; for a new message the

@@ -63,6 +63,10 @@ type midTurns struct {
 	canSteer  bool     // agent.input: stream-json
 	kick      func(folder groups.Folder)
 	stored    func(chat adapters.JID, seq int64) // adapterSet.notifyStored
+	// guards are the checks a turn about to start goes through (the
+	// turns' turnGuards): a steered message is checked by them as the
+	// turn it would otherwise start, so floods and loops count it.
+	guards turnGuards
 	now       func() time.Time
 	log       *slog.Logger
 	steerSeen func(turn string, at time.Time) // tests: when a message reached the agent's stdin
@@ -84,20 +88,23 @@ func (mt *midTurns) mode(ctx context.Context, folder groups.Folder) MidTurn {
 // steer writes m, routed to work (one trigger item), into the running
 // turn of its folder in its chat and topic when that folder steers and the
 // agent takes input: stored as part of that turn first (a crash then
-// leaves it with the turn's batch), then written. handled is false when
+// leaves it with the turn's batch), noted by arrived (what Deliver notes
+// of every new message), checked by the turn guards as the turn it would
+// otherwise start, then written. A message the guards hold is not written:
+// it waits for the next turn, as the guard decided. handled is false when
 // the message is to be stored and queued as usual.
-func (mt *midTurns) steer(ctx context.Context, m *store.Message, work []store.WorkItem) (handled bool, err error) {
+func (mt *midTurns) steer(ctx context.Context, m *store.Message, work []store.WorkItem, arrived func(store.Message)) (handled bool, err error) {
 	if mt == nil || !mt.canSteer || len(work) != 1 || work[0].Mode != "trigger" {
 		return false, nil
 	}
 	w := work[0]
 	rt := mt.running.running(w.Folder, w.ChatJID, w.Topic)
-	if rt == nil || rt.steer == nil || mt.mode(ctx, w.Folder) != MidTurnSteer {
+	if rt == nil || mt.mode(ctx, w.Folder) != MidTurnSteer {
 		return false, nil
 	}
 	rt.smu.Lock()
 	defer rt.smu.Unlock()
-	if rt.ended {
+	if rt.ended || rt.steer == nil {
 		return false, nil
 	}
 	inserted, id, err := mt.st.SteerMessage(ctx, m, w, rt.id)
@@ -105,26 +112,50 @@ func (mt *midTurns) steer(ctx context.Context, m *store.Message, work []store.Wo
 		return true, err
 	}
 	mt.stored(m.ChatJID, m.Seq)
+	arrived(*m)
+	w.ID, w.Seq = id, m.Seq
+	if mt.withheld(ctx, rt, w, *m) {
+		mt.requeue(ctx, rt, w, "held by a turn guard")
+		return true, nil
+	}
 	var sb strings.Builder
 	sb.WriteString("<messages>\n")
 	writeMessage(&sb, *m, nil)
 	sb.WriteString("</messages>\n")
 	if !rt.steer.Send(sb.String()) {
-		// The agent takes no more input: the message is the next turn's.
-		w.ID = id
-		if err := mt.st.ResetStarted(context.WithoutCancel(ctx), store.Batch{Items: []store.WorkItem{w}}); err != nil {
-			mt.log.Error("queue a message the running agent no longer took", "folder", w.Folder, "turn", rt.id, "err", err)
-		}
-		mt.kick(w.Folder)
+		mt.requeue(ctx, rt, w, "the agent takes no more input")
 		return true, nil
 	}
 	if mt.steerSeen != nil {
 		mt.steerSeen(rt.id, time.Now())
 	}
-	w.ID, w.Seq = id, m.Seq
 	rt.steered = append(rt.steered, steeredMsg{item: w, msg: *m})
 	mt.log.Info("message steered into the running turn", "folder", w.Folder, "jid", w.ChatJID, "turn", rt.id, "seq", m.Seq)
 	return true, nil
+}
+
+// withheld reports whether the turn guards hold the message m (its work
+// item w, stored under rt): checked as the message turn it would start,
+// so that the flood limits and the web-room loop guard count it like any
+// message that starts a turn, and a held one waits as they decided.
+func (mt *midTurns) withheld(ctx context.Context, rt *stoppableTurn, w store.WorkItem, m store.Message) bool {
+	if len(mt.guards.list) == 0 {
+		return false
+	}
+	b := store.Batch{Folder: w.Folder, ChatJID: w.ChatJID, Topic: w.Topic, Items: []store.WorkItem{w}, Messages: []store.Message{m}}
+	turn := store.Turn{ID: rt.id, Folder: w.Folder, ChatJID: w.ChatJID, Topic: w.Topic, Trigger: w.Trigger, Attempt: 1, Started: time.Now()}
+	return mt.guards.withheld(ctx, turnCandidate{batch: b, turn: turn})
+}
+
+// requeue puts w, stored under rt but not written into it, back to wait
+// for the next turn (what a guard's hold set on it stays).
+func (mt *midTurns) requeue(ctx context.Context, rt *stoppableTurn, w store.WorkItem, why string) {
+	if err := mt.st.ResetStarted(context.WithoutCancel(ctx), store.Batch{Items: []store.WorkItem{w}}); err != nil {
+		mt.log.Error("queue a message not written into the running turn", "folder", w.Folder, "turn", rt.id, "err", err)
+	}
+	mt.log.Info("message for the running turn queued for the next one", "folder", w.Folder, "jid", w.ChatJID, "turn", rt.id,
+		"seq", w.Seq, "reason", why)
+	mt.kick(w.Folder)
 }
 
 // interrupt stops the running turn of work's folder in its chat and topic

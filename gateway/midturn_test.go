@@ -142,3 +142,39 @@ func TestInterruptRunsAgainWithBoth(t *testing.T) {
 		t.Error("a third turn ran")
 	}
 }
+
+// A steered message counts in the flood limits like one that starts a
+// turn: past the chat's limit it is not written into the running agent;
+// it waits, stored, for the turn the limit allows, and the chat is told.
+func TestSteerCountsInTheFloodLimits(t *testing.T) {
+	dir := t.TempDir()
+	clock := newFakeClock()
+	h := steerHarness(t, dir, func(o *Options) {
+		o.Now = clock.Now
+		o.Store.SetClock(clock.Now)
+		o.Limits = Limits{TurnsPerChat: Rate{Count: 2, Window: time.Hour}}
+	})
+	h.post(testChat, "m1", "GATE: a long question") // the turn: 1 of 2
+	turnFile(t, dir, "in-1", 1)
+	h.post(testChat, "m2", "one more thing") // steered: 2 of 2
+	turnFile(t, dir, "in-1", 2)
+	h.post(testChat, "m3", "and another") // over the limit
+	testwait.For(t, 10*time.Second, "the chat told to slow down", func() bool { return len(slowDowns(h)) == 1 })
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if lines := turnFile(t, dir, "eof", 1); lines != "2" {
+		t.Errorf("the running agent got %s input lines; want 2 (the prompt and m2, not m3)", lines)
+	}
+	h.waitSent(testChat, 3) // the notice, reply 1.1, reply 1.2
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnSucceeded {
+		t.Fatalf("turn %+v", ts[0])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "turn-2")); err == nil {
+		t.Fatal("a second turn ran within the limit's window")
+	}
+	clock.Advance(time.Hour)
+	if first := turnFile(t, dir, "in-2", 1); !strings.Contains(first, "and another") || strings.Contains(first, "one more thing") {
+		t.Errorf("the next turn's prompt: %s\nwant m3 (held, not lost) and not m2 (steered already)", first)
+	}
+}

@@ -53,8 +53,9 @@ func (g *Gateway) wire() error {
 	running := &stoppable{}
 	g.stops = &stopper{running: running, by: opt.StopBy, table: g.config.Table, send: g.outbox.send,
 		log: log.With("component", "stop")}
+	guards := turnGuards{list: []turnGuard{chain, g.budget, flood, loop}, log: log} // the order matters: guards.go
 	mid := &midTurns{st: st, running: running, stops: g.stops, def: opt.MidTurn, canSteer: opt.Agent.Input == agent.InputStreamJSON,
-		kick: g.workers.kick, stored: g.adapters.notifyStored, now: opt.Now, log: log.With("component", "mid_turn")}
+		guards: guards, kick: g.workers.kick, stored: g.adapters.notifyStored, now: opt.Now, log: log.With("component", "mid_turn")}
 	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick, batches: g.metrics.commitBatch}
 	g.intake = &intake{st: st, commits: commits, table: g.config.Table, adapters: g.adapters, engage: engage, engageTTL: opt.EngageTTL,
 		now: opt.Now, loop: loop, flood: flood, stops: g.stops, mid: mid, kick: g.workers.kick, inbound: g.metrics.inbound, log: log,
@@ -78,7 +79,7 @@ func (g *Gateway) wire() error {
 
 	g.turns = &turns{st: st, runner: opt.Runner, agent: opt.Agent, price: opt.Price, retryDelays: opt.RetryDelays, operator: opt.Operator,
 		layout: g.layout, socket: mcp.SocketPath, tokens: g.endpoint, adapters: g.adapters, active: g.active, notices: notices,
-		guards:  turnGuards{list: []turnGuard{chain, g.budget, flood, loop}, log: log}, // the order matters: guards.go
+		guards:  guards,
 		files:   &fetcher{adapters: g.adapters, layout: g.layout, maxDownload: opt.MaxDownload, log: log},
 		buttons: &stopButtons{adapters: g.adapters, streams: opt.Streams, delay: stopButtonDelay, log: log},
 		metrics: g.metrics, spend: newSpend(g.metrics.reg), live: live, running: running, wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, log: log}
