@@ -56,17 +56,17 @@ type midTurnStore interface {
 
 // midTurns applies the mid-turn modes to the messages intake routes.
 type midTurns struct {
-	st        midTurnStore
-	running   *stoppable
-	stops     *stopper // who may interrupt (limits.stop_by)
-	def       MidTurn  // agent.mid_turn
-	canSteer  bool     // agent.input: stream-json
-	kick      func(folder groups.Folder)
-	stored    func(chat adapters.JID, seq int64) // adapterSet.notifyStored
+	st       midTurnStore
+	running  *stoppable
+	stops    *stopper // who may interrupt (limits.stop_by)
+	def      MidTurn  // agent.mid_turn
+	canSteer bool     // agent.input: stream-json
+	kick     func(folder groups.Folder)
+	stored   func(chat adapters.JID, seq int64) // adapterSet.notifyStored
 	// guards are the checks a turn about to start goes through (the
 	// turns' turnGuards): a steered message is checked by them as the
 	// turn it would otherwise start, so floods and loops count it.
-	guards turnGuards
+	guards    turnGuards
 	now       func() time.Time
 	log       *slog.Logger
 	steerSeen func(turn string, at time.Time) // tests: when a message reached the agent's stdin
