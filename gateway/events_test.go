@@ -38,6 +38,9 @@ type richAdapter struct {
 	uploaded  []string       // "name: content"
 	downloads map[string]int // attachment ref -> times downloaded
 	limited   map[string]int // attachment ref -> rate limits (429) to answer first
+	// stalled: a download of ref "stall" is sent here, and hangs until
+	// its ctx ends.
+	stalled chan string
 }
 
 func (r *richAdapter) downloadCount(ref string) int {
@@ -60,7 +63,12 @@ func (r *richAdapter) Typing(_ context.Context, chat adapters.JID, topic string)
 	return nil
 }
 
-func (r *richAdapter) Download(_ context.Context, a adapters.Attachment) (io.ReadCloser, error) {
+func (r *richAdapter) Download(ctx context.Context, a adapters.Attachment) (io.ReadCloser, error) {
+	if a.Ref == "stall" && r.stalled != nil {
+		r.stalled <- a.Name
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	r.mu.Lock()
 	if r.downloads == nil {
 		r.downloads = map[string]int{}

@@ -81,9 +81,19 @@ func (t *turns) tierOf(folder groups.Folder) int { return groups.Tier(folder, t.
 // returns how long the folder should wait before its next batch: 0, unless
 // the outcome could not be recorded.
 func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
-	p, backoff, ok := t.prepareTurn(ctx, b)
+	// Stoppable from the moment it is claimed (/stop, the Stop button,
+	// an interrupt): a stop while it is prepared ends it unrun.
+	run := t.running.begin(ctx, store.NewID("t-"), b)
+	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic}, run.rt.id)
+	p, backoff, ok := t.prepareTurn(ctx, run, b)
 	if !ok {
+		unbutton()
+		run.end()
 		return backoff
+	}
+	if run.stopped() {
+		unbutton()
+		return t.recordUnrun(ctx, p, run)
 	}
 	stopTyping := typing(ctx, t.adapters, t.log, b.ChatJID, b.Topic)
 	live := t.live.start(ctx, t.agent.Output, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b),
@@ -93,9 +103,8 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	}
 	if t.agent.Input == agent.InputStreamJSON {
 		p.in.Steer = agent.NewSteering() // agent.mid_turn: steer (midturn.go)
+		run.steerWith(p.in.Steer)
 	}
-	run := t.running.begin(ctx, p.turn.ID, b, p.in.Steer) // /stop, the Stop button, steering
-	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic}, p.turn.ID)
 	res, err := t.runner.Run(run.ctx, t.agent, p.in)
 	unbutton()
 	stopTyping()
@@ -114,6 +123,19 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	backoff = t.recordTurn(ctx, p.b, p.turn, p.session, res, err, live)
 	live.settle(ctx, liveEndOf(ctx, res, err))
 	return backoff
+}
+
+// recordUnrun records a prepared turn stopped before its agent ran: as
+// stopped (or, interrupted, its batch put back to run with what came),
+// without a run.
+func (t *turns) recordUnrun(ctx context.Context, p preparedTurn, run stopHandle) time.Duration {
+	end := run.end()
+	res := agent.Result{NotStarted: true, ExitCode: -1, SessionID: p.session}
+	t.log.Info("turn stopped before its agent ran", "folder", p.b.Folder, "jid", p.b.ChatJID, "turn", p.turn.ID, "by", end.by)
+	if end.requeue {
+		return t.recordInterrupted(ctx, p, res, end.by)
+	}
+	return t.recordStopped(ctx, p, res, agent.Ended(run.ctx), end.by, nil)
 }
 
 // liveEndOf is why a live reply the outbox does not finish ends: quiet
@@ -137,14 +159,14 @@ type preparedTurn struct {
 	in      agent.Input
 }
 
-// prepareTurn decides whether the batch runs now and builds its turn: the
-// session, the prompt, the environment with the turn's MCP token, and the
-// batch marked started under the turn's id. ok is false when the turn does
+// prepareTurn decides whether the batch runs now and builds its turn (its
+// id is run's): the session, the prompt, the environment with the turn's
+// MCP token, and the batch marked started under the turn's id. ok is false when the turn does
 // not run; backoff is then how long the folder waits.
-func (t *turns) prepareTurn(ctx context.Context, b store.Batch) (p preparedTurn, backoff time.Duration, ok bool) {
+func (t *turns) prepareTurn(ctx context.Context, run stopHandle, b store.Batch) (p preparedTurn, backoff time.Duration, ok bool) {
 	first := b.Items[0]
 	turn := store.Turn{
-		ID: store.NewID("t-"), Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
+		ID: run.rt.id, Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
 		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: time.Now(),
 	}
 	if first.Attempts > 0 && first.Attempts+first.Crashes >= maxAttempts {
@@ -171,7 +193,7 @@ func (t *turns) prepareTurn(ctx context.Context, b store.Batch) (p preparedTurn,
 		session = t.attemptSession(b, turn, s)
 	}
 	tier := t.tierOf(b.Folder)
-	files := t.files.fetch(ctx, b)
+	files := t.files.fetch(run.ctx, b) // a stop ends the downloads
 	prompt := buildPrompt(turnHeader{Folder: b.Folder, Tier: tier, Chat: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger, Now: time.Now(), Files: files}, b)
 	env := []string{
 		"SWITCHBOARD_FOLDER=" + string(b.Folder),

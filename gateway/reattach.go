@@ -126,8 +126,8 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	}
 	t.log.Info("awaiting the outcome of a turn interrupted by a stop", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID,
 		"started", it.Started)
-	t.active.started(turn.ID, b)                 // its agent may still call its tools
-	run := t.running.begin(ctx, turn.ID, b, nil) // /stop, the Stop button
+	t.active.started(turn.ID, b)            // its agent may still call its tools
+	run := t.running.begin(ctx, turn.ID, b) // /stop, the Stop button
 	res, err := t.runner.(agent.Reattacher).Await(run.ctx, agent.TurnID(turn.ID), it.Started.Add(t.agent.Timeout))
 	if end := run.end(); end.by != "" && err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrNoOutcome) {
 		return t.recordStopped(ctx, preparedTurn{b: b, turn: turn, session: session}, res, err, end.by, nil)

@@ -58,9 +58,10 @@ type stoppableTurn struct {
 	// requeue: stopped by a message in interrupt mode (midturn.go): its
 	// batch runs again with what came meanwhile.
 	requeue bool
-	// steer takes messages into the running agent (nil: it takes none);
-	// smu orders a steering (midturn.go) before the turn's end, which
-	// sets ended and collects what was steered in.
+	// steer takes messages into the running agent (nil: it takes none,
+	// as while the turn is prepared); smu guards it and orders a steering
+	// (midturn.go) before the turn's end, which sets ended and collects
+	// what was steered in.
 	steer   *agent.Steering
 	smu     sync.Mutex
 	ended   bool
@@ -82,12 +83,14 @@ type stopHandle struct {
 	rt  *stoppableTurn
 }
 
-// begin registers the turn id answering b; the runner runs under the
-// handle's ctx, steer (nil: none) takes messages into it. A nil registry
-// registers nothing (the turn cannot be stopped).
-func (r *stoppable) begin(ctx context.Context, id string, b store.Batch, steer *agent.Steering) stopHandle {
+// begin registers the turn id answering b, from the moment its batch is
+// claimed: a stop while it is prepared (attachments downloading) ends it
+// before its agent runs. The turn is prepared and its runner runs under the
+// handle's ctx. A nil registry registers nothing (the turn cannot be
+// stopped).
+func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHandle {
 	ctx, cancel := context.WithCancelCause(ctx)
-	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, cancel: cancel, steer: steer}
+	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, cancel: cancel}
 	if r == nil {
 		return stopHandle{ctx: ctx, rt: rt}
 	}
@@ -99,6 +102,18 @@ func (r *stoppable) begin(ctx context.Context, id string, b store.Batch, steer *
 	r.m[id] = rt
 	return stopHandle{ctx: ctx, r: r, rt: rt}
 }
+
+// steerWith makes steer (nil: none) take the messages steered into the
+// turn, once its agent is about to run.
+func (h stopHandle) steerWith(steer *agent.Steering) {
+	h.rt.smu.Lock()
+	defer h.rt.smu.Unlock()
+	h.rt.steer = steer
+}
+
+// stopped reports whether someone stopped the turn (its ctx ended with
+// agent.ErrStopped).
+func (h stopHandle) stopped() bool { return agent.StopRequested(h.ctx) }
 
 // end unregisters the turn (after a steering in flight) and says how it
 // ended.
@@ -291,8 +306,11 @@ func (t *turns) recordStopped(ctx context.Context, p preparedTurn, res agent.Res
 	if !errors.Is(runErr, agent.ErrStopped) {
 		turn.Error += fmt.Sprintf(" (%v)", runErr)
 	}
-	// As a succeeded turn's (recordTurn): the next turn resumes it.
-	if turn.SessionID == "" && p.session == "" && !isolatedTurn(b) && !t.agent.ResumeNamesSession() {
+	// As a succeeded turn's (recordTurn): the next turn resumes it; one
+	// stopped before its agent ran made none.
+	if res.NotStarted {
+		turn.SessionID = p.session
+	} else if turn.SessionID == "" && p.session == "" && !isolatedTurn(b) && !t.agent.ResumeNamesSession() {
 		turn.SessionID = turn.ID
 	} else if turn.SessionID == "" {
 		turn.SessionID = p.session

@@ -413,3 +413,43 @@ func TestStopAwaitedTurn(t *testing.T) {
 		t.Errorf("%d turns ran after the stop; want none", n)
 	}
 }
+
+// /stop while a turn is prepared (its attachments downloading, before its
+// agent runs) stops it: the download ends, the agent never runs, the turn
+// is recorded stopped and the chat told so, not "Nothing is running.";
+// the chat's next message runs as usual.
+func TestStopDuringPreparation(t *testing.T) {
+	dir := t.TempDir()
+	ra := newRich(0)
+	ra.stalled = make(chan string, 1)
+	h := richHarness(t, ra, stoppableAgent(t, dir), func(o *Options) {
+		o.Agent.Output = agent.OutputClaudeStream
+		o.Agent.ResumeArgs = []string{"--resume", "{session}"}
+		o.Agent.Timeout = time.Minute
+	})
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "look at this", Verb: adapters.VerbMention,
+		Attachments: []adapters.Attachment{{Name: "big.bin", Size: 8, Ref: "stall"}}})
+	select {
+	case <-ra.stalled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the attachment's download never started")
+	}
+	h.post(testChat, "m2", "/stop")
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+		t.Fatalf("sent %q; want %q", sent, stopStopped)
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped {
+		t.Fatalf("turns %+v; want one, stopped", ts)
+	}
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+	if _, err := os.Stat(filepath.Join(dir, "prompt-1")); err == nil {
+		t.Fatal("the agent ran for a turn stopped while it was prepared")
+	}
+	h.post(testChat, "m3", "and now?")
+	if sent := texts(h.waitSent(testChat, 2)); sent[1] != "reply 1" {
+		t.Fatalf("sent %q; want the next message answered", sent)
+	}
+	if prompt := turnFile(t, dir, "prompt", 1); strings.Contains(prompt, "look at this") || !strings.Contains(prompt, "and now?") {
+		t.Errorf("the next prompt:\n%s\nwant the new message, not the stopped one", prompt)
+	}
+}
