@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 )
 
@@ -34,26 +35,62 @@ func ParseInputFormat(s string) (InputFormat, error) {
 
 // Steering takes messages into a running turn whose agent reads
 // stream-json input (Input.Steer): Send writes each as a further user
-// message on the agent's stdin, until stdin closes. A Steering serves one
-// turn; its methods are safe for concurrent use.
+// message on the agent's stdin, until stdin closes. Each message has an
+// id (the gateway's message seq); Took says afterwards which ones the
+// agent took, so that the others go to the next turn and none twice. A
+// Steering serves one turn; its methods are safe for concurrent use.
 type Steering struct {
 	wmu    sync.Mutex     // one write at a time: the prompt first, then each message whole
 	mu     sync.Mutex     // the fields below; never held while writing
 	w      io.WriteCloser // the agent's stdin; nil before start and after close
 	closed bool
 	sent   int
+	took   []int64 // ids written into the agent (or, forwarded, as Settle says)
 	// forward, when set (Forward), takes each message instead: a remote
 	// runner hands it to the worker running the turn.
-	forward func(text string) bool
+	forward func(id int64, text string) bool
 }
 
-// Forward makes Send hand each message to send, which reports whether the
-// running agent took it: how a runner whose agent runs elsewhere (package
-// remote) takes steering. Send reports false again after Close.
-func (s *Steering) Forward(send func(text string) bool) {
+// Forward makes Send hand each message to send, which reports whether it
+// was handed on (it must not wait for the agent): how a runner whose agent
+// runs elsewhere (package remote) takes steering. Which of them the agent
+// took is then what the runner learns from where it ran (Settle); until
+// then Took reports false. Send reports false again after Close.
+func (s *Steering) Forward(send func(id int64, text string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forward = send
+}
+
+// Settle records ids as the messages the agent took, replacing what was
+// known: a forwarding runner calls it with what the turn's outcome lists.
+func (s *Steering) Settle(ids []int64) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.took = slices.Clone(ids)
+}
+
+// Took reports whether the agent took the message id (Send, Settle).
+func (s *Steering) Took(id int64) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.took, id)
+}
+
+// Taken lists the ids of the messages the agent took, in order.
+func (s *Steering) Taken() []int64 {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.took)
 }
 
 // Close ends the input: Send reports false from now on.
@@ -62,18 +99,19 @@ func (s *Steering) Close() { s.close() }
 // NewSteering returns a Steering for one turn.
 func NewSteering() *Steering { return &Steering{} }
 
-// Send writes text into the running agent as a user message. It reports
-// false, writing nothing, when the agent takes no more input (it has not
-// started, its stdin was closed at a result, or it exited): the message
-// then belongs to the next turn.
-func (s *Steering) Send(text string) bool {
+// Send writes text, the message id, into the running agent as a user
+// message. It reports false, writing nothing, when the agent takes no more
+// input (it has not started, its stdin was closed at a result, or it
+// exited): the message then belongs to the next turn. Forwarded (Forward),
+// true means handed on: Took tells later whether the agent took it.
+func (s *Steering) Send(id int64, text string) bool {
 	if s == nil {
 		return false
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if fwd := s.forwarder(); fwd != nil {
-		if !fwd(text) {
+		if !fwd(id, text) {
 			return false
 		}
 		s.mu.Lock()
@@ -91,12 +129,13 @@ func (s *Steering) Send(text string) bool {
 	}
 	s.mu.Lock()
 	s.sent++
+	s.took = append(s.took, id)
 	s.mu.Unlock()
 	return true
 }
 
 // forwarder is Forward's send while the input is open.
-func (s *Steering) forwarder() func(string) bool {
+func (s *Steering) forwarder() func(int64, string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -46,7 +46,7 @@ func TestRunSteerStreamJSON(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 	testwait.For(t, 10*time.Second, "the first input", func() bool { _, err := os.Stat(filepath.Join(dir, "in-1")); return err == nil })
-	if !steer.Send("<messages>also this</messages>") {
+	if !steer.Send(7, "<messages>also this</messages>") {
 		t.Fatal("Send refused a message while the turn runs")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644); err != nil {
@@ -71,11 +71,11 @@ func TestRunSteerStreamJSON(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "in-3")); err == nil {
 		t.Error("stdin stayed open after the first result")
 	}
-	if steer.Send("too late") {
+	if steer.Send(8, "too late") {
 		t.Error("Send took a message after the turn ended")
 	}
-	if steer.Sent() != 1 {
-		t.Errorf("Sent = %d; want 1", steer.Sent())
+	if steer.Sent() != 1 || !slices.Equal(steer.Taken(), []int64{7}) || steer.Took(8) {
+		t.Errorf("Sent = %d, Taken %v; want 1, [7] (the message written, not the late one)", steer.Sent(), steer.Taken())
 	}
 }
 

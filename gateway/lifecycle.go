@@ -110,7 +110,7 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	stopTyping()
 	live.stop() // nothing more is shown before the turn is recorded
 	end := run.end()
-	p.b = withSteered(p.b, end.steered)
+	p.b = t.settleSteered(ctx, p.b, end.steered, p.in.Steer)
 	if end.by != "" && err != nil && ctx.Err() == nil {
 		if end.requeue {
 			backoff = t.recordInterrupted(ctx, p, res, end.by)

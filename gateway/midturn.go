@@ -122,7 +122,7 @@ func (mt *midTurns) steer(ctx context.Context, m *store.Message, work []store.Wo
 	sb.WriteString("<messages>\n")
 	writeMessage(&sb, *m, nil)
 	sb.WriteString("</messages>\n")
-	if !rt.steer.Send(sb.String()) {
+	if !rt.steer.Send(m.Seq, sb.String()) {
 		mt.requeue(ctx, rt, w, "the agent takes no more input")
 		return true, nil
 	}
@@ -173,6 +173,32 @@ func (mt *midTurns) interrupt(ctx context.Context, m store.Message, work []store
 	if mt.running.stopAs(rt.id, m.Sender, true) {
 		mt.log.Info("turn interrupted by a new message", "folder", w.Folder, "jid", w.ChatJID, "turn", rt.id, "by", m.Sender)
 	}
+}
+
+// settleSteered splits the messages steered into p's turn by whether its
+// agent took them (steer.Took: written into its stdin here; on a worker,
+// listed in the turn's outcome, whatever answers were lost): those join
+// the turn's batch, which its record consumes (or retries) with the rest;
+// the others are put back to run in the next turn. Each is prompted once.
+func (t *turns) settleSteered(ctx context.Context, b store.Batch, steered []steeredMsg, steer *agent.Steering) store.Batch {
+	var took []steeredMsg
+	var left []store.WorkItem
+	for _, s := range steered {
+		if steer.Took(s.msg.Seq) {
+			took = append(took, s)
+		} else {
+			left = append(left, s.item)
+		}
+	}
+	if len(left) > 0 {
+		if err := t.st.ResetStarted(context.WithoutCancel(ctx), store.Batch{Items: left}); err != nil {
+			t.log.Error("queue the messages the running agent did not take", "folder", b.Folder, "jid", b.ChatJID, "err", err)
+		} else {
+			t.log.Info("messages sent to the running agent but not taken; queued for the next turn", "folder", b.Folder,
+				"jid", b.ChatJID, "messages", len(left))
+		}
+	}
+	return withSteered(b, took)
 }
 
 // withSteered is b with the messages steered into its turn: the turn's

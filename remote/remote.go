@@ -126,6 +126,10 @@ type Outcome struct {
 	// Events is how many events the worker published for the turn (the
 	// last one's Seq): the gateway hands them all on before the result.
 	Events int `json:"events,omitempty"`
+	// Steered are the ids of the steering messages the worker wrote into
+	// the agent (steer.go): the gateway records exactly these as part of
+	// the turn, and queues the others it sent for the next one.
+	Steered []int64 `json:"steered,omitempty"`
 }
 
 // WorkerInfo is a live worker's entry in the workers bucket.

@@ -296,6 +296,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	for {
 		select {
 		case o := <-ch:
+			in.Steer.Settle(o.Steered)
 			if o.NotStarted && o.Error != "" {
 				// Perhaps the worker could not fetch the folder's version:
 				// the next turn checks that its objects still exist.
@@ -308,6 +309,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			if agent.StopRequested(ctx) {
 				o, came := r.stopOnWorker(worker, job.TurnID, ch)
 				if came {
+					in.Steer.Settle(o.Steered)
 					relay.wait(o.Events, r.opt.Grace)
 				}
 				return stoppedResult(ctx, o, came, res)

@@ -14,72 +14,112 @@ import (
 // Steering a turn on its worker (agent.mid_turn: steer, agent.input:
 // stream-json): each message the gateway's Steering takes goes to the
 // worker on core NATS, inputPrefix<worker>.<turn> (only the gateway may
-// publish there, only that worker read it: auth.go), numbered; the worker
-// writes them into the agent in order and answers each on
-// inputAckPrefix<worker>.<turn> (only it may publish there) whether the
-// agent took it. No answer within inputAckWait counts as not taken: the
-// gateway then queues the message for the next turn.
+// publish there, only that worker read it: auth.go), numbered, with the
+// message's id (its seq in the gateway's store). The worker writes them
+// into the agent in order, answers on inputAckPrefix<worker>.<turn> (only
+// it may publish there) how far it got, and lists the ids it wrote in the
+// turn's outcome (Outcome.Steered). The gateway never waits for the
+// answer: it publishes at once (Deliver stays fast), publishes again what
+// is unanswered every inputResend (a message sent before the worker took
+// the turn is read once it does), and settles by the outcome alone: a
+// message the outcome does not list goes into the next turn, one it lists
+// never again, whatever answers were lost.
 
-const inputAckWait = 3 * time.Second
+const inputResend = 500 * time.Millisecond
 
 func inputSubject(worker, turn string) string    { return inputPrefix + worker + "." + turn }
 func inputAckSubject(worker, turn string) string { return inputAckPrefix + worker + "." + turn }
 
-// wireInput is one steering message; wireInputAck the worker's answer.
+// wireInput is one steering message: Seq numbers a turn's inputs from 1,
+// ID is the message's. wireInputAck is the worker's answer: it has
+// handled inputs 1..Seq.
 type wireInput struct {
 	Seq  int    `json:"seq"`
+	ID   int64  `json:"id"`
 	Text string `json:"text"`
 }
 
 type wireInputAck struct {
-	Seq int  `json:"seq"`
-	OK  bool `json:"ok"`
+	Seq int `json:"seq"`
 }
 
 // inputForwarder sends a turn's steering messages to its worker.
 type inputForwarder struct {
 	nc      *nats.Conn
 	subject string
-	acks    *nats.Subscription
-	seq     int
+	mu      sync.Mutex
+	sent    []wireInput // every input handed on, in order
+	acked   int         // the worker answered inputs 1..acked
 }
 
 // forwardInputs makes steer hand its messages to worker's turn; the
-// returned stop ends that (nil when the acks cannot be read: steer then
-// takes nothing, and messages queue).
+// returned stop ends that (when the answers cannot be read, steer takes
+// nothing, and messages queue).
 func (r *Runner) forwardInputs(steer *agent.Steering, worker, turn string) (stop func()) {
-	acks, err := r.nc.SubscribeSync(inputAckSubject(worker, turn))
+	f := &inputForwarder{nc: r.nc, subject: inputSubject(worker, turn)}
+	acks, err := r.nc.Subscribe(inputAckSubject(worker, turn), f.answered)
 	if err != nil {
 		r.log.Warn("follow a remote turn's steering answers; messages during it queue", "turn", turn, "worker", worker, "err", err)
 		steer.Close()
 		return func() {}
 	}
-	f := &inputForwarder{nc: r.nc, subject: inputSubject(worker, turn), acks: acks}
 	steer.Forward(f.send)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { f.resend(done) })
 	return func() {
 		steer.Close()
+		close(done)
+		wg.Wait()
 		_ = acks.Unsubscribe()
 	}
 }
 
-// send publishes text and waits for the worker's answer (Steering holds
-// one send at a time, so answers come in order).
-func (f *inputForwarder) send(text string) bool {
-	f.seq++
-	data, _ := json.Marshal(wireInput{Seq: f.seq, Text: text})
-	if err := f.nc.Publish(f.subject, data); err != nil {
-		return false
+// send publishes a message, without waiting: the turn's outcome says
+// whether the agent took it.
+func (f *inputForwarder) send(id int64, text string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in := wireInput{Seq: len(f.sent) + 1, ID: id, Text: text}
+	f.sent = append(f.sent, in)
+	f.publish(in) // a failure is published again by resend
+	return true
+}
+
+func (f *inputForwarder) publish(in wireInput) {
+	data, _ := json.Marshal(in)
+	_ = f.nc.Publish(f.subject, data)
+}
+
+// answered notes how far the worker got.
+func (f *inputForwarder) answered(m *nats.Msg) {
+	var a wireInputAck
+	if json.Unmarshal(m.Data, &a) != nil {
+		return
 	}
-	deadline := time.Now().Add(inputAckWait)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a.Seq > f.acked && a.Seq <= len(f.sent) {
+		f.acked = a.Seq
+	}
+}
+
+// resend publishes the unanswered inputs again, in order, every
+// inputResend until done.
+func (f *inputForwarder) resend(done <-chan struct{}) {
+	t := time.NewTicker(inputResend)
+	defer t.Stop()
 	for {
-		m, err := f.acks.NextMsg(time.Until(deadline))
-		if err != nil {
-			return false
+		select {
+		case <-done:
+			return
+		case <-t.C:
 		}
-		var a wireInputAck
-		if json.Unmarshal(m.Data, &a) == nil && a.Seq == f.seq {
-			return a.OK
+		f.mu.Lock()
+		for _, in := range f.sent[f.acked:] {
+			f.publish(in)
 		}
+		f.mu.Unlock()
 	}
 }
 
@@ -89,8 +129,10 @@ type workerInputs struct {
 	last int
 }
 
-// takeInputs writes the steering messages of turn into steer, in order,
-// answering each; the returned stop ends it.
+// takeInputs writes the steering messages of turn into steer, in order and
+// each once (a resend is answered again, never written again), answering
+// how far it got; the returned stop ends it. steer.Taken is then what the
+// turn's outcome lists.
 func (w *Worker) takeInputs(turn string, steer *agent.Steering) (stop func()) {
 	in := &workerInputs{}
 	ack := inputAckSubject(w.opt.ID, turn)
@@ -100,12 +142,16 @@ func (w *Worker) takeInputs(turn string, steer *agent.Steering) (stop func()) {
 			return
 		}
 		in.mu.Lock()
-		ok := msg.Seq == in.last+1 && steer.Send(msg.Text)
-		if ok {
+		if msg.Seq > in.last+1 {
+			in.mu.Unlock()
+			return // one before it was lost: its resend comes first
+		}
+		if msg.Seq == in.last+1 {
+			steer.Send(msg.ID, msg.Text) // taken or not, Taken says
 			in.last = msg.Seq
 		}
+		data, _ := json.Marshal(wireInputAck{Seq: in.last})
 		in.mu.Unlock()
-		data, _ := json.Marshal(wireInputAck{Seq: msg.Seq, OK: ok})
 		if err := w.nc.Publish(ack, data); err != nil {
 			w.log.Warn("answer a steering message", "turn", turn, "err", err)
 		}

@@ -323,6 +323,7 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 		in.OnEvent = events.publish
 	}
 	res, err := agent.Run(ctx, spec, in)
+	o.Steered = in.Steer.Taken()
 	if events != nil {
 		o.Events = events.seq
 		if events.dropped > 0 {
