@@ -148,8 +148,7 @@ func (a *Adapter) EditButtons(ctx context.Context, ref adapters.MessageRef, text
 	if err := a.echo(ctx, adapters.Inbound{Kind: adapters.KindEdit, Chat: ref.Chat, ID: ref.ID, Text: text, Topic: ref.Topic}); err != nil {
 		return err
 	}
-	a.hub.endDraft(ref.Chat, "edit:"+ref.ID.String(), &draftView{Type: "edit", Turn: "edit:" + ref.ID.String(), ID: ref.ID, Text: text,
-		Buttons: views})
+	a.hub.edit(ref.Chat, draftView{Type: "edit", Turn: "edit:" + ref.ID.String(), ID: ref.ID, Text: text, Buttons: views})
 	return nil
 }
 

@@ -138,3 +138,28 @@ func watchEdits(t *testing.T, s *server) func() []draftView {
 		}
 	}
 }
+
+// TestEditReplayedToALaterPage: a page that read a message with buttons
+// and connects its event stream only after the buttons were edited away
+// still gets the edit (they do not stay on its screen until a reload).
+func TestEditReplayedToALaterPage(t *testing.T) {
+	s := start(t, nil)
+	chat := adapters.JID("web:lobby")
+	id, err := s.a.SendButtons(t.Context(), adapters.Outbound{Chat: chat, Text: "Run deploy.sh?"},
+		[]adapters.Button{{Label: "Allow once", Data: "appr:5:allow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.a.EditButtons(t.Context(), adapters.MessageRef{Chat: chat, ID: id}, "Allowed once by Ann", nil); err != nil {
+		t.Fatal(err)
+	}
+	edits := watchEdits(t, s)
+	var got []draftView
+	testwait.For(t, 5*time.Second, "the edit replayed to a page that connected after it", func() bool {
+		got = edits()
+		return len(got) > 0
+	})
+	if got[0].ID != id || got[0].Text != "Allowed once by Ann" || len(got[0].Buttons) != 0 {
+		t.Errorf("edit event %+v; want %s's new text without buttons", got[0], id)
+	}
+}

@@ -38,7 +38,14 @@ type hub struct {
 	mu     sync.Mutex
 	rooms  map[adapters.JID]map[*subscriber]struct{}
 	drafts map[adapters.JID]map[string]draftView // by turn: what a page that connects now gets
+	// edits are the latest edit events of each chat (at most maxEdits, one
+	// per message), replayed to a page that connects: it may have read the
+	// message before the edit and connected after it.
+	edits map[adapters.JID][]draftView
 }
+
+// maxEdits bounds the edit events kept per chat for pages that connect.
+const maxEdits = 32
 
 // subscriber is one open event stream; wake has room for one pending signal,
 // so many Stored calls between two reads coalesce into one. drafts (guarded
@@ -56,6 +63,7 @@ func (h *hub) subscribe(chat adapters.JID) *subscriber {
 	for _, d := range h.drafts[chat] {
 		s.drafts = append(s.drafts, d)
 	}
+	s.drafts = append(s.drafts, h.edits[chat]...)
 	subs := h.rooms[chat]
 	if subs == nil {
 		subs = make(map[*subscriber]struct{})
@@ -123,6 +131,25 @@ func (h *hub) endDraft(chat adapters.JID, turn string, end *draftView) {
 	if end != nil {
 		h.wakeLocked(chat)
 	}
+}
+
+// edit shows an edit event on the chat's open pages and keeps it for the
+// pages that connect later (the newest per message, maxEdits per chat).
+func (h *hub) edit(chat adapters.JID, d draftView) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.edits == nil {
+		h.edits = map[adapters.JID][]draftView{}
+	}
+	kept := slices.DeleteFunc(h.edits[chat], func(e draftView) bool { return e.Turn == d.Turn })
+	if len(kept) >= maxEdits {
+		kept = kept[1:]
+	}
+	h.edits[chat] = append(kept, d)
+	for s := range h.rooms[chat] {
+		s.put(d)
+	}
+	h.wakeLocked(chat)
 }
 
 // takeDrafts returns and clears the drafts s has not written yet.
