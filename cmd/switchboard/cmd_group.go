@@ -108,15 +108,13 @@ func (a *app) groupList(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
+		targets := map[groups.Folder]int{}
+		for _, r := range routes {
+			targets[r.Target]++
+		}
 		rows := make([]groupRow, 0, len(folders))
 		for _, f := range folders {
-			n := 0
-			for _, r := range routes {
-				if r.Target == f {
-					n++
-				}
-			}
-			rows = append(rows, groupRow{Folder: f, Tier: groups.Tier(f, a.cfg.OperatorFolder), Parent: f.Parent(), Routes: n})
+			rows = append(rows, groupRow{Folder: f, Tier: groups.Tier(f, a.cfg.OperatorFolder), Parent: f.Parent(), Routes: targets[f]})
 		}
 		return a.emit(rows, func(w io.Writer) {
 			fmt.Fprintln(w, "FOLDER\tTIER\tROUTES")

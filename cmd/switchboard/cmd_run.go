@@ -45,6 +45,7 @@ turns drain, then the store closes. A second Ctrl-C exits at once.`,
 }
 
 func (a *app) runGateway(ctx context.Context) error {
+	a.seeds = true
 	if err := a.load(); err != nil {
 		return err
 	}
