@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/routing"
 )
 
@@ -44,4 +45,23 @@ func (s *Store) RoutesBefore(ctx context.Context, r *routing.Route) (int, error)
 		return 0, fmt.Errorf("count routes: %w", err)
 	}
 	return n, nil
+}
+
+// RouteTargets counts the routes that point at each folder.
+func (s *Store) RouteTargets(ctx context.Context) (map[groups.Folder]int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT target, count(*) FROM routes GROUP BY target`)
+	out := map[groups.Folder]int{}
+	err = each(rows, err, func(sc scanner) error {
+		var f groups.Folder
+		var n int
+		if err := sc.Scan(&f, &n); err != nil {
+			return err
+		}
+		out[f] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count routes by target: %w", err)
+	}
+	return out, nil
 }

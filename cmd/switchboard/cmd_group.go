@@ -104,13 +104,9 @@ func (a *app) groupList(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		routes, err := st.ListRoutes(ctx)
+		targets, err := st.RouteTargets(ctx)
 		if err != nil {
 			return err
-		}
-		targets := map[groups.Folder]int{}
-		for _, r := range routes {
-			targets[r.Target]++
 		}
 		rows := make([]groupRow, 0, len(folders))
 		for _, f := range folders {
