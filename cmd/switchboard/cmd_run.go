@@ -140,14 +140,13 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 	for _, g := range a.cfg.Groups {
 		folders = append(folders, g.Folder)
 	}
-	for _, f := range folders {
-		created, err := st.EnsureGroup(ctx, f)
-		if err != nil {
-			return fmt.Errorf("seed group %s: %w", f, err)
-		}
-		if created {
-			a.log.Info("group created from config", "folder", f)
-		}
+	created, err := st.EnsureGroups(ctx, folders)
+	if err != nil {
+		return fmt.Errorf("seed groups: %w", err)
+	}
+	if len(created) > 0 {
+		// One line, however many: a generated config lists thousands.
+		a.log.Info("groups created from config", "count", len(created), "folders", created[:min(len(created), 10)])
 	}
 	if err := a.seedBudgets(ctx, st); err != nil {
 		return err
