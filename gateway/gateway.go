@@ -103,6 +103,7 @@ type Gateway struct {
 	// The parts (wire.go).
 	config   *liveConfig
 	states   *adapterStates // each adapter's connection state
+	probe    storeProbe     // the store's writability, for /readyz
 	status   statusWriter
 	metrics  *metrics
 	intake   *intake
@@ -250,6 +251,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	bg.Go(func() { g.outbox.run(workCtx) })
 	bg.Go(func() { g.poll(intakeCtx) })
+	bg.Go(func() { g.probe.run(intakeCtx, g.st.Ping) })
 	g.kickPending(ctx)
 
 	var runErr error
