@@ -43,6 +43,7 @@ type Spec struct {
 	AdminListen   string   // admin.listen; default 127.0.0.1:8421
 	AgentCommand  []string // agent.command; default the demo agent
 	MaxConcurrent int      // agent.max_concurrent; default 4
+	Log           string   // the log: section as YAML flow; default {level: warn}
 	// Extra is appended to switchboard.yaml verbatim (top-level keys).
 	Extra string
 }
@@ -108,7 +109,7 @@ func Generate(ctx context.Context, s Spec) (Dataset, error) {
 func writeConfig(ds Dataset, s Spec) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "data_dir: %s\n", strconv.Quote(ds.DataDir))
-	fmt.Fprintf(&b, "log: {level: warn}\n")
+	fmt.Fprintf(&b, "log: %s\n", or(s.Log, "{level: warn}"))
 	fmt.Fprintf(&b, "admin: {listen: %q}\n", or(s.AdminListen, "127.0.0.1:8421"))
 	fmt.Fprintf(&b, "adapters: {web: {enabled: true, listen: %q}}\n", or(s.WebListen, "127.0.0.1:8420"))
 	cmd := s.AgentCommand
