@@ -71,6 +71,9 @@ func (a *app) runGateway(ctx context.Context) error {
 	if err := a.seed(ctx, st); err != nil {
 		return err
 	}
+	// Seeded: nothing reads the lists again, and a hundred thousand
+	// decoded routes held tens of megabytes for the process's life.
+	a.cfg.Groups, a.cfg.Routes = nil, nil
 	adapterList, err := a.buildAdapters(st)
 	if err != nil {
 		return err
