@@ -71,8 +71,22 @@ lint:
 	gofmt -l . | tee /dev/stderr | (! read)
 	go vet ./...
 
+# bench runs the benchmarks of issue 33 and prints one table (each figure,
+# its floor measured in the same run, the ratio and the goal;
+# internal/benchtable): the hot paths (BENCH, by name, in every package) and
+# the real binary at scale (cmd/switchboard: start-up, CLI, overload) on an
+# installation internal/scalegen makes, SCALE_ARGS big. Everything it ran
+# is in bin/bench.out. A quicker run:
+#   make bench SCALE_ARGS='-scale.groups=1000 -scale.chats=10000'
+BENCH ?= Deliver|IngestHTTP|ToolsCall|Resolve10000|TurnStartOverhead|FindMessages|BudgetCheck
+SCALE_ARGS ?= -scale.groups=10000 -scale.chats=100000
 bench:
-	go test -run '^$$' -bench . -benchmem ./...
+	@mkdir -p bin
+	go test -run '^$$' -bench '$(BENCH)' -benchmem ./... > bin/bench.out 2>&1 || { cat bin/bench.out; exit 1; }
+	go test -run '^$$' -bench 'Scale|Overload' -benchtime 1x -timeout 30m ./cmd/switchboard/ -args $(SCALE_ARGS) >> bin/bench.out 2>&1 || { cat bin/bench.out; exit 1; }
+	@grep -E '^(Benchmark|ok|FAIL|---)' bin/bench.out
+	@echo
+	@go run ./internal/benchtable < bin/bench.out
 
 fuzz:
 	go test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./grants

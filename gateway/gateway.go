@@ -115,6 +115,7 @@ type Gateway struct {
 	config    *liveConfig
 	live      *liveStarter
 	states    *adapterStates // each adapter's connection state
+	probe     storeProbe     // the store's writability, for /readyz
 	status    statusWriter
 	metrics   *metrics
 	intake    *intake
@@ -285,6 +286,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	bg.Go(func() { g.poll(intakeCtx) })
 	bg.Go(func() { g.approvals.showExpired(intakeCtx, expired) })
 	g.live.recover(intakeCtx, leftLive) // before the interrupted turns run again
+	bg.Go(func() { g.probe.run(intakeCtx, g.st.Ping) })
 	g.kickPending(ctx)
 
 	var runErr error

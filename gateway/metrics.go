@@ -78,7 +78,8 @@ func newMetrics(states *adapterStates, st statusReader, runner agent.Runner) *me
 
 // stateCollector reports, at scrape time, each adapter's connection state
 // and — read from the store at most every storeEvery, however often
-// Prometheus scrapes — the outbox backlog and the store's size.
+// Prometheus scrapes, in the background after the first scrape — the
+// outbox backlog and the store's size.
 type stateCollector struct {
 	states *adapterStates
 	st     statusReader
@@ -89,7 +90,8 @@ const storeEvery = 5 * time.Second
 
 type storeGauges struct {
 	mu              sync.Mutex
-	at              time.Time
+	at              time.Time // of the last read; zero before the first
+	refreshing      bool      // a read is under way
 	pending, failed int
 	bytes           int64
 }
@@ -120,19 +122,35 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	sg := c.cache
 	sg.mu.Lock()
+	switch {
+	case sg.at.IsZero():
+		// The first scrape reads them; later ones never wait for the
+		// store: under a write load its answer took tens of milliseconds.
+		sg.mu.Unlock()
+		sg.refresh(c.st)
+		sg.mu.Lock()
+	case time.Since(sg.at) > storeEvery && !sg.refreshing:
+		sg.refreshing = true
+		go sg.refresh(c.st)
+	}
+	pending, failed, bytes := sg.pending, sg.failed, sg.bytes
+	sg.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(pending), "pending")
+	ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(failed), "failed")
+	ch <- prometheus.MustNewConstMetric(storeBytes, prometheus.GaugeValue, float64(bytes))
+}
+
+// refresh reads the store's figures into sg.
+func (sg *storeGauges) refresh(st statusReader) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	s, err := st.Status(ctx)
+	cancel()
+	sg.mu.Lock()
 	defer sg.mu.Unlock()
-	if time.Since(sg.at) > storeEvery {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		s, err := c.st.Status(ctx)
-		cancel()
-		if err != nil {
-			return
-		}
+	sg.refreshing = false
+	if err == nil {
 		sg.at, sg.pending, sg.failed, sg.bytes = time.Now(), s.OutboxPending, s.OutboxFailed, s.DBBytes
 	}
-	ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(sg.pending), "pending")
-	ch <- prometheus.MustNewConstMetric(outboxGauge, prometheus.GaugeValue, float64(sg.failed), "failed")
-	ch <- prometheus.MustNewConstMetric(storeBytes, prometheus.GaugeValue, float64(sg.bytes))
 }
 
 // MetricsHandler serves /metrics in the Prometheus text format. Scrapes
@@ -184,7 +202,11 @@ func (m *metrics) mcpCall(tool, outcome string) {
 // writable, or an enabled adapter not connected. Empty means ready.
 func (g *Gateway) NotReady(ctx context.Context) []string {
 	var out []string
-	if err := g.st.Ping(ctx); err != nil {
+	if why, known := g.probe.notReady(time.Now()); known {
+		if why != "" {
+			out = append(out, why)
+		}
+	} else if err := g.st.Ping(ctx); err != nil {
 		out = append(out, "store: "+err.Error())
 	}
 	states := g.states.snapshot()

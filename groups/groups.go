@@ -5,6 +5,7 @@
 package groups
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,8 +119,12 @@ func (l Layout) Setup(folder Folder, exe string) error {
 		return fmt.Errorf("create group folder: %w", err)
 	}
 	for d := dir; ; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o700); err != nil {
-			return fmt.Errorf("make group folder private: %w", err)
+		// Only when needed: a gateway sets up every folder at each start,
+		// and a chmod is a journaled write even when nothing changes.
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			if err := os.Chmod(d, 0o700); err != nil {
+				return fmt.Errorf("make group folder private: %w", err)
+			}
 		}
 		if filepath.Base(d) == "groups" || d == filepath.Dir(d) {
 			break
@@ -134,7 +139,12 @@ func (l Layout) Setup(folder Folder, exe string) error {
 		"args":    []string{"mcp-bridge", "--socket", sock},
 	}}}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), append(b, '\n'), 0o600); err != nil {
+	b = append(b, '\n')
+	path := filepath.Join(dir, ".mcp.json")
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil // already what it would be written as
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("write .mcp.json: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidate(t *testing.T) {
@@ -126,5 +127,32 @@ func TestParseFolder(t *testing.T) {
 	}
 	if f, err := ParseFolder("../x"); !errors.Is(err, ErrInvalidFolder) || f != "" {
 		t.Errorf(`ParseFolder("../x") = %q, %v; want "", ErrInvalidFolder`, f, err)
+	}
+}
+
+// Setup at every start writes nothing that is already as it should be (a
+// write per group was seconds at ten thousand groups), and still rewrites
+// a .mcp.json that points elsewhere (the binary moved).
+func TestSetupRewritesOnlyWhatDiffers(t *testing.T) {
+	l := Layout{DataDir: t.TempDir()}
+	if err := l.Setup("acme", "/bin/switchboard"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(l.Dir("acme"), ".mcp.json")
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Setup("acme", "/bin/switchboard"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("an unchanged .mcp.json was written again (mtime %v, %v)", fi.ModTime(), err)
+	}
+	if err := l.Setup("acme", "/opt/switchboard"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "/opt/switchboard") {
+		t.Errorf(".mcp.json after the binary moved: %s, %v", b, err)
 	}
 }

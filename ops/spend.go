@@ -99,34 +99,24 @@ func SpendReport(ctx context.Context, st *store.Store, folders []groups.Folder, 
 	for _, b := range bs {
 		caps[b.Folder] = b
 	}
-	// Each subtree's sum is read once, however many folders below it ask.
-	type sumKey struct {
-		folder groups.Folder
-		since  int64
-	}
-	sums := map[sumKey]float64{}
-	spent := func(ctx context.Context, f groups.Folder, since time.Time) (float64, error) {
-		k := sumKey{f, since.UnixMilli()}
-		if v, ok := sums[k]; ok {
-			return v, nil
-		}
-		v, err := st.Spent(ctx, f, since)
-		if err != nil {
-			return 0, err
-		}
-		sums[k] = v
-		return v, nil
-	}
 	dayStart, _, monthStart, _ := Windows(now)
+	// Every subtree's sums come from one read of the month's turns.
+	sums, err := st.SpendBySubtree(ctx, dayStart, monthStart)
+	if err != nil {
+		return nil, err
+	}
+	spent := func(_ context.Context, f groups.Folder, since time.Time) (float64, error) {
+		switch {
+		case since.Equal(dayStart):
+			return sums[f].Day, nil
+		case since.Equal(monthStart):
+			return sums[f].Month, nil
+		}
+		return st.Spent(ctx, f, since)
+	}
 	out := make([]GroupSpend, 0, len(folders))
 	for _, f := range folders {
-		g := GroupSpend{Folder: f, DailyUSD: caps[f].DailyUSD, MonthlyUSD: caps[f].MonthlyUSD}
-		if g.TodayUSD, err = spent(ctx, f, dayStart); err != nil {
-			return nil, err
-		}
-		if g.MonthUSD, err = spent(ctx, f, monthStart); err != nil {
-			return nil, err
-		}
+		g := GroupSpend{Folder: f, DailyUSD: caps[f].DailyUSD, MonthlyUSD: caps[f].MonthlyUSD, TodayUSD: sums[f].Day, MonthUSD: sums[f].Month}
 		h, err := BudgetHold(ctx, spent, caps, f, now)
 		if err != nil {
 			return nil, err

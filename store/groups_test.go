@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"switchboard/groups"
@@ -178,5 +179,25 @@ func TestRevisionSeenByAnotherProcess(t *testing.T) {
 	rs, _ := gateway.ListRoutes(ctx)
 	if len(rs) != 1 {
 		t.Errorf("gateway sees %d routes, want 1", len(rs))
+	}
+}
+
+// TestEnsureGroups: the config's groups are created in one call, the ones
+// that exist are left alone, and only the new ones are reported.
+func TestEnsureGroups(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if _, err := s.EnsureGroup(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	created, err := s.EnsureGroups(ctx, []groups.Folder{"root", "main", "acme", "acme/eng"})
+	if err != nil || !slices.Equal(created, []groups.Folder{"root", "acme", "acme/eng"}) {
+		t.Errorf("EnsureGroups = %v, %v; want root, acme, acme/eng created", created, err)
+	}
+	if all, err := s.Groups(ctx); err != nil || len(all) != 4 {
+		t.Errorf("Groups = %v, %v; want 4", all, err)
+	}
+	if created, err := s.EnsureGroups(ctx, []groups.Folder{"root", "main"}); err != nil || len(created) != 0 {
+		t.Errorf("EnsureGroups again = %v, %v; want none created", created, err)
 	}
 }

@@ -15,7 +15,12 @@ import (
 // validated here; callers do that.
 func (s *Store) AddRoute(ctx context.Context, r routing.Route) (routing.Route, error) {
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		return insertRoute(ctx, tx, &r, s.nowMS())
+		ins, err := tx.PrepareContext(ctx, insertRouteSQL)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		return insertRoute(ctx, ins, &r, s.nowMS())
 	})
 	if err != nil {
 		return routing.Route{}, fmt.Errorf("add route to %s: %w", r.Target, err)
@@ -100,15 +105,26 @@ func (s *Store) SeedRoutes(ctx context.Context, rs []routing.Route) (seeded bool
 }
 
 func insertRoutes(ctx context.Context, tx *sql.Tx, rs []routing.Route, now int64) error {
+	// One statement for all: preparing one per route was most of seeding
+	// a hundred thousand.
+	st, err := tx.PrepareContext(ctx, insertRouteSQL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	for i := range rs {
-		if err := insertRoute(ctx, tx, &rs[i], now); err != nil {
+		if err := insertRoute(ctx, st, &rs[i], now); err != nil {
 			return fmt.Errorf("route %d of %d (target %s): %w", i+1, len(rs), rs[i].Target, err)
 		}
 	}
 	return nil
 }
 
-func insertRoute(ctx context.Context, tx *sql.Tx, r *routing.Route, now int64) error {
+const insertRouteSQL = `INSERT INTO routes (seq, match, target, mode, created_ms) VALUES (?, ?, ?, ?, ?)`
+
+// insertRoute inserts r with ins, insertRouteSQL prepared in a
+// transaction, and sets its ID.
+func insertRoute(ctx context.Context, ins *sql.Stmt, r *routing.Route, now int64) error {
 	if r.Mode == "" {
 		r.Mode = routing.Trigger
 	}
@@ -119,8 +135,7 @@ func insertRoute(ctx context.Context, tx *sql.Tx, r *routing.Route, now int64) e
 	if err != nil {
 		return fmt.Errorf("encode match: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO routes (seq, match, target, mode, created_ms) VALUES (?, ?, ?, ?, ?)`,
-		r.Seq, string(match), r.Target, string(r.Mode), now)
+	res, err := ins.ExecContext(ctx, r.Seq, string(match), r.Target, string(r.Mode), now)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,8 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 			st.Running = append(st.Running, t)
 			return err
 		}),
-		q(`SELECT coalesce(sum(status IN ('pending', 'sending')), 0), coalesce(sum(status = 'failed'), 0) FROM outbox`, func(r scanner) error {
+		// Two ranges of outbox_due, not a scan of every reply ever sent.
+		q(`SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'sending')), (SELECT count(*) FROM outbox WHERE status = 'failed')`, func(r scanner) error {
 			return r.Scan(&st.OutboxPending, &st.OutboxFailed)
 		}),
 		q(`SELECT id, folder, spec, timezone, next_s FROM tasks WHERE status = 'active' AND next_s > 0 ORDER BY next_s LIMIT 5`, func(r scanner) error {

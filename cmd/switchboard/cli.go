@@ -41,6 +41,9 @@ type app struct {
 	cfg     config.Config
 	cfgFrom string
 	log     *slog.Logger
+	// seeds: load reads the config's groups: and routes: too (run seeds
+	// them); the other commands skip those lists (config.LoadSettings).
+	seeds bool
 }
 
 // run is the whole program: main only maps its error to an exit code.
@@ -133,7 +136,11 @@ func (a *app) load() error {
 	if a.log != nil {
 		return nil
 	}
-	cfg, from, err := config.Load(a.configPath, a.getenv)
+	read := config.LoadSettings
+	if a.seeds {
+		read = config.Load
+	}
+	cfg, from, err := read(a.configPath, a.getenv)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"switchboard/adapters"
 	"switchboard/grants"
 	"switchboard/groups"
 	"switchboard/ipc"
@@ -193,7 +194,15 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		if err != nil {
 			return err
 		}
-		table, err := routing.Load(ctx, st)
+		// Authorize looks only at the owner of the jid param's chat: the
+		// routes that could match that chat decide it.
+		var rs []routing.Route
+		if jid, ok := params["jid"]; ok {
+			if rs, err = st.RoutesForChat(ctx, adapters.JID(jid)); err != nil {
+				return err
+			}
+		}
+		table, err := routing.New(rs)
 		if err != nil {
 			return fmt.Errorf("route table: %w", err)
 		}

@@ -142,19 +142,13 @@ func (a *app) groupList(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		routes, err := st.ListRoutes(ctx)
+		targets, err := st.RouteTargets(ctx)
 		if err != nil {
 			return err
 		}
 		rows := make([]groupRow, 0, len(folders))
 		for _, f := range folders {
-			n := 0
-			for _, r := range routes {
-				if r.Target == f {
-					n++
-				}
-			}
-			rows = append(rows, groupRow{Folder: f, Tier: groups.Tier(f, a.cfg.OperatorFolder), Parent: f.Parent(), Routes: n})
+			rows = append(rows, groupRow{Folder: f, Tier: groups.Tier(f, a.cfg.OperatorFolder), Parent: f.Parent(), Routes: targets[f]})
 		}
 		return a.emit(rows, func(w io.Writer) {
 			fmt.Fprintln(w, "FOLDER\tTIER\tROUTES")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -48,16 +49,24 @@ mode trigger runs a turn; observe stores the message as context only.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.routeRemove(cmd, args[0]) },
 	}
 	var sender, verb, topic string
+	var show explainShow
 	explain := &cobra.Command{
 		Use:   "explain CHAT_JID [--sender S] [--verb V] [--topic T]",
 		Short: "Show which route wins for a chat and why earlier routes did not match",
+		Long: `Show which route wins for a message in CHAT_JID and why the routes tried
+before it did not match. It lists those that could have matched this chat (up
+to --limit of them) and counts the routes for other chats (a literal platform,
+room or chat_jid naming something else) instead of listing them; --all lists
+every route tried first.`,
 		Example: `  switchboard route explain web:lobby
   switchboard route explain telegram:group/1001 --sender telegram:user/42 --verb mention`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.routeExplain(cmd, args[0], sender, verb, topic)
+			return a.routeExplain(cmd, args[0], sender, verb, topic, show)
 		},
 	}
+	explain.Flags().IntVar(&show.limit, "limit", 20, "list at most this many of the routes tried first")
+	explain.Flags().BoolVar(&show.all, "all", false, "list every route tried first, those for other chats included")
 	explain.Flags().StringVar(&sender, "sender", "", "sender JID, e.g. web:user/ann")
 	explain.Flags().StringVar(&verb, "verb", string(adapters.VerbMessage), "message or mention")
 	explain.Flags().StringVar(&topic, "topic", "", "thread or forum topic id")
@@ -179,7 +188,13 @@ func (a *app) routeRemove(cmd *cobra.Command, arg string) error {
 	})
 }
 
-func (a *app) routeExplain(cmd *cobra.Command, chat, sender, verb, topic string) error {
+// explainShow is how much of an explanation route explain lists.
+type explainShow struct {
+	limit int
+	all   bool
+}
+
+func (a *app) routeExplain(cmd *cobra.Command, chat, sender, verb, topic string, show explainShow) error {
 	m := routing.Message{Verb: adapters.Verb(verb), Topic: topic}
 	var err error
 	if m.ChatJID, err = adapters.ParseJID(chat); err != nil {
@@ -193,18 +208,63 @@ func (a *app) routeExplain(cmd *cobra.Command, chat, sender, verb, topic string)
 	if m.Verb != adapters.VerbMessage && m.Verb != adapters.VerbMention {
 		return usagef("--verb %q: want %s or %s", m.Verb, adapters.VerbMessage, adapters.VerbMention)
 	}
+	if show.limit < 0 {
+		return usagef("--limit %d: want 0 or more", show.limit)
+	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		t, err := routing.Load(ctx, st)
+		x, err := explainRoute(ctx, st, m, show.all)
 		if err != nil {
-			return fmt.Errorf("route table: %w", err)
+			return err
 		}
-		ex := t.Explain(m)
-		return a.emit(explainJSON(ex), func(w io.Writer) { printExplanation(w, m, ex) })
+		if !show.all && len(x.Rejected) > show.limit {
+			x.more = len(x.Rejected) - show.limit
+			x.Rejected = x.Rejected[:show.limit]
+		}
+		return a.emit(explainJSON(x), func(w io.Writer) { printExplanation(w, m, x) })
 	})
 }
 
-func explainJSON(ex routing.Explanation) map[string]any {
+// explained is an explanation with what it leaves out: more routes that
+// could have matched this chat (past --limit), and others, for other chats.
+type explained struct {
+	routing.Explanation
+	more, others int
+}
+
+// explainRoute explains m with the routes that could match its chat (all
+// of them with all), and counts the routes for other chats tried first.
+func explainRoute(ctx context.Context, st *store.Store, m routing.Message, all bool) (explained, error) {
+	if all {
+		t, err := routing.Load(ctx, st)
+		if err != nil {
+			return explained{}, fmt.Errorf("route table: %w", err)
+		}
+		return explained{Explanation: t.Explain(m)}, nil
+	}
+	rs, err := st.RoutesForChat(ctx, m.ChatJID)
+	if err != nil {
+		return explained{}, err
+	}
+	t, err := routing.New(rs)
+	if err != nil {
+		return explained{}, fmt.Errorf("route table: %w", err)
+	}
+	x := explained{Explanation: t.Explain(m)}
+	var winner *routing.Route
+	if x.Matched {
+		winner = &x.Route
+	}
+	before, err := st.RoutesBefore(ctx, winner)
+	if err != nil {
+		return explained{}, err
+	}
+	x.others = before - len(x.Rejected)
+	return x, nil
+}
+
+func explainJSON(x explained) map[string]any {
+	ex := x.Explanation
 	out := map[string]any{"matched": ex.Matched, "owner": ex.Owner}
 	if ex.Matched {
 		out["route"], out["folder"], out["mode"] = ex.Route, ex.Folder, ex.Mode
@@ -214,10 +274,13 @@ func explainJSON(ex routing.Explanation) map[string]any {
 		rej = append(rej, map[string]any{"id": r.Route.ID, "seq": r.Route.Seq, "target": r.Route.Target, "reason": r.Reason})
 	}
 	out["rejected"] = rej
+	// Routes tried first and not listed: past --limit, and for other chats.
+	out["rejected_not_listed"] = map[string]int{"this_chat": x.more, "other_chats": x.others}
 	return out
 }
 
-func printExplanation(w io.Writer, m routing.Message, ex routing.Explanation) {
+func printExplanation(w io.Writer, m routing.Message, x explained) {
+	ex := x.Explanation
 	if ex.Matched {
 		fmt.Fprintf(w, "route %d wins: %s -> folder %s, mode %s\n", ex.Route.ID, routing.FormatMatch(ex.Route.Match), ex.Folder, ex.Mode)
 	} else {
@@ -233,5 +296,11 @@ func printExplanation(w io.Writer, m routing.Message, ex routing.Explanation) {
 		for _, r := range ex.Rejected {
 			fmt.Fprintf(w, "  route %d (seq %d -> %s):\t%s\n", r.Route.ID, r.Route.Seq, r.Route.Target, r.Reason)
 		}
+	}
+	if x.more > 0 {
+		fmt.Fprintf(w, "  and %d more that could have matched this chat (--limit %d lists them)\n", x.more, len(ex.Rejected)+x.more)
+	}
+	if x.others > 0 {
+		fmt.Fprintf(w, "%d routes for other chats were tried first and did not match (--all lists them)\n", x.others)
 	}
 }

@@ -45,6 +45,7 @@ turns drain, then the store closes. A second Ctrl-C exits at once.`,
 }
 
 func (a *app) runGateway(ctx context.Context) error {
+	a.seeds = true
 	if err := a.load(); err != nil {
 		return err
 	}
@@ -70,6 +71,9 @@ func (a *app) runGateway(ctx context.Context) error {
 	if err := a.seed(ctx, st); err != nil {
 		return err
 	}
+	// Seeded: nothing reads the lists again, and a hundred thousand
+	// decoded routes held tens of megabytes for the process's life.
+	a.cfg.Groups, a.cfg.Routes = nil, nil
 	adapterList, err := a.buildAdapters(st)
 	if err != nil {
 		return err
@@ -141,14 +145,13 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 	for _, g := range a.cfg.Groups {
 		folders = append(folders, g.Folder)
 	}
-	for _, f := range folders {
-		created, err := st.EnsureGroup(ctx, f)
-		if err != nil {
-			return fmt.Errorf("seed group %s: %w", f, err)
-		}
-		if created {
-			a.log.Info("group created from config", "folder", f)
-		}
+	created, err := st.EnsureGroups(ctx, folders)
+	if err != nil {
+		return fmt.Errorf("seed groups: %w", err)
+	}
+	if len(created) > 0 {
+		// One line, however many: a generated config lists thousands.
+		a.log.Info("groups created from config", "count", len(created), "folders", created[:min(len(created), 10)])
 	}
 	if err := a.seedMidTurn(ctx, st); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -14,7 +15,7 @@ import (
 )
 
 func (a *app) turnsCommand() *cobra.Command {
-	var name string
+	var name, before string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "turns",
@@ -22,7 +23,13 @@ func (a *app) turnsCommand() *cobra.Command {
 		Long: `List the most recent agent turns, newest first: when, which group and chat,
 the trigger, the outcome, and the cost and tokens the agent reported (Claude
 Code's JSON, a usage trailer, or the MCP tool report_usage; "-" when it
-reported nothing). Times are in the config's timezone, zone named.`,
+reported nothing). Times are in the config's timezone, zone named.
+
+A page holds --limit turns (at most 1000). When older turns exist, the last
+line says how to get the next page: --before the ID of the page's last turn
+(with --json that line goes to stderr, and the IDs are in the JSON).`,
+		Example: `  switchboard turns --limit 100
+  switchboard turns --limit 100 --before t-5f1c0a9e3b7d2c41`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var folder groups.Folder
@@ -33,13 +40,13 @@ reported nothing). Times are in the config's timezone, zone named.`,
 				}
 				folder = f
 			}
+			if limit < 1 || limit > store.MaxLimit {
+				return usagef("--limit %d: want 1 to %d turns a page; page on with --before", limit, store.MaxLimit)
+			}
 			return a.withStore(cmd.Context(), func(st *store.Store) error {
-				var ts []store.Turn
-				var err error
-				if folder != "" {
-					ts, err = st.Turns(cmd.Context(), folder, limit)
-				} else {
-					ts, err = st.RecentTurns(cmd.Context(), limit)
+				ts, more, err := st.TurnsPage(cmd.Context(), folder, before, limit)
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("--before %s: no turn has that id (see switchboard turns)", before)
 				}
 				if err != nil {
 					return err
@@ -54,12 +61,25 @@ reported nothing). Times are in the config's timezone, zone named.`,
 					l.Started = l.Started.In(loc)
 					out = append(out, l)
 				}
-				return a.emit(out, func(w io.Writer) { turnsText(w, out, a.cfg.Timezone) })
+				if err := a.emit(out, func(w io.Writer) { turnsText(w, out, a.cfg.Timezone) }); err != nil || !more {
+					return err
+				}
+				next := fmt.Sprintf("switchboard turns --limit %d --before %s", limit, ts[len(ts)-1].ID)
+				if folder != "" {
+					next += " --folder " + string(folder)
+				}
+				w := a.stdout
+				if a.jsonOut {
+					w = a.stderr
+				}
+				_, err = fmt.Fprintf(w, "older turns: %s\n", next)
+				return err
 			})
 		},
 	}
 	cmd.Flags().StringVar(&name, "folder", "", "only this group's turns")
-	cmd.Flags().IntVar(&limit, "limit", 20, "how many turns")
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many turns a page (1 to 1000)")
+	cmd.Flags().StringVar(&before, "before", "", "the page older than this turn (its ID; the last line of a page names it)")
 	return cmd
 }
 

@@ -1,0 +1,357 @@
+// Package scalegen makes a large Switchboard installation to measure: a
+// config file listing N groups and M routed web chats, the groups' folders,
+// and a database (opened by store.Open, so migrated like any other) holding
+// K stored messages over those chats, written with batched INSERTs in big
+// transactions. `make bench` and the scale benchmarks of cmd/switchboard
+// build their data with it; `go run ./internal/scalegen/scalegen` makes one
+// by hand (docs/scaling.md, "One machine").
+package scalegen
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"switchboard/groups"
+	"switchboard/store"
+)
+
+// Spec is the installation to make.
+type Spec struct {
+	Dir      string // created when missing; holds switchboard.yaml and data/
+	Groups   int    // top-level group folders g000001…, besides root and main
+	Chats    int    // web chats web:c0000001…, one route each, spread over the groups
+	Messages int    // stored messages, spread over the chats
+
+	// SeedStore writes the groups and routes into the database too, as a
+	// gateway that already started once would have them; otherwise the
+	// first `switchboard run` seeds them from the config.
+	SeedStore bool
+	// RoutesInConfig lists the routes in switchboard.yaml (as an operator
+	// who seeded them from there keeps them); otherwise routes: [].
+	RoutesInConfig bool
+
+	WebListen     string   // adapters.web.listen; default 127.0.0.1:8420
+	AdminListen   string   // admin.listen; default 127.0.0.1:8421
+	AgentCommand  []string // agent.command; default the demo agent
+	MaxConcurrent int      // agent.max_concurrent; default 4
+	Log           string   // the log: section as YAML flow; default {level: warn}
+	// Extra is appended to switchboard.yaml verbatim (top-level keys).
+	Extra string
+}
+
+// Dataset is what Generate made.
+type Dataset struct {
+	Config  string // the config file
+	DataDir string
+	Took    time.Duration
+}
+
+// Folder is the i-th generated group (0-based).
+func Folder(i int) groups.Folder { return groups.Folder(fmt.Sprintf("g%06d", i+1)) }
+
+// Chat is the i-th generated chat's JID (0-based).
+func Chat(i int) string { return fmt.Sprintf("web:c%07d", i+1) }
+
+// ChatFolder is the group the i-th chat is routed to.
+func ChatFolder(i, nGroups int) groups.Folder { return Folder(i % nGroups) }
+
+// Generate makes the installation described by s.
+func Generate(ctx context.Context, s Spec) (Dataset, error) {
+	start := time.Now()
+	if s.Groups < 1 || s.Chats < 0 || s.Messages < 0 {
+		return Dataset{}, errors.New("scalegen: want at least one group and no negative counts")
+	}
+	if s.Messages > 0 && s.Chats == 0 {
+		return Dataset{}, errors.New("scalegen: messages need chats to live in; set chats")
+	}
+	dir, err := filepath.Abs(s.Dir)
+	if err != nil {
+		return Dataset{}, fmt.Errorf("scalegen: dir: %w", err)
+	}
+	ds := Dataset{Config: filepath.Join(dir, "switchboard.yaml"), DataDir: filepath.Join(dir, "data")}
+	if err := os.MkdirAll(ds.DataDir, 0o700); err != nil {
+		return Dataset{}, fmt.Errorf("scalegen: create data dir: %w", err)
+	}
+	if err := writeConfig(ds, s); err != nil {
+		return Dataset{}, err
+	}
+	if err := setupFolders(ds.DataDir, s.Groups); err != nil {
+		return Dataset{}, err
+	}
+	st, err := store.Open(ctx, filepath.Join(ds.DataDir, "switchboard.db"))
+	if err != nil {
+		return Dataset{}, fmt.Errorf("scalegen: %w", err)
+	}
+	defer st.Close()
+	if s.SeedStore {
+		if err := seedStore(ctx, st, s); err != nil {
+			return Dataset{}, err
+		}
+	}
+	if err := insertMessages(ctx, st, s); err != nil {
+		return Dataset{}, err
+	}
+	ds.Took = time.Since(start)
+	return ds, nil
+}
+
+// writeConfig writes switchboard.yaml; the lists are written one item a
+// line, as an operator's generated config would be.
+func writeConfig(ds Dataset, s Spec) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "data_dir: %s\n", strconv.Quote(ds.DataDir))
+	fmt.Fprintf(&b, "log: %s\n", or(s.Log, "{level: warn}"))
+	fmt.Fprintf(&b, "admin: {listen: %q}\n", or(s.AdminListen, "127.0.0.1:8421"))
+	fmt.Fprintf(&b, "adapters: {web: {enabled: true, listen: %q}}\n", or(s.WebListen, "127.0.0.1:8420"))
+	cmd := s.AgentCommand
+	if len(cmd) == 0 {
+		cmd = []string{"switchboard", "demo-agent"}
+	}
+	fmt.Fprintf(&b, "agent:\n  command: [")
+	for i, c := range cmd {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(c))
+	}
+	mc := s.MaxConcurrent
+	if mc <= 0 {
+		mc = 4
+	}
+	fmt.Fprintf(&b, "]\n  max_concurrent: %d\n  sandbox: none\n", mc)
+	b.WriteString("limits: {turns_per_sender: {count: 0}, turns_per_chat: {count: 0}}\n")
+	b.WriteString("groups:\n  - folder: root\n  - folder: main\n")
+	for i := range s.Groups {
+		fmt.Fprintf(&b, "  - folder: %s\n", Folder(i))
+	}
+	if !s.RoutesInConfig {
+		b.WriteString("routes: []\n")
+	} else {
+		b.WriteString("routes:\n")
+		for i := range s.Chats {
+			fmt.Fprintf(&b, "  - {match: {chat_jid: %q}, target: %s}\n", Chat(i), ChatFolder(i, s.Groups))
+		}
+	}
+	b.WriteString(s.Extra)
+	if err := os.WriteFile(ds.Config, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("scalegen: write config: %w", err)
+	}
+	return nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// setupFolders creates every group's folder (its .mcp.json is rewritten by
+// the gateway at start, with the gateway's own path).
+func setupFolders(dataDir string, n int) error {
+	l := groups.Layout{DataDir: dataDir}
+	exe, _ := os.Executable()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				if err := l.Setup(Folder(i), exe); err != nil {
+					mu.Lock()
+					first = cmpErr(first, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, f := range []groups.Folder{"root", "main"} {
+		if err := l.Setup(f, exe); err != nil {
+			return fmt.Errorf("scalegen: %w", err)
+		}
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return fmt.Errorf("scalegen: set up folders: %w", first)
+	}
+	return nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// seedStore writes the groups and routes, and marks the routes seeded so
+// that a gateway started on it leaves them alone.
+func seedStore(ctx context.Context, st *store.Store, s Spec) error {
+	now := time.Now().UnixMilli()
+	err := st.Write(ctx, func(tx *sql.Tx) error {
+		for _, f := range []groups.Folder{"root", "main"} {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO groups (folder, created_ms) VALUES (?, ?)`, f, now); err != nil {
+				return err
+			}
+		}
+		if err := batchInsert(ctx, tx, `INSERT INTO groups (folder, created_ms) VALUES `, "(?, ?)", s.Groups,
+			func(i int, args []any) []any { return append(args, Folder(i), now) }); err != nil {
+			return err
+		}
+		if err := batchInsert(ctx, tx, `INSERT INTO routes (seq, match, target, mode, created_ms) VALUES `, "(0, ?, ?, 'trigger', ?)", s.Chats,
+			func(i int, args []any) []any {
+				return append(args, `{"chat_jid":"`+Chat(i)+`"}`, ChatFolder(i, s.Groups), now)
+			}); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('routes_seeded', '1')`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("scalegen: seed groups and routes: %w", err)
+	}
+	return nil
+}
+
+// rowsPerInsert rows go in one INSERT statement; txRows in one transaction.
+const (
+	rowsPerInsert = 200
+	txRows        = 100_000
+)
+
+// batchInsert inserts n rows with multi-row INSERTs of rowsPerInsert rows.
+func batchInsert(ctx context.Context, tx *sql.Tx, head, tuple string, n int, row func(i int, args []any) []any) error {
+	stmts := map[int]*sql.Stmt{}
+	defer func() {
+		for _, st := range stmts {
+			st.Close()
+		}
+	}()
+	var args []any
+	for lo := 0; lo < n; lo += rowsPerInsert {
+		hi := min(lo+rowsPerInsert, n)
+		st, ok := stmts[hi-lo]
+		if !ok {
+			var err error
+			st, err = tx.PrepareContext(ctx, head+strings.TrimSuffix(strings.Repeat(tuple+",", hi-lo), ","))
+			if err != nil {
+				return err
+			}
+			stmts[hi-lo] = st
+		}
+		args = args[:0]
+		for i := lo; i < hi; i++ {
+			args = row(i, args)
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertMessages stores s.Messages messages, round-robin over the chats,
+// txRows to a transaction, and then each chat's newest seq; times go
+// back a year from now.
+func insertMessages(ctx context.Context, st *store.Store, s Spec) error {
+	if s.Messages == 0 {
+		return nil
+	}
+	var base int64
+	if err := st.Read().QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&base); err != nil {
+		return fmt.Errorf("scalegen: read messages: %w", err)
+	}
+	now := time.Now().UnixMilli()
+	span := int64(365 * 24 * time.Hour / time.Millisecond)
+	step := max(span/int64(s.Messages), 1)
+	text := newTexter(1)
+	for lo := 0; lo < s.Messages; lo += txRows {
+		hi := min(lo+txRows, s.Messages)
+		err := st.Write(ctx, func(tx *sql.Tx) error {
+			return batchInsert(ctx, tx, `INSERT INTO messages (chat_jid, msg_id, sender, sender_name, text, time_ms, created_ms) VALUES `,
+				"(?, ?, ?, ?, ?, ?, ?)", hi-lo, func(j int, args []any) []any {
+					i := lo + j
+					u := i % 97
+					t := now - span + int64(i)*step
+					return append(args, Chat(i%s.Chats), "m"+strconv.Itoa(i), "web:user/u"+strconv.Itoa(u), "user "+strconv.Itoa(u), text.next(), t, t)
+				})
+		})
+		if err != nil {
+			return fmt.Errorf("scalegen: insert messages %d to %d: %w", lo, hi, err)
+		}
+	}
+	err := st.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO chats (jid, platform, first_seen_ms, last_seq)
+			SELECT chat_jid, 'web', min(time_ms), max(seq) FROM messages WHERE seq > ? GROUP BY chat_jid
+			ON CONFLICT (jid) DO UPDATE SET last_seq = max(chats.last_seq, excluded.last_seq)`, base)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("scalegen: record chats: %w", err)
+	}
+	return nil
+}
+
+// texter makes message texts: 4 to 24 words drawn with a Zipf law from a
+// vocabulary whose first words are common English ones, so that searches
+// for common words match millions of messages and rare ones a few.
+type texter struct {
+	r     *rand.Rand
+	zipf  *rand.Zipf
+	n     *rand.Rand
+	words []string
+	b     strings.Builder
+}
+
+var commonWords = strings.Fields(`the be to of and a in that have it for not on with he as you do at this but his by
+from they we say her she or an will my one all would there their what so up out if about who get which go me when make
+can like time no just him know take people into year your good some could them see other than then now look only come
+its over think also back after use two how our work first well way even new want because any these give day most us
+deploy server error build release ticket review merge branch test issue meeting budget invoice customer report`)
+
+func newTexter(seed uint64) *texter {
+	r := rand.New(rand.NewPCG(seed, 2))
+	t := &texter{r: r, n: rand.New(rand.NewPCG(seed, 3)), words: commonWords}
+	for i := len(t.words); i < 20000; i++ {
+		t.words = append(t.words, syllables(r))
+	}
+	t.zipf = rand.NewZipf(r, 1.07, 2, uint64(len(t.words)-1))
+	return t
+}
+
+func syllables(r *rand.Rand) string {
+	const cons, vow = "bcdfghklmnprstvz", "aeiou"
+	var b strings.Builder
+	for range 2 + r.IntN(3) {
+		b.WriteByte(cons[r.IntN(len(cons))])
+		b.WriteByte(vow[r.IntN(len(vow))])
+	}
+	return b.String()
+}
+
+func (t *texter) next() string {
+	t.b.Reset()
+	for i := range 4 + t.n.IntN(21) {
+		if i > 0 {
+			t.b.WriteByte(' ')
+		}
+		t.b.WriteString(t.words[t.zipf.Uint64()])
+	}
+	return t.b.String()
+}
