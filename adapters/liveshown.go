@@ -16,6 +16,10 @@ const (
 	// LiveDraft: a draft the platform drops by itself (a Telegram
 	// private-chat draft, a web chat draft): nothing to clean up.
 	LiveDraft LiveMode = "draft"
+	// LiveButtons: a message with buttons shown while a turn runs (its
+	// Stop button). Left over, it is deleted (Deleter), or else its
+	// buttons are removed (Buttons.EditButtons).
+	LiveButtons LiveMode = "buttons"
 )
 
 // LiveShown is implemented by a LiveReply that can say where it shows, so

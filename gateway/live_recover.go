@@ -211,6 +211,9 @@ func endLeftover(ctx context.Context, a adapters.Adapter, ref adapters.MessageRe
 			return err
 		}
 	}
+	if b, ok := a.(adapters.Buttons); ok && mode == adapters.LiveButtons {
+		return b.EditButtons(ctx, ref, stopButtonInterrupted, nil)
+	}
 	if e, ok := a.(adapters.Editor); ok {
 		err := e.Edit(ctx, ref, liveInterrupted)
 		if !errors.Is(err, adapters.ErrUnsupported) {

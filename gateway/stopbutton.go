@@ -7,11 +7,16 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/store"
 )
 
 // stopButtonDelay is how long a turn runs before its Stop button shows:
 // a quick answer never posts (and removes) one.
 const stopButtonDelay = 3 * time.Second
+
+// stopButtonInterrupted is what a Stop button message left by a crash says
+// once the next start took its button away (where it cannot be deleted).
+const stopButtonInterrupted = "Interrupted by a restart."
 
 // stopButtons shows a running turn's Stop button: a message of its own
 // with the button ("stop:<turn id>", stopper.press), posted once the turn
@@ -23,6 +28,7 @@ const stopButtonDelay = 3 * time.Second
 // every platform.
 type stopButtons struct {
 	adapters adapterSet
+	st       liveStore         // records the message while it shows, so a crash's leftover is cleaned up at the next start
 	streams  map[string]Stream // by platform; missing: off
 	delay    time.Duration
 	log      *slog.Logger
@@ -59,6 +65,13 @@ func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn stri
 		var err error
 		if id, err = b.SendButtons(ctx, out, buttons); err != nil {
 			s.log.Warn("stop button not shown", "jid", out.Chat, "turn", turn, "err", err)
+			return
+		}
+		if s.st != nil {
+			rec := store.LiveShown{TurnID: out.Key, Chat: out.Chat, Topic: out.Topic, ID: id, Mode: adapters.LiveButtons}
+			if err := s.st.SaveLiveShown(ctx, rec); err != nil {
+				s.log.Warn("stop button not recorded; a crash would leave it", "jid", out.Chat, "turn", turn, "err", err)
+			}
 		}
 	})
 	return func() {
@@ -70,11 +83,16 @@ func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn stri
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveStopTimeout)
 		defer cancel()
 		ref := adapters.MessageRef{Chat: out.Chat, Topic: out.Topic, ID: id}
-		if d, ok := s.adapters[platform].(adapters.Deleter); ok && d.Delete(rctx, ref) == nil {
-			return
+		if d, ok := s.adapters[platform].(adapters.Deleter); !ok || d.Delete(rctx, ref) != nil {
+			if err := b.EditButtons(rctx, ref, "Finished.", nil); err != nil {
+				s.log.Warn("stop button left after its turn ended", "jid", out.Chat, "turn", turn, "err", err)
+				return // recorded: the next start tries again
+			}
 		}
-		if err := b.EditButtons(rctx, ref, "Finished.", nil); err != nil {
-			s.log.Warn("stop button left after its turn ended", "jid", out.Chat, "turn", turn, "err", err)
+		if s.st != nil {
+			if err := s.st.DropLiveShown(rctx, out.Key); err != nil {
+				s.log.Warn("removed stop button still recorded", "jid", out.Chat, "turn", turn, "err", err)
+			}
 		}
 	}
 }

@@ -81,7 +81,7 @@ func (g *Gateway) wire() error {
 		layout: g.layout, socket: mcp.SocketPath, tokens: g.endpoint, adapters: g.adapters, active: g.active, notices: notices,
 		guards:  guards,
 		files:   &fetcher{adapters: g.adapters, layout: g.layout, maxDownload: opt.MaxDownload, log: log},
-		buttons: &stopButtons{adapters: g.adapters, streams: opt.Streams, delay: stopButtonDelay, log: log},
+		buttons: &stopButtons{adapters: g.adapters, st: st, streams: opt.Streams, delay: stopButtonDelay, log: log},
 		metrics: g.metrics, spend: newSpend(g.metrics.reg), live: live, running: running, wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, log: log}
 	g.workers.turns = g.turns
 	return nil
