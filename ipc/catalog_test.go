@@ -10,7 +10,7 @@ import (
 // toolCatalog is the grants catalog derived from the tool registry.
 func toolCatalog(t testing.TB) *grants.Catalog {
 	t.Helper()
-	c, err := ipc.Catalog()
+	c, err := ipc.Catalog(true)
 	if err != nil {
 		t.Fatal(err)
 	}

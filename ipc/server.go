@@ -127,10 +127,7 @@ func New(opt Options) (*Server, error) {
 		server.WithInstructions("Switchboard chat gateway tools for one group. Chat params are chat JIDs such as web:lobby; "+
 			"message ids are the platform's ids. Results are JSON. A refused call explains which grant rule or ownership rule refused it."),
 	)
-	defs := registry()
-	if !opt.ApproveTool {
-		defs = slices.DeleteFunc(defs, func(d *toolDef) bool { return d.tool.Name == ApproveTool })
-	}
+	defs := offered(opt.ApproveTool)
 	catalog, err := catalogOf(defs)
 	if err != nil {
 		return nil, fmt.Errorf("ipc: %w", err)

@@ -68,11 +68,24 @@ func catalogOf(defs []*toolDef) (*grants.Catalog, error) {
 	return grants.NewCatalog(tools)
 }
 
-// Catalog returns the grants catalog derived from the tool registry: every
-// tool's name and category, in listing order. The server and `switchboard
-// grants` evaluate the tier defaults over it.
-func Catalog() (*grants.Catalog, error) {
-	c, err := catalogOf(registry())
+// offered returns the tools a gateway offers: the registry, without
+// approve_tool unless approveTool (approvals.agent_tools is set). It is the
+// one place that decides whether approve_tool is offered; the server, its
+// tier defaults and `switchboard grants` all follow it.
+func offered(approveTool bool) []*toolDef {
+	defs := registry()
+	if !approveTool {
+		defs = slices.DeleteFunc(defs, func(d *toolDef) bool { return d.tool.Name == ApproveTool })
+	}
+	return defs
+}
+
+// Catalog returns the grants catalog of the tools a gateway offers
+// (approveTool: whether approvals.agent_tools is set): every tool's name
+// and category, in listing order. The server and `switchboard grants`
+// evaluate the tier defaults over it.
+func Catalog(approveTool bool) (*grants.Catalog, error) {
+	c, err := catalogOf(offered(approveTool))
 	if err != nil {
 		return nil, fmt.Errorf("ipc: %w", err)
 	}

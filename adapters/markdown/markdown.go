@@ -151,7 +151,7 @@ func (r *renderer) code(lang, code, indent string) {
 	if r.st.Pre != nil {
 		s = r.st.Pre(lang, r.escCode(code))
 	} else {
-		s = code
+		s = r.escCode(code) // a style without code blocks still escapes their text (SlackPlain)
 	}
 	r.out.WriteString(strings.ReplaceAll(s, "\n", "\n"+indent))
 }

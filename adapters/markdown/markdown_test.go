@@ -58,3 +58,21 @@ func TestPlainKeepsEveryWord(t *testing.T) {
 		}
 	}
 }
+
+// TestSlackPlainEscapesCode: SlackPlain (the text of a message Slack
+// refused as mrkdwn, and the notification fallback of Block Kit messages)
+// escapes &, < and > in code spans and code blocks as in the rest: Slack
+// reads <!channel> and <@U…> in any text.
+func TestSlackPlainEscapesCode(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"code block", "run:\n```\necho <!channel> <@U1> a&b\n```", "run:\n\necho &lt;!channel&gt; &lt;@U1&gt; a&amp;b"},
+		{"indented code", "run:\n\n    <!here>", "run:\n\n&lt;!here&gt;"},
+		{"code span", "`<!channel>`", "&lt;!channel&gt;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SlackPlain(tc.in); got != tc.want {
+				t.Errorf("SlackPlain(%q) =\n%q\nwant\n%q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

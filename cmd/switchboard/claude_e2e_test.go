@@ -297,8 +297,9 @@ func randomHex(t *testing.T) string {
 // fakeAnthropic is a Messages API on 127.0.0.1 playing a scripted model. It
 // records every request it receives, whatever the path.
 type fakeAnthropic struct {
-	t   *testing.T
-	srv *httptest.Server
+	t     *testing.T
+	srv   *httptest.Server
+	model modelScript
 
 	mu   sync.Mutex
 	reqs []*recordedRequest
@@ -358,6 +359,39 @@ type contentBlock struct {
 	ID    string          `json:"id,omitempty"`
 	Name  string          `json:"name,omitempty"`
 	Input json.RawMessage `json:"input,omitempty"`
+	// A tool_result's: the tool_use it answers, its content (a string or
+	// text blocks) and whether it is an error.
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// resultText is a tool_result's content as text.
+func (b contentBlock) resultText() string {
+	var s string
+	if json.Unmarshal(b.Content, &s) == nil {
+		return s
+	}
+	var parts []contentBlock
+	_ = json.Unmarshal(b.Content, &parts)
+	var out []string
+	for _, p := range parts {
+		out = append(out, p.Text)
+	}
+	return strings.Join(out, "\n")
+}
+
+// toolResult returns the tool_result block answering the tool_use id, if
+// the request carries one.
+func (r *messagesRequest) toolResult(id string) (contentBlock, bool) {
+	for _, m := range r.Messages {
+		for _, b := range m.blocks() {
+			if b.Type == "tool_result" && b.ToolUseID == id {
+				return b, true
+			}
+		}
+	}
+	return contentBlock{}, false
 }
 
 func (m apiMessage) blocks() []contentBlock {
@@ -421,8 +455,16 @@ func (r *messagesRequest) currentTurn() (prompt string, called []string) {
 
 var promptMessageText = regexp.MustCompile(`(?s)<message [^>]*>(.*?)</message>`)
 
-func newFakeAnthropic(t *testing.T) *fakeAnthropic {
-	f := &fakeAnthropic{t: t}
+// modelScript is the scripted model: given a request, its switchboard
+// prompt, the tools called since it and the response's number, the
+// response's content and stop reason.
+type modelScript func(req *messagesRequest, prompt string, called []string, id int) ([]contentBlock, string)
+
+func newFakeAnthropic(t *testing.T) *fakeAnthropic { return newFakeModel(t, script) }
+
+// newFakeModel is a fake Messages API playing model.
+func newFakeModel(t *testing.T, model modelScript) *fakeAnthropic {
+	f := &fakeAnthropic{t: t, model: model}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -458,7 +500,7 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 	f.ids++
 	id := f.ids
 	f.mu.Unlock()
-	blocks, stop := script(&req, prompt, called, id)
+	blocks, stop := f.model(&req, prompt, called, id)
 	writeMessage(w, &req, blocks, stop, id)
 }
 

@@ -302,8 +302,13 @@ func TestGrantsApproveToolFollowsAgentTools(t *testing.T) {
 	if !strings.HasPrefix(out, "deny\n") || !strings.Contains(out, "approvals.agent_tools is not set") {
 		t.Errorf("check approve_tool without agent_tools: %q", out)
 	}
-	if _, seen, _ := strings.Cut(mustSB(t, dir, "grants", "show", "main"), "tools it can see"); strings.Contains(seen, "approve_tool") {
-		t.Errorf("show lists approve_tool without agent_tools: %q", seen)
+	// Every line of grants show agrees: not in the tier defaults either,
+	// nor in the JSON's defaults.
+	if out := mustSB(t, dir, "grants", "show", "main"); strings.Contains(out, "approve_tool") {
+		t.Errorf("show lists approve_tool without agent_tools: %q", out)
+	}
+	if out := mustSB(t, dir, "--json", "grants", "show", "main"); strings.Contains(out, "approve_tool") {
+		t.Errorf("show --json lists approve_tool without agent_tools: %q", out)
 	}
 	cfg := filepath.Join(t.TempDir(), "switchboard.yaml")
 	if err := os.WriteFile(cfg, []byte("data_dir: "+dir+"\napprovals: {agent_tools: [Bash]}\n"), 0o644); err != nil {
@@ -320,7 +325,8 @@ func TestGrantsApproveToolFollowsAgentTools(t *testing.T) {
 	if err := run(context.Background(), []string{"--config", cfg, "grants", "show", "main"}, env(nil), strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatalf("%v: %s", err, stderr.String())
 	}
-	if _, seen, _ := strings.Cut(stdout.String(), "tools it can see"); !strings.Contains(seen, "approve_tool") {
-		t.Errorf("show with agent_tools lacks approve_tool: %q", stdout.String())
+	defaults, seen, _ := strings.Cut(stdout.String(), "tools it can see")
+	if !strings.Contains(seen, "approve_tool") || !strings.Contains(defaults, "approve_tool") {
+		t.Errorf("show with agent_tools lacks approve_tool in the tier defaults or the tools it can see: %q", stdout.String())
 	}
 }

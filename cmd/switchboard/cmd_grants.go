@@ -85,21 +85,25 @@ func (a *app) groupRules(ctx context.Context, st *store.Store, cat *grants.Catal
 	return tier, over, cat.ForGroup(tier, over), nil
 }
 
+// catalog is the grants catalog of the tools the configured gateway
+// offers (approve_tool only while approvals.agent_tools is set), the one
+// every grants command lists and checks against.
+func (a *app) catalog() (*grants.Catalog, error) {
+	return ipc.Catalog(len(a.cfg.Approvals.AgentTools) > 0)
+}
+
 func (a *app) grantsShow(cmd *cobra.Command, folder groups.Folder) error {
-	cat, err := ipc.Catalog()
-	if err != nil {
-		return err
-	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
+		cat, err := a.catalog() // after withStore loaded the config
+		if err != nil {
+			return err
+		}
 		tier, over, set, err := a.groupRules(ctx, st, cat, folder)
 		if err != nil {
 			return err
 		}
 		listed := set.ListedTools(cat.Tools())
-		if len(a.cfg.Approvals.AgentTools) == 0 { // not offered without approvals.agent_tools
-			listed = slices.DeleteFunc(listed, func(tool string) bool { return tool == ipc.ApproveTool })
-		}
 		asks := askingTools(set.Rules(), listed)
 		var broken []string
 		for _, r := range over {
@@ -184,12 +188,12 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		}
 		params[k] = v
 	}
-	cat, err := ipc.Catalog()
-	if err != nil {
-		return err
-	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
+		cat, err := a.catalog() // after withStore loaded the config
+		if err != nil {
+			return err
+		}
 		tier, _, set, err := a.groupRules(ctx, st, cat, folder)
 		if err != nil {
 			return err
@@ -207,7 +211,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 			return fmt.Errorf("route table: %w", err)
 		}
 		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
-		if tool == ipc.ApproveTool && len(a.cfg.Approvals.AgentTools) == 0 { // as grants show: not offered
+		if tool == ipc.ApproveTool && !slices.Contains(cat.Tools(), tool) { // not offered: as grants show and the MCP server
 			d = grants.Decision{Reason: "approve_tool is not offered: approvals.agent_tools is not set " +
 				"(set it in switchboard.yaml to the Claude Code tools that ask, e.g. [Bash, Write])"}
 		}

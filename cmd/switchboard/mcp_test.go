@@ -60,10 +60,11 @@ func shortDir(t *testing.T) string {
 	return dir
 }
 
-// toolCatalog is the grants catalog of the MCP tool registry.
+// toolCatalog is the grants catalog of a gateway without
+// approvals.agent_tools (no approve_tool), as these tests run it.
 func toolCatalog(t testing.TB) *grants.Catalog {
 	t.Helper()
-	c, err := ipc.Catalog()
+	c, err := ipc.Catalog(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func TestDemoAgentOverMCP(t *testing.T) {
 	}
 	for _, c := range []struct{ text, want string }{
 		// tier 1: all of them but approve_tool (approvals.agent_tools is not set)
-		{"/tools", fmt.Sprintf("I may call %d tools: add_route, ", len(toolCatalog(t).Tools())-1)},
+		{"/tools", fmt.Sprintf("I may call %d tools: add_route, ", len(toolCatalog(t).Tools()))},
 		{"/search hello", `best matches for "hello"`},
 		{"/routes", "-> main [trigger]"},
 	} {

@@ -226,7 +226,7 @@ func TestBridgeURLBothProtocols(t *testing.T) {
 				waitMethod(t, notes, mcp.MethodNotificationSubscriptionsAcknowledged)
 			}
 			res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-			if err != nil || len(res.Tools) != len(toolCatalog(t).ForGroup(1, nil).ListedTools(toolCatalog(t).Tools()))-1 { // no approve_tool: approvals.agent_tools is not set
+			if err != nil || len(res.Tools) != len(toolCatalog(t).ForGroup(1, nil).ListedTools(toolCatalog(t).Tools())) { // no approve_tool: approvals.agent_tools is not set
 				t.Fatalf("tools/list: %d tools, %v", len(res.Tools), err)
 			}
 			call := mcp.CallToolRequest{}

@@ -1,5 +1,6 @@
 // Switchboard web chat. User data only ever reaches the page through
-// textContent, never innerHTML.
+// textContent and text nodes (the bot's Markdown is built from elements and
+// text nodes, markdown below), never innerHTML.
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -93,6 +94,86 @@
     return s.scrollHeight - s.scrollTop - s.clientHeight < 80;
   }
 
+  // ---- Markdown ------------------------------------------------------
+
+  // The bot's messages are Markdown (what agents write, and the gateway's
+  // own: approval requests). markdown renders one as DOM nodes: fenced code
+  // blocks, inline code, bold, italic, strikethrough and http(s) links;
+  // everything else (lists, quotes, tables) stays the text it is, its lines
+  // kept by the stylesheet. It only ever creates elements and text nodes,
+  // so no part of the text is parsed as HTML.
+  const FENCE_RE = /^ {0,3}(`{3,}|~{3,})[^`]*$/;
+  const INLINE_RE = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)|\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__|~~(?=\S)([\s\S]*?\S)~~|\*(?=[^\s*])([^*]*?[^\s*])\*|(?<![A-Za-z0-9_])_(?=[^\s_])([^_]*?[^\s_])_(?![A-Za-z0-9_])|\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)/g;
+
+  function markdown(src) {
+    const out = document.createDocumentFragment();
+    const lines = src.split("\n");
+    let text = [];
+    const flush = (nl) => {
+      if (text.length) out.append(inline(text.join("\n") + (nl ? "\n" : "")));
+      text = [];
+    };
+    for (let i = 0; i < lines.length; i++) {
+      const open = FENCE_RE.exec(lines[i]);
+      if (!open) {
+        text.push(lines[i]);
+        continue;
+      }
+      flush(false);
+      const fence = open[1];
+      const code = [];
+      for (i++; i < lines.length; i++) {
+        const t = lines[i].trim();
+        if (t.length >= fence.length && t === fence[0].repeat(t.length)) break;
+        code.push(lines[i]);
+      }
+      const pre = el("pre", "code");
+      pre.append(el("code", "", code.join("\n")));
+      out.append(pre);
+    }
+    flush(false);
+    return out;
+  }
+
+  // inline renders one run of text's spans.
+  function inline(s) {
+    const out = document.createDocumentFragment();
+    let at = 0;
+    for (const m of s.matchAll(INLINE_RE)) {
+      if (m.index > at) out.append(s.slice(at, m.index));
+      at = m.index + m[0].length;
+      let n;
+      if (m[1] !== undefined) {
+        const code = m[2].length > 2 && m[2].startsWith(" ") && m[2].endsWith(" ") ? m[2].slice(1, -1) : m[2];
+        n = el("code", "", code);
+      } else if (m[3] !== undefined || m[4] !== undefined) {
+        n = el("strong");
+        n.append(inline(m[3] !== undefined ? m[3] : m[4]));
+      } else if (m[5] !== undefined) {
+        n = el("s");
+        n.append(inline(m[5]));
+      } else if (m[6] !== undefined || m[7] !== undefined) {
+        n = el("em");
+        n.append(inline(m[6] !== undefined ? m[6] : m[7]));
+      } else {
+        n = el("a", "", m[8]);
+        n.href = m[9];
+        n.rel = "noopener noreferrer nofollow";
+        n.target = "_blank";
+      }
+      out.append(n);
+    }
+    if (at < s.length) out.append(s.slice(at));
+    return out;
+  }
+
+  // showText puts a message's text into its .text node: the bot's as
+  // Markdown, people's as they typed it.
+  function showText(node, text, fromBot) {
+    if (fromBot) node.replaceChildren(markdown(text));
+    else node.textContent = text;
+  }
+
   // ---- messages ------------------------------------------------------
 
   function render(m) {
@@ -115,7 +196,9 @@
     meta.append(when);
 
     const body = el("div", "body");
-    body.append(meta, el("div", "text", m.text));
+    const text = el("div", "text");
+    showText(text, m.text || "", m.from_bot);
+    body.append(meta, text);
     if (m.id) li.dataset.id = m.id;
     const buttons = buttonsOf(m);
     if (buttons) body.append(buttons);
@@ -180,7 +263,7 @@
     if (typeof d.id !== "string" || typeof d.text !== "string") return;
     for (const li of ui.list.querySelectorAll(".msg[data-id]")) {
       if (li.dataset.id !== d.id) continue;
-      li.querySelector(".text").textContent = d.text;
+      showText(li.querySelector(".text"), d.text, true);
       const old = li.querySelector(".buttons");
       if (old) old.remove();
       const topic = li.querySelector(".topic");
@@ -225,7 +308,7 @@
     const stick = nearBottom();
     const cur = drafts.get(d.turn);
     if (cur) {
-      cur.li.querySelector(".text").textContent = d.text;
+      showText(cur.li.querySelector(".text"), d.text, true);
     } else {
       const li = render({ from_bot: true, name: d.name, sender: d.name, text: d.text, topic: d.topic });
       li.classList.add("draft");
