@@ -65,6 +65,11 @@ const (
 	// update): more than any platform shows in one message, and the reply
 	// itself is capped at 64 KiB (store.CapText).
 	liveTextCap = 64 << 10
+	// liveRetryMin bounds below the wait after an update or part the
+	// platform refused for a while (a RetryAfterError): the wait it said,
+	// not a whole interval, so that the newest text shows as soon as the
+	// chat is due; a wait of nothing would spin.
+	liveRetryMin = 20 * time.Millisecond
 )
 
 // liveStarter starts the live replies of turns and hands the ones whose
@@ -234,7 +239,9 @@ func (l *liveTurn) firstPart(text string) string {
 }
 
 // run shows the newest text after each change, at most once per interval;
-// a rate limit pauses it for its wait (the newest text follows).
+// a refused update (a rate limit, or the adapter's pacing: a
+// RetryAfterError) pauses it for the wait it said, and the newest text
+// follows.
 func (l *liveTurn) run(ctx context.Context) {
 	defer close(l.done)
 	last := ""
@@ -255,7 +262,7 @@ func (l *liveTurn) run(ctx context.Context) {
 			case err == nil:
 				last = ""
 			case errors.As(err, &ra):
-				wait = max(ra.Wait, wait)
+				wait = max(ra.Wait, liveRetryMin)
 			case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
 				l.end(err)
 				return
@@ -276,7 +283,7 @@ func (l *liveTurn) run(ctx context.Context) {
 				l.mu.Unlock()
 				l.record(ctx)
 			case errors.As(err, &ra):
-				wait = max(ra.Wait, wait)
+				wait = max(ra.Wait, liveRetryMin)
 				l.again()
 			case errors.Is(err, adapters.ErrUnsupported) && !l.isShown():
 				if !l.fallBack(ctx) {

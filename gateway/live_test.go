@@ -24,10 +24,12 @@ type liveAdapter struct {
 	*fakeAdapter
 	native  bool   // implements StartLive (else: ErrUnsupported)
 	limited string // an update showing this is refused once with a rate limit
+	refuse  time.Duration // the first update is refused with this wait (0: not)
 	finFail int    // the first Finish calls fail (transient)
 	max     int    // Limits.MaxText
 
 	lmu     sync.Mutex
+	started []adapters.Outbound // StartLive's
 	updates []string
 	finals  []string
 	aborts  int
@@ -41,6 +43,9 @@ func (a *liveAdapter) StartLive(ctx context.Context, m adapters.Outbound, turn s
 	if !a.native {
 		return nil, adapters.Unsupported(a.name, "live")
 	}
+	a.lmu.Lock()
+	a.started = append(a.started, m)
+	a.lmu.Unlock()
 	return &fakeLive{a: a, id: adapters.MessageID("live-" + turn)}, nil
 }
 
@@ -76,6 +81,11 @@ func (l *fakeLive) Update(ctx context.Context, text string) error {
 	defer l.a.lmu.Unlock()
 	if l.ended || l.done {
 		return adapters.ErrLiveEnded
+	}
+	if l.a.refuse > 0 {
+		wait := l.a.refuse
+		l.a.refuse = 0
+		return &adapters.RetryAfterError{Wait: wait}
 	}
 	if l.a.limited != "" && text == l.a.limited {
 		l.a.limited = ""
@@ -347,6 +357,30 @@ func TestLiveReplyRateLimitResends(t *testing.T) {
 	h.stop()
 	if _, f, _, aborts, _ := la.snapshot(); aborts != 0 || len(f) != 1 || f[0] != toolReply || len(h.turns("main")) != 1 {
 		t.Errorf("finals %q, aborts %d, %d turns: want the one turn's live reply to go on after the wait", f, aborts, len(h.turns("main")))
+	}
+}
+
+// A refused update (the adapter's pacing or a rate limit said to wait
+// 20 ms) is tried again after the wait it said, not a whole stream
+// interval later: with an interval of an hour the text still shows at
+// once. The live reply knows whom it answers (the question's sender,
+// from the store).
+func TestLiveReplyRefusalWaitsWhatItSaid(t *testing.T) {
+	la := &liveAdapter{fakeAdapter: newFakeAdapter("test"), native: true, refuse: 20 * time.Millisecond}
+	argv, gate := streamAgent(t, toolFixture, 6, 0)
+	h := liveHarness(t, la, argv, Stream{Mode: StreamNative, Interval: time.Hour})
+	h.post(testChat, "m1", "@bot run it")
+	testwait.For(t, 10*time.Second, "the update after the refusal", func() bool {
+		u, _, _, _, _ := la.snapshot()
+		return len(u) > 0
+	})
+	openGate(t, gate)
+	testwait.For(t, 20*time.Second, "the final", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
+	h.stop()
+	la.lmu.Lock()
+	defer la.lmu.Unlock()
+	if len(la.started) != 1 || la.started[0].ReplyTo != "m1" || la.started[0].ReplyToSender != "test:user/ann" {
+		t.Errorf("live replies started with %+v; want one replying to m1 by test:user/ann", la.started)
 	}
 }
 

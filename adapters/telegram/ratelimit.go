@@ -67,7 +67,7 @@ func (p *pacer) wait(ctx context.Context, chat int64) error {
 
 // due is how long a request to chat would wait for its turn now (0: none).
 // It reserves nothing: a live update not due yet is not sent, so that the
-// next one carries the newest text (liveDue).
+// next one carries the newest text (adapters.NotDue).
 func (p *pacer) due(chat int64) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
