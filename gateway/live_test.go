@@ -22,11 +22,11 @@ import (
 // and edits: it records every update, final, abort and edit.
 type liveAdapter struct {
 	*fakeAdapter
-	native  bool   // implements StartLive (else: ErrUnsupported)
-	limited string // an update showing this is refused once with a rate limit
+	native  bool          // implements StartLive (else: ErrUnsupported)
+	limited string        // an update showing this is refused once with a rate limit
 	refuse  time.Duration // the first update is refused with this wait (0: not)
-	finFail int    // the first Finish calls fail (transient)
-	max     int    // Limits.MaxText
+	finFail int           // the first Finish calls fail (transient)
+	max     int           // Limits.MaxText
 
 	lmu     sync.Mutex
 	started []adapters.Outbound // StartLive's
