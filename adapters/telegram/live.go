@@ -44,7 +44,7 @@ func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string)
 // error (Adapter.Edit).
 func (a *Adapter) editLive(m adapters.Outbound, chat int64) *adapters.EditLive {
 	return &adapters.EditLive{Out: m, Send: a.Send, Edit: a.Edit, Delete: a.Delete, Render: markdown.Partial,
-		Due: func(bool) time.Duration { return a.pace.due(chat) }}
+		Due: func(bool) time.Duration { return a.pace.due(lane{chat: chat}) }}
 }
 
 // draftID derives a non-zero draft_id from the turn, so that the same turn
@@ -86,7 +86,7 @@ func (l *live) Update(ctx context.Context, text string) error {
 	if strings.TrimSpace(html) == "" || html == l.shown {
 		return nil
 	}
-	if err := adapters.NotDue(l.a.pace.due(l.chat)); err != nil {
+	if err := adapters.NotDue(l.a.pace.due(lane{chat: l.chat, draft: true})); err != nil {
 		return err
 	}
 	refused, err := l.a.sendDraft(ctx, l.out, l.draft, src, html)
@@ -149,7 +149,7 @@ func (a *Adapter) sendDraft(ctx context.Context, m adapters.Outbound, id int, sr
 	}
 	p := &bot.SendMessageDraftParams{ChatID: chat, MessageThreadID: threadID(m.Topic), DraftID: strconv.Itoa(id),
 		Text: html, ParseMode: models.ParseModeHTML}
-	err = a.call(ctx, m.Chat, chat, func() error {
+	err = a.callIn(ctx, m.Chat, lane{chat: chat, draft: true}, func() error {
 		_, err := b.SendMessageDraft(ctx, p)
 		if isParseError(err) {
 			p.Text, p.ParseMode = markdown.Plain(src), ""
