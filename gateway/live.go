@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,7 +118,7 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	}
 	var lim adapters.Limits
 	if l, ok := a.(adapters.Limiter); ok {
-		lim = l.Limits()
+		lim = memoLimits(l.Limits())
 	}
 	l := &liveTurn{lr: lr, open: open, storePart: s.storePart, a: a, out: out, turn: turn, st: s.st, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log, crashAt: s.crashAt,
 		kick: make(chan struct{}, 1), stopC: make(chan struct{}), done: make(chan struct{})}
@@ -127,6 +128,40 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	l.prior = s.adopt(ctx, out, turn)
 	go l.run(ctx) // shutdown cancels an update in flight
 	return l
+}
+
+// liveMemoSize bounds the parts a live reply keeps the measure of.
+const liveMemoSize = 256
+
+// memoLimits is lim whose Measure remembers what it measured: a live
+// reply splits its whole text so far at every update (LiveParts), and
+// without it the parts settled long ago would be rendered again each
+// time, so the cost of an update would grow with the answer (a measure
+// renders the part, twice for Telegram). Safe for concurrent use.
+func memoLimits(lim adapters.Limits) adapters.Limits {
+	measure := lim.Measure
+	if measure == nil {
+		return lim
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	lim.Measure = func(s string) int {
+		mu.Lock()
+		n, ok := seen[s]
+		mu.Unlock()
+		if ok {
+			return n
+		}
+		n = measure(s)
+		mu.Lock()
+		if len(seen) >= liveMemoSize {
+			clear(seen)
+		}
+		seen[strings.Clone(s)] = n // not the whole text s is cut from
+		mu.Unlock()
+		return n
+	}
+	return lim
 }
 
 // keep hands l to the outbox: the turn queued its final reply under key.
