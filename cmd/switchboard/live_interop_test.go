@@ -26,6 +26,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/adapters/telegram/telegramtest"
+	"switchboard/internal/testcdp"
 	"switchboard/internal/testwait"
 )
 
@@ -299,8 +300,9 @@ func TestLiveClaudeCode(t *testing.T) {
 	})
 
 	t.Run("web chat in chromium", func(t *testing.T) {
-		page := openChatPage(t, "http://"+g.addr+"/?room=lobby")
-		page.eval(t, `(() => {
+		page := testcdp.Open(t, findChromium(t), "http://"+g.addr+"/?room=lobby")
+		page.WaitFor("the chat page's live event stream", `document.getElementById("status")?.dataset.state === "live"`)
+		page.Eval(`(() => {
   window.__drafts = [];
   const note = () => {
     for (const el of document.querySelectorAll(".msg.draft .text")) {
@@ -310,19 +312,19 @@ func TestLiveClaudeCode(t *testing.T) {
   };
   new MutationObserver(note).observe(document.body, {subtree: true, childList: true, characterData: true});
   return true;
-})()`, nil)
+})()`)
 		final := liveAnswer("web", liveDeltas)
 		g.mustPost("lobby", "ann", "long web")
 		var finals []string
 		testwait.For(t, claudeTurnWithin, "the final reply on the page", func() bool {
-			page.eval(t, `[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
+			page.EvalInto(`[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
 			return len(finals) > 0
 		})
 		var drafts []string
 		var left int
-		page.eval(t, `[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
-		page.eval(t, `window.__drafts`, &drafts)
-		page.eval(t, `document.querySelectorAll(".msg.draft").length`, &left)
+		page.EvalInto(`[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
+		page.EvalInto(`window.__drafts`, &drafts)
+		page.EvalInto(`document.querySelectorAll(".msg.draft").length`, &left)
 		if ok, n := growing(drafts, final); !ok || n < 2 {
 			t.Errorf("the page showed drafts %q; want at least two different texts, each a longer start of the final", drafts)
 		}
