@@ -15,7 +15,6 @@ import (
 	"switchboard/agent"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
-	"switchboard/store"
 )
 
 // liveAdapter is the fake platform with native live replies (Streamer)
@@ -195,16 +194,7 @@ func TestLiveReplyNativeGrowsThenFinalOnce(t *testing.T) {
 	if aborts != 0 || len(h.fa.sentTo(testChat)) != 0 {
 		t.Errorf("aborts %d, sent %v: want the final through Finish only", aborts, h.fa.sentTo(testChat))
 	}
-	ms, err := h.st.MessagesAfter(context.Background(), testChat, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bots []store.Message
-	for _, m := range ms {
-		if m.FromBot {
-			bots = append(bots, m)
-		}
-	}
+	bots := h.botMessages(testChat)
 	if len(bots) != 1 || bots[0].Text != toolReply || !strings.HasPrefix(string(bots[0].ID), "live-") {
 		t.Errorf("bot messages stored = %+v, want the final once under the live reply's id", bots)
 	}
@@ -251,12 +241,8 @@ exit 3`, abs, gate))
 		t.Errorf("final = %q, want the text so far and the failure marker", f[0])
 	}
 	h.stop()
-	ms, err := h.st.MessagesAfter(context.Background(), testChat, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.FromBot && strings.HasPrefix(m.Text, "Let me run") {
+	for _, m := range h.botMessages(testChat) {
+		if strings.HasPrefix(m.Text, "Let me run") {
 			t.Errorf("the marked live reply was stored: %+v", m)
 		}
 	}

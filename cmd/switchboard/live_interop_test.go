@@ -196,32 +196,7 @@ func claudeLive(t testing.TB, apiURL, adaptersYAML, routesYAML, agentExtra, extr
 	installDir, claudeBin := claudeCode(t)
 	switchboardBinary(t)
 	dir = t.TempDir()
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	binDir := filepath.Join(dir, "bin")
-	if err := os.Mkdir(binDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(claudeBin, filepath.Join(binDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
-	agentEnv := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
-	env = []string{
-		"HOME=" + home,
-		"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"ANTHROPIC_API_KEY=sk-ant-test-live",
-		"ANTHROPIC_BASE_URL=" + apiURL,
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-	}
-	if os.Geteuid() == 0 {
-		agentEnv = append(agentEnv, "IS_SANDBOX")
-		env = append(env, "IS_SANDBOX=1")
-	}
+	agentEnv, env := claudeEnv(t, dir, claudeBin, apiURL, "sk-ant-test-live")
 	envYAML, _ := json.Marshal(agentEnv)
 	cfg := fmt.Sprintf(`data_dir: ./data
 operator_folder: root
@@ -242,7 +217,7 @@ groups:
   - folder: root
   - folder: main
 routes:
-%s%s`, binDir, installDir, envYAML, agentExtra, liveInterval, adaptersYAML, routesYAML, extra)
+%s%s`, filepath.Join(dir, "bin"), installDir, envYAML, agentExtra, liveInterval, adaptersYAML, routesYAML, extra)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
