@@ -250,6 +250,11 @@ type Outbound struct {
 	Text    string
 	Topic   string    // post into this thread / forum topic
 	ReplyTo MessageID // platform id to reply to, if the platform threads replies
+	// ReplyToSender is the author of ReplyTo (the JID the adapter gave the
+	// message's Sender), when the gateway knows it: whom the reply
+	// answers. The gateway sets it from its store, so it holds after a
+	// restart; a Slack live reply's stream names its recipient by it.
+	ReplyToSender JID
 	// Key is an idempotency key unique per message part; adapters that can
 	// pass it to the platform (nonce, client id) should.
 	Key string
@@ -415,8 +420,10 @@ type Streamer interface {
 
 // LiveReply is one turn's live reply in one chat. Drafts are never stored as
 // messages: only the final one is, under the id Finish returns. Its methods
-// block until the platform answered (the adapter's own pacing included) and
-// are serialized; the gateway calls them from one goroutine, at most one
+// block until the platform answered (Finish and Abort through the adapter's
+// own pacing; an Update the pacing would hold is refused at once with
+// NotDue's *RetryAfterError instead, so that it never shows a text grown
+// old while it waited) and are serialized; the gateway calls them from one goroutine, at most one
 // Update per stream interval. Errors are those of Send: a *RetryAfterError
 // showed nothing and paces the caller, who calls again after Wait with the
 // newest text (each call carries the whole text, so nothing is lost); an

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 // EditLive is a live reply made of edits: one message sent at the first
@@ -21,6 +22,13 @@ type EditLive struct {
 	// closing what the cut left open); nil shows it as it is. The final
 	// text is shown as given.
 	Render func(text string) string
+	// Due, when set, is how long the platform's pacing would hold this
+	// live reply's next request now (edit: an edit, else the first send):
+	// an Update that would wait sends nothing and returns NotDue's
+	// RetryAfterError, so that the caller's next update, once it is due,
+	// carries its newest text instead of this one sent late. Finish is
+	// never refused: it waits its turn.
+	Due func(edit bool) time.Duration
 
 	mu       sync.Mutex
 	id       MessageID
@@ -46,7 +54,26 @@ func (e *EditLive) Update(ctx context.Context, text string) error {
 			return nil
 		}
 	}
+	if e.id != "" && text == e.shown {
+		return nil
+	}
+	if e.Due != nil {
+		if err := NotDue(e.Due(e.id != "")); err != nil {
+			return err
+		}
+	}
 	return e.show(ctx, text)
+}
+
+// NotDue is the refusal of a live update that the platform's pacing would
+// hold for wait (nil when wait is not positive): a *RetryAfterError with
+// that wait. A live reply refuses such an update rather than wait with a
+// text that is old by the time it is sent (LiveReply.Update).
+func NotDue(wait time.Duration) error {
+	if wait > 0 {
+		return &RetryAfterError{Wait: wait}
+	}
+	return nil
 }
 
 // Finish makes text the message's last edit, or sends it when nothing was

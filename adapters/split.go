@@ -18,13 +18,13 @@ const fenceClose = "\n```"
 // max <= 0, or text that fits, returns text alone. Whitespace at a cut is
 // dropped; nothing else is.
 func Split(text string, max int) []string {
-	if max <= 0 || UTF16Len(text) <= max {
+	if max <= 0 || prefixFitting(text, max) == len(text) {
 		return []string{text}
 	}
 	var parts []string
 	prefix := "" // reopens a fence cut in the previous part
 	for text != "" {
-		if UTF16Len(prefix+text) <= max {
+		if prefixFitting(text, max-UTF16Len(prefix)) == len(text) { // counts no further than max
 			parts = append(parts, prefix+text)
 			break
 		}

@@ -26,8 +26,9 @@ type claudeStream struct {
 	emit    func(Event)
 	secrets []string // never in a summary (envSecrets)
 	// segs are the reply's text blocks so far; the reply is the non-empty
-	// ones joined by a blank line (reply).
-	segs []string
+	// ones joined by a blank line (reply). Bytes, so that a delta is an
+	// append: a reply of n deltas costs n, not n².
+	segs [][]byte
 	// The message being streamed: its id, the index in segs of its first
 	// text block, how many of its text blocks an assistant event has
 	// confirmed, its content blocks' segments and its tool calls not yet
@@ -201,14 +202,19 @@ func (s *claudeStream) newMessage(id string) (changed bool) {
 
 // reply is the text the events so far add up to.
 func (s *claudeStream) reply() string {
-	var parts []string
+	var b []byte
 	for _, t := range s.segs {
-		if t != "" {
-			parts = append(parts, t)
+		if len(t) > 0 {
+			if len(b) > 0 {
+				b = append(b, "\n\n"...)
+			}
+			b = append(b, t...)
 		}
 	}
-	return strings.Join(parts, "\n\n")
+	return string(b)
 }
+
+func nonEmpty(t []byte) bool { return len(t) > 0 }
 
 func (s *claudeStream) appendText(block int, text string) {
 	if text == "" {
@@ -217,20 +223,20 @@ func (s *claudeStream) appendText(block int, text string) {
 	si, ok := s.blockSeg[block]
 	if !ok {
 		si = len(s.segs)
-		s.segs = append(s.segs, "")
+		s.segs = append(s.segs, nil)
 		s.blockSeg[block] = si
 	}
-	if slices.ContainsFunc(s.segs[si+1:], func(t string) bool { return t != "" }) {
+	if slices.ContainsFunc(s.segs[si+1:], nonEmpty) {
 		// Text for a block before the last one: not an append.
-		s.segs[si] += text
+		s.segs[si] = append(s.segs[si], text...)
 		s.emit(Event{Kind: EventReplace, Text: s.reply()})
 		return
 	}
 	sep := ""
-	if s.segs[si] == "" && slices.ContainsFunc(s.segs[:si], func(t string) bool { return t != "" }) {
+	if len(s.segs[si]) == 0 && slices.ContainsFunc(s.segs[:si], nonEmpty) {
 		sep = "\n\n"
 	}
-	s.segs[si] += text
+	s.segs[si] = append(s.segs[si], text...)
 	s.emit(Event{Kind: EventText, Text: sep + text})
 }
 
@@ -278,10 +284,10 @@ func (s *claudeStream) assistant(m *claudeMessage) {
 	for i, t := range texts {
 		k := s.msgFirst + s.confirmed + i
 		switch {
-		case k < len(s.segs) && s.segs[k] != t:
-			s.segs[k], changed = t, true
+		case k < len(s.segs) && string(s.segs[k]) != t:
+			s.segs[k], changed = []byte(t), true
 		case k >= len(s.segs):
-			s.segs = append(s.segs, t)
+			s.segs = append(s.segs, []byte(t))
 			changed = changed || t != ""
 		}
 	}

@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -158,8 +159,14 @@ type AdaptersConfig struct {
 }
 
 type WebConfig struct {
-	Enabled bool   `yaml:"enabled"`
-	Listen  string `yaml:"listen"`
+	Enabled      bool   `yaml:"enabled"`
+	Listen       string `yaml:"listen"`
+	StreamConfig `yaml:",inline"`
+}
+
+// StreamConfig is an adapter's live-reply setting, the same keys for
+// every platform (AdaptersConfig.Streams lists them by platform).
+type StreamConfig struct {
 	// Stream is how a turn's reply shows while it runs: native (the
 	// platform's live reply), edit (one message edited), off. Default native.
 	Stream string `yaml:"stream"`
@@ -168,37 +175,40 @@ type WebConfig struct {
 	StreamInterval Duration `yaml:"stream_interval"`
 }
 
+// Streams are the live-reply settings of the adapters, by platform: the
+// one list that validation and the gateway's wiring read.
+func (a AdaptersConfig) Streams() map[string]StreamConfig {
+	return map[string]StreamConfig{"web": a.Web.StreamConfig, "telegram": a.Telegram.StreamConfig, "discord": a.Discord.StreamConfig, "slack": a.Slack.StreamConfig}
+}
+
 type TelegramConfig struct {
 	Enabled bool   `yaml:"enabled"`
 	Token   Secret `yaml:"token"`
 	APIURL  string `yaml:"api_url"`
 	// Webhook mode instead of long polling: Telegram posts to WebhookURL
 	// (public HTTPS), which your proxy forwards to Listen.
-	WebhookURL     string   `yaml:"webhook_url"`
-	Listen         string   `yaml:"listen"`
-	SecretToken    Secret   `yaml:"secret_token"`
-	Stream         string   `yaml:"stream"`          // as WebConfig's
-	StreamInterval Duration `yaml:"stream_interval"` // as WebConfig's
+	WebhookURL   string `yaml:"webhook_url"`
+	Listen       string `yaml:"listen"`
+	SecretToken  Secret `yaml:"secret_token"`
+	StreamConfig `yaml:",inline"`
 }
 
 type DiscordConfig struct {
-	Enabled        bool     `yaml:"enabled"`
-	Token          Secret   `yaml:"token"`
-	APIURL         string   `yaml:"api_url"`
-	Stream         string   `yaml:"stream"`          // as WebConfig's
-	StreamInterval Duration `yaml:"stream_interval"` // as WebConfig's
+	Enabled      bool   `yaml:"enabled"`
+	Token        Secret `yaml:"token"`
+	APIURL       string `yaml:"api_url"`
+	StreamConfig `yaml:",inline"`
 }
 
 type SlackConfig struct {
-	Enabled        bool     `yaml:"enabled"`
-	BotToken       Secret   `yaml:"bot_token"`
-	AppToken       Secret   `yaml:"app_token"`
-	Mode           string   `yaml:"mode"`
-	SigningSecret  Secret   `yaml:"signing_secret"`
-	Listen         string   `yaml:"listen"`
-	APIURL         string   `yaml:"api_url"`
-	Stream         string   `yaml:"stream"`          // as WebConfig's
-	StreamInterval Duration `yaml:"stream_interval"` // as WebConfig's
+	Enabled       bool   `yaml:"enabled"`
+	BotToken      Secret `yaml:"bot_token"`
+	AppToken      Secret `yaml:"app_token"`
+	Mode          string `yaml:"mode"`
+	SigningSecret Secret `yaml:"signing_secret"`
+	Listen        string `yaml:"listen"`
+	APIURL        string `yaml:"api_url"`
+	StreamConfig  `yaml:",inline"`
 }
 
 // GroupSeed is a group created at start if missing, and its settings.
@@ -277,10 +287,10 @@ func Default() Config {
 			StopBy:         "anyone",
 		},
 		Adapters: AdaptersConfig{
-			Web:           WebConfig{Enabled: true, Listen: "127.0.0.1:8420", Stream: "native", StreamInterval: Duration(time.Second)},
-			Telegram:      TelegramConfig{Stream: "native", StreamInterval: Duration(time.Second)},
-			Discord:       DiscordConfig{Stream: "native", StreamInterval: Duration(time.Second)},
-			Slack:         SlackConfig{Mode: "socket", Stream: "native", StreamInterval: Duration(500 * time.Millisecond)},
+			Web:           WebConfig{Enabled: true, Listen: "127.0.0.1:8420", StreamConfig: StreamConfig{"native", Duration(time.Second)}},
+			Telegram:      TelegramConfig{StreamConfig: StreamConfig{"native", Duration(time.Second)}},
+			Discord:       DiscordConfig{StreamConfig: StreamConfig{"native", Duration(time.Second)}},
+			Slack:         SlackConfig{Mode: "socket", StreamConfig: StreamConfig{"native", Duration(500 * time.Millisecond)}},
 			MaxDownloadMB: 25,
 		},
 		Admin:     AdminConfig{Listen: "127.0.0.1:8421"},
@@ -542,16 +552,12 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 			bad("adapters.telegram.listen", "%q is not host:port; webhook mode needs the address your proxy forwards webhook_url to", a.Telegram.Listen)
 		}
 	}
-	for _, l := range []struct {
-		name, mode string
-		interval   Duration
-	}{{"web", a.Web.Stream, a.Web.StreamInterval}, {"telegram", a.Telegram.Stream, a.Telegram.StreamInterval},
-		{"discord", a.Discord.Stream, a.Discord.StreamInterval}, {"slack", a.Slack.Stream, a.Slack.StreamInterval}} {
-		name := l.name
-		if !slices.Contains([]string{"native", "edit", "off"}, l.mode) {
-			bad("adapters."+name+".stream", "%q: want native (the platform's live reply), edit (one message edited) or off", l.mode)
+	for _, name := range slices.Sorted(maps.Keys(a.Streams())) {
+		l := a.Streams()[name]
+		if !slices.Contains([]string{"native", "edit", "off"}, l.Stream) {
+			bad("adapters."+name+".stream", "%q: want native (the platform's live reply), edit (one message edited) or off", l.Stream)
 		}
-		if d := time.Duration(l.interval); d < 100*time.Millisecond || d > time.Minute {
+		if d := time.Duration(l.StreamInterval); d < 100*time.Millisecond || d > time.Minute {
 			bad("adapters."+name+".stream_interval", "%s: want 100ms to 1m between two updates of a live reply", d)
 		}
 	}

@@ -157,30 +157,42 @@ func (d decoder) decodeStruct(path string, n *yaml.Node, v reflect.Value) error 
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("%s: want a mapping of keys (line %d)", orRoot(path), n.Line)
 	}
-	t := v.Type()
+	names, fields := yamlFields(v.Type())
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key := n.Content[i].Value
-		idx := -1
-		var names []string
-		for f := 0; f < t.NumField(); f++ {
-			name := strings.Split(t.Field(f).Tag.Get("yaml"), ",")[0]
-			names = append(names, name)
-			if name == key {
-				idx = f
-			}
-		}
 		full := key
 		if path != "" {
 			full = path + "." + key
 		}
-		if idx < 0 {
+		idx, ok := fields[key]
+		if !ok {
 			return fmt.Errorf("%s: unknown key (line %d); valid keys here: %s", full, n.Content[i].Line, strings.Join(names, ", "))
 		}
-		if err := d.decodeNode(full, n.Content[i+1], v.Field(idx)); err != nil {
+		if err := d.decodeNode(full, n.Content[i+1], v.FieldByIndex(idx)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// yamlFields are the keys of struct type t in order and the field index of
+// each; the keys of a field tagged ",inline" are t's own.
+func yamlFields(t reflect.Type) (names []string, fields map[string][]int) {
+	fields = map[string][]int{}
+	for f := 0; f < t.NumField(); f++ {
+		name, opts, _ := strings.Cut(t.Field(f).Tag.Get("yaml"), ",")
+		if opts == "inline" && t.Field(f).Type.Kind() == reflect.Struct {
+			inner, innerFields := yamlFields(t.Field(f).Type)
+			names = append(names, inner...)
+			for k, idx := range innerFields {
+				fields[k] = append([]int{f}, idx...)
+			}
+			continue
+		}
+		names = append(names, name)
+		fields[name] = []int{f}
+	}
+	return names, fields
 }
 
 func orRoot(path string) string {

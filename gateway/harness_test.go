@@ -247,6 +247,22 @@ func (h *harness) post(chat, id, text string) int64 {
 	return seq
 }
 
+// botMessages are the bot's messages stored in chat, oldest first.
+func (h *harness) botMessages(chat adapters.JID) []store.Message {
+	h.t.Helper()
+	ms, err := h.st.MessagesAfter(context.Background(), chat, 0, 100)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var bots []store.Message
+	for _, m := range ms {
+		if m.FromBot {
+			bots = append(bots, m)
+		}
+	}
+	return bots
+}
+
 // waitSent waits until chat received n messages and returns them.
 func (h *harness) waitSent(chat string, n int) []sentMsg {
 	h.t.Helper()

@@ -97,7 +97,7 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 	}
 	stopTyping := typing(ctx, t.adapters, t.log, b.ChatJID, b.Topic)
 	live := t.live.start(ctx, t.agent.Output, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b),
-		Key: p.turn.ID + "/reply"}, p.turn.ID)
+		ReplyToSender: lastSender(b), Key: p.turn.ID + "/reply"}, p.turn.ID)
 	if live != nil {
 		p.in.OnEvent = live.onEvent
 	}
@@ -404,6 +404,15 @@ func lastMessageID(b store.Batch) adapters.MessageID {
 		return ""
 	}
 	return b.Messages[len(b.Messages)-1].ID
+}
+
+// lastSender is who wrote the message a turn's reply answers
+// (lastMessageID), from the store: known after a restart too.
+func lastSender(b store.Batch) adapters.JID {
+	if len(b.Messages) == 0 {
+		return ""
+	}
+	return b.Messages[len(b.Messages)-1].Sender
 }
 
 func taskID(id int64) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,11 @@ const (
 	// update): more than any platform shows in one message, and the reply
 	// itself is capped at 64 KiB (store.CapText).
 	liveTextCap = 64 << 10
+	// liveRetryMin bounds below the wait after an update or part the
+	// platform refused for a while (a RetryAfterError): the wait it said,
+	// not a whole interval, so that the newest text shows as soon as the
+	// chat is due; a wait of nothing would spin.
+	liveRetryMin = 20 * time.Millisecond
 )
 
 // liveStarter starts the live replies of turns and hands the ones whose
@@ -112,7 +118,7 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	}
 	var lim adapters.Limits
 	if l, ok := a.(adapters.Limiter); ok {
-		lim = l.Limits()
+		lim = memoLimits(l.Limits())
 	}
 	l := &liveTurn{lr: lr, open: open, storePart: s.storePart, a: a, out: out, turn: turn, st: s.st, lim: lim, interval: cfg.Interval, progress: s.progress, log: s.log, crashAt: s.crashAt,
 		kick: make(chan struct{}, 1), stopC: make(chan struct{}), done: make(chan struct{})}
@@ -122,6 +128,40 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	l.prior = s.adopt(ctx, out, turn)
 	go l.run(ctx) // shutdown cancels an update in flight
 	return l
+}
+
+// liveMemoSize bounds the parts a live reply keeps the measure of.
+const liveMemoSize = 256
+
+// memoLimits is lim whose Measure remembers what it measured: a live
+// reply splits its whole text so far at every update (LiveParts), and
+// without it the parts settled long ago would be rendered again each
+// time, so the cost of an update would grow with the answer (a measure
+// renders the part, twice for Telegram). Safe for concurrent use.
+func memoLimits(lim adapters.Limits) adapters.Limits {
+	measure := lim.Measure
+	if measure == nil {
+		return lim
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	lim.Measure = func(s string) int {
+		mu.Lock()
+		n, ok := seen[s]
+		mu.Unlock()
+		if ok {
+			return n
+		}
+		n = measure(s)
+		mu.Lock()
+		if len(seen) >= liveMemoSize {
+			clear(seen)
+		}
+		seen[strings.Clone(s)] = n // not the whole text s is cut from
+		mu.Unlock()
+		return n
+	}
+	return lim
 }
 
 // keep hands l to the outbox: the turn queued its final reply under key.
@@ -234,7 +274,9 @@ func (l *liveTurn) firstPart(text string) string {
 }
 
 // run shows the newest text after each change, at most once per interval;
-// a rate limit pauses it for its wait (the newest text follows).
+// a refused update (a rate limit, or the adapter's pacing: a
+// RetryAfterError) pauses it for the wait it said, and the newest text
+// follows.
 func (l *liveTurn) run(ctx context.Context) {
 	defer close(l.done)
 	last := ""
@@ -255,7 +297,7 @@ func (l *liveTurn) run(ctx context.Context) {
 			case err == nil:
 				last = ""
 			case errors.As(err, &ra):
-				wait = max(ra.Wait, wait)
+				wait = max(ra.Wait, liveRetryMin)
 			case errors.Is(err, adapters.ErrPermanent) || errors.Is(err, adapters.ErrLiveEnded) || errors.Is(err, adapters.ErrUnsupported):
 				l.end(err)
 				return
@@ -276,7 +318,7 @@ func (l *liveTurn) run(ctx context.Context) {
 				l.mu.Unlock()
 				l.record(ctx)
 			case errors.As(err, &ra):
-				wait = max(ra.Wait, wait)
+				wait = max(ra.Wait, liveRetryMin)
 				l.again()
 			case errors.Is(err, adapters.ErrUnsupported) && !l.isShown():
 				if !l.fallBack(ctx) {

@@ -86,12 +86,13 @@ func (l *liveTurn) view() (settle, show string) {
 	if done < len(parts) {
 		show = parts[done]
 	}
-	if tool != "" {
-		if show != "" {
-			show += "\n\n"
-		}
-		show += "_" + tool + "_"
+	if tool == "" {
+		return settle, show // a part of the split: it fits
 	}
+	if show != "" {
+		show += "\n\n"
+	}
+	show += "_" + tool + "_"
 	return settle, l.firstPart(show)
 }
 

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,7 +16,6 @@ import (
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
-	"switchboard/store"
 )
 
 // longStreamAgent streams reply in deltas of a few lines each, waits for
@@ -107,16 +105,7 @@ func TestLiveReplyContinuesPastTheLimitTelegram(t *testing.T) {
 	if len(s) != len(parts) {
 		t.Errorf("the chat shows %d messages from the bot; want the %d parts, each once", len(s), len(parts))
 	}
-	ms, err := h.st.MessagesAfter(context.Background(), chat, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bots []store.Message
-	for _, m := range ms {
-		if m.FromBot {
-			bots = append(bots, m)
-		}
-	}
+	bots := h.botMessages(chat)
 	if len(bots) != len(parts) {
 		t.Fatalf("stored %d bot messages; want the %d parts, each once", len(bots), len(parts))
 	}

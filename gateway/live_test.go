@@ -15,19 +15,20 @@ import (
 	"switchboard/agent"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
-	"switchboard/store"
 )
 
 // liveAdapter is the fake platform with native live replies (Streamer)
 // and edits: it records every update, final, abort and edit.
 type liveAdapter struct {
 	*fakeAdapter
-	native  bool   // implements StartLive (else: ErrUnsupported)
-	limited string // an update showing this is refused once with a rate limit
-	finFail int    // the first Finish calls fail (transient)
-	max     int    // Limits.MaxText
+	native  bool          // implements StartLive (else: ErrUnsupported)
+	limited string        // an update showing this is refused once with a rate limit
+	refuse  time.Duration // the first update is refused with this wait (0: not)
+	finFail int           // the first Finish calls fail (transient)
+	max     int           // Limits.MaxText
 
 	lmu     sync.Mutex
+	started []adapters.Outbound // StartLive's
 	updates []string
 	finals  []string
 	aborts  int
@@ -41,6 +42,9 @@ func (a *liveAdapter) StartLive(ctx context.Context, m adapters.Outbound, turn s
 	if !a.native {
 		return nil, adapters.Unsupported(a.name, "live")
 	}
+	a.lmu.Lock()
+	a.started = append(a.started, m)
+	a.lmu.Unlock()
 	return &fakeLive{a: a, id: adapters.MessageID("live-" + turn)}, nil
 }
 
@@ -76,6 +80,11 @@ func (l *fakeLive) Update(ctx context.Context, text string) error {
 	defer l.a.lmu.Unlock()
 	if l.ended || l.done {
 		return adapters.ErrLiveEnded
+	}
+	if l.a.refuse > 0 {
+		wait := l.a.refuse
+		l.a.refuse = 0
+		return &adapters.RetryAfterError{Wait: wait}
 	}
 	if l.a.limited != "" && text == l.a.limited {
 		l.a.limited = ""
@@ -185,16 +194,7 @@ func TestLiveReplyNativeGrowsThenFinalOnce(t *testing.T) {
 	if aborts != 0 || len(h.fa.sentTo(testChat)) != 0 {
 		t.Errorf("aborts %d, sent %v: want the final through Finish only", aborts, h.fa.sentTo(testChat))
 	}
-	ms, err := h.st.MessagesAfter(context.Background(), testChat, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bots []store.Message
-	for _, m := range ms {
-		if m.FromBot {
-			bots = append(bots, m)
-		}
-	}
+	bots := h.botMessages(testChat)
 	if len(bots) != 1 || bots[0].Text != toolReply || !strings.HasPrefix(string(bots[0].ID), "live-") {
 		t.Errorf("bot messages stored = %+v, want the final once under the live reply's id", bots)
 	}
@@ -241,12 +241,8 @@ exit 3`, abs, gate))
 		t.Errorf("final = %q, want the text so far and the failure marker", f[0])
 	}
 	h.stop()
-	ms, err := h.st.MessagesAfter(context.Background(), testChat, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.FromBot && strings.HasPrefix(m.Text, "Let me run") {
+	for _, m := range h.botMessages(testChat) {
+		if strings.HasPrefix(m.Text, "Let me run") {
 			t.Errorf("the marked live reply was stored: %+v", m)
 		}
 	}
@@ -347,6 +343,30 @@ func TestLiveReplyRateLimitResends(t *testing.T) {
 	h.stop()
 	if _, f, _, aborts, _ := la.snapshot(); aborts != 0 || len(f) != 1 || f[0] != toolReply || len(h.turns("main")) != 1 {
 		t.Errorf("finals %q, aborts %d, %d turns: want the one turn's live reply to go on after the wait", f, aborts, len(h.turns("main")))
+	}
+}
+
+// A refused update (the adapter's pacing or a rate limit said to wait
+// 20 ms) is tried again after the wait it said, not a whole stream
+// interval later: with an interval of an hour the text still shows at
+// once. The live reply knows whom it answers (the question's sender,
+// from the store).
+func TestLiveReplyRefusalWaitsWhatItSaid(t *testing.T) {
+	la := &liveAdapter{fakeAdapter: newFakeAdapter("test"), native: true, refuse: 20 * time.Millisecond}
+	argv, gate := streamAgent(t, toolFixture, 6, 0)
+	h := liveHarness(t, la, argv, Stream{Mode: StreamNative, Interval: time.Hour})
+	h.post(testChat, "m1", "@bot run it")
+	testwait.For(t, 10*time.Second, "the update after the refusal", func() bool {
+		u, _, _, _, _ := la.snapshot()
+		return len(u) > 0
+	})
+	openGate(t, gate)
+	testwait.For(t, 20*time.Second, "the final", func() bool { _, f, _, _, _ := la.snapshot(); return len(f) > 0 })
+	h.stop()
+	la.lmu.Lock()
+	defer la.lmu.Unlock()
+	if len(la.started) != 1 || la.started[0].ReplyTo != "m1" || la.started[0].ReplyToSender != "test:user/ann" {
+		t.Errorf("live replies started with %+v; want one replying to m1 by test:user/ann", la.started)
 	}
 }
 

@@ -408,12 +408,20 @@ func (b mcpSessions) Turns(ctx context.Context, folder groups.Folder, limit int)
 	return b.st.Turns(ctx, folder, limit)
 }
 
-// ReportUsage implements ipc.Spend: report_usage adds to folder's running turn.
-func (b mcpSpend) ReportUsage(folder groups.Folder, r ipc.UsageReport) bool {
+// ReportUsage implements ipc.Spend: report_usage adds to folder's running
+// turn what agent.Usage.Checked (the one check of every usage) lets
+// through, and returns its refusal otherwise.
+func (b mcpSpend) ReportUsage(folder groups.Folder, r ipc.UsageReport) error {
 	u := agent.Report{CostUSD: r.CostUSD, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CacheCreationInputTokens: r.CacheCreationTokens, CacheReadInputTokens: r.CacheReadTokens, NumTurns: r.NumTurns,
 		DurationAPIMS: r.APIMS}.Usage()
-	return b.active.report(folder, u)
+	if u.Refused != "" {
+		return fmt.Errorf("%s: report what this turn's model calls cost, in US dollars (not cents) and tokens", u.Refused)
+	}
+	if !b.active.report(folder, u) {
+		return ipc.ErrNoTurn
+	}
+	return nil
 }
 
 // Budgets implements ipc.Spend.

@@ -15,4 +15,6 @@ var (
 	// ErrFlushTimeout: after the bridge's stdin ended, the gateway did not
 	// answer the requests already sent within the flush timeout.
 	ErrFlushTimeout = errors.New("the gateway did not finish answering within the flush timeout after stdin closed")
+	// ErrNoTurn: report_usage outside a turn has nothing to add to.
+	ErrNoTurn = errors.New("your group runs no turn now; report usage from within a turn")
 )

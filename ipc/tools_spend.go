@@ -2,7 +2,6 @@ package ipc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -13,9 +12,10 @@ import (
 
 // Spend records what turns cost and caps it per group.
 type Spend interface {
-	// ReportUsage adds u to folder's running turn; false when folder runs
-	// no turn.
-	ReportUsage(folder groups.Folder, u UsageReport) bool
+	// ReportUsage adds u to folder's running turn. Its error, shown to the
+	// agent, says why not: ErrNoTurn, or figures over what one turn can
+	// report (the one check of every usage, agent.Usage.Checked).
+	ReportUsage(folder groups.Folder, u UsageReport) error
 	// Budgets lists the spend and caps of folder's subtree ("": every
 	// group), today and this month in the operator's zone.
 	Budgets(ctx context.Context, folder groups.Folder) ([]BudgetInfo, error)
@@ -114,38 +114,33 @@ func runSetBudget(ctx context.Context, c *call) (any, error) {
 	return ok, nil
 }
 
-// errNoTurn: report_usage outside a turn has nothing to add to.
-var errNoTurn = errors.New("your group runs no turn now; report usage from within a turn")
-
-// The ceilings of a turn's report, as agent.Usage.Checked has them
-// (MaxTurnCostUSD, MaxTurnTokens): the gateway refuses a turn's usage
-// above them, so the tool tells the agent at once.
-const (
-	maxReportUSD   = 10_000
-	maxReportCount = 1e12
-)
-
 // usageParams are report_usage's params; all are figures that cannot be negative.
 var usageParams = []string{"cost_usd", "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
 	"num_turns", "duration_api_ms"}
 
+// runReportUsage checks that each figure is a number, 0 or more; whether
+// a turn can have spent that much is the gateway's one check
+// (Spend.ReportUsage).
 func runReportUsage(_ context.Context, c *call) (any, error) {
 	for _, k := range usageParams {
-		if f, _ := c.args[k].(float64); f < 0 || math.IsNaN(f) || math.IsInf(f, 0) || f > maxReportCount {
-			return nil, fmt.Errorf("%s: %v is not a figure a turn can report; want 0 to %.0f", k, c.args[k], float64(maxReportCount))
+		if f, _ := c.args[k].(float64); f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%s: %v is not a figure a turn can report; want a number, 0 or more", k, c.args[k])
 		}
 	}
-	u := UsageReport{CostUSD: c.float("cost_usd"), InputTokens: int64(c.int("input_tokens", 0)),
-		OutputTokens: int64(c.int("output_tokens", 0)), CacheCreationTokens: int64(c.int("cache_creation_input_tokens", 0)),
-		CacheReadTokens: int64(c.int("cache_read_input_tokens", 0)), NumTurns: int64(c.int("num_turns", 0)),
-		APIMS: int64(c.int("duration_api_ms", 0))}
-	if u.CostUSD > maxReportUSD {
-		return nil, errors.New("cost_usd: more than $10,000 in one turn is not believable; report dollars, not cents")
-	}
-	if !c.b.ReportUsage(c.folder, u) {
-		return nil, errNoTurn
+	u := UsageReport{CostUSD: c.float("cost_usd"), InputTokens: c.count("input_tokens"),
+		OutputTokens: c.count("output_tokens"), CacheCreationTokens: c.count("cache_creation_input_tokens"),
+		CacheReadTokens: c.count("cache_read_input_tokens"), NumTurns: c.count("num_turns"), APIMS: c.count("duration_api_ms")}
+	if err := c.b.ReportUsage(c.folder, u); err != nil {
+		return nil, err
 	}
 	return ok, nil
+}
+
+// count is a count param, 0 when absent; a number too large for an int64
+// stays too large (1<<62) for the check that refuses it.
+func (c *call) count(k string) int64 {
+	f, _ := c.args[k].(float64)
+	return int64(min(f, 1<<62))
 }
 
 // float is a number param (0 when absent, negative or not finite).

@@ -43,8 +43,8 @@ func testLive(t *testing.T, p Platform) {
 	for _, c := range chats {
 		t.Run(c.name, func(t *testing.T) {
 			uid := p.UserPosts(t, Post{Chat: c.chat, Topic: c.topic, Text: "count for me", Mention: true})
-			waitEvent(t, host, "the question", func(ev adapters.Inbound) bool { return ev.ID == uid })
-			liveReply(t, p, a, s, lw.WatchLive(t, c.chat), adapters.Outbound{Chat: c.chat, Topic: c.topic, ReplyTo: uid, Key: "live/" + c.name})
+			q := waitEvent(t, host, "the question", func(ev adapters.Inbound) bool { return ev.ID == uid })
+			liveReply(t, p, a, s, lw.WatchLive(t, c.chat), adapters.Outbound{Chat: c.chat, Topic: c.topic, ReplyTo: uid, ReplyToSender: q.Sender, Key: "live/" + c.name})
 		})
 	}
 }

@@ -2,8 +2,10 @@ package discord
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
@@ -99,5 +101,45 @@ func TestLiveUpdateAtTheLimit(t *testing.T) {
 	}
 	if msgs := f.Messages(discordtest.Channel); len(msgs) != 1 || msgs[0].Content != text {
 		t.Errorf("the channel holds %d messages; want one showing the text as it is", len(msgs))
+	}
+}
+
+// A live update never waits out a rate limit with its text: a 429 comes
+// back as a RetryAfterError with nothing shown (discordgo would wait and
+// send that text late), an update while the channel's bucket is spent is
+// refused at once without a request, and the update after the wait shows
+// the newest text; the final still arrives.
+func TestLiveUpdatesNotHeldByRateLimit(t *testing.T) {
+	f := discordtest.New(t)
+	a := start(t, f, adaptertest.NewHost(), nil)
+	ctx := t.Context()
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: channelChat}, "turn-1")
+	if err := l.Update(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	f.RateLimit(300 * time.Millisecond)
+	var ra *adapters.RetryAfterError
+	if err := l.Update(ctx, "one two"); !errors.As(err, &ra) || ra.Wait <= 0 {
+		t.Fatalf("an update answered 429: %v; want a RetryAfterError, nothing shown", err)
+	}
+	if err := l.Update(ctx, "one two three"); !errors.As(err, &ra) || ra.Wait <= 0 {
+		t.Fatalf("an update while the bucket is spent: %v; want a RetryAfterError", err)
+	}
+	if _, next := f.RateLimited(); !next.IsZero() {
+		t.Fatalf("a request came %s after the 429 (the update waited in the limiter); want none before the wait", next.Sub(time.Now()))
+	}
+	time.Sleep(ra.Wait) // as the gateway does
+	if err := l.Update(ctx, "one two three four"); err != nil {
+		t.Fatalf("the update after the wait: %v", err)
+	}
+	if _, err := l.Finish(ctx, "all done"); err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, s := range f.Shown(discordtest.Channel) {
+		shown = append(shown, s.Content)
+	}
+	if !slices.Equal(shown, []string{"one", "one two three four", "all done"}) {
+		t.Errorf("the channel showed %q; want the first update, the newest after the wait, the final", shown)
 	}
 }

@@ -20,6 +20,12 @@ func mentions(reply bool) *discordgo.MessageAllowedMentions {
 // Send posts one part (Discord renders the Markdown), into the thread when
 // there is a topic, as a reply when ReplyTo is set.
 func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
+	return a.send(ctx, m)
+}
+
+// send is Send with more request options (a live reply's turn off
+// discordgo's waiting out a 429).
+func (a *Adapter) send(ctx context.Context, m adapters.Outbound, opts ...discordgo.RequestOption) (adapters.MessageID, error) {
 	s, err := a.session()
 	if err != nil {
 		return "", err
@@ -33,7 +39,7 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 		no := false
 		data.Reference = &discordgo.MessageReference{MessageID: string(m.ReplyTo), ChannelID: ch, GuildID: guildOf(m.Chat), FailIfNotExists: &no}
 	}
-	sent, err := s.ChannelMessageSendComplex(ch, data, discordgo.WithContext(ctx))
+	sent, err := s.ChannelMessageSendComplex(ch, data, append(opts, discordgo.WithContext(ctx))...)
 	if err != nil {
 		return "", classify(m.Chat, err)
 	}
@@ -42,12 +48,17 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 
 // Edit replaces the text of one of the bot's messages.
 func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string) error {
+	return a.edit(ctx, ref, text)
+}
+
+// edit is Edit with more request options (see send).
+func (a *Adapter) edit(ctx context.Context, ref adapters.MessageRef, text string, opts ...discordgo.RequestOption) error {
 	s, ch, err := a.target(ref)
 	if err != nil {
 		return err
 	}
 	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: string(ref.ID), Channel: ch, Content: &text, AllowedMentions: mentions(false)},
-		discordgo.WithContext(ctx))
+		append(opts, discordgo.WithContext(ctx))...)
 	return classify(ref.Chat, err)
 }
 

@@ -343,9 +343,14 @@ func HTMLText(s string) string {
 	return html.UnescapeString(b.String())
 }
 
-func htmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+// htmlEscaper and slackURL are built once: a Replacer builds its tables
+// at its first use, and one per call cost more than the rendering.
+var (
+	htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	slackURL    = strings.NewReplacer("|", "%7C", ">", "%3E", "<", "%3C")
+)
+
+func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
 
 // SlackMrkdwn renders src in Slack's mrkdwn: *bold*, _italic_, ~strike~,
 // `code`, ```blocks```, <url|label> links, with &, < and > escaped so that
@@ -361,7 +366,7 @@ var slack = Style{
 		if !safeURL(url) {
 			return label
 		}
-		u := strings.NewReplacer("|", "%7C", ">", "%3E", "<", "%3C").Replace(url)
+		u := slackURL.Replace(url)
 		if label == "" || label == htmlEscape(url) {
 			return "<" + u + ">"
 		}

@@ -105,9 +105,6 @@ func (a *Adapter) fromMsg(ctx context.Context, team, channel, channelType string
 	case msg.User != "":
 		m.Sender = userJID(team, msg.User)
 		m.SenderName = a.userName(ctx, msg.User)
-		if msg.User != botUser {
-			a.authors.put(channel+"/"+msg.Timestamp, msg.User) // a live reply's stream names whom it answers
-		}
 	case msg.BotID != "":
 		m.Sender = userJID(team, msg.BotID)
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
@@ -15,9 +16,9 @@ import (
 	"switchboard/adapters/markdown"
 )
 
-// StartLive implements adapters.Streamer. In a thread, when Slack knows
-// whom the reply answers (the author of m.ReplyTo, a message the adapter
-// received; anyone in a DM), the live reply is a Slack stream
+// StartLive implements adapters.Streamer. In a thread, when it is known
+// whom the reply answers (m.ReplyToSender, a user of the chat's workspace;
+// anyone in a DM), the live reply is a Slack stream
 // (chat.startStream at the first update, chat.appendStream of what each
 // update adds, chat.stopStream with the rest of the final): the streamed
 // message is the final. Anywhere else, and once Slack refused streams to
@@ -31,12 +32,26 @@ func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string)
 	}
 	l := &live{a: a, out: m, channel: channel}
 	if thread := threadOf(m, kind); thread != "" && !a.noStreams.Load() {
-		user, _ := a.authors.get(channel + "/" + string(m.ReplyTo))
+		team := strings.Split(m.Chat.Room(), "/")[0]
+		user := recipient(m, team)
 		if user != "" || kind == "dm" {
-			l.thread, l.user, l.team = thread, user, strings.Split(m.Chat.Room(), "/")[0]
+			l.thread, l.user, l.team = thread, user, team
 		}
 	}
 	return l, nil
+}
+
+// recipient is the Slack user id of m.ReplyToSender when it is a user of
+// team, else "" (a stream in a channel needs whom it answers).
+func recipient(m adapters.Outbound, team string) string {
+	if m.ReplyTo == "" || m.ReplyToSender.Platform() != "slack" {
+		return ""
+	}
+	t, user, ok := strings.Cut(m.ReplyToSender.Room(), "/user/")
+	if !ok || t != team || user == "" {
+		return ""
+	}
+	return user
 }
 
 // live is one turn's live reply in a Slack chat.
@@ -77,6 +92,9 @@ func (l *live) Update(ctx context.Context, text string) error {
 		if strings.TrimSpace(t) == "" {
 			return nil
 		}
+		if err := l.due("chat.postMessage"); err != nil {
+			return err
+		}
 		err := l.start(ctx, t)
 		if err == nil || !streamRefused(err) {
 			return classify("live", l.out.Chat, err)
@@ -88,14 +106,43 @@ func (l *live) Update(ctx context.Context, text string) error {
 			if delta == "" {
 				return nil
 			}
+			if err := l.due("chat.appendStream"); err != nil {
+				return err
+			}
 			if err := l.append(ctx, delta); err != nil || l.streaming {
 				return err
 			}
+		} else if err := l.due("chat.stopStream", "chat.update"); err != nil {
+			return err
 		} else if err := l.end(ctx, "", false); err != nil { // a replace: stop the stream, then edit it
 			return err
 		}
 	}
-	return l.edit(ctx, markdown.Partial(text))
+	src := markdown.Partial(text)
+	mrkdwn := markdown.SlackMrkdwn(src)
+	if mrkdwn == l.shown {
+		return nil
+	}
+	method := "chat.update"
+	if l.ts == "" {
+		method = "chat.postMessage"
+	}
+	if err := l.due(method); err != nil {
+		return err
+	}
+	return l.edit(ctx, src, mrkdwn)
+}
+
+// due refuses an update whose requests (methods) the adapter's tiers
+// would hold now, with adapters.NotDue's RetryAfterError: sent after the
+// wait its text would be old, while the caller's next update, once due,
+// carries the newest.
+func (l *live) due(methods ...string) error {
+	var d time.Duration
+	for _, m := range methods {
+		d = max(d, l.a.tiers.due(m, l.channel))
+	}
+	return adapters.NotDue(d)
 }
 
 // Finish ends the stream with the rest of text, or makes text the live
@@ -116,7 +163,7 @@ func (l *live) Finish(ctx context.Context, text string) (adapters.MessageID, err
 		}
 	}
 	if !l.streamed || l.sent != text {
-		if err := l.edit(ctx, text); err != nil {
+		if err := l.edit(ctx, text, markdown.SlackMrkdwn(text)); err != nil {
 			return "", err
 		}
 	}
@@ -219,10 +266,9 @@ func (l *live) end(ctx context.Context, delta string, grows bool) error {
 	return nil
 }
 
-// edit shows src (Markdown) by posting the live message or editing it,
-// unless it renders as the last edit did.
-func (l *live) edit(ctx context.Context, src string) error {
-	mrkdwn := markdown.SlackMrkdwn(src)
+// edit shows src (Markdown, rendered as mrkdwn) by posting the live
+// message or editing it, unless it renders as the last edit did.
+func (l *live) edit(ctx context.Context, src, mrkdwn string) error {
 	if mrkdwn == l.shown {
 		return nil
 	}

@@ -2,6 +2,7 @@ package slack_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,10 @@ import (
 	"switchboard/adapters/slack/slacktest"
 )
 
-const c1 = adapters.JID("slack:T1/channel/C1")
+const (
+	c1    = adapters.JID("slack:T1/channel/C1")
+	alice = adapters.JID("slack:T1/user/U1") // who asks (U1)
+)
 
 // liveSetup runs an adapter and has alice ask a question in C1 (in thread
 // when not ""); it returns the question's ts once the adapter received it.
@@ -61,7 +65,7 @@ func TestLiveStreamsInThread(t *testing.T) {
 				wantThread = thread
 			}
 			ctx := t.Context()
-			l, err := a.StartLive(ctx, adapters.Outbound{Chat: c1, Topic: thread, ReplyTo: adapters.MessageID(q)}, "turn-1")
+			l, err := a.StartLive(ctx, adapters.Outbound{Chat: c1, Topic: thread, ReplyTo: adapters.MessageID(q), ReplyToSender: alice}, "turn-1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +115,7 @@ func TestLiveStreamReplaced(t *testing.T) {
 	s := slacktest.New(t)
 	a, q := liveSetup(t, s, "")
 	ctx := t.Context()
-	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q)}, "turn-1")
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q), ReplyToSender: alice}, "turn-1")
 	for _, u := range []string{"Looking", "Looking\n\n_running Bash: go test_", "Looking: found it"} {
 		if err := l.Update(ctx, u); err != nil {
 			t.Fatalf("update %q: %v", u, err)
@@ -142,7 +146,7 @@ func TestLiveFallsBackWhenStreamsRefused(t *testing.T) {
 	a, q := liveSetup(t, s, "")
 	s.RefuseStreams("not_allowed")
 	ctx := t.Context()
-	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q)}, "turn-1")
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q), ReplyToSender: alice}, "turn-1")
 	for _, u := range []string{"One **two", "One **two** three"} {
 		if err := l.Update(ctx, u); err != nil {
 			t.Fatalf("update %q after streams were refused: %v", u, err)
@@ -163,7 +167,7 @@ func TestLiveFallsBackWhenStreamsRefused(t *testing.T) {
 	if n := len(s.Calls("chat.update")); n != 2 {
 		t.Errorf("%d edits; want 2", n)
 	}
-	next, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q)}, "turn-2")
+	next, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q), ReplyToSender: alice}, "turn-2")
 	if err := next.Update(ctx, "Again"); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +182,7 @@ func TestLiveStreamDefangsAndAborts(t *testing.T) {
 	s := slacktest.New(t)
 	a, q := liveSetup(t, s, "")
 	ctx := t.Context()
-	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q)}, "turn-1")
+	l, _ := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q), ReplyToSender: alice}, "turn-1")
 	for _, u := range []string{"Tell everyone <", "Tell everyone <!channel> now"} {
 		if err := l.Update(ctx, u); err != nil {
 			t.Fatalf("update %q: %v", u, err)
@@ -197,5 +201,84 @@ func TestLiveStreamDefangsAndAborts(t *testing.T) {
 	}
 	if _, err := l.Finish(ctx, "too late"); !errors.Is(err, adapters.ErrLiveEnded) {
 		t.Error("finish after abort succeeded; want ErrLiveEnded")
+	}
+}
+
+// A live update never waits in the adapter's pacing with its text: while
+// the channel's posts are spent, the update that would post the live
+// message (a stream started in the thread, or the message edited after)
+// is refused with a RetryAfterError and posts nothing, and the update
+// after the wait shows the newest text.
+func TestLiveUpdatesNotHeldByPacing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		thread bool
+		method string
+	}{{"stream", true, "chat.startStream"}, {"edited message", false, "chat.postMessage"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := slacktest.New(t)
+			a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
+				APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 300 * time.Millisecond})
+			adaptertest.Start(t, a, adaptertest.NewHost())
+			ctx := t.Context()
+			out := adapters.Outbound{Chat: c1}
+			if tc.thread {
+				out.Topic = s.AddMessage("C1", "U1", "run the tests", "")
+				out.ReplyTo, out.ReplyToSender = adapters.MessageID(out.Topic), alice
+			}
+			for i := range 5 { // the channel's burst of posts
+				if _, err := a.Send(ctx, adapters.Outbound{Chat: c1, Text: fmt.Sprint("earlier ", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, _ := a.StartLive(ctx, out, "turn-1")
+			before := len(s.Calls(tc.method))
+			var ra *adapters.RetryAfterError
+			if err := l.Update(ctx, "one"); !errors.As(err, &ra) || ra.Wait <= 0 || len(s.Calls(tc.method)) != before {
+				t.Fatalf("an update while the posts are spent: %v, %d requests; want a RetryAfterError, nothing sent", err, len(s.Calls(tc.method))-before)
+			}
+			time.Sleep(ra.Wait) // as the gateway does
+			if err := l.Update(ctx, "one two"); err != nil {
+				t.Fatalf("the update after the wait: %v", err)
+			}
+			calls := s.Calls(tc.method)
+			if len(calls) != before+1 {
+				t.Fatalf("%d %s after the wait; want 1", len(calls)-before, tc.method)
+			}
+			if f := calls[len(calls)-1].Form; f.Get("markdown_text")+f.Get("text") != "one two" {
+				t.Errorf("the live message began as %q; want the newest text %q", f.Get("markdown_text")+f.Get("text"), "one two")
+			}
+			if _, err := l.Finish(ctx, "one two three"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// After a restart (or for any message this adapter never received) the
+// live reply still streams to whom it answers: the gateway passes the
+// author of the message replied to (ReplyToSender), so the stream starts
+// in its thread with that recipient rather than falling back to edits.
+func TestLiveStreamsAfterRestart(t *testing.T) {
+	s := slacktest.New(t)
+	q := s.AddMessage("C1", "U1", "<@UBOT> run the tests", "") // asked before this adapter started
+	a := start(t, s, slack.ModeSocket, adaptertest.NewHost())
+	ctx := t.Context()
+	l, err := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q), ReplyToSender: alice}, "turn-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(ctx, "Running the tests"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Finish(ctx, "Running the tests: all passed"); err != nil {
+		t.Fatal(err)
+	}
+	starts := s.Calls("chat.startStream")
+	if len(starts) != 1 || starts[0].Form.Get("thread_ts") != q || starts[0].Form.Get("recipient_user_id") != "U1" || starts[0].Form.Get("recipient_team_id") != "T1" {
+		t.Fatalf("chat.startStream calls %+v; want one in thread %s to alice (U1) of T1", starts, q)
+	}
+	if n := len(s.Calls("chat.postMessage")) + len(s.Calls("chat.update")); n != 0 {
+		t.Errorf("%d posts and edits; a streamed reply needs none", n)
 	}
 }

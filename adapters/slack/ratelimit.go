@@ -41,14 +41,8 @@ type bucket struct {
 // wait blocks until a call to method (in channel, for posts) is within its
 // tier, or ctx ends.
 func (t *tiers) wait(ctx context.Context, method, channel string) error {
-	capacity, every := float64(postBurst), postEvery
-	if t.postEvery > 0 {
-		every = t.postEvery
-	}
-	key := method + "/" + channel
-	if n, ok := tierOf[method]; ok {
-		capacity, every, key = float64(n), time.Minute/time.Duration(n), method
-	} else if method != "chat.postMessage" {
+	key, capacity, every, ok := t.bucketOf(method, channel)
+	if !ok {
 		return nil
 	}
 	for {
@@ -64,6 +58,43 @@ func (t *tiers) wait(ctx context.Context, method, channel string) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// due is how long wait would hold a call to method (in channel) now, 0
+// when none. It takes nothing: a live update not due is not sent, so that
+// the next one carries the newest text (adapters.NotDue).
+func (t *tiers) due(method, channel string) time.Duration {
+	key, capacity, every, ok := t.bucketOf(method, channel)
+	if !ok {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, ok := t.buckets[key]
+	if !ok {
+		return 0
+	}
+	tokens := min(capacity, b.tokens+float64(time.Since(b.last))/float64(every))
+	if tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - tokens) * float64(every))
+}
+
+// bucketOf is the bucket a call to method (in channel) takes from: its
+// key, size and refill time; ok is false for a method not paced.
+func (t *tiers) bucketOf(method, channel string) (key string, capacity float64, every time.Duration, ok bool) {
+	if n, ok := tierOf[method]; ok {
+		return method, float64(n), time.Minute / time.Duration(n), true
+	}
+	if method != "chat.postMessage" {
+		return "", 0, 0, false
+	}
+	every = postEvery
+	if t.postEvery > 0 {
+		every = t.postEvery
+	}
+	return method + "/" + channel, postBurst, every, true
 }
 
 // take spends a token and returns 0, or returns how long until one is due.

@@ -80,9 +80,8 @@ type Adapter struct {
 	ready   bool
 	addr    net.Addr // events mode: the bound listener
 
-	users   cache // user id → display name
-	chans   cache // channel id → kind "|" name
-	authors cache // channel "/" ts → the user id who wrote a message the adapter received
+	users cache // user id → display name
+	chans cache // channel id → kind "|" name
 
 	noStreams atomic.Bool // Slack refused chat.startStream to this app: live replies edit a message
 

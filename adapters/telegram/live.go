@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -23,53 +24,27 @@ var _ adapters.Streamer = (*Adapter)(nil)
 // final a new message; in a group, or once Telegram refused a draft, it is
 // a message sent at the first update and edited at the next, the final its
 // last edit. Every request goes through the adapter's pacing; an update
-// the pacing would hold is refused with a RetryAfterError instead
-// (liveDue). It does not call Telegram; a chat that is not Telegram's
-// wraps adapters.ErrPermanent.
+// the pacing would hold (a group's next request is up to 3 s away) is
+// refused with adapters.NotDue's RetryAfterError instead, and the caller's
+// next one carries its newest text. It does not call Telegram; a chat
+// that is not Telegram's wraps adapters.ErrPermanent.
 func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string) (adapters.LiveReply, error) {
 	chat, err := a.chatID(m.Chat)
 	if err != nil {
 		return nil, err
 	}
 	if chat < 0 || a.noDrafts.Load() {
-		return pacedLive{a.editLive(m), a, chat}, nil
+		return a.editLive(m, chat), nil
 	}
 	return &live{a: a, out: m, chat: chat, draft: draftID(turn)}, nil
-}
-
-// liveDue refuses a live update to chat while the pacing would hold it
-// (a group's next request is up to 3 s away): waiting here would send the
-// text of now once its turn came, while the caller (the gateway) tries
-// again after the wait with its newest text. A final is never refused:
-// it waits its turn.
-func (a *Adapter) liveDue(chat int64) error {
-	if d := a.pace.due(chat); d > 0 {
-		return &adapters.RetryAfterError{Wait: d}
-	}
-	return nil
-}
-
-// pacedLive is an adapters.EditLive whose updates are refused while
-// their chat is not due (liveDue).
-type pacedLive struct {
-	*adapters.EditLive
-	a    *Adapter
-	chat int64
-}
-
-// Update implements adapters.LiveReply.
-func (p pacedLive) Update(ctx context.Context, text string) error {
-	if err := p.a.liveDue(p.chat); err != nil {
-		return err
-	}
-	return p.EditLive.Update(ctx, text)
 }
 
 // editLive is a live reply edited in place: a group's, or a private
 // chat's once Telegram refused drafts. An edit that changes nothing is no
 // error (Adapter.Edit).
-func (a *Adapter) editLive(m adapters.Outbound) *adapters.EditLive {
-	return &adapters.EditLive{Out: m, Send: a.Send, Edit: a.Edit, Delete: a.Delete, Render: markdown.Partial}
+func (a *Adapter) editLive(m adapters.Outbound, chat int64) *adapters.EditLive {
+	return &adapters.EditLive{Out: m, Send: a.Send, Edit: a.Edit, Delete: a.Delete, Render: markdown.Partial,
+		Due: func(bool) time.Duration { return a.pace.due(lane{chat: chat}) }}
 }
 
 // draftID derives a non-zero draft_id from the turn, so that the same turn
@@ -106,13 +81,13 @@ func (l *live) Update(ctx context.Context, text string) error {
 	if l.finished || l.aborted {
 		return fmt.Errorf("telegram: update live reply in %s: %w", l.out.Chat, adapters.ErrLiveEnded)
 	}
-	if err := l.a.liveDue(l.chat); err != nil {
-		return err
-	}
 	src := markdown.Partial(text)
 	html := markdown.TelegramHTML(src)
 	if strings.TrimSpace(html) == "" || html == l.shown {
 		return nil
+	}
+	if err := adapters.NotDue(l.a.pace.due(lane{chat: l.chat, draft: true})); err != nil {
+		return err
 	}
 	refused, err := l.a.sendDraft(ctx, l.out, l.draft, src, html)
 	if !refused {
@@ -123,7 +98,7 @@ func (l *live) Update(ctx context.Context, text string) error {
 	}
 	l.a.log.Warn("telegram refused a message draft; live replies edit a message instead", "jid", l.out.Chat, "err", err)
 	l.a.noDrafts.Store(true)
-	l.edit = l.a.editLive(l.out)
+	l.edit = l.a.editLive(l.out, l.chat)
 	return l.edit.Update(ctx, text)
 }
 
@@ -174,7 +149,7 @@ func (a *Adapter) sendDraft(ctx context.Context, m adapters.Outbound, id int, sr
 	}
 	p := &bot.SendMessageDraftParams{ChatID: chat, MessageThreadID: threadID(m.Topic), DraftID: strconv.Itoa(id),
 		Text: html, ParseMode: models.ParseModeHTML}
-	err = a.call(ctx, m.Chat, chat, func() error {
+	err = a.callIn(ctx, m.Chat, lane{chat: chat, draft: true}, func() error {
 		_, err := b.SendMessageDraft(ctx, p)
 		if isParseError(err) {
 			p.Text, p.ParseMode = markdown.Plain(src), ""

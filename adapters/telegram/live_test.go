@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -178,5 +179,31 @@ func TestEditNotModifiedIsNoError(t *testing.T) {
 	}
 	if n := len(f.Calls("editMessageText")); n != 1 {
 		t.Errorf("%d edit calls; want the one Telegram refused as not modified", n)
+	}
+}
+
+// A private chat's drafts are paced apart from its messages: the final
+// that follows the last draft does not wait for the draft's turn (with a
+// pace of an hour between two requests of one kind, it is sent at once),
+// while the next draft still waits for its own.
+func TestLiveFinalNotHeldByDrafts(t *testing.T) {
+	f := telegramtest.New(t)
+	a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), PollTimeout: 2 * time.Second, PerChat: time.Hour, Global: -1})
+	adaptertest.Start(t, a, adaptertest.NewHost())
+	l, _ := a.StartLive(t.Context(), adapters.Outbound{Chat: dmChat}, "turn-1")
+	if err := l.Update(t.Context(), "first"); err != nil {
+		t.Fatal(err)
+	}
+	var ra *adapters.RetryAfterError
+	if err := l.Update(t.Context(), "first second"); !errors.As(err, &ra) {
+		t.Fatalf("a second draft within the pace: %v; want a RetryAfterError", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := l.Finish(ctx, "all done"); err != nil {
+		t.Fatalf("the final after a draft: %v; want it sent at once, not after the draft's pace", err)
+	}
+	if msgs := f.Messages(telegramtest.UserID); len(msgs) != 1 || msgs[0].Text != "all done" {
+		t.Errorf("chat holds %+v; want the final", msgs)
 	}
 }

@@ -186,7 +186,13 @@ func (a *Adapter) ref(ref adapters.MessageRef) (*bot.Bot, int64, int, error) {
 // call paces a request to chat, runs it (following one group-to-supergroup
 // migration) and maps Telegram's errors to the adapters' ones.
 func (a *Adapter) call(ctx context.Context, jid adapters.JID, chat int64, fn func() error) error {
-	if err := a.pace.wait(ctx, chat); err != nil {
+	return a.callIn(ctx, jid, lane{chat: chat}, fn)
+}
+
+// callIn is call paced in lane l (a chat's drafts have their own).
+func (a *Adapter) callIn(ctx context.Context, jid adapters.JID, l lane, fn func() error) error {
+	chat := l.chat
+	if err := a.pace.wait(ctx, l); err != nil {
 		return err
 	}
 	err := fn()

@@ -267,11 +267,9 @@ func gatewayLimits(l config.LimitsConfig) gateway.Limits {
 // gatewayStreams are the live-reply settings of adapters.<name>.stream and
 // stream_interval, by platform.
 func gatewayStreams(a config.AdaptersConfig) map[string]gateway.Stream {
-	s := func(mode string, d config.Duration) gateway.Stream {
-		return gateway.Stream{Mode: gateway.StreamMode(mode), Interval: time.Duration(d)}
+	out := map[string]gateway.Stream{}
+	for name, s := range a.Streams() {
+		out[name] = gateway.Stream{Mode: gateway.StreamMode(s.Stream), Interval: time.Duration(s.StreamInterval)}
 	}
-	return map[string]gateway.Stream{
-		"web": s(a.Web.Stream, a.Web.StreamInterval), "telegram": s(a.Telegram.Stream, a.Telegram.StreamInterval),
-		"discord": s(a.Discord.Stream, a.Discord.StreamInterval), "slack": s(a.Slack.Stream, a.Slack.StreamInterval),
-	}
+	return out
 }

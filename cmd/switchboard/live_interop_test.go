@@ -26,6 +26,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/adapters/telegram/telegramtest"
+	"switchboard/internal/testcdp"
 	"switchboard/internal/testwait"
 )
 
@@ -195,32 +196,7 @@ func claudeLive(t testing.TB, apiURL, adaptersYAML, routesYAML, agentExtra, extr
 	installDir, claudeBin := claudeCode(t)
 	switchboardBinary(t)
 	dir = t.TempDir()
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	binDir := filepath.Join(dir, "bin")
-	if err := os.Mkdir(binDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(claudeBin, filepath.Join(binDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
-	agentEnv := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
-	env = []string{
-		"HOME=" + home,
-		"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"ANTHROPIC_API_KEY=sk-ant-test-live",
-		"ANTHROPIC_BASE_URL=" + apiURL,
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-	}
-	if os.Geteuid() == 0 {
-		agentEnv = append(agentEnv, "IS_SANDBOX")
-		env = append(env, "IS_SANDBOX=1")
-	}
+	agentEnv, env := claudeEnv(t, dir, claudeBin, apiURL, "sk-ant-test-live")
 	envYAML, _ := json.Marshal(agentEnv)
 	cfg := fmt.Sprintf(`data_dir: ./data
 operator_folder: root
@@ -241,7 +217,7 @@ groups:
   - folder: root
   - folder: main
 routes:
-%s%s`, binDir, installDir, envYAML, agentExtra, liveInterval, adaptersYAML, routesYAML, extra)
+%s%s`, filepath.Join(dir, "bin"), installDir, envYAML, agentExtra, liveInterval, adaptersYAML, routesYAML, extra)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -299,8 +275,9 @@ func TestLiveClaudeCode(t *testing.T) {
 	})
 
 	t.Run("web chat in chromium", func(t *testing.T) {
-		page := openChatPage(t, "http://"+g.addr+"/?room=lobby")
-		page.eval(t, `(() => {
+		page := testcdp.Open(t, findChromium(t), "http://"+g.addr+"/?room=lobby")
+		page.WaitFor("the chat page's live event stream", `document.getElementById("status")?.dataset.state === "live"`)
+		page.Eval(`(() => {
   window.__drafts = [];
   const note = () => {
     for (const el of document.querySelectorAll(".msg.draft .text")) {
@@ -310,19 +287,19 @@ func TestLiveClaudeCode(t *testing.T) {
   };
   new MutationObserver(note).observe(document.body, {subtree: true, childList: true, characterData: true});
   return true;
-})()`, nil)
+})()`)
 		final := liveAnswer("web", liveDeltas)
 		g.mustPost("lobby", "ann", "long web")
 		var finals []string
 		testwait.For(t, claudeTurnWithin, "the final reply on the page", func() bool {
-			page.eval(t, `[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
+			page.EvalInto(`[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
 			return len(finals) > 0
 		})
 		var drafts []string
 		var left int
-		page.eval(t, `[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
-		page.eval(t, `window.__drafts`, &drafts)
-		page.eval(t, `document.querySelectorAll(".msg.draft").length`, &left)
+		page.EvalInto(`[...document.querySelectorAll(".msg.bot:not(.draft) .text")].map(e => e.textContent)`, &finals)
+		page.EvalInto(`window.__drafts`, &drafts)
+		page.EvalInto(`document.querySelectorAll(".msg.draft").length`, &left)
 		if ok, n := growing(drafts, final); !ok || n < 2 {
 			t.Errorf("the page showed drafts %q; want at least two different texts, each a longer start of the final", drafts)
 		}
