@@ -55,6 +55,14 @@ mv "out-$n.tmp" "out-$n"
 
 // approvalGateway runs `switchboard run` in-process (web adapter, the
 // approval agent, send made an ask by the test's grants) until stop.
+// groupsYAML is the config's groups: root and main, unless extra has its own.
+func groupsYAML(extra string) string {
+	if strings.Contains(extra, "groups:") {
+		return ""
+	}
+	return "groups: [{folder: root}, {folder: main}]"
+}
+
 func approvalGateway(t *testing.T, dir, script, extra string) (base string, stop func(), logs *testlog.Buffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -70,11 +78,11 @@ agent: {command: [%q], output: none, timeout: 60s, sandbox: none, env: [SWITCHBO
 admin: {listen: "127.0.0.1:0"}
 adapters:
   web: {enabled: true, listen: "%s"}
-groups: [{folder: root}, {folder: main}]
+%s
 routes:
   - {match: {platform: web}, target: main}
 %s
-`, dir, script, addr, extra)
+`, dir, script, addr, groupsYAML(extra), extra)
 	path := filepath.Join(dir, "switchboard.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -328,4 +336,22 @@ func TestE2EApprovals(t *testing.T) {
 	if out := waitOut(t, dir, "7"); !strings.Contains(out, `"isError":true`) || !strings.Contains(out, "no approvers") {
 		t.Errorf("call without approvers:\n%s", out)
 	}
+}
+
+// TestE2EApprovalsConfigApprovers: approvers named only in the config
+// (groups[].approvals.approvers, no CLI) decide: the running gateway keeps
+// the groups' settings after seeding them.
+func TestE2EApprovalsConfigApprovers(t *testing.T) {
+	dir := shortDir(t)
+	script := approvalAgent(t, dir)
+	mustSB(t, dir, "group", "add", "main")
+	mustSB(t, dir, "grants", "set", "main", "?send")
+	base, stop, _ := approvalGateway(t, dir, script,
+		"groups: [{folder: root}, {folder: main, approvals: {approvers: ['web:user/ann']}}]\napprovals: {timeout: 60s}")
+	defer stop()
+	postAs(t, base, "lobby", "ann", "go 1")
+	id := waitRequest(t, dir, 1)
+	postAs(t, base, "lobby", "ann", "/approve "+id)
+	waitBotText(t, base, "Allowed once by web:user/ann")
+	waitBotText(t, base, "sent 1")
 }

@@ -71,9 +71,10 @@ func (a *app) runGateway(ctx context.Context) error {
 	if err := a.seed(ctx, st); err != nil {
 		return err
 	}
-	// Seeded: nothing reads the lists again, and a hundred thousand
-	// decoded routes held tens of megabytes for the process's life.
-	a.cfg.Groups, a.cfg.Routes = nil, nil
+	// Seeded: nothing reads the routes again, and a hundred thousand
+	// decoded routes held tens of megabytes for the process's life. The
+	// groups stay: their approvals settings are read below.
+	a.cfg.Routes = nil
 	adapterList, err := a.buildAdapters(st)
 	if err != nil {
 		return err
