@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/internal/testcdp"
 	"switchboard/internal/testenv"
 	"switchboard/internal/testwait"
 )
@@ -195,20 +196,20 @@ func TestBrowserPressesButton(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := openBrowser(t)
-	b.navigate(s.base + "/?room=lobby")
+	b := testcdp.Open(t, chromium, "about:blank")
+	b.Navigate(s.base + "/?room=lobby")
 	buttons := `document.querySelectorAll('.msg[data-id="` + id.String() + `"] .buttons button').length`
-	b.waitFor("the two buttons", buttons+" === 2")
-	b.navigate(s.base + "/?room=lobby") // a reload keeps them
-	b.waitFor("the two buttons after a reload", buttons+" === 2")
-	b.eval(`document.getElementById("name").value = "Ann"`)
-	b.eval(`document.querySelector('.msg[data-id="` + id.String() + `"] .buttons button').click()`)
-	b.waitFor("the answer", `(document.querySelector('.msg .answer') || {}).textContent === `+jsString("Allowed once, Ann."))
+	b.WaitFor("the two buttons", buttons+" === 2")
+	b.Navigate(s.base + "/?room=lobby") // a reload keeps them
+	b.WaitFor("the two buttons after a reload", buttons+" === 2")
+	b.Eval(`document.getElementById("name").value = "Ann"`)
+	b.Eval(`document.querySelector('.msg[data-id="` + id.String() + `"] .buttons button').click()`)
+	b.WaitFor("the answer", `(document.querySelector('.msg .answer') || {}).textContent === `+testcdp.JSString("Allowed once, Ann."))
 	if p := s.host.Presses(); len(p) != 1 || p[0].Data != "appr:5:allow" || p[0].Sender != "web:user/Ann" || p[0].Chat != chat || p[0].Message != id {
 		t.Errorf("presses %+v; want appr:5:allow by web:user/Ann on %s", p, id)
 	}
 	if err := s.a.EditButtons(t.Context(), adapters.MessageRef{Chat: chat, ID: id}, "Allowed once by Ann", nil); err != nil {
 		t.Fatal(err)
 	}
-	b.waitFor("the buttons gone and the new text", buttons+` === 0 && document.querySelector('.msg[data-id="`+id.String()+`"] .text').textContent === "Allowed once by Ann"`)
+	b.WaitFor("the buttons gone and the new text", buttons+` === 0 && document.querySelector('.msg[data-id="`+id.String()+`"] .text').textContent === "Allowed once by Ann"`)
 }

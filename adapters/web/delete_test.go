@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/internal/testcdp"
 	"switchboard/internal/testenv"
 	"switchboard/internal/testwait"
 )
@@ -70,16 +71,16 @@ func TestBrowserDeletesMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := openBrowser(t)
-	b.navigate(s.base + "/?room=lobby")
+	b := testcdp.Open(t, chromium, "about:blank")
+	b.Navigate(s.base + "/?room=lobby")
 	msg := `document.querySelectorAll('.msg[data-id="` + id.String() + `"]').length`
-	b.waitFor("the Stop button message", msg+" === 1")
+	b.WaitFor("the Stop button message", msg+" === 1")
 	if err := s.a.Delete(t.Context(), adapters.MessageRef{Chat: chat, ID: id}); err != nil {
 		t.Fatal(err)
 	}
-	b.waitFor("the message gone, the person's left", msg+` === 0 && document.querySelectorAll(".msg").length === 1`)
-	b.navigate(s.base + "/?room=lobby")
-	b.waitFor("the person's message after a reload", `document.querySelectorAll(".msg").length === 1`)
+	b.WaitFor("the message gone, the person's left", msg+` === 0 && document.querySelectorAll(".msg").length === 1`)
+	b.Navigate(s.base + "/?room=lobby")
+	b.WaitFor("the person's message after a reload", `document.querySelectorAll(".msg").length === 1`)
 	if got := evalString(t, b, `Array.from(document.querySelectorAll(".msg .text"), t => t.textContent).join("|")`); got != "run the long job" {
 		t.Errorf("after a reload the page shows %q; want only the person's message", got)
 	}

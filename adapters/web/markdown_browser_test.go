@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"switchboard/adapters"
+	"switchboard/internal/testcdp"
 	"switchboard/internal/testenv"
 )
 
@@ -30,10 +31,10 @@ func TestBrowserRendersBotMarkdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := openBrowser(t)
-	b.navigate(s.base + "/?room=lobby")
+	b := testcdp.Open(t, chromium, "about:blank")
+	b.Navigate(s.base + "/?room=lobby")
 	msg := `document.querySelector('.msg[data-id="` + id.String() + `"] .text')`
-	b.waitFor("the approval request", msg+" !== null")
+	b.WaitFor("the approval request", msg+" !== null")
 
 	for _, c := range []struct{ what, expr, want string }{
 		{"no image anywhere in the messages", `document.querySelectorAll("#messages img").length`, "0"},
@@ -58,7 +59,7 @@ func TestBrowserRendersBotMarkdown(t *testing.T) {
 	if err := s.a.EditButtons(t.Context(), adapters.MessageRef{Chat: chat, ID: id}, "**Allowed once** by `web:user/ann`", nil); err != nil {
 		t.Fatal(err)
 	}
-	b.waitFor("the edit, rendered", msg+`.querySelector("strong") !== null && `+msg+`.querySelector("strong").textContent === "Allowed once" && `+
+	b.WaitFor("the edit, rendered", msg+`.querySelector("strong") !== null && `+msg+`.querySelector("strong").textContent === "Allowed once" && `+
 		msg+`.querySelector("code").textContent === "web:user/ann"`)
 	if got := evalString(t, b, `window.pwned`); got != "undefined" {
 		t.Errorf("after the edit, window.pwned = %s", got)
@@ -66,10 +67,10 @@ func TestBrowserRendersBotMarkdown(t *testing.T) {
 }
 
 // evalString is expr's value in the page, as a string.
-func evalString(t *testing.T, b *browser, expr string) string {
+func evalString(t *testing.T, b *testcdp.Page, expr string) string {
 	t.Helper()
 	var v string
-	if raw := b.eval("String(" + expr + ")"); json.Unmarshal([]byte(raw), &v) != nil {
+	if raw := b.Eval("String(" + expr + ")"); json.Unmarshal([]byte(raw), &v) != nil {
 		t.Fatalf("%s: %s is no string", expr, raw)
 	}
 	return v
