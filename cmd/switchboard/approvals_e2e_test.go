@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -57,12 +56,7 @@ mv "out-$n.tmp" "out-$n"
 // approval agent, send made an ask by the test's grants) until stop.
 func approvalGateway(t *testing.T, dir, script, extra string) (base string, stop func(), logs *testlog.Buffer) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	cfg := fmt.Sprintf(`data_dir: %s
 operator_folder: root
 log: {level: debug, format: json}
@@ -75,45 +69,8 @@ routes:
   - {match: {platform: web}, target: main}
 %s
 `, dir, script, addr, extra)
-	path := filepath.Join(dir, "switchboard.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SWITCHBOARD_TEST_HELPER", "1")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	logs = &testlog.Buffer{}
-	go func() {
-		done <- run(ctx, []string{"--config", path, "run"}, os.Getenv, strings.NewReader(""), io.Discard, logs)
-	}()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	}
-	t.Cleanup(stop)
-	base = "http://" + addr
-	if !testwait.Until(10*time.Second, func() bool {
-		resp, err := http.Get(base + "/api/rooms/lobby/messages")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		_, err = os.Stat(filepath.Join(dir, "ipc", "main", "mcp.sock"))
-		return err == nil
-	}) {
-		t.Fatalf("gateway did not come up; log:\n%s", logs.String())
-	}
-	return base, stop, logs
+	stop, logs = runInProcess(t, dir, addr, cfg)
+	return "http://" + addr, stop, logs
 }
 
 // adminAddr is the admin listener's address, from the gateway's log.
