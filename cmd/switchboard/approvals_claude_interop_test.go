@@ -63,27 +63,11 @@ func TestE2EClaudeCodeApprovals(t *testing.T) {
 	api := newFakeModel(t, bashModel)
 
 	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	binDir := filepath.Join(dir, "bin")
-	if err := os.Mkdir(binDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(claudeBin, filepath.Join(binDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
+	binDir, agentEnv, env := claudeOperator(t, dir, claudeBin, api.srv.URL)
 	groupDir := filepath.Join(dir, "data", "groups", "main")
 	teeDir := filepath.Join(dir, "mcp-tee")
 	tee := filepath.Join(teeDir, "mcp.json")
 	writeMCPTee(t, tee, bin, filepath.Join(dir, "data", "ipc", "main", "mcp.sock"))
-	agentEnv := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
-	env := []string{"HOME=" + home, "PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"ANTHROPIC_API_KEY=sk-ant-test-" + randomHex(t), "ANTHROPIC_BASE_URL=" + api.srv.URL, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
 	envYAML, _ := json.Marshal(agentEnv)
 	cfg := fmt.Sprintf(`data_dir: ./data
 operator_folder: root
