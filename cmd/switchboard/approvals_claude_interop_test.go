@@ -63,7 +63,12 @@ func TestE2EClaudeCodeApprovals(t *testing.T) {
 	api := newFakeModel(t, bashModel)
 
 	dir := t.TempDir()
-	binDir, agentEnv, env := claudeOperator(t, dir, claudeBin, api.srv.URL)
+	agentEnv, env := claudeEnv(t, dir, claudeBin, api.srv.URL, "sk-ant-test-"+randomHex(t))
+	// As the recipe says: with --permission-prompt-tool Claude Code runs as
+	// root without IS_SANDBOX, which only --dangerously-skip-permissions needs.
+	agentEnv = slices.DeleteFunc(agentEnv, func(n string) bool { return n == "IS_SANDBOX" })
+	env = slices.DeleteFunc(env, func(v string) bool { return v == "IS_SANDBOX=1" })
+	binDir := filepath.Join(dir, "bin")
 	groupDir := filepath.Join(dir, "data", "groups", "main")
 	teeDir := filepath.Join(dir, "mcp-tee")
 	tee := filepath.Join(teeDir, "mcp.json")

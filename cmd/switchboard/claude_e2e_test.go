@@ -45,6 +45,47 @@ const (
 // native binary in it. npmPackage installs with --ignore-scripts, so
 // bin/claude.exe stays the package's placeholder (its post-install script
 // would replace it): the binary is the one in the platform package.
+// claudeEnv sets up in dir the operator's side of running the real Claude
+// Code as docs/operating.md says, talking to apiURL with apiKey, and
+// returns agent.env's names and the gateway's environment. The home
+// (dir/home): ~/.claude and ~/.claude.json exist before the first start
+// (a login creates them; with an API key the operator creates them), so
+// their binds hold the sessions that --resume needs. `claude` is on the
+// gateway's PATH (dir/bin), installed outside /usr and /opt: its directory
+// and the npm install it points into are bound read-only, as the docs tell
+// operators. As root, Claude Code refuses --dangerously-skip-permissions
+// unless told it is sandboxed (IS_SANDBOX).
+func claudeEnv(t testing.TB, dir, claudeBin, apiURL, apiKey string) (agentEnv, env []string) {
+	t.Helper()
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	binDir := filepath.Join(dir, "bin")
+	if err := os.Mkdir(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(claudeBin, filepath.Join(binDir, "claude")); err != nil {
+		t.Fatal(err)
+	}
+	agentEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
+	env = []string{
+		"HOME=" + home,
+		"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"ANTHROPIC_API_KEY=" + apiKey,
+		"ANTHROPIC_BASE_URL=" + apiURL,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}
+	if os.Geteuid() == 0 {
+		agentEnv = append(agentEnv, "IS_SANDBOX")
+		env = append(env, "IS_SANDBOX=1")
+	}
+	return agentEnv, env
+}
+
 func claudeCode(t testing.TB) (installDir, binary string) {
 	t.Helper()
 	installDir = npmPackage(t, "the Claude Code end-to-end test", "@anthropic-ai/claude-code@"+claudeCodeVersion)
@@ -74,48 +115,11 @@ func TestE2EClaudeCode(t *testing.T) {
 	api := newFakeAnthropic(t)
 
 	dir := t.TempDir()
-	// The operator's home: as docs/operating.md says, ~/.claude and
-	// ~/.claude.json exist before the first start (a login creates them;
-	// with an API key the operator creates them), so their binds hold the
-	// sessions that --resume needs.
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// `claude` on the gateway's PATH, installed outside /usr and /opt: its
-	// directory and the npm install it points into are bound read-only,
-	// as the docs tell operators.
-	binDir := filepath.Join(dir, "bin")
-	if err := os.Mkdir(binDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(claudeBin, filepath.Join(binDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
-
-	// agent.env as documented, with the optional names the docs list.
-	agentEnv := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
 	apiKey := "sk-ant-test-" + randomHex(t)
 	secret := "sb-test-secret-" + randomHex(t)
 	tgToken := "123456789:tg-secret-" + randomHex(t)
-	env := []string{
-		"HOME=" + home,
-		"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"ANTHROPIC_API_KEY=" + apiKey,
-		"ANTHROPIC_BASE_URL=" + api.srv.URL,
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"SWITCHBOARD_TEST_SECRET=" + secret,
-		"TELEGRAM_BOT_TOKEN=" + tgToken,
-	}
-	if os.Geteuid() == 0 {
-		// As root Claude Code refuses --dangerously-skip-permissions
-		// unless told it is sandboxed (docs/operating.md).
-		agentEnv = append(agentEnv, "IS_SANDBOX")
-		env = append(env, "IS_SANDBOX=1")
-	}
+	agentEnv, env := claudeEnv(t, dir, claudeBin, api.srv.URL, apiKey)
+	env = append(env, "SWITCHBOARD_TEST_SECRET="+secret, "TELEGRAM_BOT_TOKEN="+tgToken)
 	envYAML, _ := json.Marshal(agentEnv)
 	cfg := fmt.Sprintf(`data_dir: ./data
 operator_folder: root
@@ -137,7 +141,7 @@ groups:
   - folder: main/team
 routes:
   - {match: {platform: web}, target: main/team}
-`, binDir, installDir, envYAML)
+`, filepath.Join(dir, "bin"), installDir, envYAML)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

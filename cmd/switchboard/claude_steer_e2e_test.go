@@ -37,11 +37,7 @@ func TestE2EClaudeCodeSteerAndStop(t *testing.T) {
 	api := newSteerModel(t)
 
 	dir := t.TempDir()
-	binDir, agentEnv, env := claudeOperator(t, dir, claudeBin, api.srv.URL)
-	if os.Geteuid() == 0 {
-		agentEnv = append(agentEnv, "IS_SANDBOX")
-		env = append(env, "IS_SANDBOX=1")
-	}
+	agentEnv, env := claudeEnv(t, dir, claudeBin, api.srv.URL, "sk-ant-test-"+randomHex(t))
 	envYAML, _ := json.Marshal(agentEnv)
 	cfg := fmt.Sprintf(`data_dir: ./data
 operator_folder: root
@@ -64,7 +60,7 @@ groups:
   - folder: main
 routes:
   - {match: {platform: web}, target: main}
-`, binDir, installDir, envYAML)
+`, filepath.Join(dir, "bin"), installDir, envYAML)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
