@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -16,23 +15,8 @@ func TestE2EApprovalsFromConfig(t *testing.T) {
 	script := approvalAgent(t, dir)
 	mustSB(t, dir, "group", "add", "main")
 	mustSB(t, dir, "grants", "set", "main", "?send")
-	addr := freeAddr(t)
-	runInProcess(t, dir, addr, fmt.Sprintf(`data_dir: %s
-operator_folder: root
-log: {level: debug, format: json}
-agent: {command: [%q], output: none, timeout: 60s, sandbox: none, env: [SWITCHBOARD_TEST_HELPER]}
-admin: {listen: ""}
-adapters:
-  web: {enabled: true, listen: "%s"}
-groups:
-  - folder: root
-  - folder: main
-    approvals: {approvers: [web:user/ann], chat: "web:approvals"}
-routes:
-  - {match: {platform: web}, target: main}
-approvals: {timeout: 60s}
-`, dir, script, addr))
-	base := "http://" + addr
+	base, _, _ := approvalGatewayGroups(t, dir, script,
+		`[{folder: root}, {folder: main, approvals: {approvers: [web:user/ann], chat: "web:approvals"}}]`, "approvals: {timeout: 60s}")
 
 	postAs(t, base, "lobby", "ann", "go 1")
 	id := waitRequest(t, dir, 1)

@@ -56,6 +56,12 @@ mv "out-$n.tmp" "out-$n"
 // approval agent, send made an ask by the test's grants) until stop.
 func approvalGateway(t *testing.T, dir, script, extra string) (base string, stop func(), logs *testlog.Buffer) {
 	t.Helper()
+	return approvalGatewayGroups(t, dir, script, "[{folder: root}, {folder: main}]", extra)
+}
+
+// approvalGatewayGroups is approvalGateway with the config's groups list.
+func approvalGatewayGroups(t *testing.T, dir, script, groups, extra string) (base string, stop func(), logs *testlog.Buffer) {
+	t.Helper()
 	addr := freeAddr(t)
 	cfg := fmt.Sprintf(`data_dir: %s
 operator_folder: root
@@ -64,11 +70,11 @@ agent: {command: [%q], output: none, timeout: 60s, sandbox: none, env: [SWITCHBO
 admin: {listen: "127.0.0.1:0"}
 adapters:
   web: {enabled: true, listen: "%s"}
-groups: [{folder: root}, {folder: main}]
+groups: %s
 routes:
   - {match: {platform: web}, target: main}
 %s
-`, dir, script, addr, extra)
+`, dir, script, addr, groups, extra)
 	stop, logs = runInProcess(t, dir, addr, cfg)
 	return "http://" + addr, stop, logs
 }
