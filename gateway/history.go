@@ -25,7 +25,7 @@ func (h History) Messages(ctx context.Context, chat adapters.JID, after int64, l
 
 // toStored converts a store message to the adapters' view of it.
 func toStored(m store.Message) adapters.Stored {
-	return adapters.Stored{Seq: m.Seq, Inbound: adapters.Inbound{
+	return adapters.Stored{Seq: m.Seq, Deleted: m.Deleted, Inbound: adapters.Inbound{
 		Chat: m.ChatJID, ID: m.ID, Sender: m.Sender, SenderName: m.SenderName, Text: m.Text,
 		Time: m.Time, Topic: m.Topic, ReplyTo: m.ReplyTo, Verb: m.Verb, FromBot: m.FromBot, Attachments: m.Attachments,
 	}}

@@ -86,7 +86,7 @@ func TestSpentReadsTheRunningTotals(t *testing.T) {
 	checkSpent(t, openAt(t, path), base)
 }
 
-// Migration 0015 totals the turns recorded before it.
+// Migration 0019 totals the turns recorded before it.
 func TestBudgetTotalsMigration(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "switchboard.db")

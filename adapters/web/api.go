@@ -94,6 +94,9 @@ type messageView struct {
 	FromBot bool               `json:"from_bot"`
 	Topic   string             `json:"topic"`
 	Buttons []buttonView       `json:"buttons,omitempty"` // under a message of the bot's
+	// Deleted: the message was deleted (its text is not shown); it still
+	// moves a page's cursor.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 type messagesResponse struct {
@@ -257,13 +260,16 @@ func (a *Adapter) view(m adapters.Stored) messageView {
 	if v.Name == "" {
 		v.Name = v.Sender
 	}
+	if m.Deleted {
+		v.Text, v.Deleted = "", true
+	}
 	return v
 }
 
 // viewWithButtons is view with the buttons a message of the bot's carries.
 func (a *Adapter) viewWithButtons(ctx context.Context, m adapters.Stored) messageView {
 	v := a.view(m)
-	if m.FromBot {
+	if m.FromBot && !m.Deleted {
 		v.Buttons = a.buttons.get(ctx, m.Chat, m.ID)
 	}
 	return v

@@ -107,7 +107,8 @@ func messageByID(t *testing.T, s *server, id adapters.MessageID) messageView {
 	return messageView{}
 }
 
-// watchEdits reads the room's event stream and collects its edit events.
+// watchEdits reads the room's event stream and collects its edit and
+// delete events.
 func watchEdits(t *testing.T, s *server) func() []draftView {
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/api/rooms/lobby/events", nil)
 	resp, err := (&http.Client{}).Do(req)
@@ -121,7 +122,7 @@ func watchEdits(t *testing.T, s *server) func() []draftView {
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			var d draftView
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &d) == nil && d.Type == "edit" {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &d) == nil && (d.Type == "edit" || d.Type == "delete") {
 				got <- d
 			}
 		}

@@ -73,6 +73,16 @@ func (w webUnderTest) EditButtons(ctx context.Context, ref adapters.MessageRef, 
 	return nil
 }
 
+// Delete's delete marks the stored message deleted, as the gateway's
+// store does.
+func (w webUnderTest) Delete(ctx context.Context, ref adapters.MessageRef) error {
+	if err := w.Adapter.Delete(ctx, ref); err != nil {
+		return err
+	}
+	_, err := w.g.deliver(ctx, adapters.Inbound{Kind: adapters.KindDelete, Chat: ref.Chat, ID: ref.ID})
+	return err
+}
+
 // UserPresses presses a button as ann (who posts UserPosts) through the
 // endpoint the page uses, and returns the answer shown to her.
 func (p *webPlatform) UserPresses(t *testing.T, chat adapters.JID, id adapters.MessageID, data string) string {
@@ -184,7 +194,7 @@ func (p *webPlatform) BotMessages(chat adapters.JID) []adaptertest.Message {
 	for _, m := range r.Messages {
 		if m.FromBot {
 			// The page shows the agent's Markdown rendered.
-			msg := adaptertest.Message{ID: m.ID, Text: markdown.Plain(m.Text), Raw: m.Text, Topic: m.Topic}
+			msg := adaptertest.Message{ID: m.ID, Text: markdown.Plain(m.Text), Raw: m.Text, Topic: m.Topic, Deleted: m.Deleted}
 			for _, b := range m.Buttons {
 				msg.Buttons = append(msg.Buttons, adapters.Button{Label: b.Label, Data: b.Data, Style: adapters.ButtonStyle(b.Style)})
 			}

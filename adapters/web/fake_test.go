@@ -59,6 +59,15 @@ func (g *fakeGateway) deliver(ctx context.Context, m adapters.Inbound) (int64, e
 		g.edit(m.Chat, m.ID, m.Text)
 		return 0, nil
 	}
+	if m.Kind == adapters.KindDelete { // marked deleted, as the store does
+		for i := range g.msgs {
+			if g.msgs[i].Chat == m.Chat && g.msgs[i].ID == m.ID {
+				g.msgs[i].Deleted = true
+			}
+		}
+		g.mu.Unlock()
+		return 0, nil
+	}
 	seq, dup := g.store(m)
 	w := g.watcher
 	g.mu.Unlock()

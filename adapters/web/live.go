@@ -16,10 +16,11 @@ var _ adapters.Streamer = (*Adapter)(nil)
 // "draft" shows Text in place of the turn's previous draft; a "draft_end"
 // removes the turn's draft (the reply was aborted). ID is the id the final
 // message is stored under: the page replaces the draft with the message of
-// that id when it arrives. Drafts are never stored, and their events carry
+// that id when it arrives. An "edit" (EditButtons) and a "delete" (Delete)
+// change the shown message ID. Drafts are never stored, and their events carry
 // no "id:" line, so they never move a stream's cursor.
 type draftView struct {
-	Type  string             `json:"type"` // "draft" or "draft_end"
+	Type  string             `json:"type"` // "draft", "draft_end", "edit" or "delete"
 	Turn  string             `json:"turn"`
 	ID    adapters.MessageID `json:"id"`
 	Name  string             `json:"name,omitempty"`

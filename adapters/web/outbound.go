@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"switchboard/adapters"
@@ -23,6 +24,28 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 	return adapters.MessageID("b-" + randomID()), nil
 }
 
+var _ adapters.Deleter = (*Adapter)(nil)
+
+// Delete implements adapters.Deleter for the bot's own messages (ids
+// "b-…" and "k-…"): it is stored as the bot's delete, and a "delete" event
+// takes the message off the open pages and off pages that connect later
+// (a page that read it before and connects after). It does not block on
+// the pages. Any other id, or a chat that is not a valid web room, is an
+// error wrapping adapters.ErrPermanent.
+func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
+	if _, err := roomOf(ref.Chat); err != nil {
+		return fmt.Errorf("web: delete %s: %w: %w", ref.Chat, err, adapters.ErrPermanent)
+	}
+	if id := ref.ID.String(); !strings.HasPrefix(id, "b-") && !strings.HasPrefix(id, buttonsPrefix) {
+		return fmt.Errorf("web: delete %s in %s: not a message of the bot's: %w", ref.ID, ref.Chat, adapters.ErrPermanent)
+	}
+	if err := a.echo(ctx, adapters.Inbound{Kind: adapters.KindDelete, Chat: ref.Chat, ID: ref.ID, Topic: ref.Topic}); err != nil {
+		return err
+	}
+	a.hub.edit(ref.Chat, draftView{Type: "delete", Turn: "edit:" + ref.ID.String(), ID: ref.ID})
+	return nil
+}
+
 // Stored implements adapters.Watcher: it wakes the event streams open on
 // chat so they read the new message from History. It never blocks.
 func (a *Adapter) Stored(chat adapters.JID, seq int64) {
@@ -38,9 +61,9 @@ type hub struct {
 	mu     sync.Mutex
 	rooms  map[adapters.JID]map[*subscriber]struct{}
 	drafts map[adapters.JID]map[string]draftView // by turn: what a page that connects now gets
-	// edits are the latest edit events of each chat (at most maxEdits, one
-	// per message), replayed to a page that connects: it may have read the
-	// message before the edit and connected after it.
+	// edits are the latest edit and delete events of each chat (at most
+	// maxEdits, one per message), replayed to a page that connects: it may
+	// have read the message before the edit and connected after it.
 	edits map[adapters.JID][]draftView
 }
 
@@ -133,8 +156,9 @@ func (h *hub) endDraft(chat adapters.JID, turn string, end *draftView) {
 	}
 }
 
-// edit shows an edit event on the chat's open pages and keeps it for the
-// pages that connect later (the newest per message, maxEdits per chat).
+// edit shows an edit or delete event on the chat's open pages and keeps it
+// for the pages that connect later (the newest per message, maxEdits per
+// chat: a delete replaces the message's edit).
 func (h *hub) edit(chat adapters.JID, d draftView) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"switchboard/internal/testbrowser"
-	"switchboard/internal/testenv"
+	"switchboard/internal/testcdp"
 	"switchboard/internal/testwait"
 )
 
@@ -15,7 +14,7 @@ import (
 // runs the tool, the buttons vanish and the message says who allowed it.
 func TestE2EApprovalBrowser(t *testing.T) {
 	bin := switchboardBinary(t)
-	testenv.Need(t, testbrowser.Chromium, "make test installs it, or apt-get install chromium")
+	chromium := findChromium(t)
 	dir := newE2E(t, e2eConfig{agent: askAgent(bin), sandbox: "none", timeout: "60s"})
 	for _, args := range [][]string{{"group", "add", "main"}, {"grants", "set", "main", "?send"},
 		{"approvals", "approvers", "main", "web:user/Ann"}} {
@@ -24,7 +23,7 @@ func TestE2EApprovalBrowser(t *testing.T) {
 		}
 	}
 	g := startGW(t, dir)
-	b := testbrowser.Open(t)
+	b := testcdp.Open(t, chromium, "about:blank")
 	b.Navigate("http://" + g.addr + "/?room=lobby")
 	g.mustPost("lobby", "Ann", "go")
 

@@ -74,6 +74,7 @@ func buttonPlatforms(t *testing.T) []buttonPlatform {
 					Messages []struct {
 						ID, Text string
 						FromBot  bool `json:"from_bot"`
+						Deleted  bool
 						Buttons  []struct{ Data string }
 					}
 				}
@@ -87,7 +88,7 @@ func buttonPlatforms(t *testing.T) []buttonPlatform {
 				}
 				var ms []shownMsg
 				for _, m := range out.Messages {
-					if m.FromBot {
+					if m.FromBot && !m.Deleted {
 						s := shownMsg{id: m.ID, text: m.Text, found: true}
 						for _, b := range m.Buttons {
 							s.buttons = append(s.buttons, b.Data)

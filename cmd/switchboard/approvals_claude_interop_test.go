@@ -63,27 +63,16 @@ func TestE2EClaudeCodeApprovals(t *testing.T) {
 	api := newFakeModel(t, bashModel)
 
 	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	agentEnv, env := claudeEnv(t, dir, claudeBin, api.srv.URL, "sk-ant-test-"+randomHex(t))
+	// As the recipe says: with --permission-prompt-tool Claude Code runs as
+	// root without IS_SANDBOX, which only --dangerously-skip-permissions needs.
+	agentEnv = slices.DeleteFunc(agentEnv, func(n string) bool { return n == "IS_SANDBOX" })
+	env = slices.DeleteFunc(env, func(v string) bool { return v == "IS_SANDBOX=1" })
 	binDir := filepath.Join(dir, "bin")
-	if err := os.Mkdir(binDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(claudeBin, filepath.Join(binDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
 	groupDir := filepath.Join(dir, "data", "groups", "main")
 	teeDir := filepath.Join(dir, "mcp-tee")
 	tee := filepath.Join(teeDir, "mcp.json")
 	writeMCPTee(t, tee, bin, filepath.Join(dir, "data", "ipc", "main", "mcp.sock"))
-	agentEnv := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
-	env := []string{"HOME=" + home, "PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"ANTHROPIC_API_KEY=sk-ant-test-" + randomHex(t), "ANTHROPIC_BASE_URL=" + api.srv.URL, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
 	envYAML, _ := json.Marshal(agentEnv)
 	cfg := fmt.Sprintf(`data_dir: ./data
 operator_folder: root

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -55,22 +54,15 @@ mv "out-$n.tmp" "out-$n"
 
 // approvalGateway runs `switchboard run` in-process (web adapter, the
 // approval agent, send made an ask by the test's grants) until stop.
-// groupsYAML is the config's groups: root and main, unless extra has its own.
-func groupsYAML(extra string) string {
-	if strings.Contains(extra, "groups:") {
-		return ""
-	}
-	return "groups: [{folder: root}, {folder: main}]"
-}
-
 func approvalGateway(t *testing.T, dir, script, extra string) (base string, stop func(), logs *testlog.Buffer) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	return approvalGatewayGroups(t, dir, script, "[{folder: root}, {folder: main}]", extra)
+}
+
+// approvalGatewayGroups is approvalGateway with the config's groups list.
+func approvalGatewayGroups(t *testing.T, dir, script, groups, extra string) (base string, stop func(), logs *testlog.Buffer) {
+	t.Helper()
+	addr := freeAddr(t)
 	cfg := fmt.Sprintf(`data_dir: %s
 operator_folder: root
 log: {level: debug, format: json}
@@ -78,50 +70,13 @@ agent: {command: [%q], output: none, timeout: 60s, sandbox: none, env: [SWITCHBO
 admin: {listen: "127.0.0.1:0"}
 adapters:
   web: {enabled: true, listen: "%s"}
-%s
+groups: %s
 routes:
   - {match: {platform: web}, target: main}
 %s
-`, dir, script, addr, groupsYAML(extra), extra)
-	path := filepath.Join(dir, "switchboard.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SWITCHBOARD_TEST_HELPER", "1")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	logs = &testlog.Buffer{}
-	go func() {
-		done <- run(ctx, []string{"--config", path, "run"}, os.Getenv, strings.NewReader(""), io.Discard, logs)
-	}()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	}
-	t.Cleanup(stop)
-	base = "http://" + addr
-	if !testwait.Until(10*time.Second, func() bool {
-		resp, err := http.Get(base + "/api/rooms/lobby/messages")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		_, err = os.Stat(filepath.Join(dir, "ipc", "main", "mcp.sock"))
-		return err == nil
-	}) {
-		t.Fatalf("gateway did not come up; log:\n%s", logs.String())
-	}
-	return base, stop, logs
+`, dir, script, addr, groups, extra)
+	stop, logs = runInProcess(t, dir, addr, cfg)
+	return "http://" + addr, stop, logs
 }
 
 // adminAddr is the admin listener's address, from the gateway's log.
@@ -336,22 +291,4 @@ func TestE2EApprovals(t *testing.T) {
 	if out := waitOut(t, dir, "7"); !strings.Contains(out, `"isError":true`) || !strings.Contains(out, "no approvers") {
 		t.Errorf("call without approvers:\n%s", out)
 	}
-}
-
-// TestE2EApprovalsConfigApprovers: approvers named only in the config
-// (groups[].approvals.approvers, no CLI) decide: the running gateway keeps
-// the groups' settings after seeding them.
-func TestE2EApprovalsConfigApprovers(t *testing.T) {
-	dir := shortDir(t)
-	script := approvalAgent(t, dir)
-	mustSB(t, dir, "group", "add", "main")
-	mustSB(t, dir, "grants", "set", "main", "?send")
-	base, stop, _ := approvalGateway(t, dir, script,
-		"groups: [{folder: root}, {folder: main, approvals: {approvers: ['web:user/ann']}}]\napprovals: {timeout: 60s}")
-	defer stop()
-	postAs(t, base, "lobby", "ann", "go 1")
-	id := waitRequest(t, dir, 1)
-	postAs(t, base, "lobby", "ann", "/approve "+id)
-	waitBotText(t, base, "Allowed once by web:user/ann")
-	waitBotText(t, base, "sent 1")
 }

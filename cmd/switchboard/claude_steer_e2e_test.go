@@ -37,27 +37,7 @@ func TestE2EClaudeCodeSteerAndStop(t *testing.T) {
 	api := newSteerModel(t)
 
 	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	binDir := filepath.Join(dir, "bin")
-	if err := os.Mkdir(binDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(claudeBin, filepath.Join(binDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
-	agentEnv := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
-	env := []string{"HOME=" + home, "PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"ANTHROPIC_API_KEY=sk-ant-test-" + randomHex(t), "ANTHROPIC_BASE_URL=" + api.srv.URL, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
-	if os.Geteuid() == 0 {
-		agentEnv = append(agentEnv, "IS_SANDBOX")
-		env = append(env, "IS_SANDBOX=1")
-	}
+	agentEnv, env := claudeEnv(t, dir, claudeBin, api.srv.URL, "sk-ant-test-"+randomHex(t))
 	envYAML, _ := json.Marshal(agentEnv)
 	cfg := fmt.Sprintf(`data_dir: ./data
 operator_folder: root
@@ -80,7 +60,7 @@ groups:
   - folder: main
 routes:
   - {match: {platform: web}, target: main}
-`, binDir, installDir, envYAML)
+`, filepath.Join(dir, "bin"), installDir, envYAML)
 	if err := os.WriteFile(filepath.Join(dir, "switchboard.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

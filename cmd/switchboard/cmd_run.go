@@ -71,10 +71,11 @@ func (a *app) runGateway(ctx context.Context) error {
 	if err := a.seed(ctx, st); err != nil {
 		return err
 	}
-	// Seeded: nothing reads the routes again, and a hundred thousand
-	// decoded routes held tens of megabytes for the process's life. The
-	// groups stay: their approvals settings are read below.
-	a.cfg.Routes = nil
+	// Seeded: nothing reads the lists again (but the groups' approvals,
+	// taken here), and a hundred thousand decoded routes held tens of
+	// megabytes for the process's life.
+	approvals := gatewayApprovals(a.cfg)
+	a.cfg.Groups, a.cfg.Routes = nil, nil
 	adapterList, err := a.buildAdapters(st)
 	if err != nil {
 		return err
@@ -106,7 +107,7 @@ func (a *app) runGateway(ctx context.Context) error {
 		MaxConcurrent: a.cfg.Agent.MaxConcurrent, Exe: exe, Timezone: a.cfg.Timezone, Logger: a.log,
 		MaxDownload: int64(a.cfg.Adapters.MaxDownloadMB) << 20, Warning: warning,
 		Limits: gatewayLimits(a.cfg.Limits), Streams: gatewayStreams(a.cfg.Adapters), Progress: a.cfg.Agent.Progress,
-		Approvals: gatewayApprovals(a.cfg),
+		Approvals: approvals,
 		StopBy:    gateway.StopBy(a.cfg.Limits.StopBy), MidTurn: gateway.MidTurn(a.cfg.Agent.MidTurn),
 		MCPHTTP: gateway.MCPHTTP{Listen: a.cfg.MCP.Listen, CertFile: a.cfg.MCP.TLSCert, KeyFile: a.cfg.MCP.TLSKey, URL: a.cfg.MCP.URL,
 			// A sandbox without network cannot reach the endpoint: its agents keep the socket.

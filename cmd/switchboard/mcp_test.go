@@ -111,12 +111,7 @@ func gatewayRun(t *testing.T, dir string, agent []string) string {
 // section) and agent keys replaced by extra's.
 func gatewayRunCfg(t *testing.T, dir string, agent []string, extra string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	argv, _ := json.Marshal(agent)
 	cfg := fmt.Sprintf(`data_dir: %s
 operator_folder: root
@@ -137,6 +132,27 @@ routes:
   - {match: {platform: web}, target: main}
 %s
 `, dir, argv, addr, extra)
+	runInProcess(t, dir, addr, cfg)
+	return "http://" + addr
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// runInProcess writes cfg (its data_dir dir, its web adapter listening
+// on web) and runs `switchboard run` on it in-process until stop or the test's
+// end; it returns once the web chat answers and group main's socket
+// exists. The log shows when the test failed.
+func runInProcess(t *testing.T, dir, web, cfg string) (stop func(), logs *testlog.Buffer) {
+	t.Helper()
 	path := filepath.Join(dir, "switchboard.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -144,11 +160,16 @@ routes:
 	t.Setenv("SWITCHBOARD_TEST_HELPER", "1")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	logs := &testlog.Buffer{}
+	logs = &testlog.Buffer{}
 	go func() {
 		done <- run(ctx, []string{"--config", path, "run"}, os.Getenv, strings.NewReader(""), io.Discard, logs)
 	}()
-	t.Cleanup(func() {
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)
@@ -156,10 +177,10 @@ routes:
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
 		}
-	})
-	base := "http://" + addr
+	}
+	t.Cleanup(stop)
 	up := testwait.Until(10*time.Second, func() bool {
-		resp, err := http.Get(base + "/api/rooms/lobby/messages")
+		resp, err := http.Get("http://" + web + "/api/rooms/lobby/messages")
 		if err != nil {
 			return false
 		}
@@ -170,7 +191,7 @@ routes:
 	if !up {
 		t.Fatalf("gateway did not come up; log:\n%s", logs.String())
 	}
-	return base
+	return stop, logs
 }
 
 type webMsg struct {

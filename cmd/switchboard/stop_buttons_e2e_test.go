@@ -12,7 +12,8 @@ import (
 // turn that runs past the button's delay shows a Stop button in a message
 // of its own; pressing it stops the turn (its processes gone, recorded
 // stopped, the presser told "Stopping."), and the button's message is
-// removed (deleted, or its button taken away) when the turn ends.
+// deleted when the turn ends (every platform here can delete the bot's
+// messages; web chat pages are told by a "delete" event).
 func TestE2EStopButton(t *testing.T) {
 	bin := switchboardBinary(t)
 	for _, p := range buttonPlatforms(t) {
@@ -49,9 +50,8 @@ func TestE2EStopButton(t *testing.T) {
 			testwait.For(t, 30*time.Second, p.name+": the turn recorded stopped", func() bool {
 				return len(g.records("turn stopped", "", "")) == 1
 			})
-			testwait.For(t, 30*time.Second, p.name+": the Stop button's message removed", func() bool {
-				m := p.message(t, g, btn.id)
-				return !m.found || len(m.buttons) == 0
+			testwait.For(t, 30*time.Second, p.name+": the Stop button's message deleted", func() bool {
+				return !p.message(t, g, btn.id).found
 			})
 		})
 	}

@@ -1,4 +1,4 @@
--- 0015_approvals: approval requests of ask rules (grants '?') and of
+-- 0016_approvals: approval requests of ask rules (grants '?') and of
 -- approve_tool, each with its decision; the session grants "Allow for this
 -- session" made; the approvers the CLI set per group.
 -- status: pending, then once allowed | session | denied | timeout | expired

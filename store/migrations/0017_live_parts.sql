@@ -1,4 +1,4 @@
--- 0016_live_parts: what a live reply record is, so that a crash at any
+-- 0017_live_parts: what a live reply record is, so that a crash at any
 -- point of a live reply's delivery leaves the reply delivered once. state:
 -- 'live' (a message showing the reply so far; it becomes part `part` of
 -- the final or is cleaned up), 'part' (finished mid-turn as a message of

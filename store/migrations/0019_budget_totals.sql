@@ -1,4 +1,4 @@
--- 0015_budget_totals: running totals of what turns cost, so that a budget
+-- 0019_budget_totals: running totals of what turns cost, so that a budget
 -- check reads a bounded number of rows however many turns were recorded
 -- (it summed every turn of the subtree in the window). FinishBatch adds a
 -- turn's cost in the transaction that records it, to its folder and to

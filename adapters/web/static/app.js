@@ -272,10 +272,20 @@
     }
   }
 
+  // showDelete takes a message the bot deleted off the page.
+  function showDelete(d) {
+    if (typeof d.id !== "string") return;
+    for (const li of ui.list.querySelectorAll(".msg[data-id]")) {
+      if (li.dataset.id === d.id) li.remove();
+    }
+    ui.empty.hidden = ui.list.childElementCount > 0;
+  }
+
   function add(m) {
     if (!m || typeof m.seq !== "number" || seen.has(m.seq)) return;
     seen.add(m.seq);
     if (m.seq > last) last = m.seq;
+    if (m.deleted) return; // moves the cursor, shows nothing
     if (m.id) shownIds.add(m.id);
     const stick = nearBottom();
     const draft = m.from_bot && m.id ? draftOf(m.id) : null;
@@ -338,6 +348,7 @@
     if (data && data.type === "draft") showDraft(data);
     else if (data && data.type === "draft_end") endDraft(data);
     else if (data && data.type === "edit") showEdit(data);
+    else if (data && data.type === "delete") showDelete(data);
     else add(data);
   }
 
