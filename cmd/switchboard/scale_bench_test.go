@@ -158,7 +158,8 @@ func BenchmarkScaleStart(b *testing.B) {
 // cliCommands are the commands BenchmarkScaleCLI times (reads; version is
 // the floor: the process alone).
 var cliCommands = []string{"version", "status", "group list", "route explain web:c0000001", "route explain web:nomatch",
-	"grants show g000001", "grants check g000001 send_message jid=web:c0000001", "task list", "turns", "turns --limit 1000",
+	"route list", "route list --limit 1000", "grants show g000001", "grants check g000001 send_message jid=web:c0000001",
+	"task list", "turns", "turns --limit 1000",
 	"budget list", "token list", "messages search deploy"}
 
 // BenchmarkScaleCLI: each command of cliCommands (median of three runs of
