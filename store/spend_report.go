@@ -30,11 +30,7 @@ func (s *Store) SpendBySubtree(ctx context.Context, dayStart, monthStart time.Ti
 		from := max(toMS(since), 0)
 		quarter := ceilMS(from, spendQuarter)
 		day := ceilMS(quarter, spendDay)
-		err := s.sumByFolder(ctx, `SELECT folder, SUM(micros) FROM (
-				SELECT folder, micros FROM spend_totals WHERE span = 0 AND start_ms >= ?1 AND start_ms < ?2
-				UNION ALL
-				SELECT folder, micros FROM spend_totals WHERE span = 1 AND start_ms >= ?2)
-			GROUP BY folder`, []any{quarter, day}, func(f groups.Folder, m int64) {
+		err := s.sumByFolder(ctx, spendTotalsSQL, []any{quarter, day}, func(f groups.Folder, m int64) {
 			v := sums[f]
 			v[i] += m
 			sums[f] = v
@@ -47,14 +43,13 @@ func (s *Store) SpendBySubtree(ctx context.Context, dayStart, monthStart time.Ti
 		}
 		// The first, partial quarter hour: its turns, each counted for its
 		// folder and every ancestor.
-		err = s.sumByFolder(ctx, `SELECT folder, SUM(cost_micros) FROM turns WHERE started_ms >= ? AND started_ms < ? GROUP BY folder`,
-			[]any{from, quarter}, func(f groups.Folder, m int64) {
-				for a := f; a != ""; a = a.Parent() {
-					v := sums[a]
-					v[i] += m
-					sums[a] = v
-				}
-			})
+		err = s.sumByFolder(ctx, spendPartialSQL, []any{from, quarter}, func(f groups.Folder, m int64) {
+			for a := f; a != ""; a = a.Parent() {
+				v := sums[a]
+				v[i] += m
+				sums[a] = v
+			}
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -67,6 +62,18 @@ func (s *Store) SpendBySubtree(ctx context.Context, dayStart, monthStart time.Ti
 	}
 	return out, nil
 }
+
+// SpendBySubtree's queries: every folder's totals of the whole quarter
+// hours from ?1 to the UTC midnight ?2 and of the days from ?2 on (by
+// spend_totals_window), and the turns of a partial quarter hour, by start.
+const (
+	spendTotalsSQL = `SELECT folder, SUM(micros) FROM (
+			SELECT folder, micros FROM spend_totals WHERE span = 0 AND start_ms >= ?1 AND start_ms < ?2
+			UNION ALL
+			SELECT folder, micros FROM spend_totals WHERE span = 1 AND start_ms >= ?2)
+		GROUP BY folder`
+	spendPartialSQL = `SELECT folder, SUM(cost_micros) FROM turns WHERE started_ms >= ? AND started_ms < ? GROUP BY folder`
+)
 
 // sumByFolder runs q, whose rows are a folder and micro-dollars, and
 // hands each row to add.
