@@ -77,10 +77,11 @@ type turns struct {
 // tierOf is the tier of folder (groups.Tier with the configured operator).
 func (t *turns) tierOf(folder groups.Folder) int { return groups.Tier(folder, t.operator) }
 
-// runTurn runs one batch through the agent and records the outcome. It
+// runTurn runs one batch through the agent and records the outcome,
+// calling release (the turn slot) as soon as the agent has exited. It
 // returns how long the folder should wait before its next batch: 0, unless
 // the outcome could not be recorded.
-func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
+func (t *turns) runTurn(ctx context.Context, b store.Batch, release func()) time.Duration {
 	// Stoppable from the moment it is claimed (/stop, the Stop button,
 	// an interrupt): a stop while it is prepared ends it unrun.
 	run := t.running.begin(ctx, store.NewID("t-"), b)
@@ -106,6 +107,7 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch) time.Duration {
 		run.steerWith(p.in.Steer)
 	}
 	res, err := t.runner.Run(run.ctx, t.agent, p.in)
+	release()
 	unbutton()
 	stopTyping()
 	live.stop() // nothing more is shown before the turn is recorded

@@ -125,7 +125,7 @@ func (l *lifecycleFake) nextInterrupted(groups.Folder) (store.Interrupted, bool)
 func (l *lifecycleFake) awaitTurn(context.Context, store.Interrupted) time.Duration {
 	return 0
 }
-func (l *lifecycleFake) runTurn(context.Context, store.Batch) time.Duration {
+func (l *lifecycleFake) runTurn(context.Context, store.Batch, func()) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ran++
@@ -222,16 +222,9 @@ func TestTurnsAlone(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("batch: %v %v", ok, err)
 	}
-	runner := runnerFake{reply: "hello ann"}
-	met := newMetrics(newAdapterStates(), st, runner)
-	layout := groups.Layout{DataDir: t.TempDir()}
 	woken := 0
-	tn := &turns{st: st, runner: runner, agent: agent.Spec{Command: []string{"x"}, Output: "text"}, retryDelays: []time.Duration{time.Millisecond},
-		operator: "root", layout: layout, socket: func(groups.Folder) string { return "" }, tokens: noTokens{}, guards: turnGuards{log: discard},
-		files: &fetcher{adapters: adapterSet{}, layout: layout, log: discard}, adapters: adapterSet{}, active: &activeTurns{},
-		notices: &noticeLimiter{last: map[adapters.JID]time.Time{}, every: time.Minute, now: time.Now}, metrics: met, spend: newSpend(met.reg),
-		wakeOutbox: func() { woken++ }, kickAfter: func(groups.Folder, time.Duration) {}, log: discard}
-	if backoff := tn.runTurn(ctx, b); backoff != 0 {
+	tn := newTestTurns(t, st, runnerFake{reply: "hello ann"}, func() { woken++ })
+	if backoff := tn.runTurn(ctx, b, func() {}); backoff != 0 {
 		t.Fatalf("backoff %v", backoff)
 	}
 	turns, err := st.Turns(ctx, "main", 10)

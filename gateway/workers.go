@@ -14,6 +14,12 @@ import (
 // MaxConcurrent turns at once across all folders. Work itself lives in the
 // store; a worker only asks the store for the folder's next batch, so a crash
 // loses nothing and a restart resumes where it stopped.
+//
+// A turn slot covers a turn from its batch's claim until its agent exits;
+// recording the outcome (a store write, behind the intake's commits under
+// load) happens after, on the folder's worker, without the slot: another
+// folder's turn starts meanwhile, and this folder's next batch is claimed
+// only once the record is written, so a batch still runs exactly once.
 type workers struct {
 	turns lifecycle // set before the first kick
 	st    batchStore
@@ -36,7 +42,10 @@ type workers struct {
 type lifecycle interface {
 	nextInterrupted(folder groups.Folder) (store.Interrupted, bool)
 	awaitTurn(ctx context.Context, it store.Interrupted) time.Duration
-	runTurn(ctx context.Context, b store.Batch) time.Duration
+	// runTurn calls release once its agent has exited, before it records
+	// the outcome (its turn slot is free from then on; the worker
+	// releases it when runTurn returns without having called it).
+	runTurn(ctx context.Context, b store.Batch, release func()) time.Duration
 }
 
 // batchStore hands out a folder's next batch.
@@ -127,8 +136,10 @@ func (ws *workers) step(folder groups.Folder) bool {
 			return false
 		}
 	}
-	backoff := ws.turns.runTurn(ws.ctx, b)
-	<-ws.sem
+	var once sync.Once
+	release := func() { once.Do(func() { <-ws.sem }) }
+	backoff := ws.turns.runTurn(ws.ctx, b, release)
+	release()
 	return ws.backoff(backoff)
 }
 

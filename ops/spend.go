@@ -100,7 +100,7 @@ func SpendReport(ctx context.Context, st *store.Store, folders []groups.Folder, 
 		caps[b.Folder] = b
 	}
 	dayStart, _, monthStart, _ := Windows(now)
-	// Every subtree's sums come from one read of the month's turns.
+	// Every subtree's sums come from one read of the running totals.
 	sums, err := st.SpendBySubtree(ctx, dayStart, monthStart)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"math"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -64,4 +67,35 @@ func (s *Store) RouteTargets(ctx context.Context) (map[groups.Folder]int, error)
 		return nil, fmt.Errorf("count routes by target: %w", err)
 	}
 	return out, nil
+}
+
+// RoutesPage returns up to limit routes (1 to MaxLimit) in the order they
+// are tried (by seq, then id), from the one after route after on (0: from
+// the first), and whether more follow. An after that names no route is an
+// error wrapping ErrNotFound.
+func (s *Store) RoutesPage(ctx context.Context, after int64, limit int) (rs []routing.Route, more bool, err error) {
+	if limit < 1 || limit > MaxLimit {
+		return nil, false, fmt.Errorf("list routes: limit %d: want 1 to %d", limit, MaxLimit)
+	}
+	// The cursor: the route's (seq, id); before every route when none.
+	seq, id := int64(math.MinInt64), int64(math.MinInt64)
+	if after != 0 {
+		err := s.r.QueryRowContext(ctx, `SELECT seq, id FROM routes WHERE id = ?`, after).Scan(&seq, &id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, fmt.Errorf("list routes after %d: %w: no route has that id", after, ErrNotFound)
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("list routes after %d: %w", after, err)
+		}
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, seq, match, target, mode FROM routes WHERE (seq, id) > (?, ?)
+		ORDER BY seq, id LIMIT ?`, seq, id, limit+1)
+	rs, err = collect(rows, err, scanRoute)
+	if err != nil {
+		return nil, false, fmt.Errorf("list routes: %w", err)
+	}
+	if len(rs) > limit {
+		return rs[:limit], true, nil
+	}
+	return rs, false, nil
 }

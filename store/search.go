@@ -53,9 +53,10 @@ type Hit struct {
 // no better than its newest. Within chats, those are the newest among
 // the newest searchScan matches and (unless the query has a prefix*) the
 // chats' newest searchRecent messages. Either way a word or phrase costs
-// about the same at a thousand messages and at ten million; a prefix*
-// still costs what merging every term it starts costs (there is no FTS5
-// prefix index).
+// about the same at a thousand messages and at ten million, and so does a
+// prefix* of two or three characters (FTS5 keeps prefix indexes of those
+// lengths, migration 0020); a longer prefix merges the lists of the few
+// words it starts, a one-character one those of every word it starts.
 //
 // A query FTS5 cannot parse returns an error wrapping ErrBadQuery that quotes
 // the query and SQLite's complaint.

@@ -40,10 +40,24 @@ mode trigger runs a turn; observe stores the message as context only.`,
 	add.Flags().StringVar(&target, "target", "", "group folder that receives matching messages (required)")
 	add.Flags().IntVar(&seq, "seq", 0, "order: lower seq is tried first (ties by id)")
 	add.Flags().StringVar(&mode, "mode", "trigger", "trigger (run a turn) or observe (store as context)")
+	var page routePage
 	list := &cobra.Command{
-		Use: "list", Short: "List routes in the order they are tried", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.routeList(cmd) },
+		Use:   "list",
+		Short: "List routes in the order they are tried",
+		Long: `List routes in the order they are tried: by seq, then id.
+
+A page holds --limit routes (at most 1000). When more follow, the last line
+says how to get the next page: --after the ID of the page's last route (with
+--json that line goes to stderr). --all lists every route at once.`,
+		Example: `  switchboard route list
+  switchboard route list --limit 1000 --after 5120
+  switchboard route list --all`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.routeList(cmd, page) },
 	}
+	list.Flags().IntVar(&page.limit, "limit", 100, "how many routes a page (1 to 1000)")
+	list.Flags().Int64Var(&page.after, "after", 0, "the page after this route (its ID; the last line of a page names it)")
+	list.Flags().BoolVar(&page.all, "all", false, "list every route, not a page")
 	rm := &cobra.Command{
 		Use: "rm ID", Short: "Remove a route", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.routeRemove(cmd, args[0]) },
@@ -149,22 +163,54 @@ func (a *app) shadowWarning(cmd *cobra.Command, st *store.Store, r routing.Route
 	return ""
 }
 
-func (a *app) routeList(cmd *cobra.Command) error {
+// routePage is which routes route list shows.
+type routePage struct {
+	limit int
+	after int64 // a route's ID: the page after it
+	all   bool
+}
+
+func (a *app) routeList(cmd *cobra.Command, p routePage) error {
+	if !p.all && (p.limit < 1 || p.limit > store.MaxLimit) {
+		return usagef("--limit %d: want 1 to %d routes a page; page on with --after, or list them all with --all", p.limit, store.MaxLimit)
+	}
+	if p.all && p.after != 0 {
+		return usagef("--all lists every route; leave out --after")
+	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
-		routes, err := st.ListRoutes(ctx)
+		var routes []routing.Route
+		var more bool
+		var err error
+		if p.all {
+			routes, err = st.ListRoutes(ctx)
+		} else {
+			routes, more, err = st.RoutesPage(ctx, p.after, p.limit)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("--after %d: no route has that id (see switchboard route list)", p.after)
+		}
 		if err != nil {
 			return err
 		}
 		if routes == nil {
 			routes = []routing.Route{}
 		}
-		return a.emit(routes, func(w io.Writer) {
+		err = a.emit(routes, func(w io.Writer) {
 			fmt.Fprintln(w, "ID\tSEQ\tMODE\tTARGET\tMATCH")
 			for _, r := range routes {
 				fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\n", r.ID, r.Seq, r.Mode, r.Target, routing.FormatMatch(r.Match))
 			}
 		})
+		if err != nil || !more {
+			return err
+		}
+		w := a.stdout
+		if a.jsonOut {
+			w = a.stderr
+		}
+		_, err = fmt.Fprintf(w, "more routes: switchboard route list --limit %d --after %d\n", p.limit, routes[len(routes)-1].ID)
+		return err
 	})
 }
 
