@@ -185,9 +185,15 @@ func TestApprovalRequestRetriedAndStored(t *testing.T) {
 		t.Errorf("posted after %d tries, %d text fallbacks; want the third try and none", tries, len(texts))
 	}
 	mu.Unlock()
-	m, err := st.MessageByID(ctx, testChat, "m1")
-	if err != nil || !m.FromBot || !strings.Contains(m.Text, "wants to call `send`") {
-		t.Fatalf("the request in the chat's history: %+v, %v", m, err)
+	// Stored once SendButtons returned, which the fake's count does not wait for.
+	var m store.Message
+	testwait.For(t, 10*time.Second, "the request in the chat's history", func() bool {
+		var err error
+		m, err = st.MessageByID(ctx, testChat, "m1")
+		return err == nil
+	})
+	if !m.FromBot || !strings.Contains(m.Text, "wants to call `send`") {
+		t.Fatalf("the request in the chat's history: %+v", m)
 	}
 	if ans, _ := (pressHandler{approvals: p}).press(ctx, adapters.Press{Chat: testChat, Sender: "test:user/ann", Data: buttons[0].Data}); !strings.Contains(ans, "Allowed once") {
 		t.Fatalf("press answered %q", ans)
