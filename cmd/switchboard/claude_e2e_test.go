@@ -474,6 +474,28 @@ func newFakeModel(t *testing.T, model modelScript) *fakeAnthropic {
 	return f
 }
 
+// readMessagesRequest decodes a Messages API call (POST /v1/messages) of a
+// fake model; ok is false when it answered the request itself (a token
+// count, a probe or telemetry: not a fake model's business; a bad body),
+// with the status it answered.
+func readMessagesRequest(w http.ResponseWriter, r *http.Request, body []byte) (req messagesRequest, status int, ok bool) {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"input_tokens": 1000}`)
+		return req, http.StatusOK, false
+	default:
+		http.NotFound(w, r)
+		return req, http.StatusNotFound, false
+	}
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
+		return req, http.StatusBadRequest, false
+	}
+	return req, http.StatusOK, true
+}
+
 func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := &recordedRequest{method: r.Method, url: r.URL.String(), header: r.Header.Clone(), body: body, status: http.StatusOK}
@@ -481,21 +503,9 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 	f.reqs = append(f.reqs, rec)
 	f.mu.Unlock()
 
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"input_tokens": 1000}`)
-		return
-	default: // connectivity probes, telemetry: not this fake's business
-		rec.status = http.StatusNotFound
-		http.NotFound(w, r)
-		return
-	}
-	var req messagesRequest
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-		rec.status = http.StatusBadRequest
-		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
+	req, status, ok := readMessagesRequest(w, r, body)
+	if !ok {
+		rec.status = status
 		return
 	}
 	prompt, called := req.currentTurn()

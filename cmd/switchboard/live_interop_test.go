@@ -93,19 +93,8 @@ func (m *liveModel) sentAt(word string) (time.Time, bool) {
 
 func (m *liveModel) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"input_tokens": 1000}`)
-		return
-	default:
-		http.NotFound(w, r)
-		return
-	}
-	var req messagesRequest
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
+	req, _, ok := readMessagesRequest(w, r, body)
+	if !ok {
 		return
 	}
 	prompt, called := req.currentTurn()
