@@ -89,13 +89,13 @@ routes:
 	// resumes the session.
 	g.mustPost("lobby", "ann", "run the long job again")
 	testwait.For(t, claudeTurnWithin, "the second Bash call", func() bool { return api.bashCalls() == 2 })
-	pids := agentPIDs(t, "SWITCHBOARD_FOLDER=main")
+	pids := folderAgents(t, dir, "main")
 	if len(pids) < 2 {
 		t.Fatalf("agent processes %v; want Claude Code and its Bash call", pids)
 	}
 	stopped := time.Now()
 	g.mustPost("lobby", "ann", "/stop")
-	testwait.For(t, 10*time.Second, "the agent's processes gone", func() bool { return len(agentPIDs(t, "SWITCHBOARD_FOLDER=main")) == 0 })
+	testwait.For(t, 10*time.Second, "the agent's processes gone", func() bool { return len(folderAgents(t, dir, "main")) == 0 })
 	t.Logf("/stop posted → Claude Code's process tree gone: %v", time.Since(stopped))
 	testwait.For(t, 30*time.Second, "the stop recorded", func() bool { return len(g.records("turn stopped", "", "")) == 1 })
 	g.mustPost("lobby", "ann", "hello after the stop")

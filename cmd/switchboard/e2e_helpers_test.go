@@ -519,6 +519,14 @@ func openDB(t testing.TB, dataDir string) *store.Store {
 	return st
 }
 
+// folderAgents lists the running processes of folder's turns under the
+// gateway in dir (data_dir ./data), and of no other test's: they carry its
+// MCP socket's path.
+func folderAgents(t testing.TB, dir, folder string) []int {
+	t.Helper()
+	return agentPIDs(t, "SWITCHBOARD_MCP_SOCKET="+filepath.Join(dir, "data", "ipc", folder, "mcp.sock"))
+}
+
 // agentPIDs lists the host pids of live processes whose environment holds
 // entry (for example SWITCHBOARD_TURN_ID=t-…): a sandboxed agent's own $$ is
 // a pid inside its PID namespace, so tests find its processes this way.

@@ -38,14 +38,14 @@ func TestE2EStopButton(t *testing.T) {
 				}
 				return false
 			})
-			if len(agentPIDs(t, "SWITCHBOARD_FOLDER=main")) == 0 {
+			if len(folderAgents(t, dir, "main")) == 0 {
 				t.Fatal("the agent is not running while its Stop button shows")
 			}
 			if got := p.press(t, g, btn.id, btn.buttons[0], true); !strings.Contains(got, "Stopping") {
 				t.Errorf("the Stop press was answered %q; want Stopping.", got)
 			}
 			testwait.For(t, 10*time.Second, p.name+": the agent's processes gone", func() bool {
-				return len(agentPIDs(t, "SWITCHBOARD_FOLDER=main")) == 0
+				return len(folderAgents(t, dir, "main")) == 0
 			})
 			testwait.For(t, 30*time.Second, p.name+": the turn recorded stopped", func() bool {
 				return len(g.records("turn stopped", "", "")) == 1
