@@ -234,6 +234,9 @@ type liveTurn struct {
 	recorded string
 	stopped  bool
 	dead     bool // the live reply ended (refused, permanent error): nothing more to show
+	// placeholder: the live reply shows livePlaceholder while it has
+	// nothing else to show (holdButtons).
+	placeholder bool
 }
 
 // onEvent takes one agent event (agent.Input.OnEvent).
@@ -515,8 +518,9 @@ func (s *liveStarter) abortAll(ctx context.Context) {
 
 // newEditLive is the live reply of an adapter without a native one (or
 // with stream: edit): adapters.EditLive over its Send, Edit and (when it
-// has one) Delete; nil when the adapter cannot edit. Its message has a key
-// of its own, apart from the reply row's.
+// has them) Delete and Buttons, with which it carries out.Buttons; nil
+// when the adapter cannot edit. Its message has a key of its own, apart
+// from the reply row's.
 func newEditLive(a adapters.Adapter, out adapters.Outbound) adapters.LiveReply {
 	ed, ok := a.(adapters.Editor)
 	if !ok {
@@ -527,5 +531,37 @@ func newEditLive(a adapters.Adapter, out adapters.Outbound) adapters.LiveReply {
 	if d, ok := a.(adapters.Deleter); ok {
 		e.Delete = d.Delete
 	}
+	if b, ok := a.(adapters.Buttons); ok {
+		e.SendButtons, e.EditButtons = b.SendButtons, b.EditButtons
+	}
 	return e
+}
+
+// livePlaceholder is what a live reply that carries the Stop button shows
+// while the agent has said nothing yet (holdButtons).
+const livePlaceholder = "_Working on it…_"
+
+// holdButtons makes the live reply show the buttons it was started with:
+// false when it cannot carry them (adapters.ButtonCarrier), else it shows
+// livePlaceholder until the agent's text or progress line replaces it, so
+// that a turn silent so far shows them too. Nil-safe.
+func (l *liveTurn) holdButtons() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	c, ok := l.lr.(adapters.ButtonCarrier)
+	carries := ok && !l.dead && c.CarriesButtons()
+	l.placeholder = l.placeholder || carries
+	l.mu.Unlock()
+	if carries {
+		l.again()
+	}
+	return carries
+}
+
+func (l *liveTurn) holding() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.placeholder
 }
