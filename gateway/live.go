@@ -412,12 +412,20 @@ func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 	defer cancel()
 	text := l.currentText()
 	l.mu.Lock()
-	shown, dead := l.shown, l.dead
+	shown, dead, placeholder := l.shown, l.dead, l.placeholder
 	l.mu.Unlock()
 	if dead {
 		return
 	}
-	if why == liveEndQuiet || !shown || text == "" {
+	final := ""
+	switch {
+	case why == liveEndQuiet || !shown:
+	case text != "":
+		final = l.firstPart(text + why.marker())
+	case why == liveEndStopped && placeholder:
+		final = stopStopped // the placeholder that carried the Stop button says it (showsText)
+	}
+	if final == "" {
 		if err := l.lr.Abort(ctx); err != nil {
 			l.log.Warn("live reply left as it was after its turn ended without a reply (the next start removes it)", "jid", l.out.Chat, "err", err)
 			return
@@ -426,7 +434,7 @@ func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 		return
 	}
 	// Not stored: the turn's outcome is (its notice, a retry's reply).
-	if _, err := l.lr.Finish(ctx, l.firstPart(text+why.marker())); err != nil {
+	if _, err := l.lr.Finish(ctx, final); err != nil {
 		l.log.Warn("live reply left without its marker (the chat gets the failure notice; the next start removes it)", "jid", l.out.Chat, "err", err)
 		return
 	}
