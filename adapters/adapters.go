@@ -258,6 +258,11 @@ type Outbound struct {
 	// Key is an idempotency key unique per message part; adapters that can
 	// pass it to the platform (nonce, client id) should.
 	Key string
+	// Buttons are buttons a live reply carries while it runs (a turn's
+	// Stop button), given to Streamer.StartLive only: a live reply that
+	// can carry them says so (ButtonCarrier) and removes them at its end.
+	// Send ignores them (buttons on a message: Buttons.SendButtons).
+	Buttons []Button
 }
 
 // MessageRef names a message the bot acts on. Topic is the stored message's
@@ -416,6 +421,22 @@ type Typer interface {
 // wraps ErrPermanent (not a chat of this adapter) or ErrUnsupported.
 type Streamer interface {
 	StartLive(ctx context.Context, m Outbound, turn string) (LiveReply, error)
+}
+
+// ButtonCarrier is implemented by a LiveReply that can carry the buttons of
+// the Outbound it was started with (Outbound.Buttons): a message the bot
+// edits (adapters.EditLive with SendButtons and EditButtons; a Telegram
+// group's, a Discord one, the gateway's edit fallback). Its message shows
+// them from its first send and keeps them at every update; Finish's text
+// and Abort take them away. A live reply that cannot carry them (a
+// Telegram private chat's draft, a Slack stream) does not implement it or
+// answers false, and the gateway shows them another way (a message of
+// their own). It does not block.
+type ButtonCarrier interface {
+	// CarriesButtons reports whether the live reply shows the buttons
+	// while it runs; the answer may change once (a native live reply the
+	// platform refused became an edited message).
+	CarriesButtons() bool
 }
 
 // LiveReply is one turn's live reply in one chat. Drafts are never stored as

@@ -12,7 +12,11 @@ import (
 // update that shows something and edited at the next ones, the final
 // being its last edit; Abort deletes it. It is Discord's live reply and
 // the gateway's fallback for platforms without a native one (or whose
-// native one was refused). Its methods are safe for concurrent use.
+// native one was refused). With SendButtons and EditButtons set it
+// carries Out.Buttons while it runs (ButtonCarrier): the message is sent
+// with them, every update's edit keeps them, and the final's edit (or
+// Abort, without Delete) removes them. Its methods are safe for
+// concurrent use.
 type EditLive struct {
 	Out    Outbound // where the message goes: chat, topic, reply-to, key
 	Send   func(ctx context.Context, m Outbound) (MessageID, error)
@@ -29,10 +33,15 @@ type EditLive struct {
 	// carries its newest text instead of this one sent late. Finish is
 	// never refused: it waits its turn.
 	Due func(edit bool) time.Duration
+	// SendButtons and EditButtons show Out.Buttons on the message (both
+	// set, Out.Buttons not empty; else Send and Edit show it bare).
+	SendButtons func(ctx context.Context, m Outbound, buttons []Button) (MessageID, error)
+	EditButtons func(ctx context.Context, m MessageRef, text string, buttons []Button) error
 
 	mu       sync.Mutex
 	id       MessageID
 	shown    string // the text last shown: an update that shows the same sends nothing
+	buttoned bool   // the message shows Out.Buttons
 	finished bool
 	aborted  bool
 }
@@ -62,7 +71,15 @@ func (e *EditLive) Update(ctx context.Context, text string) error {
 			return err
 		}
 	}
-	return e.show(ctx, text)
+	return e.show(ctx, text, false)
+}
+
+// CarriesButtons implements ButtonCarrier: Out.Buttons show on the message
+// while the live reply runs.
+func (e *EditLive) CarriesButtons() bool { return e.carries() }
+
+func (e *EditLive) carries() bool {
+	return len(e.Out.Buttons) > 0 && e.SendButtons != nil && e.EditButtons != nil
 }
 
 // NotDue is the refusal of a live update that the platform's pacing would
@@ -87,23 +104,28 @@ func (e *EditLive) Finish(ctx context.Context, text string) (MessageID, error) {
 	case e.finished:
 		return e.id, nil
 	}
-	if err := e.show(ctx, text); err != nil {
+	if err := e.show(ctx, text, true); err != nil {
 		return "", err
 	}
 	e.finished = true
 	return e.id, nil
 }
 
-// Abort deletes the message (when Delete is set and one was sent); after
-// Finish it does nothing.
+// Abort deletes the message (when Delete is set and one was sent), or
+// else takes its buttons away; after Finish it does nothing.
 func (e *EditLive) Abort(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.finished || e.aborted {
 		return nil
 	}
-	if e.id != "" && e.Delete != nil {
+	switch {
+	case e.id != "" && e.Delete != nil:
 		if err := e.Delete(ctx, e.ref()); err != nil {
+			return err
+		}
+	case e.buttoned:
+		if err := e.EditButtons(ctx, e.ref(), e.shown, nil); err != nil {
 			return err
 		}
 	}
@@ -112,14 +134,22 @@ func (e *EditLive) Abort(ctx context.Context) error {
 }
 
 // show sends text as the message, or edits the message to it unless it
-// shows text already. A platform that gives no id cannot edit: that is
+// shows text already; final takes the buttons away (a final sent at once
+// never had them). A platform that gives no id cannot edit: that is
 // ErrUnsupported.
-func (e *EditLive) show(ctx context.Context, text string) error {
+func (e *EditLive) show(ctx context.Context, text string, final bool) error {
+	buttons := e.carries() && !final
 	switch {
 	case e.id == "":
 		m := e.Out
-		m.Text = text
-		id, err := e.Send(ctx, m)
+		m.Text, m.Buttons = text, nil
+		var id MessageID
+		var err error
+		if buttons {
+			id, err = e.SendButtons(ctx, m, e.Out.Buttons)
+		} else {
+			id, err = e.Send(ctx, m)
+		}
 		if err != nil {
 			return err
 		}
@@ -127,14 +157,22 @@ func (e *EditLive) show(ctx context.Context, text string) error {
 			return fmt.Errorf("live reply in %s: the message sent has no id to edit: %w", e.Out.Chat, ErrUnsupported)
 		}
 		e.id = id
-	case text == e.shown:
+	case text == e.shown && buttons == e.buttoned:
 		return nil
+	case buttons:
+		if err := e.EditButtons(ctx, e.ref(), text, e.Out.Buttons); err != nil {
+			return err
+		}
+	case e.buttoned:
+		if err := e.EditButtons(ctx, e.ref(), text, nil); err != nil {
+			return err
+		}
 	default:
 		if err := e.Edit(ctx, e.ref(), text); err != nil {
 			return err
 		}
 	}
-	e.shown = text
+	e.shown, e.buttoned = text, buttons
 	return nil
 }
 

@@ -98,3 +98,77 @@ func TestEditLive(t *testing.T) {
 		}
 	})
 }
+
+// buttoned makes e carry a Stop button, recording its sends and edits.
+func (p *platform) buttoned(e *EditLive) *EditLive {
+	e.Out.Buttons = []Button{{Label: "Stop", Data: "stop:t1"}}
+	e.SendButtons = func(_ context.Context, m Outbound, b []Button) (MessageID, error) {
+		p.calls = append(p.calls, fmt.Sprintf("send %s %v", m.Text, labels(b)))
+		return "m1", nil
+	}
+	e.EditButtons = func(_ context.Context, m MessageRef, text string, b []Button) error {
+		p.calls = append(p.calls, fmt.Sprintf("edit %s %s %v", m.ID, text, labels(b)))
+		return nil
+	}
+	return e
+}
+
+func labels(b []Button) []string {
+	var out []string
+	for _, x := range b {
+		out = append(out, x.Label)
+	}
+	return out
+}
+
+func TestEditLiveCarriesButtons(t *testing.T) {
+	ctx := context.Background()
+	t.Run("shown while it runs, gone with the final", func(t *testing.T) {
+		p := &platform{}
+		e := p.buttoned(p.live())
+		if !e.CarriesButtons() {
+			t.Fatal("CarriesButtons false with SendButtons, EditButtons and Out.Buttons set")
+		}
+		for _, text := range []string{"Hel", "Hello"} {
+			if err := e.Update(ctx, text); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ref, mode, ok := e.Shown()
+		if !ok || ref.ID != "m1" || mode != LiveEditButtons {
+			t.Errorf("Shown: %v %q %v; want m1 as %q", ref, mode, ok, LiveEditButtons)
+		}
+		if _, err := e.Finish(ctx, "Hello…"); err != nil { // the same text as shown: the buttons still go
+			t.Fatal(err)
+		}
+		want := []string{"send Hel… [Stop]", "edit m1 Hello… [Stop]", "edit m1 Hello… []"}
+		if !slices.Equal(p.calls, want) {
+			t.Errorf("calls %q; want %q", p.calls, want)
+		}
+	})
+	t.Run("a final sent at once has none", func(t *testing.T) {
+		p := &platform{}
+		if _, err := p.buttoned(p.live()).Finish(ctx, "Hi"); err != nil || !slices.Equal(p.calls, []string{"send Hi"}) {
+			t.Errorf("Finish: %v, calls %q; want a bare send", err, p.calls)
+		}
+	})
+	t.Run("abort without delete takes them away", func(t *testing.T) {
+		p := &platform{}
+		e := p.buttoned(p.live())
+		e.Delete = nil
+		if err := e.Update(ctx, "Hel"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Abort(ctx); err != nil || p.calls[len(p.calls)-1] != "edit m1 Hel… []" {
+			t.Errorf("Abort: %v, calls %q; want the buttons removed", err, p.calls)
+		}
+	})
+	t.Run("no buttons given: bare", func(t *testing.T) {
+		p := &platform{}
+		e := p.buttoned(p.live())
+		e.Out.Buttons = nil
+		if err := e.Update(ctx, "Hel"); err != nil || e.CarriesButtons() || !slices.Equal(p.calls, []string{"send Hel…"}) {
+			t.Errorf("Update: %v, carries %v, calls %q", err, e.CarriesButtons(), p.calls)
+		}
+	})
+}

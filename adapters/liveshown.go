@@ -16,6 +16,11 @@ const (
 	// LiveDraft: a draft the platform drops by itself (a Telegram
 	// private-chat draft, a web chat draft): nothing to clean up.
 	LiveDraft LiveMode = "draft"
+	// LiveEditButtons: a LiveEdit message that carries buttons while it
+	// runs (a live reply with its Stop button, ButtonCarrier). Left over,
+	// it is deleted (Deleter), or else edited to a marker without its
+	// buttons (Buttons.EditButtons).
+	LiveEditButtons LiveMode = "edit-buttons"
 	// LiveButtons: a message with buttons shown while a turn runs (its
 	// Stop button). Left over, it is deleted (Deleter), or else its
 	// buttons are removed (Buttons.EditButtons).
@@ -44,5 +49,9 @@ type LiveEnder interface {
 func (e *EditLive) Shown() (MessageRef, LiveMode, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.ref(), LiveEdit, e.id != "" && !e.finished && !e.aborted
+	mode := LiveEdit
+	if e.carries() {
+		mode = LiveEditButtons
+	}
+	return e.ref(), mode, e.id != "" && !e.finished && !e.aborted
 }

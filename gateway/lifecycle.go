@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"switchboard/adapters"
@@ -85,7 +86,9 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch, release func()) time
 	// Stoppable from the moment it is claimed (/stop, the Stop button,
 	// an interrupt): a stop while it is prepared ends it unrun.
 	run := t.running.begin(ctx, store.NewID("t-"), b)
-	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic}, run.rt.id)
+	var started atomic.Pointer[liveTurn] // the live reply, which carries the Stop button where it can
+	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic}, run.rt.id,
+		func() bool { return started.Load().holdButtons() })
 	p, backoff, ok := t.prepareTurn(ctx, run, b)
 	if !ok {
 		unbutton()
@@ -98,7 +101,8 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch, release func()) time
 	}
 	stopTyping := typing(ctx, t.adapters, t.log, b.ChatJID, b.Topic)
 	live := t.live.start(ctx, t.agent.Output, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b),
-		ReplyToSender: lastSender(b), Key: p.turn.ID + "/reply"}, p.turn.ID)
+		ReplyToSender: lastSender(b), Key: p.turn.ID + "/reply", Buttons: t.buttons.forLive(b.ChatJID, run.rt.id)}, p.turn.ID)
+	started.Store(live)
 	if live != nil {
 		p.in.OnEvent = live.onEvent
 	}

@@ -234,6 +234,9 @@ type liveTurn struct {
 	recorded string
 	stopped  bool
 	dead     bool // the live reply ended (refused, permanent error): nothing more to show
+	// placeholder: the live reply shows livePlaceholder while it has
+	// nothing else to show (holdButtons).
+	placeholder bool
 }
 
 // onEvent takes one agent event (agent.Input.OnEvent).
@@ -409,12 +412,20 @@ func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 	defer cancel()
 	text := l.currentText()
 	l.mu.Lock()
-	shown, dead := l.shown, l.dead
+	shown, dead, placeholder := l.shown, l.dead, l.placeholder
 	l.mu.Unlock()
 	if dead {
 		return
 	}
-	if why == liveEndQuiet || !shown || text == "" {
+	final := ""
+	switch {
+	case why == liveEndQuiet || !shown:
+	case text != "":
+		final = l.firstPart(text + why.marker())
+	case why == liveEndStopped && placeholder:
+		final = stopStopped // the placeholder that carried the Stop button says it (showsText)
+	}
+	if final == "" {
 		if err := l.lr.Abort(ctx); err != nil {
 			l.log.Warn("live reply left as it was after its turn ended without a reply (the next start removes it)", "jid", l.out.Chat, "err", err)
 			return
@@ -423,7 +434,7 @@ func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 		return
 	}
 	// Not stored: the turn's outcome is (its notice, a retry's reply).
-	if _, err := l.lr.Finish(ctx, l.firstPart(text+why.marker())); err != nil {
+	if _, err := l.lr.Finish(ctx, final); err != nil {
 		l.log.Warn("live reply left without its marker (the chat gets the failure notice; the next start removes it)", "jid", l.out.Chat, "err", err)
 		return
 	}
@@ -515,8 +526,9 @@ func (s *liveStarter) abortAll(ctx context.Context) {
 
 // newEditLive is the live reply of an adapter without a native one (or
 // with stream: edit): adapters.EditLive over its Send, Edit and (when it
-// has one) Delete; nil when the adapter cannot edit. Its message has a key
-// of its own, apart from the reply row's.
+// has them) Delete and Buttons, with which it carries out.Buttons; nil
+// when the adapter cannot edit. Its message has a key of its own, apart
+// from the reply row's.
 func newEditLive(a adapters.Adapter, out adapters.Outbound) adapters.LiveReply {
 	ed, ok := a.(adapters.Editor)
 	if !ok {
@@ -527,5 +539,37 @@ func newEditLive(a adapters.Adapter, out adapters.Outbound) adapters.LiveReply {
 	if d, ok := a.(adapters.Deleter); ok {
 		e.Delete = d.Delete
 	}
+	if b, ok := a.(adapters.Buttons); ok {
+		e.SendButtons, e.EditButtons = b.SendButtons, b.EditButtons
+	}
 	return e
+}
+
+// livePlaceholder is what a live reply that carries the Stop button shows
+// while the agent has said nothing yet (holdButtons).
+const livePlaceholder = "_Working on it…_"
+
+// holdButtons makes the live reply show the buttons it was started with:
+// false when it cannot carry them (adapters.ButtonCarrier), else it shows
+// livePlaceholder until the agent's text or progress line replaces it, so
+// that a turn silent so far shows them too. Nil-safe.
+func (l *liveTurn) holdButtons() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	c, ok := l.lr.(adapters.ButtonCarrier)
+	carries := ok && !l.dead && c.CarriesButtons()
+	l.placeholder = l.placeholder || carries
+	l.mu.Unlock()
+	if carries {
+		l.again()
+	}
+	return carries
+}
+
+func (l *liveTurn) holding() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.placeholder
 }

@@ -86,6 +86,9 @@ func (l *liveTurn) view() (settle, show string) {
 	if done < len(parts) {
 		show = parts[done]
 	}
+	if tool == "" && show == "" && l.holding() {
+		return settle, livePlaceholder // the Stop button needs a message to show on
+	}
 	if tool == "" {
 		return settle, show // a part of the split: it fits
 	}

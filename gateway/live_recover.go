@@ -198,7 +198,8 @@ func (s *liveStarter) cleanLeftover(ctx context.Context, l store.LiveShown) erro
 }
 
 // endLeftover stops a stream (LiveEnder), then deletes the message
-// (Deleter) or, failing that, edits it to liveInterrupted (Editor).
+// (Deleter) or, failing that, edits it to liveInterrupted (Editor; one
+// that carried buttons, without them).
 func endLeftover(ctx context.Context, a adapters.Adapter, ref adapters.MessageRef, mode adapters.LiveMode) error {
 	if e, ok := a.(adapters.LiveEnder); ok {
 		if err := e.EndLive(ctx, ref, mode); err != nil {
@@ -213,6 +214,9 @@ func endLeftover(ctx context.Context, a adapters.Adapter, ref adapters.MessageRe
 	}
 	if b, ok := a.(adapters.Buttons); ok && mode == adapters.LiveButtons {
 		return b.EditButtons(ctx, ref, stopButtonInterrupted, nil)
+	}
+	if b, ok := a.(adapters.Buttons); ok && mode == adapters.LiveEditButtons {
+		return b.EditButtons(ctx, ref, liveInterrupted, nil) // an edit alone may keep them (Discord)
 	}
 	if e, ok := a.(adapters.Editor); ok {
 		err := e.Edit(ctx, ref, liveInterrupted)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -47,6 +48,14 @@ func (a *cleanupAdapter) Edit(ctx context.Context, m adapters.MessageRef, text s
 	return a.called("edit " + string(m.ID) + "=" + text)
 }
 
+func (a *cleanupAdapter) SendButtons(ctx context.Context, m adapters.Outbound, b []adapters.Button) (adapters.MessageID, error) {
+	return "", a.called("send buttons")
+}
+
+func (a *cleanupAdapter) EditButtons(ctx context.Context, m adapters.MessageRef, text string, b []adapters.Button) error {
+	return a.called(fmt.Sprintf("buttons %s=%s/%d", m.ID, text, len(b)))
+}
+
 func (a *cleanupAdapter) Delete(ctx context.Context, m adapters.MessageRef) error {
 	if !a.deleter {
 		return adapters.Unsupported(a.name, "delete")
@@ -75,6 +84,7 @@ func TestLiveLeftoversCleanedAtStart(t *testing.T) {
 	}{
 		{"edit, deleter", adapters.LiveEdit, true, false, []string{"delete m7"}},
 		{"edit, no deleter", adapters.LiveEdit, false, false, []string{"edit m7=" + liveInterrupted}},
+		{"edit with buttons, no deleter", adapters.LiveEditButtons, false, false, []string{"buttons m7=" + liveInterrupted + "/0"}},
 		{"stream", adapters.LiveStream, true, true, []string{"end m7 stream", "delete m7"}},
 		{"draft", adapters.LiveDraft, true, true, nil},
 	} {

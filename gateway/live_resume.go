@@ -98,7 +98,8 @@ func (s *liveStarter) resume(ctx context.Context, a adapters.Adapter, it store.O
 
 // resumedLive is a live reply's message after a restart: no stream goes
 // on; Finish ends a stream and edits the message to the final (again, if
-// it showed it already), Abort cleans it up as a leftover.
+// it showed it already; without the buttons it carried), Abort cleans it
+// up as a leftover.
 type resumedLive struct {
 	a    adapters.Adapter
 	ref  adapters.MessageRef // ID "": none
@@ -119,7 +120,13 @@ func (r *resumedLive) Finish(ctx context.Context, text string) (adapters.Message
 			return "", err
 		}
 	}
-	if err := ed.Edit(ctx, r.ref, text); err != nil {
+	edit := ed.Edit
+	if b, ok := r.a.(adapters.Buttons); ok && r.mode == adapters.LiveEditButtons {
+		edit = func(ctx context.Context, ref adapters.MessageRef, text string) error {
+			return b.EditButtons(ctx, ref, text, nil) // the final without the Stop button
+		}
+	}
+	if err := edit(ctx, r.ref, text); err != nil {
 		return "", err
 	}
 	return r.ref.ID, nil

@@ -334,12 +334,13 @@ func (t *turns) recordStopped(ctx context.Context, p preparedTurn, res agent.Res
 }
 
 // showsText reports whether the live reply shows some of the reply (and
-// thus can end with a marker).
+// thus can end with a marker), or the placeholder that carried the Stop
+// button (and thus can end saying stopStopped).
 func (l *liveTurn) showsText() bool {
 	if l == nil {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.shown && !l.dead && strings.TrimSpace(string(l.text)) != ""
+	return l.shown && !l.dead && (strings.TrimSpace(string(l.text)) != "" || l.placeholder)
 }

@@ -18,14 +18,16 @@ const stopButtonDelay = 3 * time.Second
 // once the next start took its button away (where it cannot be deleted).
 const stopButtonInterrupted = "Interrupted by a restart."
 
-// stopButtons shows a running turn's Stop button: a message of its own
-// with the button ("stop:<turn id>", stopper.press), posted once the turn
-// has run stopButtonDelay in a chat whose adapter has Buttons and streams
-// (adapters.<name>.stream not off), and removed when the turn ends
-// (deleted where the adapter can, else its button taken away). A message
-// of its own rather than a button on the live reply: native live replies
-// (drafts, Slack streams) carry no buttons, and this works the same on
-// every platform.
+// stopButtons shows a running turn's Stop button ("stop:<turn id>",
+// stopper.press) in a chat whose adapter has Buttons and streams
+// (adapters.<name>.stream not off). The live reply carries it where it is
+// a message the bot edits (adapters.ButtonCarrier: a Telegram group's, a
+// Discord one, the edit fallback): it costs no request of its own, and the
+// final's edit takes it away; one that showed nothing by stopButtonDelay
+// shows a placeholder to carry it. Where the live reply cannot carry it (a
+// Telegram private chat's draft, a Slack stream) it is a message of its
+// own, posted once the turn has run stopButtonDelay and removed when the
+// turn ends (deleted where the adapter can, else its button taken away).
 type stopButtons struct {
 	adapters adapterSet
 	st       liveStore         // records the message while it shows, so a crash's leftover is cleaned up at the next start
@@ -34,21 +36,36 @@ type stopButtons struct {
 	log      *slog.Logger
 }
 
-// show posts turn's Stop button into out's chat after the delay, unless
-// the returned remove is called first; remove takes it away again (it
-// waits for a post in flight). It never blocks the turn. A nil
-// stopButtons shows none.
-func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn string) (remove func()) {
-	if s == nil {
+// forLive is the Stop button of turn for its live reply in chat to carry
+// (adapters.Outbound.Buttons); nil where none shows.
+func (s *stopButtons) forLive(chat adapters.JID, turn string) []adapters.Button {
+	if s == nil || !s.shows(chat.Platform()) {
+		return nil
+	}
+	return []adapters.Button{{Label: "Stop", Data: stopPressPrefix + turn, Style: adapters.StyleDanger}}
+}
+
+// shows reports whether platform's chats get Stop buttons: its adapter has
+// Buttons and it streams.
+func (s *stopButtons) shows(platform string) bool {
+	_, ok := s.adapters[platform].(adapters.Buttons)
+	cfg := s.streams[platform]
+	return ok && cfg.Mode != StreamOff && cfg.Mode != ""
+}
+
+// show posts turn's Stop button as a message of its own into out's chat
+// after the delay, unless by then carried reports that the turn's live
+// reply carries it (and will show it: liveTurn.holdButtons), or the returned remove was called first; remove takes
+// it away again (it waits for a post in flight). It never blocks the
+// turn. A nil stopButtons shows none.
+func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn string, carried func() bool) (remove func()) {
+	if s == nil || !s.shows(out.Chat.Platform()) {
 		return func() {}
 	}
 	platform := out.Chat.Platform()
-	b, ok := s.adapters[platform].(adapters.Buttons)
-	if cfg := s.streams[platform]; !ok || cfg.Mode == StreamOff || cfg.Mode == "" {
-		return func() {}
-	}
+	b := s.adapters[platform].(adapters.Buttons)
 	out.Key, out.Text = turn+"/stop-button", "Working on it. Press Stop to stop."
-	buttons := []adapters.Button{{Label: "Stop", Data: stopPressPrefix + turn, Style: adapters.StyleDanger}}
+	buttons := s.forLive(out.Chat, turn)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var id adapters.MessageID
@@ -61,6 +78,9 @@ func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn stri
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if carried() {
+			return // on the live reply
 		}
 		var err error
 		if id, err = b.SendButtons(ctx, out, buttons); err != nil {

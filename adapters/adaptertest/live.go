@@ -16,7 +16,10 @@ import (
 // platform has them, shows each update in order; an update refused by a 429
 // is a RetryAfterError and shows once sent again after it; the final is one
 // message, under the id Finish returned, shown once; nothing of the live
-// reply shows after it, and Update after Finish is ErrLiveEnded.
+// reply shows after it, and Update after Finish is ErrLiveEnded. A live
+// reply that carries the buttons it was started with
+// (adapters.ButtonCarrier) shows them while it runs; none are left after
+// Finish.
 func testLive(t *testing.T, p Platform) {
 	a, host := started(t, p)
 	s, ok := a.(adapters.Streamer)
@@ -44,9 +47,24 @@ func testLive(t *testing.T, p Platform) {
 		t.Run(c.name, func(t *testing.T) {
 			uid := p.UserPosts(t, Post{Chat: c.chat, Topic: c.topic, Text: "count for me", Mention: true})
 			q := waitEvent(t, host, "the question", func(ev adapters.Inbound) bool { return ev.ID == uid })
-			liveReply(t, p, a, s, lw.WatchLive(t, c.chat), adapters.Outbound{Chat: c.chat, Topic: c.topic, ReplyTo: uid, ReplyToSender: q.Sender, Key: "live/" + c.name})
+			liveReply(t, p, a, s, lw.WatchLive(t, c.chat), adapters.Outbound{Chat: c.chat, Topic: c.topic, ReplyTo: uid, ReplyToSender: q.Sender, Key: "live/" + c.name,
+				Buttons: []adapters.Button{liveStop}})
 		})
 	}
+}
+
+// liveStop is the button the live replies of testLive are started with.
+var liveStop = adapters.Button{Label: "Stop", Data: "stop:t-conformance", Style: adapters.StyleDanger}
+
+// liveMessages is the bot's messages in chat that hold text and are not deleted.
+func liveMessages(p Platform, chat adapters.JID, text string) []Message {
+	var out []Message
+	for _, msg := range p.BotMessages(chat) {
+		if strings.Contains(msg.Text, text) && !msg.Deleted {
+			out = append(out, msg)
+		}
+	}
+	return out
 }
 
 func liveReply(t *testing.T, p Platform, a adapters.Adapter, s adapters.Streamer, shown func() []string, m adapters.Outbound) {
@@ -63,6 +81,11 @@ func liveReply(t *testing.T, p Platform, a adapters.Adapter, s adapters.Streamer
 		}
 		paced(t, "update "+u, func() error { return live.Update(ctx, u) })
 		waitShown(t, shown, u)
+		if c, ok := live.(adapters.ButtonCarrier); ok && c.CarriesButtons() {
+			if ms := liveMessages(p, m.Chat, u); len(ms) != 1 || !slices.ContainsFunc(ms[0].Buttons, func(b adapters.Button) bool { return b.Data == liveStop.Data }) {
+				t.Errorf("the live reply carries its buttons (CarriesButtons) but the platform holds %+v; want one message reading %q with the Stop button", ms, u)
+			}
+		}
 	}
 	checkPaced(t, p, wait)
 	const final, finalShown = "Counting: one two three **four**", "Counting: one two three four"
@@ -88,14 +111,12 @@ func liveReply(t *testing.T, p Platform, a adapters.Adapter, s adapters.Streamer
 	if got := trimAll(shown()); !slices.Equal(got, want) {
 		t.Errorf("the chat showed, in order:\n%q\nwant the updates in order, the final once, then the next message:\n%q", got, want)
 	}
-	var finals []Message
-	for _, msg := range p.BotMessages(m.Chat) {
-		if strings.Contains(msg.Text, "Counting") && !msg.Deleted {
-			finals = append(finals, msg)
-		}
-	}
+	finals := liveMessages(p, m.Chat, "Counting")
 	if len(finals) != 1 || finals[0].ID != id || strings.TrimSpace(finals[0].Text) != finalShown || finals[0].Topic != m.Topic {
 		t.Errorf("the platform holds %+v; want one message %q reading %q in topic %q", finals, id, finalShown, m.Topic)
+	}
+	if len(finals) == 1 && len(finals[0].Buttons) != 0 {
+		t.Errorf("the final %q still shows buttons %+v; want none after Finish", finals[0].Text, finals[0].Buttons)
 	}
 }
 

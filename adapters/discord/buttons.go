@@ -51,6 +51,11 @@ func buttonStyle(s adapters.ButtonStyle) discordgo.ButtonStyle {
 
 // SendButtons posts m with a row of buttons (custom_id = Data) under it.
 func (a *Adapter) SendButtons(ctx context.Context, m adapters.Outbound, buttons []adapters.Button) (adapters.MessageID, error) {
+	return a.sendButtons(ctx, m, buttons)
+}
+
+// sendButtons is SendButtons with more request options (see send).
+func (a *Adapter) sendButtons(ctx context.Context, m adapters.Outbound, buttons []adapters.Button, opts ...discordgo.RequestOption) (adapters.MessageID, error) {
 	comps, err := components(buttons)
 	if err != nil {
 		return "", err
@@ -68,7 +73,7 @@ func (a *Adapter) SendButtons(ctx context.Context, m adapters.Outbound, buttons 
 		no := false
 		data.Reference = &discordgo.MessageReference{MessageID: string(m.ReplyTo), ChannelID: ch, GuildID: guildOf(m.Chat), FailIfNotExists: &no}
 	}
-	sent, err := s.ChannelMessageSendComplex(ch, data, discordgo.WithContext(ctx))
+	sent, err := s.ChannelMessageSendComplex(ch, data, append(opts, discordgo.WithContext(ctx))...)
 	if err != nil {
 		return "", classify(m.Chat, err)
 	}
@@ -77,6 +82,11 @@ func (a *Adapter) SendButtons(ctx context.Context, m adapters.Outbound, buttons 
 
 // EditButtons replaces a message's text and buttons; nil removes them.
 func (a *Adapter) EditButtons(ctx context.Context, ref adapters.MessageRef, text string, buttons []adapters.Button) error {
+	return a.editButtons(ctx, ref, text, buttons)
+}
+
+// editButtons is EditButtons with more request options (see send).
+func (a *Adapter) editButtons(ctx context.Context, ref adapters.MessageRef, text string, buttons []adapters.Button, opts ...discordgo.RequestOption) error {
 	comps, err := components(buttons)
 	if err != nil {
 		return err
@@ -86,7 +96,7 @@ func (a *Adapter) EditButtons(ctx context.Context, ref adapters.MessageRef, text
 		return err
 	}
 	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: string(ref.ID), Channel: ch, Content: &text,
-		Components: &comps, AllowedMentions: mentions(false)}, discordgo.WithContext(ctx))
+		Components: &comps, AllowedMentions: mentions(false)}, append(opts, discordgo.WithContext(ctx))...)
 	return classify(ref.Chat, err)
 }
 

@@ -16,8 +16,9 @@ var _ adapters.Streamer = (*Adapter)(nil)
 // StartLive implements adapters.Streamer. Discord has no drafts: the live
 // reply is an adapters.EditLive, one message sent at the first update
 // where Send puts it (the thread of the topic, as a reply to m.ReplyTo)
-// and edited at the next ones, its mentions restricted as Send's; the
-// final is its last edit and Abort deletes it. Its requests do not wait
+// and edited at the next ones, its mentions restricted as Send's, carrying
+// m.Buttons as components while it runs (adapters.ButtonCarrier); the
+// final is its last edit, without them, and Abort deletes it. Its requests do not wait
 // out a rate limit with their text: an update while the channel's bucket
 // is spent is refused with adapters.NotDue's RetryAfterError before any
 // request (due), and a 429 comes back as a RetryAfterError instead of
@@ -36,6 +37,12 @@ func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string)
 		},
 		Edit: func(ctx context.Context, ref adapters.MessageRef, text string) error {
 			return a.edit(ctx, ref, text, noRetry)
+		},
+		SendButtons: func(ctx context.Context, m adapters.Outbound, b []adapters.Button) (adapters.MessageID, error) {
+			return a.sendButtons(ctx, m, b, noRetry)
+		},
+		EditButtons: func(ctx context.Context, ref adapters.MessageRef, text string, b []adapters.Button) error {
+			return a.editButtons(ctx, ref, text, b, noRetry)
 		},
 		Delete: a.Delete, Render: partial,
 		Due: func(edit bool) time.Duration { return a.due(ch, edit) },

@@ -23,7 +23,8 @@ var _ adapters.Streamer = (*Adapter)(nil)
 // is a draft (sendMessageDraft, its draft_id derived from turn) and the
 // final a new message; in a group, or once Telegram refused a draft, it is
 // a message sent at the first update and edited at the next, the final its
-// last edit. Every request goes through the adapter's pacing; an update
+// last edit, and that message carries m.Buttons while it runs (an inline
+// keyboard; adapters.ButtonCarrier), a draft none. Every request goes through the adapter's pacing; an update
 // the pacing would hold (a group's next request is up to 3 s away) is
 // refused with adapters.NotDue's RetryAfterError instead, and the caller's
 // next one carries its newest text. It does not call Telegram; a chat
@@ -44,6 +45,7 @@ func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string)
 // error (Adapter.Edit).
 func (a *Adapter) editLive(m adapters.Outbound, chat int64) *adapters.EditLive {
 	return &adapters.EditLive{Out: m, Send: a.Send, Edit: a.Edit, Delete: a.Delete, Render: markdown.Partial,
+		SendButtons: a.SendButtons, EditButtons: a.EditButtons,
 		Due: func(bool) time.Duration { return a.pace.due(lane{chat: chat}) }}
 }
 
@@ -170,6 +172,14 @@ func draftRefused(err error) bool {
 	}
 	msg := strings.ToLower(err.Error())
 	return !strings.Contains(msg, "chat not found") && !strings.Contains(msg, "too long")
+}
+
+// CarriesButtons implements adapters.ButtonCarrier: a draft carries no
+// buttons; the message edited in place once drafts were refused does.
+func (l *live) CarriesButtons() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.edit != nil && l.edit.CarriesButtons()
 }
 
 // Shown implements adapters.LiveShown: a draft (it vanishes by itself),

@@ -173,9 +173,11 @@ func buttonPlatforms(t *testing.T) []buttonPlatform {
 					return ms
 				},
 				press: func(t *testing.T, g *gw, id, data string, approver bool) string {
-					iid := dc.PressBy(discordtest.Channel, id, data, "8", "Bob")
+					var iid string
 					if approver {
 						iid = dc.UserPresses(discordtest.Channel, id, data)
+					} else {
+						iid = dc.PressBy(discordtest.Channel, id, data, "8", "Bob")
 					}
 					a := dc.WaitAnswered(t, iid)
 					if a.Type != 4 || a.Flags&64 == 0 || a.Late {

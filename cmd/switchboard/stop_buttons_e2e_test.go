@@ -9,11 +9,14 @@ import (
 )
 
 // TestE2EStopButton: on each platform's fake, through the real binary, a
-// turn that runs past the button's delay shows a Stop button in a message
-// of its own; pressing it stops the turn (its processes gone, recorded
-// stopped, the presser told "Stopping."), and the button's message is
-// deleted when the turn ends (every platform here can delete the bot's
-// messages; web chat pages are told by a "delete" event).
+// turn that runs past the button's delay shows a Stop button: on its live
+// reply where that is a message the bot edits (a Telegram group, Discord;
+// the turn said nothing yet, so the live reply shows a placeholder), else
+// in a message of its own (the web chat's draft, a Slack channel's live
+// reply). Pressing it stops the turn (its processes gone, recorded
+// stopped, the presser told "Stopping."); the live reply's last edit says
+// "Stopped." without the button, and a message of its own is removed
+// (deleted, or its button taken away) when the turn ends.
 func TestE2EStopButton(t *testing.T) {
 	bin := switchboardBinary(t)
 	for _, p := range buttonPlatforms(t) {
@@ -28,6 +31,7 @@ func TestE2EStopButton(t *testing.T) {
 			p.start(t, g)
 			p.say(t, g, "a long job")
 
+			onLive := p.name == "telegram" || p.name == "discord"
 			var btn shownMsg
 			testwait.For(t, 30*time.Second, p.name+": a Stop button", func() bool {
 				for _, m := range p.bot(t, g) {
@@ -38,6 +42,9 @@ func TestE2EStopButton(t *testing.T) {
 				}
 				return false
 			})
+			if onLive == strings.Contains(btn.text, "Press Stop") {
+				t.Errorf("the Stop button shows under %q; want it on the live reply: %v", btn.text, onLive)
+			}
 			if len(folderAgents(t, dir, "main")) == 0 {
 				t.Fatal("the agent is not running while its Stop button shows")
 			}
@@ -50,9 +57,19 @@ func TestE2EStopButton(t *testing.T) {
 			testwait.For(t, 30*time.Second, p.name+": the turn recorded stopped", func() bool {
 				return len(g.records("turn stopped", "", "")) == 1
 			})
-			testwait.For(t, 30*time.Second, p.name+": the Stop button's message deleted", func() bool {
-				return !p.message(t, g, btn.id).found
+			testwait.For(t, 30*time.Second, p.name+": the Stop button removed", func() bool {
+				m := p.message(t, g, btn.id)
+				return !m.found || len(m.buttons) == 0
 			})
+			if !onLive {
+				return
+			}
+			if m := p.message(t, g, btn.id); !m.found || !strings.Contains(m.text, "Stopped.") {
+				t.Errorf("the live reply ends as %+v; want it to say Stopped.", m)
+			}
+			if bot := p.bot(t, g); len(bot) != 1 {
+				t.Errorf("the bot shows %+v; want the live reply alone", bot)
+			}
 		})
 	}
 }
