@@ -263,7 +263,7 @@ type proc struct {
 	readers, writer                        sync.WaitGroup
 	interrupted                            atomic.Bool // cmd.Cancel signalled the group
 	stopKill                               atomic.Pointer[time.Timer]
-	// turnEntry (SWITCHBOARD_TURN_ID=…) marks the turn's processes when no
+	// turnEntry (SWITCHBOARD_TURN_ID=…) marks the turn's processes where no
 	// sandbox's PID namespace ends them: those that left the group are
 	// found by it and killed at the end.
 	turnEntry  string
@@ -292,12 +292,13 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = in.Dir
 	cmd.Env = environ(spec.Env, turnEnv(in))
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = sysProcAttr(spec.Sandbox != nil)
 	cmd.WaitDelay = termGrace // after Cancel's SIGTERM, exec sends SIGKILL
 	p := &proc{cmd: cmd, stdout: &cappedBuffer{max: maxOut}, stderr: &tailBuffer{max: stderrTail}}
-	if spec.Sandbox == nil {
-		p.turnEntry = in.TurnID.envEntry()
-	}
+	// Sandboxed too: where bwrap gets no PID namespace of its own (see
+	// sysProcAttr), an inner bwrap whose outer one died during the setup
+	// has left the group and is found only by this.
+	p.turnEntry = in.TurnID.envEntry()
 	cmd.Cancel = func() error { return p.interrupt(ctx) }
 	if spec.Input == InputStreamJSON && spec.Output == OutputClaudeStream {
 		p.steer = in.Steer
@@ -392,7 +393,7 @@ func (p *proc) closePipes() {
 // stopGrace later: a person waits for it.
 func (p *proc) interrupt(ctx context.Context) error {
 	pid := p.cmd.Process.Pid
-	err := syscall.Kill(-pid, syscall.SIGTERM)
+	err := syscall.Kill(-pid, termSignal(p.cmd.SysProcAttr))
 	if errors.Is(err, syscall.ESRCH) {
 		return os.ErrProcessDone
 	}

@@ -136,7 +136,7 @@ func Probe(ctx context.Context, spec Spec, dir string, also ...string) error {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = environ(spec.Env, nil)
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = sysProcAttr(true)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if line := lastLine(out); line != "" {
