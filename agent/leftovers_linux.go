@@ -23,10 +23,10 @@ import (
 // those whose SWITCHBOARD_MCP_SOCKET lies under socketRoot (the data
 // directory's socket root, which no other gateway shares). It reports the
 // processes killed and the last error.
-func KillLeftovers(socketRoot string) (int, error) {
+func KillLeftovers(socketRoot string) ([]Reaped, error) {
 	root, err := filepath.Abs(socketRoot)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	prefix := []byte("SWITCHBOARD_MCP_SOCKET=" + root + string(filepath.Separator))
 	return killAllMarked(func(kv []byte) bool { return bytes.HasPrefix(kv, prefix) })
@@ -40,78 +40,98 @@ func killTurnLeftovers(turnEntry string) (int, error) {
 		return 0, nil
 	}
 	entry := []byte(turnEntry)
-	return killAllMarked(func(kv []byte) bool { return bytes.Equal(kv, entry) })
+	killed, err := killAllMarked(func(kv []byte) bool { return bytes.Equal(kv, entry) })
+	return len(killed), err
 }
 
 // killAllMarked scans until a scan finds nothing (a few rounds at most): a
 // process killed mid-fork can leave a child the scan before did not see.
-func killAllMarked(marked func(kv []byte) bool) (int, error) {
-	total := 0
+func killAllMarked(marked func(kv []byte) bool) ([]Reaped, error) {
+	var all []Reaped
 	var lastErr error
 	for range 5 {
-		n, err := killMarked(marked)
+		killed, err := killMarked(marked)
 		if err != nil {
 			lastErr = err
 		}
-		if n == 0 {
+		if len(killed) == 0 {
 			break
 		}
-		total += n
+		all = append(all, killed...)
 	}
-	return total, lastErr
+	return all, lastErr
 }
 
 // killMarked sends SIGKILL to every process (but this one) with an
-// environment entry that marked accepts, and returns how many it killed.
-func killMarked(marked func(kv []byte) bool) (int, error) {
+// environment entry that marked accepts, and returns those it killed.
+func killMarked(marked func(kv []byte) bool) ([]Reaped, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	self := os.Getpid()
-	n := 0
+	var killed []Reaped
 	var lastErr error
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
 			continue
 		}
-		killed, err := killIfMarked(pid, marked)
-		if killed {
-			n++
+		r, ok, err := killIfMarked(pid, marked)
+		if ok {
+			killed = append(killed, r)
 		}
 		if err != nil {
 			lastErr = err
 		}
 	}
-	return n, lastErr
+	return killed, lastErr
 }
 
 // killIfMarked kills process pid if its environment is marked. A marked
 // process is pinned by a pidfd and its environment read again: a pid
 // reused in between is then either never signalled (the pidfd's process is
 // gone: ESRCH) or marked itself.
-func killIfMarked(pid int, marked func(kv []byte) bool) (bool, error) {
+func killIfMarked(pid int, marked func(kv []byte) bool) (Reaped, bool, error) {
 	if !environMarked(pid, marked) {
-		return false, nil
+		return Reaped{}, false, nil
 	}
 	var err error
+	r := describe(pid)
 	if pidfd, ok := pidfdOpen(pid); ok {
 		defer syscall.Close(pidfd)
 		if !environMarked(pid, marked) {
-			return false, nil
+			return Reaped{}, false, nil
 		}
+		r = describe(pid)
 		err = pidfdKill(pidfd)
 	} else {
 		err = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if errors.Is(err, syscall.ESRCH) {
-		return false, nil
+		return Reaped{}, false, nil
 	}
 	if err != nil {
-		return false, &os.SyscallError{Syscall: "kill " + strconv.Itoa(pid), Err: err}
+		return Reaped{}, false, &os.SyscallError{Syscall: "kill " + strconv.Itoa(pid), Err: err}
 	}
-	return true, nil
+	return r, true, nil
+}
+
+// describe says which process pid is, for the log: its command name and
+// the turn its environment names.
+func describe(pid int) Reaped {
+	r := Reaped{PID: pid}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err == nil {
+		r.Command = string(bytes.TrimSpace(b))
+	}
+	prefix := []byte("SWITCHBOARD_TURN_ID=")
+	environMarked(pid, func(kv []byte) bool {
+		if v, ok := bytes.CutPrefix(kv, prefix); ok {
+			r.Turn = TurnID(v)
+		}
+		return false
+	})
+	return r
 }
 
 // environMarked reports whether process pid's environment has an entry

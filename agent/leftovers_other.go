@@ -3,7 +3,7 @@
 package agent
 
 // KillLeftovers is Linux-only (it reads /proc).
-func KillLeftovers(string) (int, error) { return 0, nil }
+func KillLeftovers(string) ([]Reaped, error) { return nil, nil }
 
 // killTurnLeftovers is Linux-only (it reads /proc).
 func killTurnLeftovers(string) (int, error) { return 0, nil }

@@ -222,13 +222,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// What a crashed gateway left is settled before reload opens the MCP
 	// sockets: until then no agent (a leftover one included) can queue work
 	// that RecoverStarted would take for a turn the crash interrupted.
-	n, err := agent.KillLeftovers(g.layout.SocketRoot())
-	if err != nil {
-		g.log.Warn("kill leftover agent process", "err", err)
-	}
-	if n > 0 {
-		g.log.Warn("agent processes left by a crashed gateway were killed", "count", n)
-	}
+	g.reapLeftovers()
 	awaited, err := g.turns.recoverStarted(ctx)
 	if err != nil {
 		return err
