@@ -340,7 +340,10 @@ while :; do sleep 0.05; done`})
 			}
 			// The rerun ended normally: its setsid grandchild ended with it.
 			rerun := waitTurnID(t, dir, 2)
-			if pids := agentPIDs(t, "SWITCHBOARD_TURN_ID="+rerun); len(pids) != 0 {
+			// Killed at the turn's end: gone once the kernel has finished
+			// them (a loaded machine may take a moment; zombies are skipped).
+			gone := testwait.Until(5*time.Second, func() bool { return len(agentPIDs(t, "SWITCHBOARD_TURN_ID="+rerun)) == 0 })
+			if pids := agentPIDs(t, "SWITCHBOARD_TURN_ID="+rerun); !gone && len(pids) != 0 {
 				t.Errorf("processes %v of the finished rerun outlived it", pids)
 				for _, pid := range pids {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
