@@ -329,6 +329,13 @@
       drafts.set(d.turn, { id: d.id, li });
       ui.empty.hidden = true;
     }
+    // The draft's buttons (the turn's Stop button), drawn once: a press
+    // names the draft's id, the final message's, as the message.
+    const li = drafts.get(d.turn).li;
+    if (!li.querySelector(".buttons")) {
+      const buttons = buttonsOf({ from_bot: true, id: d.id, buttons: d.buttons, topic: d.topic });
+      if (buttons) li.querySelector(".text").after(buttons);
+    }
     if (stick) ui.scroller.scrollTop = ui.scroller.scrollHeight;
   }
 
