@@ -93,9 +93,11 @@ func (l *live) Update(ctx context.Context, text string) error {
 }
 
 // Finish returns the final message's id. The pages show the final once the
-// gateway stored it (Stored): it replaces the draft. The draft is no longer
-// sent to pages that connect from now on.
-func (l *live) Finish(ctx context.Context, _ string) (adapters.MessageID, error) {
+// gateway stored it (Stored): it replaces the draft. A draft that carried
+// buttons is first shown reading text without them, since a final the
+// gateway does not store (a stopped turn's "Stopped.") never replaces it.
+// The draft is no longer sent to pages that connect from now on.
+func (l *live) Finish(ctx context.Context, text string) (adapters.MessageID, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("web: finish live reply %s: %w", l.d.Turn, err)
 	}
@@ -106,7 +108,13 @@ func (l *live) Finish(ctx context.Context, _ string) (adapters.MessageID, error)
 	}
 	if !l.finished {
 		l.finished = true
-		l.a.hub.endDraft(l.chat, l.d.Turn, nil)
+		var last *draftView
+		if len(l.d.Buttons) > 0 && strings.TrimSpace(text) != "" {
+			d := l.d
+			d.Text, d.Buttons = text, nil
+			last = &d
+		}
+		l.a.hub.endDraft(l.chat, l.d.Turn, last)
 	}
 	return l.d.ID, nil
 }

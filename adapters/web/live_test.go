@@ -147,6 +147,14 @@ func TestLiveDraftCarriesButtons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A final the gateway does not store (a stopped turn's) shows too.
+	d := st.nextDraft(t)
+	for d.Text == "Working harder" { // the update before
+		d = st.nextDraft(t)
+	}
+	if d.Text != "Done" || len(d.Buttons) != 0 || d.ID != id {
+		t.Errorf("the draft after Finish %+v; want it reading Done without buttons", d)
+	}
 	s.g.mu.Lock() // the gateway stores the final under its id
 	seq, _ := s.g.store(adapters.Inbound{Chat: "web:lobby", ID: id, Sender: "web:bot", Text: "Done", Time: time.Now(), FromBot: true})
 	s.g.mu.Unlock()
