@@ -426,10 +426,11 @@ type Streamer interface {
 // ButtonCarrier is implemented by a LiveReply that can carry the buttons of
 // the Outbound it was started with (Outbound.Buttons): a message the bot
 // edits (adapters.EditLive with SendButtons and EditButtons; a Telegram
-// group's, a Discord one, the gateway's edit fallback). Its message shows
-// them from its first send and keeps them at every update; Finish's text
-// and Abort take them away. A live reply that cannot carry them (a
-// Telegram private chat's draft, a Slack stream) does not implement it or
+// group's, a Discord one, Slack's edited message, the gateway's edit
+// fallback), or the web chat's draft. Its message shows them from its
+// first send and keeps them at every update; Finish's text and Abort take
+// them away. A live reply that cannot carry them (a Telegram private
+// chat's draft, a Slack stream) does not implement it or
 // answers false, and the gateway shows them another way (a message of
 // their own). It does not block.
 type ButtonCarrier interface {

@@ -21,8 +21,9 @@ const stopButtonInterrupted = "Interrupted by a restart."
 // stopButtons shows a running turn's Stop button ("stop:<turn id>",
 // stopper.press) in a chat whose adapter has Buttons and streams
 // (adapters.<name>.stream not off). The live reply carries it where it is
-// a message the bot edits (adapters.ButtonCarrier: a Telegram group's, a
-// Discord one, the edit fallback): it costs no request of its own, and the
+// a message the bot edits or a web draft (adapters.ButtonCarrier: a
+// Telegram group's, a Discord one, Slack's edited message, the web chat's
+// draft, the edit fallback): it costs no request of its own, and the
 // final's edit takes it away; one that showed nothing by stopButtonDelay
 // shows a placeholder to carry it. Where the live reply cannot carry it (a
 // Telegram private chat's draft, a Slack stream) it is a message of its

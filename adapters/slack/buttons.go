@@ -23,21 +23,29 @@ const InteractivityPath = "/slack/interactivity"
 // Block Kit limits: a section's text, a button's label.
 const (
 	maxSection = 3000
-	maxLabel   = 75
-	maxAnswer  = 4000
+	// maxSections bounds the sections of a message's text (Slack takes
+	// 50 blocks; MaxText needs 2).
+	maxSections = 4
+	maxLabel    = 75
+	maxAnswer   = 4000
 	// answerWithin bounds the ephemeral answer, posted before the press
 	// is acknowledged (Slack wants that within 3 s).
 	answerWithin = 2 * time.Second
 )
 
-// blocks is a message with buttons: a section with the text and, when there
-// are buttons, an actions block of them (action_id and value = Data).
+// blocks is a message with buttons: the text in sections (of at most
+// maxSection characters each: a live reply's text may be up to MaxText)
+// and, when there are buttons, an actions block of them (action_id and
+// value = Data).
 func blocks(text string, plain bool, buttons []adapters.Button) ([]slack.Block, error) {
-	body := slack.NewTextBlockObject(slack.MarkdownType, cut(markdown.SlackMrkdwn(text), maxSection), false, false)
+	kind, body := slack.MarkdownType, markdown.SlackMrkdwn(text)
 	if plain {
-		body = slack.NewTextBlockObject(slack.PlainTextType, cut(markdown.SlackPlain(text), maxSection), false, false)
+		kind, body = slack.PlainTextType, markdown.SlackPlain(text)
 	}
-	out := []slack.Block{slack.NewSectionBlock(body, nil, nil)}
+	var out []slack.Block
+	for _, part := range sections(body) {
+		out = append(out, slack.NewSectionBlock(slack.NewTextBlockObject(kind, part, false, false), nil, nil))
+	}
 	if len(buttons) == 0 {
 		return out, nil
 	}
@@ -56,6 +64,26 @@ func blocks(text string, plain bool, buttons []adapters.Button) ([]slack.Block, 
 		elems = append(elems, e)
 	}
 	return append(out, slack.NewActionBlock("buttons", elems...)), nil
+}
+
+// sections splits s into parts of at most maxSection characters, at a
+// line break where there is one in the part's second half; at most
+// maxSections parts, the last cut.
+func sections(s string) []string {
+	r := []rune(s)
+	var out []string
+	for len(r) > maxSection && len(out) < maxSections-1 {
+		n := maxSection
+		for i := maxSection - 1; i > maxSection/2; i-- {
+			if r[i] == '\n' {
+				n = i + 1
+				break
+			}
+		}
+		out = append(out, string(r[:n]))
+		r = r[n:]
+	}
+	return append(out, cut(string(r), maxSection))
 }
 
 func cut(s string, n int) string {

@@ -23,8 +23,11 @@ import (
 // update adds, chat.stopStream with the rest of the final): the streamed
 // message is the final. Anywhere else, and once Slack refused streams to
 // this app, it is one message posted at the first update and edited
-// (chat.update) after; the final is its last edit. It does not call Slack;
-// a chat that is not Slack's wraps adapters.ErrPermanent.
+// (chat.update) after; the final is its last edit. That message carries
+// m.Buttons (adapters.ButtonCarrier: the turn's Stop button) as a Block Kit
+// actions block under its text until the final's edit takes it away; a
+// stream carries none. It does not call Slack; a chat that is not Slack's
+// wraps adapters.ErrPermanent.
 func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string) (adapters.LiveReply, error) {
 	channel, kind, err := channelOf(m.Chat)
 	if err != nil {
@@ -69,6 +72,7 @@ type live struct {
 	streamed  bool   // ts shows the stream's Markdown, sent (no edit replaced it)
 	sent      string // the Markdown the stream holds
 	shown     string // the mrkdwn the last edit showed: an update that renders the same sends nothing
+	buttoned  bool   // ts shows out.Buttons
 	finished  bool
 	aborted   bool
 }
@@ -130,8 +134,19 @@ func (l *live) Update(ctx context.Context, text string) error {
 	if err := l.due(method); err != nil {
 		return err
 	}
-	return l.edit(ctx, src, mrkdwn)
+	return l.edit(ctx, src, mrkdwn, false)
 }
+
+// CarriesButtons implements adapters.ButtonCarrier: a live reply started
+// with buttons carries them where it is a message posted and edited, not a
+// stream (true from when Slack refused the stream).
+func (l *live) CarriesButtons() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.carries()
+}
+
+func (l *live) carries() bool { return len(l.out.Buttons) > 0 && l.thread == "" }
 
 // due refuses an update whose requests (methods) the adapter's tiers
 // would hold now, with adapters.NotDue's RetryAfterError: sent after the
@@ -163,7 +178,7 @@ func (l *live) Finish(ctx context.Context, text string) (adapters.MessageID, err
 		}
 	}
 	if !l.streamed || l.sent != text {
-		if err := l.edit(ctx, text, markdown.SlackMrkdwn(text)); err != nil {
+		if err := l.edit(ctx, text, markdown.SlackMrkdwn(text), true); err != nil {
 			return "", err
 		}
 	}
@@ -267,23 +282,38 @@ func (l *live) end(ctx context.Context, delta string, grows bool) error {
 }
 
 // edit shows src (Markdown, rendered as mrkdwn) by posting the live
-// message or editing it, unless it renders as the last edit did.
-func (l *live) edit(ctx context.Context, src, mrkdwn string) error {
-	if mrkdwn == l.shown {
+// message or editing it, unless it shows that already. The message carries
+// the buttons (blocks) while it runs; final's edit takes them away (a
+// final posted at once never had them).
+func (l *live) edit(ctx context.Context, src, mrkdwn string, final bool) error {
+	buttons := l.carries() && !final
+	if mrkdwn == l.shown && buttons == l.buttoned {
 		return nil
 	}
-	if l.ts == "" {
+	ref := adapters.MessageRef{Chat: l.out.Chat, Topic: l.out.Topic, ID: adapters.MessageID(l.ts)}
+	var err error
+	switch {
+	case l.ts == "":
 		m := l.out
-		m.Text = src
-		id, err := l.a.Send(ctx, m)
-		if err != nil {
-			return err
+		m.Text, m.Buttons = src, nil
+		var id adapters.MessageID
+		if buttons {
+			id, err = l.a.SendButtons(ctx, m, l.out.Buttons)
+		} else {
+			id, err = l.a.Send(ctx, m)
 		}
 		l.ts = string(id)
-	} else if err := l.a.Edit(ctx, adapters.MessageRef{Chat: l.out.Chat, Topic: l.out.Topic, ID: adapters.MessageID(l.ts)}, src); err != nil {
+	case buttons:
+		err = l.a.EditButtons(ctx, ref, src, l.out.Buttons)
+	case l.buttoned:
+		err = l.a.EditButtons(ctx, ref, src, nil) // the blocks replaced: no actions block
+	default:
+		err = l.a.Edit(ctx, ref, src)
+	}
+	if err != nil {
 		return err
 	}
-	l.shown, l.streamed = mrkdwn, false
+	l.shown, l.streamed, l.buttoned = mrkdwn, false, buttons
 	return nil
 }
 
@@ -333,8 +363,11 @@ func (l *live) Shown() (adapters.MessageRef, adapters.LiveMode, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	mode := adapters.LiveEdit
-	if l.streaming {
+	switch {
+	case l.streaming:
 		mode = adapters.LiveStream
+	case l.buttoned:
+		mode = adapters.LiveEditButtons
 	}
 	return adapters.MessageRef{Chat: l.out.Chat, Topic: l.out.Topic, ID: adapters.MessageID(l.ts)}, mode, l.ts != "" && !l.finished && !l.aborted
 }

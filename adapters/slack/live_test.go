@@ -282,3 +282,80 @@ func TestLiveStreamsAfterRestart(t *testing.T) {
 		t.Errorf("%d posts and edits; a streamed reply needs none", n)
 	}
 }
+
+// A live reply that is a message posted and edited (not a stream) carries
+// the buttons it was started with (the turn's Stop button) as a Block Kit
+// actions block from its first post and at every chat.update, also past a
+// section's 3,000 characters; the final's edit takes them away. A stream
+// carries none (the gateway shows them another way).
+func TestLiveEditedMessageCarriesButtons(t *testing.T) {
+	stop := adapters.Button{Label: "Stop", Data: "stop:t-7", Style: adapters.StyleDanger}
+	long := "Three " + strings.Repeat("long line of output\n", 180) // > 3,000 characters, < MaxText
+	for _, tc := range []struct {
+		name    string
+		refuse  bool
+		replyTo bool
+		carries bool
+	}{
+		{"in the channel", false, false, true},
+		{"streams refused", true, true, true},
+		{"a stream in the thread", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := slacktest.New(t)
+			a, q := liveSetup(t, s, "")
+			if tc.refuse {
+				s.RefuseStreams("not_allowed")
+			}
+			ctx := t.Context()
+			out := adapters.Outbound{Chat: c1, Buttons: []adapters.Button{stop}}
+			if tc.replyTo {
+				out.ReplyTo, out.ReplyToSender = adapters.MessageID(q), alice
+			}
+			l, err := a.StartLive(ctx, out, "t-7")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ts string
+			for _, u := range []string{"One", "One two", long} {
+				if err := l.Update(ctx, u); err != nil {
+					t.Fatalf("update: %v", err)
+				}
+				carries := l.(adapters.ButtonCarrier).CarriesButtons()
+				if carries != tc.carries {
+					t.Fatalf("CarriesButtons() = %v; want %v", carries, tc.carries)
+				}
+				ref, _, _ := l.(adapters.LiveShown).Shown()
+				ts = string(ref.ID)
+				m := message(t, s, ts)
+				want := strings.TrimSpace(u)
+				if tc.carries && (len(m.Buttons) != 1 || m.Buttons[0].Value != "stop:t-7" || m.Buttons[0].Style != "danger" || strings.TrimSpace(m.Text) != want) {
+					t.Errorf("the live message reads %q with buttons %+v; want %d characters with the Stop button", m.Text, m.Buttons, len(want))
+				}
+				if !tc.carries && len(m.Buttons) != 0 {
+					t.Errorf("the stream shows buttons %+v", m.Buttons)
+				}
+			}
+			const final = "Done: four"
+			id, err := l.Finish(ctx, final)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := message(t, s, string(id)); m.Text != final || len(m.Buttons) != 0 || string(id) != ts {
+				t.Errorf("the final %s reads %q with buttons %+v; want the live message %s reading %q without buttons", id, m.Text, m.Buttons, ts, final)
+			}
+		})
+	}
+}
+
+// message is the message ts of C1.
+func message(t *testing.T, s *slacktest.Server, ts string) slacktest.Msg {
+	t.Helper()
+	for _, m := range s.Messages("C1") {
+		if m.TS == ts && !m.Deleted {
+			return m
+		}
+	}
+	t.Fatalf("no message %s in C1: %+v", ts, s.Messages("C1"))
+	return slacktest.Msg{}
+}

@@ -213,3 +213,57 @@ func TestBrowserPressesButton(t *testing.T) {
 	}
 	b.WaitFor("the buttons gone and the new text", buttons+` === 0 && document.querySelector('.msg[data-id="`+id.String()+`"] .text').textContent === "Allowed once by Ann"`)
 }
+
+// TestBrowserStopsDraft: a live reply started with the turn's Stop button
+// shows it on its draft while the draft grows; a click reaches Host.Press
+// as "stop:<turn>" naming the draft's id, and the final message that
+// replaces the draft has no button. Without Chromium it skips, or fails
+// when CI is set.
+func TestBrowserStopsDraft(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a browser")
+	}
+	testenv.Need(t, chromium, "make test installs it, or apt-get install chromium")
+	s := start(t, nil)
+	s.host.PressFunc = func(context.Context, adapters.Press) (string, error) { return "Stopping.", nil }
+	ctx := t.Context()
+	chat := adapters.JID("web:lobby")
+	s.post(t, "lobby", `{"sender": "ann", "text": "count slowly"}`)
+	stop := adapters.Button{Label: "Stop", Data: "stop:t-42", Style: adapters.StyleDanger}
+	l, err := s.a.StartLive(ctx, adapters.Outbound{Chat: chat, Buttons: []adapters.Button{stop}}, "t-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testcdp.Open(t, chromium, "about:blank")
+	b.Navigate(s.base + "/?room=lobby")
+	testwait.For(t, 60*time.Second, "the page's event stream", func() bool { return s.a.hub.count() > 0 })
+	draft := `document.querySelector('.msg.draft[data-draft="t-42"]')`
+	stopButton := draft + `.querySelector('.buttons button.danger')`
+	for _, text := range []string{"One", "One, two", "One, two, three"} {
+		if err := l.Update(ctx, text); err != nil {
+			t.Fatal(err)
+		}
+		b.WaitFor("the draft reading "+text+" with its Stop button",
+			draft+` && `+draft+`.querySelector('.text').textContent === `+testcdp.JSString(text)+` && `+stopButton+`.textContent === "Stop"`)
+	}
+	b.WaitFor("one Stop button on the draft", draft+`.querySelectorAll('.buttons button').length === 1`)
+	b.Eval(`document.getElementById("name").value = "Ann"`)
+	b.Eval(stopButton + `.click()`)
+	b.WaitFor("the answer", `(`+draft+`.querySelector('.answer') || {}).textContent === "Stopping."`)
+	ref, _, _ := l.(adapters.LiveShown).Shown()
+	if p := s.host.Presses(); len(p) != 1 || p[0].Data != "stop:t-42" || p[0].Sender != "web:user/Ann" || p[0].Chat != chat || p[0].Message != ref.ID {
+		t.Errorf("presses %+v; want stop:t-42 by web:user/Ann on the draft's id %s", p, ref.ID)
+	}
+	const final = "One, two, three (stopped)"
+	id, err := l.Finish(ctx, final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.g.mu.Lock() // the gateway stores the final under Finish's id
+	seq, _ := s.g.store(adapters.Inbound{Chat: chat, ID: id, Sender: "web:user/switchboard", Text: final, Time: time.Now(), FromBot: true})
+	s.g.mu.Unlock()
+	s.a.Stored(chat, seq)
+	b.WaitFor("the final in place of the draft, without buttons",
+		`!document.querySelector('.msg.draft') && [...document.querySelectorAll('.msg.bot')].some(li => li.querySelector('.text').textContent === `+
+			testcdp.JSString(final)+` && !li.querySelector('.buttons'))`)
+}

@@ -218,6 +218,7 @@ func (p *webPlatform) WatchLive(t *testing.T, chat adapters.JID) func() []string
 	t.Cleanup(func() { resp.Body.Close() })
 	var mu sync.Mutex
 	var shown []string
+	var draftID string // the newest draft's
 	go func() {
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
@@ -227,14 +228,23 @@ func (p *webPlatform) WatchLive(t *testing.T, chat adapters.JID) func() []string
 			}
 			var ev struct {
 				Type    string
+				ID      string
 				Text    string
 				FromBot bool `json:"from_bot"`
 			}
 			if json.Unmarshal([]byte(data), &ev) != nil || ev.Type == "" && !ev.FromBot || ev.Type == "draft_end" {
 				continue
 			}
+			text := markdown.Plain(ev.Text)
 			mu.Lock()
-			shown = append(shown, markdown.Plain(ev.Text))
+			// The message of a draft's id replaces the draft in place:
+			// the same text does not show again.
+			if ev.Type != "" || ev.ID != draftID || len(shown) == 0 || shown[len(shown)-1] != text {
+				shown = append(shown, text)
+			}
+			if ev.Type == "draft" {
+				draftID = ev.ID
+			}
 			mu.Unlock()
 		}
 	}()

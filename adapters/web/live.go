@@ -27,25 +27,40 @@ type draftView struct {
 	Text  string             `json:"text,omitempty"`
 	Topic string             `json:"topic,omitempty"`
 	// Buttons: an "edit" event (EditButtons) replaces the text and the
-	// buttons of the message ID; none means they are gone.
+	// buttons of the message ID, none meaning they are gone; a "draft"
+	// shows them under the draft (the turn's Stop button: a press posts
+	// the draft's ID as the message), and the final message has none.
 	Buttons []buttonView `json:"buttons,omitempty"`
 }
 
 // StartLive implements adapters.Streamer: the live reply is draft objects on
 // the room's event stream, its final the message the gateway stores under
-// the id Finish returns (minted now, and carried by every draft). It does
-// not block. A chat that is not a valid web room is an error wrapping
-// adapters.ErrPermanent; an empty turn is the message id.
+// the id Finish returns (minted now, and carried by every draft). Every
+// draft carries m.Buttons (adapters.ButtonCarrier). It does not block. A
+// chat that is not a valid web room is an error wrapping
+// adapters.ErrPermanent, an invalid button one wrapping
+// adapters.ErrBadMessage; an empty turn is the message id.
 func (a *Adapter) StartLive(ctx context.Context, m adapters.Outbound, turn string) (adapters.LiveReply, error) {
 	if _, err := roomOf(m.Chat); err != nil {
 		return nil, fmt.Errorf("web: start live reply in %s: %w: %w", m.Chat, err, adapters.ErrPermanent)
+	}
+	var buttons []buttonView
+	for _, b := range m.Buttons {
+		if err := b.Validate(); err != nil {
+			return nil, fmt.Errorf("web: start live reply in %s: %w", m.Chat, err)
+		}
+		buttons = append(buttons, buttonView{Label: b.Label, Data: b.Data, Style: string(b.Style)})
 	}
 	id := adapters.MessageID("b-" + randomID())
 	if turn == "" {
 		turn = string(id)
 	}
-	return &live{a: a, chat: m.Chat, d: draftView{Type: "draft", Turn: turn, ID: id, Name: a.botName, Topic: m.Topic}}, nil
+	return &live{a: a, chat: m.Chat, d: draftView{Type: "draft", Turn: turn, ID: id, Name: a.botName, Topic: m.Topic, Buttons: buttons}}, nil
 }
+
+// CarriesButtons implements adapters.ButtonCarrier: the draft shows the
+// buttons the live reply was started with; its final message has none.
+func (l *live) CarriesButtons() bool { return len(l.d.Buttons) > 0 }
 
 // live is one turn's live reply in a web room. None of its methods block.
 type live struct {
@@ -78,9 +93,11 @@ func (l *live) Update(ctx context.Context, text string) error {
 }
 
 // Finish returns the final message's id. The pages show the final once the
-// gateway stored it (Stored): it replaces the draft. The draft is no longer
-// sent to pages that connect from now on.
-func (l *live) Finish(ctx context.Context, _ string) (adapters.MessageID, error) {
+// gateway stored it (Stored): it replaces the draft. A draft that carried
+// buttons is first shown reading text without them, since a final the
+// gateway does not store (a stopped turn's "Stopped.") never replaces it.
+// The draft is no longer sent to pages that connect from now on.
+func (l *live) Finish(ctx context.Context, text string) (adapters.MessageID, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("web: finish live reply %s: %w", l.d.Turn, err)
 	}
@@ -91,7 +108,13 @@ func (l *live) Finish(ctx context.Context, _ string) (adapters.MessageID, error)
 	}
 	if !l.finished {
 		l.finished = true
-		l.a.hub.endDraft(l.chat, l.d.Turn, nil)
+		var last *draftView
+		if len(l.d.Buttons) > 0 && strings.TrimSpace(text) != "" {
+			d := l.d
+			d.Text, d.Buttons = text, nil
+			last = &d
+		}
+		l.a.hub.endDraft(l.chat, l.d.Turn, last)
 	}
 	return l.d.ID, nil
 }

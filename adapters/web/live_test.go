@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,61 @@ func TestLiveDrafts(t *testing.T) {
 	}
 	if _, err := s.a.StartLive(ctx, adapters.Outbound{Chat: "telegram:user/1"}, "t"); !errors.Is(err, adapters.ErrPermanent) {
 		t.Errorf("live reply in a telegram chat: %v; want ErrPermanent", err)
+	}
+}
+
+// A live reply started with buttons (the turn's Stop button) shows them on
+// every draft, for pages open and opening; the final message has none.
+func TestLiveDraftCarriesButtons(t *testing.T) {
+	s := start(t, nil)
+	ctx := t.Context()
+	st := s.openEvents(t, "/api/rooms/lobby/events")
+	stop := adapters.Button{Label: "Stop", Data: "stop:t-1", Style: adapters.StyleDanger}
+	l, err := s.a.StartLive(ctx, adapters.Outbound{Chat: "web:lobby", Buttons: []adapters.Button{stop}}, "t-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := l.(adapters.ButtonCarrier); !ok || !c.CarriesButtons() {
+		t.Fatalf("the web live reply started with a Stop button does not carry it (ButtonCarrier)")
+	}
+	want := []buttonView{{Label: "Stop", Data: "stop:t-1", Style: "danger"}}
+	if err := l.Update(ctx, "Working"); err != nil {
+		t.Fatal(err)
+	}
+	if d := st.nextDraft(t); d.Text != "Working" || !slices.Equal(d.Buttons, want) {
+		t.Errorf("draft %+v; want text Working with buttons %+v", d, want)
+	}
+	if err := l.Update(ctx, "Working harder"); err != nil {
+		t.Fatal(err)
+	}
+	late := s.openEvents(t, "/api/rooms/lobby/events")
+	if d := late.nextDraft(t); d.Text != "Working harder" || !slices.Equal(d.Buttons, want) {
+		t.Errorf("a page opened mid-turn got %+v; want the newest draft with buttons %+v", d, want)
+	}
+	id, err := l.Finish(ctx, "Done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A final the gateway does not store (a stopped turn's) shows too.
+	d := st.nextDraft(t)
+	for d.Text == "Working harder" { // the update before
+		d = st.nextDraft(t)
+	}
+	if d.Text != "Done" || len(d.Buttons) != 0 || d.ID != id {
+		t.Errorf("the draft after Finish %+v; want it reading Done without buttons", d)
+	}
+	s.g.mu.Lock() // the gateway stores the final under its id
+	seq, _ := s.g.store(adapters.Inbound{Chat: "web:lobby", ID: id, Sender: "web:bot", Text: "Done", Time: time.Now(), FromBot: true})
+	s.g.mu.Unlock()
+	s.a.Stored("web:lobby", seq)
+	if m := messageByID(t, s, id); len(m.Buttons) != 0 {
+		t.Errorf("the final message %s shows buttons %+v; want none", id, m.Buttons)
+	}
+	if l2, _ := s.a.StartLive(ctx, adapters.Outbound{Chat: "web:lobby"}, "t-2"); l2.(adapters.ButtonCarrier).CarriesButtons() {
+		t.Errorf("a live reply started without buttons says it carries some")
+	}
+	bad := adapters.Outbound{Chat: "web:lobby", Buttons: []adapters.Button{{Label: "Stop"}}}
+	if _, err := s.a.StartLive(ctx, bad, "t-3"); !errors.Is(err, adapters.ErrBadMessage) {
+		t.Errorf("a live reply with a button without data: %v; want ErrBadMessage", err)
 	}
 }

@@ -60,6 +60,9 @@ type buttonPlatform struct {
 	// press presses the button with data under message id, as the
 	// approver or the stranger, and returns what the presser alone saw.
 	press func(t *testing.T, g *gw, id, data string, approver bool) string
+	// live, when set, watches the live replies that are not messages the
+	// bot lists (the web chat's drafts) from now on: the newest one.
+	live func(t *testing.T, g *gw) func() shownMsg
 }
 
 func buttonPlatforms(t *testing.T) []buttonPlatform {
@@ -115,6 +118,7 @@ func buttonPlatforms(t *testing.T) []buttonPlatform {
 				}
 				return out.Answer
 			},
+			live: webDrafts,
 		},
 		func() buttonPlatform {
 			tg := telegramtest.New(t)

@@ -26,7 +26,12 @@ func (a *app) natsCommand() *cobra.Command {
 		Long: `Every client of the NATS server that carries turns to workers authenticates
 with an nkey and gets only its role's permissions: the gateway manages the
 streams, publishes jobs and reads results; a worker reads only its own jobs and
-publishes only its own results. An anonymous client is refused.
+publishes only its own results. A running turn's traffic travels on NATS too,
+each on a subject naming its worker and turn: the gateway publishes stops
+(switchboard.stop.*) and steering inputs (switchboard.input.*), the worker
+publishes that it took the job (switchboard.taken.*), the turn's live events
+(switchboard.events.*) and input acks (switchboard.inputack.*); a worker reads
+only its own turns' stops and inputs. An anonymous client is refused.
 
 The embedded server (nats.embedded) makes the gateway's credentials at first
 start, in <data_dir>/nats-auth/gateway.creds (mode 0600), and accepts the

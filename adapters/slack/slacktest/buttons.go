@@ -18,7 +18,8 @@ type Ephemeral struct {
 }
 
 // applyBlocks takes a message's blocks as Slack does: a section's text is
-// what the message shows (its text is then only the notification), an
+// what the message shows (several sections one after the other; its text
+// is then only the notification), an
 // actions block's buttons are shown under it. It answers the error Slack
 // gives for blocks it refuses ("" when they are fine); no blocks clears
 // the message's buttons.
@@ -46,13 +47,18 @@ func applyBlocks(m *Msg, raw string) string {
 		return "invalid_blocks_format"
 	}
 	seen := map[string]bool{}
+	sections := 0
 	for _, b := range blocks {
 		switch b.Type {
 		case "section":
 			if b.Text == nil || b.Text.Text == "" || len([]rune(b.Text.Text)) > 3000 || b.Text.Type != "mrkdwn" && b.Text.Type != "plain_text" {
 				return "invalid_blocks"
 			}
-			m.Text = b.Text.Text
+			if sections == 0 {
+				m.Text = "" // the sections show one after the other
+			}
+			m.Text += b.Text.Text
+			sections++
 		case "actions":
 			if len(b.Elements) == 0 || len(b.Elements) > 25 {
 				return "invalid_blocks"

@@ -329,6 +329,14 @@
       drafts.set(d.turn, { id: d.id, li });
       ui.empty.hidden = true;
     }
+    // The draft's buttons (the turn's Stop button), drawn once and gone
+    // with the draft that has none (its last): a press names the draft's
+    // id, the final message's, as the message.
+    const li = drafts.get(d.turn).li;
+    const row = li.querySelector(".buttons");
+    const buttons = row ? null : buttonsOf({ from_bot: true, id: d.id, buttons: d.buttons, topic: d.topic });
+    if (buttons) li.querySelector(".text").after(buttons);
+    else if (row && !(Array.isArray(d.buttons) && d.buttons.length)) row.remove();
     if (stick) ui.scroller.scrollTop = ui.scroller.scrollHeight;
   }
 
