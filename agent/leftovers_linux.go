@@ -48,16 +48,24 @@ func killTurnLeftovers(turnEntry string) (int, error) {
 // process killed mid-fork can leave a child the scan before did not see.
 func killAllMarked(marked func(kv []byte) bool) ([]Reaped, error) {
 	var all []Reaped
+	seen := map[int]bool{} // killed already: a process the kernel has not finished yet shows again
 	var lastErr error
 	for range 5 {
 		killed, err := killMarked(marked)
 		if err != nil {
 			lastErr = err
 		}
-		if len(killed) == 0 {
+		fresh := 0
+		for _, r := range killed {
+			if !seen[r.PID] {
+				seen[r.PID] = true
+				all = append(all, r)
+				fresh++
+			}
+		}
+		if fresh == 0 {
 			break
 		}
-		all = append(all, killed...)
 	}
 	return all, lastErr
 }
