@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
-	"strings"
 	"sync"
 	"time"
 
@@ -455,7 +454,7 @@ func untilDone(ctx context.Context, f func(context.Context) error) error {
 // settingsOf is folder's approvals settings: its own, else its nearest
 // ancestor's that has approvers (a subgroup inherits).
 func (p *approvals) settingsOf(folder groups.Folder) GroupApprovals {
-	for f := folder; f != ""; f = parentFolder(f) {
+	for f := folder; f != ""; f = f.Parent() {
 		if s, ok := p.opt.Groups[f]; ok && (len(s.Approvers) > 0 || s.Chat != "") {
 			return s
 		}
@@ -466,7 +465,7 @@ func (p *approvals) settingsOf(folder groups.Folder) GroupApprovals {
 // approversOf is who may decide folder's requests: the nearest folder (it
 // or an ancestor) with approvers stored by the CLI or configured.
 func (p *approvals) approversOf(ctx context.Context, folder groups.Folder) []adapters.JID {
-	for f := folder; f != ""; f = parentFolder(f) {
+	for f := folder; f != ""; f = f.Parent() {
 		stored, set, err := p.st.ApproversOf(ctx, f)
 		if err != nil {
 			p.log.Warn("read approvers", "folder", f, "err", err)
@@ -492,15 +491,6 @@ func (p *approvals) isApprover(ctx context.Context, folder groups.Folder, who ad
 		}
 	}
 	return false
-}
-
-// parentFolder is f's parent ("" for a top-level folder).
-func parentFolder(f groups.Folder) groups.Folder {
-	i := strings.LastIndexByte(string(f), '/')
-	if i < 0 {
-		return ""
-	}
-	return f[:i]
 }
 
 // outcome is the reason a call's result gives.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/adapters"
+	"switchboard/groups"
 	"switchboard/internal/testwait"
 	"switchboard/ipc"
 	"switchboard/ops"
@@ -256,5 +257,41 @@ func TestRenderArgs(t *testing.T) {
 	}
 	if got := requestText(store.Approval{ID: "x", Folder: "main", Tool: "b`ad", Args: "a```b"}); strings.Contains(got, "a```b") || strings.Contains(got, "b`ad") {
 		t.Errorf("request text lets Markdown out:\n%s", got)
+	}
+}
+
+// TestApproversInherited: a subgroup without approvers of its own is
+// decided by its nearest ancestor's (stored by the CLI before configured,
+// at each level), its requests go to that ancestor's approvals.chat, and a
+// group with no approvers up its tree has none.
+func TestApproversInherited(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, "main")
+	if err := st.SetApprovers(ctx, "acme", []string{"test:user/cli-set"}); err != nil {
+		t.Fatal(err)
+	}
+	p := newApprovals(st, adapterSet{}, &activeTurns{}, nil, ApprovalOptions{Groups: map[groups.Folder]GroupApprovals{
+		"acme":     {Approvers: []adapters.JID{"test:user/configured"}, Chat: "test:chat/approvals"},
+		"acme/eng": {}, // no approvers of its own
+		"solo":     {Approvers: []adapters.JID{"test:user/ann"}},
+	}}, prometheus.NewRegistry(), discard)
+	for _, c := range []struct {
+		folder groups.Folder
+		want   string
+	}{
+		{"acme/eng/web", "[test:user/cli-set]"},
+		{"acme", "[test:user/cli-set]"},
+		{"solo/x", "[test:user/ann]"},
+		{"main", "[]"},
+	} {
+		if got := fmt.Sprint(p.approversOf(ctx, c.folder)); got != c.want {
+			t.Errorf("approvers of %s: %s, want %s", c.folder, got, c.want)
+		}
+	}
+	if got := p.settingsOf("acme/eng/web").Chat; got != "test:chat/approvals" {
+		t.Errorf("request chat of acme/eng/web: %q, want the parent's", got)
+	}
+	if !p.isApprover(ctx, "acme/eng", "test:user/cli-set") || p.isApprover(ctx, "acme/eng", "test:user/configured") {
+		t.Error("isApprover does not follow the stored approvers of the nearest ancestor")
 	}
 }
