@@ -26,11 +26,7 @@ func components(buttons []adapters.Button) ([]discordgo.MessageComponent, error)
 		if err := b.Validate(); err != nil {
 			return nil, err
 		}
-		label := b.Label
-		if r := []rune(label); len(r) > maxLabel {
-			label = string(r[:maxLabel-1]) + "…"
-		}
-		row.Components = append(row.Components, discordgo.Button{Label: label, CustomID: b.Data, Style: buttonStyle(b.Style)})
+		row.Components = append(row.Components, discordgo.Button{Label: adapters.Shorten(b.Label, maxLabel), CustomID: b.Data, Style: buttonStyle(b.Style)})
 		if len(row.Components) == buttonsPerRow || i == len(buttons)-1 {
 			out = append(out, row)
 			row = discordgo.ActionsRow{}
@@ -128,11 +124,8 @@ func (a *Adapter) interaction(ctx context.Context, s *discordgo.Session, host ad
 	}
 	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
 	if answer != "" {
-		if r := []rune(answer); len(r) > maxAnswer {
-			answer = string(r[:maxAnswer-1]) + "…"
-		}
 		resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-			Data: &discordgo.InteractionResponseData{Content: answer, Flags: discordgo.MessageFlagsEphemeral,
+			Data: &discordgo.InteractionResponseData{Content: adapters.Shorten(answer, maxAnswer), Flags: discordgo.MessageFlagsEphemeral,
 				AllowedMentions: &discordgo.MessageAllowedMentions{}}}
 	}
 	if err := s.InteractionRespond(i, resp, discordgo.WithContext(ctx)); err != nil && ctx.Err() == nil {

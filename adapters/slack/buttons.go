@@ -54,7 +54,7 @@ func blocks(text string, plain bool, buttons []adapters.Button) ([]slack.Block, 
 		if err := b.Validate(); err != nil {
 			return nil, err
 		}
-		e := slack.NewButtonBlockElement(b.Data, b.Data, slack.NewTextBlockObject(slack.PlainTextType, cut(b.Label, maxLabel), false, false))
+		e := slack.NewButtonBlockElement(b.Data, b.Data, slack.NewTextBlockObject(slack.PlainTextType, adapters.Shorten(b.Label, maxLabel), false, false))
 		switch b.Style {
 		case adapters.StylePrimary:
 			e.Style = slack.StylePrimary
@@ -83,14 +83,7 @@ func sections(s string) []string {
 		out = append(out, string(r[:n]))
 		r = r[n:]
 	}
-	return append(out, cut(string(r), maxSection))
-}
-
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
+	return append(out, adapters.Shorten(string(r), maxSection))
 }
 
 // SendButtons posts m as Block Kit: its text in a section, the buttons in
@@ -218,7 +211,7 @@ func (a *Adapter) interaction(ctx context.Context, host adapters.Host, cb slack.
 func (a *Adapter) answer(ctx context.Context, channel, user, thread, text string) {
 	ctx, cancel := context.WithTimeout(ctx, answerWithin)
 	defer cancel()
-	opts := []slack.MsgOption{slack.MsgOptionText(cut(text, maxAnswer), false)}
+	opts := []slack.MsgOption{slack.MsgOptionText(adapters.Shorten(text, maxAnswer), false)}
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}

@@ -114,9 +114,7 @@ func (a *Adapter) callback(ctx context.Context, host adapters.Host, q *models.Ca
 	if err != nil {
 		a.log.Warn("telegram button press not taken; the presser was asked to try again", "jid", p.Chat, "sender", p.Sender, "err", err)
 	}
-	if r := []rune(answer); len(r) > maxAnswer {
-		answer = string(r[:maxAnswer-1]) + "…"
-	}
+	answer = adapters.Shorten(answer, maxAnswer)
 	b, err := a.client()
 	if err == nil {
 		_, err = b.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: answer})

@@ -52,6 +52,13 @@ func (b *buttonStore) setHost(h adapters.Host) {
 	b.host = h
 }
 
+// running is the host Run set, nil before.
+func (b *buttonStore) running() adapters.Host {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.host
+}
+
 func (b *buttonStore) get(ctx context.Context, chat adapters.JID, id adapters.MessageID) []buttonView {
 	if !strings.HasPrefix(id.String(), buttonsPrefix) {
 		return nil
@@ -86,9 +93,7 @@ func (b *buttonStore) put(key string, v []buttonView) {
 
 // set persists a message's buttons (none: they are gone).
 func (b *buttonStore) set(ctx context.Context, chat adapters.JID, id adapters.MessageID, buttons []adapters.Button) ([]buttonView, error) {
-	b.mu.Lock()
-	h := b.host
-	b.mu.Unlock()
+	h := b.running()
 	if h == nil {
 		return nil, fmt.Errorf("web: buttons in %s: the adapter is not running", chat)
 	}
@@ -154,9 +159,7 @@ func (a *Adapter) EditButtons(ctx context.Context, ref adapters.MessageRef, text
 
 // echo hands the gateway one of the bot's own messages (or edits).
 func (a *Adapter) echo(ctx context.Context, in adapters.Inbound) error {
-	a.buttons.mu.Lock()
-	h := a.buttons.host
-	a.buttons.mu.Unlock()
+	h := a.buttons.running()
 	if h == nil {
 		return fmt.Errorf("web: %s: the adapter is not running", in.Chat)
 	}
@@ -260,9 +263,7 @@ func (a *Adapter) press(w http.ResponseWriter, r *http.Request, room, data, send
 	if room != "" {
 		p.Chat = chatJID(room)
 	}
-	a.buttons.mu.Lock()
-	h := a.buttons.host
-	a.buttons.mu.Unlock()
+	h := a.buttons.running()
 	if h == nil {
 		writeError(w, http.StatusServiceUnavailable, adapters.PressFailedAnswer)
 		return
