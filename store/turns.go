@@ -81,17 +81,6 @@ func (s *Store) Turns(ctx context.Context, folder groups.Folder, limit int) ([]T
 	return out, nil
 }
 
-// RecentTurns returns the most recent turn records of all folders, newest
-// first.
-func (s *Store) RecentTurns(ctx context.Context, limit int) ([]Turn, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns ORDER BY started_ms DESC, rowid DESC LIMIT ?`, clampLimit(limit))
-	out, err := collect(rows, err, scanTurn)
-	if err != nil {
-		return nil, fmt.Errorf("read turns: %w", err)
-	}
-	return out, nil
-}
-
 // SessionCost is the running total the last turn of folder in session
 // reported (Usage.SessionCost), or 0.
 func (s *Store) SessionCost(ctx context.Context, folder groups.Folder, session string) (float64, error) {
