@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -498,43 +497,23 @@ func TestRunEventsArriveWhileTheAgentRuns(t *testing.T) {
 	} {
 		t.Run(string(tc.output), func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			file, fifo := filepath.Join(dir, "stdout"), filepath.Join(dir, "go-on")
+			file := filepath.Join(t.TempDir(), "stdout")
 			if err := os.WriteFile(file, []byte(tc.stdout), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			gate := testagent.NewGate(t, 10*time.Second)
 			body := `head -n "$3" "$1"; read -r go < "$2"; tail -n +$(($3 + 1)) "$1"; echo "$go" >&2`
-			cmd := testagent.Script(t, body, file, fifo, fmt.Sprint(tc.firstAt))
+			cmd := testagent.Script(t, body, file, gate.Path, fmt.Sprint(tc.firstAt))
 			var log eventLog
-			first := make(chan struct{})
-			var once sync.Once
 			onEvent := func(e Event) {
 				log.add(e)
-				once.Do(func() { close(first) })
+				gate.Seen()
 			}
-			released := make(chan error, 1)
-			go func() {
-				select {
-				case <-first:
-				case <-time.After(10 * time.Second):
-					released <- errors.New("no event within 10s")
-					return
-				}
-				f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-				if err == nil {
-					_, err = f.WriteString("released\n")
-					f.Close()
-				}
-				released <- err
-			}()
 			res, err := Run(t.Context(), Spec{Command: cmd, Output: tc.output, Timeout: 20 * time.Second}, Input{OnEvent: onEvent})
 			if err != nil {
 				t.Fatalf("%v (stderr %q)", err, res.Stderr)
 			}
-			if err := <-released; err != nil {
+			if err := gate.Wait(); err != nil {
 				t.Fatal(err)
 			}
 			events := log.all()

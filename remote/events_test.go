@@ -1,19 +1,17 @@
 package remote
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"switchboard/agent"
+	"switchboard/internal/testagent"
 )
 
 // eventLog collects a turn's events.
@@ -102,40 +100,20 @@ func TestRemoteTurnEvents(t *testing.T) {
 func TestRemoteTurnEventsLive(t *testing.T) {
 	nc := natsConn(t)
 	startWorker(t, nc, "w1", 1)
-	fifo := filepath.Join(t.TempDir(), "go-on")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	gate := testagent.NewGate(t, 15*time.Second)
 	fixture := claudeFixture(t, "long.jsonl")
-	r := newRunner(t, nc, fmt.Sprintf(`head -n 8 %s; read -r go < %s; tail -n +9 %s`, fixture, fifo, fixture), 0)
+	r := newRunner(t, nc, fmt.Sprintf(`head -n 8 %s; read -r go < %s; tail -n +9 %s`, fixture, gate.Path, fixture), 0)
 	var log eventLog
-	first := make(chan struct{})
-	var once sync.Once
 	in := turnInput(t, "t-live")
 	in.OnEvent = func(e agent.Event) {
 		log.add(e)
-		once.Do(func() { close(first) })
+		gate.Seen()
 	}
-	released := make(chan error, 1)
-	go func() {
-		select {
-		case <-first:
-		case <-time.After(15 * time.Second):
-			released <- errors.New("no event at the gateway within 15s")
-			return
-		}
-		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		if err == nil {
-			_, err = f.WriteString("go\n")
-			f.Close()
-		}
-		released <- err
-	}()
 	res, err := r.Run(t.Context(), agent.Spec{Timeout: 30 * time.Second, Output: agent.OutputClaudeStream}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := <-released; err != nil {
+	if err := gate.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	events := log.all()

@@ -101,21 +101,7 @@ func TestSessionQueriesUseTheirIndex(t *testing.T) {
 		`SELECT COALESCE(SUM(input_tokens), 0) FROM turns WHERE folder = 'main' AND session_id = 's'`,
 		`SELECT session_cost_micros FROM turns WHERE folder = 'main' AND session_id = 's' ORDER BY started_ms DESC LIMIT 1`,
 	} {
-		rows, err := s.r.Query("EXPLAIN QUERY PLAN " + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		if p := strings.Join(plan, "; "); !strings.Contains(p, "turns_session (folder=? AND session_id=?)") {
+		if p := queryPlan(t, s, q); !strings.Contains(p, "turns_session (folder=? AND session_id=?)") {
 			t.Errorf("plan of %s: %s; want a search of turns_session", q, p)
 		}
 	}

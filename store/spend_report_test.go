@@ -122,21 +122,7 @@ func TestSpendBySubtreeUsesIndexes(t *testing.T) {
 		{spendTotalsSQL, []any{0, 0}, []string{"spend_totals_window (span=? AND start_ms>? AND start_ms<?)", "spend_totals_window (span=? AND start_ms>?)"}},
 		{spendPartialSQL, []any{0, 0}, []string{"turns_started (started_ms>? AND started_ms<?)"}},
 	} {
-		rows, err := s.r.Query("EXPLAIN QUERY PLAN "+q.sql, q.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := queryPlan(t, s, q.sql, q.args...)
 		for _, w := range q.want {
 			if !strings.Contains(p, w) || strings.Contains(p, "SCAN spend_totals") || strings.Contains(p, "SCAN turns") {
 				t.Errorf("plan: %s; want it to search %s", p, w)

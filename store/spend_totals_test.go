@@ -116,22 +116,7 @@ func TestBudgetTotalsMigration(t *testing.T) {
 // the totals, and the turns only by the part of a quarter hour it reads.
 func TestSpentUsesIndexes(t *testing.T) {
 	s := newStore(t)
-	rows, err := s.r.Query("EXPLAIN QUERY PLAN "+spentSQL,
-		"main", 0, 0, "main", 0, 0, 0, "main", "main/", "main0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	p := strings.Join(plan, "; ")
+	p := queryPlan(t, s, spentSQL, "main", 0, 0, "main", 0, 0, 0, "main", "main/", "main0")
 	if strings.Count(p, "SEARCH") != 3 || strings.Contains(p, "SCAN turns") || strings.Contains(p, "SCAN spend_totals") ||
 		!strings.Contains(p, "turns_started (started_ms>? AND started_ms<?)") {
 		t.Errorf("plan: %s; want three index searches, the turns by start", p)

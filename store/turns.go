@@ -72,24 +72,8 @@ func scanTurn(sc scanner) (Turn, error) {
 
 // Turns returns folder's most recent turn records, newest first.
 func (s *Store) Turns(ctx context.Context, folder groups.Folder, limit int) ([]Turn, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE folder = ? ORDER BY started_ms DESC, rowid DESC LIMIT ?`,
-		folder, clampLimit(limit))
-	out, err := collect(rows, err, scanTurn)
-	if err != nil {
-		return nil, fmt.Errorf("read turns: %w", err)
-	}
-	return out, nil
-}
-
-// RecentTurns returns the most recent turn records of all folders, newest
-// first.
-func (s *Store) RecentTurns(ctx context.Context, limit int) ([]Turn, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns ORDER BY started_ms DESC, rowid DESC LIMIT ?`, clampLimit(limit))
-	out, err := collect(rows, err, scanTurn)
-	if err != nil {
-		return nil, fmt.Errorf("read turns: %w", err)
-	}
-	return out, nil
+	ts, _, err := s.TurnsPage(ctx, folder, "", clampLimit(limit))
+	return ts, err
 }
 
 // SessionCost is the running total the last turn of folder in session

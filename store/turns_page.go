@@ -13,8 +13,8 @@ import (
 // of folder (every folder when ""), older than the turn whose ID is before
 // (from the newest when ""). more says whether older ones exist: the next
 // page starts before the last turn returned. An unknown before wraps
-// ErrNotFound. The order (started, then the order recorded) is the one
-// RecentTurns and Turns use; turns recorded while paging never shift a page.
+// ErrNotFound. Turns recorded while paging never shift a page: the order
+// is started, then the order recorded.
 func (s *Store) TurnsPage(ctx context.Context, folder groups.Folder, before string, limit int) (ts []Turn, more bool, err error) {
 	if limit < 1 || limit > MaxLimit {
 		return nil, false, fmt.Errorf("read turns: limit %d: want 1 to %d", limit, MaxLimit)
