@@ -72,6 +72,9 @@ func scanTurn(sc scanner) (Turn, error) {
 
 // Turns returns folder's most recent turn records, newest first.
 func (s *Store) Turns(ctx context.Context, folder groups.Folder, limit int) ([]Turn, error) {
+	if folder == "" { // TurnsPage reads every folder's for ""; a group's view never does
+		return nil, errors.New("turns: no folder given (every folder's turns are TurnsPage's, for the operator)")
+	}
 	ts, _, err := s.TurnsPage(ctx, folder, "", clampLimit(limit))
 	return ts, err
 }
