@@ -72,6 +72,74 @@ func TestEnqueueMessagesGroupCommit(t *testing.T) {
 	}
 }
 
+// A batch larger than one insert statement takes (rowInserts) keeps every
+// message's identity and order across the statements: seqs follow the
+// batch, duplicates of stored and of earlier messages get the originals'
+// seqs and no work, the chats' last seqs are their newest messages, and the
+// text is searchable.
+func TestEnqueueMessagesManyRows(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	stored := msg("web:r2", "m7")
+	enqueue(t, s, stored, trigger("main", "web:r2", ""))
+	var es []Enqueue
+	for i := range 203 {
+		chat := fmt.Sprintf("web:r%d", i%5)
+		m := msg(chat, fmt.Sprint("m", i))
+		if i%50 == 49 { // a repeat of a message earlier in the batch
+			m = msg("web:r0", "m5")
+			chat = "web:r0"
+		}
+		m.Text = fmt.Sprintf("zebra%d of the batch", i)
+		es = append(es, Enqueue{Message: m, Work: trigger("main", chat, "")})
+	}
+	if err := s.EnqueueMessages(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	var prev int64
+	last := map[adapters.JID]int64{}
+	for i, e := range es {
+		m := e.Message
+		switch {
+		case m.ChatJID == "web:r2" && m.ID == "m7":
+			if e.Inserted || m.Seq != stored.Seq {
+				t.Errorf("entry %d, stored before: inserted %v seq %d; want false, %d", i, e.Inserted, m.Seq, stored.Seq)
+			}
+		case i%50 == 49:
+			if e.Inserted || m.Seq != es[5].Message.Seq {
+				t.Errorf("entry %d, a repeat: inserted %v seq %d; want false, %d", i, e.Inserted, m.Seq, es[5].Message.Seq)
+			}
+		default:
+			if !e.Inserted || m.Seq <= prev {
+				t.Errorf("entry %d: inserted %v seq %d after %d; want a new, higher seq", i, e.Inserted, m.Seq, prev)
+			}
+			prev = m.Seq
+			last[m.ChatJID] = m.Seq
+			got, err := s.MessageByID(ctx, m.ChatJID, m.ID)
+			if err != nil || got.Seq != m.Seq || got.Text != m.Text {
+				t.Errorf("entry %d stored as %+v (%v); want seq %d text %q", i, got, err, m.Seq, m.Text)
+			}
+		}
+	}
+	if n := workCount(t, s, "1"); n != 1+203-4-1 {
+		t.Errorf("%d work rows; want one per new message (%d)", n, 1+203-4-1)
+	}
+	var orphans int
+	if err := s.r.QueryRow(`SELECT count(*) FROM work w WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = w.seq AND m.chat_jid = w.chat_jid)`).Scan(&orphans); err != nil || orphans != 0 {
+		t.Errorf("work rows without their message: %d (%v)", orphans, err)
+	}
+	for chat, seq := range last {
+		var got int64
+		if err := s.r.QueryRow(`SELECT last_seq FROM chats WHERE jid = ?`, chat).Scan(&got); err != nil || got != seq {
+			t.Errorf("chat %s last_seq %d (%v); want %d", chat, got, err, seq)
+		}
+	}
+	var hits int
+	if err := s.r.QueryRow(`SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'zebra150'`).Scan(&hits); err != nil || hits != 1 {
+		t.Errorf("search for a message of the batch: %d hits (%v); want 1", hits, err)
+	}
+}
+
 // A batch with a bad entry stores nothing and changes nothing, so the caller
 // can retry the entries one by one.
 func TestEnqueueMessagesAllOrNothing(t *testing.T) {
