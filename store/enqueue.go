@@ -34,7 +34,7 @@ type Enqueue struct {
 // each Inserted. If anything fails, nothing is stored and no field changes;
 // the caller can retry the messages one by one to isolate a bad one.
 //
-// The messages go in with few statements of many rows each (rowInserts),
+// The messages go in with few statements of many rows each (multiInsert),
 // their seqs in the order of es; each chat's row is updated once, with its
 // highest new seq, which is what one update per message would leave.
 func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
@@ -48,31 +48,10 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 			}
 		}
 	}
-	// Each message's first occurrence in es is inserted; a later one is
-	// a duplicate of it.
-	first := make(map[msgKey]int, len(es))
-	uniq := make([]int, 0, len(es))
-	dupOf := make([]int, len(es))
-	for i, e := range es {
-		k := msgKey{e.Message.ChatJID, e.Message.ID}
-		if j, ok := first[k]; ok {
-			dupOf[i] = j
-			continue
-		}
-		first[k] = i
-		dupOf[i] = -1
-		uniq = append(uniq, i)
-	}
-	chunks := rowChunks(len(uniq))
-	stmts := make([]*sql.Stmt, len(chunks))
-	for c, n := range chunks {
-		if n == 1 {
-			continue // insertMsg, without RETURNING
-		}
-		var err error
-		if stmts[c], err = s.rows.stmt(ctx, s.w, n); err != nil {
-			return err
-		}
+	uniq, dupOf := firstOccurrences(es)
+	// Preparing needs the writer connection, which the transaction holds.
+	if err := s.msgRows.prepareUpTo(ctx, s.w, len(uniq)); err != nil {
+		return err
 	}
 	seqs := make([]int64, len(es))
 	times := make([]int64, len(es))
@@ -84,23 +63,8 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 				times[i] = now
 			}
 		}
-		sel := tx.StmtContext(ctx, s.msgSeqByID)
-		rest := uniq
-		for c, n := range chunks {
-			var err error
-			if n == 1 {
-				i := rest[0]
-				seqs[i], news[i], err = insertRow(ctx, tx.StmtContext(ctx, s.insertMsg), sel, es[i].Message, times[i], now)
-				if err != nil {
-					err = fmt.Errorf("insert message %s in %s: %w", es[i].Message.ID, es[i].Message.ChatJID, err)
-				}
-			} else {
-				err = insertRows(ctx, tx.StmtContext(ctx, stmts[c]), sel, es, rest[:n], times, now, seqs, news)
-			}
-			if err != nil {
-				return err
-			}
-			rest = rest[n:]
+		if err := s.insertMessages(ctx, tx, es, uniq, times, now, seqs, news); err != nil {
+			return err
 		}
 		var chats []adapters.JID
 		last := map[adapters.JID]int64{}
@@ -142,6 +106,51 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 	return nil
 }
 
+// firstOccurrences lists the entries of es whose message is the first of
+// its identity in es (uniq), and for each entry the index of the earlier
+// one it repeats, or -1 (dupOf).
+func firstOccurrences(es []Enqueue) (uniq, dupOf []int) {
+	first := make(map[msgKey]int, len(es))
+	uniq = make([]int, 0, len(es))
+	dupOf = make([]int, len(es))
+	for i, e := range es {
+		k := msgKey{e.Message.ChatJID, e.Message.ID}
+		if j, ok := first[k]; ok {
+			dupOf[i] = j
+			continue
+		}
+		first[k] = i
+		dupOf[i] = -1
+		uniq = append(uniq, i)
+	}
+	return uniq, dupOf
+}
+
+// insertMessages inserts the messages es[uniq] (no two alike), in order,
+// and sets their seqs and news (see insertRows).
+func (s *Store) insertMessages(ctx context.Context, tx *sql.Tx, es []Enqueue, uniq []int, times []int64, now int64, seqs []int64, news []bool) error {
+	sel := tx.StmtContext(ctx, s.msgSeqByID)
+	for _, n := range rowChunks(len(uniq)) {
+		if n == 1 {
+			i := uniq[0]
+			var err error
+			if seqs[i], news[i], err = insertRow(ctx, tx.StmtContext(ctx, s.insertMsg), sel, es[i].Message, times[i], now); err != nil {
+				return fmt.Errorf("insert message %s in %s: %w", es[i].Message.ID, es[i].Message.ChatJID, err)
+			}
+		} else {
+			st, err := s.msgRows.stmt(n)
+			if err != nil {
+				return err
+			}
+			if err := insertRows(ctx, tx.StmtContext(ctx, st), sel, es, uniq[:n], times, now, seqs, news); err != nil {
+				return err
+			}
+		}
+		uniq = uniq[n:]
+	}
+	return nil
+}
+
 // msgKey is a message's identity.
 type msgKey struct {
 	chat adapters.JID
@@ -149,7 +158,7 @@ type msgKey struct {
 }
 
 // insertRows inserts the messages es[idx] (no two alike) with st, a
-// rowInserts statement of len(idx) rows, and sets their seqs and news; a
+// msgRows statement of len(idx) rows, and sets their seqs and news; a
 // message stored before keeps its seq (looked up with sel) and is not new.
 func insertRows(ctx context.Context, st, sel *sql.Stmt, es []Enqueue, idx []int, times []int64, now int64, seqs []int64, news []bool) error {
 	args := make([]any, 0, len(idx)*msgInsertCols)
@@ -196,15 +205,15 @@ func insertRows(ctx context.Context, st, sel *sql.Stmt, es []Enqueue, idx []int,
 }
 
 // msgInsertCols is the number of values a message row takes in insertMsg
-// and in rowInserts' statements.
+// and in msgRows' statements.
 const msgInsertCols = 13
 
-// maxRowsLog bounds a rowInserts statement to 1<<maxRowsLog rows.
+// maxRowsLog bounds a multiInsert statement to 1<<maxRowsLog rows.
 const maxRowsLog = 7
 
-// rowInserts are EnqueueMessages' multi-row inserts of messages, one for
-// each power of two of rows from 2 to 1<<maxRowsLog, prepared at first use
-// (a single row goes in with insertMsg).
+// multiInsert is an INSERT of many rows, one statement for each power of
+// two of rows from 2 to 1<<maxRowsLog, prepared on the writer at first use
+// (a single row goes in with the plain statement, insertMsg).
 //
 // Why many rows per statement: inside a transaction SQLite opens a
 // statement journal for each INSERT into messages (the full-text index's
@@ -213,40 +222,63 @@ const maxRowsLog = 7
 // new index segment, which its automerge merges again later. With one
 // INSERT a message that was a segment a message, the largest part of a
 // group commit's cost; with one INSERT of many rows it is one segment for
-// all of them, written at the next statement or at commit.
-type rowInserts struct {
+// all of them, written at the next statement or at commit. (Work rows
+// inserted so, too, measured no faster: they go in one by one.)
+type multiInsert struct {
+	head string // INSERT INTO t (columns) VALUES
+	cols int    // values a row
+	tail string // after the rows: ON CONFLICT, RETURNING
+
 	mu    sync.Mutex
-	stmts [maxRowsLog + 1]*sql.Stmt
+	stmts [maxRowsLog + 1]*sql.Stmt // by log2 of the rows
 }
 
-// stmt returns the statement for n rows, n a power of two up to
-// 1<<maxRowsLog, preparing it on db (the writer) the first time; it must
-// not be called inside a transaction of db's.
-func (r *rowInserts) stmt(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, error) {
+// prepareUpTo prepares, on db (the writer, outside a transaction), the
+// statements of every power of two of rows from 2 up to n that are not
+// prepared yet: those that rowChunks may ask for any m <= n rows.
+func (r *multiInsert) prepareUpTo(ctx context.Context, db *sql.DB, n int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", r.cols), ", ") + ")"
+	for k := 1; k <= maxRowsLog && 1<<k <= n; k++ {
+		if r.stmts[k] != nil {
+			continue
+		}
+		st, err := db.PrepareContext(ctx, r.head+" "+strings.TrimSuffix(strings.Repeat(row+", ", 1<<k), ", ")+" "+r.tail)
+		if err != nil {
+			return fmt.Errorf("prepare insert of %d rows: %w", 1<<k, err)
+		}
+		r.stmts[k] = st
+	}
+	return nil
+}
+
+// stmt returns the prepared statement for n rows, n a power of two from 2
+// to 1<<maxRowsLog (see prepareUpTo).
+func (r *multiInsert) stmt(n int) (*sql.Stmt, error) {
 	k := 0
 	for 1<<k < n {
 		k++
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if st := r.stmts[k]; st != nil {
+	if st := r.stmts[k]; st != nil && 1<<k == n {
 		return st, nil
 	}
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", msgInsertCols), ", ") + ")"
-	st, err := db.PrepareContext(ctx, `INSERT INTO messages
+	return nil, fmt.Errorf("insert of %d rows: not prepared", n)
+}
+
+// initInserts sets up the multi-row inserts of EnqueueMessages.
+func (s *Store) initInserts() {
+	s.msgRows.head = `INSERT INTO messages
 		(chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, created_ms, other_bot)
-		VALUES `+strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")+`
-		ON CONFLICT (chat_jid, msg_id) DO NOTHING
-		RETURNING seq, chat_jid, msg_id`)
-	if err != nil {
-		return nil, fmt.Errorf("prepare insert of %d messages: %w", n, err)
-	}
-	r.stmts[k] = st
-	return st, nil
+		VALUES`
+	s.msgRows.cols = msgInsertCols
+	s.msgRows.tail = `ON CONFLICT (chat_jid, msg_id) DO NOTHING RETURNING seq, chat_jid, msg_id`
 }
 
 // close closes the statements prepared so far.
-func (r *rowInserts) close() []error {
+func (r *multiInsert) close() []error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
@@ -259,7 +291,7 @@ func (r *rowInserts) close() []error {
 	return errs
 }
 
-// rowChunks splits n rows into rowInserts statements: powers of two,
+// rowChunks splits n rows into multiInsert statements: powers of two,
 // largest first, so that a batch takes few statements of few shapes.
 func rowChunks(n int) []int {
 	var cs []int

@@ -51,7 +51,7 @@ type Store struct {
 	msgSeqByID     *sql.Stmt
 	touchChat      *sql.Stmt
 	insertWorkStmt *sql.Stmt
-	rows           rowInserts // EnqueueMessages' multi-row inserts
+	msgRows        multiInsert // EnqueueMessages' multi-row inserts (initInserts)
 }
 
 // Open opens the database at path, creating the file (mode 0600) if it is
@@ -78,6 +78,7 @@ func open(ctx context.Context, path string, migs migrationSet) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: abs, now: time.Now}
+	s.initInserts()
 	if s.w, err = openWriter(ctx, abs, &s.memJournals); err != nil {
 		return nil, err
 	}
@@ -279,7 +280,7 @@ func (s *Store) Close() error {
 			errs = append(errs, st.Close())
 		}
 	}
-	errs = append(errs, s.rows.close()...)
+	errs = append(errs, s.msgRows.close()...)
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}

@@ -72,10 +72,11 @@ func TestEnqueueMessagesGroupCommit(t *testing.T) {
 	}
 }
 
-// A batch larger than one insert statement takes (rowInserts) keeps every
+// A batch larger than one insert statement takes (multiInsert) keeps every
 // message's identity and order across the statements: seqs follow the
 // batch, duplicates of stored and of earlier messages get the originals'
-// seqs and no work, the chats' last seqs are their newest messages, and the
+// seqs and no work, each new message gets its work rows (none, one or two),
+// the chats' last seqs are their newest messages, and the
 // text is searchable.
 func TestEnqueueMessagesManyRows(t *testing.T) {
 	s := newStore(t)
@@ -91,12 +92,20 @@ func TestEnqueueMessagesManyRows(t *testing.T) {
 			chat = "web:r0"
 		}
 		m.Text = fmt.Sprintf("zebra%d of the batch", i)
-		es = append(es, Enqueue{Message: m, Work: trigger("main", chat, "")})
+		work := trigger("main", chat, "")
+		switch {
+		case i%7 == 3: // unrouted
+			work = nil
+		case i%11 == 4: // a trigger and an observer
+			work = append(work, observe("other", chat, "")...)
+		}
+		es = append(es, Enqueue{Message: m, Work: work})
 	}
 	if err := s.EnqueueMessages(ctx, es); err != nil {
 		t.Fatal(err)
 	}
 	var prev int64
+	wantWork := 1 // the message stored before
 	last := map[adapters.JID]int64{}
 	for i, e := range es {
 		m := e.Message
@@ -114,6 +123,7 @@ func TestEnqueueMessagesManyRows(t *testing.T) {
 				t.Errorf("entry %d: inserted %v seq %d after %d; want a new, higher seq", i, e.Inserted, m.Seq, prev)
 			}
 			prev = m.Seq
+			wantWork += len(e.Work)
 			last[m.ChatJID] = m.Seq
 			got, err := s.MessageByID(ctx, m.ChatJID, m.ID)
 			if err != nil || got.Seq != m.Seq || got.Text != m.Text {
@@ -121,8 +131,11 @@ func TestEnqueueMessagesManyRows(t *testing.T) {
 			}
 		}
 	}
-	if n := workCount(t, s, "1"); n != 1+203-4-1 {
-		t.Errorf("%d work rows; want one per new message (%d)", n, 1+203-4-1)
+	if n := workCount(t, s, "1"); n != wantWork {
+		t.Errorf("%d work rows; want the new messages' (%d)", n, wantWork)
+	}
+	if n := workCount(t, s, "folder = 'other' AND seq IN (SELECT seq FROM messages WHERE msg_id = 'm15')"); n != 1 {
+		t.Errorf("the observer of m15 stored %d times; want once", n)
 	}
 	var orphans int
 	if err := s.r.QueryRow(`SELECT count(*) FROM work w WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = w.seq AND m.chat_jid = w.chat_jid)`).Scan(&orphans); err != nil || orphans != 0 {
