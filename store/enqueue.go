@@ -236,19 +236,30 @@ type multiInsert struct {
 // prepareUpTo prepares, on db (the writer, outside a transaction), the
 // statements of every power of two of rows from 2 up to n that are not
 // prepared yet: those that rowChunks may ask for any m <= n rows.
+//
+// r.mu is not held while preparing: that waits for the writer connection,
+// which a transaction calling stmt may hold.
 func (r *multiInsert) prepareUpTo(ctx context.Context, db *sql.DB, n int) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", r.cols), ", ") + ")"
 	for k := 1; k <= maxRowsLog && 1<<k <= n; k++ {
-		if r.stmts[k] != nil {
+		r.mu.Lock()
+		have := r.stmts[k] != nil
+		r.mu.Unlock()
+		if have {
 			continue
 		}
 		st, err := db.PrepareContext(ctx, r.head+" "+strings.TrimSuffix(strings.Repeat(row+", ", 1<<k), ", ")+" "+r.tail)
 		if err != nil {
 			return fmt.Errorf("prepare insert of %d rows: %w", 1<<k, err)
 		}
-		r.stmts[k] = st
+		r.mu.Lock()
+		if r.stmts[k] == nil {
+			r.stmts[k], st = st, nil
+		}
+		r.mu.Unlock()
+		if st != nil { // prepared meanwhile by another caller
+			st.Close()
+		}
 	}
 	return nil
 }

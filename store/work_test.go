@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,6 +151,44 @@ func TestEnqueueMessagesManyRows(t *testing.T) {
 	var hits int
 	if err := s.r.QueryRow(`SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'zebra150'`).Scan(&hits); err != nil || hits != 1 {
 		t.Errorf("search for a message of the batch: %d hits (%v); want 1", hits, err)
+	}
+}
+
+// Concurrent batches of every size store every message once: a batch of a
+// size not seen before prepares its statements while other batches write
+// (which must not wait on each other: preparing needs the writer).
+func TestEnqueueMessagesConcurrentSizes(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for n := 1; n <= 200; n += 13 + g {
+				es := make([]Enqueue, n)
+				for i := range es {
+					chat := fmt.Sprintf("web:g%d", g)
+					es[i] = Enqueue{Message: msg(chat, fmt.Sprintf("%d-%d", n, i)), Work: trigger("main", chat, "")}
+				}
+				if err := s.EnqueueMessages(ctx, es); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var msgs, distinct int
+	if err := s.r.QueryRow(`SELECT count(*), count(DISTINCT chat_jid || '/' || msg_id) FROM messages`).Scan(&msgs, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for g := range 4 {
+		for n := 1; n <= 200; n += 13 + g {
+			want += n
+		}
+	}
+	if msgs != want || distinct != want || workCount(t, s, "1") != want {
+		t.Fatalf("%d messages (%d distinct), %d work rows; want %d of each", msgs, distinct, workCount(t, s, "1"), want)
 	}
 }
 
