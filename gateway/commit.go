@@ -51,7 +51,7 @@ type committer struct {
 	running bool // a caller or goroutine is committing; waiting is empty when false
 	want    int  // signal full when this many are waiting; 0: nobody waits
 	full    chan struct{}
-	peak    int // the largest recent batch, decaying by an eighth a batch
+	peak    int // the largest recent batch, decaying by an eighth (at least one) a batch
 }
 
 // gatherMax bounds the wait for acknowledged callers to come back.
@@ -131,7 +131,7 @@ func (c *committer) run(leader bool) {
 		c.mu.Unlock()
 		c.commitBatch(batch)
 		c.mu.Lock()
-		c.peak = max(n, c.peak-c.peak/8)
+		c.peak = max(n, c.peak-(c.peak+7)/8)
 		c.mu.Unlock()
 	}
 }

@@ -115,3 +115,39 @@ func TestGroupCommitLoneMessageAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// After a burst of concurrent callers, the group commit soon stops waiting
+// for callers that do not come back: a lone caller's messages then commit
+// at once again (the recent peak decays to the lone batches).
+func TestGroupCommitLoneAfterBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &countingCommits{committed: map[adapters.MessageID]bool{}}
+		c := &committer{st: st, stored: func(adapters.JID, int64) {}, kick: func(groups.Folder) {}}
+		send := func(id string) {
+			m := store.Message{ChatJID: testChat, ID: adapters.MessageID(id)}
+			if _, err := c.commit(context.Background(), &m, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				for j := range 5 {
+					send(fmt.Sprintf("burst%d-%d", i, j))
+				}
+			})
+		}
+		wg.Wait()
+		for j := range 30 {
+			send(fmt.Sprint("settle", j))
+		}
+		start := time.Now()
+		for j := range 10 {
+			send(fmt.Sprint("lone", j))
+		}
+		if d := time.Since(start); d != 10*200*time.Microsecond {
+			t.Errorf("10 lone messages after a burst took %v; want their 10 transactions' time (2ms), no waiting", d)
+		}
+		time.Sleep(2 * gatherMax)
+	})
+}
