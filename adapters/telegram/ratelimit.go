@@ -112,11 +112,12 @@ func (p *pacer) forget(now time.Time) {
 	}
 }
 
-// due is how long a request in l would wait for its turn now (0: none).
-// It reserves nothing: a live update not due yet is not sent, so that the
-// next one carries the newest text (adapters.NotDue).
+// due is how long a request in l would wait for its turn now (0: none):
+// for l's next slot and the bot's (Global). It reserves nothing: a live
+// update not due yet is not sent, so that the next one carries the
+// newest text (adapters.NotDue).
 func (p *pacer) due(l lane) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return max(time.Until(p.next[l]), 0)
+	return max(time.Until(p.next[l]), time.Until(p.nextGlobal), 0)
 }
