@@ -446,14 +446,27 @@ type connWriter struct {
 }
 
 func (w *connWriter) send(msg any) {
-	b, err := json.Marshal(msg)
+	bp := lineBufs.Get().(*[]byte)
+	defer putLineBuf(bp)
+	b, err := appendMessage((*bp)[:0], msg)
 	if err != nil {
 		w.s.log.Error("encode mcp message", "folder", w.sess.g.folder, "err", err)
 		return
 	}
+	*bp = b
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.writeLine(b)
+}
+
+// lineBufs holds the buffers messages are encoded into before a write.
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// putLineBuf returns a buffer to lineBufs unless one large message grew it.
+func putLineBuf(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		lineBufs.Put(bp)
+	}
 }
 
 // sendChanged writes the pending list_changed notifications. They are taken
@@ -554,11 +567,34 @@ func rawID(raw json.RawMessage) any {
 // idKey is a request id as a map key: the same for the id of a request and
 // the requestId of its notifications/cancelled ("int64:7", "string:a").
 func idKey(raw json.RawMessage) string {
+	if isPlainInt(raw) {
+		// What RequestId gives for it, without decoding it twice.
+		return "int64:" + string(raw)
+	}
 	var id mcp.RequestId
 	if err := json.Unmarshal(raw, &id); err != nil {
 		return "invalid:" + string(raw)
 	}
 	return id.String()
+}
+
+// isPlainInt reports whether raw is a JSON integer in its canonical form
+// (no sign but -, no leading zero, no fraction or exponent) that an int64
+// holds exactly: one that mcp.RequestId keys as "int64:" and its digits.
+func isPlainInt(raw []byte) bool {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) || string(raw) == "-0" {
+		return false // past 15 digits a float64 may round it: leave it to RequestId
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func rpcError(id any, code int, msg string) mcp.JSONRPCError {
