@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -93,12 +94,18 @@ type group struct {
 	lastErr  string
 }
 
-// access is what a group may do, computed at Sync; immutable.
+// access is what a group may do, computed at Sync; immutable but for
+// list_grants' answer, encoded once when first asked for.
 type access struct {
 	tier      int
 	overrides []string
 	rules     *grants.Set
 	listed    []string // catalog tools it sees, catalog order
+
+	// list_grants' answer, encoded at the first call (access.listGrants).
+	grantsOnce sync.Once
+	grants     json.RawMessage
+	grantsErr  error
 }
 
 // New builds a Server; nothing listens until Sync.
