@@ -53,11 +53,8 @@ type session struct {
 	// toolsPending: a list_changed for a session without streams waits for
 	// the writer.
 	toolsPending bool
-	// inflight holds the requests the workers are serving, by idKey; true
-	// once the client cancelled one with notifications/cancelled: its
-	// response is then not sent (the client has forgotten the id, and for
-	// subscriptions/listen a result would announce a server-side close).
-	inflight  map[string]bool
+	// inflight holds the requests the workers are serving, by idKey.
+	inflight  map[string]inflightReq
 	closeOnce sync.Once
 }
 
@@ -75,7 +72,7 @@ func (s *Server) newSession(g *group, c *net.UnixConn) *session {
 		notes:    make(chan mcp.JSONRPCNotification, 16),
 		changed:  make(chan struct{}, 1),
 		streams:  map[string]*listenStream{},
-		inflight: map[string]bool{},
+		inflight: map[string]inflightReq{},
 	}
 }
 
@@ -196,10 +193,20 @@ func toolsListChanged(subscription any) mcp.JSONRPCNotification {
 
 func (c *session) close() { c.closeOnce.Do(func() { c.conn.Close() }) }
 
-// begin records a request handed to a worker.
-func (c *session) begin(key string) {
+// inflightReq is a request a worker is serving.
+type inflightReq struct {
+	// cancelled: the client cancelled it with notifications/cancelled; its
+	// response is then not sent (the client has forgotten the id, and for
+	// subscriptions/listen a result would announce a server-side close).
+	cancelled bool
+	// cancel ends its context, where mcp-go does not: on the direct path.
+	cancel context.CancelFunc
+}
+
+// begin records a request handed to a worker; cancel (or nil) cancels it.
+func (c *session) begin(key string, cancel context.CancelFunc) {
 	c.mu.Lock()
-	c.inflight[key] = false
+	c.inflight[key] = inflightReq{cancel: cancel}
 	c.mu.Unlock()
 }
 
@@ -208,13 +215,14 @@ func (c *session) begin(key string) {
 func (c *session) finish(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cancelled := c.inflight[key]
+	cancelled := c.inflight[key].cancelled
 	delete(c.inflight, key)
 	return !cancelled
 }
 
 // cancelled marks the request a notifications/cancelled line names, if it
-// is still being served. (mcp-go cancels the request's context itself.)
+// is still being served, and cancels its context (mcp-go cancels the
+// context of the requests it serves itself as well).
 func (c *session) cancelled(line []byte) {
 	var n struct {
 		Params struct {
@@ -226,10 +234,15 @@ func (c *session) cancelled(line []byte) {
 	}
 	key := idKey(n.Params.RequestID)
 	c.mu.Lock()
-	if _, ok := c.inflight[key]; ok {
-		c.inflight[key] = true
+	r, ok := c.inflight[key]
+	if ok {
+		r.cancelled = true
+		c.inflight[key] = r
 	}
 	c.mu.Unlock()
+	if ok && r.cancel != nil {
+		r.cancel()
+	}
 }
 
 // head is what the read loop looks at in a message before handing it on.
@@ -314,6 +327,11 @@ type job struct {
 	line   []byte
 	key    string        // idKey of the request's id
 	stream *listenStream // for subscriptions/listen
+	// direct: a tools/call that may take the direct path (directcall.go);
+	// ctx is then cancelled by notifications/cancelled, and by the worker
+	// when the call is over.
+	direct bool
+	cancel context.CancelFunc
 }
 
 // workers serve a connection's requests: up to maxInflight goroutines,
@@ -352,7 +370,16 @@ func (p *workers) submit(ctx context.Context, j job) bool {
 func (p *workers) work(j job) {
 	defer p.wg.Done()
 	for {
-		resp := p.s.handle(j.ctx, p.sess, j.line)
+		var resp mcp.JSONRPCMessage
+		if j.direct {
+			resp = p.s.callDirect(j.ctx, p.sess, j.line)
+		}
+		if resp == nil {
+			resp = p.s.handle(j.ctx, p.sess, j.line)
+		}
+		if j.cancel != nil {
+			j.cancel()
+		}
 		if j.stream != nil {
 			// mcp-go has ended the stream already; make sure, before its
 			// result goes out.
@@ -401,6 +428,8 @@ func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []
 	}
 	reqCtx, key := ctx, idKey(h.ID)
 	var stream *listenStream
+	var direct bool
+	var cancel context.CancelFunc
 	switch mcp.MCPMethod(h.Method) {
 	case mcp.MethodInitialize:
 		// In order: what the client sends next assumes the handshake is done.
@@ -411,12 +440,22 @@ func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []
 		return true
 	case mcp.MethodToolsCall:
 		reqCtx = context.WithValue(ctx, callKey{}, true)
+		if h.JSONRPC == mcp.JSONRPC_VERSION && sess.legacy.Load() && sess.initialized.Load() {
+			direct = true
+			reqCtx, cancel = context.WithCancel(reqCtx)
+		}
 	case mcp.MethodSubscriptionsListen:
 		stream = &listenStream{session: sess, key: key, id: rawID(h.ID)}
 		reqCtx = s.mcp.WithContext(listenCtx, stream)
 	}
-	sess.begin(key)
-	return p.submit(ctx, job{ctx: reqCtx, line: line, key: key, stream: stream})
+	sess.begin(key, cancel)
+	if !p.submit(ctx, job{ctx: reqCtx, line: line, key: key, stream: stream, direct: direct, cancel: cancel}) {
+		if cancel != nil {
+			cancel()
+		}
+		return false
+	}
+	return true
 }
 
 // handle runs one message through mcp-go, turning a panic into an internal

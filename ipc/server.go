@@ -59,12 +59,17 @@ type Group struct {
 // Server serves the MCP sockets of all groups. Create it with New, keep it
 // in step with the groups with Sync, and stop it with Close.
 type Server struct {
-	opt     Options
-	log     *slog.Logger
-	mcp     *server.MCPServer
-	tools   map[string]*toolDef
-	catalog *grants.Catalog // derived from the registry
-	names   []string        // the catalog's tools, in catalog order
+	opt   Options
+	log   *slog.Logger
+	mcp   *server.MCPServer
+	tools map[string]*toolDef
+	// handlers are the tools' handlers as mcp-go calls them, by name; the
+	// direct path of a socket's tools/call calls the same (directcall.go).
+	handlers map[string]server.ToolHandlerFunc
+	// directCalls counts the calls served on the direct path (for tests).
+	directCalls atomic.Int64
+	catalog     *grants.Catalog // derived from the registry
+	names       []string        // the catalog's tools, in catalog order
 
 	ctx    context.Context // cancelled by Close: ends every connection
 	cancel context.CancelFunc
@@ -140,7 +145,7 @@ func New(opt Options) (*Server, error) {
 		return nil, fmt.Errorf("ipc: %w", err)
 	}
 	s.catalog, s.names = catalog, catalog.Tools()
-	s.tools = map[string]*toolDef{}
+	s.tools, s.handlers = map[string]*toolDef{}, map[string]server.ToolHandlerFunc{}
 	var serverTools []server.ServerTool
 	for _, def := range defs {
 		if _, dup := s.tools[def.tool.Name]; dup {
@@ -150,8 +155,8 @@ func New(opt Options) (*Server, error) {
 			// A tool that does not serialize breaks every tools/list.
 			return nil, fmt.Errorf("ipc: tool %s: schema does not serialize: %w", def.tool.Name, err)
 		}
-		s.tools[def.tool.Name] = def
-		serverTools = append(serverTools, server.ServerTool{Tool: def.tool, Handler: s.handler(def)})
+		s.tools[def.tool.Name], s.handlers[def.tool.Name] = def, s.handler(def)
+		serverTools = append(serverTools, server.ServerTool{Tool: def.tool, Handler: s.handlers[def.tool.Name]})
 	}
 	s.mcp.AddTools(serverTools...)
 	return s, nil
