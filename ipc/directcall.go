@@ -24,28 +24,25 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// directCall is the part of a tools/call the direct path reads. The
-// fields other than Name and Arguments are those that send it to mcp-go.
-type directCall struct {
-	ID     json.RawMessage `json:"id"`
-	Params struct {
-		Name           string          `json:"name"`
-		Arguments      json.RawMessage `json:"arguments"`
-		Meta           json.RawMessage `json:"_meta"`
-		Task           json.RawMessage `json:"task"`
-		InputResponses json.RawMessage `json:"inputResponses"`
-		RequestState   json.RawMessage `json:"requestState"`
-	} `json:"params"`
+// directParams are the params of a tools/call as the direct path reads
+// them. The fields other than Name and Arguments send it to mcp-go.
+type directParams struct {
+	Name           string          `json:"name"`
+	Arguments      json.RawMessage `json:"arguments"`
+	Meta           json.RawMessage `json:"_meta"`
+	Task           json.RawMessage `json:"task"`
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   json.RawMessage `json:"requestState"`
 }
 
-// callDirect serves a tools/call line; nil when it is one for mcp-go.
-// ctx is the request's, cancelled by notifications/cancelled.
-func (s *Server) callDirect(ctx context.Context, sess *session, line []byte) mcp.JSONRPCMessage {
-	var req directCall
-	if json.Unmarshal(line, &req) != nil {
+// callDirect serves a tools/call (its raw id and params, as the read loop
+// found them); nil when it is one for mcp-go. ctx is the request's,
+// cancelled by notifications/cancelled.
+func (s *Server) callDirect(ctx context.Context, sess *session, rawID, params json.RawMessage) mcp.JSONRPCMessage {
+	var p directParams
+	if json.Unmarshal(params, &p) != nil {
 		return nil // mcp-go words the error
 	}
-	p := req.Params
 	if p.Meta != nil || p.Task != nil || p.InputResponses != nil || p.RequestState != nil {
 		return nil
 	}
@@ -56,12 +53,12 @@ func (s *Server) callDirect(ctx context.Context, sess *session, line []byte) mcp
 	// The id as mcp-go echoes it: decoded into an any.
 	var id any
 	switch {
-	case isPlainInt(req.ID):
-	case len(req.ID) > 0 && req.ID[0] == '"':
+	case isPlainInt(rawID):
+	case len(rawID) > 0 && rawID[0] == '"':
 	default:
 		return nil
 	}
-	if json.Unmarshal(req.ID, &id) != nil {
+	if json.Unmarshal(rawID, &id) != nil {
 		return nil
 	}
 	var call mcp.CallToolRequest

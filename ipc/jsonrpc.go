@@ -254,6 +254,13 @@ type head struct {
 	Error   json.RawMessage `json:"error"`
 }
 
+// socketHead is what the socket's read loop decodes of a message: its head,
+// and the params, kept for the direct path of a tools/call.
+type socketHead struct {
+	head
+	Params json.RawMessage `json:"params"`
+}
+
 // serve runs one connection. The read loop hands each request to a worker
 // (at most maxInflight per connection, reused so that their grown stacks
 // are too); notifications run in the read loop, since they must not wait
@@ -330,8 +337,9 @@ type job struct {
 	// direct: a tools/call that may take the direct path (directcall.go);
 	// ctx is then cancelled by notifications/cancelled, and by the worker
 	// when the call is over.
-	direct bool
-	cancel context.CancelFunc
+	direct     bool
+	cancel     context.CancelFunc
+	id, params json.RawMessage // of a direct call
 }
 
 // workers serve a connection's requests: up to maxInflight goroutines,
@@ -372,7 +380,7 @@ func (p *workers) work(j job) {
 	for {
 		var resp mcp.JSONRPCMessage
 		if j.direct {
-			resp = p.s.callDirect(j.ctx, p.sess, j.line)
+			resp = p.s.callDirect(j.ctx, p.sess, j.id, j.params)
 		}
 		if resp == nil {
 			resp = p.s.handle(j.ctx, p.sess, j.line)
@@ -397,7 +405,7 @@ func (p *workers) work(j job) {
 
 // dispatch handles one line. It returns false when the connection is over.
 func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []byte, w *connWriter, p *workers) bool {
-	var h head
+	var h socketHead
 	if err := json.Unmarshal(line, &h); err != nil {
 		var syntax *json.SyntaxError
 		switch {
@@ -449,7 +457,11 @@ func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []
 		reqCtx = s.mcp.WithContext(listenCtx, stream)
 	}
 	sess.begin(key, cancel)
-	if !p.submit(ctx, job{ctx: reqCtx, line: line, key: key, stream: stream, direct: direct, cancel: cancel}) {
+	j := job{ctx: reqCtx, line: line, key: key, stream: stream, direct: direct, cancel: cancel}
+	if direct {
+		j.id, j.params = h.ID, h.Params
+	}
+	if !p.submit(ctx, j) {
 		if cancel != nil {
 			cancel()
 		}
