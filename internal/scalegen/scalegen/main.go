@@ -44,4 +44,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("config %s\ndata_dir %s\ntook %s\n", ds.Config, ds.DataDir, ds.Took.Round(1e6))
+	for _, p := range ds.Phases {
+		fmt.Printf("  %-20s %s\n", p.Name, p.Took.Round(1e6))
+	}
 }
