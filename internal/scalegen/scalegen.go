@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"switchboard/groups"
@@ -59,22 +60,37 @@ type Dataset struct {
 	Phases []Phase
 }
 
-// Phase is one step of Generate and its wall time.
+// Phase is one step of Generate, its wall time and the CPU time (user
+// and system) the process spent meanwhile: on a shared machine the CPU
+// time varies less than the wall time.
 type Phase struct {
 	Name string
 	Took time.Duration
+	CPU  time.Duration
 }
 
 // phases times the steps of a generation.
 type phases struct {
-	list []Phase
-	last time.Time
+	list    []Phase
+	last    time.Time
+	lastCPU time.Duration
 }
 
+func newPhases(start time.Time) *phases { return &phases{last: start, lastCPU: cpuTime()} }
+
 func (p *phases) done(name string) {
-	now := time.Now()
-	p.list = append(p.list, Phase{name, now.Sub(p.last)})
-	p.last = now
+	now, cpu := time.Now(), cpuTime()
+	p.list = append(p.list, Phase{name, now.Sub(p.last), cpu - p.lastCPU})
+	p.last, p.lastCPU = now, cpu
+}
+
+// cpuTime is the user and system time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Folder is the i-th generated group (0-based).
@@ -89,7 +105,7 @@ func ChatFolder(i, nGroups int) groups.Folder { return Folder(i % nGroups) }
 // Generate makes the installation described by s.
 func Generate(ctx context.Context, s Spec) (Dataset, error) {
 	start := time.Now()
-	ph := &phases{last: start}
+	ph := newPhases(start)
 	if s.Groups < 1 || s.Chats < 0 || s.Messages < 0 {
 		return Dataset{}, errors.New("scalegen: want at least one group and no negative counts")
 	}

@@ -49,7 +49,7 @@ func main() {
 	}
 	fmt.Printf("config %s\ndata_dir %s\ntook %s\n", ds.Config, ds.DataDir, ds.Took.Round(1e6))
 	for _, p := range ds.Phases {
-		fmt.Printf("  %-20s %s\n", p.Name, p.Took.Round(1e6))
+		fmt.Printf("  %-20s %8s (CPU %s)\n", p.Name, p.Took.Round(1e6), p.CPU.Round(1e6))
 	}
 	if check {
 		start := time.Now()
