@@ -19,8 +19,8 @@ import (
 //
 //   - journal off, no syncs, an exclusive lock and a large page cache for
 //     the load's length (the sorts of CREATE INDEX spill to temporary
-//     files, as by default: in memory they took hundreds of megabytes at
-//     ten million messages); the database goes back to WAL before the
+//     files, as by default: in memory they would hold the whole index
+//     being made); the database goes back to WAL before the
 //     connection closes, so the gateway opens it as it left it. A load
 //     that fails half-way leaves a database to throw away (there is no
 //     journal to roll back with): generate into a new directory again.
