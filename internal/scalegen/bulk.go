@@ -15,7 +15,9 @@ import (
 )
 
 // The messages are bulk-loaded on a connection of the generator's own,
-// while no store has the database open (Generate closes it first):
+// while no store has the database open (Generate closes it first), into
+// a database that holds no messages yet (the generated message ids would
+// collide with an earlier run's):
 //
 //   - journal off, no syncs, an exclusive lock and a large page cache for
 //     the load's length (the sorts of CREATE INDEX spill to temporary
@@ -55,9 +57,9 @@ const (
 	ftsInsertTrg = "messages_fts_insert"
 )
 
-// bulkLoad stores s.Messages messages in the database at path, round-robin
-// over the chats, with times going back a year from now, and each chat's
-// newest seq into chats.
+// bulkLoad stores s.Messages messages in the database at path, which
+// holds none yet, round-robin over the chats, with times going back a
+// year from now, and each chat's newest seq into chats.
 func bulkLoad(ctx context.Context, path string, s Spec, ph *phases) (err error) {
 	db, err := sql.Open("sqlite3", "file:"+strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))+"?_busy_timeout=10000")
 	if err != nil {
@@ -76,6 +78,13 @@ func bulkLoad(ctx context.Context, path string, s Spec, ph *phases) (err error) 
 		}
 		return nil
 	}
+	var held int64
+	if err := c.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM messages) + coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)`).Scan(&held); err != nil {
+		return fmt.Errorf("read messages: %w", err)
+	}
+	if held > 0 {
+		return errors.New("the database holds messages already: generate into a new directory")
+	}
 	for _, q := range []string{
 		"PRAGMA locking_mode = EXCLUSIVE",
 		"PRAGMA journal_mode = OFF",
@@ -86,10 +95,6 @@ func bulkLoad(ctx context.Context, path string, s Spec, ph *phases) (err error) 
 		if err := exec(q); err != nil {
 			return err
 		}
-	}
-	var base int64
-	if err := c.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&base); err != nil {
-		return fmt.Errorf("read messages: %w", err)
 	}
 	derived, err := dropDerived(ctx, c)
 	if err != nil {
@@ -114,18 +119,16 @@ func bulkLoad(ctx context.Context, path string, s Spec, ph *phases) (err error) 
 		}
 	}
 	ph.done("indexes")
-	if derived.ftsTrigger != "" {
-		if err := rebuildFTS(ctx, c); err != nil {
-			return err
-		}
-		ph.done("full-text")
-		if err := exec(derived.ftsTrigger); err != nil {
-			return err
-		}
+	if err := rebuildFTS(ctx, c); err != nil {
+		return err
 	}
+	if err := exec(derived.ftsTrigger); err != nil {
+		return err
+	}
+	ph.done("full-text")
 	err = exec(`INSERT INTO chats (jid, platform, first_seen_ms, last_seq)
-		SELECT chat_jid, 'web', min(time_ms), max(seq) FROM messages WHERE seq > ? GROUP BY chat_jid
-		ON CONFLICT (jid) DO UPDATE SET last_seq = max(chats.last_seq, excluded.last_seq)`, base)
+		SELECT chat_jid, 'web', min(time_ms), max(seq) FROM messages GROUP BY chat_jid
+		ON CONFLICT (jid) DO UPDATE SET last_seq = max(chats.last_seq, excluded.last_seq)`)
 	if err != nil {
 		return fmt.Errorf("record chats: %w", err)
 	}
@@ -146,7 +149,7 @@ func bulkLoad(ctx context.Context, path string, s Spec, ph *phases) (err error) 
 // derivedSQL is what dropDerived dropped, to run again after the load.
 type derivedSQL struct {
 	indexes    []string // CREATE INDEX of the messages' secondary indexes
-	ftsTrigger string   // CREATE TRIGGER messages_fts_insert; "" when there was none
+	ftsTrigger string   // CREATE TRIGGER messages_fts_insert
 }
 
 // dropDerived drops the messages' secondary indexes and the full-text
@@ -176,6 +179,9 @@ func dropDerived(ctx context.Context, c *sql.Conn) (derivedSQL, error) {
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return d, err
+	}
+	if d.ftsTrigger == "" {
+		return d, fmt.Errorf("the schema has no %s trigger: the generator no longer matches the migrations", ftsInsertTrg)
 	}
 	for _, q := range drops {
 		if _, err := c.ExecContext(ctx, q); err != nil {
