@@ -43,10 +43,11 @@ import (
 
 // Bulk-load tuning. The page cache holds the UNIQUE (chat_jid, msg_id)
 // index, which cannot be dropped and takes rows in random order (chats
-// take turns); at 10 million messages it is about 400 MB. The full-text
-// hash is flushed to a new index segment whenever it passes ftsHash
-// (FTS5's default is 1 MB: hundreds of segments to merge again at ten
-// million messages).
+// take turns): 315 MiB at 10 million messages. The full-text hash is
+// written out as a new index segment whenever it passes ftsHash (with
+// FTS5's default of 1 MB the rebuild took twice the CPU at a million
+// messages, merging the small segments again; 384 MB took no less than
+// 128 MB at three million, and more memory).
 const (
 	bulkCacheKB  = 512 << 10 // PRAGMA cache_size while inserting, in KiB
 	ftsCacheKB   = 64 << 10  // ... while building the indexes

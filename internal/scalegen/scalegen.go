@@ -1,10 +1,11 @@
 // Package scalegen makes a large Switchboard installation to measure: a
 // config file listing N groups and M routed web chats, the groups' folders,
-// and a database (opened by store.Open, so migrated like any other) holding
-// K stored messages over those chats, written with batched INSERTs in big
-// transactions. `make bench` and the scale benchmarks of cmd/switchboard
-// build their data with it; `go run ./internal/scalegen/scalegen` makes one
-// by hand (docs/scaling.md, "One machine").
+// and a database (created by store.Open, so migrated like any other)
+// holding K stored messages over those chats, bulk-loaded (bulk.go) into
+// what the gateway would have stored; Check checks that it is.
+// `make bench` and the scale benchmarks of cmd/switchboard build their
+// data with it; `go run ./internal/scalegen/scalegen` makes one by hand
+// (docs/scaling.md, "One machine").
 package scalegen
 
 import (
