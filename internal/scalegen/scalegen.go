@@ -56,8 +56,8 @@ type Dataset struct {
 	Config  string // the config file
 	DataDir string
 	Took    time.Duration
-	// Phases is how long each step took, in order ("folders", "insert",
-	// "indexes", "full-text", ...).
+	// Phases is how long each step took, in order ("config and folders",
+	// "store", then the bulk load's: "insert", "indexes", "full-text", ...).
 	Phases []Phase
 }
 
