@@ -131,8 +131,8 @@ func (p *approvals) Approve(ctx context.Context, req ipc.ApprovalRequest) ipc.Ap
 	}
 	a := store.Approval{ID: store.NewApprovalID(), Folder: req.Folder, TurnID: run.id, SessionID: run.session,
 		Tool: req.Tool, Args: renderArgs(req.Args)}
-	approvers := p.approversOf(ctx, req.Folder)
-	if len(approvers) == 0 {
+	settings := p.settingsOf(ctx, req.Folder)
+	if len(settings.Approvers) == 0 {
 		a.Status, a.Reason, a.Decided = store.ApprovalDenied, "no approvers", time.Now()
 		if _, err := p.st.AddApproval(ctx, a); err != nil {
 			p.log.Error("store approval request", "folder", req.Folder, "tool", req.Tool, "err", err)
@@ -155,7 +155,7 @@ func (p *approvals) Approve(ctx context.Context, req ipc.ApprovalRequest) ipc.Ap
 		p.log.Error("store approval request", "folder", req.Folder, "tool", req.Tool, "err", err)
 		return ipc.ApprovalResult{Reason: "denied: the approval request could not be stored"}
 	}
-	a = p.post(ctx, a, req, run)
+	a = p.post(ctx, a, settings.Chat, run)
 	p.log.Info("approval requested", "approval", a.ID, "folder", a.Folder, "tool", a.Tool, "jid", a.Chat)
 	done := p.wait(ctx, a, run, wake)
 	p.finished(done)
@@ -267,13 +267,14 @@ func (p *approvals) storeShown(ctx context.Context, a store.Approval, text strin
 	}
 }
 
-// post shows the request to the approvers: with buttons where the chat's
-// platform has them, else as text naming /approve and /deny. It returns a
-// with where it was posted.
-func (p *approvals) post(ctx context.Context, a store.Approval, req ipc.ApprovalRequest, run turnRun) store.Approval {
+// post shows the request to the approvers, in their chat (settingsOf;
+// "": the turn's): with buttons where the chat's platform has them, else
+// as text naming /approve and /deny. It returns a with where it was
+// posted.
+func (p *approvals) post(ctx context.Context, a store.Approval, approversChat adapters.JID, run turnRun) store.Approval {
 	chat, topic := run.chat, run.topic
-	if c := p.settingsOf(req.Folder).Chat; c != "" {
-		chat, topic = c, ""
+	if approversChat != "" {
+		chat, topic = approversChat, ""
 	}
 	if chat == "" {
 		p.log.Warn("approval request has no chat to be posted in; only the CLI can decide it", "approval", a.ID, "folder", a.Folder,
@@ -451,21 +452,22 @@ func untilDone(ctx context.Context, f func(context.Context) error) error {
 	}
 }
 
-// settingsOf is folder's approvals settings: its own, else its nearest
-// ancestor's that has approvers (a subgroup inherits).
-func (p *approvals) settingsOf(folder groups.Folder) GroupApprovals {
+// settingsOf is who decides folder's requests and where they are posted,
+// in one walk up from folder (CONTRACT §15): the nearest folder (it or an
+// ancestor) with approvers, stored by the CLI (which replace the
+// configured ones) or configured, decides who; the request goes to the
+// nearest approvals.chat configured on the way there (that folder's, or a
+// subgroup's below it), else ("") to the turn's chat. A subgroup whose
+// approvers come from the CLI alone thus never posts in its parent's
+// chat, and one with a chat of its own but no approvers keeps its
+// parent's approvers.
+func (p *approvals) settingsOf(ctx context.Context, folder groups.Folder) GroupApprovals {
+	var chat adapters.JID
 	for f := folder; f != ""; f = f.Parent() {
-		if s, ok := p.opt.Groups[f]; ok && (len(s.Approvers) > 0 || s.Chat != "") {
-			return s
+		conf := p.opt.Groups[f]
+		if chat == "" {
+			chat = conf.Chat
 		}
-	}
-	return GroupApprovals{}
-}
-
-// approversOf is who may decide folder's requests: the nearest folder (it
-// or an ancestor) with approvers stored by the CLI or configured.
-func (p *approvals) approversOf(ctx context.Context, folder groups.Folder) []adapters.JID {
-	for f := folder; f != ""; f = f.Parent() {
 		stored, set, err := p.st.ApproversOf(ctx, f)
 		if err != nil {
 			p.log.Warn("read approvers", "folder", f, "err", err)
@@ -475,13 +477,18 @@ func (p *approvals) approversOf(ctx context.Context, folder groups.Folder) []ada
 			for i, j := range stored {
 				out[i] = adapters.JID(j)
 			}
-			return out
+			return GroupApprovals{Approvers: out, Chat: chat}
 		}
-		if s := p.opt.Groups[f]; len(s.Approvers) > 0 {
-			return s.Approvers
+		if len(conf.Approvers) > 0 {
+			return GroupApprovals{Approvers: conf.Approvers, Chat: chat}
 		}
 	}
-	return nil
+	return GroupApprovals{Chat: chat}
+}
+
+// approversOf is who may decide folder's requests (settingsOf).
+func (p *approvals) approversOf(ctx context.Context, folder groups.Folder) []adapters.JID {
+	return p.settingsOf(ctx, folder).Approvers
 }
 
 func (p *approvals) isApprover(ctx context.Context, folder groups.Folder, who adapters.JID) bool {

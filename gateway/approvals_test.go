@@ -288,10 +288,71 @@ func TestApproversInherited(t *testing.T) {
 			t.Errorf("approvers of %s: %s, want %s", c.folder, got, c.want)
 		}
 	}
-	if got := p.settingsOf("acme/eng/web").Chat; got != "test:chat/approvals" {
+	if got := p.settingsOf(ctx, "acme/eng/web").Chat; got != "test:chat/approvals" {
 		t.Errorf("request chat of acme/eng/web: %q, want the parent's", got)
 	}
 	if !p.isApprover(ctx, "acme/eng", "test:user/cli-set") || p.isApprover(ctx, "acme/eng", "test:user/configured") {
 		t.Error("isApprover does not follow the stored approvers of the nearest ancestor")
+	}
+}
+
+// A subgroup's request goes where the folder that gives it its approvers
+// says: one whose approvers come from the CLI alone posts in the turn's
+// chat, not in its parent's approvals.chat (where its approvers may not
+// even be); one with a chat of its own and no approvers posts there and
+// is decided by its parent's approvers.
+func TestApprovalRequestChatFollowsApprovers(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		folder      groups.Folder
+		cli         []string // the folder's approvers set by the CLI
+		own         GroupApprovals
+		wantChat    adapters.JID
+		wantDecider adapters.JID
+	}{
+		{name: "cli-only-approvers", folder: "main/eng", cli: []string{"test:user/eng-lead"},
+			wantChat: testChat, wantDecider: "test:user/eng-lead"},
+		{name: "own-chat-inherited-approvers", folder: "main/ops", own: GroupApprovals{Chat: "test:chat/ops-approvals"},
+			wantChat: "test:chat/ops-approvals", wantDecider: "test:user/boss"},
+		{name: "nothing-of-its-own", folder: "main/qa",
+			wantChat: "test:chat/approvals", wantDecider: "test:user/boss"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openTestStore(t, "main")
+			if c.cli != nil {
+				if err := st.SetApprovers(ctx, c.folder, c.cli); err != nil {
+					t.Fatal(err)
+				}
+			}
+			active := &activeTurns{}
+			active.started("t-1", messageBatch(c.folder, testChat, "test:user/ann"))
+			fake := &buttonsFake{}
+			send := func(context.Context, ops.SendRequest) (store.OutboxItem, error) { return store.OutboxItem{}, nil }
+			cfg := map[groups.Folder]GroupApprovals{"main": {Approvers: []adapters.JID{"test:user/boss"}, Chat: "test:chat/approvals"}}
+			if c.own.Chat != "" || len(c.own.Approvers) > 0 {
+				cfg[c.folder] = c.own
+			}
+			p := newApprovals(st, adapterSet{"test": fake}, active, send, ApprovalOptions{Timeout: time.Minute, Groups: cfg},
+				prometheus.NewRegistry(), discard)
+			res := make(chan ipc.ApprovalResult, 1)
+			go func() { res <- p.Approve(ctx, ipc.ApprovalRequest{Folder: c.folder, Tool: "send"}) }()
+			var buttons []adapters.Button
+			testwait.For(t, 10*time.Second, "the request", func() bool {
+				n, b, _ := fake.state()
+				buttons = b
+				return n == 1
+			})
+			fake.mu.Lock()
+			posted := fake.posts[0].Chat
+			fake.mu.Unlock()
+			if posted != c.wantChat {
+				t.Errorf("request posted in %s; want %s", posted, c.wantChat)
+			}
+			ans, _ := pressHandler{approvals: p}.press(ctx, adapters.Press{Chat: posted, Sender: c.wantDecider, Data: buttons[0].Data})
+			if r := <-res; !r.Allowed {
+				t.Errorf("%s pressed Allow (answered %q); result %+v", c.wantDecider, ans, r)
+			}
+		})
 	}
 }

@@ -105,7 +105,8 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 		i.loop.arrived(m, work, in.FromHost)
 		i.flood.arrived(ctx, m, work)
 	}
-	if steered, err := i.mid.steer(ctx, &m, work, arrived); steered || err != nil {
+	mid := i.mid.message(work) // the running turn it may meet (midturn.go)
+	if steered, err := mid.steer(ctx, &m, arrived); steered || err != nil {
 		return m.Seq, err // for the running turn (midturn.go)
 	}
 	inserted, err := i.commits.commit(ctx, &m, work)
@@ -114,7 +115,7 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	}
 	if inserted {
 		arrived(m)
-		i.mid.interrupt(ctx, m, work)
+		mid.interrupt(ctx, m)
 	}
 	// A redelivery was stored once and routed then; for a new message the
 	// committer told the watchers and woke the folders.

@@ -85,21 +85,57 @@ func (mt *midTurns) mode(ctx context.Context, folder groups.Folder) MidTurn {
 	return mt.def
 }
 
-// steer writes m, routed to work (one trigger item), into the running
-// turn of its folder in its chat and topic when that folder steers and the
-// agent takes input: stored as part of that turn first (a crash then
-// leaves it with the turn's batch), noted by arrived (what Deliver notes
-// of every new message), checked by the turn guards as the turn it would
-// otherwise start, then written. A message the guards hold is not written:
-// it waits for the next turn, as the guard decided. handled is false when
-// the message is to be stored and queued as usual.
-func (mt *midTurns) steer(ctx context.Context, m *store.Message, work []store.WorkItem, arrived func(store.Message)) (handled bool, err error) {
-	if mt == nil || !mt.canSteer || len(work) != 1 || work[0].Mode != "trigger" {
+// midTurnMsg is one message intake routed, as the mid-turn modes see it:
+// its work item (when it is one trigger item: the only kind that meets a
+// running turn) and its folder's mode, read from the store at most once
+// per message (steer before the message is stored, interrupt after).
+type midTurnMsg struct {
+	mt       *midTurns
+	w        store.WorkItem
+	mode     MidTurn
+	modeRead bool
+}
+
+// message is what the mid-turn modes look up for a message routed to
+// work; its mt is nil when it cannot meet a running turn.
+func (mt *midTurns) message(work []store.WorkItem) midTurnMsg {
+	if mt == nil || len(work) != 1 || work[0].Mode != "trigger" {
+		return midTurnMsg{}
+	}
+	return midTurnMsg{mt: mt, w: work[0]}
+}
+
+// running is the turn running now for the message's folder in its chat
+// and topic, and the folder's mode; nil when none runs. A map read: the
+// message's commit may race a turn's start or end, so steer (before it)
+// and interrupt (after it) each look at the turn running then, as a
+// message that came a moment later would.
+func (c *midTurnMsg) running(ctx context.Context) (*stoppableTurn, MidTurn) {
+	rt := c.mt.running.running(c.w.Folder, c.w.ChatJID, c.w.Topic)
+	if rt == nil {
+		return nil, ""
+	}
+	if !c.modeRead {
+		c.mode, c.modeRead = c.mt.mode(ctx, c.w.Folder), true
+	}
+	return rt, c.mode
+}
+
+// steer writes m, routed to c's work item, into the running turn of its
+// folder in its chat and topic when that folder steers and the agent
+// takes input: stored as part of that turn first (a crash then leaves it
+// with the turn's batch), noted by arrived (what Deliver notes of every
+// new message), checked by the turn guards as the turn it would otherwise
+// start, then written. A message the guards hold is not written: it waits
+// for the next turn, as the guard decided. handled is false when the
+// message is to be stored and queued as usual.
+func (c *midTurnMsg) steer(ctx context.Context, m *store.Message, arrived func(store.Message)) (handled bool, err error) {
+	if c.mt == nil || !c.mt.canSteer {
 		return false, nil
 	}
-	w := work[0]
-	rt := mt.running.running(w.Folder, w.ChatJID, w.Topic)
-	if rt == nil || mt.mode(ctx, w.Folder) != MidTurnSteer {
+	mt, w := c.mt, c.w
+	rt, mode := c.running(ctx)
+	if rt == nil || mode != MidTurnSteer {
 		return false, nil
 	}
 	rt.smu.Lock()
@@ -158,16 +194,16 @@ func (mt *midTurns) requeue(ctx context.Context, rt *stoppableTurn, w store.Work
 	mt.kick(w.Folder)
 }
 
-// interrupt stops the running turn of work's folder in its chat and topic
+// interrupt stops the running turn of c's folder in its chat and topic
 // when that folder interrupts and m's sender may stop it: its batch runs
 // again, with m, as one new turn. m is stored and queued as usual.
-func (mt *midTurns) interrupt(ctx context.Context, m store.Message, work []store.WorkItem) {
-	if mt == nil || len(work) != 1 || work[0].Mode != "trigger" {
+func (c *midTurnMsg) interrupt(ctx context.Context, m store.Message) {
+	if c.mt == nil {
 		return
 	}
-	w := work[0]
-	rt := mt.running.running(w.Folder, w.ChatJID, w.Topic)
-	if rt == nil || mt.mode(ctx, w.Folder) != MidTurnInterrupt || !mt.stops.allowed(ctx, w.Folder, m.Sender) {
+	mt, w := c.mt, c.w
+	rt, mode := c.running(ctx)
+	if rt == nil || mode != MidTurnInterrupt || !mt.stops.allowed(ctx, w.Folder, m.Sender) {
 		return
 	}
 	if mt.running.stopAs(rt.id, m.Sender, true) {

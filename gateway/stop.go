@@ -38,13 +38,23 @@ const (
 	stopPressPrefix = "stop:"
 )
 
-// stoppable is the registry of the turns that run here, by id: what
-// /stop and the Stop button find a chat's running turn in, and how they
-// stop it (the cancel of the ctx its runner got, with agent.ErrStopped as
-// the cause).
+// stoppable is the registry of the turns that run here, by id and by
+// chat: what /stop, the Stop button and every message intake routes to a
+// running turn (midturn.go) find it in, and how they stop it (the cancel
+// of the ctx its runner got, with agent.ErrStopped as the cause). Each
+// lookup is a map read, however many turns run.
 type stoppable struct {
 	mu sync.Mutex
 	m  map[string]*stoppableTurn
+	// inChats indexes m by chat and topic, then folder (one turn at a
+	// time per folder).
+	inChats map[chatTopic]map[groups.Folder]*stoppableTurn
+}
+
+// chatTopic is a chat and a topic in it.
+type chatTopic struct {
+	chat  adapters.JID
+	topic string
 }
 
 // stoppableTurn is one running turn.
@@ -97,10 +107,27 @@ func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHan
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[string]*stoppableTurn{}
+		r.m, r.inChats = map[string]*stoppableTurn{}, map[chatTopic]map[groups.Folder]*stoppableTurn{}
 	}
 	r.m[id] = rt
+	k := chatTopic{rt.chat, rt.topic}
+	if r.inChats[k] == nil {
+		r.inChats[k] = map[groups.Folder]*stoppableTurn{}
+	}
+	r.inChats[k][rt.folder] = rt
 	return stopHandle{ctx: ctx, r: r, rt: rt}
+}
+
+// unregister removes rt (r.mu held).
+func (r *stoppable) unregister(rt *stoppableTurn) {
+	delete(r.m, rt.id)
+	k := chatTopic{rt.chat, rt.topic}
+	if in := r.inChats[k]; in[rt.folder] == rt { // not a later turn of its folder registered meanwhile
+		delete(in, rt.folder)
+		if len(in) == 0 {
+			delete(r.inChats, k)
+		}
+	}
 }
 
 // steerWith makes steer (nil: none) take the messages steered into the
@@ -128,7 +155,7 @@ func (h stopHandle) end() turnEnd {
 	}
 	h.r.mu.Lock()
 	defer h.r.mu.Unlock()
-	delete(h.r.m, h.rt.id)
+	h.r.unregister(h.rt)
 	return turnEnd{by: h.rt.by, requeue: h.rt.requeue, steered: steered}
 }
 
@@ -136,12 +163,7 @@ func (h stopHandle) end() turnEnd {
 func (r *stoppable) running(folder groups.Folder, chat adapters.JID, topic string) *stoppableTurn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, rt := range r.m {
-		if rt.folder == folder && rt.chat == chat && rt.topic == topic {
-			return rt
-		}
-	}
-	return nil
+	return r.inChats[chatTopic{chat, topic}][folder]
 }
 
 // inChat lists the turns running in chat and topic (one per folder).
@@ -149,11 +171,10 @@ func (r *stoppable) running(folder groups.Folder, chat adapters.JID, topic strin
 func (r *stoppable) inChat(chat adapters.JID, topic string) []*stoppableTurn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []*stoppableTurn
-	for _, rt := range r.m {
-		if rt.chat == chat && rt.topic == topic {
-			out = append(out, rt)
-		}
+	in := r.inChats[chatTopic{chat, topic}]
+	out := make([]*stoppableTurn, 0, len(in))
+	for _, rt := range in {
+		out = append(out, rt)
 	}
 	return out
 }

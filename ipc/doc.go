@@ -15,7 +15,10 @@
 // listener, a socket file and an accept goroutine, which keeps a thousand
 // groups cheap. Listing follows grants.Set.Listed; every call is authorized
 // again with its params, so a hidden or out-of-scope call gets an isError
-// result that says why.
+// result that says why. A socket's tools/call from a session that did the
+// initialize handshake skips mcp-go's decoding of the message and goes to
+// the same handler (directcall.go); answers are written by appendMessage
+// (encode.go), as json.Marshal would write them.
 //
 // HTTPHandler serves the same server over MCP Streamable HTTP (mcp.listen):
 // there a bearer token, resolved through the Tokens interface, names the

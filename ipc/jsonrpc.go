@@ -53,11 +53,8 @@ type session struct {
 	// toolsPending: a list_changed for a session without streams waits for
 	// the writer.
 	toolsPending bool
-	// inflight holds the requests the workers are serving, by idKey; true
-	// once the client cancelled one with notifications/cancelled: its
-	// response is then not sent (the client has forgotten the id, and for
-	// subscriptions/listen a result would announce a server-side close).
-	inflight  map[string]bool
+	// inflight holds the requests the workers are serving, by idKey.
+	inflight  map[string]inflightReq
 	closeOnce sync.Once
 }
 
@@ -75,7 +72,7 @@ func (s *Server) newSession(g *group, c *net.UnixConn) *session {
 		notes:    make(chan mcp.JSONRPCNotification, 16),
 		changed:  make(chan struct{}, 1),
 		streams:  map[string]*listenStream{},
-		inflight: map[string]bool{},
+		inflight: map[string]inflightReq{},
 	}
 }
 
@@ -196,10 +193,20 @@ func toolsListChanged(subscription any) mcp.JSONRPCNotification {
 
 func (c *session) close() { c.closeOnce.Do(func() { c.conn.Close() }) }
 
-// begin records a request handed to a worker.
-func (c *session) begin(key string) {
+// inflightReq is a request a worker is serving.
+type inflightReq struct {
+	// cancelled: the client cancelled it with notifications/cancelled; its
+	// response is then not sent (the client has forgotten the id, and for
+	// subscriptions/listen a result would announce a server-side close).
+	cancelled bool
+	// cancel ends its context, where mcp-go does not: on the direct path.
+	cancel context.CancelFunc
+}
+
+// begin records a request handed to a worker; cancel (or nil) cancels it.
+func (c *session) begin(key string, cancel context.CancelFunc) {
 	c.mu.Lock()
-	c.inflight[key] = false
+	c.inflight[key] = inflightReq{cancel: cancel}
 	c.mu.Unlock()
 }
 
@@ -208,13 +215,14 @@ func (c *session) begin(key string) {
 func (c *session) finish(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cancelled := c.inflight[key]
+	cancelled := c.inflight[key].cancelled
 	delete(c.inflight, key)
 	return !cancelled
 }
 
 // cancelled marks the request a notifications/cancelled line names, if it
-// is still being served. (mcp-go cancels the request's context itself.)
+// is still being served, and cancels its context (mcp-go cancels the
+// context of the requests it serves itself as well).
 func (c *session) cancelled(line []byte) {
 	var n struct {
 		Params struct {
@@ -226,10 +234,15 @@ func (c *session) cancelled(line []byte) {
 	}
 	key := idKey(n.Params.RequestID)
 	c.mu.Lock()
-	if _, ok := c.inflight[key]; ok {
-		c.inflight[key] = true
+	r, ok := c.inflight[key]
+	if ok {
+		r.cancelled = true
+		c.inflight[key] = r
 	}
 	c.mu.Unlock()
+	if ok && r.cancel != nil {
+		r.cancel()
+	}
 }
 
 // head is what the read loop looks at in a message before handing it on.
@@ -239,6 +252,13 @@ type head struct {
 	Method  string          `json:"method"`
 	Result  json.RawMessage `json:"result"`
 	Error   json.RawMessage `json:"error"`
+}
+
+// socketHead is what the socket's read loop decodes of a message: its head,
+// and the params, kept for the direct path of a tools/call.
+type socketHead struct {
+	head
+	Params json.RawMessage `json:"params"`
 }
 
 // serve runs one connection. The read loop hands each request to a worker
@@ -314,6 +334,12 @@ type job struct {
 	line   []byte
 	key    string        // idKey of the request's id
 	stream *listenStream // for subscriptions/listen
+	// direct: a tools/call that may take the direct path (directcall.go);
+	// ctx is then cancelled by notifications/cancelled, and by the worker
+	// when the call is over.
+	direct     bool
+	cancel     context.CancelFunc
+	id, params json.RawMessage // of a direct call
 }
 
 // workers serve a connection's requests: up to maxInflight goroutines,
@@ -352,7 +378,16 @@ func (p *workers) submit(ctx context.Context, j job) bool {
 func (p *workers) work(j job) {
 	defer p.wg.Done()
 	for {
-		resp := p.s.handle(j.ctx, p.sess, j.line)
+		var resp mcp.JSONRPCMessage
+		if j.direct {
+			resp = p.s.callDirect(j.ctx, p.sess, j.id, j.params)
+		}
+		if resp == nil {
+			resp = p.s.handle(j.ctx, p.sess, j.line)
+		}
+		if j.cancel != nil {
+			j.cancel()
+		}
 		if j.stream != nil {
 			// mcp-go has ended the stream already; make sure, before its
 			// result goes out.
@@ -370,7 +405,7 @@ func (p *workers) work(j job) {
 
 // dispatch handles one line. It returns false when the connection is over.
 func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []byte, w *connWriter, p *workers) bool {
-	var h head
+	var h socketHead
 	if err := json.Unmarshal(line, &h); err != nil {
 		var syntax *json.SyntaxError
 		switch {
@@ -401,6 +436,8 @@ func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []
 	}
 	reqCtx, key := ctx, idKey(h.ID)
 	var stream *listenStream
+	var direct bool
+	var cancel context.CancelFunc
 	switch mcp.MCPMethod(h.Method) {
 	case mcp.MethodInitialize:
 		// In order: what the client sends next assumes the handshake is done.
@@ -411,12 +448,26 @@ func (s *Server) dispatch(ctx, listenCtx context.Context, sess *session, line []
 		return true
 	case mcp.MethodToolsCall:
 		reqCtx = context.WithValue(ctx, callKey{}, true)
+		if h.JSONRPC == mcp.JSONRPC_VERSION && sess.legacy.Load() && sess.initialized.Load() {
+			direct = true
+			reqCtx, cancel = context.WithCancel(reqCtx)
+		}
 	case mcp.MethodSubscriptionsListen:
 		stream = &listenStream{session: sess, key: key, id: rawID(h.ID)}
 		reqCtx = s.mcp.WithContext(listenCtx, stream)
 	}
-	sess.begin(key)
-	return p.submit(ctx, job{ctx: reqCtx, line: line, key: key, stream: stream})
+	sess.begin(key, cancel)
+	j := job{ctx: reqCtx, line: line, key: key, stream: stream, direct: direct, cancel: cancel}
+	if direct {
+		j.id, j.params = h.ID, h.Params
+	}
+	if !p.submit(ctx, j) {
+		if cancel != nil {
+			cancel()
+		}
+		return false
+	}
+	return true
 }
 
 // handle runs one message through mcp-go, turning a panic into an internal
@@ -446,14 +497,27 @@ type connWriter struct {
 }
 
 func (w *connWriter) send(msg any) {
-	b, err := json.Marshal(msg)
+	bp := lineBufs.Get().(*[]byte)
+	defer putLineBuf(bp)
+	b, err := appendMessage((*bp)[:0], msg)
 	if err != nil {
 		w.s.log.Error("encode mcp message", "folder", w.sess.g.folder, "err", err)
 		return
 	}
+	*bp = b
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.writeLine(b)
+}
+
+// lineBufs holds the buffers messages are encoded into before a write.
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// putLineBuf returns a buffer to lineBufs unless one large message grew it.
+func putLineBuf(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		lineBufs.Put(bp)
+	}
 }
 
 // sendChanged writes the pending list_changed notifications. They are taken
@@ -554,11 +618,34 @@ func rawID(raw json.RawMessage) any {
 // idKey is a request id as a map key: the same for the id of a request and
 // the requestId of its notifications/cancelled ("int64:7", "string:a").
 func idKey(raw json.RawMessage) string {
+	if isPlainInt(raw) {
+		// What RequestId gives for it, without decoding it twice.
+		return "int64:" + string(raw)
+	}
 	var id mcp.RequestId
 	if err := json.Unmarshal(raw, &id); err != nil {
 		return "invalid:" + string(raw)
 	}
 	return id.String()
+}
+
+// isPlainInt reports whether raw is a JSON integer in its canonical form
+// (no sign but -, no leading zero, no fraction or exponent) that an int64
+// holds exactly: one that mcp.RequestId keys as "int64:" and its digits.
+func isPlainInt(raw []byte) bool {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) || string(raw) == "-0" {
+		return false // past 15 digits a float64 may round it: leave it to RequestId
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func rpcError(id any, code int, msg string) mcp.JSONRPCError {

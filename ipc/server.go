@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,12 +59,17 @@ type Group struct {
 // Server serves the MCP sockets of all groups. Create it with New, keep it
 // in step with the groups with Sync, and stop it with Close.
 type Server struct {
-	opt     Options
-	log     *slog.Logger
-	mcp     *server.MCPServer
-	tools   map[string]*toolDef
-	catalog *grants.Catalog // derived from the registry
-	names   []string        // the catalog's tools, in catalog order
+	opt   Options
+	log   *slog.Logger
+	mcp   *server.MCPServer
+	tools map[string]*toolDef
+	// handlers are the tools' handlers as mcp-go calls them, by name; the
+	// direct path of a socket's tools/call calls the same (directcall.go).
+	handlers map[string]server.ToolHandlerFunc
+	// directCalls counts the calls served on the direct path (for tests).
+	directCalls atomic.Int64
+	catalog     *grants.Catalog // derived from the registry
+	names       []string        // the catalog's tools, in catalog order
 
 	ctx    context.Context // cancelled by Close: ends every connection
 	cancel context.CancelFunc
@@ -93,12 +99,18 @@ type group struct {
 	lastErr  string
 }
 
-// access is what a group may do, computed at Sync; immutable.
+// access is what a group may do, computed at Sync; immutable but for
+// list_grants' answer, encoded once when first asked for.
 type access struct {
 	tier      int
 	overrides []string
 	rules     *grants.Set
 	listed    []string // catalog tools it sees, catalog order
+
+	// list_grants' answer, encoded at the first call (access.listGrants).
+	grantsOnce sync.Once
+	grants     json.RawMessage
+	grantsErr  error
 }
 
 // New builds a Server; nothing listens until Sync.
@@ -133,7 +145,7 @@ func New(opt Options) (*Server, error) {
 		return nil, fmt.Errorf("ipc: %w", err)
 	}
 	s.catalog, s.names = catalog, catalog.Tools()
-	s.tools = map[string]*toolDef{}
+	s.tools, s.handlers = map[string]*toolDef{}, map[string]server.ToolHandlerFunc{}
 	var serverTools []server.ServerTool
 	for _, def := range defs {
 		if _, dup := s.tools[def.tool.Name]; dup {
@@ -143,8 +155,8 @@ func New(opt Options) (*Server, error) {
 			// A tool that does not serialize breaks every tools/list.
 			return nil, fmt.Errorf("ipc: tool %s: schema does not serialize: %w", def.tool.Name, err)
 		}
-		s.tools[def.tool.Name] = def
-		serverTools = append(serverTools, server.ServerTool{Tool: def.tool, Handler: s.handler(def)})
+		s.tools[def.tool.Name], s.handlers[def.tool.Name] = def, s.handler(def)
+		serverTools = append(serverTools, server.ServerTool{Tool: def.tool, Handler: s.handlers[def.tool.Name]})
 	}
 	s.mcp.AddTools(serverTools...)
 	return s, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -203,7 +204,12 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 			return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
 		}
 		s.count(name, "allowed")
-		s.log.Debug("mcp call", "folder", folder, "tool", name, "ms", time.Since(start).Milliseconds())
+		if s.log.Enabled(ctx, slog.LevelDebug) { // its arguments cost allocations on every call
+			s.log.Debug("mcp call", "folder", folder, "tool", name, "ms", time.Since(start).Milliseconds())
+		}
+		if raw, isRaw := v.(json.RawMessage); isRaw {
+			return mcp.NewToolResultText(string(raw)), nil // encoded already
+		}
 		b, err := json.Marshal(v)
 		if err != nil {
 			s.log.Error("encode mcp result", "folder", folder, "tool", name, "err", err)
@@ -379,8 +385,9 @@ func (c *call) obj(k string) map[string]any { m, _ := c.args[k].(map[string]any)
 
 func (c *call) arr(k string) []any { a, _ := c.args[k].([]any); return a }
 
-// ok is the result of a tool that has nothing else to say.
-var ok = map[string]bool{"ok": true}
+// ok is the result of a tool that has nothing else to say, encoded (a
+// tool may return a json.RawMessage: the handler takes it as it is).
+var ok = json.RawMessage(`{"ok":true}`)
 
 // clamp bounds a limit param.
 func clamp(n, def, max int) int {

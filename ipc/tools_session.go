@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -198,10 +199,21 @@ func viewTurns(ts []store.Turn) []turnView {
 }
 
 func runListGrants(_ context.Context, c *call) (any, error) {
-	over := c.a.overrides
-	if over == nil {
-		over = []string{}
-	}
-	return map[string]any{"folder": c.folder, "tier": c.tier, "defaults": c.s.catalog.Defaults(c.tier),
-		"overrides": over, "tools": c.a.listed}, nil
+	return c.a.listGrants(c.s, c.folder)
+}
+
+// listGrants is list_grants' answer for folder, the group a belongs to. It
+// is encoded at the group's first call after a Sync and kept with a: all it
+// says is in a (and the server's catalog), and Sync replaces a whenever the
+// group's tier, overrides or listed tools may have changed.
+func (a *access) listGrants(s *Server, folder groups.Folder) (json.RawMessage, error) {
+	a.grantsOnce.Do(func() {
+		over := a.overrides
+		if over == nil {
+			over = []string{}
+		}
+		a.grants, a.grantsErr = json.Marshal(map[string]any{"folder": folder, "tier": a.tier,
+			"defaults": s.catalog.Defaults(a.tier), "overrides": over, "tools": a.listed})
+	})
+	return a.grants, a.grantsErr
 }

@@ -25,7 +25,8 @@ var _ adapters.Streamer = (*Adapter)(nil)
 // a message sent at the first update and edited at the next, the final its
 // last edit, and that message carries m.Buttons while it runs (an inline
 // keyboard; adapters.ButtonCarrier), a draft none. Every request goes through the adapter's pacing; an update
-// the pacing would hold (a group's next request is up to 3 s away) is
+// the pacing would hold (a group's next request is up to 3 s away, or the
+// bot's next slot is ahead: Options.Global) is
 // refused with adapters.NotDue's RetryAfterError instead, and the caller's
 // next one carries its newest text. It does not call Telegram; a chat
 // that is not Telegram's wraps adapters.ErrPermanent.

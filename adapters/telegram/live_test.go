@@ -207,3 +207,40 @@ func TestLiveFinalNotHeldByDrafts(t *testing.T) {
 		t.Errorf("chat holds %+v; want the final", msgs)
 	}
 }
+
+// A live update that the bot-wide pace (Global, Telegram's thirty a second
+// in all) would hold is refused like one its chat's pace would hold: a
+// RetryAfterError of at most the wait, nothing sent, rather than blocking
+// the caller until the bot's next slot with text that is stale by then.
+// A draft in a private chat and an edited message in a group alike.
+func TestLiveUpdatesHeldByTheGlobalPace(t *testing.T) {
+	for _, c := range []struct {
+		chat, other adapters.JID
+		method      string
+	}{{dmChat, groupChat, "sendMessageDraft"}, {groupChat, dmChat, "sendMessage"}} {
+		t.Run(c.method, func(t *testing.T) {
+			f := telegramtest.New(t)
+			const global = time.Hour
+			a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), PollTimeout: 2 * time.Second, PerChat: -1, PerGroup: -1, Global: global})
+			adaptertest.Start(t, a, adaptertest.NewHost())
+			if _, err := a.Send(t.Context(), adapters.Outbound{Chat: c.other, Text: "elsewhere"}); err != nil { // the bot's slot, taken
+				t.Fatal(err)
+			}
+			l, err := a.StartLive(t.Context(), adapters.Outbound{Chat: c.chat}, "turn-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := len(f.Calls(c.method))
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			err = l.Update(ctx, "first")
+			var ra *adapters.RetryAfterError
+			if !errors.As(err, &ra) || ra.Wait <= 0 || ra.Wait > global {
+				t.Fatalf("an update while the bot's pace holds every chat: %v; want a RetryAfterError of at most %s", err, global)
+			}
+			if n := len(f.Calls(c.method)) - before; n != 0 {
+				t.Errorf("%d %s requests; want none", n, c.method)
+			}
+		})
+	}
+}

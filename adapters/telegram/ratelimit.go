@@ -17,6 +17,10 @@ type pacer struct {
 	mu                        sync.Mutex
 	next                      map[lane]time.Time
 	nextGlobal                time.Time
+	// set lists the slots set in next, oldest first: each wait sweeps a
+	// few from its front (forget), so that next holds few lanes whose
+	// slot has passed and no call scans it.
+	set []laneSlot
 }
 
 // lane is what the pacer spaces apart: a chat's messages (every request
@@ -25,6 +29,16 @@ type lane struct {
 	chat  int64
 	draft bool
 }
+
+// laneSlot is a slot set in a lane: next[l] was at when it was set.
+type laneSlot struct {
+	l  lane
+	at time.Time
+}
+
+// forgetPerCall is how many set slots a wait looks at to forget: more
+// than the one it sets, so that the list keeps up.
+const forgetPerCall = 2
 
 func newPacer(o Options) pacer {
 	def := func(d, v time.Duration) time.Duration {
@@ -40,6 +54,8 @@ func newPacer(o Options) pacer {
 		global: def(time.Second/30, o.Global), next: map[lane]time.Time{}}
 }
 
+// wait reserves l's next slot, no earlier than the bot's next one, and
+// waits for it.
 func (p *pacer) wait(ctx context.Context, l lane) error {
 	gap := p.perChat
 	if l.chat < 0 {
@@ -55,13 +71,8 @@ func (p *pacer) wait(ctx context.Context, l lane) error {
 	}
 	p.next[l] = at.Add(gap)
 	p.nextGlobal = at.Add(p.global)
-	if len(p.next) > 10_000 { // forget chats whose slot has passed
-		for c, t := range p.next {
-			if t.Before(now) {
-				delete(p.next, c)
-			}
-		}
-	}
+	p.set = append(p.set, laneSlot{l, p.next[l]})
+	p.forget(now)
 	p.mu.Unlock()
 	if d := time.Until(at); d > 0 {
 		t := time.NewTimer(d)
@@ -75,11 +86,38 @@ func (p *pacer) wait(ctx context.Context, l lane) error {
 	return nil
 }
 
-// due is how long a request in l would wait for its turn now (0: none).
-// It reserves nothing: a live update not due yet is not sent, so that the
-// next one carries the newest text (adapters.NotDue).
+// forget drops, from the front of the slots set, up to forgetPerCall
+// that are over (a lane whose slot has passed waits for nothing, as one
+// never seen) or were replaced by a later one of their lane; it stops at
+// one still ahead (p.mu held). Each slot is set once and looked at once
+// here: O(1) a call, however many chats. The list is in slot order but
+// for the lanes' gaps (each slot is the bot's next, which only moves on,
+// plus its lane's gap), so a slot ahead at the front holds passed ones
+// behind it for at most PerGroup-PerChat.
+func (p *pacer) forget(now time.Time) {
+	for n := 0; n < forgetPerCall && len(p.set) > 0; n++ {
+		s := p.set[0]
+		cur, ok := p.next[s.l]
+		switch {
+		case ok && cur.Equal(s.at) && s.at.After(now):
+			return // ahead: its lane waits for it
+		case ok && cur.Equal(s.at):
+			delete(p.next, s.l)
+		}
+		p.set[0] = laneSlot{}
+		p.set = p.set[1:]
+	}
+	if len(p.set) == 0 {
+		p.set = p.set[:0:0] // let the sliced-off array go
+	}
+}
+
+// due is how long a request in l would wait for its turn now (0: none):
+// for l's next slot and the bot's (Global). It reserves nothing: a live
+// update not due yet is not sent, so that the next one carries the
+// newest text (adapters.NotDue).
 func (p *pacer) due(l lane) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return max(time.Until(p.next[l]), 0)
+	return max(time.Until(p.next[l]), time.Until(p.nextGlobal), 0)
 }

@@ -1,10 +1,11 @@
 // Package scalegen makes a large Switchboard installation to measure: a
 // config file listing N groups and M routed web chats, the groups' folders,
-// and a database (opened by store.Open, so migrated like any other) holding
-// K stored messages over those chats, written with batched INSERTs in big
-// transactions. `make bench` and the scale benchmarks of cmd/switchboard
-// build their data with it; `go run ./internal/scalegen/scalegen` makes one
-// by hand (docs/scaling.md, "One machine").
+// and a database (created by store.Open, so migrated like any other)
+// holding K stored messages over those chats, bulk-loaded (bulk.go) into
+// what the gateway would have stored; Check checks that it is.
+// `make bench` and the scale benchmarks of cmd/switchboard build their
+// data with it; `go run ./internal/scalegen/scalegen` makes one by hand
+// (docs/scaling.md, "One machine").
 package scalegen
 
 import (
@@ -15,9 +16,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"switchboard/groups"
@@ -53,6 +56,42 @@ type Dataset struct {
 	Config  string // the config file
 	DataDir string
 	Took    time.Duration
+	// Phases is how long each step took, in order ("config and folders",
+	// "store", then the bulk load's: "insert", "indexes", "full-text", ...).
+	Phases []Phase
+}
+
+// Phase is one step of Generate, its wall time and the CPU time (user
+// and system) the process spent meanwhile: on a shared machine the CPU
+// time varies less than the wall time.
+type Phase struct {
+	Name string
+	Took time.Duration
+	CPU  time.Duration
+}
+
+// phases times the steps of a generation.
+type phases struct {
+	list    []Phase
+	last    time.Time
+	lastCPU time.Duration
+}
+
+func newPhases(start time.Time) *phases { return &phases{last: start, lastCPU: cpuTime()} }
+
+func (p *phases) done(name string) {
+	now, cpu := time.Now(), cpuTime()
+	p.list = append(p.list, Phase{name, now.Sub(p.last), cpu - p.lastCPU})
+	p.last, p.lastCPU = now, cpu
+}
+
+// cpuTime is the user and system time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Folder is the i-th generated group (0-based).
@@ -67,6 +106,7 @@ func ChatFolder(i, nGroups int) groups.Folder { return Folder(i % nGroups) }
 // Generate makes the installation described by s.
 func Generate(ctx context.Context, s Spec) (Dataset, error) {
 	start := time.Now()
+	ph := newPhases(start)
 	if s.Groups < 1 || s.Chats < 0 || s.Messages < 0 {
 		return Dataset{}, errors.New("scalegen: want at least one group and no negative counts")
 	}
@@ -87,20 +127,28 @@ func Generate(ctx context.Context, s Spec) (Dataset, error) {
 	if err := setupFolders(ds.DataDir, s.Groups); err != nil {
 		return Dataset{}, err
 	}
-	st, err := store.Open(ctx, filepath.Join(ds.DataDir, "switchboard.db"))
+	ph.done("config and folders")
+	db := filepath.Join(ds.DataDir, "switchboard.db")
+	st, err := store.Open(ctx, db)
 	if err != nil {
 		return Dataset{}, fmt.Errorf("scalegen: %w", err)
 	}
-	defer st.Close()
 	if s.SeedStore {
 		if err := seedStore(ctx, st, s); err != nil {
+			st.Close()
 			return Dataset{}, err
 		}
 	}
-	if err := insertMessages(ctx, st, s); err != nil {
-		return Dataset{}, err
+	if err := st.Close(); err != nil {
+		return Dataset{}, fmt.Errorf("scalegen: %w", err)
 	}
-	ds.Took = time.Since(start)
+	ph.done("store")
+	if s.Messages > 0 {
+		if err := bulkLoad(ctx, db, s, ph); err != nil {
+			return Dataset{}, fmt.Errorf("scalegen: bulk-load %d messages: %w", s.Messages, err)
+		}
+	}
+	ds.Took, ds.Phases = time.Since(start), ph.list
 	return ds, nil
 }
 
@@ -229,11 +277,8 @@ func seedStore(ctx context.Context, st *store.Store, s Spec) error {
 	return nil
 }
 
-// rowsPerInsert rows go in one INSERT statement; txRows in one transaction.
-const (
-	rowsPerInsert = 200
-	txRows        = 100_000
-)
+// rowsPerInsert rows go in one INSERT statement.
+const rowsPerInsert = 200
 
 // batchInsert inserts n rows with multi-row INSERTs of rowsPerInsert rows.
 func batchInsert(ctx context.Context, tx *sql.Tx, head, tuple string, n int, row func(i int, args []any) []any) error {
@@ -266,53 +311,11 @@ func batchInsert(ctx context.Context, tx *sql.Tx, head, tuple string, n int, row
 	return nil
 }
 
-// insertMessages stores s.Messages messages, round-robin over the chats,
-// txRows to a transaction, and then each chat's newest seq; times go
-// back a year from now.
-func insertMessages(ctx context.Context, st *store.Store, s Spec) error {
-	if s.Messages == 0 {
-		return nil
-	}
-	var base int64
-	if err := st.Read().QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM messages`).Scan(&base); err != nil {
-		return fmt.Errorf("scalegen: read messages: %w", err)
-	}
-	now := time.Now().UnixMilli()
-	span := int64(365 * 24 * time.Hour / time.Millisecond)
-	step := max(span/int64(s.Messages), 1)
-	text := newTexter(1)
-	for lo := 0; lo < s.Messages; lo += txRows {
-		hi := min(lo+txRows, s.Messages)
-		err := st.Write(ctx, func(tx *sql.Tx) error {
-			return batchInsert(ctx, tx, `INSERT INTO messages (chat_jid, msg_id, sender, sender_name, text, time_ms, created_ms) VALUES `,
-				"(?, ?, ?, ?, ?, ?, ?)", hi-lo, func(j int, args []any) []any {
-					i := lo + j
-					u := i % 97
-					t := now - span + int64(i)*step
-					return append(args, Chat(i%s.Chats), "m"+strconv.Itoa(i), "web:user/u"+strconv.Itoa(u), "user "+strconv.Itoa(u), text.next(), t, t)
-				})
-		})
-		if err != nil {
-			return fmt.Errorf("scalegen: insert messages %d to %d: %w", lo, hi, err)
-		}
-	}
-	err := st.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO chats (jid, platform, first_seen_ms, last_seq)
-			SELECT chat_jid, 'web', min(time_ms), max(seq) FROM messages WHERE seq > ? GROUP BY chat_jid
-			ON CONFLICT (jid) DO UPDATE SET last_seq = max(chats.last_seq, excluded.last_seq)`, base)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("scalegen: record chats: %w", err)
-	}
-	return nil
-}
-
 // texter makes message texts: 4 to 24 words drawn with a Zipf law from a
-// vocabulary whose first words are common English ones, so that searches
-// for common words match millions of messages and rare ones a few.
+// vocabulary whose first words are common English ones ("the" first,
+// "and" fifth), so that searches for common words match millions of
+// messages and rare ones a few.
 type texter struct {
-	r     *rand.Rand
 	zipf  *rand.Zipf
 	n     *rand.Rand
 	words []string
@@ -325,14 +328,23 @@ can like time no just him know take people into year your good some could them s
 its over think also back after use two how our work first well way even new want because any these give day most us
 deploy server error build release ticket review merge branch test issue meeting budget invoice customer report`)
 
-func newTexter(seed uint64) *texter {
+// vocabulary is the 20,000 words: commonWords, then made-up words.
+func vocabulary(seed uint64) []string {
 	r := rand.New(rand.NewPCG(seed, 2))
-	t := &texter{r: r, n: rand.New(rand.NewPCG(seed, 3)), words: commonWords}
-	for i := len(t.words); i < 20000; i++ {
-		t.words = append(t.words, syllables(r))
+	words := slices.Clone(commonWords)
+	for i := len(words); i < 20000; i++ {
+		words = append(words, syllables(r))
 	}
-	t.zipf = rand.NewZipf(r, 1.07, 2, uint64(len(t.words)-1))
-	return t
+	return words
+}
+
+// newTexter draws from words with its own random streams, by seed.
+func newTexter(words []string, seed uint64) *texter {
+	return &texter{
+		zipf:  rand.NewZipf(rand.New(rand.NewPCG(seed, 1)), 1.07, 2, uint64(len(words)-1)),
+		n:     rand.New(rand.NewPCG(seed, 3)),
+		words: words,
+	}
 }
 
 func syllables(r *rand.Rand) string {

@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"switchboard/adapters"
+	"switchboard/groups"
+	"switchboard/store"
+)
+
+// registerTurns registers n turns in the registry, each its own folder in
+// its own chat, plus a second folder's turn in chat 0; it returns the
+// handles in that order.
+func registerTurns(r *stoppable, n int) []stopHandle {
+	ctx := context.Background()
+	hs := make([]stopHandle, 0, n+1)
+	for i := range n {
+		b := store.Batch{Folder: groups.Folder(fmt.Sprintf("g%d", i)), ChatJID: adapters.JID(fmt.Sprintf("web:room-%d", i)), Topic: "t"}
+		hs = append(hs, r.begin(ctx, fmt.Sprintf("t-%d", i), b))
+	}
+	return append(hs, r.begin(ctx, "t-other", store.Batch{Folder: "other", ChatJID: "web:room-0", Topic: "t"}))
+}
+
+// The registry finds a chat's running turn by folder, chat and topic, and
+// all of a chat's, among many; a turn that ended is found no more, and a
+// stop reaches only the turn it names.
+func TestRunningTurnsByChat(t *testing.T) {
+	r := &stoppable{}
+	hs := registerTurns(r, 1000)
+	if rt := r.running("g500", "web:room-500", "t"); rt == nil || rt.id != "t-500" {
+		t.Fatalf("running(g500, room-500) = %+v; want t-500", rt)
+	}
+	for _, miss := range []struct {
+		folder groups.Folder
+		chat   adapters.JID
+		topic  string
+	}{{"g500", "web:room-501", "t"}, {"g500", "web:room-500", ""}, {"g501", "web:room-500", "t"}} {
+		if rt := r.running(miss.folder, miss.chat, miss.topic); rt != nil {
+			t.Errorf("running(%s, %s, %q) = %s; want none", miss.folder, miss.chat, miss.topic, rt.id)
+		}
+	}
+	ids := func(rts []*stoppableTurn) []string {
+		var out []string
+		for _, rt := range rts {
+			out = append(out, rt.id)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := ids(r.inChat("web:room-0", "t")); !slices.Equal(got, []string{"t-0", "t-other"}) {
+		t.Fatalf("inChat(room-0) = %q; want both folders' turns", got)
+	}
+	if !r.stop("t-other", "web:user/ann") {
+		t.Fatal("stop(t-other) = false while it runs")
+	}
+	if hs[0].stopped() || !hs[len(hs)-1].stopped() {
+		t.Fatalf("stop(t-other): t-0 stopped %v, t-other stopped %v; want only t-other", hs[0].stopped(), hs[len(hs)-1].stopped())
+	}
+	if end := hs[len(hs)-1].end(); end.by != "web:user/ann" {
+		t.Errorf("t-other ended by %q; want its stopper", end.by)
+	}
+	if got := ids(r.inChat("web:room-0", "t")); !slices.Equal(got, []string{"t-0"}) {
+		t.Errorf("inChat(room-0) after t-other ended = %q; want t-0 alone", got)
+	}
+	hs[0].end()
+	if rt := r.running("g0", "web:room-0", "t"); rt != nil || len(r.inChat("web:room-0", "t")) != 0 {
+		t.Errorf("room-0 still lists a turn after both ended: %v", rt)
+	}
+	if _, ok := r.byID("t-0"); ok {
+		t.Error("byID(t-0) after it ended")
+	}
+	// The folder's next turn in the chat is found, and the end of one
+	// registered before it (a stale handle) leaves it registered.
+	next := r.begin(context.Background(), "t-500b", store.Batch{Folder: "g500", ChatJID: "web:room-500", Topic: "t"})
+	hs[500].end()
+	if rt := r.running("g500", "web:room-500", "t"); rt == nil || rt.id != "t-500b" {
+		t.Errorf("running(g500) after the earlier turn's end = %v; want t-500b", rt)
+	}
+	next.end()
+}
+
+// countingMidTurnStore reads every group's mid_turn as mode and counts
+// the reads.
+type countingMidTurnStore struct {
+	mode  string
+	reads int
+}
+
+func (s *countingMidTurnStore) GroupMidTurn(context.Context, groups.Folder) (string, error) {
+	s.reads++
+	return s.mode, nil
+}
+
+func (s *countingMidTurnStore) SteerMessage(context.Context, *store.Message, store.WorkItem, string) (bool, int64, error) {
+	return false, 0, nil
+}
+
+func (s *countingMidTurnStore) ResetStarted(context.Context, store.Batch) error { return nil }
+
+// BenchmarkMidTurnLookup measures what intake does for a message routed
+// to a chat whose folder's turn runs, among n running turns: look the turn
+// up for steer and interrupt (mode queue: neither acts). It reports the
+// store reads of the folder's mode per message.
+func BenchmarkMidTurnLookup(b *testing.B) {
+	for _, n := range []int{10, 1000, 10_000} {
+		b.Run(fmt.Sprintf("turns=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			st := &countingMidTurnStore{mode: string(MidTurnQueue)}
+			r := &stoppable{}
+			registerTurns(r, n)
+			mt := &midTurns{st: st, running: r, def: MidTurnQueue, canSteer: true}
+			m := store.Message{ChatJID: "web:room-7", Sender: "web:user/ann"}
+			work := []store.WorkItem{{Folder: "g7", ChatJID: "web:room-7", Topic: "t", Mode: "trigger"}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				mid := mt.message(work)
+				if handled, _ := mid.steer(ctx, &m, func(store.Message) {}); handled {
+					b.Fatal("steered in queue mode")
+				}
+				mid.interrupt(ctx, m)
+			}
+			b.ReportMetric(float64(st.reads)/float64(b.N), "mode-reads/op")
+		})
+	}
+}
