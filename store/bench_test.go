@@ -125,3 +125,35 @@ func BenchmarkSearch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEnqueueMessages measures the group commit's store half: messages
+// with one work row each, stored by EnqueueMessages in transactions of
+// batch messages, over 16 chats (as gateway BenchmarkDeliver sends them).
+// The cost of a transaction's commit is shared by its messages, so the
+// per-message figure falls as batches grow.
+func BenchmarkEnqueueMessages(b *testing.B) {
+	for _, batch := range []int{1, 16, 32, 64, 128} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			ctx := context.Background()
+			s := newStore(b)
+			b.ReportAllocs()
+			n := 0
+			cpu0 := cpuTime()
+			for b.Loop() {
+				es := make([]Enqueue, batch)
+				for j := range es {
+					chat := adapters.JID(fmt.Sprintf("test:room/%d", n%16))
+					es[j] = Enqueue{Message: &Message{ChatJID: chat, ID: adapters.MessageID(fmt.Sprint(n)), Sender: "test:user/ann",
+						Text: "deploy the release after the incident review", Verb: adapters.VerbMention},
+						Work: []WorkItem{{Folder: "main", ChatJID: chat, Mode: "trigger", Trigger: TriggerMessage}}}
+					n++
+				}
+				if err := s.EnqueueMessages(ctx, es); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n)/1e3, "us/msg")
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(n)/1e3, "cpu-us/msg")
+		})
+	}
+}

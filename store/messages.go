@@ -138,6 +138,19 @@ func validMessage(m *Message) error {
 }
 
 func insertOne(ctx context.Context, ins, sel, touch *sql.Stmt, m *Message, timeMS, now int64) (seq int64, inserted bool, err error) {
+	seq, inserted, err = insertRow(ctx, ins, sel, m, timeMS, now)
+	if err != nil || !inserted {
+		return seq, inserted, err
+	}
+	if err := touchChat(ctx, touch, m.ChatJID, now, seq); err != nil {
+		return 0, false, err
+	}
+	return seq, true, nil
+}
+
+// insertRow inserts m's row, or finds the seq of the message stored with
+// its (ChatJID, ID) before; the caller updates the chat's row (touchChat).
+func insertRow(ctx context.Context, ins, sel *sql.Stmt, m *Message, timeMS, now int64) (seq int64, inserted bool, err error) {
 	att, err := encodeAttachments(m.Attachments)
 	if err != nil {
 		return 0, false, err
@@ -160,10 +173,16 @@ func insertOne(ctx context.Context, ins, sel, touch *sql.Stmt, m *Message, timeM
 	if seq, err = res.LastInsertId(); err != nil {
 		return 0, false, err
 	}
-	if _, err := touch.ExecContext(ctx, m.ChatJID, platformOf(m.ChatJID), now, seq); err != nil {
-		return 0, false, fmt.Errorf("update chat: %w", err)
-	}
 	return seq, true, nil
+}
+
+// touchChat creates the chat's row if it is missing and advances its
+// last_seq to seq if that is higher.
+func touchChat(ctx context.Context, touch *sql.Stmt, chat adapters.JID, now, seq int64) error {
+	if _, err := touch.ExecContext(ctx, chat, platformOf(chat), now, seq); err != nil {
+		return fmt.Errorf("update chat: %w", err)
+	}
+	return nil
 }
 
 // platformOf is the part of a JID before the first ':'.

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -42,11 +43,15 @@ type Store struct {
 	r    *sql.DB // readers; WAL lets them run while the writer writes
 	ckpt *checkpointer
 	now  func() time.Time
+	// memJournals is set once migrations ran: from then on the writer
+	// keeps statement journals in memory (memoryJournals).
+	memJournals atomic.Bool
 
 	insertMsg      *sql.Stmt
 	msgSeqByID     *sql.Stmt
 	touchChat      *sql.Stmt
 	insertWorkStmt *sql.Stmt
+	msgRows        multiInsert // EnqueueMessages' multi-row inserts (initInserts)
 }
 
 // Open opens the database at path, creating the file (mode 0600) if it is
@@ -73,7 +78,8 @@ func open(ctx context.Context, path string, migs migrationSet) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: abs, now: time.Now}
-	if s.w, err = openWriter(ctx, abs); err != nil {
+	s.initInserts()
+	if s.w, err = openWriter(ctx, abs, &s.memJournals); err != nil {
 		return nil, err
 	}
 	if err := s.init(ctx, abs, migs); err != nil {
@@ -91,6 +97,10 @@ func (s *Store) init(ctx context.Context, abs string, migs migrationSet) error {
 	}
 	if err := migrate(ctx, s.w, migs, s.now); err != nil {
 		return err
+	}
+	s.memJournals.Store(true)
+	if _, err := s.w.ExecContext(ctx, memoryJournals); err != nil {
+		return fmt.Errorf("set writer pragmas: %w", err)
 	}
 	r, err := sql.Open("sqlite3", dsn(abs, readerParams))
 	if err != nil {
@@ -111,8 +121,8 @@ func (s *Store) init(ctx context.Context, abs string, migs migrationSet) error {
 
 // openWriter opens the single writer connection and checks that the file is
 // a database in WAL mode. The writer does not checkpoint (see checkpointer).
-func openWriter(ctx context.Context, abs string) (*sql.DB, error) {
-	w := sql.OpenDB(newWriterConnector(dsn(abs, writerParams)))
+func openWriter(ctx context.Context, abs string, memJournals *atomic.Bool) (*sql.DB, error) {
+	w := sql.OpenDB(newWriterConnector(dsn(abs, writerParams), memJournals))
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -270,6 +280,7 @@ func (s *Store) Close() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	errs = append(errs, s.msgRows.close()...)
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,6 +70,125 @@ func TestEnqueueMessagesGroupCommit(t *testing.T) {
 	var orphans int
 	if err := s.r.QueryRow(`SELECT count(*) FROM work w WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = w.seq)`).Scan(&orphans); err != nil || orphans != 0 {
 		t.Errorf("work rows without their message: %d (%v)", orphans, err)
+	}
+}
+
+// A batch larger than one insert statement takes (multiInsert) keeps every
+// message's identity and order across the statements: seqs follow the
+// batch, duplicates of stored and of earlier messages get the originals'
+// seqs and no work, each new message gets its work rows (none, one or two),
+// the chats' last seqs are their newest messages, and the
+// text is searchable.
+func TestEnqueueMessagesManyRows(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	stored := msg("web:r2", "m7")
+	enqueue(t, s, stored, trigger("main", "web:r2", ""))
+	var es []Enqueue
+	for i := range 203 {
+		chat := fmt.Sprintf("web:r%d", i%5)
+		m := msg(chat, fmt.Sprint("m", i))
+		if i%50 == 49 { // a repeat of a message earlier in the batch
+			m = msg("web:r0", "m5")
+			chat = "web:r0"
+		}
+		m.Text = fmt.Sprintf("zebra%d of the batch", i)
+		work := trigger("main", chat, "")
+		switch {
+		case i%7 == 3: // unrouted
+			work = nil
+		case i%11 == 4: // a trigger and an observer
+			work = append(work, observe("other", chat, "")...)
+		}
+		es = append(es, Enqueue{Message: m, Work: work})
+	}
+	if err := s.EnqueueMessages(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	var prev int64
+	wantWork := 1 // the message stored before
+	last := map[adapters.JID]int64{}
+	for i, e := range es {
+		m := e.Message
+		switch {
+		case m.ChatJID == "web:r2" && m.ID == "m7":
+			if e.Inserted || m.Seq != stored.Seq {
+				t.Errorf("entry %d, stored before: inserted %v seq %d; want false, %d", i, e.Inserted, m.Seq, stored.Seq)
+			}
+		case i%50 == 49:
+			if e.Inserted || m.Seq != es[5].Message.Seq {
+				t.Errorf("entry %d, a repeat: inserted %v seq %d; want false, %d", i, e.Inserted, m.Seq, es[5].Message.Seq)
+			}
+		default:
+			if !e.Inserted || m.Seq <= prev {
+				t.Errorf("entry %d: inserted %v seq %d after %d; want a new, higher seq", i, e.Inserted, m.Seq, prev)
+			}
+			prev = m.Seq
+			wantWork += len(e.Work)
+			last[m.ChatJID] = m.Seq
+			got, err := s.MessageByID(ctx, m.ChatJID, m.ID)
+			if err != nil || got.Seq != m.Seq || got.Text != m.Text {
+				t.Errorf("entry %d stored as %+v (%v); want seq %d text %q", i, got, err, m.Seq, m.Text)
+			}
+		}
+	}
+	if n := workCount(t, s, "1"); n != wantWork {
+		t.Errorf("%d work rows; want the new messages' (%d)", n, wantWork)
+	}
+	if n := workCount(t, s, "folder = 'other' AND seq IN (SELECT seq FROM messages WHERE msg_id = 'm15')"); n != 1 {
+		t.Errorf("the observer of m15 stored %d times; want once", n)
+	}
+	var orphans int
+	if err := s.r.QueryRow(`SELECT count(*) FROM work w WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = w.seq AND m.chat_jid = w.chat_jid)`).Scan(&orphans); err != nil || orphans != 0 {
+		t.Errorf("work rows without their message: %d (%v)", orphans, err)
+	}
+	for chat, seq := range last {
+		var got int64
+		if err := s.r.QueryRow(`SELECT last_seq FROM chats WHERE jid = ?`, chat).Scan(&got); err != nil || got != seq {
+			t.Errorf("chat %s last_seq %d (%v); want %d", chat, got, err, seq)
+		}
+	}
+	var hits int
+	if err := s.r.QueryRow(`SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'zebra150'`).Scan(&hits); err != nil || hits != 1 {
+		t.Errorf("search for a message of the batch: %d hits (%v); want 1", hits, err)
+	}
+}
+
+// Concurrent batches of every size store every message once: a batch of a
+// size not seen before prepares its statements while other batches write
+// (which must not wait on each other: preparing needs the writer).
+func TestEnqueueMessagesConcurrentSizes(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for n := 1; n <= 200; n += 13 + g {
+				es := make([]Enqueue, n)
+				for i := range es {
+					chat := fmt.Sprintf("web:g%d", g)
+					es[i] = Enqueue{Message: msg(chat, fmt.Sprintf("%d-%d", n, i)), Work: trigger("main", chat, "")}
+				}
+				if err := s.EnqueueMessages(ctx, es); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var msgs, distinct int
+	if err := s.r.QueryRow(`SELECT count(*), count(DISTINCT chat_jid || '/' || msg_id) FROM messages`).Scan(&msgs, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for g := range 4 {
+		for n := 1; n <= 200; n += 13 + g {
+			want += n
+		}
+	}
+	if msgs != want || distinct != want || workCount(t, s, "1") != want {
+		t.Fatalf("%d messages (%d distinct), %d work rows; want %d of each", msgs, distinct, workCount(t, s, "1"), want)
 	}
 }
 

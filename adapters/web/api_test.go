@@ -165,6 +165,32 @@ func TestFromHost(t *testing.T) {
 	}
 }
 
+// The ids the adapter gives posted messages are unique and sort in the
+// order the messages were posted (the store's index on them grows at its
+// end), also within one millisecond's ids only by their random part.
+func TestPostedIDsSortByTime(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	seen := map[adapters.MessageID]bool{}
+	var prev adapters.MessageID
+	for i := range 50 {
+		in, err := inbound("lobby", postRequest{Sender: "ann", Text: "hi"}, "", t0.Add(time.Duration(i)*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`^w-[0-9a-f]{28}$`).MatchString(in.ID.String()) || seen[in.ID] {
+			t.Fatalf("id %q: want w- and 28 hex digits, unique", in.ID)
+		}
+		if in.ID <= prev {
+			t.Fatalf("id %q posted after %q sorts before it", in.ID, prev)
+		}
+		seen[in.ID], prev = true, in.ID
+	}
+	again, _ := inbound("lobby", postRequest{Sender: "ann", Text: "hi"}, "", t0)
+	if seen[again.ID] {
+		t.Fatalf("two posts in one millisecond got the same id %q", again.ID)
+	}
+}
+
 func TestPostClientIDIsIdempotent(t *testing.T) {
 	s := start(t, nil)
 	const body = `{"id": "c1-retry", "sender": "ann", "text": "once"}`

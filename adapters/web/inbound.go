@@ -21,7 +21,7 @@ func inbound(room string, req postRequest, botName string, now time.Time) (adapt
 	if strings.EqualFold(req.Sender, botSender) {
 		return adapters.Inbound{}, fmt.Errorf("sender %q is reserved for the bot; pick another name", req.Sender)
 	}
-	id := adapters.MessageID("w-" + randomID())
+	id := adapters.MessageID("w-" + timedID(now))
 	if req.ID != "" {
 		if err := checkWord("id", req.ID); err != nil {
 			return adapters.Inbound{}, err

@@ -1,0 +1,153 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"switchboard/adapters"
+	"switchboard/groups"
+	"switchboard/store"
+)
+
+// countingCommits is a commitStore that records the size of each
+// transaction and which messages it committed. A transaction takes 200 µs
+// (of a synctest bubble's clock), as a real one takes time.
+type countingCommits struct {
+	mu        sync.Mutex
+	batches   []int
+	committed map[adapters.MessageID]bool
+	seq       int64
+}
+
+func (s *countingCommits) EnqueueMessages(_ context.Context, es []store.Enqueue) error {
+	time.Sleep(200 * time.Microsecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches = append(s.batches, len(es))
+	for i := range es {
+		s.seq++
+		es[i].Message.Seq, es[i].Inserted = s.seq, true
+		s.committed[es[i].Message.ID] = true
+	}
+	return nil
+}
+
+func (s *countingCommits) EnqueueMessage(ctx context.Context, m *store.Message, work []store.WorkItem) (bool, error) {
+	e := []store.Enqueue{{Message: m, Work: work}}
+	err := s.EnqueueMessages(ctx, e)
+	return e[0].Inserted, err
+}
+
+func (s *countingCommits) isCommitted(id adapters.MessageID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed[id]
+}
+
+// Concurrent callers that come back as soon as they are acknowledged (an
+// adapter's next message) share one transaction: once the group commit has
+// seen them all in one batch, it waits for all of them again instead of
+// committing the first to come back in a transaction of their own. Each
+// caller is acknowledged only after its own message is committed.
+func TestGroupCommitWaitsForEveryCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &countingCommits{committed: map[adapters.MessageID]bool{}}
+		c := &committer{st: st, stored: func(adapters.JID, int64) {}, kick: func(groups.Folder) {}}
+		const callers, each = 16, 40
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				for j := range each {
+					m := store.Message{ChatJID: testChat, ID: adapters.MessageID(fmt.Sprintf("m%d-%d", i, j))}
+					if _, err := c.commit(context.Background(), &m, nil); err != nil {
+						t.Error(err)
+						return
+					}
+					if !st.isCommitted(m.ID) {
+						t.Errorf("message %s acknowledged before it was committed", m.ID)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(2 * gatherMax) // the committer gives up waiting and ends
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		full := 0
+		for full < len(st.batches) && st.batches[full] != callers {
+			full++
+		}
+		if full == len(st.batches) {
+			t.Fatalf("no transaction held all %d callers: %v", callers, st.batches)
+		}
+		// From the first full batch on, every transaction holds every
+		// caller, but the last: one caller may have been a message ahead
+		// of the others since before then, and be done first.
+		for _, n := range st.batches[full : len(st.batches)-1] {
+			if n != callers {
+				t.Fatalf("after a batch of all %d callers, transactions of %v", callers, st.batches[full:])
+			}
+		}
+		if n := len(st.batches); n > each+callers {
+			t.Errorf("%d transactions for %d messages: %v", n, callers*each, st.batches)
+		}
+	})
+}
+
+// A lone caller never waits: its message commits at once, every time.
+func TestGroupCommitLoneMessageAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &countingCommits{committed: map[adapters.MessageID]bool{}}
+		c := &committer{st: st, stored: func(adapters.JID, int64) {}, kick: func(groups.Folder) {}}
+		start := time.Now()
+		for j := range 20 {
+			m := store.Message{ChatJID: testChat, ID: adapters.MessageID(fmt.Sprint("m", j))}
+			if _, err := c.commit(context.Background(), &m, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := time.Since(start); d != 20*200*time.Microsecond {
+			t.Errorf("20 lone messages took %v; want their 20 transactions' time (4ms), no waiting", d)
+		}
+	})
+}
+
+// After a burst of concurrent callers, the group commit soon stops waiting
+// for callers that do not come back: a lone caller's messages then commit
+// at once again (the recent peak decays to the lone batches).
+func TestGroupCommitLoneAfterBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &countingCommits{committed: map[adapters.MessageID]bool{}}
+		c := &committer{st: st, stored: func(adapters.JID, int64) {}, kick: func(groups.Folder) {}}
+		send := func(id string) {
+			m := store.Message{ChatJID: testChat, ID: adapters.MessageID(id)}
+			if _, err := c.commit(context.Background(), &m, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				for j := range 5 {
+					send(fmt.Sprintf("burst%d-%d", i, j))
+				}
+			})
+		}
+		wg.Wait()
+		for j := range 30 {
+			send(fmt.Sprint("settle", j))
+		}
+		start := time.Now()
+		for j := range 10 {
+			send(fmt.Sprint("lone", j))
+		}
+		if d := time.Since(start); d != 10*200*time.Microsecond {
+			t.Errorf("10 lone messages after a burst took %v; want their 10 transactions' time (2ms), no waiting", d)
+		}
+		time.Sleep(2 * gatherMax)
+	})
+}
