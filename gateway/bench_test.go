@@ -41,7 +41,8 @@ func blockedAgent(t testing.TB) []string {
 
 // insertFloor is the floor Deliver is measured against, in the same run:
 // messages per second that store.InsertMessages stores in batches of 100
-// (one transaction each, the message rows, their FTS index and chats), from
+// (one transaction each, the message rows, their FTS index and chats, with
+// the group commit's own statements of many rows but no work rows), from
 // one goroutine, on a fresh database in the same temporary directory.
 func insertFloor(b *testing.B) float64 {
 	ctx := context.Background()

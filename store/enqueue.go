@@ -53,6 +53,13 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 	if err := s.msgRows.prepareUpTo(ctx, s.w, len(uniq)); err != nil {
 		return err
 	}
+	nWork := 0
+	for _, e := range es {
+		nWork += len(e.Work)
+	}
+	if err := s.workRows.prepareUpTo(ctx, s.w, nWork); err != nil {
+		return err
+	}
 	seqs := make([]int64, len(es))
 	times := make([]int64, len(es))
 	news := make([]bool, len(es))
@@ -68,7 +75,7 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 		}
 		var chats []adapters.JID
 		last := map[adapters.JID]int64{}
-		work := tx.StmtContext(ctx, s.insertWorkStmt)
+		var work []WorkItem
 		for i, e := range es {
 			if dupOf[i] >= 0 {
 				seqs[i] = seqs[dupOf[i]]
@@ -84,10 +91,11 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 			last[chat] = max(last[chat], seqs[i])
 			for _, w := range e.Work {
 				w.Seq = seqs[i]
-				if err := execWork(ctx, work, w, now); err != nil {
-					return err
-				}
+				work = append(work, w)
 			}
+		}
+		if err := s.insertWorkRows(ctx, tx, work, now); err != nil {
+			return err
 		}
 		touch := tx.StmtContext(ctx, s.touchChat)
 		for _, chat := range chats {
@@ -279,8 +287,39 @@ func (r *multiInsert) stmt(n int) (*sql.Stmt, error) {
 	return nil, fmt.Errorf("insert of %d rows: not prepared", n)
 }
 
+// insertWorkRows inserts ws, in order, with few statements of many rows
+// (workRows; one row alone with the prepared single insert).
+func (s *Store) insertWorkRows(ctx context.Context, tx *sql.Tx, ws []WorkItem, now int64) error {
+	for _, n := range rowChunks(len(ws)) {
+		if n == 1 {
+			if err := execWork(ctx, tx.StmtContext(ctx, s.insertWorkStmt), ws[0], now); err != nil {
+				return err
+			}
+			ws = ws[1:]
+			continue
+		}
+		st, err := s.workRows.stmt(n)
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, n*workInsertCols)
+		for _, w := range ws[:n] {
+			args = append(args, w.Folder, w.ChatJID, w.Topic, w.Seq, w.Mode, w.Trigger, w.Prompt, w.Origin,
+				w.TaskID, w.RunID, w.Isolated, now, w.Chain)
+		}
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("insert work: %w", err)
+		}
+		ws = ws[n:]
+	}
+	return nil
+}
+
 // initInserts sets up the multi-row inserts of EnqueueMessages.
 func (s *Store) initInserts() {
+	s.workRows.head, _, _ = strings.Cut(insertWorkSQL, "VALUES")
+	s.workRows.head += "VALUES"
+	s.workRows.cols = workInsertCols
 	s.msgRows.head = `INSERT INTO messages
 		(chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, created_ms, other_bot)
 		VALUES`

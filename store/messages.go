@@ -85,42 +85,23 @@ func (s *Store) InsertMessage(ctx context.Context, m *Message) (inserted bool, e
 // InsertMessages stores ms in one transaction with InsertMessage's semantics
 // per message (a repeat within ms is a duplicate of its first occurrence) and
 // returns how many were new. If any message fails, nothing is stored and no
-// Seq is changed.
+// Seq is changed. It is EnqueueMessages without work: the same few
+// statements of many rows.
 func (s *Store) InsertMessages(ctx context.Context, ms []*Message) (inserted int, err error) {
+	es := make([]Enqueue, len(ms))
 	for i, m := range ms {
 		if err := validMessage(m); err != nil {
 			return 0, fmt.Errorf("insert message %d of %d: %w", i+1, len(ms), err)
 		}
+		es[i].Message = m
 	}
-	seqs := make([]int64, len(ms))
-	times := make([]int64, len(ms))
-	err = writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		ins := tx.StmtContext(ctx, s.insertMsg)
-		sel := tx.StmtContext(ctx, s.msgSeqByID)
-		touch := tx.StmtContext(ctx, s.touchChat)
-		now := s.nowMS()
-		inserted = 0
-		for i, m := range ms {
-			times[i] = toMS(m.Time)
-			if times[i] == 0 {
-				times[i] = now
-			}
-			seq, isNew, err := insertOne(ctx, ins, sel, touch, m, times[i], now)
-			if err != nil {
-				return fmt.Errorf("insert message %s in %s: %w", m.ID, m.ChatJID, err)
-			}
-			seqs[i] = seq
-			if isNew {
-				inserted++
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.EnqueueMessages(ctx, es); err != nil {
 		return 0, err
 	}
-	for i, m := range ms {
-		m.Seq, m.Time = seqs[i], fromMS(times[i])
+	for _, e := range es {
+		if e.Inserted {
+			inserted++
+		}
 	}
 	return inserted, nil
 }

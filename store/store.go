@@ -52,6 +52,7 @@ type Store struct {
 	touchChat      *sql.Stmt
 	insertWorkStmt *sql.Stmt
 	msgRows        multiInsert // EnqueueMessages' multi-row inserts (initInserts)
+	workRows       multiInsert // and those of their work
 }
 
 // Open opens the database at path, creating the file (mode 0600) if it is
@@ -281,6 +282,7 @@ func (s *Store) Close() error {
 		}
 	}
 	errs = append(errs, s.msgRows.close()...)
+	errs = append(errs, s.workRows.close()...)
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}

@@ -93,6 +93,9 @@ func (s *Store) Enqueue(ctx context.Context, w WorkItem) (int64, error) {
 	return id, err
 }
 
+// workInsertCols is the values of a row of insertWorkSQL.
+const workInsertCols = 13
+
 const insertWorkSQL = `INSERT INTO work (folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms, chain)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
