@@ -76,7 +76,10 @@ func dialScaleMCP(b *testing.B, socket string) *client.Client {
 		conn, err = net.Dial("unix", socket)
 		return err == nil
 	})
-	c := client.NewClient(transport.NewIO(conn, conn, nil))
+	uc := conn.(*net.UnixConn)
+	// Close ends the sending side only: the gateway closes the connection
+	// and the client's reader sees a clean end.
+	c := client.NewClient(transport.NewIO(uc, halfCloser{uc}, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
@@ -120,3 +123,8 @@ func findMessages(b *testing.B, c *client.Client, query string) int {
 	}
 	return len(out.Hits)
 }
+
+// halfCloser closes only the sending side of a connection.
+type halfCloser struct{ *net.UnixConn }
+
+func (h halfCloser) Close() error { return h.CloseWrite() }
