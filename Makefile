@@ -74,12 +74,14 @@ lint:
 # bench runs the benchmarks of issue 33 and prints one table (each figure,
 # its floor measured in the same run, the ratio and the goal;
 # internal/benchtable): the hot paths (BENCH, by name, in every package) and
-# the real binary at scale (cmd/switchboard: start-up, CLI, overload) on an
-# installation internal/scalegen makes, SCALE_ARGS big. Everything it ran
-# is in bin/bench.out. A quicker run:
-#   make bench SCALE_ARGS='-scale.groups=1000 -scale.chats=10000'
+# the real binary at scale (cmd/switchboard: start-up, find_messages over
+# MCP, CLI, overload) on one installation internal/scalegen makes,
+# SCALE_ARGS big (10,000 groups, 100,000 chats, 10 million messages: about
+# 4 GB in $TMPDIR while it runs, removed after). Everything it ran is in
+# bin/bench.out. A quicker run:
+#   make bench SCALE_ARGS='-scale.groups=1000 -scale.chats=10000 -scale.messages=1000000'
 BENCH ?= Deliver|IngestHTTP|ToolsCall|Resolve10000|TurnStartOverhead|FindMessages|BudgetCheck
-SCALE_ARGS ?= -scale.groups=10000 -scale.chats=100000
+SCALE_ARGS ?= -scale.groups=10000 -scale.chats=100000 -scale.messages=10000000
 bench:
 	@mkdir -p bin
 	go test -run '^$$' -bench '$(BENCH)' -benchmem ./... > bin/bench.out 2>&1 || { cat bin/bench.out; exit 1; }

@@ -82,7 +82,8 @@ type Table struct {
 	byChat     map[string][]int32
 	byPlatform map[string][]int32
 	wild       []int32
-	plans      plans // per pinned chat (plan.go); empty past maxPlanEntries
+	plans      plans   // per pinned chat (plan.go); empty past maxPlanEntries
+	targets    targets // the chats each target's routes pin (owned.go)
 }
 
 // New validates every route and builds a Table. Routes are normalized and
@@ -93,6 +94,7 @@ func New(routes []Route) (*Table, error) {
 		entries:    make([]entry, 0, len(routes)),
 		byChat:     map[string][]int32{},
 		byPlatform: map[string][]int32{},
+		targets:    targets{pinned: map[groups.Folder][]string{}, unpinned: map[groups.Folder]bool{}},
 	}
 	for _, r := range routes {
 		if err := r.Validate(); err != nil {
@@ -127,10 +129,17 @@ func (t *Table) index(i int32) {
 	switch {
 	case hasChat && IsLiteral(chat):
 		t.byChat[chat] = append(t.byChat[chat], i)
+		t.targets.add(&t.entries[i].route, chat)
+		return
 	case hasPlatform && IsLiteral(platform) && hasRoom && IsLiteral(room):
 		// Platform p and room r match exactly the chat JID "p:r".
 		key := platform + ":" + room
 		t.byChat[key] = append(t.byChat[key], i)
+		t.targets.add(&t.entries[i].route, key)
+		return
+	}
+	t.targets.add(&t.entries[i].route, "")
+	switch {
 	case hasPlatform && IsLiteral(platform):
 		t.byPlatform[platform] = append(t.byPlatform[platform], i)
 	case hasChat && strings.Contains(literalPrefix(chat), ":"):

@@ -66,6 +66,7 @@ func switchboardBinary(t testing.TB) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	removeSharedScale()
 	if e2eBin.dir != "" {
 		os.RemoveAll(e2eBin.dir)
 	}

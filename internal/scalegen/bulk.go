@@ -318,7 +318,7 @@ type gen struct {
 }
 
 func newGen(s Spec) *gen {
-	g := &gen{s: s, now: time.Now().UnixMilli(), span: int64(365 * 24 * time.Hour / time.Millisecond), words: vocabulary(1)}
+	g := &gen{s: s, now: time.Now().UnixMilli(), span: int64(365 * 24 * time.Hour / time.Millisecond), words: vocabulary(vocabularySeed)}
 	g.step = max(g.span/int64(max(s.Messages, 1)), 1)
 	g.chats = make([]string, s.Chats)
 	for i := range g.chats {

@@ -326,7 +326,16 @@ var commonWords = strings.Fields(`the be to of and a in that have it for not on 
 from they we say her she or an will my one all would there their what so up out if about who get which go me when make
 can like time no just him know take people into year your good some could them see other than then now look only come
 its over think also back after use two how our work first well way even new want because any these give day most us
-deploy server error build release ticket review merge branch test issue meeting budget invoice customer report`)
+deploy server error build release ticket review merge branch test issue meeting budget invoice customer report
+incident rollback`)
+
+// Word is the generated texts' word of the given rank (0, "the", is the
+// commonest; the last of the 20,000 words is the rarest), for searches
+// that must find what the generator wrote.
+func Word(rank int) string { return vocabulary(vocabularySeed)[rank] }
+
+// vocabularySeed is the seed of the generated texts' vocabulary.
+const vocabularySeed = 1
 
 // vocabulary is the 20,000 words: commonWords, then made-up words.
 func vocabulary(seed uint64) []string {
