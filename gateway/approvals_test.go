@@ -58,6 +58,20 @@ func (f *buttonsFake) EditButtons(_ context.Context, _ adapters.MessageRef, text
 	return nil
 }
 
+// request waits for the one request posted and returns it and its buttons.
+func (f *buttonsFake) request(t *testing.T) (adapters.Outbound, []adapters.Button) {
+	t.Helper()
+	var buttons []adapters.Button
+	testwait.For(t, 10*time.Second, "the request with buttons", func() bool {
+		n, b, _ := f.state()
+		buttons = b
+		return n == 1
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.posts[0], buttons
+}
+
 func (f *buttonsFake) state() (int, []adapters.Button, []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -90,15 +104,8 @@ func TestApprovalButtons(t *testing.T) {
 	go func() {
 		res <- p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: "send", Args: map[string]any{"chat_jid": testChat, "text": "hi", "api_token": "s3cret"}})
 	}()
-	var buttons []adapters.Button
-	testwait.For(t, 10*time.Second, "the request with buttons", func() bool {
-		n, b, _ := fake.state()
-		buttons = b
-		return n == 1
-	})
-	fake.mu.Lock()
-	text := fake.posts[0].Text
-	fake.mu.Unlock()
+	post, buttons := fake.request(t)
+	text := post.Text
 	if strings.Contains(text, "s3cret") || !strings.Contains(text, "api_token: [redacted]") || !strings.Contains(text, "text: hi") {
 		t.Errorf("request text:\n%s", text)
 	}
@@ -172,12 +179,7 @@ func TestApprovalRequestRetriedAndStored(t *testing.T) {
 	go func() {
 		res <- p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: "send", Args: map[string]any{"text": "hi"}})
 	}()
-	var buttons []adapters.Button
-	testwait.For(t, 10*time.Second, "the request with buttons", func() bool {
-		n, b, _ := fake.state()
-		buttons = b
-		return n == 1
-	})
+	_, buttons := fake.request(t)
 	fake.mu.Lock()
 	tries := fake.tries
 	fake.mu.Unlock()
@@ -337,15 +339,8 @@ func TestApprovalRequestChatFollowsApprovers(t *testing.T) {
 				prometheus.NewRegistry(), discard)
 			res := make(chan ipc.ApprovalResult, 1)
 			go func() { res <- p.Approve(ctx, ipc.ApprovalRequest{Folder: c.folder, Tool: "send"}) }()
-			var buttons []adapters.Button
-			testwait.For(t, 10*time.Second, "the request", func() bool {
-				n, b, _ := fake.state()
-				buttons = b
-				return n == 1
-			})
-			fake.mu.Lock()
-			posted := fake.posts[0].Chat
-			fake.mu.Unlock()
+			post, buttons := fake.request(t)
+			posted := post.Chat
 			if posted != c.wantChat {
 				t.Errorf("request posted in %s; want %s", posted, c.wantChat)
 			}
