@@ -118,6 +118,9 @@ func redact(s string, secrets []string) string {
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
 	if r := []rune(s); len(r) > n {
+		if n <= 0 {
+			return ""
+		}
 		return string(r[:n-1]) + "…"
 	}
 	return s
