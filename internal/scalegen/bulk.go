@@ -263,8 +263,8 @@ func insertRows(ctx context.Context, c *sql.Conn, s Spec) error {
 		if st, ok := stmts[rows]; ok {
 			return st, nil
 		}
-		st, err := c.PrepareContext(ctx, `INSERT INTO messages (chat_jid, msg_id, sender, sender_name, text, time_ms, created_ms) VALUES `+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?),", rows), ","))
+		st, err := c.PrepareContext(ctx, `INSERT INTO messages (chat_jid, msg_id, sender, sender_name, text, time_ms, created_ms, verb) VALUES `+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, 'message'),", rows), ","))
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/store"
 )
 
@@ -20,8 +21,8 @@ import (
 // migrated database's, a journal mode other than WAL, a failed
 // integrity_check or FTS5 integrity-check (the index against the
 // messages' text), a full-text configuration other than the migrations',
-// seqs with gaps, or a chat whose last_seq is not its newest message's
-// seq. It reads every page: minutes at ten million messages.
+// seqs with gaps, a chat whose last_seq is not its newest message's
+// seq, or a message without the verb every stored message has. It reads every page: minutes at ten million messages.
 func Check(ctx context.Context, dataDir string) error {
 	want, err := freshSchema(ctx)
 	if err != nil {
@@ -93,6 +94,13 @@ func Check(ctx context.Context, dataDir string) error {
 	}
 	if bad > 0 || chats != msgChats {
 		return fmt.Errorf("check: %d chats, %d with messages; %d whose last_seq is not their newest message's seq", chats, msgChats, bad)
+	}
+	var noVerb int
+	if err := r.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE verb = ''`).Scan(&noVerb); err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	if noVerb > 0 {
+		return fmt.Errorf("check: %d messages without a verb (the gateway stores %q or %q)", noVerb, adapters.VerbMessage, adapters.VerbMention)
 	}
 	return nil
 }
