@@ -109,7 +109,8 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 		limit = DefaultSearchLimit
 	}
 	limit = min(limit, MaxSearchLimit)
-	filter, args := searchFilter(query, o)
+	base, args := searchFilter(query, o)
+	filter := base
 	if o.ChatJIDs != nil {
 		filter += ` AND m.chat_jid IN (SELECT value FROM json_each(?2))`
 	}
@@ -123,6 +124,12 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 	}
 	var cands []ranked
 	var err error
+	var few []int64 // the chats' messages, newest first, when they are few
+	if o.ChatJIDs != nil && n > searchScan && !strings.Contains(query, "*") {
+		if few, err = s.chatSeqs(ctx, args[1]); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case n <= searchScan:
 		// Few matches: bm25 over all of them (its term counts too).
@@ -132,6 +139,8 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 		// FTS5 walks the matches newest first and stops at the limit.
 		cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
 			WHERE messages_fts MATCH ?1`+filter+` ORDER BY messages_fts.rowid DESC LIMIT `+strconv.Itoa(limit), args)
+	case few != nil:
+		cands, err = s.searchFew(ctx, few, base, args, limit)
 	default:
 		cands, err = s.searchChats(ctx, query, filter, args, bound, limit)
 	}
@@ -166,6 +175,54 @@ func (s *Store) searchChats(ctx context.Context, query, filter string, args []an
 		CROSS JOIN messages m ON m.seq = r.seq
 		CROSS JOIN messages_fts ON messages_fts.rowid = r.seq AND messages_fts MATCH ?1
 		WHERE 1`+filter+` ORDER BY r.seq DESC LIMIT `+strconv.Itoa(limit-len(cands)), args)
+}
+
+// chatSeqs returns the seqs of the messages in the chats of chats (JSON),
+// newest first, when there are at most searchScan of them; nil when there
+// are more. The index on (chat_jid, seq) reads at most searchScan+1.
+func (s *Store) chatSeqs(ctx context.Context, chats any) ([]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq FROM messages WHERE chat_jid IN (SELECT value FROM json_each(?))
+		ORDER BY seq DESC LIMIT `+strconv.Itoa(searchScan+1), chats)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	seqs := []int64{}
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil || len(seqs) > searchScan {
+		return nil, err
+	}
+	return seqs, nil
+}
+
+// searchFew finds a common query's newest hits among few messages (seqs,
+// newest first): each checked against the query by its rowid, in batches
+// that grow until limit hits are found or the messages run out. Driven by
+// the chats' messages, the cost is bounded by how many they are, not by
+// how many messages match the query everywhere.
+func (s *Store) searchFew(ctx context.Context, seqs []int64, filter string, args []any, limit int) ([]ranked, error) {
+	var cands []ranked
+	args = slices.Clone(args)
+	for batch := 4 * limit; len(seqs) > 0 && len(cands) < limit; batch *= 2 {
+		n := min(batch, len(seqs))
+		js, _ := json.Marshal(seqs[:n])
+		args[1] = string(js)
+		var err error
+		if cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM json_each(?2) j
+			CROSS JOIN messages m ON m.seq = j.value
+			CROSS JOIN messages_fts ON messages_fts.rowid = m.seq AND messages_fts MATCH ?1
+			WHERE 1`+filter, args); err != nil {
+			return nil, err
+		}
+		seqs = seqs[n:]
+	}
+	return cands, nil
 }
 
 // searchFilter is the sender and since conditions on m, and the arguments:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,40 @@ func TestSearchCommonWordNewestFirst(t *testing.T) {
 	hits, err = s.Search(ctx, "common", SearchOptions{ChatJIDs: []adapters.JID{"web:quiet"}})
 	if err != nil || len(hits) != 3 || hits[0].Text != "common quiet 2" || !strings.Contains(hits[0].Snippet, "[common]") {
 		t.Fatalf("Search in the quiet chat = %+v, %v; want its 3 messages, newest first", hits, err)
+	}
+}
+
+// Within chats that hold few messages, a common word's hits are all found,
+// newest first, however far they are behind the newest matches elsewhere
+// and the chats' newer messages that do not match.
+func TestSearchCommonWordInQuietChats(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var ms []*Message
+	add := func(chat adapters.JID, text string) {
+		ms = append(ms, &Message{ChatJID: chat, ID: adapters.MessageID(fmt.Sprint("m", len(ms))), Sender: "web:user/x", Text: text})
+	}
+	for i := range 3 {
+		add("web:quiet", fmt.Sprintf("common quiet %d", i))
+	}
+	for i := range searchRecent + 100 {
+		add("web:quiet", fmt.Sprintf("chatter %d", i))
+	}
+	for range searchScan + 100 {
+		add("web:busy", "common")
+	}
+	if _, err := s.InsertMessages(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := s.Search(ctx, "common", SearchOptions{ChatJIDs: []adapters.JID{"web:quiet", "web:elsewhere"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range hits {
+		got = append(got, h.Text)
+	}
+	if want := []string{"common quiet 2", "common quiet 1", "common quiet 0"}; !slices.Equal(got, want) {
+		t.Errorf("Search in the quiet chat = %q; want %q", got, want)
 	}
 }
