@@ -178,11 +178,12 @@ func (s *Store) searchChats(ctx context.Context, query, filter string, args []an
 }
 
 // chatSeqs returns the seqs of the messages in the chats of chats (JSON),
-// newest first, when there are at most searchScan of them; nil when there
-// are more. The index on (chat_jid, seq) reads at most searchScan+1.
+// newest first, when there are at most searchRecent of them; nil when
+// there are more. The index on (chat_jid, seq) reads at most
+// searchRecent+1.
 func (s *Store) chatSeqs(ctx context.Context, chats any) ([]int64, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT seq FROM messages WHERE chat_jid IN (SELECT value FROM json_each(?))
-		ORDER BY seq DESC LIMIT `+strconv.Itoa(searchScan+1), chats)
+		ORDER BY seq DESC LIMIT `+strconv.Itoa(searchRecent+1), chats)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +196,7 @@ func (s *Store) chatSeqs(ctx context.Context, chats any) ([]int64, error) {
 		}
 		seqs = append(seqs, seq)
 	}
-	if err := rows.Err(); err != nil || len(seqs) > searchScan {
+	if err := rows.Err(); err != nil || len(seqs) > searchRecent {
 		return nil, err
 	}
 	return seqs, nil

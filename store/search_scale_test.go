@@ -47,10 +47,21 @@ func BenchmarkSearchInstallation(b *testing.B) {
 			group = append(group, adapters.JID(scalegen.Chat(i)))
 		}
 	}
-	for _, scope := range []struct {
+	type scope struct {
 		name  string
 		chats []adapters.JID
-	}{{"root", nil}, {fmt.Sprintf("g000007_%d_chats", len(group)), group}} {
+	}
+	scopes := []scope{{"root", nil}, {fmt.Sprintf("g000007_%d_chats", len(group)), group}}
+	// $SWITCHBOARD_SCALE_WIDE: also search the first N chats (a group
+	// with more messages than a tier-1 group's).
+	if n := env("SWITCHBOARD_SCALE_WIDE", 0); n > 0 {
+		var wide []adapters.JID
+		for i := range min(n, nChats) {
+			wide = append(wide, adapters.JID(scalegen.Chat(i)))
+		}
+		scopes = append(scopes, scope{fmt.Sprintf("first_%d_chats", len(wide)), wide})
+	}
+	for _, scope := range scopes {
 		for _, q := range []struct{ name, query string }{
 			{"commonest", "the"},
 			{"common", "deploy"},
