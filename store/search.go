@@ -114,6 +114,20 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 	if o.ChatJIDs != nil {
 		filter += ` AND m.chat_jid IN (SELECT value FROM json_each(?2))`
 	}
+	// Within chats of few messages, a common query walks their messages
+	// (searchFew). The walk runs beside the count that tells whether the
+	// query is common, and is stopped when it is not.
+	var few *fewWalk
+	if o.ChatJIDs != nil && !strings.Contains(query, "*") {
+		seqs, err := s.chatSeqs(ctx, args[1])
+		if err != nil {
+			return nil, err
+		}
+		if seqs != nil {
+			few = s.startFew(ctx, seqs, base, args, limit)
+			defer few.stop()
+		}
+	}
 	// How many match, up to searchScan+1, and the oldest of those: the
 	// bound of searchChats' walk.
 	var n int
@@ -122,14 +136,12 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 		ORDER BY rowid DESC LIMIT `+strconv.Itoa(searchScan+1)+`)`, query).Scan(&n, &bound); err != nil {
 		return nil, err
 	}
+	if few != nil && n <= searchScan {
+		few.stop() // not common: bm25 below
+		few = nil
+	}
 	var cands []ranked
 	var err error
-	var few []int64 // the chats' messages, newest first, when they are few
-	if o.ChatJIDs != nil && n > searchScan && !strings.Contains(query, "*") {
-		if few, err = s.chatSeqs(ctx, args[1]); err != nil {
-			return nil, err
-		}
-	}
 	switch {
 	case n <= searchScan:
 		// Few matches: bm25 over all of them (its term counts too).
@@ -140,7 +152,7 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 		cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
 			WHERE messages_fts MATCH ?1`+filter+` ORDER BY messages_fts.rowid DESC LIMIT `+strconv.Itoa(limit), args)
 	case few != nil:
-		cands, err = s.searchFew(ctx, few, base, args, limit)
+		cands, err = few.result()
 	default:
 		cands, err = s.searchChats(ctx, query, filter, args, bound, limit)
 	}
@@ -224,6 +236,37 @@ func (s *Store) searchFew(ctx context.Context, seqs []int64, filter string, args
 		seqs = seqs[n:]
 	}
 	return cands, nil
+}
+
+// fewWalk is a searchFew running in its own goroutine.
+type fewWalk struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	cands  []ranked
+	err    error
+}
+
+// startFew starts searchFew(seqs, ...) on another reader connection.
+func (s *Store) startFew(ctx context.Context, seqs []int64, filter string, args []any, limit int) *fewWalk {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &fewWalk{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		w.cands, w.err = s.searchFew(ctx, seqs, filter, args, limit)
+	}()
+	return w
+}
+
+// result waits for the walk's hits.
+func (w *fewWalk) result() ([]ranked, error) {
+	<-w.done
+	return w.cands, w.err
+}
+
+// stop interrupts the walk if it still runs and waits for it to end.
+func (w *fewWalk) stop() {
+	w.cancel()
+	<-w.done
 }
 
 // searchFilter is the sender and since conditions on m, and the arguments:
