@@ -50,13 +50,19 @@ type Hit struct {
 // equals). One that matches more (a common word) returns the newest hits
 // first, with Rank 0: bm25 counts every match of each term to weigh it, so
 // its cost grows with the matches, and a common word's best matches are
-// no better than its newest. Within chats, those are the newest among
-// the newest searchScan matches and (unless the query has a prefix*) the
-// chats' newest searchRecent messages. Either way a word or phrase costs
-// about the same at a thousand messages and at ten million, and so does a
-// prefix* of two or three characters (FTS5 keeps prefix indexes of those
-// lengths, migration 0020); a longer prefix merges the lists of the few
-// words it starts, a one-character one those of every word it starts.
+// no better than its newest. Within chats that hold at most searchRecent
+// messages in all (a group's few chats), those are the chats' newest hits,
+// every hit found: the chats' messages are walked newest first, each
+// checked against the query by its rowid, so the cost follows the chats'
+// messages, not the query's matches everywhere. Within busier chats, or
+// with a prefix* (expanded again for every row checked), they are the
+// newest among the newest searchScan matches and (unless the query has a
+// prefix*) the chats' newest searchRecent messages: an older hit can be
+// missed. Either way a word or phrase costs about the same at a thousand
+// messages and at ten million, and so does a prefix* of two or three
+// characters (FTS5 keeps prefix indexes of those lengths, migration 0020);
+// a longer prefix merges the lists of the few words it starts, a
+// one-character one those of every word it starts.
 //
 // A query FTS5 cannot parse returns an error wrapping ErrBadQuery that quotes
 // the query and SQLite's complaint.
@@ -93,7 +99,7 @@ func (s *Store) Search(ctx context.Context, query string, o SearchOptions) ([]Hi
 // How far a search looks (see Search).
 const (
 	searchScan   = 20_000 // a query with more matches is common: newest first
-	searchRecent = 2000   // the newest messages of the chats searched for a common query
+	searchRecent = 2000   // the newest messages of the chats searched for a common query; chats with no more are walked whole
 )
 
 // ranked is a candidate hit: a message's seq and its bm25 score.
@@ -114,19 +120,14 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 	if o.ChatJIDs != nil {
 		filter += ` AND m.chat_jid IN (SELECT value FROM json_each(?2))`
 	}
-	// Within chats of few messages, a common query walks their messages
-	// (searchFew). The walk runs beside the count that tells whether the
-	// query is common, and is stopped when it is not.
+	// Within a group's chats, a common query walks their messages when they
+	// are few (searchFew). The walk, and the look at how many they are, run
+	// beside the count that tells whether the query is common, and are
+	// stopped when it is not.
 	var few *fewWalk
 	if o.ChatJIDs != nil && !strings.Contains(query, "*") {
-		seqs, err := s.chatSeqs(ctx, args[1])
-		if err != nil {
-			return nil, err
-		}
-		if seqs != nil {
-			few = s.startFew(ctx, seqs, base, args, limit)
-			defer few.stop()
-		}
+		few = s.startFew(ctx, base, args, limit)
+		defer few.stop()
 	}
 	// How many match, up to searchScan+1, and the oldest of those: the
 	// bound of searchChats' walk.
@@ -152,7 +153,10 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 		cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
 			WHERE messages_fts MATCH ?1`+filter+` ORDER BY messages_fts.rowid DESC LIMIT `+strconv.Itoa(limit), args)
 	case few != nil:
-		cands, err = few.result()
+		var walked bool
+		if cands, walked, err = few.result(); err == nil && !walked {
+			cands, err = s.searchChats(ctx, query, filter, args, bound, limit)
+		}
 	default:
 		cands, err = s.searchChats(ctx, query, filter, args, bound, limit)
 	}
@@ -191,16 +195,21 @@ func (s *Store) searchChats(ctx context.Context, query, filter string, args []an
 
 // chatSeqs returns the seqs of the messages in the chats of chats (JSON),
 // newest first, when there are at most searchRecent of them; nil when
-// there are more. The index on (chat_jid, seq) reads at most
-// searchRecent+1.
+// there are more. The index on (chat_jid, seq) counts at most
+// searchRecent+1 before they are read.
 func (s *Store) chatSeqs(ctx context.Context, chats any) ([]int64, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM messages WHERE chat_jid IN (SELECT value FROM json_each(?))
+		LIMIT `+strconv.Itoa(searchRecent+1)+`)`, chats).Scan(&n); err != nil || n > searchRecent {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT seq FROM messages WHERE chat_jid IN (SELECT value FROM json_each(?))
-		ORDER BY seq DESC LIMIT `+strconv.Itoa(searchRecent+1), chats)
+		ORDER BY seq DESC LIMIT `+strconv.Itoa(searchRecent), chats)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	seqs := []int64{}
+	seqs := make([]int64, 0, n)
 	for rows.Next() {
 		var seq int64
 		if err := rows.Scan(&seq); err != nil {
@@ -208,17 +217,16 @@ func (s *Store) chatSeqs(ctx context.Context, chats any) ([]int64, error) {
 		}
 		seqs = append(seqs, seq)
 	}
-	if err := rows.Err(); err != nil || len(seqs) > searchRecent {
-		return nil, err
-	}
-	return seqs, nil
+	return seqs, rows.Err()
 }
 
 // searchFew finds a common query's newest hits among few messages (seqs,
 // newest first): each checked against the query by its rowid, in batches
 // that grow until limit hits are found or the messages run out. Driven by
 // the chats' messages, the cost is bounded by how many they are, not by
-// how many messages match the query everywhere.
+// how many messages match the query everywhere: a check costs 12-40 us at
+// 10 million messages (a phrase of two common words the most), which is
+// why only chats of at most searchRecent messages are walked whole.
 func (s *Store) searchFew(ctx context.Context, seqs []int64, filter string, args []any, limit int) ([]ranked, error) {
 	var cands []ranked
 	args = slices.Clone(args)
@@ -238,29 +246,38 @@ func (s *Store) searchFew(ctx context.Context, seqs []int64, filter string, args
 	return cands, nil
 }
 
-// fewWalk is a searchFew running in its own goroutine.
+// fewWalk is chatSeqs and searchFew running in their own goroutine.
 type fewWalk struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	walked bool // the chats were few, and cands are their hits
 	cands  []ranked
 	err    error
 }
 
-// startFew starts searchFew(seqs, ...) on another reader connection.
-func (s *Store) startFew(ctx context.Context, seqs []int64, filter string, args []any, limit int) *fewWalk {
+// startFew starts a fewWalk of the chats of args[1] on another reader
+// connection.
+func (s *Store) startFew(ctx context.Context, filter string, args []any, limit int) *fewWalk {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &fewWalk{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
+		seqs, err := s.chatSeqs(ctx, args[1])
+		if err != nil || seqs == nil {
+			w.err = err
+			return
+		}
+		w.walked = true
 		w.cands, w.err = s.searchFew(ctx, seqs, filter, args, limit)
 	}()
 	return w
 }
 
-// result waits for the walk's hits.
-func (w *fewWalk) result() ([]ranked, error) {
+// result waits for the walk: the chats' hits, and whether the chats were
+// few enough to walk.
+func (w *fewWalk) result() ([]ranked, bool, error) {
 	<-w.done
-	return w.cands, w.err
+	return w.cands, w.walked, w.err
 }
 
 // stop interrupts the walk if it still runs and waits for it to end.
