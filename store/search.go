@@ -50,13 +50,19 @@ type Hit struct {
 // equals). One that matches more (a common word) returns the newest hits
 // first, with Rank 0: bm25 counts every match of each term to weigh it, so
 // its cost grows with the matches, and a common word's best matches are
-// no better than its newest. Within chats, those are the newest among
-// the newest searchScan matches and (unless the query has a prefix*) the
-// chats' newest searchRecent messages. Either way a word or phrase costs
-// about the same at a thousand messages and at ten million, and so does a
-// prefix* of two or three characters (FTS5 keeps prefix indexes of those
-// lengths, migration 0020); a longer prefix merges the lists of the few
-// words it starts, a one-character one those of every word it starts.
+// no better than its newest. Within chats that hold at most searchRecent
+// messages in all (a group's few chats), those are the chats' newest hits,
+// every hit found: the chats' messages are walked newest first, each
+// checked against the query by its rowid, so the cost follows the chats'
+// messages, not the query's matches everywhere. Within busier chats, or
+// with a prefix* (expanded again for every row checked), they are the
+// newest among the newest searchScan matches and (unless the query has a
+// prefix*) the chats' newest searchRecent messages: an older hit can be
+// missed. Either way a word or phrase costs about the same at a thousand
+// messages and at ten million, and so does a prefix* of two or three
+// characters (FTS5 keeps prefix indexes of those lengths, migration 0020);
+// a longer prefix merges the lists of the few words it starts, a
+// one-character one those of every word it starts.
 //
 // A query FTS5 cannot parse returns an error wrapping ErrBadQuery that quotes
 // the query and SQLite's complaint.
@@ -93,7 +99,7 @@ func (s *Store) Search(ctx context.Context, query string, o SearchOptions) ([]Hi
 // How far a search looks (see Search).
 const (
 	searchScan   = 20_000 // a query with more matches is common: newest first
-	searchRecent = 2000   // the newest messages of the chats searched for a common query
+	searchRecent = 2000   // the newest messages of the chats searched for a common query; chats with no more are walked whole
 )
 
 // ranked is a candidate hit: a message's seq and its bm25 score.
@@ -109,9 +115,19 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 		limit = DefaultSearchLimit
 	}
 	limit = min(limit, MaxSearchLimit)
-	filter, args := searchFilter(query, o)
+	base, args := searchFilter(query, o)
+	filter := base
 	if o.ChatJIDs != nil {
 		filter += ` AND m.chat_jid IN (SELECT value FROM json_each(?2))`
+	}
+	// Within a group's chats, a common query walks their messages when they
+	// are few (searchFew). The walk, and the look at how many they are, run
+	// beside the count that tells whether the query is common, and are
+	// stopped when it is not.
+	var few *fewWalk
+	if o.ChatJIDs != nil && !strings.Contains(query, "*") {
+		few = s.startFew(ctx, base, args, limit)
+		defer few.stop()
 	}
 	// How many match, up to searchScan+1, and the oldest of those: the
 	// bound of searchChats' walk.
@@ -120,6 +136,10 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1
 		ORDER BY rowid DESC LIMIT `+strconv.Itoa(searchScan+1)+`)`, query).Scan(&n, &bound); err != nil {
 		return nil, err
+	}
+	if few != nil && n <= searchScan {
+		few.stop() // not common: bm25 below
+		few = nil
 	}
 	var cands []ranked
 	var err error
@@ -132,6 +152,11 @@ func (s *Store) searchTop(ctx context.Context, query string, o SearchOptions) ([
 		// FTS5 walks the matches newest first and stops at the limit.
 		cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
 			WHERE messages_fts MATCH ?1`+filter+` ORDER BY messages_fts.rowid DESC LIMIT `+strconv.Itoa(limit), args)
+	case few != nil:
+		var walked bool
+		if cands, walked, err = few.result(); err == nil && !walked {
+			cands, err = s.searchChats(ctx, query, filter, args, bound, limit)
+		}
 	default:
 		cands, err = s.searchChats(ctx, query, filter, args, bound, limit)
 	}
@@ -166,6 +191,99 @@ func (s *Store) searchChats(ctx context.Context, query, filter string, args []an
 		CROSS JOIN messages m ON m.seq = r.seq
 		CROSS JOIN messages_fts ON messages_fts.rowid = r.seq AND messages_fts MATCH ?1
 		WHERE 1`+filter+` ORDER BY r.seq DESC LIMIT `+strconv.Itoa(limit-len(cands)), args)
+}
+
+// chatSeqs returns the seqs of the messages in the chats of chats (JSON),
+// newest first, when there are at most searchRecent of them; nil when
+// there are more. The index on (chat_jid, seq) counts at most
+// searchRecent+1 before they are read.
+func (s *Store) chatSeqs(ctx context.Context, chats any) ([]int64, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM messages WHERE chat_jid IN (SELECT value FROM json_each(?))
+		LIMIT `+strconv.Itoa(searchRecent+1)+`)`, chats).Scan(&n); err != nil || n > searchRecent {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq FROM messages WHERE chat_jid IN (SELECT value FROM json_each(?))
+		ORDER BY seq DESC LIMIT `+strconv.Itoa(searchRecent), chats)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	seqs := make([]int64, 0, n)
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs, rows.Err()
+}
+
+// searchFew finds a common query's newest hits among few messages (seqs,
+// newest first): each checked against the query by its rowid, in batches
+// that grow until limit hits are found or the messages run out. Driven by
+// the chats' messages, the cost is bounded by how many they are, not by
+// how many messages match the query everywhere: a check costs 12-40 us at
+// 10 million messages (a phrase of two common words the most), which is
+// why only chats of at most searchRecent messages are walked whole.
+func (s *Store) searchFew(ctx context.Context, seqs []int64, filter string, args []any, limit int) ([]ranked, error) {
+	var cands []ranked
+	args = slices.Clone(args)
+	for batch := 4 * limit; len(seqs) > 0 && len(cands) < limit; batch *= 2 {
+		n := min(batch, len(seqs))
+		js, _ := json.Marshal(seqs[:n])
+		args[1] = string(js)
+		var err error
+		if cands, err = s.searchRanked(ctx, cands, `SELECT m.seq, 0 FROM json_each(?2) j
+			CROSS JOIN messages m ON m.seq = j.value
+			CROSS JOIN messages_fts ON messages_fts.rowid = m.seq AND messages_fts MATCH ?1
+			WHERE 1`+filter, args); err != nil {
+			return nil, err
+		}
+		seqs = seqs[n:]
+	}
+	return cands, nil
+}
+
+// fewWalk is chatSeqs and searchFew running in their own goroutine.
+type fewWalk struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	walked bool // the chats were few, and cands are their hits
+	cands  []ranked
+	err    error
+}
+
+// startFew starts a fewWalk of the chats of args[1] on another reader
+// connection.
+func (s *Store) startFew(ctx context.Context, filter string, args []any, limit int) *fewWalk {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &fewWalk{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		seqs, err := s.chatSeqs(ctx, args[1])
+		if err != nil || seqs == nil {
+			w.err = err
+			return
+		}
+		w.walked = true
+		w.cands, w.err = s.searchFew(ctx, seqs, filter, args, limit)
+	}()
+	return w
+}
+
+// result waits for the walk: the chats' hits, and whether the chats were
+// few enough to walk.
+func (w *fewWalk) result() ([]ranked, bool, error) {
+	<-w.done
+	return w.cands, w.walked, w.err
+}
+
+// stop interrupts the walk if it still runs and waits for it to end.
+func (w *fewWalk) stop() {
+	w.cancel()
+	<-w.done
 }
 
 // searchFilter is the sender and since conditions on m, and the arguments:

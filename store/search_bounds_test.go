@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,58 @@ func TestSearchCommonWordNewestFirst(t *testing.T) {
 	hits, err = s.Search(ctx, "common", SearchOptions{ChatJIDs: []adapters.JID{"web:quiet"}})
 	if err != nil || len(hits) != 3 || hits[0].Text != "common quiet 2" || !strings.Contains(hits[0].Snippet, "[common]") {
 		t.Fatalf("Search in the quiet chat = %+v, %v; want its 3 messages, newest first", hits, err)
+	}
+}
+
+// Within chats that hold few messages (at most searchRecent), a common
+// word's hits are all found, newest first, with the sender filter applied,
+// however far they are behind the newest matches elsewhere.
+func TestSearchCommonWordInQuietChats(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var ms []*Message
+	add := func(chat adapters.JID, sender adapters.JID, text string) {
+		ms = append(ms, &Message{ChatJID: chat, ID: adapters.MessageID(fmt.Sprint("m", len(ms))), Sender: sender, Text: text})
+	}
+	for i := range searchRecent - 10 {
+		switch i {
+		case 0, 1449: // the oldest, and the 50th newest
+			add("web:quiet", "web:user/x", fmt.Sprintf("common quiet %d", i))
+		case 999: // the 500th newest, by another sender
+			add("web:quiet", "web:user/y", fmt.Sprintf("common quiet %d", i))
+		default:
+			add("web:quiet", "web:user/x", fmt.Sprintf("chatter %d", i))
+		}
+	}
+	for range searchScan + 100 {
+		add("web:busy", "web:user/x", "common")
+	}
+	if _, err := s.InsertMessages(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	quiet := []adapters.JID{"web:quiet", "web:elsewhere"}
+	for _, tc := range []struct {
+		name string
+		o    SearchOptions
+		want []string
+	}{
+		{"all", SearchOptions{ChatJIDs: quiet}, []string{"common quiet 1449", "common quiet 999", "common quiet 0"}},
+		{"limit", SearchOptions{ChatJIDs: quiet, Limit: 2}, []string{"common quiet 1449", "common quiet 999"}},
+		{"sender", SearchOptions{ChatJIDs: quiet, Sender: "web:user/y"}, []string{"common quiet 999"}},
+	} {
+		hits, err := s.Search(ctx, "common", tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.Text)
+			if !strings.Contains(h.Snippet, "[common]") || h.Rank != 0 {
+				t.Errorf("%s: hit %q: snippet %q, rank %v", tc.name, h.Text, h.Snippet, h.Rank)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Search in the quiet chat = %q; want %q", tc.name, got, tc.want)
+		}
 	}
 }
