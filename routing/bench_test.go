@@ -112,7 +112,7 @@ func resolveVs10(b *testing.B, tab *Table, m Message, want groups.Folder) {
 	if floor > 0 {
 		rounds := float64(n / round * round)
 		b.ReportMetric(float64(big.Nanoseconds())/rounds, "resolve-ns")
-		b.ReportMetric(float64(floor.Nanoseconds())/rounds, "floor-ns")
+		b.ReportMetric(float64(floor.Nanoseconds())/rounds, "floor-resolve-ns")
 		b.ReportMetric(float64(big)/float64(floor), "x-floor")
 	}
 }
