@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"switchboard/adapters"
 	"switchboard/internal/scalegen"
@@ -62,34 +60,9 @@ func BenchmarkSearchInstallation(b *testing.B) {
 		scopes = append(scopes, scope{fmt.Sprintf("first_%d_chats", len(wide)), wide})
 	}
 	for _, scope := range scopes {
-		for _, q := range []struct{ name, query string }{
-			{"commonest", "the"},
-			{"common", "deploy"},
-			{"two_common", "deploy release"},
-			{"phrase", `"the and"`},
-			{"or", "incident OR rollback"},
-			{"prefix", "ba*"},
-			{"rare", scalegen.Word(19_999)},
-		} {
-			b.Run(scope.name+"/"+q.name, func(b *testing.B) {
-				var lat []time.Duration
-				var hits int
-				for b.Loop() {
-					start := time.Now()
-					h, err := s.Search(ctx, q.query, store.SearchOptions{ChatJIDs: scope.chats})
-					if err != nil {
-						b.Fatal(err)
-					}
-					lat = append(lat, time.Since(start))
-					hits = len(h)
-				}
-				slices.Sort(lat)
-				ms := func(p float64) float64 {
-					return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
-				}
-				b.ReportMetric(ms(0.50), "p50-ms")
-				b.ReportMetric(ms(0.99), "p99-ms")
-				b.ReportMetric(float64(hits), "hits")
+		for _, q := range scalegen.Queries() {
+			b.Run(scope.name+"/"+q.Name, func(b *testing.B) {
+				store.BenchSearch(b, s, q.Query, store.SearchOptions{ChatJIDs: scope.chats})
 			})
 		}
 	}

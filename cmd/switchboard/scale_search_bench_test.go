@@ -17,24 +17,7 @@ import (
 	"switchboard/internal/testwait"
 )
 
-// findQueries are the queries of store's BenchmarkFindMessages, in the
-// words internal/scalegen writes: its commonest word (in about one
-// message in two), a common one, two together, a phrase of two of the
-// commonest, an OR of two less common, a prefix that starts a few
-// hundred words (a common one among them), and its rarest word.
-func findQueries() []struct{ name, query string } {
-	return []struct{ name, query string }{
-		{"commonest", "the"},
-		{"common", "deploy"},
-		{"two_common", "deploy release"},
-		{"phrase", `"the and"`},
-		{"or", "incident OR rollback"},
-		{"prefix", "ba*"},
-		{"rare", scalegen.Word(19_999)},
-	}
-}
-
-// scaleSearch calls find_messages n times for each of findQueries through
+// scaleSearch calls find_messages n times for each of scalegen.Queries through
 // mcp-go's client on the running gateway's MCP sockets: the root group's
 // (tier 0: every chat) and a tier-1 group's (the chats it owns, found by
 // the gateway on each call), one call at a time, and reports each query's
@@ -47,20 +30,20 @@ func scaleSearch(b *testing.B, ds scalegen.Dataset, n int) {
 		{"group", string(scalegen.Folder(6))},
 	} {
 		c := dialScaleMCP(b, filepath.Join(ds.DataDir, "ipc", scope.folder, "mcp.sock"))
-		for _, q := range findQueries() {
+		for _, q := range scalegen.Queries() {
 			var lat []time.Duration
 			hits := 0
 			for range n {
 				start := time.Now()
-				hits = findMessages(b, c, q.query)
+				hits = findMessages(b, c, q.Query)
 				lat = append(lat, time.Since(start))
 			}
 			slices.Sort(lat)
 			if hits == 0 && scope.name == "root" {
-				b.Errorf("find_messages %q across all chats found nothing: the benchmark measures no search", q.query)
+				b.Errorf("find_messages %q across all chats found nothing: the benchmark measures no search", q.Query)
 			}
-			b.ReportMetric(p(lat, 0.5), "find-"+scope.name+"-"+q.name+"-p50-ms")
-			b.ReportMetric(p(lat, 0.99), "find-"+scope.name+"-"+q.name+"-p99-ms")
+			b.ReportMetric(p(lat, 0.5), "find-"+scope.name+"-"+q.Name+"-p50-ms")
+			b.ReportMetric(p(lat, 0.99), "find-"+scope.name+"-"+q.Name+"-p99-ms")
 		}
 		c.Close()
 	}

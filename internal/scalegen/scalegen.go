@@ -329,6 +329,27 @@ its over think also back after use two how our work first well way even new want
 deploy server error build release ticket review merge branch test issue meeting budget invoice customer report
 incident rollback`)
 
+// Query is a find_messages query the benchmarks run on a generated
+// installation, by name.
+type Query struct{ Name, Query string }
+
+// Queries are the queries of store's BenchmarkFindMessages, in the words
+// the generator writes: its commonest word (in about one message in two),
+// a common one, two together, a phrase of two of the commonest, an OR of
+// two less common, a prefix that starts a few hundred words (a common one
+// among them), and its rarest word.
+func Queries() []Query {
+	return []Query{
+		{"commonest", "the"},
+		{"common", "deploy"},
+		{"two_common", "deploy release"},
+		{"phrase", `"the and"`},
+		{"or", "incident OR rollback"},
+		{"prefix", "ba*"},
+		{"rare", Word(19_999)},
+	}
+}
+
 // Word is the generated texts' word of the given rank (0, "the", is the
 // commonest; the last of the 20,000 words is the rarest), for searches
 // that must find what the generator wrote.
