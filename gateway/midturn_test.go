@@ -22,9 +22,9 @@ import (
 func steerAgent(t testing.TB, dir string) []string {
 	return testagent.Script(t, `dir="`+dir+`"
 n=$(ls "$dir" | grep -c '^turn-'); n=$((n+1)); touch "$dir/turn-$n"
-echo "$@" > "$dir/args-$n"
+echo "$@" > "$dir/tmp-args-$n"; mv "$dir/tmp-args-$n" "$dir/args-$n"
 exec 3<&0
-(k=0; while IFS= read -r l; do k=$((k+1)); printf '%s\n' "$l" > "$dir/tmp-$n-$k"; mv "$dir/tmp-$n-$k" "$dir/in-$n-$k"; done; echo $k > "$dir/eof-$n") <&3 &
+(k=0; while IFS= read -r l; do k=$((k+1)); printf '%s\n' "$l" > "$dir/tmp-$n-$k"; mv "$dir/tmp-$n-$k" "$dir/in-$n-$k"; done; echo $k > "$dir/tmp-eof-$n"; mv "$dir/tmp-eof-$n" "$dir/eof-$n") <&3 &
 while [ ! -e "$dir/in-$n-1" ]; do sleep 0.01; done
 sess=${2:-sess-$n}
 echo '{"type":"system","subtype":"init","session_id":"'$sess'"}'
