@@ -66,6 +66,11 @@ type dispatcher struct {
 type seenWorker struct {
 	info WorkerInfo
 	seen time.Time // when the report was put (local clock after the initial values)
+	// ended counts this gateway's turns on the worker that ended since
+	// the report came: the worker reports a freed slot before it sends
+	// the turn's outcome, but the report can reach the gateway after the
+	// outcome, and until then info.Busy still counts the ended turn.
+	ended int
 }
 
 type assignment struct {
@@ -152,7 +157,7 @@ func (d *dispatcher) pick(turn, dir string) string {
 	// Busy slots: the turns this gateway gave the worker, or the ones it
 	// reports running if more (turns an earlier gateway process gave it,
 	// still running after a restart).
-	used := func(wi WorkerInfo) int { return max(d.load[wi.ID], wi.Busy) }
+	used := func(wi WorkerInfo) int { return max(d.load[wi.ID], wi.Busy-d.workers[wi.ID].ended) }
 	free := func(wi WorkerInfo) int { return wi.Slots - used(wi) }
 	var best, least WorkerInfo
 	for id := range d.workers {
@@ -221,6 +226,10 @@ func (d *dispatcher) done(turn string) {
 		return
 	}
 	delete(d.turns, turn)
+	if w, ok := d.workers[a.worker]; ok {
+		w.ended++
+		d.workers[a.worker] = w
+	}
 	if d.load[a.worker]--; d.load[a.worker] <= 0 {
 		delete(d.load, a.worker)
 	}

@@ -316,3 +316,32 @@ func TestDispatchCountsTurnsOfAnEarlierGateway(t *testing.T) {
 	}
 	<-held
 }
+
+// A folder's turn goes back to the worker its last turn ran on even when
+// that turn's outcome came before the worker's report of the freed slot
+// (the report still counting the ended turn): TestDispatchStickyFolders
+// saw it go to the other worker when the report came late.
+func TestDispatchStickyBeforeTheFreedSlotsReport(t *testing.T) {
+	now := time.Now()
+	d := &dispatcher{workers: map[string]seenWorker{
+		"w1": {info: WorkerInfo{ID: "w1", Slots: 1}, seen: now},
+		"w2": {info: WorkerInfo{ID: "w2", Slots: 1}, seen: now},
+	}, turns: map[string]assignment{}, load: map[string]int{}, last: map[string]string{}, news: make(chan struct{}), ttl: time.Minute}
+	first := d.pick("a-1", "/f/a")
+	d.ran("a-1", first)
+	// The worker reports the turn running (its report at the start)...
+	w := d.workers[first]
+	w.info.Busy = 1
+	d.workers[first] = w
+	// ...and the outcome comes before its next report.
+	d.done("a-1")
+	if got := d.pick("a-2", "/f/a"); got != first {
+		t.Errorf("a-2 went to %s; want %s, where a-1 ran and whose slot is free", got, first)
+	}
+	// A worker still running a turn of an earlier gateway stays counted.
+	d.done("a-2")
+	d.workers["w2"] = seenWorker{info: WorkerInfo{ID: "w2", Slots: 1, Busy: 1}, seen: now}
+	if got := d.pick("b-1", "/f/b"); got != first {
+		t.Errorf("b-1 went to %s; want %s, the worker with a free slot", got, first)
+	}
+}
