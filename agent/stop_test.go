@@ -44,8 +44,10 @@ func pidsByArgv(marker string) []int {
 // runStopped runs spec, stops the turn once the marked child runs, and
 // checks what a stopped turn returns: ErrStopped and ErrCancelled, never
 // ErrFailed, the session the agent named, and every process of the turn
-// gone within 2 s of the stop (SIGTERM ignored: the SIGKILL stopGrace
-// later ends them).
+// gone after the stop (SIGTERM ignored: the SIGKILL stopGrace later ends
+// them). How soon is a figure, not an assertion here: the test logs it, and
+// gateway's BenchmarkStopCommand measures it (p50 ~1 ms, ~1 s when SIGTERM is
+// ignored); the 10 s bound only stops a test whose tree never goes.
 func runStopped(t *testing.T, spec Spec, in Input, marker string) {
 	t.Helper()
 	ctx, stop := context.WithCancelCause(context.Background())
@@ -64,13 +66,13 @@ func runStopped(t *testing.T, spec Spec, in Input, marker string) {
 	testwait.For(t, 10*time.Second, "the agent's child to run", func() bool { pids = pidsByArgv(marker); return len(pids) > 0 })
 	stopped := time.Now()
 	stop(ErrStopped)
-	gone := testwait.Until(2*time.Second, func() bool { return len(pidsByArgv(marker)) == 0 })
+	gone := testwait.Until(10*time.Second, func() bool { return len(pidsByArgv(marker)) == 0 })
 	t.Logf("stop → process tree gone: %v", time.Since(stopped))
 	if !gone {
 		for _, pid := range pidsByArgv(marker) {
 			_ = killPid(pid)
 		}
-		t.Fatalf("the turn's child %v outlived the stop by 2 s", pids)
+		t.Fatalf("the turn's child %v outlived the stop by 10 s", pids)
 	}
 	var o outcome
 	select {
