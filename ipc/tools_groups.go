@@ -67,17 +67,15 @@ func runSetMidTurn(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("folder: %w", err)
 	}
-	if c.tier != 0 && !c.folder.Contains(folder) {
-		return nil, fmt.Errorf("folder %s: a group sets this for itself and the groups below it only", folder)
-	}
 	mode := c.str("mode")
 	if mode == "default" {
 		mode = ""
 	}
+	// ops.SetMidTurn checks that the caller may set it for folder.
 	if err := c.b.SetMidTurn(ctx, c.folder, c.tier, folder, mode); err != nil {
 		return nil, err
 	}
-	return map[string]any{"ok": true}, nil
+	return ok, nil
 }
 
 func runRefreshGroups(ctx context.Context, c *call) (any, error) {

@@ -83,12 +83,9 @@ func (s *Store) AddApproval(ctx context.Context, a Approval) (Approval, error) {
 	if a.Created.IsZero() {
 		a.Created = s.now()
 	}
-	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.Folder, a.TurnID, a.SessionID, a.Tool, a.Args, a.Chat, a.Topic, a.MessageID, a.Buttons,
-			a.Status, a.Decider, a.Reason, toMS(a.Created), toMS(a.Decided))
-		return err
-	})
+	_, err := s.w.ExecContext(ctx, `INSERT INTO approvals (`+approvalCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.Folder, a.TurnID, a.SessionID, a.Tool, a.Args, a.Chat, a.Topic, a.MessageID, a.Buttons,
+		a.Status, a.Decider, a.Reason, toMS(a.Created), toMS(a.Decided))
 	if err != nil {
 		return Approval{}, fmt.Errorf("add approval %s for %s: %w", a.ID, a.Folder, err)
 	}
@@ -97,11 +94,8 @@ func (s *Store) AddApproval(ctx context.Context, a Approval) (Approval, error) {
 
 // SetApprovalMessage records where the request was posted.
 func (s *Store) SetApprovalMessage(ctx context.Context, id string, chat adapters.JID, topic string, msg adapters.MessageID, buttons bool) error {
-	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE approvals SET chat_jid = ?, topic = ?, message_id = ?, buttons = ? WHERE id = ?`,
-			chat, topic, msg, buttons, id)
-		return err
-	})
+	_, err := s.w.ExecContext(ctx, `UPDATE approvals SET chat_jid = ?, topic = ?, message_id = ?, buttons = ? WHERE id = ?`,
+		chat, topic, msg, buttons, id)
 	if err != nil {
 		return fmt.Errorf("record approval %s message: %w", id, err)
 	}

@@ -15,10 +15,10 @@ type LiveState string
 
 const (
 	// LiveShowing: a message showing the reply so far, which becomes part
-	// Part of the final or is cleaned up.
+	// of the final or is cleaned up.
 	LiveShowing LiveState = "live"
-	// LivePart: part Part of the reply, finished mid-turn as a message of
-	// its own: delivered, its Text kept to match the final's parts.
+	// LivePart: part of the reply, finished mid-turn as a message of its
+	// own: delivered, its Text kept to match the final's parts.
 	LivePart LiveState = "part"
 	// LiveEnded: a message the platform ended (its final went out as a new
 	// message); left over, it is cleaned up.
