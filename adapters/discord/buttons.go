@@ -56,24 +56,7 @@ func (a *Adapter) sendButtons(ctx context.Context, m adapters.Outbound, buttons 
 	if err != nil {
 		return "", err
 	}
-	s, err := a.session()
-	if err != nil {
-		return "", err
-	}
-	ch, err := channelOf(m.Chat, m.Topic)
-	if err != nil {
-		return "", err
-	}
-	data := &discordgo.MessageSend{Content: m.Text, AllowedMentions: mentions(m.ReplyTo != ""), Components: comps}
-	if m.ReplyTo != "" {
-		no := false
-		data.Reference = &discordgo.MessageReference{MessageID: string(m.ReplyTo), ChannelID: ch, GuildID: guildOf(m.Chat), FailIfNotExists: &no}
-	}
-	sent, err := s.ChannelMessageSendComplex(ch, data, append(opts, discordgo.WithContext(ctx))...)
-	if err != nil {
-		return "", classify(m.Chat, err)
-	}
-	return adapters.MessageID(sent.ID), nil
+	return a.post(ctx, m, comps, opts...)
 }
 
 // EditButtons replaces a message's text and buttons; nil removes them.
@@ -87,13 +70,7 @@ func (a *Adapter) editButtons(ctx context.Context, ref adapters.MessageRef, text
 	if err != nil {
 		return err
 	}
-	s, ch, err := a.target(ref)
-	if err != nil {
-		return err
-	}
-	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: string(ref.ID), Channel: ch, Content: &text,
-		Components: &comps, AllowedMentions: mentions(false)}, append(opts, discordgo.WithContext(ctx))...)
-	return classify(ref.Chat, err)
+	return a.rewrite(ctx, ref, text, &comps, opts...)
 }
 
 // interaction hands a button press to the gateway and answers the

@@ -26,6 +26,11 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 // send is Send with more request options (a live reply's turn off
 // discordgo's waiting out a 429).
 func (a *Adapter) send(ctx context.Context, m adapters.Outbound, opts ...discordgo.RequestOption) (adapters.MessageID, error) {
+	return a.post(ctx, m, nil, opts...)
+}
+
+// post sends m with components comps (nil: none) for send and sendButtons.
+func (a *Adapter) post(ctx context.Context, m adapters.Outbound, comps []discordgo.MessageComponent, opts ...discordgo.RequestOption) (adapters.MessageID, error) {
 	s, err := a.session()
 	if err != nil {
 		return "", err
@@ -34,7 +39,7 @@ func (a *Adapter) send(ctx context.Context, m adapters.Outbound, opts ...discord
 	if err != nil {
 		return "", err
 	}
-	data := &discordgo.MessageSend{Content: m.Text, AllowedMentions: mentions(m.ReplyTo != "")}
+	data := &discordgo.MessageSend{Content: m.Text, AllowedMentions: mentions(m.ReplyTo != ""), Components: comps}
 	if m.ReplyTo != "" {
 		no := false
 		data.Reference = &discordgo.MessageReference{MessageID: string(m.ReplyTo), ChannelID: ch, GuildID: guildOf(m.Chat), FailIfNotExists: &no}
@@ -53,12 +58,18 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 
 // edit is Edit with more request options (see send).
 func (a *Adapter) edit(ctx context.Context, ref adapters.MessageRef, text string, opts ...discordgo.RequestOption) error {
+	return a.rewrite(ctx, ref, text, nil, opts...)
+}
+
+// rewrite edits a message's text and, with comps not nil, its components,
+// for edit and editButtons.
+func (a *Adapter) rewrite(ctx context.Context, ref adapters.MessageRef, text string, comps *[]discordgo.MessageComponent, opts ...discordgo.RequestOption) error {
 	s, ch, err := a.target(ref)
 	if err != nil {
 		return err
 	}
-	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: string(ref.ID), Channel: ch, Content: &text, AllowedMentions: mentions(false)},
-		append(opts, discordgo.WithContext(ctx))...)
+	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: string(ref.ID), Channel: ch, Content: &text,
+		Components: comps, AllowedMentions: mentions(false)}, append(opts, discordgo.WithContext(ctx))...)
 	return classify(ref.Chat, err)
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"switchboard/adapters"
-	"switchboard/adapters/markdown"
 )
 
 var _ adapters.Buttons = (*Adapter)(nil)
@@ -50,25 +49,7 @@ func (a *Adapter) SendButtons(ctx context.Context, m adapters.Outbound, buttons 
 	if err != nil {
 		return "", err
 	}
-	b, chat, err := a.target(m.Chat)
-	if err != nil {
-		return "", err
-	}
-	p := &bot.SendMessageParams{ChatID: chat, Text: markdown.TelegramHTML(m.Text), ParseMode: models.ParseModeHTML,
-		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo), ReplyMarkup: kb}
-	var sent *models.Message
-	err = a.call(ctx, m.Chat, chat, func() (err error) {
-		sent, err = b.SendMessage(ctx, p)
-		if isParseError(err) {
-			p.Text, p.ParseMode = markdown.Plain(m.Text), ""
-			sent, err = b.SendMessage(ctx, p)
-		}
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	return messageID(sent.ID), nil
+	return a.send(ctx, m, kb)
 }
 
 // EditButtons replaces the text and the keyboard of a message; nil buttons
@@ -78,22 +59,7 @@ func (a *Adapter) EditButtons(ctx context.Context, ref adapters.MessageRef, text
 	if err != nil {
 		return err
 	}
-	b, chat, id, err := a.ref(ref)
-	if err != nil {
-		return err
-	}
-	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: markdown.TelegramHTML(text), ParseMode: models.ParseModeHTML, ReplyMarkup: kb}
-	return a.call(ctx, ref.Chat, chat, func() error {
-		_, err := b.EditMessageText(ctx, p)
-		if isParseError(err) {
-			p.Text, p.ParseMode = markdown.Plain(text), ""
-			_, err = b.EditMessageText(ctx, p)
-		}
-		if notModified(err) {
-			return nil
-		}
-		return err
-	})
+	return a.edit(ctx, ref, text, kb)
 }
 
 // callback hands a button press to the gateway and answers the callback

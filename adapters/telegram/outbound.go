@@ -19,12 +19,17 @@ import (
 // plain text if Telegram cannot parse it; into the forum topic, replying to
 // ReplyTo when given.
 func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
+	return a.send(ctx, m, nil)
+}
+
+// send is Send with a reply markup (nil: none), for Send and SendButtons.
+func (a *Adapter) send(ctx context.Context, m adapters.Outbound, markup models.ReplyMarkup) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
 	if err != nil {
 		return "", err
 	}
 	p := &bot.SendMessageParams{ChatID: chat, Text: markdown.TelegramHTML(m.Text), ParseMode: models.ParseModeHTML,
-		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)}
+		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo), ReplyMarkup: markup}
 	var sent *models.Message
 	err = a.call(ctx, m.Chat, chat, func() (err error) {
 		sent, err = b.SendMessage(ctx, p)
@@ -43,11 +48,17 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 
 // Edit replaces the text of one of the bot's messages.
 func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string) error {
+	return a.edit(ctx, ref, text, nil)
+}
+
+// edit is Edit with a reply markup (nil: none), for
+// Edit and EditButtons.
+func (a *Adapter) edit(ctx context.Context, ref adapters.MessageRef, text string, markup models.ReplyMarkup) error {
 	b, chat, id, err := a.ref(ref)
 	if err != nil {
 		return err
 	}
-	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: markdown.TelegramHTML(text), ParseMode: models.ParseModeHTML}
+	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: markdown.TelegramHTML(text), ParseMode: models.ParseModeHTML, ReplyMarkup: markup}
 	return a.call(ctx, ref.Chat, chat, func() error {
 		_, err := b.EditMessageText(ctx, p)
 		if isParseError(err) {
