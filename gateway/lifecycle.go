@@ -279,15 +279,7 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 	turn.Status = store.TurnSucceeded
 	t.metrics.turns.WithLabelValues(string(first.Trigger), string(store.TurnSucceeded)).Inc()
 	t.metrics.turnSeconds.WithLabelValues(string(first.Trigger)).Observe(res.Duration.Seconds())
-	turn.SessionID = res.SessionID
-	if turn.SessionID == "" && session == "" && !isolatedTurn(b) && !t.agent.ResumeNamesSession() {
-		// Agents that report no id continue under the first turn's id;
-		// not when resume_args would pass that id to an agent that never
-		// made it.
-		turn.SessionID = turn.ID
-	} else if turn.SessionID == "" {
-		turn.SessionID = session
-	}
+	turn.SessionID = t.keptSession(b, turn.ID, session, res.SessionID)
 	var out []store.OutboxItem
 	if t.agent.Output != agent.OutputNone && !replied[b.ChatJID] {
 		out = replyItems(b, turn.ID, res)
@@ -458,4 +450,19 @@ func (n *noticeLimiter) allow(chat adapters.JID) bool {
 	}
 	n.last[chat] = now
 	return true
+}
+
+// keptSession is the session the next turn resumes after turn id of b ran
+// (succeeded, or was stopped): the one the agent named (reported), else
+// the one it resumed (session). Agents that report no id continue under
+// the first turn's id; not when resume_args would pass that id to an
+// agent that never made it.
+func (t *turns) keptSession(b store.Batch, id, session, reported string) string {
+	switch {
+	case reported != "":
+		return reported
+	case session == "" && !isolatedTurn(b) && !t.agent.ResumeNamesSession():
+		return id
+	}
+	return session
 }

@@ -209,10 +209,10 @@ type noTokens struct{}
 func (noTokens) turnTokenEnv(context.Context, groups.Folder, string) []string { return nil }
 func (noTokens) endTurnToken(string)                                          {}
 
-// The turn lifecycle runs a batch through the runner and records it: the
-// turn, its reply queued, the session saved, the outbox woken.
-func TestTurnsAlone(t *testing.T) {
-	st := openTestStore(t, "main")
+// claimHi stores a message "hi" from ann in testChat that triggers main,
+// and claims main's batch of it.
+func claimHi(t *testing.T, st *store.Store) store.Batch {
+	t.Helper()
 	ctx := context.Background()
 	m := store.Message{ChatJID: testChat, ID: "m1", Sender: "test:user/ann", Text: "hi", Time: time.Now(), Verb: adapters.VerbMessage}
 	if _, err := st.EnqueueMessage(ctx, &m, []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "trigger", Trigger: store.TriggerMessage}}); err != nil {
@@ -222,6 +222,15 @@ func TestTurnsAlone(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("batch: %v %v", ok, err)
 	}
+	return b
+}
+
+// The turn lifecycle runs a batch through the runner and records it: the
+// turn, its reply queued, the session saved, the outbox woken.
+func TestTurnsAlone(t *testing.T) {
+	st := openTestStore(t, "main")
+	ctx := context.Background()
+	b := claimHi(t, st)
 	woken := 0
 	tn := newTestTurns(t, st, runnerFake{reply: "hello ann"}, func() { woken++ })
 	if backoff := tn.runTurn(ctx, b, func() {}); backoff != 0 {

@@ -102,14 +102,7 @@ func (r runnerAt) Run(context.Context, agent.Spec, agent.Input) (agent.Result, e
 func TestTurnReleasesSlotBeforeRecord(t *testing.T) {
 	st := openTestStore(t, "main")
 	ctx := context.Background()
-	m := store.Message{ChatJID: testChat, ID: "m1", Sender: "test:user/ann", Text: "hi", Time: time.Now(), Verb: adapters.VerbMessage}
-	if _, err := st.EnqueueMessage(ctx, &m, []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "trigger", Trigger: store.TriggerMessage}}); err != nil {
-		t.Fatal(err)
-	}
-	b, ok, err := st.NextBatch(ctx, "main", maxBatch)
-	if err != nil || !ok {
-		t.Fatalf("batch: %v %v", ok, err)
-	}
+	b := claimHi(t, st)
 	ran, released := false, 0
 	var recordedAtRelease int
 	tn := newTestTurns(t, st, runnerAt{run: func() { ran = true }}, func() {})

@@ -331,10 +331,8 @@ func (t *turns) recordStopped(ctx context.Context, p preparedTurn, res agent.Res
 	// stopped before its agent ran made none.
 	if res.NotStarted {
 		turn.SessionID = p.session
-	} else if turn.SessionID == "" && p.session == "" && !isolatedTurn(b) && !t.agent.ResumeNamesSession() {
-		turn.SessionID = turn.ID
-	} else if turn.SessionID == "" {
-		turn.SessionID = p.session
+	} else {
+		turn.SessionID = t.keptSession(b, turn.ID, p.session, turn.SessionID)
 	}
 	t.metrics.turns.WithLabelValues(string(turn.Trigger), "user_stopped").Inc()
 	t.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
