@@ -34,8 +34,8 @@ func stoppableAgent(t testing.TB, dir string) []string {
 n=$(ls "$out" | grep -c '^prompt-')
 n=$((n+1))
 cat > "$out/prompt-tmp-$$"
-echo "$@" > "$out/args-$n"
-echo "$SWITCHBOARD_TURN_ID" > "$out/turn-$n"
+echo "$@" > "$out/args.tmp" && mv "$out/args.tmp" "$out/args-$n"
+echo "$SWITCHBOARD_TURN_ID" > "$out/turn.tmp" && mv "$out/turn.tmp" "$out/turn-$n"
 mv "$out/prompt-tmp-$$" "$out/prompt-$n"
 sess=${2:-sess-$n}
 echo '{"type":"system","subtype":"init","session_id":"'$sess'"}'
