@@ -267,10 +267,13 @@ func (t *turns) recordInterrupted(ctx context.Context, p preparedTurn, res agent
 	defer t.tokens.endTurnToken(turn.ID)
 	turn.Duration, turn.ExitCode, turn.Status = res.Duration, res.ExitCode, store.TurnStopped
 	turn.Error = "interrupted by a message from " + by.String()
-	if turn.SessionID == "" {
+	if res.NotStarted {
 		turn.SessionID = p.session
+	} else { // kept as a stopped turn's (recordStopped)
+		turn.SessionID = t.keptSession(p.b, turn.ID, p.session, turn.SessionID)
 	}
 	t.metrics.turns.WithLabelValues(string(turn.Trigger), "user_stopped").Inc()
+	t.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
 	// Nothing of the batch is consumed: the next turn shows it again.
 	if err := t.st.FinishBatch(rctx, store.Batch{Folder: p.b.Folder, ChatJID: p.b.ChatJID, Topic: p.b.Topic}, turn, nil, time.Time{}); err != nil {
 		t.log.Error("record interrupted turn", "folder", p.b.Folder, "turn", turn.ID, "err", err)

@@ -143,6 +143,26 @@ func TestInterruptRunsAgainWithBoth(t *testing.T) {
 	}
 }
 
+// An interrupted turn keeps its session as a stopped one does, also for an
+// agent that names no session and resumes with arguments that do not
+// carry one (--continue): the new turn resumes it.
+func TestInterruptKeepsASessionTheAgentDoesNotName(t *testing.T) {
+	h, dir := stopHarness(t, func(o *Options) {
+		o.MidTurn = MidTurnInterrupt
+		o.Agent.Output = agent.OutputText
+		o.Agent.ResumeArgs = []string{"--continue"}
+	})
+	h.post(testChat, "m1", "a LONG job")
+	pid := childPid(t, dir, 1)
+	posted := time.Now()
+	h.post(testChat, "m2", "actually, do this instead")
+	requireStopped(t, pid, posted)
+	h.waitSent(testChat, 1)
+	if args := turnFile(t, dir, "args", 2); args != "--continue" {
+		t.Errorf("new turn args %q; want it to resume the interrupted turn's session (--continue)", args)
+	}
+}
+
 // A steered message counts in the flood limits like one that starts a
 // turn: past the chat's limit it is not written into the running agent;
 // it waits, stored, for the turn the limit allows, and the chat is told.
