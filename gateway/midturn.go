@@ -179,7 +179,7 @@ func (mt *midTurns) withheld(ctx context.Context, rt *stoppableTurn, w store.Wor
 		return false
 	}
 	b := store.Batch{Folder: w.Folder, ChatJID: w.ChatJID, Topic: w.Topic, Items: []store.WorkItem{w}, Messages: []store.Message{m}}
-	turn := store.Turn{ID: rt.id, Folder: w.Folder, ChatJID: w.ChatJID, Topic: w.Topic, Trigger: w.Trigger, Attempt: 1, Started: time.Now()}
+	turn := store.Turn{ID: rt.id, Folder: w.Folder, ChatJID: w.ChatJID, Topic: w.Topic, Trigger: w.Trigger, Attempt: 1, Started: mt.now()}
 	return mt.guards.withheld(ctx, turnCandidate{batch: b, turn: turn})
 }
 
