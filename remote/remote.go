@@ -87,8 +87,8 @@ type Job struct {
 	Output     agent.Output `json:"output"`
 	MaxOutput  int          `json:"max_output,omitempty"`
 	// Input is agent.input: stream-json writes the prompt as Claude Code's
-	// user message (the worker takes no steering: a message during the
-	// turn waits for the next).
+	// user message and, with Output claude-stream, keeps stdin open for
+	// the messages the gateway steers into the turn (steer.go).
 	Input agent.InputFormat `json:"input,omitempty"`
 	// DeadlineMs (Unix ms) is when the gateway stops waiting: the worker
 	// kills the agent then, and does not start a job whose deadline passed.

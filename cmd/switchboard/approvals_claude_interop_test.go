@@ -203,10 +203,7 @@ routes:
 // write marker-TAG.txt and print it, then says what the call gave:
 // "bash said: <output>" or "bash failed: <error>". Anything else it acks.
 func bashModel(req *messagesRequest, prompt string, called []string, id int) ([]contentBlock, string) {
-	text := ""
-	if m := promptMessageText.FindAllStringSubmatch(prompt, -1); len(m) > 0 {
-		text = strings.TrimSpace(m[len(m)-1][1])
-	}
+	text := lastMessageText(prompt)
 	tag, ok := strings.CutPrefix(text, "bash ")
 	switch {
 	case text == "":

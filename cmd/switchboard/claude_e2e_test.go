@@ -459,6 +459,16 @@ func (r *messagesRequest) currentTurn() (prompt string, called []string) {
 
 var promptMessageText = regexp.MustCompile(`(?s)<message [^>]*>(.*?)</message>`)
 
+// lastMessageText is the text of the last chat message in a switchboard
+// prompt, trimmed: what the scripted models answer; "" when it has none.
+func lastMessageText(prompt string) string {
+	ms := promptMessageText.FindAllStringSubmatch(prompt, -1)
+	if len(ms) == 0 {
+		return ""
+	}
+	return strings.TrimSpace(ms[len(ms)-1][1])
+}
+
 // modelScript is the scripted model: given a request, its switchboard
 // prompt, the tools called since it and the response's number, the
 // response's content and stop reason.
@@ -522,10 +532,7 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 // (loading it through ToolSearch first when Claude Code deferred it), then
 // answers "ack: <text>"; any other message it answers at once.
 func script(req *messagesRequest, prompt string, called []string, id int) ([]contentBlock, string) {
-	text := ""
-	if m := promptMessageText.FindAllStringSubmatch(prompt, -1); len(m) > 0 {
-		text = strings.TrimSpace(m[len(m)-1][1])
-	}
+	text := lastMessageText(prompt)
 	const send = "mcp__switchboard__send"
 	if text == sendTrigger && !slices.Contains(called, send) {
 		input, _ := json.Marshal(map[string]string{"chat_jid": "web:side", "text": sideNote})

@@ -138,10 +138,7 @@ func (m *steerModel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt, called := req.currentTurn()
-	text := ""
-	if ms := promptMessageText.FindAllStringSubmatch(prompt, -1); len(ms) > 0 {
-		text = strings.TrimSpace(ms[len(ms)-1][1])
-	}
+	text := lastMessageText(prompt)
 	m.mu.Lock()
 	m.reqs = append(m.reqs, &req)
 	id := len(m.reqs)

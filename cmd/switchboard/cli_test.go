@@ -330,3 +330,33 @@ func TestGrantsApproveToolFollowsAgentTools(t *testing.T) {
 		t.Errorf("show with agent_tools lacks approve_tool in the tier defaults or the tools it can see: %q", stdout.String())
 	}
 }
+
+// An ask rule ('?') shows as such: grants check says "ask" for a call it
+// decides, and grants show lists the tool as one that may ask an
+// approver first (and still as one the group can see), but not a tool
+// the ask rule does not name.
+func TestGrantsShowCheckAsk(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	mustSB(t, dir, "route", "add", "--target", "main", "chat_jid=web:lobby")
+	mustSB(t, dir, "route", "add", "--target", "main", "chat_jid=telegram:chat/1")
+	mustSB(t, dir, "grants", "set", "main", "?send(jid=telegram:*)")
+	if out := mustSB(t, dir, "grants", "check", "main", "send", "jid=telegram:chat/1"); !strings.HasPrefix(out, "ask\n") {
+		t.Errorf("check a call the ask rule decides: %q; want ask", out)
+	}
+	if out := mustSB(t, dir, "grants", "check", "main", "send", "jid=web:lobby"); !strings.HasPrefix(out, "allow\n") {
+		t.Errorf("check a call the ask rule does not match: %q; want allow", out)
+	}
+	out := mustSB(t, dir, "grants", "show", "main")
+	_, asks, found := strings.Cut(out, "tools that may ask an approver first (1): ")
+	if !found || !strings.HasPrefix(asks, "send\n") {
+		t.Errorf("show does not list send, and only it, as asking first: %q", out)
+	}
+	if _, seen, _ := strings.Cut(out, "tools it can see"); !strings.Contains(seen, " send ") {
+		t.Errorf("show no longer lists the asking tool as seen: %q", out)
+	}
+	mustSB(t, dir, "grants", "set", "main")
+	if out := mustSB(t, dir, "grants", "show", "main"); strings.Contains(out, "ask an approver") {
+		t.Errorf("show lists asking tools without an ask rule: %q", out)
+	}
+}

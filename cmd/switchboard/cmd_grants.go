@@ -135,16 +135,16 @@ func (a *app) grantsShow(cmd *cobra.Command, folder groups.Folder) error {
 // askingTools returns the tools of listed that some ask rule ('?') of
 // rules names: their calls, or some of them, wait for an approver.
 func askingTools(rules, listed []string) []string {
-	var out []string
-	for _, tool := range listed {
-		for _, r := range rules {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(r), "?"); ok && grants.Compile([]string{rest}).Listed(tool) {
-				out = append(out, tool)
-				break
-			}
+	var asks []string
+	for _, text := range rules {
+		if r, err := grants.Parse(text); err == nil && r.Ask {
+			asks = append(asks, text)
 		}
 	}
-	return out
+	if len(asks) == 0 {
+		return nil
+	}
+	return grants.Compile(asks).ListedTools(listed) // a set of ask rules lists what they name
 }
 
 func nonNil(s []string) []string {

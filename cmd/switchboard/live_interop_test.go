@@ -98,10 +98,7 @@ func (m *liveModel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt, called := req.currentTurn()
-	text := ""
-	if ms := promptMessageText.FindAllStringSubmatch(prompt, -1); len(ms) > 0 {
-		text = strings.TrimSpace(ms[len(ms)-1][1])
-	}
+	text := lastMessageText(prompt)
 	text = strings.TrimPrefix(text, "@"+telegramtest.BotName+" ") // a mention in a group
 	rest, long := strings.CutPrefix(text, "long ")
 	tag, count, _ := strings.Cut(rest, " ")

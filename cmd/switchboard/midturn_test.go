@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"switchboard/config"
 	"switchboard/store"
 )
 
@@ -41,5 +44,52 @@ func TestGroupSetMidTurn(t *testing.T) {
 	mustSB(t, dir, "group", "set", "acme", "--mid-turn", "default")
 	if m := read(); m != "" {
 		t.Errorf("mid_turn %q after default; want cleared", m)
+	}
+}
+
+// At start the config's groups[].mid_turn is stored, and steer without
+// agent.input: stream-json (in agent.mid_turn or any group's) is said to
+// fall back to queue, once; nothing is said when steer can work or is not
+// asked for.
+func TestSeedMidTurnSaysSteerFallsBack(t *testing.T) {
+	for _, c := range []struct {
+		name                 string
+		agentMode, groupMode string
+		input                string
+		warns                bool
+	}{
+		{"agent steer, prompt input", "steer", "", "prompt", true},
+		{"group steer, prompt input", "queue", "steer", "", true},
+		{"group steer, stream-json input", "queue", "steer", "stream-json", false},
+		{"no steer", "queue", "interrupt", "prompt", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, filepath.Join(t.TempDir(), "switchboard.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.AddGroup(ctx, "acme"); err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			a := &app{log: slog.New(slog.NewTextHandler(&logs, nil))}
+			a.cfg.Agent.MidTurn, a.cfg.Agent.Input = c.agentMode, c.input
+			a.cfg.Groups = []config.GroupSeed{{Folder: "acme", MidTurn: c.groupMode}}
+			if err := a.seedMidTurn(ctx, st); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := st.GroupMidTurn(ctx, "acme"); err != nil || m != c.groupMode {
+				t.Errorf("stored mid_turn %q (%v); want the config's %q", m, err, c.groupMode)
+			}
+			want := 0
+			if c.warns {
+				want = 1
+			}
+			if n := strings.Count(logs.String(), "falls back to queue"); n != want {
+				t.Errorf("said steer falls back to queue %d times; want %d\n%s", n, want, logs.String())
+			}
+		})
 	}
 }
