@@ -223,6 +223,11 @@ func check(spec Spec, in Input) error {
 	return nil
 }
 
+// Steers reports whether a turn of s takes messages while it runs: the
+// prompt on stdin as stream-json, and Claude Code's stream to tell each
+// answer's end (agent.input: stream-json with agent.output: claude-stream).
+func (s Spec) Steers() bool { return s.Input == InputStreamJSON && s.Output == OutputClaudeStream }
+
 // ResumeNamesSession reports whether ResumeArgs hand the session id to the
 // agent ("{session}"). Only then must the id be one the agent reported;
 // resume args without it (Codex's `resume --last -`) let the agent find
@@ -300,7 +305,7 @@ func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 	// has left the group and is found only by this.
 	p.turnEntry = in.TurnID.envEntry()
 	cmd.Cancel = func() error { return p.interrupt(ctx) }
-	if spec.Input == InputStreamJSON && spec.Output == OutputClaudeStream {
+	if spec.Steers() {
 		p.steer = in.Steer
 		if p.steer == nil {
 			p.steer = NewSteering()

@@ -280,7 +280,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		}
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
 	}
-	if in.Steer != nil && spec.Input == agent.InputStreamJSON && spec.Output == agent.OutputClaudeStream {
+	if in.Steer != nil && spec.Steers() {
 		defer r.forwardInputs(in.Steer, worker, job.TurnID)()
 	}
 	if from := r.d.moved(job.TurnID); from != "" {

@@ -313,7 +313,7 @@ func (w *Worker) run(ctx context.Context, j Job) Outcome {
 	}
 	w.log.Info("turn starting", "worker", w.opt.ID, "turn", j.TurnID, "dir", j.Dir)
 	in := agent.Input{TurnID: agent.TurnID(j.TurnID), Dir: ft.copy, At: j.Dir, Env: w.jobEnv(j), SessionID: j.SessionID, Prompt: j.Prompt}
-	if j.Input == agent.InputStreamJSON && j.Output == agent.OutputClaudeStream {
+	if spec.Steers() {
 		in.Steer = agent.NewSteering()
 		defer w.takeInputs(j.TurnID, in.Steer)()
 	}
