@@ -8,6 +8,7 @@ import (
 
 	"switchboard/agent"
 	"switchboard/config"
+	"switchboard/gateway"
 	"switchboard/store"
 )
 
@@ -74,7 +75,7 @@ func (a *app) sandbox(exe string) (*agent.Sandbox, error) {
 // and says once when steering falls back to queueing (agent.input is not
 // stream-json).
 func (a *app) seedMidTurn(ctx context.Context, st *store.Store) error {
-	steer := a.cfg.Agent.MidTurn == "steer"
+	steer := a.cfg.Agent.MidTurn == string(gateway.MidTurnSteer)
 	for _, g := range a.cfg.Groups {
 		if g.MidTurn == "" {
 			continue
@@ -82,9 +83,9 @@ func (a *app) seedMidTurn(ctx context.Context, st *store.Store) error {
 		if err := st.SetGroupMidTurn(ctx, g.Folder, g.MidTurn); err != nil {
 			return fmt.Errorf("seed group %s: %w", g.Folder, err)
 		}
-		steer = steer || g.MidTurn == "steer"
+		steer = steer || g.MidTurn == string(gateway.MidTurnSteer)
 	}
-	if steer && a.cfg.Agent.Input != "stream-json" {
+	if steer && a.cfg.Agent.Input != string(agent.InputStreamJSON) {
 		a.log.Warn("mid_turn steer falls back to queue: the agent takes no input during a turn; set agent.input: stream-json (Claude Code with --input-format stream-json --output-format stream-json --verbose)")
 	}
 	return nil
