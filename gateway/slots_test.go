@@ -26,29 +26,28 @@ func newTestTurns(t *testing.T, st *store.Store, runner agent.Runner, wake func(
 		wakeOutbox: wake, kickAfter: func(groups.Folder, time.Duration) {}, log: discard}
 }
 
-// folderBatches hands out one batch to each folder it holds.
-type folderBatches struct {
-	mu   sync.Mutex
-	left map[groups.Folder]int
-}
-
-func (f *folderBatches) NextBatch(_ context.Context, folder groups.Folder, _ int) (store.Batch, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.left[folder] == 0 {
-		return store.Batch{}, false, nil
-	}
-	f.left[folder]--
-	return messageBatch(folder, "test:room/"+string(folder), "test:user/ann"), true, nil
-}
-
-// slowRecord runs turns whose agents exit at once and whose outcome takes
-// until recorded closes to record (a store write queued behind the
-// intake's commits under load).
+// slowRecord holds one batch for each of its folders and runs turns whose
+// agents exit at once and whose outcome takes until recorded closes to
+// record (a store write queued behind the intake's commits under load).
+// Like the store, it hands a folder's batch out again (NextBatch only
+// reads) until that batch's turn is recorded.
 type slowRecord struct {
 	recorded chan struct{}
 	mu       sync.Mutex
+	pending  map[groups.Folder]bool // batches not yet recorded
 	ran      []groups.Folder
+	// waited, when set, is closed once the other folder waits for the
+	// slot; the first turn's agent exits only then.
+	waited chan struct{}
+}
+
+func (l *slowRecord) NextBatch(_ context.Context, folder groups.Folder, _ int) (store.Batch, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.pending[folder] {
+		return store.Batch{}, false, nil
+	}
+	return messageBatch(folder, "test:room/"+string(folder), "test:user/ann"), true, nil
 }
 
 func (l *slowRecord) nextInterrupted(groups.Folder) (store.Interrupted, bool) {
@@ -58,9 +57,16 @@ func (l *slowRecord) awaitTurn(context.Context, store.Interrupted) time.Duration
 func (l *slowRecord) runTurn(_ context.Context, b store.Batch, release func()) time.Duration {
 	l.mu.Lock()
 	l.ran = append(l.ran, b.Folder)
+	first := len(l.ran) == 1
 	l.mu.Unlock()
+	if first && l.waited != nil {
+		<-l.waited
+	}
 	release() // the agent exited
 	<-l.recorded
+	l.mu.Lock()
+	delete(l.pending, b.Folder)
+	l.mu.Unlock()
 	return 0
 }
 
@@ -73,10 +79,12 @@ func (l *slowRecord) started() []groups.Folder {
 // With one turn slot, a folder whose agent has exited but whose turn is
 // still being recorded does not hold the slot: another folder's turn
 // starts meanwhile (under load the record waits behind the intake, and
-// the slots sat idle for it).
+// the slots sat idle for it). The other folder found the slot taken and
+// waited for it, then looked for its batch again and still found it.
 func TestSlotFreeWhileTurnRecords(t *testing.T) {
-	life := &slowRecord{recorded: make(chan struct{})}
-	ws := newWorkers(1, &folderBatches{left: map[groups.Folder]int{"a": 1, "b": 1}}, &testHooks{}, discard)
+	life := &slowRecord{recorded: make(chan struct{}), pending: map[groups.Folder]bool{"a": true, "b": true}, waited: make(chan struct{})}
+	var once sync.Once
+	ws := newWorkers(1, life, &testHooks{slotWait: func(groups.Folder) { once.Do(func() { close(life.waited) }) }}, discard)
 	ws.turns = life
 	ws.kick("a")
 	ws.kick("b")
@@ -86,6 +94,9 @@ func TestSlotFreeWhileTurnRecords(t *testing.T) {
 	close(life.recorded)
 	if !ws.drain(10 * time.Second) {
 		t.Fatal("drain timed out")
+	}
+	if got := life.started(); len(got) != 2 {
+		t.Errorf("turns started %v, want one for a and one for b", got)
 	}
 }
 
