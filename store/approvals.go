@@ -92,12 +92,16 @@ func (s *Store) AddApproval(ctx context.Context, a Approval) (Approval, error) {
 	return a, nil
 }
 
-// SetApprovalMessage records where the request was posted.
+// SetApprovalMessage records where the request was posted (ErrNotFound
+// when no request has that id).
 func (s *Store) SetApprovalMessage(ctx context.Context, id string, chat adapters.JID, topic string, msg adapters.MessageID, buttons bool) error {
-	_, err := s.w.ExecContext(ctx, `UPDATE approvals SET chat_jid = ?, topic = ?, message_id = ?, buttons = ? WHERE id = ?`,
+	res, err := s.w.ExecContext(ctx, `UPDATE approvals SET chat_jid = ?, topic = ?, message_id = ?, buttons = ? WHERE id = ?`,
 		chat, topic, msg, buttons, id)
 	if err != nil {
 		return fmt.Errorf("record approval %s message: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("record approval %s message: %w", id, ErrNotFound)
 	}
 	return nil
 }

@@ -36,6 +36,27 @@ func TestApprovalDecidedOnce(t *testing.T) {
 	}
 }
 
+// TestSetApprovalMessage: where a request was posted is kept with it; an
+// unknown id is an error, not a silent no-op.
+func TestSetApprovalMessage(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	a, err := s.AddApproval(ctx, Approval{ID: NewApprovalID(), Folder: "main", TurnID: "t-1", Tool: "send"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetApprovalMessage(ctx, a.ID, "web:lobby", "t", "m-1", true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Approval(ctx, a.ID)
+	if err != nil || got.Chat != "web:lobby" || got.Topic != "t" || got.MessageID != "m-1" || !got.Buttons {
+		t.Errorf("approval after SetApprovalMessage: %+v %v", got, err)
+	}
+	if err := s.SetApprovalMessage(ctx, "appr-nope", "web:lobby", "", "m-2", false); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown id: %v, want ErrNotFound", err)
+	}
+}
+
 // TestSessionAllows: "Allow for this session" covers the tool in the turn
 // that granted it and in later turns of the same agent session, whether
 // the granting turn resumed that session or began it; nothing else.
