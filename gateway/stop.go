@@ -31,6 +31,7 @@ const (
 const (
 	stopNothingRunning = "Nothing is running."
 	stopNotYours       = "Not yours to stop: only this group's approvers may stop its turns."
+	stopSomeNotYours   = "Stopping yours; the other turns running here are not yours to stop: only their groups' approvers may stop them."
 	stopStopping       = "Stopping."
 	stopStopped        = "Stopped."
 	stopGone           = "That turn has already ended."
@@ -250,24 +251,31 @@ func (s *stopper) owns(chat adapters.JID, topic string) bool {
 
 // command handles a stored stop request m: it stops the turns running in
 // its chat and topic that m's sender may stop, and answers once when there
-// is nothing to stop or the sender may not. The stopped turn's live reply
-// (or a notice) says it stopped.
+// is nothing to stop or some turn is not the sender's to stop (saying
+// whether others were). The stopped turn's live reply (or a notice) says
+// it stopped.
 func (s *stopper) command(ctx context.Context, m store.Message) {
 	running := s.running.inChat(m.ChatJID, m.Topic)
 	answer := ""
-	switch {
-	case len(running) == 0:
+	if len(running) == 0 {
 		answer = stopNothingRunning
-	default:
-		for _, rt := range running {
-			if !s.allowed(ctx, rt.folder, m.Sender) {
-				answer = stopNotYours
-				continue
-			}
-			if s.running.stop(rt.id, m.Sender) {
-				s.log.Info("turn stop requested", "folder", rt.folder, "jid", rt.chat, "turn", rt.id, "by", m.Sender)
-			}
+	}
+	stopped, refused := 0, 0
+	for _, rt := range running {
+		if !s.allowed(ctx, rt.folder, m.Sender) {
+			refused++
+			continue
 		}
+		if s.running.stop(rt.id, m.Sender) {
+			stopped++
+			s.log.Info("turn stop requested", "folder", rt.folder, "jid", rt.chat, "turn", rt.id, "by", m.Sender)
+		}
+	}
+	switch {
+	case refused > 0 && stopped > 0:
+		answer = stopSomeNotYours
+	case refused > 0:
+		answer = stopNotYours
 	}
 	if answer == "" {
 		return

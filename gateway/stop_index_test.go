@@ -8,6 +8,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/groups"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -125,5 +126,34 @@ func BenchmarkMidTurnLookup(b *testing.B) {
 			}
 			b.ReportMetric(float64(st.reads)/float64(b.N), "mode-reads/op")
 		})
+	}
+}
+
+// With stop_by approvers and two groups' turns running in one chat, a
+// /stop from the approver of one group stops that group's turn only, and
+// the answer says the other was not theirs to stop (not that nothing of
+// theirs was stopped); from someone who approves neither, nothing stops.
+func TestStopSomeNotYours(t *testing.T) {
+	r := &stoppable{}
+	hs := registerTurns(r, 1) // t-0 (g0) and t-other (other) in web:room-0
+	var answers []string
+	s := &stopper{running: r, by: StopByApprovers, log: discard,
+		isApprover: func(_ context.Context, folder groups.Folder, who adapters.JID) bool {
+			return folder == "g0" && who == "web:user/boss"
+		},
+		send: func(_ context.Context, req ops.SendRequest) (store.OutboxItem, error) {
+			answers = append(answers, req.Text)
+			return store.OutboxItem{}, nil
+		}}
+	s.command(context.Background(), store.Message{ChatJID: "web:room-0", Topic: "t", ID: "m1", Sender: "web:user/ann"})
+	if hs[0].stopped() || hs[1].stopped() || !slices.Equal(answers, []string{stopNotYours}) {
+		t.Fatalf("ann's /stop: stopped %v %v, answers %q; want nothing stopped and %q", hs[0].stopped(), hs[1].stopped(), answers, stopNotYours)
+	}
+	s.command(context.Background(), store.Message{ChatJID: "web:room-0", Topic: "t", ID: "m2", Sender: "web:user/boss"})
+	if !hs[0].stopped() || hs[1].stopped() {
+		t.Fatalf("the boss's /stop: g0 stopped %v, other stopped %v; want g0's turn only", hs[0].stopped(), hs[1].stopped())
+	}
+	if want := []string{stopNotYours, stopSomeNotYours}; !slices.Equal(answers, want) {
+		t.Errorf("answers %q; want %q", answers, want)
 	}
 }
