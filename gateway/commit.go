@@ -67,6 +67,7 @@ type commitReq struct {
 	ctx      context.Context
 	msg      store.Message
 	work     []store.WorkItem
+	noted    func(store.Message) // called once inserted, before its folders wake (nil: nothing)
 	done     chan struct{} // closed when inserted and err are set
 	inserted bool
 	err      error
@@ -74,8 +75,11 @@ type commitReq struct {
 
 // commit stores m and its work and returns once they are committed (or
 // failed), or ctx ends. inserted is false for a duplicate; m.Seq is set.
-func (c *committer) commit(ctx context.Context, m *store.Message, work []store.WorkItem) (bool, error) {
-	r := &commitReq{ctx: ctx, msg: *m, work: work, done: make(chan struct{})}
+// noted (may be nil) is called with the stored message once it is
+// inserted and before the folders its work wakes start a turn on it: what
+// a guard notes about a message's arrival is there when its turn starts.
+func (c *committer) commit(ctx context.Context, m *store.Message, work []store.WorkItem, noted func(store.Message)) (bool, error) {
+	r := &commitReq{ctx: ctx, msg: *m, work: work, noted: noted, done: make(chan struct{})}
 	c.mu.Lock()
 	c.waiting = append(c.waiting, r)
 	if c.want > 0 && len(c.waiting) >= c.want {
@@ -205,6 +209,9 @@ func (c *committer) commitBatch(batch []*commitReq) {
 	kicked := map[groups.Folder]bool{}
 	for _, r := range live {
 		if r.err == nil && r.inserted {
+			if r.noted != nil {
+				r.noted(r.msg)
+			}
 			c.stored(r.msg.ChatJID, r.msg.Seq)
 			for _, w := range r.work {
 				if w.Mode == string(routing.Trigger) && !kicked[w.Folder] {

@@ -63,7 +63,7 @@ func TestGroupCommitWaitsForEveryCaller(t *testing.T) {
 			wg.Go(func() {
 				for j := range each {
 					m := store.Message{ChatJID: testChat, ID: adapters.MessageID(fmt.Sprintf("m%d-%d", i, j))}
-					if _, err := c.commit(context.Background(), &m, nil); err != nil {
+					if _, err := c.commit(context.Background(), &m, nil, nil); err != nil {
 						t.Error(err)
 						return
 					}
@@ -106,7 +106,7 @@ func TestGroupCommitLoneMessageAtOnce(t *testing.T) {
 		start := time.Now()
 		for j := range 20 {
 			m := store.Message{ChatJID: testChat, ID: adapters.MessageID(fmt.Sprint("m", j))}
-			if _, err := c.commit(context.Background(), &m, nil); err != nil {
+			if _, err := c.commit(context.Background(), &m, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -125,7 +125,7 @@ func TestGroupCommitLoneAfterBurst(t *testing.T) {
 		c := &committer{st: st, stored: func(adapters.JID, int64) {}, kick: func(groups.Folder) {}}
 		send := func(id string) {
 			m := store.Message{ChatJID: testChat, ID: adapters.MessageID(id)}
-			if _, err := c.commit(context.Background(), &m, nil); err != nil {
+			if _, err := c.commit(context.Background(), &m, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -150,4 +150,28 @@ func TestGroupCommitLoneAfterBurst(t *testing.T) {
 		}
 		time.Sleep(2 * gatherMax)
 	})
+}
+
+// What the intake notes about a message's arrival (noted) happens once it
+// is stored and before its folder is woken for the turn that answers it;
+// a duplicate is not noted again. (The loop guard noted a message after
+// the commit returned, so the turn the commit woke could start first, miss
+// the note, and leave it to the next turn.)
+func TestCommitNotesBeforeTheWake(t *testing.T) {
+	st := openTestStore(t, "main")
+	var mu sync.Mutex
+	var order []string
+	log := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	c := &committer{st: st, stored: func(adapters.JID, int64) {}, kick: func(f groups.Folder) { log("kick " + string(f)) }}
+	work := []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "trigger", Trigger: store.TriggerMessage}}
+	noted := func(m store.Message) { log(fmt.Sprintf("noted %s seq>0=%v", m.ID, m.Seq > 0)) }
+	for range 2 { // the second is a redelivery
+		m := store.Message{ChatJID: testChat, ID: "m1", Sender: "test:user/ann", Text: "hi", Verb: "mention"}
+		if _, err := c.commit(context.Background(), &m, work, noted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"noted m1 seq>0=true", "kick main"}; fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("order %q; want %q", order, want)
+	}
 }

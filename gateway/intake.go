@@ -101,20 +101,25 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if err := i.loop.refuse(ctx, in, work); err != nil {
 		return 0, err
 	}
-	arrived := func(m store.Message) { // every new message, steered or stored, is noted here
-		i.loop.arrived(m, work, in.FromHost)
+	// Every new message, steered or stored, is noted by the guards; the
+	// loop guard's note (did it come while its folder ran?) is taken
+	// before the message's own turn can start, or that turn would find
+	// it missing and the next turn would count it.
+	noteLoop := func(m store.Message) { i.loop.arrived(m, work, in.FromHost) }
+	arrived := func(m store.Message) {
+		noteLoop(m)
 		i.flood.arrived(ctx, m, work)
 	}
 	mid := i.mid.message(work) // the running turn it may meet (midturn.go)
 	if steered, err := mid.steer(ctx, &m, arrived); steered || err != nil {
 		return m.Seq, err // for the running turn (midturn.go)
 	}
-	inserted, err := i.commits.commit(ctx, &m, work)
+	inserted, err := i.commits.commit(ctx, &m, work, noteLoop)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
 	}
 	if inserted {
-		arrived(m)
+		i.flood.arrived(ctx, m, work)
 		mid.interrupt(ctx, m)
 	}
 	// A redelivery was stored once and routed then; for a new message the
@@ -133,7 +138,7 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 // shows it, and acts on it once (not on a redelivery; not at all when it
 // was backfilled: the turn it meant is long gone).
 func (i *intake) stop(ctx context.Context, m store.Message, act bool) (int64, error) {
-	inserted, err := i.commits.commit(ctx, &m, nil)
+	inserted, err := i.commits.commit(ctx, &m, nil, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
 	}
@@ -154,7 +159,7 @@ func (i *intake) storeFetched(ctx context.Context, in adapters.Inbound) (int64, 
 	if self, ok := i.adapters.self(in.Chat.Platform()); ok && in.Sender == self {
 		m.FromBot = true
 	}
-	if _, err := i.commits.commit(ctx, &m, nil); err != nil {
+	if _, err := i.commits.commit(ctx, &m, nil, nil); err != nil {
 		return 0, err
 	}
 	return m.Seq, nil
