@@ -68,7 +68,7 @@ type commitReq struct {
 	msg      store.Message
 	work     []store.WorkItem
 	noted    func(store.Message) // called once inserted, before its folders wake (nil: nothing)
-	done     chan struct{} // closed when inserted and err are set
+	done     chan struct{}       // closed when inserted and err are set
 	inserted bool
 	err      error
 }
