@@ -36,7 +36,11 @@ type Enqueue struct {
 //
 // The messages go in with few statements of many rows each (multiInsert),
 // their seqs in the order of es; each chat's row is updated once, with its
-// highest new seq, which is what one update per message would leave.
+// highest new seq, which is what one update per message would leave. The
+// work goes in with one row for each run of a chat and topic's messages
+// with the same work (workRuns: fewer entries in the work table and its
+// indexes a transaction), and the readers (NextBatch, StartedBatch, the
+// observed context) still see an item a message.
 func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 	for i := range es {
 		if err := validMessage(es[i].Message); err != nil {

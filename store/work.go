@@ -27,7 +27,7 @@ const (
 // WorkItem is one thing a folder has to do: a routed or injected message
 // (Seq > 0) or a prompt (task, delegate, escalate).
 type WorkItem struct {
-	ID       int64
+	ID       int64 // its work row: the items of a run of messages share one (workItemsOf)
 	Folder   groups.Folder
 	ChatJID  adapters.JID
 	Topic    string
