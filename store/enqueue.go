@@ -36,7 +36,11 @@ type Enqueue struct {
 //
 // The messages go in with few statements of many rows each (multiInsert),
 // their seqs in the order of es; each chat's row is updated once, with its
-// highest new seq, which is what one update per message would leave.
+// highest new seq, which is what one update per message would leave. The
+// work goes in with one row for each run of a chat and topic's messages
+// with the same work (workRuns: fewer entries in the work table and its
+// indexes a transaction), and the readers (NextBatch, StartedBatch, the
+// observed context) still see an item a message.
 func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 	for i := range es {
 		if err := validMessage(es[i].Message); err != nil {
@@ -75,7 +79,6 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 		}
 		var chats []adapters.JID
 		last := map[adapters.JID]int64{}
-		var work []WorkItem
 		for i, e := range es {
 			if dupOf[i] >= 0 {
 				seqs[i] = seqs[dupOf[i]]
@@ -89,12 +92,8 @@ func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 				chats = append(chats, chat)
 			}
 			last[chat] = max(last[chat], seqs[i])
-			for _, w := range e.Work {
-				w.Seq = seqs[i]
-				work = append(work, w)
-			}
 		}
-		if err := s.insertWorkRows(ctx, tx, work, now); err != nil {
+		if err := s.insertWorkRows(ctx, tx, workRuns(es, dupOf, news, seqs), now); err != nil {
 			return err
 		}
 		touch := tx.StmtContext(ctx, s.touchChat)
@@ -221,7 +220,8 @@ const maxRowsLog = 7
 
 // multiInsert is an INSERT of many rows, one statement for each power of
 // two of rows from 2 to 1<<maxRowsLog, prepared on the writer at first use
-// (a single row goes in with the plain statement, insertMsg).
+// (a single row goes in with a plain statement, insertMsg, unless one is
+// set: then from 1).
 //
 // Why many rows per statement: inside a transaction SQLite opens a
 // statement journal for each INSERT into messages (the full-text index's
@@ -236,20 +236,26 @@ type multiInsert struct {
 	head string // INSERT INTO t (columns) VALUES
 	cols int    // values a row
 	tail string // after the rows: ON CONFLICT, RETURNING
+	one  bool   // a statement for one row too
 
 	mu    sync.Mutex
 	stmts [maxRowsLog + 1]*sql.Stmt // by log2 of the rows
 }
 
 // prepareUpTo prepares, on db (the writer, outside a transaction), the
-// statements of every power of two of rows from 2 up to n that are not
-// prepared yet: those that rowChunks may ask for any m <= n rows.
+// statements of every power of two of rows from 2 (or 1: r.one) up to n
+// that are not prepared yet: those that rowChunks may ask for any m <= n
+// rows.
 //
 // r.mu is not held while preparing: that waits for the writer connection,
 // which a transaction calling stmt may hold.
 func (r *multiInsert) prepareUpTo(ctx context.Context, db *sql.DB, n int) error {
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", r.cols), ", ") + ")"
-	for k := 1; k <= maxRowsLog && 1<<k <= n; k++ {
+	k0 := 1
+	if r.one {
+		k0 = 0
+	}
+	for k := k0; k <= maxRowsLog && 1<<k <= n; k++ {
 		r.mu.Lock()
 		have := r.stmts[k] != nil
 		r.mu.Unlock()
@@ -273,7 +279,7 @@ func (r *multiInsert) prepareUpTo(ctx context.Context, db *sql.DB, n int) error 
 }
 
 // stmt returns the prepared statement for n rows, n a power of two from 2
-// to 1<<maxRowsLog (see prepareUpTo).
+// (or 1) to 1<<maxRowsLog (see prepareUpTo).
 func (r *multiInsert) stmt(n int) (*sql.Stmt, error) {
 	k := 0
 	for 1<<k < n {
@@ -287,17 +293,94 @@ func (r *multiInsert) stmt(n int) (*sql.Stmt, error) {
 	return nil, fmt.Errorf("insert of %d rows: not prepared", n)
 }
 
-// insertWorkRows inserts ws, in order, with few statements of many rows
-// (workRows; one row alone with the prepared single insert).
-func (s *Store) insertWorkRows(ctx context.Context, tx *sql.Tx, ws []WorkItem, now int64) error {
-	for _, n := range rowChunks(len(ws)) {
-		if n == 1 {
-			if err := execWork(ctx, tx.StmtContext(ctx, s.insertWorkStmt), ws[0], now); err != nil {
-				return err
-			}
-			ws = ws[1:]
+// maxRun bounds the messages one work row stands for: no more than a
+// gateway turn takes (its batch of 100), since NextBatch hands a row out
+// whole, even when it alone is more than its max.
+const maxRun = 100
+
+// runKey is a chat and topic: runs of messages form within one.
+type runKey struct {
+	chat  adapters.JID
+	topic string
+}
+
+// openRun is the run that the next message of a chat and topic may join:
+// its rows in workRuns' list, its first entry in es and its length.
+type openRun struct {
+	at, first, n int
+}
+
+// workRuns is the work rows of the new messages of es (seqs and news as
+// insertMessages set them), in the order of es, with runs coalesced: a new
+// message of a chat and topic whose work is the same as that of the
+// message before it in the same chat and topic in es (every column but
+// seq) joins that message's rows (their seqEnd becomes its seq) instead of
+// adding its own. A message of the chat and topic that is a duplicate,
+// creates no work, or other work ends the run, so every message of the
+// chat and topic with a seq in [seq, seqEnd] is one of the run's: its seqs
+// were all allocated in this transaction, in the order of es. A run stays
+// within maxRun messages, and within one chat and topic: a message with
+// work addressed to another chat or topic gets rows of its own.
+func workRuns(es []Enqueue, dupOf []int, news []bool, seqs []int64) []workRow {
+	var rows []workRow
+	open := map[runKey]openRun{}
+	for i, e := range es {
+		k := runKey{e.Message.ChatJID, e.Message.Topic}
+		if dupOf[i] >= 0 || !news[i] {
+			delete(open, k)
 			continue
 		}
+		if r, ok := open[k]; ok && r.n < maxRun && sameWork(es[r.first].Work, e.Work) {
+			for j := range e.Work {
+				rows[r.at+j].seqEnd = seqs[i]
+			}
+			r.n++
+			open[k] = r
+			continue
+		}
+		delete(open, k)
+		at := len(rows)
+		for _, w := range e.Work {
+			w.Seq = seqs[i]
+			rows = append(rows, workRow{WorkItem: w})
+		}
+		if runnable(k, e.Work) {
+			open[k] = openRun{at: at, first: i, n: 1}
+		}
+	}
+	return rows
+}
+
+// runnable reports whether work, the work of a message of k, may start a
+// run: it is some, and all of it is addressed to k.
+func runnable(k runKey, work []WorkItem) bool {
+	for _, w := range work {
+		if w.ChatJID != k.chat || w.Topic != k.topic {
+			return false
+		}
+	}
+	return len(work) > 0
+}
+
+// sameWork reports whether a and b are the same work items but for Seq.
+func sameWork(a, b []WorkItem) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.Seq, y.Seq = 0, 0
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// insertWorkRows inserts ws, in order, with few statements of many rows
+// (workRows, whose statements take seq_end; a row alone too).
+func (s *Store) insertWorkRows(ctx context.Context, tx *sql.Tx, ws []workRow, now int64) error {
+	for _, n := range rowChunks(len(ws)) {
 		st, err := s.workRows.stmt(n)
 		if err != nil {
 			return err
@@ -305,7 +388,7 @@ func (s *Store) insertWorkRows(ctx context.Context, tx *sql.Tx, ws []WorkItem, n
 		args := make([]any, 0, n*workInsertCols)
 		for _, w := range ws[:n] {
 			args = append(args, w.Folder, w.ChatJID, w.Topic, w.Seq, w.Mode, w.Trigger, w.Prompt, w.Origin,
-				w.TaskID, w.RunID, w.Isolated, now, w.Chain)
+				w.TaskID, w.RunID, w.Isolated, now, w.Chain, w.seqEnd)
 		}
 		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("insert work: %w", err)
@@ -318,8 +401,9 @@ func (s *Store) insertWorkRows(ctx context.Context, tx *sql.Tx, ws []WorkItem, n
 // initInserts sets up the multi-row inserts of EnqueueMessages.
 func (s *Store) initInserts() {
 	s.workRows.head, _, _ = strings.Cut(insertWorkSQL, "VALUES")
-	s.workRows.head += "VALUES"
-	s.workRows.cols = workInsertCols
+	s.workRows.head = strings.Replace(s.workRows.head, "chain)", "chain, seq_end) VALUES", 1)
+	s.workRows.cols = workInsertCols + 1
+	s.workRows.one = true
 	s.msgRows.head = `INSERT INTO messages
 		(chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, created_ms, other_bot)
 		VALUES`

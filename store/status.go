@@ -17,7 +17,7 @@ import (
 // Status is what `switchboard status` shows, read from the database alone so
 // that it works whether or not the gateway runs.
 type Status struct {
-	Waiting       map[groups.Folder]int // trigger work waiting per folder
+	Waiting       map[groups.Folder]int // trigger work items (messages, prompts) waiting per folder
 	Running       []RunningTurn         // batches whose turn has started and not finished
 	OutboxPending int
 	OutboxFailed  int
@@ -51,7 +51,10 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 		return each(rows, err, scan)
 	}
 	err := errors.Join(
-		q(`SELECT folder, count(*) FROM work WHERE mode = 'trigger' GROUP BY folder ORDER BY folder`, func(r scanner) error {
+		// Messages, not rows: a row may stand for a run (workItemsOf).
+		q(`SELECT folder, sum(CASE WHEN seq_end = 0 THEN 1 ELSE max(1, (SELECT count(*) FROM messages m
+				WHERE m.chat_jid = w.chat_jid AND m.topic = w.topic AND m.seq BETWEEN w.seq AND w.seq_end)) END)
+			FROM work w WHERE mode = 'trigger' GROUP BY folder ORDER BY folder`, func(r scanner) error {
 			var f groups.Folder
 			var n int
 			err := r.Scan(&f, &n)

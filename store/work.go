@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -28,7 +27,7 @@ const (
 // WorkItem is one thing a folder has to do: a routed or injected message
 // (Seq > 0) or a prompt (task, delegate, escalate).
 type WorkItem struct {
-	ID       int64
+	ID       int64 // its work row: the items of a run of messages share one (workItemsOf)
 	Folder   groups.Folder
 	ChatJID  adapters.JID
 	Topic    string
@@ -93,9 +92,19 @@ func (s *Store) Enqueue(ctx context.Context, w WorkItem) (int64, error) {
 	return id, err
 }
 
+// workRow is a work row as stored: an item and, when the row stands for a
+// run of messages (EnqueueMessages, workRuns), the seq of the run's last
+// message; 0 when it stands for Seq alone.
+type workRow struct {
+	WorkItem
+	seqEnd int64
+}
+
 // workInsertCols is the values of a row of insertWorkSQL.
 const workInsertCols = 13
 
+// insertWorkSQL inserts a row that stands for one message or prompt
+// (seq_end 0); runs go in with workRows' statements, which take seq_end.
 const insertWorkSQL = `INSERT INTO work (folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms, chain)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
@@ -133,7 +142,22 @@ func (s *Store) PendingFolders(ctx context.Context) ([]groups.Folder, error) {
 	return queryFolders(ctx, s.r, `SELECT DISTINCT folder FROM work WHERE mode = 'trigger'`)
 }
 
-const workColumns = `id, folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, attempts, created_ms, crashes, chain`
+// workItemsOf is the query of the work items of the work rows that rows
+// (a subquery of work, whose columns it passes on) selects, oldest row
+// first. A row that stands for a run of messages (seq_end > 0, see
+// workRuns) reads as one item per message of its chat and topic with a
+// seq in [seq, seq_end], in seq order (messages_chat_topic_seq), each with
+// the row's ID and its other columns: items that share an ID are one row,
+// which FinishBatch, MarkStarted and the like settle once, and which
+// NextBatch hands out whole. A run none of whose messages is stored any
+// more reads as a row standing for its first seq alone.
+func workItemsOf(rows string) string {
+	return `SELECT w.id, w.folder, w.chat_jid, w.topic, coalesce(m.seq, w.seq), w.mode, w.trigger, w.prompt, w.origin,
+			w.task_id, w.run_id, w.isolated, w.attempts, w.created_ms, w.crashes, w.chain
+		FROM ` + rows + ` w LEFT JOIN messages m ON w.seq_end > 0 AND m.chat_jid = w.chat_jid AND m.topic = w.topic
+			AND m.seq BETWEEN w.seq AND w.seq_end
+		ORDER BY w.id, m.seq`
+}
 
 func scanWork(sc scanner) (WorkItem, error) {
 	var w WorkItem
@@ -146,31 +170,50 @@ func scanWork(sc scanner) (WorkItem, error) {
 // and topic are not waiting for a retry (see FinishBatch) decides the chat
 // and topic; message items of that chat and topic (up to max) batch
 // together, a prompt item runs alone. ok is false when nothing is ready.
+// Items come in whole work rows (workItemsOf): the oldest row's always,
+// then the next rows' while the items stay within max.
 func (s *Store) NextBatch(ctx context.Context, folder groups.Folder, max int) (Batch, bool, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+workColumns+` FROM work w WHERE folder = ? AND mode = 'trigger'
-		AND NOT EXISTS (SELECT 1 FROM work d WHERE d.folder = w.folder AND d.chat_jid = w.chat_jid AND d.topic = w.topic
+	first, err := s.workOf(ctx, workItemsOf(`(SELECT * FROM work q WHERE folder = ? AND mode = 'trigger'
+		AND NOT EXISTS (SELECT 1 FROM work d WHERE d.folder = q.folder AND d.chat_jid = q.chat_jid AND d.topic = q.topic
 			AND d.not_before_ms > 0 AND d.not_before_ms > ?)
-		ORDER BY id LIMIT 1`, folder, s.nowMS())
-	first, err := scanWork(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Batch{}, false, nil
-	}
+		ORDER BY id LIMIT 1)`), folder, s.nowMS())
 	if err != nil {
 		return Batch{}, false, fmt.Errorf("next batch of %s: %w", folder, err)
 	}
-	b := Batch{Folder: folder, ChatJID: first.ChatJID, Topic: first.Topic, Items: []WorkItem{first}}
-	if first.Seq > 0 {
-		items, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ?
-			AND mode = 'trigger' AND seq > 0 AND id > ? ORDER BY id LIMIT ?`, folder, first.ChatJID, first.Topic, first.ID, max-1)
+	if len(first) == 0 {
+		return Batch{}, false, nil
+	}
+	f := first[0]
+	b := Batch{Folder: folder, ChatJID: f.ChatJID, Topic: f.Topic, Items: first}
+	if f.Seq > 0 && len(first) < max {
+		// Each row is at least one item: max-len(first) rows are enough.
+		items, err := s.workOf(ctx, workItemsOf(`(SELECT * FROM work WHERE folder = ? AND chat_jid = ? AND topic = ?
+			AND mode = 'trigger' AND seq > 0 AND id > ? ORDER BY id LIMIT ?)`), folder, f.ChatJID, f.Topic, f.ID, max-len(first))
 		if err != nil {
 			return b, false, fmt.Errorf("next batch of %s: %w", folder, err)
 		}
-		b.Items = append(b.Items, items...)
+		b.Items = appendRows(b.Items, items, max)
 	}
 	if err := s.loadBatch(ctx, &b); err != nil {
 		return b, false, err
 	}
 	return b, true, nil
+}
+
+// appendRows appends to items those of rest, a work row's at a time (its
+// items are adjacent and share its ID), while items stay within max.
+func appendRows(items, rest []WorkItem, max int) []WorkItem {
+	for len(rest) > 0 {
+		n := 1
+		for n < len(rest) && rest[n].ID == rest[0].ID {
+			n++
+		}
+		if len(items)+n > max {
+			break
+		}
+		items, rest = append(items, rest[:n]...), rest[n:]
+	}
+	return items
 }
 
 func (s *Store) workOf(ctx context.Context, q string, args ...any) ([]WorkItem, error) {
@@ -179,9 +222,10 @@ func (s *Store) workOf(ctx context.Context, q string, args ...any) ([]WorkItem, 
 }
 
 // PruneObserved drops observed-context work rows beyond the newest
-// maxObserved of each folder, chat and topic: a prompt never shows more, and
-// a chat whose route only observes would otherwise grow the queue forever.
-// The messages themselves stay stored and searchable.
+// maxObserved of each folder, chat and topic: a prompt never shows more
+// messages (a row stands for one or more), and a chat whose route only
+// observes would otherwise grow the queue forever. The messages themselves
+// stay stored and searchable.
 func (s *Store) PruneObserved(ctx context.Context) (int64, error) {
 	var n int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
@@ -213,14 +257,16 @@ func (s *Store) loadBatch(ctx context.Context, b *Batch) error {
 	if shownBy == 0 {
 		shownBy = math.MaxInt64
 	}
-	obs, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'observe'
-		AND created_ms <= ? ORDER BY id`, b.Folder, b.ChatJID, b.Topic, shownBy)
+	obs, err := s.workOf(ctx, workItemsOf(`(SELECT * FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'observe'
+		AND created_ms <= ?)`), b.Folder, b.ChatJID, b.Topic, shownBy)
 	if err != nil {
 		return fmt.Errorf("read observed context: %w", err)
 	}
 	var obsSeqs []any
 	for i, w := range obs {
-		b.observedIDs = append(b.observedIDs, w.ID)
+		if i == 0 || w.ID != obs[i-1].ID {
+			b.observedIDs = append(b.observedIDs, w.ID)
+		}
 		if i >= len(obs)-maxObserved {
 			obsSeqs = append(obsSeqs, w.Seq)
 		}
@@ -293,10 +339,7 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 		if err := revokeTurnToken(ctx, tx, t.ID); err != nil {
 			return err
 		}
-		ids := make([]int64, 0, len(b.Items))
-		for _, it := range b.Items {
-			ids = append(ids, it.ID)
-		}
+		ids := b.itemIDs()
 		switch {
 		case !retryAt.IsZero():
 			if err := execIDs(ctx, tx, `UPDATE work SET attempts = attempts + 1, not_before_ms = ?, started_ms = 0, turn_id = '' WHERE id IN`, ids, toMS(retryAt)); err != nil {
@@ -499,7 +542,7 @@ func (s *Store) RecoverTurn(ctx context.Context, turn string) (int64, error) {
 // that are still marked started, with what NextBatch would load with them;
 // ok is false when there are none.
 func (s *Store) StartedBatch(ctx context.Context, turn string) (Batch, bool, error) {
-	items, err := s.workOf(ctx, `SELECT `+workColumns+` FROM work WHERE turn_id = ? AND started_ms > 0 AND mode = 'trigger' ORDER BY id`, turn)
+	items, err := s.workOf(ctx, workItemsOf(`(SELECT * FROM work WHERE turn_id = ? AND started_ms > 0 AND mode = 'trigger')`), turn)
 	if err != nil {
 		return Batch{}, false, fmt.Errorf("batch of turn %s: %w", turn, err)
 	}
@@ -517,10 +560,14 @@ func (s *Store) StartedBatch(ctx context.Context, turn string) (Batch, bool, err
 	return b, true, nil
 }
 
+// itemIDs lists the work rows of b's items, each once: the items of a row
+// that stands for a run of messages are adjacent and share its ID.
 func (b Batch) itemIDs() []int64 {
-	ids := make([]int64, len(b.Items))
+	ids := make([]int64, 0, len(b.Items))
 	for i, it := range b.Items {
-		ids[i] = it.ID
+		if i == 0 || it.ID != b.Items[i-1].ID {
+			ids = append(ids, it.ID)
+		}
 	}
 	return ids
 }
