@@ -43,8 +43,9 @@ func (s *Store) SetGroupMidTurn(ctx context.Context, folder groups.Folder, mode 
 // turn was recorded leaves it with the turn's other rows (RecoverStarted),
 // so it is neither lost nor run twice. The row is marked steered
 // (WorkItem.Steered): a gateway that awaits the turn after a restart keeps
-// it in the turn only if the turn's outcome lists it as taken. inserted is false for a duplicate
-// (nothing is stored; m.Seq is the original's); workID is w's row.
+// it in the turn only if the turn's outcome lists it as taken. inserted
+// is false for a duplicate (nothing is stored; m.Seq is the original's);
+// workID is w's row.
 func (s *Store) SteerMessage(ctx context.Context, m *Message, w WorkItem, turn string) (inserted bool, workID int64, err error) {
 	if err := validMessage(m); err != nil {
 		return false, 0, err
