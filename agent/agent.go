@@ -151,6 +151,12 @@ type Result struct {
 	// Usage is what the agent reported the turn cost (usage.go), failed
 	// turns included.
 	Usage Usage
+	// Steered, for a turn that ran elsewhere and is read back by Await
+	// (Reattacher), lists the ids (the gateway's message seqs) of the
+	// steering messages its agent took, as Steering.Took would have said
+	// had Run taken them: a gateway that did not send them (it restarted)
+	// learns it here. Run leaves it empty (Input.Steer says it).
+	Steered []int64
 }
 
 // Run runs one agent turn: spec.Command (plus ResumeArgs when in.SessionID is

@@ -29,7 +29,8 @@ type Runner interface {
 type Reattacher interface {
 	Runner
 	// Await returns the outcome of the turn with this id (Input.TurnID
-	// when it ran) as Run would have returned it: at once if it is already
+	// when it ran) as Run would have returned it, with the steering
+	// messages its agent took in Result.Steered: at once if it is already
 	// known, else when it comes. deadline is the turn's own (its start +
 	// agent.timeout); the implementation adds the grace it gives Run. An
 	// error wrapping ErrNoOutcome means none came by then; one wrapping

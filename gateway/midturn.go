@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -226,15 +227,52 @@ func (t *turns) settleSteered(ctx context.Context, b store.Batch, steered []stee
 			left = append(left, s.item)
 		}
 	}
-	if len(left) > 0 {
-		if err := t.st.ResetStarted(context.WithoutCancel(ctx), store.Batch{Items: left}); err != nil {
-			t.log.Error("queue the messages the running agent did not take", "folder", b.Folder, "jid", b.ChatJID, "err", err)
+	t.requeueUntaken(ctx, b, left)
+	return withSteered(b, took)
+}
+
+// requeueUntaken puts back left, the work items of messages steered into
+// b's turn that its agent did not take, to run in the next turn.
+func (t *turns) requeueUntaken(ctx context.Context, b store.Batch, left []store.WorkItem) {
+	if len(left) == 0 {
+		return
+	}
+	if err := t.st.ResetStarted(context.WithoutCancel(ctx), store.Batch{Items: left}); err != nil {
+		t.log.Error("queue the messages the running agent did not take", "folder", b.Folder, "jid", b.ChatJID, "err", err)
+		return
+	}
+	t.log.Info("messages sent to the running agent but not taken; queued for the next turn", "folder", b.Folder,
+		"jid", b.ChatJID, "messages", len(left))
+}
+
+// withoutUntaken is b, the batch of a turn awaited after a restart, without
+// the messages steered into the turn (store.WorkItem.Steered) that its
+// agent did not take (took: the outcome's Result.Steered), which are put
+// back for the next turn (requeueUntaken): the gateway that forwarded
+// them is gone, and only the outcome says whether the worker wrote them
+// in. A turn always has its own batch besides; should it have none, b is
+// kept whole.
+func (t *turns) withoutUntaken(ctx context.Context, b store.Batch, took []int64) store.Batch {
+	var keep, left []store.WorkItem
+	for _, it := range b.Items {
+		if it.Steered && !slices.Contains(took, it.Seq) {
+			left = append(left, it)
 		} else {
-			t.log.Info("messages sent to the running agent but not taken; queued for the next turn", "folder", b.Folder,
-				"jid", b.ChatJID, "messages", len(left))
+			keep = append(keep, it)
 		}
 	}
-	return withSteered(b, took)
+	if len(left) == 0 || len(keep) == 0 {
+		return b
+	}
+	msgs := make([]store.Message, 0, len(b.Messages))
+	for _, m := range b.Messages {
+		if !slices.ContainsFunc(left, func(it store.WorkItem) bool { return it.Seq == m.Seq }) {
+			msgs = append(msgs, m)
+		}
+	}
+	t.requeueUntaken(ctx, b, left)
+	b.Items, b.Messages = keep, msgs
+	return b
 }
 
 // withSteered is b with the messages steered into its turn: the turn's

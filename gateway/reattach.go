@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/store"
@@ -129,8 +130,19 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	t.active.started(turn.ID, b)            // its agent may still call its tools
 	run := t.running.begin(ctx, turn.ID, b) // /stop, the Stop button
 	res, err := t.runner.(agent.Reattacher).Await(run.ctx, agent.TurnID(turn.ID), it.Started.Add(t.agent.Timeout))
-	if end := run.end(); end.by != "" && err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrNoOutcome) {
-		return t.recordStopped(ctx, preparedTurn{b: b, turn: turn, session: session}, res, err, end.by, nil)
+	return t.recordAwaited(ctx, it, preparedTurn{b: b, turn: turn, session: session}, res, err, run.end().by)
+}
+
+// recordAwaited records the outcome of the awaited turn it (p, stopped by
+// by, if anyone), as recordTurn or recordStopped; one that never came
+// counts as a crashed attempt. An outcome records the turn without the
+// messages steered into it that its agent did not take (withoutUntaken).
+// It returns the folder's backoff, as runTurn.
+func (t *turns) recordAwaited(ctx context.Context, it store.Interrupted, p preparedTurn, res agent.Result, err error, by adapters.JID) time.Duration {
+	b, turn := p.b, p.turn
+	if by != "" && err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrNoOutcome) {
+		p.b = t.withoutUntaken(ctx, b, res.Steered)
+		return t.recordStopped(ctx, p, res, err, by, nil)
 	}
 	if errors.Is(err, agent.ErrNoOutcome) {
 		t.active.finished(turn.ID)
@@ -152,8 +164,13 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	for _, c := range chats {
 		t.active.markReplied(b.Folder, c)
 	}
+	if err == nil || ctx.Err() == nil {
+		// An outcome came (a shutdown first leaves the turn, every row
+		// of it still started, to the next start's await).
+		b = t.withoutUntaken(ctx, b, res.Steered)
+	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrFailed) {
 		err = fmt.Errorf("%w: %v", agent.ErrFailed, err)
 	}
-	return t.recordTurn(ctx, b, turn, session, res, err, nil)
+	return t.recordTurn(ctx, b, turn, p.session, res, err, nil)
 }

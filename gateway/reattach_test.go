@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/internal/testwait"
 	"switchboard/ipc"
+	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
 )
@@ -197,6 +200,109 @@ func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
 	if got := h.fa.sentTo(chat3); len(got) != 0 {
 		t.Errorf("sent to %s after the restart: %+v; want nothing (the agent answered through its tool before the stop)", chat3, got)
 	}
+	if p := h.pending(); len(p) != 0 {
+		t.Errorf("pending work left in %v", p)
+	}
+}
+
+// A message steered into a turn on a worker just before the gateway
+// stopped is stored with the turn's rows; only the turn's outcome says
+// whether the worker wrote it into the agent. The restarted gateway that
+// awaits the turn records it as part of the turn only if the outcome lists
+// it; otherwise (also when the turn is stopped meanwhile) a new turn
+// answers it.
+func TestRestartSettlesSteeredByTheOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		listed bool // the outcome lists the steered message as taken
+		stop   bool // a /stop ends the awaited turn
+	}{
+		{name: "not taken"},
+		{name: "taken", listed: true},
+		{name: "stopped", stop: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := &workerRunner{}
+			h := newHarness(t, harnessConfig{agent: []string{"unused"}, modify: func(o *Options) {
+				o.Runner = first
+				o.DrainTimeout = 50 * time.Millisecond
+			}})
+			h.post(testChat, "m1", "first question")
+			testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+			turn := string(first.started()[0].TurnID)
+			// As the gateway writes a message steered into the running turn.
+			m := ops.StoreMessage(adapters.Inbound{Chat: testChat, ID: "m2", Sender: "test:user/ann", SenderName: "Ann",
+				Text: "steered question", Verb: adapters.VerbMention})
+			w := store.WorkItem{Folder: "main", ChatJID: testChat, Mode: "trigger", Trigger: store.TriggerMessage}
+			if inserted, _, err := h.st.SteerMessage(context.Background(), &m, w, turn); err != nil || !inserted {
+				t.Fatalf("SteerMessage: inserted %v err %v", inserted, err)
+			}
+			h.stop()
+
+			next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{turn: "main"}}
+			next.answer = func(id string) (agent.Result, error) {
+				if id != turn {
+					return agent.Result{Reply: "answer to the steered message"}, nil
+				}
+				res := agent.Result{Reply: "answer from the worker"}
+				if tc.listed {
+					res.Steered = []int64{m.Seq}
+				}
+				return res, nil
+			}
+			if !tc.stop {
+				close(next.release)
+			}
+			h.restart(func(o *Options) { o.Runner = next })
+			if tc.stop {
+				testwait.For(t, 20*time.Second, "the turn awaited", func() bool {
+					next.mu.Lock()
+					defer next.mu.Unlock()
+					return len(next.awaiting) == 1
+				})
+				h.post(testChat, "s1", "/stop")
+			}
+			testwait.For(t, 20*time.Second, "the awaited turn recorded", func() bool {
+				main := h.turns("main")
+				return len(main) > 0 && main[0].ID == turn
+			})
+			checkSteeredSettled(t, h, next, turn, tc.listed, tc.stop)
+		})
+	}
+}
+
+// checkSteeredSettled checks what became of the steered message after the
+// awaited turn was recorded: consumed with it when listed, else answered
+// by a new turn whose prompt shows it (and not the awaited turn's batch).
+func checkSteeredSettled(t *testing.T, h *harness, next *workerRunner, turn string, listed, stopped bool) {
+	t.Helper()
+	if listed {
+		if p := h.pending(); len(p) != 0 {
+			t.Errorf("pending work left in %v; want the steered message consumed with the awaited turn", p)
+		}
+		if runs := next.started(); len(runs) != 0 {
+			t.Errorf("%d turns run after the restart; want none", len(runs))
+		}
+		if sent := h.waitSent(testChat, 1); sent[0].Text != "answer from the worker" {
+			t.Errorf("sent %q; want the awaited turn's answer", sent[0].Text)
+		}
+		return
+	}
+	testwait.For(t, 20*time.Second, "a new turn recorded", func() bool { return len(h.turns("main")) == 2 })
+	main := h.turns("main")
+	if want := store.TurnSucceeded; stopped {
+		want = store.TurnStopped
+		if main[0].Status != want {
+			t.Errorf("the awaited turn's status %s; want %s", main[0].Status, want)
+		}
+	}
+	runs := next.started()
+	if len(runs) != 1 || !strings.Contains(runs[0].Prompt, "steered question") || strings.Contains(runs[0].Prompt, "first question") {
+		t.Fatalf("turns run after the restart: %d; want one whose prompt shows only the steered message:\n%v", len(runs), runs)
+	}
+	testwait.For(t, 20*time.Second, "the answer to the steered message sent", func() bool {
+		return slices.ContainsFunc(h.fa.sentTo(testChat), func(m sentMsg) bool { return m.Text == "answer to the steered message" })
+	})
 	if p := h.pending(); len(p) != 0 {
 		t.Errorf("pending work left in %v", p)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,4 +223,53 @@ func TestAwaitRefusesForgedOutcome(t *testing.T) {
 		t.Fatalf("Await: reply %q err %v; want the recorded worker's outcome", o.res.Reply, o.err)
 	}
 	checkKept(t, dir, "the turn's folder")
+}
+
+// A restarted gateway reattaching to a turn learns which steering messages
+// the worker wrote into its agent (the outcome's Steered, message seqs),
+// both from an outcome published while no gateway ran and from one that
+// comes while it waits: it did not send them, and only the outcome says.
+func TestAwaitReportsSteered(t *testing.T) {
+	nc := natsConn(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureStreams(t.Context(), js, workerTTL); err != nil {
+		t.Fatal(err)
+	}
+	f := newForger(t, nc, js)
+	r := newRunner(t, nc, "unused", 0)
+	deadline := time.Now().Add(time.Minute)
+	for _, turn := range []string{"t-before", "t-during"} {
+		if err := r.record(turn, turnRecord{Dir: turnInput(t, "x").Dir, Worker: "w1", DeadlineMs: deadline.UnixMilli()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.publish(Outcome{TurnID: "t-before", Worker: "w1", Reply: "early", Steered: []int64{7, 9}})
+	res, err := r.Await(t.Context(), "t-before", deadline)
+	if err != nil || res.Reply != "early" || !slices.Equal(res.Steered, []int64{7, 9}) {
+		t.Errorf("Await of a published outcome: reply %q steered %v err %v; want steered [7 9]", res.Reply, res.Steered, err)
+	}
+
+	type out struct {
+		res agent.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := r.Await(context.Background(), "t-during", deadline)
+		done <- out{res, err}
+	}()
+	testwait.For(t, 10*time.Second, "the restarted gateway awaiting t-during", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		_, ok := r.waits["t-during"]
+		return ok
+	})
+	f.publish(Outcome{TurnID: "t-during", Worker: "w1", Reply: "late", Steered: []int64{12}})
+	o := <-done
+	if o.err != nil || o.res.Reply != "late" || !slices.Equal(o.res.Steered, []int64{12}) {
+		t.Errorf("Await of an outcome that came: reply %q steered %v err %v; want steered [12]", o.res.Reply, o.res.Steered, o.err)
+	}
 }

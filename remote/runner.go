@@ -384,10 +384,12 @@ func (r *Runner) job(spec agent.Spec, in agent.Input, now time.Time) (Job, error
 	return j, nil
 }
 
-// outcomeResult is what agent.Run returned on the worker.
+// outcomeResult is what agent.Run returned on the worker, with the
+// steering messages the worker wrote into the agent (for Await: Run
+// settles its Steering with them).
 func outcomeResult(o Outcome, session string) (agent.Result, error) {
 	res := agent.Result{Reply: o.Reply, Replies: o.Replies, SessionID: o.SessionID, Duration: time.Duration(o.DurationMs) * time.Millisecond,
-		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr,
+		ExitCode: o.ExitCode, NotStarted: o.NotStarted, TimedOut: o.TimedOut, Truncated: o.Truncated, Stderr: o.Stderr, Steered: o.Steered,
 		Usage: o.Usage.Checked()} // read from NATS: not believed before it is checked
 	if res.SessionID == "" {
 		res.SessionID = session

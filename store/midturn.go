@@ -41,8 +41,11 @@ func (s *Store) SetGroupMidTurn(ctx context.Context, folder groups.Folder, mode 
 // written into a running agent belongs to that turn, which consumes it
 // (FinishBatch of its batch with the item added), and a crash before the
 // turn was recorded leaves it with the turn's other rows (RecoverStarted),
-// so it is neither lost nor run twice. inserted is false for a duplicate
-// (nothing is stored; m.Seq is the original's); workID is w's row.
+// so it is neither lost nor run twice. The row is marked steered
+// (WorkItem.Steered): a gateway that awaits the turn after a restart keeps
+// it in the turn only if the turn's outcome lists it as taken. inserted
+// is false for a duplicate (nothing is stored; m.Seq is the original's);
+// workID is w's row.
 func (s *Store) SteerMessage(ctx context.Context, m *Message, w WorkItem, turn string) (inserted bool, workID int64, err error) {
 	if err := validMessage(m); err != nil {
 		return false, 0, err
@@ -69,7 +72,7 @@ func (s *Store) SteerMessage(ctx context.Context, m *Message, w WorkItem, turn s
 		if err := tx.QueryRowContext(ctx, `SELECT last_insert_rowid()`).Scan(&workID); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE work SET started_ms = ?, turn_id = ? WHERE id = ?`, now, turn, workID)
+		_, err = tx.ExecContext(ctx, `UPDATE work SET started_ms = ?, turn_id = ?, steered = 1 WHERE id = ?`, now, turn, workID)
 		return err
 	})
 	if err != nil {

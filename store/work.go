@@ -46,6 +46,11 @@ type WorkItem struct {
 	// and the operator's injects.
 	Chain   int
 	Created time.Time
+	// Steered: the message was written into a turn while it ran
+	// (SteerMessage stored the row started under that turn), and no turn
+	// was started on it since (MarkStarted). Whether that turn took it is
+	// what its outcome says (the gateway's awaitTurn).
+	Steered bool
 }
 
 // Batch is the next turn of a folder: trigger items of one chat and topic,
@@ -153,7 +158,7 @@ func (s *Store) PendingFolders(ctx context.Context) ([]groups.Folder, error) {
 // more reads as a row standing for its first seq alone.
 func workItemsOf(rows string) string {
 	return `SELECT w.id, w.folder, w.chat_jid, w.topic, coalesce(m.seq, w.seq), w.mode, w.trigger, w.prompt, w.origin,
-			w.task_id, w.run_id, w.isolated, w.attempts, w.created_ms, w.crashes, w.chain
+			w.task_id, w.run_id, w.isolated, w.attempts, w.created_ms, w.crashes, w.chain, w.steered
 		FROM ` + rows + ` w LEFT JOIN messages m ON w.seq_end > 0 AND m.chat_jid = w.chat_jid AND m.topic = w.topic
 			AND m.seq BETWEEN w.seq AND w.seq_end
 		ORDER BY w.id, m.seq`
@@ -162,7 +167,7 @@ func workItemsOf(rows string) string {
 func scanWork(sc scanner) (WorkItem, error) {
 	var w WorkItem
 	err := sc.Scan(&w.ID, &w.Folder, &w.ChatJID, &w.Topic, &w.Seq, &w.Mode, &w.Trigger, &w.Prompt, &w.Origin,
-		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, msTime(&w.Created), &w.Crashes, &w.Chain)
+		&w.TaskID, &w.RunID, &w.Isolated, &w.Attempts, msTime(&w.Created), &w.Crashes, &w.Chain, &w.Steered)
 	return w, err
 }
 
@@ -451,10 +456,11 @@ func (s *Store) ResumeChat(ctx context.Context, folder groups.Folder, chat adapt
 // MarkStarted records that turn started on the batch: a crash before
 // FinishBatch then counts as an attempt at the next start (RecoverStarted),
 // unless the next gateway awaits the turn's outcome (InterruptedTurns,
-// StartedBatch).
+// StartedBatch). A steered row (SteerMessage) started so is one no more:
+// the turn's prompt shows it.
 func (s *Store) MarkStarted(ctx context.Context, b Batch, turn string) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		return execIDs(ctx, tx, `UPDATE work SET started_ms = ?, turn_id = ? WHERE id IN`, b.itemIDs(), s.nowMS(), turn)
+		return execIDs(ctx, tx, `UPDATE work SET started_ms = ?, turn_id = ?, steered = 0 WHERE id IN`, b.itemIDs(), s.nowMS(), turn)
 	})
 }
 
