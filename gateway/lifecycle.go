@@ -116,7 +116,11 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch, release func()) time
 	stopTyping()
 	live.stop() // nothing more is shown before the turn is recorded
 	end := run.end()
-	p.b = t.settleSteered(ctx, p.b, end.steered, p.in.Steer)
+	if !t.awaitedLater(ctx, res, err) {
+		// (A turn left to the next start's await keeps what was steered
+		// into it: that start settles it by the turn's outcome.)
+		p.b = t.settleSteered(ctx, p.b, end.steered, p.in.Steer)
+	}
 	if end.by != "" && err != nil && ctx.Err() == nil {
 		if end.requeue {
 			backoff = t.recordInterrupted(ctx, p, res, end.by)
@@ -239,6 +243,14 @@ func isolatedTurn(b store.Batch) bool {
 	return b.Items[0].Trigger == store.TriggerTask && b.Items[0].Isolated
 }
 
+// awaitedLater reports whether a turn that ended with res and err is left
+// to the next start to await: shutdown interrupted it, and it runs on a
+// worker (the runner reattaches) that had started it.
+func (t *turns) awaitedLater(ctx context.Context, res agent.Result, err error) bool {
+	_, reattaches := t.runner.(agent.Reattacher)
+	return err != nil && ctx.Err() != nil && reattaches && !res.NotStarted
+}
+
 // recordTurn records what the agent did in a started turn (activeTurns.started,
 // store.MarkStarted), as Runner.Run or Reattacher.Await returned it: the
 // turn record, the batch consumed or retried, the reply queued, the session
@@ -255,7 +267,7 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 	turn.Duration = res.Duration
 	turn.ExitCode = res.ExitCode
 	if err != nil && ctx.Err() != nil {
-		if _, ok := t.runner.(agent.Reattacher); ok && !res.NotStarted {
+		if t.awaitedLater(ctx, res, err) {
 			// The turn goes on on its worker: the next start awaits its
 			// outcome (its rows stay started under its id, its token valid).
 			t.log.Warn("turn interrupted by shutdown; the next start awaits its outcome", "folder", b.Folder, "turn", turn.ID)

@@ -31,6 +31,9 @@ type workerRunner struct {
 	overlap  []string          // turns Run started in a folder while one of its turns was awaited
 	answer   func(turn string) (agent.Result, error)
 	release  chan struct{}
+	// forwarded, when set, takes the messages steered into a running turn,
+	// as a remote runner hands them to the worker (Steering.Forward).
+	forwarded chan int64
 }
 
 func (w *workerRunner) Run(ctx context.Context, _ agent.Spec, in agent.Input) (agent.Result, error) {
@@ -44,6 +47,9 @@ func (w *workerRunner) Run(ctx context.Context, _ agent.Spec, in agent.Input) (a
 	}
 	answer := w.answer
 	w.mu.Unlock()
+	if in.Steer != nil && w.forwarded != nil {
+		in.Steer.Forward(func(id int64, _ string) bool { w.forwarded <- id; return true })
+	}
 	if answer == nil {
 		<-ctx.Done()
 		return agent.Result{ExitCode: -1}, agent.Cancelled(ctx.Err())
@@ -306,4 +312,46 @@ func checkSteeredSettled(t *testing.T, h *harness, next *workerRunner, turn stri
 	if p := h.pending(); len(p) != 0 {
 		t.Errorf("pending work left in %v", p)
 	}
+}
+
+// A message the gateway steers into a turn running on a worker, handed on
+// to the worker, is not put back when the gateway then shuts down: the
+// turn is left to the next start's await, whose outcome says whether the
+// worker wrote it in. Listed as taken, it is answered once, in that turn
+// (put back at the shutdown, it was answered again by a turn of its own).
+func TestShutdownLeavesSteeredToTheAwait(t *testing.T) {
+	first := &workerRunner{forwarded: make(chan int64, 1)}
+	h := newHarness(t, harnessConfig{agent: []string{"unused"}, modify: func(o *Options) {
+		o.Runner = first
+		o.DrainTimeout = 50 * time.Millisecond
+		o.Agent.Output = agent.OutputClaudeStream
+		o.Agent.Input = agent.InputStreamJSON
+		o.MidTurn = MidTurnSteer
+	}})
+	h.post(testChat, "m1", "first question")
+	testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+	turn := string(first.started()[0].TurnID)
+	h.post(testChat, "m2", "steered question")
+	var seq int64
+	select {
+	case seq = <-first.forwarded:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the second message was not steered into the running turn")
+	}
+	h.stop()
+
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{turn: "main"}}
+	next.answer = func(id string) (agent.Result, error) {
+		if id != turn {
+			return agent.Result{Reply: "answer to the steered message"}, nil
+		}
+		return agent.Result{Reply: "answer from the worker", Steered: []int64{seq}}, nil
+	}
+	close(next.release)
+	h.restart(func(o *Options) { o.Runner = next })
+	testwait.For(t, 20*time.Second, "the awaited turn recorded", func() bool {
+		main := h.turns("main")
+		return len(main) > 0 && main[0].ID == turn
+	})
+	checkSteeredSettled(t, h, next, turn, true, false)
 }
