@@ -105,14 +105,10 @@ func TestForgedOutcomesChangeNothing(t *testing.T) {
 
 	in := turnInput(t, "t-real")
 	in.Dir = mainDir
-	type out struct {
-		res agent.Result
-		err error
-	}
-	done := make(chan out, 1)
+	done := make(chan awaited, 1)
 	go func() {
 		res, err := r.Run(context.Background(), agent.Spec{Timeout: 30 * time.Second, Env: []string{"GATE"}}, in)
-		done <- out{res, err}
+		done <- awaited{res, err}
 	}()
 	testwait.For(t, 10*time.Second, "the turn given to w1", func() bool {
 		r.mu.Lock()
@@ -194,21 +190,7 @@ func TestAwaitRefusesForgedOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	type out struct {
-		res agent.Result
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, err := r.Await(context.Background(), "t-away", deadline)
-		done <- out{res, err}
-	}()
-	testwait.For(t, 10*time.Second, "the restarted gateway awaiting t-away", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		_, ok := r.waits["t-away"]
-		return ok
-	})
+	done := awaitInBackground(t, r, "t-away", deadline)
 	// Another worker answers the turn the restarted gateway awaits (on its
 	// own subject: its credentials allow no other).
 	f.publish(Outcome{TurnID: "t-away", Worker: "w-evil", Reply: "forged",
@@ -252,24 +234,35 @@ func TestAwaitReportsSteered(t *testing.T) {
 		t.Errorf("Await of a published outcome: reply %q steered %v err %v; want steered [7 9]", res.Reply, res.Steered, err)
 	}
 
-	type out struct {
-		res agent.Result
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, err := r.Await(context.Background(), "t-during", deadline)
-		done <- out{res, err}
-	}()
-	testwait.For(t, 10*time.Second, "the restarted gateway awaiting t-during", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		_, ok := r.waits["t-during"]
-		return ok
-	})
+	done := awaitInBackground(t, r, "t-during", deadline)
 	f.publish(Outcome{TurnID: "t-during", Worker: "w1", Reply: "late", Steered: []int64{12}})
 	o := <-done
 	if o.err != nil || o.res.Reply != "late" || !slices.Equal(o.res.Steered, []int64{12}) {
 		t.Errorf("Await of an outcome that came: reply %q steered %v err %v; want steered [12]", o.res.Reply, o.res.Steered, o.err)
 	}
+}
+
+// awaited is what an Await (or a Run) returned.
+type awaited struct {
+	res agent.Result
+	err error
+}
+
+// awaitInBackground runs r.Await of turn in a goroutine and returns once
+// it waits for the outcome (an outcome published from then on reaches it,
+// not the look-up); its result comes on the channel.
+func awaitInBackground(t *testing.T, r *Runner, turn string, deadline time.Time) <-chan awaited {
+	t.Helper()
+	done := make(chan awaited, 1)
+	go func() {
+		res, err := r.Await(context.Background(), agent.TurnID(turn), deadline)
+		done <- awaited{res, err}
+	}()
+	testwait.For(t, 10*time.Second, "the restarted gateway awaiting "+turn, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		_, ok := r.waits[turn]
+		return ok
+	})
+	return done
 }
