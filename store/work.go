@@ -164,6 +164,11 @@ func workItemsOf(rows string) string {
 		ORDER BY w.id, m.seq`
 }
 
+// workRowItems is the SQL expression of how many items the work row w
+// reads as (workItemsOf): one, or a run's stored messages, at least one.
+const workRowItems = `CASE WHEN w.seq_end = 0 THEN 1 ELSE max(1, (SELECT count(*) FROM messages m
+	WHERE m.chat_jid = w.chat_jid AND m.topic = w.topic AND m.seq BETWEEN w.seq AND w.seq_end)) END`
+
 func scanWork(sc scanner) (WorkItem, error) {
 	var w WorkItem
 	err := sc.Scan(&w.ID, &w.Folder, &w.ChatJID, &w.Topic, &w.Seq, &w.Mode, &w.Trigger, &w.Prompt, &w.Origin,
@@ -226,17 +231,18 @@ func (s *Store) workOf(ctx context.Context, q string, args ...any) ([]WorkItem, 
 	return collect(rows, err, scanWork)
 }
 
-// PruneObserved drops observed-context work rows beyond the newest
-// maxObserved of each folder, chat and topic: a prompt never shows more
-// messages (a row stands for one or more), and a chat whose route only
-// observes would otherwise grow the queue forever. The messages themselves
-// stay stored and searchable.
+// PruneObserved drops the observed-context work rows of each folder, chat
+// and topic whose items are all older than its newest maxObserved (counted
+// in messages: a row may stand for a run, workRowItems): a prompt never
+// shows more, and a chat whose route only observes would otherwise grow
+// the queue forever. The messages themselves stay stored and searchable.
 func (s *Store) PruneObserved(ctx context.Context) (int64, error) {
 	var n int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM work WHERE id IN (
-			SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY folder, chat_jid, topic ORDER BY id DESC) AS rn
-				FROM work WHERE mode = 'observe') WHERE rn > ?)`, maxObserved)
+			SELECT id FROM (SELECT id, sum(`+workRowItems+`) OVER (PARTITION BY folder, chat_jid, topic ORDER BY id DESC
+					ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newer
+				FROM work w WHERE mode = 'observe') WHERE newer >= ?)`, maxObserved)
 		if err != nil {
 			return fmt.Errorf("prune observed context: %w", err)
 		}
