@@ -134,9 +134,12 @@ func TestWorkRunsReadAsOneRowAMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sa, _ := a.Status(ctx)
-	sb, _ := b.Status(ctx)
-	if !reflect.DeepEqual(sa.Waiting, sb.Waiting) {
+	sa, erra := a.Status(ctx)
+	sb, errb := b.Status(ctx)
+	if erra != nil || errb != nil {
+		t.Fatal(erra, errb)
+	}
+	if len(sa.Waiting) == 0 || !reflect.DeepEqual(sa.Waiting, sb.Waiting) {
 		t.Errorf("waiting %v coalesced, %v plain", sa.Waiting, sb.Waiting)
 	}
 	turns := 0
