@@ -110,8 +110,11 @@ const workInsertCols = 13
 
 // insertWorkSQL inserts a row that stands for one message or prompt
 // (seq_end 0); runs go in with workRows' statements, which take seq_end.
-const insertWorkSQL = `INSERT INTO work (folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms, chain)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertWorkSQL = `INSERT INTO work (` + workInsertColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// workInsertColumns are the columns of insertWorkSQL; workRows' statements
+// add seq_end.
+const workInsertColumns = `folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms, chain`
 
 func checkWork(w WorkItem) error {
 	if w.Folder == "" || w.ChatJID == "" || w.Mode == "" || w.Trigger == "" {
