@@ -198,35 +198,23 @@ func (s *Store) NextBatch(ctx context.Context, folder groups.Folder, max int) (B
 	}
 	f := first[0]
 	b := Batch{Folder: folder, ChatJID: f.ChatJID, Topic: f.Topic, Items: first}
-	if f.Seq > 0 && len(first) < max {
-		// Each row is at least one item: max-len(first) rows are enough.
-		items, err := s.workOf(ctx, workItemsOf(`(SELECT * FROM work WHERE folder = ? AND chat_jid = ? AND topic = ?
-			AND mode = 'trigger' AND seq > 0 AND id > ? ORDER BY id LIMIT ?)`), folder, f.ChatJID, f.Topic, f.ID, max-len(first))
+	if left := max - len(first); f.Seq > 0 && left > 0 {
+		// The next rows while their items (workRowItems) fit in what is
+		// left; each row is at least one item, so left rows are enough to
+		// look at. Only those are expanded: a backlog of runs is not read
+		// a hundred messages a row to take none.
+		items, err := s.workOf(ctx, workItemsOf(`(SELECT * FROM (SELECT *, sum(`+workRowItems+`) OVER (ORDER BY id) AS upto
+			FROM (SELECT * FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'trigger' AND seq > 0 AND id > ?
+				ORDER BY id LIMIT ?) w) WHERE upto <= ?)`), folder, f.ChatJID, f.Topic, f.ID, left, left)
 		if err != nil {
 			return b, false, fmt.Errorf("next batch of %s: %w", folder, err)
 		}
-		b.Items = appendRows(b.Items, items, max)
+		b.Items = append(b.Items, items...)
 	}
 	if err := s.loadBatch(ctx, &b); err != nil {
 		return b, false, err
 	}
 	return b, true, nil
-}
-
-// appendRows appends to items those of rest, a work row's at a time (its
-// items are adjacent and share its ID), while items stay within max.
-func appendRows(items, rest []WorkItem, max int) []WorkItem {
-	for len(rest) > 0 {
-		n := 1
-		for n < len(rest) && rest[n].ID == rest[0].ID {
-			n++
-		}
-		if len(items)+n > max {
-			break
-		}
-		items, rest = append(items, rest[:n]...), rest[n:]
-	}
-	return items
 }
 
 func (s *Store) workOf(ctx context.Context, q string, args ...any) ([]WorkItem, error) {
