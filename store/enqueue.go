@@ -400,13 +400,10 @@ func (s *Store) insertWorkRows(ctx context.Context, tx *sql.Tx, ws []workRow, no
 
 // initInserts sets up the multi-row inserts of EnqueueMessages.
 func (s *Store) initInserts() {
-	s.workRows.head, _, _ = strings.Cut(insertWorkSQL, "VALUES")
-	s.workRows.head = strings.Replace(s.workRows.head, "chain)", "chain, seq_end) VALUES", 1)
+	s.workRows.head = `INSERT INTO work (` + workInsertColumns + `, seq_end) VALUES`
 	s.workRows.cols = workInsertCols + 1
 	s.workRows.one = true
-	s.msgRows.head = `INSERT INTO messages
-		(chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, created_ms, other_bot)
-		VALUES`
+	s.msgRows.head = insertMsgHead
 	s.msgRows.cols = msgInsertCols
 	s.msgRows.tail = `ON CONFLICT (chat_jid, msg_id) DO NOTHING RETURNING seq, chat_jid, msg_id`
 }

@@ -44,13 +44,17 @@ type Message struct {
 
 const msgColumns = `seq, chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, other_bot, deleted, edited_ms`
 
+// insertMsgHead is the INSERT of a message row (msgInsertCols values) up
+// to its VALUES: insertMsg and msgRows' statements of many rows.
+const insertMsgHead = `INSERT INTO messages
+	(chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, created_ms, other_bot)
+	VALUES`
+
 // prepare readies the statements on the insert path, which runs tens of
 // thousands of times a minute.
 func (s *Store) prepare(ctx context.Context) error {
 	var err error
-	s.insertMsg, err = s.w.PrepareContext(ctx, `INSERT INTO messages
-		(chat_jid, msg_id, sender, sender_name, text, topic, reply_to, verb, from_bot, time_ms, attachments, created_ms, other_bot)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	s.insertMsg, err = s.w.PrepareContext(ctx, insertMsgHead+` (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (chat_jid, msg_id) DO NOTHING`)
 	if err != nil {
 		return fmt.Errorf("prepare insert message: %w", err)

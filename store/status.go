@@ -51,10 +51,8 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 		return each(rows, err, scan)
 	}
 	err := errors.Join(
-		// Messages, not rows: a row may stand for a run (workItemsOf).
-		q(`SELECT folder, sum(CASE WHEN seq_end = 0 THEN 1 ELSE max(1, (SELECT count(*) FROM messages m
-				WHERE m.chat_jid = w.chat_jid AND m.topic = w.topic AND m.seq BETWEEN w.seq AND w.seq_end)) END)
-			FROM work w WHERE mode = 'trigger' GROUP BY folder ORDER BY folder`, func(r scanner) error {
+		// Messages, not rows: a row may stand for a run (workRowItems).
+		q(`SELECT folder, sum(`+workRowItems+`) FROM work w WHERE mode = 'trigger' GROUP BY folder ORDER BY folder`, func(r scanner) error {
 			var f groups.Folder
 			var n int
 			err := r.Scan(&f, &n)

@@ -110,8 +110,11 @@ const workInsertCols = 13
 
 // insertWorkSQL inserts a row that stands for one message or prompt
 // (seq_end 0); runs go in with workRows' statements, which take seq_end.
-const insertWorkSQL = `INSERT INTO work (folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms, chain)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertWorkSQL = `INSERT INTO work (` + workInsertColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// workInsertColumns are the columns of insertWorkSQL; workRows' statements
+// add seq_end.
+const workInsertColumns = `folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms, chain`
 
 func checkWork(w WorkItem) error {
 	if w.Folder == "" || w.ChatJID == "" || w.Mode == "" || w.Trigger == "" {
@@ -164,6 +167,11 @@ func workItemsOf(rows string) string {
 		ORDER BY w.id, m.seq`
 }
 
+// workRowItems is the SQL expression of how many items the work row w
+// reads as (workItemsOf): one, or a run's stored messages, at least one.
+const workRowItems = `CASE WHEN w.seq_end = 0 THEN 1 ELSE max(1, (SELECT count(*) FROM messages m
+	WHERE m.chat_jid = w.chat_jid AND m.topic = w.topic AND m.seq BETWEEN w.seq AND w.seq_end)) END`
+
 func scanWork(sc scanner) (WorkItem, error) {
 	var w WorkItem
 	err := sc.Scan(&w.ID, &w.Folder, &w.ChatJID, &w.Topic, &w.Seq, &w.Mode, &w.Trigger, &w.Prompt, &w.Origin,
@@ -190,14 +198,18 @@ func (s *Store) NextBatch(ctx context.Context, folder groups.Folder, max int) (B
 	}
 	f := first[0]
 	b := Batch{Folder: folder, ChatJID: f.ChatJID, Topic: f.Topic, Items: first}
-	if f.Seq > 0 && len(first) < max {
-		// Each row is at least one item: max-len(first) rows are enough.
-		items, err := s.workOf(ctx, workItemsOf(`(SELECT * FROM work WHERE folder = ? AND chat_jid = ? AND topic = ?
-			AND mode = 'trigger' AND seq > 0 AND id > ? ORDER BY id LIMIT ?)`), folder, f.ChatJID, f.Topic, f.ID, max-len(first))
+	if left := max - len(first); f.Seq > 0 && left > 0 {
+		// The next rows while their items (workRowItems) fit in what is
+		// left; each row is at least one item, so left rows are enough to
+		// look at. Only those are expanded: a backlog of runs is not read
+		// a hundred messages a row to take none.
+		items, err := s.workOf(ctx, workItemsOf(`(SELECT * FROM (SELECT *, sum(`+workRowItems+`) OVER (ORDER BY id) AS upto
+			FROM (SELECT * FROM work WHERE folder = ? AND chat_jid = ? AND topic = ? AND mode = 'trigger' AND seq > 0 AND id > ?
+				ORDER BY id LIMIT ?) w) WHERE upto <= ?)`), folder, f.ChatJID, f.Topic, f.ID, left, left)
 		if err != nil {
 			return b, false, fmt.Errorf("next batch of %s: %w", folder, err)
 		}
-		b.Items = appendRows(b.Items, items, max)
+		b.Items = append(b.Items, items...)
 	}
 	if err := s.loadBatch(ctx, &b); err != nil {
 		return b, false, err
@@ -205,38 +217,23 @@ func (s *Store) NextBatch(ctx context.Context, folder groups.Folder, max int) (B
 	return b, true, nil
 }
 
-// appendRows appends to items those of rest, a work row's at a time (its
-// items are adjacent and share its ID), while items stay within max.
-func appendRows(items, rest []WorkItem, max int) []WorkItem {
-	for len(rest) > 0 {
-		n := 1
-		for n < len(rest) && rest[n].ID == rest[0].ID {
-			n++
-		}
-		if len(items)+n > max {
-			break
-		}
-		items, rest = append(items, rest[:n]...), rest[n:]
-	}
-	return items
-}
-
 func (s *Store) workOf(ctx context.Context, q string, args ...any) ([]WorkItem, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	return collect(rows, err, scanWork)
 }
 
-// PruneObserved drops observed-context work rows beyond the newest
-// maxObserved of each folder, chat and topic: a prompt never shows more
-// messages (a row stands for one or more), and a chat whose route only
-// observes would otherwise grow the queue forever. The messages themselves
-// stay stored and searchable.
+// PruneObserved drops the observed-context work rows of each folder, chat
+// and topic whose items are all older than its newest maxObserved (counted
+// in messages: a row may stand for a run, workRowItems): a prompt never
+// shows more, and a chat whose route only observes would otherwise grow
+// the queue forever. The messages themselves stay stored and searchable.
 func (s *Store) PruneObserved(ctx context.Context) (int64, error) {
 	var n int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM work WHERE id IN (
-			SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY folder, chat_jid, topic ORDER BY id DESC) AS rn
-				FROM work WHERE mode = 'observe') WHERE rn > ?)`, maxObserved)
+			SELECT id FROM (SELECT id, sum(`+workRowItems+`) OVER (PARTITION BY folder, chat_jid, topic ORDER BY id DESC
+					ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newer
+				FROM work w WHERE mode = 'observe') WHERE newer >= ?)`, maxObserved)
 		if err != nil {
 			return fmt.Errorf("prune observed context: %w", err)
 		}

@@ -134,9 +134,12 @@ func TestWorkRunsReadAsOneRowAMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sa, _ := a.Status(ctx)
-	sb, _ := b.Status(ctx)
-	if !reflect.DeepEqual(sa.Waiting, sb.Waiting) {
+	sa, erra := a.Status(ctx)
+	sb, errb := b.Status(ctx)
+	if erra != nil || errb != nil {
+		t.Fatal(erra, errb)
+	}
+	if len(sa.Waiting) == 0 || !reflect.DeepEqual(sa.Waiting, sb.Waiting) {
 		t.Errorf("waiting %v coalesced, %v plain", sa.Waiting, sb.Waiting)
 	}
 	turns := 0
@@ -306,5 +309,42 @@ func TestWorkRunsAreBounded(t *testing.T) {
 	}
 	if n := workItemCount(t, s, "1"); n != len(es) {
 		t.Errorf("%d work items; want %d", n, len(es))
+	}
+}
+
+// PruneObserved keeps the observed messages a prompt shows, counted in
+// messages, not rows: rows standing for runs whose messages are all older
+// than the newest maxObserved go, the row that straddles them stays, and
+// what a prompt shows does not change.
+func TestPruneObservedCountsRunsInMessages(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	for c := range 3 { // three group commits: three rows of 40 messages each
+		var es []Enqueue
+		for i := range 40 {
+			es = append(es, Enqueue{Message: msg("web:c", fmt.Sprint(c, "-", i)), Work: observe("main", "web:c", "")})
+		}
+		if err := s.EnqueueMessages(ctx, es); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(t, s, msg("web:c", "t"), trigger("main", "web:c", ""))
+	before, ok, err := s.NextBatch(ctx, "main", 10)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	n, err := s.PruneObserved(ctx)
+	if err != nil || n != 1 {
+		t.Errorf("pruned %d rows (%v); want 1, the oldest run", n, err)
+	}
+	if got := workItemCount(t, s, "mode = 'observe'"); got != 80 {
+		t.Errorf("%d observed messages kept; want 80 (the run that holds the newest %d's first and the newest)", got, maxObserved)
+	}
+	after, _, err := s.NextBatch(ctx, "main", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Observed) != maxObserved || !reflect.DeepEqual(before.Observed, after.Observed) {
+		t.Errorf("pruning changed the observed context a prompt shows: %d messages, want the same %d", len(after.Observed), maxObserved)
 	}
 }
