@@ -55,7 +55,8 @@ func TestSearchBounds(t *testing.T) {
 
 // A word in more than searchScan messages is common: its hits are the
 // newest first (Rank 0), found within chats whether their matches are
-// among the newest anywhere or not; bm25 would put the short messages first.
+// among the newest anywhere or not, and whether the chats are few enough
+// to walk whole or not; bm25 would put the short messages first.
 func TestSearchCommonWordNewestFirst(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
@@ -83,6 +84,17 @@ func TestSearchCommonWordNewestFirst(t *testing.T) {
 	for i, h := range hits {
 		if want := ms[len(ms)-1-i].Seq; h.Seq != want || h.Rank != 0 {
 			t.Errorf("hit %d: seq %d rank %v; want the newest, seq %d, rank 0", i, h.Seq, h.Rank, want)
+		}
+	}
+	// Chats with more than searchRecent messages are not walked whole:
+	// their newest matches are found by the walk of the newest matches.
+	hits, err = s.Search(ctx, "common", SearchOptions{ChatJIDs: []adapters.JID{"web:quiet", "web:busy"}, Limit: 5})
+	if err != nil || len(hits) != 5 {
+		t.Fatalf("Search in the busy chats = %d hits, %v; want 5", len(hits), err)
+	}
+	for i, h := range hits {
+		if want := ms[len(ms)-1-i].Seq; h.Seq != want || h.Rank != 0 {
+			t.Errorf("busy chats, hit %d: seq %d rank %v; want the newest, seq %d, rank 0", i, h.Seq, h.Rank, want)
 		}
 	}
 	hits, err = s.Search(ctx, "common", SearchOptions{ChatJIDs: []adapters.JID{"web:quiet"}})

@@ -39,8 +39,13 @@ func scaleSearch(b *testing.B, ds scalegen.Dataset, n int) {
 				lat = append(lat, time.Since(start))
 			}
 			slices.Sort(lat)
-			if hits == 0 && scope.name == "root" {
-				b.Errorf("find_messages %q across all chats found nothing: the benchmark measures no search", q.Query)
+			// Across all chats every query finds something; within the
+			// group's chats (1,000 messages at the default sizes) the
+			// commonest word, in about one message in two, does: none means
+			// the group's chats were not searched (an empty owned-chats list
+			// answers at once and would meet every goal).
+			if hits == 0 && (scope.name == "root" || q.Name == "commonest") {
+				b.Errorf("find_messages %q in %s's chats found nothing: the benchmark measures no search", q.Query, scope.folder)
 			}
 			b.ReportMetric(p(lat, 0.5), "find-"+scope.name+"-"+q.Name+"-p50-ms")
 			b.ReportMetric(p(lat, 0.99), "find-"+scope.name+"-"+q.Name+"-p99-ms")
