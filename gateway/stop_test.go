@@ -385,27 +385,17 @@ func BenchmarkStopCommand(b *testing.B) {
 // one, is stopped by /stop like a running one: recorded stopped, not run
 // again.
 func TestStopAwaitedTurn(t *testing.T) {
-	first := &workerRunner{}
-	h := newHarness(t, harnessConfig{agent: []string{"unused"}, modify: func(o *Options) {
-		o.Runner = first
-		o.DrainTimeout = 50 * time.Millisecond
-	}})
-	h.post(testChat, "m1", "a long question")
-	testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+	h, turn := startOnWorker(t, "a long question", nil)
 	h.stop()
 	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
 	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
 	h.restart(func(o *Options) { o.Runner = next })
-	testwait.For(t, 20*time.Second, "the turn awaited", func() bool {
-		next.mu.Lock()
-		defer next.mu.Unlock()
-		return len(next.awaiting) == 1
-	})
+	next.waitAwaiting(t, 1)
 	h.post(testChat, "m2", "/stop")
 	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
 		t.Fatalf("sent %q; want %q", sent, stopStopped)
 	}
-	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != string(first.started()[0].TurnID) {
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
 		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
 	}
 	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
@@ -420,29 +410,18 @@ func TestStopAwaitedTurn(t *testing.T) {
 // again with the new message as one new turn (it was recorded stopped with
 // its batch consumed, so its question was never answered).
 func TestInterruptAwaitedTurn(t *testing.T) {
-	first := &workerRunner{}
-	h := newHarness(t, harnessConfig{agent: []string{"unused"}, modify: func(o *Options) {
-		o.Runner = first
-		o.DrainTimeout = 50 * time.Millisecond
-		o.MidTurn = MidTurnInterrupt
-	}})
-	h.post(testChat, "m1", "a long question")
-	testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+	h, turn := startOnWorker(t, "a long question", func(o *Options) { o.MidTurn = MidTurnInterrupt })
 	h.stop()
 	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
 	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "both answered"}, nil }
 	h.restart(func(o *Options) { o.Runner = next })
-	testwait.For(t, 20*time.Second, "the turn awaited", func() bool {
-		next.mu.Lock()
-		defer next.mu.Unlock()
-		return len(next.awaiting) == 1
-	})
+	next.waitAwaiting(t, 1)
 	h.post(testChat, "m2", "and another thing")
 	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{"both answered"}) {
 		t.Fatalf("sent %q; want only the new turn's reply", sent)
 	}
 	ts := h.waitTurns("main", 2)
-	if ts[0].Status != store.TurnStopped || ts[0].ID != string(first.started()[0].TurnID) || !strings.HasPrefix(ts[0].Error, "interrupted") {
+	if ts[0].Status != store.TurnStopped || ts[0].ID != turn || !strings.HasPrefix(ts[0].Error, "interrupted") {
 		t.Fatalf("turns %+v; want the awaited turn recorded stopped, interrupted", ts)
 	}
 	runs := next.started()
