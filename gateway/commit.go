@@ -206,12 +206,16 @@ func (c *committer) commitBatch(batch []*commitReq) {
 			r.inserted, r.err = c.st.EnqueueMessage(ctx, &r.msg, r.work)
 		}
 	}
+	// Every message is noted before any folder wakes: a turn woken by one
+	// reads the batch's other messages to its folder too.
+	for _, r := range live {
+		if r.err == nil && r.inserted && r.noted != nil {
+			r.noted(r.msg)
+		}
+	}
 	kicked := map[groups.Folder]bool{}
 	for _, r := range live {
 		if r.err == nil && r.inserted {
-			if r.noted != nil {
-				r.noted(r.msg)
-			}
 			c.stored(r.msg.ChatJID, r.msg.Seq)
 			for _, w := range r.work {
 				if w.Mode == string(routing.Trigger) && !kicked[w.Folder] {

@@ -175,3 +175,23 @@ func TestCommitNotesBeforeTheWake(t *testing.T) {
 		t.Errorf("order %q; want %q", order, want)
 	}
 }
+
+// Every message of a transaction is noted before any folder it wakes
+// starts a turn: a turn woken by the first message reads the second too
+// (both are committed), so the second's note has to be there as well.
+func TestCommitNotesTheWholeBatchBeforeTheWake(t *testing.T) {
+	st := openTestStore(t, "main")
+	var order []string
+	c := &committer{st: st, stored: func(adapters.JID, int64) {}, kick: func(f groups.Folder) { order = append(order, "kick "+string(f)) }}
+	work := []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "trigger", Trigger: store.TriggerMessage}}
+	noted := func(m store.Message) { order = append(order, "noted "+string(m.ID)) }
+	var batch []*commitReq
+	for _, id := range []adapters.MessageID{"m1", "m2"} {
+		m := store.Message{ChatJID: testChat, ID: id, Sender: "test:user/ann", Text: "hi", Verb: "mention"}
+		batch = append(batch, &commitReq{ctx: context.Background(), msg: m, work: work, noted: noted, done: make(chan struct{})})
+	}
+	c.commitBatch(batch)
+	if want := []string{"noted m1", "noted m2", "kick main"}; fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("order %q; want %q", order, want)
+	}
+}

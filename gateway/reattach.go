@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/store"
@@ -130,19 +129,23 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	t.active.started(turn.ID, b)            // its agent may still call its tools
 	run := t.running.begin(ctx, turn.ID, b) // /stop, the Stop button
 	res, err := t.runner.(agent.Reattacher).Await(run.ctx, agent.TurnID(turn.ID), it.Started.Add(t.agent.Timeout))
-	return t.recordAwaited(ctx, it, preparedTurn{b: b, turn: turn, session: session}, res, err, run.end().by)
+	return t.recordAwaited(ctx, it, preparedTurn{b: b, turn: turn, session: session}, res, err, run.end())
 }
 
-// recordAwaited records the outcome of the awaited turn it (p, stopped by
-// by, if anyone), as recordTurn or recordStopped; one that never came
-// counts as a crashed attempt. An outcome records the turn without the
-// messages steered into it that its agent did not take (withoutUntaken).
-// It returns the folder's backoff, as runTurn.
-func (t *turns) recordAwaited(ctx context.Context, it store.Interrupted, p preparedTurn, res agent.Result, err error, by adapters.JID) time.Duration {
+// recordAwaited records the outcome of the awaited turn it (p, ended as
+// end says), as recordTurn, recordStopped or, interrupted by a message,
+// recordInterrupted (its whole batch runs again with that message); one
+// that never came counts as a crashed attempt. An outcome records the turn
+// without the messages steered into it that its agent did not take
+// (withoutUntaken). It returns the folder's backoff, as runTurn.
+func (t *turns) recordAwaited(ctx context.Context, it store.Interrupted, p preparedTurn, res agent.Result, err error, end turnEnd) time.Duration {
 	b, turn := p.b, p.turn
-	if by != "" && err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrNoOutcome) {
+	if end.by != "" && err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrNoOutcome) {
+		if end.requeue {
+			return t.recordInterrupted(ctx, p, res, end.by)
+		}
 		p.b = t.withoutUntaken(ctx, b, res.Steered)
-		return t.recordStopped(ctx, p, res, err, by, nil)
+		return t.recordStopped(ctx, p, res, err, end.by, nil)
 	}
 	if errors.Is(err, agent.ErrNoOutcome) {
 		t.active.finished(turn.ID)

@@ -81,6 +81,35 @@ func (w *workerRunner) started() []agent.Input {
 	return append([]agent.Input(nil), w.runs...)
 }
 
+// waitAwaiting waits until n turns are awaited (Await called, not returned).
+func (w *workerRunner) waitAwaiting(t *testing.T, n int) {
+	t.Helper()
+	testwait.For(t, 20*time.Second, fmt.Sprintf("%d turns awaited", n), func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.awaiting) == n
+	})
+}
+
+// startOnWorker starts a gateway whose turns run on a worker (modify, if
+// set, changes its options further), posts text in testChat and returns
+// once its turn runs there, with that turn's id. The caller's h.stop()
+// then leaves the turn to the next start's await.
+func startOnWorker(t *testing.T, text string, modify func(*Options)) (*harness, string) {
+	t.Helper()
+	first := &workerRunner{}
+	h := newHarness(t, harnessConfig{agent: []string{"unused"}, modify: func(o *Options) {
+		o.Runner = first
+		o.DrainTimeout = 50 * time.Millisecond
+		if modify != nil {
+			modify(o)
+		}
+	}})
+	h.post(testChat, "m1", text)
+	testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+	return h, string(first.started()[0].TurnID)
+}
+
 func envValue(env []string, key string) string {
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, key+"="); ok {
@@ -152,11 +181,7 @@ func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
 		return agent.Result{Reply: "rerun"}, nil
 	}
 	h.restart(func(o *Options) { o.Runner = next })
-	testwait.For(t, 20*time.Second, "the three turns awaited", func() bool {
-		next.mu.Lock()
-		defer next.mu.Unlock()
-		return len(next.awaiting) == 3
-	})
+	next.waitAwaiting(t, 3)
 	if _, err := h.st.TokenByHash(context.Background(), store.HashToken(token)); err != nil {
 		t.Errorf("the awaited turn's MCP token: %v; want it valid while the turn runs on its worker", err)
 	}
@@ -228,14 +253,7 @@ func TestRestartSettlesSteeredByTheOutcome(t *testing.T) {
 		{name: "stopped", stop: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			first := &workerRunner{}
-			h := newHarness(t, harnessConfig{agent: []string{"unused"}, modify: func(o *Options) {
-				o.Runner = first
-				o.DrainTimeout = 50 * time.Millisecond
-			}})
-			h.post(testChat, "m1", "first question")
-			testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
-			turn := string(first.started()[0].TurnID)
+			h, turn := startOnWorker(t, "first question", nil)
 			// As the gateway writes a message steered into the running turn.
 			m := ops.StoreMessage(adapters.Inbound{Chat: testChat, ID: "m2", Sender: "test:user/ann", SenderName: "Ann",
 				Text: "steered question", Verb: adapters.VerbMention})
@@ -261,11 +279,7 @@ func TestRestartSettlesSteeredByTheOutcome(t *testing.T) {
 			}
 			h.restart(func(o *Options) { o.Runner = next })
 			if tc.stop {
-				testwait.For(t, 20*time.Second, "the turn awaited", func() bool {
-					next.mu.Lock()
-					defer next.mu.Unlock()
-					return len(next.awaiting) == 1
-				})
+				next.waitAwaiting(t, 1)
 				h.post(testChat, "s1", "/stop")
 			}
 			testwait.For(t, 20*time.Second, "the awaited turn recorded", func() bool {

@@ -385,33 +385,50 @@ func BenchmarkStopCommand(b *testing.B) {
 // one, is stopped by /stop like a running one: recorded stopped, not run
 // again.
 func TestStopAwaitedTurn(t *testing.T) {
-	first := &workerRunner{}
-	h := newHarness(t, harnessConfig{agent: []string{"unused"}, modify: func(o *Options) {
-		o.Runner = first
-		o.DrainTimeout = 50 * time.Millisecond
-	}})
-	h.post(testChat, "m1", "a long question")
-	testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+	h, turn := startOnWorker(t, "a long question", nil)
 	h.stop()
 	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
 	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
 	h.restart(func(o *Options) { o.Runner = next })
-	testwait.For(t, 20*time.Second, "the turn awaited", func() bool {
-		next.mu.Lock()
-		defer next.mu.Unlock()
-		return len(next.awaiting) == 1
-	})
+	next.waitAwaiting(t, 1)
 	h.post(testChat, "m2", "/stop")
 	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
 		t.Fatalf("sent %q; want %q", sent, stopStopped)
 	}
-	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != string(first.started()[0].TurnID) {
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
 		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
 	}
 	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
 	if n := len(next.started()); n != 0 {
 		t.Errorf("%d turns ran after the stop; want none", n)
 	}
+}
+
+// A message that interrupts (mid_turn: interrupt) a turn a stopped gateway
+// left running on a worker, awaited by the next one, does as it does to a
+// running turn: the awaited turn is recorded stopped and its batch runs
+// again with the new message as one new turn (it was recorded stopped with
+// its batch consumed, so its question was never answered).
+func TestInterruptAwaitedTurn(t *testing.T) {
+	h, turn := startOnWorker(t, "a long question", func(o *Options) { o.MidTurn = MidTurnInterrupt })
+	h.stop()
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
+	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "both answered"}, nil }
+	h.restart(func(o *Options) { o.Runner = next })
+	next.waitAwaiting(t, 1)
+	h.post(testChat, "m2", "and another thing")
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{"both answered"}) {
+		t.Fatalf("sent %q; want only the new turn's reply", sent)
+	}
+	ts := h.waitTurns("main", 2)
+	if ts[0].Status != store.TurnStopped || ts[0].ID != turn || !strings.HasPrefix(ts[0].Error, "interrupted") {
+		t.Fatalf("turns %+v; want the awaited turn recorded stopped, interrupted", ts)
+	}
+	runs := next.started()
+	if len(runs) != 1 || !strings.Contains(runs[0].Prompt, "a long question") || !strings.Contains(runs[0].Prompt, "and another thing") {
+		t.Fatalf("turns run after the interrupt: %d; want one whose prompt has both messages: %+v", len(runs), runs)
+	}
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
 }
 
 // /stop while a turn is prepared (its attachments downloading, before its
