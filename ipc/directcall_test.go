@@ -2,10 +2,15 @@ package ipc
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -73,6 +78,8 @@ func TestDirectCallAnswersAsMCPGo(t *testing.T) {
 		{`7.5`, `"name":"list_grants"`},
 		{`12345678901234567890`, `"name":"list_grants"`},
 		{`0`, `"name":"list_grants","task":{"ttl":1000}`},
+		{`15`, `"name":"list_grants","requestState":"s"`},
+		{`16`, `"name":"list_grants","inputResponses":{}`},
 	}
 	direct := s.directCalls.Load()
 	var all strings.Builder
@@ -86,8 +93,8 @@ func TestDirectCallAnswersAsMCPGo(t *testing.T) {
 		}
 		all.Write(got)
 	}
-	// The calls with a known tool, an integer or string id and no task took
-	// the direct path.
+	// The calls with a known tool, an integer or string id and no task or
+	// multi-round-trip retry took the direct path.
 	if n := s.directCalls.Load() - direct; n != 12 {
 		t.Errorf("%d calls took the direct path, want 12", n)
 	}
@@ -126,5 +133,27 @@ func TestCancelledDirectCall(t *testing.T) {
 	rc.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_grants","arguments":{}}}`)
 	if rest := rc.rest(); len(rest) != 1 || fmt.Sprint(rest[0].ID) != "7" || rest[0].Result == nil {
 		t.Fatalf("want only the answer to call 7, got %v", rest)
+	}
+}
+
+// TestDirectParamsKnowMCPGo: the direct path reads every key of a
+// tools/call's params that mcp-go reads, so that a call using one it does
+// not serve itself (a new one in an mcp-go upgrade included) goes to
+// mcp-go rather than straight to the handler with that key ignored.
+func TestDirectParamsKnowMCPGo(t *testing.T) {
+	keys := func(typ reflect.Type) []string {
+		var out []string
+		for _, f := range reflect.VisibleFields(typ) {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.Anonymous && f.IsExported() && name != "-" {
+				out = append(out, cmp.Or(name, f.Name))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := keys(reflect.TypeFor[directParams]()), keys(reflect.TypeFor[mcp.CallToolParams]()); !slices.Equal(got, want) {
+		t.Errorf("directParams reads %v of a tools/call's params, mcp-go's CallToolParams %v: add the missing ones "+
+			"to directParams and send a call that has them to mcp-go (callDirect)", got, want)
 	}
 }

@@ -3,6 +3,8 @@ package ipc
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -95,6 +97,36 @@ func TestIDKeyIsRequestID(t *testing.T) {
 		}
 		if got := idKey(json.RawMessage(raw)); got != want {
 			t.Errorf("idKey(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestAppendMessageKnowsMCPGoTypes: appendMessage writes mcp-go's response,
+// tool result and text content by hand, field by field, and sends to
+// json.Marshal only the results using a field it knows it does not write.
+// A field mcp-go adds in an upgrade would be dropped from every answer on
+// the direct path without a word: this lists the fields it was written
+// against, so that an upgrade that adds one fails here, not at a client.
+func TestAppendMessageKnowsMCPGoTypes(t *testing.T) {
+	for _, c := range []struct {
+		typ  reflect.Type
+		want []string
+	}{
+		{reflect.TypeFor[mcp.JSONRPCResponse](), []string{"JSONRPC", "ID", "Result"}},
+		{reflect.TypeFor[mcp.CallToolResult](), []string{"Meta", "ResultType", "InputRequests", "RequestState",
+			"Content", "StructuredContent", "RawStructuredContent", "IsError"}},
+		{reflect.TypeFor[mcp.TextContent](), []string{"Annotations", "Meta", "Type", "Text"}},
+	} {
+		var got []string
+		for _, f := range reflect.VisibleFields(c.typ) {
+			if !f.Anonymous && f.IsExported() {
+				got = append(got, f.Name)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("mcp.%s has fields %v; appendMessage (encode.go) was written for %v: teach plainToolResult "+
+				"and appendToolResult the new ones (or send results using them to json.Marshal), then update this list",
+				c.typ.Name(), got, c.want)
 		}
 	}
 }
