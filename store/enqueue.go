@@ -44,11 +44,11 @@ type Enqueue struct {
 func (s *Store) EnqueueMessages(ctx context.Context, es []Enqueue) error {
 	for i := range es {
 		if err := validMessage(es[i].Message); err != nil {
-			return err
+			return fmt.Errorf("insert message %d of %d: %w", i+1, len(es), err)
 		}
-		for _, w := range es[i].Work {
+		for j, w := range es[i].Work {
 			if err := checkWork(w); err != nil {
-				return err
+				return fmt.Errorf("insert message %d of %d (%s in %s), work item %d: %w", i+1, len(es), es[i].Message.ID, es[i].Message.ChatJID, j+1, err)
 			}
 		}
 	}

@@ -94,9 +94,6 @@ func (s *Store) InsertMessage(ctx context.Context, m *Message) (inserted bool, e
 func (s *Store) InsertMessages(ctx context.Context, ms []*Message) (inserted int, err error) {
 	es := make([]Enqueue, len(ms))
 	for i, m := range ms {
-		if err := validMessage(m); err != nil {
-			return 0, fmt.Errorf("insert message %d of %d: %w", i+1, len(ms), err)
-		}
 		es[i].Message = m
 	}
 	if err := s.EnqueueMessages(ctx, es); err != nil {

@@ -117,8 +117,16 @@ const insertWorkSQL = `INSERT INTO work (` + workInsertColumns + `) VALUES (?, ?
 const workInsertColumns = `folder, chat_jid, topic, seq, mode, trigger, prompt, origin, task_id, run_id, isolated, created_ms, chain`
 
 func checkWork(w WorkItem) error {
-	if w.Folder == "" || w.ChatJID == "" || w.Mode == "" || w.Trigger == "" {
-		return fmt.Errorf("insert work: folder, chat, mode and trigger are required")
+	var missing []string
+	for _, f := range []struct {
+		name, value string
+	}{{"folder", string(w.Folder)}, {"chat", string(w.ChatJID)}, {"mode", w.Mode}, {"trigger", string(w.Trigger)}} {
+		if f.value == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("insert work: %s empty; folder, chat, mode and trigger are required", strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -204,16 +205,25 @@ func TestEnqueueMessagesConcurrentSizes(t *testing.T) {
 }
 
 // A batch with a bad entry stores nothing and changes nothing, so the caller
-// can retry the entries one by one.
+// can retry the entries one by one; the error says which entry and what in
+// it was wrong.
 func TestEnqueueMessagesAllOrNothing(t *testing.T) {
 	s := newStore(t)
-	for _, bad := range []Enqueue{
-		{Message: msg("web:a", "")},
-		{Message: msg("web:a", "2"), Work: []WorkItem{{ChatJID: "web:a", Mode: "trigger", Trigger: "message"}}},
+	for _, c := range []struct {
+		bad  Enqueue
+		want string
+	}{
+		{Enqueue{Message: msg("web:a", "")}, "insert message 2 of 2: invalid message: empty platform message id in web:a"},
+		{Enqueue{Message: msg("web:a", "2"), Work: []WorkItem{{ChatJID: "web:a", Mode: "trigger", Trigger: "message"}}},
+			"insert message 2 of 2 (2 in web:a), work item 1: insert work: folder empty"},
 	} {
-		es := []Enqueue{{Message: msg("web:a", "1"), Work: trigger("main", "web:a", "")}, bad}
-		if err := s.EnqueueMessages(context.Background(), es); err == nil {
-			t.Fatalf("batch with %+v stored", bad)
+		es := []Enqueue{{Message: msg("web:a", "1"), Work: trigger("main", "web:a", "")}, c.bad}
+		err := s.EnqueueMessages(context.Background(), es)
+		if err == nil {
+			t.Fatalf("batch with %+v stored", c.bad)
+		}
+		if !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("error %q; want it to start %q", err, c.want)
 		}
 		if es[0].Message.Seq != 0 || es[0].Inserted {
 			t.Errorf("failed batch changed its entries: %+v", es[0])
