@@ -43,7 +43,8 @@ func historyTools() []*toolDef {
 		), run: runFetchHistory},
 		{tool: newTool("find_messages", "Search messages",
 			"Full-text search over stored messages of the chats your group owns, best matches first (for a word found in very "+
-				"many messages: the newest first, rank 0), with a snippet that "+
+				"many messages: the newest first, rank 0; within busy chats an older hit can then be missed: narrow the query, "+
+				"or pass chat_jid and since), with a snippet that "+
 				"marks the matched words in [brackets]. Query syntax is SQLite FTS5: words (all must match), \"exact phrase\", "+
 				"prefix*, OR, NOT, NEAR(a b). Returns {\"hits\": [...]}.",
 			readOnly,

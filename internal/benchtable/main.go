@@ -17,8 +17,9 @@ import (
 )
 
 // goal is what one figure of the benchmarks whose name matches bench must
-// reach (metric is a path.Match pattern: find-*-p99-ms is each query's); met says whether it does, given the figure, its floor (0: none)
-// and their ratio.
+// reach (metric is a path.Match pattern: find-*-p99-ms is each query's);
+// met says whether it does, given the figure, its floor (0: none) and
+// their ratio.
 type goal struct {
 	bench, metric, text string
 	met                 func(v, floor, ratio float64) bool
