@@ -66,11 +66,13 @@ type dispatcher struct {
 type seenWorker struct {
 	info WorkerInfo
 	seen time.Time // when the report was put (local clock after the initial values)
-	// ended counts this gateway's turns on the worker that ended since
-	// the report came: the worker reports a freed slot before it sends
-	// the turn's outcome, but the report can reach the gateway after the
-	// outcome, and until then info.Busy still counts the ended turn.
-	ended int
+	// ended lists this gateway's turns on the worker that ended and that
+	// info.Busy still counts, by their Outcome.Finished (0: no outcome
+	// came; counted until the next report). The worker reports a freed
+	// slot before it sends the turn's outcome, but either can reach the
+	// gateway first: a turn is listed only while the report's Finished
+	// is below its own, so it is discounted once, not twice.
+	ended []int64
 }
 
 type assignment struct {
@@ -112,13 +114,37 @@ func (d *dispatcher) follow() {
 				if initial && e.Created().Before(seen) {
 					seen = e.Created()
 				}
-				d.workers[e.Key()] = seenWorker{info: wi, seen: seen}
+				d.workers[e.Key()] = seenWorker{info: wi, seen: seen, ended: stillCounted(d.workers[e.Key()], wi)}
 				close(d.news)
 				d.news = make(chan struct{})
 			}
 		}
 		d.mu.Unlock()
 	}
+}
+
+// stillCounted is what of prev's ended turns the worker's new report wi
+// still counts busy: those it does not count finished, from the same
+// worker process.
+func stillCounted(prev seenWorker, wi WorkerInfo) []int64 {
+	if !prev.info.Started.Equal(wi.Started) {
+		return nil
+	}
+	var still []int64
+	for _, f := range prev.ended {
+		if f > wi.Finished {
+			still = append(still, f)
+		}
+	}
+	return still
+}
+
+// used is how many of wi's slots are busy: the turns this gateway gave
+// the worker, or the ones it reports running if more (turns an earlier
+// gateway process gave it, still running after a restart), less this
+// gateway's turns that ended and the report still counts. Under mu.
+func (d *dispatcher) used(wi WorkerInfo) int {
+	return max(d.load[wi.ID], wi.Busy-len(d.workers[wi.ID].ended))
 }
 
 // live reports whether worker id reported within the workers' TTL. Under mu.
@@ -154,10 +180,7 @@ func (d *dispatcher) pick(turn, dir string) string {
 	for _, w := range d.last {
 		folders[w]++
 	}
-	// Busy slots: the turns this gateway gave the worker, or the ones it
-	// reports running if more (turns an earlier gateway process gave it,
-	// still running after a restart).
-	used := func(wi WorkerInfo) int { return max(d.load[wi.ID], wi.Busy-d.workers[wi.ID].ended) }
+	used := d.used
 	free := func(wi WorkerInfo) int { return wi.Slots - used(wi) }
 	var best, least WorkerInfo
 	for id := range d.workers {
@@ -217,8 +240,9 @@ func (d *dispatcher) moved(turn string) string {
 	return d.turns[turn].from
 }
 
-// done ends turn's count against its worker.
-func (d *dispatcher) done(turn string) {
+// done ends turn's count against its worker; finished is its outcome's
+// Finished (0: none came).
+func (d *dispatcher) done(turn string, finished int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	a, ok := d.turns[turn]
@@ -226,8 +250,8 @@ func (d *dispatcher) done(turn string) {
 		return
 	}
 	delete(d.turns, turn)
-	if w, ok := d.workers[a.worker]; ok {
-		w.ended++
+	if w, ok := d.workers[a.worker]; ok && (finished == 0 || finished > w.info.Finished) {
+		w.ended = append(w.ended, finished)
 		d.workers[a.worker] = w
 	}
 	if d.load[a.worker]--; d.load[a.worker] <= 0 {

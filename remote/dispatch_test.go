@@ -334,14 +334,65 @@ func TestDispatchStickyBeforeTheFreedSlotsReport(t *testing.T) {
 	w.info.Busy = 1
 	d.workers[first] = w
 	// ...and the outcome comes before its next report.
-	d.done("a-1")
+	d.done("a-1", 1)
 	if got := d.pick("a-2", "/f/a"); got != first {
 		t.Errorf("a-2 went to %s; want %s, where a-1 ran and whose slot is free", got, first)
 	}
 	// A worker still running a turn of an earlier gateway stays counted.
-	d.done("a-2")
+	d.done("a-2", 0) // no outcome came
 	d.workers["w2"] = seenWorker{info: WorkerInfo{ID: "w2", Slots: 1, Busy: 1}, seen: now}
 	if got := d.pick("b-1", "/f/b"); got != first {
 		t.Errorf("b-1 went to %s; want %s, the worker with a free slot", got, first)
+	}
+}
+
+// A worker reports its freed slot before it sends the turn's outcome, and
+// the report may well come first: the ended turn is then discounted once,
+// not twice, so a turn an earlier gateway gave the worker, still running,
+// stays counted; a report that counts an ended turn finished stops
+// discounting it, and a restarted worker (another Started) starts over.
+func TestDispatchDiscountsAnEndedTurnOnce(t *testing.T) {
+	now := time.Now()
+	started := now.Add(-time.Hour)
+	report := func(d *dispatcher, busy int, finished int64, started time.Time) {
+		wi := WorkerInfo{ID: "w1", Slots: 2, Busy: busy, Finished: finished, Started: started}
+		d.workers["w1"] = seenWorker{info: wi, seen: now, ended: stillCounted(d.workers["w1"], wi)}
+	}
+	used := func(d *dispatcher) int { return d.used(d.workers["w1"].info) }
+	newD := func() *dispatcher {
+		d := &dispatcher{workers: map[string]seenWorker{}, turns: map[string]assignment{}, load: map[string]int{}, last: map[string]string{},
+			news: make(chan struct{}), ttl: time.Minute}
+		report(d, 1, 0, started) // a turn of an earlier gateway process runs
+		return d
+	}
+
+	d := newD()
+	d.pick("a-1", "/f/a")
+	report(d, 2, 0, started)
+	report(d, 1, 1, started) // the freed slot first...
+	d.done("a-1", 1)         // ...then the outcome
+	if got := used(d); got != 1 {
+		t.Errorf("report first: %d slots used; want 1, the earlier gateway's turn", got)
+	}
+
+	d = newD()
+	d.pick("a-1", "/f/a")
+	report(d, 2, 0, started)
+	d.done("a-1", 1) // the outcome first...
+	if got := used(d); got != 1 {
+		t.Errorf("outcome first: %d slots used; want 1", got)
+	}
+	report(d, 1, 1, started) // ...then the report, which counts it finished
+	if got := used(d); got != 1 {
+		t.Errorf("outcome, then report: %d slots used; want 1", got)
+	}
+
+	d = newD()
+	d.pick("a-1", "/f/a")
+	report(d, 2, 0, started)
+	d.done("a-1", 1)
+	report(d, 2, 0, now) // the worker restarted: its Busy is its own
+	if got := used(d); got != 2 {
+		t.Errorf("restarted worker: %d slots used; want its report's 2", got)
 	}
 }

@@ -130,6 +130,10 @@ type Outcome struct {
 	// the agent (steer.go): the gateway records exactly these as part of
 	// the turn, and queues the others it sent for the next one.
 	Steered []int64 `json:"steered,omitempty"`
+	// Finished is the worker's WorkerInfo.Finished once this turn was
+	// over: a report of the worker counting at least as many no longer
+	// counts the turn busy (the dispatch, dispatch.go).
+	Finished int64 `json:"finished,omitempty"`
 }
 
 // WorkerInfo is a live worker's entry in the workers bucket.
@@ -138,6 +142,9 @@ type WorkerInfo struct {
 	Host  string `json:"host"`
 	Slots int    `json:"slots"`
 	Busy  int    `json:"busy"`
+	// Finished counts the turns the worker process (Started) finished:
+	// those no longer in Busy.
+	Finished int64 `json:"finished,omitempty"`
 	// Draining: the worker is stopping; it finishes what it runs and gets
 	// no new turn.
 	Draining bool      `json:"draining,omitempty"`

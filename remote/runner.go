@@ -253,7 +253,8 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	ch, forget := r.expect(job.TurnID, job.Dir, "")
 	defer forget()
 	worker, wres, err := r.d.assign(ctx, job.TurnID, job.Dir, time.UnixMilli(job.DeadlineMs), r.opt.Check, r.log)
-	defer r.d.done(job.TurnID)
+	var finished int64 // the outcome's Finished
+	defer func() { r.d.done(job.TurnID, finished) }()
 	if err != nil {
 		wres.SessionID, wres.Duration = in.SessionID, time.Since(started)
 		return wres, err
@@ -296,6 +297,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	for {
 		select {
 		case o := <-ch:
+			finished = o.Finished
 			in.Steer.Settle(o.Steered)
 			if o.NotStarted && o.Error != "" {
 				// Perhaps the worker could not fetch the folder's version:
@@ -309,6 +311,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			if agent.StopRequested(ctx) {
 				o, came := r.stopOnWorker(worker, job.TurnID, ch)
 				if came {
+					finished = o.Finished
 					in.Steer.Settle(o.Steered)
 					relay.wait(o.Events, r.opt.Grace)
 				}

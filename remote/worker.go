@@ -62,12 +62,16 @@ type Worker struct {
 	host    string
 	started time.Time
 	busy    atomic.Int32
-	dropped atomic.Int64 // job environment entries dropped (jobEnv)
-	folders *workerFolders
-	stop    atomic.Bool // draining: reported in the heartbeat
-	consMu  sync.Mutex
-	cons    jetstream.Consumer // nil: (re)create it
-	stops   workerStops        // stop.go
+	// finished counts the turns finished (WorkerInfo.Finished): raised
+	// before busy drops, and a report reads busy first, so a report never
+	// leaves out of Busy a turn it does not count finished.
+	finished atomic.Int64
+	dropped  atomic.Int64 // job environment entries dropped (jobEnv)
+	folders  *workerFolders
+	stop     atomic.Bool // draining: reported in the heartbeat
+	consMu   sync.Mutex
+	cons     jetstream.Consumer // nil: (re)create it
+	stops    workerStops        // stop.go
 }
 
 // NewWorker binds to the workers bucket and the folder object store,
@@ -264,6 +268,7 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 		w.log.Warn("announce turn taken", "turn", j.TurnID, "err", err)
 	}
 	o := w.run(turnCtx, j)
+	o.Finished = w.finished.Add(1)
 	w.busy.Add(-1)
 	w.heartbeat(ctx) // the slot is free: status and the dispatch see it now, not at the next beat
 	data, _ := json.Marshal(o)
@@ -390,7 +395,7 @@ func envName(name string) bool {
 func (w *Worker) heartbeat(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	info := WorkerInfo{ID: w.opt.ID, Host: w.host, Slots: w.opt.Slots, Busy: int(w.busy.Load()), Draining: w.stop.Load(),
+	info := WorkerInfo{ID: w.opt.ID, Host: w.host, Slots: w.opt.Slots, Busy: int(w.busy.Load()), Finished: w.finished.Load(), Draining: w.stop.Load(),
 		Started: w.started, Seen: time.Now()}
 	data, _ := json.Marshal(info)
 	if _, err := w.kv.Put(ctx, w.opt.ID, data); err != nil && ctx.Err() == nil {
