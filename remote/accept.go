@@ -72,8 +72,9 @@ func (r *Runner) acceptOutcome(o Outcome) bool {
 	r.mu.Unlock()
 	switch {
 	case reason != "":
-		r.refused.Add(1)
+		// Logged before it is counted: whoever sees the count sees the log.
 		r.log.Warn("remote outcome refused; nothing of it applied", "turn", o.TurnID, "worker", o.Worker, "reason", reason)
+		r.refused.Add(1)
 		return false
 	case dup:
 		r.log.Info("remote outcome of a turn already answered; dropped", "turn", o.TurnID, "worker", o.Worker)

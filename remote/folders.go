@@ -337,8 +337,8 @@ func (f *folders) apply(ctx context.Context, o Outcome) error {
 // own (Runner.acceptOutcome): logged, counted, its delta object deleted.
 func (f *folders) refuseStale(o Outcome, why string) {
 	d := o.Folder
-	f.refused.Add(1)
 	f.log.Warn("stale folder upload refused", "worker", o.Worker, "turn", o.TurnID, "dir", d.Dir, "base", d.Base, "why", why)
+	f.refused.Add(1) // after the log: whoever sees the count sees the log
 	if d.Object == "" {
 		return
 	}

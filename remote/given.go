@@ -18,8 +18,8 @@ func resultSubject(worker, turn string) string { return resultsPrefix + worker +
 func (r *Runner) fromSubject(subject string, o Outcome) bool {
 	worker, turn, ok := strings.Cut(strings.TrimPrefix(subject, resultsPrefix), ".")
 	if !ok || turn != o.TurnID || worker != o.Worker {
-		r.refused.Add(1)
 		r.log.Warn("remote outcome not from the worker it names; dropped", "subject", subject, "turn", o.TurnID, "worker", o.Worker)
+		r.refused.Add(1) // after the log: whoever sees the count sees the log
 		return false
 	}
 	return true
