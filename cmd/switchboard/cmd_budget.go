@@ -63,8 +63,9 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(a.stdout, "budget of %s: %s a day, %s a month\n", args[0], capText(daily), capText(monthly))
-				return err
+				return a.emit(map[string]any{"folder": folder, "daily_usd": daily, "monthly_usd": monthly}, func(w io.Writer) {
+					fmt.Fprintf(w, "budget of %s: %s a day, %s a month\n", args[0], capText(daily), capText(monthly))
+				})
 			})
 		},
 	}
@@ -97,8 +98,9 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 				if !found {
 					return fmt.Errorf("group %s has no budget; see switchboard budget list", args[0])
 				}
-				_, err = fmt.Fprintf(a.stdout, "budget of %s removed\n", args[0])
-				return err
+				return a.emit(map[string]any{"folder": args[0], "removed": true}, func(w io.Writer) {
+					fmt.Fprintf(w, "budget of %s removed\n", args[0])
+				})
 			})
 		},
 	}
