@@ -15,8 +15,19 @@ import (
 )
 
 // seedBudgets sets the config's budgets of groups that have none stored:
-// what budget set changed later stays.
+// what budget set changed later stays. A budget of a folder that is no
+// group (after the config's groups were created) is an error naming it,
+// as budget set refuses it, and then none is set.
 func (a *app) seedBudgets(ctx context.Context, st *store.Store) error {
+	for i, b := range a.cfg.Budgets {
+		ok, err := st.GroupExists(ctx, b.Folder)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("budgets[%d].folder: no group %s; add it to groups: (or switchboard group add %s), or remove this budget", i, b.Folder, b.Folder)
+		}
+	}
 	for _, b := range a.cfg.Budgets {
 		created, err := st.SeedBudget(ctx, store.Budget{Folder: b.Folder, DailyUSD: b.DailyUSD, MonthlyUSD: b.MonthlyUSD})
 		if err != nil {
