@@ -115,14 +115,8 @@ func inZone(t time.Time, tz string) string {
 	return t.Format("2006-01-02 15:04:05 -07:00") + " " + cmp.Or(tz, "UTC")
 }
 
-// nextRun is when t fires next: never once it is cancelled or completed,
-// whatever slot the store still holds.
-func nextRun(t scheduler.Task) time.Time {
-	if t.Status == scheduler.StatusCancelled || t.Status == scheduler.StatusCompleted {
-		return time.Time{}
-	}
-	return t.Next
-}
+// nextRun is when t fires next (scheduler.Task.NextRun).
+func nextRun(t scheduler.Task) time.Time { return t.NextRun() }
 
 func taskJSON(t scheduler.Task) map[string]any {
 	out := map[string]any{"id": t.ID, "folder": t.Folder, "chat_jid": t.ChatJID, "prompt": t.Prompt, "schedule": t.Spec,
