@@ -120,7 +120,7 @@ func nextRun(t scheduler.Task) time.Time { return t.NextRun() }
 
 func taskJSON(t scheduler.Task) map[string]any {
 	out := map[string]any{"id": t.ID, "folder": t.Folder, "chat_jid": t.ChatJID, "prompt": t.Prompt, "schedule": t.Spec,
-		"kind": t.Kind, "timezone": t.Timezone, "context_mode": t.Context, "missed": t.Missed, "status": t.Status, "next_run": nil}
+		"kind": t.Kind, "timezone": t.Timezone, "context_mode": t.Context, "missed": t.Missed, "status": t.Status, "next_run": nil, "created_by": t.CreatedBy}
 	if next := nextRun(t); !next.IsZero() {
 		out["next_run"] = next.Format(time.RFC3339)
 	}

@@ -26,7 +26,8 @@ func TestTaskCommands(t *testing.T) {
 	if local := next.In(ny); local.Hour() != 2 && local.Hour() != 3 || !next.After(time.Now()) {
 		t.Errorf("next run %s is not the next 02:30 in New York", next.In(ny))
 	}
-	if task["context_mode"] != "isolated" || task["missed"] != "once" || task["timezone"] != "America/New_York" {
+	// created_by is operator from the CLI (docs/scheduling.md), as the task tools show it.
+	if task["context_mode"] != "isolated" || task["missed"] != "once" || task["timezone"] != "America/New_York" || task["created_by"] != "operator" {
 		t.Errorf("task = %v", task)
 	}
 
