@@ -75,6 +75,15 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 		return usagef("--jid: %w", err)
 	}
 	spec.CreatedBy = "operator"
+	// A bad schedule, zone, mode, policy or prompt is the command line's
+	// fault: a usage error, checked before the store (ops.AddTask checks
+	// the same again, with the group). The config gives the default zone.
+	if err := a.load(); err != nil {
+		return err
+	}
+	if _, err := scheduler.NewTask(spec, a.cfg.Timezone, time.Now()); err != nil {
+		return usageError{fmt.Errorf("task add: %w", cliScheduleError(err, "--schedule"))}
+	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
 		t, err := ops.AddTask(ctx, st, spec, a.cfg.Timezone)
