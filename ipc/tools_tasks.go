@@ -143,8 +143,8 @@ func zoneOf(tz string) *time.Location {
 func viewTask(t scheduler.Task) taskView {
 	v := taskView{ID: t.ID, Folder: t.Folder, ChatJID: t.ChatJID, Prompt: t.Prompt, Schedule: t.Spec, Kind: t.Kind,
 		Timezone: t.Timezone, Context: t.Context, Missed: string(t.Missed), Status: string(t.Status), CreatedBy: t.CreatedBy}
-	if !t.Next.IsZero() {
-		next := t.Next.In(zoneOf(t.Timezone)).Format(time.RFC3339)
+	if n := t.NextRun(); !n.IsZero() {
+		next := n.In(zoneOf(t.Timezone)).Format(time.RFC3339)
 		v.NextRun = &next
 	}
 	return v

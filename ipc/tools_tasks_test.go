@@ -91,13 +91,18 @@ func TestTaskToolsLifecycle(t *testing.T) {
 		if got.Status != step.want {
 			t.Errorf("%s: status %s, want %s", step.tool, got.Status, step.want)
 		}
+		// A cancelled task never runs again: no next_run, as task list
+		// shows it (CONTRACT §10 "cancelled tasks stop for good").
+		if step.want == "cancelled" && got.NextRun != nil {
+			t.Errorf("%s: next_run %s, want null", step.tool, *got.NextRun)
+		}
 	}
 	if r := call(t, c, "resume_task", map[string]any{"id": tk.ID}); !r.IsError || !strings.Contains(r.Text, "cancelled") {
 		t.Errorf("resume after cancel: %+v", r)
 	}
 	var inspected taskList
 	call(t, c, "inspect_tasks", map[string]any{"id": tk.ID}).decode(t, &inspected)
-	if len(inspected.Tasks) != 1 || inspected.Tasks[0].Status != "cancelled" || inspected.Tasks[0].Runs == nil || len(inspected.Tasks[0].Runs) != 0 {
+	if len(inspected.Tasks) != 1 || inspected.Tasks[0].Status != "cancelled" || inspected.Tasks[0].NextRun != nil || inspected.Tasks[0].Runs == nil || len(inspected.Tasks[0].Runs) != 0 {
 		t.Errorf("inspect_tasks %+v", inspected)
 	}
 	for _, tool := range []string{"pause_task", "inspect_tasks"} {

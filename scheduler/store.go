@@ -23,6 +23,16 @@ type Task struct {
 	CreatedBy string
 }
 
+// NextRun is when t fires next: never (zero) once it is cancelled or
+// completed, whatever slot Next still holds. What the CLI and the task
+// tools show as a task's next run.
+func (t Task) NextRun() time.Time {
+	if t.Status == StatusCancelled || t.Status == StatusCompleted {
+		return time.Time{}
+	}
+	return t.Next
+}
+
 // TaskStatus is where a task is in its life: active (it fires), paused (it
 // keeps its schedule but does not fire), completed (no slot is left) or
 // cancelled (stopped for good).

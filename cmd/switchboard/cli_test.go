@@ -199,6 +199,11 @@ func TestUsageAndDataDirErrors(t *testing.T) {
 			t.Errorf("bare %s: want its help, got %v %q", parent, err, out)
 		}
 	}
+	// A query FTS5 cannot parse is the user's input: exit 2, like a bad
+	// schedule in task preview, with FTS5's reason.
+	if _, _, err := sb(t, dir, "messages", "search", "AND"); !isUsage(err) || !strings.Contains(err.Error(), "syntax error") {
+		t.Errorf("messages search AND: want a usage error naming the syntax error, got %v", err)
+	}
 	missing := filepath.Join(t.TempDir(), "no", "such", "dir")
 	if _, _, err := sb(t, missing, "group", "list"); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing parent dir: %v", err)

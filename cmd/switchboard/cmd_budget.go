@@ -15,8 +15,19 @@ import (
 )
 
 // seedBudgets sets the config's budgets of groups that have none stored:
-// what budget set changed later stays.
+// what budget set changed later stays. A budget of a folder that is no
+// group (after the config's groups were created) is an error naming it,
+// as budget set refuses it, and then none is set.
 func (a *app) seedBudgets(ctx context.Context, st *store.Store) error {
+	for i, b := range a.cfg.Budgets {
+		ok, err := st.GroupExists(ctx, b.Folder)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("budgets[%d].folder: no group %s; add it to groups: (or switchboard group add %s), or remove this budget", i, b.Folder, b.Folder)
+		}
+	}
 	for _, b := range a.cfg.Budgets {
 		created, err := st.SeedBudget(ctx, store.Budget{Folder: b.Folder, DailyUSD: b.DailyUSD, MonthlyUSD: b.MonthlyUSD})
 		if err != nil {
@@ -63,8 +74,9 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(a.stdout, "budget of %s: %s a day, %s a month\n", args[0], capText(daily), capText(monthly))
-				return err
+				return a.emit(map[string]any{"folder": folder, "daily_usd": daily, "monthly_usd": monthly}, func(w io.Writer) {
+					fmt.Fprintf(w, "budget of %s: %s a day, %s a month\n", args[0], capText(daily), capText(monthly))
+				})
 			})
 		},
 	}
@@ -97,8 +109,9 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 				if !found {
 					return fmt.Errorf("group %s has no budget; see switchboard budget list", args[0])
 				}
-				_, err = fmt.Fprintf(a.stdout, "budget of %s removed\n", args[0])
-				return err
+				return a.emit(map[string]any{"folder": args[0], "removed": true}, func(w io.Writer) {
+					fmt.Fprintf(w, "budget of %s removed\n", args[0])
+				})
 			})
 		},
 	}

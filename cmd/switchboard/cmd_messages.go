@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -105,6 +106,9 @@ func (a *app) messagesCommand() *cobra.Command {
 			}
 			return a.withStore(ctx, func(st *store.Store) error {
 				hits, err := st.Search(ctx, args[0], opts)
+				if errors.Is(err, store.ErrBadQuery) {
+					return usageError{err} // the query is the user's input: exit 2
+				}
 				if err != nil {
 					return err
 				}

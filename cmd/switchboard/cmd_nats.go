@@ -104,13 +104,14 @@ func (a *app) natsWorkerAdd(name, out string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, `worker %s: credentials written to %s (mode 0600; keep them secret)
+	return a.emit(map[string]any{"worker": c.Worker, "path": c.Path, "public_key": c.Public}, func(w io.Writer) {
+		fmt.Fprintf(w, `worker %s: credentials written to %s (mode 0600; keep them secret)
 public key: %s
 On the worker: copy the file into its data_dir and set nats.creds to it (or pass --creds).
 The embedded server accepts it within 2 s; on a server of your own, give this key worker %s's
 permissions (deploy/nats-server.conf).
 `, c.Worker, c.Path, c.Public, c.Worker)
-	return nil
+	})
 }
 
 func (a *app) natsWorkerList() error {
@@ -138,8 +139,9 @@ func (a *app) natsWorkerRemove(name string) error {
 	} else if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "worker %s removed: the embedded server refuses its credentials within 2 s\n", name)
-	return nil
+	return a.emit(map[string]any{"worker": name, "removed": true}, func(w io.Writer) {
+		fmt.Fprintf(w, "worker %s removed: the embedded server refuses its credentials within 2 s\n", name)
+	})
 }
 
 func (a *app) natsGatewayCreds(out string) error {
@@ -150,10 +152,11 @@ func (a *app) natsGatewayCreds(out string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "gateway credentials written to %s (mode 0600; keep them secret)\npublic key: %s\n"+
-		"Set nats.creds: %s in the gateway's config, and give this key the gateway's permissions (deploy/nats-server.conf).\n",
-		c.Path, c.Public, c.Path)
-	return nil
+	return a.emit(map[string]any{"path": c.Path, "public_key": c.Public}, func(w io.Writer) {
+		fmt.Fprintf(w, "gateway credentials written to %s (mode 0600; keep them secret)\npublic key: %s\n"+
+			"Set nats.creds: %s in the gateway's config, and give this key the gateway's permissions (deploy/nats-server.conf).\n",
+			c.Path, c.Public, c.Path)
+	})
 }
 
 // natsCreds is the credentials file of the CLI's NATS client (status):

@@ -75,6 +75,15 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 		return usagef("--jid: %w", err)
 	}
 	spec.CreatedBy = "operator"
+	// A bad schedule, zone, mode, policy or prompt is the command line's
+	// fault: a usage error, checked before the store (ops.AddTask checks
+	// the same again, with the group). The config gives the default zone.
+	if err := a.load(); err != nil {
+		return err
+	}
+	if _, err := scheduler.NewTask(spec, a.cfg.Timezone, time.Now()); err != nil {
+		return usageError{fmt.Errorf("task add: %w", cliScheduleError(err, "--schedule"))}
+	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
 		t, err := ops.AddTask(ctx, st, spec, a.cfg.Timezone)
@@ -115,18 +124,12 @@ func inZone(t time.Time, tz string) string {
 	return t.Format("2006-01-02 15:04:05 -07:00") + " " + cmp.Or(tz, "UTC")
 }
 
-// nextRun is when t fires next: never once it is cancelled or completed,
-// whatever slot the store still holds.
-func nextRun(t scheduler.Task) time.Time {
-	if t.Status == scheduler.StatusCancelled || t.Status == scheduler.StatusCompleted {
-		return time.Time{}
-	}
-	return t.Next
-}
+// nextRun is when t fires next (scheduler.Task.NextRun).
+func nextRun(t scheduler.Task) time.Time { return t.NextRun() }
 
 func taskJSON(t scheduler.Task) map[string]any {
 	out := map[string]any{"id": t.ID, "folder": t.Folder, "chat_jid": t.ChatJID, "prompt": t.Prompt, "schedule": t.Spec,
-		"kind": t.Kind, "timezone": t.Timezone, "context_mode": t.Context, "missed": t.Missed, "status": t.Status, "next_run": nil}
+		"kind": t.Kind, "timezone": t.Timezone, "context_mode": t.Context, "missed": t.Missed, "status": t.Status, "next_run": nil, "created_by": t.CreatedBy}
 	if next := nextRun(t); !next.IsZero() {
 		out["next_run"] = next.Format(time.RFC3339)
 	}

@@ -35,8 +35,9 @@ func TestGroupSetMidTurn(t *testing.T) {
 	if m := read(); m != "interrupt" {
 		t.Fatalf("mid_turn %q; want interrupt", m)
 	}
-	if _, _, err := sb(t, dir, "group", "set", "acme", "--mid-turn", "later"); !isUsage(err) {
-		t.Errorf("bad mode: %v; want a usage error", err)
+	// The error lists every value the flag takes, default included.
+	if _, _, err := sb(t, dir, "group", "set", "acme", "--mid-turn", "later"); !isUsage(err) || !strings.Contains(err.Error(), "queue, steer, interrupt or default") {
+		t.Errorf("bad mode: %v; want a usage error naming queue, steer, interrupt or default", err)
 	}
 	if _, _, err := sb(t, dir, "group", "set", "nope", "--mid-turn", "steer"); err == nil || !strings.Contains(err.Error(), "group nope does not exist") {
 		t.Errorf("unknown group: %v", err)

@@ -87,3 +87,39 @@ func TestRunWarnsWhenConfigRoutesDiffer(t *testing.T) {
 		t.Errorf("after route rm: %d warnings, want one: %v", len(w), w)
 	}
 }
+
+// TestRunRefusesBudgetOfNoGroup: a config budget whose folder is no group
+// (a typo: budgets: [{folder: mian, ...}]) stops the start naming
+// budgets[i].folder, as budget set refuses it; it was stored without a
+// word and listed nowhere, so the group the operator meant ran uncapped.
+func TestRunRefusesBudgetOfNoGroup(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "ops") // a group made by the CLI counts too
+	st := openDB(t, dir)
+	seed := func(yaml string) error {
+		t.Helper()
+		cfg, err := config.Parse([]byte("groups: [{folder: root}, {folder: main}]\n"+yaml), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &app{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+		return a.seed(ctx, st)
+	}
+	err := seed("budgets: [{folder: main, daily_usd: 5}, {folder: mian, daily_usd: 5}]\n")
+	if err == nil || !strings.Contains(err.Error(), "budgets[1].folder: no group mian") {
+		t.Fatalf("budget of no group: %v, want an error naming budgets[1].folder", err)
+	}
+	if out := mustSB(t, dir, "--json", "budget", "list"); strings.Contains(out, "mian") {
+		t.Errorf("budget list after the refused start: %s", out)
+	}
+	if err := seed("budgets: [{folder: main, daily_usd: 5}, {folder: ops, monthly_usd: 50}]\n"); err != nil {
+		t.Fatalf("budgets of groups from the config and the CLI: %v", err)
+	}
+	out := mustSB(t, dir, "budget", "list")
+	for _, want := range []string{"main   $0.00  $5.00", "ops    $0.00  none       $0.00       $50.00"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("budget list %q lacks %q", out, want)
+		}
+	}
+}

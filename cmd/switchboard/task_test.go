@@ -26,22 +26,26 @@ func TestTaskCommands(t *testing.T) {
 	if local := next.In(ny); local.Hour() != 2 && local.Hour() != 3 || !next.After(time.Now()) {
 		t.Errorf("next run %s is not the next 02:30 in New York", next.In(ny))
 	}
-	if task["context_mode"] != "isolated" || task["missed"] != "once" || task["timezone"] != "America/New_York" {
+	// created_by is operator from the CLI (docs/scheduling.md), as the task tools show it.
+	if task["context_mode"] != "isolated" || task["missed"] != "once" || task["timezone"] != "America/New_York" || task["created_by"] != "operator" {
 		t.Errorf("task = %v", task)
 	}
 
+	// A bad flag value is a usage error (exit 2, CONTRACT §11), as in
+	// task preview; a group that does not exist is a failure (exit 1).
 	bad := []struct {
-		name string
-		args []string
-		want string
+		name  string
+		args  []string
+		want  string
+		usage bool
 	}{
-		{"zone prefix", []string{"--schedule", "CRON_TZ=UTC 0 9 * * *"}, `write --schedule "0 9 * * *" --tz UTC`},
-		{"never fires", []string{"--schedule", "0 0 30 2 *"}, "never fires"},
-		{"past instant", []string{"--schedule", "2001-01-01T00:00:00Z"}, "past"},
-		{"bad zone", []string{"--schedule", "@daily", "--tz", "Mars/Base"}, "Mars/Base"},
-		{"bad mode", []string{"--schedule", "@daily", "--mode", "solo"}, "context_mode"},
-		{"bad missed", []string{"--schedule", "@daily", "--missed", "never"}, "never"},
-		{"missing group", []string{"--schedule", "@daily", "--folder", "ghost"}, "group ghost does not exist"},
+		{"zone prefix", []string{"--schedule", "CRON_TZ=UTC 0 9 * * *"}, `write --schedule "0 9 * * *" --tz UTC`, true},
+		{"never fires", []string{"--schedule", "0 0 30 2 *"}, "never fires", true},
+		{"past instant", []string{"--schedule", "2001-01-01T00:00:00Z"}, "past", true},
+		{"bad zone", []string{"--schedule", "@daily", "--tz", "Mars/Base"}, "Mars/Base", true},
+		{"bad mode", []string{"--schedule", "@daily", "--mode", "solo"}, "context_mode", true},
+		{"bad missed", []string{"--schedule", "@daily", "--missed", "never"}, "never", true},
+		{"missing group", []string{"--schedule", "@daily", "--folder", "ghost"}, "group ghost does not exist", false},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,6 +54,9 @@ func TestTaskCommands(t *testing.T) {
 			_, _, err := sb(t, dir, args...)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error = %v, want it to mention %q", err, c.want)
+			}
+			if isUsage(err) != c.usage {
+				t.Errorf("error = %v: usage error (exit 2) %v, want %v", err, isUsage(err), c.usage)
 			}
 		})
 	}
