@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -111,7 +113,7 @@ func (a *app) runWorker(ctx context.Context, url, credsFlag string, slots int) e
 	if sb != nil && outsideDataDir(path, a.cfg.DataDir) {
 		a.log.Warn("nats.creds lies outside data_dir, where a sandboxed agent may read it; move it into data_dir", "creds", path)
 	}
-	nc, err := a.connectNATS(url, "switchboard worker "+creds.Worker, creds)
+	nc, err := a.connectWorker(ctx, url, creds, authRetry)
 	if err == nil {
 		err = refusePlain(nc)
 	}
@@ -125,6 +127,37 @@ func (a *app) runWorker(ctx context.Context, url, credsFlag string, slots int) e
 		return err
 	}
 	return w.Run(ctx)
+}
+
+// authRetry is how long a starting worker keeps trying credentials the
+// NATS server refuses: a gateway with an embedded server loads the
+// workers that `switchboard nats worker add` registered every 2 s, so a
+// worker started right after it would be refused once or twice.
+const authRetry = 10 * time.Second
+
+// connectWorker connects worker creds to url (connectNATS), trying again
+// every second while the server refuses the credentials, for at most
+// retry, then failing with what to check.
+func (a *app) connectWorker(ctx context.Context, url string, creds remote.Creds, retry time.Duration) (*nats.Conn, error) {
+	deadline := time.Now().Add(retry)
+	for logged := false; ; logged = true {
+		nc, err := a.connectNATS(url, "switchboard worker "+creds.Worker, creds)
+		if !errors.Is(err, nats.ErrAuthorization) {
+			return nc, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w; is worker %s registered on the gateway (switchboard nats worker list there), and are these its latest credentials?", err, creds.Worker)
+		}
+		if !logged {
+			a.log.Warn("nats server refused this worker's credentials; trying again, as a gateway loads newly added workers within 2 s",
+				"worker", creds.Worker, "for", retry)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // workerSpecs prepares, once per distinct agent.command, the spec a worker

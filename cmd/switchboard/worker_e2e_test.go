@@ -82,9 +82,7 @@ func workerCreds(t testing.TB, dir, name, natsURL string) string {
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
-	if _, err := runCLI(switchboardBinary(t), dir, "nats", "worker", "add", name, "--out", path); err != nil {
-		t.Fatal(err)
-	}
+	mintWorkerCreds(t, dir, name)
 	c, err := remote.ReadCreds(path)
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +99,19 @@ func workerCreds(t testing.TB, dir, name, natsURL string) string {
 		nc.Close()
 		return true
 	})
+	return path
+}
+
+// mintWorkerCreds runs `switchboard nats worker add name` beside the
+// gateway of dir, into dir/<name>/nats.creds (the worker's data directory),
+// and returns that path at once: the running gateway has not loaded them
+// yet.
+func mintWorkerCreds(t testing.TB, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name, "nats.creds")
+	if _, err := runCLI(switchboardBinary(t), dir, "nats", "worker", "add", name, "--out", path); err != nil {
+		t.Fatal(err)
+	}
 	return path
 }
 
@@ -403,4 +414,16 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 	if n := quoted(g, "r0", "hold on"); n != 1 {
 		t.Errorf("the message was answered %d times; want once", n)
 	}
+}
+
+// TestE2EWorkerStartedRightAfterAdd: a worker started at once after
+// `switchboard nats worker add`, before the running gateway loaded its
+// credentials (it looks every 2 s), waits for them instead of exiting with
+// "authorization violation", and then runs turns.
+func TestE2EWorkerStartedRightAfterAdd(t *testing.T) {
+	dir, g, natsURL := natsE2E(t, 1, "60s")
+	mintWorkerCreds(t, dir, "w1")
+	startWorker(t, dir, "w1", natsURL, 1) // fails if the worker exits at start
+	g.mustPost("r0", "ann", "msg-0")
+	answeredOnce(t, g, 1, 1, 60*time.Second)
 }
