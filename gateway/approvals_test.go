@@ -262,6 +262,27 @@ func TestRenderArgs(t *testing.T) {
 	}
 }
 
+// TestRenderArgsRedactsAsProgress: what an approval request shows is
+// redacted at least as the progress note of the same call is (one
+// redactor, agent.Redact): a secret in a value under a harmless name (a
+// Bash command with --password, a URL with a password, a header, a
+// lower-case password=...) was shown in the chat as it was.
+func TestRenderArgsRedactsAsProgress(t *testing.T) {
+	for _, c := range []struct{ value, secret, want string }{
+		{"mysql --password hunter2 db", "hunter2", "mysql --password"},
+		{"psql postgres://admin:hunter2@db/prod", "hunter2", "postgres://"},
+		{`curl -H "X-Api-Key: k3yk3yk3y" https://api`, "k3yk3yk3y", "X-Api-Key:"},
+		{"login user=ann password=hunter2", "hunter2", "user=ann password="},
+		{"deploy --token=abc123secret", "abc123secret", "deploy --token="},
+		{"key 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c7d", "key "},
+	} {
+		got := renderArgs(map[string]any{"command": c.value})
+		if strings.Contains(got, c.secret) || !strings.Contains(got, c.want) || !strings.Contains(got, "[redacted]") {
+			t.Errorf("renderArgs of %q:\n%s", c.value, got)
+		}
+	}
+}
+
 // TestApproversInherited: a subgroup without approvers of its own is
 // decided by its nearest ancestor's (stored by the CLI before configured,
 // at each level), its requests go to that ancestor's approvals.chat, and a
