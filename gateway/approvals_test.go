@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
 	"switchboard/groups"
 	"switchboard/internal/testwait"
 	"switchboard/ipc"
@@ -259,6 +260,25 @@ func TestRenderArgs(t *testing.T) {
 	}
 	if got := requestText(store.Approval{ID: "x", Folder: "main", Tool: "b`ad", Args: "a```b"}); strings.Contains(got, "a```b") || strings.Contains(got, "b`ad") {
 		t.Errorf("request text lets Markdown out:\n%s", got)
+	}
+}
+
+// TestPressUnknownApproval: a press (or POST /api/approvals/{id}) naming
+// a request nobody issued is answered so, with an error wrapping
+// adapters.ErrUnknownRequest (the web API's 404); PressAnswer shows the
+// answer to the presser as for any press, not the failure text.
+func TestPressUnknownApproval(t *testing.T) {
+	st := openTestStore(t, "main")
+	p := newApprovals(st, adapterSet{}, &activeTurns{}, nil, ApprovalOptions{Timeout: time.Minute}, prometheus.NewRegistry(), discard)
+	h := pressHandler{approvals: p}
+	press := adapters.Press{Chat: testChat, Sender: "test:user/ann", Data: "appr:nosuch:allow"}
+	ans, err := h.press(context.Background(), press)
+	if !errors.Is(err, adapters.ErrUnknownRequest) || ans != "There is no approval request nosuch." {
+		t.Errorf("press of an unknown request: %q, %v; want its answer and ErrUnknownRequest", ans, err)
+	}
+	host := &adaptertest.Host{PressFunc: h.press}
+	if ans, err := adapters.PressAnswer(context.Background(), host, press); err != nil || ans != "There is no approval request nosuch." {
+		t.Errorf("PressAnswer: %q, %v; want the gateway's answer, no error", ans, err)
 	}
 }
 
