@@ -57,11 +57,15 @@ func TestSeedMidTurnSaysSteerFallsBack(t *testing.T) {
 		agentMode, groupMode string
 		input                string
 		warns                bool
+		stored               string // set before (switchboard group set), not in the config
 	}{
-		{"agent steer, prompt input", "steer", "", "prompt", true},
-		{"group steer, prompt input", "queue", "steer", "", true},
-		{"group steer, stream-json input", "queue", "steer", "stream-json", false},
-		{"no steer", "queue", "interrupt", "prompt", false},
+		{"agent steer, prompt input", "steer", "", "prompt", true, ""},
+		{"group steer, prompt input", "queue", "steer", "", true, ""},
+		{"group steer, stream-json input", "queue", "steer", "stream-json", false, ""},
+		{"no steer", "queue", "interrupt", "prompt", false, ""},
+		// A group set to steer by the CLI, not the config, was not said.
+		{"group steer set by the CLI, prompt input", "queue", "", "prompt", true, "steer"},
+		{"group steer set by the CLI, config resets it", "queue", "queue", "prompt", false, "steer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -73,6 +77,11 @@ func TestSeedMidTurnSaysSteerFallsBack(t *testing.T) {
 			if err := st.AddGroup(ctx, "acme"); err != nil {
 				t.Fatal(err)
 			}
+			if c.stored != "" {
+				if err := st.SetGroupMidTurn(ctx, "acme", c.stored); err != nil {
+					t.Fatal(err)
+				}
+			}
 			var logs bytes.Buffer
 			a := &app{log: slog.New(slog.NewTextHandler(&logs, nil))}
 			a.cfg.Agent.MidTurn, a.cfg.Agent.Input = c.agentMode, c.input
@@ -80,7 +89,7 @@ func TestSeedMidTurnSaysSteerFallsBack(t *testing.T) {
 			if err := a.seedMidTurn(ctx, st); err != nil {
 				t.Fatal(err)
 			}
-			if m, err := st.GroupMidTurn(ctx, "acme"); err != nil || m != c.groupMode {
+			if m, err := st.GroupMidTurn(ctx, "acme"); err != nil || c.groupMode != "" && m != c.groupMode {
 				t.Errorf("stored mid_turn %q (%v); want the config's %q", m, err, c.groupMode)
 			}
 			want := 0
