@@ -35,8 +35,14 @@ func TestGroupSetMidTurn(t *testing.T) {
 	if m := read(); m != "interrupt" {
 		t.Fatalf("mid_turn %q; want interrupt", m)
 	}
-	if _, _, err := sb(t, dir, "group", "set", "acme", "--mid-turn", "later"); !isUsage(err) {
-		t.Errorf("bad mode: %v; want a usage error", err)
+	if _, _, err := sb(t, dir, "group", "set", "acme", "--mid-turn", "later"); !isUsage(err) || !strings.Contains(err.Error(), "default") {
+		t.Errorf("bad mode: %v; want a usage error naming every mode, default too", err)
+	}
+	// With agent.input: prompt (the built-in default) steer queues: the
+	// operator who sets it is told so (the gateway says it only at start).
+	if out := mustSB(t, dir, "group", "set", "acme", "--mid-turn", "steer"); !strings.Contains(out, "group acme: mid_turn steer") ||
+		!strings.Contains(out, "agent.input: stream-json") {
+		t.Errorf("steer without stream-json input: output %q; want it said that it queues", out)
 	}
 	if _, _, err := sb(t, dir, "group", "set", "nope", "--mid-turn", "steer"); err == nil || !strings.Contains(err.Error(), "group nope does not exist") {
 		t.Errorf("unknown group: %v", err)
