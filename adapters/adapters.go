@@ -223,6 +223,8 @@ type Host interface {
 	// call is made before it returns), so an adapter may call it before
 	// acknowledging the platform; the gateway edits the message afterwards.
 	// An error wrapping ErrBadMessage: the press is garbage, acknowledge it.
+	// An error wrapping ErrUnknownRequest comes with the answer to show:
+	// the press names a request that does not exist.
 	Press(ctx context.Context, p Press) (answer string, err error)
 }
 

@@ -34,6 +34,11 @@ var (
 	// ErrTooLarge: an attachment is larger than its download cap
 	// (HTTPFile.MaxBytes); it comes wrapped with ErrPermanent.
 	ErrTooLarge = errors.New("the file is larger than the download cap")
+	// ErrUnknownRequest: a button press names a request that does not exist
+	// (an approval request id nobody issued). Host.Press returns it with
+	// the answer to show the presser; nothing changed. The web API answers
+	// 404.
+	ErrUnknownRequest = errors.New("no such request")
 	// ErrLiveEnded: Update of a live reply that was already finished or
 	// aborted, or Finish of an aborted one; nothing was shown.
 	ErrLiveEnded = errors.New("the live reply has ended")

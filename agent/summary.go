@@ -93,21 +93,27 @@ var redactions = []struct {
 // opaque is a run of token characters long enough to be a key.
 var opaque = regexp.MustCompile(`[A-Za-z0-9+_=-]{32,}`)
 
-// redact replaces what may be a secret in s with "…": the values in
+// redact replaces what may be a secret in s with "…" (Redact).
+func redact(s string, secrets []string) string { return Redact(s, secrets, "…") }
+
+// Redact replaces what may be a secret in s with mark: the values in
 // secrets, credentials in URLs, headers, flags and assignments, known
 // token shapes, and long runs of letters and digits mixed (keys, hashes).
-func redact(s string, secrets []string) string {
+// It is the one redactor of tool inputs shown in a chat: a tool call's
+// progress note and its approval request.
+func Redact(s string, secrets []string, mark string) string {
 	for _, v := range secrets {
 		if len(v) >= 6 {
-			s = strings.ReplaceAll(s, v, "…")
+			s = strings.ReplaceAll(s, v, mark)
 		}
 	}
+	with := strings.ReplaceAll(mark, "$", "$$")
 	for _, r := range redactions {
-		s = r.re.ReplaceAllString(s, r.with)
+		s = r.re.ReplaceAllString(s, strings.ReplaceAll(r.with, "…", with))
 	}
 	return opaque.ReplaceAllStringFunc(s, func(run string) string {
 		if strings.ContainsFunc(run, unicode.IsDigit) && strings.ContainsFunc(run, unicode.IsLetter) {
-			return "…"
+			return mark
 		}
 		return run
 	})

@@ -332,37 +332,38 @@ var decisions = map[string]store.ApprovalStatus{
 
 // decide is a person's (or the CLI's) decision on request id; the answer
 // is what they are told. A non-approver changes nothing, nor does a
-// decision on a request already decided.
-func (p *approvals) decide(ctx context.Context, id, choice string, who adapters.JID) string {
+// decision on a request already decided. There being no request id is
+// said in the answer and the error (wrapping adapters.ErrUnknownRequest).
+func (p *approvals) decide(ctx context.Context, id, choice string, who adapters.JID) (string, error) {
 	status, ok := decisions[choice]
 	if !ok {
-		return fmt.Sprintf("Unknown decision %q: want allow, session or deny.", choice)
+		return fmt.Sprintf("Unknown decision %q: want allow, session or deny.", choice), nil
 	}
 	a, err := p.st.Approval(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Sprintf("There is no approval request %s.", id)
+		return fmt.Sprintf("There is no approval request %s.", id), fmt.Errorf("approval %s: %w", id, adapters.ErrUnknownRequest)
 	}
 	if err != nil {
 		p.log.Error("read approval request", "approval", id, "err", err)
-		return "The request could not be read; try again."
+		return "The request could not be read; try again.", nil
 	}
 	if a.Status != store.ApprovalPending {
 		if a.Status == store.ApprovalExpired {
 			p.editRequest(ctx, a) // after a restart, its buttons still show
 		}
-		return outcomeLine(a) + "."
+		return outcomeLine(a) + ".", nil
 	}
 	if string(who) != CLIDecider && !p.isApprover(ctx, a.Folder, who) {
 		p.log.Info("approval press by a non-approver ignored", "approval", id, "folder", a.Folder, "sender", who)
-		return "Not yours to approve: only the approvers of group " + string(a.Folder) + " decide this request."
+		return "Not yours to approve: only the approvers of group " + string(a.Folder) + " decide this request.", nil
 	}
 	a, decided, err := p.st.DecideApproval(ctx, id, status, string(who), "")
 	if err != nil {
 		p.log.Error("record approval decision", "approval", id, "err", err)
-		return "The decision could not be recorded; try again."
+		return "The decision could not be recorded; try again.", nil
 	}
 	if !decided {
-		return outcomeLine(a) + "."
+		return outcomeLine(a) + ".", nil
 	}
 	p.mu.Lock()
 	wake := p.waiting[id]
@@ -373,12 +374,12 @@ func (p *approvals) decide(ctx context.Context, id, choice string, who adapters.
 		default:
 		}
 	}
-	return outcomeLine(a) + "."
+	return outcomeLine(a) + ".", nil
 }
 
 // command answers an /approve or /deny message in its chat.
 func (p *approvals) command(ctx context.Context, m store.Message, c approvalCommand) {
-	answer := p.decide(ctx, c.id, c.choice, m.Sender)
+	answer, _ := p.decide(ctx, c.id, c.choice, m.Sender) // an unknown id: the answer says so
 	if _, err := p.send(ctx, ops.SendRequest{Chat: m.ChatJID, Topic: m.Topic, ReplyTo: m.ID, Text: answer}); err != nil {
 		p.log.Warn("answer approval command", "approval", c.id, "jid", m.ChatJID, "err", err)
 	}

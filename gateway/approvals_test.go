@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
 	"switchboard/groups"
 	"switchboard/internal/testwait"
 	"switchboard/ipc"
@@ -259,6 +260,46 @@ func TestRenderArgs(t *testing.T) {
 	}
 	if got := requestText(store.Approval{ID: "x", Folder: "main", Tool: "b`ad", Args: "a```b"}); strings.Contains(got, "a```b") || strings.Contains(got, "b`ad") {
 		t.Errorf("request text lets Markdown out:\n%s", got)
+	}
+}
+
+// TestPressUnknownApproval: a press (or POST /api/approvals/{id}) naming
+// a request nobody issued is answered so, with an error wrapping
+// adapters.ErrUnknownRequest (the web API's 404); PressAnswer shows the
+// answer to the presser as for any press, not the failure text.
+func TestPressUnknownApproval(t *testing.T) {
+	st := openTestStore(t, "main")
+	p := newApprovals(st, adapterSet{}, &activeTurns{}, nil, ApprovalOptions{Timeout: time.Minute}, prometheus.NewRegistry(), discard)
+	h := pressHandler{approvals: p}
+	press := adapters.Press{Chat: testChat, Sender: "test:user/ann", Data: "appr:nosuch:allow"}
+	ans, err := h.press(context.Background(), press)
+	if !errors.Is(err, adapters.ErrUnknownRequest) || ans != "There is no approval request nosuch." {
+		t.Errorf("press of an unknown request: %q, %v; want its answer and ErrUnknownRequest", ans, err)
+	}
+	host := &adaptertest.Host{PressFunc: h.press}
+	if ans, err := adapters.PressAnswer(context.Background(), host, press); err != nil || ans != "There is no approval request nosuch." {
+		t.Errorf("PressAnswer: %q, %v; want the gateway's answer, no error", ans, err)
+	}
+}
+
+// TestRenderArgsRedactsAsProgress: what an approval request shows is
+// redacted at least as the progress note of the same call is (one
+// redactor, agent.Redact): a secret in a value under a harmless name (a
+// Bash command with --password, a URL with a password, a header, a
+// lower-case password=...) was shown in the chat as it was.
+func TestRenderArgsRedactsAsProgress(t *testing.T) {
+	for _, c := range []struct{ value, secret, want string }{
+		{"mysql --password hunter2 db", "hunter2", "mysql --password"},
+		{"psql postgres://admin:hunter2@db/prod", "hunter2", "postgres://"},
+		{`curl -H "X-Api-Key: k3yk3yk3y" https://api`, "k3yk3yk3y", "X-Api-Key:"},
+		{"login user=ann password=hunter2", "hunter2", "user=ann password="},
+		{"deploy --token=abc123secret", "abc123secret", "deploy --token="},
+		{"key 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c7d", "key "},
+	} {
+		got := renderArgs(map[string]any{"command": c.value})
+		if strings.Contains(got, c.secret) || !strings.Contains(got, c.want) || !strings.Contains(got, "[redacted]") {
+			t.Errorf("renderArgs of %q:\n%s", c.value, got)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"switchboard/agent"
 	"switchboard/store"
 )
 
@@ -102,6 +103,7 @@ func showValue(v any) string {
 	}
 	s = secretValue.ReplaceAllString(s, redacted)
 	s = envAssignment.ReplaceAllString(s, "$1="+redacted)
+	s = agent.Redact(s, nil, redacted) // as the call's progress note is
 	return cut(s, maxArgValue)
 }
 

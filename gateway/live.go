@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -226,9 +227,12 @@ type liveTurn struct {
 	// the first adopted of them are parts' first.
 	prior   []livePart
 	adopted int
-	tool    string // the progress line of the running tool
-	toolID  string
-	shown   bool // an update showed something
+	// answered is how much of text the agent's answers before the current
+	// one hold (up to its last result event): a replace keeps it.
+	answered int
+	tool     string // the progress line of the running tool
+	toolID   string
+	shown    bool // an update showed something
 	// recorded is the mode and id last recorded (liveStore) of where the
 	// live reply shows; "" while nothing is.
 	recorded string
@@ -244,9 +248,25 @@ func (l *liveTurn) onEvent(e agent.Event) {
 	l.mu.Lock()
 	switch e.Kind {
 	case agent.EventText:
-		l.text = append(l.text, e.Text[:min(len(e.Text), max(liveTextCap-len(l.text), 0))]...)
+		text := e.Text
+		if l.answered > 0 && len(l.text) == l.answered && text != "" {
+			text = "\n\n" + strings.TrimLeft(text, "\n") // the next answer begins
+		}
+		l.text = append(l.text, text[:min(len(text), max(liveTextCap-len(l.text), 0))]...)
 	case agent.EventReplace:
-		l.text = append(l.text[:0], e.Text[:min(len(e.Text), liveTextCap)]...)
+		text := e.Text
+		if l.answered > 0 && text != "" {
+			text = "\n\n" + text
+		}
+		l.text = append(l.text[:l.answered], text[:min(len(text), max(liveTextCap-l.answered, 0))]...)
+	case agent.EventResult:
+		// A steered agent may answer again (a second result in the same
+		// process): its text follows this answer's, which a replace
+		// (the agent's text so far, from its new answer on) keeps.
+		l.text = bytes.TrimRight(l.text, " \t\r\n")
+		l.answered = len(l.text)
+		l.mu.Unlock()
+		return
 	case agent.EventToolStart:
 		if l.progress {
 			l.tool, l.toolID = "running "+e.Tool, e.ToolID

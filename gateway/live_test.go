@@ -421,6 +421,26 @@ func TestLiveReplyTimedOutMarker(t *testing.T) {
 	}
 }
 
+// A steered turn's agent answers twice (CONTRACT §15: a second result in
+// the same process): the second answer's text shows after the first's,
+// a blank line between (it was glued to the first's last word: "one.Two"),
+// and a replace in the second answer (a retried stream) replaces only the
+// second answer's text, not the first's.
+func TestLiveSecondAnswerAfterTheFirst(t *testing.T) {
+	l := &liveTurn{kick: make(chan struct{}, 1)}
+	l.onEvent(agent.Event{Kind: agent.EventText, Text: "Answer one. "})
+	l.onEvent(agent.Event{Kind: agent.EventResult, Text: "Answer one."})
+	l.onEvent(agent.Event{Kind: agent.EventText, Text: "Answer"})
+	l.onEvent(agent.Event{Kind: agent.EventText, Text: " two"})
+	if _, got := l.view(); got != "Answer one.\n\nAnswer two" {
+		t.Errorf("while the second answer streams: %q", got)
+	}
+	l.onEvent(agent.Event{Kind: agent.EventReplace, Text: "Answer 2, retried"})
+	if _, got := l.view(); got != "Answer one.\n\nAnswer 2, retried" {
+		t.Errorf("after a replace in the second answer: %q", got)
+	}
+}
+
 // The progress line shows while a tool runs and goes at its end; a replace
 // replaces the text so far.
 func TestLiveRenderProgressAndReplace(t *testing.T) {

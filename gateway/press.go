@@ -24,7 +24,7 @@ func (h pressHandler) press(ctx context.Context, p adapters.Press) (string, erro
 		if !ok || id == "" {
 			return noLongerActive, nil
 		}
-		return h.approvals.decide(ctx, id, choice, p.Sender), nil
+		return h.approvals.decide(ctx, id, choice, p.Sender)
 	case "stop": // "stop:<turn id>", the Stop button (stopbutton.go)
 		return h.stops.press(ctx, p)
 	}

@@ -113,6 +113,26 @@ func TestApproveTool(t *testing.T) {
 	}
 }
 
+// TestApproveToolEmptyInput: a tool called with no input (Claude Code's
+// input {}) is allowed with "updatedInput":{} in the result, as the
+// permission-prompt protocol's allow result always carries it (CONTRACT
+// §15); it was left out, so the result was {"behavior":"allow"}. A deny
+// carries no updatedInput.
+func TestApproveToolEmptyInput(t *testing.T) {
+	h := newHarness(t, approvalSetup)
+	c := h.connect(t, "acme", false)
+	r := call(t, c, "approve_tool", map[string]any{"tool_name": "TodoWrite", "input": map[string]any{}, "tool_use_id": "toolu_1"})
+	if r.IsError || r.Text != `{"behavior":"allow","updatedInput":{}}` {
+		t.Errorf("allowed with no input: %s", r.Text)
+	}
+	ch := callAsync(t, c, "approve_tool", map[string]any{"tool_name": "Bash", "input": map[string]any{}, "tool_use_id": "toolu_2"})
+	decidePending(t, h, "Bash", store.ApprovalDenied, "web:user/ann")
+	if r := waitResult(t, ch); r.IsError || !strings.HasPrefix(r.Text, `{"behavior":"deny","message":"not approved: denied by web:user/ann`) ||
+		strings.Contains(r.Text, "updatedInput") {
+		t.Errorf("denied: %s", r.Text)
+	}
+}
+
 // TestAskOverHTTP: a call whose rule asks waits over the MCP HTTP endpoint
 // (a worker's turn) as over the socket: it runs once allowed, and is
 // refused naming the decider once denied.

@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -28,11 +29,29 @@ func approvalTools() []*toolDef {
 }
 
 // permission is the result Claude Code's permission-prompt-tool protocol
-// expects, as the text of the tool result.
+// expects, as the text of the tool result: an allow always carries
+// updatedInput (an empty input is {}, not left out), a deny its message.
 type permission struct {
-	Behavior     string         `json:"behavior"` // allow | deny
-	UpdatedInput map[string]any `json:"updatedInput,omitempty"`
-	Message      string         `json:"message,omitempty"`
+	Behavior     string         // allow | deny
+	UpdatedInput map[string]any // allow
+	Message      string         // deny
+}
+
+func (p permission) MarshalJSON() ([]byte, error) {
+	if p.Behavior == "allow" {
+		in := p.UpdatedInput
+		if in == nil {
+			in = map[string]any{}
+		}
+		return json.Marshal(struct {
+			Behavior     string         `json:"behavior"`
+			UpdatedInput map[string]any `json:"updatedInput"`
+		}{p.Behavior, in})
+	}
+	return json.Marshal(struct {
+		Behavior string `json:"behavior"`
+		Message  string `json:"message"`
+	}{p.Behavior, p.Message})
 }
 
 func runApproveTool(ctx context.Context, c *call) (any, error) {

@@ -245,7 +245,8 @@ func (a *Adapter) postApproval(w http.ResponseWriter, r *http.Request) {
 }
 
 // press hands a press by sender to the gateway and answers its text: 200,
-// 400 for a press the gateway refused as garbage, 503 when it failed.
+// 400 for a press the gateway refused as garbage, 404 (the text as the
+// error) for one naming a request that does not exist, 503 when it failed.
 func (a *Adapter) press(w http.ResponseWriter, r *http.Request, room, data, sender, name, message, topic string) {
 	if err := checkWord("sender", sender); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -272,6 +273,8 @@ func (a *Adapter) press(w http.ResponseWriter, r *http.Request, room, data, send
 	switch {
 	case errors.Is(err, adapters.ErrBadMessage):
 		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, adapters.ErrUnknownRequest):
+		writeError(w, http.StatusNotFound, answer)
 	case err != nil:
 		a.log.Warn("web button press not taken; the presser was asked to try again", "jid", p.Chat, "sender", p.Sender, "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, pressResponse{Answer: adapters.PressFailedAnswer})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,6 +52,20 @@ func TestApprovalEndpoint(t *testing.T) {
 	code, body = s.do(t, http.MethodPost, "/api/approvals/42", "application/json", `{"decision": "deny", "sender": "ann"}`)
 	if code != http.StatusServiceUnavailable || strings.Contains(body, "database") || !strings.Contains(body, adapters.PressFailedAnswer) {
 		t.Errorf("a failed press: %d %s; want 503 with the generic answer", code, body)
+	}
+}
+
+// TestApprovalEndpointUnknownID: a decision on a request the gateway does
+// not know (Host.Press: adapters.ErrUnknownRequest) is answered 404 with
+// the gateway's text as the error; it was 200 as if decided.
+func TestApprovalEndpointUnknownID(t *testing.T) {
+	s := start(t, nil)
+	s.host.PressFunc = func(_ context.Context, p adapters.Press) (string, error) {
+		return "There is no approval request nosuch.", fmt.Errorf("approval nosuch: %w", adapters.ErrUnknownRequest)
+	}
+	code, body := s.do(t, http.MethodPost, "/api/approvals/nosuch", "application/json", `{"decision": "allow", "sender": "ann"}`)
+	if code != http.StatusNotFound || !strings.Contains(body, `"error":"There is no approval request nosuch."`) {
+		t.Errorf("unknown id: %d %s; want 404 saying there is no such request", code, body)
 	}
 }
 

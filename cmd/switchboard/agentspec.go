@@ -73,7 +73,8 @@ func (a *app) sandbox(exe string) (*agent.Sandbox, error) {
 
 // seedMidTurn sets the groups[].mid_turn of the config, at every start,
 // and says once when steering falls back to queueing (agent.input is not
-// stream-json).
+// stream-json): agent.mid_turn or some group's own mid_turn (the config's,
+// or one switchboard group set stored) is steer.
 func (a *app) seedMidTurn(ctx context.Context, st *store.Store) error {
 	steer := a.cfg.Agent.MidTurn == string(gateway.MidTurnSteer)
 	for _, g := range a.cfg.Groups {
@@ -83,7 +84,13 @@ func (a *app) seedMidTurn(ctx context.Context, st *store.Store) error {
 		if err := st.SetGroupMidTurn(ctx, g.Folder, g.MidTurn); err != nil {
 			return fmt.Errorf("seed group %s: %w", g.Folder, err)
 		}
-		steer = steer || g.MidTurn == string(gateway.MidTurnSteer)
+	}
+	if !steer {
+		steering, err := st.GroupsWithMidTurn(ctx, string(gateway.MidTurnSteer))
+		if err != nil {
+			return err
+		}
+		steer = len(steering) > 0
 	}
 	if steer && a.cfg.Agent.Input != string(agent.InputStreamJSON) {
 		a.log.Warn("mid_turn steer falls back to queue: the agent takes no input during a turn; set agent.input: stream-json (Claude Code with --input-format stream-json --output-format stream-json --verbose)")

@@ -125,10 +125,13 @@ func (a *app) rootCommand() *cobra.Command {
 
 // requireSubcommand makes "switchboard group frobnicate" a usage error (exit 2)
 // instead of cobra's default of printing help and exiting 0; the bare command
-// still prints its help.
+// still prints its help, unless it does something of its own (a bare
+// "switchboard approvals" lists, as "approvals list" does).
 func requireSubcommand(c *cobra.Command) {
 	c.Args = cobra.NoArgs
-	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	if c.RunE == nil {
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 }
 
 // load reads the config once and applies --data-dir.

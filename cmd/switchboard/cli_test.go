@@ -204,6 +204,15 @@ func TestUsageAndDataDirErrors(t *testing.T) {
 	if _, _, err := sb(t, dir, "messages", "search", "AND"); !isUsage(err) || !strings.Contains(err.Error(), "syntax error") {
 		t.Errorf("messages search AND: want a usage error naming the syntax error, got %v", err)
 	}
+	// CONTRACT §15: switchboard approvals [list|allow ID|deny ID]: the bare
+	// command lists (it printed its help: requireSubcommand replaced its own
+	// action); an unknown subcommand is still a usage error.
+	if out, _, err := sb(t, dir, "approvals"); err != nil || !strings.HasPrefix(out, "ID") || !strings.Contains(out, "STATUS") {
+		t.Errorf("bare approvals: want the list, got %v %q", err, out)
+	}
+	if _, _, err := sb(t, dir, "approvals", "frobnicate"); !isUsage(err) {
+		t.Errorf("approvals frobnicate: want a usage error, got %v", err)
+	}
 	missing := filepath.Join(t.TempDir(), "no", "such", "dir")
 	if _, _, err := sb(t, missing, "group", "list"); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing parent dir: %v", err)

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
+	"switchboard/agent"
+	"switchboard/gateway"
 	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
@@ -85,6 +87,10 @@ func (a *app) groupSet(cmd *cobra.Command, name, midTurn string) error {
 		}
 		return a.emit(map[string]any{"folder": folder, "mid_turn": midTurn}, func(w io.Writer) {
 			fmt.Fprintf(w, "group %s: mid_turn %s\n", folder, midTurn)
+			if mode == string(gateway.MidTurnSteer) && a.cfg.Agent.Input != string(agent.InputStreamJSON) {
+				fmt.Fprintln(w, "note: steer queues while agent.input is not stream-json: the agent takes no input during a turn "+
+					"(set agent.input: stream-json, Claude Code with --input-format stream-json --output-format stream-json --verbose)")
+			}
 		})
 	})
 }

@@ -39,6 +39,12 @@ func TestGroupSetMidTurn(t *testing.T) {
 	if _, _, err := sb(t, dir, "group", "set", "acme", "--mid-turn", "later"); !isUsage(err) || !strings.Contains(err.Error(), "queue, steer, interrupt or default") {
 		t.Errorf("bad mode: %v; want a usage error naming queue, steer, interrupt or default", err)
 	}
+	// With agent.input: prompt (the built-in default) steer queues: the
+	// operator who sets it is told so (the gateway says it only at start).
+	if out := mustSB(t, dir, "group", "set", "acme", "--mid-turn", "steer"); !strings.Contains(out, "group acme: mid_turn steer") ||
+		!strings.Contains(out, "agent.input: stream-json") {
+		t.Errorf("steer without stream-json input: output %q; want it said that it queues", out)
+	}
 	if _, _, err := sb(t, dir, "group", "set", "nope", "--mid-turn", "steer"); err == nil || !strings.Contains(err.Error(), "group nope does not exist") {
 		t.Errorf("unknown group: %v", err)
 	}
@@ -58,11 +64,15 @@ func TestSeedMidTurnSaysSteerFallsBack(t *testing.T) {
 		agentMode, groupMode string
 		input                string
 		warns                bool
+		stored               string // set before (switchboard group set), not in the config
 	}{
-		{"agent steer, prompt input", "steer", "", "prompt", true},
-		{"group steer, prompt input", "queue", "steer", "", true},
-		{"group steer, stream-json input", "queue", "steer", "stream-json", false},
-		{"no steer", "queue", "interrupt", "prompt", false},
+		{"agent steer, prompt input", "steer", "", "prompt", true, ""},
+		{"group steer, prompt input", "queue", "steer", "", true, ""},
+		{"group steer, stream-json input", "queue", "steer", "stream-json", false, ""},
+		{"no steer", "queue", "interrupt", "prompt", false, ""},
+		// A group set to steer by the CLI, not the config, was not said.
+		{"group steer set by the CLI, prompt input", "queue", "", "prompt", true, "steer"},
+		{"group steer set by the CLI, config resets it", "queue", "queue", "prompt", false, "steer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -74,6 +84,11 @@ func TestSeedMidTurnSaysSteerFallsBack(t *testing.T) {
 			if err := st.AddGroup(ctx, "acme"); err != nil {
 				t.Fatal(err)
 			}
+			if c.stored != "" {
+				if err := st.SetGroupMidTurn(ctx, "acme", c.stored); err != nil {
+					t.Fatal(err)
+				}
+			}
 			var logs bytes.Buffer
 			a := &app{log: slog.New(slog.NewTextHandler(&logs, nil))}
 			a.cfg.Agent.MidTurn, a.cfg.Agent.Input = c.agentMode, c.input
@@ -81,7 +96,7 @@ func TestSeedMidTurnSaysSteerFallsBack(t *testing.T) {
 			if err := a.seedMidTurn(ctx, st); err != nil {
 				t.Fatal(err)
 			}
-			if m, err := st.GroupMidTurn(ctx, "acme"); err != nil || m != c.groupMode {
+			if m, err := st.GroupMidTurn(ctx, "acme"); err != nil || c.groupMode != "" && m != c.groupMode {
 				t.Errorf("stored mid_turn %q (%v); want the config's %q", m, err, c.groupMode)
 			}
 			want := 0
