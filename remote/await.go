@@ -65,7 +65,7 @@ func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Tim
 			return outcomeResult(o, "")
 		case <-ctx.Done():
 			if agent.StopRequested(ctx) {
-				o, came := r.stopOnWorker(rec.Worker, turnID, ch)
+				o, came, _ := r.stopOnWorker(rec.Worker, turnID, 0, ch)
 				return stoppedResult(ctx, o, came, res)
 			}
 			return res, agent.Cancelled(ctx.Err())

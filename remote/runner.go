@@ -274,7 +274,8 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	}()
 	relay := r.followEvents(worker, job.TurnID, in.OnEvent)
 	defer relay.close()
-	if _, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID)); err != nil {
+	ack, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID))
+	if err != nil {
 		res.NotStarted = true
 		if ctx.Err() != nil {
 			return res, agent.Cancelled(ctx.Err())
@@ -309,7 +310,8 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		case <-ctx.Done():
 			res.Duration = time.Since(started)
 			if agent.StopRequested(ctx) {
-				o, came := r.stopOnWorker(worker, job.TurnID, ch)
+				o, came, unrun := r.stopOnWorker(worker, job.TurnID, ack.Sequence, ch)
+				res.NotStarted = unrun // taken out of the worker's queue
 				if came {
 					finished = o.Finished
 					in.Steer.Settle(o.Steered)
@@ -320,6 +322,9 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			return res, agent.Cancelled(ctx.Err())
 		case <-check.C:
 			if w, gone := r.workerGone(job.TurnID); gone {
+				// Should the worker come back, it does not run the turn
+				// that is retried elsewhere meanwhile.
+				r.dropJob(worker, job.TurnID, ack.Sequence)
 				res.Duration = time.Since(started)
 				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it had the turn; check that worker's log", w, r.opt.WorkerTTL))
 			}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"switchboard/agent"
 	"switchboard/internal/testwait"
 )
@@ -155,6 +157,66 @@ while :; do wait; done`}})
 			slices.Sort(took)
 			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(took[min(len(took)-1, len(took)*99/100)].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+// A turn whose job waits in its worker's queue and that ends there never
+// runs later, even on a worker that does not know it ended (here: a
+// worker process started after it, as a restarted one): the gateway takes
+// the job out of the queue when it stops the turn, and when it gives the
+// turn up because the worker stopped reporting (its retry runs elsewhere).
+// The worker's next job runs as usual.
+func TestRemoteQueuedJobEndedNeverRuns(t *testing.T) {
+	for _, tc := range []string{"stopped", "worker gone"} {
+		t.Run(tc, func(t *testing.T) {
+			nc := natsConn(t)
+			fakeWorker(t, nc, "w1") // live, takes nothing yet
+			ran := t.TempDir()
+			r := newRunner(t, nc, `cat >/dev/null; touch "`+ran+`/$SWITCHBOARD_TURN_ID"; echo ran`, 0)
+			ctx, stop := context.WithCancelCause(t.Context())
+			defer stop(nil)
+			done := make(chan error, 1)
+			go func() {
+				_, err := r.Run(ctx, agent.Spec{Timeout: time.Minute}, turnInput(t, "t-queued"))
+				done <- err
+			}()
+			testwait.For(t, 20*time.Second, "the job in w1's queue", func() bool {
+				s, err := r.js.Stream(t.Context(), TurnsStream)
+				return err == nil && s.CachedInfo().State.Msgs == 1
+			})
+			want := agent.ErrStopped
+			if tc == "stopped" {
+				stop(agent.ErrStopped)
+			} else {
+				want = agent.ErrFailed
+				// w1 stops reporting: its entry goes, as at its TTL.
+				js, err := jetstream.New(workerConn(t, nc, "w1"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				kv, err := js.KeyValue(t.Context(), workersBucket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := kv.Delete(t.Context(), "w1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := <-done; !errors.Is(err, want) {
+				t.Fatalf("err %v; want %v", err, want)
+			}
+			startWorker(t, nc, "w1", 1) // knows nothing of t-queued
+			res, err := r.Run(t.Context(), agent.Spec{Timeout: time.Minute}, turnInput(t, "t-next"))
+			if err != nil || res.Reply != "ran" {
+				t.Fatalf("the next turn: %q, %v; want it run", res.Reply, err)
+			}
+			if _, err := os.Stat(filepath.Join(ran, "t-queued")); err == nil {
+				t.Error("the turn that ended while queued ran on the worker")
+			}
+			if _, err := os.Stat(filepath.Join(ran, "t-next")); err != nil {
+				t.Errorf("the next turn left no mark: %v", err)
+			}
 		})
 	}
 }

@@ -17,8 +17,8 @@ import (
 // published a turn to its worker but before the worker took it (its one
 // slot runs another folder's turn) ends the turn `stopped`: no retry, no
 // failure notice, no reply, and the live reply (the placeholder that
-// carried the Stop button) ends saying "Stopped.". When the worker's slot frees and it takes the job, it does not
-// start the agent.
+// carried the Stop button) ends saying "Stopped.". The job is taken out
+// of the worker's queue: when the slot frees, the worker never starts it.
 func TestE2EStopBeforeWorkerTookTurn(t *testing.T) {
 	t.Parallel()
 	script := fmt.Sprintf(`if grep -q HOLDME "$out/prompt-$n"; then touch "$E2E_OUT/held"; while [ ! -e "$E2E_OUT/release" ]; do sleep 0.05; done; fi
@@ -58,39 +58,48 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 	g.mustPost("r1", "bob", "/stop")
 	testwait.For(t, 30*time.Second, "g1's turn recorded stopped", func() bool { return len(g.records("turn stopped", "turn", turn)) == 1 })
 
-	// The slot frees: the worker takes the stopped job and does not run it.
-	if err := os.WriteFile(filepath.Join(dir, "out", "release"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	testwait.For(t, 30*time.Second, "the worker done with the stopped job", func() bool { return len(w.records("turn done", "turn", turn)) == 1 })
-	if len(w.records("turn stopped before it ran", "turn", turn)) != 1 || len(w.records("turn starting", "turn", turn)) != 0 {
-		t.Errorf("the worker's log of turn %s:\n%s\nwant it stopped before it ran, never started", turn, w.logText())
-	}
-	if n := turnCount(dir, "g1"); n != 0 {
-		t.Errorf("g1's agent ran %d times; want never (its turn was stopped before the worker took it)", n)
-	}
-	if bot := g.waitBot("r0", 1); !strings.Contains(bot[0].Text, "HOLDME") {
-		t.Errorf("r0's answer %q; want the demo agent's quoting HOLDME", bot[0].Text)
-	}
-
-	st := openStore(t, dir)
-	turns, err := st.Turns(context.Background(), "g1", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(turns) != 1 || turns[0].ID != turn || turns[0].Status != store.TurnStopped {
-		t.Fatalf("g1's turns %+v; want %s alone, stopped", turns, turn)
-	}
-	if fs, err := st.PendingFolders(context.Background()); err != nil || len(fs) != 0 {
-		t.Errorf("pending work in %v (%v); want none: a stopped turn is not retried", fs, err)
-	}
-	// Nothing else reaches r1: no reply, no failure notice.
 	testwait.For(t, 10*time.Second, "r1's live reply saying it stopped", func() bool {
 		d := draft()
 		return d.text == "Stopped." && len(d.buttons) == 0
 	})
-	for _, m := range g.botMessages("r1") {
-		t.Errorf("r1 got %q from the bot; want nothing but the live reply's end", m.Text)
+	if bot := g.botMessages("r1"); len(bot) != 0 {
+		t.Errorf("r1 got %+v from the bot; want nothing but the live reply's end (no reply, no failure notice)", bot)
+	}
+	if len(g.records("remote turn removed from its worker's queue", "turn", turn)) != 1 {
+		t.Errorf("the stopped turn %s was not removed from the worker's queue", turn)
+	}
+	// The slot frees; r1's next message runs on the worker, after the
+	// stopped job had it still been queued: only the new turn runs.
+	if err := os.WriteFile(filepath.Join(dir, "out", "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if bot := g.waitBot("r0", 1); !strings.Contains(bot[0].Text, "HOLDME") {
+		t.Errorf("r0's answer %q; want the demo agent's quoting HOLDME", bot[0].Text)
+	}
+	g.mustPost("r1", "bob", "after the stop")
+	if bot := g.waitBot("r1", 1); len(bot) != 1 || !strings.Contains(bot[0].Text, "after the stop") {
+		t.Errorf("r1's bot messages %+v; want one answer, to the message after the stop", bot)
+	}
+	if n := turnCount(dir, "g1"); n != 1 || strings.Contains(turnFile(t, dir, "g1", "prompt", 1), "a question for g1") {
+		t.Errorf("g1's agent ran %d times (first prompt %q); want once, for the message after the stop (the stopped turn never ran)",
+			n, turnFile(t, dir, "g1", "prompt", 1))
+	}
+	if len(w.records("turn starting", "turn", turn)) != 0 {
+		t.Errorf("the worker started the stopped turn %s", turn)
+	}
+
+	st := openStore(t, dir)
+	var turns []store.Turn
+	testwait.For(t, 20*time.Second, "g1's two turns recorded", func() bool {
+		turns, _ = st.Turns(context.Background(), "g1", 10)
+		return len(turns) == 2
+	})
+	// Turns lists the newest first.
+	if len(turns) != 2 || turns[1].ID != turn || turns[1].Status != store.TurnStopped || turns[1].Attempt != 1 || turns[1].SessionID != "" {
+		t.Fatalf("g1's turns %+v; want %s stopped (attempt 1, no session: its agent never ran), then the next message's", turns, turn)
+	}
+	if fs, err := st.PendingFolders(context.Background()); err != nil || len(fs) != 0 {
+		t.Errorf("pending work in %v (%v); want none: a stopped turn is not retried", fs, err)
 	}
 	if rec := g.records("turn failed", "turn", turn); len(rec) != 0 {
 		t.Errorf("turn %s also recorded failed: %v", turn, rec)
