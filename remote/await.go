@@ -65,7 +65,8 @@ func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Tim
 			return outcomeResult(o, "")
 		case <-ctx.Done():
 			if agent.StopRequested(ctx) {
-				o, came, _ := r.stopOnWorker(rec.Worker, turnID, 0, ch)
+				o, came, unrun := r.stopOnWorker(rec.Worker, turnID, rec.Seq, ch)
+				res.NotStarted = unrun
 				return stoppedResult(ctx, o, came, res)
 			}
 			return res, agent.Cancelled(ctx.Err())

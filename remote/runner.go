@@ -264,7 +264,8 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	// accepted. Recorded until the turn is over, also when the gateway
 	// stops meanwhile (ctx ends): a restarted gateway reattaches to it.
 	r.setWorker(job.TurnID, worker)
-	if err := r.record(job.TurnID, turnRecord{Dir: job.Dir, Worker: worker, DeadlineMs: job.DeadlineMs}); err != nil {
+	rec := turnRecord{Dir: job.Dir, Worker: worker, DeadlineMs: job.DeadlineMs}
+	if err := r.record(job.TurnID, rec); err != nil {
 		r.log.Warn("record a remote turn for a restarted gateway", "turn", job.TurnID, "err", err)
 	}
 	defer func() {
@@ -281,6 +282,12 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			return res, agent.Cancelled(ctx.Err())
 		}
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
+	}
+	// With the job's place in the stream: a restarted gateway that stops
+	// the turn takes it out of the worker's queue as Run does (dropJob).
+	rec.Seq = ack.Sequence
+	if err := r.record(job.TurnID, rec); err != nil {
+		r.log.Warn("record a remote turn for a restarted gateway", "turn", job.TurnID, "err", err)
 	}
 	if in.Steer != nil && spec.Steers() {
 		defer r.forwardInputs(in.Steer, worker, job.TurnID)()

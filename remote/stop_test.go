@@ -166,9 +166,10 @@ while :; do wait; done`}})
 // worker process started after it, as a restarted one): the gateway takes
 // the job out of the queue when it stops the turn, and when it gives the
 // turn up because the worker stopped reporting (its retry runs elsewhere).
-// The worker's next job runs as usual.
+// The worker's next job runs as usual. So it goes for a turn that a
+// restarted gateway awaits and stops.
 func TestRemoteQueuedJobEndedNeverRuns(t *testing.T) {
-	for _, tc := range []string{"stopped", "worker gone"} {
+	for _, tc := range []string{"stopped", "worker gone", "stopped after a restart"} {
 		t.Run(tc, func(t *testing.T) {
 			nc := natsConn(t)
 			fakeWorker(t, nc, "w1") // live, takes nothing yet
@@ -186,9 +187,23 @@ func TestRemoteQueuedJobEndedNeverRuns(t *testing.T) {
 				return err == nil && s.CachedInfo().State.Msgs == 1
 			})
 			want := agent.ErrStopped
-			if tc == "stopped" {
+			switch tc {
+			case "stopped":
 				stop(agent.ErrStopped)
-			} else {
+			case "stopped after a restart":
+				stop(nil) // the gateway stops; the next one awaits the turn
+				if err := <-done; !errors.Is(err, agent.ErrCancelled) {
+					t.Fatalf("Run of the stopped gateway: %v; want cancelled", err)
+				}
+				r.Close()
+				r = newRunner(t, nc, `cat >/dev/null; touch "`+ran+`/$SWITCHBOARD_TURN_ID"; echo ran`, 0)
+				actx, astop := context.WithCancelCause(t.Context())
+				go func() {
+					_, err := r.Await(actx, "t-queued", time.Now().Add(time.Minute))
+					done <- err
+				}()
+				astop(agent.ErrStopped)
+			default:
 				want = agent.ErrFailed
 				// w1 stops reporting: its entry goes, as at its TTL.
 				js, err := jetstream.New(workerConn(t, nc, "w1"))
