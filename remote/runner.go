@@ -414,8 +414,9 @@ func outcomeResult(o Outcome, session string) (agent.Result, error) {
 		return res, agent.Failed(o.Error + " (on worker " + o.Worker + ")")
 	}
 	if o.Stopped {
-		// Run that stopped it returns stoppedResult; read elsewhere (Await
-		// after a restart) it is an attempt that gave no answer.
+		// Run that stopped it returns stoppedResult, Await awaitedResult
+		// (stopped before the restart); anywhere else it is an attempt
+		// that gave no answer.
 		res.Reply, res.Replies = "", nil
 		return res, agent.Failed("the turn was stopped (on worker " + o.Worker + ")")
 	}

@@ -235,3 +235,38 @@ func TestRemoteQueuedJobEndedNeverRuns(t *testing.T) {
 		})
 	}
 }
+
+// A gateway stops a turn on its worker and then stops itself before the
+// outcome came (it is left to the next start): the restarted gateway's
+// Await gets the outcome the worker published, marked stopped, and
+// returns agent.ErrStopped (the turn is recorded stopped), not a failure
+// (a failed attempt: retried, with a failure notice to the chat).
+func TestRemoteAwaitStoppedBeforeRestart(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	started := filepath.Join(t.TempDir(), "started")
+	r := newRunner(t, nc, `cat >/dev/null; touch "`+started+`"; exec sleep 1000`, 0)
+	ctx, gatewayStops := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(ctx, agent.Spec{Timeout: time.Minute}, turnInput(t, "t-stopped"))
+		done <- err
+	}()
+	testwait.For(t, 20*time.Second, "the agent running on the worker", func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	if err := nc.Publish(stopSubject("w1", "t-stopped"), nil); err != nil { // the stop
+		t.Fatal(err)
+	}
+	gatewayStops()
+	if err := <-done; !errors.Is(err, agent.ErrCancelled) {
+		t.Fatalf("Run of the stopped gateway: %v; want cancelled", err)
+	}
+	r.Close()
+	next := newRunner(t, nc, "unused", 0)
+	_, err := next.Await(t.Context(), "t-stopped", time.Now().Add(time.Minute))
+	if !errors.Is(err, agent.ErrStopped) || errors.Is(err, agent.ErrFailed) {
+		t.Fatalf("Await: %v; want agent.ErrStopped, not a failure", err)
+	}
+}
