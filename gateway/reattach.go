@@ -137,7 +137,9 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 // recordInterrupted (its whole batch runs again with that message); one
 // that never came counts as a crashed attempt. An outcome records the turn
 // without the messages steered into it that its agent did not take
-// (withoutUntaken). It returns the folder's backoff, as runTurn.
+// (withoutUntaken). An outcome that says the turn was stopped
+// (agent.ErrStopped: by the gateway before the restart) records it
+// stopped. It returns the folder's backoff, as runTurn.
 func (t *turns) recordAwaited(ctx context.Context, it store.Interrupted, p preparedTurn, res agent.Result, err error, end turnEnd) time.Duration {
 	b, turn := p.b, p.turn
 	if end.by != "" && err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrNoOutcome) {
@@ -146,6 +148,13 @@ func (t *turns) recordAwaited(ctx context.Context, it store.Interrupted, p prepa
 		}
 		p.b = t.withoutUntaken(ctx, b, res.Steered)
 		return t.recordStopped(ctx, p, res, err, end.by, nil)
+	}
+	if errors.Is(err, agent.ErrStopped) && ctx.Err() == nil {
+		// Stopped by the gateway before the restart, whose stop left the
+		// turn to this one (it stopped before it recorded the turn): as
+		// that gateway would have recorded it.
+		p.b = t.withoutUntaken(ctx, b, res.Steered)
+		return t.recordStopped(ctx, p, res, err, "", nil)
 	}
 	if errors.Is(err, agent.ErrNoOutcome) {
 		t.active.finished(turn.ID)

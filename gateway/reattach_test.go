@@ -369,3 +369,37 @@ func TestShutdownLeavesSteeredToTheAwait(t *testing.T) {
 	})
 	checkSteeredSettled(t, h, next, turn, true, false)
 }
+
+// A gateway that stopped a turn on its worker (/stop) and then stopped
+// itself before the turn's outcome came leaves the turn to the next start,
+// whose await gets the outcome the worker published: stopped. The turn is
+// recorded stopped under its id, as the first gateway would have: no
+// retry, no failure notice, the chat told "Stopped." once.
+func TestRestartRecordsStoppedOutcomeStopped(t *testing.T) {
+	h, turn := startOnWorker(t, "first question", nil)
+	h.stop()
+
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{turn: "main"}}
+	next.answer = func(id string) (agent.Result, error) {
+		if id != turn {
+			return agent.Result{Reply: "rerun"}, nil
+		}
+		// As remote's Await returns a turn its worker stopped.
+		return agent.Result{ExitCode: -1, Duration: time.Second}, fmt.Errorf("%w before the gateway restarted (on worker w1)", agent.ErrStopped)
+	}
+	close(next.release)
+	h.restart(func(o *Options) { o.Runner = next })
+	ts := h.waitTurns("main", 1)
+	if ts[0].ID != turn || ts[0].Status != store.TurnStopped {
+		t.Fatalf("main's turns %+v; want %s stopped", ts, turn)
+	}
+	if sent := h.waitSent(testChat, 1); len(sent) != 1 || sent[0].Text != stopStopped {
+		t.Errorf("sent %+v; want %q alone (no failure notice)", sent, stopStopped)
+	}
+	if p := h.pending(); len(p) != 0 {
+		t.Errorf("pending work left in %v; want none: a stopped turn is not retried", p)
+	}
+	if runs := next.started(); len(runs) != 0 {
+		t.Errorf("%d turns run after the restart; want none", len(runs))
+	}
+}

@@ -332,7 +332,10 @@ func (t *turns) recordStopped(ctx context.Context, p preparedTurn, res agent.Res
 	turn.Duration, turn.ExitCode = res.Duration, res.ExitCode
 	turn.Status = store.TurnStopped
 	turn.Error = "stopped by " + by.String()
-	if !errors.Is(runErr, agent.ErrStopped) {
+	switch {
+	case by == "": // who stopped it is not known (recordAwaited)
+		turn.Error = runErr.Error()
+	case !errors.Is(runErr, agent.ErrStopped):
 		turn.Error += fmt.Sprintf(" (%v)", runErr)
 	}
 	// As a succeeded turn's (recordTurn): the next turn resumes it; one

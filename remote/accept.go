@@ -34,6 +34,8 @@ type turnRecord struct {
 	Dir        string `json:"dir"`
 	Worker     string `json:"worker"`
 	DeadlineMs int64  `json:"deadline_ms"`
+	// Seq is the job's sequence in TurnsStream (0: not published yet).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // maxEnded is how many turns the Runner remembers after it stopped

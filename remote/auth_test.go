@@ -305,3 +305,28 @@ func TestNATSTLS(t *testing.T) {
 		t.Errorf("worker connection: %v; want TLS", err)
 	}
 }
+
+// Another worker cannot keep a turn's outcome from the gateway: worker a,
+// which learnt turn t-dedup's id (the object store's listing names turns),
+// publishes on its own results subject first with the JetStream message id
+// the real worker's outcome carried (the turn id). The stream de-duplicated
+// by that id across subjects, so worker b's real outcome was dropped as a
+// duplicate and the turn failed at its deadline, to be run again.
+func TestNATSOutcomeNotSuppressedByOtherWorker(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "b", 1) // the only live worker: it gets the job
+	r := newRunner(t, nc, "cat >/dev/null; echo real", time.Second)
+	js, err := jetstream.New(workerConn(t, nc, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const turn = "t-dedup"
+	data, _ := json.Marshal(Outcome{TurnID: turn, Worker: "a", Reply: "forged by a"})
+	if _, err := js.Publish(t.Context(), resultSubject("a", turn), data, jetstream.WithMsgID(turn)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(t.Context(), agent.Spec{Timeout: 10 * time.Second}, turnInput(t, turn))
+	if err != nil || res.Reply != "real" {
+		t.Fatalf("reply %q, err %v; want worker b's reply", res.Reply, err)
+	}
+}

@@ -49,7 +49,7 @@ func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Tim
 				// Published while no gateway read the stream: its folder
 				// changes were not applied either (applying twice is harmless).
 				r.applyFolder(o)
-				return outcomeResult(o, "")
+				return awaitedResult(o)
 			case found: // refused, or delivered meanwhile: the reader has it
 				looked = true
 			case err != nil && ctx.Err() == nil:
@@ -62,10 +62,11 @@ func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Tim
 		}
 		select {
 		case o := <-ch:
-			return outcomeResult(o, "")
+			return awaitedResult(o)
 		case <-ctx.Done():
 			if agent.StopRequested(ctx) {
-				o, came := r.stopOnWorker(rec.Worker, turnID, ch)
+				o, came, unrun := r.stopOnWorker(rec.Worker, turnID, rec.Seq, ch)
+				res.NotStarted = unrun
 				return stoppedResult(ctx, o, came, res)
 			}
 			return res, agent.Cancelled(ctx.Err())
@@ -75,6 +76,19 @@ func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Tim
 			return res, fmt.Errorf("%w (agent.timeout after its start + %s): no worker published it; the batch runs again", agent.ErrNoOutcome, r.opt.Grace)
 		}
 	}
+}
+
+// awaitedResult is outcomeResult of an awaited turn's outcome, except that
+// an outcome marked Stopped ends with agent.ErrStopped: only a gateway
+// stops a turn, so the earlier gateway process stopped it (a /stop, then
+// that gateway stopped before it recorded the turn), and it is recorded
+// stopped, not failed.
+func awaitedResult(o Outcome) (agent.Result, error) {
+	res, err := outcomeResult(o, "")
+	if o.Stopped && o.Error == "" {
+		return res, fmt.Errorf("%w before the gateway restarted (on worker %s)", agent.ErrStopped, o.Worker)
+	}
+	return res, err
 }
 
 // published is the outcome of turn that worker published on

@@ -264,7 +264,8 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	// accepted. Recorded until the turn is over, also when the gateway
 	// stops meanwhile (ctx ends): a restarted gateway reattaches to it.
 	r.setWorker(job.TurnID, worker)
-	if err := r.record(job.TurnID, turnRecord{Dir: job.Dir, Worker: worker, DeadlineMs: job.DeadlineMs}); err != nil {
+	rec := turnRecord{Dir: job.Dir, Worker: worker, DeadlineMs: job.DeadlineMs}
+	if err := r.record(job.TurnID, rec); err != nil {
 		r.log.Warn("record a remote turn for a restarted gateway", "turn", job.TurnID, "err", err)
 	}
 	defer func() {
@@ -274,12 +275,19 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	}()
 	relay := r.followEvents(worker, job.TurnID, in.OnEvent)
 	defer relay.close()
-	if _, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID)); err != nil {
+	ack, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID))
+	if err != nil {
 		res.NotStarted = true
 		if ctx.Err() != nil {
 			return res, agent.Cancelled(ctx.Err())
 		}
 		return res, agent.Failed(fmt.Sprintf("publish the turn to NATS stream %s: %v; check nats.url and that the NATS server has JetStream", TurnsStream, err))
+	}
+	// With the job's place in the stream: a restarted gateway that stops
+	// the turn takes it out of the worker's queue as Run does (dropJob).
+	rec.Seq = ack.Sequence
+	if err := r.record(job.TurnID, rec); err != nil {
+		r.log.Warn("record a remote turn for a restarted gateway", "turn", job.TurnID, "err", err)
 	}
 	if in.Steer != nil && spec.Steers() {
 		defer r.forwardInputs(in.Steer, worker, job.TurnID)()
@@ -309,7 +317,8 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		case <-ctx.Done():
 			res.Duration = time.Since(started)
 			if agent.StopRequested(ctx) {
-				o, came := r.stopOnWorker(worker, job.TurnID, ch)
+				o, came, unrun := r.stopOnWorker(worker, job.TurnID, ack.Sequence, ch)
+				res.NotStarted = unrun // taken out of the worker's queue
 				if came {
 					finished = o.Finished
 					in.Steer.Settle(o.Steered)
@@ -320,6 +329,9 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			return res, agent.Cancelled(ctx.Err())
 		case <-check.C:
 			if w, gone := r.workerGone(job.TurnID); gone {
+				// Should the worker come back, it does not run the turn
+				// that is retried elsewhere meanwhile.
+				r.dropJob(worker, job.TurnID, ack.Sequence)
 				res.Duration = time.Since(started)
 				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it had the turn; check that worker's log", w, r.opt.WorkerTTL))
 			}
@@ -402,8 +414,9 @@ func outcomeResult(o Outcome, session string) (agent.Result, error) {
 		return res, agent.Failed(o.Error + " (on worker " + o.Worker + ")")
 	}
 	if o.Stopped {
-		// Run that stopped it returns stoppedResult; read elsewhere (Await
-		// after a restart) it is an attempt that gave no answer.
+		// Run that stopped it returns stoppedResult, Await awaitedResult
+		// (stopped before the restart); anywhere else it is an attempt
+		// that gave no answer.
 		res.Reply, res.Replies = "", nil
 		return res, agent.Failed("the turn was stopped (on worker " + o.Worker + ")")
 	}

@@ -19,7 +19,10 @@ import (
 // the same cause (its process group is killed: agent.stopGrace) and
 // publishes an outcome marked Stopped, with the usage and session so far
 // and its folder changes. A stop that comes before the worker took the
-// turn is remembered (stopEarlyKeep) and the turn is not run.
+// turn is remembered (stopEarlyKeep) and the turn is not run; the
+// gateway also deletes a job its worker did not take yet from the
+// worker's queue (dropJob), so that the turn does not run even on a
+// worker that forgot the stop or never got it.
 
 const (
 	stopResend    = 500 * time.Millisecond
@@ -95,26 +98,61 @@ func (w *Worker) listenStops() (*nats.Subscription, error) {
 
 // stopOnWorker stops turn on worker and waits for its outcome on ch,
 // resending the stop until it comes or grace passes. ok is false when
-// none came.
-func (r *Runner) stopOnWorker(worker, turn string, ch <-chan Outcome) (o Outcome, ok bool) {
+// none came. A job still waiting in the worker's queue (seq, its sequence
+// in TurnsStream; 0: unknown) is deleted there: no worker runs it later,
+// whatever it remembers of the stop (a restarted worker remembers
+// nothing), and no outcome is waited for (unrun is then true).
+func (r *Runner) stopOnWorker(worker, turn string, seq uint64, ch <-chan Outcome) (o Outcome, ok, unrun bool) {
 	subject := stopSubject(worker, turn)
+	publish := func() {
+		if err := r.nc.Publish(subject, nil); err != nil {
+			r.log.Warn("send a turn's stop to its worker", "turn", turn, "worker", worker, "err", err)
+		}
+	}
+	// The stop goes first: a worker that fetched the job just before it
+	// was deleted (and has not acknowledged it) gets the stop before it
+	// runs the job, or while it does.
+	publish()
+	if r.dropJob(worker, turn, seq) {
+		return Outcome{}, false, true
+	}
 	resend := time.NewTicker(stopResend)
 	defer resend.Stop()
 	give := time.NewTimer(r.opt.Grace)
 	defer give.Stop()
 	for {
-		if err := r.nc.Publish(subject, nil); err != nil {
-			r.log.Warn("send a turn's stop to its worker", "turn", turn, "worker", worker, "err", err)
-		}
 		select {
 		case o := <-ch:
-			return o, true
+			return o, true, false
 		case <-give.C:
 			r.log.Warn("no outcome of a stopped remote turn; recorded as stopped", "turn", turn, "worker", worker, "waited", r.opt.Grace)
-			return Outcome{}, false
+			return Outcome{}, false, false
 		case <-resend.C:
+			publish()
 		}
 	}
+}
+
+// dropJob deletes turn's job (seq in TurnsStream; 0: unknown) from
+// worker's queue if it still waits there, and reports whether it did. A
+// job its worker took is acknowledged, and so gone from the work queue
+// already: that turn is the worker's to stop.
+func (r *Runner) dropJob(worker, turn string, seq uint64) bool {
+	if seq == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := r.js.Stream(ctx, TurnsStream)
+	if err == nil {
+		err = s.DeleteMsg(ctx, seq)
+	}
+	if err != nil {
+		r.log.Debug("remote turn not in its worker's queue (taken already)", "turn", turn, "worker", worker, "err", err)
+		return false
+	}
+	r.log.Info("remote turn removed from its worker's queue", "turn", turn, "worker", worker)
+	return true
 }
 
 // stoppedResult is what Run returns for a turn stopped on its worker: the

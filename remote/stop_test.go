@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"switchboard/agent"
 	"switchboard/internal/testwait"
 )
@@ -156,5 +158,115 @@ while :; do wait; done`}})
 			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(took[min(len(took)-1, len(took)*99/100)].Microseconds())/1000, "p99-ms")
 		})
+	}
+}
+
+// A turn whose job waits in its worker's queue and that ends there never
+// runs later, even on a worker that does not know it ended (here: a
+// worker process started after it, as a restarted one): the gateway takes
+// the job out of the queue when it stops the turn, and when it gives the
+// turn up because the worker stopped reporting (its retry runs elsewhere).
+// The worker's next job runs as usual. So it goes for a turn that a
+// restarted gateway awaits and stops.
+func TestRemoteQueuedJobEndedNeverRuns(t *testing.T) {
+	for _, tc := range []string{"stopped", "worker gone", "stopped after a restart"} {
+		t.Run(tc, func(t *testing.T) {
+			nc := natsConn(t)
+			fakeWorker(t, nc, "w1") // live, takes nothing yet
+			ran := t.TempDir()
+			r := newRunner(t, nc, `cat >/dev/null; touch "`+ran+`/$SWITCHBOARD_TURN_ID"; echo ran`, 0)
+			ctx, stop := context.WithCancelCause(t.Context())
+			defer stop(nil)
+			done := make(chan error, 1)
+			go func() {
+				_, err := r.Run(ctx, agent.Spec{Timeout: time.Minute}, turnInput(t, "t-queued"))
+				done <- err
+			}()
+			testwait.For(t, 20*time.Second, "the job in w1's queue", func() bool {
+				s, err := r.js.Stream(t.Context(), TurnsStream)
+				return err == nil && s.CachedInfo().State.Msgs == 1
+			})
+			want := agent.ErrStopped
+			switch tc {
+			case "stopped":
+				stop(agent.ErrStopped)
+			case "stopped after a restart":
+				stop(nil) // the gateway stops; the next one awaits the turn
+				if err := <-done; !errors.Is(err, agent.ErrCancelled) {
+					t.Fatalf("Run of the stopped gateway: %v; want cancelled", err)
+				}
+				r.Close()
+				r = newRunner(t, nc, `cat >/dev/null; touch "`+ran+`/$SWITCHBOARD_TURN_ID"; echo ran`, 0)
+				actx, astop := context.WithCancelCause(t.Context())
+				go func() {
+					_, err := r.Await(actx, "t-queued", time.Now().Add(time.Minute))
+					done <- err
+				}()
+				astop(agent.ErrStopped)
+			default:
+				want = agent.ErrFailed
+				// w1 stops reporting: its entry goes, as at its TTL.
+				js, err := jetstream.New(workerConn(t, nc, "w1"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				kv, err := js.KeyValue(t.Context(), workersBucket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := kv.Delete(t.Context(), "w1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := <-done; !errors.Is(err, want) {
+				t.Fatalf("err %v; want %v", err, want)
+			}
+			startWorker(t, nc, "w1", 1) // knows nothing of t-queued
+			res, err := r.Run(t.Context(), agent.Spec{Timeout: time.Minute}, turnInput(t, "t-next"))
+			if err != nil || res.Reply != "ran" {
+				t.Fatalf("the next turn: %q, %v; want it run", res.Reply, err)
+			}
+			if _, err := os.Stat(filepath.Join(ran, "t-queued")); err == nil {
+				t.Error("the turn that ended while queued ran on the worker")
+			}
+			if _, err := os.Stat(filepath.Join(ran, "t-next")); err != nil {
+				t.Errorf("the next turn left no mark: %v", err)
+			}
+		})
+	}
+}
+
+// A gateway stops a turn on its worker and then stops itself before the
+// outcome came (it is left to the next start): the restarted gateway's
+// Await gets the outcome the worker published, marked stopped, and
+// returns agent.ErrStopped (the turn is recorded stopped), not a failure
+// (a failed attempt: retried, with a failure notice to the chat).
+func TestRemoteAwaitStoppedBeforeRestart(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	started := filepath.Join(t.TempDir(), "started")
+	r := newRunner(t, nc, `cat >/dev/null; touch "`+started+`"; exec sleep 1000`, 0)
+	ctx, gatewayStops := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(ctx, agent.Spec{Timeout: time.Minute}, turnInput(t, "t-stopped"))
+		done <- err
+	}()
+	testwait.For(t, 20*time.Second, "the agent running on the worker", func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	if err := nc.Publish(stopSubject("w1", "t-stopped"), nil); err != nil { // the stop
+		t.Fatal(err)
+	}
+	gatewayStops()
+	if err := <-done; !errors.Is(err, agent.ErrCancelled) {
+		t.Fatalf("Run of the stopped gateway: %v; want cancelled", err)
+	}
+	r.Close()
+	next := newRunner(t, nc, "unused", 0)
+	_, err := next.Await(t.Context(), "t-stopped", time.Now().Add(time.Minute))
+	if !errors.Is(err, agent.ErrStopped) || errors.Is(err, agent.ErrFailed) {
+		t.Fatalf("Await: %v; want agent.ErrStopped, not a failure", err)
 	}
 }

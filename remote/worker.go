@@ -274,7 +274,11 @@ func (w *Worker) take(ctx, turnCtx context.Context, m jetstream.Msg) {
 	data, _ := json.Marshal(o)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := w.js.Publish(pctx, resultSubject(w.opt.ID, j.TurnID), data, jetstream.WithMsgID(j.TurnID)); err != nil {
+	// No JetStream message id: the stream de-duplicates ids across its
+	// subjects, so another worker that learnt the turn's id could publish
+	// one first on its own subject and have this outcome dropped as a
+	// duplicate. The gateway takes one outcome per turn itself (accept.go).
+	if _, err := w.js.Publish(pctx, resultSubject(w.opt.ID, j.TurnID), data); err != nil {
 		w.log.Error("publish turn result", "turn", j.TurnID, "err", err)
 		return
 	}

@@ -97,10 +97,13 @@ func TestE2EStopButton(t *testing.T) {
 	}
 }
 
-// webDrafts reads the web room's event stream as the page does, from now
-// on: the newest draft of a live reply (its id is the final message's).
-func webDrafts(t *testing.T, g *gw) func() shownMsg {
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+g.addr+"/api/rooms/lobby/events", nil)
+// webDrafts reads the web room lobby's event stream as the page does, from
+// now on: the newest draft of a live reply (its id is the final message's).
+func webDrafts(t *testing.T, g *gw) func() shownMsg { return webRoomDrafts(t, g, "lobby") }
+
+// webRoomDrafts is webDrafts of room.
+func webRoomDrafts(t *testing.T, g *gw, room string) func() shownMsg {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+g.addr+"/api/rooms/"+room+"/events", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
