@@ -365,6 +365,15 @@ func (p *approvals) decide(ctx context.Context, id, choice string, who adapters.
 	if !decided {
 		return outcomeLine(a) + ".", nil
 	}
+	p.wake(id)
+	if status == store.ApprovalSession {
+		p.coveredBySession(ctx, a)
+	}
+	return outcomeLine(a) + ".", nil
+}
+
+// wake tells request id's waiting call that it was decided.
+func (p *approvals) wake(id string) {
 	p.mu.Lock()
 	wake := p.waiting[id]
 	p.mu.Unlock()
@@ -374,7 +383,31 @@ func (p *approvals) decide(ctx context.Context, id, choice string, who adapters.
 		default:
 		}
 	}
-	return outcomeLine(a) + ".", nil
+}
+
+// coveredBySession decides, as allowed for the session by the same person,
+// the other pending requests for a's tool that a's session grant now
+// covers (calls of the same turn or session that asked meanwhile): they
+// would have been allowed at once had they come after it.
+func (p *approvals) coveredBySession(ctx context.Context, a store.Approval) {
+	pending, err := p.st.PendingApprovals(ctx)
+	if err != nil {
+		p.log.Warn("read pending approvals after a session decision", "approval", a.ID, "err", err)
+		return
+	}
+	for _, o := range pending {
+		if o.Folder != a.Folder || o.Tool != a.Tool {
+			continue
+		}
+		if ok, err := p.st.SessionAllows(ctx, o.Folder, o.Tool, o.TurnID, o.SessionID); err != nil || !ok {
+			continue
+		}
+		if _, decided, err := p.st.DecideApproval(ctx, o.ID, store.ApprovalSession, a.Decider, ""); err != nil {
+			p.log.Warn("record approval decision", "approval", o.ID, "err", err)
+		} else if decided {
+			p.wake(o.ID)
+		}
+	}
 }
 
 // command answers an /approve or /deny message in its chat.

@@ -392,3 +392,58 @@ func TestApprovalRequestChatFollowsApprovers(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionDecisionCoversPendingAsks: two calls of send in one turn ask
+// at once; "Allow for this session" on the first also allows the second,
+// which was already waiting (a call after the decision would have been
+// allowed at once), and its request says who allowed it; a pending ask for
+// another tool still waits.
+func TestSessionDecisionCoversPendingAsks(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, "main")
+	if err := st.SetApprovers(ctx, "main", []string{"test:user/ann"}); err != nil {
+		t.Fatal(err)
+	}
+	active := &activeTurns{}
+	active.started("t-1", messageBatch("main", testChat, "test:user/ann"))
+	fake := &buttonsFake{}
+	send := func(context.Context, ops.SendRequest) (store.OutboxItem, error) { return store.OutboxItem{}, nil }
+	p := newApprovals(st, adapterSet{"test": fake}, active, send, ApprovalOptions{Timeout: time.Minute}, prometheus.NewRegistry(), discard)
+	press := pressHandler{approvals: p}.press
+
+	results := make([]chan ipc.ApprovalResult, 3)
+	for i, tool := range []string{"send", "send", "like"} {
+		results[i] = make(chan ipc.ApprovalResult, 1)
+		go func() {
+			results[i] <- p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: tool, Args: map[string]any{"text": fmt.Sprint("call ", i)}})
+		}()
+		testwait.For(t, 10*time.Second, "request posted", func() bool { n, _, _ := fake.state(); return n == i+1 })
+	}
+	fake.mu.Lock()
+	first := fake.btns[0][1].Data // Allow for this session, on the first send
+	fake.mu.Unlock()
+	if ans, _ := press(ctx, adapters.Press{Chat: testChat, Sender: "test:user/ann", Data: first}); ans != "Allowed for this session by test:user/ann." {
+		t.Fatalf("press answered %q", ans)
+	}
+	for i := range 2 {
+		select {
+		case r := <-results[i]:
+			if !r.Allowed || r.Reason != "allowed for this session by test:user/ann" {
+				t.Errorf("send call %d: %+v", i, r)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("send call %d still waits after its tool was allowed for the session", i)
+		}
+	}
+	testwait.For(t, 10*time.Second, "both send requests edited", func() bool { _, _, e := fake.state(); return len(e) == 2 })
+	if _, _, edits := fake.state(); !strings.Contains(edits[1], "Allowed for this session by test:user/ann") {
+		t.Errorf("the second request reads %q", edits[1])
+	}
+	select {
+	case r := <-results[2]:
+		t.Errorf("the like call was decided by send's session grant: %+v", r)
+	default:
+	}
+	active.finished("t-1")
+	<-results[2]
+}
