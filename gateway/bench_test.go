@@ -190,6 +190,114 @@ func BenchmarkIngestHTTP(b *testing.B) {
 	}
 }
 
+// BenchmarkIngestHTTPParts is a reference for BenchmarkIngestHTTP, not a
+// figure of the gateway: the floors' own parts put together as simply as
+// the goal allows. 64 clients post to a trivial net/http handler (its
+// floor's) that reads the body and hands the message to one goroutine;
+// that goroutine commits what is waiting with store.InsertMessages (the
+// insert floor's call: no routing, no work rows) and only then is each
+// client answered, as the gateway must. It waits before each commit until
+// as many messages as clients are waiting, at most 2 ms: told the number
+// of clients, which the gateway is not. Its ratio to the same floor says
+// how much of that floor acknowledging after the commit leaves on this
+// machine.
+func BenchmarkIngestHTTPParts(b *testing.B) {
+	const clients = 64
+	b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+		ctx := context.Background()
+		st, err := store.Open(ctx, filepath.Join(b.TempDir(), "parts.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		type req struct {
+			m    *store.Message
+			done chan error
+		}
+		reqs := make(chan req, clients)
+		var commits, committed atomic.Int64
+		go func() {
+			for r := range reqs {
+				batch := []req{r}
+				wait := time.NewTimer(2 * time.Millisecond)
+			gather:
+				for len(batch) < clients {
+					select {
+					case r := <-reqs:
+						batch = append(batch, r)
+					case <-wait.C:
+						break gather
+					}
+				}
+				wait.Stop()
+				ms := make([]*store.Message, len(batch))
+				for i, r := range batch {
+					ms[i] = r.m
+				}
+				_, err := st.InsertMessages(ctx, ms)
+				commits.Add(1)
+				committed.Add(int64(len(batch)))
+				for _, r := range batch {
+					r.done <- err
+				}
+			}
+		}()
+		var id atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			n := id.Add(1)
+			done := make(chan error, 1)
+			reqs <- req{&store.Message{ChatJID: adapters.JID(fmt.Sprintf("test:room/%d", n%16)), ID: adapters.MessageID(strconv.FormatInt(n, 10)),
+				Sender: "test:user/ann", Text: string(body)}, done}
+			if err := <-done; err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+		}))
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+		body := []byte(`{"sender":"ann","text":"deploy the release after the incident review"}`)
+		var next, failed atomic.Int64
+		b.ResetTimer()
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Go(func() {
+				for next.Add(1) <= int64(b.N) {
+					resp, err := client.Post(srv.URL+"/api/rooms/room1/messages", "application/json", bytes.NewReader(body))
+					if err != nil {
+						failed.Add(1)
+						continue
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusAccepted {
+						failed.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		b.StopTimer()
+		client.CloseIdleConnections()
+		srv.Close()
+		close(reqs)
+		if n := failed.Load(); n > 0 {
+			b.Fatalf("%d posts failed", n)
+		}
+		if committed.Load() != int64(b.N) {
+			b.Fatalf("%d messages committed; want %d", committed.Load(), b.N)
+		}
+		b.ReportMetric(float64(committed.Load())/float64(commits.Load()), "msgs/commit")
+		rate := float64(b.N) / b.Elapsed().Seconds()
+		hf, inf := httpFloor(b, clients), insertFloor(b)
+		reportFloor(b, rate, 1/(1/hf+1/inf))
+	})
+}
+
 // BenchmarkDeliver measures Deliver alone (no HTTP): committed, routed and
 // queued messages per second with concurrent callers, beside the batched
 // insert floor (insertFloor) measured in the same run.
