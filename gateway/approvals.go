@@ -104,6 +104,11 @@ func newApprovals(st approvalStore, as adapterSet, active *activeTurns, send fun
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800}}),
 	}
 	reg.MustRegister(p.total, p.latency)
+	// Every outcome is a series from the start, at 0: a scrape before the
+	// first decision shows the counter, and rate() sees the first one.
+	for _, s := range []store.ApprovalStatus{store.ApprovalAllowed, store.ApprovalSession, store.ApprovalDenied, store.ApprovalTimeout, store.ApprovalExpired} {
+		p.total.WithLabelValues(string(s))
+	}
 	return p
 }
 

@@ -447,3 +447,29 @@ func TestSessionDecisionCoversPendingAsks(t *testing.T) {
 	active.finished("t-1")
 	<-results[2]
 }
+
+// TestApprovalsCounterFromTheStart: switchboard_approvals_total has every
+// outcome as a series at 0 before any request, so an operator's scrape or
+// alert finds it (and rate() counts the first decision).
+func TestApprovalsCounterFromTheStart(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	newApprovals(openTestStore(t, "main"), adapterSet{}, &activeTurns{}, nil, ApprovalOptions{}, reg, discard)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "switchboard_approvals_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	for _, d := range []string{"allowed", "session", "denied", "timeout", "expired"} {
+		if v, ok := got[d]; !ok || v != 0 {
+			t.Errorf(`switchboard_approvals_total{decision=%q}: %v, present %v; want 0 from the start`, d, v, ok)
+		}
+	}
+}
