@@ -202,6 +202,41 @@ func TestBadArguments(t *testing.T) {
 	}
 }
 
+// TestBadJIDArguments: a chat_jid or sender that is not a JID is an isError
+// result that names the param, for every tool that takes one, also for the
+// operator, whom chat ownership does not stop first. Engaging "garbage"
+// answered {"ok":true}, and reading its history an empty list, as if the
+// chat existed.
+func TestBadJIDArguments(t *testing.T) {
+	h := newHarness(t, nil)
+	root := h.connect(t, "root", false)
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"engage", map[string]any{"chat_jid": "garbage"}, `param chat_jid: invalid chat JID "garbage"`},
+		{"disengage", map[string]any{"chat_jid": "web:has space"}, `param chat_jid: invalid chat JID "web:has space"`},
+		{"inspect_messages", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid chat JID "lobby"`},
+		{"get_thread", map[string]any{"chat_jid": "lobby", "topic": "t"}, `param chat_jid: invalid chat JID "lobby"`},
+		{"fetch_history", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid chat JID "lobby"`},
+		{"explain_route", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid chat JID "lobby"`},
+		{"explain_route", map[string]any{"chat_jid": "web:acme", "sender": "ann"}, `param sender: invalid chat JID "ann"`},
+		{"send", map[string]any{"chat_jid": "", "text": "x"}, `param chat_jid: invalid chat JID: empty`},
+		{"find_messages", map[string]any{"query": "x", "sender": "ann"}, `param sender: invalid chat JID "ann"`},
+	}
+	for _, tc := range cases {
+		r, err := tryCall(root, tc.tool, tc.args)
+		if err != nil {
+			t.Errorf("%s %v: JSON-RPC error %v, want an isError result", tc.tool, tc.args, err)
+			continue
+		}
+		if !r.IsError || !strings.Contains(r.Text, tc.want) {
+			t.Errorf("%s %v: %+v, want isError containing %q", tc.tool, tc.args, r, tc.want)
+		}
+	}
+}
+
 // blockingSend makes the "web" fake hold every Send until release closes.
 func (f *fakeAdapter) block() (entered <-chan struct{}, release func()) {
 	f.mu.Lock()

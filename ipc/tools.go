@@ -191,6 +191,10 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 			s.log.Info("mcp call refused", "folder", folder, "tool", name, "reason", d.Reason)
 			return refusal(folder, a.tier, name, d.Reason), nil
 		}
+		if err := checkJIDArgs(def.tool, args); err != nil {
+			s.count(name, "error")
+			return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
+		}
 		if !def.waits {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, callTimeout)
@@ -271,6 +275,31 @@ func validateArgs(t mcp.Tool, args map[string]any) error {
 	for _, k := range t.InputSchema.Required {
 		if _, ok := args[k]; !ok {
 			return fmt.Errorf("missing required param %s", k)
+		}
+	}
+	return nil
+}
+
+// jidParams are the params that hold a JID: a chat, or a message's sender.
+var jidParams = []string{"chat_jid", "sender"}
+
+// checkJIDArgs checks the JID params of a call that the grants allowed
+// (ownership refuses most bad chats before this; the operator's calls reach
+// it): a value that is not a JID is an error naming the param, never a
+// search or an engagement of a chat that cannot exist. An optional one given
+// as "" counts as absent.
+func checkJIDArgs(t mcp.Tool, args map[string]any) error {
+	for _, k := range jidParams {
+		v, ok := args[k].(string)
+		if !ok {
+			continue
+		}
+		if v == "" && !slices.Contains(t.InputSchema.Required, k) {
+			delete(args, k)
+			continue
+		}
+		if err := adapters.JID(v).Validate(); err != nil {
+			return fmt.Errorf("param %s: %w", k, err)
 		}
 	}
 	return nil
