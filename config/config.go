@@ -381,9 +381,15 @@ func (c *Config) validate(env map[string]envValue) error {
 	c.validateNATS(bad)
 	c.validateApprovals(bad)
 	known := map[groups.Folder]bool{c.OperatorFolder: true}
+	listed := map[groups.Folder]int{}
 	for i, g := range c.Groups {
 		if err := g.Folder.Validate(); err != nil {
 			bad(fmt.Sprintf("groups[%d].folder", i), "%v", err)
+		} else if first, twice := listed[g.Folder]; twice {
+			// Which entry's mid_turn and approvals would hold is anyone's guess.
+			bad(fmt.Sprintf("groups[%d].folder", i), "%q is listed twice (first at groups[%d]); merge the two entries", g.Folder, first)
+		} else {
+			listed[g.Folder] = i
 		}
 		known[g.Folder] = true
 	}

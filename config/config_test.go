@@ -70,6 +70,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad env name", "agent: {env: ['A=B']}", "agent.env[0]:"},
 		{"download cap", "adapters: {max_download_mb: 0}", "adapters.max_download_mb: 0"},
 		{"bad group", "groups: [{folder: '../x'}]", "groups[0].folder:"},
+		{"group listed twice", "groups: [{folder: root}, {folder: main}, {folder: main, mid_turn: steer}]", `groups[2].folder: "main" is listed twice (first at groups[1])`},
 		{"bad route key", "routes: [{match: {planet: x}, target: root}]", "routes[0]:"},
 		{"route to unknown group", "routes: [{match: {platform: web}, target: nowhere}]", "routes[0].target:"},
 		{"bad listen", "adapters: {web: {listen: nope}}", "adapters.web.listen:"},
