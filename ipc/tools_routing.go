@@ -118,7 +118,7 @@ func routeArg(v map[string]any) (r routing.Route, seqGiven bool, err error) {
 		}
 	}
 	r = r.Normalize()
-	return r, seqGiven, r.Validate()
+	return r, seqGiven, r.ValidateNew()
 }
 
 // checkRouteAdd validates r for c: the target exists and the caller may add it.

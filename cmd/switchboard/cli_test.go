@@ -122,6 +122,18 @@ func TestRouteAddListExplain(t *testing.T) {
 			t.Errorf("%v: want usage error, got %v", bad, err)
 		}
 	}
+	// A glob no message can match is refused, saying why, and nothing is
+	// added: as owner of every chat, a route with a misspelt verb captured
+	// their replies and tools while it never triggered a turn.
+	for _, c := range []struct{ arg, want string }{
+		{"verb=mentoin", `match key verb: glob "mentoin" matches neither message nor mention`},
+		{"chat_jid=lobby", `match key chat_jid: glob "lobby" is not a JID`},
+		{"platform=Web", `match key platform: glob "Web" has 'W'`},
+	} {
+		if _, _, err := sb(t, dir, "route", "add", "--target", "main", c.arg); !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("route add %s: want a usage error saying %q, got %v", c.arg, c.want, err)
+		}
+	}
 	if _, _, err := sb(t, dir, "route", "add", "--target", "ghost", "platform=web"); err == nil || !strings.Contains(err.Error(), "group ghost does not exist") {
 		t.Errorf("route to missing group: %v", err)
 	}

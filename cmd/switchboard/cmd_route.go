@@ -104,7 +104,7 @@ func parseMatch(args []string) (map[string]string, error) {
 		}
 		m[k] = v
 	}
-	if err := routing.ValidateMatch(m); err != nil {
+	if err := routing.ValidateNewMatch(m); err != nil {
 		return nil, usageError{err}
 	}
 	return m, nil
