@@ -184,6 +184,12 @@ func TestBadArguments(t *testing.T) {
 		{"find_messages", map[string]any{"query": "AND OR ("}, "bad search query"},
 		{"find_messages", map[string]any{"query": "x", "since": "last tuesday"}, "since \"last tuesday\""},
 		{"register_group", map[string]any{"folder": "Bad Name"}, "invalid group folder"},
+		// Integers under the schema's minimum were ignored: all the
+		// messages came back for limit 0 or before_seq -1.
+		{"inspect_messages", map[string]any{"chat_jid": "web:acme", "limit": 0}, "param limit: 0 is below the minimum 1"},
+		{"inspect_messages", map[string]any{"chat_jid": "web:acme", "before_seq": -1}, "param before_seq: -1 is below the minimum 1"},
+		{"preview_schedule", map[string]any{"schedule": "@daily", "count": 0}, "param count: 0 is below the minimum 1"},
+		{"inspect_tasks", map[string]any{"limit": -3}, "param limit: -3 is below the minimum 1"},
 	}
 	for _, tc := range cases {
 		r, err := tryCall(c, tc.tool, tc.args)

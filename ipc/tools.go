@@ -271,6 +271,12 @@ func validateArgs(t mcp.Tool, args map[string]any) error {
 		if enum, ok := p["enum"].([]string); ok && !slices.Contains(enum, v.(string)) {
 			return fmt.Errorf("param %s: %q is not one of %s", k, v, strings.Join(enum, ", "))
 		}
+		// An integer under the schema's minimum (a limit, count, id or seq
+		// of 0 or less) says nothing the tool could honour; one over a
+		// maximum is clamped by the tool, as its description says.
+		if min, ok := schemaNumber(p["minimum"]); ok && want == "integer" && v.(float64) < min {
+			return fmt.Errorf("param %s: %v is below the minimum %v", k, v, min)
+		}
 	}
 	for _, k := range t.InputSchema.Required {
 		if _, ok := args[k]; !ok {
@@ -303,6 +309,20 @@ func checkJIDArgs(t mcp.Tool, args map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// schemaNumber is a number in a tool's schema (mcp.Min keeps the type it
+// was given).
+func schemaNumber(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
 }
 
 func typeMatches(want string, v any) bool {
