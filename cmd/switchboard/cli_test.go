@@ -72,6 +72,16 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Errorf("rm routed group: %v", err)
 	}
 	mustSB(t, dir, "route", "rm", "1")
+	// Nor while a task is still scheduled in it: removed, it failed every
+	// run ("group acme/eng no longer exists") and stayed listed as active.
+	mustSB(t, dir, "task", "add", "--folder", "acme/eng", "--jid", "web:eng", "--schedule", "@daily", "--prompt", "x")
+	mustSB(t, dir, "task", "add", "--folder", "acme/eng", "--jid", "web:eng", "--schedule", "@hourly", "--prompt", "y")
+	mustSB(t, dir, "task", "pause", "2")
+	if _, _, err := sb(t, dir, "group", "rm", "acme/eng"); err == nil || !strings.Contains(err.Error(), "tasks 1, 2 are scheduled in it; cancel them first (switchboard task cancel ID)") {
+		t.Errorf("rm group with tasks: %v", err)
+	}
+	mustSB(t, dir, "task", "cancel", "1")
+	mustSB(t, dir, "task", "cancel", "2")
 	out = mustSB(t, dir, "group", "rm", "acme/eng")
 	if !strings.Contains(out, "files are kept") {
 		t.Errorf("rm output: %q", out)
