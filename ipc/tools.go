@@ -93,6 +93,35 @@ func Catalog(approveTool bool) (*grants.Catalog, error) {
 	return c, nil
 }
 
+// GrantParams returns the grant params a call of tool may carry (its
+// params, chat_jid as jid; topic too for a tool that names a message, whose
+// thread decides its owner), sorted. any is true for a tool whose schema
+// takes any params (approve_tool); ok is false for a tool the registry
+// lacks. `switchboard grants set` refuses rules naming params no call has.
+func GrantParams(tool string) (names []string, any, ok bool) {
+	for _, def := range registry() {
+		if def.tool.Name != tool {
+			continue
+		}
+		props := def.tool.InputSchema.Properties
+		for k := range props {
+			if k == "chat_jid" {
+				k = "jid"
+			}
+			names = append(names, k)
+		}
+		_, msg := props["message_id"]
+		_, reply := props["reply_to"]
+		if (msg || reply) && props["topic"] == nil {
+			names = append(names, "topic")
+		}
+		slices.Sort(names)
+		open, _ := def.tool.InputSchema.AdditionalProperties.(bool)
+		return names, open, true
+	}
+	return nil, false, false
+}
+
 // call is one tool call after it was authorized.
 type call struct {
 	s      *Server

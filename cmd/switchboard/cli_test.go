@@ -192,7 +192,22 @@ func TestGrantsShowSetCheck(t *testing.T) {
 	if _, _, err := sb(t, dir, "grants", "set", "main", "send(jid="); !isUsage(err) || !strings.Contains(err.Error(), `missing ")"`) {
 		t.Errorf("bad rule: %v", err)
 	}
-	// The bad rule changed nothing.
+	// A rule that names no tool, or a param its tools never carry, matches
+	// no call: "!sendd" meant to hide send left send allowed, and
+	// "!send(chat=slack:*)" narrowed nothing. They are usage errors.
+	for _, c := range []struct{ rule, want string }{
+		{"!sendd", `rule "!sendd": no tool is named sendd`},
+		{"!snd*", `rule "!snd*": no tool's name matches snd*`},
+		{"!send(chat=slack:*)", `rule "!send(chat=slack:*)": send has no param chat (its params: jid, text, topic)`},
+		{"!*pin*(emoji=x)", `rule "!*pin*(emoji=x)": no tool matching *pin* has a param emoji`},
+	} {
+		if _, _, err := sb(t, dir, "grants", "set", "main", "send", c.rule); !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("grants set %s: want a usage error saying %q, got %v", c.rule, c.want, err)
+		}
+	}
+	// Params a call carries besides its schema's: a message's topic.
+	mustSB(t, dir, "grants", "set", "main", "!like", "send(jid=web:*)", "!edit(topic=secret)", "like*(jid=web:*)")
+	// The bad rules changed nothing.
 	if out := mustSB(t, dir, "grants", "show", "main"); !strings.Contains(out, "overrides: !like send(jid=web:*)") {
 		t.Errorf("a rejected set changed the overrides: %q", out)
 	}
