@@ -110,11 +110,19 @@ func ValidateNewMatch(m map[string]string) error {
 	return nil
 }
 
-// ValidateNew is Validate with ValidateNewMatch, for a route about to be
-// stored.
+// MaxSeq bounds the seq of a new route either way: far beyond any table,
+// and far from the ends of int, where one below the lowest (AheadSeq)
+// would wrap round.
+const MaxSeq = 1_000_000_000
+
+// ValidateNew is Validate with ValidateNewMatch and a seq within ±MaxSeq,
+// for a route about to be stored.
 func (r Route) ValidateNew() error {
 	if err := ValidateNewMatch(r.Match); err != nil {
 		return fmt.Errorf("route match: %w", err)
+	}
+	if r.Seq < -MaxSeq || r.Seq > MaxSeq {
+		return invalid(fmt.Errorf("route seq %d: want an integer from %d to %d", r.Seq, -MaxSeq, MaxSeq))
 	}
 	return r.Validate()
 }

@@ -144,6 +144,14 @@ func TestRouteAddListExplain(t *testing.T) {
 			t.Errorf("route add %s: want a usage error saying %q, got %v", c.arg, c.want, err)
 		}
 	}
+	// A seq beyond ±1e9 (add_route's bound) is refused: at the lowest int,
+	// the next group add --jid wrapped round to the highest seq and its
+	// route, meant to go first, went last.
+	for _, seq := range []string{"-9223372036854775808", "1000000001"} {
+		if _, _, err := sb(t, dir, "route", "add", "--target", "main", "--seq", seq, "chat_jid=web:x"); !isUsage(err) || !strings.Contains(err.Error(), "route seq "+seq+": want an integer from -1000000000 to 1000000000") {
+			t.Errorf("route add --seq %s: want a usage error, got %v", seq, err)
+		}
+	}
 	if _, _, err := sb(t, dir, "route", "add", "--target", "ghost", "platform=web"); err == nil || !strings.Contains(err.Error(), "group ghost does not exist") {
 		t.Errorf("route to missing group: %v", err)
 	}

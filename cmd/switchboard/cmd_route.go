@@ -120,7 +120,7 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 	}
 	r.Match = m
 	r = r.Normalize()
-	if err := r.Validate(); err != nil {
+	if err := r.ValidateNew(); err != nil {
 		return usageError{err}
 	}
 	ctx := cmd.Context()
