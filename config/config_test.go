@@ -51,6 +51,35 @@ adapters:
 	}
 }
 
+// TestConfigEnvNonStrings: ${VAR} sets numbers and booleans too, quoted or
+// not. The expanded value kept the string type of the text it replaced, so
+// "enabled: ${TG_ON:-false}" and "max_concurrent: '${N}'" were refused
+// ("the value of ${N} is not a whole number") whatever the variable held.
+func TestConfigEnvNonStrings(t *testing.T) {
+	yaml := `
+agent:
+  max_concurrent: '${N}'
+  network: ${NET:-true}
+adapters:
+  web: {enabled: "${WEB_ON}"}
+  max_download_mb: ${MB:-7}
+engage_ttl: '${TTL:-5m}'
+`
+	cfg, err := Parse([]byte(yaml), env(map[string]string{"N": "7", "NET": "false", "WEB_ON": "false"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agent.MaxConcurrent != 7 || cfg.Agent.Network || cfg.Adapters.Web.Enabled || cfg.Adapters.MaxDownloadMB != 7 || cfg.EngageTTL != Duration(5*time.Minute) {
+		t.Errorf("max_concurrent %d, network %v, web.enabled %v, max_download_mb %d, engage_ttl %v",
+			cfg.Agent.MaxConcurrent, cfg.Agent.Network, cfg.Adapters.Web.Enabled, cfg.Adapters.MaxDownloadMB, cfg.EngageTTL)
+	}
+	// A value of the wrong kind is still refused, naming the variable.
+	if _, err := Parse([]byte("agent: {max_concurrent: '${N}'}"), env(map[string]string{"N": "lots"})); err == nil ||
+		!strings.Contains(err.Error(), "agent.max_concurrent: the value of ${N} is not a whole number") {
+		t.Errorf("N=lots: %v", err)
+	}
+}
+
 func TestConfigErrorsNameTheKey(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
@@ -59,6 +88,9 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"unknown nested key", "adapters:\n  web: {lisen: x}", "adapters.web.lisen: unknown key"},
 		{"bad duration", "agent: {timeout: soon}", `agent.timeout: "soon" is not a duration`},
 		{"bad int", "agent: {max_concurrent: lots}", "agent.max_concurrent:"},
+		// yaml.v3 cut a fraction off silently: 2.7 turns became 2.
+		{"fraction for an int", "agent: {max_concurrent: 2.7}", `agent.max_concurrent: "2.7" is not a whole number (line 1)`},
+		{"quoted int", "agent: {max_concurrent: '3'}", `agent.max_concurrent: "3" is not a whole number but a quoted string (line 1); write it without quotes`},
 		{"zero concurrency", "agent: {max_concurrent: 0}", "agent.max_concurrent: 0"},
 		{"bad output", "agent: {output: xml}", `agent.output: "xml": want text, claude-json, claude-stream, codex-json or none`},
 		{"empty command", "agent: {command: []}", "agent.command:"},
