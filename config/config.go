@@ -395,7 +395,11 @@ func (c *Config) validate(env map[string]envValue) error {
 	}
 	for i, r := range c.Routes {
 		rt := r.Route()
-		if err := rt.ValidateNew(); err != nil {
+		err := rt.ValidateNew()
+		if err == nil {
+			err = routing.CheckSeq(rt.Seq)
+		}
+		if err != nil {
 			bad(fmt.Sprintf("routes[%d]", i), "%v", err)
 		} else if !known[r.Target] {
 			bad(fmt.Sprintf("routes[%d].target", i), "group %q is not listed under groups", r.Target)

@@ -110,19 +110,25 @@ func ValidateNewMatch(m map[string]string) error {
 	return nil
 }
 
-// MaxSeq bounds the seq of a new route either way: far beyond any table,
-// and far from the ends of int, where one below the lowest (AheadSeq)
-// would wrap round.
+// MaxSeq bounds a seq that a person gives (CheckSeq) either way: far beyond
+// any table, and far from the ends of int, where one below the lowest
+// (AheadSeq) would wrap round.
 const MaxSeq = 1_000_000_000
 
-// ValidateNew is Validate with ValidateNewMatch and a seq within ±MaxSeq,
-// for a route about to be stored.
+// CheckSeq refuses a given seq beyond ±MaxSeq. A seq the table computes
+// (AheadSeq) is not checked: it may have to go below a stored one.
+func CheckSeq(seq int) error {
+	if seq < -MaxSeq || seq > MaxSeq {
+		return invalid(fmt.Errorf("route seq %d: want an integer from %d to %d", seq, -MaxSeq, MaxSeq))
+	}
+	return nil
+}
+
+// ValidateNew is Validate with ValidateNewMatch, for a route about to be
+// stored.
 func (r Route) ValidateNew() error {
 	if err := ValidateNewMatch(r.Match); err != nil {
 		return fmt.Errorf("route match: %w", err)
-	}
-	if r.Seq < -MaxSeq || r.Seq > MaxSeq {
-		return invalid(fmt.Errorf("route seq %d: want an integer from %d to %d", r.Seq, -MaxSeq, MaxSeq))
 	}
 	return r.Validate()
 }

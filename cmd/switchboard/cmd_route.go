@@ -123,6 +123,9 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 	if err := r.ValidateNew(); err != nil {
 		return usageError{err}
 	}
+	if err := routing.CheckSeq(r.Seq); err != nil {
+		return usageError{err}
+	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
 		added, err := ops.AddRoute(ctx, st, r)
