@@ -158,6 +158,26 @@ type AdaptersConfig struct {
 	MaxDownloadMB int            `yaml:"max_download_mb"` // attachments fetched into a group folder before a turn
 }
 
+// Platforms are the platforms an adapter of this binary serves, in the
+// order of AdaptersConfig's fields.
+var Platforms = []string{"web", "telegram", "discord", "slack"}
+
+// Enabled reports whether the adapter of platform (a JID's platform) is
+// enabled; false for a platform no adapter serves (see Platforms).
+func (a AdaptersConfig) Enabled(platform string) bool {
+	switch platform {
+	case "web":
+		return a.Web.Enabled
+	case "telegram":
+		return a.Telegram.Enabled
+	case "discord":
+		return a.Discord.Enabled
+	case "slack":
+		return a.Slack.Enabled
+	}
+	return false
+}
+
 type WebConfig struct {
 	Enabled      bool   `yaml:"enabled"`
 	Listen       string `yaml:"listen"`

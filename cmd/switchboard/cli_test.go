@@ -333,6 +333,30 @@ func TestCLIWithoutPlatformTokens(t *testing.T) {
 	}
 }
 
+// TestSendNeedsAnEnabledAdapter: send to a chat whose platform has no
+// adapter enabled is refused at once, as the send tool refuses it, and
+// nothing is queued. It printed "queued outbox item N" and exited 0, and the
+// item then failed in the outbox ("no adapter for this platform is
+// enabled"), where the operator did not look.
+func TestSendNeedsAnEnabledAdapter(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, c := range []struct{ jid, want string }{
+		{"telegram:user/1", "send to telegram:user/1: the telegram adapter is not enabled (adapters.telegram.enabled in the config)"},
+		{"matrix:room/1", "send to matrix:room/1: no adapter serves the platform matrix (web, telegram, discord and slack do)"},
+	} {
+		_, _, err := sb(t, dir, "send", c.jid, "hello")
+		if err == nil || isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("send %s: %v, want a failure saying %q", c.jid, err, c.want)
+		}
+	}
+	if out := mustSB(t, dir, "status"); !strings.Contains(strings.Join(strings.Fields(out), " "), "outbox 0 pending, 0 failed") {
+		t.Errorf("a refused send queued something:\n%s", out)
+	}
+	if out := mustSB(t, dir, "send", "web:lobby", "hello"); !strings.Contains(out, "queued outbox item 1 for web:lobby") {
+		t.Errorf("send to the web chat: %q", out)
+	}
+}
+
 // TestVersionFlag: `switchboard --version` prints what `switchboard version`
 // prints, in text and JSON; the bare command still prints its help.
 func TestVersionFlag(t *testing.T) {
