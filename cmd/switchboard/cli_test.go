@@ -213,6 +213,21 @@ func TestGrantsShowSetCheck(t *testing.T) {
 			t.Errorf("grants set %s: want a usage error saying %q, got %v", c.rule, c.want, err)
 		}
 	}
+	// grants check of a tool that does not exist, or with a param its calls
+	// never carry, is a usage error: the operator's "allow" for a typo
+	// (tier 0's "*" matched it) answered a question nobody can ask.
+	mustSB(t, dir, "group", "add", "root")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"root", "sendd"}, "no tool is named sendd"},
+		{[]string{"main", "send", "chat=web:lobby"}, "send has no param chat (its params: jid, text, topic)"},
+	} {
+		if _, _, err := sb(t, dir, append([]string{"grants", "check"}, c.args...)...); !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("grants check %v: want a usage error saying %q, got %v", c.args, c.want, err)
+		}
+	}
 	// Params a call carries besides its schema's: a message's topic.
 	mustSB(t, dir, "grants", "set", "main", "!like", "send(jid=web:*)", "!edit(topic=secret)", "like*(jid=web:*)")
 	// The bad rules changed nothing.

@@ -191,6 +191,9 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		}
 		params[k] = v
 	}
+	if err := checkCallNames(tool, params); err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
 		cat, err := a.catalog() // after withStore loaded the config
@@ -272,4 +275,20 @@ func toolsCarry(tools []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// checkCallNames refuses a grants check of a tool that does not exist, or
+// with a param no call of it carries: its answer would be about a call
+// nobody can make (tier 0's "*" allowed any typo).
+func checkCallNames(tool string, params map[string]string) error {
+	names, open, ok := ipc.GrantParams(tool)
+	if !ok {
+		return usagef("no tool is named %s (see switchboard grants show FOLDER)", tool)
+	}
+	for k := range params {
+		if !open && !slices.Contains(names, k) {
+			return usagef("%s has no param %s (its params: %s)", tool, k, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }
