@@ -372,6 +372,24 @@ func TestSendNeedsAnEnabledAdapter(t *testing.T) {
 	}
 }
 
+// TestSendAndInjectRefuseOversizeText: text over what is stored (64 KiB)
+// is a usage error, as the send tool refuses it; send and inject cut it,
+// marked "[truncated by switchboard]", and exited 0.
+func TestSendAndInjectRefuseOversizeText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main", "--jid", "web:lobby")
+	big := strings.Repeat("x", 64<<10+1)
+	for _, cmd := range []string{"send", "inject"} {
+		if _, _, err := sb(t, dir, cmd, "web:lobby", big); !isUsage(err) || !strings.Contains(err.Error(), "TEXT is 65537 bytes, at most 65536") {
+			t.Errorf("%s of 65537 bytes: %v, want a usage error", cmd, err)
+		}
+	}
+	if out := mustSB(t, dir, "status"); !strings.Contains(strings.Join(strings.Fields(out), " "), "outbox 0 pending, 0 failed") || !strings.Contains(out, "queue     empty") {
+		t.Errorf("a refused send or inject stored something:\n%s", out)
+	}
+	mustSB(t, dir, "send", "web:lobby", big[1:]) // 64 KiB exactly
+}
+
 // TestVersionFlag: `switchboard --version` prints what `switchboard version`
 // prints, in text and JSON; the bare command still prints its help.
 func TestVersionFlag(t *testing.T) {

@@ -31,6 +31,9 @@ platform has no adapter enabled in the config is refused.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if err := checkText(args[1]); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
 				// After withStore loaded the config. Queued, the item would
@@ -68,6 +71,9 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if err := checkText(args[1]); err != nil {
+				return err
+			}
 			var from adapters.JID
 			if sender != "" {
 				if from, err = adapters.ParseJID(sender); err != nil {
@@ -92,6 +98,15 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 	}
 	cmd.Flags().StringVar(&sender, "sender", "", "sender JID (default switchboard:user/operator)")
 	return cmd
+}
+
+// checkText refuses a TEXT argument longer than a stored message may be:
+// the store would cut it.
+func checkText(text string) error {
+	if len(text) > store.MaxText {
+		return usagef("TEXT is %d bytes, at most %d", len(text), store.MaxText)
+	}
+	return nil
 }
 
 func (a *app) messagesCommand() *cobra.Command {
