@@ -95,10 +95,10 @@ func Catalog(approveTool bool) (*grants.Catalog, error) {
 
 // GrantParams returns the grant params a call of tool may carry (its
 // params, chat_jid as jid; topic too for a tool that names a message, whose
-// thread decides its owner), sorted. any is true for a tool whose schema
+// thread decides its owner), sorted. open is true for a tool whose schema
 // takes any params (approve_tool); ok is false for a tool the registry
 // lacks. `switchboard grants set` refuses rules naming params no call has.
-func GrantParams(tool string) (names []string, any, ok bool) {
+func GrantParams(tool string) (names []string, open, ok bool) {
 	for _, def := range registry() {
 		if def.tool.Name != tool {
 			continue
@@ -116,7 +116,7 @@ func GrantParams(tool string) (names []string, any, ok bool) {
 			names = append(names, "topic")
 		}
 		slices.Sort(names)
-		open, _ := def.tool.InputSchema.AdditionalProperties.(bool)
+		open, _ = def.tool.InputSchema.AdditionalProperties.(bool)
 		return names, open, true
 	}
 	return nil, false, false
