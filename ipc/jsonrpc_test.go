@@ -221,15 +221,15 @@ func TestBadJIDArguments(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{"engage", map[string]any{"chat_jid": "garbage"}, `param chat_jid: invalid chat JID "garbage"`},
-		{"disengage", map[string]any{"chat_jid": "web:has space"}, `param chat_jid: invalid chat JID "web:has space"`},
-		{"inspect_messages", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid chat JID "lobby"`},
-		{"get_thread", map[string]any{"chat_jid": "lobby", "topic": "t"}, `param chat_jid: invalid chat JID "lobby"`},
-		{"fetch_history", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid chat JID "lobby"`},
-		{"explain_route", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid chat JID "lobby"`},
-		{"explain_route", map[string]any{"chat_jid": "web:acme", "sender": "ann"}, `param sender: invalid chat JID "ann"`},
-		{"send", map[string]any{"chat_jid": "", "text": "x"}, `param chat_jid: invalid chat JID: empty`},
-		{"find_messages", map[string]any{"query": "x", "sender": "ann"}, `param sender: invalid chat JID "ann"`},
+		{"engage", map[string]any{"chat_jid": "garbage"}, `param chat_jid: invalid JID "garbage"`},
+		{"disengage", map[string]any{"chat_jid": "web:has space"}, `param chat_jid: invalid JID "web:has space"`},
+		{"inspect_messages", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid JID "lobby"`},
+		{"get_thread", map[string]any{"chat_jid": "lobby", "topic": "t"}, `param chat_jid: invalid JID "lobby"`},
+		{"fetch_history", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid JID "lobby"`},
+		{"explain_route", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid JID "lobby"`},
+		{"explain_route", map[string]any{"chat_jid": "web:acme", "sender": "ann"}, `param sender: invalid JID "ann"`},
+		{"send", map[string]any{"chat_jid": "", "text": "x"}, `param chat_jid: invalid JID: empty`},
+		{"find_messages", map[string]any{"query": "x", "sender": "ann"}, `param sender: invalid JID "ann"`},
 	}
 	for _, tc := range cases {
 		r, err := tryCall(root, tc.tool, tc.args)

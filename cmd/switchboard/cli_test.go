@@ -390,6 +390,23 @@ func TestSendAndInjectRefuseOversizeText(t *testing.T) {
 	mustSB(t, dir, "send", "web:lobby", big[1:]) // 64 KiB exactly
 }
 
+// TestSenderJIDErrors: a bad --sender is not called a chat JID, and the
+// example shows a sender's form; it said `--sender: invalid chat JID "ann":
+// want <platform>:<room>, e.g. web:lobby or telegram:group/123`.
+func TestSenderJIDErrors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main", "--jid", "web:lobby")
+	for _, args := range [][]string{
+		{"inject", "web:lobby", "hi", "--sender", "ann"},
+		{"route", "explain", "web:lobby", "--sender", "ann"},
+	} {
+		_, _, err := sb(t, dir, args...)
+		if !isUsage(err) || strings.Contains(err.Error(), "chat JID") || !strings.Contains(err.Error(), `--sender: invalid JID "ann"`) || !strings.Contains(err.Error(), "web:user/ann") {
+			t.Errorf("%v: %v, want a usage error about an invalid JID with a sender's example", args, err)
+		}
+	}
+}
+
 // TestVersionFlag: `switchboard --version` prints what `switchboard version`
 // prints, in text and JSON; the bare command still prints its help.
 func TestVersionFlag(t *testing.T) {
