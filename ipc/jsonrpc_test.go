@@ -243,6 +243,43 @@ func TestBadJIDArguments(t *testing.T) {
 	}
 }
 
+// TestOversizeIDArguments: a topic or message id longer than any platform's
+// (256 bytes, as an inbound message id may be) is an isError naming the
+// param. A 1 MB topic was sent and stored with the bot's message, and
+// engage kept one in memory per call.
+func TestOversizeIDArguments(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connect(t, "acme", false)
+	huge := strings.Repeat("t", 1<<20)
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"send", map[string]any{"chat_jid": "web:acme", "text": "hi", "topic": huge}, "param topic: 1048576 bytes, at most 256"},
+		{"engage", map[string]any{"chat_jid": "web:acme", "topic": huge}, "param topic: 1048576 bytes, at most 256"},
+		{"get_thread", map[string]any{"chat_jid": "web:acme", "topic": huge}, "param topic: 1048576 bytes, at most 256"},
+		{"reply", map[string]any{"chat_jid": "web:acme", "text": "hi", "reply_to": huge}, "param reply_to: 1048576 bytes, at most 256"},
+		{"delete", map[string]any{"chat_jid": "web:acme", "message_id": huge}, "param message_id: 1048576 bytes, at most 256"},
+	}
+	for _, tc := range cases {
+		r, err := tryCall(c, tc.tool, tc.args)
+		if err != nil {
+			t.Errorf("%s: JSON-RPC error %v, want an isError result", tc.tool, err)
+			continue
+		}
+		if !r.IsError || !strings.Contains(r.Text, tc.want) {
+			t.Errorf("%s: %.200s, want isError containing %q", tc.tool, r.Text, tc.want)
+		}
+	}
+	if n := len(h.web.sends()); n != 0 {
+		t.Errorf("%d sends went out", n)
+	}
+	if r := call(t, c, "send", map[string]any{"chat_jid": "web:acme", "text": "hi", "topic": strings.Repeat("t", 256)}); r.IsError {
+		t.Errorf("send with a 256-byte topic: %s", r.Text)
+	}
+}
+
 // blockingSend makes the "web" fake hold every Send until release closes.
 func (f *fakeAdapter) block() (entered <-chan struct{}, release func()) {
 	f.mu.Lock()

@@ -318,11 +318,18 @@ func validateArgs(t mcp.Tool, args map[string]any) error {
 // jidParams are the params that hold a JID: a chat, or a message's sender.
 var jidParams = []string{"chat_jid", "sender"}
 
-// checkJIDArgs checks the JID params of a call that the grants allowed
-// (ownership refuses most bad chats before this; the operator's calls reach
-// it): a value that is not a JID is an error naming the param, never a
-// search or an engagement of a chat that cannot exist. An optional one given
-// as "" counts as absent.
+// idParams are the params that hold a platform's id of a thread or a
+// message: short on every platform, and at most maxID bytes, as an inbound
+// message's id (adapters.Inbound.Validate).
+var idParams = []string{"topic", "message_id", "reply_to", "before_id"}
+
+const maxID = 256
+
+// checkJIDArgs checks the JID and id params of a call that the grants
+// allowed (ownership refuses most bad chats before this; the operator's
+// calls reach it): a value that is not a JID is an error naming the param,
+// never a search or an engagement of a chat that cannot exist (an optional
+// one given as "" counts as absent), and so is an id over maxID bytes.
 func checkJIDArgs(t mcp.Tool, args map[string]any) error {
 	for _, k := range jidParams {
 		v, ok := args[k].(string)
@@ -335,6 +342,11 @@ func checkJIDArgs(t mcp.Tool, args map[string]any) error {
 		}
 		if err := adapters.JID(v).Validate(); err != nil {
 			return fmt.Errorf("param %s: %w", k, err)
+		}
+	}
+	for _, k := range idParams {
+		if v, ok := args[k].(string); ok && len(v) > maxID {
+			return fmt.Errorf("param %s: %d bytes, at most %d (a thread's or message's id)", k, len(v), maxID)
 		}
 	}
 	return nil
