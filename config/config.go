@@ -334,7 +334,7 @@ func Parse(data []byte, getenv func(string) string) (Config, error) {
 		if err := uniqueKeys("", root); err != nil {
 			return cfg, err
 		}
-		d := decoder{refs: map[*yaml.Node]string{}, env: map[string]envValue{}}
+		d := decoder{refs: map[*yaml.Node]string{}, env: map[string]envValue{}, lines: map[string]int{}}
 		if err := d.expandEnv("", root, getenv); err != nil {
 			return cfg, err
 		}
@@ -352,21 +352,27 @@ func Parse(data []byte, getenv func(string) string) (Config, error) {
 		if err := d.decodeNode("", root, reflect.ValueOf(&cfg).Elem()); err != nil {
 			return cfg, err
 		}
-		return cfg, cfg.validate(d.env)
+		return cfg, cfg.validate(d.env, d.lines)
 	}
 	return cfg, cfg.Validate()
 }
 
 // Validate checks values; every error names its key. The adapters' tokens
 // and secrets are not checked here but by ValidateSecrets, for run only.
-func (c *Config) Validate() error { return c.validate(nil) }
+func (c *Config) Validate() error { return c.validate(nil, nil) }
 
 // validate is Validate for a config whose values under the key paths of env
-// came from the environment: its errors name their variables instead.
-func (c *Config) validate(env map[string]envValue) error {
+// came from the environment: its errors name their variables instead. An
+// error about a key path in lines (where each value was in the file) ends
+// with its line.
+func (c *Config) validate(env map[string]envValue, lines map[string]int) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, redactEnv(key, fmt.Sprintf(format, args...), env)))
+		msg := redactEnv(key, fmt.Sprintf(format, args...), env)
+		if line, ok := lines[key]; ok {
+			msg += fmt.Sprintf(" (line %d)", line)
+		}
+		errs = append(errs, fmt.Errorf("%s: %s", key, msg))
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data_dir", "must not be empty")

@@ -80,6 +80,35 @@ engage_ttl: '${TTL:-5m}'
 	}
 }
 
+// TestConfigValueErrorsGiveTheLine: an error about a value that parsed but
+// is wrong names the line the key is on, as a parse error does; only
+// "agent.timeout: must be positive" and the like said which key, not where
+// in a long file.
+func TestConfigValueErrorsGiveTheLine(t *testing.T) {
+	yaml := "data_dir: ./d\n" +
+		"agent:\n" +
+		"  command: [switchboard, demo-agent]\n" +
+		"  timeout: -5m\n" +
+		"timezone: Mars/Base\n" +
+		"groups:\n" +
+		"  - folder: root\n" +
+		"  - folder: main\n" +
+		"  - folder: main\n" +
+		"routes:\n" +
+		"  - {match: {verb: mentoin}, target: main}\n"
+	_, err := Parse([]byte(yaml), env(nil))
+	for _, want := range []string{
+		"agent.timeout: must be positive, e.g. 10m (line 4)",
+		`timezone: "Mars/Base" is not an IANA time zone such as UTC or Europe/Berlin (line 5)`,
+		`groups[2].folder: "main" is listed twice (first at groups[1]); merge the two entries (line 9)`,
+		`routes[0]: route match: match key verb: glob "mentoin" matches neither message nor mention (line 11)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error = %v\nwant it to contain %q", err, want)
+		}
+	}
+}
+
 func TestConfigErrorsNameTheKey(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string

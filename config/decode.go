@@ -27,6 +27,8 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 type decoder struct {
 	refs map[*yaml.Node]string
 	env  map[string]envValue
+	// lines holds the line of each key path's value, for Validate's errors.
+	lines map[string]int
 }
 
 // envValue is a scalar expanded from the environment: its value and the
@@ -119,6 +121,9 @@ var durationType = reflect.TypeOf(Duration(0))
 // decodeNode decodes n into v, walking structs by their yaml tags so that an
 // unknown key or a bad value is reported with its full key path.
 func (d decoder) decodeNode(path string, n *yaml.Node, v reflect.Value) error {
+	if path != "" && d.lines != nil {
+		d.lines[path] = n.Line
+	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
