@@ -30,7 +30,7 @@ func ParseJID(s string) (JID, error) {
 	case s == "":
 		return "", fmt.Errorf("%w: empty", ErrBadJID)
 	case !ok:
-		return "", fmt.Errorf("%w %q: want <platform>:<room>, e.g. web:lobby or telegram:group/123", ErrBadJID, s)
+		return "", fmt.Errorf("%w %q: want <platform>:<room>, e.g. web:lobby or telegram:group/123 (a chat), web:user/ann (a sender)", ErrBadJID, s)
 	case platform == "" || !isLowerWord(platform):
 		return "", fmt.Errorf("%w %q: platform %q must be lowercase letters and digits", ErrBadJID, s, platform)
 	case rest == "":

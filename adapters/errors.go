@@ -8,7 +8,7 @@ import (
 
 var (
 	// ErrBadJID: a string is not a valid JID.
-	ErrBadJID = errors.New("invalid chat JID")
+	ErrBadJID = errors.New("invalid JID")
 	// ErrBadMessage: an inbound event failed validation and will never be
 	// stored (empty id, unparsable JID, oversized or invalid text).
 	ErrBadMessage = errors.New("invalid inbound message")

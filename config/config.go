@@ -158,6 +158,26 @@ type AdaptersConfig struct {
 	MaxDownloadMB int            `yaml:"max_download_mb"` // attachments fetched into a group folder before a turn
 }
 
+// Platforms are the platforms an adapter of this binary serves, in the
+// order of AdaptersConfig's fields.
+var Platforms = []string{"web", "telegram", "discord", "slack"}
+
+// Enabled reports whether the adapter of platform (a JID's platform) is
+// enabled; false for a platform no adapter serves (see Platforms).
+func (a AdaptersConfig) Enabled(platform string) bool {
+	switch platform {
+	case "web":
+		return a.Web.Enabled
+	case "telegram":
+		return a.Telegram.Enabled
+	case "discord":
+		return a.Discord.Enabled
+	case "slack":
+		return a.Slack.Enabled
+	}
+	return false
+}
+
 type WebConfig struct {
 	Enabled      bool   `yaml:"enabled"`
 	Listen       string `yaml:"listen"`
@@ -314,7 +334,7 @@ func Parse(data []byte, getenv func(string) string) (Config, error) {
 		if err := uniqueKeys("", root); err != nil {
 			return cfg, err
 		}
-		d := decoder{refs: map[*yaml.Node]string{}, env: map[string]envValue{}}
+		d := decoder{refs: map[*yaml.Node]string{}, env: map[string]envValue{}, lines: map[string]int{}}
 		if err := d.expandEnv("", root, getenv); err != nil {
 			return cfg, err
 		}
@@ -332,21 +352,27 @@ func Parse(data []byte, getenv func(string) string) (Config, error) {
 		if err := d.decodeNode("", root, reflect.ValueOf(&cfg).Elem()); err != nil {
 			return cfg, err
 		}
-		return cfg, cfg.validate(d.env)
+		return cfg, cfg.validate(d.env, d.lines)
 	}
 	return cfg, cfg.Validate()
 }
 
 // Validate checks values; every error names its key. The adapters' tokens
 // and secrets are not checked here but by ValidateSecrets, for run only.
-func (c *Config) Validate() error { return c.validate(nil) }
+func (c *Config) Validate() error { return c.validate(nil, nil) }
 
 // validate is Validate for a config whose values under the key paths of env
-// came from the environment: its errors name their variables instead.
-func (c *Config) validate(env map[string]envValue) error {
+// came from the environment: its errors name their variables instead. An
+// error about a key path in lines (where each value was in the file) ends
+// with its line.
+func (c *Config) validate(env map[string]envValue, lines map[string]int) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, redactEnv(key, fmt.Sprintf(format, args...), env)))
+		msg := redactEnv(key, fmt.Sprintf(format, args...), env)
+		if line, ok := lines[key]; ok {
+			msg += fmt.Sprintf(" (line %d)", line)
+		}
+		errs = append(errs, fmt.Errorf("%s: %s", key, msg))
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data_dir", "must not be empty")
@@ -381,15 +407,25 @@ func (c *Config) validate(env map[string]envValue) error {
 	c.validateNATS(bad)
 	c.validateApprovals(bad)
 	known := map[groups.Folder]bool{c.OperatorFolder: true}
+	listed := map[groups.Folder]int{}
 	for i, g := range c.Groups {
 		if err := g.Folder.Validate(); err != nil {
 			bad(fmt.Sprintf("groups[%d].folder", i), "%v", err)
+		} else if first, twice := listed[g.Folder]; twice {
+			// Which entry's mid_turn and approvals would hold is anyone's guess.
+			bad(fmt.Sprintf("groups[%d].folder", i), "%q is listed twice (first at groups[%d]); merge the two entries", g.Folder, first)
+		} else {
+			listed[g.Folder] = i
 		}
 		known[g.Folder] = true
 	}
 	for i, r := range c.Routes {
 		rt := r.Route()
-		if err := rt.Validate(); err != nil {
+		err := rt.ValidateNew()
+		if err == nil {
+			err = routing.CheckSeq(rt.Seq)
+		}
+		if err != nil {
 			bad(fmt.Sprintf("routes[%d]", i), "%v", err)
 		} else if !known[r.Target] {
 			bad(fmt.Sprintf("routes[%d].target", i), "group %q is not listed under groups", r.Target)

@@ -51,6 +51,64 @@ adapters:
 	}
 }
 
+// TestConfigEnvNonStrings: ${VAR} sets numbers and booleans too, quoted or
+// not. The expanded value kept the string type of the text it replaced, so
+// "enabled: ${TG_ON:-false}" and "max_concurrent: '${N}'" were refused
+// ("the value of ${N} is not a whole number") whatever the variable held.
+func TestConfigEnvNonStrings(t *testing.T) {
+	yaml := `
+agent:
+  max_concurrent: '${N}'
+  network: ${NET:-true}
+adapters:
+  web: {enabled: "${WEB_ON}"}
+  max_download_mb: ${MB:-7}
+engage_ttl: '${TTL:-5m}'
+`
+	cfg, err := Parse([]byte(yaml), env(map[string]string{"N": "7", "NET": "false", "WEB_ON": "false"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agent.MaxConcurrent != 7 || cfg.Agent.Network || cfg.Adapters.Web.Enabled || cfg.Adapters.MaxDownloadMB != 7 || cfg.EngageTTL != Duration(5*time.Minute) {
+		t.Errorf("max_concurrent %d, network %v, web.enabled %v, max_download_mb %d, engage_ttl %v",
+			cfg.Agent.MaxConcurrent, cfg.Agent.Network, cfg.Adapters.Web.Enabled, cfg.Adapters.MaxDownloadMB, cfg.EngageTTL)
+	}
+	// A value of the wrong kind is still refused, naming the variable.
+	if _, err := Parse([]byte("agent: {max_concurrent: '${N}'}"), env(map[string]string{"N": "lots"})); err == nil ||
+		!strings.Contains(err.Error(), "agent.max_concurrent: the value of ${N} is not a whole number") {
+		t.Errorf("N=lots: %v", err)
+	}
+}
+
+// TestConfigValueErrorsGiveTheLine: an error about a value that parsed but
+// is wrong names the line the key is on, as a parse error does; only
+// "agent.timeout: must be positive" and the like said which key, not where
+// in a long file.
+func TestConfigValueErrorsGiveTheLine(t *testing.T) {
+	yaml := "data_dir: ./d\n" +
+		"agent:\n" +
+		"  command: [switchboard, demo-agent]\n" +
+		"  timeout: -5m\n" +
+		"timezone: Mars/Base\n" +
+		"groups:\n" +
+		"  - folder: root\n" +
+		"  - folder: main\n" +
+		"  - folder: main\n" +
+		"routes:\n" +
+		"  - {match: {verb: mentoin}, target: main}\n"
+	_, err := Parse([]byte(yaml), env(nil))
+	for _, want := range []string{
+		"agent.timeout: must be positive, e.g. 10m (line 4)",
+		`timezone: "Mars/Base" is not an IANA time zone such as UTC or Europe/Berlin (line 5)`,
+		`groups[2].folder: "main" is listed twice (first at groups[1]); merge the two entries (line 9)`,
+		`routes[0]: route match: match key verb: glob "mentoin" matches neither message nor mention (line 11)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error = %v\nwant it to contain %q", err, want)
+		}
+	}
+}
+
 func TestConfigErrorsNameTheKey(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
@@ -59,6 +117,9 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"unknown nested key", "adapters:\n  web: {lisen: x}", "adapters.web.lisen: unknown key"},
 		{"bad duration", "agent: {timeout: soon}", `agent.timeout: "soon" is not a duration`},
 		{"bad int", "agent: {max_concurrent: lots}", "agent.max_concurrent:"},
+		// yaml.v3 cut a fraction off silently: 2.7 turns became 2.
+		{"fraction for an int", "agent: {max_concurrent: 2.7}", `agent.max_concurrent: "2.7" is not a whole number (line 1)`},
+		{"quoted int", "agent: {max_concurrent: '3'}", `agent.max_concurrent: "3" is not a whole number but a quoted string (line 1); write it without quotes`},
 		{"zero concurrency", "agent: {max_concurrent: 0}", "agent.max_concurrent: 0"},
 		{"bad output", "agent: {output: xml}", `agent.output: "xml": want text, claude-json, claude-stream, codex-json or none`},
 		{"empty command", "agent: {command: []}", "agent.command:"},
@@ -70,7 +131,10 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad env name", "agent: {env: ['A=B']}", "agent.env[0]:"},
 		{"download cap", "adapters: {max_download_mb: 0}", "adapters.max_download_mb: 0"},
 		{"bad group", "groups: [{folder: '../x'}]", "groups[0].folder:"},
+		{"group listed twice", "groups: [{folder: root}, {folder: main}, {folder: main, mid_turn: steer}]", `groups[2].folder: "main" is listed twice (first at groups[1])`},
 		{"bad route key", "routes: [{match: {planet: x}, target: root}]", "routes[0]:"},
+		{"route that matches no message", "routes: [{match: {platform: web, verb: mentoin}, target: root}]", `routes[0]: route match: match key verb: glob "mentoin" matches neither message nor mention`},
+		{"route seq out of range", "routes: [{match: {platform: web}, target: root, seq: -9223372036854775808}]", `routes[0]: route seq -9223372036854775808: want an integer from -1000000000 to 1000000000`},
 		{"route to unknown group", "routes: [{match: {platform: web}, target: nowhere}]", "routes[0].target:"},
 		{"bad listen", "adapters: {web: {listen: nope}}", "adapters.web.listen:"},
 		{"slack bad mode", "adapters: {slack: {mode: rtm}}", "adapters.slack.mode:"},

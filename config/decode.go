@@ -7,6 +7,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -26,6 +27,8 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 type decoder struct {
 	refs map[*yaml.Node]string
 	env  map[string]envValue
+	// lines holds the line of each key path's value, for Validate's errors.
+	lines map[string]int
 }
 
 // envValue is a scalar expanded from the environment: its value and the
@@ -118,6 +121,9 @@ var durationType = reflect.TypeOf(Duration(0))
 // decodeNode decodes n into v, walking structs by their yaml tags so that an
 // unknown key or a bad value is reported with its full key path.
 func (d decoder) decodeNode(path string, n *yaml.Node, v reflect.Value) error {
+	if path != "" && d.lines != nil {
+		d.lines[path] = n.Line
+	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -147,10 +153,41 @@ func (d decoder) decodeNode(path string, n *yaml.Node, v reflect.Value) error {
 		v.Set(s)
 		return nil
 	}
-	if err := n.Decode(v.Addr().Interface()); err != nil {
-		return fmt.Errorf("%s: %s (line %d)", path, d.describeType(v.Type(), n), n.Line)
+	src := n
+	if _, fromEnv := d.refs[n]; fromEnv && n.Kind == yaml.ScalarNode && v.Kind() != reflect.String {
+		// The text "${N}" was a string; what it expands to is typed as if
+		// written plainly, so a variable can set a number or a boolean.
+		plain := *n
+		plain.Tag, plain.Style = "", 0
+		src = &plain
+	}
+	if isInt(v.Kind()) && src.Kind == yaml.ScalarNode && src.ShortTag() == "!!float" {
+		// yaml.v3 would cut the fraction off: 2.7 turns would be 2.
+		if f, err := strconv.ParseFloat(src.Value, 64); err != nil || f != math.Trunc(f) {
+			return fmt.Errorf("%s: %s (line %d)", path, d.describeType(v.Type(), n), n.Line)
+		}
+	}
+	if err := src.Decode(v.Addr().Interface()); err != nil {
+		msg := d.describeType(v.Type(), n)
+		if _, fromEnv := d.refs[n]; !fromEnv && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+			plain := *n
+			plain.Tag, plain.Style = "", 0
+			if plain.Decode(reflect.New(v.Type()).Interface()) == nil {
+				return fmt.Errorf("%s: %s but a quoted string (line %d); write it without quotes", path, msg, n.Line)
+			}
+		}
+		return fmt.Errorf("%s: %s (line %d)", path, msg, n.Line)
 	}
 	return nil
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 func (d decoder) decodeStruct(path string, n *yaml.Node, v reflect.Value) error {

@@ -184,6 +184,12 @@ func TestBadArguments(t *testing.T) {
 		{"find_messages", map[string]any{"query": "AND OR ("}, "bad search query"},
 		{"find_messages", map[string]any{"query": "x", "since": "last tuesday"}, "since \"last tuesday\""},
 		{"register_group", map[string]any{"folder": "Bad Name"}, "invalid group folder"},
+		// Integers under the schema's minimum were ignored: all the
+		// messages came back for limit 0 or before_seq -1.
+		{"inspect_messages", map[string]any{"chat_jid": "web:acme", "limit": 0}, "param limit: 0 is below the minimum 1"},
+		{"inspect_messages", map[string]any{"chat_jid": "web:acme", "before_seq": -1}, "param before_seq: -1 is below the minimum 1"},
+		{"preview_schedule", map[string]any{"schedule": "@daily", "count": 0}, "param count: 0 is below the minimum 1"},
+		{"inspect_tasks", map[string]any{"limit": -3}, "param limit: -3 is below the minimum 1"},
 	}
 	for _, tc := range cases {
 		r, err := tryCall(c, tc.tool, tc.args)
@@ -199,6 +205,78 @@ func TestBadArguments(t *testing.T) {
 	ops := h.connect(t, "acme/eng/ops", true)
 	if r := call(t, ops, "send", map[string]any{"chat_jid": 1}); !r.refused() {
 		t.Errorf("hidden tool with bad args: %+v", r)
+	}
+}
+
+// TestBadJIDArguments: a chat_jid or sender that is not a JID is an isError
+// result that names the param, for every tool that takes one, also for the
+// operator, whom chat ownership does not stop first. Engaging "garbage"
+// answered {"ok":true}, and reading its history an empty list, as if the
+// chat existed.
+func TestBadJIDArguments(t *testing.T) {
+	h := newHarness(t, nil)
+	root := h.connect(t, "root", false)
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"engage", map[string]any{"chat_jid": "garbage"}, `param chat_jid: invalid JID "garbage"`},
+		{"disengage", map[string]any{"chat_jid": "web:has space"}, `param chat_jid: invalid JID "web:has space"`},
+		{"inspect_messages", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid JID "lobby"`},
+		{"get_thread", map[string]any{"chat_jid": "lobby", "topic": "t"}, `param chat_jid: invalid JID "lobby"`},
+		{"fetch_history", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid JID "lobby"`},
+		{"explain_route", map[string]any{"chat_jid": "lobby"}, `param chat_jid: invalid JID "lobby"`},
+		{"explain_route", map[string]any{"chat_jid": "web:acme", "sender": "ann"}, `param sender: invalid JID "ann"`},
+		{"send", map[string]any{"chat_jid": "", "text": "x"}, `param chat_jid: invalid JID: empty`},
+		{"find_messages", map[string]any{"query": "x", "sender": "ann"}, `param sender: invalid JID "ann"`},
+	}
+	for _, tc := range cases {
+		r, err := tryCall(root, tc.tool, tc.args)
+		if err != nil {
+			t.Errorf("%s %v: JSON-RPC error %v, want an isError result", tc.tool, tc.args, err)
+			continue
+		}
+		if !r.IsError || !strings.Contains(r.Text, tc.want) {
+			t.Errorf("%s %v: %+v, want isError containing %q", tc.tool, tc.args, r, tc.want)
+		}
+	}
+}
+
+// TestOversizeIDArguments: a topic or message id longer than any platform's
+// (256 bytes, as an inbound message id may be) is an isError naming the
+// param. A 1 MB topic was sent and stored with the bot's message, and
+// engage kept one in memory per call.
+func TestOversizeIDArguments(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connect(t, "acme", false)
+	huge := strings.Repeat("t", 1<<20)
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"send", map[string]any{"chat_jid": "web:acme", "text": "hi", "topic": huge}, "param topic: 1048576 bytes, at most 256"},
+		{"engage", map[string]any{"chat_jid": "web:acme", "topic": huge}, "param topic: 1048576 bytes, at most 256"},
+		{"get_thread", map[string]any{"chat_jid": "web:acme", "topic": huge}, "param topic: 1048576 bytes, at most 256"},
+		{"reply", map[string]any{"chat_jid": "web:acme", "text": "hi", "reply_to": huge}, "param reply_to: 1048576 bytes, at most 256"},
+		{"delete", map[string]any{"chat_jid": "web:acme", "message_id": huge}, "param message_id: 1048576 bytes, at most 256"},
+	}
+	for _, tc := range cases {
+		r, err := tryCall(c, tc.tool, tc.args)
+		if err != nil {
+			t.Errorf("%s: JSON-RPC error %v, want an isError result", tc.tool, err)
+			continue
+		}
+		if !r.IsError || !strings.Contains(r.Text, tc.want) {
+			t.Errorf("%s: %.200s, want isError containing %q", tc.tool, r.Text, tc.want)
+		}
+	}
+	if n := len(h.web.sends()); n != 0 {
+		t.Errorf("%d sends went out", n)
+	}
+	if r := call(t, c, "send", map[string]any{"chat_jid": "web:acme", "text": "hi", "topic": strings.Repeat("t", 256)}); r.IsError {
+		t.Errorf("send with a 256-byte topic: %s", r.Text)
 	}
 }
 

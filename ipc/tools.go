@@ -93,6 +93,35 @@ func Catalog(approveTool bool) (*grants.Catalog, error) {
 	return c, nil
 }
 
+// GrantParams returns the grant params a call of tool may carry (its
+// params, chat_jid as jid; topic too for a tool that names a message, whose
+// thread decides its owner), sorted. open is true for a tool whose schema
+// takes any params (approve_tool); ok is false for a tool the registry
+// lacks. `switchboard grants set` refuses rules naming params no call has.
+func GrantParams(tool string) (names []string, open, ok bool) {
+	for _, def := range registry() {
+		if def.tool.Name != tool {
+			continue
+		}
+		props := def.tool.InputSchema.Properties
+		for k := range props {
+			if k == "chat_jid" {
+				k = "jid"
+			}
+			names = append(names, k)
+		}
+		_, msg := props["message_id"]
+		_, reply := props["reply_to"]
+		if (msg || reply) && props["topic"] == nil {
+			names = append(names, "topic")
+		}
+		slices.Sort(names)
+		open, _ = def.tool.InputSchema.AdditionalProperties.(bool)
+		return names, open, true
+	}
+	return nil, false, false
+}
+
 // call is one tool call after it was authorized.
 type call struct {
 	s      *Server
@@ -191,6 +220,10 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 			s.log.Info("mcp call refused", "folder", folder, "tool", name, "reason", d.Reason)
 			return refusal(folder, a.tier, name, d.Reason), nil
 		}
+		if err := checkJIDArgs(def.tool, args); err != nil {
+			s.count(name, "error")
+			return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
+		}
 		if !def.waits {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, callTimeout)
@@ -267,6 +300,12 @@ func validateArgs(t mcp.Tool, args map[string]any) error {
 		if enum, ok := p["enum"].([]string); ok && !slices.Contains(enum, v.(string)) {
 			return fmt.Errorf("param %s: %q is not one of %s", k, v, strings.Join(enum, ", "))
 		}
+		// An integer under the schema's minimum (a limit, count, id or seq
+		// of 0 or less) says nothing the tool could honour; one over a
+		// maximum is clamped by the tool, as its description says.
+		if min, ok := schemaNumber(p["minimum"]); ok && want == "integer" && v.(float64) < min {
+			return fmt.Errorf("param %s: %v is below the minimum %v", k, v, min)
+		}
 	}
 	for _, k := range t.InputSchema.Required {
 		if _, ok := args[k]; !ok {
@@ -274,6 +313,57 @@ func validateArgs(t mcp.Tool, args map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// jidParams are the params that hold a JID: a chat, or a message's sender.
+var jidParams = []string{"chat_jid", "sender"}
+
+// idParams are the params that hold a platform's id of a thread or a
+// message: short on every platform, and at most maxID bytes, as an inbound
+// message's id (adapters.Inbound.Validate).
+var idParams = []string{"topic", "message_id", "reply_to", "before_id"}
+
+const maxID = 256
+
+// checkJIDArgs checks the JID and id params of a call that the grants
+// allowed (ownership refuses most bad chats before this; the operator's
+// calls reach it): a value that is not a JID is an error naming the param,
+// never a search or an engagement of a chat that cannot exist (an optional
+// one given as "" counts as absent), and so is an id over maxID bytes.
+func checkJIDArgs(t mcp.Tool, args map[string]any) error {
+	for _, k := range jidParams {
+		v, ok := args[k].(string)
+		if !ok {
+			continue
+		}
+		if v == "" && !slices.Contains(t.InputSchema.Required, k) {
+			delete(args, k)
+			continue
+		}
+		if err := adapters.JID(v).Validate(); err != nil {
+			return fmt.Errorf("param %s: %w", k, err)
+		}
+	}
+	for _, k := range idParams {
+		if v, ok := args[k].(string); ok && len(v) > maxID {
+			return fmt.Errorf("param %s: %d bytes, at most %d (a thread's or message's id)", k, len(v), maxID)
+		}
+	}
+	return nil
+}
+
+// schemaNumber is a number in a tool's schema (mcp.Min keeps the type it
+// was given).
+func schemaNumber(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
 }
 
 func typeMatches(want string, v any) bool {

@@ -76,8 +76,9 @@ func runListRoutes(_ context.Context, c *call) (any, error) {
 	return map[string]any{"routes": routes}, nil
 }
 
-// maxSeq bounds a route's seq: far beyond any table, well inside an int.
-const maxSeq = 1_000_000_000
+// maxSeq bounds a route's seq (routing.ValidateNew checks it too; here the
+// error names the JSON value as given).
+const maxSeq = routing.MaxSeq
 
 // routeArg reads one route object ({match, target, seq?, mode?}).
 func routeArg(v map[string]any) (r routing.Route, seqGiven bool, err error) {
@@ -118,7 +119,7 @@ func routeArg(v map[string]any) (r routing.Route, seqGiven bool, err error) {
 		}
 	}
 	r = r.Normalize()
-	return r, seqGiven, r.Validate()
+	return r, seqGiven, r.ValidateNew()
 }
 
 // checkRouteAdd validates r for c: the target exists and the caller may add it.

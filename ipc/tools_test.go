@@ -264,6 +264,8 @@ func TestRouteEdits(t *testing.T) {
 		{"add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": 1e300}, "param seq: want an integer, got 1e+300, which is too large to be an exact integer"},
 		{"add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": 1e12}, "seq: 1e+12 is out of range; want an integer from -1000000000 to 1000000000"},
 		{"delete_route", map[string]any{"id": 1}, "outside it"}, // root's route
+		{"add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme", "verb": "mentoin"}, "target": "acme"},
+			`match key verb: glob "mentoin" matches neither message nor mention`},
 	}
 	for _, e := range refusedEdits {
 		if r := call(t, c, e.tool, e.args); !r.IsError || !strings.Contains(r.Text, e.want) {
@@ -286,6 +288,18 @@ func TestRouteEdits(t *testing.T) {
 	}})
 	if !r.IsError || !strings.Contains(r.Text, "routes[1]") {
 		t.Errorf("set_routes with a catch-all: %+v", r)
+	}
+	if after := h.g.Table().Routes(); len(after) != len(before) {
+		t.Errorf("a refused set_routes changed the table: %d → %d routes", len(before), len(after))
+	}
+	// Nor does the operator's set_routes with a route no message can match.
+	root := h.connect(t, "root", true)
+	r = call(t, root, "set_routes", map[string]any{"routes": []any{
+		map[string]any{"match": map[string]any{"platform": "web"}, "target": "root"},
+		map[string]any{"match": map[string]any{"platform": "slack", "verb": "mentoin"}, "target": "acme"},
+	}})
+	if !r.IsError || !strings.Contains(r.Text, `routes[1]: route match: match key verb: glob "mentoin" matches neither message nor mention`) {
+		t.Errorf("set_routes with verb=mentoin: %+v", r)
 	}
 	if after := h.g.Table().Routes(); len(after) != len(before) {
 		t.Errorf("a refused set_routes changed the table: %d → %d routes", len(before), len(after))

@@ -17,7 +17,7 @@ import (
 // poll interval; the MCP side reloads at once.
 func AddRoute(ctx context.Context, st *store.Store, r routing.Route) (routing.Route, error) {
 	r = r.Normalize()
-	if err := r.Validate(); err != nil {
+	if err := r.ValidateNew(); err != nil {
 		return routing.Route{}, err
 	}
 	if ok, err := st.GroupExists(ctx, r.Target); err != nil {

@@ -1,5 +1,7 @@
 package routing
 
+import "math"
+
 // AheadSeq is the seq that puts a new route before every route in t: one
 // below the lowest seq and below 0 (so also before routes added later with
 // the default seq 0); 0 in an empty table. A route pinned to one chat
@@ -9,5 +11,9 @@ func (t *Table) AheadSeq() int {
 	if t.Len() == 0 {
 		return 0
 	}
-	return min(t.entries[0].route.Seq, 0) - 1
+	lowest := min(t.entries[0].route.Seq, 0)
+	if lowest == math.MinInt {
+		return lowest // one below would wrap to the highest seq and go last
+	}
+	return lowest - 1
 }

@@ -1,6 +1,9 @@
 package routing
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // A pinned route's default seq sorts before every route, and before routes
 // added later with the default seq 0.
@@ -15,6 +18,9 @@ func TestAheadSeq(t *testing.T) {
 		{"all positive", []int{5, 1, 3}, -1},
 		{"negative lowest", []int{2, -3, 0}, -4},
 		{"lowest is -1", []int{-1}, -2},
+		// A route stored with the lowest int: one below it wrapped to the
+		// highest, so the pinned route went last instead of first.
+		{"lowest is the minimum", []int{math.MinInt, 0}, math.MinInt},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var routes []Route

@@ -53,7 +53,7 @@ func TestCheckAdd(t *testing.T) {
 		{"unowned chat refused", "main", 1, Route{Match: match("chat_jid", "web:new"), Target: "main"},
 			`no route owns chat "web:new" yet`},
 		{"not a JID", "main", 1, Route{Match: match("chat_jid", "lobby"), Target: "main"},
-			"invalid chat JID"},
+			"invalid JID"},
 		{"topic owned by another group", "main", 1, Route{Match: match("chat_jid", "web:ops", "topic", "7"), Target: "main"},
 			`topic "7" of chat "web:ops" is owned by group "acme/eng"`},
 		{"free topic of own chat", "main", 1, Route{Match: match("chat_jid", "web:ops", "topic", "8"), Target: "main"}, ""},

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"switchboard/adapters"
 )
 
 // MaxGlobLen is the longest glob a match value may be, in bytes.
@@ -81,4 +83,88 @@ func (r Route) Normalize() Route {
 		r.Match = map[string]string{}
 	}
 	return r
+}
+
+// ValidateNewMatch is ValidateMatch for a match about to be stored (route
+// add, add_route, set_routes, the config's routes:): it also refuses a glob
+// that no message can match, which would capture nothing yet still make its
+// route the owner of chats (owners ignore sender and verb): a verb glob that
+// matches neither message nor mention, a platform glob with anything but
+// lowercase letters, digits and "*", a chat_jid or sender without "*" that
+// is not a JID, and a room, chat_jid or sender glob with a character no JID
+// has. Routes already stored are loaded with ValidateMatch only, so a route
+// stored before these checks still loads.
+func ValidateNewMatch(m map[string]string) error {
+	if err := ValidateMatch(m); err != nil {
+		return err
+	}
+	for _, k := range MatchKeys {
+		g, ok := m[k]
+		if !ok {
+			continue
+		}
+		if err := matchable(k, g); err != nil {
+			return invalid(fmt.Errorf("match key %s: glob %q %w", k, g, err))
+		}
+	}
+	return nil
+}
+
+// MaxSeq bounds a seq that a person gives (CheckSeq) either way: far beyond
+// any table, and far from the ends of int, where one below the lowest
+// (AheadSeq) would wrap round.
+const MaxSeq = 1_000_000_000
+
+// CheckSeq refuses a given seq beyond ±MaxSeq. A seq the table computes
+// (AheadSeq) is not checked: it may have to go below a stored one.
+func CheckSeq(seq int) error {
+	if seq < -MaxSeq || seq > MaxSeq {
+		return invalid(fmt.Errorf("route seq %d: want an integer from %d to %d", seq, -MaxSeq, MaxSeq))
+	}
+	return nil
+}
+
+// ValidateNew is Validate with ValidateNewMatch, for a route about to be
+// stored.
+func (r Route) ValidateNew() error {
+	if err := ValidateNewMatch(r.Match); err != nil {
+		return fmt.Errorf("route match: %w", err)
+	}
+	return r.Validate()
+}
+
+// matchable says why glob g of match key k can match no message, or nil.
+func matchable(k, g string) error {
+	switch k {
+	case KeyVerb:
+		if !GlobMatch(g, string(adapters.VerbMessage)) && !GlobMatch(g, string(adapters.VerbMention)) {
+			return fmt.Errorf("matches neither %s nor %s", adapters.VerbMessage, adapters.VerbMention)
+		}
+	case KeyPlatform:
+		for _, r := range g {
+			if r != '*' && !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+				return fmt.Errorf("has %q; a platform is lowercase letters and digits, e.g. web or telegram", r)
+			}
+		}
+	case KeyChatJID, KeySender:
+		if IsLiteral(g) {
+			if err := adapters.JID(g).Validate(); err != nil {
+				return fmt.Errorf("is not a JID (%v); use a JID such as web:lobby, or a glob such as web:*", err)
+			}
+		}
+		return jidChars(g)
+	case KeyRoom:
+		return jidChars(g)
+	}
+	return nil
+}
+
+// jidChars refuses a glob with a character that no JID has.
+func jidChars(g string) error {
+	for _, r := range g {
+		if r != '*' && (r <= ' ' || r == 0x7f || strings.ContainsRune(",()?[]", r)) {
+			return fmt.Errorf("has %q, which no JID has", r)
+		}
+	}
+	return nil
 }

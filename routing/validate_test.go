@@ -43,6 +43,54 @@ func TestValidateMatch(t *testing.T) {
 	}
 }
 
+// TestValidateNewMatch: a glob no message can match is refused when a route
+// is added, naming the key and saying why; such a route stored earlier still
+// loads. route add took verb=mentoin (it never triggered, yet as the owner of
+// every chat it captured their replies and tools) and chat_jid=lobby.
+func TestValidateNewMatch(t *testing.T) {
+	cases := []struct {
+		name    string
+		match   map[string]string
+		wantErr string // substring; "" means valid
+	}{
+		{"every key", map[string]string{"platform": "web", "room": "*", "chat_jid": "web:*", "sender": "web:user/*", "verb": "mention", "topic": "**"}, ""},
+		{"verb glob", map[string]string{"verb": "m*"}, ""},
+		{"platform glob", map[string]string{"platform": "tele*"}, ""},
+		{"literal chat", map[string]string{"chat_jid": "slack:T1/channel/C42"}, ""},
+		{"topic is free text", map[string]string{"topic": "Release (v2)?"}, ""},
+		{"verb typo", map[string]string{"verb": "mentoin"}, `match key verb: glob "mentoin" matches neither message nor mention`},
+		{"platform upper case", map[string]string{"platform": "Web"}, `match key platform: glob "Web" has 'W'; a platform is lowercase letters and digits`},
+		{"chat without platform", map[string]string{"chat_jid": "lobby"}, `match key chat_jid: glob "lobby" is not a JID`},
+		{"sender without platform", map[string]string{"sender": "ann"}, `match key sender: glob "ann" is not a JID`},
+		{"room with a space", map[string]string{"room": "my room*"}, `match key room: glob "my room*" has ' ', which no JID has`},
+		{"chat glob with bracket", map[string]string{"chat_jid": "web:[a]*"}, `match key chat_jid: glob "web:[a]*" has '[', which no JID has`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := ValidateNewMatch(c.match)
+			if c.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ValidateNewMatch = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("ValidateNewMatch = %v, want error containing %q", err, c.wantErr)
+			}
+			if !errors.Is(err, ErrInvalidRoute) {
+				t.Errorf("error %v does not wrap ErrInvalidRoute", err)
+			}
+			r := Route{ID: 1, Target: "main", Match: c.match}
+			if err := r.ValidateNew(); err == nil || !strings.Contains(err.Error(), "route match: "+c.wantErr) {
+				t.Errorf("ValidateNew = %v", err)
+			}
+			if _, err := New([]Route{r}); err != nil {
+				t.Errorf("a stored route with this match no longer loads: %v", err)
+			}
+		})
+	}
+}
+
 func TestRouteValidate(t *testing.T) {
 	cases := []struct {
 		name    string

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,42 +30,53 @@ type TaskSpec struct {
 // MaxPrompt bounds a task's prompt.
 const MaxPrompt = 16 << 10
 
+// FieldError is a TaskSpec field that NewTask refused: Field is its name
+// (prompt, timezone, schedule, context_mode, missed), as the MCP tool's
+// params call it, so that a caller with other names for them (the CLI's
+// flags) can name its own.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
 // NewTask validates spec and returns an active task whose Next is the first
 // slot after now. defaultZone applies when spec.Timezone is empty. Errors
-// start with the name of the field that is wrong (prompt, timezone,
-// schedule, context_mode, missed).
+// are *FieldError, so they start with the name of the field that is wrong.
 func NewTask(spec TaskSpec, defaultZone string, now time.Time) (Task, error) {
 	if strings.TrimSpace(spec.Prompt) == "" {
-		return Task{}, fmt.Errorf("prompt: empty; say what the agent should do when the task runs")
+		return Task{}, &FieldError{"prompt", errors.New("empty; say what the agent should do when the task runs")}
 	}
 	if len(spec.Prompt) > MaxPrompt {
-		return Task{}, fmt.Errorf("prompt: %d bytes, at most %d", len(spec.Prompt), MaxPrompt)
+		return Task{}, &FieldError{"prompt", fmt.Errorf("%d bytes, at most %d", len(spec.Prompt), MaxPrompt)}
 	}
 	tz := spec.Timezone
 	if tz == "" {
 		tz = defaultZone
 	}
 	if _, err := LoadZone(tz); err != nil {
-		return Task{}, fmt.Errorf("timezone: %w", err)
+		return Task{}, &FieldError{"timezone", err}
 	}
 	sched, err := Parse(spec.Schedule, tz)
 	if err != nil {
-		return Task{}, fmt.Errorf("schedule: %w", err)
+		return Task{}, &FieldError{"schedule", err}
 	}
 	ctxMode := spec.Context
 	if ctxMode == "" {
 		ctxMode = ContextGroup
 	}
 	if ctxMode != ContextGroup && ctxMode != ContextIsolated {
-		return Task{}, fmt.Errorf("context_mode %q: want group or isolated", spec.Context)
+		return Task{}, &FieldError{"context_mode", fmt.Errorf("%q: want group or isolated", spec.Context)}
 	}
 	missed, err := ParseMissed(spec.Missed)
 	if err != nil {
-		return Task{}, fmt.Errorf("missed: %w", err)
+		return Task{}, &FieldError{"missed", err}
 	}
 	next, ok := sched.Next(now)
 	if !ok {
-		return Task{}, fmt.Errorf("schedule %q: %w: the time is already past", spec.Schedule, ErrBadSchedule)
+		return Task{}, &FieldError{"schedule", fmt.Errorf("%w %q: the time is already past", ErrBadSchedule, spec.Schedule)}
 	}
 	return Task{
 		Folder: spec.Folder, ChatJID: spec.ChatJID, Prompt: spec.Prompt, Spec: sched.Spec(), Kind: sched.Kind(),

@@ -6,6 +6,10 @@ import "unicode/utf8"
 // a reply or a send); longer text is cut by CapText.
 const maxText = 64 << 10
 
+// MaxText is maxText for writers that refuse longer text instead of
+// cutting it (the CLI's send and inject).
+const MaxText = maxText
+
 // CapText cuts text longer than the largest stored (an agent that printed
 // a flood) at a rune boundary and says so. The CLI's and the gateway's
 // writers (ops.StoreMessage, ops.QueueSend, a turn's reply, an MCP

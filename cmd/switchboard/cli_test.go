@@ -72,6 +72,16 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Errorf("rm routed group: %v", err)
 	}
 	mustSB(t, dir, "route", "rm", "1")
+	// Nor while a task is still scheduled in it: removed, it failed every
+	// run ("group acme/eng no longer exists") and stayed listed as active.
+	mustSB(t, dir, "task", "add", "--folder", "acme/eng", "--jid", "web:eng", "--schedule", "@daily", "--prompt", "x")
+	mustSB(t, dir, "task", "add", "--folder", "acme/eng", "--jid", "web:eng", "--schedule", "@hourly", "--prompt", "y")
+	mustSB(t, dir, "task", "pause", "2")
+	if _, _, err := sb(t, dir, "group", "rm", "acme/eng"); err == nil || !strings.Contains(err.Error(), "tasks 1, 2 are scheduled in it; cancel them first (switchboard task cancel ID)") {
+		t.Errorf("rm group with tasks: %v", err)
+	}
+	mustSB(t, dir, "task", "cancel", "1")
+	mustSB(t, dir, "task", "cancel", "2")
 	out = mustSB(t, dir, "group", "rm", "acme/eng")
 	if !strings.Contains(out, "files are kept") {
 		t.Errorf("rm output: %q", out)
@@ -122,6 +132,26 @@ func TestRouteAddListExplain(t *testing.T) {
 			t.Errorf("%v: want usage error, got %v", bad, err)
 		}
 	}
+	// A glob no message can match is refused, saying why, and nothing is
+	// added: as owner of every chat, a route with a misspelt verb captured
+	// their replies and tools while it never triggered a turn.
+	for _, c := range []struct{ arg, want string }{
+		{"verb=mentoin", `match key verb: glob "mentoin" matches neither message nor mention`},
+		{"chat_jid=lobby", `match key chat_jid: glob "lobby" is not a JID`},
+		{"platform=Web", `match key platform: glob "Web" has 'W'`},
+	} {
+		if _, _, err := sb(t, dir, "route", "add", "--target", "main", c.arg); !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("route add %s: want a usage error saying %q, got %v", c.arg, c.want, err)
+		}
+	}
+	// A seq beyond ±1e9 (add_route's bound) is refused: at the lowest int,
+	// the next group add --jid wrapped round to the highest seq and its
+	// route, meant to go first, went last.
+	for _, seq := range []string{"-9223372036854775808", "1000000001"} {
+		if _, _, err := sb(t, dir, "route", "add", "--target", "main", "--seq", seq, "chat_jid=web:x"); !isUsage(err) || !strings.Contains(err.Error(), "route seq "+seq+": want an integer from -1000000000 to 1000000000") {
+			t.Errorf("route add --seq %s: want a usage error, got %v", seq, err)
+		}
+	}
 	if _, _, err := sb(t, dir, "route", "add", "--target", "ghost", "platform=web"); err == nil || !strings.Contains(err.Error(), "group ghost does not exist") {
 		t.Errorf("route to missing group: %v", err)
 	}
@@ -170,7 +200,37 @@ func TestGrantsShowSetCheck(t *testing.T) {
 	if _, _, err := sb(t, dir, "grants", "set", "main", "send(jid="); !isUsage(err) || !strings.Contains(err.Error(), `missing ")"`) {
 		t.Errorf("bad rule: %v", err)
 	}
-	// The bad rule changed nothing.
+	// A rule that names no tool, or a param its tools never carry, matches
+	// no call: "!sendd" meant to hide send left send allowed, and
+	// "!send(chat=slack:*)" narrowed nothing. They are usage errors.
+	for _, c := range []struct{ rule, want string }{
+		{"!sendd", `rule "!sendd": no tool is named sendd`},
+		{"!snd*", `rule "!snd*": no tool's name matches snd*`},
+		{"!send(chat=slack:*)", `rule "!send(chat=slack:*)": send has no param chat (its params: jid, text, topic)`},
+		{"!*pin*(emoji=x)", `rule "!*pin*(emoji=x)": no tool matching *pin* has a param emoji`},
+	} {
+		if _, _, err := sb(t, dir, "grants", "set", "main", "send", c.rule); !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("grants set %s: want a usage error saying %q, got %v", c.rule, c.want, err)
+		}
+	}
+	// grants check of a tool that does not exist, or with a param its calls
+	// never carry, is a usage error: the operator's "allow" for a typo
+	// (tier 0's "*" matched it) answered a question nobody can ask.
+	mustSB(t, dir, "group", "add", "root")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"root", "sendd"}, "no tool is named sendd"},
+		{[]string{"main", "send", "chat=web:lobby"}, "send has no param chat (its params: jid, text, topic)"},
+	} {
+		if _, _, err := sb(t, dir, append([]string{"grants", "check"}, c.args...)...); !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("grants check %v: want a usage error saying %q, got %v", c.args, c.want, err)
+		}
+	}
+	// Params a call carries besides its schema's: a message's topic.
+	mustSB(t, dir, "grants", "set", "main", "!like", "send(jid=web:*)", "!edit(topic=secret)", "like*(jid=web:*)")
+	// The bad rules changed nothing.
 	if out := mustSB(t, dir, "grants", "show", "main"); !strings.Contains(out, "overrides: !like send(jid=web:*)") {
 		t.Errorf("a rejected set changed the overrides: %q", out)
 	}
@@ -284,6 +344,65 @@ func TestCLIWithoutPlatformTokens(t *testing.T) {
 	for _, key := range []string{"adapters.telegram.token: empty", "adapters.discord.token: empty", "adapters.slack.bot_token: empty", "adapters.slack.app_token: empty"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("run without tokens: %v; want it to name %s", err, key)
+		}
+	}
+}
+
+// TestSendNeedsAnEnabledAdapter: send to a chat whose platform has no
+// adapter enabled is refused at once, as the send tool refuses it, and
+// nothing is queued. It printed "queued outbox item N" and exited 0, and the
+// item then failed in the outbox ("no adapter for this platform is
+// enabled"), where the operator did not look.
+func TestSendNeedsAnEnabledAdapter(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, c := range []struct{ jid, want string }{
+		{"telegram:user/1", "send to telegram:user/1: the telegram adapter is not enabled (adapters.telegram.enabled in the config)"},
+		{"matrix:room/1", "send to matrix:room/1: no adapter serves the platform matrix (web, telegram, discord and slack do)"},
+	} {
+		_, _, err := sb(t, dir, "send", c.jid, "hello")
+		if err == nil || isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("send %s: %v, want a failure saying %q", c.jid, err, c.want)
+		}
+	}
+	if out := mustSB(t, dir, "status"); !strings.Contains(strings.Join(strings.Fields(out), " "), "outbox 0 pending, 0 failed") {
+		t.Errorf("a refused send queued something:\n%s", out)
+	}
+	if out := mustSB(t, dir, "send", "web:lobby", "hello"); !strings.Contains(out, "queued outbox item 1 for web:lobby") {
+		t.Errorf("send to the web chat: %q", out)
+	}
+}
+
+// TestSendAndInjectRefuseOversizeText: text over what is stored (64 KiB)
+// is a usage error, as the send tool refuses it; send and inject cut it,
+// marked "[truncated by switchboard]", and exited 0.
+func TestSendAndInjectRefuseOversizeText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main", "--jid", "web:lobby")
+	big := strings.Repeat("x", 64<<10+1)
+	for _, cmd := range []string{"send", "inject"} {
+		if _, _, err := sb(t, dir, cmd, "web:lobby", big); !isUsage(err) || !strings.Contains(err.Error(), "TEXT is 65537 bytes, at most 65536") {
+			t.Errorf("%s of 65537 bytes: %v, want a usage error", cmd, err)
+		}
+	}
+	if out := mustSB(t, dir, "status"); !strings.Contains(strings.Join(strings.Fields(out), " "), "outbox 0 pending, 0 failed") || !strings.Contains(out, "queue     empty") {
+		t.Errorf("a refused send or inject stored something:\n%s", out)
+	}
+	mustSB(t, dir, "send", "web:lobby", big[1:]) // 64 KiB exactly
+}
+
+// TestSenderJIDErrors: a bad --sender is not called a chat JID, and the
+// example shows a sender's form; it said `--sender: invalid chat JID "ann":
+// want <platform>:<room>, e.g. web:lobby or telegram:group/123`.
+func TestSenderJIDErrors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main", "--jid", "web:lobby")
+	for _, args := range [][]string{
+		{"inject", "web:lobby", "hi", "--sender", "ann"},
+		{"route", "explain", "web:lobby", "--sender", "ann"},
+	} {
+		_, _, err := sb(t, dir, args...)
+		if !isUsage(err) || strings.Contains(err.Error(), "chat JID") || !strings.Contains(err.Error(), `--sender: invalid JID "ann"`) || !strings.Contains(err.Error(), "web:user/ann") {
+			t.Errorf("%v: %v, want a usage error about an invalid JID with a sender's example", args, err)
 		}
 	}
 }

@@ -158,6 +158,9 @@ func (a *app) grantsSet(cmd *cobra.Command, folder groups.Folder, rules []string
 	if err := grants.Validate(rules); err != nil {
 		return usageError{err}
 	}
+	if err := checkRuleNames(rules); err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
 		if err := requireGroup(ctx, st, folder); err != nil {
@@ -187,6 +190,9 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 			k = "jid"
 		}
 		params[k] = v
+	}
+	if err := checkCallNames(tool, params); err != nil {
+		return err
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
@@ -222,4 +228,67 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 			fmt.Fprintln(w, d.Reason)
 		})
 	})
+}
+
+// checkRuleNames refuses a rule that parses but can match no call: its
+// action names no tool the gateway may offer, or it names a param that no
+// call of those tools carries. Such a rule is silently inert, and a deny
+// that is inert leaves allowed what the operator meant to deny.
+func checkRuleNames(rules []string) error {
+	cat, err := ipc.Catalog(true) // approve_tool too: a rule may anticipate approvals.agent_tools
+	if err != nil {
+		return err
+	}
+	for _, text := range rules {
+		r, err := grants.Parse(text)
+		if err != nil {
+			return usageError{err}
+		}
+		tools := grants.Compile([]string{r.Action}).ListedTools(cat.Tools())
+		if len(tools) == 0 {
+			if strings.Contains(r.Action, "*") {
+				return usagef("rule %q: no tool's name matches %s (see switchboard grants show FOLDER)", text, r.Action)
+			}
+			return usagef("rule %q: no tool is named %s (see switchboard grants show FOLDER)", text, r.Action)
+		}
+		for _, p := range r.Params {
+			if toolsCarry(tools, p.Name) {
+				continue
+			}
+			if len(tools) == 1 {
+				names, _, _ := ipc.GrantParams(tools[0])
+				return usagef("rule %q: %s has no param %s (its params: %s)", text, tools[0], p.Name, strings.Join(names, ", "))
+			}
+			return usagef("rule %q: no tool matching %s has a param %s", text, r.Action, p.Name)
+		}
+	}
+	return nil
+}
+
+// toolsCarry reports whether a call of some tool of tools carries the grant
+// param name.
+func toolsCarry(tools []string, name string) bool {
+	for _, t := range tools {
+		names, open, _ := ipc.GrantParams(t)
+		if open || slices.Contains(names, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCallNames refuses a grants check of a tool that does not exist, or
+// with a param no call of it carries: its answer would be about a call
+// nobody can make (tier 0's "*" allowed any typo).
+func checkCallNames(tool string, params map[string]string) error {
+	names, open, ok := ipc.GrantParams(tool)
+	if !ok {
+		return usagef("no tool is named %s (see switchboard grants show FOLDER)", tool)
+	}
+	for k := range params {
+		if !open && !slices.Contains(names, k) {
+			return usagef("%s has no param %s (its params: %s)", tool, k, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

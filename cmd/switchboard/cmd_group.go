@@ -15,6 +15,7 @@ import (
 	"switchboard/gateway"
 	"switchboard/groups"
 	"switchboard/ops"
+	"switchboard/scheduler"
 	"switchboard/store"
 )
 
@@ -203,6 +204,20 @@ func (a *app) groupRemove(cmd *cobra.Command, name string) error {
 		}
 		if len(ids) > 0 {
 			return fmt.Errorf("group rm %s: routes %s still point at it; remove them first (switchboard route rm ID)", folder, strings.Join(ids, ", "))
+		}
+		// A task left scheduled in a removed group would fail every run.
+		tasks, err := st.Tasks(ctx, folder, false)
+		if err != nil {
+			return err
+		}
+		ids = ids[:0]
+		for _, t := range tasks {
+			if t.Status == scheduler.StatusActive || t.Status == scheduler.StatusPaused {
+				ids = append(ids, fmt.Sprint(t.ID))
+			}
+		}
+		if len(ids) > 0 {
+			return fmt.Errorf("group rm %s: tasks %s are scheduled in it; cancel them first (switchboard task cancel ID)", folder, strings.Join(ids, ", "))
 		}
 		if err := st.RemoveGroup(ctx, folder); err != nil {
 			return err

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"switchboard/adapters"
+	"switchboard/config"
 	"switchboard/ops"
 	"switchboard/routing"
 	"switchboard/store"
@@ -20,7 +22,8 @@ func (a *app) sendCommand() *cobra.Command {
 		Use:   "send CHAT_JID TEXT",
 		Short: "Send a message as the bot (through the outbox)",
 		Long: `Queue a message in the outbox. A running gateway delivers it within about a
-second; otherwise it is delivered when the gateway next starts.`,
+second; otherwise it is delivered when the gateway next starts. A chat whose
+platform has no adapter enabled in the config is refused.`,
 		Example: `  switchboard send web:lobby "maintenance at 18:00"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -28,8 +31,18 @@ second; otherwise it is delivered when the gateway next starts.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if err := checkText(args[1]); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
+				// After withStore loaded the config. Queued, the item would
+				// only fail in the outbox.
+				if p := chat.Platform(); !slices.Contains(config.Platforms, p) {
+					return fmt.Errorf("send to %s: no adapter serves the platform %s (web, telegram, discord and slack do)", chat, p)
+				} else if !a.cfg.Adapters.Enabled(p) {
+					return fmt.Errorf("send to %s: the %s adapter is not enabled (adapters.%s.enabled in the config)", chat, p, p)
+				}
 				it, err := ops.QueueSend(ctx, st, ops.SendRequest{Chat: chat, Text: args[1], Topic: topic})
 				if err != nil {
 					return err
@@ -58,6 +71,9 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if err := checkText(args[1]); err != nil {
+				return err
+			}
 			var from adapters.JID
 			if sender != "" {
 				if from, err = adapters.ParseJID(sender); err != nil {
@@ -82,6 +98,15 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 	}
 	cmd.Flags().StringVar(&sender, "sender", "", "sender JID (default switchboard:user/operator)")
 	return cmd
+}
+
+// checkText refuses a TEXT argument longer than a stored message may be:
+// the store would cut it.
+func checkText(text string) error {
+	if len(text) > store.MaxText {
+		return usagef("TEXT is %d bytes, at most %d", len(text), store.MaxText)
+	}
+	return nil
 }
 
 func (a *app) messagesCommand() *cobra.Command {

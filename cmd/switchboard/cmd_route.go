@@ -104,7 +104,7 @@ func parseMatch(args []string) (map[string]string, error) {
 		}
 		m[k] = v
 	}
-	if err := routing.ValidateMatch(m); err != nil {
+	if err := routing.ValidateNewMatch(m); err != nil {
 		return nil, usageError{err}
 	}
 	return m, nil
@@ -120,7 +120,10 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 	}
 	r.Match = m
 	r = r.Normalize()
-	if err := r.Validate(); err != nil {
+	if err := r.ValidateNew(); err != nil {
+		return usageError{err}
+	}
+	if err := routing.CheckSeq(r.Seq); err != nil {
 		return usageError{err}
 	}
 	ctx := cmd.Context()

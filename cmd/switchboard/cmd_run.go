@@ -147,6 +147,9 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 	for _, g := range a.cfg.Groups {
 		folders = append(folders, g.Folder)
 	}
+	if err := a.checkParents(ctx, st, folders); err != nil {
+		return err
+	}
 	created, err := st.EnsureGroups(ctx, folders)
 	if err != nil {
 		return fmt.Errorf("seed groups: %w", err)
@@ -185,6 +188,38 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 			"so edits to routes: take no effect; see switchboard route list, and change routes with switchboard route add / route rm",
 			"config_routes", len(rs), "database_routes", len(inDB), "route_add", missing,
 			"silence", "set routes: [] in the config once the database holds the routes you want")
+	}
+	return nil
+}
+
+// checkParents refuses a config group whose parent is neither in folders
+// nor a group already, as group add and register_group refuse one: seeded,
+// it would be a group with no parent to escalate to.
+func (a *app) checkParents(ctx context.Context, st *store.Store, folders []groups.Folder) error {
+	known := map[groups.Folder]bool{}
+	for _, f := range folders {
+		known[f] = true
+	}
+	var stored []groups.Folder
+	for i, g := range a.cfg.Groups {
+		p := g.Folder.Parent()
+		if p == "" || known[p] {
+			continue
+		}
+		if stored == nil {
+			var err error
+			if stored, err = st.Groups(ctx); err != nil {
+				return fmt.Errorf("seed groups: %w", err)
+			}
+			for _, f := range stored {
+				known[f] = true
+			}
+			if known[p] {
+				continue
+			}
+		}
+		return fmt.Errorf("config %s: groups[%d].folder: %q: its parent %s is neither listed under groups nor a group already; list {folder: %s} too",
+			cmp.Or(a.cfgFrom, "(built-in defaults)"), i, g.Folder, p, p)
 	}
 	return nil
 }

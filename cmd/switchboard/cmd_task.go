@@ -82,18 +82,37 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 		return err
 	}
 	if _, err := scheduler.NewTask(spec, a.cfg.Timezone, time.Now()); err != nil {
-		return usageError{fmt.Errorf("task add: %w", cliScheduleError(err, "--schedule"))}
+		return taskAddError(err)
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
 		t, err := ops.AddTask(ctx, st, spec, a.cfg.Timezone)
 		if err != nil {
-			return fmt.Errorf("task add: %w", cliScheduleError(err, "--schedule"))
+			return taskAddError(err)
 		}
 		return a.emit(taskJSON(t), func(w io.Writer) {
 			fmt.Fprintf(w, "added task %d: %s in %s, next run %s\n", t.ID, t.Spec, t.Timezone, inZone(nextRun(t), t.Timezone))
 		})
 	})
+}
+
+// taskFlags are task add's flags by the scheduler.TaskSpec field they set.
+var taskFlags = map[string]string{"prompt": "--prompt", "timezone": "--tz", "schedule": "--schedule", "context_mode": "--mode", "missed": "--missed"}
+
+// taskAddError is task add's error for err from scheduler.NewTask or
+// ops.AddTask: a refused flag's value is a usage error (exit 2, as task
+// preview's) that names the flag; anything else (a group that does not
+// exist) a failure.
+func taskAddError(err error) error {
+	var fe *scheduler.FieldError
+	if !errors.As(err, &fe) || taskFlags[fe.Field] == "" {
+		return fmt.Errorf("task add: %w", err)
+	}
+	var zp *scheduler.ZonePrefixError
+	if errors.As(fe.Err, &zp) {
+		return usageError{fmt.Errorf("task add: %w", cliScheduleError(fe.Err, "--schedule"))}
+	}
+	return usagef("%s: %w", taskFlags[fe.Field], fe.Err)
 }
 
 // inZone shows t as wall time in the task's zone, with the offset and the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,5 +122,36 @@ func TestRunRefusesBudgetOfNoGroup(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("budget list %q lacks %q", out, want)
 		}
+	}
+}
+
+// TestSeedRefusesOrphanGroups: a group listed under groups: whose parent is
+// neither listed nor a group already is refused at start, naming the entry,
+// as group add refuses it. Seeding created acme/eng without acme: a tier-2
+// group with no parent to escalate to, which the CLI never makes.
+func TestSeedRefusesOrphanGroups(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "ops")
+	st := openDB(t, dir)
+	seed := func(yaml string) error {
+		t.Helper()
+		cfg, err := config.Parse([]byte(yaml), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &app{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+		return a.seed(ctx, st)
+	}
+	err := seed("groups: [{folder: root}, {folder: main}, {folder: acme/eng}]\nroutes: []\n")
+	if want := `groups[2].folder: "acme/eng": its parent acme is neither listed under groups nor a group already; list {folder: acme} too`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("seed with an orphan: %v, want %q", err, want)
+	}
+	if gs, _ := st.Groups(ctx); slices.Contains(gs, "acme/eng") || slices.Contains(gs, "main") {
+		t.Errorf("a refused seed created groups: %v", gs)
+	}
+	// A parent listed after its child, or one the database has, will do.
+	if err := seed("groups: [{folder: root}, {folder: acme/eng}, {folder: acme}, {folder: ops/oncall}]\nroutes: []\n"); err != nil {
+		t.Errorf("seed with parents: %v", err)
 	}
 }

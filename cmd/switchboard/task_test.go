@@ -32,7 +32,8 @@ func TestTaskCommands(t *testing.T) {
 	}
 
 	// A bad flag value is a usage error (exit 2, CONTRACT §11), as in
-	// task preview; a group that does not exist is a failure (exit 1).
+	// task preview, that names the flag; a group that does not exist is a
+	// failure (exit 1).
 	bad := []struct {
 		name  string
 		args  []string
@@ -40,11 +41,13 @@ func TestTaskCommands(t *testing.T) {
 		usage bool
 	}{
 		{"zone prefix", []string{"--schedule", "CRON_TZ=UTC 0 9 * * *"}, `write --schedule "0 9 * * *" --tz UTC`, true},
+		{"bad spec", []string{"--schedule", "every tuesday"}, `--schedule: bad schedule "every tuesday"`, true},
 		{"never fires", []string{"--schedule", "0 0 30 2 *"}, "never fires", true},
-		{"past instant", []string{"--schedule", "2001-01-01T00:00:00Z"}, "past", true},
-		{"bad zone", []string{"--schedule", "@daily", "--tz", "Mars/Base"}, "Mars/Base", true},
-		{"bad mode", []string{"--schedule", "@daily", "--mode", "solo"}, "context_mode", true},
-		{"bad missed", []string{"--schedule", "@daily", "--missed", "never"}, "never", true},
+		{"past instant", []string{"--schedule", "2001-01-01T00:00:00Z"}, `--schedule: bad schedule "2001-01-01T00:00:00Z": the time is already past`, true},
+		{"bad zone", []string{"--schedule", "@daily", "--tz", "Mars/Base"}, `--tz: unknown time zone "Mars/Base"`, true},
+		{"bad mode", []string{"--schedule", "@daily", "--mode", "solo"}, `--mode: "solo": want group or isolated`, true},
+		{"bad missed", []string{"--schedule", "@daily", "--missed", "never"}, `--missed: bad missed policy "never"`, true},
+		{"blank prompt", []string{"--schedule", "@daily", "--prompt", "  "}, "--prompt: empty", true},
 		{"missing group", []string{"--schedule", "@daily", "--folder", "ghost"}, "group ghost does not exist", false},
 	}
 	for _, c := range bad {
