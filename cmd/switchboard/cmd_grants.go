@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -158,7 +159,8 @@ func (a *app) grantsSet(cmd *cobra.Command, folder groups.Folder, rules []string
 	if err := grants.Validate(rules); err != nil {
 		return usageError{err}
 	}
-	if err := checkRuleNames(rules); err != nil {
+	warnings, err := ruleNameWarnings(rules)
+	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
@@ -169,11 +171,14 @@ func (a *app) grantsSet(cmd *cobra.Command, folder groups.Folder, rules []string
 		if err := st.SetGrantOverrides(ctx, folder, rules); err != nil {
 			return err
 		}
-		return a.emit(map[string]any{"folder": folder, "overrides": nonNil(rules)}, func(w io.Writer) {
+		return a.emit(map[string]any{"folder": folder, "overrides": nonNil(rules), "warnings": nonNil(warnings)}, func(w io.Writer) {
 			if len(rules) == 0 {
 				fmt.Fprintf(w, "cleared overrides of %s: tier defaults apply\n", folder)
 			} else {
 				fmt.Fprintf(w, "set %d override rule(s) on %s\n", len(rules), folder)
+			}
+			for _, warning := range warnings {
+				fmt.Fprintln(w, "warning: "+warning)
 			}
 		})
 	})
@@ -191,9 +196,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		}
 		params[k] = v
 	}
-	if err := checkCallNames(tool, params); err != nil {
-		return err
-	}
+	warning := callNameWarning(tool, params)
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
 		cat, err := a.catalog() // after withStore loaded the config
@@ -223,33 +226,43 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		}
 		verdict := d.Verdict() // allow, ask (an approver decides each call) or deny
 		out := map[string]any{"decision": verdict, "rule": d.Rule, "reason": d.Reason, "folder": folder, "tier": tier, "tool": tool}
+		if warning != "" {
+			out["warning"] = warning
+		}
 		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintln(w, verdict)
 			fmt.Fprintln(w, d.Reason)
+			if warning != "" {
+				fmt.Fprintln(w, "warning: "+warning)
+			}
 		})
 	})
 }
 
-// checkRuleNames refuses a rule that parses but can match no call: its
-// action names no tool the gateway may offer, or it names a param that no
-// call of those tools carries. Such a rule is silently inert, and a deny
-// that is inert leaves allowed what the operator meant to deny.
-func checkRuleNames(rules []string) error {
+// ruleNameWarnings says which rules parse but can match no call: the
+// action names no tool the gateway may offer, or a param that no call of
+// those tools carries. Such a rule is stored (a rule that matches nothing
+// is inert, CONTRACT §7), but an inert deny leaves allowed what the
+// operator meant to deny (!sendd for !send), so the operator is told.
+func ruleNameWarnings(rules []string) ([]string, error) {
 	cat, err := ipc.Catalog(true) // approve_tool too: a rule may anticipate approvals.agent_tools
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var warnings []string
 	for _, text := range rules {
 		r, err := grants.Parse(text)
 		if err != nil {
-			return usageError{err}
+			return nil, usageError{err}
 		}
 		tools := grants.Compile([]string{r.Action}).ListedTools(cat.Tools())
 		if len(tools) == 0 {
 			if strings.Contains(r.Action, "*") {
-				return usagef("rule %q: no tool's name matches %s (see switchboard grants show FOLDER)", text, r.Action)
+				warnings = append(warnings, fmt.Sprintf("rule %q matches no call: no tool's name matches %s (see switchboard grants show FOLDER)", text, r.Action))
+			} else {
+				warnings = append(warnings, fmt.Sprintf("rule %q matches no call: no tool is named %s (see switchboard grants show FOLDER)", text, r.Action))
 			}
-			return usagef("rule %q: no tool is named %s (see switchboard grants show FOLDER)", text, r.Action)
+			continue
 		}
 		for _, p := range r.Params {
 			if toolsCarry(tools, p.Name) {
@@ -257,12 +270,14 @@ func checkRuleNames(rules []string) error {
 			}
 			if len(tools) == 1 {
 				names, _, _ := ipc.GrantParams(tools[0])
-				return usagef("rule %q: %s has no param %s (its params: %s)", text, tools[0], p.Name, strings.Join(names, ", "))
+				warnings = append(warnings, fmt.Sprintf("rule %q matches no call: %s has no param %s (its params: %s)", text, tools[0], p.Name, strings.Join(names, ", ")))
+			} else {
+				warnings = append(warnings, fmt.Sprintf("rule %q matches no call: no tool matching %s has a param %s", text, r.Action, p.Name))
 			}
-			return usagef("rule %q: no tool matching %s has a param %s", text, r.Action, p.Name)
+			break
 		}
 	}
-	return nil
+	return warnings, nil
 }
 
 // toolsCarry reports whether a call of some tool of tools carries the grant
@@ -277,18 +292,18 @@ func toolsCarry(tools []string, name string) bool {
 	return false
 }
 
-// checkCallNames refuses a grants check of a tool that does not exist, or
-// with a param no call of it carries: its answer would be about a call
-// nobody can make (tier 0's "*" allowed any typo).
-func checkCallNames(tool string, params map[string]string) error {
+// callNameWarning says, for a grants check, when the tool does not exist
+// or a param is one no call of it carries: the answer (tier 0's "*" allows
+// any name) is then about a call nobody can make. "" when neither.
+func callNameWarning(tool string, params map[string]string) string {
 	names, open, ok := ipc.GrantParams(tool)
 	if !ok {
-		return usagef("no tool is named %s (see switchboard grants show FOLDER)", tool)
+		return fmt.Sprintf("no tool is named %s (see switchboard grants show FOLDER)", tool)
 	}
-	for k := range params {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		if !open && !slices.Contains(names, k) {
-			return usagef("%s has no param %s (its params: %s)", tool, k, strings.Join(names, ", "))
+			return fmt.Sprintf("%s has no param %s (its params: %s)", tool, k, strings.Join(names, ", "))
 		}
 	}
-	return nil
+	return ""
 }
