@@ -23,7 +23,8 @@ func (a *app) sendCommand() *cobra.Command {
 		Short: "Send a message as the bot (through the outbox)",
 		Long: `Queue a message in the outbox. A running gateway delivers it within about a
 second; otherwise it is delivered when the gateway next starts. A chat whose
-platform has no adapter enabled in the config is refused.`,
+platform no adapter serves is refused; one whose adapter this config does not
+enable is queued with a warning (the running gateway's config may enable it).`,
 		Example: `  switchboard send web:lobby "maintenance at 18:00"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,19 +37,32 @@ platform has no adapter enabled in the config is refused.`,
 			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
-				// After withStore loaded the config. Queued, the item would
-				// only fail in the outbox.
-				if p := chat.Platform(); !slices.Contains(config.Platforms, p) {
+				// After withStore loaded the config. A platform no adapter
+				// serves would only fail in the outbox. One this config does
+				// not enable may be enabled in the running gateway's (this
+				// command may read another config, or none): queued, with a
+				// warning.
+				p := chat.Platform()
+				if !slices.Contains(config.Platforms, p) {
 					return fmt.Errorf("send to %s: no adapter serves the platform %s (web, telegram, discord and slack do)", chat, p)
-				} else if !a.cfg.Adapters.Enabled(p) {
-					return fmt.Errorf("send to %s: the %s adapter is not enabled (adapters.%s.enabled in the config)", chat, p, p)
+				}
+				warning := ""
+				if !a.cfg.Adapters.Enabled(p) {
+					warning = fmt.Sprintf("the %s adapter is not enabled in this config (adapters.%s.enabled): the item fails unless the gateway's config enables it", p, p)
 				}
 				it, err := ops.QueueSend(ctx, st, ops.SendRequest{Chat: chat, Text: args[1], Topic: topic})
 				if err != nil {
 					return err
 				}
-				return a.emit(map[string]any{"outbox_id": it.ID, "key": it.Key, "status": it.Status}, func(w io.Writer) {
+				out := map[string]any{"outbox_id": it.ID, "key": it.Key, "status": it.Status}
+				if warning != "" {
+					out["warning"] = warning
+				}
+				return a.emit(out, func(w io.Writer) {
 					fmt.Fprintf(w, "queued outbox item %d for %s\n", it.ID, args[0])
+					if warning != "" {
+						fmt.Fprintln(w, "warning: "+warning)
+					}
 				})
 			})
 		},
