@@ -147,7 +147,7 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 	for _, g := range a.cfg.Groups {
 		folders = append(folders, g.Folder)
 	}
-	if err := a.checkParents(ctx, st, folders); err != nil {
+	if err := a.warnOrphans(ctx, st, folders); err != nil {
 		return err
 	}
 	created, err := st.EnsureGroups(ctx, folders)
@@ -192,10 +192,11 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 	return nil
 }
 
-// checkParents refuses a config group whose parent is neither in folders
-// nor a group already, as group add and register_group refuse one: seeded,
-// it would be a group with no parent to escalate to.
-func (a *app) checkParents(ctx context.Context, st *store.Store, folders []groups.Folder) error {
+// warnOrphans warns about each config group whose parent is neither in
+// folders nor a group already (group add and register_group refuse such a
+// group): it is seeded all the same, as the config says, but has no parent
+// to escalate to until the operator adds one.
+func (a *app) warnOrphans(ctx context.Context, st *store.Store, folders []groups.Folder) error {
 	known := map[groups.Folder]bool{}
 	for _, f := range folders {
 		known[f] = true
@@ -218,8 +219,8 @@ func (a *app) checkParents(ctx context.Context, st *store.Store, folders []group
 				continue
 			}
 		}
-		return fmt.Errorf("config %s: groups[%d].folder: %q: its parent %s is neither listed under groups nor a group already; list {folder: %s} too",
-			cmp.Or(a.cfgFrom, "(built-in defaults)"), i, g.Folder, p, p)
+		a.log.Warn("config group has no parent group: it cannot escalate; list the parent under groups: or switchboard group add it",
+			"config", cmp.Or(a.cfgFrom, "(built-in defaults)"), "entry", fmt.Sprintf("groups[%d]", i), "folder", g.Folder, "parent", p)
 	}
 	return nil
 }
