@@ -114,15 +114,16 @@ func New(opt Options) *Adapter {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts := []slack.Option{}
+	a := &Adapter{opt: opt, log: opt.Logger.With("adapter", "slack"), tiers: tiers{postEvery: opt.PostInterval}}
+	opts := []slack.Option{slack.OptionHTTPClient(&http.Client{Transport: holding{base: http.DefaultTransport, tiers: &a.tiers}})}
 	if opt.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(opt.APIURL))
 	}
 	if opt.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(opt.AppToken))
 	}
-	return &Adapter{opt: opt, api: slack.New(opt.BotToken, opts...), log: opt.Logger.With("adapter", "slack"),
-		tiers: tiers{postEvery: opt.PostInterval}}
+	a.api = slack.New(opt.BotToken, opts...)
+	return a
 }
 
 // Name is "slack".
