@@ -30,6 +30,9 @@ type livePlatform struct {
 	showing func() []string // the bot's messages, not deleted, in order
 	// live reports that the live reply shows (a draft, or a message)
 	live func() bool
+	// calls counts the bot's requests that showed its reply: sent
+	// messages, edits, and native live requests (drafts, streams).
+	calls func() (sent, edits, native int)
 	// rateLimit makes the fake answer the next write 429, asking to wait.
 	rateLimit func(wait time.Duration)
 	// rateLimited is when the fake answered 429 and when the next write came.
@@ -44,7 +47,10 @@ func livePlatforms(t *testing.T) []func(t *testing.T) livePlatform {
 				PerChat: 10 * time.Millisecond, PerGroup: 10 * time.Millisecond, Global: -1})
 			chat := int64(telegramtest.UserID)
 			return livePlatform{name: "telegram private", rateLimit: fake.RateLimit, rateLimited: fake.RateLimited,
-				live: func() bool { return len(fake.Drafts(chat)) > 0 }, adapter: tg, limits: tg.Limits(), chat: adapters.JID(fmt.Sprintf("telegram:user/%d", chat)),
+				live: func() bool { return len(fake.Drafts(chat)) > 0 },
+				calls: func() (int, int, int) {
+					return len(fake.Calls("sendMessage")), len(fake.Calls("editMessageText")), len(fake.Calls("sendMessageDraft"))
+				}, adapter: tg, limits: tg.Limits(), chat: adapters.JID(fmt.Sprintf("telegram:user/%d", chat)),
 				ready: func(*testing.T) {},
 				say: func(t *testing.T, text string) {
 					m, _ := fake.UserMessage(chat, text, false, 0, 0)
@@ -63,7 +69,15 @@ func livePlatforms(t *testing.T) []func(t *testing.T) livePlatform {
 		func(t *testing.T) livePlatform {
 			f := discordtest.New(t)
 			d := discord.New(discord.Options{Token: discordtest.Token, APIURL: f.URL()})
-			return livePlatform{name: "discord", rateLimit: f.RateLimit, rateLimited: f.RateLimited, adapter: d, limits: d.Limits(), chat: adapters.JID("discord:" + discordtest.GuildID + "/" + discordtest.Channel),
+			return livePlatform{name: "discord", rateLimit: f.RateLimit, rateLimited: f.RateLimited,
+				calls: func() (int, int, int) {
+					sent := map[string]bool{}
+					shown := f.Shown(discordtest.Channel)
+					for _, s := range shown {
+						sent[s.ID] = true
+					}
+					return len(sent), len(shown) - len(sent), 0
+				}, adapter: d, limits: d.Limits(), chat: adapters.JID("discord:" + discordtest.GuildID + "/" + discordtest.Channel),
 				ready: func(t *testing.T) { f.WaitFor(t, "the bot connected", f.Connected) },
 				say: func(t *testing.T, text string) {
 					f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: text, MentionBot: true})
@@ -82,7 +96,11 @@ func livePlatforms(t *testing.T) []func(t *testing.T) livePlatform {
 			s := slacktest.New(t)
 			a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
 				APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
-			return livePlatform{name: "slack", rateLimit: s.RateLimit, rateLimited: s.RateLimited, adapter: a, limits: a.Limits(), chat: "slack:T1/channel/C1",
+			return livePlatform{name: "slack", rateLimit: s.RateLimit, rateLimited: s.RateLimited,
+				calls: func() (int, int, int) {
+					return len(s.Calls("chat.postMessage")), len(s.Calls("chat.update")),
+						len(s.Calls("chat.startStream")) + len(s.Calls("chat.appendStream")) + len(s.Calls("chat.stopStream"))
+				}, adapter: a, limits: a.Limits(), chat: "slack:T1/channel/C1",
 				ready: func(t *testing.T) {
 					testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
 				},
@@ -203,5 +221,59 @@ func TestLiveReplyRateLimitedMidStreamPlatforms(t *testing.T) {
 				t.Errorf("stored %d bot messages; want the reply once", len(bots))
 			}
 		})
+	}
+}
+
+// adapters.<name>.stream: edit shows the reply as one message edited in
+// place, never the platform's native live reply (drafts, streams); off
+// sends the final alone, once, with no edits. Either way the chat ends
+// showing the reply once and the store holds it once.
+func TestLiveReplyModesPlatforms(t *testing.T) {
+	for _, mode := range []StreamMode{StreamEdit, StreamOff} {
+		for _, mk := range livePlatforms(t) {
+			p := mk(t)
+			t.Run(string(mode)+"/"+p.name, func(t *testing.T) {
+				var b strings.Builder
+				for i := range 40 {
+					fmt.Fprintf(&b, "Line %03d of the answer.\n", i)
+				}
+				reply := strings.TrimSpace(b.String())
+				argv, gate := longStreamAgent(t, reply)
+				h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
+					modify: func(o *Options) {
+						o.Agent.Output = "claude-stream"
+						o.Adapters = append(o.Adapters, p.adapter)
+						o.Streams = map[string]Stream{p.chat.Platform(): {Mode: mode, Interval: 20 * time.Millisecond}}
+					}})
+				p.ready(t)
+				p.say(t, "tell me")
+				if mode == StreamEdit {
+					testwait.For(t, 30*time.Second, "the live message", func() bool { return len(p.showing()) > 0 })
+				}
+				openGate(t, gate)
+				testwait.For(t, 30*time.Second, "the whole reply", func() bool {
+					s := p.showing()
+					return len(s) > 0 && s[len(s)-1] == reply
+				})
+				h.stop()
+				sent, edits, native := p.calls()
+				switch {
+				case native != 0:
+					t.Errorf("%d native live requests (drafts, streams); stream: %s uses none", native, mode)
+				case sent != 1:
+					t.Errorf("%d messages sent; want one", sent)
+				case mode == StreamEdit && edits == 0:
+					t.Errorf("no edits; stream: edit shows the reply as it grows")
+				case mode == StreamOff && edits != 0:
+					t.Errorf("%d edits; stream: off sends the final alone", edits)
+				}
+				if s := p.showing(); len(s) != 1 {
+					t.Errorf("the chat shows %d messages from the bot; want the reply once: %q", len(s), s)
+				}
+				if bots := h.botMessages(p.chat); len(bots) != 1 || bots[0].Text != reply {
+					t.Errorf("stored %d bot messages; want the reply once", len(bots))
+				}
+			})
+		}
 	}
 }
