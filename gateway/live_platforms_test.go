@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"switchboard/adapters/slack/slacktest"
 	"switchboard/adapters/telegram"
 	"switchboard/adapters/telegram/telegramtest"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
 )
@@ -275,5 +278,55 @@ func TestLiveReplyModesPlatforms(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A turn that fails while its reply streams finalizes the live reply with
+// the failure marker on every platform (a Slack stream stopped, a Telegram
+// draft followed by the marked message), and leaves no live reply showing
+// the unfinished text; the marked reply is not stored as the turn's reply.
+func TestLiveReplyFailedMarkerPlatforms(t *testing.T) {
+	const said = "Let me run that."
+	for _, mk := range livePlatforms(t) {
+		p := mk(t)
+		t.Run(p.name, func(t *testing.T) {
+			abs, err := filepath.Abs(toolFixture)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate := filepath.Join(t.TempDir(), "go")
+			argv := testagent.Script(t, fmt.Sprintf(`cat >/dev/null
+head -n 6 %q
+while [ ! -e %q ]; do sleep 0.01; done
+exit 3`, abs, gate))
+			h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
+				modify: func(o *Options) {
+					o.Agent.Output = "claude-stream"
+					o.Adapters = append(o.Adapters, p.adapter)
+					o.Streams = map[string]Stream{p.chat.Platform(): {Mode: StreamNative, Interval: 20 * time.Millisecond}}
+				}})
+			p.ready(t)
+			p.say(t, "run it")
+			live := p.live
+			if live == nil {
+				live = func() bool { return len(p.showing()) > 0 }
+			}
+			testwait.For(t, 30*time.Second, "the live reply shown", live)
+			openGate(t, gate)
+			testwait.For(t, 30*time.Second, "the live reply marked failed", func() bool {
+				return slices.Contains(p.showing(), said+liveEndFailed.marker())
+			})
+			h.stop()
+			for _, s := range p.showing() {
+				if s == said {
+					t.Errorf("a live reply still shows the unfinished %q", s)
+				}
+			}
+			for _, m := range h.botMessages(p.chat) {
+				if strings.HasPrefix(m.Text, said) {
+					t.Errorf("the marked live reply was stored as a reply: %+v", m)
+				}
+			}
+		})
 	}
 }
