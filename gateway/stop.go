@@ -246,7 +246,9 @@ type stopper struct {
 
 // isStopCommand reports whether text is a request to stop: "/stop" as the
 // whole message ("/stop@bot" too when it addresses the bot), or, in a
-// message that mentions the bot, the mention followed by "stop".
+// message that mentions the bot, the mention followed by "stop" (or
+// "/stop": Slack's clients take a message starting with "/" for a slash
+// command).
 func isStopCommand(text string, verb adapters.Verb) bool {
 	f := strings.Fields(text)
 	switch {
@@ -258,7 +260,8 @@ func isStopCommand(text string, verb adapters.Verb) bool {
 		return strings.HasPrefix(f[0], "/stop@")
 	case len(f) == 2:
 		mention := strings.HasPrefix(f[0], "@") || strings.HasPrefix(f[0], "<@")
-		return mention && strings.EqualFold(strings.TrimRight(f[1], ".!"), "stop")
+		word := strings.TrimRight(f[1], ".!")
+		return mention && (strings.EqualFold(word, "stop") || word == "/stop")
 	}
 	return false
 }
