@@ -70,6 +70,31 @@ func livePlatforms(t *testing.T) []func(t *testing.T) livePlatform {
 				}}
 		},
 		func(t *testing.T) livePlatform {
+			fake := telegramtest.New(t)
+			tg := telegram.New(telegram.Options{Token: telegramtest.Token, APIURL: fake.URL(), PollTimeout: 2 * time.Second,
+				PerChat: 10 * time.Millisecond, PerGroup: 10 * time.Millisecond, Global: -1})
+			chat := int64(telegramtest.GroupID)
+			return livePlatform{name: "telegram group", rateLimit: fake.RateLimit, rateLimited: fake.RateLimited,
+				calls: func() (int, int, int) {
+					return len(fake.Calls("sendMessage")), len(fake.Calls("editMessageText")), len(fake.Calls("sendMessageDraft"))
+				},
+				adapter: tg, limits: tg.Limits(), chat: "telegram:group/1001234",
+				ready: func(*testing.T) {},
+				say: func(t *testing.T, text string) {
+					m, _ := fake.UserMessage(chat, text, true, 0, 0)
+					fake.Push("message", m)
+				},
+				showing: func() []string {
+					var out []string
+					for _, m := range fake.Messages(chat) {
+						if m.FromBot && !m.Deleted {
+							out = append(out, m.Text)
+						}
+					}
+					return out
+				}}
+		},
+		func(t *testing.T) livePlatform {
 			f := discordtest.New(t)
 			d := discord.New(discord.Options{Token: discordtest.Token, APIURL: f.URL()})
 			return livePlatform{name: "discord", rateLimit: f.RateLimit, rateLimited: f.RateLimited,
