@@ -33,6 +33,9 @@ type livePlatform struct {
 	showing func() []string // the bot's messages, not deleted, in order
 	// live reports that the live reply shows (a draft, or a message)
 	live func() bool
+	// fail makes the platform fail the request that ends the live reply
+	// (or the next write) once with a server error; nil: not on this fake.
+	fail func()
 	// calls counts the bot's requests that showed its reply: sent
 	// messages, edits, and native live requests (drafts, streams).
 	calls func() (sent, edits, native int)
@@ -49,7 +52,7 @@ func livePlatforms(t *testing.T) []func(t *testing.T) livePlatform {
 			tg := telegram.New(telegram.Options{Token: telegramtest.Token, APIURL: fake.URL(), PollTimeout: 2 * time.Second,
 				PerChat: 10 * time.Millisecond, PerGroup: 10 * time.Millisecond, Global: -1})
 			chat := int64(telegramtest.UserID)
-			return livePlatform{name: "telegram private", rateLimit: fake.RateLimit, rateLimited: fake.RateLimited,
+			return livePlatform{name: "telegram private", rateLimit: fake.RateLimit, rateLimited: fake.RateLimited, fail: func() { fake.Fail5xx(1) },
 				live: func() bool { return len(fake.Drafts(chat)) > 0 },
 				calls: func() (int, int, int) {
 					return len(fake.Calls("sendMessage")), len(fake.Calls("editMessageText")), len(fake.Calls("sendMessageDraft"))
@@ -74,7 +77,7 @@ func livePlatforms(t *testing.T) []func(t *testing.T) livePlatform {
 			tg := telegram.New(telegram.Options{Token: telegramtest.Token, APIURL: fake.URL(), PollTimeout: 2 * time.Second,
 				PerChat: 10 * time.Millisecond, PerGroup: 10 * time.Millisecond, Global: -1})
 			chat := int64(telegramtest.GroupID)
-			return livePlatform{name: "telegram group", rateLimit: fake.RateLimit, rateLimited: fake.RateLimited,
+			return livePlatform{name: "telegram group", rateLimit: fake.RateLimit, rateLimited: fake.RateLimited, fail: func() { fake.Fail5xx(1) },
 				calls: func() (int, int, int) {
 					return len(fake.Calls("sendMessage")), len(fake.Calls("editMessageText")), len(fake.Calls("sendMessageDraft"))
 				},
@@ -124,7 +127,7 @@ func livePlatforms(t *testing.T) []func(t *testing.T) livePlatform {
 			s := slacktest.New(t)
 			a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
 				APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
-			return livePlatform{name: "slack", rateLimit: s.RateLimit, rateLimited: s.RateLimited,
+			return livePlatform{name: "slack", rateLimit: s.RateLimit, rateLimited: s.RateLimited, fail: func() { s.Outage("chat.stopStream", 1) },
 				calls: func() (int, int, int) {
 					return len(s.Calls("chat.postMessage")), len(s.Calls("chat.update")),
 						len(s.Calls("chat.startStream")) + len(s.Calls("chat.appendStream")) + len(s.Calls("chat.stopStream"))
@@ -180,9 +183,9 @@ func TestLiveReplyContinuesPastTheLimitPlatforms(t *testing.T) {
 				return len(s) >= 1 && s[0] == parts[0]
 			})
 			openGate(t, gate)
-			testwait.For(t, 30*time.Second, "the whole reply", func() bool {
+			testwait.For(t, 30*time.Second, "the whole reply, delivered", func() bool {
 				s := p.showing()
-				return len(s) == len(parts) && s[len(s)-1] == parts[len(parts)-1]
+				return len(s) == len(parts) && s[len(s)-1] == parts[len(parts)-1] && len(h.botMessages(p.chat)) >= len(parts)
 			})
 			h.stop()
 			s := p.showing()
@@ -230,9 +233,9 @@ func TestLiveReplyRateLimitedMidStreamPlatforms(t *testing.T) {
 			testwait.For(t, 30*time.Second, "the live reply shown", live)
 			p.rateLimit(time.Second)
 			openGate(t, gate)
-			testwait.For(t, 30*time.Second, "the whole reply", func() bool {
+			testwait.For(t, 30*time.Second, "the whole reply, delivered", func() bool {
 				s := p.showing()
-				return len(s) > 0 && s[len(s)-1] == reply
+				return len(s) > 0 && s[len(s)-1] == reply && len(h.botMessages(p.chat)) > 0
 			})
 			h.stop()
 			at, next := p.rateLimited()
@@ -279,9 +282,9 @@ func TestLiveReplyModesPlatforms(t *testing.T) {
 					testwait.For(t, 30*time.Second, "the live message", func() bool { return len(p.showing()) > 0 })
 				}
 				openGate(t, gate)
-				testwait.For(t, 30*time.Second, "the whole reply", func() bool {
+				testwait.For(t, 30*time.Second, "the whole reply, delivered", func() bool {
 					s := p.showing()
-					return len(s) > 0 && s[len(s)-1] == reply
+					return len(s) > 0 && s[len(s)-1] == reply && len(h.botMessages(p.chat)) > 0
 				})
 				h.stop()
 				sent, edits, native := p.calls()
@@ -351,6 +354,52 @@ exit 3`, abs, gate))
 				if strings.HasPrefix(m.Text, said) {
 					t.Errorf("the marked live reply was stored as a reply: %+v", m)
 				}
+			}
+		})
+	}
+}
+
+// The request that ends a streamed reply fails once (a 5xx): it is tried
+// again, and the chat ends showing the reply once (no second copy sent as
+// a new message), stored once.
+func TestLiveReplyFinalRetriedPlatforms(t *testing.T) {
+	for _, mk := range livePlatforms(t) {
+		p := mk(t)
+		if p.fail == nil {
+			continue
+		}
+		t.Run(p.name, func(t *testing.T) {
+			var b strings.Builder
+			for i := range 40 {
+				fmt.Fprintf(&b, "Line %03d of the answer.\n", i)
+			}
+			reply := strings.TrimSpace(b.String())
+			argv, gate := longStreamAgent(t, reply)
+			h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
+				modify: func(o *Options) {
+					o.Agent.Output = "claude-stream"
+					o.Adapters = append(o.Adapters, p.adapter)
+					o.Streams = map[string]Stream{p.chat.Platform(): {Mode: StreamNative, Interval: 20 * time.Millisecond}}
+				}})
+			p.ready(t)
+			p.say(t, "tell me")
+			live := p.live
+			if live == nil {
+				live = func() bool { return len(p.showing()) > 0 }
+			}
+			testwait.For(t, 30*time.Second, "the live reply shown", live)
+			p.fail()
+			openGate(t, gate)
+			testwait.For(t, 30*time.Second, "the whole reply, delivered", func() bool {
+				s := p.showing()
+				return len(s) > 0 && s[len(s)-1] == reply && len(h.botMessages(p.chat)) > 0
+			})
+			h.stop()
+			if s := p.showing(); len(s) != 1 {
+				t.Errorf("the chat shows %d messages from the bot; want the reply once: %q", len(s), s)
+			}
+			if bots := h.botMessages(p.chat); len(bots) != 1 || bots[0].Text != reply {
+				t.Errorf("stored %d bot messages; want the reply once", len(bots))
 			}
 		})
 	}
