@@ -404,3 +404,42 @@ func TestLiveReplyFinalRetriedPlatforms(t *testing.T) {
 		})
 	}
 }
+
+// A turn that runs a tool: its live reply shows a progress note naming the
+// tool while it runs (on a Slack stream the note going away ends the
+// stream, and the message is edited after); the final replaces the live
+// reply, shown once and stored once, with no progress note left.
+func TestLiveReplyProgressPlatforms(t *testing.T) {
+	for _, mk := range livePlatforms(t) {
+		p := mk(t)
+		if p.name == "telegram private" {
+			continue // drafts: the fake keeps no message for them
+		}
+		t.Run(p.name, func(t *testing.T) {
+			argv, gate := streamAgent(t, toolFixture, 19, 0) // the tool runs
+			h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
+				modify: func(o *Options) {
+					o.Agent.Output = "claude-stream"
+					o.Progress = true
+					o.Adapters = append(o.Adapters, p.adapter)
+					o.Streams = map[string]Stream{p.chat.Platform(): {Mode: StreamNative, Interval: 20 * time.Millisecond}}
+				}})
+			p.ready(t)
+			p.say(t, "run it")
+			testwait.For(t, 30*time.Second, "the progress note", func() bool {
+				s := p.showing()
+				return len(s) == 1 && strings.Contains(s[0], "Bash") && strings.Contains(s[0], "echo hi from bash")
+			})
+			openGate(t, gate)
+			const final = "The command printed: hi from bash"
+			testwait.For(t, 30*time.Second, "the final, delivered", func() bool {
+				bots := h.botMessages(p.chat)
+				return len(bots) == 1 && bots[0].Text == final
+			})
+			h.stop()
+			if s := p.showing(); len(s) != 1 || s[0] != final {
+				t.Errorf("the chat shows %q from the bot; want the final once", s)
+			}
+		})
+	}
+}
