@@ -102,11 +102,24 @@ func TestStopCommandDiscord(t *testing.T) {
 
 // On Slack a channel's reply streams in the thread of the message it
 // answers: "<@bot> stop" stops the running turn whether it is posted in
-// the channel or in that thread, where the live reply shows.
+// the channel or in that thread, where the live reply shows, and whatever
+// the app's display name (words with spaces between).
 func TestStopCommandSlack(t *testing.T) {
-	for _, inThread := range []bool{false, true} {
-		t.Run(map[bool]string{false: "in the channel", true: "in the reply's thread"}[inThread], func(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		inThread bool
+		botName  string
+	}{
+		{"in the channel", false, ""},
+		{"in the reply's thread", true, ""},
+		{"the bot's display name in two words", false, "Switch Board"},
+	} {
+		inThread := c.inThread
+		t.Run(c.name, func(t *testing.T) {
 			s := slacktest.New(t)
+			if c.botName != "" {
+				s.SetUserName(slacktest.BotUser, c.botName)
+			}
 			h := stopOn(t, slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
 				APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond}), "slack")
 			testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })

@@ -75,6 +75,7 @@ type Adapter struct {
 
 	mu      sync.Mutex
 	botUser string // the bot's user id (auth.test user_id)
+	botName string // the bot's handle (auth.test user): one word, as a mention of the bot reads
 	botID   string // the bot's bot id (B...)
 	team    string
 	ready   bool
@@ -211,7 +212,7 @@ func (a *Adapter) authenticate(ctx context.Context) error {
 		return fmt.Errorf("slack auth.test: %w", err)
 	}
 	a.mu.Lock()
-	a.botUser, a.botID, a.team, a.ready = res.UserID, res.BotID, res.TeamID, true
+	a.botUser, a.botName, a.botID, a.team, a.ready = res.UserID, res.User, res.BotID, res.TeamID, true
 	a.mu.Unlock()
 	a.log.Info("slack authenticated", "team", res.TeamID, "bot_user", res.UserID, "mode", a.opt.Mode)
 	return nil
