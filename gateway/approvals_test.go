@@ -14,6 +14,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/groups"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/ipc"
 	"switchboard/ops"
@@ -232,8 +233,11 @@ func TestParseApprovalCommand(t *testing.T) {
 		{"/approve", "", "", false},
 		{"please /approve abc1234", "", "", false},
 		{"/approve ABC1234", "", "", false},
+		{"<@UBOT> /approve abc1234", "abc1234", "allow", true},
+		{"@switchboard /deny abc1234", "abc1234", "deny", true},
+		{"@switchboard please /deny abc1234", "", "", false},
 	} {
-		got, ok := parseApprovalCommand(c.in)
+		got, ok := parseApprovalCommand(c.in, adapters.VerbMention)
 		if ok != c.ok || got.id != c.id || got.choice != c.choice {
 			t.Errorf("parseApprovalCommand(%q) = %+v %v", c.in, got, ok)
 		}
@@ -471,5 +475,20 @@ func TestApprovalsCounterFromTheStart(t *testing.T) {
 		if v, ok := got[d]; !ok || v != 0 {
 			t.Errorf(`switchboard_approvals_total{decision=%q}: %v, present %v; want 0 from the start`, d, v, ok)
 		}
+	}
+}
+
+// "@bot /approve ID" (a mention first: Slack's clients take a message
+// that starts with "/" for a slash command) is an approval command like
+// "/approve ID": answered, and never prompted.
+func TestApprovalCommandAfterMention(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "cat >/dev/null; echo ran")})
+	h.post(testChat, "m1", "<@UBOT> /approve abc1234")
+	if sent := texts(h.waitSent(testChat, 1)); len(sent) != 1 || sent[0] != "There is no approval request abc1234." {
+		t.Fatalf("the chat got %q; want the command answered", sent)
+	}
+	h.stop()
+	if n := len(h.turns("main")); n != 0 {
+		t.Errorf("%d turns; an approval command is never prompted", n)
 	}
 }

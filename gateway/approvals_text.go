@@ -6,8 +6,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
+	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/store"
 )
@@ -144,9 +146,11 @@ type approvalCommand struct {
 // /deny ID, the command optionally addressed to the bot (/approve@bot).
 var approvalCommandRE = regexp.MustCompile(`^/(approve|deny)(?:@\S+)?\s+([a-z0-9]{4,16})(?:\s+(session|once))?\s*$`)
 
-// parseApprovalCommand recognizes an /approve or /deny message.
-func parseApprovalCommand(text string) (approvalCommand, bool) {
-	m := approvalCommandRE.FindStringSubmatch(strings.TrimSpace(text))
+// parseApprovalCommand recognizes an /approve or /deny message, also after
+// a mention of the bot in a message that mentions it ("@bot /approve ID"):
+// Slack's clients take a message that starts with "/" for a slash command.
+func parseApprovalCommand(text string, verb adapters.Verb) (approvalCommand, bool) {
+	m := approvalCommandRE.FindStringSubmatch(withoutMention(text, verb))
 	if m == nil {
 		return approvalCommand{}, false
 	}
@@ -161,4 +165,18 @@ func parseApprovalCommand(text string) (approvalCommand, bool) {
 		c.choice = "session"
 	}
 	return c, true
+}
+
+// withoutMention is text trimmed, without its first word when that is a
+// mention ("@name", "<@U123>") and the message mentions the bot (verb).
+func withoutMention(text string, verb adapters.Verb) string {
+	text = strings.TrimSpace(text)
+	if verb != adapters.VerbMention || !(strings.HasPrefix(text, "@") || strings.HasPrefix(text, "<@")) {
+		return text
+	}
+	i := strings.IndexFunc(text, unicode.IsSpace)
+	if i < 0 {
+		return text
+	}
+	return strings.TrimSpace(text[i:])
 }

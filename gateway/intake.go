@@ -93,7 +93,7 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 		return i.stop(ctx, m, !in.Backfilled)
 	}
 	var work []store.WorkItem
-	cmd, isCmd := parseApprovalCommand(m.Text)
+	cmd, isCmd := parseApprovalCommand(m.Text, m.Verb)
 	isCmd = isCmd && !m.FromBot && !m.OtherBot && !in.Backfilled
 	if !m.FromBot && !m.OtherBot && !isCmd { // an /approve or /deny is stored, never prompted
 		work = i.route(m, in.Backfilled && i.now().Sub(in.Time) > adapters.BackfillTriggerAge)

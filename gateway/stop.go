@@ -64,8 +64,11 @@ type stoppableTurn struct {
 	folder groups.Folder
 	chat   adapters.JID
 	topic  string
-	cancel context.CancelCauseFunc
-	by     adapters.JID // who stopped it; "" while nobody did
+	// replyTo is the message its reply answers (lastMessageID): on Slack
+	// a channel turn's reply is in that message's thread.
+	replyTo adapters.MessageID
+	cancel  context.CancelCauseFunc
+	by      adapters.JID // who stopped it; "" while nobody did
 	// requeue: stopped by a message in interrupt mode (midturn.go): its
 	// batch runs again with what came meanwhile.
 	requeue bool
@@ -101,7 +104,7 @@ type stopHandle struct {
 // stopped).
 func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHandle {
 	ctx, cancel := context.WithCancelCause(ctx)
-	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, cancel: cancel}
+	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, replyTo: lastMessageID(b), cancel: cancel}
 	if r == nil {
 		return stopHandle{ctx: ctx, rt: rt}
 	}
@@ -180,6 +183,24 @@ func (r *stoppable) inChat(chat adapters.JID, topic string) []*stoppableTurn {
 	return out
 }
 
+// toStop lists the turns a stop request in chat and topic stops: those
+// running in that topic; or, with none there, those running in the chat
+// outside topics whose reply is in the thread topic (a Slack channel's
+// reply is in the thread of the message it answers, where people see the
+// live reply and write their stop).
+func (r *stoppable) toStop(chat adapters.JID, topic string) []*stoppableTurn {
+	if in := r.inChat(chat, topic); len(in) > 0 || topic == "" {
+		return in
+	}
+	var out []*stoppableTurn
+	for _, rt := range r.inChat(chat, "") {
+		if rt.replyTo != "" && string(rt.replyTo) == topic {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
 // byID is the running turn id.
 func (r *stoppable) byID(id string) (*stoppableTurn, bool) {
 	r.mu.Lock()
@@ -225,7 +246,9 @@ type stopper struct {
 
 // isStopCommand reports whether text is a request to stop: "/stop" as the
 // whole message ("/stop@bot" too when it addresses the bot), or, in a
-// message that mentions the bot, the mention followed by "stop".
+// message that mentions the bot, the mention followed by "stop" (or
+// "/stop": Slack's clients take a message starting with "/" for a slash
+// command).
 func isStopCommand(text string, verb adapters.Verb) bool {
 	f := strings.Fields(text)
 	switch {
@@ -237,7 +260,8 @@ func isStopCommand(text string, verb adapters.Verb) bool {
 		return strings.HasPrefix(f[0], "/stop@")
 	case len(f) == 2:
 		mention := strings.HasPrefix(f[0], "@") || strings.HasPrefix(f[0], "<@")
-		return mention && strings.EqualFold(strings.TrimRight(f[1], ".!"), "stop")
+		word := strings.TrimRight(f[1], ".!")
+		return mention && (strings.EqualFold(word, "stop") || word == "/stop")
 	}
 	return false
 }
@@ -255,7 +279,7 @@ func (s *stopper) owns(chat adapters.JID, topic string) bool {
 // whether others were). The stopped turn's live reply (or a notice) says
 // it stopped.
 func (s *stopper) command(ctx context.Context, m store.Message) {
-	running := s.running.inChat(m.ChatJID, m.Topic)
+	running := s.running.toStop(m.ChatJID, m.Topic)
 	answer := ""
 	if len(running) == 0 {
 		answer = stopNothingRunning

@@ -190,6 +190,8 @@ func TestIsStopCommand(t *testing.T) {
 		{"/stop@other_bot", adapters.VerbMessage, false},
 		{"@switchboard stop", adapters.VerbMention, true},
 		{"<@U123> Stop!", adapters.VerbMention, true},
+		{"<@U123> /stop", adapters.VerbMention, true},
+		{"<@U123> /stop", adapters.VerbMessage, false},
 		{"@someone stop", adapters.VerbMessage, false},
 		{"/stop please", adapters.VerbMention, false},
 		{"stop", adapters.VerbMention, false},

@@ -224,14 +224,21 @@ func (a *Adapter) userName(ctx context.Context, id string) string {
 
 var markup = regexp.MustCompile(`<([^<>]*)>`)
 
-// render turns Slack markup into readable text: <@U1> → @name,
+// render turns Slack markup into readable text: <@U1> → @name (the bot
+// itself → @ its one-word handle, so that "@bot stop" stays two words
+// whatever the app's display name),
 // <#C1|general> → #general, <url|text> → text (url), <!here> → @here, and
 // unescapes &amp; &lt; &gt;.
 func (a *Adapter) render(ctx context.Context, text string) string {
+	a.mu.Lock()
+	self, selfName := a.botUser, a.botName
+	a.mu.Unlock()
 	out := markup.ReplaceAllStringFunc(text, func(tok string) string {
 		body := tok[1 : len(tok)-1]
 		target, label, _ := strings.Cut(body, "|")
 		switch {
+		case self != "" && selfName != "" && target == "@"+self:
+			return "@" + selfName
 		case strings.HasPrefix(target, "@"):
 			if label != "" {
 				return "@" + strings.TrimPrefix(label, "@")

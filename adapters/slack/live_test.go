@@ -359,3 +359,34 @@ func message(t *testing.T, s *slacktest.Server, ts string) slacktest.Msg {
 	t.Fatalf("no message %s in C1: %+v", ts, s.Messages("C1"))
 	return slacktest.Msg{}
 }
+
+// A 429 answered to a stream's append pauses the whole adapter for its
+// Retry-After: the next update is refused until then (NotDue), and the
+// final, sent at once, waits for it before it reaches Slack.
+func TestRateLimitedStreamHoldsTheFinal(t *testing.T) {
+	s := slacktest.New(t)
+	a, q := liveSetup(t, s, "")
+	ctx := t.Context()
+	l, err := a.StartLive(ctx, adapters.Outbound{Chat: c1, ReplyTo: adapters.MessageID(q), ReplyToSender: alice}, "turn-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(ctx, "Running"); err != nil {
+		t.Fatal(err)
+	}
+	s.RateLimit(time.Second)
+	var ra *adapters.RetryAfterError
+	if err := l.Update(ctx, "Running the"); !errors.As(err, &ra) {
+		t.Fatalf("update under a 429: %v; want a RetryAfterError", err)
+	}
+	if err := l.Update(ctx, "Running the tests"); !errors.As(err, &ra) {
+		t.Errorf("the update right after a 429: %v; want it refused until the Retry-After passed", err)
+	}
+	if _, err := l.Finish(ctx, "Running the tests: all passed"); err != nil {
+		t.Fatal(err)
+	}
+	at, next := s.RateLimited()
+	if gap := next.Sub(at); gap < 900*time.Millisecond {
+		t.Errorf("the final reached Slack %s after a 429 asking to wait 1s", gap)
+	}
+}

@@ -2,6 +2,8 @@ package slack
 
 import (
 	"context"
+	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -31,6 +33,7 @@ type tiers struct {
 	postEvery time.Duration // 0: postEvery
 	mu        sync.Mutex
 	buckets   map[string]*bucket
+	held      time.Time // Slack answered 429: no call before this (hold)
 }
 
 type bucket struct {
@@ -39,16 +42,18 @@ type bucket struct {
 }
 
 // wait blocks until a call to method (in channel, for posts) is within its
-// tier, or ctx ends.
+// tier and past a 429's hold, or ctx ends.
 func (t *tiers) wait(ctx context.Context, method, channel string) error {
 	key, capacity, every, ok := t.bucketOf(method, channel)
-	if !ok {
-		return nil
-	}
 	for {
-		d := t.take(key, capacity, every)
+		d := t.heldFor()
 		if d == 0 {
-			return nil
+			if !ok {
+				return nil
+			}
+			if d = t.take(key, capacity, every); d == 0 {
+				return nil
+			}
 		}
 		timer := time.NewTimer(d)
 		select {
@@ -64,21 +69,56 @@ func (t *tiers) wait(ctx context.Context, method, channel string) error {
 // when none. It takes nothing: a live update not due is not sent, so that
 // the next one carries the newest text (adapters.NotDue).
 func (t *tiers) due(method, channel string) time.Duration {
+	held := t.heldFor()
 	key, capacity, every, ok := t.bucketOf(method, channel)
 	if !ok {
-		return 0
+		return held
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b, ok := t.buckets[key]
 	if !ok {
-		return 0
+		return held
 	}
 	tokens := min(capacity, b.tokens+float64(time.Since(b.last))/float64(every))
 	if tokens >= 1 {
-		return 0
+		return held
 	}
-	return time.Duration((1 - tokens) * float64(every))
+	return max(held, time.Duration((1-tokens)*float64(every)))
+}
+
+// hold keeps every call of the adapter waiting for d from now: Slack
+// answered 429 with Retry-After d, and the whole adapter pauses for it
+// (CONTRACT §13), a live reply's next update and a final alike.
+func (t *tiers) hold(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if until := time.Now().Add(d); until.After(t.held) {
+		t.held = until
+	}
+}
+
+// heldFor is how long a 429's hold lasts from now (0: none).
+func (t *tiers) heldFor() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return max(time.Until(t.held), 0)
+}
+
+// holding is the Web API's transport: a 429 holds the tiers for its
+// Retry-After (at least a second) before it is returned to the caller.
+type holding struct {
+	base  http.RoundTripper
+	tiers *tiers
+}
+
+func (h holding) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := h.base.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		h.tiers.hold(time.Duration(max(secs, 1)) * time.Second)
+	}
+	return resp, err
 }
 
 // bucketOf is the bucket a call to method (in channel) takes from: its

@@ -75,6 +75,7 @@ type Adapter struct {
 
 	mu      sync.Mutex
 	botUser string // the bot's user id (auth.test user_id)
+	botName string // the bot's handle (auth.test user): one word, as a mention of the bot reads
 	botID   string // the bot's bot id (B...)
 	team    string
 	ready   bool
@@ -114,15 +115,16 @@ func New(opt Options) *Adapter {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts := []slack.Option{}
+	a := &Adapter{opt: opt, log: opt.Logger.With("adapter", "slack"), tiers: tiers{postEvery: opt.PostInterval}}
+	opts := []slack.Option{slack.OptionHTTPClient(&http.Client{Transport: holding{base: http.DefaultTransport, tiers: &a.tiers}})}
 	if opt.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(opt.APIURL))
 	}
 	if opt.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(opt.AppToken))
 	}
-	return &Adapter{opt: opt, api: slack.New(opt.BotToken, opts...), log: opt.Logger.With("adapter", "slack"),
-		tiers: tiers{postEvery: opt.PostInterval}}
+	a.api = slack.New(opt.BotToken, opts...)
+	return a
 }
 
 // Name is "slack".
@@ -210,7 +212,7 @@ func (a *Adapter) authenticate(ctx context.Context) error {
 		return fmt.Errorf("slack auth.test: %w", err)
 	}
 	a.mu.Lock()
-	a.botUser, a.botID, a.team, a.ready = res.UserID, res.BotID, res.TeamID, true
+	a.botUser, a.botName, a.botID, a.team, a.ready = res.UserID, res.User, res.BotID, res.TeamID, true
 	a.mu.Unlock()
 	a.log.Info("slack authenticated", "team", res.TeamID, "bot_user", res.UserID, "mode", a.opt.Mode)
 	return nil

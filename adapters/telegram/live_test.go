@@ -244,3 +244,31 @@ func TestLiveUpdatesHeldByTheGlobalPace(t *testing.T) {
 		})
 	}
 }
+
+// A 429 answered to a live reply's draft pauses the whole bot for its
+// retry_after: the next update is refused until then (NotDue), and the
+// final, sent at once, waits for it before it reaches Telegram.
+func TestRateLimitedDraftHoldsTheFinal(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	ctx := t.Context()
+	l, err := a.StartLive(ctx, adapters.Outbound{Chat: dmChat}, "turn-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.RateLimit(time.Second)
+	var ra *adapters.RetryAfterError
+	if err := l.Update(ctx, "Working"); !errors.As(err, &ra) {
+		t.Fatalf("update under a 429: %v; want a RetryAfterError", err)
+	}
+	if err := l.Update(ctx, "Working on it"); !errors.As(err, &ra) {
+		t.Errorf("the update right after a 429: %v; want it refused until the retry_after passed", err)
+	}
+	if _, err := l.Finish(ctx, "Done."); err != nil {
+		t.Fatal(err)
+	}
+	at, next := f.RateLimited()
+	if gap := next.Sub(at); gap < 900*time.Millisecond {
+		t.Errorf("the final reached Telegram %s after a 429 asking to wait 1s", gap)
+	}
+}

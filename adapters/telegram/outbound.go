@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -207,6 +208,10 @@ func (a *Adapter) callIn(ctx context.Context, jid adapters.JID, l lane, fn func(
 		return err
 	}
 	err := fn()
+	var tooMany *bot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		a.pace.hold(time.Duration(max(tooMany.RetryAfter, 1)) * time.Second) // the whole bot waits
+	}
 	var mig *bot.MigrateError
 	if errors.As(err, &mig) && mig.MigrateToChatID != 0 {
 		a.mu.Lock()

@@ -112,6 +112,17 @@ func (p *pacer) forget(now time.Time) {
 	}
 }
 
+// hold keeps every request of the bot waiting for d from now: Telegram
+// answered 429 with retry_after d, and the whole adapter pauses for it
+// (CONTRACT §13), a live reply's next update and a final alike.
+func (p *pacer) hold(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if until := time.Now().Add(d); until.After(p.nextGlobal) {
+		p.nextGlobal = until
+	}
+}
+
 // due is how long a request in l would wait for its turn now (0: none):
 // for l's next slot and the bot's (Global). It reserves nothing: a live
 // update not due yet is not sent, so that the next one carries the

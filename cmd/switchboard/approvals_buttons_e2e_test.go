@@ -13,6 +13,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/adapters/discord/discordtest"
+	"switchboard/adapters/slack"
 	"switchboard/adapters/slack/slacktest"
 	"switchboard/adapters/telegram/telegramtest"
 	"switchboard/internal/testmcp"
@@ -191,51 +192,8 @@ func buttonPlatforms(t *testing.T) []buttonPlatform {
 				},
 			}
 		}(),
-		func() buttonPlatform {
-			s := slacktest.New(t)
-			return buttonPlatform{
-				name: "slack", chat: "slack:" + slacktest.Team + "/channel/C1", approver: "slack:" + slacktest.Team + "/user/U1", stranger: "slack:" + slacktest.Team + "/user/U2",
-				adapters: "  slack: {enabled: true, mode: socket, bot_token: " + slacktest.BotToken + ", app_token: " + slacktest.AppToken +
-					", signing_secret: " + slacktest.Secret + `, api_url: "` + s.URL() + `"}` + "\n",
-				routes: "  - {match: {platform: slack}, target: main}\n",
-				start: func(t *testing.T, _ *gw) {
-					testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
-				},
-				say: func(t *testing.T, g *gw, text string) {
-					if _, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> " + text, Mention: true}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				bot: func(t *testing.T, g *gw) []shownMsg {
-					var ms []shownMsg
-					for _, m := range s.Messages("C1") {
-						if m.User == slacktest.BotUser && !m.Deleted {
-							sm := shownMsg{id: m.TS, text: m.Text, found: true}
-							for _, b := range m.Buttons {
-								sm.buttons = append(sm.buttons, b.Value)
-							}
-							ms = append(ms, sm)
-						}
-					}
-					return ms
-				},
-				press: func(t *testing.T, g *gw, id, data string, approver bool) string {
-					user := "U2"
-					if approver {
-						user = "U1"
-					}
-					_, shown, err := s.UserPresses("C1", id, user, data)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var texts []string
-					for _, e := range shown {
-						texts = append(texts, e.Text)
-					}
-					return strings.Join(texts, "\n")
-				},
-			}
-		}(),
+		slackButtons(t, "socket"),
+		slackButtons(t, "events"),
 	}
 }
 
@@ -386,5 +344,68 @@ func TestE2EApprovalButtons(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// slackButtons is Slack's fake for the button tests, in Socket Mode or
+// over the Events API (presses posted, signed, to the interactivity URL).
+func slackButtons(t *testing.T, mode string) buttonPlatform {
+	s := slacktest.New(t)
+	name := "slack"
+	if mode == "events" {
+		name = "slack-events"
+	}
+	return buttonPlatform{
+		name: name, chat: "slack:" + slacktest.Team + "/channel/C1", approver: "slack:" + slacktest.Team + "/user/U1", stranger: "slack:" + slacktest.Team + "/user/U2",
+		adapters: "  slack: {enabled: true, mode: " + mode + `, listen: "127.0.0.1:0", bot_token: ` + slacktest.BotToken + ", app_token: " + slacktest.AppToken +
+			", signing_secret: " + slacktest.Secret + `, api_url: "` + s.URL() + `"}` + "\n",
+		routes: "  - {match: {platform: slack}, target: main}\n",
+		start: func(t *testing.T, g *gw) {
+			if mode == "socket" {
+				testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+				return
+			}
+			testwait.For(t, 20*time.Second, "slack events listener", func() bool {
+				rec := g.findLog("slack events api listening")
+				if rec != nil {
+					base := "http://" + rec["addr"].(string)
+					s.EventsURL, s.InteractivityURL = base+"/slack/events", base+slack.InteractivityPath
+				}
+				return rec != nil
+			})
+		},
+		say: func(t *testing.T, g *gw, text string) {
+			if _, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> " + text, Mention: true}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		bot: func(t *testing.T, g *gw) []shownMsg {
+			var ms []shownMsg
+			for _, m := range s.Messages("C1") {
+				if m.User == slacktest.BotUser && !m.Deleted {
+					sm := shownMsg{id: m.TS, text: m.Text, found: true}
+					for _, b := range m.Buttons {
+						sm.buttons = append(sm.buttons, b.Value)
+					}
+					ms = append(ms, sm)
+				}
+			}
+			return ms
+		},
+		press: func(t *testing.T, g *gw, id, data string, approver bool) string {
+			user := "U2"
+			if approver {
+				user = "U1"
+			}
+			status, shown, err := s.UserPresses("C1", id, user, data)
+			if err != nil || mode == "events" && status != http.StatusOK {
+				t.Fatalf("press %s: status %d, %v", data, status, err)
+			}
+			var texts []string
+			for _, e := range shown {
+				texts = append(texts, e.Text)
+			}
+			return strings.Join(texts, "\n")
+		},
 	}
 }

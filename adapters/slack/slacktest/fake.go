@@ -205,6 +205,14 @@ func (s *Server) SetChannelError(channel, code string) {
 	s.channels[channel].Error = code
 }
 
+// SetUserName sets the name users.info gives user (its display and real
+// name; the bot's handle in auth.test stays "switchboard").
+func (s *Server) SetUserName(user, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[user] = name
+}
+
 // RateLimit makes the next write answer 429 with Retry-After.
 func (s *Server) RateLimit(wait time.Duration) {
 	s.mu.Lock()
