@@ -84,6 +84,22 @@ func (f *buttonsFake) state() (int, []adapters.Button, []string) {
 	return len(f.posts), last, append([]string(nil), f.edits...)
 }
 
+// buttonsApprovals is the approvals of group main, whose approver is
+// test:user/ann, on a platform with buttons (fake), while turn t-1 runs in
+// testChat.
+func buttonsApprovals(t *testing.T) (*approvals, *buttonsFake, *activeTurns) {
+	t.Helper()
+	st := openTestStore(t, "main")
+	if err := st.SetApprovers(context.Background(), "main", []string{"test:user/ann"}); err != nil {
+		t.Fatal(err)
+	}
+	active := &activeTurns{}
+	active.started("t-1", messageBatch("main", testChat, "test:user/ann"))
+	fake := &buttonsFake{}
+	send := func(context.Context, ops.SendRequest) (store.OutboxItem, error) { return store.OutboxItem{}, nil }
+	return newApprovals(st, adapterSet{"test": fake}, active, send, ApprovalOptions{Timeout: time.Minute}, prometheus.NewRegistry(), discard), fake, active
+}
+
 // TestApprovalButtons: on a platform with buttons the request carries the
 // three buttons and no secret; a non-approver's press changes nothing; an
 // approver's decides, is shown on the request (buttons removed) and a
@@ -91,15 +107,7 @@ func (f *buttonsFake) state() (int, []adapters.Button, []string) {
 // and says so.
 func TestApprovalButtons(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, "main")
-	if err := st.SetApprovers(ctx, "main", []string{"test:user/ann"}); err != nil {
-		t.Fatal(err)
-	}
-	active := &activeTurns{}
-	active.started("t-1", messageBatch("main", testChat, "test:user/ann"))
-	fake := &buttonsFake{}
-	send := func(context.Context, ops.SendRequest) (store.OutboxItem, error) { return store.OutboxItem{}, nil }
-	p := newApprovals(st, adapterSet{"test": fake}, active, send, ApprovalOptions{Timeout: time.Minute}, prometheus.NewRegistry(), discard)
+	p, fake, active := buttonsApprovals(t)
 	press := pressHandler{approvals: p}.press
 
 	res := make(chan ipc.ApprovalResult, 1)
@@ -404,15 +412,7 @@ func TestApprovalRequestChatFollowsApprovers(t *testing.T) {
 // another tool still waits.
 func TestSessionDecisionCoversPendingAsks(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, "main")
-	if err := st.SetApprovers(ctx, "main", []string{"test:user/ann"}); err != nil {
-		t.Fatal(err)
-	}
-	active := &activeTurns{}
-	active.started("t-1", messageBatch("main", testChat, "test:user/ann"))
-	fake := &buttonsFake{}
-	send := func(context.Context, ops.SendRequest) (store.OutboxItem, error) { return store.OutboxItem{}, nil }
-	p := newApprovals(st, adapterSet{"test": fake}, active, send, ApprovalOptions{Timeout: time.Minute}, prometheus.NewRegistry(), discard)
+	p, fake, active := buttonsApprovals(t)
 	press := pressHandler{approvals: p}.press
 
 	results := make([]chan ipc.ApprovalResult, 3)

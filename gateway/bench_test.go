@@ -128,6 +128,38 @@ func reportFloor(b *testing.B, rate, floor float64) {
 	b.ReportMetric(rate/floor, "x-floor")
 }
 
+// postMessages posts b.N messages from clients concurrent HTTP clients,
+// client c to url(c), with the benchmark's timer running from its start
+// to the last answer, and returns how many were not answered 202.
+func postMessages(b *testing.B, clients int, url func(c int) string) int64 {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	defer client.CloseIdleConnections()
+	body := []byte(`{"sender":"ann","text":"deploy the release after the incident review"}`)
+	var next, failed atomic.Int64
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			u := url(c)
+			for next.Add(1) <= int64(b.N) {
+				resp, err := client.Post(u, "application/json", bytes.NewReader(body))
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusAccepted {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	return failed.Load()
+}
+
 // BenchmarkIngestHTTP measures messages per second from HTTP POSTs to the
 // web adapter until they are committed with their work rows (routed and
 // queued), with several concurrent clients. Its floor, measured in the same
@@ -151,36 +183,11 @@ func BenchmarkIngestHTTP(b *testing.B) {
 			})
 			<-wa.Ready()
 			base := "http://" + wa.Addr() + "/api/rooms/"
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
-			defer client.CloseIdleConnections()
-			body := []byte(`{"sender":"ann","text":"deploy the release after the incident review"}`)
-			var next atomic.Int64
-			var failed atomic.Int64
 			cpu0 := cpuTime(b)
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for c := range clients {
-				wg.Go(func() {
-					url := base + "room" + strconv.Itoa(c%16) + "/messages"
-					for next.Add(1) <= int64(b.N) {
-						resp, err := client.Post(url, "application/json", bytes.NewReader(body))
-						if err != nil {
-							failed.Add(1)
-							continue
-						}
-						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode != http.StatusAccepted {
-							failed.Add(1)
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
+			failed := postMessages(b, clients, func(c int) string { return base + "room" + strconv.Itoa(c%16) + "/messages" })
 			reportIntake(b, h, cpu0)
-			if n := failed.Load(); n > 0 {
-				b.Fatalf("%d posts failed", n)
+			if failed > 0 {
+				b.Fatalf("%d posts failed", failed)
 			}
 			rate := float64(b.N) / b.Elapsed().Seconds()
 			h.stop()
@@ -259,34 +266,11 @@ func BenchmarkIngestHTTPParts(b *testing.B) {
 			}
 			w.WriteHeader(http.StatusAccepted)
 		}))
-		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
-		body := []byte(`{"sender":"ann","text":"deploy the release after the incident review"}`)
-		var next, failed atomic.Int64
-		b.ResetTimer()
-		var wg sync.WaitGroup
-		for range clients {
-			wg.Go(func() {
-				for next.Add(1) <= int64(b.N) {
-					resp, err := client.Post(srv.URL+"/api/rooms/room1/messages", "application/json", bytes.NewReader(body))
-					if err != nil {
-						failed.Add(1)
-						continue
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusAccepted {
-						failed.Add(1)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		b.StopTimer()
-		client.CloseIdleConnections()
+		failed := postMessages(b, clients, func(int) string { return srv.URL + "/api/rooms/room1/messages" })
 		srv.Close()
 		close(reqs)
-		if n := failed.Load(); n > 0 {
-			b.Fatalf("%d posts failed", n)
+		if failed > 0 {
+			b.Fatalf("%d posts failed", failed)
 		}
 		if committed.Load() != int64(b.N) {
 			b.Fatalf("%d messages committed; want %d", committed.Load(), b.N)

@@ -166,12 +166,7 @@ func TestLiveReplyContinuesPastTheLimitPlatforms(t *testing.T) {
 			}
 			reply := strings.TrimSpace(b.String())
 			argv, gate := longStreamAgent(t, reply)
-			h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
-				modify: func(o *Options) {
-					o.Agent.Output = "claude-stream"
-					o.Adapters = append(o.Adapters, p.adapter)
-					o.Streams = map[string]Stream{p.chat.Platform(): {Mode: StreamNative, Interval: 20 * time.Millisecond}}
-				}})
+			h := p.harness(t, argv, StreamNative, nil)
 			p.ready(t)
 			parts := adapters.SplitRendered(reply, p.limits.MaxText, p.limits.Measure)
 			if len(parts) < 3 {
@@ -212,25 +207,12 @@ func TestLiveReplyRateLimitedMidStreamPlatforms(t *testing.T) {
 	for _, mk := range livePlatforms(t) {
 		p := mk(t)
 		t.Run(p.name, func(t *testing.T) {
-			var b strings.Builder
-			for i := range 40 {
-				fmt.Fprintf(&b, "Line %03d of the answer.\n", i)
-			}
-			reply := strings.TrimSpace(b.String())
+			reply := fortyLines()
 			argv, gate := longStreamAgent(t, reply)
-			h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
-				modify: func(o *Options) {
-					o.Agent.Output = "claude-stream"
-					o.Adapters = append(o.Adapters, p.adapter)
-					o.Streams = map[string]Stream{p.chat.Platform(): {Mode: StreamNative, Interval: 20 * time.Millisecond}}
-				}})
+			h := p.harness(t, argv, StreamNative, nil)
 			p.ready(t)
 			p.say(t, "tell me")
-			live := p.live
-			if live == nil {
-				live = func() bool { return len(p.showing()) > 0 }
-			}
-			testwait.For(t, 30*time.Second, "the live reply shown", live)
+			p.waitLive(t)
 			p.rateLimit(time.Second)
 			openGate(t, gate)
 			testwait.For(t, 30*time.Second, "the whole reply, delivered", func() bool {
@@ -245,12 +227,7 @@ func TestLiveReplyRateLimitedMidStreamPlatforms(t *testing.T) {
 			if next.Sub(at) < 900*time.Millisecond {
 				t.Errorf("the next write came %s after a 429 asking to wait 1s", next.Sub(at))
 			}
-			if s := p.showing(); len(s) != 1 {
-				t.Errorf("the chat shows %d messages from the bot; want the reply once: %q", len(s), s)
-			}
-			if bots := h.botMessages(p.chat); len(bots) != 1 || bots[0].Text != reply {
-				t.Errorf("stored %d bot messages; want the reply once", len(bots))
-			}
+			p.wantOnce(t, h, reply)
 		})
 	}
 }
@@ -264,18 +241,9 @@ func TestLiveReplyModesPlatforms(t *testing.T) {
 		for _, mk := range livePlatforms(t) {
 			p := mk(t)
 			t.Run(string(mode)+"/"+p.name, func(t *testing.T) {
-				var b strings.Builder
-				for i := range 40 {
-					fmt.Fprintf(&b, "Line %03d of the answer.\n", i)
-				}
-				reply := strings.TrimSpace(b.String())
+				reply := fortyLines()
 				argv, gate := longStreamAgent(t, reply)
-				h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
-					modify: func(o *Options) {
-						o.Agent.Output = "claude-stream"
-						o.Adapters = append(o.Adapters, p.adapter)
-						o.Streams = map[string]Stream{p.chat.Platform(): {Mode: mode, Interval: 20 * time.Millisecond}}
-					}})
+				h := p.harness(t, argv, mode, nil)
 				p.ready(t)
 				p.say(t, "tell me")
 				if mode == StreamEdit {
@@ -298,12 +266,7 @@ func TestLiveReplyModesPlatforms(t *testing.T) {
 				case mode == StreamOff && edits != 0:
 					t.Errorf("%d edits; stream: off sends the final alone", edits)
 				}
-				if s := p.showing(); len(s) != 1 {
-					t.Errorf("the chat shows %d messages from the bot; want the reply once: %q", len(s), s)
-				}
-				if bots := h.botMessages(p.chat); len(bots) != 1 || bots[0].Text != reply {
-					t.Errorf("stored %d bot messages; want the reply once", len(bots))
-				}
+				p.wantOnce(t, h, reply)
 			})
 		}
 	}
@@ -327,19 +290,10 @@ func TestLiveReplyFailedMarkerPlatforms(t *testing.T) {
 head -n 6 %q
 while [ ! -e %q ]; do sleep 0.01; done
 exit 3`, abs, gate))
-			h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
-				modify: func(o *Options) {
-					o.Agent.Output = "claude-stream"
-					o.Adapters = append(o.Adapters, p.adapter)
-					o.Streams = map[string]Stream{p.chat.Platform(): {Mode: StreamNative, Interval: 20 * time.Millisecond}}
-				}})
+			h := p.harness(t, argv, StreamNative, nil)
 			p.ready(t)
 			p.say(t, "run it")
-			live := p.live
-			if live == nil {
-				live = func() bool { return len(p.showing()) > 0 }
-			}
-			testwait.For(t, 30*time.Second, "the live reply shown", live)
+			p.waitLive(t)
 			openGate(t, gate)
 			testwait.For(t, 30*time.Second, "the live reply marked failed", func() bool {
 				return slices.Contains(p.showing(), said+liveEndFailed.marker())
@@ -369,25 +323,12 @@ func TestLiveReplyFinalRetriedPlatforms(t *testing.T) {
 			continue
 		}
 		t.Run(p.name, func(t *testing.T) {
-			var b strings.Builder
-			for i := range 40 {
-				fmt.Fprintf(&b, "Line %03d of the answer.\n", i)
-			}
-			reply := strings.TrimSpace(b.String())
+			reply := fortyLines()
 			argv, gate := longStreamAgent(t, reply)
-			h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
-				modify: func(o *Options) {
-					o.Agent.Output = "claude-stream"
-					o.Adapters = append(o.Adapters, p.adapter)
-					o.Streams = map[string]Stream{p.chat.Platform(): {Mode: StreamNative, Interval: 20 * time.Millisecond}}
-				}})
+			h := p.harness(t, argv, StreamNative, nil)
 			p.ready(t)
 			p.say(t, "tell me")
-			live := p.live
-			if live == nil {
-				live = func() bool { return len(p.showing()) > 0 }
-			}
-			testwait.For(t, 30*time.Second, "the live reply shown", live)
+			p.waitLive(t)
 			p.fail()
 			openGate(t, gate)
 			testwait.For(t, 30*time.Second, "the whole reply, delivered", func() bool {
@@ -395,12 +336,7 @@ func TestLiveReplyFinalRetriedPlatforms(t *testing.T) {
 				return len(s) > 0 && s[len(s)-1] == reply && len(h.botMessages(p.chat)) > 0
 			})
 			h.stop()
-			if s := p.showing(); len(s) != 1 {
-				t.Errorf("the chat shows %d messages from the bot; want the reply once: %q", len(s), s)
-			}
-			if bots := h.botMessages(p.chat); len(bots) != 1 || bots[0].Text != reply {
-				t.Errorf("stored %d bot messages; want the reply once", len(bots))
-			}
+			p.wantOnce(t, h, reply)
 		})
 	}
 }
@@ -417,13 +353,7 @@ func TestLiveReplyProgressPlatforms(t *testing.T) {
 		}
 		t.Run(p.name, func(t *testing.T) {
 			argv, gate := streamAgent(t, toolFixture, 19, 0) // the tool runs
-			h := newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
-				modify: func(o *Options) {
-					o.Agent.Output = "claude-stream"
-					o.Progress = true
-					o.Adapters = append(o.Adapters, p.adapter)
-					o.Streams = map[string]Stream{p.chat.Platform(): {Mode: StreamNative, Interval: 20 * time.Millisecond}}
-				}})
+			h := p.harness(t, argv, StreamNative, func(o *Options) { o.Progress = true })
 			p.ready(t)
 			p.say(t, "run it")
 			testwait.For(t, 30*time.Second, "the progress note", func() bool {
@@ -442,4 +372,52 @@ func TestLiveReplyProgressPlatforms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// harness starts a gateway whose agent is argv (claude-stream output),
+// with p's adapter streaming in mode, every message of p's platform routed
+// to main; modify (may be nil) changes more options.
+func (p livePlatform) harness(t *testing.T, argv []string, mode StreamMode, modify func(*Options)) *harness {
+	t.Helper()
+	return newHarness(t, harnessConfig{agent: argv, routes: []routing.Route{{Match: map[string]string{"platform": p.chat.Platform()}, Target: "main"}},
+		modify: func(o *Options) {
+			o.Agent.Output = "claude-stream"
+			o.Adapters = append(o.Adapters, p.adapter)
+			o.Streams = map[string]Stream{p.chat.Platform(): {Mode: mode, Interval: 20 * time.Millisecond}}
+			if modify != nil {
+				modify(o)
+			}
+		}})
+}
+
+// waitLive waits until p's chat shows the live reply (p.live, or any
+// message of the bot's).
+func (p livePlatform) waitLive(t *testing.T) {
+	t.Helper()
+	live := p.live
+	if live == nil {
+		live = func() bool { return len(p.showing()) > 0 }
+	}
+	testwait.For(t, 30*time.Second, "the live reply shown", live)
+}
+
+// wantOnce checks that p's chat shows one message of the bot's and that
+// the store holds the reply once.
+func (p livePlatform) wantOnce(t *testing.T, h *harness, reply string) {
+	t.Helper()
+	if s := p.showing(); len(s) != 1 {
+		t.Errorf("the chat shows %d messages from the bot; want the reply once: %q", len(s), s)
+	}
+	if bots := h.botMessages(p.chat); len(bots) != 1 || bots[0].Text != reply {
+		t.Errorf("stored %d bot messages; want the reply once", len(bots))
+	}
+}
+
+// fortyLines is a reply long enough to stream in several updates.
+func fortyLines() string {
+	var b strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&b, "Line %03d of the answer.\n", i)
+	}
+	return strings.TrimSpace(b.String())
 }
