@@ -145,11 +145,11 @@ func runAddRoute(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	t := c.b.Table()
+	if jid, ok := r.Match[routing.KeyChatJID]; !seqGiven && ok && routing.IsLiteral(jid) {
+		r.Seq = t.AheadSeq() // before the check: where a route goes decides what it captures
+	}
 	if err := c.checkRouteAdd(t, r, known); err != nil {
 		return nil, err
-	}
-	if jid, ok := r.Match[routing.KeyChatJID]; !seqGiven && ok && routing.IsLiteral(jid) {
-		r.Seq = t.AheadSeq()
 	}
 	added, err := c.b.AddRoute(ctx, r)
 	if err != nil {

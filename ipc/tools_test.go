@@ -246,6 +246,30 @@ func TestFindMessagesOwnedChats(t *testing.T) {
 	}
 }
 
+// TestRouteEditKeepsOtherGroupsTopics: a group's route for a whole chat it
+// owns may not go ahead of another group's route for one of the chat's
+// threads (add_route without seq puts a pinned route first): it would
+// capture that thread.
+func TestRouteEditKeepsOtherGroupsTopics(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connect(t, "acme", true)
+	// A route for a whole chat may not go ahead of another group's route for
+	// one of its threads: it would capture that thread.
+	if r := call(t, h.connect(t, "root", true), "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme", "topic": "ops"}, "target": "root"}); r.IsError {
+		t.Fatalf("root pinning a topic of web:acme: %+v", r)
+	}
+	if r := call(t, c, "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme"}); !r.IsError || !strings.Contains(r.Text, `would take topic "ops" of chat "web:acme" from group "root"`) {
+		t.Errorf("acme routing web:acme ahead of root's topic route: %+v, want refused", r)
+	}
+	if owner, _ := h.g.Table().Owner("web:acme", "ops"); owner != "root" {
+		t.Errorf("topic ops of web:acme is owned by %s, want root", owner)
+	}
+	// After root's topic route, the same route is fine.
+	if r := call(t, c, "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": 5}); r.IsError {
+		t.Errorf("acme routing web:acme after root's topic route: %+v", r)
+	}
+}
+
 // TestRouteEdits: a non-operator group may move its own chats within its
 // subtree but not capture others'; set_routes is all or nothing.
 func TestRouteEdits(t *testing.T) {

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"slices"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -28,7 +29,44 @@ func (t *Table) CheckAdd(caller groups.Folder, tier int, r Route) error {
 	// A route pinned to a topic must not take over a topic that another
 	// group's route owns inside a chat this group owns.
 	if topic, ok := r.Match[KeyTopic]; ok && IsLiteral(topic) {
-		return t.checkOwner(caller, chat, topic)
+		if err := t.checkOwner(caller, chat, topic); err != nil {
+			return err
+		}
+	}
+	return t.checkTopicsKept(caller, chat, r)
+}
+
+// checkTopicsKept refuses r when, added at its seq, it would take a topic of
+// chat that a route pins today, owned outside caller's subtree, from its
+// owner: a route for the whole chat ahead of another group's thread route
+// would capture that thread's messages.
+func (t *Table) checkTopicsKept(caller groups.Folder, chat adapters.JID, r Route) error {
+	var topics []string
+	var maxID int64
+	for i := range t.entries {
+		e := &t.entries[i].route
+		maxID = max(maxID, e.ID)
+		if tp, ok := e.Match[KeyTopic]; ok && tp != "" && IsLiteral(tp) && !slices.Contains(topics, tp) {
+			topics = append(topics, tp)
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	r.ID = maxID + 1 // the store numbers a new route after every other
+	next, err := New(append(t.Routes(), r))
+	if err != nil {
+		return nil // an invalid route is refused by its validation
+	}
+	for _, tp := range topics {
+		before, ok := t.Owner(chat, tp)
+		if !ok || caller.Contains(before) {
+			continue
+		}
+		if after, _ := next.Owner(chat, tp); after != before {
+			return fmt.Errorf("%w: at seq %d the route would take topic %q of chat %q from group %q, outside the subtree of group %q; give it a seq after that group's route, or pin another topic",
+				ErrForbidden, r.Seq, tp, chat, before, caller)
+		}
 	}
 	return nil
 }
