@@ -178,11 +178,19 @@ func (i *intake) react(ctx context.Context, in adapters.Inbound, m store.Message
 
 // route decides what a stored message does: nothing (unrouted), observe, or
 // trigger a turn of the winning route's folder. An observe route still
-// triggers while the folder is engaged in that chat/topic.
+// triggers while the folder is engaged in that chat/topic, and so does a
+// message no route matches while the chat's owner is engaged there.
 // A stale backfilled message is observed context only.
 func (i *intake) route(m store.Message, stale bool) []store.WorkItem {
-	r, ok := i.table().Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
+	t := i.table()
+	r, ok := t.Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
 	if !ok {
+		// A follow-up that no route matches (a chat routed to its folder
+		// for mentions only) still reaches the chat's owner while the
+		// bot is engaged there for it.
+		if owner, owned := t.Owner(m.ChatJID, m.Topic); owned && !stale && i.engage.active(m.ChatJID, m.Topic, owner) {
+			return []store.WorkItem{{Folder: owner, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(routing.Trigger), Trigger: store.TriggerMessage}}
+		}
 		return nil // unrouted: stored, counted by deliver, nothing runs
 	}
 	mode := r.Mode

@@ -712,6 +712,43 @@ func TestMentionEngagesFolder(t *testing.T) {
 	}
 }
 
+// A chat routed for mentions only: a follow-up without a mention matches no
+// route, yet while the bot is engaged there (engage_ttl) it reaches the
+// chat's owner; another topic, or the same one after engage_ttl, stays
+// unrouted.
+func TestEngagedFollowUpOnMentionOnlyRoute(t *testing.T) {
+	clk := newFakeClock()
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.Agent.Output = "none"; o.Now = clk.Now },
+		routes: []routing.Route{
+			{Match: map[string]string{"platform": "test", "verb": "mention"}, Target: "main"},
+		}})
+	deliver := func(id, topic string, verb adapters.Verb) {
+		t.Helper()
+		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: adapters.MessageID(id), Sender: "test:user/ann",
+			Text: id, Topic: topic, Verb: verb}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver("m1", "t1", adapters.VerbMention)
+	testwait.For(t, 10*time.Second, "the mention's turn", func() bool { return len(rec.prompts(t)) == 1 })
+	deliver("f1", "t1", adapters.VerbMessage)
+	testwait.For(t, 10*time.Second, "the follow-up's turn", func() bool { return len(rec.prompts(t)) == 2 })
+	if p := rec.prompts(t)[1]; !strings.Contains(p, `id="f1"`) || !strings.Contains(p, `trigger="message"`) {
+		t.Fatalf("second turn:\n%s", p)
+	}
+	unrouted := h.g.intake.unroutedCount()
+	deliver("other", "t2", adapters.VerbMessage) // not engaged in t2
+	clk.Advance(h.opt.EngageTTL + time.Second)
+	deliver("late", "t1", adapters.VerbMessage) // the engagement is over
+	if p := h.pending(); len(p) != 0 {
+		t.Errorf("unengaged plain messages queued turns: %v", p)
+	}
+	if n := h.g.intake.unroutedCount() - unrouted; n != 2 {
+		t.Errorf("%d more unrouted messages, want 2", n)
+	}
+}
+
 // A failing scheduled turn tells its chat too (CONTRACT §8: the chat gets a
 // notice), although the turn answers no message of the chat.
 func TestFailedTaskTurnNotifiesChat(t *testing.T) {
