@@ -39,33 +39,36 @@ func (t *Table) CheckAdd(caller groups.Folder, tier int, r Route) error {
 // checkTopicsKept refuses r when, added at its seq, it would take a topic of
 // chat that a route pins today, owned outside caller's subtree, from its
 // owner: a route for the whole chat ahead of another group's thread route
-// would capture that thread's messages.
+// would capture that thread's messages. The store numbers a new route after
+// every other, so r goes after the routes of its own seq.
 func (t *Table) checkTopicsKept(caller groups.Folder, chat adapters.JID, r Route) error {
-	var topics []string
-	var maxID int64
-	for i := range t.entries {
-		e := &t.entries[i].route
-		maxID = max(maxID, e.ID)
-		if tp, ok := e.Match[KeyTopic]; ok && tp != "" && IsLiteral(tp) && !slices.Contains(topics, tp) {
-			topics = append(topics, tp)
-		}
-	}
-	if len(topics) == 0 {
+	if t == nil {
 		return nil
 	}
-	r.ID = maxID + 1 // the store numbers a new route after every other
-	next, err := New(append(t.Routes(), r))
-	if err != nil {
-		return nil // an invalid route is refused by its validation
-	}
-	for _, tp := range topics {
-		before, ok := t.Owner(chat, tp)
-		if !ok || caller.Contains(before) {
+	var added *entry
+	var checked []string
+	for i := range t.entries {
+		tp, ok := t.entries[i].route.Match[KeyTopic]
+		if !ok || tp == "" || !IsLiteral(tp) || slices.Contains(checked, tp) {
 			continue
 		}
-		if after, _ := next.Owner(chat, tp); after != before {
+		checked = append(checked, tp)
+		v := messageValues(Message{ChatJID: chat, Topic: tp})
+		at := t.first(&v, true)
+		if at < 0 || caller.Contains(t.entries[at].route.Target) || t.entries[at].route.Seq <= r.Seq {
+			continue // unowned, owned by the subtree, or its owner's route stays ahead
+		}
+		if added == nil {
+			added = &entry{route: r}
+			for k, key := range MatchKeys {
+				if g, ok := r.Match[key]; ok {
+					added.globs[k] = compileGlob(g)
+				}
+			}
+		}
+		if added.mismatch(&v, true) < 0 {
 			return fmt.Errorf("%w: at seq %d the route would take topic %q of chat %q from group %q, outside the subtree of group %q; give it a seq after that group's route, or pin another topic",
-				ErrForbidden, r.Seq, tp, chat, before, caller)
+				ErrForbidden, r.Seq, tp, chat, t.entries[at].route.Target, caller)
 		}
 	}
 	return nil
