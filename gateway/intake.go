@@ -58,6 +58,7 @@ type intake struct {
 	// approvalCommand answers an /approve or /deny message (approvals.go).
 	approvalCommand func(ctx context.Context, m store.Message, c approvalCommand)
 	inbound         *prometheus.CounterVec // switchboard_inbound_events_total
+	unroutedMetric  *prometheus.CounterVec // switchboard_unrouted_messages_total; nil in some tests
 	log             *slog.Logger
 
 	unrouted     atomic.Int64
@@ -129,6 +130,9 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	}
 	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 && !isCmd {
 		i.unrouted.Add(1)
+		if i.unroutedMetric != nil {
+			i.unroutedMetric.WithLabelValues(i.adapters.platformLabel(m.ChatJID)).Inc()
+		}
 		i.logUnrouted(m.ChatJID)
 	}
 	return m.Seq, nil

@@ -15,6 +15,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/internal/testagent"
+	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
 	"switchboard/ops"
 	"switchboard/routing"
@@ -448,6 +449,10 @@ func TestUnroutedMessageStoredWithoutTurn(t *testing.T) {
 	h.post("test:nowhere/1", "u1", "anyone?") // a redelivery is not counted again
 	if h.g.intake.unroutedCount() != 1 {
 		t.Errorf("unrouted = %d", h.g.intake.unroutedCount())
+	}
+	// An operator sees the count on /metrics.
+	if v := testmetrics.Value(t, scrape(t, h.g), `switchboard_unrouted_messages_total{platform="test"}`); v != 1 {
+		t.Errorf("switchboard_unrouted_messages_total = %v, want 1", v)
 	}
 	if len(h.pending()) != 0 {
 		t.Fatal("an unrouted message queued work")
