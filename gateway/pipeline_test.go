@@ -742,6 +742,7 @@ func TestEngagedFollowUpOnMentionOnlyRoute(t *testing.T) {
 	if p := rec.prompts(t)[1]; !strings.Contains(p, `id="f1"`) || !strings.Contains(p, `trigger="message"`) {
 		t.Fatalf("second turn:\n%s", p)
 	}
+	testwait.For(t, 10*time.Second, "the follow-up's turn to finish", func() bool { return len(h.pending()) == 0 })
 	unrouted := h.g.intake.unroutedCount()
 	deliver("other", "t2", adapters.VerbMessage) // not engaged in t2
 	clk.Advance(h.opt.EngageTTL + time.Second)
