@@ -58,6 +58,7 @@ type intake struct {
 	// approvalCommand answers an /approve or /deny message (approvals.go).
 	approvalCommand func(ctx context.Context, m store.Message, c approvalCommand)
 	inbound         *prometheus.CounterVec // switchboard_inbound_events_total
+	unroutedMetric  *prometheus.CounterVec // switchboard_unrouted_messages_total; nil in some tests
 	log             *slog.Logger
 
 	unrouted     atomic.Int64
@@ -129,6 +130,9 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	}
 	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 && !isCmd {
 		i.unrouted.Add(1)
+		if i.unroutedMetric != nil {
+			i.unroutedMetric.WithLabelValues(i.adapters.platformLabel(m.ChatJID)).Inc()
+		}
 		i.logUnrouted(m.ChatJID)
 	}
 	return m.Seq, nil
@@ -178,11 +182,19 @@ func (i *intake) react(ctx context.Context, in adapters.Inbound, m store.Message
 
 // route decides what a stored message does: nothing (unrouted), observe, or
 // trigger a turn of the winning route's folder. An observe route still
-// triggers while the folder is engaged in that chat/topic.
+// triggers while the folder is engaged in that chat/topic, and so does a
+// message no route matches while the chat's owner is engaged there.
 // A stale backfilled message is observed context only.
 func (i *intake) route(m store.Message, stale bool) []store.WorkItem {
-	r, ok := i.table().Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
+	t := i.table()
+	r, ok := t.Resolve(routing.Message{ChatJID: m.ChatJID, Sender: m.Sender, Verb: m.Verb, Topic: m.Topic})
 	if !ok {
+		// A follow-up that no route matches (a chat routed to its folder
+		// for mentions only) still reaches the chat's owner while the
+		// bot is engaged there for it.
+		if owner, owned := t.Owner(m.ChatJID, m.Topic); owned && !stale && i.engage.active(m.ChatJID, m.Topic, owner) {
+			return []store.WorkItem{{Folder: owner, ChatJID: m.ChatJID, Topic: m.Topic, Mode: string(routing.Trigger), Trigger: store.TriggerMessage}}
+		}
 		return nil // unrouted: stored, counted by deliver, nothing runs
 	}
 	mode := r.Mode

@@ -22,6 +22,7 @@ import (
 type metrics struct {
 	reg            *prometheus.Registry
 	inbound        *prometheus.CounterVec
+	unrouted       *prometheus.CounterVec
 	turns          *prometheus.CounterVec
 	turnSeconds    *prometheus.HistogramVec
 	agentFailures  *prometheus.CounterVec
@@ -46,6 +47,8 @@ func newMetrics(states *adapterStates, st statusReader, runner agent.Runner) *me
 		reg: prometheus.NewRegistry(),
 		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_inbound_events_total",
 			Help: "Inbound events stored, by platform and kind (message, edit, delete, reaction)."}, []string{"platform", "kind"}),
+		unrouted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_unrouted_messages_total",
+			Help: "New messages stored that no route matched (nothing ran), by platform."}, []string{"platform"}),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_turns_total",
 			Help: "Agent turns finished, by trigger and outcome (succeeded, failed, timeout, user_stopped: by /stop or the Stop button, stopped: not run, limits.max_chain)."}, []string{"trigger", "outcome"}),
 		turnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "switchboard_turn_duration_seconds",
@@ -65,7 +68,7 @@ func newMetrics(states *adapterStates, st statusReader, runner agent.Runner) *me
 		commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchboard_commit_messages",
 			Help: "Messages stored per write transaction of the group commit (concurrent deliveries share one).", Buckets: prometheus.ExponentialBuckets(1, 2, 9)}),
 	}
-	m.reg.MustRegister(m.inbound, m.turns, m.turnSeconds, m.agentFailures, m.outbox, m.rateLimitWaits, m.mcpCalls,
+	m.reg.MustRegister(m.inbound, m.unrouted, m.turns, m.turnSeconds, m.agentFailures, m.outbox, m.rateLimitWaits, m.mcpCalls,
 		m.fires, m.lateness, m.commitBatch, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stateCollector{states: states, st: st, cache: &storeGauges{}})
 	if sf, ok := runner.(agent.StaleFolderCounter); ok {

@@ -15,6 +15,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/internal/testagent"
+	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
 	"switchboard/ops"
 	"switchboard/routing"
@@ -449,6 +450,10 @@ func TestUnroutedMessageStoredWithoutTurn(t *testing.T) {
 	if h.g.intake.unroutedCount() != 1 {
 		t.Errorf("unrouted = %d", h.g.intake.unroutedCount())
 	}
+	// An operator sees the count on /metrics.
+	if v := testmetrics.Value(t, scrape(t, h.g), `switchboard_unrouted_messages_total{platform="test"}`); v != 1 {
+		t.Errorf("switchboard_unrouted_messages_total = %v, want 1", v)
+	}
 	if len(h.pending()) != 0 {
 		t.Fatal("an unrouted message queued work")
 	}
@@ -709,6 +714,44 @@ func TestMentionEngagesFolder(t *testing.T) {
 	testwait.For(t, 10*time.Second, "the follow-up's turn", func() bool { return len(rec.prompts(t)) == 2 })
 	if p := rec.prompts(t)[1]; !strings.Contains(p, `id="f1"`) || !strings.Contains(p, `trigger="message"`) {
 		t.Fatalf("second turn:\n%s", p)
+	}
+}
+
+// A chat routed for mentions only: a follow-up without a mention matches no
+// route, yet while the bot is engaged there (engage_ttl) it reaches the
+// chat's owner; another topic, or the same one after engage_ttl, stays
+// unrouted.
+func TestEngagedFollowUpOnMentionOnlyRoute(t *testing.T) {
+	clk := newFakeClock()
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.Agent.Output = "none"; o.Now = clk.Now },
+		routes: []routing.Route{
+			{Match: map[string]string{"platform": "test", "verb": "mention"}, Target: "main"},
+		}})
+	deliver := func(id, topic string, verb adapters.Verb) {
+		t.Helper()
+		if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: adapters.MessageID(id), Sender: "test:user/ann",
+			Text: id, Topic: topic, Verb: verb}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver("m1", "t1", adapters.VerbMention)
+	testwait.For(t, 10*time.Second, "the mention's turn", func() bool { return len(rec.prompts(t)) == 1 })
+	deliver("f1", "t1", adapters.VerbMessage)
+	testwait.For(t, 10*time.Second, "the follow-up's turn", func() bool { return len(rec.prompts(t)) == 2 })
+	if p := rec.prompts(t)[1]; !strings.Contains(p, `id="f1"`) || !strings.Contains(p, `trigger="message"`) {
+		t.Fatalf("second turn:\n%s", p)
+	}
+	testwait.For(t, 10*time.Second, "the follow-up's turn to finish", func() bool { return len(h.pending()) == 0 })
+	unrouted := h.g.intake.unroutedCount()
+	deliver("other", "t2", adapters.VerbMessage) // not engaged in t2
+	clk.Advance(h.opt.EngageTTL + time.Second)
+	deliver("late", "t1", adapters.VerbMessage) // the engagement is over
+	if p := h.pending(); len(p) != 0 {
+		t.Errorf("unengaged plain messages queued turns: %v", p)
+	}
+	if n := h.g.intake.unroutedCount() - unrouted; n != 2 {
+		t.Errorf("%d more unrouted messages, want 2", n)
 	}
 }
 

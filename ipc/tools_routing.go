@@ -145,11 +145,11 @@ func runAddRoute(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	t := c.b.Table()
+	if jid, ok := r.Match[routing.KeyChatJID]; !seqGiven && ok && routing.IsLiteral(jid) {
+		r.Seq = t.AheadSeq() // before the check: where a route goes decides what it captures
+	}
 	if err := c.checkRouteAdd(t, r, known); err != nil {
 		return nil, err
-	}
-	if jid, ok := r.Match[routing.KeyChatJID]; !seqGiven && ok && routing.IsLiteral(jid) {
-		r.Seq = t.AheadSeq()
 	}
 	added, err := c.b.AddRoute(ctx, r)
 	if err != nil {
@@ -192,7 +192,13 @@ func runSetRoutes(ctx context.Context, c *call) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("routes[%d]: want an object {match, target, seq?, mode?}, got %s", i, jsonType(it))
 		}
-		r, _, err := routeArg(obj)
+		r, seqGiven, err := routeArg(obj)
+		if jid, ok := r.Match[routing.KeyChatJID]; err == nil && c.tier != 0 && !seqGiven && ok && routing.IsLiteral(jid) {
+			// As add_route: a group's pinned route goes ahead of the
+			// others' catch-alls, or the chat it replaces would pass
+			// to whichever route follows.
+			r.Seq = t.AheadSeq()
+		}
 		if err == nil {
 			err = c.checkRouteAdd(t, r, known)
 		}

@@ -47,8 +47,8 @@ func taskTools() []*toolDef {
 				"group (default): each run continues your group's session in the chat and sees its conversation; isolated: "+
 					"each run starts a fresh session, for self-contained jobs that should not fill the chat's context.")),
 			mcp.WithString("missed", mcp.Enum(string(scheduler.MissedSkip), string(scheduler.MissedOnce), string(scheduler.MissedAll)),
-				mcp.Description("Runs that fell due while the gateway was down (more than a minute late): skip (default) waits "+
-					"for the next slot; once runs one catch-up (the latest missed slot); all runs every missed slot in order "+
+				mcp.Description("Runs that fell due while the gateway was down (more than a minute late, or followed by a newer due slot): skip "+
+					"(default) waits for the next slot; once runs one catch-up (the latest missed slot); all runs every missed slot in order "+
 					"(at most 100).")),
 		), run: runScheduleTask},
 		{tool: newTool("list_tasks", "List scheduled tasks",

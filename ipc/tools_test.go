@@ -246,6 +246,52 @@ func TestFindMessagesOwnedChats(t *testing.T) {
 	}
 }
 
+// TestSetRoutesKeepsTheGroupsChats: a group's set_routes puts its pinned
+// routes where add_route would, ahead of other groups' catch-alls: the
+// chats it re-routes stay its own.
+func TestSetRoutesKeepsTheGroupsChats(t *testing.T) {
+	h := newHarness(t, nil)
+	if r := call(t, h.connect(t, "root", true), "add_route", map[string]any{"match": map[string]any{"platform": "web"}, "target": "root"}); r.IsError {
+		t.Fatalf("root's catch-all: %+v", r)
+	}
+	if owner, _ := h.g.Table().Owner("web:acme", ""); owner != "acme" {
+		t.Fatalf("before: web:acme is owned by %s", owner)
+	}
+	c := h.connect(t, "acme", true)
+	if r := call(t, c, "set_routes", map[string]any{"routes": []any{
+		map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "mode": "observe"},
+	}}); r.IsError {
+		t.Fatalf("set_routes: %+v", r)
+	}
+	if owner, _ := h.g.Table().Owner("web:acme", ""); owner != "acme" {
+		t.Errorf("after acme's set_routes web:acme is owned by %s, want acme (routes %+v)", owner, h.g.Table().Routes())
+	}
+}
+
+// TestRouteEditKeepsOtherGroupsTopics: a group's route for a whole chat it
+// owns may not go ahead of another group's route for one of the chat's
+// threads (add_route without seq puts a pinned route first): it would
+// capture that thread.
+func TestRouteEditKeepsOtherGroupsTopics(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connect(t, "acme", true)
+	// A route for a whole chat may not go ahead of another group's route for
+	// one of its threads: it would capture that thread.
+	if r := call(t, h.connect(t, "root", true), "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme", "topic": "ops"}, "target": "root"}); r.IsError {
+		t.Fatalf("root pinning a topic of web:acme: %+v", r)
+	}
+	if r := call(t, c, "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme"}); !r.IsError || !strings.Contains(r.Text, `would take topic "ops" of chat "web:acme" from group "root"`) {
+		t.Errorf("acme routing web:acme ahead of root's topic route: %+v, want refused", r)
+	}
+	if owner, _ := h.g.Table().Owner("web:acme", "ops"); owner != "root" {
+		t.Errorf("topic ops of web:acme is owned by %s, want root", owner)
+	}
+	// After root's topic route, the same route is fine.
+	if r := call(t, c, "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": 5}); r.IsError {
+		t.Errorf("acme routing web:acme after root's topic route: %+v", r)
+	}
+}
+
 // TestRouteEdits: a non-operator group may move its own chats within its
 // subtree but not capture others'; set_routes is all or nothing.
 func TestRouteEdits(t *testing.T) {
@@ -322,9 +368,9 @@ func TestRouteEdits(t *testing.T) {
 	if !slices.Equal(targets, []string{"acme", "acme", "root"}) {
 		t.Errorf("after set_routes: %+v", routes)
 	}
-	// Tier 0 may add a catch-all.
+	// Tier 0 may add a catch-all (here ahead of acme's route).
 	op := h.connect(t, "root", true)
-	if r := call(t, op, "add_route", map[string]any{"match": map[string]any{"platform": "slack"}, "target": "root"}); r.IsError {
+	if r := call(t, op, "add_route", map[string]any{"match": map[string]any{"platform": "slack"}, "target": "root", "seq": -100}); r.IsError {
 		t.Errorf("operator catch-all: %s", r.Text)
 	}
 	// explain_route hides other groups' routes from a non-operator.
@@ -347,7 +393,7 @@ func TestRouteEdits(t *testing.T) {
 			t.Errorf("explain shows another group's route: %+v", rj)
 		}
 	}
-	if redacted == 0 { // root's web:root route is tried before acme's
+	if redacted == 0 { // root's slack catch-all is tried before acme's
 		t.Errorf("explain redacted no route of another group: %+v", x.Rejected)
 	}
 	// The winning route of another group is redacted too: acme owns web:acme

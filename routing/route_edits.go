@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"slices"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -28,7 +29,47 @@ func (t *Table) CheckAdd(caller groups.Folder, tier int, r Route) error {
 	// A route pinned to a topic must not take over a topic that another
 	// group's route owns inside a chat this group owns.
 	if topic, ok := r.Match[KeyTopic]; ok && IsLiteral(topic) {
-		return t.checkOwner(caller, chat, topic)
+		if err := t.checkOwner(caller, chat, topic); err != nil {
+			return err
+		}
+	}
+	return t.checkTopicsKept(caller, chat, r)
+}
+
+// checkTopicsKept refuses r when, added at its seq, it would take a topic of
+// chat that a route pins today, owned outside caller's subtree, from its
+// owner: a route for the whole chat ahead of another group's thread route
+// would capture that thread's messages. The store numbers a new route after
+// every other, so r goes after the routes of its own seq.
+func (t *Table) checkTopicsKept(caller groups.Folder, chat adapters.JID, r Route) error {
+	if t == nil {
+		return nil
+	}
+	var added *entry
+	var checked []string
+	for i := range t.entries {
+		tp, ok := t.entries[i].route.Match[KeyTopic]
+		if !ok || tp == "" || !IsLiteral(tp) || slices.Contains(checked, tp) {
+			continue
+		}
+		checked = append(checked, tp)
+		v := messageValues(Message{ChatJID: chat, Topic: tp})
+		at := t.first(&v, true)
+		if at < 0 || caller.Contains(t.entries[at].route.Target) || t.entries[at].route.Seq <= r.Seq {
+			continue // unowned, owned by the subtree, or its owner's route stays ahead
+		}
+		if added == nil {
+			added = &entry{route: r}
+			for k, key := range MatchKeys {
+				if g, ok := r.Match[key]; ok {
+					added.globs[k] = compileGlob(g)
+				}
+			}
+		}
+		if added.mismatch(&v, true) < 0 {
+			return fmt.Errorf("%w: at seq %d the route would take topic %q of chat %q from group %q, outside the subtree of group %q; give it a seq after that group's route, or pin another topic",
+				ErrForbidden, r.Seq, tp, chat, t.entries[at].route.Target, caller)
+		}
 	}
 	return nil
 }

@@ -57,6 +57,11 @@ func TestCheckAdd(t *testing.T) {
 		{"topic owned by another group", "main", 1, Route{Match: match("chat_jid", "web:ops", "topic", "7"), Target: "main"},
 			`topic "7" of chat "web:ops" is owned by group "acme/eng"`},
 		{"free topic of own chat", "main", 1, Route{Match: match("chat_jid", "web:ops", "topic", "8"), Target: "main"}, ""},
+		{"own chat ahead of another group's topic route", "main", 1, Route{Seq: -1, Match: match("chat_jid", "web:ops"), Target: "main"},
+			`would take topic "7" of chat "web:ops" from group "acme/eng"`},
+		{"own chat ahead of another group's topic, sender-narrowed", "main", 1, Route{Match: match("chat_jid", "web:ops", "sender", "web:user/ann"), Target: "main"},
+			`would take topic "7"`},
+		{"own chat after another group's topic route", "main", 1, Route{Seq: 3, Match: match("chat_jid", "web:ops"), Target: "main"}, ""},
 		{"non-zero tier is never operator", "root", 3, Route{Target: "root"}, "only routes that pin chat_jid to one chat it owns"},
 	}
 	for _, c := range cases {

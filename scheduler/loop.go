@@ -92,8 +92,10 @@ const (
 // A due slot at most Grace late runs normally. An older one is a missed
 // run: the task's Missed policy decides what runs (see Catchup), the same
 // way at startup and after the host was suspended or the store stalled.
-// Slots are never merged: if the loop falls behind by less than Grace, an
-// interval task's slots in that span each run, back to back.
+// Only the latest due slot of a task can be on time: when a newer slot is
+// due as well (an interval shorter than Grace, after a short downtime or
+// while the loop fell behind), the older ones are missed and the policy
+// decides, so that missed=skip never fires a burst of back-to-back runs.
 //
 // Set the exported fields before Run or Startup; they must not change after.
 type Loop struct {
@@ -285,11 +287,18 @@ func (l *Loop) handleBatch(ctx context.Context, tasks []Task, now time.Time) (in
 	for _, t := range tasks {
 		s, err := l.schedule(t)
 		var ok bool
+		var onTimeAt time.Time
+		if err == nil {
+			onTimeAt = onTimeSlot(s, t.Next, now, cutoff)
+		}
 		switch {
 		case err != nil:
 			ok, err = l.retire(ctx, t, err)
-		case t.Next.Before(cutoff):
-			ok, err = l.catchUp(ctx, t, s, cutoff)
+		case !t.Next.Equal(onTimeAt):
+			// Every due slot before the one that may still run on time
+			// is missed: the policy decides what runs, in one go; the
+			// on-time slot comes back in the pass's next batch.
+			ok, err = l.catchUp(ctx, t, s, onTimeAt.Add(-time.Nanosecond))
 		default:
 			next, hasNext := s.Next(t.Next)
 			onTime = append(onTime, t)
@@ -383,6 +392,50 @@ func (l *Loop) claim(ctx context.Context, claims []Claim) ([]int64, error) {
 		err = fmt.Errorf("store answered %d of %d claims", len(runIDs), len(claims))
 	}
 	return runIDs, err
+}
+
+// maxOnTimeWalk bounds the slots onTimeSlot looks at; more slots than
+// this within Grace (a Grace far longer than the interval) are handled by
+// the next pass.
+const maxOnTimeWalk = 1000
+
+// onTimeSlot returns the one due slot of a task that still runs on time:
+// the latest slot at or before now, when it is at or after cutoff (at most
+// Grace late). next is the task's first unrun slot, at or before now. When no
+// slot is that recent it returns cutoff plus a nanosecond, so that every due
+// slot counts as missed. Every slot before the returned one is missed, not
+// merely late: a newer slot came due while it waited (the gateway was down,
+// or the loop fell behind).
+func onTimeSlot(s Schedule, next, now, cutoff time.Time) time.Time {
+	none := cutoff.Add(time.Nanosecond)
+	first := next
+	if first.Before(cutoff) {
+		switch s.kind {
+		case KindInterval:
+			k := (cutoff.Sub(next) + s.every - 1) / s.every
+			first = next.Add(k * s.every).In(s.loc)
+		default:
+			var ok bool
+			if first, ok = s.Next(cutoff.Add(-time.Nanosecond)); !ok {
+				return none
+			}
+		}
+		if first.After(now) {
+			return none
+		}
+	}
+	if s.kind == KindInterval {
+		return first.Add(now.Sub(first) / s.every * s.every).In(s.loc)
+	}
+	last := first
+	for range maxOnTimeWalk {
+		t, ok := s.Next(last)
+		if !ok || t.After(now) {
+			break
+		}
+		last = t
+	}
+	return last
 }
 
 // catchUp applies t's missed-run policy to its slots up to cutoff; slots

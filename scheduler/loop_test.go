@@ -565,3 +565,48 @@ func TestLoopDoesNotSpinOnRefusedClaims(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopShortIntervalAfterDowntime: an interval shorter than Grace has
+// several slots within Grace of a restart. Only the latest is on time; the
+// older ones are missed and go through the policy, so that missed=skip does
+// not fire a burst of back-to-back runs (nor once more than one catch-up).
+func TestLoopShortIntervalAfterDowntime(t *testing.T) {
+	h := time.Hour
+	cases := []struct {
+		name    string
+		missed  Missed
+		down    time.Duration // from the task's Next at 5h to the restart
+		want    []string      // fires during Startup
+		skipped int
+	}{
+		{"skip, down 35s", MissedSkip, 35 * time.Second, []string{"1:5h0m30s@5h0m35s"}, 3},
+		{"once, down 35s", MissedOnce, 35 * time.Second, []string{"1:5h0m20s@5h0m35s", "1:5h0m30s@5h0m35s"}, 0}, // skipped counts only runs SkipRuns passes over
+		{"all, down 35s", MissedAll, 35 * time.Second,
+			[]string{"1:5h0m0s@5h0m35s", "1:5h0m10s@5h0m35s", "1:5h0m20s@5h0m35s", "1:5h0m30s@5h0m35s"}, 0},
+		{"skip, down 5m", MissedSkip, 5*time.Minute + 5*time.Second, []string{"1:5h5m0s@5h5m5s"}, 30},
+		{"once, down 5m", MissedOnce, 5*time.Minute + 5*time.Second, []string{"1:5h4m50s@5h5m5s", "1:5h5m0s@5h5m5s"}, 0},
+		{"skip, down 5s: on time", MissedSkip, 5 * time.Second, []string{"1:5h0m0s@5h0m5s"}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachFirer(t, func(t *testing.T, fr recorder) {
+				synctest.Test(t, func(t *testing.T) {
+					st := newFakeStore()
+					id := st.add(Task{Spec: "@every 10s", Missed: tc.missed, Next: epoch.Add(5 * h)})
+					sleepUntil(5*h + tc.down)
+					l := NewLoop(st, fr, nil, nil)
+					if err := l.Startup(t.Context(), time.Now()); err != nil {
+						t.Fatal(err)
+					}
+					if got := offsets(fr.all()); !equalStrings(got, tc.want) {
+						t.Errorf("fires\n got %v\nwant %v", got, tc.want)
+					}
+					if got := st.skipped[id]; got != tc.skipped {
+						t.Errorf("skipped %d, want %d", got, tc.skipped)
+					}
+					checkQueued(t, st, fr)
+				})
+			})
+		})
+	}
+}

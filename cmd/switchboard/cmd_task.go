@@ -239,13 +239,15 @@ func (a *app) taskRunsCommand() *cobra.Command {
 						"started": r.Started.UTC().Format(time.RFC3339), "duration_ms": r.Duration.Milliseconds(), "turn_id": r.TurnID, "error": r.Error, "cost_usd": r.CostUSD}
 				}
 				return a.emit(rows, func(w io.Writer) {
-					fmt.Fprintln(w, "RUN\tSLOT\tSTATUS\tDURATION\tTURN\tCOST\tERROR")
+					fmt.Fprintln(w, "RUN\tSLOT\tSTARTED\tSTATUS\tDURATION\tTURN\tCOST\tERROR")
 					for _, r := range runs {
 						cost := "-"
 						if r.CostUSD > 0 {
 							cost = usd(r.CostUSD)
 						}
-						fmt.Fprintf(w, "%d\t%s\t%s\t%dms\t%s\t%s\t%s\n", r.ID, inZone(r.Slot, t.Timezone), r.Status, r.Duration.Milliseconds(), r.TurnID, cost, r.Error)
+						// A catch-up run starts well after its slot.
+						fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%dms\t%s\t%s\t%s\n", r.ID, inZone(r.Slot, t.Timezone), inZone(r.Started, t.Timezone),
+							r.Status, r.Duration.Milliseconds(), r.TurnID, cost, r.Error)
 					}
 				})
 			})

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"switchboard/scheduler"
+	"switchboard/store"
 )
 
 func TestTaskCommands(t *testing.T) {
@@ -156,5 +160,43 @@ func TestTaskPreviewFrom(t *testing.T) {
 	_, _, err := sb(t, dir, "task", "preview", "CRON_TZ=Europe/Berlin 30 2 * * *")
 	if !isUsage(err) || !strings.Contains(err.Error(), `"30 2 * * *" --tz Europe/Berlin`) {
 		t.Errorf("CRON_TZ spec: %v, want a usage error that gives --tz Europe/Berlin", err)
+	}
+}
+
+// TestTaskRunsShowStart: `task runs` shows when each run started, not only
+// its slot (CONTRACT §10: runs are logged with start, duration, status and
+// error); a catch-up run starts long after its slot.
+func TestTaskRunsShowStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	mustSB(t, dir, "task", "add", "--folder", "main", "--jid", "web:lobby", "--schedule", "0 9 * * *",
+		"--tz", "Asia/Tokyo", "--prompt", "report")
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(dir, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := st.Task(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := tk.Next.Add(24 * time.Hour)
+	if ids, err := st.ClaimRuns(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: tk.ID, From: tk.Next, Next: after, HasNext: true}, Slot: tk.Next}}); err != nil || ids[0] == 0 {
+		t.Fatalf("claim: %v %v", ids, err)
+	}
+	runs, err := st.TaskRuns(ctx, tk.ID, 10)
+	st.Close()
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v %v", runs, err)
+	}
+	out := mustSB(t, dir, "task", "runs", "1")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "STARTED") {
+		t.Fatalf("task runs:\n%s", out)
+	}
+	tokyo, _ := time.LoadLocation("Asia/Tokyo")
+	started := runs[0].Started.In(tokyo).Format("2006-01-02 15:04:05 -07:00")
+	if !strings.Contains(lines[1], started) {
+		t.Errorf("task runs row %q does not show the start %s", lines[1], started)
 	}
 }
