@@ -216,6 +216,11 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		o.fail(ctx, it, fmt.Errorf("%w: %s", adapters.ErrNoAdapter, chat.Platform()))
 		return
 	}
+	if th, ok := a.(adapters.Threader); ok && it.Topic == "" && it.ReplyTo != "" {
+		// The reply opens a topic under the message it answers: all its
+		// parts go there, and so does the bot's stored message.
+		it.Topic = th.ReplyTopic(adapters.Outbound{Chat: chat, ReplyTo: it.ReplyTo})
+	}
 	sendCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	var id adapters.MessageID
 	var bot *store.Message
