@@ -12,6 +12,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/discord/discordtest"
+	"switchboard/internal/testwait"
 )
 
 var (
@@ -238,6 +239,37 @@ func TestRateLimitsAndErrors(t *testing.T) {
 	}
 	if r := f.Messages(discordtest.Channel)[0].Reactions; len(r) != 1 || r[0] != "shipit:55" {
 		t.Errorf("reactions %q; want the custom emoji by id", r)
+	}
+}
+
+// A 429 pauses the whole adapter for its retry_after (CONTRACT §13), not
+// only the route it answered: a send to another channel (here the thread,
+// its own bucket for discordgo) made during the wait reaches Discord only
+// after it.
+func TestRateLimitPausesTheWholeAdapter(t *testing.T) {
+	f := discordtest.New(t)
+	a := start(t, f, adaptertest.NewHost(), nil)
+	wait := time.Second
+	f.RateLimit(wait)
+	first := make(chan error, 1)
+	go func() {
+		_, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Text: "answered 429"})
+		first <- err
+	}()
+	// The 429 has reached the adapter (not only left the fake).
+	testwait.For(t, 10*time.Second, "the 429", func() bool { return a.held.left() > 0 })
+	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Topic: discordtest.Thread, Text: "to the thread, during the wait"}); err != nil {
+		t.Fatalf("send to the thread: %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("send after the 429: %v", err)
+	}
+	at, next := f.RateLimited()
+	if next.Sub(at) < wait {
+		t.Errorf("the next request reached Discord %v after the 429; want the whole adapter paused for retry_after (%v)", next.Sub(at), wait)
+	}
+	if n, m := len(f.Messages(discordtest.Channel)), len(f.Messages(discordtest.Thread)); n != 1 || m != 1 {
+		t.Errorf("%d messages in the channel, %d in the thread; want each once", n, m)
 	}
 }
 
