@@ -266,6 +266,27 @@ func TestUpdateWithoutEditIsNoEdit(t *testing.T) {
 	}
 }
 
+// A moderator's bulk delete (MESSAGE_DELETE_BULK, one event for many
+// messages) marks each of them deleted, like single deletes.
+func TestBulkDeleteMarksEach(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	a := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "spam 1"})
+	b := f.UserPosts(discordtest.Post{Channel: discordtest.Thread, Content: "spam 2"})
+	host.WaitEvents(t, 2)
+	f.DispatchRaw("MESSAGE_DELETE_BULK", `{"ids":["`+a+`"],"channel_id":"`+discordtest.Channel+`","guild_id":"`+discordtest.GuildID+`"}`)
+	f.DispatchRaw("MESSAGE_DELETE_BULK", `{"ids":["`+b+`"],"channel_id":"`+discordtest.Thread+`","guild_id":"`+discordtest.GuildID+`"}`)
+	evs := host.WaitEvents(t, 4)
+	for i, want := range []struct{ id, topic string }{{a, ""}, {b, discordtest.Thread}} {
+		e := evs[2+i]
+		if e.Kind != adapters.KindDelete || e.ID.String() != want.id || e.Chat != channelChat || e.Topic != want.topic {
+			t.Errorf("bulk delete %d came as %s of %s in %s/%q; want the delete of %s in %s/%q", i, e.Kind.Name(), e.ID, e.Chat, e.Topic, want.id, channelChat, want.topic)
+		}
+	}
+}
+
 // A 429 pauses the whole adapter for its retry_after (CONTRACT §13), not
 // only the route it answered: a send to another channel (here the thread,
 // its own bucket for discordgo) made during the wait reaches Discord only

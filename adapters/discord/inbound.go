@@ -77,6 +77,13 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 		chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
 		a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindDelete, Chat: chat, Topic: topic, ID: adapters.MessageID(m.ID), Time: time.Now()})
 	})
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageDeleteBulk) {
+		defer a.survive("MessageDeleteBulk")
+		chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
+		for _, id := range m.Messages {
+			a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindDelete, Chat: chat, Topic: topic, ID: adapters.MessageID(id), Time: time.Now()})
+		}
+	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) {
 		defer a.survive("MessageReactionAdd")
 		a.reaction(ctx, host, r.MessageReaction, false)
