@@ -287,6 +287,23 @@ func TestBulkDeleteMarksEach(t *testing.T) {
 	}
 }
 
+// Channel and role mentions reach the agent as people read them (#general,
+// @ops), not as Discord's markup (<#100>, <@&701>); an unknown channel keeps
+// its markup, and so does the bot's own role.
+func TestChannelAndRoleMentionsRendered(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	f.DispatchRaw("MESSAGE_CREATE", `{"id":"9001","channel_id":"`+discordtest.Channel+`","guild_id":"`+discordtest.GuildID+
+		`","content":"<@&701> see <#`+discordtest.Channel+`> and <#4242>, <@&`+discordtest.BotRole+`>","author":{"id":"`+discordtest.UserID+
+		`","username":"ann"},"timestamp":"2026-11-27T00:00:00Z","mentions":[],"mention_roles":["701","`+discordtest.BotRole+`"],"attachments":[]}`)
+	want := "@ops see #general and <#4242>, <@&" + discordtest.BotRole + ">" // the bot's role stays one word (@bot stop)
+	if e := host.WaitEvents(t, 1)[0]; e.Text != want {
+		t.Errorf("text %q; want %q", e.Text, want)
+	}
+}
+
 // A 429 pauses the whole adapter for its retry_after (CONTRACT §13), not
 // only the route it answered: a send to another channel (here the thread,
 // its own bucket for discordgo) made during the wait reaches Discord only

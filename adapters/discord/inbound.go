@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -128,7 +131,7 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 	chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
 	ev := adapters.Inbound{
 		Kind: kind, Chat: chat, Topic: topic, ID: adapters.MessageID(m.ID), Sender: userJID(m.Author.ID), SenderName: displayName(m),
-		Text: m.ContentWithMentionsReplaced(), Time: m.Timestamp, Verb: adapters.VerbMessage,
+		Text: a.render(m), Time: m.Timestamp, Verb: adapters.VerbMessage,
 		FromBot: m.Author.ID == self, OtherBot: (m.Author.Bot || m.WebhookID != "") && m.Author.ID != self,
 	}
 	if kind == adapters.KindEdit && m.EditedTimestamp != nil {
@@ -155,6 +158,38 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 		})
 	}
 	return ev, true
+}
+
+// channelMention is Discord's markup for a channel: <#id>.
+var channelMention = regexp.MustCompile(`<#([0-9]+)>`)
+
+// render is a message's text as people read it: user mentions as
+// @username, role mentions as @role (but the bot's own) and channel
+// mentions as #channel (names from the session's state; markup left as it
+// is when unknown).
+func (a *Adapter) render(m *discordgo.Message) string {
+	text := m.ContentWithMentionsReplaced()
+	s, err := a.session()
+	if err != nil || m.GuildID == "" || !strings.Contains(text, "<") {
+		return text
+	}
+	a.mu.Lock()
+	botRoles := maps.Clone(a.botRoles)
+	a.mu.Unlock()
+	for _, id := range m.MentionRoles {
+		if botRoles[id] {
+			continue // the bot's own role stays markup: "<@&id> stop" is one mention, whatever its name
+		}
+		if r, err := s.State.Role(m.GuildID, id); err == nil && r.Name != "" {
+			text = strings.ReplaceAll(text, "<@&"+id+">", "@"+r.Name)
+		}
+	}
+	return channelMention.ReplaceAllStringFunc(text, func(mention string) string {
+		if c, err := s.State.Channel(mention[2 : len(mention)-1]); err == nil && c.Name != "" {
+			return "#" + c.Name
+		}
+		return mention
+	})
 }
 
 // addressed: a DM, a mention of the bot or of its managed role, or a reply
