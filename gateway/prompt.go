@@ -95,8 +95,8 @@ func writeMessage(sb *strings.Builder, m store.Message, files map[fileKey]fetche
 		f := files[fileKey{m.Seq, i}]
 		if f.path != "" {
 			size := a.Size
-			if f.size > 0 || size <= 0 {
-				size = f.size // what the folder holds
+			if size <= 0 {
+				size = f.size // the platform stated none: what the folder holds
 			}
 			fmt.Fprintf(sb, `<attachment path="%s" name="%s" mime="%s" size="%d"/>`, esc(f.path), esc(a.Name), esc(a.MIME), size)
 		} else {
