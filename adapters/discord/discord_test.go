@@ -242,30 +242,6 @@ func TestRateLimitsAndErrors(t *testing.T) {
 	}
 }
 
-// Discord sends MESSAGE_UPDATE with the whole message also when nothing was
-// edited: a link's embed resolved, a message pinned. Those have no
-// edited_timestamp and are not edits: the stored message must not show as
-// edited. A real edit after them is delivered.
-func TestUpdateWithoutEditIsNoEdit(t *testing.T) {
-	f := discordtest.New(t)
-	host := adaptertest.NewHost()
-	start(t, f, host, nil)
-	f.WaitFor(t, "connected", func() bool { return f.Connected() })
-	id := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "see https://example.com/x"})
-	host.WaitEvents(t, 1)
-	ts := time.Now().UTC().Format(time.RFC3339Nano)
-	msg := `{"id":"` + id + `","channel_id":"` + discordtest.Channel + `","guild_id":"` + discordtest.GuildID +
-		`","content":"see https://example.com/x","author":{"id":"` + discordtest.UserID + `","username":"ann"},"timestamp":"` + ts +
-		`","mentions":[],"mention_roles":[],"attachments":[],"edited_timestamp":null`
-	f.DispatchRaw("MESSAGE_UPDATE", msg+`,"embeds":[{"type":"link","url":"https://example.com/x","title":"X"}]}`)
-	f.DispatchRaw("MESSAGE_UPDATE", msg+`,"pinned":true}`)
-	f.UserEdits(discordtest.Channel, id, "see https://example.com/y")
-	evs := host.WaitEvents(t, 2)
-	if e := evs[1]; e.Kind != adapters.KindEdit || e.Text != "see https://example.com/y" {
-		t.Errorf("after the message came %s %q; want only the real edit (an embed resolved or a pin is no edit)", e.Kind.Name(), e.Text)
-	}
-}
-
 // A moderator's bulk delete (MESSAGE_DELETE_BULK, one event for many
 // messages) marks each of them deleted, like single deletes.
 func TestBulkDeleteMarksEach(t *testing.T) {

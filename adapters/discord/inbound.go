@@ -68,8 +68,8 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 	})
 	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) {
 		defer a.survive("MessageUpdate")
-		if m.Message == nil || m.Author == nil || m.EditedTimestamp == nil {
-			return // an embed resolved, a pin: the whole message again, not an edit
+		if m.Message == nil || m.Author == nil {
+			return // an embed resolved, not an edit
 		}
 		if ev, ok := a.message(ctx, m.Message, adapters.KindEdit); ok {
 			a.deliver(ctx, host, ev)
