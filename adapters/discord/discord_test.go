@@ -242,6 +242,25 @@ func TestRateLimitsAndErrors(t *testing.T) {
 	}
 }
 
+// A forwarded message (a message reference of type forward) is no reply:
+// the message it copies is in another chat. Its text, in the snapshot,
+// reaches the agent marked as forwarded.
+func TestForwardIsNoReply(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	f.DispatchRaw("MESSAGE_CREATE", `{"id":"9002","channel_id":"`+discordtest.Channel+`","guild_id":"`+discordtest.GuildID+
+		`","content":"","author":{"id":"`+discordtest.UserID+`","username":"ann"},"timestamp":"2026-11-27T00:00:00Z",`+
+		`"mentions":[],"mention_roles":[],"attachments":[],`+
+		`"message_reference":{"type":1,"message_id":"5555","channel_id":"6666","guild_id":"7777"},`+
+		`"message_snapshots":[{"message":{"content":"the build is red","attachments":[{"id":"1","filename":"log.txt"}],"timestamp":"2026-11-26T23:00:00Z"}}]}`)
+	e := host.WaitEvents(t, 1)[0]
+	if e.ReplyTo != "" || e.Text != "[forwarded] the build is red [file log.txt]" {
+		t.Errorf("forward: reply_to %q, text %q; want no reply_to and \"[forwarded] the build is red [file log.txt]\"", e.ReplyTo, e.Text)
+	}
+}
+
 // A moderator's bulk delete (MESSAGE_DELETE_BULK, one event for many
 // messages) marks each of them deleted, like single deletes.
 func TestBulkDeleteMarksEach(t *testing.T) {

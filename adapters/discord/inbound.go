@@ -137,7 +137,13 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 	if kind == adapters.KindEdit && m.EditedTimestamp != nil {
 		ev.Time = *m.EditedTimestamp
 	}
-	if m.MessageReference != nil && m.MessageReference.MessageID != "" {
+	forward := m.MessageReference != nil && m.MessageReference.Type == discordgo.MessageReferenceTypeForward
+	switch {
+	case forward:
+		// A forward is no reply: the message it copies is in another
+		// chat, and its text is in the snapshot, not in content.
+		ev.Text = strings.TrimSpace(ev.Text + " " + forwarded(m))
+	case m.MessageReference != nil && m.MessageReference.MessageID != "":
 		ev.ReplyTo = adapters.MessageID(m.MessageReference.MessageID)
 	}
 	for _, att := range m.Attachments {
@@ -150,7 +156,7 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 	if a.addressed(m, self) {
 		ev.Verb = adapters.VerbMention
 	}
-	if kind == adapters.KindMessage && !ev.FromBot && !ev.OtherBot && m.Content == "" && len(m.Attachments) == 0 &&
+	if kind == adapters.KindMessage && !forward && !ev.FromBot && !ev.OtherBot && m.Content == "" && len(m.Attachments) == 0 &&
 		len(m.Embeds) == 0 && len(m.StickerItems) == 0 {
 		a.contentWarn.Do(func() {
 			a.log.Warn("discord message content arrived empty: enable the Message Content intent for this bot " +
@@ -190,6 +196,28 @@ func (a *Adapter) render(m *discordgo.Message) string {
 		}
 		return mention
 	})
+}
+
+// forwarded is what a forwarded message shows: "[forwarded] " and the
+// text of the message it copies, with its files and stickers named.
+func forwarded(m *discordgo.Message) string {
+	var parts []string
+	for _, snap := range m.MessageSnapshots {
+		o := snap.Message
+		if o == nil {
+			continue
+		}
+		if t := strings.TrimSpace(o.ContentWithMentionsReplaced()); t != "" {
+			parts = append(parts, t)
+		}
+		for _, att := range o.Attachments {
+			parts = append(parts, "[file "+att.Filename+"]")
+		}
+		for _, st := range o.StickerItems {
+			parts = append(parts, "[sticker "+st.Name+"]")
+		}
+	}
+	return "[forwarded] " + strings.Join(parts, " ")
 }
 
 // addressed: a DM, a mention of the bot or of its managed role, or a reply
