@@ -337,6 +337,16 @@ type Limits struct {
 	TypingEvery time.Duration
 }
 
+// Threader is implemented by adapters whose platform puts a reply to a
+// message outside any topic into a new topic under it (Slack: a reply to a
+// top-level channel message starts a thread). ReplyTopic is the topic that
+// m (with m.ReplyTo set) lands in; "" when it stays where m.Topic says. The
+// gateway sends every part of the reply there, stores the bot's message
+// under that topic, and counts it as where the bot spoke. It does not block.
+type Threader interface {
+	ReplyTopic(m Outbound) string
+}
+
 // Limiter is implemented by adapters whose platform limits message length.
 type Limiter interface {
 	Limits() Limits

@@ -32,7 +32,10 @@ type fileKey struct {
 
 // fetched is where an attachment landed in the group folder (path, relative
 // to it) or why it could not be fetched (err).
-type fetched struct{ path, err string }
+type fetched struct {
+	path, err string
+	size      int64 // bytes in the file at path (the platform's stated size can be missing or stale)
+}
 
 // fetcher downloads the attachments of a turn's messages into its group
 // folder.
@@ -99,7 +102,11 @@ func (f *fetcher) fetchOne(ctx context.Context, root *os.Root, folder groups.Fol
 	rel, same := f.downloads.same(root, key)
 	switch {
 	case same:
-		return fetched{path: rel} // fetched by an earlier attempt of this batch
+		// Fetched by an earlier attempt of this batch.
+		if fi, err := root.Stat(rel); err == nil {
+			return fetched{path: rel, size: fi.Size()}
+		}
+		return fetched{path: rel}
 	case rel != "":
 		// Fetched before, and changed since: fetched again, at the same path.
 	default:
@@ -143,7 +150,7 @@ func (f *fetcher) fetchOne(ctx context.Context, root *os.Root, folder groups.Fol
 		return fetched{err: err.Error()}
 	}
 	f.downloads.record(key, download{path: rel, size: n, sum: [sha256.Size]byte(sum.Sum(nil))})
-	return fetched{path: rel}
+	return fetched{path: rel, size: n}
 }
 
 // attachmentName is the file name of attachment i of m when the plain

@@ -321,6 +321,24 @@ func TestAttachmentsDownloadedBeforeTurn(t *testing.T) {
 	}
 }
 
+// An attachment whose platform stated no size (a Telegram photo without
+// file_size, a Slack file shared before it was processed) is listed with
+// the size of the file the folder holds, not size="0".
+func TestAttachmentSizeIsWhatWasFetched(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["ref-photo"] = []byte("PNGDATA")
+	h := richHarness(t, ra, rec.argv, nil)
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m/1", Text: "see", Verb: adapters.VerbMention, Time: when, Attachments: []adapters.Attachment{
+		{Name: "photo.jpg", MIME: "image/jpeg", Ref: "ref-photo"},
+	}})
+	h.waitSent(testChat, 1)
+	if p := rec.prompts(t)[0]; !strings.Contains(p, `<attachment path="inbox/2026-11-24/m_1-photo.jpg" name="photo.jpg" mime="image/jpeg" size="7"/>`) {
+		t.Errorf("the photo is not listed with its 7 bytes:\n%s", p)
+	}
+}
+
 // A download the platform rate-limits (429 with Retry-After) is tried
 // again after the wait it asked for, so the turn gets the file; one still
 // limited after three tries is listed with the reason.

@@ -216,6 +216,12 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		o.fail(ctx, it, fmt.Errorf("%w: %s", adapters.ErrNoAdapter, chat.Platform()))
 		return
 	}
+	asked := it.Topic // where the reply was addressed
+	if th, ok := a.(adapters.Threader); ok && it.Topic == "" && it.ReplyTo != "" {
+		// The reply opens a topic under the message it answers: all its
+		// parts go there, and so does the bot's stored message.
+		it.Topic = th.ReplyTopic(adapters.Outbound{Chat: chat, ReplyTo: it.ReplyTo})
+	}
 	sendCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	var id adapters.MessageID
 	var bot *store.Message
@@ -233,6 +239,9 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		// can see the message stored.
 		if it.Folder != "" && it.Kind != store.OutboxNotice {
 			o.spoke(it.ChatJID, it.Topic, it.Folder)
+			if asked != it.Topic {
+				o.spoke(it.ChatJID, asked, it.Folder) // the conversation it answered goes on too
+			}
 		}
 		o.deliveries.WithLabelValues(o.adapters.platformLabel(chat), "sent").Inc()
 		if err := o.st.OutboxSent(context.WithoutCancel(ctx), it.ID, id, bot); err != nil {

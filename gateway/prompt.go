@@ -94,7 +94,11 @@ func writeMessage(sb *strings.Builder, m store.Message, files map[fileKey]fetche
 	for i, a := range m.Attachments {
 		f := files[fileKey{m.Seq, i}]
 		if f.path != "" {
-			fmt.Fprintf(sb, `<attachment path="%s" name="%s" mime="%s" size="%d"/>`, esc(f.path), esc(a.Name), esc(a.MIME), a.Size)
+			size := a.Size
+			if size <= 0 {
+				size = f.size // the platform stated none: what the folder holds
+			}
+			fmt.Fprintf(sb, `<attachment path="%s" name="%s" mime="%s" size="%d"/>`, esc(f.path), esc(a.Name), esc(a.MIME), size)
 		} else {
 			if f.err == "" {
 				f.err = "not fetched"

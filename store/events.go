@@ -12,8 +12,9 @@ import (
 
 // EditMessage replaces the text and attachments of the stored message
 // (m.ChatJID, m.ID) and records when (m.Edited, default now); the FTS index
-// follows. A message that was never stored is stored as m (it starts no
-// turn: no work is queued). m.Seq is set either way.
+// follows. An update that changes neither is no edit and leaves the
+// message as it was. A message that was never stored is stored as m (it
+// starts no turn: no work is queued). m.Seq is set either way.
 func (s *Store) EditMessage(ctx context.Context, m *Message) (existed bool, err error) {
 	if err := validMessage(m); err != nil {
 		return false, fmt.Errorf("edit message: %w", err)
@@ -27,8 +28,15 @@ func (s *Store) EditMessage(ctx context.Context, m *Message) (existed bool, err 
 		if m.Edited.IsZero() {
 			m.Edited = fromMS(now)
 		}
+		// An update that changes neither the text nor the attachments (a
+		// Discord embed resolved, a pin) is no edit: the message is left as
+		// it is, not shown as edited.
 		err := tx.QueryRowContext(ctx, `UPDATE messages SET text = ?, attachments = coalesce(?, attachments), edited_ms = ?
-			WHERE chat_jid = ? AND msg_id = ? RETURNING seq`, m.Text, att, toMS(m.Edited), m.ChatJID, m.ID).Scan(&m.Seq)
+			WHERE chat_jid = ? AND msg_id = ? AND (text IS NOT ? OR (? IS NOT NULL AND attachments IS NOT ?)) RETURNING seq`,
+			m.Text, att, toMS(m.Edited), m.ChatJID, m.ID, m.Text, att, att).Scan(&m.Seq)
+		if err == sql.ErrNoRows {
+			err = tx.QueryRowContext(ctx, `SELECT seq FROM messages WHERE chat_jid = ? AND msg_id = ?`, m.ChatJID, m.ID).Scan(&m.Seq)
+		}
 		if err == nil {
 			existed = true
 			return nil

@@ -292,3 +292,29 @@ func TestClampLimit(t *testing.T) {
 		}
 	}
 }
+
+// An update that leaves a message's text and attachments as they were (a
+// Discord embed resolved, a pin: the platform sends the whole message
+// again) is no edit: the message is not marked edited. A real edit is.
+func TestEditWithoutChangeIsNoEdit(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	m := Message{ChatJID: "discord:1/2", ID: "77", Sender: "discord:user/7", Text: "see https://example.com/x", Time: time.Now()}
+	if _, err := s.InsertMessage(ctx, &m); err != nil {
+		t.Fatal(err)
+	}
+	same := Message{ChatJID: m.ChatJID, ID: m.ID, Sender: m.Sender, Text: m.Text}
+	if existed, err := s.EditMessage(ctx, &same); err != nil || !existed || same.Seq != m.Seq {
+		t.Fatalf("EditMessage unchanged = %v, %v, seq %d; want true, nil, seq %d", existed, err, same.Seq, m.Seq)
+	}
+	if got, err := s.MessageByID(ctx, m.ChatJID, m.ID); err != nil || !got.Edited.IsZero() {
+		t.Errorf("after an update that changed nothing: edited %v, %v; want not edited", got.Edited, err)
+	}
+	real := Message{ChatJID: m.ChatJID, ID: m.ID, Sender: m.Sender, Text: "see https://example.com/y"}
+	if _, err := s.EditMessage(ctx, &real); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.MessageByID(ctx, m.ChatJID, m.ID); err != nil || got.Edited.IsZero() || got.Text != real.Text {
+		t.Errorf("after a real edit: %q edited %v, %v; want the new text, edited", got.Text, got.Edited, err)
+	}
+}

@@ -51,6 +51,7 @@ type Adapter struct {
 	opt  Options
 	log  *slog.Logger
 	http *http.Client
+	held hold // a 429 pauses every REST request of the adapter (ratelimit.go)
 
 	mu       sync.Mutex
 	s        *discordgo.Session
@@ -89,12 +90,13 @@ func New(o Options) *Adapter {
 		o.ReconnectDeadline = 2 * time.Minute
 	}
 	a := &Adapter{opt: o, log: o.Logger.With("adapter", platform), parents: map[string]parent{}, botRoles: map[string]bool{}}
-	a.http = &http.Client{Timeout: time.Minute}
+	var next http.RoundTripper = http.DefaultTransport
 	if o.APIURL != "" {
 		if base, err := url.Parse(strings.TrimRight(o.APIURL, "/")); err == nil {
-			a.http.Transport = rewrite{base: base, next: http.DefaultTransport}
+			next = rewrite{base: base, next: next}
 		}
 	}
+	a.http = &http.Client{Timeout: time.Minute, Transport: holding{next: next, hold: &a.held}}
 	a.selfID.Store("")
 	return a
 }

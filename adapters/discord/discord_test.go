@@ -12,6 +12,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/discord/discordtest"
+	"switchboard/internal/testwait"
 )
 
 var (
@@ -238,6 +239,94 @@ func TestRateLimitsAndErrors(t *testing.T) {
 	}
 	if r := f.Messages(discordtest.Channel)[0].Reactions; len(r) != 1 || r[0] != "shipit:55" {
 		t.Errorf("reactions %q; want the custom emoji by id", r)
+	}
+}
+
+// A forwarded message (a message reference of type forward) is no reply:
+// the message it copies is in another chat. Its text, in the snapshot,
+// reaches the agent marked as forwarded.
+func TestForwardIsNoReply(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	f.DispatchRaw("MESSAGE_CREATE", `{"id":"9002","channel_id":"`+discordtest.Channel+`","guild_id":"`+discordtest.GuildID+
+		`","content":"","author":{"id":"`+discordtest.UserID+`","username":"ann"},"timestamp":"2026-11-27T00:00:00Z",`+
+		`"mentions":[],"mention_roles":[],"attachments":[],`+
+		`"message_reference":{"type":1,"message_id":"5555","channel_id":"6666","guild_id":"7777"},`+
+		`"message_snapshots":[{"message":{"content":"the build is red","attachments":[{"id":"1","filename":"log.txt"}],"timestamp":"2026-11-26T23:00:00Z"}}]}`)
+	e := host.WaitEvents(t, 1)[0]
+	if e.ReplyTo != "" || e.Text != "[forwarded] the build is red [file log.txt]" {
+		t.Errorf("forward: reply_to %q, text %q; want no reply_to and \"[forwarded] the build is red [file log.txt]\"", e.ReplyTo, e.Text)
+	}
+}
+
+// A moderator's bulk delete (MESSAGE_DELETE_BULK, one event for many
+// messages) marks each of them deleted, like single deletes.
+func TestBulkDeleteMarksEach(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	a := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "spam 1"})
+	b := f.UserPosts(discordtest.Post{Channel: discordtest.Thread, Content: "spam 2"})
+	host.WaitEvents(t, 2)
+	f.DispatchRaw("MESSAGE_DELETE_BULK", `{"ids":["`+a+`"],"channel_id":"`+discordtest.Channel+`","guild_id":"`+discordtest.GuildID+`"}`)
+	f.DispatchRaw("MESSAGE_DELETE_BULK", `{"ids":["`+b+`"],"channel_id":"`+discordtest.Thread+`","guild_id":"`+discordtest.GuildID+`"}`)
+	evs := host.WaitEvents(t, 4)
+	for i, want := range []struct{ id, topic string }{{a, ""}, {b, discordtest.Thread}} {
+		e := evs[2+i]
+		if e.Kind != adapters.KindDelete || e.ID.String() != want.id || e.Chat != channelChat || e.Topic != want.topic {
+			t.Errorf("bulk delete %d came as %s of %s in %s/%q; want the delete of %s in %s/%q", i, e.Kind.Name(), e.ID, e.Chat, e.Topic, want.id, channelChat, want.topic)
+		}
+	}
+}
+
+// Channel and role mentions reach the agent as people read them (#general,
+// @ops), not as Discord's markup (<#100>, <@&701>); an unknown channel keeps
+// its markup, and so does the bot's own role.
+func TestChannelAndRoleMentionsRendered(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	f.DispatchRaw("MESSAGE_CREATE", `{"id":"9001","channel_id":"`+discordtest.Channel+`","guild_id":"`+discordtest.GuildID+
+		`","content":"<@&701> see <#`+discordtest.Channel+`> and <#4242>, <@&`+discordtest.BotRole+`>","author":{"id":"`+discordtest.UserID+
+		`","username":"ann"},"timestamp":"2026-11-27T00:00:00Z","mentions":[],"mention_roles":["701","`+discordtest.BotRole+`"],"attachments":[]}`)
+	want := "@ops see #general and <#4242>, <@&" + discordtest.BotRole + ">" // the bot's role stays one word (@bot stop)
+	if e := host.WaitEvents(t, 1)[0]; e.Text != want {
+		t.Errorf("text %q; want %q", e.Text, want)
+	}
+}
+
+// A 429 pauses the whole adapter for its retry_after (CONTRACT §13), not
+// only the route it answered: a send to another channel (here the thread,
+// its own bucket for discordgo) made during the wait reaches Discord only
+// after it.
+func TestRateLimitPausesTheWholeAdapter(t *testing.T) {
+	f := discordtest.New(t)
+	a := start(t, f, adaptertest.NewHost(), nil)
+	wait := time.Second
+	f.RateLimit(wait)
+	first := make(chan error, 1)
+	go func() {
+		_, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Text: "answered 429"})
+		first <- err
+	}()
+	// The 429 has reached the adapter (not only left the fake).
+	testwait.For(t, 10*time.Second, "the 429", func() bool { return a.held.left() > 0 })
+	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Topic: discordtest.Thread, Text: "to the thread, during the wait"}); err != nil {
+		t.Fatalf("send to the thread: %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("send after the 429: %v", err)
+	}
+	at, next := f.RateLimited()
+	if next.Sub(at) < wait {
+		t.Errorf("the next request reached Discord %v after the 429; want the whole adapter paused for retry_after (%v)", next.Sub(at), wait)
+	}
+	if n, m := len(f.Messages(discordtest.Channel)), len(f.Messages(discordtest.Thread)); n != 1 || m != 1 {
+		t.Errorf("%d messages in the channel, %d in the thread; want each once", n, m)
 	}
 }
 

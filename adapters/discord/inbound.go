@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +80,13 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 		chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
 		a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindDelete, Chat: chat, Topic: topic, ID: adapters.MessageID(m.ID), Time: time.Now()})
 	})
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageDeleteBulk) {
+		defer a.survive("MessageDeleteBulk")
+		chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
+		for _, id := range m.Messages {
+			a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindDelete, Chat: chat, Topic: topic, ID: adapters.MessageID(id), Time: time.Now()})
+		}
+	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) {
 		defer a.survive("MessageReactionAdd")
 		a.reaction(ctx, host, r.MessageReaction, false)
@@ -121,13 +131,19 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 	chat, topic := a.place(ctx, m.GuildID, m.ChannelID)
 	ev := adapters.Inbound{
 		Kind: kind, Chat: chat, Topic: topic, ID: adapters.MessageID(m.ID), Sender: userJID(m.Author.ID), SenderName: displayName(m),
-		Text: m.ContentWithMentionsReplaced(), Time: m.Timestamp, Verb: adapters.VerbMessage,
+		Text: a.render(m), Time: m.Timestamp, Verb: adapters.VerbMessage,
 		FromBot: m.Author.ID == self, OtherBot: (m.Author.Bot || m.WebhookID != "") && m.Author.ID != self,
 	}
 	if kind == adapters.KindEdit && m.EditedTimestamp != nil {
 		ev.Time = *m.EditedTimestamp
 	}
-	if m.MessageReference != nil && m.MessageReference.MessageID != "" {
+	forward := m.MessageReference != nil && m.MessageReference.Type == discordgo.MessageReferenceTypeForward
+	switch {
+	case forward:
+		// A forward is no reply: the message it copies is in another
+		// chat, and its text is in the snapshot, not in content.
+		ev.Text = strings.TrimSpace(ev.Text + " " + forwarded(m))
+	case m.MessageReference != nil && m.MessageReference.MessageID != "":
 		ev.ReplyTo = adapters.MessageID(m.MessageReference.MessageID)
 	}
 	for _, att := range m.Attachments {
@@ -140,7 +156,7 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 	if a.addressed(m, self) {
 		ev.Verb = adapters.VerbMention
 	}
-	if kind == adapters.KindMessage && !ev.FromBot && !ev.OtherBot && m.Content == "" && len(m.Attachments) == 0 &&
+	if kind == adapters.KindMessage && !forward && !ev.FromBot && !ev.OtherBot && m.Content == "" && len(m.Attachments) == 0 &&
 		len(m.Embeds) == 0 && len(m.StickerItems) == 0 {
 		a.contentWarn.Do(func() {
 			a.log.Warn("discord message content arrived empty: enable the Message Content intent for this bot " +
@@ -148,6 +164,60 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 		})
 	}
 	return ev, true
+}
+
+// channelMention is Discord's markup for a channel: <#id>.
+var channelMention = regexp.MustCompile(`<#([0-9]+)>`)
+
+// render is a message's text as people read it: user mentions as
+// @username, role mentions as @role (but the bot's own) and channel
+// mentions as #channel (names from the session's state; markup left as it
+// is when unknown).
+func (a *Adapter) render(m *discordgo.Message) string {
+	text := m.ContentWithMentionsReplaced()
+	s, err := a.session()
+	if err != nil || m.GuildID == "" || !strings.Contains(text, "<") {
+		return text
+	}
+	a.mu.Lock()
+	botRoles := maps.Clone(a.botRoles)
+	a.mu.Unlock()
+	for _, id := range m.MentionRoles {
+		if botRoles[id] {
+			continue // the bot's own role stays markup: "<@&id> stop" is one mention, whatever its name
+		}
+		if r, err := s.State.Role(m.GuildID, id); err == nil && r.Name != "" {
+			text = strings.ReplaceAll(text, "<@&"+id+">", "@"+r.Name)
+		}
+	}
+	return channelMention.ReplaceAllStringFunc(text, func(mention string) string {
+		if c, err := s.State.Channel(mention[2 : len(mention)-1]); err == nil && c.Name != "" {
+			return "#" + c.Name
+		}
+		return mention
+	})
+}
+
+// forwarded is what a forwarded message shows: "[forwarded] " and the
+// text of the message it copies, with its files and stickers named.
+func forwarded(m *discordgo.Message) string {
+	var parts []string
+	for _, snap := range m.MessageSnapshots {
+		o := snap.Message
+		if o == nil {
+			continue
+		}
+		if t := strings.TrimSpace(o.ContentWithMentionsReplaced()); t != "" {
+			parts = append(parts, t)
+		}
+		for _, att := range o.Attachments {
+			parts = append(parts, "[file "+att.Filename+"]")
+		}
+		for _, st := range o.StickerItems {
+			parts = append(parts, "[sticker "+st.Name+"]")
+		}
+	}
+	return "[forwarded] " + strings.Join(parts, " ")
 }
 
 // addressed: a DM, a mention of the bot or of its managed role, or a reply

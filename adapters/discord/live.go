@@ -55,7 +55,8 @@ const liveBusy = 50 * time.Millisecond
 
 // due is how long discordgo's rate limiter would hold a message sent to
 // channel ch now (edit: an edit of one), without taking a turn: its
-// bucket's reset while the bucket is spent, or the global limit's.
+// bucket's reset while the bucket is spent, the global limit's, or the
+// adapter's hold after a 429.
 func (a *Adapter) due(ch string, edit bool) time.Duration {
 	s, err := a.session()
 	if err != nil {
@@ -65,12 +66,13 @@ func (a *Adapter) due(ch string, edit bool) time.Duration {
 	if edit {
 		key = discordgo.EndpointChannelMessage(ch, "")
 	}
+	held := a.held.left()
 	b := s.Ratelimiter.GetBucket(key)
 	if !b.TryLock() {
-		return liveBusy
+		return max(held, liveBusy)
 	}
 	defer b.Unlock()
-	return s.Ratelimiter.GetWaitTime(b, 1)
+	return max(held, s.Ratelimiter.GetWaitTime(b, 1))
 }
 
 // partial is an unfinished text with markdown.Partial closing what the

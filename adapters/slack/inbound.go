@@ -78,6 +78,10 @@ func (a *Adapter) fromMessageEvent(ctx context.Context, team string, e *slackeve
 			len(e.PreviousMessage.Files) == len(e.Message.Files) {
 			return adapters.Inbound{}, false // an unfurl or a reply count, not an edit
 		}
+		if e.Message.SubType == "tombstone" { // a thread's parent deleted: its replies stay
+			return adapters.Inbound{Kind: adapters.KindDelete, Chat: a.chat(ctx, team, e.Channel, e.ChannelType),
+				ID: adapters.MessageID(e.Message.Timestamp), Time: tsTime(e.EventTimeStamp)}, true
+		}
 		m := a.fromMsg(ctx, team, e.Channel, e.ChannelType, *e.Message)
 		m.Kind = adapters.KindEdit
 		return m, true

@@ -23,6 +23,19 @@ func threadOf(m adapters.Outbound, kind string) string {
 	return string(m.ReplyTo)
 }
 
+// ReplyTopic is the thread a reply lands in (adapters.Threader): in a
+// channel, a reply to a top-level message starts a thread under it.
+func (a *Adapter) ReplyTopic(m adapters.Outbound) string {
+	if m.Topic != "" || m.ReplyTo == "" {
+		return ""
+	}
+	_, kind, err := channelOf(m.Chat)
+	if err != nil {
+		return ""
+	}
+	return threadOf(m, kind)
+}
+
 // Send posts one part, rendered to mrkdwn, in its thread.
 func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
 	channel, kind, err := channelOf(m.Chat)

@@ -148,6 +148,30 @@ func TestAckOnlyAfterStored(t *testing.T) {
 	}
 }
 
+// Deleting a message that has thread replies leaves a tombstone: Slack
+// sends message_changed whose message has subtype "tombstone" and the text
+// "This message was deleted." (from USLACKBOT). That is a delete: the
+// stored message is marked deleted, its text not replaced by the notice.
+func TestThreadParentDeletedIsADelete(t *testing.T) {
+	s := slacktest.New(t)
+	host := adaptertest.NewHost()
+	start(t, s, slack.ModeSocket, host)
+	ts := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "incident: db down"})
+	post(t, s, slacktest.Post{Channel: "C1", User: "U2", Text: "on it", ThreadTS: ts})
+	host.WaitEvents(t, 2)
+	prev := map[string]any{"type": "message", "user": "U1", "text": "incident: db down", "ts": ts, "thread_ts": ts, "reply_count": 1}
+	tomb := map[string]any{"type": "message", "subtype": "tombstone", "user": "USLACKBOT", "text": "This message was deleted.", "hidden": true,
+		"ts": ts, "thread_ts": ts, "reply_count": 1}
+	if _, status, err := s.Emit(map[string]any{"type": "message", "subtype": "message_changed", "channel": "C1", "channel_type": "channel",
+		"hidden": true, "message": tomb, "previous_message": prev, "event_ts": "1795740999.000100", "ts": "1795740999.000100"}); err != nil || status >= 300 {
+		t.Fatalf("emit: %d %v", status, err)
+	}
+	e := host.WaitEvents(t, 3)[2]
+	if e.Kind != adapters.KindDelete || e.ID.String() != ts || e.Chat != "slack:T1/channel/C1" {
+		t.Errorf("the tombstone came as %s of %s in %s (text %q); want the delete of %s", e.Kind.Name(), e.ID, e.Chat, e.Text, ts)
+	}
+}
+
 func TestEditsDeletesReactionsBots(t *testing.T) {
 	s := slacktest.New(t)
 	host := adaptertest.NewHost()

@@ -118,16 +118,30 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 	case m.SenderChat != nil: // a channel post or an anonymous admin
 		ev.Sender, ev.SenderName = groupJID(m.SenderChat.ID), chatName(*m.SenderChat)
 	}
-	if m.Chat.IsForum && m.IsTopicMessage && m.MessageThreadID != 0 {
+	if forumTopic(m) {
 		ev.Topic = strconv.Itoa(m.MessageThreadID)
 	}
-	if r := m.ReplyToMessage; r != nil && !(ev.Topic != "" && r.ID == m.MessageThreadID) {
+	if r := m.ReplyToMessage; r != nil && !topicRoot(m, r) {
 		ev.ReplyTo = messageID(r.ID)
 	}
 	if a.addressed(m, text, entities) {
 		ev.Verb = adapters.VerbMention
 	}
 	return []adapters.Inbound{ev}
+}
+
+// forumTopic: m was written in a forum topic. A reply in a supergroup
+// without topics, or in a forum's General topic, also carries a
+// message_thread_id (its reply thread's root), but no is_topic_message.
+func forumTopic(m *models.Message) bool {
+	return m.Chat.IsForum && m.IsTopicMessage && m.MessageThreadID != 0
+}
+
+// topicRoot: r, which m replies to, is only its forum topic's first message
+// (Telegram makes every message in a topic a reply to it), not a reply the
+// user chose. In a reply thread the root is the message the user answered.
+func topicRoot(m, r *models.Message) bool {
+	return forumTopic(m) && r.ID == m.MessageThreadID
 }
 
 // addressed: a private chat, a mention of the bot (@name, a text mention,
@@ -137,7 +151,7 @@ func (a *Adapter) addressed(m *models.Message, text string, entities []models.Me
 		return true
 	}
 	self := a.selfID.Load()
-	if r := m.ReplyToMessage; r != nil && r.From != nil && r.From.ID == self && r.ID != m.MessageThreadID {
+	if r := m.ReplyToMessage; r != nil && r.From != nil && r.From.ID == self && !topicRoot(m, r) {
 		return true
 	}
 	name, _ := a.username.Load().(string)

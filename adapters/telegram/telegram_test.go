@@ -189,6 +189,43 @@ func TestInboundNormalization(t *testing.T) {
 	}
 }
 
+// A reply to the bot's message in a supergroup without topics (or in a
+// forum's General topic) carries the replied-to message's id as its
+// message_thread_id (the reply thread's root), without is_topic_message:
+// it is still a reply to the bot, so a mention, and it has no topic. Only
+// a forum topic's root (the topic's creation) is not a reply.
+func TestReplyToBotInReplyThread(t *testing.T) {
+	f := telegramtest.New(t)
+	host := adaptertest.NewHost()
+	a := start(t, f, host)
+	botID, err := a.Send(t.Context(), adapters.Outbound{Chat: groupChat, Text: "the nightly build failed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, forum := range []bool{false, true} {
+		m, _ := f.UserMessage(telegramtest.GroupID, "why?", false, 0, atoi(botID))
+		m["message_thread_id"] = atoi(botID) // as Telegram sends it; no is_topic_message
+		chat := telegramtest.ChatObj(telegramtest.GroupID)
+		chat["is_forum"] = forum
+		m["chat"] = chat
+		f.Push("message", m)
+	}
+	// In a topic whose first message is the bot's, every message replies to
+	// that one: neither a reply nor a mention.
+	m, _ := f.UserMessage(telegramtest.GroupID, "in the topic", false, atoi(botID), atoi(botID))
+	f.Push("message", m)
+	evs := host.WaitEvents(t, 3)
+	for i, e := range evs[:2] {
+		if e.Verb != adapters.VerbMention || e.ReplyTo != botID || e.Topic != "" {
+			t.Errorf("reply %d to the bot in a reply thread: verb %q, reply_to %q, topic %q; want a mention replying to %s, no topic",
+				i, e.Verb, e.ReplyTo, e.Topic, botID)
+		}
+	}
+	if e := evs[2]; e.Verb != adapters.VerbMessage || e.ReplyTo != "" || e.Topic != string(botID) {
+		t.Errorf("a message in a topic the bot opened: verb %q, reply_to %q, topic %q; want a message in topic %s", e.Verb, e.ReplyTo, e.Topic, botID)
+	}
+}
+
 // Attachments are fetched through getFile; the file URL (with the token)
 // never shows.
 func TestDownload(t *testing.T) {

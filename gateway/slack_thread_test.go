@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"switchboard/adapters/slack"
+	"switchboard/adapters/slack/slacktest"
+	"switchboard/internal/testwait"
+	"switchboard/routing"
+)
+
+// On Slack a reply to a top-level channel message opens a thread under it
+// (docs/slack.md). Every part of a reply too long for one message goes into
+// that thread, the bot's reply is stored in it, and the thread counts as
+// where the bot spoke: a follow-up written there without a mention reaches
+// the folder on a mention-only route, as any follow-up in a chat/topic where
+// the bot spoke (CONTRACT §5, §4: a reply goes to the chat and topic of the
+// message it answers).
+func TestSlackReplyThreadIsWhereTheBotSpoke(t *testing.T) {
+	s := slacktest.New(t)
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
+		APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
+	long := strings.Repeat("word ", 1500) // 7,500 characters: two parts at Slack's 4,000
+	dir := t.TempDir()
+	script := filepath.Join(dir, "agent.sh")
+	body := `cat > /dev/null
+if [ -e "` + dir + `/ran" ]; then echo "short answer"; else touch "` + dir + `/ran"; echo "` + long + `"; fi
+`
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessConfig{agent: []string{"/bin/sh", script},
+		routes: []routing.Route{ // mention-only: a mention triggers, the rest is context
+			{Seq: 1, Match: map[string]string{"platform": "slack", "verb": "mention"}, Target: "main"},
+			{Seq: 2, Match: map[string]string{"platform": "slack"}, Target: "main", Mode: routing.Observe},
+		},
+		modify: func(o *Options) {
+			o.Adapters = append(o.Adapters, a)
+			o.Streams = map[string]Stream{"slack": {Mode: StreamOff}}
+		}})
+	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+	ts, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> report please", Mention: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot := func() []slacktest.Msg {
+		var out []slacktest.Msg
+		for _, m := range s.Messages("C1") {
+			if m.User == slacktest.BotUser && !m.Deleted {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	testwait.For(t, 30*time.Second, "both parts of the reply, stored", func() bool {
+		return len(bot()) >= 2 && len(h.botMessages("slack:T1/channel/C1")) >= 2
+	})
+	for i, m := range bot() {
+		if m.ThreadTS != ts {
+			t.Errorf("part %d of the reply went to thread %q; want the thread under the message it answers (%s)", i+1, m.ThreadTS, ts)
+		}
+	}
+	for i, m := range h.botMessages("slack:T1/channel/C1") {
+		if m.Topic != ts {
+			t.Errorf("part %d of the reply is stored in topic %q; want %s, the thread it is in", i+1, m.Topic, ts)
+		}
+	}
+	// A follow-up in that thread, without a mention, on the observe route.
+	if _, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "and the totals?", ThreadTS: ts}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the answer to the follow-up in the thread", func() bool {
+		for _, m := range bot() {
+			if m.Text == "short answer" {
+				if m.ThreadTS != ts {
+					t.Errorf("the follow-up's answer went to thread %q; want %s", m.ThreadTS, ts)
+				}
+				return true
+			}
+		}
+		return false
+	})
+}
