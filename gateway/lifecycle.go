@@ -346,7 +346,10 @@ func (t *turns) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, 
 		text = fmt.Sprintf("Sorry, something went wrong (%s). Retrying.", shortReason(res, err))
 	}
 	if text != "" {
-		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Text: text})
+		// Where the turn's reply would have gone: on Slack, the thread
+		// under the message it answers (the outbox asks the Threader).
+		out = append(out, store.OutboxItem{Key: turn.ID + "/notice", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic,
+			ReplyTo: lastMessageID(b), Text: text})
 	}
 	var delay time.Duration
 	var retryAt time.Time

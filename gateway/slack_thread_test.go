@@ -85,3 +85,40 @@ if [ -e "` + dir + `/ran" ]; then echo "short answer"; else touch "` + dir + `/r
 		return false
 	})
 }
+
+// A turn answering a top-level Slack channel message fails: its failure
+// notice goes where its reply would have, into the thread under that
+// message, not into the channel.
+func TestSlackFailureNoticeInTheReplyThread(t *testing.T) {
+	s := slacktest.New(t)
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
+		APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(script, []byte("cat > /dev/null\necho broken >&2\nexit 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newHarness(t, harnessConfig{agent: []string{"/bin/sh", script},
+		routes: []routing.Route{{Match: map[string]string{"platform": "slack"}, Target: "main"}},
+		modify: func(o *Options) {
+			o.Adapters = append(o.Adapters, a)
+			o.Streams = map[string]Stream{"slack": {Mode: StreamOff}}
+		}})
+	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+	ts, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> report please", Mention: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notice slacktest.Msg
+	testwait.For(t, 30*time.Second, "the failure notice", func() bool {
+		for _, m := range s.Messages("C1") {
+			if m.User == slacktest.BotUser && strings.Contains(m.Text, "went wrong") {
+				notice = m
+				return true
+			}
+		}
+		return false
+	})
+	if notice.ThreadTS != ts {
+		t.Errorf("the failure notice went to thread %q; want the thread under the message it answers (%s)", notice.ThreadTS, ts)
+	}
+}
