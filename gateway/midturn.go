@@ -116,10 +116,32 @@ func (c *midTurnMsg) running(ctx context.Context) (*stoppableTurn, MidTurn) {
 	if rt == nil {
 		return nil, ""
 	}
+	return rt, c.modeOf(ctx)
+}
+
+// modeOf is the message's folder's mode, read once.
+func (c *midTurnMsg) modeOf(ctx context.Context) MidTurn {
 	if !c.modeRead {
 		c.mode, c.modeRead = c.mt.mode(ctx, c.w.Folder), true
 	}
-	return rt, c.mode
+	return c.mode
+}
+
+// steering is the turn a message is steered into: the one running for its
+// folder in its chat and topic, or, with none there, the one running in
+// the chat outside topics whose reply is in the thread the message is in
+// (a Slack channel's reply is in the thread under the message it answers,
+// where people follow the live reply and write on), as stoppable.toStop
+// finds one to stop. nil when none runs.
+func (c *midTurnMsg) steering(ctx context.Context) (*stoppableTurn, MidTurn) {
+	if rt, mode := c.running(ctx); rt != nil || c.w.Topic == "" {
+		return rt, mode
+	}
+	rt := c.mt.running.running(c.w.Folder, c.w.ChatJID, "")
+	if rt == nil || rt.replyTo == "" || string(rt.replyTo) != c.w.Topic {
+		return nil, ""
+	}
+	return rt, c.modeOf(ctx)
 }
 
 // steer writes m, routed to c's work item, into the running turn of its
@@ -135,7 +157,7 @@ func (c *midTurnMsg) steer(ctx context.Context, m *store.Message, arrived func(s
 		return false, nil
 	}
 	mt, w := c.mt, c.w
-	rt, mode := c.running(ctx)
+	rt, mode := c.steering(ctx)
 	if rt == nil || mode != MidTurnSteer {
 		return false, nil
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
@@ -196,5 +198,34 @@ func TestSteerCountsInTheFloodLimits(t *testing.T) {
 	clock.Advance(time.Hour)
 	if first := turnFile(t, dir, "in-2", 1); !strings.Contains(first, "and another") || strings.Contains(first, "one more thing") {
 		t.Errorf("the next turn's prompt: %s\nwant m3 (held, not lost) and not m2 (steered already)", first)
+	}
+}
+
+// steer, on a platform that answers a channel message in the thread under
+// it (Slack): a message written in that thread while the channel's turn
+// runs is steered into that turn, as one in the channel is; it is not
+// queued for a turn of its own.
+func TestSteerFromTheReplysThread(t *testing.T) {
+	dir := t.TempDir()
+	h := steerHarness(t, dir, nil)
+	h.post(testChat, "m1", "GATE: a long question")
+	turnFile(t, dir, "in-1", 1)
+	if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: "m2", Topic: "m1",
+		Sender: "test:user/ann", SenderName: "Ann", Text: "and in the thread: one more thing", Verb: adapters.VerbMention}); err != nil {
+		t.Fatal(err)
+	}
+	if in2 := turnFile(t, dir, "in-1", 2); !strings.Contains(in2, "in the thread: one more thing") {
+		t.Fatalf("the running turn got %s; want the thread's message", in2)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sent := texts(h.waitSent(testChat, 2)); !slices.Equal(sent, []string{"reply 1.1", "reply 1.2"}) {
+		t.Fatalf("sent %q; want both results, once each", sent)
+	}
+	h.waitTurns("main", 1)
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+	if ts := h.turns("main"); len(ts) != 1 {
+		t.Errorf("turns %+v; want one (the thread's message was steered into it)", ts)
 	}
 }
