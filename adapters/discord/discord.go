@@ -51,7 +51,7 @@ type Adapter struct {
 	opt  Options
 	log  *slog.Logger
 	http *http.Client
-	held hold // a 429 pauses every REST request of the adapter (ratelimit.go)
+	held adapters.Hold // a 429 pauses every REST request of the adapter (ratelimit.go)
 
 	mu       sync.Mutex
 	s        *discordgo.Session

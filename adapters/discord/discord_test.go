@@ -314,7 +314,7 @@ func TestRateLimitPausesTheWholeAdapter(t *testing.T) {
 		first <- err
 	}()
 	// The 429 has reached the adapter (not only left the fake).
-	testwait.For(t, 10*time.Second, "the 429", func() bool { return a.held.left() > 0 })
+	testwait.For(t, 10*time.Second, "the 429", func() bool { return a.held.Left() > 0 })
 	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Topic: discordtest.Thread, Text: "to the thread, during the wait"}); err != nil {
 		t.Fatalf("send to the thread: %v", err)
 	}

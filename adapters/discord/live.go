@@ -66,7 +66,7 @@ func (a *Adapter) due(ch string, edit bool) time.Duration {
 	if edit {
 		key = discordgo.EndpointChannelMessage(ch, "")
 	}
-	held := a.held.left()
+	held := a.held.Left()
 	b := s.Ratelimiter.GetBucket(key)
 	if !b.TryLock() {
 		return max(held, liveBusy)

@@ -3,44 +3,20 @@ package discord
 import (
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
+
+	"switchboard/adapters"
 )
-
-// hold is the adapter-wide pause after a 429: discordgo waits out a 429
-// in the bucket that got it only, while CONTRACT §13 pauses the whole
-// adapter for the wait, so that no request of any route reaches Discord
-// before it is over.
-type hold struct {
-	mu    sync.Mutex
-	until time.Time
-}
-
-// set holds every request for d from now (never shortening a longer hold).
-func (h *hold) set(d time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if until := time.Now().Add(d); until.After(h.until) {
-		h.until = until
-	}
-}
-
-// left is how long the hold lasts from now (0: none).
-func (h *hold) left() time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return max(time.Until(h.until), 0)
-}
 
 // holding is the REST transport: each request first waits out the hold
 // (or its context ends), and a 429 sets the hold for its wait.
 type holding struct {
 	next http.RoundTripper
-	hold *hold
+	hold *adapters.Hold // discordgo waits out a 429 only in the bucket that got it
 }
 
 func (t holding) RoundTrip(req *http.Request) (*http.Response, error) {
-	for d := t.hold.left(); d > 0; d = t.hold.left() {
+	for d := t.hold.Left(); d > 0; d = t.hold.Left() {
 		timer := time.NewTimer(d)
 		select {
 		case <-req.Context().Done():
@@ -51,7 +27,7 @@ func (t holding) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
-		t.hold.set(retryAfter(resp.Header))
+		t.hold.Set(retryAfter(resp.Header))
 	}
 	return resp, err
 }

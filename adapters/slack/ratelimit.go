@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // Slack's per-method rate-limit tiers, in calls per minute per workspace.
@@ -33,7 +35,7 @@ type tiers struct {
 	postEvery time.Duration // 0: postEvery
 	mu        sync.Mutex
 	buckets   map[string]*bucket
-	held      time.Time // Slack answered 429: no call before this (hold)
+	held      adapters.Hold // Slack answered 429: no call before it ends (holding)
 }
 
 type bucket struct {
@@ -46,7 +48,7 @@ type bucket struct {
 func (t *tiers) wait(ctx context.Context, method, channel string) error {
 	key, capacity, every, ok := t.bucketOf(method, channel)
 	for {
-		d := t.heldFor()
+		d := t.held.Left()
 		if d == 0 {
 			if !ok {
 				return nil
@@ -69,7 +71,7 @@ func (t *tiers) wait(ctx context.Context, method, channel string) error {
 // when none. It takes nothing: a live update not due is not sent, so that
 // the next one carries the newest text (adapters.NotDue).
 func (t *tiers) due(method, channel string) time.Duration {
-	held := t.heldFor()
+	held := t.held.Left()
 	key, capacity, every, ok := t.bucketOf(method, channel)
 	if !ok {
 		return held
@@ -87,24 +89,6 @@ func (t *tiers) due(method, channel string) time.Duration {
 	return max(held, time.Duration((1-tokens)*float64(every)))
 }
 
-// hold keeps every call of the adapter waiting for d from now: Slack
-// answered 429 with Retry-After d, and the whole adapter pauses for it
-// (CONTRACT §13), a live reply's next update and a final alike.
-func (t *tiers) hold(d time.Duration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if until := time.Now().Add(d); until.After(t.held) {
-		t.held = until
-	}
-}
-
-// heldFor is how long a 429's hold lasts from now (0: none).
-func (t *tiers) heldFor() time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return max(time.Until(t.held), 0)
-}
-
 // holding is the Web API's transport: a 429 holds the tiers for its
 // Retry-After (at least a second) before it is returned to the caller.
 type holding struct {
@@ -116,7 +100,7 @@ func (h holding) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := h.base.RoundTrip(r)
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
 		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		h.tiers.hold(time.Duration(max(secs, 1)) * time.Second)
+		h.tiers.held.Set(time.Duration(max(secs, 1)) * time.Second)
 	}
 	return resp, err
 }
