@@ -114,13 +114,19 @@ func (d *dispatcher) follow() {
 				if initial && e.Created().Before(seen) {
 					seen = e.Created()
 				}
-				d.workers[e.Key()] = seenWorker{info: wi, seen: seen, ended: stillCounted(d.workers[e.Key()], wi)}
-				close(d.news)
-				d.news = make(chan struct{})
+				d.report(e.Key(), wi, seen)
 			}
 		}
 		d.mu.Unlock()
 	}
+}
+
+// report records worker id's report wi, put at seen, and wakes whoever
+// waits for news. Under mu.
+func (d *dispatcher) report(id string, wi WorkerInfo, seen time.Time) {
+	d.workers[id] = seenWorker{info: wi, seen: seen, ended: stillCounted(d.workers[id], wi)}
+	close(d.news)
+	d.news = make(chan struct{})
 }
 
 // stillCounted is what of prev's ended turns the worker's new report wi

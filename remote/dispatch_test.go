@@ -355,8 +355,9 @@ func TestDispatchDiscountsAnEndedTurnOnce(t *testing.T) {
 	now := time.Now()
 	started := now.Add(-time.Hour)
 	report := func(d *dispatcher, busy int, finished int64, started time.Time) {
-		wi := WorkerInfo{ID: "w1", Slots: 2, Busy: busy, Finished: finished, Started: started}
-		d.workers["w1"] = seenWorker{info: wi, seen: now, ended: stillCounted(d.workers["w1"], wi)}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.report("w1", WorkerInfo{ID: "w1", Slots: 2, Busy: busy, Finished: finished, Started: started}, now)
 	}
 	used := func(d *dispatcher) int { return d.used(d.workers["w1"].info) }
 	newD := func() *dispatcher {
@@ -381,6 +382,10 @@ func TestDispatchDiscountsAnEndedTurnOnce(t *testing.T) {
 	d.done("a-1", 1) // the outcome first...
 	if got := used(d); got != 1 {
 		t.Errorf("outcome first: %d slots used; want 1", got)
+	}
+	report(d, 2, 0, started) // a report put before the turn ended comes late: it still counts the turn
+	if got := used(d); got != 1 {
+		t.Errorf("outcome, then a stale report: %d slots used; want 1", got)
 	}
 	report(d, 1, 1, started) // ...then the report, which counts it finished
 	if got := used(d); got != 1 {

@@ -91,7 +91,7 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 			return taskAddError(err)
 		}
 		return a.emit(taskJSON(t), func(w io.Writer) {
-			fmt.Fprintf(w, "added task %d: %s in %s, next run %s\n", t.ID, t.Spec, t.Timezone, inZone(nextRun(t), t.Timezone))
+			fmt.Fprintf(w, "added task %d: %s in %s, next run %s\n", t.ID, t.Spec, t.Timezone, inZone(t.NextRun(), t.Timezone))
 		})
 	})
 }
@@ -115,8 +115,6 @@ func taskAddError(err error) error {
 	return usagef("%s: %w", taskFlags[fe.Field], fe.Err)
 }
 
-// inZone shows t as wall time in the task's zone, with the offset and the
-// zone's name: "2026-11-25 09:00:00 +01:00 Europe/Berlin".
 // cliScheduleError rewrites a schedule that embeds its zone (CRON_TZ=…)
 // into the command line's terms: the zone goes in --tz. what names the
 // argument that held the schedule. Other errors pass unchanged.
@@ -133,6 +131,8 @@ func cliScheduleError(err error, what string) error {
 		scheduler.ErrBadSchedule, what, zp.Spec, fix)
 }
 
+// inZone shows t as wall time in the task's zone, with the offset and the
+// zone's name: "2026-11-25 09:00:00 +01:00 Europe/Berlin".
 func inZone(t time.Time, tz string) string {
 	if t.IsZero() {
 		return "none"
@@ -143,13 +143,10 @@ func inZone(t time.Time, tz string) string {
 	return t.Format("2006-01-02 15:04:05 -07:00") + " " + cmp.Or(tz, "UTC")
 }
 
-// nextRun is when t fires next (scheduler.Task.NextRun).
-func nextRun(t scheduler.Task) time.Time { return t.NextRun() }
-
 func taskJSON(t scheduler.Task) map[string]any {
 	out := map[string]any{"id": t.ID, "folder": t.Folder, "chat_jid": t.ChatJID, "prompt": t.Prompt, "schedule": t.Spec,
 		"kind": t.Kind, "timezone": t.Timezone, "context_mode": t.Context, "missed": t.Missed, "status": t.Status, "next_run": nil, "created_by": t.CreatedBy}
-	if next := nextRun(t); !next.IsZero() {
+	if next := t.NextRun(); !next.IsZero() {
 		out["next_run"] = next.Format(time.RFC3339)
 	}
 	return out
@@ -169,7 +166,7 @@ func (a *app) taskList(cmd *cobra.Command) error {
 		return a.emit(rows, func(w io.Writer) {
 			fmt.Fprintln(w, "ID\tSTATUS\tFOLDER\tCHAT\tSCHEDULE\tZONE\tNEXT RUN\tPROMPT")
 			for _, t := range tasks {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Folder, t.ChatJID, t.Spec, t.Timezone, inZone(nextRun(t), t.Timezone), firstLine(t.Prompt))
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Folder, t.ChatJID, t.Spec, t.Timezone, inZone(t.NextRun(), t.Timezone), firstLine(t.Prompt))
 			}
 		})
 	})
@@ -204,7 +201,7 @@ func (a *app) taskStatusCommand(verb string, status scheduler.TaskStatus) *cobra
 					return fmt.Errorf("task %s: %w", verb, err)
 				}
 				return a.emit(taskJSON(t), func(w io.Writer) {
-					fmt.Fprintf(w, "task %d is %s; next run %s\n", t.ID, t.Status, inZone(nextRun(t), t.Timezone))
+					fmt.Fprintf(w, "task %d is %s; next run %s\n", t.ID, t.Status, inZone(t.NextRun(), t.Timezone))
 				})
 			})
 		},
