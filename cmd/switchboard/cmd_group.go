@@ -79,7 +79,7 @@ func (a *app) groupSet(cmd *cobra.Command, name, midTurn string) error {
 	if mode == "default" {
 		mode = ""
 	} else if err := ops.CheckMidTurn(mode); err != nil {
-		return usagef("--mid-turn %q: want queue, steer, interrupt or default (agent.mid_turn again)", mode)
+		return usagef("--mid-turn %q: want %s or default (agent.mid_turn again)", mode, strings.Join(ops.MidTurnModes, ", "))
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
