@@ -59,12 +59,8 @@ func (t *Table) checkTopicsKept(caller groups.Folder, chat adapters.JID, r Route
 			continue // unowned, owned by the subtree, or its owner's route stays ahead
 		}
 		if added == nil {
-			added = &entry{route: r}
-			for k, key := range MatchKeys {
-				if g, ok := r.Match[key]; ok {
-					added.globs[k] = compileGlob(g)
-				}
-			}
+			e := newEntry(r)
+			added = &e
 		}
 		if added.mismatch(&v, true) < 0 {
 			return fmt.Errorf("%w: at seq %d the route would take topic %q of chat %q from group %q, outside the subtree of group %q; give it a seq after that group's route, or pin another topic",
