@@ -2,7 +2,6 @@ package routing
 
 import (
 	"fmt"
-	"slices"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -46,13 +45,13 @@ func (t *Table) checkTopicsKept(caller groups.Folder, chat adapters.JID, r Route
 		return nil
 	}
 	var added *entry
-	var checked []string
+	checked := map[string]bool{} // a topic many routes pin is looked up once
 	for i := range t.entries {
 		tp, ok := t.entries[i].route.Match[KeyTopic]
-		if !ok || tp == "" || !IsLiteral(tp) || slices.Contains(checked, tp) {
+		if !ok || tp == "" || !IsLiteral(tp) || checked[tp] {
 			continue
 		}
-		checked = append(checked, tp)
+		checked[tp] = true
 		v := messageValues(Message{ChatJID: chat, Topic: tp})
 		at := t.first(&v, true)
 		if at < 0 || caller.Contains(t.entries[at].route.Target) || t.entries[at].route.Seq <= r.Seq {
