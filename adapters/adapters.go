@@ -31,7 +31,7 @@ func ParseJID(s string) (JID, error) {
 		return "", fmt.Errorf("%w: empty", ErrBadJID)
 	case !ok:
 		return "", fmt.Errorf("%w %q: want <platform>:<room>, e.g. web:lobby or telegram:group/123 (a chat), web:user/ann (a sender)", ErrBadJID, s)
-	case platform == "" || !isLowerWord(platform):
+	case platform == "" || !IsPlatformName(platform):
 		return "", fmt.Errorf("%w %q: platform %q must be lowercase letters and digits", ErrBadJID, s, platform)
 	case rest == "":
 		return "", fmt.Errorf("%w %q: nothing after %q", ErrBadJID, s, platform+":")
@@ -41,7 +41,7 @@ func ParseJID(s string) (JID, error) {
 		return "", fmt.Errorf("%w: longer than 512 bytes", ErrBadJID)
 	}
 	for _, r := range rest {
-		if r <= ' ' || r == 0x7f || strings.ContainsRune(",()*?[]", r) {
+		if !IsJIDRune(r) {
 			return "", fmt.Errorf("%w %q: character %q is not allowed", ErrBadJID, s, r)
 		}
 	}
@@ -55,7 +55,15 @@ func (j JID) Validate() error {
 	return err
 }
 
-func isLowerWord(s string) bool {
+// IsJIDRune reports whether r may appear after a JID's platform: anything
+// but spaces, control characters and ",()*?[]" (glob and list syntax).
+func IsJIDRune(r rune) bool {
+	return r > ' ' && r != 0x7f && !strings.ContainsRune(",()*?[]", r)
+}
+
+// IsPlatformName reports whether s has only a platform name's characters:
+// lowercase ASCII letters and digits.
+func IsPlatformName(s string) bool {
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
 			return false

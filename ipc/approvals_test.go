@@ -153,3 +153,38 @@ func TestAskOverHTTP(t *testing.T) {
 		t.Fatalf("denied call: %+v", r)
 	}
 }
+
+// TestAskWithBadJIDArgs: a call whose rule asks but whose args cannot run
+// (a sender that is not a JID) is an isError at once; no person is asked
+// to approve it. The request went to the approvers, and the bad arg was
+// reported only after someone approved it.
+func TestAskWithBadJIDArgs(t *testing.T) {
+	h := newHarness(t, func(ctx context.Context, st *store.Store) error {
+		if err := approvalSetup(ctx, st); err != nil {
+			return err
+		}
+		return st.SetGrantOverrides(ctx, "acme", []string{"?find_messages"})
+	})
+	c := h.connect(t, "acme", false)
+	ch := callAsync(t, c, "find_messages", map[string]any{"query": "x", "sender": "ann"})
+	var r callResult
+	var pending int
+	testwait.For(t, 10*time.Second, "a result or a pending request", func() bool {
+		select {
+		case r = <-ch:
+			return true
+		default:
+		}
+		p, err := h.st.PendingApprovals(context.Background())
+		pending = len(p)
+		return err == nil && pending > 0
+	})
+	if pending > 0 {
+		decidePending(t, h, "find_messages", store.ApprovalDenied, "web:user/ann")
+		waitResult(t, ch)
+		t.Fatalf("find_messages with sender \"ann\" asked the approvers, want an isError at once")
+	}
+	if !r.IsError || !strings.Contains(r.Text, `param sender: invalid JID "ann"`) {
+		t.Errorf("find_messages with sender \"ann\": %+v", r)
+	}
+}

@@ -180,7 +180,7 @@ func TestBadArguments(t *testing.T) {
 		{"add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "mode": "loud"}, `"loud" is not one of trigger, observe`},
 		{"set_routes", map[string]any{"routes": []any{"x"}}, "routes[0]: want an object"},
 		{"send", []any{"web:acme", "x"}, "arguments must be a JSON object"},
-		{"send", map[string]any{"chat_jid": "not a jid", "text": "x"}, "refused"}, // unowned, so refused before parsing
+		{"send", map[string]any{"chat_jid": "not a jid", "text": "x"}, `param chat_jid: invalid JID "not a jid"`}, // checked before ownership
 		{"find_messages", map[string]any{"query": "AND OR ("}, "bad search query"},
 		{"find_messages", map[string]any{"query": "x", "since": "last tuesday"}, "since \"last tuesday\""},
 		{"register_group", map[string]any{"folder": "Bad Name"}, "invalid group folder"},

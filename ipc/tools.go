@@ -192,6 +192,11 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 		if err == nil {
 			err = validateArgs(def.tool, args)
 		}
+		if err == nil {
+			// Before grants: an ask must not put a call that cannot run
+			// to a person, and an optional "" is absent for them too.
+			err = checkJIDArgs(def.tool, args)
+		}
 		if err != nil {
 			if !a.rules.Listed(name) {
 				return refusal(folder, a.tier, name, a.rules.Check(name, nil).Reason), nil
@@ -219,10 +224,6 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 			s.count(name, "refused")
 			s.log.Info("mcp call refused", "folder", folder, "tool", name, "reason", d.Reason)
 			return refusal(folder, a.tier, name, d.Reason), nil
-		}
-		if err := checkJIDArgs(def.tool, args); err != nil {
-			s.count(name, "error")
-			return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
 		}
 		if !def.waits {
 			var cancel context.CancelFunc
@@ -325,9 +326,8 @@ var idParams = []string{"topic", "message_id", "reply_to", "before_id"}
 
 const maxID = 256
 
-// checkJIDArgs checks the JID and id params of a call that the grants
-// allowed (ownership refuses most bad chats before this; the operator's
-// calls reach it): a value that is not a JID is an error naming the param,
+// checkJIDArgs checks the JID and id params of a call before the grants
+// see them: a value that is not a JID is an error naming the param,
 // never a search or an engagement of a chat that cannot exist (an optional
 // one given as "" counts as absent), and so is an id over maxID bytes.
 func checkJIDArgs(t mcp.Tool, args map[string]any) error {

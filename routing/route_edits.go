@@ -2,7 +2,6 @@ package routing
 
 import (
 	"fmt"
-	"slices"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -46,25 +45,21 @@ func (t *Table) checkTopicsKept(caller groups.Folder, chat adapters.JID, r Route
 		return nil
 	}
 	var added *entry
-	var checked []string
+	checked := map[string]bool{} // a topic many routes pin is looked up once
 	for i := range t.entries {
 		tp, ok := t.entries[i].route.Match[KeyTopic]
-		if !ok || tp == "" || !IsLiteral(tp) || slices.Contains(checked, tp) {
+		if !ok || tp == "" || !IsLiteral(tp) || checked[tp] {
 			continue
 		}
-		checked = append(checked, tp)
+		checked[tp] = true
 		v := messageValues(Message{ChatJID: chat, Topic: tp})
 		at := t.first(&v, true)
 		if at < 0 || caller.Contains(t.entries[at].route.Target) || t.entries[at].route.Seq <= r.Seq {
 			continue // unowned, owned by the subtree, or its owner's route stays ahead
 		}
 		if added == nil {
-			added = &entry{route: r}
-			for k, key := range MatchKeys {
-				if g, ok := r.Match[key]; ok {
-					added.globs[k] = compileGlob(g)
-				}
-			}
+			e := newEntry(r)
+			added = &e
 		}
 		if added.mismatch(&v, true) < 0 {
 			return fmt.Errorf("%w: at seq %d the route would take topic %q of chat %q from group %q, outside the subtree of group %q; give it a seq after that group's route, or pin another topic",

@@ -102,13 +102,7 @@ func New(routes []Route) (*Table, error) {
 		}
 		r = r.Normalize()
 		r.Match = maps.Clone(r.Match)
-		e := entry{route: r}
-		for k, key := range MatchKeys {
-			if g, ok := r.Match[key]; ok {
-				e.globs[k] = compileGlob(g)
-			}
-		}
-		t.entries = append(t.entries, e)
+		t.entries = append(t.entries, newEntry(r))
 	}
 	slices.SortStableFunc(t.entries, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.route.Seq, b.route.Seq), cmp.Compare(a.route.ID, b.route.ID))
@@ -118,6 +112,17 @@ func New(routes []Route) (*Table, error) {
 	}
 	t.buildPlans()
 	return t, nil
+}
+
+// newEntry compiles r's globs.
+func newEntry(r Route) entry {
+	e := entry{route: r}
+	for k, key := range MatchKeys {
+		if g, ok := r.Match[key]; ok {
+			e.globs[k] = compileGlob(g)
+		}
+	}
+	return e
 }
 
 // index files entry i under the chat, the platform or the wildcard list.

@@ -142,7 +142,7 @@ func matchable(k, g string) error {
 		}
 	case KeyPlatform:
 		for _, r := range g {
-			if r != '*' && !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			if r != '*' && !adapters.IsPlatformName(string(r)) {
 				return fmt.Errorf("has %q; a platform is lowercase letters and digits, e.g. web or telegram", r)
 			}
 		}
@@ -162,7 +162,7 @@ func matchable(k, g string) error {
 // jidChars refuses a glob with a character that no JID has.
 func jidChars(g string) error {
 	for _, r := range g {
-		if r != '*' && (r <= ' ' || r == 0x7f || strings.ContainsRune(",()?[]", r)) {
+		if r != '*' && !adapters.IsJIDRune(r) {
 			return fmt.Errorf("has %q, which no JID has", r)
 		}
 	}
