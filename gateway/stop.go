@@ -183,6 +183,13 @@ func (r *stoppable) inChat(chat adapters.JID, topic string) []*stoppableTurn {
 	return out
 }
 
+// repliesIn reports whether rt, a turn outside topics, replies in the
+// thread topic: on Slack a channel turn's reply is in the thread under the
+// message it answers (replyTo), where people follow it and write on.
+func (rt *stoppableTurn) repliesIn(topic string) bool {
+	return rt.replyTo != "" && string(rt.replyTo) == topic
+}
+
 // toStop lists the turns a stop request in chat and topic stops: those
 // running in that topic; or, with none there, those running in the chat
 // outside topics whose reply is in the thread topic (a Slack channel's
@@ -194,7 +201,7 @@ func (r *stoppable) toStop(chat adapters.JID, topic string) []*stoppableTurn {
 	}
 	var out []*stoppableTurn
 	for _, rt := range r.inChat(chat, "") {
-		if rt.replyTo != "" && string(rt.replyTo) == topic {
+		if rt.repliesIn(topic) {
 			out = append(out, rt)
 		}
 	}
