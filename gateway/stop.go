@@ -251,6 +251,13 @@ type stopper struct {
 	log        *slog.Logger
 }
 
+// isMention reports whether word (a message's first: the stop and approval
+// commands after a mention of the bot) is a mention, "@name" or Slack's
+// "<@U123>".
+func isMention(word string) bool {
+	return strings.HasPrefix(word, "@") || strings.HasPrefix(word, "<@")
+}
+
 // isStopCommand reports whether text is a request to stop: "/stop" as the
 // whole message ("/stop@bot" too when it addresses the bot), or, in a
 // message that mentions the bot, the mention followed by "stop" (or
@@ -266,9 +273,8 @@ func isStopCommand(text string, verb adapters.Verb) bool {
 	case len(f) == 1:
 		return strings.HasPrefix(f[0], "/stop@")
 	case len(f) == 2:
-		mention := strings.HasPrefix(f[0], "@") || strings.HasPrefix(f[0], "<@")
 		word := strings.TrimRight(f[1], ".!")
-		return mention && (strings.EqualFold(word, "stop") || word == "/stop")
+		return isMention(f[0]) && (strings.EqualFold(word, "stop") || word == "/stop")
 	}
 	return false
 }
