@@ -171,7 +171,7 @@ func parseApprovalCommand(text string, verb adapters.Verb) (approvalCommand, boo
 // mention ("@name", "<@U123>") and the message mentions the bot (verb).
 func withoutMention(text string, verb adapters.Verb) string {
 	text = strings.TrimSpace(text)
-	if verb != adapters.VerbMention || !(strings.HasPrefix(text, "@") || strings.HasPrefix(text, "<@")) {
+	if verb != adapters.VerbMention || !isMention(text) {
 		return text
 	}
 	i := strings.IndexFunc(text, unicode.IsSpace)

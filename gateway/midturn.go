@@ -138,7 +138,7 @@ func (c *midTurnMsg) steering(ctx context.Context) (*stoppableTurn, MidTurn) {
 		return rt, mode
 	}
 	rt := c.mt.running.running(c.w.Folder, c.w.ChatJID, "")
-	if rt == nil || rt.replyTo == "" || string(rt.replyTo) != c.w.Topic {
+	if rt == nil || !rt.repliesIn(c.w.Topic) {
 		return nil, ""
 	}
 	return rt, c.modeOf(ctx)

@@ -183,6 +183,13 @@ func (r *stoppable) inChat(chat adapters.JID, topic string) []*stoppableTurn {
 	return out
 }
 
+// repliesIn reports whether rt, a turn outside topics, replies in the
+// thread topic: on Slack a channel turn's reply is in the thread under the
+// message it answers (replyTo), where people follow it and write on.
+func (rt *stoppableTurn) repliesIn(topic string) bool {
+	return rt.replyTo != "" && string(rt.replyTo) == topic
+}
+
 // toStop lists the turns a stop request in chat and topic stops: those
 // running in that topic; or, with none there, those running in the chat
 // outside topics whose reply is in the thread topic (a Slack channel's
@@ -194,7 +201,7 @@ func (r *stoppable) toStop(chat adapters.JID, topic string) []*stoppableTurn {
 	}
 	var out []*stoppableTurn
 	for _, rt := range r.inChat(chat, "") {
-		if rt.replyTo != "" && string(rt.replyTo) == topic {
+		if rt.repliesIn(topic) {
 			out = append(out, rt)
 		}
 	}
@@ -244,6 +251,13 @@ type stopper struct {
 	log        *slog.Logger
 }
 
+// isMention reports whether word (a message's first: the stop and approval
+// commands after a mention of the bot) is a mention, "@name" or Slack's
+// "<@U123>".
+func isMention(word string) bool {
+	return strings.HasPrefix(word, "@") || strings.HasPrefix(word, "<@")
+}
+
 // isStopCommand reports whether text is a request to stop: "/stop" as the
 // whole message ("/stop@bot" too when it addresses the bot), or, in a
 // message that mentions the bot, the mention followed by "stop" (or
@@ -259,9 +273,8 @@ func isStopCommand(text string, verb adapters.Verb) bool {
 	case len(f) == 1:
 		return strings.HasPrefix(f[0], "/stop@")
 	case len(f) == 2:
-		mention := strings.HasPrefix(f[0], "@") || strings.HasPrefix(f[0], "<@")
 		word := strings.TrimRight(f[1], ".!")
-		return mention && (strings.EqualFold(word, "stop") || word == "/stop")
+		return isMention(f[0]) && (strings.EqualFold(word, "stop") || word == "/stop")
 	}
 	return false
 }

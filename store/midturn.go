@@ -25,20 +25,8 @@ func (s *Store) GroupMidTurn(ctx context.Context, folder groups.Folder) (string,
 
 // GroupsWithMidTurn lists the groups whose own mid_turn is mode, by folder.
 func (s *Store) GroupsWithMidTurn(ctx context.Context, mode string) ([]groups.Folder, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT folder FROM groups WHERE mid_turn = ? ORDER BY folder`, mode)
+	out, err := queryFolders(ctx, s.r, `SELECT folder FROM groups WHERE mid_turn = ? ORDER BY folder`, mode)
 	if err != nil {
-		return nil, fmt.Errorf("read groups with mid_turn %s: %w", mode, err)
-	}
-	defer rows.Close()
-	var out []groups.Folder
-	for rows.Next() {
-		var f groups.Folder
-		if err := rows.Scan(&f); err != nil {
-			return nil, fmt.Errorf("read groups with mid_turn %s: %w", mode, err)
-		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read groups with mid_turn %s: %w", mode, err)
 	}
 	return out, nil

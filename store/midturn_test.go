@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
+
+	"switchboard/groups"
 )
 
 // steeredOf lists, by message ID, whether each item of b is marked steered.
@@ -71,5 +74,27 @@ func TestSteerMessageMarksItsRow(t *testing.T) {
 	}
 	if got := steeredOf(t, s, rerun); len(got) != 2 || got["asked"] || got["steered"] {
 		t.Errorf("items of the turn started on them again, steered: %v; want none", got)
+	}
+}
+
+// GroupsWithMidTurn lists, by folder, only the groups whose own mid_turn is
+// the mode asked for (agentspec gives those the steering agent flags).
+func TestGroupsWithMidTurn(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for f, mode := range map[string]string{"b": "steer", "a": "steer", "c": "queue", "d": ""} {
+		if err := s.AddGroup(ctx, groups.Folder(f)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetGroupMidTurn(ctx, groups.Folder(f), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.GroupsWithMidTurn(ctx, "steer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []groups.Folder{"a", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("GroupsWithMidTurn(steer) = %v, want %v", got, want)
 	}
 }
