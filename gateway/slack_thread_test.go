@@ -21,9 +21,6 @@ import (
 // the bot spoke (CONTRACT §5, §4: a reply goes to the chat and topic of the
 // message it answers).
 func TestSlackReplyThreadIsWhereTheBotSpoke(t *testing.T) {
-	s := slacktest.New(t)
-	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
-		APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
 	long := strings.Repeat("word ", 1500) // 7,500 characters: two parts at Slack's 4,000
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")
@@ -33,16 +30,10 @@ if [ -e "` + dir + `/ran" ]; then echo "short answer"; else touch "` + dir + `/r
 	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, harnessConfig{agent: []string{"/bin/sh", script},
-		routes: []routing.Route{ // mention-only: a mention triggers, the rest is context
-			{Seq: 1, Match: map[string]string{"platform": "slack", "verb": "mention"}, Target: "main"},
-			{Seq: 2, Match: map[string]string{"platform": "slack"}, Target: "main", Mode: routing.Observe},
-		},
-		modify: func(o *Options) {
-			o.Adapters = append(o.Adapters, a)
-			o.Streams = map[string]Stream{"slack": {Mode: StreamOff}}
-		}})
-	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+	h, s := slackThreadHarness(t, script, []routing.Route{ // mention-only: a mention triggers, the rest is context
+		{Seq: 1, Match: map[string]string{"platform": "slack", "verb": "mention"}, Target: "main"},
+		{Seq: 2, Match: map[string]string{"platform": "slack"}, Target: "main", Mode: routing.Observe},
+	})
 	ts, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> report please", Mention: true})
 	if err != nil {
 		t.Fatal(err)
@@ -90,20 +81,11 @@ if [ -e "` + dir + `/ran" ]; then echo "short answer"; else touch "` + dir + `/r
 // notice goes where its reply would have, into the thread under that
 // message, not into the channel.
 func TestSlackFailureNoticeInTheReplyThread(t *testing.T) {
-	s := slacktest.New(t)
-	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
-		APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
 	script := filepath.Join(t.TempDir(), "agent.sh")
 	if err := os.WriteFile(script, []byte("cat > /dev/null\necho broken >&2\nexit 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	newHarness(t, harnessConfig{agent: []string{"/bin/sh", script},
-		routes: []routing.Route{{Match: map[string]string{"platform": "slack"}, Target: "main"}},
-		modify: func(o *Options) {
-			o.Adapters = append(o.Adapters, a)
-			o.Streams = map[string]Stream{"slack": {Mode: StreamOff}}
-		}})
-	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+	_, s := slackThreadHarness(t, script, []routing.Route{{Match: map[string]string{"platform": "slack"}, Target: "main"}})
 	ts, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> report please", Mention: true})
 	if err != nil {
 		t.Fatal(err)
@@ -121,4 +103,21 @@ func TestSlackFailureNoticeInTheReplyThread(t *testing.T) {
 	if notice.ThreadTS != ts {
 		t.Errorf("the failure notice went to thread %q; want the thread under the message it answers (%s)", notice.ThreadTS, ts)
 	}
+}
+
+// slackThreadHarness runs the shell agent script with routes over a real
+// Slack adapter (Socket Mode, no live replies) against a fake Slack, and
+// waits until the adapter is connected.
+func slackThreadHarness(t *testing.T, script string, routes []routing.Route) (*harness, *slacktest.Server) {
+	t.Helper()
+	s := slacktest.New(t)
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
+		APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
+	h := newHarness(t, harnessConfig{agent: []string{"/bin/sh", script}, routes: routes,
+		modify: func(o *Options) {
+			o.Adapters = append(o.Adapters, a)
+			o.Streams = map[string]Stream{"slack": {Mode: StreamOff}}
+		}})
+	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+	return h, s
 }
