@@ -544,7 +544,7 @@ func (p *proc) usage(o Output) Usage {
 }
 
 // exitError describes an agent that exited non-zero or died of a signal, with the
-// last line it wrote to stderr (or, for claude-json and claude-stream, the error it reported,
+// last few lines it wrote to stderr (stderrDetail; or, for claude-json and claude-stream, the error it reported,
 // or else the end of its stdout: many CLIs print their errors there).
 // notStarted: bwrap itself failed, before the agent ran.
 func (p *proc) exitError(spec Spec, waitErr error, notStarted bool) error {
@@ -552,10 +552,11 @@ func (p *proc) exitError(spec Spec, waitErr error, notStarted bool) error {
 	if !errors.As(waitErr, &ee) {
 		return failed(waitErr, "wait for agent: %v", waitErr)
 	}
-	detail := lastLine(p.stderr.buf)
 	if notStarted {
-		return failed(ee, "agent could not start in the sandbox: %s; check agent.command and agent.binds", detail)
+		return failed(ee, "agent could not start in the sandbox: %s; check agent.command and agent.binds", lastLine(p.stderr.buf))
 	}
+	secrets := envSecrets(spec.Env)
+	detail := stderrDetail(p.stderr.buf, secrets)
 	if spec.Output == OutputCodexJSON {
 		if d := codexFailureDetail(p.stdout.buf, p.stderr.buf); d != "" {
 			detail = d
@@ -569,7 +570,7 @@ func (p *proc) exitError(spec Spec, waitErr error, notStarted bool) error {
 	if detail == "" {
 		detail = "(nothing on stderr)"
 		if tail := tailText(p.stdout.buf); tail != "" {
-			detail = "(nothing on stderr); stdout ends: " + tail
+			detail = "(nothing on stderr); stdout ends: " + Redact(tail, secrets, "…")
 		}
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -297,10 +297,10 @@ func TestRunExitStatus(t *testing.T) {
 		wantErr    string
 	}{
 		{
-			name:     "non-zero exit names the last stderr line",
+			name:     "non-zero exit names the last stderr lines",
 			body:     "echo 'loading config' >&2\necho 'bad config: missing key' >&2\necho partial\nexit 3",
 			wantCode: 3,
-			wantErr:  "agent exited with status 3: bad config: missing key",
+			wantErr:  "agent exited with status 3: loading config ⏎ bad config: missing key",
 		},
 		{
 			name:     "non-zero exit without stderr",
@@ -358,8 +358,8 @@ func TestRunStderrTail(t *testing.T) {
 	body := `i=0; while [ $i -lt 400 ]; do echo "noise line $i with some padding to make it long" >&2; i=$((i+1)); done
 echo 'the real reason' >&2; exit 2`
 	res, err := runAgent(t, Spec{Command: testagent.Script(t, body)}, Input{})
-	if err == nil || !strings.HasSuffix(err.Error(), ": the real reason") {
-		t.Fatalf("err = %v, want the last stderr line", err)
+	if err == nil || !strings.HasSuffix(err.Error(), " ⏎ the real reason") {
+		t.Fatalf("err = %v, want the last stderr lines", err)
 	}
 	if len(res.Stderr) > 4096 || !strings.HasSuffix(res.Stderr, "the real reason\n") {
 		t.Errorf("Stderr has %d bytes ending %q, want ≤ 4096 ending with the last line", len(res.Stderr), res.Stderr[max(0, len(res.Stderr)-40):])

@@ -6,8 +6,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/url"
@@ -325,9 +327,9 @@ func Default() Config {
 // Errors name the key: `agent.timeout: "soon" is not a duration (line 7)`.
 func Parse(data []byte, getenv func(string) string) (Config, error) {
 	cfg := Default()
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return cfg, fmt.Errorf("parse yaml: %w", err)
+	doc, err := oneDocument(data)
+	if err != nil {
+		return cfg, err
 	}
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
@@ -355,6 +357,31 @@ func Parse(data []byte, getenv func(string) string) (Config, error) {
 		return cfg, cfg.validate(d.env, d.lines)
 	}
 	return cfg, cfg.Validate()
+}
+
+// oneDocument decodes data, which must hold one YAML document: settings
+// appended after a "---" line form a second one, which yaml.Unmarshal
+// drops without a word. A later document with no content (a trailing
+// "---", comments only) holds no settings and is allowed.
+func oneDocument(data []byte) (yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return doc, fmt.Errorf("parse yaml: %w", err)
+	}
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			return doc, nil
+		}
+		if err != nil {
+			return doc, fmt.Errorf("parse yaml: %w", err)
+		}
+		if len(next.Content) > 0 && next.Content[0].Tag != "!!null" {
+			return doc, fmt.Errorf("config: a second YAML document begins at line %d (\"---\"); only the first would be read, so its settings would be ignored: remove the \"---\" line (keys given twice are then reported) or move its keys above it", next.Line)
+		}
+	}
 }
 
 // Validate checks values; every error names its key. The adapters' tokens

@@ -120,6 +120,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		// yaml.v3 cut a fraction off silently: 2.7 turns became 2.
 		{"fraction for an int", "agent: {max_concurrent: 2.7}", `agent.max_concurrent: "2.7" is not a whole number (line 1)`},
 		{"quoted int", "agent: {max_concurrent: '3'}", `agent.max_concurrent: "3" is not a whole number but a quoted string (line 1); write it without quotes`},
+		{"quoted int in a block", "agent:\n  command: [switchboard, demo-agent]\n  max_concurrent: \"4\"\n", `agent.max_concurrent: "4" is not a whole number but a quoted string (line 3); write it without quotes`},
+		{"quoted bool", "adapters:\n  web: {enabled: 'true'}\n", `adapters.web.enabled: "true" is not true or false but a quoted string (line 2); write it without quotes`},
 		{"zero concurrency", "agent: {max_concurrent: 0}", "agent.max_concurrent: 0"},
 		{"bad output", "agent: {output: xml}", `agent.output: "xml": want text, claude-json, claude-stream, codex-json or none`},
 		{"empty command", "agent: {command: []}", "agent.command:"},

@@ -1,7 +1,6 @@
 package ipc
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,24 +94,19 @@ func Catalog(approveTool bool) (*grants.Catalog, error) {
 
 // GrantParams returns the grant params a call of tool may carry (its
 // params, chat_jid as jid; topic too for a tool that names a message, whose
-// thread decides its owner), sorted. open is true for a tool whose schema
-// takes any params (approve_tool); ok is false for a tool the registry
-// lacks. `switchboard grants set` refuses rules naming params no call has.
+// thread decides its owner: topicFrom), sorted. open is true for a tool
+// whose schema takes any params (approve_tool); ok is false for a tool the
+// registry lacks. `switchboard grants set` refuses rules naming params no
+// call has.
 func GrantParams(tool string) (names []string, open, ok bool) {
 	for _, def := range registry() {
 		if def.tool.Name != tool {
 			continue
 		}
-		props := def.tool.InputSchema.Properties
-		for k := range props {
-			if k == "chat_jid" {
-				k = "jid"
-			}
-			names = append(names, k)
+		for k := range def.tool.InputSchema.Properties {
+			names = append(names, GrantParamName(k))
 		}
-		_, msg := props["message_id"]
-		_, reply := props["reply_to"]
-		if (msg || reply) && props["topic"] == nil {
+		if topicFrom(def.tool) != "" {
 			names = append(names, "topic")
 		}
 		slices.Sort(names)
@@ -120,6 +114,34 @@ func GrantParams(tool string) (names []string, open, ok bool) {
 		return names, open, true
 	}
 	return nil, false, false
+}
+
+// GrantParamName is the grant param that a tool argument is checked as:
+// the chat argument chat_jid is the param jid (CONTRACT §7), the others
+// keep their names.
+func GrantParamName(arg string) string {
+	if arg == "chat_jid" {
+		return "jid"
+	}
+	return arg
+}
+
+// topicFrom is the argument naming a message (message_id or reply_to) whose
+// thread a call of tool carries as its grant param topic, so that a message
+// in a thread belongs to whoever owns that thread; "" for a tool that names
+// no message or has a topic argument of its own. GrantParams and the call
+// path both follow it.
+func topicFrom(tool mcp.Tool) string {
+	props := tool.InputSchema.Properties
+	if _, own := props["topic"]; own {
+		return ""
+	}
+	for _, k := range []string{"message_id", "reply_to"} {
+		if _, ok := props[k]; ok {
+			return k
+		}
+	}
+	return ""
 }
 
 // call is one tool call after it was authorized.
@@ -204,7 +226,8 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 			return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
 		}
 		params := grantParams(args)
-		if id := cmp.Or(params["message_id"], params["reply_to"]); id != "" && params["jid"] != "" && params["topic"] == "" {
+		if k := topicFrom(def.tool); k != "" && params[k] != "" && params["jid"] != "" {
+			id := params[k]
 			// A message in a thread belongs to whoever owns that thread.
 			if m, found, err := s.opt.Backend.MessageByID(ctx, adapters.JID(params["jid"]), adapters.MessageID(id)); err == nil && found && m.Topic != "" {
 				params["topic"] = m.Topic
@@ -421,14 +444,12 @@ func article(t string) string {
 	return "a " + t
 }
 
-// grantParams turns arguments into grant params: chat_jid is the param jid;
-// strings are taken as they are, other values in their JSON form.
+// grantParams turns arguments into grant params (GrantParamName): strings
+// are taken as they are, other values in their JSON form.
 func grantParams(args map[string]any) map[string]string {
 	p := make(map[string]string, len(args))
 	for k, v := range args {
-		if k == "chat_jid" {
-			k = "jid"
-		}
+		k = GrantParamName(k)
 		switch x := v.(type) {
 		case string:
 			p[k] = x

@@ -65,7 +65,7 @@ func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Tim
 			return awaitedResult(o)
 		case <-ctx.Done():
 			if agent.StopRequested(ctx) {
-				o, came, unrun := r.stopOnWorker(rec.Worker, turnID, rec.Seq, ch)
+				o, came, unrun := r.stopOnWorker(ctx, rec.Worker, turnID, rec.Seq, ch)
 				res.NotStarted = unrun
 				return stoppedResult(ctx, o, came, res)
 			}

@@ -317,7 +317,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 		case <-ctx.Done():
 			res.Duration = time.Since(started)
 			if agent.StopRequested(ctx) {
-				o, came, unrun := r.stopOnWorker(worker, job.TurnID, ack.Sequence, ch)
+				o, came, unrun := r.stopOnWorker(ctx, worker, job.TurnID, ack.Sequence, ch)
 				res.NotStarted = unrun // taken out of the worker's queue
 				if came {
 					finished = o.Finished
@@ -331,7 +331,7 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 			if w, gone := r.workerGone(job.TurnID); gone {
 				// Should the worker come back, it does not run the turn
 				// that is retried elsewhere meanwhile.
-				r.dropJob(worker, job.TurnID, ack.Sequence)
+				r.dropJob(ctx, worker, job.TurnID, ack.Sequence)
 				res.Duration = time.Since(started)
 				return res, agent.Failed(fmt.Sprintf("worker %s stopped reporting (for %s) while it had the turn; check that worker's log", w, r.opt.WorkerTTL))
 			}

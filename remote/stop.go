@@ -28,6 +28,9 @@ const (
 	stopResend    = 500 * time.Millisecond
 	stopEarlyKeep = 10 * time.Minute
 	stopEarlyMax  = 4096
+	// dropTimeout bounds dropJob's JetStream calls: a NATS server that
+	// does not answer delays a stop or a failover by at most this much.
+	dropTimeout = 5 * time.Second
 )
 
 func stopSubject(worker, turn string) string { return stopPrefix + worker + "." + turn }
@@ -102,7 +105,7 @@ func (w *Worker) listenStops() (*nats.Subscription, error) {
 // in TurnsStream; 0: unknown) is deleted there: no worker runs it later,
 // whatever it remembers of the stop (a restarted worker remembers
 // nothing), and no outcome is waited for (unrun is then true).
-func (r *Runner) stopOnWorker(worker, turn string, seq uint64, ch <-chan Outcome) (o Outcome, ok, unrun bool) {
+func (r *Runner) stopOnWorker(ctx context.Context, worker, turn string, seq uint64, ch <-chan Outcome) (o Outcome, ok, unrun bool) {
 	subject := stopSubject(worker, turn)
 	publish := func() {
 		if err := r.nc.Publish(subject, nil); err != nil {
@@ -113,7 +116,7 @@ func (r *Runner) stopOnWorker(worker, turn string, seq uint64, ch <-chan Outcome
 	// was deleted (and has not acknowledged it) gets the stop before it
 	// runs the job, or while it does.
 	publish()
-	if r.dropJob(worker, turn, seq) {
+	if r.dropJob(ctx, worker, turn, seq) {
 		return Outcome{}, false, true
 	}
 	resend := time.NewTicker(stopResend)
@@ -136,12 +139,14 @@ func (r *Runner) stopOnWorker(worker, turn string, seq uint64, ch <-chan Outcome
 // dropJob deletes turn's job (seq in TurnsStream; 0: unknown) from
 // worker's queue if it still waits there, and reports whether it did. A
 // job its worker took is acknowledged, and so gone from the work queue
-// already: that turn is the worker's to stop.
-func (r *Runner) dropJob(worker, turn string, seq uint64) bool {
+// already: that turn is the worker's to stop. ctx is the turn's, ended
+// already when the turn is stopped: the calls run without its
+// cancellation, for at most dropTimeout.
+func (r *Runner) dropJob(ctx context.Context, worker, turn string, seq uint64) bool {
 	if seq == 0 {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
 	defer cancel()
 	s, err := r.js.Stream(ctx, TurnsStream)
 	if err == nil {

@@ -191,10 +191,7 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		if !ok || k == "" {
 			return usagef("param %q: want NAME=VALUE, e.g. jid=web:lobby", arg)
 		}
-		if k == "chat_jid" { // the tools' argument name; grants call it jid
-			k = "jid"
-		}
-		params[k] = v
+		params[ipc.GrantParamName(k)] = v // chat_jid, the tools' argument name, is jid
 	}
 	warning := callNameWarning(tool, params)
 	ctx := cmd.Context()
