@@ -322,11 +322,25 @@ func Default() Config {
 	}
 }
 
+// defaultsFrom is Default with the adapters' tokens taken from the
+// variables CONTRACT §2 gives as their defaults (token:
+// "${TELEGRAM_BOT_TOKEN}" and so on), as if the file said so; a token the
+// file gives replaces it.
+func defaultsFrom(getenv func(string) string) Config {
+	cfg := Default()
+	a := &cfg.Adapters
+	a.Telegram.Token = Secret(getenv("TELEGRAM_BOT_TOKEN"))
+	a.Discord.Token = Secret(getenv("DISCORD_BOT_TOKEN"))
+	a.Slack.BotToken = Secret(getenv("SLACK_BOT_TOKEN"))
+	a.Slack.AppToken = Secret(getenv("SLACK_APP_TOKEN"))
+	return cfg
+}
+
 // Parse reads YAML over the defaults, expanding ${VAR} and
 // ${VAR:-default} from getenv in every string value, and validates the result.
 // Errors name the key: `agent.timeout: "soon" is not a duration (line 7)`.
 func Parse(data []byte, getenv func(string) string) (Config, error) {
-	cfg := Default()
+	cfg := defaultsFrom(getenv)
 	doc, err := oneDocument(data)
 	if err != nil {
 		return cfg, err
@@ -729,7 +743,7 @@ func Load(path string, getenv func(string) string) (Config, string, error) {
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && !explicit {
-		cfg := Default()
+		cfg := defaultsFrom(getenv)
 		return cfg, "", cfg.Validate()
 	}
 	if err != nil {
