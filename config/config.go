@@ -647,9 +647,6 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 				bad("adapters.slack.listen", "%q is not host:port, e.g. 127.0.0.1:3000 (events mode serves POST /slack/events there)", a.Slack.Listen)
 			}
 		}
-		if a.Slack.APIURL != "" && !strings.HasSuffix(a.Slack.APIURL, "/") {
-			bad("adapters.slack.api_url", "%q: the Web API base ends with a slash, e.g. http://host:port/api/", a.Slack.APIURL)
-		}
 	}
 }
 

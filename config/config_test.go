@@ -141,7 +141,6 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad listen", "adapters: {web: {listen: nope}}", "adapters.web.listen:"},
 		{"slack bad mode", "adapters: {slack: {mode: rtm}}", "adapters.slack.mode:"},
 		{"slack events without listen", "adapters: {slack: {enabled: true, bot_token: x, mode: events, signing_secret: s}}", "adapters.slack.listen:"},
-		{"slack api_url without slash", "adapters: {slack: {enabled: true, bot_token: x, app_token: y, api_url: 'http://h/api'}}", "adapters.slack.api_url:"},
 		{"bad log level", "log: {level: loud}", "log.level:"},
 		{"unknown limit", "limits: {turns_per_room: {count: 1}}", "limits.turns_per_room: unknown key"},
 		{"negative limit", "limits: {turns_per_sender: {count: -1}}", "limits.turns_per_sender.count: -1"},
