@@ -137,7 +137,6 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"bad route key", "routes: [{match: {planet: x}, target: root}]", "routes[0]:"},
 		{"route that matches no message", "routes: [{match: {platform: web, verb: mentoin}, target: root}]", `routes[0]: route match: match key verb: glob "mentoin" matches neither message nor mention`},
 		{"route seq out of range", "routes: [{match: {platform: web}, target: root, seq: -9223372036854775808}]", `routes[0]: route seq -9223372036854775808: want an integer from -1000000000 to 1000000000`},
-		{"route to unknown group", "routes: [{match: {platform: web}, target: nowhere}]", "routes[0].target:"},
 		{"bad listen", "adapters: {web: {listen: nope}}", "adapters.web.listen:"},
 		{"slack bad mode", "adapters: {slack: {mode: rtm}}", "adapters.slack.mode:"},
 		{"slack events without listen", "adapters: {slack: {enabled: true, bot_token: x, mode: events, signing_secret: s}}", "adapters.slack.listen:"},

@@ -35,3 +35,36 @@ func TestCLISkipsTheConfigLists(t *testing.T) {
 		t.Errorf("run with a bad route in the config: %v, want the route named", err)
 	}
 }
+
+// TestRunConfigRouteToAStoredGroup: CONTRACT §2 seeds groups: when missing
+// ("CLI/MCP can add more") and routes: once, into an empty table. A config
+// route whose target is not listed under groups: but was added with
+// `switchboard group add` is seeded like any other; and once the routes
+// were seeded, the config's routes: are not read again, so a target there
+// that is no group any more does not stop the gateway from starting. Both
+// were refused ("routes[0].target: group ... is not listed under groups").
+// A target that is no group at all is still refused on a first start
+// (TestCLISkipsTheConfigLists).
+func TestRunConfigRouteToAStoredGroup(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	mustSB(t, data, "group", "add", "support")
+	web := freeAddr(t)
+	cfg := func(target string) string {
+		return "data_dir: " + data + "\nadmin: {listen: \"\"}\nagent: {sandbox: none}\n" +
+			"adapters: {web: {enabled: true, listen: \"" + web + "\"}}\n" +
+			"groups:\n  - folder: root\n  - folder: main\nroutes:\n  - {match: {platform: web}, target: " + target + "}\n"
+	}
+	stop, _ := runInProcess(t, data, web, cfg("support"))
+	stop()
+	out := mustSB(t, data, "--json", "route", "list")
+	if !strings.Contains(out, `"target":"support"`) && !strings.Contains(out, `"target": "support"`) {
+		t.Errorf("routes after the first start: %s; want the config's route to support", out)
+	}
+	// The routes are seeded: a later config's target is not read.
+	stop, logs := runInProcess(t, data, web, cfg("gone"))
+	stop()
+	if !strings.Contains(logs.String(), "the config's routes differ from the database's") {
+		t.Errorf("no warning that the config's routes are not applied:\n%s", logs.String())
+	}
+}
