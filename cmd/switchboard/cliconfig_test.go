@@ -68,3 +68,27 @@ func TestRunConfigRouteToAStoredGroup(t *testing.T) {
 		t.Errorf("no warning that the config's routes are not applied:\n%s", logs.String())
 	}
 }
+
+// TestDataDirParentsCreated: CONTRACT §3 asks nothing of the data
+// directory beforehand. A data_dir whose parent did not exist was refused
+// ("parent directory ... does not exist") by every command, so a first
+// `switchboard group add` or `run` on data_dir: ./state/switchboard failed;
+// the directories are created (0700), with a warning naming them.
+func TestDataDirParentsCreated(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "state", "sb", "data")
+	_, stderr, err := sb(t, data, "group", "add", "acme")
+	if err != nil {
+		t.Fatalf("group add on a data dir whose parents are missing: %v", err)
+	}
+	if !strings.Contains(stderr, "created the data directory") || !strings.Contains(stderr, filepath.Dir(data)) {
+		t.Errorf("stderr %q; want a warning naming the directories created", stderr)
+	}
+	for _, d := range []string{data, filepath.Dir(data), filepath.Dir(filepath.Dir(data))} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v; want a directory of mode 0700", d, err)
+		}
+	}
+	if out := mustSB(t, data, "group", "list"); !strings.Contains(out, "acme") {
+		t.Errorf("group list: %s", out)
+	}
+}
