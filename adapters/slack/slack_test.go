@@ -480,3 +480,22 @@ func TestAPIURLWithoutTrailingSlash(t *testing.T) {
 		t.Errorf("C1 holds %+v; want the message %s", msgs, id)
 	}
 }
+
+// TestMentionOfAnotherUserIsNoMention: a mention is <@BOT> or <@BOT|name>.
+// The check looked for the prefix "<@BOT", so a mention of a user whose id
+// starts with the bot's (<@UBOT2>) was taken for the bot's and started a
+// turn (CONTRACT §4: verb mention when the bot is mentioned).
+func TestMentionOfAnotherUserIsNoMention(t *testing.T) {
+	s := slacktest.New(t)
+	host := adaptertest.NewHost()
+	start(t, s, slack.ModeSocket, host)
+	other := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "ask <@" + slacktest.BotUser + "2> about it"})
+	named := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "|switchboard> help"})
+	ev := host.WaitEvents(t, 2)
+	if ev[0].ID.String() != other || ev[0].Verb != adapters.VerbMessage {
+		t.Errorf("a mention of <@%s2>: %+v; want verb message", slacktest.BotUser, ev[0])
+	}
+	if ev[1].ID.String() != named || ev[1].Verb != adapters.VerbMention {
+		t.Errorf("<@%s|switchboard>: %+v; want verb mention", slacktest.BotUser, ev[1])
+	}
+}
