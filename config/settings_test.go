@@ -22,7 +22,7 @@ func TestLoadSettings(t *testing.T) {
 		{"lists first", groups + routes + "data_dir: /tmp/b\n", false, false},
 		{"flow style, nothing cut", `{data_dir: /tmp/c, routes: [{match: {platform: web}, target: main}]}`, false, false},
 		{"document markers", "---\ndata_dir: /tmp/d\n" + routes + "...\n", false, false},
-		{"a bad route is skipped", "data_dir: /tmp/e\n" + groups + "routes:\n  - {match: {chat_jid: \"web:x\"}, target: nowhere}\n", false, true},
+		{"a bad route is skipped", "data_dir: /tmp/e\n" + groups + "routes:\n  - {match: {verb: mentoin}, target: main}\n", false, true},
 		{"a bad key after the lists", "data_dir: /tmp/f\n" + groups + routes + "agent: {max_concurrent: 0}\n", true, true},
 		{"a bad key before the lists", "agent: {timeout: soon}\n" + groups + routes, true, true},
 		{"an alias into a cut list", "groups:\n  - &g {folder: main}\nextra: *g\n" + routes, true, true},

@@ -75,6 +75,15 @@ func (s *Store) ReplaceRoutes(ctx context.Context, rs []routing.Route) ([]routin
 	return out, nil
 }
 
+// RoutesSeeded reports whether SeedRoutes has seeded this database.
+func (s *Store) RoutesSeeded(ctx context.Context) (bool, error) {
+	var done bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'routes_seeded')`).Scan(&done); err != nil {
+		return false, fmt.Errorf("check routes seeded: %w", err)
+	}
+	return done, nil
+}
+
 // SeedRoutes stores rs, in one transaction, once in the database's life
 // (the config's routes on first start, even if a route was added by the
 // CLI before); seeded says whether it did. An empty rs seeds nothing.

@@ -121,7 +121,7 @@ func (a *Adapter) fromMsg(ctx context.Context, team, channel, channelType string
 	m.OtherBot = !m.FromBot && (msg.BotID != "" || msg.SubType == "bot_message")
 	// The same message arrives as `message` and as `app_mention`: both must
 	// say mention, whichever the gateway stores first.
-	if strings.HasPrefix(chat.Room(), team+"/dm/") || botUser != "" && strings.Contains(msg.Text, "<@"+botUser) ||
+	if strings.HasPrefix(chat.Room(), team+"/dm/") || mentions(msg.Text, botUser) ||
 		m.Topic != "" && msg.ParentUserId != "" && msg.ParentUserId == botUser {
 		m.Verb = adapters.VerbMention
 	}
@@ -129,6 +129,12 @@ func (a *Adapter) fromMsg(ctx context.Context, team, channel, channelType string
 		m.Attachments = append(m.Attachments, adapters.Attachment{Name: f.Name, MIME: f.Mimetype, Size: int64(f.Size), Ref: f.ID})
 	}
 	return m
+}
+
+// mentions reports whether Slack markup text mentions user: <@U1> or
+// <@U1|name>, not <@U12>.
+func mentions(text, user string) bool {
+	return user != "" && (strings.Contains(text, "<@"+user+">") || strings.Contains(text, "<@"+user+"|"))
 }
 
 // chat is the JID of a conversation: the kind comes from the event's

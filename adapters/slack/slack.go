@@ -51,7 +51,7 @@ type Options struct {
 	Mode          string // ModeSocket (default) or ModeEvents
 	SigningSecret string // ModeEvents: verifies requests
 	Listen        string // ModeEvents: host:port serving POST /slack/events
-	APIURL        string // Web API base with a trailing slash; "" for Slack's
+	APIURL        string // Web API base (a trailing slash is added when missing); "" for Slack's
 	Logger        *slog.Logger
 	// PostInterval paces chat.postMessage per channel after a burst of
 	// five (0: Slack's one message per second).
@@ -114,6 +114,10 @@ func New(opt Options) *Adapter {
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	// slack-go appends method names to the base as it is.
+	if opt.APIURL != "" && !strings.HasSuffix(opt.APIURL, "/") {
+		opt.APIURL += "/"
 	}
 	a := &Adapter{opt: opt, log: opt.Logger.With("adapter", "slack"), tiers: tiers{postEvery: opt.PostInterval}}
 	opts := []slack.Option{slack.OptionHTTPClient(&http.Client{Transport: holding{base: http.DefaultTransport, tiers: &a.tiers}})}

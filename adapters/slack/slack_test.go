@@ -461,3 +461,41 @@ func TestSocketModeReplayedEnvelopeStoredOnce(t *testing.T) {
 		t.Fatalf("stored %+v; want the reaction once", ev)
 	}
 }
+
+// TestAPIURLWithoutTrailingSlash: CONTRACT §2 gives Slack's api_url as the
+// Web API base with a trailing slash (http://host:port/api/); one written
+// without it means the same base. slack-go appends method names to the
+// base as it is, so "http://host:port/api" reached /apichat.postMessage,
+// and the config refused it outright; it is completed instead.
+func TestAPIURLWithoutTrailingSlash(t *testing.T) {
+	s := slacktest.New(t)
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
+		APIURL: strings.TrimSuffix(s.URL(), "/"), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
+	adaptertest.Start(t, a, adaptertest.NewHost())
+	id, err := a.Send(t.Context(), adapters.Outbound{Chat: "slack:T1/channel/C1", Text: "hello"})
+	if err != nil {
+		t.Fatalf("send with api_url %q: %v", strings.TrimSuffix(s.URL(), "/"), err)
+	}
+	if msgs := s.Messages("C1"); len(msgs) != 1 || msgs[0].TS != id.String() {
+		t.Errorf("C1 holds %+v; want the message %s", msgs, id)
+	}
+}
+
+// TestMentionOfAnotherUserIsNoMention: a mention is <@BOT> or <@BOT|name>.
+// The check looked for the prefix "<@BOT", so a mention of a user whose id
+// starts with the bot's (<@UBOT2>) was taken for the bot's and started a
+// turn (CONTRACT §4: verb mention when the bot is mentioned).
+func TestMentionOfAnotherUserIsNoMention(t *testing.T) {
+	s := slacktest.New(t)
+	host := adaptertest.NewHost()
+	start(t, s, slack.ModeSocket, host)
+	other := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "ask <@" + slacktest.BotUser + "2> about it"})
+	named := post(t, s, slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "|switchboard> help"})
+	ev := host.WaitEvents(t, 2)
+	if ev[0].ID.String() != other || ev[0].Verb != adapters.VerbMessage {
+		t.Errorf("a mention of <@%s2>: %+v; want verb message", slacktest.BotUser, ev[0])
+	}
+	if ev[1].ID.String() != named || ev[1].Verb != adapters.VerbMention {
+		t.Errorf("<@%s|switchboard>: %+v; want verb mention", slacktest.BotUser, ev[1])
+	}
+}

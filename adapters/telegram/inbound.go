@@ -111,12 +111,15 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 		Text: text, Time: time.Unix(int64(m.Date), 0), Attachments: atts, Verb: adapters.VerbMessage,
 	}
 	switch {
+	case m.SenderChat != nil:
+		// A channel post, or a person writing as a chat: an anonymous
+		// admin or a member sending as a channel, whose from is one of
+		// Telegram's placeholder bots (GroupAnonymousBot, Channel_Bot).
+		ev.Sender, ev.SenderName = groupJID(m.SenderChat.ID), chatName(*m.SenderChat)
 	case m.From != nil:
 		ev.Sender, ev.SenderName = userJID(m.From.ID), userName(m.From)
 		ev.FromBot = m.From.ID == a.selfID.Load()
 		ev.OtherBot = m.From.IsBot && !ev.FromBot
-	case m.SenderChat != nil: // a channel post or an anonymous admin
-		ev.Sender, ev.SenderName = groupJID(m.SenderChat.ID), chatName(*m.SenderChat)
 	}
 	if forumTopic(m) {
 		ev.Topic = strconv.Itoa(m.MessageThreadID)

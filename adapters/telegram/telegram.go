@@ -4,7 +4,8 @@
 // Chats: a private chat is telegram:user/<user id>; a group, supergroup or
 // channel is telegram:group/<absolute chat id> (the minus sign is restored
 // when sending). Forum topics travel as the message's topic
-// (message_thread_id). Senders are telegram:user/<id>.
+// (message_thread_id). Senders are telegram:user/<id>; a message written as
+// a chat (a channel post, an anonymous admin) is sent by telegram:group/<id>.
 //
 // Nothing is lost across restarts: the SDK's poller is gated so that it asks
 // for the next batch of updates — which confirms the previous one to

@@ -561,3 +561,33 @@ func TestHandlerPanicRecovered(t *testing.T) {
 		t.Errorf("the panic is not logged:\n%s", logs.String())
 	}
 }
+
+// An anonymous group admin's message, and one a member sends as a channel,
+// come from Telegram's placeholder bots (GroupAnonymousBot, Channel_Bot)
+// with the real author in sender_chat. They are people's messages, so they
+// were wrongly marked as another bot's and could never start a turn (CONTRACT
+// §4: only other bots' messages never start one); a channel's own post has
+// no from at all. Each is sent by its sender_chat, a mention when it
+// mentions the bot.
+func TestSenderChatIsNoOtherBot(t *testing.T) {
+	f := telegramtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host)
+	anon, _ := f.UserMessage(telegramtest.GroupID, "deploy please", true, 0, 0)
+	anon["from"] = map[string]any{"id": 1087968824, "is_bot": true, "first_name": "Group", "username": "GroupAnonymousBot"}
+	anon["sender_chat"] = telegramtest.ChatObj(telegramtest.GroupID)
+	f.Push("message", anon)
+	asChannel, _ := f.UserMessage(telegramtest.GroupID, "news", false, 0, 0)
+	asChannel["from"] = map[string]any{"id": 136817688, "is_bot": true, "first_name": "Channel", "username": "Channel_Bot"}
+	asChannel["sender_chat"] = map[string]any{"id": -1009999, "type": "channel", "title": "Announcements"}
+	f.Push("message", asChannel)
+	evs := host.WaitEvents(t, 2)
+	if e := evs[0]; e.OtherBot || e.FromBot || e.Sender != groupChat || e.SenderName != "Ops" || e.Verb != adapters.VerbMention {
+		t.Errorf("anonymous admin's mention: sender %q name %q verb %q other_bot %v; want sender %s (Ops), a mention from no bot",
+			e.Sender, e.SenderName, e.Verb, e.OtherBot, groupChat)
+	}
+	if e := evs[1]; e.OtherBot || e.Sender != "telegram:group/1009999" || e.SenderName != "Announcements" || e.Verb != adapters.VerbMessage {
+		t.Errorf("a message sent as a channel: sender %q name %q verb %q other_bot %v; want telegram:group/1009999 (Announcements), a message from no bot",
+			e.Sender, e.SenderName, e.Verb, e.OtherBot)
+	}
+}

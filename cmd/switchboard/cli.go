@@ -165,20 +165,29 @@ func newLogger(w io.Writer, c config.LogConfig) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// openStore opens <data_dir>/switchboard.db, creating the data directory when
-// its parent exists (a typo'd path with a missing parent is an error).
+// openStore opens <data_dir>/switchboard.db, creating the data directory
+// (0700) when missing. Missing parents are created too, with a warning
+// naming the first of them: a typo'd path shows in the log rather than
+// stopping a first start (CONTRACT §3 asks nothing of the directory).
 func (a *app) openStore(ctx context.Context) (*store.Store, error) {
 	if err := a.load(); err != nil {
 		return nil, err
 	}
 	dir := a.cfg.DataDir
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		parent := filepath.Dir(filepath.Clean(dir))
-		if _, perr := os.Stat(parent); perr != nil {
-			return nil, fmt.Errorf("data dir %s: parent directory %s does not exist; create it or set data_dir / --data-dir", dir, parent)
+		top := filepath.Clean(dir)
+		for p := filepath.Dir(top); p != top; p = filepath.Dir(p) {
+			if _, err := os.Stat(p); err == nil {
+				break
+			}
+			top = p
 		}
-		if err := os.Mkdir(dir, 0o700); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		if top != filepath.Clean(dir) {
+			a.log.Warn("created the data directory and its missing parents; check data_dir / --data-dir if this is not the path you meant",
+				"data_dir", dir, "first_created", top)
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dir, err)

@@ -147,6 +147,9 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 	for _, g := range a.cfg.Groups {
 		folders = append(folders, g.Folder)
 	}
+	if err := a.checkRouteTargets(ctx, st, folders); err != nil {
+		return err
+	}
 	if err := a.warnOrphans(ctx, st, folders); err != nil {
 		return err
 	}
@@ -188,6 +191,42 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 			"so edits to routes: take no effect; see switchboard route list, and change routes with switchboard route add / route rm",
 			"config_routes", len(rs), "database_routes", len(inDB), "route_add", missing,
 			"silence", "set routes: [] in the config once the database holds the routes you want")
+	}
+	return nil
+}
+
+// checkRouteTargets refuses, before the routes are first seeded, a config
+// route whose target is no group: neither listed under groups: (nor the
+// operator folder) nor added already with switchboard group add. Once
+// seeded, routes: is not read again, and its targets do not matter.
+func (a *app) checkRouteTargets(ctx context.Context, st *store.Store, listed []groups.Folder) error {
+	if len(a.cfg.Routes) == 0 {
+		return nil
+	}
+	if seeded, err := st.RoutesSeeded(ctx); err != nil || seeded {
+		return err
+	}
+	known := map[groups.Folder]bool{}
+	for _, f := range listed {
+		known[f] = true
+	}
+	var errs []error
+	for i, r := range a.cfg.Routes {
+		if known[r.Target] {
+			continue
+		}
+		ok, err := st.GroupExists(ctx, r.Target)
+		if err != nil {
+			return err
+		}
+		if ok {
+			known[r.Target] = true
+			continue
+		}
+		errs = append(errs, fmt.Errorf("routes[%d].target: group %q is not listed under groups (nor added with switchboard group add)", i, r.Target))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("config %s: %w", cmp.Or(a.cfgFrom, "(built-in defaults)"), errors.Join(errs...))
 	}
 	return nil
 }
