@@ -90,6 +90,7 @@ func New(o Options) *Adapter {
 		o.ReconnectDeadline = 2 * time.Minute
 	}
 	a := &Adapter{opt: o, log: o.Logger.With("adapter", platform), parents: map[string]parent{}, botRoles: map[string]bool{}}
+	a.held.Log = a.log
 	var next http.RoundTripper = http.DefaultTransport
 	if o.APIURL != "" {
 		if base, err := url.Parse(strings.TrimRight(o.APIURL, "/")); err == nil {

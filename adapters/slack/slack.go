@@ -116,6 +116,7 @@ func New(opt Options) *Adapter {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	a := &Adapter{opt: opt, log: opt.Logger.With("adapter", "slack"), tiers: tiers{postEvery: opt.PostInterval}}
+	a.tiers.held.Log = a.log
 	opts := []slack.Option{slack.OptionHTTPClient(&http.Client{Transport: holding{base: http.DefaultTransport, tiers: &a.tiers}})}
 	if opt.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(opt.APIURL))
@@ -184,7 +185,8 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 		// Slack unreachable or rate limited: not the operator's fault.
 		var rl *slack.RateLimitedError
 		if errors.As(err, &rl) {
-			wait = max(wait, rl.RetryAfter)
+			asked, _ := adapters.RetryWait(rl.RetryAfter)
+			wait = max(wait, asked)
 		}
 		host.SetState(adapters.StateBackingOff, err)
 		a.log.Warn("slack auth.test failed; retrying", "in", wait, "err", err)

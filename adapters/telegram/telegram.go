@@ -107,6 +107,7 @@ func New(o Options) *Adapter {
 		alias: map[int64]int64{}, moved: map[int64]int64{}}
 	a.username.Store("")
 	a.pace = newPacer(o)
+	a.pace.held.Log = a.log
 	return a
 }
 
