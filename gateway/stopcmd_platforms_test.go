@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"testing"
 	"time"
 
@@ -76,9 +77,21 @@ func stopOn(t *testing.T, a adapters.Adapter, platform string) *harness {
 }
 
 // On Discord, "<@bot> stop" from a channel member stops the channel's
-// running turn; the stop message is never prompted.
+// running turn; the stop message is never prompted. So it does when the
+// bot's username has spaces ("My Bot"), whatever the mention renders as.
 func TestStopCommandDiscord(t *testing.T) {
-	f := discordtest.New(t)
+	for _, name := range []string{"", "My Bot"} {
+		t.Run("bot named "+cmp.Or(name, "switchboard"), func(t *testing.T) {
+			f := discordtest.New(t)
+			if name != "" {
+				f.SetBotName(name)
+			}
+			stopOnDiscord(t, f)
+		})
+	}
+}
+
+func stopOnDiscord(t *testing.T, f *discordtest.Server) {
 	h := stopOn(t, discord.New(discord.Options{Token: discordtest.Token, APIURL: f.URL()}), "discord")
 	f.WaitFor(t, "the bot connected", f.Connected)
 	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "run it", MentionBot: true})

@@ -199,6 +199,21 @@ func TestInbound(t *testing.T) {
 	}
 }
 
+// A bot whose username has spaces: its mention renders as one word, so
+// that "<@bot> stop" stays the two words of a stop request (the gateway
+// reads "@name stop"); the rest of the name is not lost.
+func TestBotMentionWithSpacesIsOneWord(t *testing.T) {
+	f := discordtest.New(t)
+	f.SetBotName("My  Bot")
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "stop", MentionBot: true})
+	ev := host.WaitEvents(t, 1)[0]
+	if ev.Text != "@My_Bot stop" || ev.Verb != adapters.VerbMention {
+		t.Errorf("a mention of the bot %q then stop: text %q, verb %s; want %q, mention", "My  Bot", ev.Text, ev.Verb, "@My_Bot stop")
+	}
+}
+
 // @everyone in the agent's reply does not ping: allowed mentions are users only.
 func TestEveryoneDoesNotPing(t *testing.T) {
 	f := discordtest.New(t)
