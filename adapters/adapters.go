@@ -157,6 +157,12 @@ type Inbound struct {
 	OtherBot    bool      // sent by another bot or a webhook: stored and marked, never triggers
 	Attachments []Attachment
 
+	// ToOtherBot marks a command addressed to another bot (Telegram's
+	// "/stop@other_bot", "/approve@other_bot ID" in a group): an ordinary
+	// message, routed as any, never a command to this bot (stop, approve,
+	// deny).
+	ToOtherBot bool
+
 	Reaction        string // KindReaction: the emoji (unicode, or a custom emoji's name)
 	ReactionRemoved bool   // KindReaction: the reaction was taken back
 
