@@ -115,6 +115,7 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if steered, err := mid.steer(ctx, &m, arrived); steered || err != nil {
 		return m.Seq, err // for the running turn (midturn.go)
 	}
+	mid.joinInterrupted(ctx, m.Sender, work) // from the running turn's reply thread
 	inserted, err := i.commits.commit(ctx, &m, work, noteLoop)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
