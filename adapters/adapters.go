@@ -200,8 +200,12 @@ type State string
 const (
 	StateConnecting State = "connecting"
 	StateConnected  State = "connected"
-	StateBackingOff State = "backing_off" // lost the connection; waiting to reconnect
-	StateFailed     State = "failed"      // will not reconnect on its own (bad token); Run returned
+	// StateBackingOff: lost the connection, waiting to reconnect; or, with
+	// an error wrapping *RetryAfterError, connected but holding every
+	// request for a platform's 429 (Hold): the gateway shows it for the
+	// error's Wait, then the connection's state again.
+	StateBackingOff State = "backing_off"
+	StateFailed     State = "failed" // will not reconnect on its own (bad token); Run returned
 )
 
 // ChatCursor is the newest stored message of a chat, where backfill starts.

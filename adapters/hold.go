@@ -57,20 +57,35 @@ type Hold struct {
 
 	mu    sync.Mutex
 	until time.Time
+	host  Host // Report's: told of each hold
+}
+
+// Report makes each Set tell host that the adapter holds its requests:
+// StateBackingOff with a *RetryAfterError of the time left (Host.SetState),
+// which the gateway shows while it lasts. An adapter calls it as Run starts.
+func (h *Hold) Report(host Host) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.host = host
 }
 
 // Set holds from now for the wait a 429 asked for (RetryWait: at least a
-// second, at most MaxRetryAfter), never shortening a longer hold, and
-// returns the wait it honoured: what a RetryAfterError for this 429 says.
+// second, at most MaxRetryAfter), never shortening a longer hold, tells
+// Report's host, and returns the wait it honoured: what a RetryAfterError
+// for this 429 says.
 func (h *Hold) Set(asked time.Duration) time.Duration {
 	d, capped := RetryWait(asked)
 	if capped && h.Log != nil {
 		h.Log.Warn("rate limit wait capped: the platform asked for longer", "asked", asked, "wait", d)
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if until := time.Now().Add(d); until.After(h.until) {
 		h.until = until
+	}
+	host, left := h.host, time.Until(h.until)
+	h.mu.Unlock()
+	if host != nil {
+		host.SetState(StateBackingOff, &RetryAfterError{Wait: max(left.Round(time.Second), time.Second)})
 	}
 	return d
 }

@@ -154,6 +154,7 @@ func (a *Adapter) Limits() adapters.Limits {
 // afresh (READY rather than RESUMED) is followed by a backfill.
 func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	host.SetState(adapters.StateConnecting, nil)
+	a.held.Report(host)
 	if a.badURL != nil {
 		return a.badURL
 	}

@@ -170,6 +170,7 @@ func (a *Adapter) identity() (team, user, bot string) {
 // mode until ctx is cancelled.
 func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	host.SetState(adapters.StateConnecting, nil)
+	a.tiers.held.Report(host)
 	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
 		err := a.authenticate(ctx)
 		if err == nil {

@@ -138,6 +138,7 @@ func measure(src string) int {
 // Run connects (getMe, deleteWebhook), then long-polls until ctx ends.
 func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	host.SetState(adapters.StateConnecting, nil)
+	a.pace.held.Report(host)
 	offset, err := a.restore(ctx, host)
 	if err != nil {
 		return err
