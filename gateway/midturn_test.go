@@ -161,8 +161,13 @@ func TestInterruptFromTheReplysThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireStopped(t, pid, posted)
-	if sent := texts(h.waitSent(testChat, 1)); sent[0] != "reply 2" {
-		t.Fatalf("sent %q; want the new turn's reply", sent)
+	sent := h.waitSent(testChat, 1)
+	if sent[0].Text != "reply 2" {
+		t.Fatalf("sent %q; want the new turn's reply", texts(sent))
+	}
+	if sent[0].Topic != "" || sent[0].ReplyTo != "m1" {
+		t.Errorf("the reply went to topic %q replying to %q; want it under m1, in the thread it was asked in "+
+			"(a Slack reply to m2, itself in m1's thread, would open a thread under a reply)", sent[0].Topic, sent[0].ReplyTo)
 	}
 	prompt := turnFile(t, dir, "prompt", 2)
 	if !strings.Contains(prompt, "a LONG job") || !strings.Contains(prompt, "in the thread: do this instead") {
