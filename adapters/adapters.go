@@ -157,6 +157,12 @@ type Inbound struct {
 	OtherBot    bool      // sent by another bot or a webhook: stored and marked, never triggers
 	Attachments []Attachment
 
+	// ToOtherBot marks a command addressed to another bot (Telegram's
+	// "/stop@other_bot", "/approve@other_bot ID" in a group): an ordinary
+	// message, routed as any, never a command to this bot (stop, approve,
+	// deny).
+	ToOtherBot bool
+
 	Reaction        string // KindReaction: the emoji (unicode, or a custom emoji's name)
 	ReactionRemoved bool   // KindReaction: the reaction was taken back
 
@@ -194,8 +200,12 @@ type State string
 const (
 	StateConnecting State = "connecting"
 	StateConnected  State = "connected"
-	StateBackingOff State = "backing_off" // lost the connection; waiting to reconnect
-	StateFailed     State = "failed"      // will not reconnect on its own (bad token); Run returned
+	// StateBackingOff: lost the connection, waiting to reconnect; or, with
+	// an error wrapping *RetryAfterError, connected but holding every
+	// request for a platform's 429 (Hold): the gateway shows it for the
+	// error's Wait, then the connection's state again.
+	StateBackingOff State = "backing_off"
+	StateFailed     State = "failed" // will not reconnect on its own (bad token); Run returned
 )
 
 // ChatCursor is the newest stored message of a chat, where backfill starts.

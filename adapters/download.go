@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
-	"time"
 )
 
 // HTTPFile is one attachment a platform's Downloader fetches over HTTP.
@@ -145,19 +141,4 @@ func (c *capped) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.left -= int64(n)
 	return n, err
-}
-
-// RetryAfter is the wait a 429's Retry-After header asks for: seconds
-// (fractions too: Discord sends them) or an HTTP date. Missing, unparsable
-// or under a second: one second; over an hour: an hour.
-func RetryAfter(h http.Header) time.Duration {
-	const least, most = time.Second, time.Hour
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	var d time.Duration
-	if s, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(s) {
-		d = time.Duration(min(s, most.Seconds()) * float64(time.Second))
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = time.Until(t)
-	}
-	return min(max(d, least), most)
 }

@@ -34,6 +34,9 @@ func TestDownloadHTTPAnswers(t *testing.T) {
 		case "/429-fraction":
 			w.Header().Set("Retry-After", "2.5")
 			w.WriteHeader(http.StatusTooManyRequests)
+		case "/429-day":
+			w.Header().Set("Retry-After", "86400")
+			w.WriteHeader(http.StatusTooManyRequests)
 		case "/429-bare":
 			w.WriteHeader(http.StatusTooManyRequests)
 		case "/429-date":
@@ -66,6 +69,7 @@ func TestDownloadHTTPAnswers(t *testing.T) {
 		{name: "header sent", path: "/auth", header: http.Header{"Authorization": {"Bearer t0k"}}, want: body, text: "private file"},
 		{name: "429 honours Retry-After seconds", path: "/429", want: retry, wait: 7 * time.Second, waitMax: 7 * time.Second},
 		{name: "429 with a fraction", path: "/429-fraction", want: retry, wait: 2500 * time.Millisecond, waitMax: 2500 * time.Millisecond},
+		{name: "429 asking for a day waits MaxRetryAfter", path: "/429-day", want: retry, wait: MaxRetryAfter, waitMax: MaxRetryAfter},
 		{name: "429 without Retry-After waits a second", path: "/429-bare", want: retry, wait: time.Second, waitMax: time.Second},
 		{name: "429 with a date", path: "/429-date", want: retry, wait: 80 * time.Second, waitMax: 90 * time.Second},
 		{name: "404 is permanent", path: "/404", want: permanent},

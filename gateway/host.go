@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -124,13 +125,22 @@ func (h adapterHost) RoutedChats(ctx context.Context) ([]adapters.ChatCursor, er
 	return out, nil
 }
 
-// adapterStates holds each adapter's last reported state.
+// adapterStates holds each adapter's last reported state, and the
+// rate-limit holds shown over it while they last.
 type adapterStates struct {
 	mu        sync.Mutex
 	m         map[string]ops.AdapterStatus
+	held      map[string]rateHold
 	connected map[string]bool // adapters that connected at least once
 	dirty     bool            // changed since last persisted
 	changed   chan struct{}   // wakes the poll loop to persist a change at once
+}
+
+// rateHold is an adapter holding its requests for a platform's 429
+// (adapters.Hold): until it ends, a connected adapter shows as st.
+type rateHold struct {
+	until time.Time
+	st    ops.AdapterStatus
 }
 
 func newAdapterStates() *adapterStates { return &adapterStates{changed: make(chan struct{}, 1)} }
@@ -149,10 +159,37 @@ func (a *adapterStates) set(name string, s adapters.State, err error) {
 	if err != nil {
 		st.Err = err.Error()
 	}
+	if ra, ok := errors.AsType[*adapters.RetryAfterError](err); ok && s == adapters.StateBackingOff {
+		a.holdLocked(name, st, ra.Wait)
+		return
+	}
 	if old, ok := a.m[name]; ok && old.State == s && old.Err == st.Err {
 		return // same state: keep its since
 	}
 	a.m[name] = st
+	a.changedLocked()
+}
+
+// holdLocked shows name backing off, rate limited, for wait from st.Since
+// (over a connected state: a connection down says so itself), or until
+// a longer hold it already shows ends (a.mu held).
+func (a *adapterStates) holdLocked(name string, st ops.AdapterStatus, wait time.Duration) {
+	if a.held == nil {
+		a.held = map[string]rateHold{}
+	}
+	until := st.Since.Add(wait)
+	if old, ok := a.held[name]; ok && old.until.After(until) {
+		return
+	}
+	if old, ok := a.held[name]; ok && st.Since.Before(old.until) {
+		st.Since = old.st.Since // one hold, extended
+	}
+	a.held[name] = rateHold{until: until, st: st}
+	a.changedLocked()
+}
+
+// changedLocked marks the states changed and wakes the poll loop (a.mu held).
+func (a *adapterStates) changedLocked() {
 	a.dirty = true
 	select {
 	case a.changed <- struct{}{}:
@@ -167,17 +204,32 @@ func (a *adapterStates) snapshot() map[string]ops.AdapterStatus {
 	return a.copyLocked()
 }
 
+// copyLocked is the states, each rate-limit hold not yet over shown over
+// its adapter's connected state (a.mu held).
 func (a *adapterStates) copyLocked() map[string]ops.AdapterStatus {
 	out := make(map[string]ops.AdapterStatus, len(a.m))
 	maps.Copy(out, a.m)
+	now := time.Now()
+	for name, h := range a.held {
+		if now.Before(h.until) && out[name].State == adapters.StateConnected {
+			out[name] = h.st
+		}
+	}
 	return out
 }
 
 // takeDirty returns the states and whether they changed since the last
-// call.
+// call (a rate-limit hold that ended is a change).
 func (a *adapterStates) takeDirty() (map[string]ops.AdapterStatus, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	now := time.Now()
+	for name, h := range a.held {
+		if !now.Before(h.until) {
+			delete(a.held, name)
+			a.dirty = true
+		}
+	}
 	dirty := a.dirty
 	a.dirty = false
 	return a.copyLocked(), dirty

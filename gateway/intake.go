@@ -90,12 +90,12 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	case adapters.KindReaction:
 		return i.react(ctx, in, m)
 	}
-	if !m.FromBot && !m.OtherBot && isStopCommand(m.Text, m.Verb) && i.stops.owns(m.ChatJID, m.Topic) {
+	if !m.FromBot && !m.OtherBot && !in.ToOtherBot && isStopCommand(m.Text, m.Verb) && i.stops.owns(m.ChatJID, m.Topic) {
 		return i.stop(ctx, m, !in.Backfilled)
 	}
 	var work []store.WorkItem
 	cmd, isCmd := parseApprovalCommand(m.Text, m.Verb)
-	isCmd = isCmd && !m.FromBot && !m.OtherBot && !in.Backfilled
+	isCmd = isCmd && !m.FromBot && !m.OtherBot && !in.ToOtherBot && !in.Backfilled
 	if !m.FromBot && !m.OtherBot && !isCmd { // an /approve or /deny is stored, never prompted
 		work = i.route(m, in.Backfilled && i.now().Sub(in.Time) > adapters.BackfillTriggerAge)
 	}
@@ -115,6 +115,7 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if steered, err := mid.steer(ctx, &m, arrived); steered || err != nil {
 		return m.Seq, err // for the running turn (midturn.go)
 	}
+	mid.joinInterrupted(ctx, m.Sender, work) // from the running turn's reply thread
 	inserted, err := i.commits.commit(ctx, &m, work, noteLoop)
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)

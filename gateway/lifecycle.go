@@ -412,20 +412,41 @@ func replyItems(b store.Batch, turn string, res agent.Result) []store.OutboxItem
 	return out
 }
 
+// lastMessageID is the message a turn's reply answers: the batch's last
+// in the batch's own topic. A message that joined the batch from the
+// reply thread of a channel turn (steered into it, or interrupting it:
+// midturn.go) is in the thread under that turn's message, so the reply
+// answers that message: it stays in the thread (a Slack reply to a reply
+// would ask for a thread under a reply), and messages written there go on
+// finding the turn (stoppableTurn.repliesIn).
 func lastMessageID(b store.Batch) adapters.MessageID {
-	if len(b.Messages) == 0 {
-		return ""
+	if m, ok := lastAnswered(b); ok {
+		return m.ID
 	}
-	return b.Messages[len(b.Messages)-1].ID
+	return ""
 }
 
 // lastSender is who wrote the message a turn's reply answers
 // (lastMessageID), from the store: known after a restart too.
 func lastSender(b store.Batch) adapters.JID {
-	if len(b.Messages) == 0 {
-		return ""
+	if m, ok := lastAnswered(b); ok {
+		return m.Sender
 	}
-	return b.Messages[len(b.Messages)-1].Sender
+	return ""
+}
+
+// lastAnswered is the message lastMessageID names: the batch's last in
+// its topic, else its last.
+func lastAnswered(b store.Batch) (store.Message, bool) {
+	for i := len(b.Messages) - 1; i >= 0; i-- {
+		if b.Messages[i].Topic == b.Topic {
+			return b.Messages[i], true
+		}
+	}
+	if len(b.Messages) == 0 {
+		return store.Message{}, false
+	}
+	return b.Messages[len(b.Messages)-1], true
 }
 
 func taskID(id int64) string {

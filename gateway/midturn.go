@@ -217,9 +217,31 @@ func (mt *midTurns) requeue(ctx context.Context, rt *stoppableTurn, w store.Work
 	mt.kick(w.Folder)
 }
 
+// joinInterrupted readies a message from sender, routed to work (c's
+// item, work[0]), to interrupt the turn it meets from that turn's reply
+// thread: the turn running in the chat outside topics whose reply is in
+// the message's thread (steering, as /stop and steer find it), when its
+// folder interrupts and sender may stop it. The message's work item is
+// addressed to that turn's chat and topic, so that the one new turn gets
+// the interrupted batch and the message (CONTRACT §15), as a steered
+// message joins the turn it is written into; interrupt, after the commit,
+// then finds the turn there. The message keeps its own topic. Call it
+// before the message is committed.
+func (c *midTurnMsg) joinInterrupted(ctx context.Context, sender adapters.JID, work []store.WorkItem) {
+	if c.mt == nil || c.w.Topic == "" {
+		return
+	}
+	rt, mode := c.steering(ctx)
+	if rt == nil || rt.topic == c.w.Topic || mode != MidTurnInterrupt || !c.mt.stops.allowed(ctx, c.w.Folder, sender) {
+		return
+	}
+	c.w.Topic, work[0].Topic = rt.topic, rt.topic
+}
+
 // interrupt stops the running turn of c's folder in its chat and topic
 // when that folder interrupts and m's sender may stop it: its batch runs
-// again, with m, as one new turn. m is stored and queued as usual.
+// again, with m, as one new turn. m is stored and queued as usual (in the
+// turn's topic when it came from its reply thread: joinInterrupted).
 func (c *midTurnMsg) interrupt(ctx context.Context, m store.Message) {
 	if c.mt == nil {
 		return

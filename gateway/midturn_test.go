@@ -145,6 +145,47 @@ func TestInterruptRunsAgainWithBoth(t *testing.T) {
 	}
 }
 
+// interrupt, on a platform that answers a channel message in the thread
+// under it (Slack): a message written in that thread while the channel's
+// turn runs interrupts that turn, as one in the channel does (and as /stop
+// and steer there do), and one new turn gets the interrupted batch and the
+// thread's message, resuming the session; it is not queued behind a rerun
+// of the interrupted batch.
+func TestInterruptFromTheReplysThread(t *testing.T) {
+	h, dir := stopHarness(t, func(o *Options) { o.MidTurn = MidTurnInterrupt })
+	h.post(testChat, "m1", "a LONG job")
+	pid := childPid(t, dir, 1)
+	posted := time.Now()
+	if _, err := h.g.Deliver(context.Background(), adapters.Inbound{Chat: testChat, ID: "m2", Topic: "m1",
+		Sender: "test:user/ann", SenderName: "Ann", Text: "in the thread: do this instead", Verb: adapters.VerbMention}); err != nil {
+		t.Fatal(err)
+	}
+	requireStopped(t, pid, posted)
+	sent := h.waitSent(testChat, 1)
+	if sent[0].Text != "reply 2" {
+		t.Fatalf("sent %q; want the new turn's reply", texts(sent))
+	}
+	if sent[0].Topic != "" || sent[0].ReplyTo != "m1" {
+		t.Errorf("the reply went to topic %q replying to %q; want it under m1, in the thread it was asked in "+
+			"(a Slack reply to m2, itself in m1's thread, would open a thread under a reply)", sent[0].Topic, sent[0].ReplyTo)
+	}
+	prompt := turnFile(t, dir, "prompt", 2)
+	if !strings.Contains(prompt, "a LONG job") || !strings.Contains(prompt, "in the thread: do this instead") {
+		t.Errorf("the new turn's prompt:\n%s\nwant the interrupted batch and the thread's message", prompt)
+	}
+	if args := turnFile(t, dir, "args", 2); args != "--resume sess-1" {
+		t.Errorf("new turn args %q; want it to resume the interrupted turn's session", args)
+	}
+	ts := h.waitTurns("main", 2)
+	if ts[0].Status != store.TurnStopped || ts[1].Status != store.TurnSucceeded {
+		t.Errorf("turns %+v; want the interrupted one stopped, then one that succeeded", ts)
+	}
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+	if _, err := os.Stat(filepath.Join(dir, "prompt-3")); err == nil {
+		t.Error("a third turn ran")
+	}
+}
+
 // An interrupted turn keeps its session as a stopped one does, also for an
 // agent that names no session and resumes with arguments that do not
 // carry one (--continue): the new turn resumes it.

@@ -3,12 +3,17 @@ package gateway
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/adapters/telegram"
+	"switchboard/adapters/telegram/telegramtest"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
+	"switchboard/routing"
 )
 
 // /readyz answers at once while the store's one writer is busy (a long
@@ -49,4 +54,58 @@ func TestReadyWhileTheWriterIsBusy(t *testing.T) {
 		t.Errorf("not ready: %q, want %q…", not, want)
 	}
 	testwait.For(t, 10*time.Second, "ready again", func() bool { return len(h.g.NotReady(context.Background())) == 0 })
+}
+
+// A platform's 429 holds the whole adapter: while it holds, status and
+// /readyz show the adapter backing off, rate limited (not merely
+// connected); when the hold ends, connected again, and the change is
+// persisted for `switchboard status` (takeDirty).
+func TestRateLimitHoldShowsBackingOff(t *testing.T) {
+	a := newAdapterStates()
+	a.set("telegram", adapters.StateConnected, nil)
+	a.takeDirty()
+	a.set("telegram", adapters.StateBackingOff, &adapters.RetryAfterError{Wait: 300 * time.Millisecond})
+	st, dirty := a.takeDirty()
+	if got := st["telegram"]; !dirty || got.State != adapters.StateBackingOff || !strings.Contains(got.Err, "rate limited") {
+		t.Fatalf("during the hold: %+v (changed %v); want backing_off, rate limited", got, dirty)
+	}
+	testwait.For(t, 10*time.Second, "connected again once the hold ends", func() bool {
+		st, dirty := a.takeDirty()
+		return dirty && st["telegram"].State == adapters.StateConnected
+	})
+	// A hold over a connection that is not up shows the connection's state.
+	a.set("telegram", adapters.StateConnecting, nil)
+	a.set("telegram", adapters.StateBackingOff, &adapters.RetryAfterError{Wait: time.Hour})
+	if got := a.snapshot()["telegram"]; got.State != adapters.StateConnecting {
+		t.Errorf("a hold while connecting shows %+v; want connecting", got)
+	}
+}
+
+// End to end: the real Telegram adapter's reply answered 429 with a
+// day's retry_after: the gateway shows the adapter backing off, rate
+// limited for the capped wait, and not ready.
+func TestRateLimitedAdapterNotReady(t *testing.T) {
+	fake := telegramtest.New(t)
+	tg := telegram.New(telegram.Options{Token: telegramtest.Token, APIURL: fake.URL(), PollTimeout: 2 * time.Second,
+		PerChat: -1, PerGroup: -1, Global: -1})
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "cat >/dev/null; echo ran"), noStart: true,
+		routes: []routing.Route{{Match: map[string]string{"platform": "telegram"}, Target: "main"}},
+		modify: func(o *Options) { o.Adapters = append(o.Adapters, tg) }})
+	h.start()
+	testwait.For(t, 10*time.Second, "telegram connected", func() bool {
+		return h.g.AdapterStates()["telegram"].State == adapters.StateConnected
+	})
+	fake.RateLimit(24 * time.Hour)
+	msg, _ := fake.UserMessage(telegramtest.GroupID, "hello", true, 0, 0)
+	fake.Push("message", msg)
+	testwait.For(t, 20*time.Second, "the adapter backing off", func() bool {
+		return h.g.AdapterStates()["telegram"].State == adapters.StateBackingOff
+	})
+	if st := h.g.AdapterStates()["telegram"]; !strings.Contains(st.Err, "rate limited: retry after 5m0s") {
+		t.Errorf("status %+v; want it rate limited for the capped 5m", st)
+	}
+	not := strings.Join(h.g.NotReady(context.Background()), "; ")
+	if !strings.Contains(not, "adapter telegram: backing_off: rate limited") {
+		t.Errorf("not ready: %q; want the adapter backing off, rate limited", not)
+	}
 }

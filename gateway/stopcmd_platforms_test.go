@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"cmp"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,7 +12,9 @@ import (
 	"switchboard/adapters/discord/discordtest"
 	"switchboard/adapters/slack"
 	"switchboard/adapters/slack/slacktest"
+	"switchboard/adapters/telegram"
 	"switchboard/adapters/telegram/telegramtest"
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
 	"switchboard/store"
@@ -76,9 +81,21 @@ func stopOn(t *testing.T, a adapters.Adapter, platform string) *harness {
 }
 
 // On Discord, "<@bot> stop" from a channel member stops the channel's
-// running turn; the stop message is never prompted.
+// running turn; the stop message is never prompted. So it does when the
+// bot's username has spaces ("My Bot"), whatever the mention renders as.
 func TestStopCommandDiscord(t *testing.T) {
-	f := discordtest.New(t)
+	for _, name := range []string{"", "My Bot"} {
+		t.Run("bot named "+cmp.Or(name, "switchboard"), func(t *testing.T) {
+			f := discordtest.New(t)
+			if name != "" {
+				f.SetBotName(name)
+			}
+			stopOnDiscord(t, f)
+		})
+	}
+}
+
+func stopOnDiscord(t *testing.T, f *discordtest.Server) {
 	h := stopOn(t, discord.New(discord.Options{Token: discordtest.Token, APIURL: f.URL()}), "discord")
 	f.WaitFor(t, "the bot connected", f.Connected)
 	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "run it", MentionBot: true})
@@ -150,5 +167,42 @@ func TestStopCommandSlack(t *testing.T) {
 				t.Errorf("%d turns; want the stopped one alone (the stop message is never prompted)", n)
 			}
 		})
+	}
+}
+
+// On Telegram, a command addressed to another bot in the group is that
+// bot's: "/approve@other_bot ID", and "/stop@other_bot" even in reply to
+// this bot's message, are ordinary messages here, which start a turn as
+// any, and are never answered as this bot's commands.
+func TestTelegramCommandsForAnotherBot(t *testing.T) {
+	fake := telegramtest.New(t)
+	tg := telegram.New(telegram.Options{Token: telegramtest.Token, APIURL: fake.URL(), PollTimeout: 2 * time.Second,
+		PerChat: 10 * time.Millisecond, PerGroup: 10 * time.Millisecond, Global: -1})
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "cat >/dev/null; echo ran"), noStart: true,
+		routes: []routing.Route{{Match: map[string]string{"platform": "telegram"}, Target: "main"}},
+		modify: func(o *Options) { o.Adapters = append(o.Adapters, tg) }})
+	h.start()
+	command := func(text string, replyTo int) map[string]any {
+		m, _ := fake.UserMessage(telegramtest.GroupID, text, false, 0, replyTo)
+		m["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len(strings.Fields(text)[0])}}
+		return m
+	}
+	botSaid := func(n int) telegramtest.Msg {
+		t.Helper()
+		var said []telegramtest.Msg
+		testwait.For(t, 20*time.Second, fmt.Sprintf("%d bot messages", n), func() bool {
+			said = botShowing(fake, telegramtest.GroupID)
+			return len(said) >= n
+		})
+		return said[n-1]
+	}
+	fake.Push("message", command("/approve@other_bot abc1234", 0))
+	ran := botSaid(1)
+	if ran.Text != "ran" {
+		t.Errorf("after /approve@other_bot the bot said %q; want a turn's reply (ran), the command being the other bot's", ran.Text)
+	}
+	fake.Push("message", command("/stop@other_bot", ran.ID))
+	if m := botSaid(2); m.Text != "ran" {
+		t.Errorf("after /stop@other_bot (a reply to the bot) the bot said %q; want a turn's reply (ran)", m.Text)
 	}
 }

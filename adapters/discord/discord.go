@@ -52,6 +52,9 @@ type Adapter struct {
 	log  *slog.Logger
 	http *http.Client
 	held adapters.Hold // a 429 pauses every REST request of the adapter (ratelimit.go)
+	// badURL is Options.APIURL's fault, if any: Run returns it rather
+	// than send the token to discord.com.
+	badURL error
 
 	mu       sync.Mutex
 	s        *discordgo.Session
@@ -90,9 +93,17 @@ func New(o Options) *Adapter {
 		o.ReconnectDeadline = 2 * time.Minute
 	}
 	a := &Adapter{opt: o, log: o.Logger.With("adapter", platform), parents: map[string]parent{}, botRoles: map[string]bool{}}
+	a.held.Log = a.log
 	var next http.RoundTripper = http.DefaultTransport
 	if o.APIURL != "" {
-		if base, err := url.Parse(strings.TrimRight(o.APIURL, "/")); err == nil {
+		base, err := url.Parse(strings.TrimRight(o.APIURL, "/"))
+		switch {
+		case err != nil:
+			a.badURL = fmt.Errorf("%w: adapters.discord.api_url: %q: %v", adapters.ErrConfig, o.APIURL, err)
+		case base.Scheme != "http" && base.Scheme != "https" || base.Host == "":
+			a.badURL = fmt.Errorf("%w: adapters.discord.api_url: %q is not an http(s) URL; want the base that replaces Discord's, e.g. http://host:port",
+				adapters.ErrConfig, o.APIURL)
+		default:
 			next = rewrite{base: base, next: next}
 		}
 	}
@@ -143,6 +154,10 @@ func (a *Adapter) Limits() adapters.Limits {
 // afresh (READY rather than RESUMED) is followed by a backfill.
 func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	host.SetState(adapters.StateConnecting, nil)
+	a.held.Report(host)
+	if a.badURL != nil {
+		return a.badURL
+	}
 	s, err := discordgo.New("Bot " + a.opt.Token)
 	if err != nil {
 		return fmt.Errorf("discord: %w", err)
@@ -158,9 +173,14 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	if err != nil {
 		var rest *discordgo.RESTError
 		if errors.As(err, &rest) && rest.Response != nil && rest.Response.StatusCode == http.StatusUnauthorized {
-			return fmt.Errorf("%w: adapters.discord.token: Discord refused the token (401); copy the bot token again from the developer portal (Bot → Reset Token)", adapters.ErrBadToken)
+			return fmt.Errorf("%w: adapters.discord.token: %s refused the token (401); copy the bot token again from the developer portal (Bot → Reset Token)",
+				adapters.ErrBadToken, a.server())
 		}
-		return fmt.Errorf("discord: check token: %w", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its URL is discord.com's, before the rewrite to api_url
+		}
+		return fmt.Errorf("discord: check token with %s: %w", a.server(), err)
 	}
 	a.selfID.Store(me.ID)
 	a.mu.Lock()
@@ -169,7 +189,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	stuck := make(chan struct{}, 1)
 	a.handlers(ctx, s, host, stuck)
 	if err := s.Open(); err != nil {
-		return openError(err)
+		return openError(err, a.server())
 	}
 	a.log.Info("discord connected", "bot", me.Username, "jid", userJID(me.ID))
 	select {
@@ -184,12 +204,22 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	}
 }
 
+// server names, for errors, the server the adapter's requests go to: the
+// api_url, with its key, or Discord.
+func (a *Adapter) server() string {
+	if a.opt.APIURL != "" {
+		return "the server at " + strings.TrimRight(a.opt.APIURL, "/") + " (adapters.discord.api_url)"
+	}
+	return "Discord"
+}
+
 // openError explains a gateway close that no retry can fix: Discord closes
 // with 4014 when the bot asks for a privileged intent (Message Content) that
 // the application has not enabled, and with 4013 for intents it does not
 // know. Both are configuration errors, so a start-up stops with the fix
-// instead of reconnecting forever.
-func openError(err error) error {
+// instead of reconnecting forever. server names where the gateway URL came
+// from (Adapter.server).
+func openError(err error, server string) error {
 	var ce *websocket.CloseError
 	if errors.As(err, &ce) {
 		switch ce.Code {
@@ -200,7 +230,8 @@ func openError(err error) error {
 		case closeInvalidIntents:
 			return fmt.Errorf("%w: adapters.discord: Discord refused the gateway intents (close %d, %q)", adapters.ErrConfig, ce.Code, ce.Text)
 		case closeAuthenticationFailed:
-			return fmt.Errorf("%w: adapters.discord.token: Discord refused the token at the gateway (close %d); copy the bot token again from the developer portal (Bot → Reset Token)", adapters.ErrBadToken, ce.Code)
+			return fmt.Errorf("%w: adapters.discord.token: the gateway of %s refused the token (close %d); copy the bot token again from the developer portal (Bot → Reset Token)",
+				adapters.ErrBadToken, server, ce.Code)
 		}
 	}
 	return fmt.Errorf("discord: open gateway: %w", err)

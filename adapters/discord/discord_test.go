@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -194,6 +196,21 @@ func TestInbound(t *testing.T) {
 	check(5, dmChat, "", adapters.VerbMention, false)
 	if ev := byID[ids[2]]; ev.Text != "@switchboard in the thread" || ev.Sender != "discord:user/"+discordtest.UserID || ev.SenderName != "Ann" {
 		t.Errorf("mention text and sender: %+v", ev)
+	}
+}
+
+// A bot whose username has spaces: its mention renders as one word, so
+// that "<@bot> stop" stays the two words of a stop request (the gateway
+// reads "@name stop"); the rest of the name is not lost.
+func TestBotMentionWithSpacesIsOneWord(t *testing.T) {
+	f := discordtest.New(t)
+	f.SetBotName("My  Bot")
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "stop", MentionBot: true})
+	ev := host.WaitEvents(t, 1)[0]
+	if ev.Text != "@My_Bot stop" || ev.Verb != adapters.VerbMention {
+		t.Errorf("a mention of the bot %q then stop: text %q, verb %s; want %q, mention", "My  Bot", ev.Text, ev.Verb, "@My_Bot stop")
 	}
 }
 
@@ -407,6 +424,43 @@ func TestBadToken(t *testing.T) {
 	err := New(Options{Token: "wrong", APIURL: f.URL()}).Run(context.Background(), adaptertest.NewHost())
 	if !errors.Is(err, adapters.ErrBadToken) || !strings.Contains(err.Error(), "adapters.discord.token") {
 		t.Fatalf("bad token: %v", err)
+	}
+}
+
+// A start-up error names the server the adapter talked to and the key
+// that points there: with api_url set, never discord.com, which was never
+// asked. An api_url that is no http(s) URL is a configuration error, not
+// a silent fallback to discord.com with the token.
+func TestStartupErrorsNameTheAPIURL(t *testing.T) {
+	f := discordtest.New(t)
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close() // nothing listens there now
+	for _, tc := range []struct {
+		name, token, apiURL string
+		is                  error
+		want                []string
+	}{
+		{"bad token", "wrong", f.URL(), adapters.ErrBadToken, []string{"adapters.discord.token", f.URL(), "adapters.discord.api_url", "401"}},
+		{"server down", discordtest.Token, downURL, nil, []string{downURL, "adapters.discord.api_url"}},
+		{"not a URL", discordtest.Token, "discord-proxy:8080", adapters.ErrConfig, []string{"adapters.discord.api_url", "discord-proxy:8080"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			err := New(Options{Token: tc.token, APIURL: tc.apiURL}).Run(ctx, adaptertest.NewHost())
+			if err == nil || tc.is != nil && !errors.Is(err, tc.is) {
+				t.Fatalf("Run: %v; want an error wrapping %v", err, tc.is)
+			}
+			if strings.Contains(err.Error(), "discord.com") {
+				t.Errorf("error %q names discord.com; the adapter talked to %s", err, tc.apiURL)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+		})
 	}
 }
 

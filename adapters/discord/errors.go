@@ -43,7 +43,8 @@ func classify(chat adapters.JID, err error) error {
 	}
 	var rl *discordgo.RateLimitError
 	if errors.As(err, &rl) && rl.RateLimit != nil {
-		return &adapters.RetryAfterError{Wait: rl.RetryAfter}
+		wait, _ := adapters.RetryWait(rl.RetryAfter) // as the adapter's hold (capWait)
+		return &adapters.RetryAfterError{Wait: wait}
 	}
 	return fmt.Errorf("discord: %w", err)
 }

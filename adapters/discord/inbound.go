@@ -170,11 +170,19 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 var channelMention = regexp.MustCompile(`<#([0-9]+)>`)
 
 // render is a message's text as people read it: user mentions as
-// @username, role mentions as @role (but the bot's own) and channel
-// mentions as #channel (names from the session's state; markup left as it
-// is when unknown).
+// @username (the bot's own as one word, mentionWord), role mentions as
+// @role (but the bot's own) and channel mentions as #channel (names from
+// the session's state; markup left as it is when unknown).
 func (a *Adapter) render(m *discordgo.Message) string {
-	text := m.ContentWithMentionsReplaced()
+	self, _ := a.selfID.Load().(string)
+	text := m.Content
+	for _, u := range m.Mentions {
+		name := u.Username
+		if u.ID == self {
+			name = mentionWord(name)
+		}
+		text = strings.NewReplacer("<@"+u.ID+">", "@"+name, "<@!"+u.ID+">", "@"+name).Replace(text)
+	}
 	s, err := a.session()
 	if err != nil || m.GuildID == "" || !strings.Contains(text, "<") {
 		return text
@@ -196,6 +204,14 @@ func (a *Adapter) render(m *discordgo.Message) string {
 		}
 		return mention
 	})
+}
+
+// mentionWord is the bot's username as its mention renders: one word, its
+// spaces as underscores ("My Bot" → "My_Bot"), so that "@My_Bot stop" is
+// the two words of a stop request, as "<@id> stop" was (bots' usernames
+// may hold spaces; people's no longer do).
+func mentionWord(name string) string {
+	return strings.Join(strings.Fields(name), "_")
 }
 
 // forwarded is what a forwarded message shows: "[forwarded] " and the

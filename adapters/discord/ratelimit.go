@@ -1,6 +1,9 @@
 package discord
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -27,18 +30,54 @@ func (t holding) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
-		t.hold.Set(retryAfter(resp.Header))
+		capWait(resp, t.hold)
 	}
 	return resp, err
 }
 
-// retryAfter is a 429's wait: X-RateLimit-Reset-After (seconds, with a
-// fraction), else Retry-After (seconds), else a second.
-func retryAfter(h http.Header) time.Duration {
+// maxLimitBody is the most of a 429's body read to find its retry_after.
+const maxLimitBody = 64 << 10
+
+// capWait holds the adapter for the wait a 429 asks for — the longest of
+// X-RateLimit-Reset-After, Retry-After and the body's retry_after
+// (seconds, with a fraction), a second when none says — as adapters.Hold
+// caps it, and writes the capped wait back into the response: discordgo
+// sleeps for the body's retry_after and holds the route's bucket until
+// X-RateLimit-Reset-After, and would otherwise wait out a day's retry_after
+// that the hold cut to adapters.MaxRetryAfter.
+func capWait(resp *http.Response, hold *adapters.Hold) {
+	var asked time.Duration
 	for _, key := range []string{"X-RateLimit-Reset-After", "Retry-After"} {
-		if s, err := strconv.ParseFloat(h.Get(key), 64); err == nil && s > 0 && s < 24*3600 {
-			return time.Duration(s * float64(time.Second))
+		if d, ok := adapters.ParseRetryAfter(resp.Header.Get(key)); ok {
+			asked = max(asked, d)
 		}
 	}
-	return time.Second
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLimitBody))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var fields map[string]any
+	if err == nil && json.Unmarshal(body, &fields) == nil {
+		if s, ok := fields["retry_after"].(float64); ok {
+			d, _ := adapters.ParseRetryAfter(strconv.FormatFloat(s, 'f', -1, 64))
+			asked = max(asked, d)
+		}
+	}
+	wait := hold.Set(asked)
+	if asked <= wait {
+		return
+	}
+	secs := strconv.FormatFloat(wait.Seconds(), 'f', -1, 64)
+	for _, key := range []string{"X-RateLimit-Reset-After", "Retry-After"} {
+		if resp.Header.Get(key) != "" {
+			resp.Header.Set(key, secs)
+		}
+	}
+	if _, ok := fields["retry_after"]; ok {
+		fields["retry_after"] = wait.Seconds()
+		if b, err := json.Marshal(fields); err == nil {
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			resp.ContentLength = int64(len(b))
+			resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		}
+	}
 }

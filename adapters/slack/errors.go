@@ -10,16 +10,18 @@ import (
 )
 
 // classify maps a Web API error of verb on chat to the adapters' error
-// kinds: a rate limit is a RetryAfterError of Slack's Retry-After; a chat
-// the bot is not in, that is gone or archived, and the errors no retry
-// mends are permanent and say how to fix it; the rest is transient.
+// kinds: a rate limit is a RetryAfterError of Slack's Retry-After (capped:
+// adapters.RetryWait); a chat the bot is not in, that is gone or archived,
+// and the errors no retry mends are permanent and say how to fix it; the
+// rest is transient.
 func classify(verb string, chat adapters.JID, err error) error {
 	if err == nil {
 		return nil
 	}
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
-		return &adapters.RetryAfterError{Wait: rl.RetryAfter}
+		wait, _ := adapters.RetryWait(rl.RetryAfter) // as the tiers' hold (holding)
+		return &adapters.RetryAfterError{Wait: wait}
 	}
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) {

@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -90,7 +89,8 @@ func (t *tiers) due(method, channel string) time.Duration {
 }
 
 // holding is the Web API's transport: a 429 holds the tiers for its
-// Retry-After (at least a second) before it is returned to the caller.
+// Retry-After (adapters.Hold: at least a second, at most
+// adapters.MaxRetryAfter) before it is returned to the caller.
 type holding struct {
 	base  http.RoundTripper
 	tiers *tiers
@@ -99,8 +99,8 @@ type holding struct {
 func (h holding) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := h.base.RoundTrip(r)
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
-		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		h.tiers.held.Set(time.Duration(max(secs, 1)) * time.Second)
+		asked, _ := adapters.ParseRetryAfter(resp.Header.Get("Retry-After"))
+		h.tiers.held.Set(asked)
 	}
 	return resp, err
 }

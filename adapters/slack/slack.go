@@ -120,6 +120,7 @@ func New(opt Options) *Adapter {
 		opt.APIURL += "/"
 	}
 	a := &Adapter{opt: opt, log: opt.Logger.With("adapter", "slack"), tiers: tiers{postEvery: opt.PostInterval}}
+	a.tiers.held.Log = a.log
 	opts := []slack.Option{slack.OptionHTTPClient(&http.Client{Transport: holding{base: http.DefaultTransport, tiers: &a.tiers}})}
 	if opt.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(opt.APIURL))
@@ -173,6 +174,7 @@ func (a *Adapter) identity() (team, user, bot string) {
 // mode until ctx is cancelled.
 func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	host.SetState(adapters.StateConnecting, nil)
+	a.tiers.held.Report(host)
 	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
 		err := a.authenticate(ctx)
 		if err == nil {
@@ -188,7 +190,8 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 		// Slack unreachable or rate limited: not the operator's fault.
 		var rl *slack.RateLimitedError
 		if errors.As(err, &rl) {
-			wait = max(wait, rl.RetryAfter)
+			asked, _ := adapters.RetryWait(rl.RetryAfter)
+			wait = max(wait, asked)
 		}
 		host.SetState(adapters.StateBackingOff, err)
 		a.log.Warn("slack auth.test failed; retrying", "in", wait, "err", err)

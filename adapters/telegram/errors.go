@@ -13,7 +13,7 @@ import (
 
 // classify maps what the SDK returned for a request about chat jid to the
 // adapters' error kinds: a 429 is a RetryAfterError of Telegram's
-// retry_after, a chat the bot was blocked from, removed from or never in
+// retry_after (capped: adapters.RetryWait), a chat the bot was blocked from, removed from or never in
 // is permanent with how to fix it, refused formatting is ErrFormat (Send
 // resends plain text), other 400s and 403s are permanent, the rest is
 // transient.
@@ -23,7 +23,8 @@ func classify(jid adapters.JID, err error) error {
 	}
 	var tooMany *bot.TooManyRequestsError
 	if errors.As(err, &tooMany) {
-		return &adapters.RetryAfterError{Wait: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second}
+		wait, _ := adapters.RetryWait(time.Duration(tooMany.RetryAfter) * time.Second)
+		return &adapters.RetryAfterError{Wait: wait}
 	}
 	msg := strings.ToLower(err.Error())
 	switch {

@@ -130,6 +130,7 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 	if a.addressed(m, text, entities) {
 		ev.Verb = adapters.VerbMention
 	}
+	ev.ToOtherBot = a.commandToOtherBot(text, entities)
 	return []adapters.Inbound{ev}
 }
 
@@ -178,6 +179,26 @@ func (a *Adapter) addressed(m *models.Message, text string, entities []models.Me
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// commandToOtherBot: the message starts with a command addressed to
+// another bot, "/stop@other_bot" (a group's members may talk to several
+// bots; whatever else makes the message addressed to this one, such as a
+// reply to its message, the command is the other bot's).
+func (a *Adapter) commandToOtherBot(text string, entities []models.MessageEntity) bool {
+	name, _ := a.username.Load().(string)
+	if name == "" {
+		return false
+	}
+	units := utf16.Encode([]rune(text))
+	for _, e := range entities {
+		if e.Type != models.MessageEntityTypeBotCommand || e.Offset != 0 || e.Length < 0 || e.Length > len(units) {
+			continue
+		}
+		_, to, ok := strings.Cut(string(utf16.Decode(units[:e.Length])), "@")
+		return ok && !strings.EqualFold(to, name)
 	}
 	return false
 }

@@ -210,7 +210,9 @@ func (a *Adapter) callIn(ctx context.Context, jid adapters.JID, l lane, fn func(
 	err := fn()
 	var tooMany *bot.TooManyRequestsError
 	if errors.As(err, &tooMany) {
-		a.pace.hold(time.Duration(max(tooMany.RetryAfter, 1)) * time.Second) // the whole bot waits
+		// The whole bot waits, and so does the gateway: for no longer
+		// than adapters.MaxRetryAfter, whatever retry_after said.
+		return &adapters.RetryAfterError{Wait: a.pace.held.Set(time.Duration(tooMany.RetryAfter) * time.Second)}
 	}
 	var mig *bot.MigrateError
 	if errors.As(err, &mig) && mig.MigrateToChatID != 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"switchboard/adapters"
 )
 
 // pacer keeps the bot under Telegram's limits by waiting (never dropping):
@@ -14,9 +16,13 @@ import (
 // second after the last draft.
 type pacer struct {
 	perChat, perGroup, global time.Duration
-	mu                        sync.Mutex
-	next                      map[lane]time.Time
-	nextGlobal                time.Time
+	// held is Telegram's 429: every request of the bot waits for its
+	// retry_after (CONTRACT §13), a live reply's next update and a final
+	// alike; adapters.Hold caps the wait.
+	held       adapters.Hold
+	mu         sync.Mutex
+	next       map[lane]time.Time
+	nextGlobal time.Time
 	// set lists the slots set in next, oldest first: each wait sweeps a
 	// few from its front (forget), so that next holds few lanes whose
 	// slot has passed and no call scans it.
@@ -63,7 +69,7 @@ func (p *pacer) wait(ctx context.Context, l lane) error {
 	}
 	p.mu.Lock()
 	now := time.Now()
-	at := now
+	at := now.Add(p.held.Left())
 	for _, t := range []time.Time{p.next[l], p.nextGlobal} {
 		if t.After(at) {
 			at = t
@@ -112,23 +118,12 @@ func (p *pacer) forget(now time.Time) {
 	}
 }
 
-// hold keeps every request of the bot waiting for d from now: Telegram
-// answered 429 with retry_after d, and the whole adapter pauses for it
-// (CONTRACT §13), a live reply's next update and a final alike.
-func (p *pacer) hold(d time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if until := time.Now().Add(d); until.After(p.nextGlobal) {
-		p.nextGlobal = until
-	}
-}
-
 // due is how long a request in l would wait for its turn now (0: none):
-// for l's next slot and the bot's (Global). It reserves nothing: a live
+// for l's next slot, the bot's (Global) and a 429's hold. It reserves nothing: a live
 // update not due yet is not sent, so that the next one carries the
 // newest text (adapters.NotDue).
 func (p *pacer) due(l lane) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return max(time.Until(p.next[l]), time.Until(p.nextGlobal), 0)
+	return max(time.Until(p.next[l]), time.Until(p.nextGlobal), p.held.Left(), 0)
 }

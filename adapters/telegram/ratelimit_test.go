@@ -2,9 +2,17 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
+
+	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/telegram/telegramtest"
+	"switchboard/internal/testlog"
 )
 
 // The pacer forgets the chats whose slot has passed as it goes, however
@@ -43,5 +51,31 @@ func BenchmarkPacerWait(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A 429 whose retry_after is a day (a broken proxy, a fake, a platform
+// gone wrong) does not freeze the bot for a day: the adapter and the
+// gateway (the RetryAfterError's wait) hold for adapters.MaxRetryAfter at
+// most, and the log says the wait was cut.
+func TestHugeRetryAfterIsCapped(t *testing.T) {
+	f := telegramtest.New(t)
+	var logs testlog.Buffer
+	a := newAdapter(f, slog.New(slog.NewTextHandler(&logs, nil)))
+	adaptertest.Start(t, a, adaptertest.NewHost())
+	f.RateLimit(24 * time.Hour)
+	_, err := a.Send(t.Context(), adapters.Outbound{Chat: groupChat, Text: "answered 429"})
+	var ra *adapters.RetryAfterError
+	if !errors.As(err, &ra) {
+		t.Fatalf("send answered 429: %v; want a RetryAfterError", err)
+	}
+	if ra.Wait > adapters.MaxRetryAfter {
+		t.Errorf("the gateway is told to wait %s; want at most %s", ra.Wait, adapters.MaxRetryAfter)
+	}
+	if d := a.pace.due(lane{chat: chatOf(dmChat)}); d > adapters.MaxRetryAfter || d < adapters.MaxRetryAfter-time.Minute {
+		t.Errorf("the bot holds every chat for %s; want about %s", d, adapters.MaxRetryAfter)
+	}
+	if !strings.Contains(logs.String(), "rate limit wait capped") {
+		t.Errorf("no log line says the wait was capped:\n%s", logs.String())
 	}
 }

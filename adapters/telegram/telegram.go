@@ -108,6 +108,7 @@ func New(o Options) *Adapter {
 		alias: map[int64]int64{}, moved: map[int64]int64{}}
 	a.username.Store("")
 	a.pace = newPacer(o)
+	a.pace.held.Log = a.log
 	return a
 }
 
@@ -138,6 +139,7 @@ func measure(src string) int {
 // Run connects (getMe, deleteWebhook), then long-polls until ctx ends.
 func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	host.SetState(adapters.StateConnecting, nil)
+	a.pace.held.Report(host)
 	offset, err := a.restore(ctx, host)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,6 +85,22 @@ type Server struct {
 	shown                []Shown
 
 	interactions map[string]*interaction
+
+	botName atomic.Pointer[string] // the bot's username (SetBotName); nil: "switchboard"
+}
+
+// SetBotName gives the bot another username, as Discord shows it
+// (bots' usernames may hold spaces: "My Bot"). Set it before the adapter
+// connects.
+func (f *Server) SetBotName(name string) { f.botName.Store(&name) }
+
+// botUser is the bot's user object.
+func (f *Server) botUser() map[string]any {
+	name := "switchboard"
+	if p := f.botName.Load(); p != nil {
+		name = *p
+	}
+	return map[string]any{"id": BotID, "username": name, "bot": true}
 }
 
 // Shown is what a channel showed of the bot at one moment: a message as it
@@ -172,7 +189,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
 	case path == "/users/@me":
-		writeJSON(w, 200, map[string]any{"id": BotID, "username": "switchboard", "bot": true})
+		writeJSON(w, 200, f.botUser())
 	case path == "/gateway":
 		writeJSON(w, 200, map[string]any{"url": "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/gateway"})
 	case len(parts) == 2 && parts[0] == "channels" && r.Method == http.MethodGet:
@@ -371,7 +388,7 @@ func (f *Server) find(ch, id string) *Msg {
 func (f *Server) msgObj(m *Msg) map[string]any {
 	author := map[string]any{"id": m.AuthorID, "username": "ann", "global_name": "Ann"}
 	if m.AuthorID == BotID {
-		author = map[string]any{"id": BotID, "username": "switchboard", "bot": true}
+		author = f.botUser()
 	}
 	o := map[string]any{"id": m.ID, "channel_id": m.Channel, "content": m.Content, "author": author,
 		"timestamp": m.Time.UTC().Format(time.RFC3339Nano), "mentions": []any{}, "mention_roles": []any{}, "attachments": []any{}}

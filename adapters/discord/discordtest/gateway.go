@@ -121,12 +121,12 @@ func (f *Server) ready(c *websocket.Conn, send func(any) error) {
 	ws := "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/gateway"
 	f.seq++
 	send(map[string]any{"op": 0, "t": "READY", "s": f.seq, "d": map[string]any{"v": 10, "session_id": f.session,
-		"user": map[string]any{"id": BotID, "username": "switchboard", "bot": true}, "resume_gateway_url": ws,
+		"user": f.botUser(), "resume_gateway_url": ws,
 		"guilds": []any{map[string]any{"id": GuildID, "unavailable": true}}}})
 	f.seq++
 	send(map[string]any{"op": 0, "t": "GUILD_CREATE", "s": f.seq, "d": map[string]any{"id": GuildID, "name": "Acme",
 		"roles":    []any{map[string]any{"id": BotRole, "name": "switchboard", "managed": true}, map[string]any{"id": "701", "name": "ops"}},
-		"members":  []any{map[string]any{"user": map[string]any{"id": BotID, "username": "switchboard", "bot": true}, "roles": []any{BotRole}}},
+		"members":  []any{map[string]any{"user": f.botUser(), "roles": []any{BotRole}}},
 		"channels": []any{map[string]any{"id": Channel, "type": 0, "name": "general"}},
 		"threads":  []any{map[string]any{"id": Thread, "type": 11, "parent_id": Channel, "guild_id": GuildID, "name": "incident"}}}})
 	f.notify()
@@ -187,7 +187,7 @@ func (f *Server) UserPosts(p Post) string {
 		o["author"].(map[string]any)["bot"] = true
 	}
 	if p.MentionBot {
-		o["mentions"] = []any{map[string]any{"id": BotID, "username": "switchboard", "bot": true}}
+		o["mentions"] = []any{f.botUser()}
 	}
 	if p.MentionRole {
 		o["mention_roles"] = []any{BotRole}
