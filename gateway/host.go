@@ -204,6 +204,17 @@ func (a *adapterStates) snapshot() map[string]ops.AdapterStatus {
 	return a.copyLocked()
 }
 
+// connections is the states without the rate-limit holds shown over them:
+// readiness. An adapter holding its sends for a platform's 429 is still
+// connected and still takes messages in (Slack's Events API posts among
+// them), so it stays ready: a /readyz that went 503 for each 429 would
+// have a load balancer or an orchestrator turn those posts away.
+func (a *adapterStates) connections() map[string]ops.AdapterStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.m)
+}
+
 // copyLocked is the states, each rate-limit hold not yet over shown over
 // its adapter's connected state (a.mu held).
 func (a *adapterStates) copyLocked() map[string]ops.AdapterStatus {

@@ -212,7 +212,7 @@ func (g *Gateway) NotReady(ctx context.Context) []string {
 	} else if err := g.st.Ping(ctx); err != nil {
 		out = append(out, "store: "+err.Error())
 	}
-	states := g.states.snapshot()
+	states := g.states.connections()
 	for name := range g.adapters {
 		st, ok := states[name]
 		switch {
