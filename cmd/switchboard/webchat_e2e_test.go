@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"maps"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"switchboard/internal/testwait"
 )
 
 // webMessageKeys are the fields of a message object (CONTRACT §12).
@@ -193,4 +196,72 @@ func jsonEqual(a, b map[string]any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
+}
+
+// The admin listener's status page shows what `switchboard status` shows
+// (CONTRACT §14): the gateway's pid and uptime, each adapter's state, the
+// queue per folder, the running turns, the outbox counts, the next tasks
+// with their times, the recent failed turns with their errors, and the
+// database's size.
+func TestE2EStatusPageShowsStatus(t *testing.T) {
+	t.Parallel()
+	dir := newE2E(t, e2eConfig{timeout: "60s", agent: `case "$SWITCHBOARD_CHAT_JID" in
+web:slow) exec sleep 50 ;;
+web:crash) echo "segfault imminent" >&2; exit 3 ;;
+esac
+echo fine`})
+	g := startGW(t, dir)
+	g.mustPost("crash", "bob", "boom")
+	testwait.For(t, 20*time.Second, "the failure notice", func() bool { return len(g.botMessages("crash")) > 0 })
+	g.mustPost("slow", "ann", "take your time")
+	testwait.For(t, 20*time.Second, "the slow turn to start", func() bool { return turnCount(dir, "main") >= 2 })
+	g.mustPost("lobby", "eve", "waits for main") // queued behind the slow turn
+	addTask(t, g.bin, dir, "--folder", "main", "--jid", "web:lobby", "--schedule", "30 9 * * 1-5", "--tz", "Europe/Berlin", "--prompt", "standup")
+	g.mustCLI("send", "telegram:user/1", "to a platform that is off") // a failed outbox item
+
+	var rep statusReport
+	var page, missing string
+	testwait.Until(20*time.Second, func() bool {
+		out, err := g.cli("--json", "status")
+		if err != nil || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Running) == 0 || len(rep.Queue) == 0 ||
+			len(rep.FailedTurns) == 0 || len(rep.NextTasks) == 0 || rep.Outbox.Failed == 0 {
+			missing = "status itself: " + out
+			return false
+		}
+		_, body := g.admin(t, "/")
+		page = html.UnescapeString(body)
+		missing = statusMissing(rep, page)
+		return missing == ""
+	})
+	if missing != "" {
+		t.Errorf("the status page lacks %s\npage:\n%s", missing, page)
+	}
+}
+
+// statusMissing names the first part of rep the page does not show, or "".
+func statusMissing(rep statusReport, page string) string {
+	want := []string{fmt.Sprintf("pid %d", rep.Gateway.PID), "up ",
+		fmt.Sprintf("%d pending, %d failed", rep.Outbox.Pending, rep.Outbox.Failed),
+		fmt.Sprintf("%.1f MB", float64(rep.DBBytes)/(1<<20))}
+	for name, s := range rep.Adapters {
+		want = append(want, fmt.Sprintf("<td>%s</td><td class=\"ok\">%s</td>", name, s.State))
+	}
+	for f, n := range rep.Queue {
+		want = append(want, fmt.Sprintf("<td>%s</td><td>%d</td>", f, n))
+	}
+	for _, r := range rep.Running {
+		want = append(want, fmt.Sprintf("<td>%s</td><td>%s</td>", r.Folder, r.ChatJID))
+	}
+	for _, tk := range rep.NextTasks {
+		want = append(want, fmt.Sprintf("#%d", tk.ID), tk.Spec, tk.At())
+	}
+	for _, f := range rep.FailedTurns {
+		want = append(want, string(f.Folder), string(f.ChatJID), f.Error)
+	}
+	for _, w := range want {
+		if !strings.Contains(page, w) {
+			return fmt.Sprintf("%q", w)
+		}
+	}
+	return ""
 }
