@@ -499,3 +499,26 @@ func TestGrantsShowCheckAsk(t *testing.T) {
 		t.Errorf("show lists asking tools without an ask rule: %q", out)
 	}
 }
+
+// group rm drops what was queued for the group and not started (an
+// injected message here, the gateway down): no turn of the removed group
+// runs when the gateway starts; the message stays stored.
+func TestGroupRmDropsQueuedWork(t *testing.T) {
+	dir := t.TempDir()
+	mustSB(t, dir, "group", "add", "gx", "--jid", "web:gx")
+	mustSB(t, dir, "inject", "web:gx", "hello gx")
+	if out := mustSB(t, dir, "status"); !strings.Contains(out, "gx 1") {
+		t.Fatalf("status before rm:\n%s; want gx 1 queued", out)
+	}
+	mustSB(t, dir, "route", "rm", "1")
+	if out := mustSB(t, dir, "group", "rm", "gx"); !strings.Contains(out, "dropped 1 queued work item(s)") {
+		t.Errorf("group rm printed %q; want it to say the queued item was dropped", out)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "status")), &rep); err != nil || len(rep.Queue) != 0 {
+		t.Errorf("queue after group rm: %v (%v); want empty", rep.Queue, err)
+	}
+	if out := mustSB(t, dir, "messages", "search", "gx", "--jid", "web:gx"); !strings.Contains(out, "hello") {
+		t.Errorf("the injected message is gone: %q", out)
+	}
+}

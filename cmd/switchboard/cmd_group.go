@@ -219,12 +219,16 @@ func (a *app) groupRemove(cmd *cobra.Command, name string) error {
 		if len(ids) > 0 {
 			return fmt.Errorf("group rm %s: tasks %s are scheduled in it; cancel them first (switchboard task cancel ID)", folder, strings.Join(ids, ", "))
 		}
-		if err := st.RemoveGroup(ctx, folder); err != nil {
+		dropped, err := st.RemoveGroup(ctx, folder)
+		if err != nil {
 			return err
 		}
 		dir := groups.Layout{DataDir: a.cfg.DataDir}.Dir(folder)
-		return a.emit(map[string]any{"removed": folder, "kept_dir": dir}, func(w io.Writer) {
+		return a.emit(map[string]any{"removed": folder, "kept_dir": dir, "dropped_work": dropped}, func(w io.Writer) {
 			fmt.Fprintf(w, "removed group %s; its files are kept in %s\n", folder, dir)
+			if dropped > 0 {
+				fmt.Fprintf(w, "dropped %d queued work item(s) no turn had taken: the messages stay stored, no turn of %s runs\n", dropped, folder)
+			}
 		})
 	})
 }
