@@ -47,9 +47,16 @@ func TestGroupLifecycle(t *testing.T) {
 	if _, _, err := sb(t, dir, "group", "add", "acme"); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("duplicate add: %v", err)
 	}
-	if _, _, err := sb(t, dir, "group", "add", "nope/child"); err == nil || !strings.Contains(err.Error(), "parent group nope does not exist") {
-		t.Errorf("orphan add: %v", err)
+	// A group whose parent is missing is added (its tier is its depth's),
+	// with a warning naming the parent, as a config seed does.
+	if out, _, err := sb(t, dir, "group", "add", "nope/child/leaf"); err != nil || !strings.Contains(out, "added group nope/child/leaf (tier 3)") ||
+		!strings.Contains(out, "warning: its parent group nope/child does not exist") || !strings.Contains(out, "switchboard group add nope/child") {
+		t.Errorf("orphan add: %v\n%s", err, out)
 	}
+	if out := mustSB(t, dir, "grants", "show", "nope/child/leaf"); !strings.Contains(out, "tier 3") {
+		t.Errorf("grants show of the orphan:\n%s", out)
+	}
+	mustSB(t, dir, "group", "rm", "nope/child/leaf")
 	if _, _, err := sb(t, dir, "group", "add", "Bad!"); !isUsage(err) {
 		t.Errorf("invalid folder should be a usage error, got %v", err)
 	}

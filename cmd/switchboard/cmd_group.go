@@ -113,10 +113,18 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 			exe = "switchboard"
 		}
 		layout := groups.Layout{DataDir: a.cfg.DataDir}
-		r, err := ops.AddGroup(ctx, st, layout, ops.Operator, ops.NewGroup{Folder: folder, Pin: adapters.JID(jid), Exe: exe})
-		switch p := folder.Parent(); {
-		case errors.Is(err, ops.ErrNoGroup):
-			return fmt.Errorf("group add %s: parent group %s does not exist; add it first (switchboard group add %s)", folder, p, p)
+		// A missing parent is warned of, not refused (as in a config
+		// seed): the tier follows from the folder's depth alone.
+		warning := ""
+		if p := folder.Parent(); p != "" {
+			if ok, err := st.GroupExists(ctx, p); err != nil {
+				return err
+			} else if !ok {
+				warning = fmt.Sprintf("its parent group %s does not exist: %s cannot escalate_group and no parent's agent can manage it until you add it (switchboard group add %s)", p, folder, p)
+			}
+		}
+		r, err := ops.AddGroup(ctx, st, layout, ops.Operator, ops.NewGroup{Folder: folder, Pin: adapters.JID(jid), Exe: exe, Orphan: true})
+		switch {
 		case errors.Is(err, store.ErrExists):
 			return fmt.Errorf("group add %s: it already exists", folder)
 		case err != nil:
@@ -126,10 +134,16 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 		if r != nil {
 			out["route"] = *r
 		}
+		if warning != "" {
+			out["warning"] = warning
+		}
 		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintf(w, "added group %s (tier %v) at %s\n", folder, out["tier"], out["dir"])
 			if r != nil {
 				fmt.Fprintf(w, "added route %d (seq %d): chat_jid=%s -> %s\n", r.ID, r.Seq, jid, folder)
+			}
+			if warning != "" {
+				fmt.Fprintln(w, "warning: "+warning)
 			}
 		})
 	})
