@@ -368,7 +368,7 @@ func TestGroupLifecycleSockets(t *testing.T) {
 	if r := call(t, c, "list_grants", nil); r.IsError {
 		t.Fatal(r.Text)
 	}
-	if err := h.st.RemoveGroup(ctx, "beta"); err != nil {
+	if _, err := h.st.RemoveGroup(ctx, "beta"); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, 10*time.Second, "socket removed", func() bool {

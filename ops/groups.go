@@ -32,6 +32,10 @@ type NewGroup struct {
 	// Exe is the switchboard binary that the folder's .mcp.json runs as
 	// the MCP bridge.
 	Exe string
+	// Orphan allows a group whose parent group does not exist (the
+	// operator's CLI, which warns, as a config seed does); otherwise that
+	// is ErrNoGroup.
+	Orphan bool
 }
 
 // AddGroup creates a group for by: its folder on disk (layout.Setup), its
@@ -57,7 +61,7 @@ func AddGroup(ctx context.Context, st *store.Store, layout groups.Layout, by Act
 	if by.Tier != 0 && parent != by.Folder {
 		return nil, fmt.Errorf("group %s is %w of %s; create %s/<name>", folder, ErrNotChild, by.Folder, by.Folder)
 	}
-	if parent != "" {
+	if parent != "" && !req.Orphan {
 		if ok, err := st.GroupExists(ctx, parent); err != nil {
 			return nil, err
 		} else if !ok {

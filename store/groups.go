@@ -40,9 +40,13 @@ func (s *Store) EnsureGroup(ctx context.Context, folder groups.Folder) (created 
 
 // RemoveGroup deletes the group and its grant overrides in one transaction,
 // or returns an error wrapping ErrNotFound. Routes that target it are left
-// in place (the caller warns about them).
-func (s *Store) RemoveGroup(ctx context.Context, folder groups.Folder) error {
-	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+// in place (the caller warns about them). Work queued for the group that
+// no turn has taken yet is dropped with it, so a removed group's agent
+// never runs (its messages stay stored; a queued task run is recorded
+// skipped); dropped is how many work items that was. A turn already
+// running finishes.
+func (s *Store) RemoveGroup(ctx context.Context, folder groups.Folder) (dropped int64, err error) {
+	err = writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM groups WHERE folder = ?`, folder)
 		if err != nil {
 			return err
@@ -54,13 +58,25 @@ func (s *Store) RemoveGroup(ctx context.Context, folder groups.Folder) error {
 		if n == 0 {
 			return ErrNotFound
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM grant_overrides WHERE folder = ?`, folder)
+		if _, err = tx.ExecContext(ctx, `DELETE FROM grant_overrides WHERE folder = ?`, folder); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, error = ? WHERE id IN
+			(SELECT run_id FROM work WHERE folder = ? AND started_ms = 0 AND run_id > 0)`,
+			RunSkipped, "the group was removed before the run started", folder); err != nil {
+			return err
+		}
+		res, err = tx.ExecContext(ctx, `DELETE FROM work WHERE folder = ? AND started_ms = 0`, folder)
+		if err != nil {
+			return err
+		}
+		dropped, err = res.RowsAffected()
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("remove group %s: %w", folder, err)
+		return 0, fmt.Errorf("remove group %s: %w", folder, err)
 	}
-	return nil
+	return dropped, nil
 }
 
 // Groups lists every group folder, sorted.

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/routing"
+	"switchboard/scheduler"
 )
 
 func TestGroups(t *testing.T) {
@@ -50,7 +54,7 @@ func TestGroups(t *testing.T) {
 	if _, err := s.AddRoute(ctx, routing.Route{Match: map[string]string{"platform": "web"}, Target: "main"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RemoveGroup(ctx, "main"); err != nil {
+	if _, err := s.RemoveGroup(ctx, "main"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _ := s.GroupExists(ctx, "main"); ok {
@@ -65,7 +69,7 @@ func TestGroups(t *testing.T) {
 	if rs, _ := s.ListRoutes(ctx); len(rs) != 1 {
 		t.Errorf("RemoveGroup deleted routes to it: %+v", rs)
 	}
-	if err := s.RemoveGroup(ctx, "main"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.RemoveGroup(ctx, "main"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("RemoveGroup missing = %v, want ErrNotFound", err)
 	}
 }
@@ -135,8 +139,8 @@ func TestRevision(t *testing.T) {
 		{"set grants", func() error { return s.SetGrantOverrides(ctx, "main", []string{"send"}) }, true},
 		{"set same grants", func() error { return s.SetGrantOverrides(ctx, "main", []string{"send"}) }, false},
 		{"clear grants", func() error { return s.SetGrantOverrides(ctx, "main", nil) }, true},
-		{"remove group", func() error { return s.RemoveGroup(ctx, "side") }, true},
-		{"failed remove", func() error { _ = s.RemoveGroup(ctx, "side"); return nil }, false},
+		{"remove group", func() error { _, err := s.RemoveGroup(ctx, "side"); return err }, true},
+		{"failed remove", func() error { _, _ = s.RemoveGroup(ctx, "side"); return nil }, false},
 		{"search", func() error { _, err := s.Search(ctx, "x", SearchOptions{}); return err }, false},
 	}
 	prev, err := s.Revision(ctx)
@@ -199,5 +203,72 @@ func TestEnsureGroups(t *testing.T) {
 	}
 	if created, err := s.EnsureGroups(ctx, []groups.Folder{"root", "main"}); err != nil || len(created) != 0 {
 		t.Errorf("EnsureGroups again = %v, %v; want none created", created, err)
+	}
+}
+
+// Removing a group drops the work queued for it that no turn has taken:
+// its agent never runs again (CONTRACT §11 group rm). The messages stay
+// stored, a queued task run is recorded skipped with the reason, a batch a
+// running turn holds is left to it, and other folders' work is untouched.
+func TestRemoveGroupDropsItsQueuedWork(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	for _, f := range []groups.Folder{"main", "side"} {
+		if err := s.AddGroup(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.EnqueueMessage(ctx, msg("web:side", "running"), trigger("side", "web:side", "")); err != nil {
+		t.Fatal(err)
+	}
+	running, ok, err := s.NextBatch(ctx, "side", 10)
+	if err != nil || !ok {
+		t.Fatalf("NextBatch = %v %v", ok, err)
+	}
+	if err := s.MarkStarted(ctx, running, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range []*Message{msg("web:side", "queued"), msg("web:side", "context"), msg("web:main", "other")} {
+		work := [][]WorkItem{trigger("side", "web:side", "t"), observe("side", "web:side", ""), trigger("main", "web:main", "")}[i]
+		if _, err := s.EnqueueMessage(ctx, m, work); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := time.Date(2027, 1, 1, 9, 0, 0, 0, time.UTC)
+	task, err := s.AddTask(ctx, scheduler.Task{Folder: "side", ChatJID: "web:side", Prompt: "p", Spec: "@daily", Kind: scheduler.KindCron,
+		Timezone: "UTC", Context: "group", Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runIDs, errs, err := s.ClaimAndQueue(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: task.ID, From: next, Next: next.Add(24 * time.Hour), HasNext: true}, Slot: next}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("ClaimAndQueue = %v %v", errs, err)
+	}
+
+	dropped, err := s.RemoveGroup(ctx, "side")
+	if err != nil || dropped != 3 {
+		t.Fatalf("RemoveGroup = %d, %v; want the 3 items no turn had taken (a message, its context, a task turn)", dropped, err)
+	}
+	if b, ok, err := s.NextBatch(ctx, "side", 10); err != nil || !ok || len(b.Items) != 1 || b.Items[0].ID != running.Items[0].ID {
+		t.Errorf("NextBatch of the removed group = %+v %v %v; want only the running turn's batch", b, ok, err)
+	}
+	runs, _ := s.TaskRuns(ctx, task.ID, 10)
+	if len(runs) != 1 || runs[0].ID != runIDs[0] || runs[0].Status != RunSkipped || !strings.Contains(runs[0].Error, "removed") {
+		t.Errorf("task runs %+v; want run %d skipped, saying the group was removed", runs, runIDs[0])
+	}
+	for _, id := range []string{"running", "queued", "context"} {
+		if _, err := s.MessageByID(ctx, "web:side", adapters.MessageID(id)); err != nil {
+			t.Errorf("message %s: %v; messages stay stored", id, err)
+		}
+	}
+	// The running turn's batch is still its own to finish.
+	if err := s.FinishBatch(ctx, running, Turn{ID: "t1", Folder: "side", ChatJID: "web:side", Status: "succeeded"}, nil, time.Time{}); err != nil {
+		t.Errorf("finishing the running turn: %v", err)
+	}
+	if b, ok, err := s.NextBatch(ctx, "side", 10); err != nil || ok {
+		t.Errorf("NextBatch of the removed group = %+v %v %v; want nothing to run", b, ok, err)
+	}
+	if folders, _ := s.PendingFolders(ctx); !slices.Equal(folders, []groups.Folder{"main"}) {
+		t.Errorf("pending folders %v; want only main", folders)
 	}
 }

@@ -369,7 +369,14 @@ func searchError(query string, err error) error {
 	var se sqlite3.Error
 	switch {
 	case errors.As(err, &se) && se.Code == sqlite3.ErrError:
-		return fmt.Errorf("search %s: %w: %s", short(query), ErrBadQuery, se.Error())
+		// FTS5 reads "hello-world" as a column filter and "it's" as an
+		// unterminated string: say how to search for the text as written.
+		quoted := `"` + strings.ReplaceAll(query, `"`, `""`) + `"`
+		if len(quoted) > 80 {
+			quoted = "in double quotes"
+		}
+		return fmt.Errorf("search %s: %w: %s (the query is FTS5 syntax; to search for the words as written, quote them: %s)",
+			short(query), ErrBadQuery, se.Error(), quoted)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &se) && se.Code == sqlite3.ErrInterrupt:
 		return fmt.Errorf("search %s: stopped after %s; narrow the query (fewer OR terms, a chat_jid or since): %w", short(query), SearchTimeout, err)
 	}

@@ -185,6 +185,11 @@ func TestSearchBadQuery(t *testing.T) {
 		{`"unterminated`, "unterminated string"},
 		{"(deploy", "syntax error"},
 		{"nosuchcol:deploy", "no such column"},
+		// Plain text with punctuation: the error says how to search
+		// for it as written.
+		{"hello-world", `no such column: world (the query is FTS5 syntax; to search for the words as written, quote them: "hello-world")`},
+		{"it's", `quote them: "it's"`},
+		{`say "hi" to ann!`, `quote them: "say ""hi"" to ann!"`},
 		{"", "empty query"},
 		{"   ", "empty query"},
 	}
@@ -200,6 +205,16 @@ func TestSearchBadQuery(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The quoting the error suggests is a query FTS5 takes.
+func TestSearchSuggestedQuotingParses(t *testing.T) {
+	s, _ := searchFixture(t)
+	for _, q := range []string{`"hello-world"`, `"it's"`, `"say ""hi"" to ann!"`} {
+		if _, err := s.Search(context.Background(), q, SearchOptions{}); err != nil {
+			t.Errorf("Search(%s) = %v", q, err)
+		}
 	}
 }
 

@@ -67,7 +67,7 @@ func TestTaskStoreConformance(t *testing.T) {
 				return out
 			},
 			RemoveFolder: func(folder groups.Folder) {
-				if err := s.RemoveGroup(ctx, folder); err != nil {
+				if _, err := s.RemoveGroup(ctx, folder); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -172,7 +172,7 @@ func TestQueuedTaskTurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.RemoveGroup(ctx, "main"); err != nil {
+	if _, err := s.RemoveGroup(ctx, "main"); err != nil {
 		t.Fatal(err)
 	}
 	err = s.QueueTaskTurn(ctx, group.ID, run2[0])

@@ -144,8 +144,45 @@ func (a *Adapter) postMessage(deliver adapters.DeliverFunc) http.HandlerFunc {
 			writeError(w, http.StatusServiceUnavailable, "message not stored, try again")
 			return
 		}
+		if req.ID != "" {
+			if other, ok := a.reusedID(r.Context(), in, seq); ok {
+				writeJSON(w, http.StatusConflict, conflictResponse{
+					Error: fmt.Sprintf("id %q is already message %d of room %s, with another sender, text or topic; this post was not stored: send it again without an id or with a new one", req.ID, seq, room),
+					ID:    other.ID, Seq: other.Seq,
+				})
+				return
+			}
+		}
 		writeJSON(w, http.StatusAccepted, postResponse{ID: in.ID, Seq: seq})
 	}
+}
+
+// conflictResponse answers a post whose client id names a stored message
+// with other content: the error and the stored message's id and seq.
+type conflictResponse struct {
+	Error string             `json:"error"`
+	ID    adapters.MessageID `json:"id"`
+	Seq   int64              `json:"seq"`
+}
+
+// reusedID reports whether the message stored as seq for in's client id is
+// another message than in (another sender, text or topic): then in was a
+// duplicate of it by identity (chat, id) and was not stored. A true retry
+// of the same post is not. When the stored message cannot be read, the
+// post is taken as a retry (it was answered so before this check).
+func (a *Adapter) reusedID(ctx context.Context, in adapters.Inbound, seq int64) (adapters.Stored, bool) {
+	if seq <= 0 {
+		return adapters.Stored{}, false
+	}
+	got, err := a.history.Messages(ctx, in.Chat, seq-1, 1)
+	if err != nil || len(got) == 0 || got[0].Seq != seq || got[0].ID != in.ID {
+		if err != nil {
+			a.log.Warn("web message not compared with its id's stored message", "jid", in.Chat, "msg_id", in.ID, "err", err)
+		}
+		return adapters.Stored{}, false
+	}
+	m := got[0]
+	return m, m.Sender != in.Sender || m.Text != in.Text || m.Topic != in.Topic
 }
 
 // decodePost reads a POST body: one JSON object of known fields, at most

@@ -213,6 +213,47 @@ func TestPostClientIDIsIdempotent(t *testing.T) {
 	}
 }
 
+// A client id names one message of the room (§4: a message is (chat JID,
+// platform id)): a post that reuses it for another text, sender or topic
+// is not that message's retry, and is not stored. Answering 202 with the
+// first message's id and seq told the user their text was taken when it was
+// dropped; the answer is 409 naming the id and the stored message's seq.
+func TestPostReusedClientIDWithOtherContent(t *testing.T) {
+	s := start(t, nil)
+	_, first := s.post(t, "lobby", `{"id": "c1", "sender": "ann", "text": "first"}`)
+	orig := decode[postResponse](t, first)
+	for _, tc := range []struct{ name, body string }{
+		{"other text", `{"id": "c1", "sender": "ann", "text": "second"}`},
+		{"other sender", `{"id": "c1", "sender": "bob", "text": "first"}`},
+		{"other topic", `{"id": "c1", "sender": "ann", "text": "first", "topic": "t1"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := s.post(t, "lobby", tc.body)
+			if status != http.StatusConflict {
+				t.Fatalf("status %d %s, want 409", status, body)
+			}
+			got := decode[map[string]any](t, body)
+			msg, _ := got["error"].(string)
+			if !strings.Contains(msg, `"c1"`) || !strings.Contains(msg, fmt.Sprint(orig.Seq)) || !strings.Contains(msg, "not stored") {
+				t.Errorf("error %q: want it to name the id \"c1\", the stored seq %d and say the post was not stored", msg, orig.Seq)
+			}
+			if got["id"] != string(orig.ID) || got["seq"] != float64(orig.Seq) {
+				t.Errorf("body %s: want the stored message's id %q and seq %d", body, orig.ID, orig.Seq)
+			}
+		})
+	}
+	msgs := s.g.stored()
+	if len(msgs) != 1 || msgs[0].Text != "first" {
+		t.Fatalf("stored %+v, want only the first message", msgs)
+	}
+	// A true retry (same sender, text, topic; a display name may differ)
+	// is still answered 202 with the first message's id and seq.
+	status, again := s.post(t, "lobby", `{"id": "c1", "sender": "ann", "name": "Ann", "text": "first"}`)
+	if status != http.StatusAccepted || decode[postResponse](t, again) != orig {
+		t.Errorf("retry: %d %s, want 202 %+v", status, again, orig)
+	}
+}
+
 func TestGetMessages(t *testing.T) {
 	s := start(t, nil)
 	for i := range 4 {

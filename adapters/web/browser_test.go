@@ -267,3 +267,31 @@ func TestBrowserStopsDraft(t *testing.T) {
 		`!document.querySelector('.msg.draft') && [...document.querySelectorAll('.msg.bot')].some(li => li.querySelector('.text').textContent === `+
 			testcdp.JSString(final)+` && !li.querySelector('.buttons'))`)
 }
+
+// The page retries a post that got no answer under the same id (stored
+// once), but a post whose sender changed is another message: it gets a new
+// id. Reusing the id, the server refused it (409: the id was stored with
+// another sender) and the page kept failing "Not sent".
+func TestBrowserNewSenderGetsANewID(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a browser")
+	}
+	testenv.Need(t, chromium, "make test installs it, or apt-get install chromium")
+	s := start(t, nil)
+	s.g.mu.Lock()
+	s.g.lost = 1 // the first post is stored, its answer lost
+	s.g.mu.Unlock()
+	b := testcdp.Open(t, chromium, "about:blank")
+	b.Navigate(s.base + "/?room=lobby")
+	b.Eval(`document.getElementById("name").value = "ann"`)
+	b.Eval(`document.getElementById("text").value = "hello"`)
+	b.Eval(`document.getElementById("send").click()`)
+	b.WaitFor("the failure shown", `document.getElementById("error").textContent.includes("Not sent")`)
+	b.Eval(`document.getElementById("name").value = "bob"`)
+	b.Eval(`document.getElementById("send").click()`)
+	b.WaitFor("the post sent", `document.getElementById("text").value === ""`)
+	msgs := s.g.stored()
+	if len(msgs) != 2 || msgs[1].Sender != "web:user/bob" || msgs[1].Text != "hello" || msgs[0].ID == msgs[1].ID {
+		t.Errorf("stored %+v; want ann's post and then bob's under another id", msgs)
+	}
+}

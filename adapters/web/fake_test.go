@@ -19,12 +19,15 @@ import (
 // tells the adapter (Watcher) as the gateway does; Messages implements
 // History.
 type fakeGateway struct {
-	mu      sync.Mutex
-	seq     int64
-	msgs    []adapters.Stored
-	byID    map[string]int64
-	calls   int   // deliver calls
-	fail    error // deliver fails with this when set
+	mu    sync.Mutex
+	seq   int64
+	msgs  []adapters.Stored
+	byID  map[string]int64
+	calls int   // deliver calls
+	fail  error // deliver fails with this when set
+	// lost: the next this many deliveries store the message and then
+	// fail, as if the answer was lost on the way back.
+	lost    int
 	watcher adapters.Watcher
 }
 
@@ -70,9 +73,16 @@ func (g *fakeGateway) deliver(ctx context.Context, m adapters.Inbound) (int64, e
 	}
 	seq, dup := g.store(m)
 	w := g.watcher
+	lost := g.lost > 0
+	if lost {
+		g.lost--
+	}
 	g.mu.Unlock()
 	if w != nil && !dup {
 		w.Stored(m.Chat, seq)
+	}
+	if lost {
+		return 0, errors.New("answer lost")
 	}
 	return seq, nil
 }

@@ -71,6 +71,7 @@ type live struct {
 	mu       sync.Mutex
 	finished bool
 	aborted  bool
+	shown    bool // a draft was sent to the pages (Update)
 }
 
 // Update shows text as the turn's draft on the pages open on the room.
@@ -88,6 +89,7 @@ func (l *live) Update(ctx context.Context, text string) error {
 	}
 	d := l.d
 	d.Text = text
+	l.shown = true
 	l.a.hub.showDraft(l.chat, d)
 	return nil
 }
@@ -119,7 +121,8 @@ func (l *live) Finish(ctx context.Context, text string) (adapters.MessageID, err
 	return l.d.ID, nil
 }
 
-// Abort removes the draft from the pages.
+// Abort removes the draft from the pages; a live reply that never showed
+// one sends nothing.
 func (l *live) Abort(context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -127,7 +130,11 @@ func (l *live) Abort(context.Context) error {
 		return nil
 	}
 	l.aborted = true
-	l.a.hub.endDraft(l.chat, l.d.Turn, &draftView{Type: "draft_end", Turn: l.d.Turn, ID: l.d.ID})
+	var end *draftView
+	if l.shown {
+		end = &draftView{Type: "draft_end", Turn: l.d.Turn, ID: l.d.ID}
+	}
+	l.a.hub.endDraft(l.chat, l.d.Turn, end)
 	return nil
 }
 

@@ -115,6 +115,39 @@ func TestLiveDrafts(t *testing.T) {
 	}
 }
 
+// A live reply that never showed a draft (the agent answered through MCP,
+// or failed before any text) ends without a draft_end: the room's stream
+// carries nothing for it, where it carried a draft_end for a draft no page
+// had seen, after the turn's final message.
+func TestLiveAbortOfAnUnshownDraftSendsNothing(t *testing.T) {
+	s := start(t, nil)
+	ctx := t.Context()
+	st := s.openEvents(t, "/api/rooms/lobby/events")
+	quiet, err := s.a.StartLive(ctx, adapters.Outbound{Chat: "web:lobby"}, "turn-quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := quiet.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	shown, _ := s.a.StartLive(ctx, adapters.Outbound{Chat: "web:lobby"}, "turn-shown")
+	if err := shown.Update(ctx, "Working"); err != nil {
+		t.Fatal(err)
+	}
+	d := st.nextDraft(t)
+	got := []string{d.Type + " " + d.Turn}
+	if err := shown.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] == "draft turn-shown" {
+		d = st.nextDraft(t)
+		got = append(got, d.Type+" "+d.Turn)
+	}
+	if want := []string{"draft turn-shown", "draft_end turn-shown"}; !slices.Equal(got, want) {
+		t.Errorf("the stream carried %q; want %q (nothing of the turn that showed no draft)", got, want)
+	}
+}
+
 // A live reply started with buttons (the turn's Stop button) shows them on
 // every draft, for pages open and opening; the final message has none.
 func TestLiveDraftCarriesButtons(t *testing.T) {

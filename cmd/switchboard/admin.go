@@ -141,7 +141,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.bad{color:#b00}.ok{color:#070}.warn{background:#fee;padding:.5em}.note{color:#555}.key{display:inline-block;width:.8em;height:.8em}</style>
 </head><body>
 <h1>Switchboard</h1>
-{{with .Gateway}}<p id="gateway">{{if .Running}}<span class="ok">running</span> (pid {{.PID}}, seen {{ago .LastSeen}} ago){{else if .Stopped}}<span class="bad">stopped</span> (cleanly, {{ago .LastSeen}} ago){{else if .LastSeen}}<span class="bad">not running</span> (last seen {{ago .LastSeen}} ago; it did not stop cleanly){{else}}never started{{end}}</p>
+{{with .Gateway}}<p id="gateway">{{if .Running}}<span class="ok">running</span> (pid {{.PID}}, up {{if .Started}}{{ago .Started}}{{else}}?{{end}}, seen {{ago .LastSeen}} ago){{else if .Stopped}}<span class="bad">stopped</span> (cleanly, {{ago .LastSeen}} ago){{else if .LastSeen}}<span class="bad">not running</span> (last seen {{ago .LastSeen}} ago; it did not stop cleanly){{else}}never started{{end}}</p>
 {{if .Warning}}<p class="warn" id="warning">{{.Warning}}</p>{{end}}{{end}}
 <h2>Adapters</h2><table id="adapters"><tr><th>adapter</th><th>state</th><th>since</th><th>last error</th></tr>
 {{range $name, $s := .Adapters}}<tr><td>{{$name}}</td><td class="{{if eq (print $s.State) "connected"}}ok{{else}}bad{{end}}">{{$s.State}}</td><td>{{ago $s.Since}} ago</td><td>{{$s.Err}}</td></tr>{{end}}</table>

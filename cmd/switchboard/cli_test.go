@@ -47,9 +47,16 @@ func TestGroupLifecycle(t *testing.T) {
 	if _, _, err := sb(t, dir, "group", "add", "acme"); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("duplicate add: %v", err)
 	}
-	if _, _, err := sb(t, dir, "group", "add", "nope/child"); err == nil || !strings.Contains(err.Error(), "parent group nope does not exist") {
-		t.Errorf("orphan add: %v", err)
+	// A group whose parent is missing is added (its tier is its depth's),
+	// with a warning naming the parent, as a config seed does.
+	if out, _, err := sb(t, dir, "group", "add", "nope/child/leaf"); err != nil || !strings.Contains(out, "added group nope/child/leaf (tier 3)") ||
+		!strings.Contains(out, "warning: its parent group nope/child does not exist") || !strings.Contains(out, "switchboard group add nope/child") {
+		t.Errorf("orphan add: %v\n%s", err, out)
 	}
+	if out := mustSB(t, dir, "grants", "show", "nope/child/leaf"); !strings.Contains(out, "tier 3") {
+		t.Errorf("grants show of the orphan:\n%s", out)
+	}
+	mustSB(t, dir, "group", "rm", "nope/child/leaf")
 	if _, _, err := sb(t, dir, "group", "add", "Bad!"); !isUsage(err) {
 		t.Errorf("invalid folder should be a usage error, got %v", err)
 	}
@@ -494,5 +501,28 @@ func TestGrantsShowCheckAsk(t *testing.T) {
 	mustSB(t, dir, "grants", "set", "main")
 	if out := mustSB(t, dir, "grants", "show", "main"); strings.Contains(out, "ask an approver") {
 		t.Errorf("show lists asking tools without an ask rule: %q", out)
+	}
+}
+
+// group rm drops what was queued for the group and not started (an
+// injected message here, the gateway down): no turn of the removed group
+// runs when the gateway starts; the message stays stored.
+func TestGroupRmDropsQueuedWork(t *testing.T) {
+	dir := t.TempDir()
+	mustSB(t, dir, "group", "add", "gx", "--jid", "web:gx")
+	mustSB(t, dir, "inject", "web:gx", "hello gx")
+	if out := mustSB(t, dir, "status"); !strings.Contains(out, "gx 1") {
+		t.Fatalf("status before rm:\n%s; want gx 1 queued", out)
+	}
+	mustSB(t, dir, "route", "rm", "1")
+	if out := mustSB(t, dir, "group", "rm", "gx"); !strings.Contains(out, "dropped 1 queued work item(s)") {
+		t.Errorf("group rm printed %q; want it to say the queued item was dropped", out)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "status")), &rep); err != nil || len(rep.Queue) != 0 {
+		t.Errorf("queue after group rm: %v (%v); want empty", rep.Queue, err)
+	}
+	if out := mustSB(t, dir, "messages", "search", "gx", "--jid", "web:gx"); !strings.Contains(out, "hello") {
+		t.Errorf("the injected message is gone: %q", out)
 	}
 }

@@ -113,10 +113,18 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 			exe = "switchboard"
 		}
 		layout := groups.Layout{DataDir: a.cfg.DataDir}
-		r, err := ops.AddGroup(ctx, st, layout, ops.Operator, ops.NewGroup{Folder: folder, Pin: adapters.JID(jid), Exe: exe})
-		switch p := folder.Parent(); {
-		case errors.Is(err, ops.ErrNoGroup):
-			return fmt.Errorf("group add %s: parent group %s does not exist; add it first (switchboard group add %s)", folder, p, p)
+		// A missing parent is warned of, not refused (as in a config
+		// seed): the tier follows from the folder's depth alone.
+		warning := ""
+		if p := folder.Parent(); p != "" {
+			if ok, err := st.GroupExists(ctx, p); err != nil {
+				return err
+			} else if !ok {
+				warning = fmt.Sprintf("its parent group %s does not exist: %s cannot escalate_group and no parent's agent can manage it until you add it (switchboard group add %s)", p, folder, p)
+			}
+		}
+		r, err := ops.AddGroup(ctx, st, layout, ops.Operator, ops.NewGroup{Folder: folder, Pin: adapters.JID(jid), Exe: exe, Orphan: true})
+		switch {
 		case errors.Is(err, store.ErrExists):
 			return fmt.Errorf("group add %s: it already exists", folder)
 		case err != nil:
@@ -126,10 +134,16 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 		if r != nil {
 			out["route"] = *r
 		}
+		if warning != "" {
+			out["warning"] = warning
+		}
 		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintf(w, "added group %s (tier %v) at %s\n", folder, out["tier"], out["dir"])
 			if r != nil {
 				fmt.Fprintf(w, "added route %d (seq %d): chat_jid=%s -> %s\n", r.ID, r.Seq, jid, folder)
+			}
+			if warning != "" {
+				fmt.Fprintln(w, "warning: "+warning)
 			}
 		})
 	})
@@ -219,12 +233,16 @@ func (a *app) groupRemove(cmd *cobra.Command, name string) error {
 		if len(ids) > 0 {
 			return fmt.Errorf("group rm %s: tasks %s are scheduled in it; cancel them first (switchboard task cancel ID)", folder, strings.Join(ids, ", "))
 		}
-		if err := st.RemoveGroup(ctx, folder); err != nil {
+		dropped, err := st.RemoveGroup(ctx, folder)
+		if err != nil {
 			return err
 		}
 		dir := groups.Layout{DataDir: a.cfg.DataDir}.Dir(folder)
-		return a.emit(map[string]any{"removed": folder, "kept_dir": dir}, func(w io.Writer) {
+		return a.emit(map[string]any{"removed": folder, "kept_dir": dir, "dropped_work": dropped}, func(w io.Writer) {
 			fmt.Fprintf(w, "removed group %s; its files are kept in %s\n", folder, dir)
+			if dropped > 0 {
+				fmt.Fprintf(w, "dropped %d queued work item(s) no turn had taken: the messages stay stored, no turn of %s runs\n", dropped, folder)
+			}
 		})
 	})
 }

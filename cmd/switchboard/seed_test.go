@@ -126,8 +126,8 @@ func TestRunRefusesBudgetOfNoGroup(t *testing.T) {
 }
 
 // TestSeedWarnsOfOrphanGroups: a group listed under groups: whose parent
-// is neither listed nor a group already is seeded as the config says (group
-// add would refuse it), and the start warns, naming the entry and the
+// is neither listed nor a group already is seeded as the config says (as
+// group add does, warning too), and the start warns, naming the entry and the
 // parent; a parent listed after its child, or one the database has, is no
 // orphan.
 func TestSeedWarnsOfOrphanGroups(t *testing.T) {

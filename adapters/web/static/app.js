@@ -20,7 +20,7 @@
   let events = null;     // the open EventSource
   let generation = 0;    // bumped on every join; stale callbacks check it
   let retryTimer = 0;
-  let pending = null;    // {room, text, id}: a retry of the same text reuses its id
+  let pending = null;    // {room, text, sender, id}: a retry of the same post reuses its id
   // Live replies: the draft shown for each turn, and the ids of the bot
   // messages shown. A draft carries the id its final message will have; that
   // message takes the draft's place, and a draft of a shown message is stale.
@@ -437,8 +437,11 @@
       ui.name.focus();
       return;
     }
-    if (!pending || pending.text !== text || pending.room !== room) {
-      pending = { room, text, id: randomId() };
+    // A retry of the same post keeps its id (stored once); another post
+    // (text, room or sender changed) gets a new one: the server refuses an
+    // id it stored with other content (409).
+    if (!pending || pending.text !== text || pending.room !== room || pending.sender !== sender) {
+      pending = { room, text, sender, id: randomId() };
     }
     ui.send.disabled = true;
     try {
@@ -448,6 +451,7 @@
         body: JSON.stringify({ id: pending.id, sender, name, text }),
       });
       const body = await readJSON(res);
+      if (res.status === 409) pending = null; // the id is taken: the next try gets a new one
       if (!res.ok) throw new Error(body.error || "HTTP " + res.status);
       pending = null;
       ui.text.value = "";
