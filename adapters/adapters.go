@@ -3,7 +3,7 @@
 // the Outbound request, the small Adapter interface every platform
 // implements, the Host a running adapter talks back to, and optional
 // capability interfaces (edit, delete, react, pin, files, downloads, history,
-// typing, identity, limits, live replies, buttons) discovered by type assertion. It is
+// typing, identity, mentions, limits, live replies, buttons) discovered by type assertion. It is
 // a leaf: platform packages import it, never the reverse.
 //
 // docs/adapters.md says how to add a platform and what each capability
@@ -324,6 +324,20 @@ type Adapter interface {
 // own echo. ok is false until known. It must not block.
 type Identity interface {
 	Self() (jid JID, ok bool)
+}
+
+// Mentioner is implemented by adapters whose Inbound text shows a mention
+// of their bot as one word (Telegram "@<bot username>", Slack "@<handle>",
+// Discord "@<name_with_underscores>" or its managed role's "<@&id>"). The
+// gateway takes the stop and approval commands that follow a mention
+// ("@bot stop", "@bot /approve ID") only after the bot's own: after anyone
+// else's the message is an ordinary one, even when it addresses the bot
+// otherwise (a reply to its message). known is false while the adapter
+// cannot tell (not connected yet); the gateway then takes any mention, as
+// it does for an adapter without Mentioner (the web chat). It must not
+// block.
+type Mentioner interface {
+	MentionsSelf(word string) (self, known bool)
 }
 
 // Format says how a platform renders message text.

@@ -230,22 +230,29 @@ func TestApprovalRequestRetriedAndStored(t *testing.T) {
 }
 
 func TestParseApprovalCommand(t *testing.T) {
+	ours := botMention{selfMention("@ourbot")}
 	for _, c := range []struct {
 		in, id, choice string
 		ok             bool
+		bot            botMention // zero: any mention (the web chat)
 	}{
-		{"/approve abc1234", "abc1234", "allow", true},
-		{" /approve@switchboard_bot abc1234 session ", "abc1234", "session", true},
-		{"/deny abc1234", "abc1234", "deny", true},
-		{"/deny abc1234 session", "", "", false},
-		{"/approve", "", "", false},
-		{"please /approve abc1234", "", "", false},
-		{"/approve ABC1234", "", "", false},
-		{"<@UBOT> /approve abc1234", "abc1234", "allow", true},
-		{"@switchboard /deny abc1234", "abc1234", "deny", true},
-		{"@switchboard please /deny abc1234", "", "", false},
+		{"/approve abc1234", "abc1234", "allow", true, botMention{}},
+		{" /approve@switchboard_bot abc1234 session ", "abc1234", "session", true, botMention{}},
+		{"/deny abc1234", "abc1234", "deny", true, botMention{}},
+		{"/deny abc1234 session", "", "", false, botMention{}},
+		{"/approve", "", "", false, botMention{}},
+		{"please /approve abc1234", "", "", false, botMention{}},
+		{"/approve ABC1234", "", "", false, botMention{}},
+		{"<@UBOT> /approve abc1234", "abc1234", "allow", true, botMention{}},
+		{"@switchboard /deny abc1234", "abc1234", "deny", true, botMention{}},
+		{"@switchboard please /deny abc1234", "", "", false, botMention{}},
+		{"@ourbot /approve abc1234 session", "abc1234", "session", true, ours},
+		{"@ourbot: /deny abc1234", "abc1234", "deny", true, ours},
+		{"/approve abc1234", "abc1234", "allow", true, ours},
+		{"@alice /approve abc1234", "", "", false, ours},
+		{"<@UBOT> /approve abc1234", "", "", false, ours},
 	} {
-		got, ok := parseApprovalCommand(c.in, adapters.VerbMention)
+		got, ok := parseApprovalCommand(c.in, adapters.VerbMention, c.bot)
 		if ok != c.ok || got.id != c.id || got.choice != c.choice {
 			t.Errorf("parseApprovalCommand(%q) = %+v %v", c.in, got, ok)
 		}

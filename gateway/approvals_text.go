@@ -147,10 +147,10 @@ type approvalCommand struct {
 var approvalCommandRE = regexp.MustCompile(`^/(approve|deny)(?:@\S+)?\s+([a-z0-9]{4,16})(?:\s+(session|once))?\s*$`)
 
 // parseApprovalCommand recognizes an /approve or /deny message, also after
-// a mention of the bot in a message that mentions it ("@bot /approve ID"):
+// the bot's mention in a message that mentions it ("@bot /approve ID"):
 // Slack's clients take a message that starts with "/" for a slash command.
-func parseApprovalCommand(text string, verb adapters.Verb) (approvalCommand, bool) {
-	m := approvalCommandRE.FindStringSubmatch(withoutMention(text, verb))
+func parseApprovalCommand(text string, verb adapters.Verb, bot botMention) (approvalCommand, bool) {
+	m := approvalCommandRE.FindStringSubmatch(withoutMention(text, verb, bot))
 	if m == nil {
 		return approvalCommand{}, false
 	}
@@ -167,15 +167,15 @@ func parseApprovalCommand(text string, verb adapters.Verb) (approvalCommand, boo
 	return c, true
 }
 
-// withoutMention is text trimmed, without its first word when that is a
-// mention ("@name", "<@U123>") and the message mentions the bot (verb).
-func withoutMention(text string, verb adapters.Verb) string {
+// withoutMention is text trimmed, without its first word when that is the
+// bot's mention (botMention) and the message mentions the bot (verb).
+func withoutMention(text string, verb adapters.Verb, bot botMention) string {
 	text = strings.TrimSpace(text)
-	if verb != adapters.VerbMention || !isMention(text) {
+	if verb != adapters.VerbMention {
 		return text
 	}
 	i := strings.IndexFunc(text, unicode.IsSpace)
-	if i < 0 {
+	if i < 0 || !bot.is(text[:i]) {
 		return text
 	}
 	return strings.TrimSpace(text[i:])

@@ -39,6 +39,13 @@ func (s adapterSet) botJID(platform string) adapters.JID {
 	return adapters.JID(platform + ":bot/switchboard")
 }
 
+// mention tells which first word of platform's messages mentions the bot
+// (botMention): its adapter's own mention where it says.
+func (s adapterSet) mention(platform string) botMention {
+	m, _ := s[platform].(adapters.Mentioner)
+	return botMention{m}
+}
+
 // platformLabel is chat's platform as a metric label: the name of an
 // enabled adapter, or "other" for anything else, so that queued rows
 // naming made-up platforms cannot grow a label set without bound.

@@ -90,11 +90,12 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	case adapters.KindReaction:
 		return i.react(ctx, in, m)
 	}
-	if !m.FromBot && !m.OtherBot && !in.ToOtherBot && isStopCommand(m.Text, m.Verb) && i.stops.owns(m.ChatJID, m.Topic) {
+	bot := i.adapters.mention(in.Chat.Platform())
+	if !m.FromBot && !m.OtherBot && !in.ToOtherBot && isStopCommand(m.Text, m.Verb, bot) && i.stops.owns(m.ChatJID, m.Topic) {
 		return i.stop(ctx, m, !in.Backfilled)
 	}
 	var work []store.WorkItem
-	cmd, isCmd := parseApprovalCommand(m.Text, m.Verb)
+	cmd, isCmd := parseApprovalCommand(m.Text, m.Verb, bot)
 	isCmd = isCmd && !m.FromBot && !m.OtherBot && !in.ToOtherBot && !in.Backfilled
 	if !m.FromBot && !m.OtherBot && !isCmd { // an /approve or /deny is stored, never prompted
 		work = i.route(m, in.Backfilled && i.now().Sub(in.Time) > adapters.BackfillTriggerAge)

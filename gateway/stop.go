@@ -251,19 +251,29 @@ type stopper struct {
 	log        *slog.Logger
 }
 
-// isMention reports whether word (a message's first: the stop and approval
-// commands after a mention of the bot) is a mention, "@name" or Slack's
-// "<@U123>".
-func isMention(word string) bool {
+// botMention tells whether a message's first word is a mention of the bot,
+// for the stop and approval commands that follow one ("@bot stop"): the
+// adapter's own bot where it can tell (adapters.Mentioner), else, as on
+// the web chat or before the adapter connected, any mention ("@name",
+// Slack's "<@U123>"). A trailing "," or ":" is not part of the mention.
+type botMention struct{ m adapters.Mentioner }
+
+func (b botMention) is(word string) bool {
+	word = strings.TrimRight(word, ",:")
+	if b.m != nil {
+		if self, known := b.m.MentionsSelf(word); known {
+			return self
+		}
+	}
 	return strings.HasPrefix(word, "@") || strings.HasPrefix(word, "<@")
 }
 
 // isStopCommand reports whether text is a request to stop: "/stop" as the
 // whole message ("/stop@bot" too when it addresses the bot), or, in a
-// message that mentions the bot, the mention followed by "stop" (or
+// message that mentions the bot, the bot's mention followed by "stop" (or
 // "/stop": Slack's clients take a message starting with "/" for a slash
-// command).
-func isStopCommand(text string, verb adapters.Verb) bool {
+// command). After anyone else's mention it is a message like any.
+func isStopCommand(text string, verb adapters.Verb, bot botMention) bool {
 	f := strings.Fields(text)
 	switch {
 	case len(f) == 1 && f[0] == "/stop":
@@ -274,7 +284,7 @@ func isStopCommand(text string, verb adapters.Verb) bool {
 		return strings.HasPrefix(f[0], "/stop@")
 	case len(f) == 2:
 		word := strings.TrimRight(f[1], ".!")
-		return isMention(f[0]) && (strings.EqualFold(word, "stop") || word == "/stop")
+		return bot.is(f[0]) && (strings.EqualFold(word, "stop") || word == "/stop")
 	}
 	return false
 }

@@ -178,27 +178,47 @@ func TestStopNothingRunning(t *testing.T) {
 	}
 }
 
+// selfMention is an adapters.Mentioner whose bot is mentioned as its
+// value ("@ourbot"); "" cannot tell yet.
+type selfMention string
+
+func (s selfMention) MentionsSelf(word string) (self, known bool) {
+	return s != "" && word == string(s), s != ""
+}
+
 func TestIsStopCommand(t *testing.T) {
+	ours := botMention{selfMention("@ourbot")}
 	for _, c := range []struct {
 		text string
 		verb adapters.Verb
+		bot  botMention
 		want bool
 	}{
-		{"/stop", adapters.VerbMessage, true},
-		{" /stop\n", adapters.VerbMention, true},
-		{"/stop@switchboard_bot", adapters.VerbMention, true},
-		{"/stop@other_bot", adapters.VerbMessage, false},
-		{"@switchboard stop", adapters.VerbMention, true},
-		{"<@U123> Stop!", adapters.VerbMention, true},
-		{"<@U123> /stop", adapters.VerbMention, true},
-		{"<@U123> /stop", adapters.VerbMessage, false},
-		{"@someone stop", adapters.VerbMessage, false},
-		{"/stop please", adapters.VerbMention, false},
-		{"stop", adapters.VerbMention, false},
-		{"please stop", adapters.VerbMention, false},
+		{"/stop", adapters.VerbMessage, botMention{}, true},
+		{" /stop\n", adapters.VerbMention, botMention{}, true},
+		{"/stop@switchboard_bot", adapters.VerbMention, botMention{}, true},
+		{"/stop@other_bot", adapters.VerbMessage, botMention{}, false},
+		{"@switchboard stop", adapters.VerbMention, botMention{}, true},
+		{"<@U123> Stop!", adapters.VerbMention, botMention{}, true},
+		{"<@U123> /stop", adapters.VerbMention, botMention{}, true},
+		{"<@U123> /stop", adapters.VerbMessage, botMention{}, false},
+		{"@someone stop", adapters.VerbMessage, botMention{}, false},
+		{"/stop please", adapters.VerbMention, botMention{}, false},
+		{"stop", adapters.VerbMention, botMention{}, false},
+		{"please stop", adapters.VerbMention, botMention{}, false},
+		// An adapter that knows its bot's mention: only that one counts.
+		{"@ourbot stop", adapters.VerbMention, ours, true},
+		{"@ourbot: stop", adapters.VerbMention, ours, true},
+		{"@ourbot, /stop", adapters.VerbMention, ours, true},
+		{"/stop", adapters.VerbMention, ours, true},
+		{"@alice stop", adapters.VerbMention, ours, false},
+		{"@alice /stop", adapters.VerbMention, ours, false},
+		{"<@U123> stop", adapters.VerbMention, ours, false},
+		// One not connected yet cannot tell: any mention, as before.
+		{"@alice stop", adapters.VerbMention, botMention{selfMention("")}, true},
 	} {
-		if got := isStopCommand(c.text, c.verb); got != c.want {
-			t.Errorf("isStopCommand(%q, %s) = %v, want %v", c.text, c.verb, got, c.want)
+		if got := isStopCommand(c.text, c.verb, c.bot); got != c.want {
+			t.Errorf("isStopCommand(%q, %s, %v) = %v, want %v", c.text, c.verb, c.bot.m, got, c.want)
 		}
 	}
 }

@@ -82,7 +82,8 @@ func stopOn(t *testing.T, a adapters.Adapter, platform string) *harness {
 
 // On Discord, "<@bot> stop" from a channel member stops the channel's
 // running turn; the stop message is never prompted. So it does when the
-// bot's username has spaces ("My Bot"), whatever the mention renders as.
+// bot's username has spaces ("My Bot"), whatever the mention renders as,
+// and after a mention of the bot's managed role ("<@&role> stop").
 func TestStopCommandDiscord(t *testing.T) {
 	for _, name := range []string{"", "My Bot"} {
 		t.Run("bot named "+cmp.Or(name, "switchboard"), func(t *testing.T) {
@@ -90,12 +91,16 @@ func TestStopCommandDiscord(t *testing.T) {
 			if name != "" {
 				f.SetBotName(name)
 			}
-			stopOnDiscord(t, f)
+			stopOnDiscord(t, f, discordtest.Post{Channel: discordtest.Channel, Content: "stop", MentionBot: true})
 		})
 	}
+	t.Run("by the bot's role", func(t *testing.T) {
+		f := discordtest.New(t)
+		stopOnDiscord(t, f, discordtest.Post{Channel: discordtest.Channel, Content: "stop", MentionRole: true})
+	})
 }
 
-func stopOnDiscord(t *testing.T, f *discordtest.Server) {
+func stopOnDiscord(t *testing.T, f *discordtest.Server, stop discordtest.Post) {
 	h := stopOn(t, discord.New(discord.Options{Token: discordtest.Token, APIURL: f.URL()}), "discord")
 	f.WaitFor(t, "the bot connected", f.Connected)
 	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "run it", MentionBot: true})
@@ -107,7 +112,7 @@ func stopOnDiscord(t *testing.T, f *discordtest.Server) {
 		}
 		return false
 	})
-	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "stop", MentionBot: true})
+	f.UserPosts(stop)
 	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped {
 		t.Fatalf("turn %+v; want stopped", ts[0])
 	}

@@ -63,6 +63,7 @@ type Adapter struct {
 	botRoles map[string]bool   // the bot's managed role ids
 
 	selfID       atomic.Value // string
+	selfName     atomic.Value // string: the bot's username as a mention renders (mentionWord)
 	contentWarn  sync.Once    // the Message Content intent hint
 	connectedCnt atomic.Int64
 }
@@ -73,6 +74,7 @@ type parent struct{ guild, channel string }
 var (
 	_ adapters.Adapter        = (*Adapter)(nil)
 	_ adapters.Identity       = (*Adapter)(nil)
+	_ adapters.Mentioner      = (*Adapter)(nil)
 	_ adapters.Limiter        = (*Adapter)(nil)
 	_ adapters.Editor         = (*Adapter)(nil)
 	_ adapters.Deleter        = (*Adapter)(nil)
@@ -109,6 +111,7 @@ func New(o Options) *Adapter {
 	}
 	a.http = &http.Client{Timeout: time.Minute, Transport: holding{next: next, hold: &a.held}}
 	a.selfID.Store("")
+	a.selfName.Store("")
 	return a
 }
 
@@ -139,6 +142,26 @@ func (a *Adapter) Self() (adapters.JID, bool) {
 		return "", false
 	}
 	return userJID(id), true
+}
+
+// MentionsSelf: word is a mention of the bot as render leaves it:
+// "@<username>" (mentionWord), its managed role's "<@&id>", or the raw
+// "<@id>"; known once the token was checked (users/@me).
+func (a *Adapter) MentionsSelf(word string) (self, known bool) {
+	id, _ := a.selfID.Load().(string)
+	if id == "" {
+		return false, false
+	}
+	name, _ := a.selfName.Load().(string)
+	if name != "" && strings.EqualFold(word, "@"+name) || word == "<@"+id+">" || word == "<@!"+id+">" {
+		return true, true
+	}
+	if !strings.HasPrefix(word, "<@&") || !strings.HasSuffix(word, ">") {
+		return false, true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botRoles[word[3:len(word)-1]], true
 }
 
 // maxText is the longest message content Discord takes, in characters.
@@ -182,6 +205,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 		}
 		return fmt.Errorf("discord: check token with %s: %w", a.server(), err)
 	}
+	a.selfName.Store(mentionWord(me.Username))
 	a.selfID.Store(me.ID)
 	a.mu.Lock()
 	a.s, a.host = s, host

@@ -96,6 +96,7 @@ type Adapter struct {
 var (
 	_ adapters.Adapter        = (*Adapter)(nil)
 	_ adapters.Identity       = (*Adapter)(nil)
+	_ adapters.Mentioner      = (*Adapter)(nil)
 	_ adapters.Limiter        = (*Adapter)(nil)
 	_ adapters.Editor         = (*Adapter)(nil)
 	_ adapters.Deleter        = (*Adapter)(nil)
@@ -143,6 +144,17 @@ func (a *Adapter) Self() (adapters.JID, bool) {
 		return "", false
 	}
 	return userJID(a.team, a.botUser), true
+}
+
+// MentionsSelf: word is "@<bot handle>", as render shows a mention of the
+// bot; known once auth.test answered.
+func (a *Adapter) MentionsSelf(word string) (self, known bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.ready || a.botName == "" {
+		return false, false // render shows the bot's mention by its label or display name
+	}
+	return strings.EqualFold(word, "@"+a.botName), true
 }
 
 // Limits: 4,000 units of Markdown per message, rendered to mrkdwn.

@@ -81,6 +81,7 @@ type Adapter struct {
 var (
 	_ adapters.Adapter    = (*Adapter)(nil)
 	_ adapters.Identity   = (*Adapter)(nil)
+	_ adapters.Mentioner  = (*Adapter)(nil)
 	_ adapters.Limiter    = (*Adapter)(nil)
 	_ adapters.Editor     = (*Adapter)(nil)
 	_ adapters.Deleter    = (*Adapter)(nil)
@@ -122,6 +123,16 @@ func (a *Adapter) Self() (adapters.JID, bool) {
 		return "", false
 	}
 	return userJID(id), true
+}
+
+// MentionsSelf: word is "@<bot username>", in any case, as Telegram's
+// clients write a mention of the bot; known once getMe answered.
+func (a *Adapter) MentionsSelf(word string) (self, known bool) {
+	name, _ := a.username.Load().(string)
+	if name == "" {
+		return false, false
+	}
+	return strings.EqualFold(word, "@"+name), true
 }
 
 // Limits: 4096 characters a message; the typing indicator lasts 5 s.

@@ -30,6 +30,7 @@ const (
 	BotID    = "900"
 	BotRole  = "700" // the bot's managed role
 	UserID   = "7"
+	OtherID  = "8" // another member, "bob"
 	GuildID  = "100"
 	Channel  = "200" // a text channel in the guild
 	Thread   = "300" // a thread under Channel

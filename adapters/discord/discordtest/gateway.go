@@ -149,6 +149,7 @@ type Post struct {
 	Content     string
 	MentionBot  bool
 	MentionRole bool
+	MentionBob  bool // mention another member (OtherID, "bob") ahead of the content
 	ReplyTo     string
 	Author      string // default UserID
 	Bot         bool   // the author is another bot
@@ -178,6 +179,9 @@ func (f *Server) UserPosts(p Post) string {
 	if p.MentionRole {
 		m.Content = "<@&" + BotRole + "> " + m.Content
 	}
+	if p.MentionBob {
+		m.Content = "<@" + OtherID + "> " + m.Content
+	}
 	if p.File != "" {
 		f.files["a"+m.ID] = p.FileData
 	}
@@ -186,8 +190,15 @@ func (f *Server) UserPosts(p Post) string {
 	if p.Bot {
 		o["author"].(map[string]any)["bot"] = true
 	}
+	var mentions []any
 	if p.MentionBot {
-		o["mentions"] = []any{f.botUser()}
+		mentions = append(mentions, f.botUser())
+	}
+	if p.MentionBob {
+		mentions = append(mentions, map[string]any{"id": OtherID, "username": "bob"})
+	}
+	if mentions != nil {
+		o["mentions"] = mentions
 	}
 	if p.MentionRole {
 		o["mention_roles"] = []any{BotRole}
