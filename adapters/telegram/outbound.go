@@ -26,6 +26,9 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 // send is Send with a reply markup (nil: none), for Send and SendButtons.
 func (a *Adapter) send(ctx context.Context, m adapters.Outbound, markup models.ReplyMarkup) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
+	if err == nil {
+		err = checkTopic(m.Chat, m.Topic)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -141,6 +144,9 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 // SendFile uploads an image as a photo and anything else as a document.
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
+	if err == nil {
+		err = checkTopic(m.Chat, m.Topic)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -225,6 +231,20 @@ func (a *Adapter) callIn(ctx context.Context, jid adapters.JID, l lane, fn func(
 		return fmt.Errorf("telegram: %s became a supergroup; retrying there", jid)
 	}
 	return classify(jid, err)
+}
+
+// checkTopic refuses a topic that is not a forum topic's id as Telegram
+// writes it (a positive integer, no sign or leading zero): threadID would
+// read "09" or "+9" as topic 9 and anything else as General, reaching a
+// topic other than the one the gateway authorized the call for.
+func checkTopic(chat adapters.JID, topic string) error {
+	if topic == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(topic); err != nil || n <= 0 || strconv.Itoa(n) != topic {
+		return fmt.Errorf("telegram: topic %q of %s is not a forum topic's id (a positive integer): %w", topic, chat, adapters.ErrPermanent)
+	}
+	return nil
 }
 
 func threadID(topic string) int {
