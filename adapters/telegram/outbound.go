@@ -194,9 +194,11 @@ func (a *Adapter) ref(ref adapters.MessageRef) (*bot.Bot, int64, int, error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	// Only as Telegram writes it: "03" or "+3" would act on message 3
+	// while the gateway looked up (and authorized) another id.
 	id, err := strconv.Atoi(ref.ID.String())
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("telegram: message id %q is not a number: %w", ref.ID, adapters.ErrPermanent)
+	if err != nil || strconv.Itoa(id) != ref.ID.String() {
+		return nil, 0, 0, fmt.Errorf("telegram: message id %q is not a number as Telegram writes it: %w", ref.ID, adapters.ErrPermanent)
 	}
 	return b, chat, id, nil
 }

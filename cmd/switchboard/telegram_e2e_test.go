@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,8 +101,28 @@ func TestE2ETelegramIDsOnlyAsTelegramWritesThem(t *testing.T) {
 			t.Errorf("send %v: %+v %v", args, r, err)
 		}
 	}
+	// ops's message in its topic: main may not edit or delete it under
+	// another spelling of its id either.
+	ops, err := testmcp.Connect(filepath.Join(dir, "data", "ipc", "ops", "mcp.sock"), testmcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ops.Close()
+	r, err := ops.CallTool("send", map[string]any{"chat_jid": forum, "topic": "9", "text": "ops's own"})
+	var sent struct{ ID string }
+	if err != nil || r.IsError || json.Unmarshal([]byte(r.Text()), &sent) != nil {
+		t.Fatalf("ops's send into its topic: %+v %v", r, err)
+	}
+	for _, id := range []string{sent.ID, "0" + sent.ID, "+" + sent.ID} {
+		if r, _ := c.CallTool("edit", map[string]any{"chat_jid": forum, "message_id": id, "text": "via edit " + id}); !r.IsError {
+			t.Errorf("edit of ops's message as %q: %s", id, r.Text())
+		}
+		if r, _ := c.CallTool("delete", map[string]any{"chat_jid": forum, "message_id": id}); !r.IsError {
+			t.Errorf("delete of ops's message as %q: %s", id, r.Text())
+		}
+	}
 	for _, m := range tg.Messages(telegramtest.GroupID) {
-		if m.Thread == 9 {
+		if m.Thread == 9 && (m.Text != "ops's own" || m.Deleted) {
 			t.Errorf("topic 9 shows %q", m.Text)
 		}
 	}
