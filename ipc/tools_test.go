@@ -687,3 +687,50 @@ func TestFetchHistoryBeforeID(t *testing.T) {
 		t.Errorf("unknown before_id: %+v", r)
 	}
 }
+
+// A rule that denies find_messages in some chats (`!find_messages(jid=…)`)
+// holds when the call names no chat too: a search of "every chat the group
+// owns" leaves those chats out, at tier 0 as below it, instead of the
+// deny being dodged by omitting chat_jid.
+func TestFindMessagesWithoutChatKeepsJIDDenials(t *testing.T) {
+	h := newHarness(t, func(ctx context.Context, st *store.Store) error {
+		if err := standardSetup(ctx, st); err != nil {
+			return err
+		}
+		if err := st.SetGrantOverrides(ctx, "acme", []string{"!find_messages(jid=web:eng)"}); err != nil {
+			return err
+		}
+		return st.SetGrantOverrides(ctx, "root", []string{"!find_messages(jid=web:st*)"})
+	})
+	h.deliver(t, "web:root", "r1", "secret plans of the operator")
+	h.deliver(t, "web:acme", "a1", "secret plans of acme")
+	h.deliver(t, "web:eng", "e1", "secret plans of eng")
+	h.deliver(t, "web:stray", "s1", "secret plans of nobody")
+	search := func(folder groups.Folder, args map[string]any) []string {
+		var res struct {
+			Hits []struct {
+				ChatJID string `json:"chat_jid"`
+			} `json:"hits"`
+		}
+		call(t, h.connect(t, folder, true), "find_messages", args).decode(t, &res)
+		var chats []string
+		for _, hit := range res.Hits {
+			chats = append(chats, hit.ChatJID)
+		}
+		slices.Sort(chats)
+		return chats
+	}
+	if got := search("acme", map[string]any{"query": "secret"}); !slices.Equal(got, []string{"web:acme"}) {
+		t.Errorf("acme, denied web:eng, finds %v", got)
+	}
+	if r := call(t, h.connect(t, "acme", true), "find_messages", map[string]any{"query": "secret", "chat_jid": "web:eng"}); !r.refused() {
+		t.Errorf("acme searching web:eng: %+v", r)
+	}
+	if got := search("root", map[string]any{"query": "secret"}); !slices.Equal(got, []string{"web:acme", "web:eng", "web:root"}) {
+		t.Errorf("root, denied web:st*, finds %v", got)
+	}
+	// Without such a rule nothing changes: acme/eng finds its chat.
+	if got := search("acme/eng", map[string]any{"query": "secret"}); !slices.Equal(got, []string{"web:eng"}) {
+		t.Errorf("acme/eng finds %v", got)
+	}
+}
