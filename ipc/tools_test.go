@@ -734,3 +734,49 @@ func TestFindMessagesWithoutChatKeepsJIDDenials(t *testing.T) {
 		t.Errorf("acme/eng finds %v", got)
 	}
 }
+
+// A group's route for its whole chat may not go ahead of another group's
+// route for the chat's threads by a glob (topic=t*), any more than ahead
+// of one for a single thread: it would capture every thread that glob
+// gives the other group.
+func TestRouteEditKeepsOtherGroupsTopicGlobs(t *testing.T) {
+	h := newHarness(t, nil)
+	root := h.connect(t, "root", true)
+	if r := call(t, root, "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme", "topic": "t*"}, "target": "root", "seq": -5}); r.IsError {
+		t.Fatalf("root routing the t* threads of web:acme: %+v", r)
+	}
+	// acme's own route for thread "t", ahead: the glob's other threads stay root's.
+	if r := call(t, root, "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme", "topic": "t"}, "target": "acme", "seq": -7}); r.IsError {
+		t.Fatalf("root routing thread t of web:acme to acme: %+v", r)
+	}
+	if owner, _ := h.g.Table().Owner("web:acme", ""); owner != "acme" {
+		t.Fatalf("web:acme is owned by %s, want acme", owner)
+	}
+	c := h.connect(t, "acme", true)
+	for _, args := range []map[string]any{
+		{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme"},
+		{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": -8},
+		{"match": map[string]any{"chat_jid": "web:acme", "topic": "t1*"}, "target": "acme", "seq": -8},
+	} {
+		if r := call(t, c, "add_route", args); !r.IsError {
+			t.Errorf("acme's add_route %v ahead of root's topic glob: %+v, want refused", args, r)
+		}
+		if r := call(t, c, "set_routes", map[string]any{"routes": []any{args}}); !r.IsError {
+			t.Errorf("acme's set_routes %v ahead of root's topic glob: %+v, want refused", args, r)
+		}
+	}
+	for _, topic := range []string{"t1", "t99"} {
+		if owner, _ := h.g.Table().Owner("web:acme", topic); owner != "root" {
+			t.Errorf("topic %s of web:acme is owned by %s, want root", topic, owner)
+		}
+	}
+	// Behind root's route, and for topics the glob does not cover, acme may.
+	for _, args := range []map[string]any{
+		{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": -4},
+		{"match": map[string]any{"chat_jid": "web:acme", "topic": "x*"}, "target": "acme", "seq": -9},
+	} {
+		if r := call(t, c, "add_route", args); r.IsError {
+			t.Errorf("acme's add_route %v: %+v", args, r)
+		}
+	}
+}
