@@ -22,6 +22,10 @@ type Sandbox struct {
 	DataDir string // absolute; hidden behind an empty tmpfs
 	Binds   []Bind
 	Network bool // false: the agent has no network at all
+	// BindFD: this bwrap has --bind-fd (0.8 and later), so a turn's folder
+	// and socket directory are bound from the directories the gateway
+	// opened (openBound), not looked up again by path.
+	BindFD bool
 }
 
 // Bind is an extra path visible inside the sandbox at the same path.
@@ -39,8 +43,13 @@ var procCovers = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/pro
 
 // wrap returns the bwrap command line that runs argv in the sandbox for a
 // turn in dir (the group folder), seen by the agent at at ("" or dir: at
-// its own path), whose MCP socket lives in socketDir.
-func (s *Sandbox) wrap(argv []string, dir, at, socketDir string) []string {
+// its own path), whose MCP socket lives in socketDir. With bound (the
+// directories openBound opened, passed to bwrap as fds 3 and 4) and a bwrap
+// that has --bind-fd, those are bound rather than the paths, which the
+// agent of a parent group could have swapped since they were opened; bwrap
+// closes them before the agent runs (a directory fd from outside the
+// sandbox would lead out of it through "..").
+func (s *Sandbox) wrap(argv []string, dir, at, socketDir string, bound []*os.File) []string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -89,8 +98,17 @@ func (s *Sandbox) wrap(argv []string, dir, at, socketDir string) []string {
 	if s.Exe != "" {
 		args = append(args, "--ro-bind", s.Exe, s.Exe)
 	}
-	args = append(args, "--bind", dir, at)
-	if socketDir != "" {
+	switch {
+	case s.BindFD && len(bound) > 0:
+		args = append(args, "--bind-fd", "3", at)
+	default:
+		args = append(args, "--bind", dir, at)
+	}
+	switch {
+	case socketDir == "":
+	case s.BindFD && len(bound) > 1:
+		args = append(args, "--bind-fd", "4", socketDir)
+	default:
 		args = append(args, "--bind", socketDir, socketDir)
 	}
 	if s.DataDir != "" && !within(s.DataDir, at) {
@@ -132,7 +150,7 @@ func Probe(ctx context.Context, spec Spec, dir string, also ...string) error {
 			argv = append(argv, a)
 		}
 	}
-	args := spec.Sandbox.wrap(argv, dir, "", "")
+	args := spec.Sandbox.wrap(argv, dir, "", "", nil)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = environ(spec.Env, nil)
@@ -238,4 +256,32 @@ func socketDirOf(socket string) string {
 		return ""
 	}
 	return filepath.Dir(socket)
+}
+
+// openBound opens the directories a turn's bwrap binds (wrap): the group
+// folder, then the socket directory when there is one; each walked from the
+// data directory without following a symlink (openDirBelow), so that a
+// symlink a parent group's agent left there fails the turn. With BindFD
+// bwrap binds these very directories; an older bwrap binds the paths,
+// which an agent racing the turn's start could still swap in between.
+func (s *Sandbox) openBound(dir, socketDir string) ([]*os.File, error) {
+	var out []*os.File
+	for _, d := range []string{dir, socketDir} {
+		if d == "" {
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err == nil {
+			var f *os.File
+			if f, err = openDirBelow(s.DataDir, abs); err == nil {
+				out = append(out, f)
+				continue
+			}
+		}
+		for _, f := range out {
+			f.Close()
+		}
+		return nil, err
+	}
+	return out, nil
 }

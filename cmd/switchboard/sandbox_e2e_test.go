@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,4 +120,64 @@ exec sleep 30`
 func requireBwrap(t testing.TB) {
 	t.Helper()
 	testenv.Require(t, "bwrap", "make test installs it, or apt-get install bubblewrap")
+}
+
+// A subgroup's folder (data/groups/main/sub) and socket directory
+// (data/ipc/main/sub) sit inside its parent's, which the parent's agent
+// may write: it swaps them for symlinks, to the data directory and to the
+// operator's socket directory. The subgroup's next sandbox must not follow
+// them: bubblewrap bound the paths as it found them, so the child's agent
+// got the whole data directory read-write, and the operator's socket as
+// its own (acting as tier 0).
+func TestE2ESandboxParentCannotRedirectChild(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	agent := `case "$SWITCHBOARD_FOLDER" in
+main)
+  data="$(cd ../.. && pwd)"
+  sock="$(dirname "$SWITCHBOARD_MCP_SOCKET")"
+  if grep -q swap-folder "$out/prompt-$n"; then mv sub sub.moved && ln -s "$data" sub; fi
+  if grep -q swap-socket "$out/prompt-$n"; then mv "$sock/sub" "$sock/sub.moved" && ln -s ../root "$sock/sub"; fi
+  echo swapped ;;
+main/sub)
+  { ls -A . | tr '\n' ' '; echo; stat -L -c %i "$SWITCHBOARD_MCP_SOCKET"; } > "$E2E_OUT/sub-view" 2>&1
+  echo seen ;;
+esac`
+	for _, tc := range []struct{ swap, want string }{
+		{"swap-folder", "data/groups/main/sub is a symlink"},
+		{"swap-socket", "data/ipc/main/sub is a symlink"},
+	} {
+		t.Run(tc.swap, func(t *testing.T) {
+			t.Parallel()
+			e2e := newE2E(t, e2eConfig{agent: agent, groups: []string{"main/sub"},
+				routes: "  - {seq: -1, match: {platform: web, room: sub}, target: main/sub}\n  - {match: {platform: web}, target: main}\n"})
+			g := startGW(t, e2e)
+			g.mustPost("lobby", "ann", tc.swap)
+			if got := g.waitBot("lobby", 1)[0].Text; got != "swapped" {
+				t.Fatalf("main answered %q", got)
+			}
+			data := filepath.Join(e2e, "data")
+			var rootSock syscall.Stat_t
+			if err := syscall.Stat(filepath.Join(data, "ipc", "root", "mcp.sock"), &rootSock); err != nil {
+				t.Fatal(err)
+			}
+			g.mustPost("sub", "ann", "look")
+			if reply := g.waitBot("sub", 1)[0].Text; reply == "seen" {
+				t.Errorf("the subgroup's turn ran in the swapped directories")
+			}
+			view, _ := os.ReadFile(filepath.Join(e2e, "out", "sub-view"))
+			if strings.Contains(string(view), "switchboard.db") {
+				t.Errorf("the subgroup's agent saw the data directory as its folder: %s", view)
+			}
+			if strings.Contains(string(view), fmt.Sprint(rootSock.Ino)) {
+				t.Errorf("the subgroup's agent got the operator's socket as its own: %s", view)
+			}
+			// Its turn failed instead, saying why.
+			st := openStore(t, e2e)
+			testwait.For(t, 10*time.Second, "the subgroup's failed turn naming the symlink", func() bool {
+				ts, err := st.Turns(context.Background(), "main/sub", 5)
+				return err == nil && len(ts) > 0 && strings.Contains(ts[0].Error, tc.want)
+			})
+		})
+	}
 }
