@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"switchboard/groups"
 )
 
 // Sandbox confines each agent with bubblewrap: the system read-only, its
@@ -260,7 +262,7 @@ func socketDirOf(socket string) string {
 
 // openBound opens the directories a turn's bwrap binds (wrap): the group
 // folder, then the socket directory when there is one; each walked from the
-// data directory without following a symlink (openDirBelow), so that a
+// data directory without following a symlink (groups.OpenDirBelow), so that a
 // symlink a parent group's agent left there fails the turn. With BindFD
 // bwrap binds these very directories; an older bwrap binds the paths,
 // which an agent racing the turn's start could still swap in between.
@@ -273,7 +275,7 @@ func (s *Sandbox) openBound(dir, socketDir string) ([]*os.File, error) {
 		abs, err := filepath.Abs(d)
 		if err == nil {
 			var f *os.File
-			if f, err = openDirBelow(s.DataDir, abs); err == nil {
+			if f, err = groups.OpenDirBelow(s.DataDir, abs); err == nil {
 				out = append(out, f)
 				continue
 			}

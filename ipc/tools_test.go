@@ -780,3 +780,38 @@ func TestRouteEditKeepsOtherGroupsTopicGlobs(t *testing.T) {
 		}
 	}
 }
+
+// A subgroup's folder lies inside its parent's, whose agent may swap it for
+// a symlink (to the data directory, or another group's folder). The
+// subgroup's tools must not follow it: send_file would send the database,
+// set_work write another group's work.md.
+func TestFolderSwappedForSymlinkIsNotFollowed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.waitSocket(t, "acme/eng") // its folder is made by then
+	eng := filepath.Join(h.dir, "groups", "acme", "eng")
+	if err := os.Rename(eng, eng+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(h.dir, eng); err != nil {
+		t.Fatal(err)
+	}
+	c := h.connect(t, "acme/eng", true)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"send_file", map[string]any{"chat_jid": "web:eng", "path": "switchboard.db"}},
+		{"set_work", map[string]any{"content": "from eng"}},
+		{"get_work", nil},
+	} {
+		if r := call(t, c, tc.tool, tc.args); !r.IsError || !strings.Contains(r.Text, "is a symlink") {
+			t.Errorf("%s through the swapped folder: %+v; want an error saying it is a symlink", tc.tool, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "work.md")); !os.IsNotExist(err) {
+		t.Errorf("set_work wrote into the data directory: %v", err)
+	}
+	if acts := h.all.actions(); len(acts) != 0 {
+		t.Errorf("a file went out: %v", acts)
+	}
+}
