@@ -293,13 +293,13 @@ type proc struct {
 
 func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 	args := argv(spec, in.SessionID)
-	var bound []*os.File // the folder and socket directory bwrap binds (openBound)
+	var bound []*os.File // the folder and socket bwrap binds (openBound)
 	if spec.Sandbox != nil {
 		var err error
-		if bound, err = spec.Sandbox.openBound(in.Dir, socketDirOf(in.Socket)); err != nil {
+		if bound, err = spec.Sandbox.openBound(in.Dir, in.Socket); err != nil {
 			return nil, failed(err, "sandbox: %v", err)
 		}
-		args = spec.Sandbox.wrap(args, in.Dir, in.At, socketDirOf(in.Socket), bound)
+		args = spec.Sandbox.wrap(args, in.Dir, in.At, in.Socket, bound)
 	}
 	defer closeAll(bound) // bwrap has its own copies (fds 3 and 4)
 	maxOut := spec.MaxOutput

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 )
 
 // Sandbox confines each agent with bubblewrap: the system read-only, its
-// group folder read-write at its own path, its own MCP socket directory,
+// group folder read-write at its own path, its own MCP socket (the file),
 // this binary read-only, the operator's binds, a private /tmp, /proc and
 // /dev, its own PID namespace dying with the gateway, and optionally no
 // network. Nothing else of the data directory exists for it (not the
@@ -45,13 +46,13 @@ var procCovers = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/pro
 
 // wrap returns the bwrap command line that runs argv in the sandbox for a
 // turn in dir (the group folder), seen by the agent at at ("" or dir: at
-// its own path), whose MCP socket lives in socketDir. With bound (the
-// directories openBound opened, passed to bwrap as fds 3 and 4) and a bwrap
-// that has --bind-fd, those are bound rather than the paths, which the
-// agent of a parent group could have swapped since they were opened; bwrap
-// closes them before the agent runs (a directory fd from outside the
+// its own path), whose MCP socket is socket (bound alone, at its path).
+// With bound (what openBound opened, passed to bwrap as fds 3 and 4) and a
+// bwrap that has --bind-fd, those are bound rather than the paths, which
+// the agent of a parent group could have swapped since they were opened;
+// bwrap closes them before the agent runs (a directory fd from outside the
 // sandbox would lead out of it through "..").
-func (s *Sandbox) wrap(argv []string, dir, at, socketDir string, bound []*os.File) []string {
+func (s *Sandbox) wrap(argv []string, dir, at, socket string, bound []*os.File) []string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -107,11 +108,11 @@ func (s *Sandbox) wrap(argv []string, dir, at, socketDir string, bound []*os.Fil
 		args = append(args, "--bind", dir, at)
 	}
 	switch {
-	case socketDir == "":
+	case socket == "":
 	case s.BindFD && len(bound) > 1:
-		args = append(args, "--bind-fd", "4", socketDir)
-	default:
-		args = append(args, "--bind", socketDir, socketDir)
+		args = append(args, "--bind-fd", "4", socket)
+	case !s.BindFD:
+		args = append(args, "--bind-try", socket, socket)
 	}
 	if s.DataDir != "" && !within(s.DataDir, at) {
 		// The tmpfs is read-only once the mount points in it exist (bwrap
@@ -252,38 +253,42 @@ func within(p, root string) bool {
 	return p == root || root == "/" || strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
-// socketDirOf is the directory of a group's MCP socket.
-func socketDirOf(socket string) string {
-	if socket == "" {
-		return ""
-	}
-	return filepath.Dir(socket)
-}
-
-// openBound opens the directories a turn's bwrap binds (wrap): the group
-// folder, then the socket directory when there is one; each walked from the
-// data directory without following a symlink (groups.OpenDirBelow), so that a
-// symlink a parent group's agent left there fails the turn. With BindFD
-// bwrap binds these very directories; an older bwrap binds the paths,
-// which an agent racing the turn's start could still swap in between.
-func (s *Sandbox) openBound(dir, socketDir string) ([]*os.File, error) {
-	var out []*os.File
-	for _, d := range []string{dir, socketDir} {
-		if d == "" {
-			continue
-		}
-		abs, err := filepath.Abs(d)
-		if err == nil {
-			var f *os.File
-			if f, err = groups.OpenDirBelow(s.DataDir, abs); err == nil {
-				out = append(out, f)
-				continue
-			}
-		}
-		for _, f := range out {
-			f.Close()
-		}
+// openBound opens what a turn's bwrap binds (wrap): the group folder, then
+// the group's socket itself when there is one (not its directory: a group's
+// socket directory holds its subgroups' too, and the agent of a group that
+// could open a subgroup's socket would act as that subgroup, with its
+// grants). Each is reached from the data directory without following a
+// symlink (groups.OpenDirBelow), so that a symlink a parent group's agent
+// left there fails the turn. With BindFD bwrap binds these very files; an
+// older bwrap binds the paths, which an agent racing the turn's start could
+// still swap in between.
+func (s *Sandbox) openBound(dir, socket string) ([]*os.File, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	folder, err := groups.OpenDirBelow(s.DataDir, abs)
+	if err != nil {
+		return nil, err
+	}
+	if socket == "" {
+		return []*os.File{folder}, nil
+	}
+	abs, err = filepath.Abs(socket)
+	var sock *os.File
+	if err == nil {
+		var d *os.File
+		if d, err = groups.OpenDirBelow(s.DataDir, filepath.Dir(abs)); err == nil {
+			sock, err = groups.OpenPathIn(d, filepath.Base(abs))
+			d.Close()
+			if errors.Is(err, fs.ErrNotExist) {
+				return []*os.File{folder}, nil // no socket: the agent has no MCP (the log said why)
+			}
+		}
+	}
+	if err != nil {
+		folder.Close()
+		return nil, err
+	}
+	return []*os.File{folder, sock}, nil
 }

@@ -52,3 +52,18 @@ func OpenDirBelow(base, dir string) (*os.File, error) {
 func rootOf(f *os.File) (*os.Root, error) {
 	return os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 }
+
+// oPath is Linux's O_PATH (the same on every architecture Go supports;
+// package syscall lacks it on some).
+const oPath = 0x200000
+
+// OpenPathIn opens name in the directory d has open, without following a
+// symlink, as a path only (O_PATH): what a socket can be opened as, for a
+// bind of that very file. A missing name is fs.ErrNotExist.
+func OpenPathIn(d *os.File, name string) (*os.File, error) {
+	fd, err := syscall.Openat(int(d.Fd()), name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: filepath.Join(d.Name(), name), Err: err}
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(d.Name(), name)), nil
+}

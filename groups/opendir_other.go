@@ -5,6 +5,7 @@ package groups
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // OpenDirBelow opens dir: only Linux checks each step (the sandbox that
@@ -19,3 +20,8 @@ func OpenDirBelow(_, dir string) (*os.File, error) {
 
 // rootOf is an os.Root of the directory f has open.
 func rootOf(f *os.File) (*os.Root, error) { return os.OpenRoot(f.Name()) }
+
+// OpenPathIn opens name in the directory d has open.
+func OpenPathIn(d *os.File, name string) (*os.File, error) {
+	return os.Open(filepath.Join(d.Name(), name))
+}
