@@ -281,9 +281,9 @@ func (s *Sandbox) openBound(dir, socket string) ([]*os.File, error) {
 		if d, err = groups.OpenDirBelow(s.DataDir, filepath.Dir(abs)); err == nil {
 			sock, err = groups.OpenPathIn(d, filepath.Base(abs))
 			d.Close()
-			if errors.Is(err, fs.ErrNotExist) {
-				return []*os.File{folder}, nil // no socket: the agent has no MCP (the log said why)
-			}
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return []*os.File{folder}, nil // no socket: the agent has no MCP (the log said why)
 		}
 	}
 	if err != nil {
