@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,10 +121,13 @@ func TestE2ETelegramIDsOnlyAsTelegramWritesThem(t *testing.T) {
 		if r, _ := c.CallTool("delete", map[string]any{"chat_jid": forum, "message_id": id}); !r.IsError {
 			t.Errorf("delete of ops's message as %q: %s", id, r.Text())
 		}
+		// A reply to it under another spelling goes out, but not as a reply to it.
+		c.CallTool("reply", map[string]any{"chat_jid": forum, "reply_to": id, "text": "via reply " + id})
 	}
+	want, _ := strconv.Atoi(sent.ID)
 	for _, m := range tg.Messages(telegramtest.GroupID) {
-		if m.Thread == 9 && (m.Text != "ops's own" || m.Deleted) {
-			t.Errorf("topic 9 shows %q", m.Text)
+		if m.Thread == 9 && (m.Text != "ops's own" || m.Deleted) || m.ReplyTo == want {
+			t.Errorf("topic 9 shows %q (replying to %d)", m.Text, m.ReplyTo)
 		}
 	}
 	if got := tg.Messages(55); len(got) != 0 {
