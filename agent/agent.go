@@ -293,15 +293,24 @@ type proc struct {
 
 func start(ctx context.Context, spec Spec, in Input) (*proc, error) {
 	args := argv(spec, in.SessionID)
+	var bound []*os.File // the folder and socket bwrap binds (openBound)
 	if spec.Sandbox != nil {
-		args = spec.Sandbox.wrap(args, in.Dir, in.At, socketDirOf(in.Socket))
+		var err error
+		if bound, err = spec.Sandbox.openBound(in.Dir, in.Socket); err != nil {
+			return nil, failed(err, "sandbox: %v", err)
+		}
+		args = spec.Sandbox.wrap(args, in.Dir, in.At, in.Socket, bound)
 	}
+	defer closeAll(bound) // bwrap has its own copies (fds 3 and 4)
 	maxOut := spec.MaxOutput
 	if maxOut <= 0 {
 		maxOut = defaultMaxOutput
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = in.Dir
+	if spec.Sandbox != nil && spec.Sandbox.BindFD {
+		cmd.ExtraFiles = bound
+	}
 	cmd.Env = environ(spec.Env, turnEnv(in))
 	cmd.SysProcAttr = sysProcAttr(spec.Sandbox != nil)
 	cmd.WaitDelay = termGrace // after Cancel's SIGTERM, exec sends SIGKILL
@@ -762,4 +771,10 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	}
 	b.buf = append(b.buf, p...)
 	return n, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }

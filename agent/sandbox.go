@@ -3,15 +3,18 @@ package agent
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"switchboard/groups"
 )
 
 // Sandbox confines each agent with bubblewrap: the system read-only, its
-// group folder read-write at its own path, its own MCP socket directory,
+// group folder read-write at its own path, its own MCP socket (the file),
 // this binary read-only, the operator's binds, a private /tmp, /proc and
 // /dev, its own PID namespace dying with the gateway, and optionally no
 // network. Nothing else of the data directory exists for it (not the
@@ -22,6 +25,10 @@ type Sandbox struct {
 	DataDir string // absolute; hidden behind an empty tmpfs
 	Binds   []Bind
 	Network bool // false: the agent has no network at all
+	// BindFD: this bwrap has --bind-fd (0.8 and later), so a turn's folder
+	// and socket directory are bound from the directories the gateway
+	// opened (openBound), not looked up again by path.
+	BindFD bool
 }
 
 // Bind is an extra path visible inside the sandbox at the same path.
@@ -39,8 +46,13 @@ var procCovers = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/pro
 
 // wrap returns the bwrap command line that runs argv in the sandbox for a
 // turn in dir (the group folder), seen by the agent at at ("" or dir: at
-// its own path), whose MCP socket lives in socketDir.
-func (s *Sandbox) wrap(argv []string, dir, at, socketDir string) []string {
+// its own path), whose MCP socket is socket (bound alone, at its path).
+// With bound (what openBound opened, passed to bwrap as fds 3 and 4) and a
+// bwrap that has --bind-fd, those are bound rather than the paths, which
+// the agent of a parent group could have swapped since they were opened;
+// bwrap closes them before the agent runs (a directory fd from outside the
+// sandbox would lead out of it through "..").
+func (s *Sandbox) wrap(argv []string, dir, at, socket string, bound []*os.File) []string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -89,9 +101,18 @@ func (s *Sandbox) wrap(argv []string, dir, at, socketDir string) []string {
 	if s.Exe != "" {
 		args = append(args, "--ro-bind", s.Exe, s.Exe)
 	}
-	args = append(args, "--bind", dir, at)
-	if socketDir != "" {
-		args = append(args, "--bind", socketDir, socketDir)
+	switch {
+	case s.BindFD && len(bound) > 0:
+		args = append(args, "--bind-fd", "3", at)
+	default:
+		args = append(args, "--bind", dir, at)
+	}
+	switch {
+	case socket == "":
+	case s.BindFD && len(bound) > 1:
+		args = append(args, "--bind-fd", "4", socket)
+	case !s.BindFD:
+		args = append(args, "--bind-try", socket, socket)
 	}
 	if s.DataDir != "" && !within(s.DataDir, at) {
 		// The tmpfs is read-only once the mount points in it exist (bwrap
@@ -132,7 +153,7 @@ func Probe(ctx context.Context, spec Spec, dir string, also ...string) error {
 			argv = append(argv, a)
 		}
 	}
-	args := spec.Sandbox.wrap(argv, dir, "", "")
+	args := spec.Sandbox.wrap(argv, dir, "", "", nil)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = environ(spec.Env, nil)
@@ -232,10 +253,42 @@ func within(p, root string) bool {
 	return p == root || root == "/" || strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
-// socketDirOf is the directory of a group's MCP socket.
-func socketDirOf(socket string) string {
-	if socket == "" {
-		return ""
+// openBound opens what a turn's bwrap binds (wrap): the group folder, then
+// the group's socket itself when there is one (not its directory: a group's
+// socket directory holds its subgroups' too, and the agent of a group that
+// could open a subgroup's socket would act as that subgroup, with its
+// grants). Each is reached from the data directory without following a
+// symlink (groups.OpenDirBelow), so that a symlink a parent group's agent
+// left there fails the turn. With BindFD bwrap binds these very files; an
+// older bwrap binds the paths, which an agent racing the turn's start could
+// still swap in between.
+func (s *Sandbox) openBound(dir, socket string) ([]*os.File, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
 	}
-	return filepath.Dir(socket)
+	folder, err := groups.OpenDirBelow(s.DataDir, abs)
+	if err != nil {
+		return nil, err
+	}
+	if socket == "" {
+		return []*os.File{folder}, nil
+	}
+	abs, err = filepath.Abs(socket)
+	var sock *os.File
+	if err == nil {
+		var d *os.File
+		if d, err = groups.OpenDirBelow(s.DataDir, filepath.Dir(abs)); err == nil {
+			sock, err = groups.OpenPathIn(d, filepath.Base(abs))
+			d.Close()
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return []*os.File{folder}, nil // no socket: the agent has no MCP (the log said why)
+		}
+	}
+	if err != nil {
+		folder.Close()
+		return nil, err
+	}
+	return []*os.File{folder, sock}, nil
 }

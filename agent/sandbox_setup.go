@@ -57,7 +57,10 @@ func NewSandbox(c SandboxConfig) (sb *Sandbox, why string, err error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("data_dir: %w", err)
 	}
-	sb = &Sandbox{Bwrap: path, Exe: c.Exe, DataDir: data, Network: c.Network}
+	sb = &Sandbox{Bwrap: path, Exe: c.Exe, DataDir: data, Network: c.Network, BindFD: hasBindFD(path)}
+	if !sb.BindFD {
+		log.Warn("this bubblewrap has no --bind-fd (0.8 and later have it): a group folder is bound by its path, which a parent group's agent racing a subgroup's turn could swap for a symlink; upgrade bubblewrap", "bwrap", path)
+	}
 	for i, b := range c.Binds {
 		p := filepath.Clean(b.Path)
 		key := fmt.Sprintf("agent.binds[%d]", i)
@@ -244,4 +247,10 @@ func nodePackage(p string) string {
 		return strings.Join(parts[:end], string(filepath.Separator))
 	}
 	return ""
+}
+
+// hasBindFD reports whether bwrap at path takes --bind-fd (bubblewrap 0.8).
+func hasBindFD(path string) bool {
+	out, _ := exec.Command(path, "--help").CombinedOutput()
+	return strings.Contains(string(out), "--bind-fd")
 }

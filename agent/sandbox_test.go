@@ -230,3 +230,38 @@ echo done`
 		t.Errorf("the agent created escape in the data directory (%v)", err)
 	}
 }
+
+// A group folder or socket directory that is a symlink below the data
+// directory (a parent group's agent can make its subgroup's one) fails the
+// turn before bwrap runs, with bwrap's --bind-fd and without it: the
+// sandbox never binds what the symlink points at.
+func TestSandboxRefusesSymlinkedFolder(t *testing.T) {
+	t.Parallel()
+	data, _ := dataDir(t)
+	if err := os.Symlink(data, filepath.Join(data, "groups", "main", "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(data, "groups", "main", "real"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../other", filepath.Join(data, "ipc", "main")); err != nil {
+		t.Fatal(err)
+	}
+	for _, bindFD := range []bool{true, false} {
+		sb := sandboxFor(t, data)
+		sb.BindFD = bindFD
+		for _, tc := range []struct {
+			in   Input
+			want string
+		}{
+			{Input{Dir: filepath.Join(data, "groups", "main", "sub")}, filepath.Join(data, "groups", "main", "sub") + " is a symlink"},
+			{Input{Dir: filepath.Join(data, "groups", "main", "real"), Socket: filepath.Join(data, "ipc", "main", "real", "mcp.sock")},
+				filepath.Join(data, "ipc", "main") + " is a symlink"},
+		} {
+			res, err := runAgent(t, Spec{Command: []string{"/bin/sh", "-c", "ls -A"}, Sandbox: sb}, tc.in)
+			if !errors.Is(err, ErrFailed) || !strings.Contains(errString(err), tc.want) || strings.Contains(res.Reply, "switchboard.db") {
+				t.Errorf("bind-fd %v, %+v: %v (reply %q); want a failure saying %q", bindFD, tc.in, err, res.Reply, tc.want)
+			}
+		}
+	}
+}

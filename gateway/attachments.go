@@ -57,7 +57,7 @@ func (f *fetcher) fetch(ctx context.Context, b store.Batch) map[fileKey]fetched 
 		for i, a := range m.Attachments {
 			if out == nil {
 				out = map[fileKey]fetched{}
-				r, err := os.OpenRoot(f.layout.Dir(b.Folder))
+				r, err := f.layout.OpenRoot(b.Folder)
 				if err != nil {
 					f.log.Error("open group folder for downloads", "folder", b.Folder, "err", err)
 				} else {

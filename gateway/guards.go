@@ -23,12 +23,14 @@ import (
 // it would start, so a chat cannot push messages past them into a running
 // agent), the turnGuards, in this order; the first that holds the turn
 // wins:
-//  1. chain  (guard_chain.go): work agents queued for each other deeper
+//  1. owner  (guard_owner.go): a group's task run whose chat its subtree
+//     no longer owns is skipped;
+//  2. chain  (guard_chain.go): work agents queued for each other deeper
 //     than Limits.MaxChain is recorded as a failed turn, not run;
-//  2. budget (guard_budget.go): a used-up budget holds the chat (or skips a
+//  3. budget (guard_budget.go): a used-up budget holds the chat (or skips a
 //     task run);
-//  3. flood  (guard_flood.go): a flood limit holds the chat;
-//  4. loop   (guard_loop.go): the web-room loop guard pauses the room.
+//  4. flood  (guard_flood.go): a flood limit holds the chat;
+//  5. loop   (guard_loop.go): the web-room loop guard pauses the room.
 //
 // The flood and loop counts are taken last, so a turn a budget holds is
 // counted by neither. Budgets also act outside a turn: the scheduler's

@@ -368,7 +368,7 @@ func (o *outbox) sendFile(ctx context.Context, a adapters.Adapter, it store.Outb
 	if !ok {
 		return "", nil, adapters.Unsupported(a.Name(), "send_file")
 	}
-	f, fi, err := openGroupFile(o.layout.Dir(it.Folder), it.FilePath)
+	f, fi, err := openGroupFile(o.layout, it.Folder, it.FilePath)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", adapters.ErrPermanent, err)
 	}
@@ -387,12 +387,13 @@ func (o *outbox) sendFile(ctx context.Context, a adapters.Adapter, it store.Outb
 	return id, bot, nil
 }
 
-// openGroupFile opens rel inside dir through os.Root, without blocking on
-// a FIFO, and refuses anything but a regular file.
-func openGroupFile(dir, rel string) (*os.File, os.FileInfo, error) {
-	root, err := os.OpenRoot(dir)
+// openGroupFile opens rel inside folder's directory through os.Root
+// (groups.Layout.OpenRoot), without blocking on a FIFO, and refuses
+// anything but a regular file.
+func openGroupFile(layout groups.Layout, folder groups.Folder, rel string) (*os.File, os.FileInfo, error) {
+	root, err := layout.OpenRoot(folder)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open group folder: %w", err)
+		return nil, nil, err
 	}
 	defer root.Close()
 	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)

@@ -53,7 +53,8 @@ func (g *Gateway) wire() error {
 	running := &stoppable{}
 	g.stops = &stopper{running: running, by: opt.StopBy, table: g.config.Table, send: g.outbox.send,
 		log: log.With("component", "stop")}
-	guards := turnGuards{list: []turnGuard{chain, g.budget, flood, loop}, log: log} // the order matters: guards.go
+	owner := ownerGuard{st: st, table: g.config.Table, operator: opt.Operator, log: log}
+	guards := turnGuards{list: []turnGuard{owner, chain, g.budget, flood, loop}, log: log} // the order matters: guards.go
 	mid := &midTurns{st: st, running: running, stops: g.stops, def: opt.MidTurn, canSteer: opt.Agent.Input == agent.InputStreamJSON,
 		guards: guards, kick: g.workers.kick, stored: g.adapters.notifyStored, now: opt.Now, log: log.With("component", "mid_turn")}
 	commits := &committer{st: st, stored: g.adapters.notifyStored, kick: g.workers.kick, batches: g.metrics.commitBatch}

@@ -164,3 +164,26 @@ func (s *Set) ListedTools(all []string) []string {
 	}
 	return out
 }
+
+// Constrains reports whether some rule whose action matches tool names
+// param: a call that leaves param out is then not decided as one that
+// gives it would be (a rule with param matches only calls that give it),
+// so a tool that acts on many values when param is absent (find_messages
+// without a chat) must check each value as a call giving it.
+func (s *Set) Constrains(tool, param string) bool {
+	if s == nil {
+		return false
+	}
+	for i := range s.rules {
+		r := &s.rules[i]
+		if !r.ok || !r.action.match(tool) {
+			continue
+		}
+		for _, p := range r.params {
+			if p.name == param {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -97,6 +97,24 @@ func (l Layout) Dir(folder Folder) string {
 	return filepath.Join(l.DataDir, "groups", filepath.FromSlash(string(folder)))
 }
 
+// OpenRoot opens the group's working directory as an os.Root, reached from
+// <data_dir>/groups without following a symlink (OpenDirBelow): files the
+// gateway reads or writes for the group (send_file, work.md, attachments)
+// stay in the group's own folder even when its parent's agent swapped it
+// for a symlink to somewhere else.
+func (l Layout) OpenRoot(folder Folder) (*os.Root, error) {
+	f, err := OpenDirBelow(filepath.Join(l.DataDir, "groups"), l.Dir(folder))
+	if err != nil {
+		return nil, fmt.Errorf("open group folder: %w", err)
+	}
+	defer f.Close()
+	r, err := rootOf(f)
+	if err != nil {
+		return nil, fmt.Errorf("open group folder: %w", err)
+	}
+	return r, nil
+}
+
 // SocketRoot holds every group's socket directory: <data_dir>/ipc.
 func (l Layout) SocketRoot() string { return filepath.Join(l.DataDir, "ipc") }
 
@@ -118,6 +136,13 @@ func (l Layout) Setup(folder Folder, exe string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create group folder: %w", err)
 	}
+	// Its parent's agent may have swapped the folder for a symlink: write
+	// nothing through one (OpenRoot refuses it).
+	root, err := l.OpenRoot(folder)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for d := dir; ; d = filepath.Dir(d) {
 		// Only when needed: a gateway sets up every folder at each start,
 		// and a chmod is a journaled write even when nothing changes.
@@ -140,11 +165,10 @@ func (l Layout) Setup(folder Folder, exe string) error {
 	}}}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	b = append(b, '\n')
-	path := filepath.Join(dir, ".mcp.json")
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+	if old, err := root.ReadFile(".mcp.json"); err == nil && bytes.Equal(old, b) {
 		return nil // already what it would be written as
 	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	if err := root.WriteFile(".mcp.json", b, 0o600); err != nil {
 		return fmt.Errorf("write .mcp.json: %w", err)
 	}
 	return nil

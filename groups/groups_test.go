@@ -156,3 +156,47 @@ func TestSetupRewritesOnlyWhatDiffers(t *testing.T) {
 		t.Errorf(".mcp.json after the binary moved: %s, %v", b, err)
 	}
 }
+
+// Setup writes nothing through a symlink: not through a subgroup's folder
+// that its parent's agent swapped for one (to the data directory), nor
+// through a .mcp.json that the group's own agent made one (to a file
+// outside the folder, the config say).
+func TestSetupFollowsNoSymlink(t *testing.T) {
+	data := t.TempDir()
+	l := Layout{DataDir: data}
+	for _, f := range []Folder{"acme", "acme/eng", "main"} {
+		if err := l.Setup(f, "/bin/switchboard"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng := l.Dir("acme/eng")
+	if err := os.Rename(eng, eng+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(data, eng); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Setup("acme/eng", "/bin/switchboard-new"); err == nil || !strings.Contains(err.Error(), "is a symlink") {
+		t.Errorf("Setup through a swapped folder: %v; want an error saying it is a symlink", err)
+	}
+	if _, err := os.Stat(filepath.Join(data, ".mcp.json")); !os.IsNotExist(err) {
+		t.Errorf("Setup wrote .mcp.json into the data directory: %v", err)
+	}
+	config := filepath.Join(data, "switchboard.yaml")
+	if err := os.WriteFile(config, []byte("data_dir: .\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mcp := filepath.Join(l.Dir("main"), ".mcp.json")
+	if err := os.Remove(mcp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(config, mcp); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Setup("main", "/bin/switchboard-new"); err == nil {
+		t.Error("Setup wrote .mcp.json through a symlink out of the folder")
+	}
+	if b, _ := os.ReadFile(config); string(b) != "data_dir: .\n" {
+		t.Errorf("the config was overwritten: %q", b)
+	}
+}

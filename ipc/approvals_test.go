@@ -2,12 +2,15 @@ package ipc_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 
+	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/store"
 )
@@ -186,5 +189,52 @@ func TestAskWithBadJIDArgs(t *testing.T) {
 	}
 	if !r.IsError || !strings.Contains(r.Text, `param sender: invalid JID "ann"`) {
 		t.Errorf("find_messages with sender \"ann\": %+v", r)
+	}
+}
+
+// TestApproveToolNamingSwitchboardsTool: approve_tool is Claude Code's
+// permission prompt for its own tools (Bash, Write, mcp__server__tool),
+// never for one of switchboard's. An agent calling it with tool_name
+// list_routes got an approval request looking like the grant ask of
+// list_routes (input of its choosing), and "Allow for this session" on it
+// allowed every later list_routes ask of the session, any arguments,
+// without asking. It is refused at once now, and the ask still asks.
+func TestApproveToolNamingSwitchboardsTool(t *testing.T) {
+	out := shortTempDir(t)
+	h := newHarnessAgent(t, approvalSetup, testagent.Script(t, `cat > /dev/null
+touch "$1/started"
+while [ ! -e "$1/go" ]; do sleep 0.02; done`, out))
+	h.waitStarted(t)
+	h.deliver(t, "web:acme", "m1", "hello") // a turn runs, so a session grant would hold
+	testwait.For(t, 10*time.Second, "acme's turn running", func() bool {
+		_, err := os.Stat(filepath.Join(out, "started"))
+		return err == nil
+	})
+	defer os.WriteFile(filepath.Join(out, "go"), nil, 0o644)
+	c := h.connect(t, "acme", false)
+	ch := callAsync(t, c, "approve_tool", map[string]any{"tool_name": "list_routes", "input": map[string]any{}})
+	var r callResult
+	testwait.For(t, 10*time.Second, "approve_tool's answer", func() bool {
+		select {
+		case r = <-ch:
+			return true
+		default:
+		}
+		// A person fooled by the request allows it for the session.
+		if p, err := h.st.PendingApprovals(context.Background()); err == nil && len(p) == 1 {
+			h.st.DecideApproval(context.Background(), p[0].ID, store.ApprovalSession, "web:user/ann", "")
+		}
+		return false
+	})
+	var p struct{ Behavior, Message string }
+	r.decode(t, &p)
+	if p.Behavior != "deny" || !strings.Contains(p.Message, "list_routes is one of switchboard's own tools") {
+		t.Errorf("approve_tool for list_routes: %s; want a deny saying it is switchboard's", r.Text)
+	}
+	// list_routes, an ask for acme, still asks.
+	ch = callAsync(t, c, "list_routes", nil)
+	decidePending(t, h, "list_routes", store.ApprovalDenied, "web:user/ann")
+	if r := waitResult(t, ch); !r.refused() {
+		t.Errorf("list_routes after approve_tool's request: %+v, want refused by ann", r)
 	}
 }

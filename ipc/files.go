@@ -16,7 +16,8 @@ import (
 )
 
 // Files in a group folder are opened through os.Root, so neither ".." nor a
-// symlink can reach outside the folder.
+// symlink can reach outside the folder; the folder itself is reached
+// without following a symlink (groups.Layout.OpenRoot).
 
 // MaxWork bounds a group's work.md.
 const MaxWork = 256 << 10
@@ -52,9 +53,9 @@ func (s *Server) groupFile(folder groups.Folder, p string) (string, error) {
 	if !filepath.IsLocal(rel) {
 		return "", fmt.Errorf("path %s is outside the group folder %s; only files inside it can be sent", p, dir)
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := s.opt.Layout.OpenRoot(folder)
 	if err != nil {
-		return "", fmt.Errorf("open group folder: %w", err)
+		return "", err
 	}
 	defer root.Close()
 	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -88,13 +89,9 @@ func fileError(p string, err error) error {
 
 // readWork returns folder's work.md ("" and false when there is none).
 func (s *Server) readWork(folder groups.Folder) (string, bool, error) {
-	dir, err := s.groupDir(folder)
+	root, err := s.opt.Layout.OpenRoot(folder)
 	if err != nil {
 		return "", false, err
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return "", false, fmt.Errorf("open group folder: %w", err)
 	}
 	defer root.Close()
 	// Non-blocking: a FIFO named work.md must not hang the call.
@@ -125,13 +122,9 @@ func (s *Server) writeWork(folder groups.Folder, content string) error {
 	if len(content) > MaxWork {
 		return fmt.Errorf("content is %d bytes, at most %d allowed", len(content), MaxWork)
 	}
-	dir, err := s.groupDir(folder)
+	root, err := s.opt.Layout.OpenRoot(folder)
 	if err != nil {
 		return err
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return fmt.Errorf("open group folder: %w", err)
 	}
 	defer root.Close()
 	var rnd [6]byte

@@ -137,7 +137,9 @@ func startMCP(t testing.TB, dir string, st *store.Store, argv []string, mcpHTTP 
 		DrainTimeout: 5 * time.Second,
 		MCPHTTP:      mcpHTTP,
 		// approve_tool is offered, so the listing and golden tests see it.
-		Approvals: gateway.ApprovalOptions{AgentTools: []string{"Bash"}},
+		// list_* names no Claude Code tool, but switchboard's list_routes
+		// (TestApproveToolNamingSwitchboardsTool).
+		Approvals: gateway.ApprovalOptions{AgentTools: []string{"Bash", "list_*"}},
 	})
 	if err != nil {
 		t.Fatal(err)

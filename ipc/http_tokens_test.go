@@ -53,3 +53,27 @@ func TestHTTPTokenStoreFailure(t *testing.T) {
 		t.Errorf("the log does not say why the token could not be checked:\n%s", logs.String())
 	}
 }
+
+// TestHTTPTokenDiesWithItsGroup: a group's tokens are revoked when the
+// group is removed (`switchboard group rm`), so that a group made later
+// under the same name (a new subgroup "contractor", say) is not reachable
+// with a token handed out for the old one.
+func TestHTTPTokenDiesWithItsGroup(t *testing.T) {
+	h := newHarness(t, nil)
+	u := h.mcpURL(t)
+	old := h.token(t, "acme/eng")
+	if resp := post(t, u, old, "", initBody, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the token before: %d", resp.StatusCode)
+	}
+	ctx := context.Background()
+	if _, err := h.st.RemoveGroup(ctx, "acme/eng"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.AddGroup(ctx, "acme/eng"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitSocket(t, "acme/eng")
+	if resp := post(t, u, old, "", initBody, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the removed group's token on the group made again under its name: %d, want 401", resp.StatusCode)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +29,16 @@ func listenSocket(folder groups.Folder, path string) (*net.UnixListener, error) 
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("group %s: create socket directory: %w", folder, err)
+	}
+	// A subgroup's socket directory lies in its parent's, which the
+	// parent's agent may write: listening through a symlink it put there
+	// would put this group's socket in another group's place.
+	if base, ok := strings.CutSuffix(dir, string(filepath.Separator)+filepath.FromSlash(string(folder))); ok {
+		d, err := groups.OpenDirBelow(base, dir)
+		if err != nil {
+			return nil, fmt.Errorf("group %s: socket directory: %w", folder, err)
+		}
+		d.Close()
 	}
 	// MkdirAll leaves existing directories alone; the socket's own directory
 	// is what keeps other users out, so tighten it whatever its history.

@@ -127,3 +127,30 @@ func TestReadLine(t *testing.T) {
 		}
 	}
 }
+
+// A group's socket directory that is a symlink (a parent group's agent can
+// swap its subgroup's for one, to another group's directory) is not
+// listened in: the other group's socket stays where it is.
+func TestListenRefusesSymlinkedSocketDir(t *testing.T) {
+	tmp, err := os.MkdirTemp("", "sb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	root := filepath.Join(tmp, "ipc")
+	other := filepath.Join(root, "other")
+	if err := os.MkdirAll(filepath.Join(root, "acme"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := listenSocket("other", filepath.Join(other, "mcp.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close() // a stale socket now, which listenSocket would remove
+	if err := os.Symlink("../other", filepath.Join(root, "acme", "eng")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listenSocket("acme/eng", filepath.Join(root, "acme", "eng", "mcp.sock")); err == nil || !strings.Contains(err.Error(), "is a symlink") {
+		t.Errorf("listen through a symlinked socket directory: %v; want an error saying it is a symlink", err)
+	}
+}

@@ -60,6 +60,14 @@ func runApproveTool(ctx context.Context, c *call) (any, error) {
 	if input == nil {
 		input = map[string]any{}
 	}
+	// Claude Code names its own tools (Bash, Write) and MCP tools as
+	// mcp__<server>__<tool>, never one of switchboard's bare: a request
+	// for one would look like that tool's grant ask, and "Allow for this
+	// session" on it would allow every later ask of it, any arguments.
+	if _, own := c.s.tools[name]; own {
+		return permission{Behavior: "deny", Message: fmt.Sprintf("not approved: %s is one of switchboard's own tools, not Claude Code's; "+
+			"a call of it is checked (and asked about) when it is made", name)}, nil
+	}
 	if !c.b.AgentToolAsks(name) {
 		return permission{Behavior: "allow", UpdatedInput: input}, nil
 	}

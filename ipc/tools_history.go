@@ -94,12 +94,12 @@ func runFindMessages(ctx context.Context, c *call) (any, error) {
 	switch {
 	case c.has("chat_jid"):
 		o.ChatJIDs = []adapters.JID{c.jid("chat_jid")}
-	case c.tier != 0:
+	case c.tier != 0 || c.a.rules.Constrains("find_messages", "jid"):
 		chats, err := c.ownedChats(ctx)
 		if err != nil {
 			return nil, err
 		}
-		o.ChatJIDs = chats
+		o.ChatJIDs = c.searchable(chats)
 	}
 	hits, err := c.b.Search(ctx, c.str("query"), o)
 	if err != nil {
@@ -112,13 +112,41 @@ func runFindMessages(ctx context.Context, c *call) (any, error) {
 	return map[string]any{"hits": out}, nil
 }
 
+// searchable keeps the chats that a find_messages call naming each one (the
+// call's other params, chat_jid the chat) would be allowed to search: a
+// rule such as !find_messages(jid=slack:*) is not dodged by leaving
+// chat_jid out. Without a rule naming jid for find_messages, all of them.
+func (c *call) searchable(chats []adapters.JID) []adapters.JID {
+	if !c.a.rules.Constrains("find_messages", "jid") {
+		return chats
+	}
+	params := grantParams(c.args)
+	caller := Caller{Folder: c.folder, Tier: c.tier, Rules: c.a.rules}
+	t := c.b.Table()
+	out := []adapters.JID{}
+	for _, jid := range chats {
+		params["jid"] = string(jid)
+		if Authorize(caller, t, "find_messages", params).Allow {
+			out = append(out, jid)
+		}
+	}
+	return out
+}
+
 // ownedChats lists the chats whose owner is in the caller's subtree (never
-// nil: no chats means search nothing): from the routes when each route to
-// the subtree pins its chat (routing.Table.OwnedChats; at 100,000 chats,
-// listing and resolving every known chat took ~90 ms a call), otherwise
-// the known chats whose owner is.
+// nil: no chats means search nothing; tier 0: every known chat): from the
+// routes when each route to the subtree pins its chat
+// (routing.Table.OwnedChats; at 100,000 chats, listing and resolving every
+// known chat took ~90 ms a call), otherwise the known chats whose owner is.
 func (c *call) ownedChats(ctx context.Context) ([]adapters.JID, error) {
 	t := c.b.Table()
+	if c.tier == 0 {
+		all, err := c.b.Chats(ctx)
+		if all == nil && err == nil {
+			all = []adapters.JID{}
+		}
+		return all, err
+	}
 	if chats, ok := t.OwnedChats(c.folder); ok {
 		return chats, nil
 	}

@@ -336,3 +336,34 @@ func TestPreviewSchedule(t *testing.T) {
 		}
 	}
 }
+
+// A group's task answers in a chat its subtree owned when it was
+// scheduled; once the routes give that chat to another group, its runs
+// are skipped, saying why, instead of the group's agent posting into the
+// other group's chat (an MCP send there would be refused).
+func TestTaskRunSkippedWhenItsChatChangedOwner(t *testing.T) {
+	h := newHarnessAgent(t, nil, []string{"sh", "-c", `cat >/dev/null; echo "ran $SWITCHBOARD_TRIGGER $SWITCHBOARD_TASK_ID"`})
+	c := h.connect(t, "acme", true)
+	at := time.Now().Add(1500 * time.Millisecond).Truncate(time.Second).Add(time.Second)
+	var tk task
+	call(t, c, "schedule_task", map[string]any{"chat_jid": "web:acme", "prompt": "say hi", "schedule": at.Format(time.RFC3339)}).decode(t, &tk)
+	// The operator gives web:acme to root before the run.
+	if r := call(t, h.connect(t, "root", true), "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme"}, "target": "root", "seq": -100}); r.IsError {
+		t.Fatal(r.Text)
+	}
+	var run task
+	testwait.For(t, 15*time.Second, "the task's run to settle", func() bool {
+		var l taskList
+		call(t, c, "inspect_tasks", map[string]any{"id": tk.ID}).decode(t, &l)
+		run = l.Tasks[0]
+		return len(run.Runs) == 1 && run.Runs[0].Status != "fired"
+	})
+	if r := run.Runs[0]; r.Status != "skipped" || !strings.Contains(r.Error, "web:acme") || !strings.Contains(r.Error, "root") {
+		t.Errorf("the run after web:acme went to root: %+v; want skipped, naming the chat and its owner", r)
+	}
+	for _, m := range h.web.sends() {
+		if strings.HasPrefix(m.Text, "ran task") {
+			t.Errorf("acme's task posted into root's chat %s: %q", m.Chat, m.Text)
+		}
+	}
+}

@@ -687,3 +687,131 @@ func TestFetchHistoryBeforeID(t *testing.T) {
 		t.Errorf("unknown before_id: %+v", r)
 	}
 }
+
+// A rule that denies find_messages in some chats (`!find_messages(jid=…)`)
+// holds when the call names no chat too: a search of "every chat the group
+// owns" leaves those chats out, at tier 0 as below it, instead of the
+// deny being dodged by omitting chat_jid.
+func TestFindMessagesWithoutChatKeepsJIDDenials(t *testing.T) {
+	h := newHarness(t, func(ctx context.Context, st *store.Store) error {
+		if err := standardSetup(ctx, st); err != nil {
+			return err
+		}
+		if err := st.SetGrantOverrides(ctx, "acme", []string{"!find_messages(jid=web:eng)"}); err != nil {
+			return err
+		}
+		return st.SetGrantOverrides(ctx, "root", []string{"!find_messages(jid=web:st*)"})
+	})
+	h.deliver(t, "web:root", "r1", "secret plans of the operator")
+	h.deliver(t, "web:acme", "a1", "secret plans of acme")
+	h.deliver(t, "web:eng", "e1", "secret plans of eng")
+	h.deliver(t, "web:stray", "s1", "secret plans of nobody")
+	search := func(folder groups.Folder, args map[string]any) []string {
+		var res struct {
+			Hits []struct {
+				ChatJID string `json:"chat_jid"`
+			} `json:"hits"`
+		}
+		call(t, h.connect(t, folder, true), "find_messages", args).decode(t, &res)
+		var chats []string
+		for _, hit := range res.Hits {
+			chats = append(chats, hit.ChatJID)
+		}
+		slices.Sort(chats)
+		return chats
+	}
+	if got := search("acme", map[string]any{"query": "secret"}); !slices.Equal(got, []string{"web:acme"}) {
+		t.Errorf("acme, denied web:eng, finds %v", got)
+	}
+	if r := call(t, h.connect(t, "acme", true), "find_messages", map[string]any{"query": "secret", "chat_jid": "web:eng"}); !r.refused() {
+		t.Errorf("acme searching web:eng: %+v", r)
+	}
+	if got := search("root", map[string]any{"query": "secret"}); !slices.Equal(got, []string{"web:acme", "web:eng", "web:root"}) {
+		t.Errorf("root, denied web:st*, finds %v", got)
+	}
+	// Without such a rule nothing changes: acme/eng finds its chat.
+	if got := search("acme/eng", map[string]any{"query": "secret"}); !slices.Equal(got, []string{"web:eng"}) {
+		t.Errorf("acme/eng finds %v", got)
+	}
+}
+
+// A group's route for its whole chat may not go ahead of another group's
+// route for the chat's threads by a glob (topic=t*), any more than ahead
+// of one for a single thread: it would capture every thread that glob
+// gives the other group.
+func TestRouteEditKeepsOtherGroupsTopicGlobs(t *testing.T) {
+	h := newHarness(t, nil)
+	root := h.connect(t, "root", true)
+	if r := call(t, root, "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme", "topic": "t*"}, "target": "root", "seq": -5}); r.IsError {
+		t.Fatalf("root routing the t* threads of web:acme: %+v", r)
+	}
+	// acme's own route for thread "t", ahead: the glob's other threads stay root's.
+	if r := call(t, root, "add_route", map[string]any{"match": map[string]any{"chat_jid": "web:acme", "topic": "t"}, "target": "acme", "seq": -7}); r.IsError {
+		t.Fatalf("root routing thread t of web:acme to acme: %+v", r)
+	}
+	if owner, _ := h.g.Table().Owner("web:acme", ""); owner != "acme" {
+		t.Fatalf("web:acme is owned by %s, want acme", owner)
+	}
+	c := h.connect(t, "acme", true)
+	for _, args := range []map[string]any{
+		{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme"},
+		{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": -8},
+		{"match": map[string]any{"chat_jid": "web:acme", "topic": "t1*"}, "target": "acme", "seq": -8},
+	} {
+		if r := call(t, c, "add_route", args); !r.IsError {
+			t.Errorf("acme's add_route %v ahead of root's topic glob: %+v, want refused", args, r)
+		}
+		if r := call(t, c, "set_routes", map[string]any{"routes": []any{args}}); !r.IsError {
+			t.Errorf("acme's set_routes %v ahead of root's topic glob: %+v, want refused", args, r)
+		}
+	}
+	for _, topic := range []string{"t1", "t99"} {
+		if owner, _ := h.g.Table().Owner("web:acme", topic); owner != "root" {
+			t.Errorf("topic %s of web:acme is owned by %s, want root", topic, owner)
+		}
+	}
+	// Behind root's route, and for topics the glob does not cover, acme may.
+	for _, args := range []map[string]any{
+		{"match": map[string]any{"chat_jid": "web:acme"}, "target": "acme", "seq": -4},
+		{"match": map[string]any{"chat_jid": "web:acme", "topic": "x*"}, "target": "acme", "seq": -9},
+	} {
+		if r := call(t, c, "add_route", args); r.IsError {
+			t.Errorf("acme's add_route %v: %+v", args, r)
+		}
+	}
+}
+
+// A subgroup's folder lies inside its parent's, whose agent may swap it for
+// a symlink (to the data directory, or another group's folder). The
+// subgroup's tools must not follow it: send_file would send the database,
+// set_work write another group's work.md.
+func TestFolderSwappedForSymlinkIsNotFollowed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.waitSocket(t, "acme/eng") // its folder is made by then
+	eng := filepath.Join(h.dir, "groups", "acme", "eng")
+	if err := os.Rename(eng, eng+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(h.dir, eng); err != nil {
+		t.Fatal(err)
+	}
+	c := h.connect(t, "acme/eng", true)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"send_file", map[string]any{"chat_jid": "web:eng", "path": "switchboard.db"}},
+		{"set_work", map[string]any{"content": "from eng"}},
+		{"get_work", nil},
+	} {
+		if r := call(t, c, tc.tool, tc.args); !r.IsError || !strings.Contains(r.Text, "is a symlink") {
+			t.Errorf("%s through the swapped folder: %+v; want an error saying it is a symlink", tc.tool, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "work.md")); !os.IsNotExist(err) {
+		t.Errorf("set_work wrote into the data directory: %v", err)
+	}
+	if acts := h.all.actions(); len(acts) != 0 {
+		t.Errorf("a file went out: %v", acts)
+	}
+}

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"strings"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -47,26 +48,76 @@ func (t *Table) checkTopicsKept(caller groups.Folder, chat adapters.JID, r Route
 	var added *entry
 	checked := map[string]bool{} // a topic many routes pin is looked up once
 	for i := range t.entries {
-		tp, ok := t.entries[i].route.Match[KeyTopic]
-		if !ok || tp == "" || !IsLiteral(tp) || checked[tp] {
+		glob, ok := t.entries[i].route.Match[KeyTopic]
+		if !ok || glob == "" || checked[glob] {
 			continue
 		}
-		checked[tp] = true
-		v := messageValues(Message{ChatJID: chat, Topic: tp})
-		at := t.first(&v, true)
-		if at < 0 || caller.Contains(t.entries[at].route.Target) || t.entries[at].route.Seq <= r.Seq {
-			continue // unowned, owned by the subtree, or its owner's route stays ahead
-		}
-		if added == nil {
-			e := newEntry(r)
-			added = &e
-		}
-		if added.mismatch(&v, true) < 0 {
-			return fmt.Errorf("%w: at seq %d the route would take topic %q of chat %q from group %q, outside the subtree of group %q; give it a seq after that group's route, or pin another topic",
-				ErrForbidden, r.Seq, tp, chat, t.entries[at].route.Target, caller)
+		checked[glob] = true
+		// A route for the chat's threads by a glob (topic=t*) is checked
+		// through two threads it takes (its stars matching nothing, and a
+		// byte no thread id has, which no narrower route pins), and r
+		// overlaps it unless r's own topic cannot match what it does.
+		for _, tp := range topicWitnesses(glob) {
+			v := messageValues(Message{ChatJID: chat, Topic: tp})
+			at := t.first(&v, true)
+			if at < 0 || caller.Contains(t.entries[at].route.Target) || t.entries[at].route.Seq <= r.Seq {
+				continue // unowned, owned by the subtree, or its owner's route stays ahead
+			}
+			if added == nil {
+				e := newEntry(r)
+				added = &e
+			}
+			overlaps := added.mismatch(&v, true) < 0
+			if own, pinned := r.Match[KeyTopic]; pinned && !overlaps && !IsLiteral(glob) && added.mismatch(&v, true) == kTopic {
+				if IsLiteral(own) {
+					overlaps = GlobMatch(glob, own)
+				} else {
+					overlaps = globsMayMeet(own, glob)
+				}
+			}
+			if overlaps {
+				return fmt.Errorf("%w: at seq %d the route would take topic %q of chat %q from group %q, outside the subtree of group %q; give it a seq after that group's route, or pin another topic",
+					ErrForbidden, r.Seq, glob, chat, t.entries[at].route.Target, caller)
+			}
 		}
 	}
 	return nil
+}
+
+// topicWitnesses are topics that glob matches, to look up who owns them:
+// the glob itself when it is literal, else its stars matching nothing and
+// matching a byte no thread id holds (so that a narrower route for one
+// thread, topic=t ahead of topic=t*, does not hide the rest). The empty
+// topic (the chat itself) is never one: its owner is checked already.
+func topicWitnesses(glob string) []string {
+	if IsLiteral(glob) {
+		return []string{glob}
+	}
+	var out []string
+	for _, fill := range []string{"", "\x01"} {
+		if w := strings.ReplaceAll(glob, "*", fill); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// globsMayMeet reports whether some string may match both globs: false
+// only when their literal prefixes or their literal suffixes disagree
+// (t1* and x*), true otherwise; a yes that is not certain refuses a route
+// edit that could have been allowed, never the reverse.
+func globsMayMeet(a, b string) bool {
+	pa, pb := literalPrefix(a), literalPrefix(b)
+	if !strings.HasPrefix(pa, pb) && !strings.HasPrefix(pb, pa) {
+		return false
+	}
+	sa, sb := literalSuffix(a), literalSuffix(b)
+	return strings.HasSuffix(sa, sb) || strings.HasSuffix(sb, sa)
+}
+
+// literalSuffix is the part of glob after its last "*".
+func literalSuffix(glob string) string {
+	return glob[strings.LastIndexByte(glob, '*')+1:]
 }
 
 // CheckDelete decides whether the group caller may delete (or replace) r,

@@ -38,7 +38,7 @@ func (s *Store) EnsureGroup(ctx context.Context, folder groups.Folder) (created 
 	return n == 1, nil
 }
 
-// RemoveGroup deletes the group and its grant overrides in one transaction,
+// RemoveGroup deletes the group, its grant overrides and its MCP tokens in one transaction,
 // or returns an error wrapping ErrNotFound. Routes that target it are left
 // in place (the caller warns about them). Work queued for the group that
 // no turn has taken yet is dropped with it, so a removed group's agent
@@ -59,6 +59,11 @@ func (s *Store) RemoveGroup(ctx context.Context, folder groups.Folder) (dropped 
 			return ErrNotFound
 		}
 		if _, err = tx.ExecContext(ctx, `DELETE FROM grant_overrides WHERE folder = ?`, folder); err != nil {
+			return err
+		}
+		// Its MCP tokens go with it: a group made later under the same
+		// name is not the one they were handed out for.
+		if _, err = tx.ExecContext(ctx, `DELETE FROM mcp_tokens WHERE folder = ?`, folder); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, error = ? WHERE id IN

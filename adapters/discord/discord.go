@@ -60,6 +60,7 @@ type Adapter struct {
 	s        *discordgo.Session
 	host     adapters.Host
 	parents  map[string]parent // thread id -> its parent channel
+	homes    map[string]string // channel id (not a thread) -> its guild, "" for a DM (address)
 	botRoles map[string]bool   // the bot's managed role ids
 
 	selfID       atomic.Value // string
@@ -94,7 +95,7 @@ func New(o Options) *Adapter {
 	if o.ReconnectDeadline <= 0 {
 		o.ReconnectDeadline = 2 * time.Minute
 	}
-	a := &Adapter{opt: o, log: o.Logger.With("adapter", platform), parents: map[string]parent{}, botRoles: map[string]bool{}}
+	a := &Adapter{opt: o, log: o.Logger.With("adapter", platform), parents: map[string]parent{}, homes: map[string]string{}, botRoles: map[string]bool{}}
 	a.held.Log = a.log
 	var next http.RoundTripper = http.DefaultTransport
 	if o.APIURL != "" {
@@ -303,6 +304,77 @@ func channelOf(chat adapters.JID, topic string) (string, error) {
 		return topic, nil
 	}
 	return ch, nil
+}
+
+// address is the channel to call for chat and topic, once Discord has
+// confirmed that the JID names it: the chat's channel is in the chat's
+// guild (a discord:dm/ chat: a DM channel), and a topic is a thread under
+// that channel. Discord addresses a channel by its id alone, while the
+// gateway authorizes a call by its chat JID (and topic): without this, a
+// group owning discord:G/C could post into any channel the bot sees
+// through a topic naming it, discord:G/<channel of another server> or
+// discord:dm/<any channel>. What Discord said is kept; a failed lookup is
+// classified as a send would be.
+func (a *Adapter) address(ctx context.Context, s *discordgo.Session, chat adapters.JID, topic string) (string, error) {
+	ch, err := channelOf(chat, "")
+	if err != nil {
+		return "", err
+	}
+	guild := guildOf(chat)
+	home, thread, err := a.lookup(ctx, s, chat, ch)
+	if err != nil {
+		return "", err
+	}
+	if thread.channel != "" || home != guild {
+		return "", fmt.Errorf("discord: %s does not name channel %s: it is %s: %w", chat, ch, describePlace(home, thread), adapters.ErrPermanent)
+	}
+	if topic == "" {
+		return ch, nil
+	}
+	home, thread, err = a.lookup(ctx, s, chat, topic)
+	if err != nil {
+		return "", err
+	}
+	if thread != (parent{guild: guild, channel: ch}) {
+		return "", fmt.Errorf("discord: topic %s is not a thread of %s: it is %s: %w", topic, chat, describePlace(home, thread), adapters.ErrPermanent)
+	}
+	return topic, nil
+}
+
+// lookup says where channel id is: a thread's parent (thread.channel set),
+// else the guild of a channel ("" for a DM). It asks Discord once per
+// channel (threads learned from events are known already).
+func (a *Adapter) lookup(ctx context.Context, s *discordgo.Session, chat adapters.JID, id string) (home string, thread parent, err error) {
+	a.mu.Lock()
+	thread, isThread := a.parents[id]
+	home, isHome := a.homes[id]
+	a.mu.Unlock()
+	if isThread || isHome {
+		return home, thread, nil
+	}
+	c, err := s.Channel(id, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", parent{}, classify(chat, err)
+	}
+	if c.IsThread() {
+		a.learnChannel(c)
+		return "", parent{guild: c.GuildID, channel: c.ParentID}, nil
+	}
+	a.mu.Lock()
+	a.homes[id] = c.GuildID
+	a.mu.Unlock()
+	return c.GuildID, parent{}, nil
+}
+
+// describePlace says where a channel is, for address's errors.
+func describePlace(home string, thread parent) string {
+	switch {
+	case thread.channel != "":
+		return "a thread of " + string(chatJID(thread.guild, thread.channel))
+	case home == "":
+		return "a DM channel"
+	}
+	return "a channel of server " + home
 }
 
 func guildOf(chat adapters.JID) string {

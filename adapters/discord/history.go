@@ -18,7 +18,7 @@ func (a *Adapter) FetchHistory(ctx context.Context, chat adapters.JID, q adapter
 	if err != nil {
 		return nil, err
 	}
-	ch, err := channelOf(chat, q.Topic)
+	ch, err := a.address(ctx, s, chat, q.Topic)
 	if err != nil {
 		return nil, err
 	}

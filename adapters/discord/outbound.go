@@ -35,7 +35,7 @@ func (a *Adapter) post(ctx context.Context, m adapters.Outbound, comps []discord
 	if err != nil {
 		return "", err
 	}
-	ch, err := channelOf(m.Chat, m.Topic)
+	ch, err := a.address(ctx, s, m.Chat, m.Topic)
 	if err != nil {
 		return "", err
 	}
@@ -64,7 +64,7 @@ func (a *Adapter) edit(ctx context.Context, ref adapters.MessageRef, text string
 // rewrite edits a message's text and, with comps not nil, its components,
 // for edit and editButtons.
 func (a *Adapter) rewrite(ctx context.Context, ref adapters.MessageRef, text string, comps *[]discordgo.MessageComponent, opts ...discordgo.RequestOption) error {
-	s, ch, err := a.target(ref)
+	s, ch, err := a.target(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (a *Adapter) rewrite(ctx context.Context, ref adapters.MessageRef, text str
 
 // Delete deletes a message.
 func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
-	s, ch, err := a.target(ref)
+	s, ch, err := a.target(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
 // React adds the bot's reaction: a unicode emoji, or a custom emoji of the
 // server by name (with or without colons).
 func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction string) error {
-	s, ch, err := a.target(ref)
+	s, ch, err := a.target(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func isName(s string) bool {
 
 // Pin pins a message (the bot needs Manage Messages).
 func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
-	s, ch, err := a.target(ref)
+	s, ch, err := a.target(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
 
 // Unpin unpins a message.
 func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
-	s, ch, err := a.target(ref)
+	s, ch, err := a.target(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if err != nil {
 		return "", err
 	}
-	ch, err := channelOf(m.Chat, m.Topic)
+	ch, err := a.address(ctx, s, m.Chat, m.Topic)
 	if err != nil {
 		return "", err
 	}
@@ -157,18 +157,18 @@ func (a *Adapter) Typing(ctx context.Context, chat adapters.JID, topic string) e
 	if err != nil {
 		return err
 	}
-	ch, err := channelOf(chat, topic)
+	ch, err := a.address(ctx, s, chat, topic)
 	if err != nil {
 		return err
 	}
 	return classify(chat, s.ChannelTyping(ch, discordgo.WithContext(ctx)))
 }
 
-func (a *Adapter) target(ref adapters.MessageRef) (*discordgo.Session, string, error) {
+func (a *Adapter) target(ctx context.Context, ref adapters.MessageRef) (*discordgo.Session, string, error) {
 	s, err := a.session()
 	if err != nil {
 		return nil, "", err
 	}
-	ch, err := channelOf(ref.Chat, ref.Topic)
+	ch, err := a.address(ctx, s, ref.Chat, ref.Topic)
 	return s, ch, err
 }

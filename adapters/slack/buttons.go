@@ -89,7 +89,7 @@ func sections(s string) []string {
 // SendButtons posts m as Block Kit: its text in a section, the buttons in
 // an actions block; the text is also the notification's fallback.
 func (a *Adapter) SendButtons(ctx context.Context, m adapters.Outbound, buttons []adapters.Button) (adapters.MessageID, error) {
-	channel, kind, err := channelOf(m.Chat)
+	channel, kind, err := a.address(ctx, "send", m.Chat)
 	if err != nil {
 		return "", err
 	}
@@ -121,7 +121,7 @@ func (a *Adapter) SendButtons(ctx context.Context, m adapters.Outbound, buttons 
 // EditButtons replaces a message's text and buttons (chat.update); nil
 // buttons leaves the section alone, without the actions block.
 func (a *Adapter) EditButtons(ctx context.Context, ref adapters.MessageRef, text string, buttons []adapters.Button) error {
-	channel, _, err := channelOf(ref.Chat)
+	channel, _, err := a.address(ctx, "edit", ref.Chat)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ const (
 // reply is newer than the bound, since Slack lists thread replies only
 // under their parent.
 func (a *Adapter) FetchHistory(ctx context.Context, chat adapters.JID, q adapters.HistoryQuery) ([]adapters.Inbound, error) {
-	channel, kind, err := channelOf(chat)
+	channel, kind, err := a.address(ctx, "fetch_history", chat)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func (a *Adapter) ReplyTopic(m adapters.Outbound) string {
 
 // Send posts one part, rendered to mrkdwn, in its thread.
 func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
-	channel, kind, err := channelOf(m.Chat)
+	channel, kind, err := a.address(ctx, "send", m.Chat)
 	if err != nil {
 		return "", err
 	}
@@ -61,7 +61,7 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 
 // Edit replaces a bot message's text (chat.update).
 func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string) error {
-	channel, _, err := channelOf(ref.Chat)
+	channel, _, err := a.address(ctx, "edit", ref.Chat)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 
 // Delete deletes a message (chat.delete).
 func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
-	channel, _, err := channelOf(ref.Chat)
+	channel, _, err := a.address(ctx, "delete", ref.Chat)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
 // React adds an emoji by name (reactions.add); ":thumbsup:" and "thumbsup"
 // are the same. Reacting twice is not an error.
 func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction string) error {
-	channel, _, err := channelOf(ref.Chat)
+	channel, _, err := a.address(ctx, "like", ref.Chat)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction s
 
 // Pin pins a message (pins.add); pinning twice is not an error.
 func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
-	channel, _, err := channelOf(ref.Chat)
+	channel, _, err := a.address(ctx, "pin", ref.Chat)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (a *Adapter) Pin(ctx context.Context, ref adapters.MessageRef) error {
 
 // Unpin unpins a message (pins.remove); a message not pinned is not an error.
 func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
-	channel, _, err := channelOf(ref.Chat)
+	channel, _, err := a.address(ctx, "unpin", ref.Chat)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 // ts of the message that shares the file (from files.info), or the file id
 // when Slack has not shared it yet (sharing is asynchronous).
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
-	channel, kind, err := channelOf(m.Chat)
+	channel, kind, err := a.address(ctx, "send_file", m.Chat)
 	if err != nil {
 		return "", err
 	}

@@ -271,6 +271,65 @@ func channelOf(chat adapters.JID) (id, kind string, err error) {
 	return parts[2], parts[1], nil
 }
 
+// address is channelOf once Slack has confirmed the JID's kind: a dm/ JID
+// names a DM, a group/ JID a private channel or group DM, a channel/ JID a
+// public channel. Slack addresses a conversation by its id alone, while the
+// gateway authorizes a call by its chat JID: without this a group owning
+// every slack:<team>/dm/* chat (a route for the bot's DMs) posted into any
+// channel through slack:<team>/dm/<channel id>. The kind comes from the
+// cache (events fill it), else conversations.info; a failed lookup is an
+// error as a send's would be, never a guess.
+func (a *Adapter) address(ctx context.Context, verb string, chat adapters.JID) (id, kind string, err error) {
+	id, kind, err = channelOf(chat)
+	if err != nil {
+		return "", "", err
+	}
+	actual, known := a.cachedKind(id)
+	if !known {
+		if err := a.tiers.wait(ctx, "conversations.info", ""); err != nil {
+			return "", "", err
+		}
+		c, err := a.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: id})
+		if err != nil {
+			return "", "", classify(verb, chat, err)
+		}
+		name := c.Name
+		actual = "channel"
+		switch {
+		case c.IsIM:
+			actual, name = "dm", a.userName(ctx, c.User)
+		case c.IsMpIM, c.IsPrivate, c.IsGroup:
+			actual = "group"
+		}
+		a.chans.put(id, actual+"|"+name)
+	}
+	if actual != kind {
+		return "", "", fmt.Errorf("%w: slack %s %s: conversation %s is a %s, not a %s: its JID is %s", adapters.ErrPermanent, verb, chat, id,
+			describeKind(actual), describeKind(kind), chatJID(strings.Split(chat.Room(), "/")[0], actual, id))
+	}
+	return id, kind, nil
+}
+
+// cachedKind is a conversation's kind as the cache has it.
+func (a *Adapter) cachedKind(id string) (string, bool) {
+	v, ok := a.chans.get(id)
+	if !ok {
+		return "", false
+	}
+	kind, _, _ := strings.Cut(v, "|")
+	return kind, kind != ""
+}
+
+func describeKind(kind string) string {
+	switch kind {
+	case "dm":
+		return "DM"
+	case "group":
+		return "private channel or group DM"
+	}
+	return "public channel"
+}
+
 // kindOf maps an event's channel_type to the JID kind.
 func kindOf(channelType string) string {
 	switch channelType {

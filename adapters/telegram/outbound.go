@@ -26,6 +26,9 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 // send is Send with a reply markup (nil: none), for Send and SendButtons.
 func (a *Adapter) send(ctx context.Context, m adapters.Outbound, markup models.ReplyMarkup) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
+	if err == nil {
+		err = checkTopic(m.Chat, m.Topic)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -141,6 +144,9 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 // SendFile uploads an image as a photo and anything else as a document.
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
+	if err == nil {
+		err = checkTopic(m.Chat, m.Topic)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -188,9 +194,11 @@ func (a *Adapter) ref(ref adapters.MessageRef) (*bot.Bot, int64, int, error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	// Only as Telegram writes it: "03" or "+3" would act on message 3
+	// while the gateway looked up (and authorized) another id.
 	id, err := strconv.Atoi(ref.ID.String())
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("telegram: message id %q is not a number: %w", ref.ID, adapters.ErrPermanent)
+	if err != nil || strconv.Itoa(id) != ref.ID.String() {
+		return nil, 0, 0, fmt.Errorf("telegram: message id %q is not a number as Telegram writes it: %w", ref.ID, adapters.ErrPermanent)
 	}
 	return b, chat, id, nil
 }
@@ -225,6 +233,20 @@ func (a *Adapter) callIn(ctx context.Context, jid adapters.JID, l lane, fn func(
 		return fmt.Errorf("telegram: %s became a supergroup; retrying there", jid)
 	}
 	return classify(jid, err)
+}
+
+// checkTopic refuses a topic that is not a forum topic's id as Telegram
+// writes it (a positive integer, no sign or leading zero): threadID would
+// read "09" or "+9" as topic 9 and anything else as General, reaching a
+// topic other than the one the gateway authorized the call for.
+func checkTopic(chat adapters.JID, topic string) error {
+	if topic == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(topic); err != nil || n <= 0 || strconv.Itoa(n) != topic {
+		return fmt.Errorf("telegram: topic %q of %s is not a forum topic's id (a positive integer): %w", topic, chat, adapters.ErrPermanent)
+	}
+	return nil
 }
 
 func threadID(topic string) int {

@@ -250,7 +250,9 @@ func groupJID(id int64) adapters.JID {
 func (a *Adapter) chatID(chat adapters.JID) (int64, error) {
 	kind, id, ok := strings.Cut(chat.Room(), "/")
 	n, err := strconv.ParseInt(id, 10, 64)
-	if !ok || err != nil || n <= 0 || chat.Platform() != platform {
+	// Only the id as Telegram writes it: "0123" or "+123" would reach chat
+	// 123 under a JID the gateway authorized as another chat.
+	if !ok || err != nil || n <= 0 || strconv.FormatInt(n, 10) != id || chat.Platform() != platform {
 		return 0, fmt.Errorf("telegram: %q is not a telegram:user/<id> or telegram:group/<id> chat: %w", chat, adapters.ErrPermanent)
 	}
 	switch kind {

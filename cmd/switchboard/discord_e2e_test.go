@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"switchboard/adapters/discord/discordtest"
+	"switchboard/internal/testmcp"
 )
 
 // A mention in a Discord channel reaches the agent through the real binary
@@ -65,5 +67,68 @@ func TestE2EDiscordWithoutMessageContentIntent(t *testing.T) {
 		if !strings.Contains(last, want) {
 			t.Errorf("the last line of stderr %q does not mention %q", last, want)
 		}
+	}
+}
+
+// A Discord chat JID names one channel, and a topic one thread under it:
+// a group that owns discord:<guild>/<channel> (or every DM) must not reach
+// another channel — of another server, a DM, or a sibling channel another
+// group may own — through the topic, another guild or "dm/" in the JID.
+// The adapter addressed the channel id alone, so ownership of one chat
+// was ownership of every channel the bot could post in.
+func TestE2EDiscordChatJIDNamesOnlyItsChannel(t *testing.T) {
+	t.Parallel()
+	dc := discordtest.New(t)
+	chat := "discord:" + discordtest.GuildID + "/" + discordtest.Channel
+	dir := newE2E(t, e2eConfig{agent: replyAgent,
+		adapters: "  discord: {enabled: true, token: \"" + discordtest.Token + "\", api_url: \"" + dc.URL() + "\"}\n",
+		routes: "  - {match: {chat_jid: \"discord:" + discordtest.GuildID + "/*\"}, target: main}\n" +
+			"  - {match: {platform: discord, room: \"dm/*\"}, target: main}\n"})
+	g := startGW(t, dir)
+	dc.WaitFor(t, "the bot connected", dc.Connected)
+	c, err := testmcp.Connect(filepath.Join(dir, "data", "ipc", "main", "mcp.sock"), testmcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const sibling = "201" // a text channel of the same server, not a thread
+	for _, args := range []map[string]any{
+		{"chat_jid": chat, "topic": discordtest.OtherChannel, "text": "via topic: other server"},
+		{"chat_jid": chat, "topic": discordtest.DMChan, "text": "via topic: a DM"},
+		{"chat_jid": chat, "topic": sibling, "text": "via topic: a sibling channel"},
+		{"chat_jid": "discord:" + discordtest.GuildID + "/" + discordtest.OtherChannel, "text": "via the wrong guild"},
+		{"chat_jid": "discord:dm/" + discordtest.OtherChannel, "text": "via dm/"},
+		{"chat_jid": "discord:dm/" + discordtest.Channel, "text": "via dm/ to a server channel"},
+	} {
+		r, err := c.CallTool("send", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.IsError || !strings.Contains(r.Text(), "discord:") {
+			t.Errorf("send %v: %s; want an error naming the chat", args, r.Text())
+		}
+	}
+	// What the group owns still works: the channel, its thread, a DM.
+	for _, args := range []map[string]any{
+		{"chat_jid": chat, "text": "in the channel"},
+		{"chat_jid": chat, "topic": discordtest.Thread, "text": "in the thread"},
+		{"chat_jid": "discord:dm/" + discordtest.DMChan, "text": "in the DM"},
+	} {
+		if r, err := c.CallTool("send", args); err != nil || r.IsError {
+			t.Errorf("send %v: %+v %v", args, r, err)
+		}
+	}
+	for _, ch := range []string{discordtest.OtherChannel, sibling} {
+		if shown := dc.Shown(ch); len(shown) != 0 {
+			t.Errorf("channel %s shows the bot's %+v", ch, shown)
+		}
+	}
+	for _, s := range dc.Shown(discordtest.DMChan, discordtest.Channel) {
+		if strings.HasPrefix(s.Content, "via ") {
+			t.Errorf("channel %s shows %q", s.Channel, s.Content)
+		}
+	}
+	if err := g.stop(30 * time.Second); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,4 +120,81 @@ exec sleep 30`
 func requireBwrap(t testing.TB) {
 	t.Helper()
 	testenv.Require(t, "bwrap", "make test installs it, or apt-get install bubblewrap")
+}
+
+// A subgroup's folder (data/groups/main/sub) and socket directory
+// (data/ipc/main/sub) sit inside its parent's, which the parent's agent may
+// write. Swapping the folder for a symlink to the data directory gave the
+// subgroup's next sandbox the whole data directory read-write (bubblewrap
+// bound the path as it found it): that turn now fails, naming the symlink.
+// And the parent's sandbox showed its subgroups' sockets (its whole socket
+// directory was bound): it could act as the subgroup, or swap the
+// subgroup's socket directory for one holding the operator's socket. Only
+// its own socket is there now.
+func TestE2ESandboxParentCannotRedirectChild(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	agent := `case "$SWITCHBOARD_FOLDER" in
+main)
+  data="$(cd ../.. && pwd)"
+  sock="$(dirname "$SWITCHBOARD_MCP_SOCKET")"
+  if grep -q swap-folder "$out/prompt-$n"; then mv sub sub.moved && ln -s "$data" sub && echo swapped; fi
+  if grep -q swap-socket "$out/prompt-$n"; then
+    if [ -e "$sock/sub" ]; then mv "$sock/sub" "$sock/sub.moved" && ln -s ../root "$sock/sub" && echo swapped
+    else ls -A "$sock" | tr '\n' ' '; fi
+  fi ;;
+main/sub)
+  { ls -A . | tr '\n' ' '; echo; stat -L -c %i "$SWITCHBOARD_MCP_SOCKET"; } > "$E2E_OUT/sub-view" 2>&1
+  echo seen ;;
+esac`
+	for _, tc := range []struct {
+		swap, mainSays string
+		subFails       string // the subgroup's turn error; "": it runs
+	}{
+		{"swap-folder", "swapped", "data/groups/main/sub is a symlink"},
+		{"swap-socket", "mcp.sock", ""},
+	} {
+		t.Run(tc.swap, func(t *testing.T) {
+			t.Parallel()
+			e2e := newE2E(t, e2eConfig{agent: agent, groups: []string{"main/sub"},
+				routes: "  - {seq: -1, match: {platform: web, room: sub}, target: main/sub}\n  - {match: {platform: web}, target: main}\n"})
+			g := startGW(t, e2e)
+			g.mustPost("lobby", "ann", tc.swap)
+			if got := g.waitBot("lobby", 1)[0].Text; got != tc.mainSays {
+				t.Fatalf("main answered %q, want %q", got, tc.mainSays)
+			}
+			data := filepath.Join(e2e, "data")
+			var rootSock, subSock syscall.Stat_t
+			if err := syscall.Stat(filepath.Join(data, "ipc", "root", "mcp.sock"), &rootSock); err != nil {
+				t.Fatal(err)
+			}
+			g.mustPost("sub", "ann", "look")
+			reply := g.waitBot("sub", 1)[0].Text
+			view, _ := os.ReadFile(filepath.Join(e2e, "out", "sub-view"))
+			if strings.Contains(string(view), "switchboard.db") {
+				t.Errorf("the subgroup's agent saw the data directory as its folder: %s", view)
+			}
+			if strings.Contains(string(view), fmt.Sprint(rootSock.Ino)) {
+				t.Errorf("the subgroup's agent got the operator's socket as its own: %s", view)
+			}
+			if tc.subFails == "" {
+				if err := syscall.Stat(filepath.Join(data, "ipc", "main", "sub", "mcp.sock"), &subSock); err != nil {
+					t.Fatal(err)
+				}
+				if reply != "seen" || !strings.Contains(string(view), fmt.Sprint(subSock.Ino)) {
+					t.Errorf("the subgroup's turn: %q, view %s; want it run with its own socket", reply, view)
+				}
+				return
+			}
+			if reply == "seen" {
+				t.Errorf("the subgroup's turn ran in the swapped directories")
+			}
+			// Its turn failed instead, saying why.
+			st := openStore(t, e2e)
+			testwait.For(t, 10*time.Second, "the subgroup's failed turn naming the symlink", func() bool {
+				ts, err := st.Turns(context.Background(), "main/sub", 5)
+				return err == nil && len(ts) > 0 && strings.Contains(ts[0].Error, tc.subFails)
+			})
+		})
+	}
 }

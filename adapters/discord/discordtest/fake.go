@@ -36,6 +36,10 @@ const (
 	Thread   = "300" // a thread under Channel
 	DMChan   = "400" // a DM channel with the user
 	NoAccess = "666" // a channel the bot may not post in
+	// OtherGuild is another server the bot is in, and OtherChannel a text
+	// channel there (every other channel id is a text channel of GuildID).
+	OtherGuild   = "101"
+	OtherChannel = "500"
 )
 
 // Msg is a message the fake holds.
@@ -210,6 +214,8 @@ func (f *Server) channelObj(id string) map[string]any {
 		return map[string]any{"id": Thread, "type": 11, "guild_id": GuildID, "parent_id": Channel, "name": "incident"}
 	case DMChan:
 		return map[string]any{"id": DMChan, "type": 1}
+	case OtherChannel:
+		return map[string]any{"id": OtherChannel, "type": 0, "guild_id": OtherGuild, "name": "elsewhere"}
 	}
 	return map[string]any{"id": id, "type": 0, "guild_id": GuildID, "name": "general"}
 }
