@@ -323,7 +323,7 @@ func (a *Adapter) address(ctx context.Context, s *discordgo.Session, chat adapte
 	guild := guildOf(chat)
 	home, thread, err := a.lookup(ctx, s, chat, ch)
 	if err != nil {
-		return "", err
+		return a.unconfirmed(chat, topic, ch, err)
 	}
 	if thread.channel != "" || home != guild {
 		return "", fmt.Errorf("discord: %s does not name channel %s: it is %s: %w", chat, ch, describePlace(home, thread), adapters.ErrPermanent)
@@ -333,7 +333,7 @@ func (a *Adapter) address(ctx context.Context, s *discordgo.Session, chat adapte
 	}
 	home, thread, err = a.lookup(ctx, s, chat, topic)
 	if err != nil {
-		return "", err
+		return a.unconfirmed(chat, topic, topic, err)
 	}
 	if thread != (parent{guild: guild, channel: ch}) {
 		return "", fmt.Errorf("discord: topic %s is not a thread of %s: it is %s: %w", topic, chat, describePlace(home, thread), adapters.ErrPermanent)
@@ -356,14 +356,27 @@ func (a *Adapter) lookup(ctx context.Context, s *discordgo.Session, chat adapter
 	if err != nil {
 		return "", parent{}, classify(chat, err)
 	}
+	a.learnChannel(c)
 	if c.IsThread() {
-		a.learnChannel(c)
 		return "", parent{guild: c.GuildID, channel: c.ParentID}, nil
 	}
-	a.mu.Lock()
-	a.homes[id] = c.GuildID
-	a.mu.Unlock()
 	return c.GuildID, parent{}, nil
+}
+
+// unconfirmed is address's answer when Discord refused to say where id
+// is: a retryable refusal (a 429, a server error, the network) is the
+// call's error, retried as the call would be. A lasting one (the channel
+// is unknown, or hidden from the bot; a server that serves no channel
+// lookups) leaves the channel as the JID names it: the call itself then
+// fails the same way where Discord cannot show the channel to the bot,
+// so nothing is reached that the lookup would have stopped, and a server
+// without the lookup (a proxy, a test server) still gets its calls.
+func (a *Adapter) unconfirmed(chat adapters.JID, topic, id string, err error) (string, error) {
+	if !errors.Is(err, adapters.ErrPermanent) {
+		return "", err
+	}
+	a.log.Debug("channel lookup refused; addressing the channel as the JID names it", "jid", chat, "channel", id, "err", err)
+	return channelOf(chat, topic)
 }
 
 // describePlace says where a channel is, for address's errors.

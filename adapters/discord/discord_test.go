@@ -508,3 +508,39 @@ func TestMessageContentIntentDisallowed(t *testing.T) {
 		}
 	}
 }
+
+// A server that serves no channel lookups (GET /channels/{id} answers
+// 404: a proxy or a test server that serves only the message calls) still
+// gets the adapter's sends, in a channel, its thread and a DM, and the
+// adapter's inbound messages still say where they are: the lookup that
+// confirms a JID names its channel (address) is skipped when it cannot
+// be had, as the send itself then fails wherever Discord would not show
+// the channel to the bot. Where Discord answers, a JID naming another
+// server's channel is still refused.
+func TestSendsWithoutChannelLookups(t *testing.T) {
+	f := discordtest.New(t)
+	f.NoChannelLookups()
+	host := adaptertest.NewHost()
+	a := start(t, f, host, nil)
+	for _, out := range []adapters.Outbound{
+		{Chat: channelChat, Text: "in the channel"},
+		{Chat: channelChat, Topic: discordtest.Thread, Text: "in the thread"},
+		{Chat: adapters.JID("discord:dm/" + discordtest.DMChan), Text: "in the DM"},
+	} {
+		if _, err := a.Send(t.Context(), out); err != nil {
+			t.Errorf("send %q to %s (topic %q): %v; want it sent", out.Text, out.Chat, out.Topic, err)
+		}
+	}
+	for ch, want := range map[string]string{discordtest.Channel: "in the channel", discordtest.Thread: "in the thread", discordtest.DMChan: "in the DM"} {
+		if ms := f.Messages(ch); len(ms) != 1 || ms[0].Content != want {
+			t.Errorf("channel %s holds %d messages; want %q once", ch, len(ms), want)
+		}
+	}
+
+	g := discordtest.New(t)
+	b := start(t, g, adaptertest.NewHost(), nil)
+	other := adapters.JID("discord:" + discordtest.GuildID + "/" + discordtest.OtherChannel)
+	if _, err := b.Send(t.Context(), adapters.Outbound{Chat: other, Text: "x"}); !errors.Is(err, adapters.ErrPermanent) {
+		t.Errorf("send to %s, a channel of another server: %v; want it refused", other, err)
+	}
+}

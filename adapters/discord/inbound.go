@@ -269,13 +269,17 @@ func (a *Adapter) reaction(ctx context.Context, host adapters.Host, r *discordgo
 // with the thread as topic.
 func (a *Adapter) place(ctx context.Context, guild, channel string) (adapters.JID, string) {
 	if guild == "" {
+		a.mu.Lock()
+		a.homes[channel] = "" // a DM channel: replies need not ask (address)
+		a.mu.Unlock()
 		return chatJID("", channel), ""
 	}
 	a.mu.Lock()
 	p, known := a.parents[channel]
+	_, channelKnown := a.homes[channel]
 	s := a.s
 	a.mu.Unlock()
-	if !known && s != nil {
+	if !known && !channelKnown && s != nil {
 		if c, err := s.State.Channel(channel); err == nil {
 			a.learnChannel(c)
 		} else if c, err := s.Channel(channel, discordgo.WithContext(ctx)); err == nil {
@@ -291,18 +295,29 @@ func (a *Adapter) place(ctx context.Context, guild, channel string) (adapters.JI
 	return chatJID(guild, channel), ""
 }
 
-// learnChannel remembers a thread's parent (other channels are their own).
+// learnChannel remembers a thread's parent, and another channel's server
+// ("" for a DM), which address then need not ask for.
 func (a *Adapter) learnChannel(c *discordgo.Channel) {
-	if c == nil || !c.IsThread() || c.ParentID == "" {
+	if c == nil || c.IsThread() && c.ParentID == "" {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.parents[c.ID] = parent{guild: c.GuildID, channel: c.ParentID}
+	if c.IsThread() {
+		a.parents[c.ID] = parent{guild: c.GuildID, channel: c.ParentID}
+		return
+	}
+	a.homes[c.ID] = c.GuildID
 }
 
 // learnGuild remembers the guild's threads and the bot's managed role.
 func (a *Adapter) learnGuild(g *discordgo.Guild) {
+	for _, c := range g.Channels {
+		if c.GuildID == "" {
+			c.GuildID = g.ID
+		}
+		a.learnChannel(c)
+	}
 	for _, t := range g.Threads {
 		if t.GuildID == "" {
 			t.GuildID = g.ID

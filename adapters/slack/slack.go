@@ -290,6 +290,15 @@ func (a *Adapter) address(ctx context.Context, verb string, chat adapters.JID) (
 			return "", "", err
 		}
 		c, err := a.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: id})
+		if lookupRefused(err) {
+			// Slack (or a server without conversations.info: a proxy,
+			// a test server) will not say what the conversation is: the
+			// call goes out as the JID names it. It then fails the same
+			// way where the bot cannot see the conversation; the check
+			// stops only what Slack shows to be another kind.
+			a.log.Debug("conversations.info refused; addressing the conversation as the JID names it", "jid", chat, "err", err)
+			return id, kind, nil
+		}
 		if err != nil {
 			return "", "", classify(verb, chat, err)
 		}
@@ -308,6 +317,19 @@ func (a *Adapter) address(ctx context.Context, verb string, chat adapters.JID) (
 			describeKind(actual), describeKind(kind), chatJID(strings.Split(chat.Room(), "/")[0], actual, id))
 	}
 	return id, kind, nil
+}
+
+// lookupRefused reports whether err is Slack's lasting refusal of a
+// lookup (an error code such as channel_not_found or missing_scope, or a
+// 4xx answer other than 429), not a failure that a retry may mend (a
+// rate limit, a 5xx, the network).
+func lookupRefused(err error) bool {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		return true
+	}
+	var sc slack.StatusCodeError
+	return errors.As(err, &sc) && sc.Code >= 400 && sc.Code < 500 && sc.Code != 429
 }
 
 // cachedKind is a conversation's kind as the cache has it.

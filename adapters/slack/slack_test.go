@@ -499,3 +499,31 @@ func TestMentionOfAnotherUserIsNoMention(t *testing.T) {
 		t.Errorf("<@%s|switchboard>: %+v; want verb mention", slacktest.BotUser, ev[1])
 	}
 }
+
+// A server without conversations.info (a proxy, a test server that serves
+// only the calls of sending) still gets the adapter's sends: the check that
+// a JID's kind is its conversation's (address) is skipped when Slack will
+// not say, as the call itself then fails wherever the bot cannot see the
+// conversation. Where Slack answers, a JID of the wrong kind is still
+// refused.
+func TestSendsWithoutConversationInfo(t *testing.T) {
+	s := slacktest.New(t)
+	s.NoConversationInfo()
+	a := start(t, s, slack.ModeSocket, adaptertest.NewHost())
+	for _, jid := range []adapters.JID{"slack:T1/channel/C1", "slack:T1/group/G1", "slack:T1/dm/D1"} {
+		if _, err := a.Send(t.Context(), adapters.Outbound{Chat: jid, Text: "to " + string(jid)}); err != nil {
+			t.Errorf("send to %s: %v; want it sent", jid, err)
+		}
+	}
+	for _, ch := range []string{"C1", "G1", "D1"} {
+		if n := len(s.Messages(ch)); n != 1 {
+			t.Errorf("%s holds %d messages; want 1", ch, n)
+		}
+	}
+
+	s2 := slacktest.New(t)
+	b := start(t, s2, slack.ModeSocket, adaptertest.NewHost())
+	if _, err := b.Send(t.Context(), adapters.Outbound{Chat: "slack:T1/dm/C1", Text: "x"}); !errors.Is(err, adapters.ErrPermanent) {
+		t.Errorf("send to slack:T1/dm/C1, a public channel: %v; want it refused", err)
+	}
+}

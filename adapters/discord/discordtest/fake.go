@@ -92,7 +92,14 @@ type Server struct {
 	interactions map[string]*interaction
 
 	botName atomic.Pointer[string] // the bot's username (SetBotName); nil: "switchboard"
+
+	noLookups atomic.Bool // GET /channels/{id} answers 404 (NoChannelLookups)
 }
+
+// NoChannelLookups makes the server answer GET /channels/{id} with a 404
+// of no known route, as a proxy or a test server that serves only the
+// calls of sending and reading messages would.
+func (f *Server) NoChannelLookups() { f.noLookups.Store(true) }
 
 // SetBotName gives the bot another username, as Discord shows it
 // (bots' usernames may hold spaces: "My Bot"). Set it before the adapter
@@ -197,6 +204,8 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, f.botUser())
 	case path == "/gateway":
 		writeJSON(w, 200, map[string]any{"url": "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/gateway"})
+	case len(parts) == 2 && parts[0] == "channels" && r.Method == http.MethodGet && f.noLookups.Load():
+		writeJSON(w, 404, map[string]any{"message": "404: Not Found", "code": 0})
 	case len(parts) == 2 && parts[0] == "channels" && r.Method == http.MethodGet:
 		writeJSON(w, 200, f.channelObj(parts[1]))
 	case len(parts) >= 3 && parts[0] == "channels":

@@ -108,6 +108,7 @@ type Server struct {
 	envelopes            []*Envelope
 	shown                []shownIn
 	refuse               string // chat.startStream answers this error ("": streams work)
+	noInfo               bool   // conversations.info answers unknown_method (NoConversationInfo)
 	ephemeral            []Ephemeral
 	HTTP                 *http.Client
 }
@@ -236,6 +237,14 @@ func (s *Server) Outage(method string, n int) {
 		s.outages = map[string]int{}
 	}
 	s.outages[method] = n
+}
+
+// NoConversationInfo makes conversations.info answer unknown_method, as
+// a proxy or a test server that serves only the calls of sending would.
+func (s *Server) NoConversationInfo() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noInfo = true
 }
 
 // RejectFormatting makes the next chat.postMessage or chat.update with
@@ -415,6 +424,9 @@ func (s *Server) method(method, token string, f url.Values) map[string]any {
 		}
 		return ok("user", map[string]any{"id": f.Get("user"), "name": name, "real_name": name, "profile": map[string]any{"display_name": name}})
 	case "conversations.info":
+		if s.noInfo {
+			return fail("unknown_method")
+		}
 		c, found := s.channels[f.Get("channel")]
 		if !found {
 			return fail("channel_not_found")
