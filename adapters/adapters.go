@@ -407,6 +407,16 @@ type FileSender interface {
 	SendFile(ctx context.Context, m Outbound, f File) (id MessageID, err error)
 }
 
+// StoreDelivered is implemented by an adapter whose Send and SendFile show
+// nothing by themselves: a message appears in the chat only once the
+// gateway stores it as the bot's (the web chat, whose rooms are read from
+// the store). A delivery that a crash cut short therefore cannot have
+// arrived, and the next start sends it again instead of failing it: the
+// outbox's at-most-once rule is for platforms that may have shown it.
+type StoreDelivered interface {
+	DeliveredWhenStored()
+}
+
 // Downloader fetches an attachment this adapter minted. The gateway reads at
 // most its size cap from the returned reader and closes it.
 type Downloader interface {

@@ -232,10 +232,15 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n, err := g.st.RecoverOutbox(ctx); err != nil {
+	failed, requeued, err := g.st.RecoverOutbox(ctx, g.adapters.storeDelivered()...)
+	if err != nil {
 		return fmt.Errorf("recover outbox: %w", err)
-	} else if n > 0 {
-		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
+	}
+	if failed > 0 {
+		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", failed)
+	}
+	if requeued > 0 {
+		g.log.Info("outbox replies interrupted by a crash before they showed are sent again", "count", requeued)
 	}
 	// Requests a stopped gateway left pending have no call waiting any
 	// more; a press on one is answered "expired". Waits end at shutdown.

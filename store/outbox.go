@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,25 +218,40 @@ func failOutbox(ctx context.Context, tx *sql.Tx, id int64, reason string, now in
 	return nil
 }
 
-// RecoverOutbox fails items left in sending by a crash: they may have
-// reached the platform, and each reply is sent at most once.
-func (s *Store) RecoverOutbox(ctx context.Context) (int, error) {
-	n := 0
-	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM outbox WHERE status = 'sending'`)
-		ids, err := collect(rows, err, scanOne[int64])
+// RecoverOutbox settles items left in sending by a crash. Those to a
+// platform in resend (adapters.StoreDelivered: nothing shows before the
+// gateway stores it, so the item cannot have arrived) are pending again,
+// to be sent from their next unsent part; every other one fails: it may
+// have reached the platform, and each reply is sent at most once. It
+// returns how many failed and how many are pending again.
+func (s *Store) RecoverOutbox(ctx context.Context, resend ...string) (failed, requeued int, err error) {
+	err = writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		failed, requeued = 0, 0
+		rows, err := tx.QueryContext(ctx, `SELECT id, chat_jid FROM outbox WHERE status = 'sending'`)
+		type row struct {
+			id   int64
+			chat adapters.JID
+		}
+		its, err := collect(rows, err, func(sc scanner) (r row, err error) { return r, sc.Scan(&r.id, &r.chat) })
 		if err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
-		for _, id := range ids {
-			if err := failOutbox(ctx, tx, id, "interrupted during delivery by a restart; not resent, it may or may not have arrived", s.nowMS()); err != nil {
+		for _, it := range its {
+			if slices.Contains(resend, it.chat.Platform()) {
+				if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'pending' WHERE id = ?`, it.id); err != nil {
+					return fmt.Errorf("requeue outbox %d: %w", it.id, err)
+				}
+				requeued++
+				continue
+			}
+			if err := failOutbox(ctx, tx, it.id, "interrupted during delivery by a restart; not resent, it may or may not have arrived", s.nowMS()); err != nil {
 				return err
 			}
+			failed++
 		}
-		n = len(ids)
 		return nil
 	})
-	return n, err
+	return failed, requeued, err
 }
 
 func (s *Store) outboxUpdate(ctx context.Context, q string, args ...any) (bool, error) {
