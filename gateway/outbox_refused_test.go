@@ -3,6 +3,9 @@ package gateway
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -89,5 +92,56 @@ func TestOutboxWaitsWhileStoreRefusesClaims(t *testing.T) {
 	r.refuseClaim.Store(false)
 	if got := h.waitSent(testChat, 1); got[0].Key != "a" {
 		t.Fatalf("chat received %s; want a", got[0].Key)
+	}
+}
+
+// refusingFinish is the turns' store on a disk that fills up: while
+// refuse is set, recording a turn (FinishBatch) fails.
+type refusingFinish struct {
+	turnStore
+	refuse  atomic.Bool
+	refused atomic.Int64
+}
+
+func (r *refusingFinish) FinishBatch(ctx context.Context, b store.Batch, t store.Turn, out []store.OutboxItem, retryAt time.Time) error {
+	if r.refuse.Load() {
+		r.refused.Add(1)
+		return errDiskFull
+	}
+	return r.turnStore.FinishBatch(ctx, b, t, out, retryAt)
+}
+
+// A turn whose outcome the store refused to record (a full disk) is
+// recorded once the store takes writes again: its agent does not run again
+// for the same messages (each second while the store refused, with its
+// MCP replies sent again and its cost spent again), and the message is
+// answered once.
+func TestTurnRecordedOnceStoreRecovers(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `echo run >> "`+runs+`"; echo answer`), noStart: true})
+	r := &refusingFinish{turnStore: h.g.turns.st}
+	r.refuse.Store(true)
+	h.g.turns.st = r
+	h.start()
+	h.post(testChat, "m1", "hello")
+	testwait.For(t, 10*time.Second, "the turn's record refused", func() bool { return r.refused.Load() > 0 })
+	// Time for a worker that gave up on the record to pick the batch
+	// again (it did after a second): the store keeps refusing meanwhile.
+	testwait.Until(1500*time.Millisecond, func() bool { return r.refused.Load() > 3 })
+	r.refuse.Store(false)
+	got := h.waitSent(testChat, 1)
+	if got[0].Text != "answer" {
+		t.Fatalf("chat received %q", got[0].Text)
+	}
+	testwait.For(t, 10*time.Second, "the work done", func() bool {
+		p, err := h.st.PendingFolders(context.Background())
+		return err == nil && len(p) == 0
+	})
+	b, _ := os.ReadFile(runs)
+	if n := strings.Count(string(b), "run"); n != 1 {
+		t.Errorf("the agent ran %d times for one message; want once", n)
+	}
+	if n := len(h.fa.sentTo(testChat)); n != 1 {
+		t.Errorf("%d replies; want 1", n)
 	}
 }
