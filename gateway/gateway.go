@@ -119,6 +119,7 @@ type Gateway struct {
 	status    statusWriter
 	metrics   *metrics
 	intake    *intake
+	engage    *engagements // where the bot spoke lately: follow-ups trigger
 	active    *activeTurns
 	stops     *stopper
 	budget    *budgetGuard
@@ -226,6 +227,15 @@ func (g *Gateway) Run(ctx context.Context) error {
 	awaited, err := g.turns.recoverStarted(ctx)
 	if err != nil {
 		return err
+	}
+	// Before the adapters start: a follow-up to what the bot said just
+	// before a restart still reaches its folder.
+	spoken, err := g.st.SpokenSince(ctx, g.opt.Now().Add(-g.opt.EngageTTL))
+	if err != nil {
+		return err
+	}
+	if n := g.engage.restore(spoken, g.opt.EngageTTL); n > 0 {
+		g.log.Info("engagements restored", "count", n)
 	}
 	// Read before the adapters start: none of this run's live replies.
 	leftLive, err := g.live.leftovers(ctx)

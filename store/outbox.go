@@ -294,3 +294,31 @@ func (s *Store) OutboxChatsSince(ctx context.Context, folder groups.Folder, keyP
 	}
 	return chats, nil
 }
+
+// Spoken is a delivered message a folder sent to a chat (a reply, a send or
+// a file, not the gateway's own notice): where the bot spoke for the folder.
+// Topic is where it was addressed; Stored, where the platform put it when
+// that differs (a Slack reply to a channel message opens a thread under it).
+type Spoken struct {
+	Folder  groups.Folder
+	ChatJID adapters.JID
+	Topic   string
+	Stored  string
+	At      time.Time
+}
+
+// SpokenSince lists the messages folders delivered since since, oldest
+// first: the engagements (the bot spoke, follow-ups trigger for a while)
+// that a restart would otherwise forget.
+func (s *Store) SpokenSince(ctx context.Context, since time.Time) ([]Spoken, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT o.folder, o.chat_jid, o.topic, COALESCE(m.topic, o.topic), o.done_ms
+		FROM outbox o LEFT JOIN messages m ON m.chat_jid = o.chat_jid AND m.msg_id = o.platform_id
+		WHERE o.status = 'sent' AND o.folder != '' AND o.kind != ? AND o.done_ms >= ? ORDER BY o.done_ms, o.id`, OutboxNotice, toMS(since))
+	out, err := collect(rows, err, func(sc scanner) (sp Spoken, err error) {
+		return sp, sc.Scan(&sp.Folder, &sp.ChatJID, &sp.Topic, &sp.Stored, msTime(&sp.At))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read where the bot spoke: %w", err)
+	}
+	return out, nil
+}

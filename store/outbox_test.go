@@ -158,3 +158,36 @@ func TestRecoverOutbox(t *testing.T) {
 		t.Fatalf("second recovery found %d and %d", failed, requeued)
 	}
 }
+
+// SpokenSince lists the delivered messages of folders, with where the
+// platform stored them; not the gateway's notices, the operator's sends,
+// or what is not delivered (yet).
+func TestSpokenSince(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	start := time.Now().Add(-time.Second)
+	send := func(it OutboxItem, storedTopic string) {
+		t.Helper()
+		if ok, err := s.ClaimOutbox(ctx, it.ID); !ok || err != nil {
+			t.Fatal("claim failed", err)
+		}
+		bot := &Message{ChatJID: it.ChatJID, ID: adapters.MessageID("b-" + it.Key), Sender: "slack:T/user/B", Text: it.Text, Topic: storedTopic, FromBot: true}
+		if err := s.OutboxSent(ctx, it.ID, bot.ID, bot); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(addOutbox(t, s, "threaded", "slack:T/channel/C", "main", "reply"), "171.1")
+	send(addOutbox(t, s, "notice", "web:a", "main", "notice"), "")
+	send(addOutbox(t, s, "operator", "web:b", "", "send"), "")
+	addOutbox(t, s, "pending", "web:c", "main", "reply")
+	got, err := s.SpokenSince(ctx, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Folder != "main" || got[0].ChatJID != "slack:T/channel/C" || got[0].Topic != "" || got[0].Stored != "171.1" {
+		t.Fatalf("spoken %+v; want the threaded reply alone, addressed to no topic and stored in 171.1", got)
+	}
+	if got, _ := s.SpokenSince(ctx, time.Now().Add(time.Minute)); len(got) != 0 {
+		t.Errorf("spoken since a minute ahead: %+v", got)
+	}
+}
