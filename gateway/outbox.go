@@ -171,6 +171,17 @@ func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
 			}
 			continue
 		}
+		if p, ok := o.adapters[it.ChatJID.Platform()].(adapters.Pacer); ok && !o.draining() {
+			// Not its turn in the adapter's pacing yet: it waits queued, not
+			// claimed, so that a crash meanwhile does not count it as sent.
+			// (A shutdown's drain sends it, waiting in the adapter.)
+			if d := p.SendDue(it.ChatJID); d > paceSlack {
+				if err := o.st.OutboxDefer(ctx, it.ID, time.Now().Add(d)); err != nil && ctx.Err() == nil {
+					o.log.Error("defer outbox item", "outbox", it.ID, "err", err)
+				}
+				continue
+			}
+		}
 		o.live.step(liveStepQueued)
 		// Claim only with a free sender in hand: a claimed row is
 		// "sending", and one a crash leaves so is never resent.
@@ -490,6 +501,10 @@ func (o *outbox) record(ctx context.Context, what string, it store.OutboxItem, w
 		wait = min(2*wait, recordRetryMax)
 	}
 }
+
+// paceSlack is the wait for an adapter's pacing (adapters.Pacer) that an
+// item is claimed through: shorter than a write to defer it.
+const paceSlack = 50 * time.Millisecond
 
 // The waits between attempts to record a delivery's outcome.
 const (
