@@ -145,3 +145,37 @@ func TestTurnRecordedOnceStoreRecovers(t *testing.T) {
 		t.Errorf("%d replies; want 1", n)
 	}
 }
+
+// pacedAdapter is the fake platform with pacing (adapters.Pacer): every
+// send waits until next.
+type pacedAdapter struct {
+	*fakeAdapter
+	next atomic.Int64 // unix nanoseconds
+}
+
+func (p *pacedAdapter) SendDue(adapters.JID) time.Duration {
+	return max(time.Until(time.Unix(0, p.next.Load())), 0)
+}
+
+// A reply that must wait for its turn in the adapter's pacing waits queued
+// (pending, deferred to its turn, never handed to the adapter) rather than
+// claimed: a crash meanwhile leaves it to be sent after the restart instead
+// of failing it as "may or may not have arrived".
+func TestOutboxClaimsOnlyWhenPaceAllows(t *testing.T) {
+	var paced *pacedAdapter
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "echo ok"), noStart: true,
+		modify: func(o *Options) {
+			paced = &pacedAdapter{fakeAdapter: o.Adapters[0].(*fakeAdapter)}
+			paced.next.Store(time.Now().Add(time.Hour).UnixNano())
+			o.Adapters = []adapters.Adapter{paced}
+		}})
+	h.start()
+	h.send(testChat, "a", "first", "")
+	testwait.For(t, 10*time.Second, "the reply deferred to its turn", func() bool {
+		it := h.outboxItem("a")
+		return it.Status == store.OutboxPending && it.NextAttempt.After(time.Now())
+	})
+	if it := h.outboxItem("a"); it.Attempts != 0 || h.fa.attemptsOf("a") != 0 {
+		t.Fatalf("the reply was claimed (%d attempts) or handed to the adapter (%d) before its turn", it.Attempts, h.fa.attemptsOf("a"))
+	}
+}
