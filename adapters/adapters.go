@@ -421,6 +421,28 @@ type FileSender interface {
 	SendFile(ctx context.Context, m Outbound, f File) (id MessageID, err error)
 }
 
+// Pacer is implemented by an adapter that spaces its sends to a chat to
+// keep under the platform's rate limits (Telegram: one message a second in
+// a private chat, twenty a minute in a group). SendDue is how long a Send
+// to chat would wait for its turn now (0: none); it reserves nothing and
+// does not block. The outbox hands the adapter a reply only once it is due:
+// one that waits for its turn stays queued, so a crash meanwhile leaves it
+// to be sent after the restart, where one handed over (in flight, maybe
+// arrived) is never sent again.
+type Pacer interface {
+	SendDue(chat JID) time.Duration
+}
+
+// StoreDelivered is implemented by an adapter whose Send and SendFile show
+// nothing by themselves: a message appears in the chat only once the
+// gateway stores it as the bot's (the web chat, whose rooms are read from
+// the store). A delivery that a crash cut short therefore cannot have
+// arrived, and the next start sends it again instead of failing it: the
+// outbox's at-most-once rule is for platforms that may have shown it.
+type StoreDelivered interface {
+	DeliveredWhenStored()
+}
+
 // Downloader fetches an attachment this adapter minted. The gateway reads at
 // most its size cap from the returned reader and closes it.
 type Downloader interface {

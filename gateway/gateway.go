@@ -119,6 +119,7 @@ type Gateway struct {
 	status    statusWriter
 	metrics   *metrics
 	intake    *intake
+	engage    *engagements // where the bot spoke lately: follow-ups trigger
 	active    *activeTurns
 	stops     *stopper
 	budget    *budgetGuard
@@ -227,15 +228,29 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before the adapters start: a follow-up to what the bot said just
+	// before a restart still reaches its folder.
+	spoken, err := g.st.SpokenSince(ctx, g.opt.Now().Add(-g.opt.EngageTTL))
+	if err != nil {
+		return err
+	}
+	if n := g.engage.restore(spoken, g.opt.EngageTTL); n > 0 {
+		g.log.Info("engagements restored", "count", n)
+	}
 	// Read before the adapters start: none of this run's live replies.
 	leftLive, err := g.live.leftovers(ctx)
 	if err != nil {
 		return err
 	}
-	if n, err := g.st.RecoverOutbox(ctx); err != nil {
+	failed, requeued, err := g.st.RecoverOutbox(ctx, g.adapters.storeDelivered()...)
+	if err != nil {
 		return fmt.Errorf("recover outbox: %w", err)
-	} else if n > 0 {
-		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", n)
+	}
+	if failed > 0 {
+		g.log.Warn("outbox replies interrupted by a crash were not resent", "count", failed)
+	}
+	if requeued > 0 {
+		g.log.Info("outbox replies interrupted by a crash before they showed are sent again", "count", requeued)
 	}
 	// Requests a stopped gateway left pending have no call waiting any
 	// more; a press on one is answered "expired". Waits end at shutdown.

@@ -20,6 +20,18 @@ type adapterSet map[string]adapters.Adapter
 // names lists the adapters' names, sorted.
 func (s adapterSet) names() []string { return slices.Sorted(maps.Keys(s)) }
 
+// storeDelivered lists the platforms whose messages show only once stored
+// (adapters.StoreDelivered): a send a crash cut short is sent again.
+func (s adapterSet) storeDelivered() []string {
+	var out []string
+	for platform, a := range s {
+		if _, ok := a.(adapters.StoreDelivered); ok {
+			out = append(out, platform)
+		}
+	}
+	return out
+}
+
 // self is the bot's own sender JID on platform, once its adapter knows it.
 func (s adapterSet) self(platform string) (adapters.JID, bool) {
 	if id, ok := s[platform].(adapters.Identity); ok {

@@ -294,6 +294,28 @@ func (e *engagements) stop(chat adapters.JID, topic string) {
 	delete(e.m, engageKey{chat, topic})
 }
 
+// restore engages again, for what is left of ttl, where the bot spoke
+// before a restart (store.SpokenSince): the engagements live in memory.
+func (e *engagements) restore(spoken []store.Spoken, ttl time.Duration) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now, n := e.now(), 0
+	for _, sp := range spoken {
+		until := sp.At.Add(ttl)
+		if !now.Before(until) {
+			continue
+		}
+		for _, topic := range []string{sp.Topic, sp.Stored} {
+			k := engageKey{sp.ChatJID, topic}
+			if cur, ok := e.m[k]; !ok || cur.until.Before(until) {
+				e.m[k] = engagement{folder: sp.Folder, until: until}
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // stopIf ends the engagement in chat/topic if allowed(its folder).
 func (e *engagements) stopIf(chat adapters.JID, topic string, allowed func(groups.Folder) bool) (folder groups.Folder, ended bool) {
 	e.mu.Lock()

@@ -299,12 +299,10 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 	// The agent has run: record it even if shutdown began meanwhile, or the
 	// batch would run (and answer) again at the next start. FinishBatch
 	// also saves the session.
-	rctx := context.WithoutCancel(ctx)
 	if len(out) > 0 {
 		t.live.keep(out[0].Key, live) // before the outbox can see the row
 	}
-	if err := t.st.FinishBatch(rctx, b, turn, out, time.Time{}); err != nil {
-		t.log.Error("record turn", "folder", b.Folder, "turn", turn.ID, "err", err)
+	if err := t.finish(ctx, "record turn", b, turn, out, time.Time{}); err != nil {
 		if len(out) > 0 && t.live.take(out[0].Key) != nil {
 			live.handed.Store(false) // settle ends it
 		}
@@ -315,6 +313,35 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 		t.wakeOutbox()
 	}
 	return 0
+}
+
+// finish records a turn's outcome (FinishBatch), again and again while the
+// store refuses it (a full disk, until the operator frees space): the
+// batch's rows stay started until then, and a worker that moved on picked
+// the batch again and ran its agent a second time for the same messages,
+// every second the store kept refusing (its tool replies sent again, its
+// cost spent again). It gives up, returning the last error, only when ctx
+// ends: the next start then counts the turn as interrupted.
+func (t *turns) finish(ctx context.Context, what string, b store.Batch, turn store.Turn, out []store.OutboxItem, retryAt time.Time) error {
+	wait := recordRetryFirst
+	for {
+		err := t.st.FinishBatch(context.WithoutCancel(ctx), b, turn, out, retryAt)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			t.log.Error(what, "folder", b.Folder, "turn", turn.ID, "err", err)
+			return err
+		}
+		t.log.Error(what+"; retrying", "folder", b.Folder, "turn", turn.ID, "wait", wait, "err", err)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+		case <-timer.C:
+		}
+		wait = min(2*wait, recordRetryMax)
+	}
 }
 
 // turnFailed records a failed attempt, tells the chat (rate-limited), and
@@ -357,9 +384,7 @@ func (t *turns) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, 
 		delay = t.retryDelays[min(turn.Attempt-1, len(t.retryDelays)-1)]
 		retryAt = time.Now().Add(delay)
 	}
-	rctx := context.WithoutCancel(ctx)
-	if ferr := t.st.FinishBatch(rctx, b, turn, out, retryAt); ferr != nil {
-		t.log.Error("record failed turn", "folder", b.Folder, "turn", turn.ID, "err", ferr)
+	if ferr := t.finish(ctx, "record failed turn", b, turn, out, retryAt); ferr != nil {
 		return max(delay, time.Second)
 	}
 	if len(out) > 0 {

@@ -102,16 +102,16 @@ func (o *outbox) run(ctx context.Context) {
 	defer o.live.abortAll(ctx) // their finals go out after the next start
 	defer o.wg.Wait()
 	for {
-		claimed := o.sendDue(ctx)
+		claimed, refused := o.sendDue(ctx)
 		if claimed == 0 && o.draining() {
 			// A send in flight may make the next item of its chat due.
 			o.wg.Wait()
-			if o.sendDue(ctx) == 0 {
+			if n, _ := o.sendDue(ctx); n == 0 {
 				return
 			}
 		}
 		wait := time.Second
-		if at, ok, err := o.st.NextOutboxAt(ctx); err == nil && ok {
+		if at, ok, err := o.st.NextOutboxAt(ctx); err == nil && ok && !refused {
 			wait = min(wait, max(time.Until(at), 0))
 		}
 		t := time.NewTimer(wait)
@@ -152,16 +152,17 @@ func (o *outbox) drain(timeout time.Duration) bool {
 }
 
 // sendDue claims the due chat heads and starts their delivery; it returns
-// how many it claimed.
-func (o *outbox) sendDue(ctx context.Context) int {
+// how many it claimed, and whether the store refused a read or a claim (a
+// full disk, say): run then waits before it tries again rather than spin
+// on the items that are still due.
+func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
 	items, err := o.st.DueOutbox(ctx, time.Now(), 256)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.log.Error("read outbox", "err", err)
 		}
-		return 0
+		return 0, true
 	}
-	n := 0
 	for _, it := range items {
 		if until := o.pausedUntil(it.ChatJID.Platform()); !until.IsZero() {
 			// The platform is rate limited: wait without counting an attempt.
@@ -169,6 +170,17 @@ func (o *outbox) sendDue(ctx context.Context) int {
 				o.log.Error("defer outbox item", "outbox", it.ID, "err", err)
 			}
 			continue
+		}
+		if p, ok := o.adapters[it.ChatJID.Platform()].(adapters.Pacer); ok && !o.draining() {
+			// Not its turn in the adapter's pacing yet: it waits queued, not
+			// claimed, so that a crash meanwhile does not count it as sent.
+			// (A shutdown's drain sends it, waiting in the adapter.)
+			if d := p.SendDue(it.ChatJID); d > paceSlack {
+				if err := o.st.OutboxDefer(ctx, it.ID, time.Now().Add(d)); err != nil && ctx.Err() == nil {
+					o.log.Error("defer outbox item", "outbox", it.ID, "err", err)
+				}
+				continue
+			}
 		}
 		o.live.step(liveStepQueued)
 		// Claim only with a free sender in hand: a claimed row is
@@ -182,13 +194,14 @@ func (o *outbox) sendDue(ctx context.Context) int {
 			select {
 			case o.sem <- struct{}{}:
 			case <-ctx.Done():
-				return n
+				return n, refused
 			}
 		}
 		claimed, err := o.st.ClaimOutbox(ctx, it.ID)
 		if err != nil || !claimed {
 			<-o.sem
 			if err != nil && ctx.Err() == nil {
+				refused = true
 				o.log.Error("claim outbox item", "jid", it.ChatJID, "outbox", it.ID, "err", err)
 			}
 			continue
@@ -203,7 +216,7 @@ func (o *outbox) sendDue(ctx context.Context) int {
 			o.wake() // the chat's next reply may now be due
 		}()
 	}
-	return n
+	return n, refused
 }
 
 // deliver sends one claimed item and records the outcome.
@@ -244,8 +257,7 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 			}
 		}
 		o.deliveries.WithLabelValues(o.adapters.platformLabel(chat), "sent").Inc()
-		if err := o.st.OutboxSent(context.WithoutCancel(ctx), it.ID, id, bot); err != nil {
-			o.log.Error("record delivery", "jid", it.ChatJID, "outbox", it.ID, "err", err)
+		if !o.record(ctx, "record delivery", it, func(ctx context.Context) error { return o.st.OutboxSent(ctx, it.ID, id, bot) }) {
 			o.live.take(it.Key) // its records stay: the next start sorts them out
 			return
 		}
@@ -459,16 +471,51 @@ func (o *outbox) finished(key string) {
 func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Duration, cause error) {
 	o.deliveries.WithLabelValues(o.adapters.platformLabel(it.ChatJID), "retried").Inc()
 	o.log.Warn("delivery will be retried", "jid", it.ChatJID, "outbox", it.ID, "attempt", it.Attempts, "wait", wait, "err", cause)
-	if err := o.st.OutboxRetry(context.WithoutCancel(ctx), it.ID, time.Now().Add(wait), cause.Error()); err != nil {
-		o.log.Error("record delivery retry", "outbox", it.ID, "err", err)
+	next := time.Now().Add(wait)
+	o.record(ctx, "record delivery retry", it, func(ctx context.Context) error { return o.st.OutboxRetry(ctx, it.ID, next, cause.Error()) })
+}
+
+// record writes a claimed item's outcome, again and again while the store
+// refuses it (a full disk, say, until the operator frees space): a row
+// left "sending" is never sent again by this run, and the replies queued
+// behind it in its chat would wait for the next start. It gives up only
+// when ctx ends (the next start settles the row, store.RecoverOutbox) and
+// reports whether the outcome was recorded.
+func (o *outbox) record(ctx context.Context, what string, it store.OutboxItem, write func(context.Context) error) bool {
+	wait := recordRetryFirst
+	for {
+		err := write(context.WithoutCancel(ctx))
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			o.log.Error(what, "jid", it.ChatJID, "outbox", it.ID, "err", err)
+			return false
+		}
+		o.log.Error(what+"; retrying", "jid", it.ChatJID, "outbox", it.ID, "wait", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		wait = min(2*wait, recordRetryMax)
 	}
 }
+
+// paceSlack is the wait for an adapter's pacing (adapters.Pacer) that an
+// item is claimed through: shorter than a write to defer it.
+const paceSlack = 50 * time.Millisecond
+
+// The waits between attempts to record a delivery's outcome.
+const (
+	recordRetryFirst = 100 * time.Millisecond
+	recordRetryMax   = 10 * time.Second
+)
 
 func (o *outbox) fail(ctx context.Context, it store.OutboxItem, cause error) {
 	o.deliveries.WithLabelValues(o.adapters.platformLabel(it.ChatJID), "failed").Inc()
 	o.log.Warn("delivery failed permanently", "jid", it.ChatJID, "outbox", it.ID, "err", cause)
 	o.live.discard(ctx, it.Key)
-	if err := o.st.OutboxFailed(context.WithoutCancel(ctx), it.ID, cause.Error()); err != nil {
-		o.log.Error("record delivery failure", "outbox", it.ID, "err", err)
-	}
+	o.record(ctx, "record delivery failure", it, func(ctx context.Context) error { return o.st.OutboxFailed(ctx, it.ID, cause.Error()) })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,6 +43,9 @@ func (t *turns) recoverStarted(ctx context.Context) ([]string, error) {
 			t.log.Warn("turns interrupted by a stop are awaited on their workers", "turns", len(keep))
 		}
 	}
+	if err := t.settleAnswered(ctx, keep); err != nil {
+		return nil, err
+	}
 	n, err := t.st.RecoverStarted(ctx, keep...)
 	if err != nil {
 		return nil, err
@@ -50,6 +54,56 @@ func (t *turns) recoverStarted(ctx context.Context) ([]string, error) {
 		t.log.Warn("turns interrupted by a crash count as failed attempts", "work_rows", n)
 	}
 	return keep, nil
+}
+
+// errAnsweredBeforeCrash is the error recorded for a turn that a crash
+// interrupted after its agent had answered its chat through a tool.
+const errAnsweredBeforeCrash = "interrupted by a gateway crash after it had replied through a tool; not run again, so the chat is not answered twice"
+
+// settleAnswered records as answered each batch whose turn a crash
+// interrupted (its rows still started, its turn not in keep: nothing will
+// report its outcome) after the turn's agent had already queued a message
+// to the batch's chat through a tool (reply, send, send_file): the chat has
+// its answer, and a run again would answer the same messages a second
+// time (CONTRACT §8: each reply at most once). The turn is recorded
+// failed with errAnsweredBeforeCrash and its batch consumed, as
+// recordAwaited does with what an awaited turn sent; every other
+// interrupted batch runs again (RecoverStarted).
+func (t *turns) settleAnswered(ctx context.Context, keep []string) error {
+	its, err := t.st.InterruptedTurns(ctx)
+	if err != nil {
+		return err
+	}
+	for _, it := range its {
+		if it.TurnID == "" || slices.Contains(keep, it.TurnID) {
+			continue
+		}
+		b, ok, err := t.st.StartedBatch(ctx, it.TurnID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		chats, err := t.st.OutboxChatsSince(ctx, b.Folder, mcpKeyPrefix, it.Started)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(chats, b.ChatJID) {
+			continue
+		}
+		first := b.Items[0]
+		turn := store.Turn{ID: it.TurnID, Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
+			TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: it.Started,
+			Status: store.TurnFailed, Error: errAnsweredBeforeCrash}
+		if err := t.st.FinishBatch(ctx, b, turn, nil, time.Time{}); err != nil {
+			return err
+		}
+		t.metrics.turns.WithLabelValues(string(first.Trigger), string(store.TurnFailed)).Inc()
+		t.log.Warn("turn interrupted by a crash had already replied through a tool; not run again", "folder", b.Folder,
+			"jid", b.ChatJID, "turn", it.TurnID, "messages", len(b.Messages))
+	}
+	return nil
 }
 
 // nextInterrupted takes folder's next turn to await, if any.

@@ -27,6 +27,7 @@ func (g *Gateway) wire() error {
 	g.metrics = newMetrics(g.states, st, opt.Runner)
 	g.active = &activeTurns{}
 	engage := &engagements{m: map[engageKey]engagement{}, now: opt.Now}
+	g.engage = engage
 	g.workers = newWorkers(opt.MaxConcurrent, st, &g.hooks, log)
 	live := &liveStarter{adapters: g.adapters, st: st, streams: opt.Streams, progress: opt.Progress, log: log.With("component", "live")}
 	g.outbox = newOutbox(outboxDeps{st: st, adapters: g.adapters, layout: g.layout, live: live, hooks: &g.hooks, log: log,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,25 +218,40 @@ func failOutbox(ctx context.Context, tx *sql.Tx, id int64, reason string, now in
 	return nil
 }
 
-// RecoverOutbox fails items left in sending by a crash: they may have
-// reached the platform, and each reply is sent at most once.
-func (s *Store) RecoverOutbox(ctx context.Context) (int, error) {
-	n := 0
-	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM outbox WHERE status = 'sending'`)
-		ids, err := collect(rows, err, scanOne[int64])
+// RecoverOutbox settles items left in sending by a crash. Those to a
+// platform in resend (adapters.StoreDelivered: nothing shows before the
+// gateway stores it, so the item cannot have arrived) are pending again,
+// to be sent from their next unsent part; every other one fails: it may
+// have reached the platform, and each reply is sent at most once. It
+// returns how many failed and how many are pending again.
+func (s *Store) RecoverOutbox(ctx context.Context, resend ...string) (failed, requeued int, err error) {
+	err = writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		failed, requeued = 0, 0
+		rows, err := tx.QueryContext(ctx, `SELECT id, chat_jid FROM outbox WHERE status = 'sending'`)
+		type row struct {
+			id   int64
+			chat adapters.JID
+		}
+		its, err := collect(rows, err, func(sc scanner) (r row, err error) { return r, sc.Scan(&r.id, &r.chat) })
 		if err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
-		for _, id := range ids {
-			if err := failOutbox(ctx, tx, id, "interrupted during delivery by a restart; not resent, it may or may not have arrived", s.nowMS()); err != nil {
+		for _, it := range its {
+			if slices.Contains(resend, it.chat.Platform()) {
+				if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'pending' WHERE id = ?`, it.id); err != nil {
+					return fmt.Errorf("requeue outbox %d: %w", it.id, err)
+				}
+				requeued++
+				continue
+			}
+			if err := failOutbox(ctx, tx, it.id, "interrupted during delivery by a restart; not resent, it may or may not have arrived", s.nowMS()); err != nil {
 				return err
 			}
+			failed++
 		}
-		n = len(ids)
 		return nil
 	})
-	return n, err
+	return failed, requeued, err
 }
 
 func (s *Store) outboxUpdate(ctx context.Context, q string, args ...any) (bool, error) {
@@ -277,4 +293,32 @@ func (s *Store) OutboxChatsSince(ctx context.Context, folder groups.Folder, keyP
 		return nil, fmt.Errorf("read outbox of %s: %w", folder, err)
 	}
 	return chats, nil
+}
+
+// Spoken is a delivered message a folder sent to a chat (a reply, a send or
+// a file, not the gateway's own notice): where the bot spoke for the folder.
+// Topic is where it was addressed; Stored, where the platform put it when
+// that differs (a Slack reply to a channel message opens a thread under it).
+type Spoken struct {
+	Folder  groups.Folder
+	ChatJID adapters.JID
+	Topic   string
+	Stored  string
+	At      time.Time
+}
+
+// SpokenSince lists the messages folders delivered since since, oldest
+// first: the engagements (the bot spoke, follow-ups trigger for a while)
+// that a restart would otherwise forget.
+func (s *Store) SpokenSince(ctx context.Context, since time.Time) ([]Spoken, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT o.folder, o.chat_jid, o.topic, COALESCE(m.topic, o.topic), o.done_ms
+		FROM outbox o LEFT JOIN messages m ON m.chat_jid = o.chat_jid AND m.msg_id = o.platform_id
+		WHERE o.status = 'sent' AND o.folder != '' AND o.kind != ? AND o.done_ms >= ? ORDER BY o.done_ms, o.id`, OutboxNotice, toMS(since))
+	out, err := collect(rows, err, func(sc scanner) (sp Spoken, err error) {
+		return sp, sc.Scan(&sp.Folder, &sp.ChatJID, &sp.Topic, &sp.Stored, msTime(&sp.At))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read where the bot spoke: %w", err)
+	}
+	return out, nil
 }

@@ -111,28 +111,38 @@ func TestNextOutboxAtCountsOnlyChatHeads(t *testing.T) {
 
 // Items left in "sending" by a crash fail instead of being resent; the
 // folder that sent a reply gets a notice, the operator and notices do not.
+// Items to a platform whose messages show only once stored (resend) are
+// pending again, with the parts they had sent.
 func TestRecoverOutbox(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	for _, it := range []OutboxItem{
-		addOutbox(t, s, "reply", "web:a", "main", "reply"),
-		addOutbox(t, s, "operator", "web:b", "", "send"),
-		addOutbox(t, s, "notice", "web:c", "main", "notice"),
+		addOutbox(t, s, "reply", "telegram:user/1", "main", "reply"),
+		addOutbox(t, s, "operator", "slack:T1/channel/C1", "", "send"),
+		addOutbox(t, s, "notice", "discord:1/2", "main", "notice"),
+		addOutbox(t, s, "web", "web:a", "main", "reply"),
 	} {
 		if ok, _ := s.ClaimOutbox(ctx, it.ID); !ok {
 			t.Fatal("claim failed")
 		}
 	}
+	web, _ := s.OutboxByKey(ctx, "web")
+	if err := s.OutboxPartSent(ctx, web.ID, 1, "b-1", nil); err != nil {
+		t.Fatal(err)
+	}
 	addOutbox(t, s, "waiting", "web:d", "main", "reply")
-	n, err := s.RecoverOutbox(ctx)
-	if err != nil || n != 3 {
-		t.Fatalf("recovered %d (%v); want 3", n, err)
+	failed, requeued, err := s.RecoverOutbox(ctx, "web", "matrix")
+	if err != nil || failed != 3 || requeued != 1 {
+		t.Fatalf("recovered %d failed, %d requeued (%v); want 3 and 1", failed, requeued, err)
 	}
 	for _, k := range []string{"reply", "operator", "notice"} {
 		it, _ := s.OutboxByKey(ctx, k)
 		if it.Status != "failed" || !strings.Contains(it.Error, "restart") {
 			t.Errorf("%s: %s %q", k, it.Status, it.Error)
 		}
+	}
+	if it, _ := s.OutboxByKey(ctx, "web"); it.Status != "pending" || it.PartsSent != 1 || it.Error != "" {
+		t.Errorf("web item: %s, %d parts sent, %q; want pending again after its first part", it.Status, it.PartsSent, it.Error)
 	}
 	if it, _ := s.OutboxByKey(ctx, "waiting"); it.Status != "pending" {
 		t.Errorf("a pending item was touched: %s", it.Status)
@@ -141,10 +151,43 @@ func TestRecoverOutbox(t *testing.T) {
 	if err := s.loadBatch(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Notices) != 1 || b.Notices[0].ChatJID != "web:a" || b.Notices[0].Text != "text of reply" {
+	if len(b.Notices) != 1 || b.Notices[0].ChatJID != "telegram:user/1" || b.Notices[0].Text != "text of reply" {
 		t.Fatalf("notices %+v; want one for the interrupted reply", b.Notices)
 	}
-	if n, _ := s.RecoverOutbox(ctx); n != 0 {
-		t.Fatalf("second recovery found %d", n)
+	if failed, requeued, _ := s.RecoverOutbox(ctx, "web"); failed+requeued != 0 {
+		t.Fatalf("second recovery found %d and %d", failed, requeued)
+	}
+}
+
+// SpokenSince lists the delivered messages of folders, with where the
+// platform stored them; not the gateway's notices, the operator's sends,
+// or what is not delivered (yet).
+func TestSpokenSince(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	start := time.Now().Add(-time.Second)
+	send := func(it OutboxItem, storedTopic string) {
+		t.Helper()
+		if ok, err := s.ClaimOutbox(ctx, it.ID); !ok || err != nil {
+			t.Fatal("claim failed", err)
+		}
+		bot := &Message{ChatJID: it.ChatJID, ID: adapters.MessageID("b-" + it.Key), Sender: "slack:T/user/B", Text: it.Text, Topic: storedTopic, FromBot: true}
+		if err := s.OutboxSent(ctx, it.ID, bot.ID, bot); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(addOutbox(t, s, "threaded", "slack:T/channel/C", "main", "reply"), "171.1")
+	send(addOutbox(t, s, "notice", "web:a", "main", "notice"), "")
+	send(addOutbox(t, s, "operator", "web:b", "", "send"), "")
+	addOutbox(t, s, "pending", "web:c", "main", "reply")
+	got, err := s.SpokenSince(ctx, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Folder != "main" || got[0].ChatJID != "slack:T/channel/C" || got[0].Topic != "" || got[0].Stored != "171.1" {
+		t.Fatalf("spoken %+v; want the threaded reply alone, addressed to no topic and stored in 171.1", got)
+	}
+	if got, _ := s.SpokenSince(ctx, time.Now().Add(time.Minute)); len(got) != 0 {
+		t.Errorf("spoken since a minute ahead: %+v", got)
 	}
 }

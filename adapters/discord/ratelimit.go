@@ -35,6 +35,12 @@ func (t holding) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+var _ adapters.Pacer = (*Adapter)(nil)
+
+// SendDue implements adapters.Pacer: a send waits out a 429's hold (the
+// per-route buckets discordgo keeps are short and not seen from here).
+func (a *Adapter) SendDue(adapters.JID) time.Duration { return a.held.Left() }
+
 // maxLimitBody is the most of a 429's body read to find its retry_after.
 const maxLimitBody = 64 << 10
 

@@ -66,6 +66,19 @@ func (t *tiers) wait(ctx context.Context, method, channel string) error {
 	}
 }
 
+var _ adapters.Pacer = (*Adapter)(nil)
+
+// SendDue implements adapters.Pacer: how long a message to chat would
+// wait for its channel's chat.postMessage bucket or a 429's hold (0 for a
+// JID that is not a Slack chat: Send refuses it at once).
+func (a *Adapter) SendDue(chat adapters.JID) time.Duration {
+	channel, _, err := channelOf(chat)
+	if err != nil {
+		return 0
+	}
+	return a.tiers.due("chat.postMessage", channel)
+}
+
 // due is how long wait would hold a call to method (in channel) now, 0
 // when none. It takes nothing: a live update not due is not sent, so that
 // the next one carries the newest text (adapters.NotDue).

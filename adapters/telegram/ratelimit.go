@@ -118,6 +118,19 @@ func (p *pacer) forget(now time.Time) {
 	}
 }
 
+var _ adapters.Pacer = (*Adapter)(nil)
+
+// SendDue implements adapters.Pacer: how long a message to chat would wait
+// for the chat's next slot, the bot's, or a 429's hold (0 for a JID that
+// is not a Telegram chat: Send refuses it at once).
+func (a *Adapter) SendDue(chat adapters.JID) time.Duration {
+	id, err := a.chatID(chat)
+	if err != nil {
+		return 0
+	}
+	return a.pace.due(lane{chat: id})
+}
+
 // due is how long a request in l would wait for its turn now (0: none):
 // for l's next slot, the bot's (Global) and a 429's hold. It reserves nothing: a live
 // update not due yet is not sent, so that the next one carries the

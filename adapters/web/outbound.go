@@ -24,6 +24,12 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 	return adapters.MessageID("b-" + randomID()), nil
 }
 
+var _ adapters.StoreDelivered = (*Adapter)(nil)
+
+// DeliveredWhenStored implements adapters.StoreDelivered: a room shows
+// the bot's message once the gateway stores it (Send only mints its id).
+func (*Adapter) DeliveredWhenStored() {}
+
 var _ adapters.Deleter = (*Adapter)(nil)
 
 // Delete implements adapters.Deleter for the bot's own messages (ids

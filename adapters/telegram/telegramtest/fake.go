@@ -589,6 +589,11 @@ func parseParams(r *http.Request) (map[string]string, map[string]upload) {
 			out[k] = v[0]
 		}
 	}
+	// Read the body to its end: only then does net/http watch the
+	// connection and cancel the request's context when the client goes
+	// away; a long poll of a killed gateway would otherwise hold the
+	// server's Close until its timeout.
+	io.Copy(io.Discard, r.Body)
 	return out, files
 }
 
