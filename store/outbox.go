@@ -286,14 +286,17 @@ func (s *Store) queryOutbox(ctx context.Context, q string, args ...any) ([]Outbo
 // starting with keyPrefix, since since: the chats a turn interrupted by a
 // stop already answered through a tool.
 func (s *Store) OutboxChatsSince(ctx context.Context, folder groups.Folder, keyPrefix string, since time.Time) ([]adapters.JID, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT chat_jid FROM outbox WHERE folder = ? AND substr(key, 1, length(?)) = ? AND created_ms >= ?`,
-		folder, keyPrefix, keyPrefix, toMS(since))
+	rows, err := s.r.QueryContext(ctx, outboxChatsSinceSQL, folder, keyPrefix, keyPrefix, toMS(since))
 	chats, err := collect(rows, err, scanOne[adapters.JID])
 	if err != nil {
 		return nil, fmt.Errorf("read outbox of %s: %w", folder, err)
 	}
 	return chats, nil
 }
+
+// outboxChatsSinceSQL is OutboxChatsSince's query: by outbox_created (the
+// planner, knowing nothing of the rows, would scan outbox_chat).
+const outboxChatsSinceSQL = `SELECT DISTINCT chat_jid FROM outbox INDEXED BY outbox_created WHERE folder = ? AND substr(key, 1, length(?)) = ? AND created_ms >= ?`
 
 // Spoken is a delivered message a folder sent to a chat (a reply, a send or
 // a file, not the gateway's own notice): where the bot spoke for the folder.
@@ -307,13 +310,17 @@ type Spoken struct {
 	At      time.Time
 }
 
+// spokenSinceSQL is SpokenSince's query: by outbox_sent_done (the planner
+// would read every sent row through outbox_due's status).
+const spokenSinceSQL = `SELECT o.folder, o.chat_jid, o.topic, COALESCE(m.topic, o.topic), o.done_ms
+		FROM outbox o INDEXED BY outbox_sent_done LEFT JOIN messages m ON m.chat_jid = o.chat_jid AND m.msg_id = o.platform_id
+		WHERE o.status = 'sent' AND o.folder != '' AND o.kind != ? AND o.done_ms >= ? ORDER BY o.done_ms, o.id`
+
 // SpokenSince lists the messages folders delivered since since, oldest
 // first: the engagements (the bot spoke, follow-ups trigger for a while)
 // that a restart would otherwise forget.
 func (s *Store) SpokenSince(ctx context.Context, since time.Time) ([]Spoken, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT o.folder, o.chat_jid, o.topic, COALESCE(m.topic, o.topic), o.done_ms
-		FROM outbox o LEFT JOIN messages m ON m.chat_jid = o.chat_jid AND m.msg_id = o.platform_id
-		WHERE o.status = 'sent' AND o.folder != '' AND o.kind != ? AND o.done_ms >= ? ORDER BY o.done_ms, o.id`, OutboxNotice, toMS(since))
+	rows, err := s.r.QueryContext(ctx, spokenSinceSQL, OutboxNotice, toMS(since))
 	out, err := collect(rows, err, func(sc scanner) (sp Spoken, err error) {
 		return sp, sc.Scan(&sp.Folder, &sp.ChatJID, &sp.Topic, &sp.Stored, msTime(&sp.At))
 	})

@@ -191,3 +191,22 @@ func TestSpokenSince(t *testing.T) {
 		t.Errorf("spoken since a minute ahead: %+v", got)
 	}
 }
+
+// What a start reads of the outbox by time is found through an index, not
+// by reading every reply ever sent (outbox rows are kept): the chats an
+// interrupted turn answered through a tool, and where the bot spoke within
+// engage_ttl.
+func TestOutboxReadsByTimeUseAnIndex(t *testing.T) {
+	s := newStore(t)
+	for _, q := range []struct {
+		sql, index string
+		args       []any
+	}{
+		{outboxChatsSinceSQL, "USING INDEX outbox_created (created_ms>?)", []any{"main", "mcp:", "mcp:", 0}},
+		{spokenSinceSQL, "USING INDEX outbox_sent_done (done_ms>?)", []any{OutboxNotice, 0}},
+	} {
+		if p := queryPlan(t, s, q.sql, q.args...); !strings.Contains(p, q.index) {
+			t.Errorf("plan of %q:\n%s\nwant it to search %s", q.sql, p, q.index)
+		}
+	}
+}
