@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -322,15 +323,20 @@ func (a *Adapter) address(ctx context.Context, verb string, chat adapters.JID) (
 // lookupRefused reports whether err is Slack's lasting refusal of a
 // lookup (an error code such as channel_not_found or missing_scope, or a
 // 4xx answer other than 429), not a failure that a retry may mend (a
-// rate limit, a 5xx, the network).
+// rate limit, a 5xx, the network, or an error code Slack gives for its
+// own failure of the moment: transientCodes).
 func lookupRefused(err error) bool {
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) {
-		return true
+		return !slices.Contains(transientCodes, se.Err)
 	}
 	var sc slack.StatusCodeError
 	return errors.As(err, &sc) && sc.Code >= 400 && sc.Code < 500 && sc.Code != 429
 }
+
+// transientCodes are the error codes of Slack's Web API that say the call
+// failed on Slack's side for now (its documented "retry later" errors).
+var transientCodes = []string{"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
 
 // cachedKind is a conversation's kind as the cache has it.
 func (a *Adapter) cachedKind(id string) (string, bool) {
