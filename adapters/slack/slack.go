@@ -278,8 +278,10 @@ func channelOf(chat adapters.JID) (id, kind string, err error) {
 // gateway authorizes a call by its chat JID: without this a group owning
 // every slack:<team>/dm/* chat (a route for the bot's DMs) posted into any
 // channel through slack:<team>/dm/<channel id>. The kind comes from the
-// cache (events fill it), else conversations.info; a failed lookup is an
-// error as a send's would be, never a guess.
+// cache (events fill it), else conversations.info. A lookup Slack refuses
+// for good (lookupRefused: channel_not_found, missing_scope, a 4xx) leaves
+// the call as the JID names it; one that fails for now is the call's
+// error, retried as a send's would be.
 func (a *Adapter) address(ctx context.Context, verb string, chat adapters.JID) (id, kind string, err error) {
 	id, kind, err = channelOf(chat)
 	if err != nil {
