@@ -314,7 +314,8 @@ func channelOf(chat adapters.JID, topic string) (string, error) {
 // group owning discord:G/C could post into any channel the bot sees
 // through a topic naming it, discord:G/<channel of another server> or
 // discord:dm/<any channel>. What Discord said is kept; a failed lookup is
-// classified as a send would be.
+// unconfirmed's to settle (a 4xx: the call goes as the JID names it; a
+// 429, 5xx or network error: the call's error, retried).
 func (a *Adapter) address(ctx context.Context, s *discordgo.Session, chat adapters.JID, topic string) (string, error) {
 	ch, err := channelOf(chat, "")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -277,8 +278,10 @@ func channelOf(chat adapters.JID) (id, kind string, err error) {
 // gateway authorizes a call by its chat JID: without this a group owning
 // every slack:<team>/dm/* chat (a route for the bot's DMs) posted into any
 // channel through slack:<team>/dm/<channel id>. The kind comes from the
-// cache (events fill it), else conversations.info; a failed lookup is an
-// error as a send's would be, never a guess.
+// cache (events fill it), else conversations.info. A lookup Slack refuses
+// for good (lookupRefused: channel_not_found, missing_scope, a 4xx) leaves
+// the call as the JID names it; one that fails for now is the call's
+// error, retried as a send's would be.
 func (a *Adapter) address(ctx context.Context, verb string, chat adapters.JID) (id, kind string, err error) {
 	id, kind, err = channelOf(chat)
 	if err != nil {
@@ -322,15 +325,20 @@ func (a *Adapter) address(ctx context.Context, verb string, chat adapters.JID) (
 // lookupRefused reports whether err is Slack's lasting refusal of a
 // lookup (an error code such as channel_not_found or missing_scope, or a
 // 4xx answer other than 429), not a failure that a retry may mend (a
-// rate limit, a 5xx, the network).
+// rate limit, a 5xx, the network, or an error code Slack gives for its
+// own failure of the moment: transientCodes).
 func lookupRefused(err error) bool {
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) {
-		return true
+		return !slices.Contains(transientCodes, se.Err)
 	}
 	var sc slack.StatusCodeError
 	return errors.As(err, &sc) && sc.Code >= 400 && sc.Code < 500 && sc.Code != 429
 }
+
+// transientCodes are the error codes of Slack's Web API that say the call
+// failed on Slack's side for now (its documented "retry later" errors).
+var transientCodes = []string{"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
 
 // cachedKind is a conversation's kind as the cache has it.
 func (a *Adapter) cachedKind(id string) (string, bool) {

@@ -108,7 +108,7 @@ type Server struct {
 	envelopes            []*Envelope
 	shown                []shownIn
 	refuse               string // chat.startStream answers this error ("": streams work)
-	noInfo               bool   // conversations.info answers unknown_method (NoConversationInfo)
+	infoErr              string // conversations.info answers this error ("": it answers; NoConversationInfo, FailConversationInfo)
 	ephemeral            []Ephemeral
 	HTTP                 *http.Client
 }
@@ -241,10 +241,14 @@ func (s *Server) Outage(method string, n int) {
 
 // NoConversationInfo makes conversations.info answer unknown_method, as
 // a proxy or a test server that serves only the calls of sending would.
-func (s *Server) NoConversationInfo() {
+func (s *Server) NoConversationInfo() { s.FailConversationInfo("unknown_method") }
+
+// FailConversationInfo makes conversations.info answer the error code
+// (internal_error: Slack's failure of the moment; "": it answers again).
+func (s *Server) FailConversationInfo(code string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.noInfo = true
+	s.infoErr = code
 }
 
 // RejectFormatting makes the next chat.postMessage or chat.update with
@@ -424,8 +428,8 @@ func (s *Server) method(method, token string, f url.Values) map[string]any {
 		}
 		return ok("user", map[string]any{"id": f.Get("user"), "name": name, "real_name": name, "profile": map[string]any{"display_name": name}})
 	case "conversations.info":
-		if s.noInfo {
-			return fail("unknown_method")
+		if s.infoErr != "" {
+			return fail(s.infoErr)
 		}
 		c, found := s.channels[f.Get("channel")]
 		if !found {
