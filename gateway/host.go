@@ -234,6 +234,21 @@ func (a *adapterStates) connections() map[string]ops.AdapterStatus {
 	return maps.Clone(a.m)
 }
 
+// rateLimited is the rate-limit holds shown now over a connected
+// adapter: what snapshot shows of them, by adapter.
+func (a *adapterStates) rateLimited() map[string]ops.AdapterStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]ops.AdapterStatus{}
+	now := time.Now()
+	for name, h := range a.held {
+		if now.Before(h.until) && a.m[name].State == adapters.StateConnected {
+			out[name] = h.st
+		}
+	}
+	return out
+}
+
 // copyLocked is the states, each rate-limit hold not yet over shown over
 // its adapter's connected state (a.mu held).
 func (a *adapterStates) copyLocked() map[string]ops.AdapterStatus {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -199,6 +200,22 @@ func (s *sharedGather) Gather() ([]*dto.MetricFamily, error) {
 // mcpCall counts an MCP tool call; ipc reports every call through it.
 func (m *metrics) mcpCall(tool, outcome string) {
 	m.mcpCalls.WithLabelValues(tool, outcome).Inc()
+}
+
+// RateLimited lists the enabled adapters that are ready (connected) but
+// hold their requests for a platform's 429 (adapters.Hold), each as
+// "adapter NAME: backing_off: rate limited: retry after ...": /readyz
+// shows them beside its 200 (CONTRACT §13: an adapter's state is visible
+// in /readyz) without turning away the messages they still take in.
+func (g *Gateway) RateLimited() []string {
+	var out []string
+	for name, st := range g.states.rateLimited() {
+		if _, enabled := g.adapters[name]; enabled {
+			out = append(out, "adapter "+name+": "+string(st.State)+": "+st.Err)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // NotReady lists what keeps the gateway from being ready: the store not

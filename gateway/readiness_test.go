@@ -109,4 +109,9 @@ func TestRateLimitedAdapterStaysReady(t *testing.T) {
 	if not := strings.Join(h.g.NotReady(context.Background()), "; "); strings.Contains(not, "telegram") {
 		t.Errorf("not ready: %q; want telegram ready (a 429 hold is no lost connection)", not)
 	}
+	// Ready, and still visible beside the 200 (CONTRACT §13: the state
+	// shows in /readyz).
+	if got := strings.Join(h.g.RateLimited(), "; "); !strings.Contains(got, "adapter telegram: backing_off: rate limited: retry after 5m0s") {
+		t.Errorf("rate limited: %q; want telegram held for the capped 5m", got)
+	}
 }

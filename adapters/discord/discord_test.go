@@ -544,3 +544,41 @@ func TestSendsWithoutChannelLookups(t *testing.T) {
 		t.Errorf("send to %s, a channel of another server: %v; want it refused", other, err)
 	}
 }
+
+// A member whose username reads as the bot's mention ("bob", the bot
+// "Bob") is not taken for the bot: "@bob stop" to that member, written as
+// a reply to the bot, would otherwise stop the bot's turn (the gateway
+// asks MentionsSelf of the text's first word).
+func TestMentionOfAMemberNamedLikeTheBotIsNotTheBots(t *testing.T) {
+	f := discordtest.New(t)
+	f.SetBotName("Bob")
+	host := adaptertest.NewHost()
+	a := start(t, f, host, nil)
+	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "stop", MentionBob: true})
+	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "stop", MentionBot: true})
+	evs := host.WaitEvents(t, 2)
+	for i, want := range []bool{false, true} {
+		first := strings.Fields(evs[i].Text)[0]
+		if self, known := a.MentionsSelf(first); !known || self != want {
+			t.Errorf("message %q: MentionsSelf(%q) = %v, %v; want %v, true", evs[i].Text, first, self, known, want)
+		}
+	}
+}
+
+// A role named like the bot ("ops", the bot "Ops") is not the bot's
+// mention either; the bot's managed role is.
+func TestMentionOfARoleNamedLikeTheBotIsNotTheBots(t *testing.T) {
+	f := discordtest.New(t)
+	f.SetBotName("Ops")
+	host := adaptertest.NewHost()
+	a := start(t, f, host, nil)
+	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "stop", MentionOps: true})
+	f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "stop", MentionRole: true})
+	evs := host.WaitEvents(t, 2)
+	for i, want := range []bool{false, true} {
+		first := strings.Fields(evs[i].Text)[0]
+		if self, known := a.MentionsSelf(first); !known || self != want {
+			t.Errorf("message %q: MentionsSelf(%q) = %v, %v; want %v, true", evs[i].Text, first, self, known, want)
+		}
+	}
+}

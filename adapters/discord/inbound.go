@@ -170,16 +170,22 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 var channelMention = regexp.MustCompile(`<#([0-9]+)>`)
 
 // render is a message's text as people read it: user mentions as
-// @username (the bot's own as one word, mentionWord), role mentions as
-// @role (but the bot's own) and channel mentions as #channel (names from
-// the session's state; markup left as it is when unknown).
+// @username (the bot's own as one word, mentionWord; another user's that
+// would read as the bot's own, a member "bob" beside the bot "Bob", stays
+// <@id>, so that MentionsSelf never takes it for the bot's), role mentions
+// as @role (but the bot's own, and one named as the bot) and channel
+// mentions as #channel (names from the session's state; markup left as it
+// is when unknown).
 func (a *Adapter) render(m *discordgo.Message) string {
 	self, _ := a.selfID.Load().(string)
+	selfName, _ := a.selfName.Load().(string)
 	text := m.Content
 	for _, u := range m.Mentions {
 		name := u.Username
 		if u.ID == self {
 			name = mentionWord(name)
+		} else if selfName != "" && strings.EqualFold(name, selfName) {
+			continue
 		}
 		text = strings.NewReplacer("<@"+u.ID+">", "@"+name, "<@!"+u.ID+">", "@"+name).Replace(text)
 	}
@@ -194,7 +200,7 @@ func (a *Adapter) render(m *discordgo.Message) string {
 		if botRoles[id] {
 			continue // the bot's own role stays markup: "<@&id> stop" is one mention, whatever its name
 		}
-		if r, err := s.State.Role(m.GuildID, id); err == nil && r.Name != "" {
+		if r, err := s.State.Role(m.GuildID, id); err == nil && r.Name != "" && !strings.EqualFold(r.Name, selfName) {
 			text = strings.ReplaceAll(text, "<@&"+id+">", "@"+r.Name)
 		}
 	}

@@ -236,13 +236,23 @@ var markup = regexp.MustCompile(`<([^<>]*)>`)
 
 // render turns Slack markup into readable text: <@U1> → @name (the bot
 // itself → @ its one-word handle, so that "@bot stop" stays two words
-// whatever the app's display name),
+// whatever the app's display name; anyone else named as that handle stays
+// <@U1>),
 // <#C1|general> → #general, <url|text> → text (url), <!here> → @here, and
 // unescapes &amp; &lt; &gt;.
 func (a *Adapter) render(ctx context.Context, text string) string {
 	a.mu.Lock()
 	self, selfName := a.botUser, a.botName
 	a.mu.Unlock()
+	// Another mention that would read as the bot's ("@switchboard": a
+	// display name, a label, a user group) stays markup: MentionsSelf
+	// takes "@<handle>" for the bot's mention.
+	other := func(tok, name string) string {
+		if selfName != "" && strings.EqualFold(name, selfName) {
+			return tok
+		}
+		return "@" + name
+	}
 	out := markup.ReplaceAllStringFunc(text, func(tok string) string {
 		body := tok[1 : len(tok)-1]
 		target, label, _ := strings.Cut(body, "|")
@@ -251,9 +261,9 @@ func (a *Adapter) render(ctx context.Context, text string) string {
 			return "@" + selfName
 		case strings.HasPrefix(target, "@"):
 			if label != "" {
-				return "@" + strings.TrimPrefix(label, "@")
+				return other(tok, strings.TrimPrefix(label, "@"))
 			}
-			return "@" + a.userName(ctx, target[1:])
+			return other(tok, a.userName(ctx, target[1:]))
 		case strings.HasPrefix(target, "#"):
 			if label == "" {
 				if label = a.chatName(target[1:]); label == "" {
@@ -263,7 +273,7 @@ func (a *Adapter) render(ctx context.Context, text string) string {
 			return "#" + label
 		case strings.HasPrefix(target, "!subteam^"):
 			if label != "" {
-				return "@" + strings.TrimPrefix(label, "@")
+				return other(tok, strings.TrimPrefix(label, "@"))
 			}
 			return "@group"
 		case strings.HasPrefix(target, "!date^"):

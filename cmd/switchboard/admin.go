@@ -50,7 +50,12 @@ func startAdmin(addr string, g *gateway.Gateway, st *store.Store, workers func(c
 		if len(not) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		json.NewEncoder(w).Encode(map[string]any{"ready": len(not) == 0, "not_ready": nonNil(not)})
+		body := map[string]any{"ready": len(not) == 0, "not_ready": nonNil(not)}
+		if held := g.RateLimited(); len(held) > 0 {
+			// Ready, but pausing sends for a platform's 429: its state shows here too (CONTRACT §13).
+			body["rate_limited"] = held
+		}
+		json.NewEncoder(w).Encode(body)
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		rep, err := readStatus(r.Context(), st)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/adapters/telegram/telegramtest"
 	"switchboard/internal/testenv"
 	"switchboard/internal/testmetrics"
 	"switchboard/internal/testwait"
@@ -92,6 +93,40 @@ func TestE2EAdmin(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), `id="adapters"`) || !strings.Contains(string(out), "backing_off") ||
 		!strings.Contains(string(out), `http-equiv="refresh"`) {
 		t.Errorf("chromium rendered the status page as: %v\n%s", err, out)
+	}
+}
+
+// An adapter holding its sends for a platform's 429 stays ready (/readyz
+// 200: it still takes messages in) and its state shows there all the same
+// (CONTRACT §13), under rate_limited.
+func TestE2EReadyzShowsRateLimit(t *testing.T) {
+	t.Parallel()
+	tg := telegramtest.New(t)
+	dir := newE2E(t, e2eConfig{agent: replyAgent,
+		adapters: "  telegram: {enabled: true, token: \"" + telegramtest.Token + "\", api_url: \"" + tg.URL() + "\"}\n",
+		routes:   "  - {match: {chat_jid: \"telegram:group/1001234\"}, target: main}\n"})
+	g := startGW(t, dir)
+	testwait.For(t, 10*time.Second, "/readyz 200", func() bool {
+		code, _ := g.admin(t, "/readyz")
+		return code == http.StatusOK
+	})
+	tg.RateLimit(24 * time.Hour) // the reply's sendMessage: capped to 5m
+	msg, _ := tg.UserMessage(telegramtest.GroupID, "hello", true, 0, 0)
+	tg.Push("message", msg)
+	var code int
+	var body string
+	testwait.For(t, 20*time.Second, "/readyz to show the hold", func() bool {
+		code, body = g.admin(t, "/readyz")
+		return strings.Contains(body, "rate_limited")
+	})
+	var rz struct {
+		Ready       bool     `json:"ready"`
+		NotReady    []string `json:"not_ready"`
+		RateLimited []string `json:"rate_limited"`
+	}
+	if err := json.Unmarshal([]byte(body), &rz); err != nil || code != http.StatusOK || !rz.Ready || len(rz.NotReady) != 0 ||
+		len(rz.RateLimited) != 1 || !strings.HasPrefix(rz.RateLimited[0], "adapter telegram: backing_off: rate limited") {
+		t.Errorf("/readyz while telegram holds for a 429: %d %s", code, body)
 	}
 }
 

@@ -29,6 +29,7 @@ const (
 	Token    = "fake-discord-token"
 	BotID    = "900"
 	BotRole  = "700" // the bot's managed role
+	OpsRole  = "701" // another role of the guild, "ops"
 	UserID   = "7"
 	OtherID  = "8" // another member, "bob"
 	GuildID  = "100"

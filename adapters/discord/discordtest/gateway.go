@@ -125,7 +125,7 @@ func (f *Server) ready(c *websocket.Conn, send func(any) error) {
 		"guilds": []any{map[string]any{"id": GuildID, "unavailable": true}}}})
 	f.seq++
 	send(map[string]any{"op": 0, "t": "GUILD_CREATE", "s": f.seq, "d": map[string]any{"id": GuildID, "name": "Acme",
-		"roles":    []any{map[string]any{"id": BotRole, "name": "switchboard", "managed": true}, map[string]any{"id": "701", "name": "ops"}},
+		"roles":    []any{map[string]any{"id": BotRole, "name": "switchboard", "managed": true}, map[string]any{"id": OpsRole, "name": "ops"}},
 		"members":  []any{map[string]any{"user": f.botUser(), "roles": []any{BotRole}}},
 		"channels": []any{map[string]any{"id": Channel, "type": 0, "name": "general"}},
 		"threads":  []any{map[string]any{"id": Thread, "type": 11, "parent_id": Channel, "guild_id": GuildID, "name": "incident"}}}})
@@ -150,6 +150,7 @@ type Post struct {
 	MentionBot  bool
 	MentionRole bool
 	MentionBob  bool // mention another member (OtherID, "bob") ahead of the content
+	MentionOps  bool // mention the guild's role "ops" (OpsRole) ahead of the content
 	ReplyTo     string
 	Author      string // default UserID
 	Bot         bool   // the author is another bot
@@ -182,6 +183,9 @@ func (f *Server) UserPosts(p Post) string {
 	if p.MentionBob {
 		m.Content = "<@" + OtherID + "> " + m.Content
 	}
+	if p.MentionOps {
+		m.Content = "<@&" + OpsRole + "> " + m.Content
+	}
 	if p.File != "" {
 		f.files["a"+m.ID] = p.FileData
 	}
@@ -200,8 +204,15 @@ func (f *Server) UserPosts(p Post) string {
 	if mentions != nil {
 		o["mentions"] = mentions
 	}
+	var roles []any
 	if p.MentionRole {
-		o["mention_roles"] = []any{BotRole}
+		roles = append(roles, BotRole)
+	}
+	if p.MentionOps {
+		roles = append(roles, OpsRole)
+	}
+	if roles != nil {
+		o["mention_roles"] = roles
 	}
 	if p.ReplyTo != "" {
 		if r := f.find(p.Channel, p.ReplyTo); r != nil {
