@@ -37,6 +37,7 @@ type turnStore interface {
 	StartedBatch(ctx context.Context, turn string) (store.Batch, bool, error)
 	RecoverTurn(ctx context.Context, turn string) (int64, error)
 	OutboxChatsSince(ctx context.Context, folder groups.Folder, keyPrefix string, since time.Time) ([]adapters.JID, error)
+	GroupExists(ctx context.Context, folder groups.Folder) (bool, error)
 }
 
 // turnTokens are the MCP HTTP tokens of turns (mcpEndpoint).
@@ -362,11 +363,18 @@ func (t *turns) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, 
 	if res.Duration > 0 {
 		t.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
 	}
-	giveUp := turn.Attempt >= maxAttempts || res.Usage.MaxBudgetHit // a rerun would spend agent.max_turn_usd again
-	t.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "err", err)
+	// A group removed while its turn ran (group rm keeps a running turn's
+	// work) is not run again: it has no socket and no chats any more.
+	removed := false
+	if ok, gerr := t.st.GroupExists(context.WithoutCancel(ctx), b.Folder); gerr == nil && !ok {
+		removed = true
+	}
+	giveUp := turn.Attempt >= maxAttempts || res.Usage.MaxBudgetHit || removed // a rerun would spend agent.max_turn_usd again
+	t.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "group_removed", removed, "err", err)
 	var out []store.OutboxItem
 	text := ""
 	switch {
+	case removed: // no notice: the chat is no longer the group's
 	case giveUp:
 		text = fmt.Sprintf("Sorry, I could not answer after %d attempts (%s). Please try again later.", turn.Attempt, shortReason(res, err))
 	case t.notices.allow(b.ChatJID):
