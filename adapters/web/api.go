@@ -65,9 +65,41 @@ func (a *Adapter) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, "cross-origin request rejected")
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(&stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), wait: a.stallDeadline}, r)
 	})
 }
+
+// stallWriter bounds how long a client may take none of a response: each
+// write (in pieces of stallChunk) must be taken within wait, or the
+// connection is closed. The server has no WriteTimeout, as event streams
+// outlive any; without this a client that asked for a page of history and
+// then read nothing would hold a goroutine and the page's bytes forever.
+// A slow client that keeps reading is never cut off.
+type stallWriter struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	wait time.Duration
+}
+
+const stallChunk = 64 << 10
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	var n int
+	for len(p) > 0 {
+		chunk := p[:min(len(p), stallChunk)]
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.wait)) // unsupported by recorders: fine
+		m, err := s.ResponseWriter.Write(chunk)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[len(chunk):]
+	}
+	return n, nil
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush, deadlines).
+func (s *stallWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // postRequest is the body of POST /api/rooms/{room}/messages.
 type postRequest struct {

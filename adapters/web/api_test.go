@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -445,5 +446,40 @@ func TestStalledBodyClosedAtDeadline(t *testing.T) {
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.ReadAll(conn); err != nil {
 		t.Fatalf("the server held the stalled connection open: %v", err)
+	}
+}
+
+// A client that asks for a long page of history and then reads nothing
+// must not hold the server's goroutine and the page's bytes forever (the
+// server has no WriteTimeout, as event streams outlive it): the
+// connection is closed once the client has taken nothing for the stall
+// deadline.
+func TestStalledReaderClosedAtDeadline(t *testing.T) {
+	closed := make(chan struct{})
+	var once sync.Once
+	s := start(t, func(a *Adapter) {
+		a.stallDeadline = 200 * time.Millisecond
+		a.connState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed {
+				once.Do(func() { close(closed) })
+			}
+		}
+	})
+	text := strings.Repeat("x", maxText-16)
+	for i := range maxLimit {
+		s.g.seed("lobby", "ann", fmt.Sprintf("%06d%s", i, text)) // ~16 MB in all
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(conn, "GET /api/rooms/lobby/messages?limit=%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", maxLimit)
+	// Read nothing: the server fills the socket buffers and then stalls.
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server still holds the connection of a client that stopped reading")
 	}
 }

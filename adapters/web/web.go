@@ -73,6 +73,11 @@ type Adapter struct {
 	streamMaxAge time.Duration
 	// bodyDeadline bounds reading a POST body (and discarding its unread rest).
 	bodyDeadline time.Duration
+	// stallDeadline drops a client that takes none of a response's bytes
+	// for this long (writeDeadline; tests shorten it).
+	stallDeadline time.Duration
+	// connState, when set, is told of connection state changes (tests).
+	connState func(net.Conn, http.ConnState)
 
 	running   atomic.Bool
 	ready     chan struct{} // closed once listening
@@ -102,16 +107,17 @@ var _ adapters.Watcher = (*Adapter)(nil)
 // New returns an adapter configured by o. It does not listen until Run.
 func New(o Options) *Adapter {
 	a := &Adapter{
-		listen:       o.Listen,
-		botName:      o.BotName,
-		history:      o.History,
-		log:          o.Logger,
-		streams:      make(chan struct{}, defaultMaxStreams),
-		keepAlive:    15 * time.Second,
-		streamMaxAge: 30 * time.Minute,
-		bodyDeadline: bodyDeadline,
-		ready:        make(chan struct{}),
-		stop:         make(chan struct{}),
+		listen:        o.Listen,
+		botName:       o.BotName,
+		history:       o.History,
+		log:           o.Logger,
+		streams:       make(chan struct{}, defaultMaxStreams),
+		keepAlive:     15 * time.Second,
+		streamMaxAge:  30 * time.Minute,
+		bodyDeadline:  bodyDeadline,
+		stallDeadline: writeDeadline,
+		ready:         make(chan struct{}),
+		stop:          make(chan struct{}),
 	}
 	if a.botName == "" {
 		a.botName = defaultBotName
@@ -178,6 +184,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		ConnState:         a.connState,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
