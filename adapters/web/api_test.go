@@ -16,6 +16,7 @@ import (
 
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
+	"switchboard/internal/testwait"
 )
 
 func decode[T any](t *testing.T, body string) T {
@@ -481,5 +482,53 @@ func TestStalledReaderClosedAtDeadline(t *testing.T) {
 	case <-closed:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the server still holds the connection of a client that stopped reading")
+	}
+}
+
+// The server holds at most maxConns connections at once; more wait to be
+// accepted, so that idle connections cannot take every file descriptor of
+// the gateway. Five idle clients are served three at a time.
+func TestConnectionCap(t *testing.T) {
+	var mu sync.Mutex
+	open, peak, accepted := 0, 0, 0
+	s := start(t, func(a *Adapter) {
+		a.maxConns = 3
+		a.connState = func(_ net.Conn, st http.ConnState) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch st {
+			case http.StateNew:
+				open++
+				accepted++
+				peak = max(peak, open)
+			case http.StateClosed, http.StateHijacked:
+				open--
+			}
+		}
+	})
+	counts := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return accepted, peak
+	}
+	var conns []net.Conn
+	for range 5 {
+		c, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	testwait.For(t, 10*time.Second, "three connections accepted", func() bool { n, _ := counts(); return n >= 3 })
+	for _, c := range conns {
+		c.Close() // frees the slots: the waiting two are accepted and end
+	}
+	testwait.For(t, 10*time.Second, "all five connections accepted", func() bool { n, _ := counts(); return n == 5 })
+	if _, p := counts(); p > 3 {
+		t.Errorf("%d connections were open at once; want at most 3", p)
+	}
+	// The cap leaves the server serving.
+	if status, body := s.do(t, http.MethodGet, "/healthz", "", ""); status != http.StatusOK {
+		t.Errorf("GET /healthz after the flood: %d %s", status, body)
 	}
 }
