@@ -65,6 +65,17 @@ func (a *Adapter) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, "cross-origin request rejected")
 			return
 		}
+		if r.Method != http.MethodGet || r.ContentLength != 0 {
+			// A request with a body must not hold a connection open
+			// forever; the server has no ReadTimeout because event
+			// streams (GETs without a body) outlive it, and a read
+			// deadline would end them. The deadline stays set after the
+			// body was read: net/http discards an unread rest after the
+			// handler returns, and must not wait for a client that
+			// stopped sending. The next request on the connection gets
+			// the server's own header deadline.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(a.bodyDeadline))
+		}
 		next.ServeHTTP(&stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), wait: a.stallDeadline}, r)
 	})
 }
@@ -144,14 +155,8 @@ func (a *Adapter) postMessage(deliver adapters.DeliverFunc) http.HandlerFunc {
 		}
 		// Any Content-Type is accepted (curl -d sends a form type): the
 		// body must parse as JSON, and cross-site browser posts are
-		// already refused by the cross-origin and Host checks.
-		// A slow client must not hold a connection open forever; the
-		// server has no ReadTimeout because event streams outlive it.
-		// The deadline stays set after the body was read: net/http discards
-		// an unread rest after the handler returns, and must not wait for a
-		// client that stopped sending. The next request on the connection
-		// gets the server's own header deadline.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(a.bodyDeadline))
+		// already refused by the cross-origin and Host checks. The body
+		// must arrive within the body deadline (guard).
 		req, status, err := decodePost(w, r)
 		if err != nil {
 			writeError(w, status, err.Error())

@@ -532,3 +532,25 @@ func TestConnectionCap(t *testing.T) {
 		t.Errorf("GET /healthz after the flood: %d %s", status, body)
 	}
 }
+
+// Every request's body must arrive within the body deadline, not only a
+// posted message's: a button press, an approval decision or a GET whose
+// body stops arriving is closed too, instead of holding a goroutine
+// forever (the server has no ReadTimeout: event streams outlive it).
+func TestStalledBodyClosedAtDeadlineOnEveryRequest(t *testing.T) {
+	s := start(t, func(a *Adapter) { a.bodyDeadline = 200 * time.Millisecond })
+	for _, req := range []string{"POST /api/rooms/lobby/messages", "POST /api/rooms/lobby/press", "POST /api/approvals/a1", "GET /api/rooms/lobby/messages"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Content-Length promises more than is sent, and the rest never
+		// arrives.
+		fmt.Fprintf(conn, "%s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"sender\":", req)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadAll(conn); err != nil {
+			t.Errorf("%s: the server held the stalled connection open: %v", req, err)
+		}
+		conn.Close()
+	}
+}
