@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -76,6 +77,12 @@ type Adapter struct {
 	pace     pacer
 	warned   atomic.Bool // the privacy-mode hint was logged
 	noDrafts atomic.Bool // Telegram refused a message draft: live replies edit a message
+
+	// webhookConns bounds the webhook listener's open connections
+	// (defaultWebhookConns; tests lower it); connState, when set, is told
+	// of their state changes (tests).
+	webhookConns int
+	connState    func(net.Conn, http.ConnState)
 }
 
 var (

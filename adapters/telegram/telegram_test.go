@@ -19,6 +19,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/telegram/telegramtest"
+	"switchboard/internal/testwait"
 )
 
 var (
@@ -589,5 +590,57 @@ func TestSenderChatIsNoOtherBot(t *testing.T) {
 	if e := evs[1]; e.OtherBot || e.Sender != "telegram:group/1009999" || e.SenderName != "Announcements" || e.Verb != adapters.VerbMessage {
 		t.Errorf("a message sent as a channel: sender %q name %q verb %q other_bot %v; want telegram:group/1009999 (Announcements), a message from no bot",
 			e.Sender, e.SenderName, e.Verb, e.OtherBot)
+	}
+}
+
+// The webhook listener faces the internet and holds at most webhookConns
+// connections at once; more wait to be accepted. Five idle clients that
+// never send the secret are served three at a time.
+func TestWebhookConnectionCap(t *testing.T) {
+	f := telegramtest.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), WebhookURL: "https://bot.example.com/tg", Listen: addr, Secret: "s3cret"})
+	var mu sync.Mutex
+	open, peak, accepted := 0, 0, 0
+	a.webhookConns = 3
+	a.connState = func(_ net.Conn, st http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch st {
+		case http.StateNew:
+			open++
+			accepted++
+			peak = max(peak, open)
+		case http.StateClosed, http.StateHijacked:
+			open--
+		}
+	}
+	counts := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return accepted, peak
+	}
+	adaptertest.Start(t, a, adaptertest.NewHost())
+	testwait.For(t, 10*time.Second, "the webhook listening", func() bool { _, set := f.Webhook(); return set != "" })
+	var conns []net.Conn
+	for range 5 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	testwait.For(t, 10*time.Second, "three connections accepted", func() bool { n, _ := counts(); return n >= 3 })
+	for _, c := range conns {
+		c.Close()
+	}
+	testwait.For(t, 10*time.Second, "all five connections accepted", func() bool { n, _ := counts(); return n == 5 })
+	if _, p := counts(); p > 3 {
+		t.Errorf("%d connections were open at once; want at most 3", p)
 	}
 }

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -17,6 +18,11 @@ import (
 	"switchboard/adapters"
 )
 
+// defaultWebhookConns bounds the webhook listener's open connections
+// (Telegram opens at most 40 at once unless setWebhook's max_connections
+// says more, up to 100).
+const defaultWebhookConns = 128
+
 // allowedUpdates are the update kinds the bot asks for.
 var allowedUpdates = []string{"message", "edited_message", "channel_post", "edited_channel_post", "message_reaction", "callback_query"}
 
@@ -32,9 +38,16 @@ func (a *Adapter) runWebhook(ctx context.Context, b *bot.Bot, host adapters.Host
 		ln.Close()
 		return fmt.Errorf("telegram: set webhook %s: %w", a.opt.WebhookURL, err)
 	}
-	srv := &http.Server{Handler: a.webhookHandler(ctx, host), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	// The endpoint faces the internet: as the Slack Events API's, it holds
+	// at most webhookConns connections (more wait to be accepted), so that
+	// connections nobody authenticated cannot take every file descriptor of
+	// the gateway, and bounds headers, reads, writes and idle keep-alives.
+	srv := &http.Server{Handler: a.webhookHandler(ctx, host), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10,
+		ConnState: adapters.LimitConnState(a.connState)}
+	limited := adapters.LimitListener(ln, cmp.Or(a.webhookConns, defaultWebhookConns))
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- srv.Serve(limited) }()
 	a.log.Info("telegram webhook listening", "addr", ln.Addr().String(), "url", a.opt.WebhookURL)
 	host.SetState(adapters.StateConnected, nil)
 	select {

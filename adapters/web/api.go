@@ -65,9 +65,52 @@ func (a *Adapter) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, "cross-origin request rejected")
 			return
 		}
-		next.ServeHTTP(w, r)
+		if r.Method != http.MethodGet || r.ContentLength != 0 {
+			// A request with a body must not hold a connection open
+			// forever; the server has no ReadTimeout because event
+			// streams (GETs without a body) outlive it, and a read
+			// deadline would end them. The deadline stays set after the
+			// body was read: net/http discards an unread rest after the
+			// handler returns, and must not wait for a client that
+			// stopped sending. The next request on the connection gets
+			// the server's own header deadline.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(a.bodyDeadline))
+		}
+		next.ServeHTTP(&stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), wait: a.stallDeadline}, r)
 	})
 }
+
+// stallWriter bounds how long a client may take none of a response: each
+// write (in pieces of stallChunk) must be taken within wait, or the
+// connection is closed. The server has no WriteTimeout, as event streams
+// outlive any; without this a client that asked for a page of history and
+// then read nothing would hold a goroutine and the page's bytes forever.
+// A slow client that keeps reading is never cut off.
+type stallWriter struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	wait time.Duration
+}
+
+const stallChunk = 64 << 10
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	var n int
+	for len(p) > 0 {
+		chunk := p[:min(len(p), stallChunk)]
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.wait)) // unsupported by recorders: fine
+		m, err := s.ResponseWriter.Write(chunk)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[len(chunk):]
+	}
+	return n, nil
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush, deadlines).
+func (s *stallWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // postRequest is the body of POST /api/rooms/{room}/messages.
 type postRequest struct {
@@ -112,14 +155,8 @@ func (a *Adapter) postMessage(deliver adapters.DeliverFunc) http.HandlerFunc {
 		}
 		// Any Content-Type is accepted (curl -d sends a form type): the
 		// body must parse as JSON, and cross-site browser posts are
-		// already refused by the cross-origin and Host checks.
-		// A slow client must not hold a connection open forever; the
-		// server has no ReadTimeout because event streams outlive it.
-		// The deadline stays set after the body was read: net/http discards
-		// an unread rest after the handler returns, and must not wait for a
-		// client that stopped sending. The next request on the connection
-		// gets the server's own header deadline.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(a.bodyDeadline))
+		// already refused by the cross-origin and Host checks. The body
+		// must arrive within the body deadline (guard).
 		req, status, err := decodePost(w, r)
 		if err != nil {
 			writeError(w, status, err.Error())

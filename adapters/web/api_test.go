@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
+	"switchboard/internal/testwait"
 )
 
 func decode[T any](t *testing.T, body string) T {
@@ -445,5 +447,110 @@ func TestStalledBodyClosedAtDeadline(t *testing.T) {
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.ReadAll(conn); err != nil {
 		t.Fatalf("the server held the stalled connection open: %v", err)
+	}
+}
+
+// A client that asks for a long page of history and then reads nothing
+// must not hold the server's goroutine and the page's bytes forever (the
+// server has no WriteTimeout, as event streams outlive it): the
+// connection is closed once the client has taken nothing for the stall
+// deadline.
+func TestStalledReaderClosedAtDeadline(t *testing.T) {
+	closed := make(chan struct{})
+	var once sync.Once
+	s := start(t, func(a *Adapter) {
+		a.stallDeadline = 200 * time.Millisecond
+		a.connState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed {
+				once.Do(func() { close(closed) })
+			}
+		}
+	})
+	text := strings.Repeat("x", maxText-16)
+	for i := range maxLimit {
+		s.g.seed("lobby", "ann", fmt.Sprintf("%06d%s", i, text)) // ~16 MB in all
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(conn, "GET /api/rooms/lobby/messages?limit=%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", maxLimit)
+	// Read nothing: the server fills the socket buffers and then stalls.
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server still holds the connection of a client that stopped reading")
+	}
+}
+
+// The server holds at most maxConns connections at once; more wait to be
+// accepted, so that idle connections cannot take every file descriptor of
+// the gateway. Five idle clients are served three at a time.
+func TestConnectionCap(t *testing.T) {
+	var mu sync.Mutex
+	open, peak, accepted := 0, 0, 0
+	s := start(t, func(a *Adapter) {
+		a.maxConns = 3
+		a.connState = func(_ net.Conn, st http.ConnState) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch st {
+			case http.StateNew:
+				open++
+				accepted++
+				peak = max(peak, open)
+			case http.StateClosed, http.StateHijacked:
+				open--
+			}
+		}
+	})
+	counts := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return accepted, peak
+	}
+	var conns []net.Conn
+	for range 5 {
+		c, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	testwait.For(t, 10*time.Second, "three connections accepted", func() bool { n, _ := counts(); return n >= 3 })
+	for _, c := range conns {
+		c.Close() // frees the slots: the waiting two are accepted and end
+	}
+	testwait.For(t, 10*time.Second, "all five connections accepted", func() bool { n, _ := counts(); return n == 5 })
+	if _, p := counts(); p > 3 {
+		t.Errorf("%d connections were open at once; want at most 3", p)
+	}
+	// The cap leaves the server serving.
+	if status, body := s.do(t, http.MethodGet, "/healthz", "", ""); status != http.StatusOK {
+		t.Errorf("GET /healthz after the flood: %d %s", status, body)
+	}
+}
+
+// Every request's body must arrive within the body deadline, not only a
+// posted message's: a button press, an approval decision or a GET whose
+// body stops arriving is closed too, instead of holding a goroutine
+// forever (the server has no ReadTimeout: event streams outlive it).
+func TestStalledBodyClosedAtDeadlineOnEveryRequest(t *testing.T) {
+	s := start(t, func(a *Adapter) { a.bodyDeadline = 200 * time.Millisecond })
+	for _, req := range []string{"POST /api/rooms/lobby/messages", "POST /api/rooms/lobby/press", "POST /api/approvals/a1", "GET /api/rooms/lobby/messages"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Content-Length promises more than is sent, and the rest never
+		// arrives.
+		fmt.Fprintf(conn, "%s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"sender\":", req)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadAll(conn); err != nil {
+			t.Errorf("%s: the server held the stalled connection open: %v", req, err)
+		}
+		conn.Close()
 	}
 }

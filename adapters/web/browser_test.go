@@ -295,3 +295,19 @@ func TestBrowserNewSenderGetsANewID(t *testing.T) {
 		t.Errorf("stored %+v; want ann's post and then bob's under another id", msgs)
 	}
 }
+
+// A link whose #fragment is not valid percent-encoding (a typo, or a page
+// elsewhere linking to the chat with "#%E0") opens the lobby instead of a
+// dead page: decodeURIComponent throws on it.
+func TestBrowserBadRoomFragmentOpensLobby(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a browser")
+	}
+	testenv.Need(t, chromium, "make test installs it, or apt-get install chromium")
+	s := start(t, func(a *Adapter) { a.streamMaxAge = 500 * time.Millisecond }) // see TestBrowserRendersMessages
+	s.post(t, "lobby", `{"sender": "ann", "text": "hello from the lobby"}`)
+	dom := runChromium(t, "--dump-dom", s.base+"/#%E0%A4%A")
+	if !strings.Contains(dom, "hello from the lobby") {
+		t.Errorf("the page with a malformed #fragment does not show the lobby; DOM:\n%s", dom)
+	}
+}

@@ -300,3 +300,28 @@ func TestBotDisplayNameReserved(t *testing.T) {
 		t.Errorf("an ordinary name: %d %s", code, body)
 	}
 }
+
+// Bidirectional controls make text display other than it reads: "\u202e"
+// (right-to-left override) followed by "draobhctiws" shows "switchboard",
+// past the reservation above. A name or topic with one is refused, saying
+// so; names in right-to-left scripts are fine.
+func TestBidiControlsRefusedInNamesAndTopics(t *testing.T) {
+	s := start(t, nil)
+	for _, name := range []string{"\u202edraobhctiws", "\u202ebs", "ann\u2066x\u2069", "\u200fann"} {
+		code, body := s.post(t, "lobby", `{"sender": "mallory", "name": "`+name+`", "text": "I am the bot"}`)
+		if code != http.StatusBadRequest || !strings.Contains(body, "bidirectional") {
+			t.Errorf("posting with the name %q: %d %s; want 400 naming the bidirectional control", name, code, body)
+		}
+	}
+	if code, body := s.post(t, "lobby", `{"sender": "mallory", "topic": "\u202etpircs", "text": "hi"}`); code != http.StatusBadRequest || !strings.Contains(body, "bidirectional") {
+		t.Errorf("posting with a reversed topic: %d %s; want 400", code, body)
+	}
+	if n := s.g.deliverCalls(); n != 0 {
+		t.Errorf("deliver called %d times", n)
+	}
+	for _, name := range []string{"\u05e9\u05e8\u05d4", "\u0633\u0627\u0631\u0627", "Zo\u00eb \U0001F469\u200d\U0001F4BB"} {
+		if code, body := s.post(t, "lobby", `{"sender": "ann", "name": "`+name+`", "text": "hi"}`); code != http.StatusAccepted {
+			t.Errorf("the name %q: %d %s; want it accepted", name, code, body)
+		}
+	}
+}

@@ -38,6 +38,9 @@ func inbound(room string, req postRequest, botName string, now time.Time) (adapt
 	if utf8.RuneCountInString(name) > maxName || hasControl(name) {
 		return adapters.Inbound{}, fmt.Errorf("name must be at most %d characters, without control characters", maxName)
 	}
+	if strings.ContainsFunc(name, bidiControl) {
+		return adapters.Inbound{}, errors.New(bidiRefusal("name"))
+	}
 	if name == "" {
 		name = req.Sender
 	}
@@ -46,6 +49,9 @@ func inbound(room string, req postRequest, botName string, now time.Time) (adapt
 	}
 	if len(req.Topic) > maxTopic || hasControl(req.Topic) {
 		return adapters.Inbound{}, fmt.Errorf("topic must be at most %d bytes, without control characters", maxTopic)
+	}
+	if strings.ContainsFunc(req.Topic, bidiControl) {
+		return adapters.Inbound{}, errors.New(bidiRefusal("topic"))
 	}
 	return adapters.Inbound{
 		Chat:       chatJID(room),
@@ -104,4 +110,23 @@ func looksLike(name, want string) bool {
 
 func hasControl(s string) bool {
 	return strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// bidiControl reports whether r is a bidirectional formatting character
+// (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069). They make a name
+// display other than it reads: "\u202e" (right-to-left override) and
+// "draobhctiws" shows "switchboard", past looksLike. Names in right-to-left
+// scripts need none of them.
+func bidiControl(r rune) bool {
+	switch {
+	case r == '\u061c', r == '\u200e', r == '\u200f':
+		return true
+	case r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
+		return true
+	}
+	return false
+}
+
+func bidiRefusal(field string) string {
+	return field + " must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C): they make it display other than it reads"
 }

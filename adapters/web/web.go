@@ -36,6 +36,11 @@ const (
 	shutdownGrace = 3 * time.Second
 	// defaultMaxStreams bounds concurrent event-stream clients.
 	defaultMaxStreams = 1000
+	// defaultMaxConns bounds open connections (event streams included):
+	// more wait to be accepted, so that a flood of idle connections cannot
+	// take every file descriptor of the process (the store's, the sockets',
+	// the other adapters').
+	defaultMaxConns = 4096
 )
 
 // History reads stored messages back; the gateway's store implements it.
@@ -73,6 +78,13 @@ type Adapter struct {
 	streamMaxAge time.Duration
 	// bodyDeadline bounds reading a POST body (and discarding its unread rest).
 	bodyDeadline time.Duration
+	// stallDeadline drops a client that takes none of a response's bytes
+	// for this long (writeDeadline; tests shorten it).
+	stallDeadline time.Duration
+	// maxConns bounds open connections (defaultMaxConns; tests lower it).
+	maxConns int
+	// connState, when set, is told of connection state changes (tests).
+	connState func(net.Conn, http.ConnState)
 
 	running   atomic.Bool
 	ready     chan struct{} // closed once listening
@@ -102,16 +114,18 @@ var _ adapters.Watcher = (*Adapter)(nil)
 // New returns an adapter configured by o. It does not listen until Run.
 func New(o Options) *Adapter {
 	a := &Adapter{
-		listen:       o.Listen,
-		botName:      o.BotName,
-		history:      o.History,
-		log:          o.Logger,
-		streams:      make(chan struct{}, defaultMaxStreams),
-		keepAlive:    15 * time.Second,
-		streamMaxAge: 30 * time.Minute,
-		bodyDeadline: bodyDeadline,
-		ready:        make(chan struct{}),
-		stop:         make(chan struct{}),
+		listen:        o.Listen,
+		botName:       o.BotName,
+		history:       o.History,
+		log:           o.Logger,
+		streams:       make(chan struct{}, defaultMaxStreams),
+		keepAlive:     15 * time.Second,
+		streamMaxAge:  30 * time.Minute,
+		bodyDeadline:  bodyDeadline,
+		stallDeadline: writeDeadline,
+		maxConns:      defaultMaxConns,
+		ready:         make(chan struct{}),
+		stop:          make(chan struct{}),
 	}
 	if a.botName == "" {
 		a.botName = defaultBotName
@@ -178,10 +192,11 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		ConnState:         adapters.LimitConnState(a.connState),
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(adapters.LimitListener(ln, a.maxConns)) }()
 
 	select {
 	case err := <-served:

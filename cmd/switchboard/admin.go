@@ -89,7 +89,7 @@ func startAdmin(addr string, g *gateway.Gateway, st *store.Store, workers func(c
 		}
 	})
 	a := &admin{ln: ln, done: make(chan error, 1),
-		srv: &http.Server{Handler: loopbackOnly(ln.Addr(), mux), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
+		srv: &http.Server{Handler: loopbackOnly(ln.Addr(), adminHeaders(mux)), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
 	go func() { a.done <- a.srv.Serve(ln) }()
 	log.Info("admin listening", "addr", ln.Addr().String(), "metrics", "http://"+ln.Addr().String()+"/metrics",
 		"status", "http://"+ln.Addr().String()+"/")
@@ -110,6 +110,27 @@ func loopbackOnly(addr net.Addr, next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("forbidden: host %q not allowed: the admin listener is on loopback; open it through 127.0.0.1 or localhost", r.Host), http.StatusForbidden)
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusCSP is the status page's Content-Security-Policy: it shows text
+// that others wrote (adapter errors, chat ids, tool names, failed turns'
+// errors), escaped by html/template; should escaping ever miss, no script
+// runs, nothing is loaded from elsewhere, and no other site frames it. The
+// page has no script; its styles are inline.
+const statusCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// adminHeaders adds the headers every admin response carries: no content
+// sniffing (a JSON or text body is never run as HTML), and the status
+// page's policy.
+func adminHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", statusCSP)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
 }

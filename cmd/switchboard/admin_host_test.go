@@ -58,3 +58,40 @@ func TestAdminRefusesRebindingHost(t *testing.T) {
 		}
 	}
 }
+
+// The status page shows text others wrote (adapter errors, chat ids, tool
+// names, failed turns' errors). Besides html/template's escaping, its
+// responses say: run no script, load nothing from elsewhere, never be
+// framed, never sniff a JSON or text body as HTML.
+func TestAdminSecurityHeaders(t *testing.T) {
+	dir := t.TempDir()
+	st := openDB(t, dir)
+	g, err := gateway.New(gateway.Options{Store: st, Agent: agent.Spec{Command: []string{"true"}}, DataDir: dir, Operator: "root", Timezone: "UTC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := startAdmin("127.0.0.1:0", g, st, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.stop()
+	for _, path := range []string{"/", "/readyz", "/healthz", "/metrics", "/nope"} {
+		resp, err := http.Get("http://" + adm.ln.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s: X-Content-Type-Options %q, want nosniff", path, got)
+		}
+		csp := resp.Header.Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("GET %s: Content-Security-Policy %q lacks %q", path, csp, want)
+			}
+		}
+		if strings.Contains(csp, "script-src") {
+			t.Errorf("GET %s: Content-Security-Policy %q allows scripts; the status page has none", path, csp)
+		}
+	}
+}

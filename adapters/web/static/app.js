@@ -475,7 +475,12 @@
   // ---- wiring --------------------------------------------------------
 
   function initialRoom() {
-    const fromHash = decodeURIComponent(location.hash.slice(1));
+    let fromHash = "";
+    try {
+      fromHash = decodeURIComponent(location.hash.slice(1));
+    } catch {
+      // not valid percent-encoding ("#%E0"): no room named there
+    }
     if (ROOM_RE.test(fromHash)) return fromHash;
     const fromQuery = new URLSearchParams(location.search).get("room");
     if (fromQuery && ROOM_RE.test(fromQuery)) return fromQuery;
