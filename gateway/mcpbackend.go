@@ -53,7 +53,7 @@ type mcpDeps struct {
 // mcpOutbox is the outbox as the tools use it.
 type mcpOutbox interface {
 	send(ctx context.Context, req ops.SendRequest) (store.OutboxItem, error)
-	await(key string) <-chan struct{}
+	await(key string) (settled <-chan struct{}, forget func())
 }
 
 // mcpIntake is intake as the tools use it.
@@ -116,8 +116,11 @@ func (b mcpMessenger) Send(ctx context.Context, folder groups.Folder, m ipc.Outg
 func (b mcpMessenger) awaitDelivery(ctx context.Context, it store.OutboxItem) ipc.Sent {
 	deadline := time.NewTimer(sendWait)
 	defer deadline.Stop()
+	forget := func() {}
+	defer func() { forget() }() // the last wait; the ones before it were settled
 	for {
-		settled := b.outbox.await(it.Key) // before reading: no wake-up is missed
+		var settled <-chan struct{}
+		settled, forget = b.outbox.await(it.Key) // before reading: no wake-up is missed
 		if cur, err := b.st.OutboxByKey(ctx, it.Key); err == nil {
 			it = cur
 		}

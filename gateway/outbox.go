@@ -447,8 +447,10 @@ func (o *outbox) pausedUntil(platform string) time.Time {
 }
 
 // await returns a channel closed when the item with key is next settled
-// (sent, failed, or put back for a retry).
-func (o *outbox) await(key string) <-chan struct{} {
+// (sent, failed, or put back for a retry), and forget, which the waiter
+// calls when it stops waiting: a wait it gave up on, or one for an item
+// that had settled already, is not kept.
+func (o *outbox) await(key string) (settled <-chan struct{}, forget func()) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	ch, ok := o.waiters[key]
@@ -456,7 +458,13 @@ func (o *outbox) await(key string) <-chan struct{} {
 		ch = make(chan struct{})
 		o.waiters[key] = ch
 	}
-	return ch
+	return ch, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.waiters[key] == ch {
+			delete(o.waiters, key)
+		}
+	}
 }
 
 func (o *outbox) finished(key string) {

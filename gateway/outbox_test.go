@@ -12,6 +12,7 @@ import (
 	"switchboard/groups"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
+	"switchboard/ipc"
 	"switchboard/ops"
 	"switchboard/store"
 )
@@ -222,4 +223,25 @@ func TestOutboxClaimsOnlyWhatItSends(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestMCPSendsLeaveNoWaiters: every send an agent makes over MCP waits for
+// the platform's answer; once it has it, nothing of the wait is kept. A
+// gateway that runs for months makes millions of them.
+func TestMCPSendsLeaveNoWaiters(t *testing.T) {
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "cat >/dev/null; echo ran")})
+	ctx := context.Background()
+	const n = 50
+	for i := range n {
+		sent, err := h.g.backend.Send(ctx, "main", ipc.Outgoing{Chat: testChat, Text: fmt.Sprintf("note %d", i), Kind: store.OutboxSend})
+		if err != nil || sent.Status != ipc.SentOK {
+			t.Fatalf("send %d: %+v %v", i, sent, err)
+		}
+	}
+	h.g.outbox.mu.Lock()
+	left := len(h.g.outbox.waiters)
+	h.g.outbox.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d waits kept after %d sends that were all delivered; want 0", left, n)
+	}
 }

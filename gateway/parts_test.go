@@ -287,7 +287,7 @@ func (o *outboxFake) send(_ context.Context, r ops.SendRequest) (store.OutboxIte
 	o.sent = append(o.sent, r)
 	return store.OutboxItem{Key: r.Key, Status: store.OutboxSent}, nil
 }
-func (o *outboxFake) await(string) <-chan struct{} { return make(chan struct{}) }
+func (o *outboxFake) await(string) (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
 
 type intakeFake struct{}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -90,7 +91,7 @@ func (c *liveConfig) reload(ctx context.Context) error {
 }
 
 // setupGroups creates the working directory and .mcp.json of each folder
-// this process has not set up yet, several at a time: with a thousand
+// this process has not set up yet (since it was last added), several at a time: with a thousand
 // groups on a slow disk one after the other takes seconds.
 func (c *liveConfig) setupGroups(folders []groups.Folder) {
 	if c.setUp == nil {
@@ -121,6 +122,13 @@ func (c *liveConfig) setupGroups(folders []groups.Folder) {
 		if done[i] {
 			c.setUp[f] = true
 		}
+	}
+	if len(c.setUp) > len(folders) { // forget removed groups: one added again is set up again
+		current := make(map[groups.Folder]bool, len(folders))
+		for _, f := range folders {
+			current[f] = true
+		}
+		maps.DeleteFunc(c.setUp, func(f groups.Folder, _ bool) bool { return !current[f] })
 	}
 }
 

@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"switchboard/groups"
@@ -60,5 +63,42 @@ func TestLiveConfigReload(t *testing.T) {
 	fake.rev = 2
 	if stale, _ := c.stale(ctx); !stale {
 		t.Error("not stale after the revision moved")
+	}
+}
+
+// TestRemovedGroupSetUpAgain: what the reloads remember as set up does not
+// grow with every group ever added and removed, and a group removed (its
+// folder then deleted) and added again is set up again by the reload.
+func TestRemovedGroupSetUpAgain(t *testing.T) {
+	dir := t.TempDir()
+	fake := &configFake{rev: 1, groups: []groups.Folder{"main", "temp"}}
+	c := &liveConfig{st: fake, mcp: fake, layout: groups.Layout{DataDir: dir}, exe: "switchboard", log: slog.New(slog.DiscardHandler),
+		loadBudgets: func(context.Context) error { return nil }, wakeScheduler: func() {}}
+	ctx := context.Background()
+	if err := c.reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mcpJSON := filepath.Join(c.layout.Dir("temp"), ".mcp.json")
+	if _, err := os.Stat(mcpJSON); err != nil {
+		t.Fatalf("temp not set up: %v", err)
+	}
+	for i := range 100 {
+		fake.groups = []groups.Folder{"main", groups.Folder(fmt.Sprintf("g%d", i))}
+		if err := c.reload(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.setUp) > 2 {
+		t.Errorf("%d folders remembered as set up after 100 groups added and removed; want the 2 current", len(c.setUp))
+	}
+	if err := os.RemoveAll(c.layout.Dir("temp")); err != nil {
+		t.Fatal(err)
+	}
+	fake.groups = []groups.Folder{"main", "temp"}
+	if err := c.reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mcpJSON); err != nil {
+		t.Errorf("temp added again is not set up again: %v", err)
 	}
 }

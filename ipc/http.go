@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,12 @@ type HTTPOptions struct {
 	// SessionIdleTTL forgets a legacy (initialize-handshake) HTTP session
 	// idle this long (default 30m).
 	SessionIdleTTL time.Duration
+	// MaxSessions bounds a group's legacy HTTP sessions (default 1000):
+	// a client that initializes again and again without DELETE would
+	// otherwise keep each one in memory for SessionIdleTTL. Past it, the
+	// group's session used longest ago that serves no request is ended
+	// (its next request gets 404, and an MCP client initializes again).
+	MaxSessions int
 	// BodyTimeout bounds reading a request once its headers are in
 	// (default 30s): a body that trickles in is cut off, also one without a
 	// token. The deadline is lifted once an authenticated request's body is
@@ -71,8 +78,9 @@ type httpCall struct {
 
 // httpSess is an HTTP session of a group, as list_changed sees it.
 type httpSess struct {
-	requests int  // requests being served on it (a listen stream is one)
-	legacy   bool // registered after an initialize handshake (until swept)
+	requests int       // requests being served on it (a listen stream is one)
+	legacy   bool      // registered after an initialize handshake (until swept)
+	used     time.Time // when a request on it last started or ended
 }
 
 // HTTPHandler returns the Streamable HTTP endpoint (served at HTTPPath).
@@ -92,6 +100,9 @@ func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 	if opt.BodyTimeout <= 0 {
 		opt.BodyTimeout = 30 * time.Second
 	}
+	if opt.MaxSessions <= 0 {
+		opt.MaxSessions = 1000
+	}
 	h := &httpHandler{s: s, opt: opt, fails: failLimiter{burst: float64(opt.FailBurst), every: opt.FailEvery, now: time.Now}}
 	h.streamable = server.NewStreamableHTTPServer(s.mcp,
 		server.WithEndpointPath(HTTPPath),
@@ -110,6 +121,9 @@ type httpHandler struct {
 	opt        HTTPOptions
 	streamable *server.StreamableHTTPServer
 	fails      failLimiter
+
+	ended       int       // sessions endOldSessions ended since it last logged; Server.mu
+	endedLogged time.Time // when it last logged; Server.mu
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -192,13 +206,72 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.mu.Lock()
 		if hs := g.http[c.sess]; hs != nil {
 			hs.requests--
+			hs.used = time.Now()
 			if hs.requests <= 0 && !hs.legacy {
 				delete(g.http, c.sess)
 			}
 		}
 		h.s.mu.Unlock()
 	}
+	if r.Header.Get(server.HeaderKeySessionID) == "" && r.Method == http.MethodPost {
+		h.endOldSessions(g) // it may have made a session (initialize)
+	}
 }
+
+// endOldSessions ends g's idle legacy sessions used longest ago while it
+// has more than MaxSessions, as a DELETE from their client would.
+func (h *httpHandler) endOldSessions(g *group) {
+	h.s.mu.Lock()
+	var idle []server.ClientSession
+	legacy := 0
+	for cs, hs := range g.http {
+		if hs.legacy {
+			legacy++
+			if hs.requests <= 0 {
+				idle = append(idle, cs)
+			}
+		}
+	}
+	over := legacy - h.opt.MaxSessions
+	if over <= 0 {
+		h.s.mu.Unlock()
+		return
+	}
+	slices.SortFunc(idle, func(a, b server.ClientSession) int { return g.http[a].used.Compare(g.http[b].used) })
+	idle = idle[:min(over, len(idle))]
+	ids := make([]string, len(idle))
+	for i, cs := range idle {
+		ids[i] = cs.SessionID()
+	}
+	h.s.mu.Unlock()
+	for _, id := range ids {
+		req, err := http.NewRequest(http.MethodDelete, HTTPPath, nil)
+		if err != nil {
+			continue
+		}
+		req.Header.Set(server.HeaderKeySessionID, id)
+		h.streamable.ServeHTTP(discardResponse{}, req)
+	}
+	h.s.mu.Lock()
+	h.ended += len(ids)
+	ended, now := h.ended, time.Now()
+	logNow := now.Sub(h.endedLogged) >= time.Minute // a client that keeps at it is told of once a minute
+	if logNow {
+		h.ended, h.endedLogged = 0, now
+	}
+	h.s.mu.Unlock()
+	if logNow {
+		h.s.log.Warn("mcp http sessions ended: their group had too many open (a client that initializes without DELETE?)",
+			"folder", g.folder, "ended", ended, "max_sessions", h.opt.MaxSessions)
+	}
+}
+
+// discardResponse is the response of a DELETE the gateway makes itself.
+type discardResponse struct{}
+
+func (discardResponse) Header() http.Header         { return http.Header{} }
+func (discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (discardResponse) WriteHeader(int)             {}
 
 // token returns the folder of the request's bearer token: an error
 // wrapping ErrBadToken when the token is missing or not valid, any other
@@ -239,6 +312,7 @@ func (h *httpHandler) withSession(ctx context.Context, _ *http.Request) context.
 		c.g.http[cs] = hs
 	}
 	hs.requests++
+	hs.used = time.Now()
 	h.s.mu.Unlock()
 	return ctx
 }
@@ -259,7 +333,7 @@ func (s *Server) sessionRegistered(ctx context.Context, cs server.ClientSession)
 		hs = &httpSess{}
 		c.g.http[cs] = hs
 	}
-	hs.legacy = true
+	hs.legacy, hs.used = true, time.Now()
 	s.httpBound[cs.SessionID()] = c.g
 }
 

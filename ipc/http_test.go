@@ -463,3 +463,36 @@ func postWith(t testing.TB, hc *http.Client, url, token, session, body string) *
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp
 }
+
+// TestHTTPAbandonedSessionsBounded: a client that initializes a legacy
+// session again and again and never DELETEs one (each would be kept for
+// the idle TTL, 30 minutes) does not grow its group's sessions without
+// bound: past the limit the sessions used longest ago end (404: an MCP
+// client initializes again), and the newest still serve.
+func TestHTTPAbandonedSessionsBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	u := h.mcpURL(t)
+	tok := h.token(t, "acme")
+	const limit = 1000 // ipc.HTTPOptions.MaxSessions' default
+	var ids []string
+	for i := range limit + 50 {
+		resp := post(t, u, tok, "", initBody, nil)
+		id := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != http.StatusOK || id == "" {
+			t.Fatalf("initialize %d: status %d, session %q", i+1, resp.StatusCode, id)
+		}
+		ids = append(ids, id)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if resp := post(t, u, tok, ids[0], list, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the oldest of %d abandoned sessions: status %d, want 404 (ended)", len(ids), resp.StatusCode)
+	}
+	if resp := post(t, u, tok, ids[len(ids)-1], list, nil); resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Errorf("the newest session: status %d (%s), want 200", resp.StatusCode, b)
+	}
+	// The oldest still inside the limit serves too.
+	if resp := post(t, u, tok, ids[len(ids)-limit+1], list, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("a session inside the limit: status %d, want 200", resp.StatusCode)
+	}
+}

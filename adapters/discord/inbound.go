@@ -60,6 +60,14 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 		defer a.survive("ThreadCreate")
 		a.learnChannel(c.Channel)
 	})
+	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadDelete) {
+		defer a.survive("ThreadDelete")
+		a.forgetChannel(c.Channel)
+	})
+	s.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelDelete) {
+		defer a.survive("ChannelDelete")
+		a.forgetChannel(c.Channel)
+	})
 	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
 		defer a.survive("MessageCreate")
 		if ev, ok := a.message(ctx, m.Message, adapters.KindMessage); ok {
@@ -276,7 +284,10 @@ func (a *Adapter) reaction(ctx context.Context, host adapters.Host, r *discordgo
 func (a *Adapter) place(ctx context.Context, guild, channel string) (adapters.JID, string) {
 	if guild == "" {
 		a.mu.Lock()
-		a.homes[channel] = "" // a DM channel: replies need not ask (address)
+		if _, ok := a.homes[channel]; !ok {
+			forgetHalf(a.homes)
+			a.homes[channel] = "" // a DM channel: replies need not ask (address)
+		}
 		a.mu.Unlock()
 		return chatJID("", channel), ""
 	}
@@ -310,10 +321,49 @@ func (a *Adapter) learnChannel(c *discordgo.Channel) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c.IsThread() {
+		if _, ok := a.parents[c.ID]; !ok {
+			forgetHalf(a.parents)
+		}
 		a.parents[c.ID] = parent{guild: c.GuildID, channel: c.ParentID}
 		return
 	}
+	if _, ok := a.homes[c.ID]; !ok {
+		forgetHalf(a.homes)
+	}
 	a.homes[c.ID] = c.GuildID
+}
+
+// forgetChannel forgets a deleted channel or thread.
+func (a *Adapter) forgetChannel(c *discordgo.Channel) {
+	if c == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.parents, c.ID)
+	delete(a.homes, c.ID)
+}
+
+// maxPlaces bounds the channels and the threads the adapter remembers
+// (each map): they grow with every DM and thread the bot ever sees. One
+// forgotten is asked for again (place, lookup); a forgotten thread is not
+// backfilled unless its server's next GUILD_CREATE lists it again.
+const maxPlaces = 50_000
+
+// forgetHalf makes room for one more entry in m (the caller holds a.mu):
+// full, it forgets about half of it, whichever Go's map order visits first.
+func forgetHalf[V any](m map[string]V) {
+	if len(m) < maxPlaces {
+		return
+	}
+	drop := len(m) / 2
+	for k := range m {
+		if drop == 0 {
+			return
+		}
+		delete(m, k)
+		drop--
+	}
 }
 
 // learnGuild remembers the guild's threads and the bot's managed role.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,5 +84,42 @@ func TestBrowserDeletesMessage(t *testing.T) {
 	b.WaitFor("the person's message after a reload", `document.querySelectorAll(".msg").length === 1`)
 	if got := evalString(t, b, `Array.from(document.querySelectorAll(".msg .text"), t => t.textContent).join("|")`); got != "run the long job" {
 		t.Errorf("after a reload the page shows %q; want only the person's message", got)
+	}
+}
+
+// TestEditEventsKeptForBoundedRooms: a gateway that runs for months sees
+// edits and deletes in ever new rooms; the events kept for pages that
+// connect later must not grow with every room ever edited. The room edited
+// last still replays its delete to a page that connects after it.
+func TestEditEventsKeptForBoundedRooms(t *testing.T) {
+	s := start(t, nil)
+	const rooms = 5 * maxEditRooms
+	for i := range rooms {
+		chat := adapters.JID(fmt.Sprintf("web:old-%d", i))
+		s.a.hub.edit(chat, draftView{Type: "delete", Turn: "edit:b-1", ID: "b-1"})
+	}
+	chat := adapters.JID("web:lobby")
+	id, err := s.a.SendButtons(t.Context(), adapters.Outbound{Chat: chat, Text: "Working on it. Press Stop to stop."},
+		[]adapters.Button{{Label: "Stop", Data: "stop:7", Style: adapters.StyleDanger}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.a.Delete(t.Context(), adapters.MessageRef{Chat: chat, ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	s.a.hub.mu.Lock()
+	kept := len(s.a.hub.edits)
+	s.a.hub.mu.Unlock()
+	if kept > maxEditRooms {
+		t.Errorf("edit events kept for %d rooms after edits in %d; want at most %d", kept, rooms+1, maxEditRooms)
+	}
+	events := watchEdits(t, s)
+	var got []draftView
+	testwait.For(t, 5*time.Second, "the delete replayed to a page that connected after it", func() bool {
+		got = events()
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0].Type != "delete" || got[0].ID != id {
+		t.Errorf("events %+v; want one delete of %s", got, id)
 	}
 }

@@ -69,12 +69,26 @@ type hub struct {
 	drafts map[adapters.JID]map[string]draftView // by turn: what a page that connects now gets
 	// edits are the latest edit and delete events of each chat (at most
 	// maxEdits, one per message), replayed to a page that connects: it may
-	// have read the message before the edit and connected after it.
-	edits map[adapters.JID][]draftView
+	// have read the message before the edit and connected after it. Only
+	// the maxEditRooms chats edited last keep theirs.
+	edits    map[adapters.JID]*roomEdits
+	editTick uint64 // counts edits: roomEdits.tick orders the chats
 }
 
-// maxEdits bounds the edit events kept per chat for pages that connect.
-const maxEdits = 32
+// roomEdits are one chat's kept edit events and when it was last edited.
+type roomEdits struct {
+	events []draftView
+	tick   uint64
+}
+
+const (
+	// maxEdits bounds the edit events kept per chat for pages that connect.
+	maxEdits = 32
+	// maxEditRooms bounds the chats whose edit events are kept: past it,
+	// the half edited longest ago are forgotten (a page reconnecting there
+	// reads the history, which has the edits, but not the events).
+	maxEditRooms = 1024
+)
 
 // subscriber is one open event stream; wake has room for one pending signal,
 // so many Stored calls between two reads coalesce into one. drafts (guarded
@@ -92,7 +106,9 @@ func (h *hub) subscribe(chat adapters.JID) *subscriber {
 	for _, d := range h.drafts[chat] {
 		s.drafts = append(s.drafts, d)
 	}
-	s.drafts = append(s.drafts, h.edits[chat]...)
+	if e := h.edits[chat]; e != nil {
+		s.drafts = append(s.drafts, e.events...)
+	}
 	subs := h.rooms[chat]
 	if subs == nil {
 		subs = make(map[*subscriber]struct{})
@@ -169,17 +185,46 @@ func (h *hub) edit(chat adapters.JID, d draftView) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.edits == nil {
-		h.edits = map[adapters.JID][]draftView{}
+		h.edits = map[adapters.JID]*roomEdits{}
 	}
-	kept := slices.DeleteFunc(h.edits[chat], func(e draftView) bool { return e.Turn == d.Turn })
+	e := h.edits[chat]
+	if e == nil {
+		h.forgetOldEdits()
+		e = &roomEdits{}
+		h.edits[chat] = e
+	}
+	h.editTick++
+	e.tick = h.editTick
+	kept := slices.DeleteFunc(e.events, func(e draftView) bool { return e.Turn == d.Turn })
 	if len(kept) >= maxEdits {
 		kept = kept[1:]
 	}
-	h.edits[chat] = append(kept, d)
+	e.events = append(kept, d)
 	for s := range h.rooms[chat] {
 		s.put(d)
 	}
 	h.wakeLocked(chat)
+}
+
+// forgetOldEdits makes room for one more chat's edit events: with
+// maxEditRooms kept, it forgets the half edited longest ago (so a chat
+// never seen before costs a sort only once per maxEditRooms/2 of them);
+// the caller holds h.mu.
+func (h *hub) forgetOldEdits() {
+	if len(h.edits) < maxEditRooms {
+		return
+	}
+	ticks := make([]uint64, 0, len(h.edits))
+	for _, e := range h.edits {
+		ticks = append(ticks, e.tick)
+	}
+	slices.Sort(ticks)
+	oldest := ticks[len(ticks)/2] // keep the newer half
+	for chat, e := range h.edits {
+		if e.tick < oldest {
+			delete(h.edits, chat)
+		}
+	}
 }
 
 // takeDrafts returns and clears the drafts s has not written yet.
