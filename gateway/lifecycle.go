@@ -324,25 +324,9 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 // cost spent again). It gives up, returning the last error, only when ctx
 // ends: the next start then counts the turn as interrupted.
 func (t *turns) finish(ctx context.Context, what string, b store.Batch, turn store.Turn, out []store.OutboxItem, retryAt time.Time) error {
-	wait := recordRetryFirst
-	for {
-		err := t.st.FinishBatch(context.WithoutCancel(ctx), b, turn, out, retryAt)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			t.log.Error(what, "folder", b.Folder, "turn", turn.ID, "err", err)
-			return err
-		}
-		t.log.Error(what+"; retrying", "folder", b.Folder, "turn", turn.ID, "wait", wait, "err", err)
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-		case <-timer.C:
-		}
-		wait = min(2*wait, recordRetryMax)
-	}
+	return recordUntil(ctx, t.log, what, func(ctx context.Context) error {
+		return t.st.FinishBatch(ctx, b, turn, out, retryAt)
+	}, "folder", b.Folder, "turn", turn.ID)
 }
 
 // turnFailed records a failed attempt, tells the chat (rate-limited), and

@@ -490,17 +490,36 @@ func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Durat
 // when ctx ends (the next start settles the row, store.RecoverOutbox) and
 // reports whether the outcome was recorded.
 func (o *outbox) record(ctx context.Context, what string, it store.OutboxItem, write func(context.Context) error) bool {
+	return recordUntil(ctx, o.log, what, write, "jid", it.ChatJID, "outbox", it.ID) == nil
+}
+
+// paceSlack is the wait for an adapter's pacing (adapters.Pacer) that an
+// item is claimed through: shorter than a write to defer it.
+const paceSlack = 50 * time.Millisecond
+
+// The waits between attempts to record an outcome (recordUntil).
+const (
+	recordRetryFirst = 100 * time.Millisecond
+	recordRetryMax   = 10 * time.Second
+)
+
+// recordUntil writes an outcome the store must hold (a turn's record, a
+// delivery's), again and again while the store refuses it, the waits
+// doubling from recordRetryFirst to recordRetryMax, each failure logged
+// as what with attrs. It gives up only when ctx ends, returning the last
+// error; the write itself runs without ctx's cancellation.
+func recordUntil(ctx context.Context, log *slog.Logger, what string, write func(context.Context) error, attrs ...any) error {
 	wait := recordRetryFirst
 	for {
 		err := write(context.WithoutCancel(ctx))
 		if err == nil {
-			return true
+			return nil
 		}
 		if ctx.Err() != nil {
-			o.log.Error(what, "jid", it.ChatJID, "outbox", it.ID, "err", err)
-			return false
+			log.Error(what, append(attrs, "err", err)...)
+			return err
 		}
-		o.log.Error(what+"; retrying", "jid", it.ChatJID, "outbox", it.ID, "wait", wait, "err", err)
+		log.Error(what+"; retrying", append(attrs, "wait", wait, "err", err)...)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -510,16 +529,6 @@ func (o *outbox) record(ctx context.Context, what string, it store.OutboxItem, w
 		wait = min(2*wait, recordRetryMax)
 	}
 }
-
-// paceSlack is the wait for an adapter's pacing (adapters.Pacer) that an
-// item is claimed through: shorter than a write to defer it.
-const paceSlack = 50 * time.Millisecond
-
-// The waits between attempts to record a delivery's outcome.
-const (
-	recordRetryFirst = 100 * time.Millisecond
-	recordRetryMax   = 10 * time.Second
-)
 
 func (o *outbox) fail(ctx context.Context, it store.OutboxItem, cause error) {
 	o.deliveries.WithLabelValues(o.adapters.platformLabel(it.ChatJID), "failed").Inc()
