@@ -12,21 +12,24 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/internal/testenv"
 	"switchboard/internal/testwait"
 )
 
-// smallDisk mounts a tmpfs of size bytes at path until the test ends; it
-// skips the test where it cannot (not root, no mount namespace rights).
+// smallDisk mounts a tmpfs of size bytes at path until the test ends.
+// Where it cannot (not root, no right to mount) the test is unavailable:
+// skipped outside CI, failed with CI set (make test runs as root, as it
+// must to install the tests' packages).
 func smallDisk(t *testing.T, path string, size int) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs as a full disk")
+		testenv.Unavailable(t, "mounting a small tmpfs as a full disk needs root (run the tests as root)")
 	}
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Mount("tmpfs", path, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Skipf("mount a tmpfs: %v", err)
+		testenv.Unavailable(t, "mount a tmpfs at %s: %v (the tests need the right to mount: run them as root, outside a container that forbids it)", path, err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(path, syscall.MNT_DETACH) })
 }
