@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -241,34 +240,15 @@ func TestEventsAPIConnectionCap(t *testing.T) {
 	s := slacktest.New(t)
 	a := slack.New(slack.Options{BotToken: slacktest.BotToken, Mode: slack.ModeEvents, SigningSecret: slacktest.Secret,
 		Listen: "127.0.0.1:0", APIURL: s.URL(), EventsReadTimeout: 100 * time.Millisecond, EventsMaxConns: 3})
-	var mu sync.Mutex
-	open, peak, accepted := 0, 0, 0
-	changed := make(chan struct{}, 100)
-	a.SetConnStateHook(func(_ net.Conn, st http.ConnState) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch st {
-		case http.StateNew:
-			open++
-			accepted++
-			peak = max(peak, open)
-		case http.StateClosed, http.StateHijacked:
-			open--
-		}
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	})
+	conns := adaptertest.NewConns()
+	a.SetConnStateHook(conns.State)
 	adaptertest.Start(t, a, adaptertest.NewHost())
 	for range 8 {
 		trickle(t, a.Addr().String())
 	}
 	deadline := time.After(20 * time.Second)
 	for {
-		mu.Lock()
-		n, p := accepted, peak
-		mu.Unlock()
+		n, p := conns.Counts()
 		if n == 8 {
 			if p > 3 {
 				t.Errorf("%d connections were open at once; want at most 3", p)
@@ -276,7 +256,7 @@ func TestEventsAPIConnectionCap(t *testing.T) {
 			return
 		}
 		select {
-		case <-changed:
+		case <-conns.Changed():
 		case <-deadline:
 			t.Fatalf("%d of 8 connections accepted (peak %d)", n, p)
 		}

@@ -605,38 +605,22 @@ func TestWebhookConnectionCap(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), WebhookURL: "https://bot.example.com/tg", Listen: addr, Secret: "s3cret"})
-	var mu sync.Mutex
-	open, peak, accepted := 0, 0, 0
+	conns := adaptertest.NewConns()
 	a.webhookConns = 3
-	a.connState = func(_ net.Conn, st http.ConnState) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch st {
-		case http.StateNew:
-			open++
-			accepted++
-			peak = max(peak, open)
-		case http.StateClosed, http.StateHijacked:
-			open--
-		}
-	}
-	counts := func() (int, int) {
-		mu.Lock()
-		defer mu.Unlock()
-		return accepted, peak
-	}
+	a.connState = conns.State
+	counts := conns.Counts
 	adaptertest.Start(t, a, adaptertest.NewHost())
 	testwait.For(t, 10*time.Second, "the webhook listening", func() bool { _, set := f.Webhook(); return set != "" })
-	var conns []net.Conn
+	var clients []net.Conn
 	for range 5 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		conns = append(conns, c)
+		clients = append(clients, c)
 	}
 	testwait.For(t, 10*time.Second, "three connections accepted", func() bool { n, _ := counts(); return n >= 3 })
-	for _, c := range conns {
+	for _, c := range clients {
 		c.Close()
 	}
 	testwait.For(t, 10*time.Second, "all five connections accepted", func() bool { n, _ := counts(); return n == 5 })

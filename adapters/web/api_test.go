@@ -489,38 +489,22 @@ func TestStalledReaderClosedAtDeadline(t *testing.T) {
 // accepted, so that idle connections cannot take every file descriptor of
 // the gateway. Five idle clients are served three at a time.
 func TestConnectionCap(t *testing.T) {
-	var mu sync.Mutex
-	open, peak, accepted := 0, 0, 0
+	conns := adaptertest.NewConns()
 	s := start(t, func(a *Adapter) {
 		a.maxConns = 3
-		a.connState = func(_ net.Conn, st http.ConnState) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch st {
-			case http.StateNew:
-				open++
-				accepted++
-				peak = max(peak, open)
-			case http.StateClosed, http.StateHijacked:
-				open--
-			}
-		}
+		a.connState = conns.State
 	})
-	counts := func() (int, int) {
-		mu.Lock()
-		defer mu.Unlock()
-		return accepted, peak
-	}
-	var conns []net.Conn
+	counts := conns.Counts
+	var clients []net.Conn
 	for range 5 {
 		c, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		conns = append(conns, c)
+		clients = append(clients, c)
 	}
 	testwait.For(t, 10*time.Second, "three connections accepted", func() bool { n, _ := counts(); return n >= 3 })
-	for _, c := range conns {
+	for _, c := range clients {
 		c.Close() // frees the slots: the waiting two are accepted and end
 	}
 	testwait.For(t, 10*time.Second, "all five connections accepted", func() bool { n, _ := counts(); return n == 5 })
