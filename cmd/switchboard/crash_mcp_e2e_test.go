@@ -110,35 +110,7 @@ func TestE2ECrashRecoveryDemoAgent(t *testing.T) {
 		fmt.Fprintf(&routes, "  - {match: {platform: web, room: r%d}, target: f%d}\n", r, r%4)
 	}
 	dir := newE2E(t, e2eConfig{command: `["switchboard", "demo-agent"]`, groups: groups, routes: routes.String()})
-	const total = 400
-	acked := map[int]bool{}
-	remaining := make([]int, total)
-	for i := range remaining {
-		remaining[i] = i
-	}
-	var g *gw
-	for phase := 0; ; phase++ {
-		g = startGW(t, dir)
-		killAt := 0
-		if phase < 3 {
-			killAt = 1 + rng.IntN(max(1, len(remaining)/2))
-		}
-		for _, k := range postConcurrently(t, g, remaining, killAt) {
-			acked[k] = true
-		}
-		var left []int
-		for _, k := range remaining {
-			if !acked[k] {
-				left = append(left, k)
-			}
-		}
-		t.Logf("phase %d: kill after %d acks; %d left", phase, killAt, len(left))
-		remaining = left
-		if phase >= 3 {
-			break
-		}
-		testwait.For(t, 10*time.Second, "the killed gateway to exit", func() bool { return !g.alive() })
-	}
+	g, acked := crashPhases(t, rng, dir, 400, 3)
 	// Every acknowledged message answered once, by the last gateway.
 	count := func() map[int]int {
 		answered := map[int]int{}

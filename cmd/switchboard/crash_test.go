@@ -51,38 +51,7 @@ func TestE2ECrashRecovery(t *testing.T) {
 	}
 	dir := newE2E(t, e2eConfig{agent: ackAgent, groups: groups, routes: routes.String()})
 
-	acked := map[int]bool{}
-	remaining := make([]int, crashMessages)
-	for i := range remaining {
-		remaining[i] = i
-	}
-	const kills = 3
-	var g *gw
-	for phase := 0; ; phase++ {
-		g = startGW(t, dir)
-		killAt := 0
-		if phase < kills {
-			killAt = 1 + rng.IntN(max(1, len(remaining)/2))
-		}
-		got := postConcurrently(t, g, remaining, killAt)
-		for _, k := range got {
-			acked[k] = true
-		}
-		var left []int
-		for _, k := range remaining {
-			if !acked[k] {
-				left = append(left, k)
-			}
-		}
-		t.Logf("phase %d: kill after %d acks; %d acked, %d left", phase, killAt, len(got), len(left))
-		remaining = left
-		if phase >= kills {
-			break
-		}
-		if killAt > 0 {
-			testwait.For(t, 10*time.Second, "the killed gateway to exit", func() bool { return !g.alive() })
-		}
-	}
+	g, acked := crashPhases(t, rng, dir, crashMessages, 3)
 	if len(acked) != crashMessages {
 		t.Fatalf("%d of %d messages acknowledged after the last, uninterrupted phase", len(acked), crashMessages)
 	}
@@ -220,4 +189,43 @@ func postConcurrently(t *testing.T, g *gw, ks []int, killAt int) []int {
 	wg.Wait()
 	slices.Sort(acked)
 	return acked
+}
+
+// crashPhases posts messages 0..total-1 concurrently to the gateway of
+// dir (postConcurrently), SIGKILLing it after a random number of
+// acknowledgements in each of the first kills phases and restarting it,
+// then posts what is left once more, uninterrupted. It returns the last
+// gateway, running, and the messages acknowledged (202) in any phase.
+func crashPhases(t *testing.T, rng *rand.Rand, dir string, total, kills int) (*gw, map[int]bool) {
+	t.Helper()
+	acked := map[int]bool{}
+	remaining := make([]int, total)
+	for i := range remaining {
+		remaining[i] = i
+	}
+	for phase := 0; ; phase++ {
+		g := startGW(t, dir)
+		killAt := 0
+		if phase < kills {
+			killAt = 1 + rng.IntN(max(1, len(remaining)/2))
+		}
+		got := postConcurrently(t, g, remaining, killAt)
+		for _, k := range got {
+			acked[k] = true
+		}
+		var left []int
+		for _, k := range remaining {
+			if !acked[k] {
+				left = append(left, k)
+			}
+		}
+		t.Logf("phase %d: kill after %d acks; %d acked, %d left", phase, killAt, len(got), len(left))
+		remaining = left
+		if phase >= kills {
+			return g, acked
+		}
+		if killAt > 0 {
+			testwait.For(t, 10*time.Second, "the killed gateway to exit", func() bool { return !g.alive() })
+		}
+	}
 }
