@@ -229,7 +229,9 @@ func TestRemoteOutcomeOnce(t *testing.T) {
 	}
 	// A worker that takes the job answers twice.
 	cons := fakeWorker(t, nc, "a")
+	published := make(chan struct{})
 	go func() {
+		defer close(published)
 		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
 		if err != nil {
 			return
@@ -246,6 +248,10 @@ func TestRemoteOutcomeOnce(t *testing.T) {
 		l := logs.String() // dropped while the first is handed over, or after
 		return (strings.Contains(l, "no longer waited for; dropped") || strings.Contains(l, "already answered; dropped")) && strings.Contains(l, "turn=t-4")
 	})
+	// The runner can log the drop before the publisher has the stream's
+	// acknowledgement: the test's end closes the connection, which failed
+	// that second Publish ("nats: connection closed").
+	<-published
 }
 
 // A worker with one slot runs one turn at a time: a second job waits in the
