@@ -357,9 +357,8 @@ func (t *turns) recordInterrupted(ctx context.Context, p preparedTurn, res agent
 	t.metrics.turns.WithLabelValues(string(turn.Trigger), "user_stopped").Inc()
 	t.metrics.turnSeconds.WithLabelValues(string(turn.Trigger)).Observe(res.Duration.Seconds())
 	// Nothing of the batch is consumed: the next turn shows it again.
-	if err := t.st.FinishBatch(rctx, store.Batch{Folder: p.b.Folder, ChatJID: p.b.ChatJID, Topic: p.b.Topic}, turn, nil, time.Time{}); err != nil {
-		t.log.Error("record interrupted turn", "folder", p.b.Folder, "turn", turn.ID, "err", err)
-	}
+	// Recorded until the store takes it: the turn's cost is charged by it.
+	_ = t.finish(ctx, "record interrupted turn", store.Batch{Folder: p.b.Folder, ChatJID: p.b.ChatJID, Topic: p.b.Topic}, turn, nil, time.Time{})
 	t.log.Info("turn interrupted; its batch runs again with the new messages", "folder", p.b.Folder, "jid", p.b.ChatJID, "turn", turn.ID, "by", by)
 	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/internal/testagent"
 	"switchboard/internal/testwait"
 	"switchboard/store"
@@ -177,5 +178,42 @@ func TestOutboxClaimsOnlyWhenPaceAllows(t *testing.T) {
 	})
 	if it := h.outboxItem("a"); it.Attempts != 0 || h.fa.attemptsOf("a") != 0 {
 		t.Fatalf("the reply was claimed (%d attempts) or handed to the adapter (%d) before its turn", it.Attempts, h.fa.attemptsOf("a"))
+	}
+}
+
+// A stopped turn whose record the store refused (a full disk) is recorded
+// once the store takes writes again: its agent is not started again on the
+// messages of the turn the user stopped, and the chat is told "Stopped."
+// once.
+func TestStoppedTurnRecordedOnceStoreRecovers(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, harnessConfig{agent: stoppableAgent(t, dir), noStart: true, modify: func(o *Options) {
+		o.Agent.Output = agent.OutputClaudeStream
+		o.Agent.ResumeArgs = []string{"--resume", "{session}"}
+		o.Agent.Timeout = time.Minute
+	}})
+	r := &refusingFinish{turnStore: h.g.turns.st}
+	h.g.turns.st = r
+	h.start()
+	h.post(testChat, "m1", "a LONG job")
+	pid := childPid(t, dir, 1)
+	r.refuse.Store(true)
+	posted := time.Now()
+	h.post(testChat, "m2", "/stop")
+	requireStopped(t, pid, posted)
+	testwait.For(t, 10*time.Second, "the stopped turn's record refused", func() bool { return r.refused.Load() > 0 })
+	// Time for a worker that gave up on the record to pick the batch
+	// again (after a second): the store keeps refusing meanwhile.
+	testwait.Until(1500*time.Millisecond, func() bool { return r.refused.Load() > 3 })
+	r.refuse.Store(false)
+	if sent := texts(h.waitSent(testChat, 1)); sent[0] != stopStopped {
+		t.Fatalf("the chat got %q; want %q", sent, stopStopped)
+	}
+	testwait.For(t, 10*time.Second, "the work done", func() bool { return len(h.pending()) == 0 })
+	if ts := h.turns("main"); len(ts) != 1 || ts[0].Status != store.TurnStopped {
+		t.Errorf("turns %+v; want the one stopped turn", ts)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "prompt-2")); err == nil {
+		t.Errorf("the agent was started again on the stopped turn's messages:\n%s", turnFile(t, dir, "prompt-2", 2))
 	}
 }

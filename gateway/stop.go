@@ -399,8 +399,7 @@ func (t *turns) recordStopped(ctx context.Context, p preparedTurn, res agent.Res
 		out = append(out, store.OutboxItem{Key: turn.ID + "/stopped", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID,
 			Topic: b.Topic, ReplyTo: lastMessageID(b), Text: stopStopped})
 	}
-	if err := t.st.FinishBatch(context.WithoutCancel(ctx), b, turn, out, time.Time{}); err != nil {
-		t.log.Error("record stopped turn", "folder", b.Folder, "turn", turn.ID, "err", err)
+	if err := t.finish(ctx, "record stopped turn", b, turn, out, time.Time{}); err != nil {
 		return time.Second
 	}
 	t.log.Info("turn stopped", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "by", by, "ms", turn.Duration.Milliseconds())
