@@ -499,3 +499,27 @@ func TestApprovalCommandAfterMention(t *testing.T) {
 		t.Errorf("%d turns; an approval command is never prompted", n)
 	}
 }
+
+// An /approve or /deny that the platform's backfill brings after downtime
+// (Discord, Slack) is stored and never prompted, as one that came live:
+// the agent never gets "/approve ID" as a question, and the command is not
+// answered (the requests pending then expired with the restart). A
+// backfilled message of its age that is no command triggers as usual.
+func TestBackfilledApprovalCommandNotPrompted(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	for i, text := range []string{"/approve abc1234", "/deny abc1234", "/approve abc1234 session"} {
+		h.deliver(adapters.Inbound{Chat: testChat, ID: adapters.MessageID(fmt.Sprintf("cmd%d", i)), Text: text,
+			Time: time.Now().Add(-time.Minute), Backfilled: true, Verb: adapters.VerbMention})
+	}
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "q", Text: "a question", Time: time.Now().Add(-time.Minute), Backfilled: true, Verb: adapters.VerbMention})
+	h.waitSent(testChat, 1)
+	h.stop()
+	ps := rec.prompts(t)
+	if len(ps) != 1 || strings.Contains(ps[0], "/approve") || strings.Contains(ps[0], "/deny") || !strings.Contains(ps[0], "a question") {
+		t.Fatalf("prompts %q; want one turn, for the question alone", ps)
+	}
+	if sent := texts(h.fa.sentTo(testChat)); len(sent) != 1 {
+		t.Errorf("the chat got %q; want the question's reply alone", sent)
+	}
+}
