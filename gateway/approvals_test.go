@@ -313,6 +313,7 @@ func TestRenderArgsRedactsAsProgress(t *testing.T) {
 		{`curl -H "X-Api-Key: k3yk3yk3y" https://api`, "k3yk3yk3y", "X-Api-Key:"},
 		{"login user=ann password=hunter2", "hunter2", "user=ann password="},
 		{"deploy --token=abc123secret", "abc123secret", "deploy --token="},
+		{"curl -u admin:hunter2 https://api.example.com", "hunter2", "curl -u "},
 		{"key 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c7d", "key "},
 	} {
 		got := renderArgs(map[string]any{"command": c.value})
