@@ -390,6 +390,15 @@ func TestSummarize(t *testing.T) {
 		{`{"command":"aws s3 ls --secret-access-key=wJalrXUtnFEMI/K7MDENG"}`, "aws s3 ls --secret-access-key=…"},
 		{`{"command":"echo 0123456789abcdef0123456789abcdef0123"}`, "echo …"},
 		{`{"command":"curl -H 'X-Api-Key: k-123' example.com"}`, "curl -H 'X-Api-Key: …' example.com"},
+		// curl's (and wget's, httpie's) user:password.
+		{`{"command":"curl -u admin:hunter2 https://api.example.com/x"}`, "curl -u … https://api.example.com/x"},
+		{`{"command":"curl --user 'admin:hunter2' https://api"}`, "curl --user … https://api"},
+		{`{"command":"curl --user=admin:hunter2 https://api"}`, "curl --user=… https://api"},
+		{`{"command":"curl -uadmin:hunter2 https://api"}`, "curl -u… https://api"},
+		{`{"command":"wget --http-password=hunter2 https://x"}`, "wget --http-password=… https://x"},
+		{`{"command":"sort -u names.txt"}`, "sort -u names.txt"},
+		{`{"command":"ps -u root"}`, "ps -u root"},
+		{`{"command":"curl --url=https://example.com/x"}`, "curl --url=https://example.com/x"},
 		{`{"token":"t0k3n","secret":"s"}`, ""},
 		{`not json`, ""},
 	}

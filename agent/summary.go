@@ -80,6 +80,9 @@ var redactions = []struct {
 	{regexp.MustCompile(`(?i)\b(bearer|basic|token)(\s+)[^\s'"]+`), "$1$2…"},
 	// --password x, --api-key=x.
 	{regexp.MustCompile(`(?i)(--?[a-z0-9_-]*(?:pass|token|secret|key|auth|cred)[a-z0-9_-]*)(=|\s+)('[^']*'|"[^"]*"|\S+)`), "$1$2…"},
+	// curl -u user:password, --user=user:password (a value without ":"
+	// is a name alone, as in sort -u or ps -u root).
+	{regexp.MustCompile(`(^|\s)(-u|--user)(=|\s*)('[^'\s]*:[^']*'|"[^"\s]*:[^"]*"|[^\s'"]*:[^\s'"]*)`), "$1$2$3…"},
 	// Headers such as X-Api-Key: x, Authorization: Bearer x.
 	{regexp.MustCompile(`(?i)\b([a-z0-9-]*(?:pass|token|secret|key|auth|cookie)[a-z0-9-]*:)(\s*)((?:bearer|basic)\s+)?[^\s'"]+`), "$1$2$3…"},
 	// Environment assignments (API_KEY=x cmd, export TOKEN=x).

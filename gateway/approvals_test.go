@@ -313,6 +313,7 @@ func TestRenderArgsRedactsAsProgress(t *testing.T) {
 		{`curl -H "X-Api-Key: k3yk3yk3y" https://api`, "k3yk3yk3y", "X-Api-Key:"},
 		{"login user=ann password=hunter2", "hunter2", "user=ann password="},
 		{"deploy --token=abc123secret", "abc123secret", "deploy --token="},
+		{"curl -u admin:hunter2 https://api.example.com", "hunter2", "curl -u "},
 		{"key 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c7d", "key "},
 	} {
 		got := renderArgs(map[string]any{"command": c.value})
@@ -497,5 +498,29 @@ func TestApprovalCommandAfterMention(t *testing.T) {
 	h.stop()
 	if n := len(h.turns("main")); n != 0 {
 		t.Errorf("%d turns; an approval command is never prompted", n)
+	}
+}
+
+// An /approve or /deny that the platform's backfill brings after downtime
+// (Discord, Slack) is stored and never prompted, as one that came live:
+// the agent never gets "/approve ID" as a question, and the command is not
+// answered (the requests pending then expired with the restart). A
+// backfilled message of its age that is no command triggers as usual.
+func TestBackfilledApprovalCommandNotPrompted(t *testing.T) {
+	rec := newRecorder(t, "")
+	h := newHarness(t, harnessConfig{agent: rec.argv})
+	for i, text := range []string{"/approve abc1234", "/deny abc1234", "/approve abc1234 session"} {
+		h.deliver(adapters.Inbound{Chat: testChat, ID: adapters.MessageID(fmt.Sprintf("cmd%d", i)), Text: text,
+			Time: time.Now().Add(-time.Minute), Backfilled: true, Verb: adapters.VerbMention})
+	}
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "q", Text: "a question", Time: time.Now().Add(-time.Minute), Backfilled: true, Verb: adapters.VerbMention})
+	h.waitSent(testChat, 1)
+	h.stop()
+	ps := rec.prompts(t)
+	if len(ps) != 1 || strings.Contains(ps[0], "/approve") || strings.Contains(ps[0], "/deny") || !strings.Contains(ps[0], "a question") {
+		t.Fatalf("prompts %q; want one turn, for the question alone", ps)
+	}
+	if sent := texts(h.fa.sentTo(testChat)); len(sent) != 1 {
+		t.Errorf("the chat got %q; want the question's reply alone", sent)
 	}
 }

@@ -96,10 +96,13 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	}
 	var work []store.WorkItem
 	cmd, isCmd := parseApprovalCommand(m.Text, m.Verb, bot)
-	isCmd = isCmd && !m.FromBot && !m.OtherBot && !in.ToOtherBot && !in.Backfilled
+	isCmd = isCmd && !m.FromBot && !m.OtherBot && !in.ToOtherBot
 	if !m.FromBot && !m.OtherBot && !isCmd { // an /approve or /deny is stored, never prompted
 		work = i.route(m, in.Backfilled && i.now().Sub(in.Time) > adapters.BackfillTriggerAge)
 	}
+	// A backfilled one is not acted on either: the requests it meant
+	// expired with the restart (as a backfilled /stop's turn is gone).
+	act := isCmd && !in.Backfilled
 	if err := i.loop.refuse(ctx, in, work); err != nil {
 		return 0, err
 	}
@@ -127,7 +130,7 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	}
 	// A redelivery was stored once and routed then; for a new message the
 	// committer told the watchers and woke the folders.
-	if inserted && isCmd && i.approvalCommand != nil {
+	if inserted && act && i.approvalCommand != nil {
 		i.approvalCommand(ctx, m, cmd)
 	}
 	if inserted && !m.FromBot && !m.OtherBot && len(work) == 0 && !isCmd {

@@ -88,7 +88,7 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch, release func()) time
 	// an interrupt): a stop while it is prepared ends it unrun.
 	run := t.running.begin(ctx, store.NewID("t-"), b)
 	var started atomic.Pointer[liveTurn] // the live reply, which carries the Stop button where it can
-	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic}, run.rt.id,
+	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b)}, run.rt.id,
 		func() bool { return started.Load().holdButtons() })
 	p, backoff, ok := t.prepareTurn(ctx, run, b)
 	if !ok {

@@ -112,6 +112,12 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	if !ok || !found || cfg.Mode == StreamOff || cfg.Mode == "" {
 		return nil
 	}
+	if th, ok := a.(adapters.Threader); ok && out.Topic == "" && out.ReplyTo != "" {
+		// The reply opens a topic under the message it answers (a Slack
+		// channel's thread), as the outbox sends it: every part streams
+		// there and is stored there, not only the first, which replies.
+		out.Topic = th.ReplyTopic(out)
+	}
 	open := s.opener(a, cfg, out, turn)
 	lr := open(ctx, 0)
 	if lr == nil {
@@ -453,12 +459,34 @@ func (l *liveTurn) settle(ctx context.Context, why liveEnd) {
 		l.drop(ctx)
 		return
 	}
-	// Not stored: the turn's outcome is (its notice, a retry's reply).
-	if _, err := l.lr.Finish(ctx, final); err != nil {
+	// A failed turn's is not stored: its outcome is (its notice, a
+	// retry's reply).
+	id, err := l.lr.Finish(ctx, final)
+	if err != nil {
 		l.log.Warn("live reply left without its marker (the chat gets the failure notice; the next start removes it)", "jid", l.out.Chat, "err", err)
 		return
 	}
+	if why == liveEndStopped {
+		l.storeStopped(ctx, id, final)
+	}
 	l.drop(ctx)
+}
+
+// storeStopped stores a stopped turn's live reply, finished as message id
+// with final (the text it showed and "(stopped)"), as the bot's message,
+// as the parts before it were (finishPart): it is the turn's last word in
+// the chat's history, and the web chat, whose pages show what is stored,
+// keeps showing it after a reload.
+func (l *liveTurn) storeStopped(ctx context.Context, id adapters.MessageID, final string) {
+	if id == "" || l.storePart == nil {
+		return
+	}
+	l.mu.Lock()
+	n := len(l.parts)
+	l.mu.Unlock()
+	if err := l.storePart(context.WithoutCancel(ctx), partOut(l.out, n), id, final); err != nil {
+		l.log.Warn("stopped live reply not stored in the chat's history", "jid", l.out.Chat, "err", err)
+	}
 }
 
 // finish shows the final's part as the live reply's last state and

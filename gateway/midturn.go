@@ -166,6 +166,16 @@ func (c *midTurnMsg) steer(ctx context.Context, m *store.Message, arrived func(s
 	if rt.ended || rt.steer == nil {
 		return false, nil
 	}
+	// A message's attachments are fetched into the folder before the turn
+	// that prompts it (fetcher), never while it is delivered: one with
+	// attachments goes to the next turn, which gets its files, and so do
+	// the messages after it, in order ("what do you think of it?").
+	if len(m.Attachments) > 0 {
+		rt.queueing = true
+	}
+	if rt.queueing {
+		return false, nil
+	}
 	inserted, id, err := mt.st.SteerMessage(ctx, m, w, rt.id)
 	if err != nil || !inserted {
 		return true, err

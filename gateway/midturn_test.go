@@ -270,3 +270,48 @@ func TestSteerFromTheReplysThread(t *testing.T) {
 		t.Errorf("turns %+v; want one (the thread's message was steered into it)", ts)
 	}
 }
+
+// steer: a message with an attachment that arrives while the turn runs
+// reaches an agent with its file in the folder, as every message's
+// attachments do before the turn that shows it (CONTRACT §8): it is not
+// written into the running agent without its file ("not fetched", never
+// prompted again, the file lost to the agent) but answered by the next
+// turn, its file downloaded; so is what follows it for that turn ("what
+// do you think of it?" after the picture), in order. A message before it
+// is steered as usual.
+func TestSteerMessageWithAttachmentKeepsItsFile(t *testing.T) {
+	dir := t.TempDir()
+	ra := newRich(0)
+	ra.files["cat"] = []byte("meow")
+	h := richHarness(t, ra, steerAgent(t, dir), func(o *Options) {
+		o.Agent.Output = agent.OutputClaudeStream
+		o.Agent.Input = agent.InputStreamJSON
+		o.Agent.ResumeArgs = []string{"--resume", "{session}"}
+		o.Agent.Timeout = time.Minute
+		o.MidTurn = MidTurnSteer
+	})
+	h.post(testChat, "m1", "GATE: a long question")
+	turnFile(t, dir, "in-1", 1)
+	h.post(testChat, "m2", "and one more thing")
+	if in2 := turnFile(t, dir, "in-1", 2); !strings.Contains(in2, "one more thing") {
+		t.Fatalf("the running agent got %s; want the message steered into it", in2)
+	}
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m3", Text: "here is the picture", Verb: adapters.VerbMention,
+		Attachments: []adapters.Attachment{{Name: "cat.png", MIME: "image/png", Size: 4, Ref: "cat"}}})
+	h.post(testChat, "m4", "what do you think of it?")
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitTurns("main", 2)
+	if n := turnFile(t, dir, "eof", 1); n != "2" {
+		t.Errorf("the running agent got %s messages; want 2 (the prompt and the message before the picture)", n)
+	}
+	next := turnFile(t, dir, "in-2", 1)
+	pic, q := strings.Index(next, "here is the picture"), strings.Index(next, "what do you think of it?")
+	if pic < 0 || q < pic || !strings.Contains(next, `attachment path=\"inbox/`) {
+		t.Fatalf("the next turn's prompt: %s\nwant the picture with its file downloaded into the folder, then the question", next)
+	}
+	if n := ra.downloadCount("cat"); n != 1 {
+		t.Errorf("the attachment was downloaded %d times; want once", n)
+	}
+}

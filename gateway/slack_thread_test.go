@@ -1,16 +1,19 @@
 package gateway
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/adapters/slack"
 	"switchboard/adapters/slack/slacktest"
 	"switchboard/internal/testwait"
 	"switchboard/routing"
+	"switchboard/store"
 )
 
 // On Slack a reply to a top-level channel message opens a thread under it
@@ -120,4 +123,87 @@ func slackThreadHarness(t *testing.T, script string, routes []routing.Route) (*h
 		}})
 	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
 	return h, s
+}
+
+// A turn answering a top-level Slack channel message is stopped while its
+// live reply shows in the thread under that message: the live reply, ended
+// "(stopped)", is stored as the bot's message in that thread's topic, as
+// its final would have been.
+func TestSlackStoppedReplyStoredInItsThread(t *testing.T) {
+	s := slacktest.New(t)
+	h := stopOn(t, slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
+		APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond}), "slack")
+	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+	ts, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> run it", Mention: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 20*time.Second, "the live reply", func() bool {
+		for _, m := range s.Messages("C1") {
+			if m.User == slacktest.BotUser && strings.HasPrefix(m.Text, "Let me run that.") {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> stop", Mention: true, ThreadTS: ts}); err != nil {
+		t.Fatal(err)
+	}
+	var bot []store.Message
+	testwait.For(t, 20*time.Second, "the stopped reply stored", func() bool {
+		bot = h.botMessages("slack:T1/channel/C1")
+		return len(bot) > 0
+	})
+	if len(bot) != 1 || bot[0].Topic != ts || !strings.HasSuffix(bot[0].Text, "(stopped)") {
+		t.Fatalf("bot messages stored %+v; want the stopped reply, in topic %s (the thread it shows in)", bot, ts)
+	}
+}
+
+// A reply too long for one Slack message, streamed live while a turn
+// answers a top-level channel message: every part goes into the thread
+// under that message, where the first one streams, and is stored in that
+// thread's topic; none lands in the channel itself.
+func TestSlackLongLiveReplyStaysInItsThread(t *testing.T) {
+	s := slacktest.New(t)
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
+		APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
+	var b strings.Builder
+	for i := 0; b.Len() < 3*slack.MaxText; i++ {
+		fmt.Fprintf(&b, "Line %03d of the long answer, with a few more words to fill it.\n", i)
+	}
+	reply := strings.TrimSpace(b.String())
+	argv, gate := longStreamAgent(t, reply)
+	p := livePlatform{chat: "slack:T1/channel/C1", adapter: a}
+	h := p.harness(t, argv, StreamNative, nil)
+	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+	ts, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> tell me everything", Mention: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := adapters.SplitRendered(reply, a.Limits().MaxText, a.Limits().Measure)
+	bot := func() []slacktest.Msg {
+		var out []slacktest.Msg
+		for _, m := range s.Messages("C1") {
+			if m.User == slacktest.BotUser && !m.Deleted {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	testwait.For(t, 30*time.Second, "the first part shown", func() bool { return len(bot()) >= 1 })
+	openGate(t, gate)
+	testwait.For(t, 30*time.Second, "the whole reply, delivered and stored", func() bool {
+		return len(bot()) == len(parts) && len(h.botMessages(p.chat)) >= len(parts)
+	})
+	h.stop()
+	for i, m := range bot() {
+		if m.ThreadTS != ts {
+			t.Errorf("part %d of %d went to thread %q; want the thread under the message it answers (%s)", i+1, len(parts), m.ThreadTS, ts)
+		}
+	}
+	for i, m := range h.botMessages(p.chat) {
+		if m.Topic != ts {
+			t.Errorf("part %d is stored in topic %q; want %s, the thread it is in", i+1, m.Topic, ts)
+		}
+	}
 }

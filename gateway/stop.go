@@ -80,6 +80,9 @@ type stoppableTurn struct {
 	smu     sync.Mutex
 	ended   bool
 	steered []steeredMsg
+	// queueing: a message for it was queued instead of steered (one with
+	// attachments, midturn.go): those after it queue too, in order.
+	queueing bool
 }
 
 // ended is how a registered turn ended, for the lifecycle.

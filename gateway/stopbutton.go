@@ -55,7 +55,7 @@ func (s *stopButtons) shows(platform string) bool {
 }
 
 // show posts turn's Stop button as a message of its own into out's chat
-// after the delay, unless by then carried reports that the turn's live
+// (and topic: the one its reply to out.ReplyTo lands in) after the delay, unless by then carried reports that the turn's live
 // reply carries it (and will show it: liveTurn.holdButtons), or the returned remove was called first; remove takes
 // it away again (it waits for a post in flight). It never blocks the
 // turn. A nil stopButtons shows none.
@@ -65,6 +65,12 @@ func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn stri
 	}
 	platform := out.Chat.Platform()
 	b := s.adapters[platform].(adapters.Buttons)
+	if th, ok := s.adapters[platform].(adapters.Threader); ok && out.Topic == "" && out.ReplyTo != "" {
+		// Where the turn's reply goes (a Slack channel's: the thread
+		// under the message it answers), not into the channel.
+		out.Topic = th.ReplyTopic(out)
+	}
+	out.ReplyTo = "" // the button's message is no reply
 	out.Key, out.Text = turn+"/stop-button", "Working on it. Press Stop to stop."
 	buttons := s.forLive(out.Chat, turn)
 	done := make(chan struct{})

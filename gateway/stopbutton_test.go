@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"switchboard/adapters/slack"
+	"switchboard/adapters/slack/slacktest"
 	"switchboard/adapters/telegram"
 	"switchboard/adapters/telegram/telegramtest"
 	"switchboard/internal/testwait"
@@ -140,4 +142,58 @@ func TestStopButtonMessageTelegramPrivate(t *testing.T) {
 	if s := botShowing(fake, chat); len(s) != 1 || len(s[0].Buttons) != 0 {
 		t.Errorf("the bot shows %+v; want the final alone, without buttons", s)
 	}
+}
+
+// On Slack a channel turn's live reply streams in the thread under the
+// message it answers, and a stream carries no buttons: the turn's Stop
+// button is a message of its own, and it goes where the live reply is,
+// into that thread, not into the channel (where every member would see a
+// bot post appear and vanish for each long turn). Pressing it stops the
+// turn; it is deleted when the turn ends.
+func TestStopButtonInTheReplysThreadSlack(t *testing.T) {
+	s := slacktest.New(t)
+	argv, _ := streamAgent(t, toolFixture, 6, 0) // the gate never opens
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, AppToken: slacktest.AppToken, Mode: slack.ModeSocket,
+		APIURL: s.URL(), PingInterval: 10 * time.Second, PostInterval: 10 * time.Millisecond})
+	h := newHarness(t, harnessConfig{agent: argv, noStart: true, routes: []routing.Route{{Match: map[string]string{"platform": "slack"}, Target: "main"}},
+		modify: func(o *Options) {
+			o.Agent.Output = "claude-stream"
+			o.Agent.Timeout = time.Minute
+			o.Adapters = append(o.Adapters, a)
+			o.Streams = map[string]Stream{"slack": {Mode: StreamNative, Interval: 20 * time.Millisecond}}
+		}})
+	h.g.turns.buttons.delay = 200 * time.Millisecond
+	h.start()
+	testwait.For(t, 20*time.Second, "socket mode connection", func() bool { return s.Connections() > 0 })
+	ts, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + slacktest.BotUser + "> run it", Mention: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop slacktest.Msg
+	testwait.For(t, 20*time.Second, "the Stop button", func() bool {
+		for _, m := range s.Messages("C1") {
+			if m.User == slacktest.BotUser && len(m.Buttons) > 0 && !m.Deleted {
+				stop = m
+				return true
+			}
+		}
+		return false
+	})
+	if stop.ThreadTS != ts {
+		t.Errorf("the Stop button %q is in thread %q; want the reply's thread %q", stop.Text, stop.ThreadTS, ts)
+	}
+	if _, _, err := s.UserPresses("C1", stop.TS, "U1", stop.Buttons[0].Value); err != nil {
+		t.Fatal(err)
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped {
+		t.Fatalf("turn %+v; want stopped", ts[0])
+	}
+	testwait.For(t, 20*time.Second, "the Stop button gone", func() bool {
+		for _, m := range s.Messages("C1") {
+			if m.TS == stop.TS {
+				return m.Deleted
+			}
+		}
+		return true
+	})
 }

@@ -147,3 +147,53 @@ func growing(texts []string, final string) (ok bool, distinct int) {
 	}
 	return true, distinct
 }
+
+// A turn stopped while its live reply shows in the web chat: the reply it
+// showed, ending "(stopped)", is the room's bot message under the drafts'
+// id, as the page showed it, in GET messages (a page opened later, or
+// reloaded, shows it too) and on the event stream; the chat gets no other
+// message. Before, nothing was stored: a reload lost what the page showed.
+func TestE2ELiveReplyStoppedWeb(t *testing.T) {
+	t.Parallel()
+	fixture, err := os.ReadFile("../../agent/testdata/claude-stream/tool.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := newE2E(t, e2eConfig{output: "claude-stream", agent: `head -n 6 "$E2E_OUT/tool.jsonl"
+while :; do sleep 0.05; done`})
+	if err := os.WriteFile(filepath.Join(dir, "out", "tool.jsonl"), fixture, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := startGW(t, dir)
+	drafts := roomDrafts(t, g, "lobby")
+	g.mustPost("lobby", "ann", "run it")
+	var d webDraft
+	for !strings.HasPrefix(d.Text, "Let me run that.") {
+		select {
+		case d = <-drafts:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no draft with the text so far; the last: %+v", d)
+		}
+	}
+	g.mustPost("lobby", "ann", "/stop")
+	bot := g.waitBot("lobby", 1)
+	if len(bot) != 1 || bot[0].ID != d.ID || !strings.HasPrefix(bot[0].Text, "Let me run that.") || !strings.HasSuffix(bot[0].Text, "(stopped)") {
+		t.Fatalf("bot messages %+v; want the stopped live reply once, under the drafts' id %q", bot, d.ID)
+	}
+	for deadline := time.After(20 * time.Second); ; {
+		select {
+		case d = <-drafts:
+		case <-deadline:
+			t.Fatal("the stopped reply never reached the room's event stream as a message")
+		}
+		if d.FromBot && d.ID == bot[0].ID {
+			break
+		}
+	}
+	if bot := g.botMessages("lobby"); len(bot) != 1 {
+		t.Errorf("bot messages %+v; want the stopped live reply alone", bot)
+	}
+	if err := g.stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}

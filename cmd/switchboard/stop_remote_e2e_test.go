@@ -17,7 +17,7 @@ import (
 // published a turn to its worker but before the worker took it (its one
 // slot runs another folder's turn) ends the turn `stopped`: no retry, no
 // failure notice, no reply, and the live reply (the placeholder that
-// carried the Stop button) ends saying "Stopped.". The job is taken out
+// carried the Stop button) ends saying "Stopped.", stored as the bot's. The job is taken out
 // of the worker's queue: when the slot frees, the worker never starts it.
 func TestE2EStopBeforeWorkerTookTurn(t *testing.T) {
 	t.Parallel()
@@ -62,8 +62,8 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 		d := draft()
 		return d.text == "Stopped." && len(d.buttons) == 0
 	})
-	if bot := g.botMessages("r1"); len(bot) != 0 {
-		t.Errorf("r1 got %+v from the bot; want nothing but the live reply's end (no reply, no failure notice)", bot)
+	if bot := g.botMessages("r1"); len(bot) != 1 || bot[0].Text != "Stopped." {
+		t.Errorf("r1 got %+v from the bot; want nothing but the live reply's end, stored (no reply, no failure notice)", bot)
 	}
 	if len(g.records("remote turn removed from its worker's queue", "turn", turn)) != 1 {
 		t.Errorf("the stopped turn %s was not removed from the worker's queue", turn)
@@ -77,8 +77,8 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 		t.Errorf("r0's answer %q; want the demo agent's quoting HOLDME", bot[0].Text)
 	}
 	g.mustPost("r1", "bob", "after the stop")
-	if bot := g.waitBot("r1", 1); len(bot) != 1 || !strings.Contains(bot[0].Text, "after the stop") {
-		t.Errorf("r1's bot messages %+v; want one answer, to the message after the stop", bot)
+	if bot := g.waitBot("r1", 2); len(bot) != 2 || !strings.Contains(bot[1].Text, "after the stop") {
+		t.Errorf("r1's bot messages %+v; want the stop's and one answer, to the message after the stop", bot)
 	}
 	if n := turnCount(dir, "g1"); n != 1 || strings.Contains(turnFile(t, dir, "g1", "prompt", 1), "a question for g1") {
 		t.Errorf("g1's agent ran %d times (first prompt %q); want once, for the message after the stop (the stopped turn never ran)",
