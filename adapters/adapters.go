@@ -55,6 +55,30 @@ func (j JID) Validate() error {
 	return err
 }
 
+// CheckPerson says, for a JID of a built-in platform that names a chat
+// rather than a person (telegram:group/1, discord:<guild>/<channel>,
+// slack:<team>/channel/C1, web:<room>), that it is no sender JID (§4),
+// with the form one takes; nil for a person's JID, and for any JID of
+// another platform, whose forms it does not know. A JID listed where a
+// person is meant (an approver) that is a chat matches no sender ever.
+func (j JID) CheckPerson() error {
+	var want string
+	ok := true
+	switch p, rest := j.Platform(), j.Room(); p {
+	case "telegram", "discord":
+		want, ok = p+":user/<id>", strings.HasPrefix(rest, "user/")
+	case "web":
+		want, ok = "web:user/<name>", strings.HasPrefix(rest, "user/")
+	case "slack":
+		_, after, _ := strings.Cut(rest, "/")
+		want, ok = "slack:<team>/user/<id>", strings.HasPrefix(after, "user/")
+	}
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("%q is a chat, not a person: a person's JID is %s", string(j), want)
+}
+
 // IsJIDRune reports whether r may appear after a JID's platform: anything
 // but spaces, control characters and ",()*?[]" (glob and list syntax).
 func IsJIDRune(r rune) bool {

@@ -487,6 +487,8 @@ func (c *Config) validateApprovals(bad func(string, string, ...any)) {
 		for j, jid := range g.Approvals.Approvers {
 			if err := adapters.JID(jid).Validate(); err != nil {
 				bad(fmt.Sprintf("groups[%d].approvals.approvers[%d]", i, j), "%q: want the JID of a person, e.g. telegram:user/12345 or web:user/ann (%v)", jid, err)
+			} else if err := adapters.JID(jid).CheckPerson(); err != nil {
+				bad(fmt.Sprintf("groups[%d].approvals.approvers[%d]", i, j), "%v (nobody could decide its requests)", err)
 			}
 		}
 		if chat := g.Approvals.Chat; chat != "" {

@@ -367,6 +367,10 @@ func TestApprovalsConfig(t *testing.T) {
 		{"approvals: {timeout: 0s}", "approvals.timeout: must be positive"},
 		{"approvals: {agent_tools: ['[']}", "approvals.agent_tools[0]:"},
 		{"groups: [{folder: main, approvals: {approvers: [ann]}}]", "groups[0].approvals.approvers[0]:"},
+		{"groups: [{folder: main, approvals: {approvers: ['web:user/ann', 'telegram:group/123']}}]", `groups[0].approvals.approvers[1]: "telegram:group/123" is a chat, not a person: a person's JID is telegram:user/<id>`},
+		{"groups: [{folder: main, approvals: {approvers: ['slack:T1/channel/C1']}}]", "slack:<team>/user/<id>"},
+		{"groups: [{folder: main, approvals: {approvers: ['discord:111/222']}}]", "discord:user/<id>"},
+		{"groups: [{folder: main, approvals: {approvers: ['web:lobby']}}]", "web:user/<name>"},
 		{"groups: [{folder: main, approvals: {chat: nope}}]", "groups[0].approvals.chat:"},
 		{"groups: [{folder: main, approvals: {approver: ['web:user/ann']}}]", "approver"},
 	} {

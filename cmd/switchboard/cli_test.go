@@ -526,3 +526,24 @@ func TestGroupRmDropsQueuedWork(t *testing.T) {
 		t.Errorf("the injected message is gone: %q", out)
 	}
 }
+
+// An approver must be a person: a chat's JID given as one (a Telegram
+// group, a Slack channel) matches no sender, so nobody could ever decide
+// the group's requests and each would wait for the timeout. The command
+// refuses it, saying what a person's JID looks like. People of every
+// platform, and JIDs of platforms it does not know, are taken.
+func TestApproversArePeople(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	mustSB(t, dir, "approvals", "approvers", "main", "telegram:user/42")
+	for _, c := range []struct{ jid, want string }{
+		{"telegram:group/123", `"telegram:group/123" is a chat, not a person: a person's JID is telegram:user/<id>`},
+		{"slack:T1/channel/C1", "slack:<team>/user/<id>"},
+	} {
+		_, _, err := sb(t, dir, "approvals", "approvers", "main", "web:user/ann", c.jid)
+		if !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("approvers %s: want a usage error saying %q, got %v", c.jid, c.want, err)
+		}
+	}
+	mustSB(t, dir, "approvals", "approvers", "main", "web:user/ann", "slack:T1/user/U1", "discord:user/7", "matrix:room/x")
+}

@@ -135,6 +135,9 @@ func (a *app) approvalsApprovers(cmd *cobra.Command, name string, jids []string)
 		if err := adapters.JID(j).Validate(); err != nil {
 			return usagef("approver %q: want the JID of a person, e.g. telegram:user/12345 or web:user/ann (%v)", j, err)
 		}
+		if err := adapters.JID(j).CheckPerson(); err != nil {
+			return usagef("approver %v (nobody could decide its requests)", err)
+		}
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
