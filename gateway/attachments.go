@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -220,9 +221,17 @@ func (l *downloadLog) same(root *os.Root, key string) (string, bool) {
 	return d.path, [sha256.Size]byte(sum.Sum(nil)) == d.sum
 }
 
+// maxSafeName bounds a name made by safeName, in bytes.
+const maxSafeName = 80
+
+// maxKeptExt is the longest extension a shortened name keeps, in bytes.
+const maxKeptExt = 16
+
 // safeName makes s usable as one path segment: letters (any script),
 // digits, '.', '-' and '_' are kept, everything else (separators, spaces,
-// controls, bidi marks) becomes '_'; no leading dots; bounded length.
+// controls, bidi marks) becomes '_'; no leading dots; bounded length. A
+// name cut short keeps its extension, so the file is still the kind of
+// file it was (report….pdf, not report…).
 func safeName(s, fallback string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -232,11 +241,19 @@ func safeName(s, fallback string) string {
 		default:
 			b.WriteByte('_')
 		}
-		if b.Len() >= 80 {
-			break
-		}
 	}
 	out := strings.TrimLeft(b.String(), ".")
+	if len(out) > maxSafeName {
+		ext := ""
+		if i := strings.LastIndexByte(out, '.'); i > 0 && len(out)-i <= maxKeptExt {
+			ext = out[i:]
+		}
+		cut := maxSafeName - len(ext)
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + ext
+	}
 	if out == "" {
 		return fallback
 	}

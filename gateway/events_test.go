@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"switchboard/adapters"
 	"switchboard/agent"
@@ -662,6 +663,35 @@ func TestCrashedAttemptsCount(t *testing.T) {
 	for _, p := range rec.prompts(t) {
 		if strings.Contains(p, "failed-and-crashed") {
 			t.Error("the batch whose attempts were used up ran a fourth time")
+		}
+	}
+}
+
+// A file whose name is too long for the inbox is saved under a shortened
+// name that keeps its extension: the agent still sees a .pdf as a .pdf.
+func TestAttachmentLongNameKeepsExtension(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["ref-report"] = []byte("%PDF-1.7")
+	ra.files["ref-ru"] = []byte("отчёт")
+	h := richHarness(t, ra, rec.argv, nil)
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	long := "quarterly report " + strings.Repeat("with a very long title ", 10) + "final.pdf"
+	ru := strings.Repeat("отчёт", 20) + ".docx"
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "see", Verb: adapters.VerbMention, Time: when, Attachments: []adapters.Attachment{
+		{Name: long, MIME: "application/pdf", Ref: "ref-report"},
+		{Name: ru, Ref: "ref-ru"},
+	}})
+	h.waitSent(testChat, 1)
+	paths := attachmentPaths(t, rec.prompts(t)[0])
+	for name, want := range map[string]string{long: "%PDF-1.7", ru: "отчёт"} {
+		path := paths[name]
+		b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", path))
+		if err != nil || string(b) != want {
+			t.Errorf("%q was handed %q holding %q (%v)", name, path, b, err)
+		}
+		if filepath.Ext(path) != filepath.Ext(name) || !utf8.ValidString(path) || !strings.HasPrefix(path, "inbox/2026-11-24/m1-") {
+			t.Errorf("%q was saved as %q; want inbox/2026-11-24/m1-<name> ending in %s", name, path, filepath.Ext(name))
 		}
 	}
 }
