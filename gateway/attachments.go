@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -129,7 +130,11 @@ func (f *fetcher) fetchOne(ctx context.Context, root *os.Root, folder groups.Fol
 	}
 	defer rc.Close()
 	part := rel + ".part"
-	out, err := root.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// Whatever the agent left at the partial file's path (a FIFO would
+	// block the open, and this turn's slot with it, for good) goes; the
+	// file is created afresh, never opened through what is there.
+	_ = root.Remove(part)
+	out, err := root.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fetched{err: "write " + rel + ": " + scrub(err)}
 	}
@@ -209,11 +214,15 @@ func (l *downloadLog) same(root *os.Root, key string) (string, bool) {
 	if fi, err := root.Lstat(d.path); err != nil || !fi.Mode().IsRegular() || fi.Size() != d.size {
 		return d.path, false
 	}
-	f, err := root.Open(d.path)
+	// Not blocking: a FIFO swapped in after the Lstat would hang the open.
+	f, err := root.OpenFile(d.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return d.path, false
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return d.path, false
+	}
 	sum := sha256.New()
 	if n, err := io.Copy(sum, io.LimitReader(f, d.size+1)); err != nil || n != d.size {
 		return d.path, false

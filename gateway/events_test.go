@@ -695,3 +695,29 @@ func TestAttachmentLongNameKeepsExtension(t *testing.T) {
 		}
 	}
 }
+
+// An agent that leaves a FIFO where the next download's partial file goes
+// (the path is predictable: Telegram counts message ids) does not hang the
+// download, its turn and its turn slot for good: the file is fetched.
+func TestAttachmentPartFIFODoesNotHang(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["ref-photo"] = []byte("PNGDATA")
+	h := richHarness(t, ra, rec.argv, nil)
+	dir := filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "m1-cat.png.part"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "see", Verb: adapters.VerbMention, Time: when, Attachments: []adapters.Attachment{
+		{Name: "cat.png", MIME: "image/png", Size: 7, Ref: "ref-photo"},
+	}})
+	h.waitSent(testChat, 1)
+	path := attachmentPaths(t, rec.prompts(t)[0])["cat.png"]
+	if b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", path)); err != nil || string(b) != "PNGDATA" {
+		t.Errorf("the photo was handed as %q holding %q (%v)", path, b, err)
+	}
+}
