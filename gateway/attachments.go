@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -129,7 +130,10 @@ func (f *fetcher) fetchOne(ctx context.Context, root *os.Root, folder groups.Fol
 		return fetched{err: "download: " + scrub(err)}
 	}
 	defer rc.Close()
-	part := rel + ".part"
+	// A dot name: no attachment's own name starts with one (safeName), so
+	// the partial file of one never lands on another's ("x" and "x.part"
+	// in one message).
+	part := path.Dir(rel) + "/." + path.Base(rel) + ".part"
 	// Whatever the agent left at the partial file's path (a FIFO would
 	// block the open, and this turn's slot with it, for good) goes; the
 	// file is created afresh, never opened through what is there.

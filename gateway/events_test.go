@@ -708,7 +708,7 @@ func TestAttachmentPartFIFODoesNotHang(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(dir, "m1-cat.png.part"), 0o600); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(dir, ".m1-cat.png.part"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
@@ -719,5 +719,28 @@ func TestAttachmentPartFIFODoesNotHang(t *testing.T) {
 	path := attachmentPaths(t, rec.prompts(t)[0])["cat.png"]
 	if b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", path)); err != nil || string(b) != "PNGDATA" {
 		t.Errorf("the photo was handed as %q holding %q (%v)", path, b, err)
+	}
+}
+
+// Two files of one message named "report.pdf.part" and "report.pdf" both
+// arrive whole: the second's partial download does not land on the first.
+func TestAttachmentPartNameNeverCollides(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["ref-a"] = []byte("first file")
+	ra.files["ref-b"] = []byte("second file")
+	h := richHarness(t, ra, rec.argv, nil)
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "see", Verb: adapters.VerbMention, Time: when, Attachments: []adapters.Attachment{
+		{Name: "report.pdf.part", Ref: "ref-a"},
+		{Name: "report.pdf", Ref: "ref-b"},
+	}})
+	h.waitSent(testChat, 1)
+	paths := attachmentPaths(t, rec.prompts(t)[0])
+	for name, want := range map[string]string{"report.pdf.part": "first file", "report.pdf": "second file"} {
+		b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", paths[name]))
+		if paths[name] == "" || err != nil || string(b) != want {
+			t.Errorf("%q was handed %q holding %q (%v); want %q", name, paths[name], b, err, want)
+		}
 	}
 }
