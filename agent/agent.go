@@ -607,6 +607,9 @@ type claudeResult struct {
 	IsError   bool    `json:"is_error"`
 	Result    *string `json:"result"`
 	SessionID string  `json:"session_id"`
+	// Errors says why an error result ended (Claude Code 2.x: "Reached
+	// maximum number of turns (1)"); older versions leave it out.
+	Errors []json.RawMessage `json:"errors"`
 }
 
 // parseClaudeJSON reads Claude Code's JSON output: one object, or log lines
@@ -671,7 +674,22 @@ func claudeErrorText(cr claudeResult) string {
 	if cr.Result != nil && strings.TrimSpace(*cr.Result) != "" {
 		return strings.TrimSpace(*cr.Result)
 	}
-	if cr.Subtype != "" {
+	var errs []string
+	for _, e := range cr.Errors {
+		var s string
+		if json.Unmarshal(e, &s) != nil {
+			s = string(e) // not a string: shown as it came
+		}
+		if s = strings.TrimSpace(s); s != "" {
+			errs = append(errs, s)
+		}
+	}
+	switch {
+	case cr.Subtype != "" && len(errs) > 0:
+		return cr.Subtype + ": " + strings.Join(errs, "; ")
+	case len(errs) > 0:
+		return strings.Join(errs, "; ")
+	case cr.Subtype != "":
 		return cr.Subtype
 	}
 	return "no details given"

@@ -233,6 +233,12 @@ var claudeJSONTests = []outputCase{
 		wantErr:    "agent reported an error: error_max_turns",
 	},
 	{
+		name:       "is_error with errors says why",
+		stdout:     `{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":2,"session_id":"abc-7","errors":["Reached maximum number of turns (1)"]}`,
+		wantSessID: "abc-7",
+		wantErr:    "agent reported an error: error_max_turns: Reached maximum number of turns (1)",
+	},
+	{
 		name:       "garbage",
 		stdout:     "Hello, I am plain text\n",
 		wantSessID: "old",

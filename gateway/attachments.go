@@ -8,11 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -127,8 +130,15 @@ func (f *fetcher) fetchOne(ctx context.Context, root *os.Root, folder groups.Fol
 		return fetched{err: "download: " + scrub(err)}
 	}
 	defer rc.Close()
-	part := rel + ".part"
-	out, err := root.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// A dot name: no attachment's own name starts with one (safeName), so
+	// the partial file of one never lands on another's ("x" and "x.part"
+	// in one message).
+	part := path.Dir(rel) + "/." + path.Base(rel) + ".part"
+	// Whatever the agent left at the partial file's path (a FIFO would
+	// block the open, and this turn's slot with it, for good) goes; the
+	// file is created afresh, never opened through what is there.
+	_ = root.Remove(part)
+	out, err := root.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fetched{err: "write " + rel + ": " + scrub(err)}
 	}
@@ -208,11 +218,15 @@ func (l *downloadLog) same(root *os.Root, key string) (string, bool) {
 	if fi, err := root.Lstat(d.path); err != nil || !fi.Mode().IsRegular() || fi.Size() != d.size {
 		return d.path, false
 	}
-	f, err := root.Open(d.path)
+	// Not blocking: a FIFO swapped in after the Lstat would hang the open.
+	f, err := root.OpenFile(d.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return d.path, false
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return d.path, false
+	}
 	sum := sha256.New()
 	if n, err := io.Copy(sum, io.LimitReader(f, d.size+1)); err != nil || n != d.size {
 		return d.path, false
@@ -220,9 +234,17 @@ func (l *downloadLog) same(root *os.Root, key string) (string, bool) {
 	return d.path, [sha256.Size]byte(sum.Sum(nil)) == d.sum
 }
 
+// maxSafeName bounds a name made by safeName, in bytes.
+const maxSafeName = 80
+
+// maxKeptExt is the longest extension a shortened name keeps, in bytes.
+const maxKeptExt = 16
+
 // safeName makes s usable as one path segment: letters (any script),
 // digits, '.', '-' and '_' are kept, everything else (separators, spaces,
-// controls, bidi marks) becomes '_'; no leading dots; bounded length.
+// controls, bidi marks) becomes '_'; no leading dots; bounded length. A
+// name cut short keeps its extension, so the file is still the kind of
+// file it was (report….pdf, not report…).
 func safeName(s, fallback string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -232,11 +254,19 @@ func safeName(s, fallback string) string {
 		default:
 			b.WriteByte('_')
 		}
-		if b.Len() >= 80 {
-			break
-		}
 	}
 	out := strings.TrimLeft(b.String(), ".")
+	if len(out) > maxSafeName {
+		ext := ""
+		if i := strings.LastIndexByte(out, '.'); i > 0 && len(out)-i <= maxKeptExt {
+			ext = out[i:]
+		}
+		cut := maxSafeName - len(ext)
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + ext
+	}
 	if out == "" {
 		return fallback
 	}

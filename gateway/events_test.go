@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"switchboard/adapters"
 	"switchboard/agent"
@@ -662,6 +663,84 @@ func TestCrashedAttemptsCount(t *testing.T) {
 	for _, p := range rec.prompts(t) {
 		if strings.Contains(p, "failed-and-crashed") {
 			t.Error("the batch whose attempts were used up ran a fourth time")
+		}
+	}
+}
+
+// A file whose name is too long for the inbox is saved under a shortened
+// name that keeps its extension: the agent still sees a .pdf as a .pdf.
+func TestAttachmentLongNameKeepsExtension(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["ref-report"] = []byte("%PDF-1.7")
+	ra.files["ref-ru"] = []byte("отчёт")
+	h := richHarness(t, ra, rec.argv, nil)
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	long := "quarterly report " + strings.Repeat("with a very long title ", 10) + "final.pdf"
+	ru := strings.Repeat("отчёт", 20) + ".docx"
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "see", Verb: adapters.VerbMention, Time: when, Attachments: []adapters.Attachment{
+		{Name: long, MIME: "application/pdf", Ref: "ref-report"},
+		{Name: ru, Ref: "ref-ru"},
+	}})
+	h.waitSent(testChat, 1)
+	paths := attachmentPaths(t, rec.prompts(t)[0])
+	for name, want := range map[string]string{long: "%PDF-1.7", ru: "отчёт"} {
+		path := paths[name]
+		b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", path))
+		if err != nil || string(b) != want {
+			t.Errorf("%q was handed %q holding %q (%v)", name, path, b, err)
+		}
+		if filepath.Ext(path) != filepath.Ext(name) || !utf8.ValidString(path) || !strings.HasPrefix(path, "inbox/2026-11-24/m1-") {
+			t.Errorf("%q was saved as %q; want inbox/2026-11-24/m1-<name> ending in %s", name, path, filepath.Ext(name))
+		}
+	}
+}
+
+// An agent that leaves a FIFO where the next download's partial file goes
+// (the path is predictable: Telegram counts message ids) does not hang the
+// download, its turn and its turn slot for good: the file is fetched.
+func TestAttachmentPartFIFODoesNotHang(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["ref-photo"] = []byte("PNGDATA")
+	h := richHarness(t, ra, rec.argv, nil)
+	dir := filepath.Join(h.dir, "groups", "main", "inbox", "2026-11-24")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, ".m1-cat.png.part"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "see", Verb: adapters.VerbMention, Time: when, Attachments: []adapters.Attachment{
+		{Name: "cat.png", MIME: "image/png", Size: 7, Ref: "ref-photo"},
+	}})
+	h.waitSent(testChat, 1)
+	path := attachmentPaths(t, rec.prompts(t)[0])["cat.png"]
+	if b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", path)); err != nil || string(b) != "PNGDATA" {
+		t.Errorf("the photo was handed as %q holding %q (%v)", path, b, err)
+	}
+}
+
+// Two files of one message named "report.pdf.part" and "report.pdf" both
+// arrive whole: the second's partial download does not land on the first.
+func TestAttachmentPartNameNeverCollides(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.files["ref-a"] = []byte("first file")
+	ra.files["ref-b"] = []byte("second file")
+	h := richHarness(t, ra, rec.argv, nil)
+	when := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "see", Verb: adapters.VerbMention, Time: when, Attachments: []adapters.Attachment{
+		{Name: "report.pdf.part", Ref: "ref-a"},
+		{Name: "report.pdf", Ref: "ref-b"},
+	}})
+	h.waitSent(testChat, 1)
+	paths := attachmentPaths(t, rec.prompts(t)[0])
+	for name, want := range map[string]string{"report.pdf.part": "first file", "report.pdf": "second file"} {
+		b, err := os.ReadFile(filepath.Join(h.dir, "groups", "main", paths[name]))
+		if paths[name] == "" || err != nil || string(b) != want {
+			t.Errorf("%q was handed %q holding %q (%v); want %q", name, paths[name], b, err, want)
 		}
 	}
 }

@@ -185,7 +185,7 @@ func (t *turns) prepareTurn(ctx context.Context, run stopHandle, b store.Batch) 
 		// attempts used up the rest: a batch runs at most three times
 		// unless only the gateway (never the agent) is to blame.
 		turn.Attempt = first.Attempts + first.Crashes
-		return p, t.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes)), false
+		return p, t.turnFailed(ctx, b, turn, agent.Result{ExitCode: -1}, fmt.Errorf("%w: it failed, and the gateway stopped during %d more attempts", agent.ErrFailed, first.Crashes), false), false
 	}
 	if t.guards.withheld(ctx, turnCandidate{batch: b, turn: turn}) {
 		return p, 0, false
@@ -286,7 +286,7 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 	defer t.tokens.endTurnToken(turn.ID) // FinishBatch revokes it; not when it fails
 	if err != nil {
 		t.dropLostSession(ctx, b, turn.ID, session, res, err)
-		return t.turnFailed(ctx, b, turn, res, err)
+		return t.turnFailed(ctx, b, turn, res, err, replied[b.ChatJID])
 	}
 	first := b.Items[0]
 	turn.Status = store.TurnSucceeded
@@ -331,10 +331,17 @@ func (t *turns) finish(ctx context.Context, what string, b store.Batch, turn sto
 
 // turnFailed records a failed attempt, tells the chat (rate-limited), and
 // either defers the batch for a retry (RetryDelays; the folder's other
-// chats run meanwhile) or gives up on it.
-func (t *turns) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res agent.Result, err error) time.Duration {
+// chats run meanwhile) or gives up on it. answered says the agent had
+// already sent to the batch's chat through a tool: a run again would
+// answer the same messages a second time (as settleAnswered decides after
+// a crash), so the batch is not retried and the chat is told the agent
+// failed after that message, not that it was not answered.
+func (t *turns) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, res agent.Result, err error, answered bool) time.Duration {
 	turn.Status = store.TurnFailed
 	turn.Error = err.Error()
+	if answered {
+		turn.Error += "; " + errAnsweredBeforeFailure
+	}
 	outcome, reason := "failed", "exit"
 	switch {
 	case res.TimedOut:
@@ -353,12 +360,20 @@ func (t *turns) turnFailed(ctx context.Context, b store.Batch, turn store.Turn, 
 	if ok, gerr := t.st.GroupExists(context.WithoutCancel(ctx), b.Folder); gerr == nil && !ok {
 		removed = true
 	}
-	giveUp := turn.Attempt >= maxAttempts || res.Usage.MaxBudgetHit || removed // a rerun would spend agent.max_turn_usd again
-	t.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "group_removed", removed, "err", err)
+	giveUp := turn.Attempt >= maxAttempts || res.Usage.MaxBudgetHit || removed || answered // a rerun would spend agent.max_turn_usd again
+	t.log.Warn("turn failed", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "attempt", turn.Attempt, "give_up", giveUp, "group_removed", removed,
+		"replied", answered, "err", err)
 	var out []store.OutboxItem
 	text := ""
 	switch {
 	case removed: // no notice: the chat is no longer the group's
+	case answered:
+		// Rate-limited like the retry notice: an agent that always fails
+		// after it answered (a wrapper's exit status) is not a notice per
+		// message.
+		if t.notices.allow(b.ChatJID) {
+			text = fmt.Sprintf("Sorry, something went wrong after that reply (%s).", shortReason(res, err))
+		}
 	case giveUp:
 		text = fmt.Sprintf("Sorry, I could not answer after %d attempts (%s). Please try again later.", turn.Attempt, shortReason(res, err))
 	case t.notices.allow(b.ChatJID):

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"switchboard/adapters"
 	"switchboard/groups"
@@ -33,7 +34,7 @@ func buildPrompt(h turnHeader, b store.Batch) string {
 	fmt.Fprintf(&sb, ` trigger="%s" now="%s"/>`+"\n", esc(string(h.Trigger)), h.Now.UTC().Format(time.RFC3339))
 	for _, n := range b.Notices {
 		fmt.Fprintf(&sb, `<delivery_failed chat="%s" time="%s" error="%s">%s</delivery_failed>`+"\n",
-			esc(n.ChatJID), msTime(n.Created), esc(n.Error), esc(n.Text))
+			esc(n.ChatJID), msTime(n.Created), esc(n.Error), escText(n.Text))
 	}
 	for _, r := range b.Reactions {
 		fmt.Fprintf(&sb, `<reaction chat="%s" message_id="%s" sender="%s" name="%s" emoji="%s" time="%s"`,
@@ -53,9 +54,9 @@ func buildPrompt(h turnHeader, b store.Batch) string {
 	for _, it := range b.Items {
 		switch it.Trigger {
 		case store.TriggerTask:
-			fmt.Fprintf(&sb, `<task id="%d" run="%d">%s</task>`+"\n", it.TaskID, it.RunID, esc(it.Prompt))
+			fmt.Fprintf(&sb, `<task id="%d" run="%d">%s</task>`+"\n", it.TaskID, it.RunID, escText(it.Prompt))
 		case store.TriggerDelegate, store.TriggerEscalate:
-			fmt.Fprintf(&sb, `<%s from="%s">%s</%s>`+"\n", it.Trigger, esc(it.Origin), esc(it.Prompt), it.Trigger)
+			fmt.Fprintf(&sb, `<%s from="%s">%s</%s>`+"\n", it.Trigger, esc(it.Origin), escText(it.Prompt), it.Trigger)
 		}
 	}
 	if len(b.Messages) > 0 {
@@ -90,7 +91,7 @@ func writeMessage(sb *strings.Builder, m store.Message, files map[fileKey]fetche
 		fmt.Fprintf(sb, ` edited="%s"`, msTime(m.Edited))
 	}
 	sb.WriteString(">")
-	sb.WriteString(esc(m.Text))
+	sb.WriteString(escText(m.Text))
 	for i, a := range m.Attachments {
 		f := files[fileKey{m.Seq, i}]
 		if f.path != "" {
@@ -111,8 +112,55 @@ func writeMessage(sb *strings.Builder, m store.Message, files map[fileKey]fetche
 
 func msTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+var (
+	textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+	// In an attribute, a line break or tab would be read back as a space
+	// (XML's attribute-value normalization): written as references, a name
+	// or id keeps its characters.
+	attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;",
+		"\n", "&#10;", "\r", "&#13;", "\t", "&#9;")
+)
 
-// esc escapes text for the prompt's XML-like markup, so a message cannot
-// close its element or forge a <turn>.
-func esc[S ~string](s S) string { return escaper.Replace(string(s)) }
+// esc escapes an attribute value for the prompt's XML markup, so a value
+// cannot break out of its quotes or forge a <turn>.
+func esc[S ~string](s S) string { return attrEscaper.Replace(xmlChars(string(s))) }
+
+// escText escapes element content (a message's text, a task's prompt): it
+// keeps its line breaks and cannot close its element.
+func escText(s string) string { return textEscaper.Replace(xmlChars(s)) }
+
+// xmlChars replaces what XML 1.0 does not allow in a document (C0
+// controls other than tab and line breaks, U+FFFE, U+FFFF, bytes that are
+// not UTF-8: a NUL or an escape sequence in a chat message) with U+FFFD, so
+// the prompt stays a document an XML parser reads.
+func xmlChars(s string) string {
+	ok := true
+	for i, r := range s {
+		if !xmlChar(r) || (r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD")) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if !xmlChar(r) {
+			r = utf8.RuneError
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func xmlChar(r rune) bool {
+	switch {
+	case r == '\t', r == '\n', r == '\r':
+		return true
+	case r < 0x20, r == 0xFFFE, r == 0xFFFF:
+		return false
+	}
+	return true
+}

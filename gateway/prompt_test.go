@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/xml"
 	"regexp"
 	"strings"
 	"testing"
@@ -82,5 +83,59 @@ func TestPromptSections(t *testing.T) {
 	}
 	if strings.Contains(p, "<messages>") {
 		t.Errorf("a task turn without messages has a <messages> element:\n%s", p)
+	}
+}
+
+// A chat message can hold anything a platform lets through: a NUL, an
+// escape sequence, a line break in a sender's name or a file's name. The
+// prompt stays an XML document that a parser reads, and what it reads back
+// is what was sent (the characters XML cannot hold become U+FFFD).
+func TestPromptIsXMLForAnyInput(t *testing.T) {
+	text := "line one\nred \x1b[31m nul \x00 bell \x07 bad \xff byte & <b> \"q\"\r\nend \ufffd"
+	name := "Ann\nO'Neil\t\"x\""
+	b := store.Batch{
+		Folder: "main", ChatJID: "web:lobby",
+		Items: []store.WorkItem{{Seq: 1, Trigger: store.TriggerMessage}, {Trigger: store.TriggerTask, TaskID: 3, RunID: 4, Prompt: "task \x00 prompt"}},
+		Messages: []store.Message{{Seq: 1, ID: "m1", Sender: "web:user/ann", SenderName: name, Text: text, Verb: "mention", Time: now,
+			Attachments: []adapters.Attachment{{Name: "report\x00\n.txt", MIME: "text/plain"}}}},
+		Notices: []store.Notice{{ChatJID: "web:lobby", Text: "old \x1b reply", Error: "refused:\nline two", Created: now}},
+	}
+	p := buildPrompt(turnHeader{Folder: "main", Tier: 1, Chat: "web:lobby", Trigger: store.TriggerMessage, Now: now}, b)
+	var doc struct {
+		Notice struct {
+			Error string `xml:"error,attr"`
+			Text  string `xml:",chardata"`
+		} `xml:"delivery_failed"`
+		Task     string `xml:"task"`
+		Messages struct {
+			Message []struct {
+				Name       string `xml:"name,attr"`
+				Text       string `xml:",chardata"`
+				Attachment struct {
+					Name  string `xml:"name,attr"`
+					Error string `xml:"error,attr"`
+				} `xml:"attachment"`
+			} `xml:"message"`
+		} `xml:"messages"`
+	}
+	if err := xml.Unmarshal([]byte("<prompt>"+p+"</prompt>"), &doc); err != nil {
+		t.Fatalf("the prompt is not XML: %v\n%q", err, p)
+	}
+	if len(doc.Messages.Message) != 1 {
+		t.Fatalf("%d messages read back:\n%q", len(doc.Messages.Message), p)
+	}
+	m := doc.Messages.Message[0]
+	wantText := "line one\nred \ufffd[31m nul \ufffd bell \ufffd bad \ufffd byte & <b> \"q\"\nend \ufffd"
+	for _, c := range []struct{ what, got, want string }{
+		{"text", m.Text, wantText},
+		{"sender name", m.Name, name},
+		{"attachment name", m.Attachment.Name, "report\ufffd\n.txt"},
+		{"task", doc.Task, "task \ufffd prompt"},
+		{"notice", doc.Notice.Text, "old \ufffd reply"},
+		{"notice error", doc.Notice.Error, "refused:\nline two"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s read back as %q, want %q", c.what, c.got, c.want)
+		}
 	}
 }

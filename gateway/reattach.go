@@ -60,6 +60,10 @@ func (t *turns) recoverStarted(ctx context.Context) ([]string, error) {
 // interrupted after its agent had answered its chat through a tool.
 const errAnsweredBeforeCrash = "interrupted by a gateway crash after it had replied through a tool; not run again, so the chat is not answered twice"
 
+// errAnsweredBeforeFailure is added to the error recorded for a failed
+// turn whose agent had already answered its chat through a tool.
+const errAnsweredBeforeFailure = "it had replied through a tool; not run again, so the chat is not answered twice"
+
 // settleAnswered records as answered each batch whose turn a crash
 // interrupted (its rows still started, its turn not in keep: nothing will
 // report its outcome) after the turn's agent had already queued a message

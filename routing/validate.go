@@ -168,3 +168,45 @@ func jidChars(g string) error {
 	}
 	return nil
 }
+
+// slashedPlatforms are the platforms every chat JID of which has a "/"
+// after the ':' (CONTRACT §4): telegram:user/1, discord:1/2, slack:T/channel/C.
+var slashedPlatforms = map[string]bool{"telegram": true, "discord": true, "slack": true}
+
+// crossesSlash reports whether glob g can match a string with a "/".
+func crossesSlash(g string) bool { return strings.Contains(g, "/") || strings.Contains(g, "**") }
+
+// NeverMatchWarning says why a valid match can match no message that a
+// person would mean it for, or "": a sender glob that cannot cross "/"
+// (every sender JID has one: web:user/ann), or a room or chat_jid glob that
+// cannot for a platform whose chat JIDs all have one ("telegram:*" matches
+// no Telegram chat: "*" does not cross "/"). Such a route is accepted (it is
+// what the contract's globs say) but it is likely a mistake.
+func NeverMatchWarning(m map[string]string) string {
+	if g, ok := m[KeySender]; ok && !crossesSlash(g) {
+		return fmt.Sprintf("sender glob %q matches no sender: every sender JID has a / (web:user/ann, telegram:user/42) and * does not cross it; write e.g. web:user/* or ** for any sender", g)
+	}
+	platform := m[KeyPlatform]
+	if j, ok := m[KeyChatJID]; ok {
+		if i := strings.IndexByte(j, ':'); i > 0 && IsLiteral(j[:i]) {
+			platform = j[:i]
+		}
+		if slashedPlatforms[platform] && !crossesSlash(j) {
+			return fmt.Sprintf("chat_jid glob %q matches no %s chat: its chat JIDs have a / (e.g. %s) and * does not cross it; write %s:** for all of them", j, platform, exampleJID(platform), platform)
+		}
+	}
+	if r, ok := m[KeyRoom]; ok && slashedPlatforms[platform] && !crossesSlash(r) {
+		return fmt.Sprintf("room glob %q matches no %s chat: its rooms have a / (e.g. %s) and * does not cross it; write ** for all of them", r, platform, strings.TrimPrefix(exampleJID(platform), platform+":"))
+	}
+	return ""
+}
+
+func exampleJID(platform string) string {
+	switch platform {
+	case "telegram":
+		return "telegram:group/1001234567"
+	case "discord":
+		return "discord:123/456"
+	}
+	return "slack:T1/channel/C1"
+}

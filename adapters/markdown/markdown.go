@@ -15,12 +15,14 @@ import (
 	"html"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
 // Style is the markup of one platform. Zero fields render as plain text.
@@ -39,6 +41,10 @@ type Style struct {
 	Heading func(text string) string
 	// Quote renders a block quote's rendered content.
 	Quote func(content string) string
+	// KeepEscaped lists the ASCII punctuation whose backslash escape in
+	// the agent's text stays as written; every other escape shows as the
+	// character alone.
+	KeepEscaped string
 }
 
 var parser = goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
@@ -209,7 +215,7 @@ func (r *renderer) inlines(n ast.Node) string {
 func (r *renderer) inline(b *strings.Builder, n ast.Node) {
 	switch n := n.(type) {
 	case *ast.Text:
-		b.WriteString(r.esc(string(n.Segment.Value(r.src))))
+		b.WriteString(r.esc(textValue(n.Segment.Value(r.src), r.st.KeepEscaped)))
 		if n.HardLineBreak() || n.SoftLineBreak() {
 			b.WriteString("\n")
 		}
@@ -273,6 +279,79 @@ func (r *renderer) link(b *strings.Builder, label, url string) {
 	default:
 		b.WriteString(label + " (" + r.esc(url) + ")")
 	}
+}
+
+// textValue is the text a (non-code) text segment stands for, as
+// CommonMark reads it: backslash escapes (`\*`, `\_`, `\|`) and entity and
+// numeric character references (`&amp;`, `&#65;`) resolved. The segment is
+// the source as the agent wrote it: a platform would show the backslashes.
+// The escapes of the characters in keep stay as written (Slack's mrkdwn has
+// no escapes, and a bare `*` there would start bold).
+func textValue(seg []byte, keep string) string {
+	if bytes.IndexByte(seg, '\\') < 0 && bytes.IndexByte(seg, '&') < 0 {
+		return string(seg)
+	}
+	var b strings.Builder
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		switch {
+		case c == '\\' && i+1 < len(seg) && util.IsPunct(seg[i+1]):
+			i++
+			if strings.IndexByte(keep, seg[i]) >= 0 {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(seg[i])
+		case c == '&':
+			ref, n := charRef(seg[i:])
+			if n == 0 {
+				ref, n = "&", 1
+			}
+			b.WriteString(ref)
+			i += n - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// charRef reads the entity or numeric character reference at the start of
+// s ("&amp;", "&#65;", "&#x41;") and returns what it stands for and its
+// length; n is 0 when s does not start with one (CommonMark's rules: at
+// most 7 decimal or 6 hex digits; code point 0 or invalid is U+FFFD).
+func charRef(s []byte) (string, int) {
+	end := bytes.IndexByte(s, ';')
+	if end < 2 || end > 40 {
+		return "", 0
+	}
+	body := string(s[1:end])
+	if body[0] != '#' {
+		for i := 0; i < len(body); i++ {
+			if !util.IsAlphaNumeric(body[i]) {
+				return "", 0
+			}
+		}
+		if e, ok := util.LookUpHTML5EntityByName(body); ok {
+			return string(e.Characters), end + 1
+		}
+		return "", 0
+	}
+	digits, base, max := body[1:], 10, 7
+	if digits != "" && (digits[0] == 'x' || digits[0] == 'X') {
+		digits, base, max = digits[1:], 16, 6
+	}
+	if digits == "" || len(digits) > max {
+		return "", 0
+	}
+	v, err := strconv.ParseUint(digits, base, 32)
+	if err != nil {
+		return "", 0
+	}
+	r := rune(v)
+	if r == 0 || !utf8.ValidRune(r) {
+		r = utf8.RuneError
+	}
+	return string(r), end + 1
 }
 
 func lines(n ast.Node, src []byte) string {
@@ -374,6 +453,9 @@ var slack = Style{
 	},
 	Heading: func(s string) string { return "*" + s + "*" },
 	Quote:   func(s string) string { return "> " + strings.ReplaceAll(s, "\n", "\n> ") },
+	// mrkdwn has no escapes: a bare *, _, ~ or ` the agent escaped would
+	// format; with its backslash it shows as written.
+	KeepEscaped: "*_~`",
 }
 
 // safeURL admits the link schemes a chat client opens.

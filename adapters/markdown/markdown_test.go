@@ -76,3 +76,31 @@ func TestSlackPlainEscapesCode(t *testing.T) {
 		})
 	}
 }
+
+// What an agent escapes shows as the character it escaped, and an entity
+// or numeric reference as the character it names, as in any CommonMark
+// renderer: "2 \* 3" is "2 * 3" in the chat, not "2 \* 3". Code keeps its
+// backslashes; Slack's mrkdwn, which has no escapes, keeps those of its
+// formatting characters (a bare * would start bold).
+func TestEscapesAndReferencesResolved(t *testing.T) {
+	in := `2 \* 3 \_x\_ a\|b \# not a heading, AT&amp;T &#65;&#x42; &copy; \&amp; &bogus; C:\Users ` + "`a \\* b`"
+	for _, tc := range []struct {
+		name   string
+		render func(string) string
+		want   string
+	}{
+		{"telegram", TelegramHTML, `2 * 3 _x_ a|b # not a heading, AT&amp;T AB © &amp;amp; &amp;bogus; C:\Users <code>a \* b</code>`},
+		{"plain", Plain, `2 * 3 _x_ a|b # not a heading, AT&T AB © &amp; &bogus; C:\Users a \* b`},
+		{"slack", SlackMrkdwn, `2 \* 3 \_x\_ a|b # not a heading, AT&amp;T AB © &amp;amp; &amp;bogus; C:\Users ` + "`a \\* b`"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.render(in); got != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+	// A table cell with an escaped pipe, as agents write them.
+	if got, want := TelegramHTML("| cmd | means |\n|---|---|\n| `a \\| b` | a or b \\| c |"), "<b>cmd</b> | <b>means</b>\n<code>a | b</code> | a or b | c"; got != want {
+		t.Errorf("table: got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -98,6 +98,30 @@ func TestGroupLifecycle(t *testing.T) {
 	}
 }
 
+// "*" does not cross "/": a route that can match nothing a person means by
+// it (any sender, any Telegram chat) is added, with a warning that says
+// what to write instead.
+func TestRouteAddWarnsWhenStarCannotCrossSlash(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "ops")
+	for _, c := range []struct {
+		match []string
+		want  string
+	}{
+		{[]string{"sender=*"}, "matches no sender"},
+		{[]string{"chat_jid=telegram:*"}, "matches no telegram chat"},
+		{[]string{"platform=slack", "room=*"}, "matches no slack chat"},
+		{[]string{"sender=web:user/*"}, ""},
+		{[]string{"chat_jid=telegram:**"}, ""},
+		{[]string{"chat_jid=web:*"}, ""},
+	} {
+		out := mustSB(t, dir, append([]string{"route", "add", "--target", "ops"}, c.match...)...)
+		if got := strings.Contains(out, "warning: "); got != (c.want != "") || !strings.Contains(out, c.want) {
+			t.Errorf("route add %s: %q; want warning %q", c.match, out, c.want)
+		}
+	}
+}
+
 func TestRouteAddListExplain(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	mustSB(t, dir, "group", "add", "main")
@@ -108,7 +132,6 @@ func TestRouteAddListExplain(t *testing.T) {
 		t.Errorf("a shadowed route should warn, got %q", out)
 	}
 	mustSB(t, dir, "route", "add", "--target", "ops", "--seq", "-1", "chat_jid=web:ops2", "verb=mention")
-
 	out = mustSB(t, dir, "route", "explain", "web:ops")
 	if !strings.Contains(out, "route 1 wins") || !strings.Contains(out, "folder main") {
 		t.Errorf("explain web:ops: %q", out)

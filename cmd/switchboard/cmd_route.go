@@ -135,7 +135,10 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 		if err != nil {
 			return err
 		}
-		warning := a.shadowWarning(cmd, st, added)
+		warning := routing.NeverMatchWarning(added.Match)
+		if warning == "" {
+			warning = a.shadowWarning(cmd, st, added)
+		}
 		return a.emit(map[string]any{"route": added, "warning": warning}, func(w io.Writer) {
 			fmt.Fprintf(w, "added route %d: %s -> %s (%s, seq %d)\n", added.ID, routing.FormatMatch(added.Match), added.Target, added.Mode, added.Seq)
 			if warning != "" {
