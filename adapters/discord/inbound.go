@@ -132,7 +132,7 @@ func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.I
 
 // message normalizes a message; ok is false for messages with nothing to store.
 func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapters.Kind) (adapters.Inbound, bool) {
-	if m == nil || m.Author == nil {
+	if m == nil || m.Author == nil || isSystem(m.Type) {
 		return adapters.Inbound{}, false
 	}
 	self, _ := a.selfID.Load().(string)
@@ -172,6 +172,20 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 		})
 	}
 	return ev, true
+}
+
+// isSystem: a system message (a member joined, a message was pinned, a
+// thread was started, a boost), which Discord posts with the acting user
+// as author: no one said it, so it is not stored (as Telegram's service
+// messages are not) and never starts a turn. People and bots write
+// messages of type default, reply, or (bots) an application command's.
+func isSystem(t discordgo.MessageType) bool {
+	switch t {
+	case discordgo.MessageTypeDefault, discordgo.MessageTypeReply,
+		discordgo.MessageTypeChatInputCommand, discordgo.MessageTypeContextMenuCommand:
+		return false
+	}
+	return true
 }
 
 // channelMention is Discord's markup for a channel: <#id>.
