@@ -204,7 +204,7 @@ func (a *Adapter) commandToOtherBot(text string, entities []models.MessageEntity
 }
 
 // attachments lists the files of a message with their file ids as opaque
-// references; a sticker becomes text.
+// references; a sticker, a place, a contact, a poll or a die becomes text.
 func attachments(m *models.Message) (atts []adapters.Attachment, note string) {
 	switch {
 	case len(m.Photo) > 0:
@@ -218,10 +218,35 @@ func attachments(m *models.Message) (atts []adapters.Attachment, note string) {
 		atts = append(atts, adapters.Attachment{Name: orDefault(m.Audio.FileName, "audio"), MIME: m.Audio.MimeType, Size: m.Audio.FileSize, Ref: m.Audio.FileID})
 	case m.Video != nil:
 		atts = append(atts, adapters.Attachment{Name: orDefault(m.Video.FileName, "video-"+strconv.Itoa(m.ID)+".mp4"), MIME: m.Video.MimeType, Size: m.Video.FileSize, Ref: m.Video.FileID})
+	case m.VideoNote != nil: // a round video message
+		atts = append(atts, adapters.Attachment{Name: "video-note-" + strconv.Itoa(m.ID) + ".mp4", MIME: "video/mp4", Size: int64(m.VideoNote.FileSize), Ref: m.VideoNote.FileID})
 	case m.Sticker != nil:
 		note = "[sticker " + m.Sticker.Emoji + "]"
+	default:
+		note = shared(m)
 	}
 	return atts, note
+}
+
+// shared is the text of what a message shares without text or a file (a
+// place, a contact, a poll, a die), so that it reaches the agent rather
+// than being dropped as a service message; "" for anything else.
+func shared(m *models.Message) string {
+	switch {
+	case m.Venue != nil: // also carries its location
+		v := m.Venue
+		return fmt.Sprintf("[venue %s, %s (%.6f, %.6f)]", v.Title, v.Address, v.Location.Latitude, v.Location.Longitude)
+	case m.Location != nil:
+		return fmt.Sprintf("[location %.6f, %.6f]", m.Location.Latitude, m.Location.Longitude)
+	case m.Contact != nil:
+		c := m.Contact
+		return "[contact " + strings.TrimSpace(strings.TrimSpace(c.FirstName+" "+c.LastName)+" "+c.PhoneNumber) + "]"
+	case m.Poll != nil:
+		return "[poll " + m.Poll.Question + "]"
+	case m.Dice != nil:
+		return fmt.Sprintf("[dice %s %d]", m.Dice.Emoji, m.Dice.Value)
+	}
+	return ""
 }
 
 // reactions turns a reaction change into added and removed reactions.
