@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,7 +142,14 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 	})
 }
 
-// SendFile uploads an image as a photo and anything else as a document.
+// maxCaption is the longest caption Telegram takes, as measure counts it.
+const maxCaption = 1024
+
+// SendFile uploads an image as a photo and anything else as a document,
+// with m.Text as its caption: rendered like Send, sent again as plain text
+// when Telegram cannot parse it (the file is read again from the start,
+// which the gateway's open file allows). A caption longer than Telegram
+// takes follows the file as messages of its own, so that neither is lost.
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
 	if err == nil {
@@ -150,24 +158,48 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if err != nil {
 		return "", err
 	}
-	upload := &models.InputFileUpload{Filename: f.Name, Data: f.Content}
-	caption := markdown.TelegramHTML(m.Text)
+	caption, follow := m.Text, ""
+	if measure(caption) > maxCaption {
+		caption, follow = "", m.Text
+	}
 	var sent *models.Message
 	err = a.call(ctx, m.Chat, chat, func() (err error) {
-		switch f.MIME {
-		case "image/jpeg", "image/png", "image/webp":
-			sent, err = b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: upload, Caption: caption, ParseMode: models.ParseModeHTML,
-				MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
-		default:
-			sent, err = b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: upload, Caption: caption, ParseMode: models.ParseModeHTML,
-				MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
+		sent, err = a.upload(ctx, b, chat, m, f, markdown.TelegramHTML(caption), models.ParseModeHTML)
+		if isParseError(err) {
+			if s, ok := f.Content.(io.Seeker); ok {
+				if _, serr := s.Seek(0, io.SeekStart); serr == nil {
+					a.log.Warn("telegram refused the caption's formatting; sending it as plain text", "jid", m.Chat, "err", err)
+					sent, err = a.upload(ctx, b, chat, m, f, markdown.Plain(caption), "")
+				}
+			}
 		}
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
+	if follow != "" {
+		for _, part := range adapters.SplitRendered(follow, a.Limits().MaxText, measure) {
+			// The file is sent: a failure here must not send it again.
+			if _, err := a.Send(ctx, adapters.Outbound{Chat: m.Chat, Topic: m.Topic, Text: part}); err != nil {
+				a.log.Warn("telegram file sent, but its long caption could not follow", "jid", m.Chat, "err", err)
+				break
+			}
+		}
+	}
 	return messageID(sent.ID), nil
+}
+
+// upload sends f (from where its reader stands) with caption in parseMode.
+func (a *Adapter) upload(ctx context.Context, b *bot.Bot, chat int64, m adapters.Outbound, f adapters.File, caption string, parseMode models.ParseMode) (*models.Message, error) {
+	upload := &models.InputFileUpload{Filename: f.Name, Data: f.Content}
+	switch f.MIME {
+	case "image/jpeg", "image/png", "image/webp":
+		return b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: upload, Caption: caption, ParseMode: parseMode,
+			MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
+	}
+	return b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: upload, Caption: caption, ParseMode: parseMode,
+		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
 }
 
 // Typing shows "typing…" in the chat (and forum topic) for five seconds.

@@ -1,0 +1,62 @@
+package telegram
+
+import (
+	"strings"
+	"testing"
+
+	"switchboard/adapters"
+	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/telegram/telegramtest"
+)
+
+// A file's caption is Markdown like any reply: when Telegram cannot parse
+// its HTML rendering, the file goes again with the caption as plain text,
+// rather than the file failing for good.
+func TestSendFileCaptionFallsBackToPlainText(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	f.RejectFormatting()
+	id, err := a.SendFile(t.Context(), adapters.Outbound{Chat: groupChat, Text: "the **weekly** report"},
+		adapters.File{Name: "r.pdf", MIME: "application/pdf", Size: 9, Content: strings.NewReader("%PDF-1.7!")})
+	if err != nil || id == "" {
+		t.Fatalf("send_file with a caption Telegram refused to parse: id %q, %v; want the file sent with a plain caption", id, err)
+	}
+	msgs := f.Messages(telegramtest.GroupID)
+	last := msgs[len(msgs)-1]
+	if last.Text != "the weekly report" || string(last.FileData) != "%PDF-1.7!" {
+		t.Errorf("the file as sent: caption %q, data %q; want the plain caption and the whole file", last.Text, last.FileData)
+	}
+}
+
+// Telegram takes captions of at most 1024 characters. A longer one does
+// not fail the file: the file goes without it, and the caption follows as
+// messages of its own, in order, in the same topic.
+func TestSendFileLongCaptionFollows(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	caption := strings.Repeat("All figures are in euros. ", 60) + "The end."
+	id, err := a.SendFile(t.Context(), adapters.Outbound{Chat: groupChat, Topic: "42", Text: caption},
+		adapters.File{Name: "c.png", MIME: "image/png", Size: 3, Content: strings.NewReader("PNG")})
+	if err != nil || id == "" {
+		t.Fatalf("send_file with a %d-character caption: id %q, %v; want the file sent", len(caption), id, err)
+	}
+	msgs := f.Messages(telegramtest.GroupID)
+	var file int = -1
+	var text []string
+	for i, m := range msgs {
+		if m.File == "c.png" {
+			file = i
+		} else if file >= 0 && m.FromBot {
+			text = append(text, m.Text)
+			if m.Thread != 42 {
+				t.Errorf("a caption part went to topic %d; want 42", m.Thread)
+			}
+		}
+	}
+	if file < 0 {
+		t.Fatal("the file was not sent")
+	}
+	if got := strings.Join(text, " "); strings.Join(strings.Fields(got), " ") != strings.TrimSpace(caption) {
+		t.Errorf("the caption after the file reads %q; want %q", got, caption)
+	}
+}
