@@ -133,7 +133,9 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 	return classify(ref.Chat, s.ChannelMessageUnpin(ch, string(ref.ID), discordgo.WithContext(ctx)))
 }
 
-// SendFile uploads a file with an optional caption.
+// SendFile uploads a file with an optional caption. A caption longer than
+// Discord takes beside a file follows it as messages of its own, so that
+// neither is lost.
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	s, err := a.session()
 	if err != nil {
@@ -143,10 +145,23 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if err != nil {
 		return "", err
 	}
-	sent, err := s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: m.Text, AllowedMentions: mentions(false),
+	caption, follow := m.Text, ""
+	if adapters.UTF16Len(caption) > maxText {
+		caption, follow = "", m.Text
+	}
+	sent, err := s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: caption, AllowedMentions: mentions(false),
 		Files: []*discordgo.File{{Name: f.Name, ContentType: f.MIME, Reader: f.Content}}}, discordgo.WithContext(ctx))
 	if err != nil {
 		return "", classify(m.Chat, err)
+	}
+	if follow != "" {
+		for _, part := range adapters.Split(follow, maxText) {
+			// The file is sent: a failure here must not send it again.
+			if _, err := a.Send(ctx, adapters.Outbound{Chat: m.Chat, Topic: m.Topic, Text: part}); err != nil {
+				a.log.Warn("discord file sent, but its long caption could not follow", "jid", m.Chat, "err", err)
+				break
+			}
+		}
 	}
 	return adapters.MessageID(sent.ID), nil
 }
