@@ -161,6 +161,9 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 	for _, st := range m.StickerItems {
 		ev.Text += " [sticker " + st.Name + "]"
 	}
+	if t := embedsText(m.Embeds); t != "" {
+		ev.Text = strings.TrimSpace(ev.Text + "\n" + t)
+	}
 	if a.addressed(m, self) {
 		ev.Verb = adapters.VerbMention
 	}
@@ -262,6 +265,39 @@ func forwarded(m *discordgo.Message) string {
 		}
 	}
 	return "[forwarded] " + strings.Join(parts, " ")
+}
+
+// embedsText is what a message's rich embeds say, the way bots and
+// webhooks post their news with empty content: each embed's author,
+// title, description, fields ("name: value") and footer, one a line. A
+// link preview (an embed of another type, made from a URL in the text)
+// adds nothing.
+func embedsText(embeds []*discordgo.MessageEmbed) string {
+	var lines []string
+	add := func(s string) {
+		if s = strings.TrimSpace(s); s != "" {
+			lines = append(lines, s)
+		}
+	}
+	for _, e := range embeds {
+		if e == nil || e.Type != "" && e.Type != discordgo.EmbedTypeRich {
+			continue
+		}
+		if e.Author != nil {
+			add(e.Author.Name)
+		}
+		add(e.Title)
+		add(e.Description)
+		for _, f := range e.Fields {
+			if f != nil {
+				add(strings.TrimSpace(f.Name + ": " + f.Value))
+			}
+		}
+		if e.Footer != nil {
+			add(e.Footer.Text)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // addressed: a DM, a mention of the bot or of its managed role, or a reply
