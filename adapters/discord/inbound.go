@@ -289,8 +289,12 @@ func embedsText(embeds []*discordgo.MessageEmbed) string {
 		add(e.Title)
 		add(e.Description)
 		for _, f := range e.Fields {
-			if f != nil {
-				add(strings.TrimSpace(f.Name + ": " + f.Value))
+			switch {
+			case f == nil:
+			case strings.TrimSpace(f.Name) == "":
+				add(f.Value)
+			default:
+				add(f.Name + ": " + f.Value)
 			}
 		}
 		if e.Footer != nil {

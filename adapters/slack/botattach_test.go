@@ -1,0 +1,37 @@
+package slack_test
+
+import (
+	"strings"
+	"testing"
+
+	"switchboard/adapters/adaptertest"
+	"switchboard/adapters/slack"
+	"switchboard/adapters/slack/slacktest"
+)
+
+// Integrations (CI, monitoring, incident tools) post their news as
+// legacy attachments, often with no text of their own. Such a message is
+// stored as other bots' are, with the attachments' text (pretext, author,
+// title, text, fields, footer), so that a folder observing the channel
+// reads what it said rather than an empty message.
+func TestBotAttachmentsAreText(t *testing.T) {
+	s := slacktest.New(t)
+	host := adaptertest.NewHost()
+	start(t, s, slack.ModeSocket, host)
+	if _, _, err := s.Emit(map[string]any{"type": "message", "subtype": "bot_message", "channel": "C1", "channel_type": "channel",
+		"bot_id": "B2", "username": "ci", "text": "", "ts": "1700000100.000100",
+		"attachments": []map[string]any{{"fallback": "Build #812 failed", "color": "danger", "title": "Build #812 failed",
+			"text": "main: 3 tests failed", "fields": []map[string]any{{"title": "Branch", "value": "main", "short": true}},
+			"footer": "took 4m"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ev := host.WaitEvents(t, 1)[0]
+	for _, want := range []string{"Build #812 failed", "main: 3 tests failed", "Branch: main", "took 4m"} {
+		if !strings.Contains(ev.Text, want) {
+			t.Errorf("the integration's message reads %q; want it to hold %q", ev.Text, want)
+		}
+	}
+	if !ev.OtherBot {
+		t.Errorf("the integration's message is not marked as another bot's: %+v", ev)
+	}
+}
