@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,7 +109,7 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 	}
 	ev := adapters.Inbound{
 		Kind: kind, Chat: a.chatJID(m.Chat), ChatName: chatName(m.Chat), ID: messageID(m.ID),
-		Text: text, Time: time.Unix(int64(m.Date), 0), Attachments: atts, Verb: adapters.VerbMessage,
+		Text: withLinks(text, entities), Time: time.Unix(int64(m.Date), 0), Attachments: atts, Verb: adapters.VerbMessage,
 	}
 	switch {
 	case m.SenderChat != nil:
@@ -132,6 +133,40 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 	}
 	ev.ToOtherBot = a.commandToOtherBot(text, entities)
 	return []adapters.Inbound{ev}
+}
+
+// withLinks writes the URL of each word a person linked (a text_link,
+// whose URL is not in the text) after it: "the docs (https://…)". Entity
+// offsets count UTF-16 units; a link whose text is its URL is left alone.
+func withLinks(text string, entities []models.MessageEntity) string {
+	units := utf16.Encode([]rune(text))
+	type insert struct {
+		at  int
+		url string
+	}
+	var adds []insert
+	for _, e := range entities {
+		if e.Type != models.MessageEntityTypeTextLink || e.URL == "" || e.Offset < 0 || e.Length <= 0 || e.Offset+e.Length > len(units) {
+			continue
+		}
+		if string(utf16.Decode(units[e.Offset:e.Offset+e.Length])) == e.URL {
+			continue
+		}
+		adds = append(adds, insert{e.Offset + e.Length, e.URL})
+	}
+	if len(adds) == 0 {
+		return text
+	}
+	slices.SortStableFunc(adds, func(x, y insert) int { return x.at - y.at })
+	var b strings.Builder
+	prev := 0
+	for _, ad := range adds {
+		b.WriteString(string(utf16.Decode(units[prev:ad.at])))
+		b.WriteString(" (" + ad.url + ")")
+		prev = ad.at
+	}
+	b.WriteString(string(utf16.Decode(units[prev:])))
+	return b.String()
 }
 
 // forumTopic: m was written in a forum topic. A reply in a supergroup
