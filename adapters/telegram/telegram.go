@@ -162,7 +162,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	if err != nil {
 		return err
 	}
-	g := &gate{client: a.http, host: host, log: a.log, ready: make(chan struct{}, 1)}
+	g := &gate{client: a.http, host: host, log: a.log, hold: &a.pace.held, ready: make(chan struct{}, 1)}
 	g.ready <- struct{}{}
 	b, err := bot.New(a.opt.Token, bot.WithServerURL(a.opt.APIURL), bot.WithHTTPClient(a.opt.PollTimeout, g),
 		bot.WithSkipGetMe(), bot.WithInitialOffset(offset), bot.WithWorkers(1), bot.WithNotAsyncHandlers(),

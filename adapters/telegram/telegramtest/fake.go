@@ -48,6 +48,8 @@ type Server struct {
 	rateLimit                 int       // the next write answers 429 with this retry_after
 	limitedAt, retriedAt      time.Time // the last 429 answered, and the first write after it
 	rejectFmt                 bool      // the next formatted message is refused
+	pollLimit                 int       // the next getUpdates answers 429 with this retry_after
+	pollLimitedAt             time.Time // when it last did
 	drop                      bool      // the next getUpdates fails
 	rawNext                   string    // the next getUpdates answers this body
 	fail5xx                   int       // so many writes answer 502
@@ -423,6 +425,13 @@ func (f *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 			reply(w, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first", nil)
 			return
 		}
+		if f.pollLimit > 0 {
+			wait := f.pollLimit
+			f.pollLimit, f.pollLimitedAt = 0, time.Now()
+			f.mu.Unlock()
+			replyParams(w, 429, "Too Many Requests: retry after "+strconv.Itoa(wait), map[string]any{"retry_after": wait})
+			return
+		}
 		if f.drop {
 			f.drop = false
 			f.mu.Unlock()
@@ -707,6 +716,22 @@ func (f *Server) RateLimit(wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rateLimit = max(int(wait.Round(time.Second)/time.Second), 1)
+}
+
+// RateLimitPolls makes the next getUpdates answer 429 asking to wait (whole
+// seconds, at least 1) and returns nothing; PollLimitedAt says when it did.
+func (f *Server) RateLimitPolls(wait time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pollLimit = max(int(wait.Round(time.Second)/time.Second), 1)
+}
+
+// PollLimitedAt is when a getUpdates was last answered with
+// RateLimitPolls's 429 (zero: never).
+func (f *Server) PollLimitedAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pollLimitedAt
 }
 
 // RateLimitFiles makes the next file download answer 429 with a
