@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -579,6 +580,31 @@ func TestMentionOfARoleNamedLikeTheBotIsNotTheBots(t *testing.T) {
 		first := strings.Fields(evs[i].Text)[0]
 		if self, known := a.MentionsSelf(first); !known || self != want {
 			t.Errorf("message %q: MentionsSelf(%q) = %v, %v; want %v, true", evs[i].Text, first, self, known, want)
+		}
+	}
+}
+
+// Custom emoji, timestamps and command mentions reach the agent as people
+// read them (:partyblob:, an RFC 3339 time, /deploy), not as Discord's
+// markup, in DMs as in servers.
+func TestEmojiAndTimestampMarkupRendered(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	content := `shipped <:partyblob:1234567890> <a:dance:42>, call at <t:1700000000:R> (<t:1700000000>), run </deploy:99>, keep <3 and <b>`
+	want := `shipped :partyblob: :dance:, call at 2023-11-14T22:13:20Z (2023-11-14T22:13:20Z), run /deploy, keep <3 and <b>`
+	for i, guild := range []string{`,"guild_id":"` + discordtest.GuildID + `"`, ""} {
+		ch := discordtest.Channel
+		if guild == "" {
+			ch = discordtest.DMChan
+		}
+		f.DispatchRaw("MESSAGE_CREATE", `{"id":"93`+strconv.Itoa(i)+`","channel_id":"`+ch+`"`+guild+`,"content":"`+strings.ReplaceAll(content, `"`, `\"`)+
+			`","author":{"id":"`+discordtest.UserID+`","username":"ann"},"timestamp":"2026-11-27T00:00:00Z","mentions":[],"attachments":[]}`)
+	}
+	for _, e := range host.WaitEvents(t, 2) {
+		if e.Text != want {
+			t.Errorf("%s: text %q; want %q", e.Chat, e.Text, want)
 		}
 	}
 }

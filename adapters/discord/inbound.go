@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -214,6 +215,7 @@ func (a *Adapter) render(m *discordgo.Message) string {
 		}
 		text = strings.NewReplacer("<@"+u.ID+">", "@"+name, "<@!"+u.ID+">", "@"+name).Replace(text)
 	}
+	text = plainMarkup(text)
 	s, err := a.session()
 	if err != nil || m.GuildID == "" || !strings.Contains(text, "<") {
 		return text
@@ -234,6 +236,33 @@ func (a *Adapter) render(m *discordgo.Message) string {
 			return "#" + c.Name
 		}
 		return mention
+	})
+}
+
+// markupTokens are Discord's markup that needs no lookup: a custom emoji
+// (<:name:id>, animated <a:name:id>), a timestamp (<t:unix> or
+// <t:unix:style>) and a command mention (</name:id>).
+var markupTokens = regexp.MustCompile(`<(a?):([A-Za-z0-9_]{1,64}):[0-9]+>|<t:(-?[0-9]{1,13})(?::[tTdDfFR])?>|</([^<>:]{1,100}):[0-9]+>`)
+
+// plainMarkup writes markupTokens as people read them: ":name:", the
+// time in RFC 3339 (UTC), "/name".
+func plainMarkup(text string) string {
+	if !strings.Contains(text, "<") {
+		return text
+	}
+	return markupTokens.ReplaceAllStringFunc(text, func(tok string) string {
+		g := markupTokens.FindStringSubmatch(tok)
+		switch {
+		case g[2] != "":
+			return ":" + g[2] + ":"
+		case g[3] != "":
+			sec, err := strconv.ParseInt(g[3], 10, 64)
+			if err != nil {
+				return tok
+			}
+			return time.Unix(sec, 0).UTC().Format(time.RFC3339)
+		}
+		return "/" + g[4]
 	})
 }
 
