@@ -608,3 +608,20 @@ func TestEmojiAndTimestampMarkupRendered(t *testing.T) {
 		}
 	}
 }
+
+// A reaction in a server carries who reacted by name (the member's nick),
+// as messages do: the reaction note in the folder's next prompt names them.
+func TestReactionNamesTheMember(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	a := start(t, f, host, nil)
+	id, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Text: "deployed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.UserReacts(discordtest.Channel, string(id), "👍")
+	e := host.WaitEvents(t, 1)[0]
+	if e.Kind != adapters.KindReaction || e.Reaction != "👍" || e.Sender != "discord:user/"+discordtest.UserID || e.SenderName != "Ann" {
+		t.Errorf("reaction %+v; want 👍 from discord:user/%s named Ann", e, discordtest.UserID)
+	}
+}

@@ -98,7 +98,7 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) {
 		defer a.survive("MessageReactionAdd")
-		a.reaction(ctx, host, r.MessageReaction, false)
+		a.reaction(ctx, host, r.MessageReaction, reactorName(r.Member), false)
 	})
 	s.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) {
 		defer a.survive("InteractionCreate")
@@ -106,7 +106,7 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) {
 		defer a.survive("MessageReactionRemove")
-		a.reaction(ctx, host, r.MessageReaction, true)
+		a.reaction(ctx, host, r.MessageReaction, "", true)
 	})
 }
 
@@ -352,14 +352,16 @@ func (a *Adapter) addressed(m *discordgo.Message, self string) bool {
 	return slices.ContainsFunc(m.MentionRoles, func(id string) bool { return a.botRoles[id] })
 }
 
-func (a *Adapter) reaction(ctx context.Context, host adapters.Host, r *discordgo.MessageReaction, removed bool) {
+// reaction delivers a reaction by r.UserID, named name ("" when the event
+// does not say: a DM's, a removal's).
+func (a *Adapter) reaction(ctx context.Context, host adapters.Host, r *discordgo.MessageReaction, name string, removed bool) {
 	if r == nil {
 		return
 	}
 	emoji := r.Emoji.Name
 	chat, topic := a.place(ctx, r.GuildID, r.ChannelID)
 	a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindReaction, Chat: chat, Topic: topic, ID: adapters.MessageID(r.MessageID),
-		Sender: userJID(r.UserID), Reaction: emoji, ReactionRemoved: removed, Time: time.Now()})
+		Sender: userJID(r.UserID), SenderName: name, Reaction: emoji, ReactionRemoved: removed, Time: time.Now()})
 }
 
 // place is the chat JID and topic of a channel: a thread's parent channel,
@@ -477,6 +479,15 @@ func (a *Adapter) learnGuild(g *discordgo.Guild) {
 			a.botRoles[r.ID] = true
 		}
 	}
+}
+
+// reactorName is who reacted as the event names them: a server member's
+// name (memberName); "" when it does not say (a DM).
+func reactorName(m *discordgo.Member) string {
+	if m == nil || m.User == nil {
+		return ""
+	}
+	return memberName(m.Nick, m.User)
 }
 
 func displayName(m *discordgo.Message) string {
