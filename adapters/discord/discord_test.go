@@ -625,3 +625,41 @@ func TestReactionNamesTheMember(t *testing.T) {
 		t.Errorf("reaction %+v; want 👍 from discord:user/%s named Ann", e, discordtest.UserID)
 	}
 }
+
+// After downtime in a busy channel, backfill stores the newest messages
+// missed (at most 100), so the question asked a minute ago is answered.
+// Discord answers a history request with `after` with the messages right
+// after it, the oldest: asked that way, the 100 oldest missed were stored
+// and the newest, the ones that trigger, never.
+func TestBackfillKeepsTheNewest(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	seen := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "before", Time: time.Now().Add(-3 * time.Hour)})
+	host.Chats = []adapters.ChatCursor{{Chat: channelChat, LastID: adapters.MessageID(seen), Last: time.Now().Add(-3 * time.Hour)}}
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	f.Disconnect(false)
+	for i := range 150 {
+		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "chatter " + strconv.Itoa(i), Time: time.Now().Add(-2*time.Hour + time.Duration(i)*time.Second)})
+	}
+	recent := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "anyone there?", MentionBot: true})
+	f.WaitFor(t, "a new session", func() bool { return f.Sessions() >= 2 })
+	host.Wait(t, 20*time.Second, "the newest missed message", func(h *adaptertest.Host) bool {
+		for _, e := range h.Events() {
+			if e.ID.String() == recent {
+				return true
+			}
+		}
+		return len(h.Events()) >= 100
+	})
+	var got bool
+	for _, e := range host.Events() {
+		got = got || e.ID.String() == recent && e.Backfilled
+	}
+	if !got {
+		t.Errorf("the newest missed message (a mention a moment ago) was not backfilled; %d older ones were", len(host.Events()))
+	}
+	if n := len(host.Events()); n > 100 {
+		t.Errorf("%d messages backfilled; want at most 100", n)
+	}
+}
