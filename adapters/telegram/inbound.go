@@ -92,8 +92,12 @@ func (a *Adapter) chatJID(c models.Chat) adapters.JID {
 }
 
 func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Message, kind adapters.Kind) []adapters.Inbound {
-	if m.MigrateToChatID != 0 {
+	switch {
+	case m.MigrateToChatID != 0: // in the group
 		a.migrate(ctx, host, m.Chat.ID, m.MigrateToChatID)
+		return nil
+	case m.MigrateFromChatID != 0: // in the supergroup, maybe first
+		a.migrate(ctx, host, m.MigrateFromChatID, m.Chat.ID)
 		return nil
 	}
 	text, entities := m.Text, m.Entities
@@ -108,7 +112,7 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 		return nil // service messages: members joined, title changed, pins
 	}
 	ev := adapters.Inbound{
-		Kind: kind, Chat: a.chatJID(m.Chat), ChatName: chatName(m.Chat), ID: messageID(m.ID),
+		Kind: kind, Chat: a.chatJID(m.Chat), ChatName: chatName(m.Chat), ID: a.msgID(m.Chat.ID, m.ID),
 		Text: withLinks(text, entities), Time: time.Unix(int64(m.Date), 0), Attachments: atts, Verb: adapters.VerbMessage,
 	}
 	switch {
@@ -126,7 +130,7 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 		ev.Topic = strconv.Itoa(m.MessageThreadID)
 	}
 	if r := m.ReplyToMessage; r != nil && !topicRoot(m, r) {
-		ev.ReplyTo = messageID(r.ID)
+		ev.ReplyTo = a.msgID(m.Chat.ID, r.ID)
 	}
 	if a.addressed(m, text, entities) {
 		ev.Verb = adapters.VerbMention
@@ -290,7 +294,7 @@ func (a *Adapter) reactions(r *models.MessageReactionUpdated) []adapters.Inbound
 		return nil // anonymous reactions carry no sender
 	}
 	old, cur := emojis(r.OldReaction), emojis(r.NewReaction)
-	base := adapters.Inbound{Kind: adapters.KindReaction, Chat: a.chatJID(r.Chat), ID: messageID(r.MessageID),
+	base := adapters.Inbound{Kind: adapters.KindReaction, Chat: a.chatJID(r.Chat), ID: a.msgID(r.Chat.ID, r.MessageID),
 		Sender: userJID(r.User.ID), SenderName: userName(r.User), Time: time.Unix(int64(r.Date), 0)}
 	var out []adapters.Inbound
 	for e := range cur {
@@ -326,6 +330,10 @@ func (a *Adapter) migrate(ctx context.Context, host adapters.Host, from, to int6
 	a.mu.Lock()
 	if old, ok := a.alias[from]; ok {
 		from = old // migrated twice: keep the first JID
+	}
+	if a.moved[from] == to {
+		a.mu.Unlock()
+		return // told by both chats
 	}
 	a.moved[from], a.alias[to] = to, from
 	b, err := json.Marshal(a.moved)

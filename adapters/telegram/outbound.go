@@ -48,7 +48,7 @@ func (a *Adapter) send(ctx context.Context, m adapters.Outbound, markup models.R
 	if err != nil {
 		return "", err
 	}
-	return messageID(sent.ID), nil
+	return a.msgID(chat, sent.ID), nil
 }
 
 // Edit replaces the text of one of the bot's messages.
@@ -187,7 +187,7 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 			}
 		}
 	}
-	return messageID(sent.ID), nil
+	return a.msgID(chat, sent.ID), nil
 }
 
 // upload sends f (from where its reader stands) with caption in parseMode.
@@ -226,10 +226,8 @@ func (a *Adapter) ref(ref adapters.MessageRef) (*bot.Bot, int64, int, error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	// Only as Telegram writes it: "03" or "+3" would act on message 3
-	// while the gateway looked up (and authorized) another id.
-	id, err := strconv.Atoi(ref.ID.String())
-	if err != nil || strconv.Itoa(id) != ref.ID.String() {
+	id, ok := parseMsgID(ref.ID)
+	if !ok {
 		return nil, 0, 0, fmt.Errorf("telegram: message id %q is not a number as Telegram writes it: %w", ref.ID, adapters.ErrPermanent)
 	}
 	return b, chat, id, nil
@@ -287,8 +285,8 @@ func threadID(topic string) int {
 }
 
 func replyTo(id adapters.MessageID) *models.ReplyParameters {
-	n, err := strconv.Atoi(id.String())
-	if err != nil || n == 0 {
+	n, ok := parseMsgID(id)
+	if !ok || n <= 0 {
 		return nil
 	}
 	return &models.ReplyParameters{MessageID: n, AllowSendingWithoutReply: true}
