@@ -662,3 +662,24 @@ func TestBackfillKeepsTheNewest(t *testing.T) {
 		t.Errorf("%d messages backfilled; want at most 100", backfilled)
 	}
 }
+
+// like with a standard emoji's shortcode, as Slack names reactions and
+// people type them (":thumbsup:", "+1", "fire"), reacts with the emoji:
+// Discord takes the emoji itself (a bare name is taken for a custom emoji
+// of the server, which has none by that name).
+func TestLikeWithAShortcode(t *testing.T) {
+	f := discordtest.New(t)
+	a := start(t, f, adaptertest.NewHost(), nil)
+	for _, tc := range []struct{ reaction, want string }{{":thumbsup:", "👍"}, {"+1", "👍"}, {"fire", "🔥"}, {"white_check_mark", "✅"}} {
+		id := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "ship it?"})
+		if err := a.React(t.Context(), adapters.MessageRef{Chat: channelChat, ID: adapters.MessageID(id)}, tc.reaction); err != nil {
+			t.Errorf("like %q: %v", tc.reaction, err)
+			continue
+		}
+		for _, m := range f.Messages(discordtest.Channel) {
+			if m.ID == id && (len(m.Reactions) != 1 || m.Reactions[0] != tc.want) {
+				t.Errorf("like %q: the message has reactions %q; want %q", tc.reaction, m.Reactions, tc.want)
+			}
+		}
+	}
+}

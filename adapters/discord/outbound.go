@@ -82,15 +82,21 @@ func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
 	return classify(ref.Chat, s.ChannelMessageDelete(ch, string(ref.ID), discordgo.WithContext(ctx)))
 }
 
-// React adds the bot's reaction: a unicode emoji, or a custom emoji of the
-// server by name (with or without colons).
+// React adds the bot's reaction: a unicode emoji, a standard emoji's
+// shortcode (adapters.EmojiByName: ":thumbsup:", "fire"), or a custom
+// emoji of the server by name (with or without colons).
 func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction string) error {
 	s, ch, err := a.target(ctx, ref)
 	if err != nil {
 		return err
 	}
 	emoji := strings.Trim(reaction, ":")
-	if isName(emoji) {
+	if e, ok := adapters.EmojiByName(emoji); ok {
+		emoji = e // a standard emoji's shortcode (":thumbsup:", "+1")
+		if strings.ContainsAny(e, "❤✍☃✔⚠🕊") && !strings.Contains(e, "\u200d") {
+			emoji += "\ufe0f" // shown as text by default: Discord names it with the selector
+		}
+	} else if isName(emoji) {
 		guild := guildOf(ref.Chat)
 		if guild == "" {
 			return fmt.Errorf("discord: custom emoji %q works in servers only; use a unicode emoji in DMs: %w", reaction, adapters.ErrPermanent)

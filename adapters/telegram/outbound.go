@@ -101,9 +101,13 @@ var Reactions = []string{"👍", "👎", "❤", "🔥", "🥰", "👏", "😁", 
 	"💋", "🖕", "😈", "😴", "😭", "🤓", "👻", "👨‍💻", "👀", "🎃", "🙈", "😇", "😨", "🤝", "✍", "🤗", "🫡", "🎅", "🎄", "☃",
 	"💅", "🤪", "🗿", "🆒", "💘", "🙉", "🦄", "😘", "💊", "🙊", "😎", "👾", "🤷‍♂", "🤷", "🤷‍♀", "😡"}
 
-// React sets the bot's reaction on a message; only Telegram's set is allowed.
+// React sets the bot's reaction on a message, an emoji or its shortcode
+// (adapters.EmojiByName); only Telegram's set is allowed.
 func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction string) error {
 	emoji := strings.ReplaceAll(reaction, "\ufe0f", "") // ❤️ is ❤ to Telegram
+	if e, ok := adapters.EmojiByName(reaction); ok && !slices.Contains(Reactions, emoji) {
+		emoji = strings.ReplaceAll(e, "\ufe0f", "") // a shortcode: ":thumbsup:", "fire"
+	}
 	if !slices.Contains(Reactions, emoji) {
 		return fmt.Errorf("telegram: %q is not a reaction Telegram allows; use one of %s: %w", reaction, strings.Join(Reactions, " "), adapters.ErrPermanent)
 	}

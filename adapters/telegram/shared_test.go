@@ -1,8 +1,10 @@
 package telegram
 
 import (
+	"strings"
 	"testing"
 
+	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/telegram/telegramtest"
 )
@@ -41,6 +43,27 @@ func TestSharedItemsDelivered(t *testing.T) {
 	for i, w := range want {
 		if got := evs[i+1].Text; got != w {
 			t.Errorf("shared item %d: text %q; want %q", i+1, got, w)
+		}
+	}
+}
+
+// like with an emoji's shortcode (":thumbsup:", "fire"), as Slack names
+// reactions, reacts with the emoji on Telegram, which takes emoji only.
+func TestLikeWithAShortcode(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	id, err := a.Send(t.Context(), adapters.Outbound{Chat: groupChat, Text: "deployed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ reaction, want string }{{":thumbsup:", "👍"}, {"fire", "🔥"}, {"+1", "👍"}} {
+		if err := a.React(t.Context(), adapters.MessageRef{Chat: groupChat, ID: id}, tc.reaction); err != nil {
+			t.Errorf("like %q: %v", tc.reaction, err)
+			continue
+		}
+		c := f.Calls("setMessageReaction")
+		if got := c[len(c)-1].Params["reaction"]; !strings.Contains(got, tc.want) {
+			t.Errorf("like %q: sent reaction %s; want %s", tc.reaction, got, tc.want)
 		}
 	}
 }

@@ -300,6 +300,12 @@ func (f *Server) channelCall(w http.ResponseWriter, r *http.Request, ch string, 
 			w.WriteHeader(204)
 		}
 	case rest[0] == "messages" && len(rest) == 5 && rest[2] == "reactions" && r.Method == http.MethodPut:
+		// As Discord: a unicode emoji or a custom one's name:id; a
+		// shortcode such as "thumbsup" or "+1" is no emoji.
+		if e := rest[3]; !strings.Contains(e, ":") && !strings.ContainsFunc(e, func(r rune) bool { return r > 0x7f }) {
+			writeJSON(w, 400, map[string]any{"message": "Unknown Emoji", "code": 10014})
+			return
+		}
 		if m := f.find(ch, rest[1]); m != nil {
 			m.Reactions = append(m.Reactions, rest[3])
 		}

@@ -1,10 +1,11 @@
-package slack
+package adapters
 
 import "strings"
 
-// emojiNames are Slack's names of the emoji agents most often react with
-// (Telegram's whole reaction set among them): reactions.add takes a name,
-// never the emoji itself, and the other platforms take the emoji.
+// emojiNames are Slack's names (the shortcodes people type, ":fire:") of
+// the emoji agents most often react with, Telegram's whole reaction set
+// among them. Slack takes a reaction by name only; Telegram and Discord
+// take the emoji itself.
 var emojiNames = map[string]string{
 	"👍": "+1", "👎": "-1", "❤": "heart", "🔥": "fire", "🥰": "smiling_face_with_3_hearts", "👏": "clap", "😁": "grin",
 	"🤔": "thinking_face", "🤯": "exploding_head", "😱": "scream", "🤬": "face_with_symbols_on_mouth", "😢": "cry", "🎉": "tada",
@@ -26,11 +27,11 @@ var emojiNames = map[string]string{
 	"🔴": "red_circle", "🟢": "large_green_circle", "🟡": "large_yellow_circle", "☕": "coffee", "🍕": "pizza", "🎂": "birthday",
 }
 
-// emojiName is the name reactions.add takes for reaction: a Slack name as
-// it is (":thumbsup:" and "thumbsup" alike), an emoji as Slack names it
-// (a skin tone as "::skin-tone-N"); an emoji Slack's name of which is not
-// known here is passed on for Slack to refuse with invalid_name.
-func emojiName(reaction string) string {
+// EmojiName is Slack's name for reaction: a name as it is (":thumbsup:"
+// and "thumbsup" alike), an emoji as Slack names it (a skin tone as
+// "::skin-tone-N"); an emoji whose name is not known here is returned as
+// it is, for the platform to refuse.
+func EmojiName(reaction string) string {
 	s := strings.Trim(strings.TrimSpace(reaction), ":")
 	tone := ""
 	key := strings.Map(func(r rune) rune {
@@ -47,4 +48,22 @@ func emojiName(reaction string) string {
 		return name + tone
 	}
 	return s
+}
+
+// emojiByName maps emojiNames back, with the aliases people type.
+var emojiByName = func() map[string]string {
+	m := map[string]string{"thumbsup": "👍", "thumbsdown": "👎", "poop": "💩", "shit": "💩", "check": "✅", "heavy_heart": "❤",
+		"red_heart": "❤", "thinking": "🤔", "laughing": "😆", "satisfied": "😆", "ok": "🆗", "rofl": "🤣", "party": "🥳", "hugs": "🤗"}
+	for e, name := range emojiNames {
+		m[name] = e
+	}
+	return m
+}()
+
+// EmojiByName is the emoji a shortcode names (":fire:", "fire", "+1",
+// "thumbsup"), for platforms that take the emoji itself; ok is false for
+// a name not known here (a custom emoji's, say).
+func EmojiByName(name string) (emoji string, ok bool) {
+	emoji, ok = emojiByName[strings.ToLower(strings.Trim(strings.TrimSpace(name), ":"))]
+	return emoji, ok
 }
