@@ -136,6 +136,9 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 		ev.Verb = adapters.VerbMention
 	}
 	ev.ToOtherBot = a.commandToOtherBot(text, entities)
+	if o := m.ForwardOrigin; o != nil && !m.IsAutomaticForward {
+		ev.Text = forwardedFrom(o) + " " + ev.Text
+	}
 	return []adapters.Inbound{ev}
 }
 
@@ -171,6 +174,29 @@ func withLinks(text string, entities []models.MessageEntity) string {
 	}
 	b.WriteString(string(utf16.Decode(units[prev:])))
 	return b.String()
+}
+
+// forwardedFrom is what a forwarded message starts with: "[forwarded
+// from <whose it was>]", so that the agent does not take another's words
+// (or a forwarded "/stop") for the sender's own. A channel's post that
+// Telegram mirrors into its discussion group (is_automatic_forward) is
+// the channel speaking, not a forward.
+func forwardedFrom(o *models.MessageOrigin) string {
+	name := ""
+	switch {
+	case o.MessageOriginUser != nil:
+		name = userName(&o.MessageOriginUser.SenderUser)
+	case o.MessageOriginHiddenUser != nil:
+		name = o.MessageOriginHiddenUser.SenderUserName
+	case o.MessageOriginChat != nil:
+		name = chatName(o.MessageOriginChat.SenderChat)
+	case o.MessageOriginChannel != nil:
+		name = chatName(o.MessageOriginChannel.Chat)
+	}
+	if name = strings.TrimSpace(name); name == "" {
+		return "[forwarded]"
+	}
+	return "[forwarded from " + name + "]"
 }
 
 // forumTopic: m was written in a forum topic. A reply in a supergroup

@@ -67,3 +67,25 @@ func TestLikeWithAShortcode(t *testing.T) {
 		}
 	}
 }
+
+// A forwarded message says so, and whose it was: the agent must not take
+// another's words (or a forwarded "/stop") for the sender's own. A
+// channel's post mirrored into its discussion group is no forward.
+func TestForwardSaysSo(t *testing.T) {
+	f := telegramtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host)
+	m, _ := f.UserMessage(7, "the build is green", false, 0, 0)
+	m["forward_origin"] = map[string]any{"type": "user", "date": 1, "sender_user": map[string]any{"id": 8, "is_bot": false, "first_name": "Bo"}}
+	f.Push("message", m)
+	m, _ = f.UserMessage(7, "/stop", false, 0, 0)
+	m["forward_origin"] = map[string]any{"type": "channel", "date": 1, "chat": map[string]any{"id": -100777, "type": "channel", "title": "News"}, "message_id": 3}
+	f.Push("message", m)
+	evs := host.WaitEvents(t, 2)
+	if got, want := evs[0].Text, "[forwarded from Bo] the build is green"; got != want {
+		t.Errorf("a forwarded message reads %q; want %q", got, want)
+	}
+	if got, want := evs[1].Text, "[forwarded from News] /stop"; got != want {
+		t.Errorf("a forwarded post reads %q; want %q", got, want)
+	}
+}
