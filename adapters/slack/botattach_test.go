@@ -35,3 +35,21 @@ func TestBotAttachmentsAreText(t *testing.T) {
 		t.Errorf("the integration's message is not marked as another bot's: %+v", ev)
 	}
 }
+
+// A message a person forwarded (Slack's share: an attachment marked
+// is_share) reaches the agent with the forwarded text and whose it was,
+// not as an empty message or the forwarder's comment alone.
+func TestForwardedMessageIsText(t *testing.T) {
+	s := slacktest.New(t)
+	host := adaptertest.NewHost()
+	start(t, s, slack.ModeSocket, host)
+	if _, _, err := s.Emit(map[string]any{"type": "message", "channel": "C1", "channel_type": "channel", "user": "U1",
+		"text": "look at this", "ts": "1700000200.000100",
+		"attachments": []map[string]any{{"is_share": true, "author_name": "Bo", "text": "the build is green", "fallback": "[x] the build is green"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ev := host.WaitEvents(t, 1)[0]
+	if want := "look at this\n[forwarded from Bo] the build is green"; ev.Text != want {
+		t.Errorf("a forwarded message reads %q; want %q", ev.Text, want)
+	}
+}

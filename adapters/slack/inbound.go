@@ -123,6 +123,8 @@ func (a *Adapter) fromMsg(ctx context.Context, team, channel, channelType string
 		if t := a.attachmentsText(ctx, msg.Attachments); t != "" {
 			m.Text = strings.TrimSpace(m.Text + "\n" + t)
 		}
+	} else if t := a.sharedText(ctx, msg.Attachments); t != "" {
+		m.Text = strings.TrimSpace(m.Text + "\n" + t)
 	}
 	// The same message arrives as `message` and as `app_mention`: both must
 	// say mention, whichever the gateway stores first.
@@ -167,6 +169,29 @@ func (a *Adapter) attachmentsText(ctx context.Context, atts []slack.Attachment) 
 			add(at.Fallback)
 		}
 		lines = append(lines, own...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sharedText is what the messages a person forwarded say (Slack adds each
+// as an attachment marked is_share): "[forwarded from <author>] <text>",
+// one a line, so that the agent does not take them for the person's own
+// words. Their other attachments (link previews) add nothing.
+func (a *Adapter) sharedText(ctx context.Context, atts []slack.Attachment) string {
+	var lines []string
+	for _, at := range atts {
+		if !at.IsShare {
+			continue
+		}
+		text := strings.TrimSpace(a.render(ctx, at.Text))
+		if text == "" {
+			text = strings.TrimSpace(a.render(ctx, at.Fallback))
+		}
+		head := "[forwarded]"
+		if name := strings.TrimSpace(at.AuthorName); name != "" {
+			head = "[forwarded from " + name + "]"
+		}
+		lines = append(lines, strings.TrimSpace(head+" "+text))
 	}
 	return strings.Join(lines, "\n")
 }
