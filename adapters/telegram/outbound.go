@@ -33,7 +33,8 @@ func (a *Adapter) send(ctx context.Context, m adapters.Outbound, markup models.R
 	if err != nil {
 		return "", err
 	}
-	p := &bot.SendMessageParams{ChatID: chat, Text: markdown.TelegramHTML(m.Text), ParseMode: models.ParseModeHTML,
+	text, mode := rendered(m.Text)
+	p := &bot.SendMessageParams{ChatID: chat, Text: text, ParseMode: mode,
 		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo), ReplyMarkup: markup}
 	var sent *models.Message
 	err = a.call(ctx, m.Chat, chat, func() (err error) {
@@ -63,7 +64,8 @@ func (a *Adapter) edit(ctx context.Context, ref adapters.MessageRef, text string
 	if err != nil {
 		return err
 	}
-	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: markdown.TelegramHTML(text), ParseMode: models.ParseModeHTML, ReplyMarkup: markup}
+	html, mode := rendered(text)
+	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: html, ParseMode: mode, ReplyMarkup: markup}
 	return a.call(ctx, ref.Chat, chat, func() error {
 		_, err := b.EditMessageText(ctx, p)
 		if isParseError(err) {
@@ -75,6 +77,19 @@ func (a *Adapter) edit(ctx context.Context, ref adapters.MessageRef, text string
 		}
 		return err
 	})
+}
+
+// rendered is src as Telegram HTML, or, when that shows nothing (markup
+// alone: "#", an empty code block), as plain text, or as src itself:
+// Telegram refuses an empty message for good.
+func rendered(src string) (string, models.ParseMode) {
+	if html := markdown.TelegramHTML(src); strings.TrimSpace(markdown.HTMLText(html)) != "" {
+		return html, models.ParseModeHTML
+	}
+	if plain := markdown.Plain(src); strings.TrimSpace(plain) != "" {
+		return plain, ""
+	}
+	return src, ""
 }
 
 // notModified: Telegram refuses an edit that changes nothing (two

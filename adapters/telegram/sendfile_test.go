@@ -60,3 +60,26 @@ func TestSendFileLongCaptionFollows(t *testing.T) {
 		t.Errorf("the caption after the file reads %q; want %q", got, caption)
 	}
 }
+
+// A reply whose Telegram rendering shows nothing is still delivered: an
+// image link without alt text shows its URL (it rendered as an empty
+// link), and a reply of bare markup ("#") goes as its text, not refused
+// for good as an empty message.
+func TestSendNothingShownFallsBack(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	for _, tc := range []struct{ text, want string }{
+		{"![](https://x.io/chart.png)", "https://x.io/chart.png"},
+		{"see ![](https://x.io/chart.png)", "see https://x.io/chart.png"},
+		{"#", "#"},
+	} {
+		if _, err := a.Send(t.Context(), adapters.Outbound{Chat: groupChat, Text: tc.text}); err != nil {
+			t.Errorf("send %q: %v", tc.text, err)
+			continue
+		}
+		msgs := f.Messages(telegramtest.GroupID)
+		if got := msgs[len(msgs)-1].Text; got != tc.want {
+			t.Errorf("send %q: the chat shows %q; want %q", tc.text, got, tc.want)
+		}
+	}
+}

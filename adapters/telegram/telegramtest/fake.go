@@ -214,7 +214,7 @@ func (f *Server) setWebhook(w http.ResponseWriter, r request) {
 
 // sendMessage answers sendMessage, sendPhoto and sendDocument: the text (or
 // caption) parsed as Telegram would, the refusals of a too long message
-// (4096) or caption (1024), an
+// (4096) or caption (1024) or an empty text, an
 // unknown chat (-4040) and a user who blocked the bot (4030).
 func (f *Server) sendMessage(w http.ResponseWriter, r request) {
 	raw := r.params["text"]
@@ -233,6 +233,9 @@ func (f *Server) sendMessage(w http.ResponseWriter, r request) {
 	switch {
 	case len(utf16.Encode([]rune(text))) > 4096:
 		reply(w, 400, "Bad Request: message is too long", nil)
+		return
+	case r.method == "sendMessage" && strings.TrimSpace(text) == "":
+		reply(w, 400, "Bad Request: message text is empty", nil)
 		return
 	case r.method != "sendMessage" && len(utf16.Encode([]rune(text))) > 1024:
 		reply(w, 400, "Bad Request: message caption is too long", nil)
