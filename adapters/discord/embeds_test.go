@@ -45,3 +45,19 @@ func TestRichEmbedsAreText(t *testing.T) {
 		}
 	}
 }
+
+// A poll a person posts (empty content, the question and answers in its
+// poll object) reaches the agent as text, as Telegram's polls do, not as
+// an empty message.
+func TestPollIsText(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.DispatchRaw("MESSAGE_CREATE", `{"id":"9201","type":0,"channel_id":"`+discordtest.Channel+`","guild_id":"`+discordtest.GuildID+
+		`","content":"","author":{"id":"`+discordtest.UserID+`","username":"ann"},"timestamp":"2026-11-25T10:00:00Z",`+
+		`"poll":{"question":{"text":"Lunch?"},"answers":[{"answer_id":1,"poll_media":{"text":"Pizza"}},{"answer_id":2,"poll_media":{"text":"Sushi"}}],"allow_multiselect":false}}`)
+	ev := host.WaitEvents(t, 1)[0]
+	if want := "[poll Lunch? — Pizza / Sushi]"; ev.Text != want {
+		t.Errorf("a poll reads %q; want %q", ev.Text, want)
+	}
+}

@@ -165,11 +165,14 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 	if t := embedsText(m.Embeds); t != "" {
 		ev.Text = strings.TrimSpace(ev.Text + "\n" + t)
 	}
+	if t := pollText(m.Poll); t != "" {
+		ev.Text = strings.TrimSpace(ev.Text + " " + t)
+	}
 	if a.addressed(m, self) {
 		ev.Verb = adapters.VerbMention
 	}
 	if kind == adapters.KindMessage && !forward && !ev.FromBot && !ev.OtherBot && m.Content == "" && len(m.Attachments) == 0 &&
-		len(m.Embeds) == 0 && len(m.StickerItems) == 0 {
+		len(m.Embeds) == 0 && len(m.StickerItems) == 0 && m.Poll == nil {
 		a.contentWarn.Do(func() {
 			a.log.Warn("discord message content arrived empty: enable the Message Content intent for this bot " +
 				"(developer portal → your application → Bot → Privileged Gateway Intents → Message Content Intent), then restart")
@@ -331,6 +334,25 @@ func embedsText(embeds []*discordgo.MessageEmbed) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// pollText is what a poll asks: "[poll <question> — <answer> / …]"; ""
+// for none.
+func pollText(p *discordgo.Poll) string {
+	if p == nil {
+		return ""
+	}
+	var answers []string
+	for _, a := range p.Answers {
+		if a.Media != nil && strings.TrimSpace(a.Media.Text) != "" {
+			answers = append(answers, strings.TrimSpace(a.Media.Text))
+		}
+	}
+	t := "[poll " + strings.TrimSpace(p.Question.Text)
+	if len(answers) > 0 {
+		t += " — " + strings.Join(answers, " / ")
+	}
+	return t + "]"
 }
 
 // addressed: a DM, a mention of the bot or of its managed role, or a reply
