@@ -222,12 +222,22 @@ func (a *Adapter) upload(ctx context.Context, b *bot.Bot, chat int64, m adapters
 }
 
 // Typing shows "typing…" in the chat (and forum topic) for five seconds.
+// While a 429 holds the bot it sends nothing (the indicator is best
+// effort: the next one after the hold shows it), and a 429 of its own
+// holds the bot as a send's does.
 func (a *Adapter) Typing(ctx context.Context, chat adapters.JID, topic string) error {
 	b, id, err := a.target(chat)
 	if err != nil {
 		return err
 	}
+	if a.pace.held.Left() > 0 {
+		return nil
+	}
 	_, err = b.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: id, MessageThreadID: threadID(topic), Action: models.ChatActionTyping})
+	var tooMany *bot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		return &adapters.RetryAfterError{Wait: a.pace.held.Set(time.Duration(tooMany.RetryAfter) * time.Second)}
+	}
 	return err
 }
 

@@ -1,9 +1,11 @@
 package telegram
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/telegram/telegramtest"
 )
@@ -41,5 +43,24 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
+	}
+}
+
+// While a 429 holds the adapter, the typing indicator sends nothing
+// either: the whole bot waits (CONTRACT §13), and Telegram lengthens the
+// wait of a bot that keeps calling.
+func TestTypingHeldByARateLimit(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	f.RateLimit(3 * time.Second)
+	var ra *adapters.RetryAfterError
+	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: groupChat, Text: "x"}); !errors.As(err, &ra) {
+		t.Fatalf("send: %v; want the fake's 429", err)
+	}
+	if err := a.Typing(t.Context(), groupChat, ""); err != nil {
+		t.Errorf("typing during the hold: %v; want it skipped quietly", err)
+	}
+	if c := f.Calls("sendChatAction"); len(c) != 0 {
+		t.Errorf("sendChatAction reached Telegram %d times during the 429's wait", len(c))
 	}
 }
