@@ -164,10 +164,11 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 // maxCaption is the longest caption Telegram takes, as measure counts it.
 const maxCaption = 1024
 
-// SendFile uploads an image as a photo and anything else as a document,
-// with m.Text as its caption: rendered like Send, sent again as plain text
-// when Telegram cannot parse it (the file is read again from the start,
-// which the gateway's open file allows). A caption longer than Telegram
+// SendFile uploads an image as a photo (as a document when Telegram will
+// not take it as one) and anything else as a document, with m.Text as its
+// caption: rendered like Send, sent again as plain text when Telegram
+// cannot parse it (the file is read again from the start, which the
+// gateway's open file allows). A caption longer than Telegram
 // takes follows the file as messages of its own, so that neither is lost.
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
@@ -182,15 +183,17 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 		caption, follow = "", m.Text
 	}
 	var sent *models.Message
+	photo := isPhoto(f.MIME)
 	err = a.call(ctx, m.Chat, chat, func() (err error) {
-		sent, err = a.upload(ctx, b, chat, m, f, markdown.TelegramHTML(caption), models.ParseModeHTML)
-		if isParseError(err) {
-			if s, ok := f.Content.(io.Seeker); ok {
-				if _, serr := s.Seek(0, io.SeekStart); serr == nil {
-					a.log.Warn("telegram refused the caption's formatting; sending it as plain text", "jid", m.Chat, "err", err)
-					sent, err = a.upload(ctx, b, chat, m, f, markdown.Plain(caption), "")
-				}
-			}
+		sent, err = a.upload(ctx, b, chat, m, f, photo, markdown.TelegramHTML(caption), models.ParseModeHTML)
+		if photo && photoRefused(err) && rewind(f) {
+			a.log.Info("telegram refused the image as a photo; sending it as a document", "jid", m.Chat, "err", err)
+			photo = false
+			sent, err = a.upload(ctx, b, chat, m, f, photo, markdown.TelegramHTML(caption), models.ParseModeHTML)
+		}
+		if isParseError(err) && rewind(f) {
+			a.log.Warn("telegram refused the caption's formatting; sending it as plain text", "jid", m.Chat, "err", err)
+			sent, err = a.upload(ctx, b, chat, m, f, photo, markdown.Plain(caption), "")
 		}
 		return err
 	})
@@ -209,11 +212,44 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	return a.msgID(chat, sent.ID), nil
 }
 
-// upload sends f (from where its reader stands) with caption in parseMode.
-func (a *Adapter) upload(ctx context.Context, b *bot.Bot, chat int64, m adapters.Outbound, f adapters.File, caption string, parseMode models.ParseMode) (*models.Message, error) {
-	upload := &models.InputFileUpload{Filename: f.Name, Data: f.Content}
-	switch f.MIME {
+// isPhoto: an image Telegram shows as a photo (anything else, a GIF too,
+// goes as a document).
+func isPhoto(mime string) bool {
+	switch mime {
 	case "image/jpeg", "image/png", "image/webp":
+		return true
+	}
+	return false
+}
+
+// photoRefused: Telegram will not take the image as a photo (too tall or
+// wide, over the photo size limit, not decodable), but takes it as a
+// document.
+func photoRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "PHOTO_") || strings.Contains(msg, "IMAGE_PROCESS_FAILED") ||
+		strings.Contains(strings.ToLower(msg), "too big") || strings.Contains(strings.ToLower(msg), "too large")
+}
+
+// rewind puts f's reader back at its start for another upload: false when
+// it cannot (the gateway hands the adapter an open file, which can).
+func rewind(f adapters.File) bool {
+	s, ok := f.Content.(io.Seeker)
+	if !ok {
+		return false
+	}
+	_, err := s.Seek(0, io.SeekStart)
+	return err == nil
+}
+
+// upload sends f (from where its reader stands), as a photo or a document,
+// with caption in parseMode.
+func (a *Adapter) upload(ctx context.Context, b *bot.Bot, chat int64, m adapters.Outbound, f adapters.File, photo bool, caption string, parseMode models.ParseMode) (*models.Message, error) {
+	upload := &models.InputFileUpload{Filename: f.Name, Data: f.Content}
+	if photo {
 		return b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: upload, Caption: caption, ParseMode: parseMode,
 			MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
 	}

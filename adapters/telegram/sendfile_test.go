@@ -83,3 +83,24 @@ func TestSendNothingShownFallsBack(t *testing.T) {
 		}
 	}
 }
+
+// An image Telegram will not take as a photo (a long screenshot:
+// PHOTO_INVALID_DIMENSIONS, or one over the photo size limit) is sent as
+// a document, whole, rather than failing for good.
+func TestSendFileRefusedPhotoGoesAsDocument(t *testing.T) {
+	f := telegramtest.New(t)
+	a := start(t, f, adaptertest.NewHost())
+	f.RefusePhotos()
+	id, err := a.SendFile(t.Context(), adapters.Outbound{Chat: groupChat, Text: "the whole page"},
+		adapters.File{Name: "page.png", MIME: "image/png", Size: 8, Content: strings.NewReader("PNG tall")})
+	if err != nil || id == "" {
+		t.Fatalf("send_file of an image Telegram refuses as a photo: id %q, %v; want it sent as a document", id, err)
+	}
+	if len(f.Calls("sendDocument")) != 1 {
+		t.Errorf("sendDocument calls %d; want 1", len(f.Calls("sendDocument")))
+	}
+	msgs := f.Messages(telegramtest.GroupID)
+	if last := msgs[len(msgs)-1]; last.File != "page.png" || string(last.FileData) != "PNG tall" || last.Text != "the whole page" {
+		t.Errorf("sent %q with %q, caption %q; want page.png whole with its caption", last.File, last.FileData, last.Text)
+	}
+}

@@ -48,6 +48,7 @@ type Server struct {
 	rateLimit                 int       // the next write answers 429 with this retry_after
 	limitedAt, retriedAt      time.Time // the last 429 answered, and the first write after it
 	rejectFmt                 bool      // the next formatted message is refused
+	refusePhotos              bool      // sendPhoto answers PHOTO_INVALID_DIMENSIONS (a very tall image)
 	pollLimit                 int       // the next getUpdates answers 429 with this retry_after
 	pollLimitedAt             time.Time // when it last did
 	drop                      bool      // the next getUpdates fails
@@ -231,6 +232,9 @@ func (f *Server) sendMessage(w http.ResponseWriter, r request) {
 		}
 	}
 	switch {
+	case r.method == "sendPhoto" && f.refusePhotos:
+		reply(w, 400, "Bad Request: PHOTO_INVALID_DIMENSIONS", nil)
+		return
 	case len(utf16.Encode([]rune(text))) > 4096:
 		reply(w, 400, "Bad Request: message is too long", nil)
 		return
@@ -719,6 +723,14 @@ func (f *Server) RateLimit(wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rateLimit = max(int(wait.Round(time.Second)/time.Second), 1)
+}
+
+// RefusePhotos makes sendPhoto refuse every image as Telegram refuses a
+// very tall or wide one (PHOTO_INVALID_DIMENSIONS); sendDocument takes it.
+func (f *Server) RefusePhotos() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refusePhotos = true
 }
 
 // RateLimitPolls makes the next getUpdates answer 429 asking to wait (whole
