@@ -3,6 +3,7 @@ package slack_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"switchboard/adapters/adaptertest"
 	"switchboard/adapters/slack"
@@ -51,5 +52,32 @@ func TestForwardedMessageIsText(t *testing.T) {
 	ev := host.WaitEvents(t, 1)[0]
 	if want := "look at this\n[forwarded from Bo] the build is green"; ev.Text != want {
 		t.Errorf("a forwarded message reads %q; want %q", ev.Text, want)
+	}
+}
+
+// Over Socket Mode an envelope whose event the SDK does not know (one
+// Slack added since) is acknowledged, as the Events API answers it 200:
+// nothing to store, and no redelivery of it again and again.
+func TestUnknownSocketEventAcknowledged(t *testing.T) {
+	s := slacktest.New(t)
+	host := adaptertest.NewHost()
+	start(t, s, slack.ModeSocket, host)
+	if _, _, err := s.Emit(map[string]any{"type": "brand_new_event", "channel": "C1", "event_ts": "1700000300.000100"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UserPosts(slacktest.Post{Channel: "C1", User: "U1", Text: "after it"}); err != nil {
+		t.Fatal(err)
+	}
+	host.WaitEvents(t, 1)
+	// The envelopes are taken in order: once the message after it was
+	// delivered, the unknown one was handled; its ack follows at once.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		envs := s.Envelopes()
+		if len(envs) > 0 && envs[0].Acked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the envelope of an unknown event was never acknowledged: %+v", envs)
+		}
 	}
 }
