@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -579,6 +580,106 @@ func TestMentionOfARoleNamedLikeTheBotIsNotTheBots(t *testing.T) {
 		first := strings.Fields(evs[i].Text)[0]
 		if self, known := a.MentionsSelf(first); !known || self != want {
 			t.Errorf("message %q: MentionsSelf(%q) = %v, %v; want %v, true", evs[i].Text, first, self, known, want)
+		}
+	}
+}
+
+// Custom emoji, timestamps and command mentions reach the agent as people
+// read them (:partyblob:, an RFC 3339 time, /deploy), not as Discord's
+// markup, in DMs as in servers.
+func TestEmojiAndTimestampMarkupRendered(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	content := `shipped <:partyblob:1234567890> <a:dance:42>, call at <t:1700000000:R> (<t:1700000000>), run </deploy:99>, keep <3 and <b>`
+	want := `shipped :partyblob: :dance:, call at 2023-11-14T22:13:20Z (2023-11-14T22:13:20Z), run /deploy, keep <3 and <b>`
+	for i, guild := range []string{`,"guild_id":"` + discordtest.GuildID + `"`, ""} {
+		ch := discordtest.Channel
+		if guild == "" {
+			ch = discordtest.DMChan
+		}
+		f.DispatchRaw("MESSAGE_CREATE", `{"id":"93`+strconv.Itoa(i)+`","channel_id":"`+ch+`"`+guild+`,"content":"`+strings.ReplaceAll(content, `"`, `\"`)+
+			`","author":{"id":"`+discordtest.UserID+`","username":"ann"},"timestamp":"2026-11-27T00:00:00Z","mentions":[],"attachments":[]}`)
+	}
+	for _, e := range host.WaitEvents(t, 2) {
+		if e.Text != want {
+			t.Errorf("%s: text %q; want %q", e.Chat, e.Text, want)
+		}
+	}
+}
+
+// A reaction in a server carries who reacted by name (the member's nick),
+// as messages do: the reaction note in the folder's next prompt names them.
+func TestReactionNamesTheMember(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	a := start(t, f, host, nil)
+	id, err := a.Send(t.Context(), adapters.Outbound{Chat: channelChat, Text: "deployed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.UserReacts(discordtest.Channel, string(id), "👍")
+	e := host.WaitEvents(t, 1)[0]
+	if e.Kind != adapters.KindReaction || e.Reaction != "👍" || e.Sender != "discord:user/"+discordtest.UserID || e.SenderName != "Ann" {
+		t.Errorf("reaction %+v; want 👍 from discord:user/%s named Ann", e, discordtest.UserID)
+	}
+}
+
+// After downtime in a busy channel, backfill stores the newest messages
+// missed (at most 100), so the question asked a minute ago is answered.
+// Discord answers a history request with `after` with the messages right
+// after it, the oldest: asked that way, the 100 oldest missed were stored
+// and the newest, the ones that trigger, never.
+func TestBackfillKeepsTheNewest(t *testing.T) {
+	f := discordtest.New(t)
+	host := adaptertest.NewHost()
+	seen := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "before", Time: time.Now().Add(-3 * time.Hour)})
+	host.Chats = []adapters.ChatCursor{{Chat: channelChat, LastID: adapters.MessageID(seen), Last: time.Now().Add(-3 * time.Hour)}}
+	start(t, f, host, nil)
+	f.WaitFor(t, "connected", func() bool { return f.Connected() })
+	f.Disconnect(false)
+	for i := range 150 {
+		f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "chatter " + strconv.Itoa(i), Time: time.Now().Add(-2*time.Hour + time.Duration(i)*time.Second)})
+	}
+	recent := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "anyone there?", MentionBot: true})
+	f.WaitFor(t, "a new session", func() bool { return f.Sessions() >= 2 })
+	host.Wait(t, 20*time.Second, "the newest missed message (a mention a moment ago) backfilled", func(h *adaptertest.Host) bool {
+		for _, e := range h.Events() {
+			if e.ID.String() == recent && e.Backfilled {
+				return true
+			}
+		}
+		return false
+	})
+	backfilled := 0
+	for _, e := range host.Events() {
+		if e.Backfilled && e.Chat == channelChat && e.Topic == "" {
+			backfilled++
+		}
+	}
+	if backfilled > 100 {
+		t.Errorf("%d messages backfilled; want at most 100", backfilled)
+	}
+}
+
+// like with a standard emoji's shortcode, as Slack names reactions and
+// people type them (":thumbsup:", "+1", "fire"), reacts with the emoji:
+// Discord takes the emoji itself (a bare name is taken for a custom emoji
+// of the server, which has none by that name).
+func TestLikeWithAShortcode(t *testing.T) {
+	f := discordtest.New(t)
+	a := start(t, f, adaptertest.NewHost(), nil)
+	for _, tc := range []struct{ reaction, want string }{{":thumbsup:", "👍"}, {"+1", "👍"}, {"fire", "🔥"}, {"white_check_mark", "✅"}} {
+		id := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "ship it?"})
+		if err := a.React(t.Context(), adapters.MessageRef{Chat: channelChat, ID: adapters.MessageID(id)}, tc.reaction); err != nil {
+			t.Errorf("like %q: %v", tc.reaction, err)
+			continue
+		}
+		for _, m := range f.Messages(discordtest.Channel) {
+			if m.ID == id && (len(m.Reactions) != 1 || m.Reactions[0] != tc.want) {
+				t.Errorf("like %q: the message has reactions %q; want %q", tc.reaction, m.Reactions, tc.want)
+			}
 		}
 	}
 }

@@ -26,13 +26,20 @@ func (a *Adapter) FetchHistory(ctx context.Context, chat adapters.JID, q adapter
 	if limit <= 0 || limit > 100 {
 		limit = 100
 	}
-	msgs, err := s.ChannelMessages(ch, limit, string(q.Before), string(q.After), "", discordgo.WithContext(ctx))
+	// Asked with after, Discord answers the limit messages right after it:
+	// the oldest. The newest are wanted (backfill after downtime in a busy
+	// channel must reach the question asked a minute ago), so the newest
+	// are asked for and those not after q.After left out.
+	msgs, err := s.ChannelMessages(ch, limit, string(q.Before), "", "", discordgo.WithContext(ctx))
 	if err != nil {
 		return nil, classify(chat, err)
 	}
 	var out []adapters.Inbound
 	for i := len(msgs) - 1; i >= 0; i-- { // Discord answers newest first
 		m := msgs[i]
+		if q.After != "" && !newerID(m.ID, string(q.After)) {
+			continue
+		}
 		if m.GuildID == "" {
 			m.GuildID = guildOf(chat)
 		}
@@ -98,4 +105,14 @@ func (a *Adapter) backfillThreads(ctx context.Context, host adapters.Host, now t
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// newerID reports whether snowflake id is newer than than: Discord's ids
+// are decimal integers that grow with time, compared without parsing (a
+// longer one is larger).
+func newerID(id, than string) bool {
+	if len(id) != len(than) {
+		return len(id) > len(than)
+	}
+	return id > than
 }

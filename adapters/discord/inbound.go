@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -97,7 +98,7 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) {
 		defer a.survive("MessageReactionAdd")
-		a.reaction(ctx, host, r.MessageReaction, false)
+		a.reaction(ctx, host, r.MessageReaction, reactorName(r.Member), false)
 	})
 	s.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) {
 		defer a.survive("InteractionCreate")
@@ -105,7 +106,7 @@ func (a *Adapter) handlers(ctx context.Context, s *discordgo.Session, host adapt
 	})
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) {
 		defer a.survive("MessageReactionRemove")
-		a.reaction(ctx, host, r.MessageReaction, true)
+		a.reaction(ctx, host, r.MessageReaction, "", true)
 	})
 }
 
@@ -132,7 +133,7 @@ func (a *Adapter) deliver(ctx context.Context, host adapters.Host, ev adapters.I
 
 // message normalizes a message; ok is false for messages with nothing to store.
 func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapters.Kind) (adapters.Inbound, bool) {
-	if m == nil || m.Author == nil {
+	if m == nil || m.Author == nil || isSystem(m.Type) {
 		return adapters.Inbound{}, false
 	}
 	self, _ := a.selfID.Load().(string)
@@ -161,17 +162,37 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message, kind adapte
 	for _, st := range m.StickerItems {
 		ev.Text += " [sticker " + st.Name + "]"
 	}
+	if t := embedsText(m.Embeds); t != "" {
+		ev.Text = strings.TrimSpace(ev.Text + "\n" + t)
+	}
+	if t := pollText(m.Poll); t != "" {
+		ev.Text = strings.TrimSpace(ev.Text + " " + t)
+	}
 	if a.addressed(m, self) {
 		ev.Verb = adapters.VerbMention
 	}
 	if kind == adapters.KindMessage && !forward && !ev.FromBot && !ev.OtherBot && m.Content == "" && len(m.Attachments) == 0 &&
-		len(m.Embeds) == 0 && len(m.StickerItems) == 0 {
+		len(m.Embeds) == 0 && len(m.StickerItems) == 0 && m.Poll == nil {
 		a.contentWarn.Do(func() {
 			a.log.Warn("discord message content arrived empty: enable the Message Content intent for this bot " +
 				"(developer portal → your application → Bot → Privileged Gateway Intents → Message Content Intent), then restart")
 		})
 	}
 	return ev, true
+}
+
+// isSystem: a system message (a member joined, a message was pinned, a
+// thread was started, a boost), which Discord posts with the acting user
+// as author: no one said it, so it is not stored (as Telegram's service
+// messages are not) and never starts a turn. People and bots write
+// messages of type default, reply, or (bots) an application command's.
+func isSystem(t discordgo.MessageType) bool {
+	switch t {
+	case discordgo.MessageTypeDefault, discordgo.MessageTypeReply,
+		discordgo.MessageTypeChatInputCommand, discordgo.MessageTypeContextMenuCommand:
+		return false
+	}
+	return true
 }
 
 // channelMention is Discord's markup for a channel: <#id>.
@@ -197,6 +218,7 @@ func (a *Adapter) render(m *discordgo.Message) string {
 		}
 		text = strings.NewReplacer("<@"+u.ID+">", "@"+name, "<@!"+u.ID+">", "@"+name).Replace(text)
 	}
+	text = plainMarkup(text)
 	s, err := a.session()
 	if err != nil || m.GuildID == "" || !strings.Contains(text, "<") {
 		return text
@@ -217,6 +239,33 @@ func (a *Adapter) render(m *discordgo.Message) string {
 			return "#" + c.Name
 		}
 		return mention
+	})
+}
+
+// markupTokens are Discord's markup that needs no lookup: a custom emoji
+// (<:name:id>, animated <a:name:id>), a timestamp (<t:unix> or
+// <t:unix:style>) and a command mention (</name:id>).
+var markupTokens = regexp.MustCompile(`<(a?):([A-Za-z0-9_]{1,64}):[0-9]+>|<t:(-?[0-9]{1,13})(?::[tTdDfFR])?>|</([^<>:]{1,100}):[0-9]+>`)
+
+// plainMarkup writes markupTokens as people read them: ":name:", the
+// time in RFC 3339 (UTC), "/name".
+func plainMarkup(text string) string {
+	if !strings.Contains(text, "<") {
+		return text
+	}
+	return markupTokens.ReplaceAllStringFunc(text, func(tok string) string {
+		g := markupTokens.FindStringSubmatch(tok)
+		switch {
+		case g[2] != "":
+			return ":" + g[2] + ":"
+		case g[3] != "":
+			sec, err := strconv.ParseInt(g[3], 10, 64)
+			if err != nil {
+				return tok
+			}
+			return time.Unix(sec, 0).UTC().Format(time.RFC3339)
+		}
+		return "/" + g[4]
 	})
 }
 
@@ -250,6 +299,62 @@ func forwarded(m *discordgo.Message) string {
 	return "[forwarded] " + strings.Join(parts, " ")
 }
 
+// embedsText is what a message's rich embeds say, the way bots and
+// webhooks post their news with empty content: each embed's author,
+// title, description, fields ("name: value") and footer, one a line. A
+// link preview (an embed of another type, made from a URL in the text)
+// adds nothing.
+func embedsText(embeds []*discordgo.MessageEmbed) string {
+	var lines []string
+	add := func(s string) {
+		if s = strings.TrimSpace(s); s != "" {
+			lines = append(lines, s)
+		}
+	}
+	for _, e := range embeds {
+		if e == nil || e.Type != "" && e.Type != discordgo.EmbedTypeRich {
+			continue
+		}
+		if e.Author != nil {
+			add(e.Author.Name)
+		}
+		add(e.Title)
+		add(e.Description)
+		for _, f := range e.Fields {
+			switch {
+			case f == nil:
+			case strings.TrimSpace(f.Name) == "":
+				add(f.Value)
+			default:
+				add(f.Name + ": " + f.Value)
+			}
+		}
+		if e.Footer != nil {
+			add(e.Footer.Text)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// pollText is what a poll asks: "[poll <question> — <answer> / …]"; ""
+// for none.
+func pollText(p *discordgo.Poll) string {
+	if p == nil {
+		return ""
+	}
+	var answers []string
+	for _, a := range p.Answers {
+		if a.Media != nil && strings.TrimSpace(a.Media.Text) != "" {
+			answers = append(answers, strings.TrimSpace(a.Media.Text))
+		}
+	}
+	t := "[poll " + strings.TrimSpace(p.Question.Text)
+	if len(answers) > 0 {
+		t += " — " + strings.Join(answers, " / ")
+	}
+	return t + "]"
+}
+
 // addressed: a DM, a mention of the bot or of its managed role, or a reply
 // to one of its messages.
 func (a *Adapter) addressed(m *discordgo.Message, self string) bool {
@@ -269,14 +374,16 @@ func (a *Adapter) addressed(m *discordgo.Message, self string) bool {
 	return slices.ContainsFunc(m.MentionRoles, func(id string) bool { return a.botRoles[id] })
 }
 
-func (a *Adapter) reaction(ctx context.Context, host adapters.Host, r *discordgo.MessageReaction, removed bool) {
+// reaction delivers a reaction by r.UserID, named name ("" when the event
+// does not say: a DM's, a removal's).
+func (a *Adapter) reaction(ctx context.Context, host adapters.Host, r *discordgo.MessageReaction, name string, removed bool) {
 	if r == nil {
 		return
 	}
 	emoji := r.Emoji.Name
 	chat, topic := a.place(ctx, r.GuildID, r.ChannelID)
 	a.deliver(ctx, host, adapters.Inbound{Kind: adapters.KindReaction, Chat: chat, Topic: topic, ID: adapters.MessageID(r.MessageID),
-		Sender: userJID(r.UserID), Reaction: emoji, ReactionRemoved: removed, Time: time.Now()})
+		Sender: userJID(r.UserID), SenderName: name, Reaction: emoji, ReactionRemoved: removed, Time: time.Now()})
 }
 
 // place is the chat JID and topic of a channel: a thread's parent channel,
@@ -394,6 +501,15 @@ func (a *Adapter) learnGuild(g *discordgo.Guild) {
 			a.botRoles[r.ID] = true
 		}
 	}
+}
+
+// reactorName is who reacted as the event names them: a server member's
+// name (memberName); "" when it does not say (a DM).
+func reactorName(m *discordgo.Member) string {
+	if m == nil || m.User == nil {
+		return ""
+	}
+	return memberName(m.Nick, m.User)
 }
 
 func displayName(m *discordgo.Message) string {

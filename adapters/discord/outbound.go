@@ -82,15 +82,21 @@ func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
 	return classify(ref.Chat, s.ChannelMessageDelete(ch, string(ref.ID), discordgo.WithContext(ctx)))
 }
 
-// React adds the bot's reaction: a unicode emoji, or a custom emoji of the
-// server by name (with or without colons).
+// React adds the bot's reaction: a unicode emoji, a standard emoji's
+// shortcode (adapters.EmojiByName: ":thumbsup:", "fire"), or a custom
+// emoji of the server by name (with or without colons).
 func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction string) error {
 	s, ch, err := a.target(ctx, ref)
 	if err != nil {
 		return err
 	}
 	emoji := strings.Trim(reaction, ":")
-	if isName(emoji) {
+	if e, ok := adapters.EmojiByName(emoji); ok {
+		emoji = e // a standard emoji's shortcode (":thumbsup:", "+1")
+		if strings.ContainsAny(e, "❤✍☃✔⚠🕊") && !strings.Contains(e, "\u200d") {
+			emoji += "\ufe0f" // shown as text by default: Discord names it with the selector
+		}
+	} else if isName(emoji) {
 		guild := guildOf(ref.Chat)
 		if guild == "" {
 			return fmt.Errorf("discord: custom emoji %q works in servers only; use a unicode emoji in DMs: %w", reaction, adapters.ErrPermanent)
@@ -133,7 +139,9 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 	return classify(ref.Chat, s.ChannelMessageUnpin(ch, string(ref.ID), discordgo.WithContext(ctx)))
 }
 
-// SendFile uploads a file with an optional caption.
+// SendFile uploads a file with an optional caption. A caption longer than
+// Discord takes beside a file follows it as messages of its own, so that
+// neither is lost.
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	s, err := a.session()
 	if err != nil {
@@ -143,10 +151,23 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if err != nil {
 		return "", err
 	}
-	sent, err := s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: m.Text, AllowedMentions: mentions(false),
+	caption, follow := m.Text, ""
+	if adapters.UTF16Len(caption) > maxText {
+		caption, follow = "", m.Text
+	}
+	sent, err := s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: caption, AllowedMentions: mentions(false),
 		Files: []*discordgo.File{{Name: f.Name, ContentType: f.MIME, Reader: f.Content}}}, discordgo.WithContext(ctx))
 	if err != nil {
 		return "", classify(m.Chat, err)
+	}
+	if follow != "" {
+		for _, part := range adapters.Split(follow, maxText) {
+			// The file is sent: a failure here must not send it again.
+			if _, err := a.Send(ctx, adapters.Outbound{Chat: m.Chat, Topic: m.Topic, Text: part}); err != nil {
+				a.log.Warn("discord file sent, but its long caption could not follow", "jid", m.Chat, "err", err)
+				break
+			}
+		}
 	}
 	return adapters.MessageID(sent.ID), nil
 }

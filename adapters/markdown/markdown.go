@@ -390,6 +390,9 @@ var telegram = Style{
 		return "<pre>" + code + "</pre>"
 	},
 	Link: func(label, url string) string {
+		if label == "" { // an image without alt text: an empty link would show nothing
+			label = htmlEscape(url)
+		}
 		if !safeURL(url) {
 			return label
 		}

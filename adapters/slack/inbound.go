@@ -119,6 +119,13 @@ func (a *Adapter) fromMsg(ctx context.Context, team, channel, channelType string
 	}
 	m.FromBot = msg.User != "" && msg.User == botUser || msg.BotID != "" && msg.BotID == botID
 	m.OtherBot = !m.FromBot && (msg.BotID != "" || msg.SubType == "bot_message")
+	if m.OtherBot {
+		if t := a.attachmentsText(ctx, msg.Attachments); t != "" {
+			m.Text = strings.TrimSpace(m.Text + "\n" + t)
+		}
+	} else if t := a.sharedText(ctx, msg.Attachments); t != "" {
+		m.Text = strings.TrimSpace(m.Text + "\n" + t)
+	}
 	// The same message arrives as `message` and as `app_mention`: both must
 	// say mention, whichever the gateway stores first.
 	if strings.HasPrefix(chat.Room(), team+"/dm/") || mentions(msg.Text, botUser) ||
@@ -129,6 +136,64 @@ func (a *Adapter) fromMsg(ctx context.Context, team, channel, channelType string
 		m.Attachments = append(m.Attachments, adapters.Attachment{Name: f.Name, MIME: f.Mimetype, Size: int64(f.Size), Ref: f.ID})
 	}
 	return m
+}
+
+// attachmentsText is what an integration's legacy attachments say (how
+// CI and monitoring post their news, often with no text of their own):
+// each one's pretext, author, title, text, fields ("title: value") and
+// footer, one a line; its fallback when it has none of them. People's
+// messages are not read this way: their attachments are link previews
+// and shares.
+func (a *Adapter) attachmentsText(ctx context.Context, atts []slack.Attachment) string {
+	var lines []string
+	for _, at := range atts {
+		var own []string
+		add := func(s string) {
+			if s = strings.TrimSpace(a.render(ctx, s)); s != "" {
+				own = append(own, s)
+			}
+		}
+		add(at.Pretext)
+		add(at.AuthorName)
+		add(at.Title)
+		add(at.Text)
+		for _, f := range at.Fields {
+			if f.Title == "" {
+				add(f.Value)
+			} else {
+				add(f.Title + ": " + f.Value)
+			}
+		}
+		add(at.Footer)
+		if len(own) == 0 {
+			add(at.Fallback)
+		}
+		lines = append(lines, own...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sharedText is what the messages a person forwarded say (Slack adds each
+// as an attachment marked is_share): "[forwarded from <author>] <text>",
+// one a line, so that the agent does not take them for the person's own
+// words. Their other attachments (link previews) add nothing.
+func (a *Adapter) sharedText(ctx context.Context, atts []slack.Attachment) string {
+	var lines []string
+	for _, at := range atts {
+		if !at.IsShare {
+			continue
+		}
+		text := strings.TrimSpace(a.render(ctx, at.Text))
+		if text == "" {
+			text = strings.TrimSpace(a.render(ctx, at.Fallback))
+		}
+		head := "[forwarded]"
+		if name := strings.TrimSpace(at.AuthorName); name != "" {
+			head = "[forwarded from " + name + "]"
+		}
+		lines = append(lines, strings.TrimSpace(head+" "+text))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // mentions reports whether Slack markup text mentions user: <@U1> or

@@ -90,13 +90,13 @@ func (a *Adapter) Delete(ctx context.Context, ref adapters.MessageRef) error {
 }
 
 // React adds an emoji by name (reactions.add); ":thumbsup:" and "thumbsup"
-// are the same. Reacting twice is not an error.
+// are the same, and so is "👍" (adapters.EmojiName). Reacting twice is not an error.
 func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction string) error {
 	channel, _, err := a.address(ctx, "like", ref.Chat)
 	if err != nil {
 		return err
 	}
-	name := strings.Trim(strings.TrimSpace(reaction), ":")
+	name := adapters.EmojiName(reaction)
 	if name == "" {
 		return fmt.Errorf("%w: slack like: empty emoji name", adapters.ErrPermanent)
 	}

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -97,7 +98,22 @@ func (a *Adapter) socketEvent(ctx context.Context, host adapters.Host, sm *socke
 		if err := sm.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil && ctx.Err() == nil {
 			a.log.Warn("slack ack", "envelope", evt.Request.EnvelopeID, "err", err)
 		}
-	case socketmode.EventTypeErrorBadMessage, socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
+	case socketmode.EventTypeErrorBadMessage:
+		// An envelope the SDK could not parse (an event it does not know,
+		// one Slack added since): nothing to store. It is acknowledged, as
+		// the Events API answers it 200, or Slack would send it again.
+		a.log.Debug("slack socket mode", "event", string(evt.Type), "data", fmt.Sprint(evt.Data))
+		if bm, ok := evt.Data.(*socketmode.ErrorBadMessage); ok {
+			var env struct {
+				ID string `json:"envelope_id"`
+			}
+			if json.Unmarshal(bm.Message, &env) == nil && env.ID != "" {
+				if err := sm.AckCtx(ctx, env.ID, nil); err != nil && ctx.Err() == nil {
+					a.log.Warn("slack ack", "envelope", env.ID, "err", err)
+				}
+			}
+		}
+	case socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
 		a.log.Debug("slack socket mode", "event", string(evt.Type), "data", fmt.Sprint(evt.Data))
 	}
 	return nil

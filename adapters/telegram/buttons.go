@@ -69,12 +69,12 @@ func (a *Adapter) callback(ctx context.Context, host adapters.Host, q *models.Ca
 	p := adapters.Press{Sender: userJID(q.From.ID), SenderName: userName(&q.From), Data: q.Data}
 	switch m := q.Message; {
 	case m.Message != nil:
-		p.Chat, p.Message = a.chatJID(m.Message.Chat), messageID(m.Message.ID)
+		p.Chat, p.Message = a.chatJID(m.Message.Chat), a.msgID(m.Message.Chat.ID, m.Message.ID)
 		if m.Message.Chat.IsForum && m.Message.IsTopicMessage && m.Message.MessageThreadID != 0 {
 			p.Topic = strconv.Itoa(m.Message.MessageThreadID)
 		}
 	case m.InaccessibleMessage != nil:
-		p.Chat, p.Message = a.chatJID(m.InaccessibleMessage.Chat), messageID(m.InaccessibleMessage.MessageID)
+		p.Chat, p.Message = a.chatJID(m.InaccessibleMessage.Chat), a.msgID(m.InaccessibleMessage.Chat.ID, m.InaccessibleMessage.MessageID)
 	}
 	answer, err := adapters.PressAnswer(ctx, host, p)
 	if err != nil {

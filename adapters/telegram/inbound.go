@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,8 +92,12 @@ func (a *Adapter) chatJID(c models.Chat) adapters.JID {
 }
 
 func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Message, kind adapters.Kind) []adapters.Inbound {
-	if m.MigrateToChatID != 0 {
+	switch {
+	case m.MigrateToChatID != 0: // in the group
 		a.migrate(ctx, host, m.Chat.ID, m.MigrateToChatID)
+		return nil
+	case m.MigrateFromChatID != 0: // in the supergroup, maybe first
+		a.migrate(ctx, host, m.MigrateFromChatID, m.Chat.ID)
 		return nil
 	}
 	text, entities := m.Text, m.Entities
@@ -107,8 +112,8 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 		return nil // service messages: members joined, title changed, pins
 	}
 	ev := adapters.Inbound{
-		Kind: kind, Chat: a.chatJID(m.Chat), ChatName: chatName(m.Chat), ID: messageID(m.ID),
-		Text: text, Time: time.Unix(int64(m.Date), 0), Attachments: atts, Verb: adapters.VerbMessage,
+		Kind: kind, Chat: a.chatJID(m.Chat), ChatName: chatName(m.Chat), ID: a.msgID(m.Chat.ID, m.ID),
+		Text: withLinks(text, entities), Time: time.Unix(int64(m.Date), 0), Attachments: atts, Verb: adapters.VerbMessage,
 	}
 	switch {
 	case m.SenderChat != nil:
@@ -125,13 +130,73 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 		ev.Topic = strconv.Itoa(m.MessageThreadID)
 	}
 	if r := m.ReplyToMessage; r != nil && !topicRoot(m, r) {
-		ev.ReplyTo = messageID(r.ID)
+		ev.ReplyTo = a.msgID(m.Chat.ID, r.ID)
 	}
 	if a.addressed(m, text, entities) {
 		ev.Verb = adapters.VerbMention
 	}
 	ev.ToOtherBot = a.commandToOtherBot(text, entities)
+	if o := m.ForwardOrigin; o != nil && !m.IsAutomaticForward {
+		ev.Text = forwardedFrom(o) + " " + ev.Text
+	}
 	return []adapters.Inbound{ev}
+}
+
+// withLinks writes the URL of each word a person linked (a text_link,
+// whose URL is not in the text) after it: "the docs (https://…)". Entity
+// offsets count UTF-16 units; a link whose text is its URL is left alone.
+func withLinks(text string, entities []models.MessageEntity) string {
+	units := utf16.Encode([]rune(text))
+	type insert struct {
+		at  int
+		url string
+	}
+	var adds []insert
+	for _, e := range entities {
+		if e.Type != models.MessageEntityTypeTextLink || e.URL == "" || e.Offset < 0 || e.Length <= 0 || e.Offset+e.Length > len(units) {
+			continue
+		}
+		if string(utf16.Decode(units[e.Offset:e.Offset+e.Length])) == e.URL {
+			continue
+		}
+		adds = append(adds, insert{e.Offset + e.Length, e.URL})
+	}
+	if len(adds) == 0 {
+		return text
+	}
+	slices.SortStableFunc(adds, func(x, y insert) int { return x.at - y.at })
+	var b strings.Builder
+	prev := 0
+	for _, ad := range adds {
+		b.WriteString(string(utf16.Decode(units[prev:ad.at])))
+		b.WriteString(" (" + ad.url + ")")
+		prev = ad.at
+	}
+	b.WriteString(string(utf16.Decode(units[prev:])))
+	return b.String()
+}
+
+// forwardedFrom is what a forwarded message starts with: "[forwarded
+// from <whose it was>]", so that the agent does not take another's words
+// (or a forwarded "/stop") for the sender's own. A channel's post that
+// Telegram mirrors into its discussion group (is_automatic_forward) is
+// the channel speaking, not a forward.
+func forwardedFrom(o *models.MessageOrigin) string {
+	name := ""
+	switch {
+	case o.MessageOriginUser != nil:
+		name = userName(&o.MessageOriginUser.SenderUser)
+	case o.MessageOriginHiddenUser != nil:
+		name = o.MessageOriginHiddenUser.SenderUserName
+	case o.MessageOriginChat != nil:
+		name = chatName(o.MessageOriginChat.SenderChat)
+	case o.MessageOriginChannel != nil:
+		name = chatName(o.MessageOriginChannel.Chat)
+	}
+	if name = strings.TrimSpace(name); name == "" {
+		return "[forwarded]"
+	}
+	return "[forwarded from " + name + "]"
 }
 
 // forumTopic: m was written in a forum topic. A reply in a supergroup
@@ -204,7 +269,7 @@ func (a *Adapter) commandToOtherBot(text string, entities []models.MessageEntity
 }
 
 // attachments lists the files of a message with their file ids as opaque
-// references; a sticker becomes text.
+// references; a sticker, a place, a contact, a poll or a die becomes text.
 func attachments(m *models.Message) (atts []adapters.Attachment, note string) {
 	switch {
 	case len(m.Photo) > 0:
@@ -218,10 +283,35 @@ func attachments(m *models.Message) (atts []adapters.Attachment, note string) {
 		atts = append(atts, adapters.Attachment{Name: orDefault(m.Audio.FileName, "audio"), MIME: m.Audio.MimeType, Size: m.Audio.FileSize, Ref: m.Audio.FileID})
 	case m.Video != nil:
 		atts = append(atts, adapters.Attachment{Name: orDefault(m.Video.FileName, "video-"+strconv.Itoa(m.ID)+".mp4"), MIME: m.Video.MimeType, Size: m.Video.FileSize, Ref: m.Video.FileID})
+	case m.VideoNote != nil: // a round video message
+		atts = append(atts, adapters.Attachment{Name: "video-note-" + strconv.Itoa(m.ID) + ".mp4", MIME: "video/mp4", Size: int64(m.VideoNote.FileSize), Ref: m.VideoNote.FileID})
 	case m.Sticker != nil:
 		note = "[sticker " + m.Sticker.Emoji + "]"
+	default:
+		note = shared(m)
 	}
 	return atts, note
+}
+
+// shared is the text of what a message shares without text or a file (a
+// place, a contact, a poll, a die), so that it reaches the agent rather
+// than being dropped as a service message; "" for anything else.
+func shared(m *models.Message) string {
+	switch {
+	case m.Venue != nil: // also carries its location
+		v := m.Venue
+		return fmt.Sprintf("[venue %s, %s (%.6f, %.6f)]", v.Title, v.Address, v.Location.Latitude, v.Location.Longitude)
+	case m.Location != nil:
+		return fmt.Sprintf("[location %.6f, %.6f]", m.Location.Latitude, m.Location.Longitude)
+	case m.Contact != nil:
+		c := m.Contact
+		return "[contact " + strings.TrimSpace(strings.TrimSpace(c.FirstName+" "+c.LastName)+" "+c.PhoneNumber) + "]"
+	case m.Poll != nil:
+		return "[poll " + m.Poll.Question + "]"
+	case m.Dice != nil:
+		return fmt.Sprintf("[dice %s %d]", m.Dice.Emoji, m.Dice.Value)
+	}
+	return ""
 }
 
 // reactions turns a reaction change into added and removed reactions.
@@ -230,7 +320,7 @@ func (a *Adapter) reactions(r *models.MessageReactionUpdated) []adapters.Inbound
 		return nil // anonymous reactions carry no sender
 	}
 	old, cur := emojis(r.OldReaction), emojis(r.NewReaction)
-	base := adapters.Inbound{Kind: adapters.KindReaction, Chat: a.chatJID(r.Chat), ID: messageID(r.MessageID),
+	base := adapters.Inbound{Kind: adapters.KindReaction, Chat: a.chatJID(r.Chat), ID: a.msgID(r.Chat.ID, r.MessageID),
 		Sender: userJID(r.User.ID), SenderName: userName(r.User), Time: time.Unix(int64(r.Date), 0)}
 	var out []adapters.Inbound
 	for e := range cur {
@@ -266,6 +356,10 @@ func (a *Adapter) migrate(ctx context.Context, host adapters.Host, from, to int6
 	a.mu.Lock()
 	if old, ok := a.alias[from]; ok {
 		from = old // migrated twice: keep the first JID
+	}
+	if a.moved[from] == to {
+		a.mu.Unlock()
+		return // told by both chats
 	}
 	a.moved[from], a.alias[to] = to, from
 	b, err := json.Marshal(a.moved)

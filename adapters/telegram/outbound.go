@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,8 @@ func (a *Adapter) send(ctx context.Context, m adapters.Outbound, markup models.R
 	if err != nil {
 		return "", err
 	}
-	p := &bot.SendMessageParams{ChatID: chat, Text: markdown.TelegramHTML(m.Text), ParseMode: models.ParseModeHTML,
+	text, mode := rendered(m.Text)
+	p := &bot.SendMessageParams{ChatID: chat, Text: text, ParseMode: mode,
 		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo), ReplyMarkup: markup}
 	var sent *models.Message
 	err = a.call(ctx, m.Chat, chat, func() (err error) {
@@ -47,7 +49,7 @@ func (a *Adapter) send(ctx context.Context, m adapters.Outbound, markup models.R
 	if err != nil {
 		return "", err
 	}
-	return messageID(sent.ID), nil
+	return a.msgID(chat, sent.ID), nil
 }
 
 // Edit replaces the text of one of the bot's messages.
@@ -62,7 +64,8 @@ func (a *Adapter) edit(ctx context.Context, ref adapters.MessageRef, text string
 	if err != nil {
 		return err
 	}
-	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: markdown.TelegramHTML(text), ParseMode: models.ParseModeHTML, ReplyMarkup: markup}
+	html, mode := rendered(text)
+	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: html, ParseMode: mode, ReplyMarkup: markup}
 	return a.call(ctx, ref.Chat, chat, func() error {
 		_, err := b.EditMessageText(ctx, p)
 		if isParseError(err) {
@@ -74,6 +77,19 @@ func (a *Adapter) edit(ctx context.Context, ref adapters.MessageRef, text string
 		}
 		return err
 	})
+}
+
+// rendered is src as Telegram HTML, or, when that shows nothing (markup
+// alone: "#", an empty code block), as plain text, or as src itself:
+// Telegram refuses an empty message for good.
+func rendered(src string) (string, models.ParseMode) {
+	if html := markdown.TelegramHTML(src); strings.TrimSpace(markdown.HTMLText(html)) != "" {
+		return html, models.ParseModeHTML
+	}
+	if plain := markdown.Plain(src); strings.TrimSpace(plain) != "" {
+		return plain, ""
+	}
+	return src, ""
 }
 
 // notModified: Telegram refuses an edit that changes nothing (two
@@ -100,9 +116,13 @@ var Reactions = []string{"👍", "👎", "❤", "🔥", "🥰", "👏", "😁", 
 	"💋", "🖕", "😈", "😴", "😭", "🤓", "👻", "👨‍💻", "👀", "🎃", "🙈", "😇", "😨", "🤝", "✍", "🤗", "🫡", "🎅", "🎄", "☃",
 	"💅", "🤪", "🗿", "🆒", "💘", "🙉", "🦄", "😘", "💊", "🙊", "😎", "👾", "🤷‍♂", "🤷", "🤷‍♀", "😡"}
 
-// React sets the bot's reaction on a message; only Telegram's set is allowed.
+// React sets the bot's reaction on a message, an emoji or its shortcode
+// (adapters.EmojiByName); only Telegram's set is allowed.
 func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction string) error {
 	emoji := strings.ReplaceAll(reaction, "\ufe0f", "") // ❤️ is ❤ to Telegram
+	if e, ok := adapters.EmojiByName(reaction); ok && !slices.Contains(Reactions, emoji) {
+		emoji = strings.ReplaceAll(e, "\ufe0f", "") // a shortcode: ":thumbsup:", "fire"
+	}
 	if !slices.Contains(Reactions, emoji) {
 		return fmt.Errorf("telegram: %q is not a reaction Telegram allows; use one of %s: %w", reaction, strings.Join(Reactions, " "), adapters.ErrPermanent)
 	}
@@ -141,7 +161,15 @@ func (a *Adapter) Unpin(ctx context.Context, ref adapters.MessageRef) error {
 	})
 }
 
-// SendFile uploads an image as a photo and anything else as a document.
+// maxCaption is the longest caption Telegram takes, as measure counts it.
+const maxCaption = 1024
+
+// SendFile uploads an image as a photo (as a document when Telegram will
+// not take it as one) and anything else as a document, with m.Text as its
+// caption: rendered like Send, sent again as plain text when Telegram
+// cannot parse it (the file is read again from the start, which the
+// gateway's open file allows). A caption longer than Telegram
+// takes follows the file as messages of its own, so that neither is lost.
 func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.File) (adapters.MessageID, error) {
 	b, chat, err := a.target(m.Chat)
 	if err == nil {
@@ -150,33 +178,102 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if err != nil {
 		return "", err
 	}
-	upload := &models.InputFileUpload{Filename: f.Name, Data: f.Content}
-	caption := markdown.TelegramHTML(m.Text)
+	caption, follow := m.Text, ""
+	if measure(caption) > maxCaption {
+		caption, follow = "", m.Text
+	}
 	var sent *models.Message
+	photo := isPhoto(f.MIME)
 	err = a.call(ctx, m.Chat, chat, func() (err error) {
-		switch f.MIME {
-		case "image/jpeg", "image/png", "image/webp":
-			sent, err = b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: upload, Caption: caption, ParseMode: models.ParseModeHTML,
-				MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
-		default:
-			sent, err = b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: upload, Caption: caption, ParseMode: models.ParseModeHTML,
-				MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
+		sent, err = a.upload(ctx, b, chat, m, f, photo, markdown.TelegramHTML(caption), models.ParseModeHTML)
+		if photo && photoRefused(err) && rewind(f) {
+			a.log.Info("telegram refused the image as a photo; sending it as a document", "jid", m.Chat, "err", err)
+			photo = false
+			sent, err = a.upload(ctx, b, chat, m, f, photo, markdown.TelegramHTML(caption), models.ParseModeHTML)
+		}
+		if isParseError(err) && rewind(f) {
+			a.log.Warn("telegram refused the caption's formatting; sending it as plain text", "jid", m.Chat, "err", err)
+			sent, err = a.upload(ctx, b, chat, m, f, photo, markdown.Plain(caption), "")
 		}
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
-	return messageID(sent.ID), nil
+	if follow != "" {
+		for _, part := range adapters.SplitRendered(follow, a.Limits().MaxText, measure) {
+			// The file is sent: a failure here must not send it again.
+			if _, err := a.Send(ctx, adapters.Outbound{Chat: m.Chat, Topic: m.Topic, Text: part}); err != nil {
+				a.log.Warn("telegram file sent, but its long caption could not follow", "jid", m.Chat, "err", err)
+				break
+			}
+		}
+	}
+	return a.msgID(chat, sent.ID), nil
+}
+
+// isPhoto: an image Telegram shows as a photo (anything else, a GIF too,
+// goes as a document).
+func isPhoto(mime string) bool {
+	switch mime {
+	case "image/jpeg", "image/png", "image/webp":
+		return true
+	}
+	return false
+}
+
+// photoRefused: Telegram will not take the image as a photo (too tall or
+// wide, over the photo size limit, not decodable), but takes it as a
+// document.
+func photoRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "PHOTO_") || strings.Contains(msg, "IMAGE_PROCESS_FAILED") ||
+		strings.Contains(strings.ToLower(msg), "too big") || strings.Contains(strings.ToLower(msg), "too large")
+}
+
+// rewind puts f's reader back at its start for another upload: false when
+// it cannot (the gateway hands the adapter an open file, which can).
+func rewind(f adapters.File) bool {
+	s, ok := f.Content.(io.Seeker)
+	if !ok {
+		return false
+	}
+	_, err := s.Seek(0, io.SeekStart)
+	return err == nil
+}
+
+// upload sends f (from where its reader stands), as a photo or a document,
+// with caption in parseMode.
+func (a *Adapter) upload(ctx context.Context, b *bot.Bot, chat int64, m adapters.Outbound, f adapters.File, photo bool, caption string, parseMode models.ParseMode) (*models.Message, error) {
+	upload := &models.InputFileUpload{Filename: f.Name, Data: f.Content}
+	if photo {
+		return b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: upload, Caption: caption, ParseMode: parseMode,
+			MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
+	}
+	return b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: upload, Caption: caption, ParseMode: parseMode,
+		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
 }
 
 // Typing shows "typing…" in the chat (and forum topic) for five seconds.
+// While a 429 holds the bot it sends nothing (the indicator is best
+// effort: the next one after the hold shows it), and a 429 of its own
+// holds the bot as a send's does.
 func (a *Adapter) Typing(ctx context.Context, chat adapters.JID, topic string) error {
 	b, id, err := a.target(chat)
 	if err != nil {
 		return err
 	}
+	if a.pace.held.Left() > 0 {
+		return nil
+	}
 	_, err = b.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: id, MessageThreadID: threadID(topic), Action: models.ChatActionTyping})
+	var tooMany *bot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		return &adapters.RetryAfterError{Wait: a.pace.held.Set(time.Duration(tooMany.RetryAfter) * time.Second)}
+	}
 	return err
 }
 
@@ -194,10 +291,8 @@ func (a *Adapter) ref(ref adapters.MessageRef) (*bot.Bot, int64, int, error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	// Only as Telegram writes it: "03" or "+3" would act on message 3
-	// while the gateway looked up (and authorized) another id.
-	id, err := strconv.Atoi(ref.ID.String())
-	if err != nil || strconv.Itoa(id) != ref.ID.String() {
+	id, ok := parseMsgID(ref.ID)
+	if !ok {
 		return nil, 0, 0, fmt.Errorf("telegram: message id %q is not a number as Telegram writes it: %w", ref.ID, adapters.ErrPermanent)
 	}
 	return b, chat, id, nil
@@ -255,8 +350,8 @@ func threadID(topic string) int {
 }
 
 func replyTo(id adapters.MessageID) *models.ReplyParameters {
-	n, err := strconv.Atoi(id.String())
-	if err != nil || n == 0 {
+	n, ok := parseMsgID(id)
+	if !ok || n <= 0 {
 		return nil
 	}
 	return &models.ReplyParameters{MessageID: n, AllowSendingWithoutReply: true}

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-telegram/bot/models"
 
@@ -23,6 +25,10 @@ type gate struct {
 	client *http.Client
 	host   adapters.Host
 	log    *slog.Logger
+	// hold is the adapter's 429 hold: a getUpdates answered 429 sets it
+	// for its retry_after, as a send's does, and no poll goes out while
+	// it lasts (the SDK would poll again within 100 ms).
+	hold *adapters.Hold
 
 	ready   chan struct{} // holds a token while no update is outstanding
 	mu      sync.Mutex
@@ -39,6 +45,10 @@ func (g *gate) Do(req *http.Request) (*http.Response, error) {
 	case <-req.Context().Done():
 		return nil, req.Context().Err()
 	}
+	if err := g.waitHold(req.Context()); err != nil {
+		g.ready <- struct{}{}
+		return nil, err
+	}
 	resp, err := g.client.Do(req)
 	if err != nil {
 		g.ready <- struct{}{}
@@ -49,6 +59,15 @@ func (g *gate) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		g.ready <- struct{}{}
 		return nil, err
+	}
+	if resp.StatusCode == http.StatusTooManyRequests && g.hold != nil {
+		var r struct {
+			Parameters struct {
+				RetryAfter int `json:"retry_after"`
+			} `json:"parameters"`
+		}
+		_ = json.Unmarshal(body, &r) // none said: Set holds a second
+		g.hold.Set(time.Duration(r.Parameters.RetryAfter) * time.Second)
 	}
 	body, n, err := g.sanitize(resp.StatusCode, body)
 	if err != nil {
@@ -72,6 +91,23 @@ func (g *gate) Do(req *http.Request) (*http.Response, error) {
 		g.ready <- struct{}{}
 	}
 	return resp, nil
+}
+
+// waitHold waits until the adapter's 429 hold is over, or ctx ends.
+func (g *gate) waitHold(ctx context.Context) error {
+	if g.hold == nil {
+		return nil
+	}
+	for d := g.hold.Left(); d > 0; d = g.hold.Left() {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // handled marks one update of the batch stored; the last one opens the gate.

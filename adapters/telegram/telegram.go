@@ -162,7 +162,7 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	if err != nil {
 		return err
 	}
-	g := &gate{client: a.http, host: host, log: a.log, ready: make(chan struct{}, 1)}
+	g := &gate{client: a.http, host: host, log: a.log, hold: &a.pace.held, ready: make(chan struct{}, 1)}
 	g.ready <- struct{}{}
 	b, err := bot.New(a.opt.Token, bot.WithServerURL(a.opt.APIURL), bot.WithHTTPClient(a.opt.PollTimeout, g),
 		bot.WithSkipGetMe(), bot.WithInitialOffset(offset), bot.WithWorkers(1), bot.WithNotAsyncHandlers(),
@@ -244,6 +244,30 @@ func userJID(id int64) adapters.JID {
 
 // messageID mints the id of Telegram message id (a per-chat counter).
 func messageID(id int) adapters.MessageID { return adapters.MessageID(strconv.Itoa(id)) }
+
+// msgID mints the id of message id in Telegram chat (its own id, not the
+// JID's): a supergroup that a group became keeps the group's JID but counts
+// its message ids afresh, from 1, so they would meet the group's under the
+// one JID (and the store keeps the first of two messages with one
+// identity). Its ids are minted "s<id>", never one of the group's.
+func (a *Adapter) msgID(chat int64, id int) adapters.MessageID {
+	a.mu.Lock()
+	_, migrated := a.alias[chat]
+	a.mu.Unlock()
+	if migrated {
+		return adapters.MessageID("s" + strconv.Itoa(id))
+	}
+	return messageID(id)
+}
+
+// parseMsgID reads an id msgID minted: the number only as Telegram writes
+// it ("03" or "+3" would act on message 3 while the gateway looked up and
+// authorized another id), after "s" in a supergroup a group became.
+func parseMsgID(id adapters.MessageID) (int, bool) {
+	s := strings.TrimPrefix(string(id), "s")
+	n, err := strconv.Atoi(s)
+	return n, err == nil && strconv.Itoa(n) == s
+}
 
 func groupJID(id int64) adapters.JID {
 	if id < 0 {

@@ -300,6 +300,12 @@ func (f *Server) channelCall(w http.ResponseWriter, r *http.Request, ch string, 
 			w.WriteHeader(204)
 		}
 	case rest[0] == "messages" && len(rest) == 5 && rest[2] == "reactions" && r.Method == http.MethodPut:
+		// As Discord: a unicode emoji or a custom one's name:id; a
+		// shortcode such as "thumbsup" or "+1" is no emoji.
+		if e := rest[3]; !strings.Contains(e, ":") && !strings.ContainsFunc(e, func(r rune) bool { return r > 0x7f }) {
+			writeJSON(w, 400, map[string]any{"message": "Unknown Emoji", "code": 10014})
+			return
+		}
 		if m := f.find(ch, rest[1]); m != nil {
 			m.Reactions = append(m.Reactions, rest[3])
 		}
@@ -372,9 +378,11 @@ func (f *Server) history(w http.ResponseWriter, r *http.Request, ch string) {
 	if limit == 0 {
 		limit = 50
 	}
-	var out []map[string]any
-	for i := len(f.msgs) - 1; i >= 0 && len(out) < limit; i-- { // newest first
-		m := f.msgs[i]
+	// As Discord: the newest limit messages (before a bound, if any), but
+	// with after, the limit messages right after it, the oldest ones;
+	// newest first either way.
+	var picked []*Msg
+	for _, m := range f.msgs {
 		id, _ := strconv.Atoi(m.ID)
 		if m.Channel != ch || m.Deleted {
 			continue
@@ -385,10 +393,18 @@ func (f *Server) history(w http.ResponseWriter, r *http.Request, ch string) {
 		if b, _ := strconv.Atoi(before); before != "" && id >= b {
 			continue
 		}
-		out = append(out, f.msgObj(m))
+		picked = append(picked, m)
 	}
-	if out == nil {
-		out = []map[string]any{}
+	if len(picked) > limit {
+		if after != "" {
+			picked = picked[:limit]
+		} else {
+			picked = picked[len(picked)-limit:]
+		}
+	}
+	out := []map[string]any{}
+	for i := len(picked) - 1; i >= 0; i-- {
+		out = append(out, f.msgObj(picked[i]))
 	}
 	writeJSON(w, 200, out)
 }

@@ -258,6 +258,7 @@ func (f *Server) UserReacts(ch, id, emoji string) {
 	d := map[string]any{"user_id": UserID, "message_id": id, "channel_id": ch, "emoji": map[string]any{"name": emoji}}
 	if ch != DMChan {
 		d["guild_id"] = GuildID
+		d["member"] = map[string]any{"nick": "Ann", "user": map[string]any{"id": UserID, "username": "ann"}}
 	}
 	f.dispatch("MESSAGE_REACTION_ADD", d)
 }

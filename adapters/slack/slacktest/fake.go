@@ -515,6 +515,13 @@ func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[stri
 		}
 		switch method {
 		case "reactions.add":
+			// Slack takes emoji names only ("+1", "thumbsup",
+			// "+1::skin-tone-3"), never the emoji itself.
+			if name := f.Get("name"); name == "" || strings.ContainsFunc(name, func(r rune) bool {
+				return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("_+-':", r))
+			}) {
+				return fail("invalid_name")
+			}
 			m.Reactions = append(m.Reactions, f.Get("name"))
 		case "pins.add":
 			m.Pinned = true

@@ -48,6 +48,9 @@ type Server struct {
 	rateLimit                 int       // the next write answers 429 with this retry_after
 	limitedAt, retriedAt      time.Time // the last 429 answered, and the first write after it
 	rejectFmt                 bool      // the next formatted message is refused
+	refusePhotos              bool      // sendPhoto answers PHOTO_INVALID_DIMENSIONS (a very tall image)
+	pollLimit                 int       // the next getUpdates answers 429 with this retry_after
+	pollLimitedAt             time.Time // when it last did
 	drop                      bool      // the next getUpdates fails
 	rawNext                   string    // the next getUpdates answers this body
 	fail5xx                   int       // so many writes answer 502
@@ -211,7 +214,8 @@ func (f *Server) setWebhook(w http.ResponseWriter, r request) {
 }
 
 // sendMessage answers sendMessage, sendPhoto and sendDocument: the text (or
-// caption) parsed as Telegram would, the refusals of a too long message, an
+// caption) parsed as Telegram would, the refusals of a too long message
+// (4096) or caption (1024) or an empty text, an
 // unknown chat (-4040) and a user who blocked the bot (4030).
 func (f *Server) sendMessage(w http.ResponseWriter, r request) {
 	raw := r.params["text"]
@@ -228,8 +232,17 @@ func (f *Server) sendMessage(w http.ResponseWriter, r request) {
 		}
 	}
 	switch {
+	case r.method == "sendPhoto" && f.refusePhotos:
+		reply(w, 400, "Bad Request: PHOTO_INVALID_DIMENSIONS", nil)
+		return
 	case len(utf16.Encode([]rune(text))) > 4096:
 		reply(w, 400, "Bad Request: message is too long", nil)
+		return
+	case r.method == "sendMessage" && strings.TrimSpace(text) == "":
+		reply(w, 400, "Bad Request: message text is empty", nil)
+		return
+	case r.method != "sendMessage" && len(utf16.Encode([]rune(text))) > 1024:
+		reply(w, 400, "Bad Request: message caption is too long", nil)
 		return
 	case r.chat == -4040:
 		reply(w, 400, "Bad Request: chat not found", nil)
@@ -417,6 +430,13 @@ func (f *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 		if f.webhook {
 			f.mu.Unlock()
 			reply(w, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first", nil)
+			return
+		}
+		if f.pollLimit > 0 {
+			wait := f.pollLimit
+			f.pollLimit, f.pollLimitedAt = 0, time.Now()
+			f.mu.Unlock()
+			replyParams(w, 429, "Too Many Requests: retry after "+strconv.Itoa(wait), map[string]any{"retry_after": wait})
 			return
 		}
 		if f.drop {
@@ -703,6 +723,30 @@ func (f *Server) RateLimit(wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rateLimit = max(int(wait.Round(time.Second)/time.Second), 1)
+}
+
+// RefusePhotos makes sendPhoto refuse every image as Telegram refuses a
+// very tall or wide one (PHOTO_INVALID_DIMENSIONS); sendDocument takes it.
+func (f *Server) RefusePhotos() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refusePhotos = true
+}
+
+// RateLimitPolls makes the next getUpdates answer 429 asking to wait (whole
+// seconds, at least 1) and returns nothing; PollLimitedAt says when it did.
+func (f *Server) RateLimitPolls(wait time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pollLimit = max(int(wait.Round(time.Second)/time.Second), 1)
+}
+
+// PollLimitedAt is when a getUpdates was last answered with
+// RateLimitPolls's 429 (zero: never).
+func (f *Server) PollLimitedAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pollLimitedAt
 }
 
 // RateLimitFiles makes the next file download answer 429 with a
