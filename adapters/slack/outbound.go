@@ -52,11 +52,21 @@ func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.Messa
 		_, ts, err := a.api.PostMessageContext(ctx, channel, opts...)
 		return ts, err
 	}
-	ts, err := post(slack.MsgOptionText(markdown.SlackMrkdwn(m.Text), false))
+	ts, err := post(slack.MsgOptionText(shown(markdown.SlackMrkdwn(m.Text), m.Text), false))
 	if isFormatError(err) {
-		ts, err = post(slack.MsgOptionText(markdown.SlackPlain(m.Text), false), slack.MsgOptionDisableMarkdown())
+		ts, err = post(slack.MsgOptionText(shown(markdown.SlackPlain(m.Text), m.Text), false), slack.MsgOptionDisableMarkdown())
 	}
 	return adapters.MessageID(ts), classify("send", m.Chat, err)
+}
+
+// shown is rendered, or the reply's own text where its rendering shows
+// nothing (bare markup such as "[]()" or "#"): Slack refuses a message
+// without text for good (no_text), and the reply would be lost.
+func shown(rendered, text string) string {
+	if strings.TrimSpace(rendered) == "" {
+		return text
+	}
+	return rendered
 }
 
 // Edit replaces a bot message's text (chat.update).
@@ -68,9 +78,9 @@ func (a *Adapter) Edit(ctx context.Context, ref adapters.MessageRef, text string
 	if err := a.tiers.wait(ctx, "chat.update", channel); err != nil {
 		return err
 	}
-	_, _, _, err = a.api.UpdateMessageContext(ctx, channel, string(string(ref.ID)), slack.MsgOptionText(markdown.SlackMrkdwn(text), false))
+	_, _, _, err = a.api.UpdateMessageContext(ctx, channel, string(ref.ID), slack.MsgOptionText(shown(markdown.SlackMrkdwn(text), text), false))
 	if isFormatError(err) {
-		_, _, _, err = a.api.UpdateMessageContext(ctx, channel, string(string(ref.ID)), slack.MsgOptionText(markdown.SlackPlain(text), false),
+		_, _, _, err = a.api.UpdateMessageContext(ctx, channel, string(ref.ID), slack.MsgOptionText(shown(markdown.SlackPlain(text), text), false),
 			slack.MsgOptionDisableMarkdown())
 	}
 	return classify("edit", ref.Chat, err)

@@ -551,3 +551,19 @@ func TestConversationInfoFailingForNowSendsNothing(t *testing.T) {
 		t.Errorf("send to slack:T1/dm/C1 once Slack answers: %v; want it refused", err)
 	}
 }
+
+// A reply of bare markup, whose rendering shows nothing ("[]()", "#"), is
+// still delivered, as its own text: Slack refuses a message without text
+// for good (no_text), and the reply was lost.
+func TestSendNothingShownFallsBack(t *testing.T) {
+	s := slacktest.New(t)
+	a := start(t, s, slack.ModeSocket, adaptertest.NewHost())
+	for _, text := range []string{"[]()", "#"} {
+		if _, err := a.Send(t.Context(), adapters.Outbound{Chat: "slack:T1/channel/C1", Text: text}); err != nil {
+			t.Errorf("send %q: %v; want it delivered", text, err)
+		}
+	}
+	if got := s.Messages("C1"); len(got) != 2 || strings.TrimSpace(got[0].Text) == "" || strings.TrimSpace(got[1].Text) == "" {
+		t.Errorf("channel holds %+v; want both replies, each showing something", got)
+	}
+}

@@ -477,6 +477,9 @@ func (s *Server) channelMethod(method string, c *Channel, f url.Values) map[stri
 	}
 	switch method {
 	case "chat.postMessage":
+		if strings.TrimSpace(f.Get("text")) == "" && f.Get("blocks") == "" && f.Get("attachments") == "" {
+			return fail("no_text") // as Slack: a message must show something
+		}
 		m := &Msg{TS: s.newTS(), User: BotUser, BotID: BotID, Text: f.Get("text"), ThreadTS: f.Get("thread_ts")}
 		if code := applyBlocks(m, f.Get("blocks")); code != "" {
 			return fail(code)
