@@ -744,3 +744,31 @@ func TestAttachmentPartNameNeverCollides(t *testing.T) {
 		}
 	}
 }
+
+// The chat sees the bot typing while a turn's attachments download (a large
+// file takes a while), not only once its agent starts.
+func TestTypingWhileAttachmentsDownload(t *testing.T) {
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.stalled = make(chan string, 1)
+	// The download never ends: shutdown ends it.
+	h := richHarness(t, ra, rec.argv, func(o *Options) { o.DrainTimeout = 100 * time.Millisecond })
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "see the video", Verb: adapters.VerbMention,
+		Attachments: []adapters.Attachment{{Name: "big.mp4", Ref: "stall"}}})
+	select {
+	case <-ra.stalled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the attachment's download never started")
+	}
+	for len(ra.typing) > 0 { // what came before the download began
+		<-ra.typing
+	}
+	select {
+	case got := <-ra.typing:
+		if got != string(testChat)+"#" {
+			t.Errorf("typing in %q; want %s", got, testChat)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no typing indicator while the attachment downloads")
+	}
+}

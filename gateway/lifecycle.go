@@ -90,17 +90,27 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch, release func()) time
 	var started atomic.Pointer[liveTurn] // the live reply, which carries the Stop button where it can
 	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b)}, run.rt.id,
 		func() bool { return started.Load().holdButtons() })
+	// Attachments are downloaded before the agent starts, which for a large
+	// file takes a while: the chat sees the bot at work from the start.
+	var stopTyping func()
+	if hasAttachments(b) {
+		stopTyping = typing(ctx, t.adapters, t.log, b.ChatJID, b.Topic)
+	}
 	p, backoff, ok := t.prepareTurn(ctx, run, b)
-	if !ok {
+	if !ok || run.stopped() {
+		if stopTyping != nil {
+			stopTyping()
+		}
 		unbutton()
+		if ok {
+			return t.recordUnrun(ctx, p, run)
+		}
 		run.end()
 		return backoff
 	}
-	if run.stopped() {
-		unbutton()
-		return t.recordUnrun(ctx, p, run)
+	if stopTyping == nil {
+		stopTyping = typing(ctx, t.adapters, t.log, b.ChatJID, b.Topic)
 	}
-	stopTyping := typing(ctx, t.adapters, t.log, b.ChatJID, b.Topic)
 	live := t.live.start(ctx, t.agent.Output, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b),
 		ReplyToSender: lastSender(b), Key: p.turn.ID + "/reply", Buttons: t.buttons.forLive(b.ChatJID, run.rt.id)}, p.turn.ID)
 	started.Store(live)
@@ -134,6 +144,16 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch, release func()) time
 	backoff = t.recordTurn(ctx, p.b, p.turn, p.session, res, err, live)
 	live.settle(ctx, liveEndOf(ctx, res, err))
 	return backoff
+}
+
+// hasAttachments reports whether a message of b carries files to fetch.
+func hasAttachments(b store.Batch) bool {
+	for _, m := range b.Messages {
+		if len(m.Attachments) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // recordUnrun records a prepared turn stopped before its agent ran: as
