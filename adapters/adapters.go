@@ -56,16 +56,21 @@ func (j JID) Validate() error {
 }
 
 // CheckPerson says, for a JID of a built-in platform that names a chat
-// rather than a person (telegram:group/1, discord:<guild>/<channel>,
-// slack:<team>/channel/C1, web:<room>), that it is no sender JID (§4),
-// with the form one takes; nil for a person's JID, and for any JID of
-// another platform, whose forms it does not know. A JID listed where a
-// person is meant (an approver) that is a chat matches no sender ever.
+// rather than a person (discord:<guild>/<channel>, slack:<team>/channel/C1,
+// web:<room>), that it is no sender JID (§4), with the form one takes; nil
+// for a person's JID, and for any JID of another platform, whose forms it
+// does not know. A JID listed where a person is meant (an approver) that
+// is a chat matches no sender ever. Telegram's telegram:group/<id> is a
+// sender too: an anonymous group admin, or a member posting as a channel,
+// writes as that chat (docs/telegram.md), and such a person's "/approve"
+// is decided by listing it.
 func (j JID) CheckPerson() error {
 	var want string
 	ok := true
 	switch p, rest := j.Platform(), j.Room(); p {
-	case "telegram", "discord":
+	case "telegram":
+		want, ok = "telegram:user/<id>", strings.HasPrefix(rest, "user/") || strings.HasPrefix(rest, "group/")
+	case "discord":
 		want, ok = p+":user/<id>", strings.HasPrefix(rest, "user/")
 	case "web":
 		want, ok = "web:user/<name>", strings.HasPrefix(rest, "user/")

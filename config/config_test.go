@@ -363,11 +363,16 @@ func TestApprovalsConfig(t *testing.T) {
 	if d := Default(); time.Duration(d.Approvals.Timeout) != 10*time.Minute {
 		t.Errorf("default approvals.timeout = %v, want 10m", d.Approvals.Timeout)
 	}
+	// An anonymous admin of a Telegram group writes as the group: its JID
+	// is their sender JID, and listing it lets their "/approve" decide.
+	if _, err := Parse([]byte("groups: [{folder: root}, {folder: main, approvals: {approvers: ['telegram:group/1001234567890']}}]"), env(nil)); err != nil {
+		t.Errorf("a Telegram group as approver (its anonymous admins): %v", err)
+	}
 	for _, c := range []struct{ yaml, want string }{
 		{"approvals: {timeout: 0s}", "approvals.timeout: must be positive"},
 		{"approvals: {agent_tools: ['[']}", "approvals.agent_tools[0]:"},
 		{"groups: [{folder: main, approvals: {approvers: [ann]}}]", "groups[0].approvals.approvers[0]:"},
-		{"groups: [{folder: main, approvals: {approvers: ['web:user/ann', 'telegram:group/123']}}]", `groups[0].approvals.approvers[1]: "telegram:group/123" is a chat, not a person: a person's JID is telegram:user/<id>`},
+		{"groups: [{folder: main, approvals: {approvers: ['web:user/ann', 'telegram:channel/123']}}]", `groups[0].approvals.approvers[1]: "telegram:channel/123" is a chat, not a person: a person's JID is telegram:user/<id>`},
 		{"groups: [{folder: main, approvals: {approvers: ['slack:T1/channel/C1']}}]", "slack:<team>/user/<id>"},
 		{"groups: [{folder: main, approvals: {approvers: ['discord:111/222']}}]", "discord:user/<id>"},
 		{"groups: [{folder: main, approvals: {approvers: ['web:lobby']}}]", "web:user/<name>"},

@@ -137,7 +137,7 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 	}
 	ev.ToOtherBot = a.commandToOtherBot(text, entities)
 	if o := m.ForwardOrigin; o != nil && !m.IsAutomaticForward {
-		ev.Text = forwardedFrom(o) + " " + ev.Text
+		ev.Text = strings.TrimSpace(forwardedFrom(o) + " " + ev.Text) // a photo without a caption: the note alone
 	}
 	return []adapters.Inbound{ev}
 }

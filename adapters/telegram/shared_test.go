@@ -81,7 +81,16 @@ func TestForwardSaysSo(t *testing.T) {
 	m, _ = f.UserMessage(7, "/stop", false, 0, 0)
 	m["forward_origin"] = map[string]any{"type": "channel", "date": 1, "chat": map[string]any{"id": -100777, "type": "channel", "title": "News"}, "message_id": 3}
 	f.Push("message", m)
-	evs := host.WaitEvents(t, 2)
+	// A forwarded photo without a caption: the note alone, no trailing space.
+	m, _ = f.UserMessage(7, "", false, 0, 0)
+	delete(m, "text")
+	m["photo"] = []map[string]any{{"file_id": "ph1", "file_unique_id": "u1", "width": 10, "height": 10, "file_size": 4}}
+	m["forward_origin"] = map[string]any{"type": "user", "date": 1, "sender_user": map[string]any{"id": 8, "is_bot": false, "first_name": "Bo"}}
+	f.Push("message", m)
+	evs := host.WaitEvents(t, 3)
+	if got, want := evs[2].Text, "[forwarded from Bo]"; got != want || len(evs[2].Attachments) != 1 {
+		t.Errorf("a forwarded photo reads %q with %d files; want %q and the photo", got, len(evs[2].Attachments), want)
+	}
 	if got, want := evs[0].Text, "[forwarded from Bo] the build is green"; got != want {
 		t.Errorf("a forwarded message reads %q; want %q", got, want)
 	}

@@ -560,7 +560,7 @@ func TestApproversArePeople(t *testing.T) {
 	mustSB(t, dir, "group", "add", "main")
 	mustSB(t, dir, "approvals", "approvers", "main", "telegram:user/42")
 	for _, c := range []struct{ jid, want string }{
-		{"telegram:group/123", `"telegram:group/123" is a chat, not a person: a person's JID is telegram:user/<id>`},
+		{"discord:111/222", `"discord:111/222" is a chat, not a person: a person's JID is discord:user/<id>`},
 		{"slack:T1/channel/C1", "slack:<team>/user/<id>"},
 	} {
 		_, _, err := sb(t, dir, "approvals", "approvers", "main", "web:user/ann", c.jid)
@@ -568,5 +568,8 @@ func TestApproversArePeople(t *testing.T) {
 			t.Errorf("approvers %s: want a usage error saying %q, got %v", c.jid, c.want, err)
 		}
 	}
-	mustSB(t, dir, "approvals", "approvers", "main", "web:user/ann", "slack:T1/user/U1", "discord:user/7", "matrix:room/x")
+	// telegram:group/<id> is how an anonymous admin of a group (or a
+	// member posting as a channel) is a sender on Telegram: listed, their
+	// "/approve" decides.
+	mustSB(t, dir, "approvals", "approvers", "main", "web:user/ann", "slack:T1/user/U1", "discord:user/7", "matrix:room/x", "telegram:group/123")
 }
