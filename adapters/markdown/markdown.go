@@ -245,15 +245,17 @@ func (r *renderer) inline(b *strings.Builder, n ast.Node) {
 	case *east.Strikethrough:
 		b.WriteString(r.st.Strike[0] + r.inlines(n) + r.st.Strike[1])
 	case *ast.Link:
-		r.link(b, r.inlines(n), string(n.Destination))
+		r.link(b, r.inlines(n), textValue(n.Destination, ""))
 	case *ast.Image:
-		r.link(b, r.inlines(n), string(n.Destination))
+		r.link(b, r.inlines(n), textValue(n.Destination, ""))
 	case *ast.AutoLink:
-		url := string(n.URL(r.src))
+		// No backslash escapes in an autolink (CommonMark); its
+		// character references are resolved as in any URL.
+		url := textValue(n.URL(r.src), asciiPunct)
 		if n.AutoLinkType == ast.AutoLinkEmail && !strings.HasPrefix(url, "mailto:") {
 			url = "mailto:" + url
 		}
-		r.link(b, r.esc(string(n.Label(r.src))), url)
+		r.link(b, r.esc(textValue(n.Label(r.src), asciiPunct)), url)
 	case *ast.RawHTML:
 		for i := 0; i < n.Segments.Len(); i++ {
 			s := n.Segments.At(i)
@@ -314,6 +316,10 @@ func textValue(seg []byte, keep string) string {
 	}
 	return b.String()
 }
+
+// asciiPunct is every ASCII punctuation character: as textValue's keep,
+// backslashes stay as written.
+const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 
 // charRef reads the entity or numeric character reference at the start of
 // s ("&amp;", "&#65;", "&#x41;") and returns what it stands for and its

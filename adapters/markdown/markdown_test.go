@@ -99,6 +99,22 @@ func TestEscapesAndReferencesResolved(t *testing.T) {
 			}
 		})
 	}
+	// In a link's destination too (an agent escapes the & of a query):
+	// Telegram's href held "&amp;amp;", a link to another address. An
+	// autolink has no backslash escapes.
+	for _, c := range []struct{ in, want string }{
+		{"[a](http://x/?a=1&amp;b=2)", `<a href="http://x/?a=1&amp;b=2">a</a>`},
+		{`[a](http://x/?a=1\&b=2)`, `<a href="http://x/?a=1&amp;b=2">a</a>`},
+		{"<http://x/?a=1&amp;b=2>", `<a href="http://x/?a=1&amp;b=2">http://x/?a=1&amp;b=2</a>`},
+		{`<http://x/?q=\*>`, `<a href="http://x/?q=\*">http://x/?q=\*</a>`},
+	} {
+		if got := TelegramHTML(c.in); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got, want := Plain("[a](http://x/?a=1&amp;b=2)"), "a (http://x/?a=1&b=2)"; got != want {
+		t.Errorf("plain link: got %s, want %s", got, want)
+	}
 	// A table cell with an escaped pipe, as agents write them.
 	if got, want := TelegramHTML("| cmd | means |\n|---|---|\n| `a \\| b` | a or b \\| c |"), "<b>cmd</b> | <b>means</b>\n<code>a | b</code> | a or b | c"; got != want {
 		t.Errorf("table: got\n%s\nwant\n%s", got, want)
