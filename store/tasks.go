@@ -94,7 +94,8 @@ func (s *Store) Tasks(ctx context.Context, folder groups.Folder, subtree bool) (
 }
 
 // SetTaskStatus changes a task's status, and its Next when next is non-nil.
-// A cancelled or completed task cannot change status again.
+// A cancelled or completed task cannot change status again. Cancelling or
+// pausing it also skips its runs still queued (skipQueuedRuns).
 func (s *Store) SetTaskStatus(ctx context.Context, id int64, status scheduler.TaskStatus, next *time.Time) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		var cur scheduler.TaskStatus
@@ -113,8 +114,27 @@ func (s *Store) SetTaskStatus(ctx context.Context, id int64, status scheduler.Ta
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("task %d: %w", id, err)
 		}
+		if status == scheduler.StatusCancelled || status == scheduler.StatusPaused {
+			return skipQueuedRuns(ctx, tx, id, fmt.Sprintf("the task was %s before the run started", status))
+		}
 		return nil
 	})
+}
+
+// skipQueuedRuns drops task id's queued turns that have not started (runs
+// that fell due while its folder was busy) and records their runs as
+// skipped with reason: a cancelled or paused task does not go on firing
+// from the queue.
+func skipQueuedRuns(ctx context.Context, tx *sql.Tx, id int64, reason string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, error = ? WHERE id IN
+		(SELECT run_id FROM work WHERE task_id = ? AND trigger = ? AND started_ms = 0 AND run_id > 0)`,
+		RunSkipped, reason, id, TriggerTask); err != nil {
+		return fmt.Errorf("task %d: skip queued runs: %w", id, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM work WHERE task_id = ? AND trigger = ? AND started_ms = 0`, id, TriggerTask); err != nil {
+		return fmt.Errorf("task %d: skip queued runs: %w", id, err)
+	}
+	return nil
 }
 
 // DueTasks implements scheduler.Store. It reads on the reader pool, like
