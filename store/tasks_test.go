@@ -251,3 +251,42 @@ func TestRecoverRuns(t *testing.T) {
 		t.Errorf("second RecoverRuns = %d %v, want nothing left to settle", n, err)
 	}
 }
+
+// A run's start is when its turn started, not when its slot fell due: a run
+// queued behind a busy agent shows when it really ran (task runs,
+// inspect_tasks), its start and duration both its turn's.
+func TestRunStartIsItsTurnsStart(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if err := s.AddGroup(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
+	task, err := s.AddTask(ctx, scheduler.Task{Folder: "main", ChatJID: "web:lobby", Prompt: "p", Spec: "@daily", Kind: scheduler.KindCron,
+		Timezone: "UTC", Context: scheduler.ContextGroup, Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runIDs, errs, err := s.ClaimAndQueue(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: task.ID, From: slot, Next: slot.Add(24 * time.Hour), HasNext: true}, Slot: slot}})
+	if err != nil || errs[0] != nil || runIDs[0] == 0 {
+		t.Fatalf("ClaimAndQueue = %v %v %v", runIDs, errs, err)
+	}
+	b, ok, err := s.NextBatch(ctx, "main", 10)
+	if err != nil || !ok {
+		t.Fatalf("NextBatch = %v %v", ok, err)
+	}
+	// The agent was busy for 25 minutes: the turn starts then, and runs 90 s.
+	started := time.Now().Add(25 * time.Minute).Truncate(time.Millisecond)
+	turn := Turn{ID: "turn-1", Folder: "main", ChatJID: "web:lobby", Trigger: TriggerTask, TaskID: task.ID, RunID: runIDs[0],
+		Attempt: 1, Started: started, Duration: 90 * time.Second, Status: TurnSucceeded}
+	if err := s.FinishBatch(ctx, b, turn, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.TaskRuns(ctx, task.ID, 10)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("TaskRuns = %+v %v", runs, err)
+	}
+	if r := runs[0]; !r.Started.Equal(started) || r.Duration != 90*time.Second || !r.Slot.Equal(slot) {
+		t.Errorf("run = slot %s, started %s, %s; want slot %s, started %s (its turn's start), 1m30s", r.Slot, r.Started, r.Duration, slot, started)
+	}
+}

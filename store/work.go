@@ -404,8 +404,11 @@ func settleRun(ctx context.Context, tx *sql.Tx, t Turn) error {
 	if status != TurnSucceeded && status != TurnStopped {
 		status = TurnFailed
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,
-		status, t.ID, t.Duration.Milliseconds(), t.Error, t.RunID)
+	// started becomes the turn's start: a run queued behind a busy agent
+	// starts later than it fell due, and its start and duration are its turn's.
+	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?1, turn_id = ?2, duration_ms = ?3, error = ?4,
+		started_ms = CASE WHEN ?5 > 0 THEN ?5 ELSE started_ms END WHERE id = ?6`,
+		status, t.ID, t.Duration.Milliseconds(), t.Error, toMS(t.Started), t.RunID)
 	if err != nil {
 		return fmt.Errorf("record run %d: %w", t.RunID, err)
 	}
