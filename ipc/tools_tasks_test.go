@@ -377,11 +377,15 @@ func TestTaskRunSkippedWhenItsChatChangedOwner(t *testing.T) {
 // faster than its turns finish went on for as long as the queue lasted
 // after cancel_task ("cancelled tasks stop for good", CONTRACT §10).
 func TestQueuedRunDroppedWhenTaskStops(t *testing.T) {
-	for _, stop := range []struct{ tool, reason string }{
-		{"cancel_task", "cancelled"},
-		{"pause_task", "paused"},
+	for _, stop := range []struct{ name, tool, schedule, reason string }{
+		{"cancel_task", "cancel_task", "every 10s", "cancelled"},
+		{"pause_task", "pause_task", "every 10s", "paused"},
+		// A one-shot is completed once its run is claimed; its queued run
+		// can still be cancelled ("cancel my 3 pm reminder" answered
+		// while the reminder waits behind that very turn).
+		{"cancel_task one-shot", "cancel_task", "one-shot", "cancelled"},
 	} {
-		t.Run(stop.tool, func(t *testing.T) {
+		t.Run(stop.name, func(t *testing.T) {
 			release := filepath.Join(t.TempDir(), "release")
 			h := newHarnessAgent(t, nil, []string{"sh", "-c", `cat >/dev/null
 if [ "$SWITCHBOARD_TRIGGER" = message ]; then while [ ! -e ` + release + ` ]; do sleep 0.05; done; fi
@@ -398,7 +402,11 @@ echo "ran $SWITCHBOARD_TRIGGER $SWITCHBOARD_TASK_ID"`})
 			})
 			// ... when its task falls due: the run is queued behind it.
 			var tk task
-			call(t, c, "schedule_task", map[string]any{"chat_jid": "web:acme", "prompt": "say hi", "schedule": "every 10s"}).decode(t, &tk)
+			schedule := stop.schedule
+			if schedule == "one-shot" {
+				schedule = time.Now().Add(1500 * time.Millisecond).Truncate(time.Second).Add(time.Second).Format(time.RFC3339)
+			}
+			call(t, c, "schedule_task", map[string]any{"chat_jid": "web:acme", "prompt": "say hi", "schedule": schedule}).decode(t, &tk)
 			runs := func() []string {
 				var l taskList
 				call(t, c, "inspect_tasks", map[string]any{"id": tk.ID}).decode(t, &l)

@@ -94,17 +94,22 @@ func (s *Store) Tasks(ctx context.Context, folder groups.Folder, subtree bool) (
 }
 
 // SetTaskStatus changes a task's status, and its Next when next is non-nil.
-// A cancelled or completed task cannot change status again. Cancelling or
-// pausing it also skips its runs still queued (skipQueuedRuns).
+// A cancelled or completed task cannot change status again, except that a
+// completed task whose last run is still queued (a one-shot claimed while
+// its group's agent was busy) can be cancelled. Cancelling or pausing a
+// task also skips its runs still queued (skipQueuedRuns).
 func (s *Store) SetTaskStatus(ctx context.Context, id int64, status scheduler.TaskStatus, next *time.Time) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		var cur scheduler.TaskStatus
-		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = ?`, id).Scan(&cur); errors.Is(err, sql.ErrNoRows) {
+		var queued bool
+		if err := tx.QueryRowContext(ctx, `SELECT status, EXISTS (SELECT 1 FROM work w WHERE w.task_id = t.id AND w.task_id > 0 AND w.started_ms = 0)
+			FROM tasks t WHERE id = ?`, id).Scan(&cur, &queued); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("task %d: %w", id, ErrNotFound)
 		} else if err != nil {
 			return fmt.Errorf("task %d: %w", id, err)
 		}
-		if cur == scheduler.StatusCancelled || cur == scheduler.StatusCompleted {
+		cancelQueued := cur == scheduler.StatusCompleted && status == scheduler.StatusCancelled && queued
+		if (cur == scheduler.StatusCancelled || cur == scheduler.StatusCompleted) && !cancelQueued {
 			return fmt.Errorf("task %d is %s: %w", id, cur, ErrTaskFinished)
 		}
 		q, args := `UPDATE tasks SET status = ? WHERE id = ?`, []any{status, id}
