@@ -79,7 +79,7 @@ func taskTools() []*toolDef {
 		), run: taskStatusRunner(scheduler.StatusCancelled)},
 		{tool: newTool("inspect_tasks", "Inspect tasks and their runs",
 			"Show tasks with their run history, newest run first: slot (the scheduled time), started, duration_ms, status "+
-				"(fired: its turn is queued or running; succeeded; failed), turn_id and error. Use it to see whether a task ran "+
+				"(fired: its turn is queued or running; succeeded; failed; skipped: no turn ran, the error says why), turn_id and error. Use it to see whether a task ran "+
 				"and why a run failed. With id, that task; without, every task of your group and its subgroups (the operator: "+
 				"all). Returns {\"tasks\": [{...the task, \"runs\": [...]}]}.",
 			readOnly,
