@@ -16,6 +16,9 @@ type activeTurn struct {
 	batch   store.Batch
 	replied map[adapters.JID]bool
 	usage   agent.Usage // reported over MCP (report_usage) so far
+	// sessionsReset: reset_session ran while the turn did, so the session
+	// it ran in is recorded but not kept for the chat's next turn.
+	sessionsReset bool
 	// What an approval waits with (approvals.go): the session the turn
 	// resumed, its deadline (zero: none) and done, closed when it ends.
 	session  string
@@ -69,17 +72,30 @@ func (a *activeTurns) runOf(folder groups.Folder) (turnRun, bool) {
 	return turnRun{}, false
 }
 
-// finished forgets the turn and returns the chats it replied to via MCP.
-func (a *activeTurns) finished(id string) map[adapters.JID]bool {
+// finished forgets the turn and returns the chats it replied to via MCP,
+// and whether its folder's sessions were reset while it ran.
+func (a *activeTurns) finished(id string) (replied map[adapters.JID]bool, sessionsReset bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t := a.m[id]
 	delete(a.m, id)
 	if t == nil {
-		return nil
+		return nil, false
 	}
 	close(t.done)
-	return t.replied
+	return t.replied, t.sessionsReset
+}
+
+// resetSessions notes that folder's sessions were reset: its running turn
+// (resuming one, or about to report one) must not store its session again.
+func (a *activeTurns) resetSessions(folder groups.Folder) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.m {
+		if t.batch.Folder == folder {
+			t.sessionsReset = true
+		}
+	}
 }
 
 // running returns the running turn of folder, if any (one per folder).

@@ -284,7 +284,7 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 			"count", res.Escaped, "err", res.EscapedErr)
 	}
 	t.recordUsage(ctx, &turn, session, res)
-	replied := t.active.finished(turn.ID)
+	replied, sessionsReset := t.active.finished(turn.ID)
 	turn.Duration = res.Duration
 	turn.ExitCode = res.ExitCode
 	if err != nil && ctx.Err() != nil {
@@ -313,6 +313,7 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 	t.metrics.turns.WithLabelValues(string(first.Trigger), string(store.TurnSucceeded)).Inc()
 	t.metrics.turnSeconds.WithLabelValues(string(first.Trigger)).Observe(res.Duration.Seconds())
 	turn.SessionID = t.keptSession(b, turn.ID, session, res.SessionID)
+	turn.SessionReset = sessionsReset
 	var out []store.OutboxItem
 	if t.agent.Output != agent.OutputNone && !replied[b.ChatJID] {
 		out = replyItems(b, turn.ID, res)

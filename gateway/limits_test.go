@@ -22,11 +22,19 @@ import (
 // TestMain lets this test binary act as an agent: run with the argument
 // "chain-agent", it is the ping-pong agent of TestChainGuardStopsPingPong;
 // with "web-loop-agent", the room-hopping agent of
-// TestLoopGuardPausesAgentHoppingWebRooms.
+// TestLoopGuardPausesAgentHoppingWebRooms; with "session-reset-agent", the
+// agent of TestResetSessionDuringTurn.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 3 && os.Args[1] == "web-loop-agent" {
 		if err := webLoopAgent(os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintln(os.Stderr, "web-loop-agent:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if len(os.Args) > 2 && os.Args[1] == "session-reset-agent" {
+		if err := sessionResetAgent(os.Args[2], os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, "session-reset-agent:", err)
 			os.Exit(1)
 		}
 		os.Exit(0)

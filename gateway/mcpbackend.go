@@ -387,7 +387,10 @@ func (b mcpSessions) Inject(ctx context.Context, from groups.Folder, chat adapte
 	return m, owner, nil
 }
 
+// ResetSessions forgets folder's sessions, including the one its running
+// turn (usually the caller) ran in and would store at its end.
 func (b mcpSessions) ResetSessions(ctx context.Context, folder groups.Folder) (int64, error) {
+	b.active.resetSessions(folder)
 	return b.st.ResetSessions(ctx, folder)
 }
 

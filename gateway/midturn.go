@@ -355,7 +355,7 @@ func (t *turns) recordInterrupted(ctx context.Context, p preparedTurn, res agent
 	}
 	turn := p.turn
 	t.recordUsage(ctx, &turn, p.session, res)
-	t.active.finished(turn.ID)
+	_, turn.SessionReset = t.active.finished(turn.ID)
 	defer t.tokens.endTurnToken(turn.ID)
 	turn.Duration, turn.ExitCode, turn.Status = res.Duration, res.ExitCode, store.TurnStopped
 	turn.Error = "interrupted by a message from " + by.String()

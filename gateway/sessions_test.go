@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"switchboard/agent"
 	"switchboard/internal/testagent"
+	"switchboard/internal/testmcp"
 	"switchboard/internal/testwait"
 )
 
@@ -104,5 +107,79 @@ func TestSessionLost(t *testing.T) {
 		if got := sessionLost(agent.Result{Stderr: tc.stderr}, nil); got != tc.want {
 			t.Errorf("%s: sessionLost = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// sessionResetAgent is a Claude-Code-like agent (output claude-json,
+// resumed with --resume <id>) that appends the session each run resumed
+// ("fresh" without one) to runs, and calls reset_session over its MCP
+// socket when its prompt says "forget", as a model asked to start over
+// does. A fresh run makes the session s-<run number>.
+func sessionResetAgent(runs string, args []string) error {
+	prompt, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return err
+	}
+	resumed := "fresh"
+	if len(args) == 2 && args[0] == "--resume" {
+		resumed = args[1]
+	}
+	f, err := os.OpenFile(runs, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(f, resumed)
+	f.Close()
+	b, err := os.ReadFile(runs)
+	if err != nil {
+		return err
+	}
+	id := resumed
+	if id == "fresh" {
+		id = fmt.Sprintf("s-%d", len(strings.Fields(string(b))))
+	}
+	if strings.Contains(string(prompt), "forget") {
+		c, err := testmcp.Connect(os.Getenv("SWITCHBOARD_MCP_SOCKET"), testmcp.Options{Client: "session-reset-agent"})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		res, err := c.CallTool("reset_session", `{}`)
+		if err != nil {
+			return err
+		}
+		if res.IsError {
+			return fmt.Errorf("reset_session refused: %s", res.Text())
+		}
+	}
+	fmt.Printf(`{"type":"result","is_error":false,"result":"answer in %s","session_id":"%s"}`+"\n", id, id)
+	return nil
+}
+
+// An agent asked to start over calls reset_session during its turn; the
+// chat's next message starts a fresh session. The turn that reset (it ran
+// in the old session, and says so at its end) must not store that session
+// again: the user was told the conversation was forgotten, and the next
+// turn resumed it with all of its context.
+func TestResetSessionDuringTurn(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	h := newHarness(t, harnessConfig{agent: []string{os.Args[0], "session-reset-agent", runs}, modify: func(o *Options) {
+		o.Agent.Output, o.Agent.ResumeArgs = agent.OutputClaudeJSON, []string{"--resume", "{session}"}
+	}})
+	h.post(testChat, "m1", "hello")
+	h.waitSent(testChat, 1)
+	h.post(testChat, "m2", "please forget everything we said")
+	h.waitSent(testChat, 2)
+	h.post(testChat, "m3", "hi again")
+	sent := h.waitSent(testChat, 3)
+	b, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Fields(string(b)), []string{"fresh", "s-1", "fresh"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the three turns resumed %q, want %q: the turn after reset_session must start fresh", got, want)
+	}
+	if sent[2].Text != "answer in s-3" {
+		t.Errorf("the message after the reset was answered %q, want the answer of a fresh session s-3", sent[2].Text)
 	}
 }

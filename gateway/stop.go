@@ -377,7 +377,7 @@ func (s *stopper) allowed(ctx context.Context, folder groups.Folder, sender adap
 func (t *turns) recordStopped(ctx context.Context, p preparedTurn, res agent.Result, runErr error, by adapters.JID, live *liveTurn) time.Duration {
 	b, turn := p.b, p.turn
 	t.recordUsage(ctx, &turn, p.session, res)
-	t.active.finished(turn.ID)
+	_, turn.SessionReset = t.active.finished(turn.ID)
 	defer t.tokens.endTurnToken(turn.ID) // FinishBatch revokes it; not when it fails
 	turn.Duration, turn.ExitCode = res.Duration, res.ExitCode
 	turn.Status = store.TurnStopped

@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -78,7 +79,7 @@ func taskTools() []*toolDef {
 		), run: taskStatusRunner(scheduler.StatusCancelled)},
 		{tool: newTool("inspect_tasks", "Inspect tasks and their runs",
 			"Show tasks with their run history, newest run first: slot (the scheduled time), started, duration_ms, status "+
-				"(fired: its turn is queued or running; succeeded; failed), turn_id and error. Use it to see whether a task ran "+
+				"(fired: its turn is queued or running; succeeded; failed; skipped: no turn ran, the error says why), turn_id and error. Use it to see whether a task ran "+
 				"and why a run failed. With id, that task; without, every task of your group and its subgroups (the operator: "+
 				"all). Returns {\"tasks\": [{...the task, \"runs\": [...]}]}.",
 			readOnly,
@@ -217,13 +218,19 @@ func taskStatusRunner(status scheduler.TaskStatus) func(context.Context, *call) 
 		if err != nil {
 			return nil, err
 		}
-		if t.Status == scheduler.StatusCompleted || t.Status == scheduler.StatusCancelled {
-			if t.Status == status {
-				return viewTask(t), nil
-			}
-			return nil, fmt.Errorf("task %d is %s and cannot change any more; schedule a new task instead", id, t.Status)
+		finished := fmt.Errorf("task %d is %s and cannot change any more; schedule a new task instead", id, t.Status)
+		if t.Status == status && (t.Status == scheduler.StatusCompleted || t.Status == scheduler.StatusCancelled) {
+			return viewTask(t), nil
+		}
+		// A completed task can still be cancelled while its last run waits
+		// in the queue (the store decides).
+		if t.Status == scheduler.StatusCancelled || (t.Status == scheduler.StatusCompleted && status != scheduler.StatusCancelled) {
+			return nil, finished
 		}
 		t, err = c.b.SetTaskStatus(ctx, id, status)
+		if errors.Is(err, store.ErrTaskFinished) {
+			return nil, finished
+		}
 		if err != nil {
 			return nil, err
 		}

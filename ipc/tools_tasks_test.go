@@ -3,11 +3,14 @@ package ipc_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/internal/testwait"
 	"switchboard/ops"
@@ -365,5 +368,77 @@ func TestTaskRunSkippedWhenItsChatChangedOwner(t *testing.T) {
 		if strings.HasPrefix(m.Text, "ran task") {
 			t.Errorf("acme's task posted into root's chat %s: %q", m.Chat, m.Text)
 		}
+	}
+}
+
+// A run that fell due while its group's agent was busy waits in the queue;
+// cancelling (or pausing) the task before it starts drops it, recorded
+// as skipped with the reason. Before, the queued runs of a task that fires
+// faster than its turns finish went on for as long as the queue lasted
+// after cancel_task ("cancelled tasks stop for good", CONTRACT §10).
+func TestQueuedRunDroppedWhenTaskStops(t *testing.T) {
+	for _, stop := range []struct{ name, tool, schedule, reason string }{
+		{"cancel_task", "cancel_task", "every 10s", "cancelled"},
+		{"pause_task", "pause_task", "every 10s", "paused"},
+		// A one-shot is completed once its run is claimed; its queued run
+		// can still be cancelled ("cancel my 3 pm reminder" answered
+		// while the reminder waits behind that very turn).
+		{"cancel_task one-shot", "cancel_task", "one-shot", "cancelled"},
+	} {
+		t.Run(stop.name, func(t *testing.T) {
+			release := filepath.Join(t.TempDir(), "release")
+			h := newHarnessAgent(t, nil, []string{"sh", "-c", `cat >/dev/null
+if [ "$SWITCHBOARD_TRIGGER" = message ]; then while [ ! -e ` + release + ` ]; do sleep 0.05; done; fi
+echo "ran $SWITCHBOARD_TRIGGER $SWITCHBOARD_TASK_ID"`})
+			c := h.connect(t, "acme", true)
+			// acme's agent is busy answering a message...
+			h.deliver(t, "web:acme", "m1", "a long job")
+			testwait.For(t, 10*time.Second, "acme's turn to start", func() bool {
+				var s struct {
+					Running any `json:"running"`
+				}
+				call(t, c, "inspect_session", nil).decode(t, &s)
+				return s.Running != nil
+			})
+			// ... when its task falls due: the run is queued behind it.
+			var tk task
+			schedule := stop.schedule
+			if schedule == "one-shot" {
+				schedule = time.Now().Add(1500 * time.Millisecond).Truncate(time.Second).Add(time.Second).Format(time.RFC3339)
+			}
+			call(t, c, "schedule_task", map[string]any{"chat_jid": "web:acme", "prompt": "say hi", "schedule": schedule}).decode(t, &tk)
+			runs := func() []string {
+				var l taskList
+				call(t, c, "inspect_tasks", map[string]any{"id": tk.ID}).decode(t, &l)
+				var out []string
+				for _, r := range l.Tasks[0].Runs {
+					out = append(out, r.Status+": "+r.Error)
+				}
+				return out
+			}
+			testwait.For(t, 30*time.Second, "the run to be queued", func() bool { return len(runs()) == 1 })
+			if r := call(t, c, stop.tool, map[string]any{"id": tk.ID}); r.IsError {
+				t.Fatal(r.Text)
+			}
+			if err := os.WriteFile(release, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			testwait.For(t, 15*time.Second, "the run to settle", func() bool {
+				got = runs()
+				return len(got) == 1 && !strings.HasPrefix(got[0], "fired")
+			})
+			if !strings.HasPrefix(got[0], "skipped: ") || !strings.Contains(got[0], stop.reason) {
+				t.Errorf("the queued run after %s: %q, want skipped, saying the task was %s", stop.tool, got[0], stop.reason)
+			}
+			testwait.For(t, 10*time.Second, "the message's answer", func() bool {
+				return slices.ContainsFunc(h.web.sends(), func(m adapters.Outbound) bool { return strings.HasPrefix(m.Text, "ran message") })
+			})
+			for _, m := range h.web.sends() {
+				if strings.HasPrefix(m.Text, "ran task") {
+					t.Errorf("the task ran after %s: %q", stop.tool, m.Text)
+				}
+			}
+		})
 	}
 }

@@ -10,6 +10,10 @@ var (
 	ErrBadTimezone = errors.New("unknown time zone")
 	// ErrBadMissed: a missed-run policy other than skip, once or all.
 	ErrBadMissed = errors.New("bad missed policy")
+	// ErrRunWaiting: a claimed on-time slot's turn was not queued because
+	// the task's previous on-time run has not started yet; the run is
+	// recorded skipped (ClaimQueuer.ClaimAndQueue).
+	ErrRunWaiting = errors.New("the task's previous run has not started yet")
 	// ErrLoopRunning: Run was called on a Loop that is already running.
 	ErrLoopRunning = errors.New("scheduler loop already running")
 )

@@ -22,8 +22,9 @@ type fakeStore struct {
 	nextID  int64
 	runs    []fakeRun // run id = index + 1
 	claimed map[runKey]int64
-	skipped map[int64]int // task → slots passed over by SkipRuns
-	queued  []FakeTurn    // turns queued by ClaimAndQueue, in order
+	skipped map[int64]int  // task → slots passed over by SkipRuns
+	queued  []FakeTurn     // turns queued by ClaimAndQueue, in order
+	missed  map[int64]bool // run ids claimed as missed runs (Claim.Missed)
 	gone    map[groups.Folder]bool
 
 	nextDueCalls, dueCalls, claimCalls int
@@ -51,7 +52,8 @@ type fakeRun struct {
 var errFakeStore = errors.New("fake store unavailable")
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{tasks: map[int64]*Task{}, claimed: map[runKey]int64{}, skipped: map[int64]int{}, gone: map[groups.Folder]bool{}}
+	return &fakeStore{tasks: map[int64]*Task{}, claimed: map[runKey]int64{}, skipped: map[int64]int{}, gone: map[groups.Folder]bool{},
+		missed: map[int64]bool{}}
 }
 
 // add stores a copy of t as a new active task and returns its id.
@@ -181,6 +183,9 @@ func (f *fakeStore) claimRuns(claims []Claim, queue bool) ([]int64, []error) {
 	runIDs, errs := make([]int64, len(claims)), make([]error, len(claims))
 	for i, c := range claims {
 		runIDs[i] = f.claim(c.Advance, c.Slot)
+		if runIDs[i] != 0 && c.Missed {
+			f.missed[runIDs[i]] = true
+		}
 		if queue && runIDs[i] != 0 {
 			errs[i] = f.queue(c.TaskID, runIDs[i])
 		}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -376,6 +377,8 @@ func (l *Loop) claimFire(ctx context.Context, tasks []Task, claims []Claim) ([]i
 		switch {
 		case runID == 0:
 			l.log.Debug("run not claimed", "task", t.ID, "slot", claims[i].Slot)
+		case errors.Is(errs[i], ErrRunWaiting):
+			l.log.Info("task run skipped", "task", t.ID, "folder", t.Folder, "slot", claims[i].Slot, "run", runID, "reason", errs[i])
 		case errs[i] != nil:
 			l.log.Error("fire task", "task", t.ID, "folder", t.Folder, "slot", claims[i].Slot, "run", runID, "err", errs[i])
 		default:
@@ -468,7 +471,7 @@ func (l *Loop) runSlots(ctx context.Context, t Task, slots []time.Time, next tim
 		if i+1 < len(slots) {
 			a.Next, a.HasNext = slots[i+1], true
 		}
-		runIDs, err := l.claimFire(ctx, []Task{t}, []Claim{{Advance: a, Slot: slot}})
+		runIDs, err := l.claimFire(ctx, []Task{t}, []Claim{{Advance: a, Slot: slot, Missed: true}})
 		if err != nil {
 			return moved, fmt.Errorf("claim run of task %d at %s: %w", t.ID, slot.Format(time.RFC3339), err)
 		}

@@ -274,6 +274,16 @@ func TestLoopMissedPolicies(t *testing.T) {
 					if got := st.skipped[id]; got != tc.skipped {
 						t.Errorf("skipped %d, want %d", got, tc.skipped)
 					}
+					// The catch-up's claims say they are missed runs, so a
+					// store queues each even behind the runs still waiting
+					// (ErrRunWaiting is for on-time slots only).
+					st.mu.Lock()
+					for _, f := range fr.all() {
+						if late := f.At.Sub(f.Slot) > l.Grace; st.missed[f.Run] != late {
+							t.Errorf("run %d (slot %s, fired at %s) claimed as missed: %v, want %v", f.Run, f.Slot.Sub(epoch), f.At.Sub(epoch), st.missed[f.Run], late)
+						}
+					}
+					st.mu.Unlock()
 					checkQueued(t, st, fr)
 				})
 			})

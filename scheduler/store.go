@@ -74,6 +74,11 @@ type Claim struct {
 	// run may claim a later slot (the latest missed one) while advancing
 	// from From.
 	Slot time.Time
+	// Missed: the slot is one the task's missed policy runs (a catch-up
+	// claims them one by one); ClaimAndQueue queues it even behind the
+	// task's runs that have not started, and an on-time slot after it is
+	// not held back by it.
+	Missed bool
 }
 
 // Store persists tasks and their runs for the Loop. Implementations must be
@@ -150,7 +155,10 @@ type ClaimQueuer interface {
 	//     run runIDs[i]), and errs[i] is nil;
 	//   - when the turn cannot run (the task's folder no longer exists), it
 	//     queues nothing and records the run "failed" with the reason, and
-	//     errs[i] is that reason.
+	//     errs[i] is that reason;
+	//   - when the claim is not Missed and an earlier on-time run of the
+	//     task is still queued, not started, it queues nothing and records
+	//     the run "skipped", and errs[i] wraps ErrRunWaiting.
 	//
 	// errs has one entry per claim (nil for a claim not claimed). On error
 	// nothing is applied, queued or recorded.

@@ -86,11 +86,19 @@ func NewTask(spec TaskSpec, defaultZone string, now time.Time) (Task, error) {
 }
 
 // ResumeNext is the Next of a task resumed at now: slots that passed while it
-// was paused are not missed runs.
+// was paused are not missed runs. The task keeps its schedule: an interval
+// goes on from its own slots (t.Next plus whole intervals), not from now.
 func ResumeNext(t Task, now time.Time) (time.Time, bool, error) {
 	sched, err := Parse(t.Spec, t.Timezone)
 	if err != nil {
 		return time.Time{}, false, err
+	}
+	if sched.kind == KindInterval && !t.Next.IsZero() {
+		next := t.Next
+		if !next.After(now) {
+			next = next.Add((now.Sub(next)/sched.every + 1) * sched.every)
+		}
+		return next.UTC(), true, nil
 	}
 	next, ok := sched.Next(now)
 	return next.UTC(), ok, nil

@@ -54,6 +54,20 @@ func TestResumeNext(t *testing.T) {
 	if err != nil || !ok || !next.Equal(at(t, "2026-11-20T16:00:00Z")) {
 		t.Errorf("ResumeNext = %v %v %v, want 16:00Z", next, ok, err)
 	}
+	// An interval keeps its own slots (CONTRACT §10 "Paused tasks keep
+	// their schedule"): "every 1h" made at 09:00:20 still fires at hh:00:20
+	// after a pause, not an hour after whenever it was resumed.
+	task.Spec, task.Next = "every 1h", at(t, "2026-11-20T10:00:20Z")
+	for _, tc := range []struct{ now, want string }{
+		{"2026-11-20T09:30:00Z", "2026-11-20T10:00:20Z"}, // resumed before its next slot: that slot
+		{"2026-11-20T15:30:00Z", "2026-11-20T16:00:20Z"}, // after: the first of its slots after now
+		{"2026-11-20T16:00:20Z", "2026-11-20T17:00:20Z"}, // on a slot: the one after it
+	} {
+		next, ok, err := ResumeNext(task, at(t, tc.now))
+		if err != nil || !ok || !next.Equal(at(t, tc.want)) {
+			t.Errorf("ResumeNext(every 1h, next 10:00:20) at %s = %v %v %v, want %s", tc.now, next, ok, err, tc.want)
+		}
+	}
 	task.Spec = "2026-11-20T12:00:00Z"
 	if _, ok, err := ResumeNext(task, at(t, "2026-11-20T15:30:00Z")); err != nil || ok {
 		t.Errorf("ResumeNext of a passed one-shot = %v %v, want no slot", ok, err)

@@ -94,16 +94,22 @@ func (s *Store) Tasks(ctx context.Context, folder groups.Folder, subtree bool) (
 }
 
 // SetTaskStatus changes a task's status, and its Next when next is non-nil.
-// A cancelled or completed task cannot change status again.
+// A cancelled or completed task cannot change status again, except that a
+// completed task whose last run is still queued (a one-shot claimed while
+// its group's agent was busy) can be cancelled. Cancelling or pausing a
+// task also skips its runs still queued (skipQueuedRuns).
 func (s *Store) SetTaskStatus(ctx context.Context, id int64, status scheduler.TaskStatus, next *time.Time) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
 		var cur scheduler.TaskStatus
-		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = ?`, id).Scan(&cur); errors.Is(err, sql.ErrNoRows) {
+		var queued bool
+		if err := tx.QueryRowContext(ctx, `SELECT status, EXISTS (SELECT 1 FROM work w WHERE w.task_id = t.id AND w.task_id > 0 AND w.started_ms = 0)
+			FROM tasks t WHERE id = ?`, id).Scan(&cur, &queued); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("task %d: %w", id, ErrNotFound)
 		} else if err != nil {
 			return fmt.Errorf("task %d: %w", id, err)
 		}
-		if cur == scheduler.StatusCancelled || cur == scheduler.StatusCompleted {
+		cancelQueued := cur == scheduler.StatusCompleted && status == scheduler.StatusCancelled && queued
+		if (cur == scheduler.StatusCancelled || cur == scheduler.StatusCompleted) && !cancelQueued {
 			return fmt.Errorf("task %d is %s: %w", id, cur, ErrTaskFinished)
 		}
 		q, args := `UPDATE tasks SET status = ? WHERE id = ?`, []any{status, id}
@@ -113,8 +119,27 @@ func (s *Store) SetTaskStatus(ctx context.Context, id int64, status scheduler.Ta
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("task %d: %w", id, err)
 		}
+		if status == scheduler.StatusCancelled || status == scheduler.StatusPaused {
+			return skipQueuedRuns(ctx, tx, id, fmt.Sprintf("the task was %s before the run started", status))
+		}
 		return nil
 	})
+}
+
+// skipQueuedRuns drops task id's queued turns that have not started (runs
+// that fell due while its folder was busy) and records their runs as
+// skipped with reason: a cancelled or paused task does not go on firing
+// from the queue.
+func skipQueuedRuns(ctx context.Context, tx *sql.Tx, id int64, reason string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?1, error = ?2 WHERE id IN
+		(SELECT run_id FROM work WHERE task_id = ?3 AND task_id > 0 AND trigger = ?4 AND started_ms = 0 AND run_id > 0)`,
+		RunSkipped, reason, id, TriggerTask); err != nil {
+		return fmt.Errorf("task %d: skip queued runs: %w", id, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM work WHERE task_id = ?1 AND task_id > 0 AND trigger = ?2 AND started_ms = 0`, id, TriggerTask); err != nil {
+		return fmt.Errorf("task %d: skip queued runs: %w", id, err)
+	}
+	return nil
 }
 
 // DueTasks implements scheduler.Store. It reads on the reader pool, like
@@ -209,7 +234,7 @@ func (s *Store) claimRuns(ctx context.Context, claims []scheduler.Claim, queue b
 			if !queue || runIDs[i] == 0 {
 				continue
 			}
-			if errs[i], err = st.queue(ctx, tx, c.TaskID, runIDs[i], now); err != nil {
+			if errs[i], err = st.queue(ctx, tx, c.TaskID, runIDs[i], now, c.Missed); err != nil {
 				return fmt.Errorf("queue run %d of task %d: %w", runIDs[i], c.TaskID, err)
 			}
 		}
@@ -271,15 +296,31 @@ func (st *claimStmts) claim(ctx context.Context, c scheduler.Claim, nowMS int64)
 }
 
 // queue queues the turn of run runID of task taskID or, when it cannot run,
-// marks the run failed and returns why (reason); err is a storage failure.
-func (st *claimStmts) queue(ctx context.Context, tx *sql.Tx, taskID, runID, nowMS int64) (reason, err error) {
-	reason, err = queueTask(ctx, tx, st.work, taskID, runID, nowMS)
+// marks the run failed (skipped when the task's previous run still waits)
+// and returns why (reason); err is a storage failure.
+func (st *claimStmts) queue(ctx context.Context, tx *sql.Tx, taskID, runID, nowMS int64, missed bool) (reason, err error) {
+	reason, err = queueTask(ctx, tx, st.work, taskID, runID, nowMS, missed)
 	if reason == nil || err != nil {
 		return reason, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE task_runs SET status = 'failed', error = ? WHERE id = ?`, reason.Error(), runID)
-	return reason, err
+	return reason, settleUnqueued(ctx, tx, runID, reason)
 }
+
+// settleUnqueued records run runID, whose turn was not queued, with reason:
+// skipped behind a waiting run (errRunWaiting), else failed.
+func settleUnqueued(ctx context.Context, tx *sql.Tx, runID int64, reason error) error {
+	status := "failed"
+	if errors.Is(reason, errRunWaiting) {
+		status = RunSkipped
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, error = ? WHERE id = ?`, status, reason.Error(), runID)
+	return err
+}
+
+// errRunWaiting is why a run is not queued behind the task's previous run
+// that has not started yet.
+var errRunWaiting = fmt.Errorf("%w (its group's agent is still busy), so this one is skipped: a task waits with at most one run",
+	scheduler.ErrRunWaiting)
 
 // ClaimRun is ClaimRuns for one slot.
 func (s *Store) ClaimRun(ctx context.Context, a scheduler.Advance, slot time.Time) (runID int64, claimed bool, err error) {
@@ -295,17 +336,24 @@ const insertRunSQL = `INSERT INTO task_runs (task_id, slot_s, status, started_ms
 
 // queueTaskSQL queues the turn of run ?2 of task ?1, created at ?3: the
 // task's prompt into its folder as a trigger work item of its chat, to run
-// in a fresh session when the task is isolated. It queues nothing when the
-// task's group is gone (or the task lacks a folder or chat).
-const queueTaskSQL = `INSERT INTO work (folder, chat_jid, mode, trigger, prompt, task_id, run_id, isolated, created_ms)
-	SELECT t.folder, t.chat_jid, ?4, ?5, t.prompt, t.id, ?2, t.context = ?6, ?3 FROM tasks t
+// in a fresh session when the task is isolated; ?7 marks a missed run its
+// policy runs (a catch-up, which queues them one by one). It queues nothing
+// when the task's group is gone (or the task lacks a folder or chat), or,
+// for an on-time run, when an on-time run of the task queued earlier (before
+// ?3, not by this same claim) has not started: a task that falls due faster
+// than its turns finish, or behind a long turn, does not pile up runs that
+// then go back to back ahead of the group's chat messages.
+const queueTaskSQL = `INSERT INTO work (folder, chat_jid, mode, trigger, prompt, task_id, run_id, isolated, created_ms, missed)
+	SELECT t.folder, t.chat_jid, ?4, ?5, t.prompt, t.id, ?2, t.context = ?6, ?3, ?7 FROM tasks t
 	WHERE t.id = ?1 AND t.folder <> '' AND t.chat_jid <> ''
-		AND EXISTS (SELECT 1 FROM groups g WHERE g.folder = t.folder)`
+		AND EXISTS (SELECT 1 FROM groups g WHERE g.folder = t.folder)
+		AND (?7 OR NOT EXISTS (SELECT 1 FROM work w WHERE w.task_id = ?1 AND w.task_id > 0 AND w.started_ms = 0 AND NOT w.missed AND w.created_ms < ?3))`
 
-// queueTask runs queueTaskSQL (on st when it is prepared) and, when it
-// queued nothing, returns why as reason; err is a storage failure.
-func queueTask(ctx context.Context, tx *sql.Tx, st *sql.Stmt, taskID, runID, nowMS int64) (reason, err error) {
-	args := []any{taskID, runID, nowMS, string(routing.Trigger), TriggerTask, scheduler.ContextIsolated}
+// queueTask runs queueTaskSQL (on st when it is prepared; missed is its
+// ?7) and, when it queued nothing, returns why as reason; err is a storage
+// failure.
+func queueTask(ctx context.Context, tx *sql.Tx, st *sql.Stmt, taskID, runID, nowMS int64, missed bool) (reason, err error) {
+	args := []any{taskID, runID, nowMS, string(routing.Trigger), TriggerTask, scheduler.ContextIsolated, missed}
 	var res sql.Result
 	if st != nil {
 		res, err = st.ExecContext(ctx, args...)
@@ -319,7 +367,10 @@ func queueTask(ctx context.Context, tx *sql.Tx, st *sql.Stmt, taskID, runID, now
 		return nil, nil
 	}
 	var folder, chat string
-	err = tx.QueryRowContext(ctx, `SELECT folder, chat_jid FROM tasks WHERE id = ?`, taskID).Scan(&folder, &chat)
+	var groupExists, waiting bool
+	err = tx.QueryRowContext(ctx, `SELECT folder, chat_jid, EXISTS (SELECT 1 FROM groups g WHERE g.folder = t.folder),
+		EXISTS (SELECT 1 FROM work w WHERE w.task_id = t.id AND w.task_id > 0 AND w.started_ms = 0 AND NOT w.missed AND w.created_ms < ?)
+		FROM tasks t WHERE id = ?`, nowMS, taskID).Scan(&folder, &chat, &groupExists, &waiting)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("task %d: %w", taskID, ErrNotFound), nil
@@ -327,16 +378,22 @@ func queueTask(ctx context.Context, tx *sql.Tx, st *sql.Stmt, taskID, runID, now
 		return nil, err
 	case folder == "" || chat == "":
 		return fmt.Errorf("task %d has no folder or chat", taskID), nil
+	case !groupExists:
+		return fmt.Errorf("group %s no longer exists", folder), nil
+	case waiting && !missed:
+		return errRunWaiting, nil
 	}
-	return fmt.Errorf("group %s no longer exists", folder), nil
+	return fmt.Errorf("task %d: its turn was not queued", taskID), nil
 }
 
 // QueueTaskTurn queues the turn of run runID of task taskID, as
-// ClaimAndQueue does for the runs it claims, in a transaction of its own.
-// It fails, queueing nothing, when the task's group no longer exists.
+// ClaimAndQueue does for the runs it claims, in a transaction of its own
+// (as a missed run: queued even behind the task's waiting runs, since a
+// Firer is not told which runs are missed ones). It fails, queueing
+// nothing, when the task's group no longer exists.
 func (s *Store) QueueTaskTurn(ctx context.Context, taskID, runID int64) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		reason, err := queueTask(ctx, tx, nil, taskID, runID, s.nowMS())
+		reason, err := queueTask(ctx, tx, nil, taskID, runID, s.nowMS(), true)
 		if err != nil {
 			return fmt.Errorf("queue run %d of task %d: %w", runID, taskID, err)
 		}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -249,5 +251,129 @@ func TestRecoverRuns(t *testing.T) {
 	}
 	if n, err := s.RecoverRuns(ctx); err != nil || n != 0 {
 		t.Errorf("second RecoverRuns = %d %v, want nothing left to settle", n, err)
+	}
+}
+
+// A run's start is when its turn started, not when its slot fell due: a run
+// queued behind a busy agent shows when it really ran (task runs,
+// inspect_tasks), its start and duration both its turn's.
+func TestRunStartIsItsTurnsStart(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if err := s.AddGroup(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
+	task, err := s.AddTask(ctx, scheduler.Task{Folder: "main", ChatJID: "web:lobby", Prompt: "p", Spec: "@daily", Kind: scheduler.KindCron,
+		Timezone: "UTC", Context: scheduler.ContextGroup, Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runIDs, errs, err := s.ClaimAndQueue(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: task.ID, From: slot, Next: slot.Add(24 * time.Hour), HasNext: true}, Slot: slot}})
+	if err != nil || errs[0] != nil || runIDs[0] == 0 {
+		t.Fatalf("ClaimAndQueue = %v %v %v", runIDs, errs, err)
+	}
+	b, ok, err := s.NextBatch(ctx, "main", 10)
+	if err != nil || !ok {
+		t.Fatalf("NextBatch = %v %v", ok, err)
+	}
+	// The agent was busy for 25 minutes: the turn starts then, and runs 90 s.
+	started := time.Now().Add(25 * time.Minute).Truncate(time.Millisecond)
+	turn := Turn{ID: "turn-1", Folder: "main", ChatJID: "web:lobby", Trigger: TriggerTask, TaskID: task.ID, RunID: runIDs[0],
+		Attempt: 1, Started: started, Duration: 90 * time.Second, Status: TurnSucceeded}
+	if err := s.FinishBatch(ctx, b, turn, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.TaskRuns(ctx, task.ID, 10)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("TaskRuns = %+v %v", runs, err)
+	}
+	if r := runs[0]; !r.Started.Equal(started) || r.Duration != 90*time.Second || !r.Slot.Equal(slot) {
+		t.Errorf("run = slot %s, started %s, %s; want slot %s, started %s (its turn's start), 1m30s", r.Slot, r.Started, r.Duration, slot, started)
+	}
+}
+
+// A task waits with at most one run: a slot that falls due while the
+// task's previous run is still queued (its group's agent busy with a long
+// turn, or a task firing faster than its turns finish) is recorded
+// skipped, saying why, instead of queueing runs that then go back to back
+// ahead of the group's chat messages for as long as the backlog lasts. The
+// missed runs a catch-up claims (missed: all, one claim each) all queue,
+// and so does the on-time slot after them.
+func TestTaskWaitsWithOneRun(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if err := s.AddGroup(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2027, 1, 1, 9, 0, 0, 0, time.UTC)
+	s.SetClock(func() time.Time { return now })
+	task, err := s.AddTask(ctx, scheduler.Task{Folder: "main", ChatJID: "web:lobby", Prompt: "p", Spec: "every 10s", Kind: scheduler.KindInterval,
+		Timezone: "UTC", Context: scheduler.ContextGroup, Missed: scheduler.MissedAll, Status: scheduler.StatusActive, Next: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := now
+	claim := func(missed bool) (int64, error) {
+		now = now.Add(time.Millisecond) // each claim its own transaction, a moment later
+		c := scheduler.Claim{Advance: scheduler.Advance{TaskID: task.ID, From: next, Next: next.Add(10 * time.Second), HasNext: true}, Slot: next, Missed: missed}
+		next = next.Add(10 * time.Second)
+		runIDs, errs, err := s.ClaimAndQueue(ctx, []scheduler.Claim{c})
+		if err != nil || runIDs[0] == 0 {
+			t.Fatalf("ClaimAndQueue = %v %v %v", runIDs, errs, err)
+		}
+		return runIDs[0], errs[0]
+	}
+	queued := func() int {
+		var n int
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM work WHERE task_id = ?`, task.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A catch-up after downtime claims three missed slots, one by one: all queue.
+	for i := range 3 {
+		if _, err := claim(true); err != nil || queued() != i+1 {
+			t.Fatalf("catch-up slot %d: err %v, %d queued; want every missed slot queued", i+1, err, queued())
+		}
+	}
+	// The slot due at the restart itself is on time: it queues behind them.
+	if _, err := claim(false); err != nil || queued() != 4 {
+		t.Fatalf("the on-time slot after a catch-up: err %v, %d queued; want it queued too", err, queued())
+	}
+	// The agent is still busy when the next slot falls due on time.
+	now = now.Add(10 * time.Second)
+	runID, err := claim(false)
+	if !errors.Is(err, scheduler.ErrRunWaiting) || queued() != 4 {
+		t.Errorf("an on-time slot behind a waiting on-time run: err %v, %d queued; want skipped (ErrRunWaiting), still 4 queued", err, queued())
+	}
+	runs, err := s.TaskRuns(ctx, task.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runs[0]; r.ID != runID || r.Status != RunSkipped || !strings.Contains(r.Error, "previous run has not started") {
+		t.Errorf("the skipped run = %+v, want skipped, saying the previous run has not started", r)
+	}
+	// Once the waiting runs have started, the task's next slot queues again.
+	for range 4 {
+		b, ok, err := s.NextBatch(ctx, "main", 10)
+		if err != nil || !ok {
+			t.Fatalf("NextBatch = %v %v", ok, err)
+		}
+		if err := s.FinishBatch(ctx, b, Turn{ID: fmt.Sprint("turn-", b.Items[0].RunID), Folder: "main", ChatJID: "web:lobby", Trigger: TriggerTask,
+			TaskID: task.ID, RunID: b.Items[0].RunID, Attempt: 1, Status: TurnSucceeded}, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(10 * time.Second)
+	if _, err := claim(false); err != nil || queued() != 1 {
+		t.Errorf("a slot after the queue drained: err %v, %d queued; want it queued", err, queued())
+	}
+	// That run still waits when the gateway goes down; at the restart the
+	// policy's missed runs queue behind it all the same.
+	for i := range 2 {
+		if _, err := claim(true); err != nil || queued() != 2+i {
+			t.Errorf("catch-up slot %d behind a waiting run: err %v, %d queued; want it queued", i+1, err, queued())
+		}
 	}
 }

@@ -40,6 +40,10 @@ type Turn struct {
 	ExitCode  int
 	SessionID string
 	Usage     Usage
+	// SessionReset: the folder's sessions were reset while the turn ran
+	// (reset_session), so FinishBatch records SessionID with the turn but
+	// does not keep it as the chat's session.
+	SessionReset bool
 }
 
 // Usage is what a turn cost, as its agent reported it; zero when it

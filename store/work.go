@@ -317,7 +317,7 @@ func (s *Store) messagesBySeq(ctx context.Context, seqs []any) ([]Message, error
 //   - a succeeded turn consumes the batch's work rows, the observed context
 //     and the notices its prompt showed, and saves t.SessionID as the
 //     session of the folder in the chat and topic (unless the batch is an
-//     isolated task, or the id is empty);
+//     isolated task, the id is empty, or t.SessionReset);
 //   - a stopped turn (TurnStopped) settles the batch as a succeeded one:
 //     what its prompt showed is in its session, which the next turn resumes;
 //   - a failed turn that is not retried (given up) consumes only the work
@@ -377,7 +377,7 @@ func (s *Store) FinishBatch(ctx context.Context, b Batch, t Turn, out []OutboxIt
 			if err := execIDs(ctx, tx, `DELETE FROM reaction_notes WHERE id IN`, rids); err != nil {
 				return err
 			}
-			if t.SessionID != "" && !(len(b.Items) > 0 && b.Items[0].Isolated) {
+			if t.SessionID != "" && !t.SessionReset && !(len(b.Items) > 0 && b.Items[0].Isolated) {
 				if err := saveSession(ctx, tx, b.Folder, b.ChatJID, b.Topic, t.SessionID, now); err != nil {
 					return err
 				}
@@ -404,8 +404,11 @@ func settleRun(ctx context.Context, tx *sql.Tx, t Turn) error {
 	if status != TurnSucceeded && status != TurnStopped {
 		status = TurnFailed
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?, turn_id = ?, duration_ms = ?, error = ? WHERE id = ?`,
-		status, t.ID, t.Duration.Milliseconds(), t.Error, t.RunID)
+	// started becomes the turn's start: a run queued behind a busy agent
+	// starts later than it fell due, and its start and duration are its turn's.
+	res, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = ?1, turn_id = ?2, duration_ms = ?3, error = ?4,
+		started_ms = CASE WHEN ?5 > 0 THEN ?5 ELSE started_ms END WHERE id = ?6`,
+		status, t.ID, t.Duration.Milliseconds(), t.Error, toMS(t.Started), t.RunID)
 	if err != nil {
 		return fmt.Errorf("record run %d: %w", t.RunID, err)
 	}
