@@ -45,6 +45,20 @@ func TestResultFields(t *testing.T) {
 	}
 	call(t, c, "inspect_messages", map[string]any{"chat_jid": "web:acme"}).decode(t, &got)
 	wantMessages(t, "inspect_messages", got.Messages, m1, b1)
+	// "more" says whether older messages are left: not with exactly the
+	// limit left (the next page was empty), and the page is the newest.
+	var page struct {
+		Messages []json.RawMessage `json:"messages"`
+		More     bool              `json:"more"`
+	}
+	call(t, c, "inspect_messages", map[string]any{"chat_jid": "web:acme", "limit": 2}).decode(t, &page)
+	if page.More || len(page.Messages) != 2 {
+		t.Errorf("inspect_messages limit 2 of 2: %d messages, more %v; want 2, false", len(page.Messages), page.More)
+	}
+	call(t, c, "inspect_messages", map[string]any{"chat_jid": "web:acme", "limit": 1}).decode(t, &page)
+	if !page.More || len(page.Messages) != 1 || !strings.Contains(string(page.Messages[0]), `"id":"b1"`) {
+		t.Errorf("inspect_messages limit 1 of 2: %s, more %v; want b1 (the newest), true", page.Messages, page.More)
+	}
 	call(t, c, "get_thread", map[string]any{"chat_jid": "web:acme", "topic": "t1"}).decode(t, &got)
 	wantMessages(t, "get_thread", got.Messages, m1)
 	call(t, c, "fetch_history", map[string]any{"chat_jid": "web:acme"}).decode(t, &got)

@@ -59,11 +59,17 @@ func historyTools() []*toolDef {
 
 func runInspectMessages(ctx context.Context, c *call) (any, error) {
 	limit := clamp(c.int("limit", 0), 50, 500)
-	ms, err := c.b.Messages(ctx, c.jid("chat_jid"), int64(c.int("before_seq", 0)), limit)
+	// One more than asked says whether older messages are left: with
+	// exactly limit left, "more" was true and the next page empty.
+	ms, err := c.b.Messages(ctx, c.jid("chat_jid"), int64(c.int("before_seq", 0)), limit+1)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"messages": viewMessages(ms), "more": len(ms) == limit}, nil
+	more := len(ms) > limit
+	if more {
+		ms = ms[len(ms)-limit:] // the newest limit, oldest first
+	}
+	return map[string]any{"messages": viewMessages(ms), "more": more}, nil
 }
 
 func runGetThread(ctx context.Context, c *call) (any, error) {

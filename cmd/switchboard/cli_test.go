@@ -88,6 +88,9 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Errorf("rm group with tasks: %v", err)
 	}
 	mustSB(t, dir, "task", "cancel", "1")
+	if _, _, err := sb(t, dir, "group", "rm", "acme/eng"); err == nil || !strings.Contains(err.Error(), "task 2 is scheduled in it; cancel it first (switchboard task cancel 2)") {
+		t.Errorf("rm group with one task: %v", err)
+	}
 	mustSB(t, dir, "task", "cancel", "2")
 	out = mustSB(t, dir, "group", "rm", "acme/eng")
 	if !strings.Contains(out, "files are kept") {

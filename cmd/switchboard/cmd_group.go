@@ -230,7 +230,11 @@ func (a *app) groupRemove(cmd *cobra.Command, name string) error {
 				ids = append(ids, fmt.Sprint(t.ID))
 			}
 		}
-		if len(ids) > 0 {
+		switch len(ids) {
+		case 0:
+		case 1:
+			return fmt.Errorf("group rm %s: task %s is scheduled in it; cancel it first (switchboard task cancel %s)", folder, ids[0], ids[0])
+		default:
 			return fmt.Errorf("group rm %s: tasks %s are scheduled in it; cancel them first (switchboard task cancel ID)", folder, strings.Join(ids, ", "))
 		}
 		dropped, err := st.RemoveGroup(ctx, folder)
