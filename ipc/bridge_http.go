@@ -97,9 +97,11 @@ func BridgeHTTP(ctx context.Context, ep HTTPEndpoint, stdin io.Reader, stdout, s
 
 	r := bufio.NewReaderSize(stdin, 64<<10)
 	for {
-		line, tooLong, err := ReadLine(r, bridgeMaxLine)
-		if tooLong {
-			fmt.Fprintf(stderr, "mcp-bridge: a message longer than %d bytes was dropped\n", bridgeMaxLine)
+		line, over, err := readLine(r, bridgeMaxLine)
+		if over != nil {
+			// Answered where its id can be told, or the agent would wait
+			// for the answer until its own timeout.
+			b.fail(over.rawRequestID(), fmt.Sprintf("a message longer than %d bytes was dropped", bridgeMaxLine))
 		} else if len(line) > 0 {
 			var h struct {
 				ID     json.RawMessage `json:"id"`

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -297,9 +298,9 @@ func (s *Server) serve(sess *session) {
 
 	r := bufio.NewReaderSize(sess.conn, 16<<10)
 	for {
-		line, tooLong, err := ReadLine(r, s.opt.MaxLine)
-		if tooLong {
-			w.send(rpcError(nil, mcp.INVALID_REQUEST, fmt.Sprintf("message too large: one JSON-RPC message may be at most %d bytes", s.opt.MaxLine)))
+		line, over, err := readLine(r, s.opt.MaxLine)
+		if over != nil {
+			w.send(rpcError(over.id(), mcp.INVALID_REQUEST, fmt.Sprintf("message too large: one JSON-RPC message may be at most %d bytes", s.opt.MaxLine)))
 		} else if len(line) > 0 {
 			if !s.dispatch(ctx, listenCtx, sess, line, w, p) {
 				break
@@ -586,22 +587,69 @@ func (w *connWriter) notifications(ctx context.Context) {
 // (or the read error) at the end; a final line without newline is returned
 // with it. The sockets and mcp-bridge's HTTP side read with it.
 func ReadLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	line, over, err := readLine(r, max)
+	return line, over != nil, err
+}
+
+// overlong is what readLine keeps of a line over the limit: its first and
+// last bytes (up to overlongKeep each), where a request's id is.
+type overlong struct{ head, tail []byte }
+
+const overlongKeep = 256
+
+// readLine is ReadLine; a line over limit comes back as nil with its head
+// and tail (over).
+func readLine(r *bufio.Reader, limit int) (line []byte, over *overlong, err error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > max+1 { // +1: the newline
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
+		switch {
+		case over == nil && len(buf)+len(chunk) <= limit+1: // +1: the newline
+			buf = append(buf, chunk...)
+		case over == nil:
+			buf = append(buf, chunk...)
+			over = &overlong{head: bytes.Clone(buf[:min(len(buf), overlongKeep)])}
+			over.tail = bytes.Clone(buf[max(0, len(buf)-overlongKeep):])
+			buf = nil
+		default:
+			over.tail = append(over.tail, chunk...)
+			over.tail = bytes.Clone(over.tail[max(0, len(over.tail)-overlongKeep):])
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return bytes.TrimSpace(buf), tooLong, err
+		if over != nil {
+			over.head, over.tail = bytes.TrimSpace(over.head), bytes.TrimSpace(over.tail)
+			return nil, over, err
+		}
+		return bytes.TrimSpace(buf), nil, err
 	}
 }
+
+// The id of a request too large to read, where it can be told for sure
+// without the rest: first in the object, as Go and Python clients write
+// requests ({"jsonrpc":"2.0","id":7,"method":...), or last, as the
+// TypeScript SDK (Claude Code's) does (...,"jsonrpc":"2.0","id":7}). The
+// error then answers that request, and its client does not wait for an
+// answer until its own timeout.
+var (
+	overlongHeadID = regexp.MustCompile(`^\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?[0-9]{1,18}|"[^"\\]{0,128}")\s*,`)
+	overlongTailID = regexp.MustCompile(`,\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?[0-9]{1,18}|"[^"\\]{0,128}")\s*\}$`)
+)
+
+// rawRequestID is the request id of an overlong line as written, nil
+// when it cannot be told.
+func (o *overlong) rawRequestID() json.RawMessage {
+	for _, m := range [][][]byte{overlongHeadID.FindSubmatch(o.head), overlongTailID.FindSubmatch(o.tail)} {
+		if m != nil {
+			return m[1]
+		}
+	}
+	return nil
+}
+
+// id is rawRequestID decoded for echoing back (nil when none).
+func (o *overlong) id() any { return rawID(o.rawRequestID()) }
 
 // rawID decodes a JSON-RPC id for echoing back (nil when absent or invalid).
 func rawID(raw json.RawMessage) any {

@@ -150,6 +150,25 @@ func TestHugeLine(t *testing.T) {
 	if m.Error == nil || m.Error.Code != mcp.INVALID_REQUEST || !strings.Contains(m.Error.Message, "too large") {
 		t.Fatalf("huge line: %+v", m)
 	}
+	// The error answers the request (its id), so that its client does not
+	// wait for an answer until its own timeout: with the id first (Go and
+	// Python clients) or last (the TypeScript SDK, Claude Code's).
+	if m.ID != float64(9) {
+		t.Errorf("huge request 9 answered with id %v; want 9", m.ID)
+	}
+	last := `{"method":"tools/call","params":{"name":"send","arguments":{"chat_jid":"web:acme","text":"` +
+		strings.Repeat("y", ipc.DefaultMaxLine) + `","id":"inner"}},"jsonrpc":"2.0","id":"req-11"}`
+	go rc.c.Write([]byte(last + "\n"))
+	if m := rc.recv(); m.Error == nil || m.ID != "req-11" {
+		t.Errorf("huge request req-11 (id last) answered %+v; want an error for req-11", m)
+	}
+	// An id that cannot be told for sure (neither first nor last) is not
+	// guessed from what the message holds.
+	mid := `{"method":"tools/call","id":12,"params":{"name":"send","arguments":{"text":"` + strings.Repeat("z", ipc.DefaultMaxLine) + `","id":5}}}`
+	go rc.c.Write([]byte(mid + "\n"))
+	if m := rc.recv(); m.Error == nil || m.ID != nil {
+		t.Errorf("huge request with its id in the middle answered %+v; want an error with id null", m)
+	}
 	res, m := rc.toolsCall(10, "list_grants", `{}`)
 	if m.Error != nil || res.IsError {
 		t.Fatalf("after a huge line: %+v %+v", m, res)

@@ -241,6 +241,16 @@ func TestBridgeURLBothProtocols(t *testing.T) {
 					t.Fatalf("list_grants after the change: %+v, %v", r, err)
 				}
 			}
+			// A request over the bridge's line limit is answered with an
+			// error at once: the client does not wait until its timeout.
+			big := mcp.CallToolRequest{}
+			big.Params.Name = "send"
+			big.Params.Arguments = map[string]any{"chat_jid": "web:lobby", "text": strings.Repeat("x", 5<<20)}
+			bctx, bcancel := context.WithTimeout(ctx, 10*time.Second)
+			defer bcancel()
+			if _, err := c.CallTool(bctx, big); err == nil || !strings.Contains(err.Error(), "longer than") {
+				t.Errorf("a 5 MB tools/call: %v; want an error saying the message was too long", err)
+			}
 		})
 	}
 }
