@@ -570,3 +570,42 @@ func TestApproversArePeople(t *testing.T) {
 	}
 	mustSB(t, dir, "approvals", "approvers", "main", "web:user/ann", "slack:T1/user/U1", "discord:user/7", "matrix:room/x")
 }
+
+// TestUsageErrorNamesTheCommand: a bad command line prints the usage of the
+// command that was mistyped and points at its own --help (which lists its
+// flags), not only at the root's.
+func TestUsageErrorNamesTheCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing flag", []string{"route", "add", "platform=web"},
+			[]string{"--target is required", "Usage: switchboard route add --target FOLDER", "Run 'switchboard route add --help'"}},
+		{"too few args", []string{"grants", "check", "main"},
+			[]string{"Usage: switchboard grants check FOLDER TOOL", "Run 'switchboard grants check --help'"}},
+		{"unknown flag", []string{"task", "preview", "@daily", "--zone", "UTC"},
+			[]string{"unknown flag: --zone", "Run 'switchboard task preview --help'"}},
+		{"unknown subcommand", []string{"group", "frob"},
+			[]string{`unknown command "frob"`, "Run 'switchboard group --help'"}},
+		{"unknown command", []string{"frob"},
+			[]string{`unknown command "frob"`, "Run 'switchboard --help'"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := sb(t, dir, tc.args...)
+			if !isUsage(err) {
+				t.Fatalf("want a usage error (exit 2), got %v", err)
+			}
+			msg := usageMessage(err)
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message lacks %q:\n%s", w, msg)
+				}
+			}
+		})
+	}
+	if msg := usageMessage(errors.New("open store: disk full")); msg != "switchboard: open store: disk full\n" {
+		t.Errorf("a failure that is not a usage error: %q", msg)
+	}
+}

@@ -105,7 +105,7 @@ func parseMatch(args []string) (map[string]string, error) {
 		m[k] = v
 	}
 	if err := routing.ValidateNewMatch(m); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{err: err}
 	}
 	return m, nil
 }
@@ -121,10 +121,10 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 	r.Match = m
 	r = r.Normalize()
 	if err := r.ValidateNew(); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	if err := routing.CheckSeq(r.Seq); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
@@ -250,7 +250,7 @@ func (a *app) routeExplain(cmd *cobra.Command, chat, sender, verb, topic string,
 	m := routing.Message{Verb: adapters.Verb(verb), Topic: topic}
 	var err error
 	if m.ChatJID, err = adapters.ParseJID(chat); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	if sender != "" {
 		if m.Sender, err = adapters.ParseJID(sender); err != nil {

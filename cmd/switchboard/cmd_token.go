@@ -74,11 +74,11 @@ func parseTTL(s string) (time.Duration, error) {
 func (a *app) tokenAdd(cmd *cobra.Command, name, ttlFlag string) error {
 	folder, err := groups.ParseFolder(name)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	ttl, err := parseTTL(ttlFlag)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
