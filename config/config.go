@@ -17,7 +17,9 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -381,7 +383,7 @@ func oneDocument(data []byte) (yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return doc, fmt.Errorf("parse yaml: %w", err)
+		return doc, yamlSyntaxError(data, err)
 	}
 	for {
 		var next yaml.Node
@@ -390,12 +392,37 @@ func oneDocument(data []byte) (yaml.Node, error) {
 			return doc, nil
 		}
 		if err != nil {
-			return doc, fmt.Errorf("parse yaml: %w", err)
+			return doc, yamlSyntaxError(data, err)
 		}
 		if len(next.Content) > 0 && next.Content[0].Tag != "!!null" {
 			return doc, fmt.Errorf("config: a second YAML document begins at line %d (\"---\"); only the first would be read, so its settings would be ignored: remove the \"---\" line (keys given twice are then reported) or move its keys above it", next.Line)
 		}
 	}
+}
+
+// yamlLine finds the line number in a YAML parser error ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`line (\d+):`)
+
+// yamlSyntaxError wraps a YAML parser error and, when the line it names is
+// indented with a tab, says so: the parser's own words ("found character
+// that cannot start any token") do not, and a tab is invisible in most editors.
+func yamlSyntaxError(data []byte, err error) error {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		lines := strings.Split(string(data), "\n")
+		// The parser names the line of the tab, or for a tab in a
+		// block's indentation the line before it.
+		for _, l := range []int{n, n + 1} {
+			if l < 1 || l > len(lines) {
+				continue
+			}
+			line := lines[l-1]
+			if indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]; strings.Contains(indent, "\t") {
+				return fmt.Errorf("parse yaml: %w (line %d is indented with a tab; YAML indents with spaces only)", err, l)
+			}
+		}
+	}
+	return fmt.Errorf("parse yaml: %w", err)
 }
 
 // Validate checks values; every error names its key. The adapters' tokens

@@ -156,6 +156,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 			"agent.input: stream-json needs Claude Code run with --input-format stream-json --output-format stream-json --verbose in agent.command (missing: --input-format stream-json, --verbose)"},
 		{"not a mapping", "agent: 5", "agent: want a mapping"},
 		{"yaml syntax", "agent: [", "parse yaml"},
+		{"tab indent", "agent:\n\ttimeout: 1m\n", "line 2 is indented with a tab; YAML indents with spaces only"},
+		{"tab after spaces", "agent:\n  timeout: 1m\n  \tmax_concurrent: 2\n", "line 3 is indented with a tab; YAML indents with spaces only"},
 		{"malformed var", "data_dir: ${FOO", "data_dir: malformed variable"},
 		{"malformed nested var", "adapters: {web: {listen: '${X'}}", "adapters.web.listen: malformed variable"},
 		{"mcp off lan without tls", "mcp: {listen: '0.0.0.0:8422'}", "mcp.listen: \"0.0.0.0:8422\" is not a loopback address, so agents' tokens would cross the network in clear: set mcp.tls_cert and mcp.tls_key"},
