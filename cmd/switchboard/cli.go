@@ -205,7 +205,9 @@ func (a *app) openStore(ctx context.Context) (*store.Store, error) {
 		return nil, err
 	}
 	dir := a.cfg.DataDir
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, a.dataDirError(errors.New("it is a file, not a directory"))
+	} else if errors.Is(err, os.ErrNotExist) {
 		top := filepath.Clean(dir)
 		for p := filepath.Dir(top); p != top; p = filepath.Dir(p) {
 			if _, err := os.Stat(p); err == nil {
@@ -214,19 +216,29 @@ func (a *app) openStore(ctx context.Context) (*store.Store, error) {
 			top = p
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create data dir: %w", err)
+			return nil, a.dataDirError(fmt.Errorf("create it: %w", err))
 		}
 		if top != filepath.Clean(dir) {
 			a.log.Warn("created the data directory and its missing parents; check data_dir / --data-dir if this is not the path you meant",
 				"data_dir", dir, "first_created", top)
 		}
 	} else if err != nil {
-		return nil, fmt.Errorf("data dir %s: %w", dir, err)
+		return nil, a.dataDirError(err)
 	} else if err := os.Chmod(dir, 0o700); err != nil {
 		// Private data (messages, folders, sockets): tighten an existing one.
-		return nil, fmt.Errorf("make data dir %s private: %w", dir, err)
+		return nil, a.dataDirError(fmt.Errorf("make it private (0700): %w", err))
 	}
 	return store.Open(ctx, filepath.Join(dir, "switchboard.db"))
+}
+
+// dataDirError says which data directory could not be used, where that
+// path was set, and how to choose another.
+func (a *app) dataDirError(err error) error {
+	from := "data_dir in " + cmp.Or(a.cfgFrom, "the built-in defaults")
+	if a.dataDir != "" {
+		from = "--data-dir"
+	}
+	return fmt.Errorf("data dir %s (from %s): %w; it must be a directory this user can write: fix the path, or set another with --data-dir or data_dir in the config", a.cfg.DataDir, from, err)
 }
 
 // withStore runs fn with an open store and closes it afterwards.

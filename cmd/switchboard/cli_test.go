@@ -609,3 +609,44 @@ func TestUsageErrorNamesTheCommand(t *testing.T) {
 		t.Errorf("a failure that is not a usage error: %q", msg)
 	}
 }
+
+// TestUnusableDataDirSaysWhereItWasSet: a data directory that cannot be
+// used (a file, or a path through one) is an error naming the path, where it
+// was set (--data-dir or data_dir in which config) and how to choose another,
+// for the CLI and for run alike.
+func TestUnusableDataDirSaysWhereItWasSet(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "sb.yaml")
+	if err := os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(file, "data")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"a file as --data-dir", []string{"--data-dir", file, "status"},
+			[]string{"data dir " + file + " (from --data-dir)", "it is a file, not a directory", "--data-dir or data_dir in the config"}},
+		{"under a file, from the config", []string{"--config", cfg, "group", "list"},
+			[]string{"data dir " + filepath.Join(file, "data") + " (from data_dir in " + cfg + ")", "not a directory", "--data-dir or data_dir in the config"}},
+		{"run", []string{"--config", cfg, "run"},
+			[]string{"data dir " + filepath.Join(file, "data") + " (from data_dir in " + cfg + ")"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), tc.args, env(nil), strings.NewReader(""), &out, &errb)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
