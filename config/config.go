@@ -758,6 +758,15 @@ func (r RouteSeed) Route() routing.Route {
 	return routing.Route{Seq: r.Seq, Match: r.Match, Target: r.Target, Mode: routing.Mode(r.Mode)}.Normalize()
 }
 
+// readError is the error for a config file that cannot be read; a
+// --config naming no file says how to make one.
+func readError(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read config: %w (--config names a file that is not there: check the path, or start one with cp config.example.yaml switchboard.yaml; without --config ./switchboard.yaml is read when present, else the built-in defaults)", err)
+	}
+	return fmt.Errorf("read config: %w", err)
+}
+
 // Load reads path; when path is "" it tries ./switchboard.yaml and
 // falls back to the built-in defaults.
 func Load(path string, getenv func(string) string) (Config, string, error) {
@@ -771,7 +780,7 @@ func Load(path string, getenv func(string) string) (Config, string, error) {
 		return cfg, "", cfg.Validate()
 	}
 	if err != nil {
-		return Config{}, path, fmt.Errorf("read config: %w", err)
+		return Config{}, path, readError(err)
 	}
 	cfg, err := Parse(data, getenv)
 	if err != nil {
