@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -646,6 +647,37 @@ func TestUnusableDataDirSaysWhereItWasSet(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error lacks %q:\n%v", w, err)
 				}
+			}
+		})
+	}
+}
+
+// TestListenerInUseNamesTheKey: `run` with an address another program holds
+// stops with an error naming the config key to change, for the MCP HTTP
+// endpoint and the embedded NATS server as for the web chat and admin.
+func TestListenerInUseNamesTheKey(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	for _, tc := range []struct{ name, yaml, key string }{
+		{"mcp.listen", "mcp: {listen: " + addr + "}\n", "mcp.listen"},
+		{"nats.listen", "agent: {runner: nats}\nnats: {embedded: true, listen: " + addr + "}\n", "nats.listen"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "sb.yaml")
+			yaml := "data_dir: " + filepath.Join(dir, "data") + "\nadapters: {web: {enabled: true, listen: 127.0.0.1:0}}\nadmin: {listen: ''}\n" + tc.yaml
+			if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			err := run(context.Background(), []string{"--config", cfg, "run"}, env(nil), strings.NewReader(""), &out, &errb)
+			if err == nil || !strings.Contains(err.Error(), tc.key+": ") || !strings.Contains(err.Error(), "address already in use") ||
+				!strings.Contains(err.Error(), "change "+tc.key) {
+				t.Errorf("run: %v", err)
 			}
 		})
 	}
