@@ -51,6 +51,41 @@ type Config struct {
 	Routes         []RouteSeed     `yaml:"routes"`
 	Budgets        []BudgetSeed    `yaml:"budgets"`
 	Approvals      ApprovalsConfig `yaml:"approvals"`
+
+	// tokens says how the file gave each adapter token, so that an empty
+	// one is reported with the fix that applies (ValidateSecrets).
+	tokens tokenSources
+}
+
+// tokenSources holds, per token key, how the file wrote it: "" when it left
+// the key out (the default variable applies), the variable references
+// ("${MY_TOKEN}") when it named some, tokenLiteral when it wrote a value.
+type tokenSources struct{ telegram, discord, slackBot, slackApp string }
+
+const tokenLiteral = "literal"
+
+// source is how the file wrote the value at path (tokenSources).
+func (d decoder) source(path string) string {
+	if e, ok := d.env[path]; ok && e.refs != "" {
+		return e.refs
+	}
+	if _, ok := d.lines[path]; ok {
+		return tokenLiteral
+	}
+	return ""
+}
+
+// emptyToken is what ValidateSecrets says of an empty token at key, whose
+// default variable is def and which the file wrote as src (tokenSources).
+func emptyToken(src, def string) string {
+	switch src {
+	case "":
+		return fmt.Sprintf("empty; set %s or disable the adapter", def)
+	case tokenLiteral:
+		return fmt.Sprintf("empty in the config; write the token there, or remove the key to read it from %s, or disable the adapter", def)
+	default:
+		return fmt.Sprintf("empty: %s is not set (or empty) in the environment of switchboard run; export it, or disable the adapter", src)
+	}
 }
 
 type LogConfig struct {
@@ -370,6 +405,8 @@ func Parse(data []byte, getenv func(string) string) (Config, error) {
 		if err := d.decodeNode("", root, reflect.ValueOf(&cfg).Elem()); err != nil {
 			return cfg, err
 		}
+		cfg.tokens = tokenSources{telegram: d.source("adapters.telegram.token"), discord: d.source("adapters.discord.token"),
+			slackBot: d.source("adapters.slack.bot_token"), slackApp: d.source("adapters.slack.app_token")}
 		return cfg, cfg.validate(d.env, d.lines)
 	}
 	return cfg, cfg.Validate()
@@ -689,17 +726,17 @@ func (c *Config) ValidateSecrets() error {
 	a := c.Adapters
 	if a.Telegram.Enabled {
 		if a.Telegram.Token == "" {
-			bad("adapters.telegram.token", "empty; set TELEGRAM_BOT_TOKEN or disable the adapter")
+			bad("adapters.telegram.token", "%s", emptyToken(c.tokens.telegram, "TELEGRAM_BOT_TOKEN"))
 		}
 		if n := len(a.Telegram.SecretToken); a.Telegram.WebhookURL != "" && (n < 16 || n > 256 || strings.TrimFunc(string(a.Telegram.SecretToken), secretTokenRune) != "") {
 			bad("adapters.telegram.secret_token", "webhook mode needs a secret of 16 to 256 characters, only A-Z, a-z, 0-9, _ and - (Telegram refuses others), which Telegram sends with every update; e.g. openssl rand -hex 32")
 		}
 	}
 	if a.Discord.Enabled && a.Discord.Token == "" {
-		bad("adapters.discord.token", "empty; set DISCORD_BOT_TOKEN or disable the adapter")
+		bad("adapters.discord.token", "%s", emptyToken(c.tokens.discord, "DISCORD_BOT_TOKEN"))
 	}
 	if a.Slack.Enabled {
-		validateSlackSecrets(a.Slack, bad)
+		validateSlackSecrets(a.Slack, c.tokens, bad)
 	}
 	return errors.Join(errs...)
 }
@@ -711,11 +748,11 @@ const (
 	slackUserPrefix = "xoxp-" // User OAuth Token: acts as a person, not the bot
 )
 
-func validateSlackSecrets(s SlackConfig, bad func(string, string, ...any)) {
+func validateSlackSecrets(s SlackConfig, src tokenSources, bad func(string, string, ...any)) {
 	bot, app := string(s.BotToken), string(s.AppToken)
 	switch {
 	case bot == "":
-		bad("adapters.slack.bot_token", "empty; set SLACK_BOT_TOKEN or disable the adapter")
+		bad("adapters.slack.bot_token", "%s", emptyToken(src.slackBot, "SLACK_BOT_TOKEN"))
 	case strings.HasPrefix(bot, slackAppPrefix):
 		bad("adapters.slack.bot_token", "starts with %s: that is the app-level token; the bot token starts with %s (Bot User OAuth Token, under OAuth & Permissions)", slackAppPrefix, slackBotPrefix)
 	case strings.HasPrefix(bot, slackUserPrefix):
@@ -726,7 +763,7 @@ func validateSlackSecrets(s SlackConfig, bad func(string, string, ...any)) {
 	if s.Mode == "socket" {
 		switch {
 		case app == "":
-			bad("adapters.slack.app_token", "empty; socket mode needs an app-level token (SLACK_APP_TOKEN)")
+			bad("adapters.slack.app_token", "%s (socket mode needs the app-level token, xapp-)", emptyToken(src.slackApp, "SLACK_APP_TOKEN"))
 		case strings.HasPrefix(app, slackBotPrefix):
 			bad("adapters.slack.app_token", "starts with %s: that is the bot token; the app-level token starts with %s (Basic Information → App-Level Tokens, scope connections:write)", slackBotPrefix, slackAppPrefix)
 		case !strings.HasPrefix(app, slackAppPrefix):
