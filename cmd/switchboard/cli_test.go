@@ -682,3 +682,21 @@ func TestListenerInUseNamesTheKey(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusNamesTheDataDir: status says which data directory it read,
+// absolute, so that a command run from another directory with a relative
+// data_dir (the example's ./data), which reads a new, empty one, is seen
+// for what it is.
+func TestStatusNamesTheDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	out := mustSB(t, dir, "status")
+	if !strings.Contains(out, "never started on this data directory (check data_dir / --data-dir") || !strings.Contains(out, "MB in "+dir) {
+		t.Errorf("status does not name the data dir %s:\n%s", dir, out)
+	}
+	var rep struct {
+		DataDir string `json:"data_dir"`
+	}
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "status")), &rep); err != nil || rep.DataDir != dir {
+		t.Errorf("status --json data_dir = %q (%v), want %q", rep.DataDir, err, dir)
+	}
+}
