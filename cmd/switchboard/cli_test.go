@@ -700,3 +700,23 @@ func TestStatusNamesTheDataDir(t *testing.T) {
 		t.Errorf("status --json data_dir = %q (%v), want %q", rep.DataDir, err, dir)
 	}
 }
+
+// TestRouteAddWarnsOfADuplicate: a route whose match an earlier route has
+// already (added twice, or again after the first start seeded it) never
+// matches anything; route add says so and names the earlier route. One
+// tried first (a lower seq) gets no such warning.
+func TestRouteAddWarnsOfADuplicate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	mustSB(t, dir, "group", "add", "other")
+	if out := mustSB(t, dir, "route", "add", "--target", "main", "platform=web"); strings.Contains(out, "warning") {
+		t.Errorf("first route warned:\n%s", out)
+	}
+	out := mustSB(t, dir, "route", "add", "--target", "other", "platform=web")
+	if !strings.Contains(out, "warning: route 1 (seq 0 -> main) has the same match and is tried first, so this one never matches") {
+		t.Errorf("duplicate route: no warning naming route 1:\n%s", out)
+	}
+	if out := mustSB(t, dir, "route", "add", "--target", "other", "--seq", "-1", "platform=web"); strings.Contains(out, "warning") {
+		t.Errorf("a route tried first warned:\n%s", out)
+	}
+}
