@@ -720,3 +720,18 @@ func TestRouteAddWarnsOfADuplicate(t *testing.T) {
 		t.Errorf("a route tried first warned:\n%s", out)
 	}
 }
+
+// TestSendAndInjectRefuseEmptyText: an empty or blank TEXT is a bad command
+// line (exit 2, with the command's usage), as an oversize one is; it was a
+// failure (exit 1) worded by the store.
+func TestSendAndInjectRefuseEmptyText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main", "--jid", "web:lobby")
+	for _, cmd := range []string{"send", "inject"} {
+		for _, text := range []string{"", "  \n"} {
+			if _, _, err := sb(t, dir, cmd, "web:lobby", text); !isUsage(err) || !strings.Contains(err.Error(), "TEXT is empty") {
+				t.Errorf("%s %q: %v, want a usage error", cmd, text, err)
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,6 +118,9 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 // checkText refuses a TEXT argument longer than a stored message may be:
 // the store would cut it.
 func checkText(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return usagef("TEXT is empty: give the message's text as the second argument")
+	}
 	if len(text) > store.MaxText {
 		return usagef("TEXT is %d bytes, at most %d", len(text), store.MaxText)
 	}
