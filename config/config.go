@@ -17,7 +17,9 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +51,41 @@ type Config struct {
 	Routes         []RouteSeed     `yaml:"routes"`
 	Budgets        []BudgetSeed    `yaml:"budgets"`
 	Approvals      ApprovalsConfig `yaml:"approvals"`
+
+	// tokens says how the file gave each adapter token, so that an empty
+	// one is reported with the fix that applies (ValidateSecrets).
+	tokens tokenSources
+}
+
+// tokenSources holds, per token key, how the file wrote it: "" when it left
+// the key out (the default variable applies), the variable references
+// ("${MY_TOKEN}") when it named some, tokenLiteral when it wrote a value.
+type tokenSources struct{ telegram, discord, slackBot, slackApp string }
+
+const tokenLiteral = "literal"
+
+// source is how the file wrote the value at path (tokenSources).
+func (d decoder) source(path string) string {
+	if e, ok := d.env[path]; ok && e.refs != "" {
+		return e.refs
+	}
+	if _, ok := d.lines[path]; ok {
+		return tokenLiteral
+	}
+	return ""
+}
+
+// emptyToken is what ValidateSecrets says of an empty token at key, whose
+// default variable is def and which the file wrote as src (tokenSources).
+func emptyToken(src, def string) string {
+	switch src {
+	case "":
+		return fmt.Sprintf("empty; set %s or disable the adapter", def)
+	case tokenLiteral:
+		return fmt.Sprintf("empty in the config; write the token there, or remove the key to read it from %s, or disable the adapter", def)
+	default:
+		return fmt.Sprintf("empty: %s is not set (or empty) in the environment of switchboard run; export it, or disable the adapter", src)
+	}
 }
 
 type LogConfig struct {
@@ -368,6 +405,8 @@ func Parse(data []byte, getenv func(string) string) (Config, error) {
 		if err := d.decodeNode("", root, reflect.ValueOf(&cfg).Elem()); err != nil {
 			return cfg, err
 		}
+		cfg.tokens = tokenSources{telegram: d.source("adapters.telegram.token"), discord: d.source("adapters.discord.token"),
+			slackBot: d.source("adapters.slack.bot_token"), slackApp: d.source("adapters.slack.app_token")}
 		return cfg, cfg.validate(d.env, d.lines)
 	}
 	return cfg, cfg.Validate()
@@ -381,7 +420,7 @@ func oneDocument(data []byte) (yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return doc, fmt.Errorf("parse yaml: %w", err)
+		return doc, yamlSyntaxError(data, err)
 	}
 	for {
 		var next yaml.Node
@@ -390,12 +429,37 @@ func oneDocument(data []byte) (yaml.Node, error) {
 			return doc, nil
 		}
 		if err != nil {
-			return doc, fmt.Errorf("parse yaml: %w", err)
+			return doc, yamlSyntaxError(data, err)
 		}
 		if len(next.Content) > 0 && next.Content[0].Tag != "!!null" {
 			return doc, fmt.Errorf("config: a second YAML document begins at line %d (\"---\"); only the first would be read, so its settings would be ignored: remove the \"---\" line (keys given twice are then reported) or move its keys above it", next.Line)
 		}
 	}
+}
+
+// yamlLine finds the line number in a YAML parser error ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`line (\d+):`)
+
+// yamlSyntaxError wraps a YAML parser error and, when the line it names is
+// indented with a tab, says so: the parser's own words ("found character
+// that cannot start any token") do not, and a tab is invisible in most editors.
+func yamlSyntaxError(data []byte, err error) error {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		lines := strings.Split(string(data), "\n")
+		// The parser names the line of the tab, or for a tab in a
+		// block's indentation the line before it.
+		for _, l := range []int{n, n + 1} {
+			if l < 1 || l > len(lines) {
+				continue
+			}
+			line := lines[l-1]
+			if indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]; strings.Contains(indent, "\t") {
+				return fmt.Errorf("parse yaml: %w (line %d is indented with a tab; YAML indents with spaces only)", err, l)
+			}
+		}
+	}
+	return fmt.Errorf("parse yaml: %w", err)
 }
 
 // Validate checks values; every error names its key. The adapters' tokens
@@ -662,17 +726,17 @@ func (c *Config) ValidateSecrets() error {
 	a := c.Adapters
 	if a.Telegram.Enabled {
 		if a.Telegram.Token == "" {
-			bad("adapters.telegram.token", "empty; set TELEGRAM_BOT_TOKEN or disable the adapter")
+			bad("adapters.telegram.token", "%s", emptyToken(c.tokens.telegram, "TELEGRAM_BOT_TOKEN"))
 		}
 		if n := len(a.Telegram.SecretToken); a.Telegram.WebhookURL != "" && (n < 16 || n > 256 || strings.TrimFunc(string(a.Telegram.SecretToken), secretTokenRune) != "") {
 			bad("adapters.telegram.secret_token", "webhook mode needs a secret of 16 to 256 characters, only A-Z, a-z, 0-9, _ and - (Telegram refuses others), which Telegram sends with every update; e.g. openssl rand -hex 32")
 		}
 	}
 	if a.Discord.Enabled && a.Discord.Token == "" {
-		bad("adapters.discord.token", "empty; set DISCORD_BOT_TOKEN or disable the adapter")
+		bad("adapters.discord.token", "%s", emptyToken(c.tokens.discord, "DISCORD_BOT_TOKEN"))
 	}
 	if a.Slack.Enabled {
-		validateSlackSecrets(a.Slack, bad)
+		validateSlackSecrets(a.Slack, c.tokens, bad)
 	}
 	return errors.Join(errs...)
 }
@@ -684,11 +748,11 @@ const (
 	slackUserPrefix = "xoxp-" // User OAuth Token: acts as a person, not the bot
 )
 
-func validateSlackSecrets(s SlackConfig, bad func(string, string, ...any)) {
+func validateSlackSecrets(s SlackConfig, src tokenSources, bad func(string, string, ...any)) {
 	bot, app := string(s.BotToken), string(s.AppToken)
 	switch {
 	case bot == "":
-		bad("adapters.slack.bot_token", "empty; set SLACK_BOT_TOKEN or disable the adapter")
+		bad("adapters.slack.bot_token", "%s", emptyToken(src.slackBot, "SLACK_BOT_TOKEN"))
 	case strings.HasPrefix(bot, slackAppPrefix):
 		bad("adapters.slack.bot_token", "starts with %s: that is the app-level token; the bot token starts with %s (Bot User OAuth Token, under OAuth & Permissions)", slackAppPrefix, slackBotPrefix)
 	case strings.HasPrefix(bot, slackUserPrefix):
@@ -699,7 +763,7 @@ func validateSlackSecrets(s SlackConfig, bad func(string, string, ...any)) {
 	if s.Mode == "socket" {
 		switch {
 		case app == "":
-			bad("adapters.slack.app_token", "empty; socket mode needs an app-level token (SLACK_APP_TOKEN)")
+			bad("adapters.slack.app_token", "%s (socket mode needs the app-level token, xapp-)", emptyToken(src.slackApp, "SLACK_APP_TOKEN"))
 		case strings.HasPrefix(app, slackBotPrefix):
 			bad("adapters.slack.app_token", "starts with %s: that is the bot token; the app-level token starts with %s (Basic Information → App-Level Tokens, scope connections:write)", slackBotPrefix, slackAppPrefix)
 		case !strings.HasPrefix(app, slackAppPrefix):
@@ -731,6 +795,15 @@ func (r RouteSeed) Route() routing.Route {
 	return routing.Route{Seq: r.Seq, Match: r.Match, Target: r.Target, Mode: routing.Mode(r.Mode)}.Normalize()
 }
 
+// readError is the error for a config file that cannot be read; a
+// --config naming no file says how to make one.
+func readError(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read config: %w (--config names a file that is not there: check the path, or start one with cp config.example.yaml switchboard.yaml; without --config ./switchboard.yaml is read when present, else the built-in defaults)", err)
+	}
+	return fmt.Errorf("read config: %w", err)
+}
+
 // Load reads path; when path is "" it tries ./switchboard.yaml and
 // falls back to the built-in defaults.
 func Load(path string, getenv func(string) string) (Config, string, error) {
@@ -744,7 +817,7 @@ func Load(path string, getenv func(string) string) (Config, string, error) {
 		return cfg, "", cfg.Validate()
 	}
 	if err != nil {
-		return Config{}, path, fmt.Errorf("read config: %w", err)
+		return Config{}, path, readError(err)
 	}
 	cfg, err := Parse(data, getenv)
 	if err != nil {

@@ -156,6 +156,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 			"agent.input: stream-json needs Claude Code run with --input-format stream-json --output-format stream-json --verbose in agent.command (missing: --input-format stream-json, --verbose)"},
 		{"not a mapping", "agent: 5", "agent: want a mapping"},
 		{"yaml syntax", "agent: [", "parse yaml"},
+		{"tab indent", "agent:\n\ttimeout: 1m\n", "line 2 is indented with a tab; YAML indents with spaces only"},
+		{"tab after spaces", "agent:\n  timeout: 1m\n  \tmax_concurrent: 2\n", "line 3 is indented with a tab; YAML indents with spaces only"},
 		{"malformed var", "data_dir: ${FOO", "data_dir: malformed variable"},
 		{"malformed nested var", "adapters: {web: {listen: '${X'}}", "adapters.web.listen: malformed variable"},
 		{"mcp off lan without tls", "mcp: {listen: '0.0.0.0:8422'}", "mcp.listen: \"0.0.0.0:8422\" is not a loopback address, so agents' tokens would cross the network in clear: set mcp.tls_cert and mcp.tls_key"},
@@ -221,7 +223,16 @@ func TestSecretsAreCheckedForRunOnly(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
 	}{
-		{"telegram without token", "adapters: {telegram: {enabled: true}}", "adapters.telegram.token: empty"},
+		{"telegram without token", "adapters: {telegram: {enabled: true}}", "adapters.telegram.token: empty; set TELEGRAM_BOT_TOKEN"},
+		// An empty token says the fix that applies to how the file wrote it:
+		// a variable of its own name is not TELEGRAM_BOT_TOKEN.
+		{"telegram token from an unset variable", "adapters: {telegram: {enabled: true, token: '${MY_TG}'}}",
+			"adapters.telegram.token: empty: ${MY_TG} is not set (or empty) in the environment of switchboard run; export it"},
+		{"telegram token written empty", "adapters: {telegram: {enabled: true, token: ''}}",
+			"adapters.telegram.token: empty in the config; write the token there, or remove the key to read it from TELEGRAM_BOT_TOKEN"},
+		{"discord token from an unset variable", "adapters: {discord: {enabled: true, token: '${DC_TOKEN}'}}", "adapters.discord.token: empty: ${DC_TOKEN} is not set"},
+		{"slack token from an unset variable", "adapters: {slack: {enabled: true, bot_token: '${SB_BOT}', app_token: xapp-1}}", "adapters.slack.bot_token: empty: ${SB_BOT} is not set"},
+		{"slack app token from an unset variable", "adapters: {slack: {enabled: true, bot_token: xoxb-1, app_token: '${SB_APP}'}}", "adapters.slack.app_token: empty: ${SB_APP} is not set"},
 		{"webhook without secret", "adapters: {telegram: {enabled: true, token: x, webhook_url: 'https://b.example/tg', listen: '127.0.0.1:8443'}}", "adapters.telegram.secret_token:"},
 		{"discord without token", "adapters: {discord: {enabled: true}}", "adapters.discord.token: empty"},
 		{"slack without bot token", "adapters: {slack: {enabled: true, app_token: xapp-1}}", "adapters.slack.bot_token: empty"},

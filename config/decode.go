@@ -217,6 +217,9 @@ func (d decoder) decodeStruct(path string, n *yaml.Node, v reflect.Value) error 
 func yamlFields(t reflect.Type) (names []string, fields map[string][]int) {
 	fields = map[string][]int{}
 	for f := 0; f < t.NumField(); f++ {
+		if !t.Field(f).IsExported() {
+			continue // not read from the file (Config.tokens)
+		}
 		name, opts, _ := strings.Cut(t.Field(f).Tag.Get("yaml"), ",")
 		if opts == "inline" && t.Field(f).Type.Kind() == reflect.Struct {
 			inner, innerFields := yamlFields(t.Field(f).Type)

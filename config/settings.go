@@ -28,7 +28,7 @@ func LoadSettings(path string, getenv func(string) string) (Config, string, erro
 		return cfg, from, err
 	}
 	if err != nil {
-		return Config{}, path, fmt.Errorf("read config: %w", err)
+		return Config{}, path, readError(err)
 	}
 	if cut, ok := cutLists(data); ok {
 		if cfg, err := Parse(cut, getenv); err == nil {

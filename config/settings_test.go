@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +59,18 @@ func TestLoadSettings(t *testing.T) {
 				t.Errorf("LoadSettings = %+v\nwant Load's %+v", got, full)
 			}
 		})
+	}
+}
+
+// TestMissingConfigFileSaysWhatToDo: --config naming no file is an error
+// that names the file and says how to start one, from Load (run) and
+// LoadSettings (the other commands) alike.
+func TestMissingConfigFileSaysWhatToDo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sb.yaml")
+	for name, load := range map[string]func(string, func(string) string) (Config, string, error){"Load": Load, "LoadSettings": LoadSettings} {
+		_, _, err := load(path, func(string) string { return "" })
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "cp config.example.yaml switchboard.yaml") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -93,7 +93,7 @@ func (e *mcpEndpoint) start(ctx context.Context, awaited []string) (stop func(),
 	}
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("mcp.listen: %w", err)
+		return nil, fmt.Errorf("mcp.listen: %w (is another program using it? change mcp.listen, or remove it to turn the MCP HTTP endpoint off)", err)
 	}
 	ln = adapters.LimitListener(ln, cmp.Or(c.MaxConns, 1024))
 	if c.CertFile != "" || c.KeyFile != "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -43,8 +44,9 @@ type liveConfig struct {
 	table    atomic.Pointer[routing.Table]
 	revision atomic.Int64
 
-	mu    sync.Mutex             // one reload at a time (poll and MCP tools both reload)
-	setUp map[groups.Folder]bool // group folders set up on disk by this process; guarded by mu
+	mu        sync.Mutex             // one reload at a time (poll and MCP tools both reload)
+	setUp     map[groups.Folder]bool // group folders set up on disk by this process; guarded by mu
+	announced bool                   // the start-up log said where the sockets are; guarded by mu
 }
 
 // Table is the current route table.
@@ -78,7 +80,15 @@ func (c *liveConfig) reload(ctx context.Context) error {
 		return fmt.Errorf("load groups: %w", err)
 	}
 	c.setupGroups(folders)
-	c.syncMCP(ctx, folders)
+	if c.syncMCP(ctx, folders) && !c.announced {
+		// The start-up log says what listens where: the sockets too.
+		c.announced = true
+		root, err := filepath.Abs(c.layout.SocketRoot())
+		if err != nil {
+			root = c.layout.SocketRoot()
+		}
+		c.log.Info("mcp sockets listening", "groups", len(folders), "path", filepath.Join(root, "<folder>", "mcp.sock"))
+	}
 	c.table.Store(t)
 	if err := c.loadBudgets(ctx); err != nil {
 		return fmt.Errorf("load budgets: %w", err)
@@ -135,11 +145,11 @@ func (c *liveConfig) setupGroups(folders []groups.Folder) {
 // syncMCP gives the MCP server the current groups and their grant overrides:
 // sockets come and go with the groups, and sessions whose tool set changed
 // are told so.
-func (c *liveConfig) syncMCP(ctx context.Context, folders []groups.Folder) {
+func (c *liveConfig) syncMCP(ctx context.Context, folders []groups.Folder) bool {
 	over, err := c.st.AllGrantOverrides(ctx)
 	if err != nil {
 		c.log.Error("load grant overrides for mcp", "err", err)
-		return
+		return false
 	}
 	gs := make([]ipc.Group, len(folders))
 	for i, f := range folders {
@@ -147,5 +157,7 @@ func (c *liveConfig) syncMCP(ctx context.Context, folders []groups.Folder) {
 	}
 	if err := c.mcp.Sync(gs); err != nil {
 		c.log.Error("mcp socket unavailable: the agents of these groups have no tools until it is fixed", "err", err)
+		return false
 	}
+	return true
 }

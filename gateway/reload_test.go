@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"switchboard/groups"
@@ -100,5 +101,30 @@ func TestRemovedGroupSetUpAgain(t *testing.T) {
 	}
 	if _, err := os.Stat(mcpJSON); err != nil {
 		t.Errorf("temp added again is not set up again: %v", err)
+	}
+}
+
+// TestStartupLogSaysWhereSocketsAre: the first reload (at start) logs where
+// the groups' MCP sockets listen, once; later reloads do not repeat it.
+func TestStartupLogSaysWhereSocketsAre(t *testing.T) {
+	dir := t.TempDir()
+	var logs strings.Builder
+	fake := &configFake{rev: 1, groups: []groups.Folder{"main", "root"}}
+	c := &liveConfig{st: fake, mcp: fake, layout: groups.Layout{DataDir: dir}, exe: "switchboard", log: slog.New(slog.NewTextHandler(&logs, nil)),
+		loadBudgets: func(context.Context) error { return nil }, wakeScheduler: func() {}}
+	ctx := context.Background()
+	if err := c.reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := `msg="mcp sockets listening" groups=2 path=` + filepath.Join(dir, "ipc", "<folder>", "mcp.sock")
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("start-up log lacks %q:\n%s", want, logs.String())
+	}
+	fake.rev = 2
+	if err := c.reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "mcp sockets listening"); n != 1 {
+		t.Errorf("said %d times:\n%s", n, logs.String())
 	}
 }

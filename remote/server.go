@@ -91,6 +91,15 @@ func StartServer(opt ServerOptions) (*Server, error) {
 		}
 		base.TLSConfig, base.TLS, base.TLSTimeout = tc, true, 2
 	}
+	if port != server.RANDOM_PORT {
+		// The server would only log that it cannot listen and never become
+		// ready: find out first, and say which key to change.
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, portStr))
+		if err != nil {
+			return nil, fmt.Errorf("nats.listen: %w (is another program using it? change nats.listen)", err)
+		}
+		ln.Close()
+	}
 	opts := base.Clone()
 	opts.Nkeys = append(nkeyUsers(gw.Public, workers), opt.more...)
 	s, err := server.NewServer(opts)

@@ -28,7 +28,9 @@ const maxEventBody = 1 << 20
 func (a *Adapter) runEvents(ctx context.Context, host adapters.Host) error {
 	ln, err := net.Listen("tcp", a.opt.Listen)
 	if err != nil {
-		return fmt.Errorf("adapters.slack.listen: %w", err)
+		// At start this stops the gateway with the message, as the web
+		// chat's and Telegram webhook's listen addresses do.
+		return fmt.Errorf("%w: adapters.slack.listen: %w (is another program using it? change adapters.slack.listen)", adapters.ErrConfig, err)
 	}
 	a.mu.Lock()
 	a.addr = ln.Addr()

@@ -262,3 +262,21 @@ func TestEventsAPIConnectionCap(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsListenInUse: in events mode a listen address another program
+// holds is a configuration error naming adapters.slack.listen (the gateway
+// stops at start with it), not a failure retried with backoff forever.
+func TestEventsListenInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	s := slacktest.New(t)
+	a := slack.New(slack.Options{BotToken: slacktest.BotToken, Mode: slack.ModeEvents, SigningSecret: slacktest.Secret,
+		Listen: busy.Addr().String(), APIURL: s.URL()})
+	err = a.Run(t.Context(), adaptertest.NewHost())
+	if !errors.Is(err, adapters.ErrConfig) || !strings.Contains(err.Error(), "adapters.slack.listen") {
+		t.Fatalf("run: %v; want ErrConfig naming adapters.slack.listen", err)
+	}
+}

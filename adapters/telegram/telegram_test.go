@@ -628,3 +628,20 @@ func TestWebhookConnectionCap(t *testing.T) {
 		t.Errorf("%d connections were open at once; want at most 3", p)
 	}
 }
+
+// TestWebhookListenInUse: a webhook listen address another program holds is
+// a configuration error that names adapters.telegram.listen and says what
+// to do (the gateway stops at start with it).
+func TestWebhookListenInUse(t *testing.T) {
+	f := telegramtest.New(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	a := New(Options{Token: telegramtest.Token, APIURL: f.URL(), WebhookURL: "https://bot.example.com/tg", Listen: busy.Addr().String(), Secret: "s3cret"})
+	err = a.Run(t.Context(), adaptertest.NewHost())
+	if !errors.Is(err, adapters.ErrConfig) || !strings.Contains(err.Error(), "adapters.telegram.listen") || !strings.Contains(err.Error(), "change adapters.telegram.listen") {
+		t.Fatalf("run: %v; want ErrConfig saying to change adapters.telegram.listen", err)
+	}
+}

@@ -32,7 +32,7 @@ var allowedUpdates = []string{"message", "edited_message", "channel_post", "edit
 func (a *Adapter) runWebhook(ctx context.Context, b *bot.Bot, host adapters.Host) error {
 	ln, err := net.Listen("tcp", a.opt.Listen)
 	if err != nil {
-		return fmt.Errorf("%w: adapters.telegram.listen: %v", adapters.ErrConfig, err)
+		return fmt.Errorf("%w: adapters.telegram.listen: %v (is another program using it? change adapters.telegram.listen, and the address your proxy forwards webhook_url to)", adapters.ErrConfig, err)
 	}
 	if _, err := b.SetWebhook(ctx, &bot.SetWebhookParams{URL: a.opt.WebhookURL, SecretToken: a.opt.Secret, AllowedUpdates: allowedUpdates}); err != nil {
 		ln.Close()

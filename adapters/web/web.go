@@ -183,6 +183,9 @@ func (a *Adapter) Run(ctx context.Context, host adapters.Host) error {
 	}
 	a.addr.Store(bound)
 	a.buttons.setHost(host)
+	if !a.loopback.Load() {
+		a.log.Warn("web chat listens off loopback: it has no authentication, so anyone who reaches it can post under any name and read every room; keep adapters.web.listen on 127.0.0.1 or put an authenticating proxy in front", "addr", bound)
+	}
 	a.readyOnce.Do(func() { close(a.ready) })
 	a.log.Info("web chat listening", "addr", bound, "url", "http://"+bound+"/")
 	host.SetState(adapters.StateConnected, nil)

@@ -36,6 +36,9 @@ func startAdmin(addr string, g *gateway.Gateway, st *store.Store, workers func(c
 	if err != nil {
 		return nil, fmt.Errorf("admin.listen: %w (is another program using it? change admin.listen, or set it to \"\" to turn the admin listener off)", err)
 	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		log.Warn("admin listener off loopback: it has no authentication, so anyone who reaches it can read the status page (chat ids, errors, spend) and the metrics; keep admin.listen on 127.0.0.1 or put an authenticating proxy in front", "addr", ln.Addr().String())
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", g.MetricsHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -171,3 +171,23 @@ func TestE2EAdminListenTaken(t *testing.T) {
 		t.Errorf("the web chat started before the admin listener failed:\n%v", err)
 	}
 }
+
+// TestE2EAdminOffLoopbackWarns: the admin listener has no authentication,
+// so run says so when admin.listen is off loopback.
+func TestE2EAdminOffLoopbackWarns(t *testing.T) {
+	t.Parallel()
+	dir := newE2E(t, e2eConfig{agent: replyAgent})
+	cfg := filepath.Join(dir, "switchboard.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`admin: {listen: "127.0.0.1:0"}`), []byte(`admin: {listen: "0.0.0.0:0"}`), 1)
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := startGW(t, dir)
+	if !strings.Contains(g.logText(), `"msg":"admin listener off loopback: it has no authentication`) {
+		t.Errorf("no warning for admin.listen 0.0.0.0:0:\n%s", g.logText())
+	}
+}

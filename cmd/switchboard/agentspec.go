@@ -85,15 +85,23 @@ func (a *app) seedMidTurn(ctx context.Context, st *store.Store) error {
 			return fmt.Errorf("seed group %s: %w", g.Folder, err)
 		}
 	}
-	if !steer {
-		steering, err := st.GroupsWithMidTurn(ctx, string(gateway.MidTurnSteer))
-		if err != nil {
-			return err
-		}
-		steer = len(steering) > 0
+	if a.cfg.Agent.Input == string(agent.InputStreamJSON) {
+		return nil
 	}
-	if steer && a.cfg.Agent.Input != string(agent.InputStreamJSON) {
-		a.log.Warn("mid_turn steer falls back to queue: the agent takes no input during a turn; set agent.input: stream-json (Claude Code with --input-format stream-json --output-format stream-json --verbose)")
+	// Say who asked for steer: agent.mid_turn, or which groups.
+	var who []any
+	if steer {
+		who = append(who, "agent_mid_turn", gateway.MidTurnSteer)
+	}
+	steering, err := st.GroupsWithMidTurn(ctx, string(gateway.MidTurnSteer))
+	if err != nil {
+		return err
+	}
+	if len(steering) > 0 {
+		who = append(who, "groups", steering)
+	}
+	if len(who) > 0 {
+		a.log.Warn("mid_turn steer falls back to queue: the agent takes no input during a turn; set agent.input: stream-json (Claude Code with --input-format stream-json --output-format stream-json --verbose)", who...)
 	}
 	return nil
 }

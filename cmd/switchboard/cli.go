@@ -20,13 +20,34 @@ import (
 	"switchboard/store"
 )
 
-// usageError marks a bad command line (exit code 2).
-type usageError struct{ err error }
+// usageError marks a bad command line (exit code 2). run fills in cmd: the
+// command the line was for, whose usage main prints below the error.
+type usageError struct {
+	err error
+	cmd *cobra.Command
+}
 
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+// usageMessage is what main prints for a usage error: the error, the
+// command's usage line, and where its help is ("switchboard route add
+// --help", not the root's, which does not list route add's flags).
+func usageMessage(err error) string {
+	var u usageError
+	if !errors.As(err, &u) {
+		return "switchboard: " + err.Error() + "\n"
+	}
+	if u.cmd == nil {
+		return "switchboard: " + err.Error() + "\nRun 'switchboard --help' for usage.\n"
+	}
+	if !u.cmd.Runnable() || u.cmd.HasSubCommands() {
+		return fmt.Sprintf("switchboard: %v\nRun '%s --help' for usage.\n", err, u.cmd.CommandPath())
+	}
+	return fmt.Sprintf("switchboard: %v\nUsage: %s\nRun '%s --help' for more.\n", err, u.cmd.UseLine(), u.cmd.CommandPath())
+}
+
+func usagef(format string, args ...any) error { return usageError{err: fmt.Errorf(format, args...)} }
 
 // app carries what every command needs: flags, config, output.
 type app struct {
@@ -54,9 +75,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetIn(stdin)
-	_, err := root.ExecuteContextC(ctx)
-	if err != nil && isCobraUsage(err) {
-		return usageError{err}
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return nil
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		if ue.cmd == nil {
+			return usageError{err: err, cmd: cmd}
+		}
+		return err
+	}
+	if isCobraUsage(err) {
+		return usageError{err: err, cmd: cmd}
 	}
 	return err
 }
@@ -111,7 +142,7 @@ func (a *app) rootCommand() *cobra.Command {
 		}
 		return cmd.Help()
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err: err, cmd: c} })
 	root.AddCommand(a.runCommand(), a.groupCommand(), a.routeCommand(), a.grantsCommand(), a.taskCommand(),
 		a.sendCommand(), a.injectCommand(), a.messagesCommand(), a.mcpBridgeCommand(), a.demoAgentCommand(), a.versionCommand(),
 		a.statusCommand(), a.backupCommand(), a.tokenCommand(), a.approvalsCommand(), a.turnsCommand(), a.budgetCommand(), a.workerCommand(), a.natsCommand())
@@ -174,7 +205,9 @@ func (a *app) openStore(ctx context.Context) (*store.Store, error) {
 		return nil, err
 	}
 	dir := a.cfg.DataDir
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, a.dataDirError(errors.New("it is a file, not a directory"))
+	} else if errors.Is(err, os.ErrNotExist) {
 		top := filepath.Clean(dir)
 		for p := filepath.Dir(top); p != top; p = filepath.Dir(p) {
 			if _, err := os.Stat(p); err == nil {
@@ -183,19 +216,29 @@ func (a *app) openStore(ctx context.Context) (*store.Store, error) {
 			top = p
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create data dir: %w", err)
+			return nil, a.dataDirError(fmt.Errorf("create it: %w", err))
 		}
 		if top != filepath.Clean(dir) {
 			a.log.Warn("created the data directory and its missing parents; check data_dir / --data-dir if this is not the path you meant",
 				"data_dir", dir, "first_created", top)
 		}
 	} else if err != nil {
-		return nil, fmt.Errorf("data dir %s: %w", dir, err)
+		return nil, a.dataDirError(err)
 	} else if err := os.Chmod(dir, 0o700); err != nil {
 		// Private data (messages, folders, sockets): tighten an existing one.
-		return nil, fmt.Errorf("make data dir %s private: %w", dir, err)
+		return nil, a.dataDirError(fmt.Errorf("make it private (0700): %w", err))
 	}
 	return store.Open(ctx, filepath.Join(dir, "switchboard.db"))
+}
+
+// dataDirError says which data directory could not be used, where that
+// path was set, and how to choose another.
+func (a *app) dataDirError(err error) error {
+	from := "data_dir in " + cmp.Or(a.cfgFrom, "the built-in defaults")
+	if a.dataDir != "" {
+		from = "--data-dir"
+	}
+	return fmt.Errorf("data dir %s (from %s): %w; it must be a directory this user can write: fix the path, or set another with --data-dir or data_dir in the config", a.cfg.DataDir, from, err)
 }
 
 // withStore runs fn with an open store and closes it afterwards.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -575,4 +576,168 @@ func TestApproversArePeople(t *testing.T) {
 	// member posting as a channel) is a sender on Telegram: listed, their
 	// "/approve" decides.
 	mustSB(t, dir, "approvals", "approvers", "main", "web:user/ann", "slack:T1/user/U1", "discord:user/7", "matrix:room/x", "telegram:group/123")
+}
+
+// TestUsageErrorNamesTheCommand: a bad command line prints the usage of the
+// command that was mistyped and points at its own --help (which lists its
+// flags), not only at the root's.
+func TestUsageErrorNamesTheCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing flag", []string{"route", "add", "platform=web"},
+			[]string{"--target is required", "Usage: switchboard route add --target FOLDER", "Run 'switchboard route add --help'"}},
+		{"too few args", []string{"grants", "check", "main"},
+			[]string{"Usage: switchboard grants check FOLDER TOOL", "Run 'switchboard grants check --help'"}},
+		{"unknown flag", []string{"task", "preview", "@daily", "--zone", "UTC"},
+			[]string{"unknown flag: --zone", "Run 'switchboard task preview --help'"}},
+		{"unknown subcommand", []string{"group", "frob"},
+			[]string{`unknown command "frob"`, "Run 'switchboard group --help'"}},
+		{"unknown command", []string{"frob"},
+			[]string{`unknown command "frob"`, "Run 'switchboard --help'"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := sb(t, dir, tc.args...)
+			if !isUsage(err) {
+				t.Fatalf("want a usage error (exit 2), got %v", err)
+			}
+			msg := usageMessage(err)
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message lacks %q:\n%s", w, msg)
+				}
+			}
+		})
+	}
+	if msg := usageMessage(errors.New("open store: disk full")); msg != "switchboard: open store: disk full\n" {
+		t.Errorf("a failure that is not a usage error: %q", msg)
+	}
+}
+
+// TestUnusableDataDirSaysWhereItWasSet: a data directory that cannot be
+// used (a file, or a path through one) is an error naming the path, where it
+// was set (--data-dir or data_dir in which config) and how to choose another,
+// for the CLI and for run alike.
+func TestUnusableDataDirSaysWhereItWasSet(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "sb.yaml")
+	if err := os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(file, "data")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"a file as --data-dir", []string{"--data-dir", file, "status"},
+			[]string{"data dir " + file + " (from --data-dir)", "it is a file, not a directory", "--data-dir or data_dir in the config"}},
+		{"under a file, from the config", []string{"--config", cfg, "group", "list"},
+			[]string{"data dir " + filepath.Join(file, "data") + " (from data_dir in " + cfg + ")", "not a directory", "--data-dir or data_dir in the config"}},
+		{"run", []string{"--config", cfg, "run"},
+			[]string{"data dir " + filepath.Join(file, "data") + " (from data_dir in " + cfg + ")"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), tc.args, env(nil), strings.NewReader(""), &out, &errb)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// TestListenerInUseNamesTheKey: `run` with an address another program holds
+// stops with an error naming the config key to change, for the MCP HTTP
+// endpoint and the embedded NATS server as for the web chat and admin.
+func TestListenerInUseNamesTheKey(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	for _, tc := range []struct{ name, yaml, key string }{
+		{"mcp.listen", "mcp: {listen: " + addr + "}\n", "mcp.listen"},
+		{"nats.listen", "agent: {runner: nats}\nnats: {embedded: true, listen: " + addr + "}\n", "nats.listen"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "sb.yaml")
+			yaml := "data_dir: " + filepath.Join(dir, "data") + "\nadapters: {web: {enabled: true, listen: 127.0.0.1:0}}\nadmin: {listen: ''}\n" + tc.yaml
+			if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			err := run(context.Background(), []string{"--config", cfg, "run"}, env(nil), strings.NewReader(""), &out, &errb)
+			if err == nil || !strings.Contains(err.Error(), tc.key+": ") || !strings.Contains(err.Error(), "address already in use") ||
+				!strings.Contains(err.Error(), "change "+tc.key) {
+				t.Errorf("run: %v", err)
+			}
+		})
+	}
+}
+
+// TestStatusNamesTheDataDir: status says which data directory it read,
+// absolute, so that a command run from another directory with a relative
+// data_dir (the example's ./data), which reads a new, empty one, is seen
+// for what it is.
+func TestStatusNamesTheDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	out := mustSB(t, dir, "status")
+	if !strings.Contains(out, "never started on this data directory (check data_dir / --data-dir") || !strings.Contains(out, "MB in "+dir) {
+		t.Errorf("status does not name the data dir %s:\n%s", dir, out)
+	}
+	var rep struct {
+		DataDir string `json:"data_dir"`
+	}
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "status")), &rep); err != nil || rep.DataDir != dir {
+		t.Errorf("status --json data_dir = %q (%v), want %q", rep.DataDir, err, dir)
+	}
+}
+
+// TestRouteAddWarnsOfADuplicate: a route whose match an earlier route has
+// already (added twice, or again after the first start seeded it) never
+// matches anything; route add says so and names the earlier route. One
+// tried first (a lower seq) gets no such warning.
+func TestRouteAddWarnsOfADuplicate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	mustSB(t, dir, "group", "add", "other")
+	if out := mustSB(t, dir, "route", "add", "--target", "main", "platform=web"); strings.Contains(out, "warning") {
+		t.Errorf("first route warned:\n%s", out)
+	}
+	out := mustSB(t, dir, "route", "add", "--target", "other", "platform=web")
+	if !strings.Contains(out, "warning: route 1 (seq 0 -> main) has the same match and is tried first, so this one never matches") {
+		t.Errorf("duplicate route: no warning naming route 1:\n%s", out)
+	}
+	if out := mustSB(t, dir, "route", "add", "--target", "other", "--seq", "-1", "platform=web"); strings.Contains(out, "warning") {
+		t.Errorf("a route tried first warned:\n%s", out)
+	}
+}
+
+// TestSendAndInjectRefuseEmptyText: an empty or blank TEXT is a bad command
+// line (exit 2, with the command's usage), as an oversize one is; it was a
+// failure (exit 1) worded by the store.
+func TestSendAndInjectRefuseEmptyText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main", "--jid", "web:lobby")
+	for _, cmd := range []string{"send", "inject"} {
+		for _, text := range []string{"", "  \n"} {
+			if _, _, err := sb(t, dir, cmd, "web:lobby", text); !isUsage(err) || !strings.Contains(err.Error(), "TEXT is empty") {
+				t.Errorf("%s %q: %v, want a usage error", cmd, text, err)
+			}
+		}
+	}
 }

@@ -129,7 +129,7 @@ func (a *app) approvalsDecide(cmd *cobra.Command, id string, status store.Approv
 func (a *app) approvalsApprovers(cmd *cobra.Command, name string, jids []string) error {
 	folder, err := groups.ParseFolder(name)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	for _, j := range jids {
 		if err := adapters.JID(j).Validate(); err != nil {

@@ -98,7 +98,7 @@ func (a *app) bridgeSocket(sock, name string) (string, groups.Folder, error) {
 	case name != "":
 		f, err := groups.ParseFolder(name)
 		if err != nil {
-			return "", "", usageError{err}
+			return "", "", usageError{err: err}
 		}
 		folder = f
 		if err := a.load(); err != nil {

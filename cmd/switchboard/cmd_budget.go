@@ -61,7 +61,7 @@ scheduled tasks are skipped with the reason recorded on the run.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			folder, err := groups.ParseFolder(args[0])
 			if err != nil {
-				return usageError{err}
+				return usageError{err: err}
 			}
 			if err := ops.CheckBudget(daily, monthly); err != nil {
 				return usagef("--daily/--monthly: %v", err)

@@ -60,7 +60,7 @@ func (a *app) grantsCommand() *cobra.Command {
 // requireGroup fails unless folder is a known group.
 func requireGroup(ctx context.Context, st *store.Store, folder groups.Folder) error {
 	if err := folder.Validate(); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	ok, err := st.GroupExists(ctx, folder)
 	if err != nil {
@@ -157,7 +157,7 @@ func nonNil(s []string) []string {
 
 func (a *app) grantsSet(cmd *cobra.Command, folder groups.Folder, rules []string) error {
 	if err := grants.Validate(rules); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	warnings, err := ruleNameWarnings(rules)
 	if err != nil {
@@ -250,7 +250,7 @@ func ruleNameWarnings(rules []string) ([]string, error) {
 	for _, text := range rules {
 		r, err := grants.Parse(text)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, usageError{err: err}
 		}
 		tools := grants.Compile([]string{r.Action}).ListedTools(cat.Tools())
 		if len(tools) == 0 {

@@ -73,7 +73,7 @@ the config sets it again at the next start.`,
 func (a *app) groupSet(cmd *cobra.Command, name, midTurn string) error {
 	folder, err := groups.ParseFolder(name)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	mode := midTurn
 	if mode == "default" {
@@ -99,7 +99,7 @@ func (a *app) groupSet(cmd *cobra.Command, name, midTurn string) error {
 func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 	folder, err := groups.ParseFolder(name)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	if jid != "" {
 		if _, err := adapters.ParseJID(jid); err != nil {
@@ -183,7 +183,7 @@ func (a *app) groupList(cmd *cobra.Command) error {
 func (a *app) groupRemove(cmd *cobra.Command, name string) error {
 	folder, err := groups.ParseFolder(name)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,7 +31,7 @@ enable is queued with a warning (the running gateway's config may enable it).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			chat, err := adapters.ParseJID(args[0])
 			if err != nil {
-				return usageError{err}
+				return usageError{err: err}
 			}
 			if err := checkText(args[1]); err != nil {
 				return err
@@ -83,7 +84,7 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			chat, err := adapters.ParseJID(args[0])
 			if err != nil {
-				return usageError{err}
+				return usageError{err: err}
 			}
 			if err := checkText(args[1]); err != nil {
 				return err
@@ -117,6 +118,9 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 // checkText refuses a TEXT argument longer than a stored message may be:
 // the store would cut it.
 func checkText(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return usagef("TEXT is empty: give the message's text as the second argument")
+	}
 	if len(text) > store.MaxText {
 		return usagef("TEXT is %d bytes, at most %d", len(text), store.MaxText)
 	}
@@ -146,7 +150,7 @@ func (a *app) messagesCommand() *cobra.Command {
 			return a.withStore(ctx, func(st *store.Store) error {
 				hits, err := st.Search(ctx, args[0], opts)
 				if errors.Is(err, store.ErrBadQuery) {
-					return usageError{err} // the query is the user's input: exit 2
+					return usageError{err: err} // the query is the user's input: exit 2
 				}
 				if err != nil {
 					return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -105,7 +106,7 @@ func parseMatch(args []string) (map[string]string, error) {
 		m[k] = v
 	}
 	if err := routing.ValidateNewMatch(m); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{err: err}
 	}
 	return m, nil
 }
@@ -121,10 +122,10 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 	r.Match = m
 	r = r.Normalize()
 	if err := r.ValidateNew(); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	if err := routing.CheckSeq(r.Seq); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
@@ -137,6 +138,9 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 		}
 		warning := routing.NeverMatchWarning(added.Match)
 		if warning == "" {
+			warning = duplicateWarning(cmd.Context(), st, added)
+		}
+		if warning == "" {
 			warning = a.shadowWarning(cmd, st, added)
 		}
 		return a.emit(map[string]any{"route": added, "warning": warning}, func(w io.Writer) {
@@ -146,6 +150,25 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 			}
 		})
 	})
+}
+
+// duplicateWarning tells the operator when an earlier route has the very
+// same match: it wins every message this one matches, so this one never
+// does (a route added twice, or again after a first start seeded it).
+func duplicateWarning(ctx context.Context, st *store.Store, r routing.Route) string {
+	routes, err := st.ListRoutes(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, o := range routes {
+		if o.ID == r.ID || !maps.Equal(o.Match, r.Match) {
+			continue
+		}
+		if o.Seq < r.Seq || o.Seq == r.Seq && o.ID < r.ID {
+			return fmt.Sprintf("route %d (seq %d -> %s) has the same match and is tried first, so this one never matches; remove one (switchboard route rm ID) or give this one a lower --seq", o.ID, o.Seq, o.Target)
+		}
+	}
+	return ""
 }
 
 // shadowWarning tells the operator when a route pinned to one chat loses to
@@ -250,7 +273,7 @@ func (a *app) routeExplain(cmd *cobra.Command, chat, sender, verb, topic string,
 	m := routing.Message{Verb: adapters.Verb(verb), Topic: topic}
 	var err error
 	if m.ChatJID, err = adapters.ParseJID(chat); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	if sender != "" {
 		if m.Sender, err = adapters.ParseJID(sender); err != nil {

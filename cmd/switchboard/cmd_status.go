@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -45,6 +46,7 @@ from NATS (nats.url, the embedded server's nats.listen, or --nats).`,
 					return err
 				}
 				rep.Zone = a.cfg.Timezone
+				rep.DataDir, _ = filepath.Abs(a.cfg.DataDir)
 				if a.cfg.Agent.Runner == "nats" || natsURL != "" {
 					rep.Workers, rep.WorkersErr = a.natsWorkers(cmd.Context(), natsURL)
 				}
@@ -66,6 +68,9 @@ type statusReport struct {
 	NextTasks   []nextTask                   `json:"next_tasks"`
 	FailedTurns []failedTurn                 `json:"failed_turns"`
 	DBBytes     int64                        `json:"db_bytes"`
+	// DataDir is the data directory read, absolute: a relative data_dir
+	// is taken from the working directory, not the config file's.
+	DataDir string `json:"data_dir,omitempty"`
 	// Spend per group today and this month (subtree figures) against its
 	// caps, in Zone (config timezone).
 	Spend      []ops.GroupSpend    `json:"spend"`
@@ -179,7 +184,7 @@ func (r statusReport) text(w io.Writer) {
 	g := r.Gateway
 	switch {
 	case g.LastSeen == nil:
-		fmt.Fprintln(w, "gateway\tnever started on this data directory")
+		fmt.Fprintln(w, "gateway\tnever started on this data directory (check data_dir / --data-dir if you expected one)")
 	case g.Running:
 		fmt.Fprintf(w, "gateway\trunning (pid %d, up %s, seen %s ago)\n", g.PID, since(g.Started), time.Since(*g.LastSeen).Round(time.Second))
 	case g.Stopped:
@@ -254,7 +259,11 @@ func (r statusReport) text(w io.Writer) {
 		fmt.Fprintln(w, line)
 		label = ""
 	}
-	fmt.Fprintf(w, "database\t%.1f MB\n", float64(r.DBBytes)/(1<<20))
+	if r.DataDir != "" {
+		fmt.Fprintf(w, "database\t%.1f MB in %s\n", float64(r.DBBytes)/(1<<20), r.DataDir)
+	} else {
+		fmt.Fprintf(w, "database\t%.1f MB\n", float64(r.DBBytes)/(1<<20))
+	}
 }
 
 // since is how long ago t was, rounded to the second ("?" when unknown).

@@ -110,7 +110,7 @@ func taskAddError(err error) error {
 	}
 	var zp *scheduler.ZonePrefixError
 	if errors.As(fe.Err, &zp) {
-		return usageError{fmt.Errorf("task add: %w", cliScheduleError(fe.Err, "--schedule"))}
+		return usageError{err: fmt.Errorf("task add: %w", cliScheduleError(fe.Err, "--schedule"))}
 	}
 	return usagef("%s: %w", taskFlags[fe.Field], fe.Err)
 }
@@ -277,7 +277,7 @@ func (a *app) taskPreviewCommand() *cobra.Command {
 			}
 			s, err := scheduler.Parse(args[0], tz)
 			if err != nil {
-				return usageError{cliScheduleError(err, "SPEC")}
+				return usageError{err: cliScheduleError(err, "SPEC")}
 			}
 			start, after := time.Now(), time.Now()
 			if from != "" {
@@ -292,7 +292,7 @@ func (a *app) taskPreviewCommand() *cobra.Command {
 			}
 			times, err := scheduler.Preview(args[0], tz, after, count)
 			if err != nil {
-				return usageError{cliScheduleError(err, "SPEC")}
+				return usageError{err: cliScheduleError(err, "SPEC")}
 			}
 			out := make([]string, len(times))
 			for i, t := range times {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -74,11 +75,11 @@ func parseTTL(s string) (time.Duration, error) {
 func (a *app) tokenAdd(cmd *cobra.Command, name, ttlFlag string) error {
 	folder, err := groups.ParseFolder(name)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	ttl, err := parseTTL(ttlFlag)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	ctx := cmd.Context()
 	return a.withStore(ctx, func(st *store.Store) error {
@@ -98,6 +99,10 @@ func (a *app) tokenAdd(cmd *cobra.Command, name, ttlFlag string) error {
 			// The token alone on stdout, so that $(switchboard token add ...) captures it.
 			fmt.Fprintln(w, secret)
 			fmt.Fprintf(a.stderr, "token %s acts as group %s until %s; it is shown only this once\n", t.ID, folder, out["expires"])
+			if a.cfg.MCP.Listen == "" {
+				fmt.Fprintf(a.stderr, "note: mcp.listen is not set in %s, so this gateway serves no MCP HTTP endpoint for the token yet (docs/mcp.md)\n",
+					cmp.Or(a.cfgFrom, "the built-in defaults"))
+			}
 		})
 	})
 }

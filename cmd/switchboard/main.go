@@ -17,11 +17,10 @@ func main() {
 	if err == nil {
 		return
 	}
+	fmt.Fprint(os.Stderr, usageMessage(err))
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(os.Stderr, "switchboard: %v\nRun 'switchboard --help' for usage.\n", err)
 		os.Exit(2)
 	}
-	fmt.Fprintf(os.Stderr, "switchboard: %v\n", err)
 	os.Exit(1)
 }

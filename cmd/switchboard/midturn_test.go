@@ -106,6 +106,13 @@ func TestSeedMidTurnSaysSteerFallsBack(t *testing.T) {
 			if n := strings.Count(logs.String(), "falls back to queue"); n != want {
 				t.Errorf("said steer falls back to queue %d times; want %d\n%s", n, want, logs.String())
 			}
+			// It says who asked for steer: agent.mid_turn or the group.
+			if c.warns && c.agentMode == "steer" && !strings.Contains(logs.String(), "agent_mid_turn=steer") {
+				t.Errorf("the warning does not name agent.mid_turn:\n%s", logs.String())
+			}
+			if c.warns && c.agentMode != "steer" && !strings.Contains(logs.String(), "groups=[acme]") {
+				t.Errorf("the warning does not name the group:\n%s", logs.String())
+			}
 		})
 	}
 }

@@ -27,6 +27,11 @@ func TestTokenAddListRemove(t *testing.T) {
 	if !strings.Contains(errOut, "shown only this once") {
 		t.Errorf("stderr %q does not say the token is shown once", errOut)
 	}
+	// No config sets mcp.listen here: the token has no endpoint to use yet,
+	// and token add says so (on stderr: stdout is the token alone).
+	if !strings.Contains(errOut, "mcp.listen is not set in the built-in defaults") {
+		t.Errorf("stderr %q does not say mcp.listen is off", errOut)
+	}
 	list := mustSB(t, dir, "token", "list")
 	if !strings.Contains(list, "acme") || strings.Contains(list, tok) || strings.Contains(list, tok[len(ops.TokenPrefix):]) {
 		t.Fatalf("token list:\n%s", list)
