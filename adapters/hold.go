@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"net/http"
@@ -95,4 +96,19 @@ func (h *Hold) Left() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return max(time.Until(h.until), 0)
+}
+
+// Wait waits until the hold is over (at once when there is none), or ctx
+// ends; a hold set meanwhile is waited out too.
+func (h *Hold) Wait(ctx context.Context) error {
+	for d := h.Left(); d > 0; d = h.Left() {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }

@@ -19,14 +19,8 @@ type holding struct {
 }
 
 func (t holding) RoundTrip(req *http.Request) (*http.Response, error) {
-	for d := t.hold.Left(); d > 0; d = t.hold.Left() {
-		timer := time.NewTimer(d)
-		select {
-		case <-req.Context().Done():
-			timer.Stop()
-			return nil, req.Context().Err()
-		case <-timer.C:
-		}
+	if err := t.hold.Wait(req.Context()); err != nil {
+		return nil, err
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {

@@ -98,16 +98,7 @@ func (g *gate) waitHold(ctx context.Context) error {
 	if g.hold == nil {
 		return nil
 	}
-	for d := g.hold.Left(); d > 0; d = g.hold.Left() {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
+	return g.hold.Wait(ctx)
 }
 
 // handled marks one update of the batch stored; the last one opens the gate.
