@@ -43,6 +43,11 @@ type outbox struct {
 	mu      sync.Mutex
 	paused  map[string]time.Time     // platform -> end of its rate-limit pause
 	waiters map[string]chan struct{} // outbox key -> closed when the item settles
+	// paced holds the items deferred to their turn in the adapter's pacing
+	// (not to a retry's backoff) until they are claimed: a drain sends
+	// them, waiting in the adapter, instead of leaving them for the next
+	// start.
+	paced map[int64]bool
 }
 
 // outboxStore is what the outbox needs of the store: its rows' states.
@@ -75,7 +80,7 @@ type outboxDeps struct {
 func newOutbox(d outboxDeps) *outbox {
 	return &outbox{outboxDeps: d, wakeC: make(chan struct{}, 1), sem: make(chan struct{}, sendConcurrency),
 		drainC: make(chan struct{}), stopped: make(chan struct{}),
-		paused: map[string]time.Time{}, waiters: map[string]chan struct{}{}}
+		paused: map[string]time.Time{}, waiters: map[string]chan struct{}{}, paced: map[int64]bool{}}
 }
 
 // send queues req (ops.QueueSend) and wakes the outbox: the one way
@@ -156,7 +161,14 @@ func (o *outbox) drain(timeout time.Duration) bool {
 // full disk, say): run then waits before it tries again rather than spin
 // on the items that are still due.
 func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
-	items, err := o.st.DueOutbox(ctx, time.Now(), 256)
+	now, until := time.Now(), time.Now()
+	draining := o.draining()
+	if draining {
+		// An item deferred to its turn in the pacing is due for a drain
+		// if its turn comes within the drain's time.
+		until = now.Add(outboxDrainTimeout)
+	}
+	items, err := o.st.DueOutbox(ctx, until, 256)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.log.Error("read outbox", "err", err)
@@ -164,6 +176,9 @@ func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
 		return 0, true
 	}
 	for _, it := range items {
+		if it.NextAttempt.After(now) && !o.wasPaced(it.ID) {
+			continue // waiting for a retry: the next start sends it
+		}
 		if until := o.pausedUntil(it.ChatJID.Platform()); !until.IsZero() {
 			// The platform is rate limited: wait without counting an attempt.
 			if err := o.st.OutboxDefer(ctx, it.ID, until); err != nil && ctx.Err() == nil {
@@ -171,7 +186,7 @@ func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
 			}
 			continue
 		}
-		if p, ok := o.adapters[it.ChatJID.Platform()].(adapters.Pacer); ok && !o.draining() {
+		if p, ok := o.adapters[it.ChatJID.Platform()].(adapters.Pacer); ok && !draining {
 			// Not its turn in the adapter's pacing yet: it waits queued, not
 			// claimed, so that a crash meanwhile does not count it as sent.
 			// (A shutdown's drain sends it, waiting in the adapter.)
@@ -179,6 +194,7 @@ func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
 				if err := o.st.OutboxDefer(ctx, it.ID, time.Now().Add(d)); err != nil && ctx.Err() == nil {
 					o.log.Error("defer outbox item", "outbox", it.ID, "err", err)
 				}
+				o.setPaced(it.ID, true)
 				continue
 			}
 		}
@@ -206,6 +222,7 @@ func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
 			}
 			continue
 		}
+		o.setPaced(it.ID, false)
 		n++
 		it.Attempts++
 		o.wg.Add(1)
@@ -217,6 +234,23 @@ func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
 		}()
 	}
 	return n, refused
+}
+
+// setPaced records whether item id waits for its turn in the pacing.
+func (o *outbox) setPaced(id int64, paced bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if paced {
+		o.paced[id] = true
+	} else {
+		delete(o.paced, id)
+	}
+}
+
+func (o *outbox) wasPaced(id int64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.paced[id]
 }
 
 // deliver sends one claimed item and records the outcome.

@@ -181,6 +181,38 @@ func TestOutboxClaimsOnlyWhenPaceAllows(t *testing.T) {
 	}
 }
 
+// A reply waiting for its turn in the adapter's pacing when the gateway is
+// stopped (a Telegram group paces messages and edits ~3 s apart: a reply
+// that finishes a live reply just shown waits so) is sent by the shutdown's
+// drain, its turn coming within the drain's time. It was left for the next
+// start: the chat saw the live reply deleted at shutdown and the reply
+// come again as a new message after the restart.
+func TestOutboxDrainSendsPacedReply(t *testing.T) {
+	var paced *pacedAdapter
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, "echo ok"), noStart: true,
+		modify: func(o *Options) {
+			paced = &pacedAdapter{fakeAdapter: o.Adapters[0].(*fakeAdapter)}
+			o.Adapters = []adapters.Adapter{paced}
+		}})
+	h.start()
+	// Its turn comes within the drain's time, not before the stop.
+	paced.next.Store(time.Now().Add(outboxDrainTimeout - time.Second).UnixNano())
+	h.send(testChat, "a", "the reply", "")
+	testwait.For(t, 10*time.Second, "the reply deferred to its turn", func() bool {
+		it := h.outboxItem("a")
+		return it.Status == store.OutboxPending && it.NextAttempt.After(time.Now())
+	})
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.fa.sentTo(testChat); len(s) != 1 || s[0].Text != "the reply" {
+		t.Fatalf("sent %+v; want the reply delivered before the gateway stopped", s)
+	}
+	if it := h.outboxItem("a"); it.Status != store.OutboxSent {
+		t.Errorf("the reply is %s; want sent", it.Status)
+	}
+}
+
 // A stopped turn whose record the store refused (a full disk) is recorded
 // once the store takes writes again: its agent is not started again on the
 // messages of the turn the user stopped, and the chat is told "Stopped."

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,7 +16,9 @@ import (
 // A message in a Telegram forum topic reaches the agent through the real
 // binary, and the reply appears in the fake chat, in that topic, replying
 // to the message; after a restart the next message is answered once and
-// the first is not answered again.
+// the first is not answered again. (The first reply may still wait for
+// its turn in the group's pacing, as the final edit of the live reply the
+// test saw, when the gateway is stopped: the drain delivers it.)
 func TestE2ETelegram(t *testing.T) {
 	t.Parallel()
 	tg := telegramtest.New(t)
@@ -44,14 +47,14 @@ func TestE2ETelegram(t *testing.T) {
 	if err := g.stop(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var bot []string
 	for _, m := range tg.Messages(telegramtest.GroupID) {
 		if m.FromBot {
-			n++
+			bot = append(bot, fmt.Sprintf("#%d %q (replying to %d, deleted %v, %d buttons)", m.ID, m.Text, m.ReplyTo, m.Deleted, len(m.Buttons)))
 		}
 	}
-	if n != 2 {
-		t.Errorf("the bot sent %d messages; want one per user message (nothing answered twice)", n)
+	if len(bot) != 2 {
+		t.Errorf("the bot sent %d messages; want one per user message (nothing answered twice):\n%s", len(bot), strings.Join(bot, "\n"))
 	}
 }
 
