@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"switchboard/ipc"
 	"switchboard/ops"
 	"switchboard/routing"
+	"switchboard/scheduler"
 	"switchboard/store"
 )
 
@@ -348,4 +350,47 @@ func TestMCPEndpointOff(t *testing.T) {
 
 func ipcOutgoing(chat adapters.JID) ipc.Outgoing {
 	return ipc.Outgoing{Chat: chat, Text: "hi", Kind: store.OutboxSend}
+}
+
+// countingRunner counts the turns it runs.
+type countingRunner struct{ n *atomic.Int32 }
+
+func (r countingRunner) Run(context.Context, agent.Spec, agent.Input) (agent.Result, error) {
+	r.n.Add(1)
+	return agent.Result{Reply: "ran the task"}, nil
+}
+
+// A task cancelled (cancel_task, task cancel from another process) after
+// its folder's worker loaded the run's batch, but before the turn started,
+// does not run: the user who cancelled it sees no reply from it, and its
+// run stays "skipped" (the turn ran and the run was recorded succeeded).
+func TestTurnOfACancelledTaskDoesNotStart(t *testing.T) {
+	st := openTestStore(t, "main")
+	ctx := context.Background()
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UTC()
+	task, err := st.AddTask(ctx, scheduler.Task{Folder: "main", ChatJID: testChat, Prompt: "remind", Spec: "@daily", Kind: scheduler.KindCron,
+		Timezone: "UTC", Context: scheduler.ContextGroup, Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, err := st.ClaimAndQueue(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: task.ID, From: slot, Next: slot.Add(24 * time.Hour), HasNext: true}, Slot: slot}}); err != nil || errs[0] != nil {
+		t.Fatalf("ClaimAndQueue: %v %v", errs, err)
+	}
+	b, ok, err := st.NextBatch(ctx, "main", maxBatch)
+	if err != nil || !ok {
+		t.Fatalf("batch: %v %v", ok, err)
+	}
+	if err := st.SetTaskStatus(ctx, task.ID, scheduler.StatusCancelled, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int32
+	tn := newTestTurns(t, st, countingRunner{&ran}, func() {})
+	tn.runTurn(ctx, b, func() {})
+	if n := ran.Load(); n != 0 {
+		t.Errorf("the cancelled task's turn ran %d times, want none", n)
+	}
+	runs, err := st.TaskRuns(ctx, task.ID, 10)
+	if err != nil || len(runs) != 1 || runs[0].Status != store.RunSkipped {
+		t.Errorf("runs %+v %v, want the one run skipped", runs, err)
+	}
 }

@@ -16,6 +16,10 @@ var (
 	ErrBadQuery = errors.New("bad search query")
 	// ErrTaskFinished: a cancelled or completed task cannot change status.
 	ErrTaskFinished = errors.New("task is finished")
+	// ErrBatchGone: work rows of a loaded batch were dropped before its
+	// turn started (a task cancelled or paused, a group removed): the
+	// turn must not run; load the next batch instead (MarkStarted).
+	ErrBatchGone = errors.New("the batch's work was dropped before its turn started")
 	// ErrNoFTS5: the binary was built without the sqlite_fts5 tag.
 	ErrNoFTS5 = errors.New("sqlite was built without fts5")
 	// ErrNotSwitchboard: the file is an SQLite database of something else.

@@ -377,3 +377,47 @@ func TestTaskWaitsWithOneRun(t *testing.T) {
 		}
 	}
 }
+
+// A task cancelled or paused after its folder's worker loaded the run's
+// batch, but before the turn started, does not run: MarkStarted finds the
+// work gone (ErrBatchGone), marks nothing, and the run stays skipped with
+// the reason the cancel gave (without the check the turn ran and its run
+// was recorded succeeded, after the task was cancelled).
+func TestMarkStartedRefusesADroppedBatch(t *testing.T) {
+	for _, status := range []scheduler.TaskStatus{scheduler.StatusCancelled, scheduler.StatusPaused} {
+		t.Run(string(status), func(t *testing.T) {
+			s := newStore(t)
+			ctx := t.Context()
+			if err := s.AddGroup(ctx, "main"); err != nil {
+				t.Fatal(err)
+			}
+			slot := time.Now().Add(-time.Minute).Truncate(time.Second).UTC()
+			task, err := s.AddTask(ctx, scheduler.Task{Folder: "main", ChatJID: "web:lobby", Prompt: "p", Spec: "@daily", Kind: scheduler.KindCron,
+				Timezone: "UTC", Context: scheduler.ContextGroup, Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: slot})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runIDs, errs, err := s.ClaimAndQueue(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: task.ID, From: slot, Next: slot.Add(24 * time.Hour), HasNext: true}, Slot: slot}})
+			if err != nil || errs[0] != nil || runIDs[0] == 0 {
+				t.Fatalf("ClaimAndQueue = %v %v %v", runIDs, errs, err)
+			}
+			b, ok, err := s.NextBatch(ctx, "main", 10)
+			if err != nil || !ok {
+				t.Fatalf("NextBatch = %v %v", ok, err)
+			}
+			if err := s.SetTaskStatus(ctx, task.ID, status, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.MarkStarted(ctx, b, "turn-1"); !errors.Is(err, ErrBatchGone) {
+				t.Fatalf("MarkStarted of a batch whose task was %s = %v, want ErrBatchGone (the turn must not run)", status, err)
+			}
+			runs, err := s.TaskRuns(ctx, task.ID, 10)
+			if err != nil || len(runs) != 1 || runs[0].Status != RunSkipped {
+				t.Errorf("runs = %+v %v, want the one run skipped", runs, err)
+			}
+			if it, err := s.InterruptedTurns(ctx); err != nil || len(it) != 0 {
+				t.Errorf("InterruptedTurns = %+v %v, want nothing marked started", it, err)
+			}
+		})
+	}
+}

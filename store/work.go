@@ -466,9 +466,40 @@ func (s *Store) ResumeChat(ctx context.Context, folder groups.Folder, chat adapt
 // unless the next gateway awaits the turn's outcome (InterruptedTurns,
 // StartedBatch). A steered row (SteerMessage) started so is one no more:
 // the turn's prompt shows it.
+//
+// When any of the batch's rows is gone (dropped since NextBatch loaded
+// it: its task cancelled or paused, its group removed), nothing is marked
+// and it returns ErrBatchGone: the turn does not run.
 func (s *Store) MarkStarted(ctx context.Context, b Batch, turn string) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		return execIDs(ctx, tx, `UPDATE work SET started_ms = ?, turn_id = ?, steered = 0 WHERE id IN`, b.itemIDs(), s.nowMS(), turn)
+		ids := b.itemIDs()
+		distinct := map[int64]bool{}
+		for _, id := range ids {
+			distinct[id] = true
+		}
+		now := s.nowMS()
+		var marked int64
+		for len(ids) > 0 {
+			n := min(len(ids), 500)
+			args := []any{now, turn}
+			for _, id := range ids[:n] {
+				args = append(args, id)
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE work SET started_ms = ?, turn_id = ?, steered = 0 WHERE id IN (?`+strings.Repeat(",?", n-1)+`)`, args...)
+			if err != nil {
+				return fmt.Errorf("update work: %w", err)
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("update work: %w", err)
+			}
+			marked += k
+			ids = ids[n:]
+		}
+		if marked < int64(len(distinct)) {
+			return ErrBatchGone
+		}
+		return nil
 	})
 }
 
