@@ -80,6 +80,11 @@ func (c *liveConfig) reload(ctx context.Context) error {
 		return fmt.Errorf("load groups: %w", err)
 	}
 	c.setupGroups(folders)
+	// The table before the sockets: a session that connects the moment
+	// its socket appears (at start-up, before any table was stored) saw no
+	// routes: find_messages searched none of its chats, and every chat it
+	// named "has no owner".
+	c.table.Store(t)
 	if c.syncMCP(ctx, folders) && !c.announced {
 		// The start-up log says what listens where: the sockets too.
 		c.announced = true
@@ -89,7 +94,6 @@ func (c *liveConfig) reload(ctx context.Context) error {
 		}
 		c.log.Info("mcp sockets listening", "groups", len(folders), "path", filepath.Join(root, "<folder>", "mcp.sock"))
 	}
-	c.table.Store(t)
 	if err := c.loadBudgets(ctx); err != nil {
 		return fmt.Errorf("load budgets: %w", err)
 	}

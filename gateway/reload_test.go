@@ -20,6 +20,7 @@ type configFake struct {
 	routes []routing.Route
 	groups []groups.Folder
 	synced [][]ipc.Group
+	onSync func() // called as Sync opens the sockets
 }
 
 func (c *configFake) Revision(context.Context) (int64, error)             { return c.rev, nil }
@@ -30,6 +31,9 @@ func (c *configFake) AllGrantOverrides(context.Context) (map[groups.Folder][]str
 }
 func (c *configFake) Sync(gs []ipc.Group) error {
 	c.synced = append(c.synced, gs)
+	if c.onSync != nil {
+		c.onSync()
+	}
 	return nil
 }
 
@@ -64,6 +68,27 @@ func TestLiveConfigReload(t *testing.T) {
 	fake.rev = 2
 	if stale, _ := c.stale(ctx); !stale {
 		t.Error("not stale after the revision moved")
+	}
+}
+
+// The route table is loaded before the MCP server opens the groups'
+// sockets: a session connecting the moment its socket appeared at
+// start-up was served with no table, so find_messages searched none of
+// the group's chats and every chat it named had no owner (the
+// TestFindMessagesWithoutChatKeepsJIDDenials flake: "acme ... finds []").
+func TestSocketsOpenWithTheTableLoaded(t *testing.T) {
+	fake := &configFake{rev: 1, groups: []groups.Folder{"main"},
+		routes: []routing.Route{(routing.Route{ID: 1, Match: map[string]string{"chat_jid": "test:room"}, Target: "main"}).Normalize()}}
+	c := &liveConfig{st: fake, mcp: fake, layout: groups.Layout{DataDir: t.TempDir()}, exe: "switchboard", log: slog.New(slog.DiscardHandler),
+		loadBudgets: func(context.Context) error { return nil }, wakeScheduler: func() {}}
+	var owner groups.Folder
+	var owned bool
+	fake.onSync = func() { owner, owned = c.Table().Owner("test:room", "") }
+	if err := c.reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !owned || owner != "main" {
+		t.Errorf("as the sockets opened, test:room was owned by %q (%v), want main", owner, owned)
 	}
 }
 
