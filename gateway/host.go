@@ -32,6 +32,18 @@ func (s adapterSet) storeDelivered() []string {
 	return out
 }
 
+// replyTopic is the topic out lands in when sent through a: its own, or,
+// for a reply outside a topic on a platform where a reply opens one
+// (adapters.Threader: a Slack channel's thread under the message it
+// answers), that one. The outbox sends every part of a reply there, the
+// live reply streams there, and the Stop button shows there.
+func replyTopic(a adapters.Adapter, out adapters.Outbound) string {
+	if th, ok := a.(adapters.Threader); ok && out.Topic == "" && out.ReplyTo != "" {
+		return th.ReplyTopic(out)
+	}
+	return out.Topic
+}
+
 // self is the bot's own sender JID on platform, once its adapter knows it.
 func (s adapterSet) self(platform string) (adapters.JID, bool) {
 	if id, ok := s[platform].(adapters.Identity); ok {

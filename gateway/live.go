@@ -112,12 +112,9 @@ func (s *liveStarter) start(ctx context.Context, output agent.Output, out adapte
 	if !ok || !found || cfg.Mode == StreamOff || cfg.Mode == "" {
 		return nil
 	}
-	if th, ok := a.(adapters.Threader); ok && out.Topic == "" && out.ReplyTo != "" {
-		// The reply opens a topic under the message it answers (a Slack
-		// channel's thread), as the outbox sends it: every part streams
-		// there and is stored there, not only the first, which replies.
-		out.Topic = th.ReplyTopic(out)
-	}
+	// Every part streams, and is stored, where the outbox sends the reply,
+	// not only the first, which replies.
+	out.Topic = replyTopic(a, out)
 	open := s.opener(a, cfg, out, turn)
 	lr := open(ctx, 0)
 	if lr == nil {

@@ -264,11 +264,9 @@ func (o *outbox) deliver(ctx context.Context, it store.OutboxItem) {
 		return
 	}
 	asked := it.Topic // where the reply was addressed
-	if th, ok := a.(adapters.Threader); ok && it.Topic == "" && it.ReplyTo != "" {
-		// The reply opens a topic under the message it answers: all its
-		// parts go there, and so does the bot's stored message.
-		it.Topic = th.ReplyTopic(adapters.Outbound{Chat: chat, ReplyTo: it.ReplyTo})
-	}
+	// All of a reply's parts go where it lands, and so does the bot's
+	// stored message.
+	it.Topic = replyTopic(a, adapters.Outbound{Chat: chat, Topic: it.Topic, ReplyTo: it.ReplyTo})
 	sendCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	var id adapters.MessageID
 	var bot *store.Message

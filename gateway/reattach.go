@@ -32,18 +32,18 @@ type interrupted struct {
 // for their folders' workers, every other one counts as a crashed attempt.
 // It returns the ids of the kept turns.
 func (t *turns) recoverStarted(ctx context.Context) ([]string, error) {
+	its, err := t.st.InterruptedTurns(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var keep []string
 	if _, ok := t.runner.(agent.Reattacher); ok {
-		its, err := t.st.InterruptedTurns(ctx)
-		if err != nil {
-			return nil, err
-		}
 		keep = t.interrupted.set(its)
 		if len(keep) > 0 {
 			t.log.Warn("turns interrupted by a stop are awaited on their workers", "turns", len(keep))
 		}
 	}
-	if err := t.settleAnswered(ctx, keep); err != nil {
+	if err := t.settleAnswered(ctx, its, keep); err != nil {
 		return nil, err
 	}
 	n, err := t.st.RecoverStarted(ctx, keep...)
@@ -65,7 +65,7 @@ const errAnsweredBeforeCrash = "interrupted by a gateway crash after it had repl
 const errAnsweredBeforeFailure = "it had replied through a tool; not run again, so the chat is not answered twice"
 
 // settleAnswered records as answered each batch whose turn a crash
-// interrupted (its rows still started, its turn not in keep: nothing will
+// interrupted (one of its, its rows still started, its turn not in keep: nothing will
 // report its outcome) after the turn's agent had already queued a message
 // to the batch's chat through a tool (reply, send, send_file): the chat has
 // its answer, and a run again would answer the same messages a second
@@ -73,11 +73,7 @@ const errAnsweredBeforeFailure = "it had replied through a tool; not run again, 
 // failed with errAnsweredBeforeCrash and its batch consumed, as
 // recordAwaited does with what an awaited turn sent; every other
 // interrupted batch runs again (RecoverStarted).
-func (t *turns) settleAnswered(ctx context.Context, keep []string) error {
-	its, err := t.st.InterruptedTurns(ctx)
-	if err != nil {
-		return err
-	}
+func (t *turns) settleAnswered(ctx context.Context, its []store.Interrupted, keep []string) error {
 	for _, it := range its {
 		if it.TurnID == "" || slices.Contains(keep, it.TurnID) {
 			continue

@@ -65,11 +65,7 @@ func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn stri
 	}
 	platform := out.Chat.Platform()
 	b := s.adapters[platform].(adapters.Buttons)
-	if th, ok := s.adapters[platform].(adapters.Threader); ok && out.Topic == "" && out.ReplyTo != "" {
-		// Where the turn's reply goes (a Slack channel's: the thread
-		// under the message it answers), not into the channel.
-		out.Topic = th.ReplyTopic(out)
-	}
+	out.Topic = replyTopic(s.adapters[platform], out) // where the turn's reply goes
 	out.ReplyTo = "" // the button's message is no reply
 	out.Key, out.Text = turn+"/stop-button", "Working on it. Press Stop to stop."
 	buttons := s.forLive(out.Chat, turn)
