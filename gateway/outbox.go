@@ -161,7 +161,8 @@ func (o *outbox) drain(timeout time.Duration) bool {
 // full disk, say): run then waits before it tries again rather than spin
 // on the items that are still due.
 func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
-	now, until := time.Now(), time.Now()
+	now := time.Now()
+	until := now
 	draining := o.draining()
 	if draining {
 		// An item deferred to its turn in the pacing is due for a drain
@@ -214,6 +215,9 @@ func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
 			}
 		}
 		claimed, err := o.st.ClaimOutbox(ctx, it.ID)
+		if err == nil {
+			o.setPaced(it.ID, false) // claimed now, or no longer queued
+		}
 		if err != nil || !claimed {
 			<-o.sem
 			if err != nil && ctx.Err() == nil {
@@ -222,7 +226,6 @@ func (o *outbox) sendDue(ctx context.Context) (n int, refused bool) {
 			}
 			continue
 		}
-		o.setPaced(it.ID, false)
 		n++
 		it.Attempts++
 		o.wg.Add(1)
