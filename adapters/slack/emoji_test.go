@@ -29,10 +29,18 @@ func TestLikeWithAnEmoji(t *testing.T) {
 			t.Errorf("like %q: %v", tc.reaction, err)
 			continue
 		}
+		found := false
 		for _, m := range s.Messages("C1") {
-			if m.TS == ts && (len(m.Reactions) != 1 || m.Reactions[0] != tc.want) {
+			if m.TS != ts {
+				continue
+			}
+			found = true
+			if len(m.Reactions) != 1 || m.Reactions[0] != tc.want {
 				t.Errorf("like %q: the message has reactions %q; want %q", tc.reaction, m.Reactions, tc.want)
 			}
+		}
+		if !found {
+			t.Errorf("like %q: message %s is not in the fake's channel, so its reaction went unchecked", tc.reaction, ts)
 		}
 	}
 }

@@ -230,21 +230,26 @@ func (a *Adapter) lookupKind(ctx context.Context, channel, known string) string 
 			return guessKind(channel) // not cached: asked again next time
 		}
 	} else {
-		k := "channel"
-		switch {
-		case c.IsIM:
-			k, name = "dm", a.userName(ctx, c.User)
-		case c.IsMpIM, c.IsPrivate, c.IsGroup:
-			k, name = "group", c.Name
-		default:
-			name = c.Name
-		}
+		var k string
+		k, name = a.kindAndName(ctx, c)
 		if kind == "" {
 			kind = k
 		}
 	}
 	a.chans.put(channel, kind+"|"+name)
 	return kind
+}
+
+// kindAndName are a conversation's JID kind and name as conversations.info
+// describes it (a DM is named by its person).
+func (a *Adapter) kindAndName(ctx context.Context, c *slack.Channel) (kind, name string) {
+	switch {
+	case c.IsIM:
+		return "dm", a.userName(ctx, c.User)
+	case c.IsMpIM, c.IsPrivate, c.IsGroup:
+		return "group", c.Name
+	}
+	return "channel", c.Name
 }
 
 // guessKind reads the id's prefix when Slack cannot be asked (D: a DM, G:

@@ -305,14 +305,8 @@ func (a *Adapter) address(ctx context.Context, verb string, chat adapters.JID) (
 		if err != nil {
 			return "", "", classify(verb, chat, err)
 		}
-		name := c.Name
-		actual = "channel"
-		switch {
-		case c.IsIM:
-			actual, name = "dm", a.userName(ctx, c.User)
-		case c.IsMpIM, c.IsPrivate, c.IsGroup:
-			actual = "group"
-		}
+		var name string
+		actual, name = a.kindAndName(ctx, c)
 		a.chans.put(id, actual+"|"+name)
 	}
 	if actual != kind {

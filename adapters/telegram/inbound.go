@@ -146,6 +146,9 @@ func (a *Adapter) message(ctx context.Context, host adapters.Host, m *models.Mes
 // whose URL is not in the text) after it: "the docs (https://…)". Entity
 // offsets count UTF-16 units; a link whose text is its URL is left alone.
 func withLinks(text string, entities []models.MessageEntity) string {
+	if !slices.ContainsFunc(entities, func(e models.MessageEntity) bool { return e.Type == models.MessageEntityTypeTextLink }) {
+		return text // most messages: no text_link, nothing to encode
+	}
 	units := utf16.Encode([]rune(text))
 	type insert struct {
 		at  int
@@ -224,6 +227,9 @@ func (a *Adapter) addressed(m *models.Message, text string, entities []models.Me
 		return true
 	}
 	name, _ := a.username.Load().(string)
+	if len(entities) == 0 {
+		return false
+	}
 	units := utf16.Encode([]rune(text))
 	for _, e := range entities {
 		if e.Offset < 0 || e.Length < 0 || e.Offset+e.Length > len(units) {
@@ -254,7 +260,7 @@ func (a *Adapter) addressed(m *models.Message, text string, entities []models.Me
 // reply to its message, the command is the other bot's).
 func (a *Adapter) commandToOtherBot(text string, entities []models.MessageEntity) bool {
 	name, _ := a.username.Load().(string)
-	if name == "" {
+	if name == "" || len(entities) == 0 {
 		return false
 	}
 	units := utf16.Encode([]rune(text))

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 
@@ -47,5 +48,39 @@ func TestSupergroupMessageIDsDoNotMeetTheGroups(t *testing.T) {
 	}
 	if err := a.Edit(t.Context(), adapters.MessageRef{Chat: evs[1].Chat, ID: id}, "answer, edited"); err != nil {
 		t.Errorf("edit the bot's message %s in the supergroup: %v", id, err)
+	}
+}
+
+// The group's messages from before it became a supergroup keep their
+// plain ids; Telegram reaches none of them any more. A reaction to one
+// (or a reply to one) must not land on the supergroup's message of the
+// same number, an unrelated one: the reaction is refused for good, the
+// reply goes without its quote.
+func TestGroupMessageIDAfterMigrationReachesNoSupergroupMessage(t *testing.T) {
+	f := telegramtest.New(t)
+	host := adaptertest.NewHost()
+	a := start(t, f, host)
+	const old, super = int64(-5556), int64(-1009998)
+	before, _ := f.UserMessage(old, "in the group", true, 0, 0)
+	f.Push("message", before)
+	m, _ := f.UserMessage(old, "", false, 0, 0)
+	m["migrate_to_chat_id"] = super
+	f.Push("message", m)
+	after, _ := f.UserMessage(super, "in the supergroup", true, 0, 0)
+	f.Push("message", after)
+	evs := host.WaitEvents(t, 2)
+	groupMsg := evs[0]
+	err := a.React(t.Context(), adapters.MessageRef{Chat: groupMsg.Chat, ID: groupMsg.ID}, "👍")
+	if !errors.Is(err, adapters.ErrPermanent) {
+		t.Errorf("react to the group's message %s after the migration: %v; want a permanent refusal", groupMsg.ID, err)
+	}
+	if c := f.Calls("setMessageReaction"); len(c) > 0 {
+		t.Errorf("reacted with %v: a supergroup message that happens to share the group message's number", c[len(c)-1].Params)
+	}
+	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: groupMsg.Chat, Text: "answer", ReplyTo: groupMsg.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Calls("sendMessage"); c[len(c)-1].Params["reply_parameters"] != "" {
+		t.Errorf("the answer quotes a supergroup message for the group's %s: %v", groupMsg.ID, c[len(c)-1].Params)
 	}
 }

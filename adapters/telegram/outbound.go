@@ -35,7 +35,7 @@ func (a *Adapter) send(ctx context.Context, m adapters.Outbound, markup models.R
 	}
 	text, mode := rendered(m.Text)
 	p := &bot.SendMessageParams{ChatID: chat, Text: text, ParseMode: mode,
-		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo), ReplyMarkup: markup}
+		MessageThreadID: threadID(m.Topic), ReplyParameters: a.replyTo(chat, m.ReplyTo), ReplyMarkup: markup}
 	var sent *models.Message
 	err = a.call(ctx, m.Chat, chat, func() (err error) {
 		sent, err = b.SendMessage(ctx, p)
@@ -251,10 +251,10 @@ func (a *Adapter) upload(ctx context.Context, b *bot.Bot, chat int64, m adapters
 	upload := &models.InputFileUpload{Filename: f.Name, Data: f.Content}
 	if photo {
 		return b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: upload, Caption: caption, ParseMode: parseMode,
-			MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
+			MessageThreadID: threadID(m.Topic), ReplyParameters: a.replyTo(chat, m.ReplyTo)})
 	}
 	return b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: upload, Caption: caption, ParseMode: parseMode,
-		MessageThreadID: threadID(m.Topic), ReplyParameters: replyTo(m.ReplyTo)})
+		MessageThreadID: threadID(m.Topic), ReplyParameters: a.replyTo(chat, m.ReplyTo)})
 }
 
 // Typing shows "typing…" in the chat (and forum topic) for five seconds.
@@ -291,7 +291,10 @@ func (a *Adapter) ref(ref adapters.MessageRef) (*bot.Bot, int64, int, error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	id, ok := parseMsgID(ref.ID)
+	id, ok, migrated := a.parseMsgID(chat, ref.ID)
+	if !ok && migrated && !strings.HasPrefix(string(ref.ID), "s") {
+		return nil, 0, 0, fmt.Errorf("telegram: message %s of %s was written before the group became a supergroup; Telegram no longer reaches it: %w", ref.ID, ref.Chat, adapters.ErrPermanent)
+	}
 	if !ok {
 		return nil, 0, 0, fmt.Errorf("telegram: message id %q is not a number as Telegram writes it: %w", ref.ID, adapters.ErrPermanent)
 	}
@@ -349,8 +352,10 @@ func threadID(topic string) int {
 	return n
 }
 
-func replyTo(id adapters.MessageID) *models.ReplyParameters {
-	n, ok := parseMsgID(id)
+// replyTo quotes message id of chat; nil when id is none, or one Telegram
+// cannot reach there (the group's, from before it became a supergroup).
+func (a *Adapter) replyTo(chat int64, id adapters.MessageID) *models.ReplyParameters {
+	n, ok, _ := a.parseMsgID(chat, id)
 	if !ok || n <= 0 {
 		return nil
 	}

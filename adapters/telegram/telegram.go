@@ -260,13 +260,22 @@ func (a *Adapter) msgID(chat int64, id int) adapters.MessageID {
 	return messageID(id)
 }
 
-// parseMsgID reads an id msgID minted: the number only as Telegram writes
-// it ("03" or "+3" would act on message 3 while the gateway looked up and
-// authorized another id), after "s" in a supergroup a group became.
-func parseMsgID(id adapters.MessageID) (int, bool) {
-	s := strings.TrimPrefix(string(id), "s")
+// parseMsgID reads an id msgID minted for chat: the number only as
+// Telegram writes it ("03" or "+3" would act on message 3 while the
+// gateway looked up and authorized another id), after "s" in a supergroup
+// a group became, and only there. A plain id there is the group's, from
+// before the migration: Telegram reaches it no more, and its number is
+// another message's in the supergroup. migrated tells that case apart.
+func (a *Adapter) parseMsgID(chat int64, id adapters.MessageID) (n int, ok, migrated bool) {
+	a.mu.Lock()
+	_, migrated = a.alias[chat]
+	a.mu.Unlock()
+	s, super := strings.CutPrefix(string(id), "s")
+	if super != migrated {
+		return 0, false, migrated
+	}
 	n, err := strconv.Atoi(s)
-	return n, err == nil && strconv.Itoa(n) == s
+	return n, err == nil && strconv.Itoa(n) == s, migrated
 }
 
 func groupJID(id int64) adapters.JID {

@@ -257,7 +257,7 @@ func (a *Adapter) press(w http.ResponseWriter, r *http.Request, room, data, send
 		return
 	}
 	name = strings.TrimSpace(name)
-	if name == "" || len(name) > maxName || hasControl(name) || strings.ContainsFunc(name, bidiControl) {
+	if name == "" || checkName(name, a.botName) != nil { // one a post would refuse
 		name = sender
 	}
 	p := adapters.Press{Sender: senderJID(sender), SenderName: name, Data: data, Message: adapters.MessageID(message), Topic: topic}

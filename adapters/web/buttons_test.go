@@ -179,3 +179,23 @@ func TestEditReplayedToALaterPage(t *testing.T) {
 		t.Errorf("edit event %+v; want %s's new text without buttons", got[0], id)
 	}
 }
+
+// TestApprovalPressKeepsTheNameAPostWouldTake: a press carries the
+// display name a posted message may have (64 characters, any script), and
+// not one that reads as the bot's: the gateway's answer "Allowed once by
+// <name>" named the person who posted as "Иванова …" by their sender id
+// (the name was counted in bytes), and "Switchboard" as the bot.
+func TestApprovalPressKeepsTheNameAPostWouldTake(t *testing.T) {
+	s := start(t, nil)
+	s.host.PressFunc = func(_ context.Context, p adapters.Press) (string, error) {
+		return "Allowed once by " + p.SenderName + ".", nil
+	}
+	long := strings.Repeat("Ж", 40) // 40 characters, 80 bytes
+	for _, tc := range []struct{ name, want string }{{long, long}, {"Switchboard", "ann"}, {"switch board", "ann"}} {
+		code, body := s.do(t, http.MethodPost, "/api/approvals/42", "application/json",
+			`{"decision": "allow", "sender": "ann", "name": "`+tc.name+`"}`)
+		if code != http.StatusOK || !strings.Contains(body, `"answer":"Allowed once by `+tc.want+`."`) {
+			t.Errorf("name %q: %d %s; want the answer naming %q", tc.name, code, body, tc.want)
+		}
+	}
+}

@@ -16,7 +16,8 @@ const (
 	// streamPage is how many messages an event stream reads from History
 	// at a time.
 	streamPage = 200
-	// writeDeadline drops an event-stream client that stops reading.
+	// writeDeadline drops a client that stops reading a response, an
+	// event stream's included (guard's stallWriter).
 	writeDeadline = 10 * time.Second
 )
 
@@ -184,7 +185,8 @@ func (s *stream) write(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(writeDeadline)) // unsupported by recorders: fine
+	// s.w is guard's stallWriter: the write (and this flush) must be
+	// taken within its deadline, or the client is dropped.
 	if _, err := s.w.Write(p); err != nil {
 		return fmt.Errorf("write event: %w", err)
 	}

@@ -35,17 +35,11 @@ func inbound(room string, req postRequest, botName string, now time.Time) (adapt
 		return adapters.Inbound{}, fmt.Errorf("text is longer than %d bytes", maxText)
 	}
 	name := strings.TrimSpace(req.Name)
-	if utf8.RuneCountInString(name) > maxName || hasControl(name) {
-		return adapters.Inbound{}, fmt.Errorf("name must be at most %d characters, without control characters", maxName)
-	}
-	if strings.ContainsFunc(name, bidiControl) {
-		return adapters.Inbound{}, errors.New(bidiRefusal("name"))
-	}
 	if name == "" {
 		name = req.Sender
 	}
-	if looksLike(name, botSender) || looksLike(name, botName) {
-		return adapters.Inbound{}, fmt.Errorf("name %q is reserved for the bot; pick another name", name)
+	if err := checkName(name, botName); err != nil {
+		return adapters.Inbound{}, err
 	}
 	if len(req.Topic) > maxTopic || hasControl(req.Topic) {
 		return adapters.Inbound{}, fmt.Errorf("topic must be at most %d bytes, without control characters", maxTopic)
@@ -64,6 +58,22 @@ func inbound(room string, req postRequest, botName string, now time.Time) (adapt
 		Topic:      req.Topic,
 		Verb:       adapters.VerbMention,
 	}, nil
+}
+
+// checkName validates a display name (trimmed): at most maxName
+// characters, without control or bidirectional formatting characters,
+// and not one that reads as the bot's.
+func checkName(name, botName string) error {
+	if utf8.RuneCountInString(name) > maxName || hasControl(name) {
+		return fmt.Errorf("name must be at most %d characters, without control characters", maxName)
+	}
+	if strings.ContainsFunc(name, bidiControl) {
+		return errors.New(bidiRefusal("name"))
+	}
+	if looksLike(name, botSender) || looksLike(name, botName) {
+		return fmt.Errorf("name %q is reserved for the bot; pick another name", name)
+	}
+	return nil
 }
 
 // checkRoom validates a room name: it becomes the chat JID web:<room>.
