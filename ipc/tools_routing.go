@@ -37,7 +37,8 @@ func routingTools() []*toolDef {
 			"Route a chat (or messages matching a pattern) to a group folder. The route must target your group or a subgroup; "+
 				"unless you are the operator it must pin chat_jid to a chat your subtree already owns, so a route can move "+
 				"one of your chats between your own groups but cannot capture anyone else's. Without seq, a route pinned to "+
-				"one chat goes ahead of all existing routes. Returns {\"route\": {...}}.",
+				"one chat goes ahead of all existing routes. Returns {\"route\": {...}}, with \"warning\" when its match can match no message "+
+				"it seems meant for (e.g. chat_jid telegram:* where telegram:** was meant).",
 			additive,
 			mcp.WithObject("match", mcp.Required(), mcp.Description(matchDesc), mcp.AdditionalProperties(map[string]any{"type": "string"})),
 			mcp.WithString("target", mcp.Required(), mcp.Description("The group folder that receives matching messages, e.g. acme/eng.")),
@@ -155,7 +156,11 @@ func runAddRoute(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"route": added}, nil
+	out := map[string]any{"route": added}
+	if w := routing.NeverMatchWarning(added.Match); w != "" {
+		out["warning"] = w // as route add warns the operator
+	}
+	return out, nil
 }
 
 func runDeleteRoute(ctx context.Context, c *call) (any, error) {

@@ -739,6 +739,27 @@ func TestFindMessagesWithoutChatKeepsJIDDenials(t *testing.T) {
 // route for the chat's threads by a glob (topic=t*), any more than ahead
 // of one for a single thread: it would capture every thread that glob
 // gives the other group.
+// TestAddRouteWarnsOfAGlobMatchingNothing: add_route tells the agent, as
+// route add tells the operator, when its match can match no chat it names
+// (telegram:* matches no Telegram chat: "*" does not cross the "/" of
+// telegram:group/1); a match that works carries no warning.
+func TestAddRouteWarnsOfAGlobMatchingNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	root := h.connect(t, "root", true)
+	var got struct {
+		Warning string `json:"warning"`
+	}
+	call(t, root, "add_route", map[string]any{"match": map[string]any{"chat_jid": "telegram:*"}, "target": "root", "seq": 50}).decode(t, &got)
+	if !strings.Contains(got.Warning, "telegram:**") {
+		t.Errorf("add_route chat_jid telegram:*: warning %q, want one suggesting telegram:**", got.Warning)
+	}
+	got.Warning = ""
+	call(t, root, "add_route", map[string]any{"match": map[string]any{"chat_jid": "telegram:**"}, "target": "root", "seq": 51}).decode(t, &got)
+	if got.Warning != "" {
+		t.Errorf("add_route chat_jid telegram:**: warning %q, want none", got.Warning)
+	}
+}
+
 func TestRouteEditKeepsOtherGroupsTopicGlobs(t *testing.T) {
 	h := newHarness(t, nil)
 	root := h.connect(t, "root", true)

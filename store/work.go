@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -421,18 +422,31 @@ func settleRun(ctx context.Context, tx *sql.Tx, t Turn) error {
 // execIDs runs prefix + " (?, ?, ...)" over ids in chunks; lead are the
 // arguments of the placeholders in prefix.
 func execIDs(ctx context.Context, tx *sql.Tx, prefix string, ids []int64, lead ...any) error {
+	_, err := execIDsN(ctx, tx, prefix, ids, lead...)
+	return err
+}
+
+// execIDsN is execIDs, returning how many rows the statements changed.
+func execIDsN(ctx context.Context, tx *sql.Tx, prefix string, ids []int64, lead ...any) (int64, error) {
+	var changed int64
 	for len(ids) > 0 {
 		n := min(len(ids), 500)
 		args := append(make([]any, 0, len(lead)+n), lead...)
 		for i := range n {
 			args = append(args, ids[i])
 		}
-		if _, err := tx.ExecContext(ctx, prefix+` (?`+strings.Repeat(",?", n-1)+`)`, args...); err != nil {
-			return fmt.Errorf("update work: %w", err)
+		res, err := tx.ExecContext(ctx, prefix+` (?`+strings.Repeat(",?", n-1)+`)`, args...)
+		if err != nil {
+			return changed, fmt.Errorf("update work: %w", err)
 		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return changed, fmt.Errorf("update work: %w", err)
+		}
+		changed += k
 		ids = ids[n:]
 	}
-	return nil
+	return changed, nil
 }
 
 // DeferChat holds folder's pending trigger work of chat and topic until
@@ -472,31 +486,12 @@ func (s *Store) ResumeChat(ctx context.Context, folder groups.Folder, chat adapt
 // and it returns ErrBatchGone: the turn does not run.
 func (s *Store) MarkStarted(ctx context.Context, b Batch, turn string) error {
 	return writeTx(ctx, s.w, func(tx *sql.Tx) error {
-		ids := b.itemIDs()
-		distinct := map[int64]bool{}
-		for _, id := range ids {
-			distinct[id] = true
+		ids := slices.Compact(slices.Sorted(slices.Values(b.itemIDs())))
+		marked, err := execIDsN(ctx, tx, `UPDATE work SET started_ms = ?, turn_id = ?, steered = 0 WHERE id IN`, ids, s.nowMS(), turn)
+		if err != nil {
+			return err
 		}
-		now := s.nowMS()
-		var marked int64
-		for len(ids) > 0 {
-			n := min(len(ids), 500)
-			args := []any{now, turn}
-			for _, id := range ids[:n] {
-				args = append(args, id)
-			}
-			res, err := tx.ExecContext(ctx, `UPDATE work SET started_ms = ?, turn_id = ?, steered = 0 WHERE id IN (?`+strings.Repeat(",?", n-1)+`)`, args...)
-			if err != nil {
-				return fmt.Errorf("update work: %w", err)
-			}
-			k, err := res.RowsAffected()
-			if err != nil {
-				return fmt.Errorf("update work: %w", err)
-			}
-			marked += k
-			ids = ids[n:]
-		}
-		if marked < int64(len(distinct)) {
+		if marked < int64(len(ids)) {
 			return ErrBatchGone
 		}
 		return nil

@@ -180,6 +180,13 @@ func (a *app) seed(ctx context.Context, st *store.Store) error {
 	}
 	if seeded {
 		a.log.Info("routes seeded from config", "count", len(rs))
+		// As route add warns: a glob that matches no message it is meant for.
+		for i, r := range rs {
+			if w := routing.NeverMatchWarning(r.Match); w != "" {
+				a.log.Warn(fmt.Sprintf("config routes[%d] matches nothing: %s; fix it with switchboard route rm / route add (routes: is seeded once)", i, w),
+					"route", routing.FormatMatch(r.Match), "target", r.Target)
+			}
+		}
 		return nil
 	}
 	inDB, err := st.ListRoutes(ctx)

@@ -159,3 +159,34 @@ func TestSeedWarnsOfOrphanGroups(t *testing.T) {
 		t.Errorf("seed with parents warned:\n%s", logs)
 	}
 }
+
+// TestRunWarnsOfConfigRoutesMatchingNothing: a config route whose glob
+// cannot match the chats it names (chat_jid telegram:*, "*" not crossing
+// the "/" every Telegram chat JID has) is warned of when routes: is seeded,
+// as route add warns of it; a route that matches is not.
+func TestRunWarnsOfConfigRoutesMatchingNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "list")
+	st := openDB(t, dir)
+	cfg, err := config.Parse([]byte("groups: [{folder: main}]\nroutes: [{match: {chat_jid: \"telegram:*\"}, target: main}, {match: {chat_jid: \"telegram:**\"}, target: main, seq: 1}]\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	a := &app{cfg: cfg, log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	if err := a.seed(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	var warns []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["level"] == "WARN" {
+			msg, _ := rec["msg"].(string)
+			warns = append(warns, msg)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "routes[0]") || !strings.Contains(warns[0], "telegram:**") {
+		t.Errorf("warnings %q; want one, for routes[0], suggesting telegram:**", warns)
+	}
+}
