@@ -67,8 +67,9 @@ func (t *Table) checkTopicsKept(caller groups.Folder, chat adapters.JID, r Route
 				e := newEntry(r)
 				added = &e
 			}
-			overlaps := added.mismatch(&v, true) < 0
-			if own, pinned := r.Match[KeyTopic]; pinned && !overlaps && !IsLiteral(glob) && added.mismatch(&v, true) == kTopic {
+			miss := added.mismatch(&v, true)
+			overlaps := miss < 0
+			if own, pinned := r.Match[KeyTopic]; pinned && !overlaps && !IsLiteral(glob) && miss == kTopic {
 				if IsLiteral(own) {
 					overlaps = GlobMatch(glob, own)
 				} else {
