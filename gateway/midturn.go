@@ -251,14 +251,16 @@ func (c *midTurnMsg) joinInterrupted(ctx context.Context, sender adapters.JID, w
 // interrupt stops the running turn of c's folder in its chat and topic
 // when that folder interrupts and m's sender may stop it: its batch runs
 // again, with m, as one new turn. m is stored and queued as usual (in the
-// turn's topic when it came from its reply thread: joinInterrupted).
+// turn's topic when it came from its reply thread: joinInterrupted). A
+// turn that started between m's commit and now, with m in its batch, is
+// m's own turn and runs on.
 func (c *midTurnMsg) interrupt(ctx context.Context, m store.Message) {
 	if c.mt == nil {
 		return
 	}
 	mt, w := c.mt, c.w
 	rt, mode := c.running(ctx)
-	if rt == nil || mode != MidTurnInterrupt || !mt.stops.allowed(ctx, w.Folder, m.Sender) {
+	if rt == nil || rt.answers(m.Seq) || mode != MidTurnInterrupt || !mt.stops.allowed(ctx, w.Folder, m.Sender) {
 		return
 	}
 	if mt.running.stopAs(rt.id, m.Sender, true) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,7 +68,10 @@ type stoppableTurn struct {
 	// replyTo is the message its reply answers (lastMessageID): on Slack
 	// a channel turn's reply is in that message's thread.
 	replyTo adapters.MessageID
-	cancel  context.CancelCauseFunc
+	// seqs are the messages of its batch (ascending, as claimed): a
+	// message among them is the turn's own and never interrupts it.
+	seqs   []int64
+	cancel context.CancelCauseFunc
 	by      adapters.JID // who stopped it; "" while nobody did
 	// requeue: stopped by a message in interrupt mode (midturn.go): its
 	// batch runs again with what came meanwhile.
@@ -107,7 +111,7 @@ type stopHandle struct {
 // stopped).
 func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHandle {
 	ctx, cancel := context.WithCancelCause(ctx)
-	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, replyTo: lastMessageID(b), cancel: cancel}
+	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, replyTo: lastMessageID(b), seqs: batchSeqs(b), cancel: cancel}
 	if r == nil {
 		return stopHandle{ctx: ctx, rt: rt}
 	}
@@ -124,6 +128,18 @@ func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHan
 	r.inChats[k][rt.folder] = rt
 	return stopHandle{ctx: ctx, r: r, rt: rt}
 }
+
+// batchSeqs lists the message seqs of b's work items.
+func batchSeqs(b store.Batch) []int64 {
+	seqs := make([]int64, len(b.Items))
+	for i, it := range b.Items {
+		seqs[i] = it.Seq
+	}
+	return seqs
+}
+
+// answers reports whether message seq is in the turn's own batch.
+func (rt *stoppableTurn) answers(seq int64) bool { return slices.Contains(rt.seqs, seq) }
 
 // unregister removes rt (r.mu held).
 func (r *stoppable) unregister(rt *stoppableTurn) {

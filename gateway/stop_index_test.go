@@ -101,6 +101,33 @@ func (s *countingMidTurnStore) SteerMessage(context.Context, *store.Message, sto
 
 func (s *countingMidTurnStore) ResetStarted(context.Context, store.Batch) error { return nil }
 
+// In interrupt mode a message interrupts the turn running in its chat,
+// but not the turn that already has it in its batch: under load the
+// message's own turn can start between its commit and the interrupt, and
+// stopping that turn would run the agent twice on the same question.
+func TestMessageDoesNotInterruptItsOwnTurn(t *testing.T) {
+	ctx := context.Background()
+	r := &stoppable{}
+	mt := &midTurns{st: &countingMidTurnStore{mode: string(MidTurnInterrupt)}, running: r, stops: &stopper{running: r, log: discard},
+		def: MidTurnQueue, log: discard}
+	work := []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 7, Mode: "trigger"}}
+	own := r.begin(ctx, "t-own", store.Batch{Folder: "main", ChatJID: "web:room", Items: work})
+	mid := mt.message(work)
+	mid.interrupt(ctx, store.Message{ChatJID: "web:room", Seq: 7, Sender: "web:user/ann"})
+	if own.stopped() {
+		t.Fatal("message 7 interrupted the turn answering it")
+	}
+	later := []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 8, Mode: "trigger"}}
+	mid = mt.message(later)
+	mid.interrupt(ctx, store.Message{ChatJID: "web:room", Seq: 8, Sender: "web:user/ann"})
+	if !own.stopped() {
+		t.Fatal("message 8, which came during the turn, did not interrupt it")
+	}
+	if end := own.end(); !end.requeue || end.by != "web:user/ann" {
+		t.Errorf("turn ended %+v; want stopped by ann to run its batch again", end)
+	}
+}
+
 // BenchmarkMidTurnLookup measures what intake does for a message routed
 // to a chat whose folder's turn runs, among n running turns: look the turn
 // up for steer and interrupt (mode queue: neither acts). It reports the
