@@ -240,19 +240,19 @@ func (t *turns) prepareTurn(ctx context.Context, run stopHandle, b store.Batch) 
 	env = append(env, t.tokens.turnTokenEnv(ctx, b.Folder, turn.ID)...)
 	t.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
 	if err := t.st.MarkStarted(ctx, b, turn.ID); err != nil {
-		if errors.Is(err, store.ErrBatchGone) {
+		backoff := time.Second
+		switch {
+		case errors.Is(err, store.ErrBatchGone):
 			// Dropped while it was prepared (its task cancelled or
 			// paused, its group removed): it does not run; the folder
 			// loads what is left.
 			t.log.Info("turn not started: its work was dropped", "folder", b.Folder, "turn", turn.ID, "task", first.TaskID)
-			t.tokens.endTurnToken(turn.ID)
-			return p, 0, false
-		}
-		if ctx.Err() == nil {
+			backoff = 0
+		case ctx.Err() == nil:
 			t.log.Error("record turn start", "folder", b.Folder, "err", err)
 		}
 		t.tokens.endTurnToken(turn.ID)
-		return p, time.Second, false
+		return p, backoff, false
 	}
 	t.active.started(turn.ID, b)
 	t.active.setRun(turn.ID, session, turnDeadline(turn.Started, t.agent.Timeout))
