@@ -27,6 +27,21 @@ var emojiNames = map[string]string{
 	"🔴": "red_circle", "🟢": "large_green_circle", "🟡": "large_yellow_circle", "☕": "coffee", "🍕": "pizza", "🎂": "birthday",
 }
 
+// textDefault are the emoji of emojiNames that are shown as text unless
+// the emoji presentation selector (U+FE0F) follows them: "❤" is a text
+// heart, "❤\ufe0f" the emoji. Platforms differ in which form they take.
+var textDefault = map[string]bool{"❤": true, "✍": true, "☃": true, "✔": true, "⚠": true, "🕊": true}
+
+// EmojiPresentation is emoji in its emoji form: with the presentation
+// selector (U+FE0F) when it is text by default (❤ → ❤️), as Discord names
+// it; any other emoji, a ZWJ sequence among them, is returned as it is.
+func EmojiPresentation(emoji string) string {
+	if textDefault[emoji] {
+		return emoji + "\ufe0f"
+	}
+	return emoji
+}
+
 // EmojiName is Slack's name for reaction: a name as it is (":thumbsup:"
 // and "thumbsup" alike), an emoji as Slack names it (a skin tone as
 // "::skin-tone-N"); an emoji whose name is not known here is returned as

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/internal/testagent"
+	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 	"switchboard/ops"
 	"switchboard/routing"
@@ -40,8 +42,9 @@ type richAdapter struct {
 	downloads map[string]int // attachment ref -> times downloaded
 	limited   map[string]int // attachment ref -> rate limits (429) to answer first
 	// stalled: a download of ref "stall" is sent here, and hangs until
-	// its ctx ends.
+	// its ctx ends (or release is closed: it then fails).
 	stalled chan string
+	release chan struct{}
 }
 
 func (r *richAdapter) downloadCount(ref string) int {
@@ -67,8 +70,12 @@ func (r *richAdapter) Typing(_ context.Context, chat adapters.JID, topic string)
 func (r *richAdapter) Download(ctx context.Context, a adapters.Attachment) (io.ReadCloser, error) {
 	if a.Ref == "stall" && r.stalled != nil {
 		r.stalled <- a.Name
-		<-ctx.Done()
-		return nil, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-r.release:
+			return nil, errors.New("download stalled, then failed")
+		}
 	}
 	r.mu.Lock()
 	if r.downloads == nil {
@@ -770,5 +777,47 @@ func TestTypingWhileAttachmentsDownload(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no typing indicator while the attachment downloads")
+	}
+}
+
+// A turn whose work is dropped while it is prepared (here its rows deleted
+// while its attachment downloads, as a task cancelled or a group removed
+// drops them) does not run: MarkStarted refuses it (store.ErrBatchGone),
+// the log says so and not that recording the start failed, and the
+// folder's next message runs as usual.
+func TestTurnWhoseWorkWasDroppedDoesNotRun(t *testing.T) {
+	var logs testlog.Buffer
+	rec := newRecorder(t, "")
+	ra := newRich(0)
+	ra.stalled, ra.release = make(chan string, 1), make(chan struct{})
+	h := richHarness(t, ra, rec.argv, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "see this", Verb: adapters.VerbMention,
+		Attachments: []adapters.Attachment{{Name: "big.bin", Ref: "stall"}}})
+	select {
+	case <-ra.stalled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the attachment's download never started")
+	}
+	db, err := sql.Open("sqlite3", filepath.Join(h.dir, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM work`); err != nil {
+		t.Fatal(err)
+	}
+	close(ra.release)
+	testwait.For(t, 10*time.Second, "the turn not started", func() bool {
+		return strings.Contains(logs.String(), "turn not started: its work was dropped")
+	})
+	h.post(testChat, "m2", "and now?")
+	if sent := h.waitSent(testChat, 1); sent[0].Text != "reply 1" {
+		t.Fatalf("sent %q; want the next message answered", sent[0].Text)
+	}
+	if p := rec.prompts(t); len(p) != 1 || !strings.Contains(p[0], "and now?") {
+		t.Errorf("prompts %q; want one, the next message's", p)
+	}
+	if strings.Contains(logs.String(), "record turn start") {
+		t.Errorf("the dropped batch was logged as a failure:\n%s", logs.String())
 	}
 }

@@ -36,6 +36,7 @@ type turnStore interface {
 	RecoverStarted(ctx context.Context, keep ...string) (int64, error)
 	StartedBatch(ctx context.Context, turn string) (store.Batch, bool, error)
 	RecoverTurn(ctx context.Context, turn string) (int64, error)
+	GiveUpTurn(ctx context.Context, turn string, notice *store.OutboxItem) (int64, error)
 	OutboxChatsSince(ctx context.Context, folder groups.Folder, keyPrefix string, since time.Time) ([]adapters.JID, error)
 	GroupExists(ctx context.Context, folder groups.Folder) (bool, error)
 }
@@ -239,19 +240,19 @@ func (t *turns) prepareTurn(ctx context.Context, run stopHandle, b store.Batch) 
 	env = append(env, t.tokens.turnTokenEnv(ctx, b.Folder, turn.ID)...)
 	t.log.Debug("turn starting", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "messages", len(b.Messages), "trigger", first.Trigger)
 	if err := t.st.MarkStarted(ctx, b, turn.ID); err != nil {
-		if errors.Is(err, store.ErrBatchGone) {
+		backoff := time.Second
+		switch {
+		case errors.Is(err, store.ErrBatchGone):
 			// Dropped while it was prepared (its task cancelled or
 			// paused, its group removed): it does not run; the folder
 			// loads what is left.
 			t.log.Info("turn not started: its work was dropped", "folder", b.Folder, "turn", turn.ID, "task", first.TaskID)
-			t.tokens.endTurnToken(turn.ID)
-			return p, 0, false
-		}
-		if ctx.Err() == nil {
+			backoff = 0
+		case ctx.Err() == nil:
 			t.log.Error("record turn start", "folder", b.Folder, "err", err)
 		}
 		t.tokens.endTurnToken(turn.ID)
-		return p, time.Second, false
+		return p, backoff, false
 	}
 	t.active.started(turn.ID, b)
 	t.active.setRun(turn.ID, session, turnDeadline(turn.Started, t.agent.Timeout))
@@ -350,12 +351,40 @@ func (t *turns) recordTurn(ctx context.Context, b store.Batch, turn store.Turn, 
 // batch's rows stay started until then, and a worker that moved on picked
 // the batch again and ran its agent a second time for the same messages,
 // every second the store kept refusing (its tool replies sent again, its
-// cost spent again). It gives up, returning the last error, only when ctx
-// ends: the next start then counts the turn as interrupted.
+// cost spent again). It gives up, returning the last error, when ctx ends
+// (the next start then counts the turn as interrupted) or when the store
+// refuses the record for good (store.Permanent): the batch is then given
+// up (giveUp), as no later try would record it either.
 func (t *turns) finish(ctx context.Context, what string, b store.Batch, turn store.Turn, out []store.OutboxItem, retryAt time.Time) error {
-	return recordUntil(ctx, t.log, what, func(ctx context.Context) error {
+	err := recordUntil(ctx, t.log, what, func(ctx context.Context) error {
 		return t.st.FinishBatch(ctx, b, turn, out, retryAt)
 	}, "folder", b.Folder, "turn", turn.ID)
+	if err != nil && store.Permanent(err) {
+		t.giveUp(ctx, b, turn)
+	}
+	return err
+}
+
+// unrecordedNotice tells a chat that its messages' turn was given up
+// because the store refused its record.
+const unrecordedNotice = "Sorry, I could not answer: the gateway could not record this turn (internal error). Please try again later."
+
+// giveUp drops the started work of a turn whose record the store refuses
+// for good, and tells the chat: left started, the batch would be picked
+// again and its agent run again for the same messages, each outcome
+// refused alike.
+func (t *turns) giveUp(ctx context.Context, b store.Batch, turn store.Turn) {
+	notice := &store.OutboxItem{Key: turn.ID + "/unrecorded", Kind: store.OutboxNotice, Folder: b.Folder, ChatJID: b.ChatJID,
+		Topic: b.Topic, ReplyTo: lastMessageID(b), Text: unrecordedNotice}
+	n, err := t.st.GiveUpTurn(context.WithoutCancel(ctx), turn.ID, notice)
+	if err != nil {
+		t.log.Error("give up an unrecorded turn's batch", "folder", b.Folder, "turn", turn.ID, "err", err)
+		return
+	}
+	if n > 0 {
+		t.log.Error("turn not recorded; its batch is given up", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID, "work_rows", n)
+		t.wakeOutbox()
+	}
 }
 
 // turnFailed records a failed attempt, tells the chat (rate-limited), and

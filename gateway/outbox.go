@@ -522,8 +522,9 @@ func (o *outbox) retry(ctx context.Context, it store.OutboxItem, wait time.Durat
 // refuses it (a full disk, say, until the operator frees space): a row
 // left "sending" is never sent again by this run, and the replies queued
 // behind it in its chat would wait for the next start. It gives up only
-// when ctx ends (the next start settles the row, store.RecoverOutbox) and
-// reports whether the outcome was recorded.
+// when ctx ends or the store refuses the write for good (recordUntil; the
+// next start settles the row, store.RecoverOutbox) and reports whether
+// the outcome was recorded.
 func (o *outbox) record(ctx context.Context, what string, it store.OutboxItem, write func(context.Context) error) bool {
 	return recordUntil(ctx, o.log, what, write, "jid", it.ChatJID, "outbox", it.ID) == nil
 }
@@ -541,14 +542,21 @@ const (
 // recordUntil writes an outcome the store must hold (a turn's record, a
 // delivery's), again and again while the store refuses it, the waits
 // doubling from recordRetryFirst to recordRetryMax, each failure logged
-// as what with attrs. It gives up only when ctx ends, returning the last
-// error; the write itself runs without ctx's cancellation.
+// as what with attrs. It gives up, returning the last error, when ctx
+// ends or when the store refuses the write for good (store.Permanent: a
+// constraint, a row that is gone), which no later try can change and
+// which would hold its worker or sender until shutdown; the write itself
+// runs without ctx's cancellation.
 func recordUntil(ctx context.Context, log *slog.Logger, what string, write func(context.Context) error, attrs ...any) error {
 	wait := recordRetryFirst
 	for {
 		err := write(context.WithoutCancel(ctx))
 		if err == nil {
 			return nil
+		}
+		if store.Permanent(err) {
+			log.Error(what+"; not retried: the store refuses it for good", append(attrs, "err", err)...)
+			return err
 		}
 		if ctx.Err() != nil {
 			log.Error(what, append(attrs, "err", err)...)

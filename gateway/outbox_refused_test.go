@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"switchboard/adapters"
 	"switchboard/agent"
 	"switchboard/internal/testagent"
+	"switchboard/internal/testlog"
 	"switchboard/internal/testwait"
 	"switchboard/store"
 )
@@ -144,6 +147,45 @@ func TestTurnRecordedOnceStoreRecovers(t *testing.T) {
 	}
 	if n := len(h.fa.sentTo(testChat)); n != 1 {
 		t.Errorf("%d replies; want 1", n)
+	}
+}
+
+// A turn whose record the store refuses for good (here a trigger in the
+// real database file that aborts every turn's insert: SQLite's CONSTRAINT,
+// as a broken constraint answers) is not retried until shutdown, holding
+// its worker: recordUntil stops at once, logs one error, and the batch is
+// given up with a notice to the chat, its agent run once.
+func TestTurnGivenUpWhenStoreRefusesItForGood(t *testing.T) {
+	var logs testlog.Buffer
+	runs := filepath.Join(t.TempDir(), "runs")
+	h := newHarness(t, harnessConfig{agent: testagent.Script(t, `echo run >> "`+runs+`"; echo answer`), noStart: true,
+		modify: func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }})
+	db, err := sql.Open("sqlite3", filepath.Join(h.dir, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER refuse_turns BEFORE INSERT ON turns BEGIN SELECT RAISE(ABORT, 'turn refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.post(testChat, "m1", "hello")
+	got := h.waitSent(testChat, 1)
+	if got[0].Text != unrecordedNotice {
+		t.Fatalf("chat received %q; want the notice %q", got[0].Text, unrecordedNotice)
+	}
+	testwait.For(t, 10*time.Second, "the work given up", func() bool {
+		p, err := h.st.PendingFolders(context.Background())
+		return err == nil && len(p) == 0
+	})
+	b, _ := os.ReadFile(runs)
+	if n := strings.Count(string(b), "run"); n != 1 {
+		t.Errorf("the agent ran %d times for one message; want once", n)
+	}
+	l := logs.String()
+	if strings.Contains(l, "record turn; retrying") || !strings.Contains(l, "record turn; not retried: the store refuses it for good") ||
+		!strings.Contains(l, "turn not recorded; its batch is given up") {
+		t.Errorf("log: want the refused record logged once, not retried, and the batch given up:\n%s", l)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -54,7 +55,8 @@ func routingTools() []*toolDef {
 		{tool: newTool("set_routes", "Replace routes",
 			"Replace routes in one step, all or nothing. The operator replaces the whole table. Any other group replaces only "+
 				"the routes it may delete (those targeting its subtree and pinned to chats it owns); other groups' routes stay. "+
-				"Each new route follows the add_route rules. Returns {\"removed\": n, \"routes\": [...]}.",
+				"Each new route follows the add_route rules. Returns {\"removed\": n, \"routes\": [...]}, with \"warning\" naming each "+
+				"new route whose match can match no message it seems meant for, as add_route warns.",
 			destructive,
 			mcp.WithArray("routes", mcp.Required(), mcp.Description("The new routes, each {match, target, seq?, mode?}."),
 				mcp.Items(map[string]any{"type": "object", "properties": routeProps(), "required": []string{"match", "target"}, "additionalProperties": false})),
@@ -225,7 +227,17 @@ func runSetRoutes(ctx context.Context, c *call) (any, error) {
 	if !swapped {
 		return nil, errors.New("the routes changed meanwhile; nothing was replaced, try again")
 	}
-	return map[string]any{"removed": len(remove), "routes": added}, nil
+	out := map[string]any{"removed": len(remove), "routes": added}
+	var warns []string
+	for i, r := range add { // indexed as the caller's routes
+		if w := routing.NeverMatchWarning(r.Match); w != "" {
+			warns = append(warns, fmt.Sprintf("routes[%d]: %s", i, w))
+		}
+	}
+	if len(warns) > 0 {
+		out["warning"] = strings.Join(warns, "; ") // as add_route warns
+	}
+	return out, nil
 }
 
 func runExplainRoute(_ context.Context, c *call) (any, error) {

@@ -735,10 +735,6 @@ func TestFindMessagesWithoutChatKeepsJIDDenials(t *testing.T) {
 	}
 }
 
-// A group's route for its whole chat may not go ahead of another group's
-// route for the chat's threads by a glob (topic=t*), any more than ahead
-// of one for a single thread: it would capture every thread that glob
-// gives the other group.
 // TestAddRouteWarnsOfAGlobMatchingNothing: add_route tells the agent, as
 // route add tells the operator, when its match can match no chat it names
 // (telegram:* matches no Telegram chat: "*" does not cross the "/" of
@@ -760,6 +756,35 @@ func TestAddRouteWarnsOfAGlobMatchingNothing(t *testing.T) {
 	}
 }
 
+// TestSetRoutesWarnsOfAGlobMatchingNothing: set_routes warns as add_route
+// does, naming the route by its index; a table that works carries no warning.
+func TestSetRoutesWarnsOfAGlobMatchingNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	root := h.connect(t, "root", true)
+	var got struct {
+		Routes  []routing.Route `json:"routes"`
+		Warning string          `json:"warning"`
+	}
+	call(t, root, "set_routes", map[string]any{"routes": []any{
+		map[string]any{"match": map[string]any{"platform": "web"}, "target": "root"},
+		map[string]any{"match": map[string]any{"chat_jid": "telegram:*"}, "target": "root", "seq": 50},
+	}}).decode(t, &got)
+	if len(got.Routes) != 2 || !strings.Contains(got.Warning, "routes[1]") || !strings.Contains(got.Warning, "telegram:**") || strings.Contains(got.Warning, "routes[0]") {
+		t.Errorf("set_routes with chat_jid telegram:* as routes[1]: %+v, want both routes and a warning for routes[1] suggesting telegram:**", got)
+	}
+	got.Warning = ""
+	call(t, root, "set_routes", map[string]any{"routes": []any{
+		map[string]any{"match": map[string]any{"chat_jid": "telegram:**"}, "target": "root"},
+	}}).decode(t, &got)
+	if got.Warning != "" {
+		t.Errorf("set_routes with chat_jid telegram:**: warning %q, want none", got.Warning)
+	}
+}
+
+// A group's route for its whole chat may not go ahead of another group's
+// route for the chat's threads by a glob (topic=t*), any more than ahead
+// of one for a single thread: it would capture every thread that glob
+// gives the other group.
 func TestRouteEditKeepsOtherGroupsTopicGlobs(t *testing.T) {
 	h := newHarness(t, nil)
 	root := h.connect(t, "root", true)

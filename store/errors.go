@@ -1,6 +1,11 @@
 package store
 
-import "errors"
+import (
+	"database/sql"
+	"errors"
+
+	"github.com/mattn/go-sqlite3"
+)
 
 // Sentinel errors. Callers test them with errors.Is; the returned errors wrap
 // them with the operation and the key that failed.
@@ -31,3 +36,24 @@ var (
 	// caller checks usage before it records it (agent.Usage.Checked).
 	ErrBadCost = errors.New("bad cost")
 )
+
+// Permanent reports whether a write failed in a way that trying it again
+// cannot change: a constraint the row breaks (SQLite's CONSTRAINT,
+// MISMATCH, TOOBIG, RANGE), a row that is gone (ErrNotFound), a value
+// refused (ErrInvalidMessage, ErrBadCost). A full disk, a busy or locked
+// database, an I/O error or an ended ctx may pass and are not permanent.
+// Callers that retry a write until the store takes it stop on these.
+func Permanent(err error) bool {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, sql.ErrNoRows) || errors.Is(err, ErrInvalidMessage) || errors.Is(err, ErrBadCost) {
+		return true
+	}
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code {
+	case sqlite3.ErrConstraint, sqlite3.ErrMismatch, sqlite3.ErrTooBig, sqlite3.ErrRange:
+		return true
+	}
+	return false
+}

@@ -198,6 +198,9 @@ func (s *Store) OutboxFailed(ctx context.Context, id int64, reason string) error
 
 func failOutbox(ctx context.Context, tx *sql.Tx, id int64, reason string, now int64) error {
 	o, err := scanOutbox(tx.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM outbox WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("fail outbox %d: %w", id, ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("fail outbox %d: %w", id, err)
 	}

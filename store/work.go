@@ -578,6 +578,34 @@ func (s *Store) RecoverTurn(ctx context.Context, turn string) (int64, error) {
 	return n, nil
 }
 
+// GiveUpTurn drops the work rows of turn still marked started, queues
+// notice for the chat when there were any (nil: none) and revokes the
+// turn's MCP token, in one transaction, and returns how many rows it
+// dropped. It is for a turn whose outcome the store refused for good
+// (FinishBatch failed Permanent): left started, its batch would be picked
+// again and its agent run again for the same messages. The messages stay
+// stored; no turn is recorded.
+func (s *Store) GiveUpTurn(ctx context.Context, turn string, notice *OutboxItem) (int64, error) {
+	var n int64
+	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM work WHERE started_ms > 0 AND turn_id = ?`, turn)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		if n > 0 && notice != nil {
+			if err := insertOutbox(ctx, tx, notice, s.nowMS()); err != nil {
+				return err
+			}
+		}
+		return revokeTurnToken(ctx, tx, turn)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("give up turn %s: %w", turn, err)
+	}
+	return n, nil
+}
+
 // StartedBatch is the batch of the work rows that turn started on and
 // that are still marked started, with what NextBatch would load with them;
 // ok is false when there are none.

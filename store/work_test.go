@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -606,5 +607,61 @@ func TestInterruptedTurnKeepsItsRows(t *testing.T) {
 	}
 	if got, err := s.InterruptedTurns(ctx); err != nil || len(got) != 0 {
 		t.Errorf("interrupted turns left: %+v (%v); want none", got, err)
+	}
+}
+
+// TestPermanent: the store's refusals that no retry can change (a turn
+// recorded twice breaks the turns' key; failing an outbox row that is
+// gone) are Permanent; an ended ctx is not: its write may pass later.
+func TestPermanent(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	turn := Turn{ID: "t-1", Folder: "main", ChatJID: "web:a", Status: TurnSucceeded}
+	if err := s.FinishBatch(ctx, Batch{Folder: "main", ChatJID: "web:a"}, turn, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.FinishBatch(ctx, Batch{Folder: "main", ChatJID: "web:a"}, turn, nil, time.Time{})
+	if err == nil || !Permanent(err) {
+		t.Errorf("a turn recorded twice: %v; want a Permanent error", err)
+	}
+	if err := s.OutboxFailed(ctx, 12345, "refused"); !errors.Is(err, ErrNotFound) || !Permanent(err) {
+		t.Errorf("failing an outbox row that is not there: %v; want ErrNotFound, Permanent", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.FinishBatch(cancelled, Batch{Folder: "main", ChatJID: "web:a"}, Turn{ID: "t-2", Folder: "main", ChatJID: "web:a", Status: TurnSucceeded}, nil, time.Time{}); err == nil || Permanent(err) {
+		t.Errorf("a write under an ended ctx: %v; want an error that is not Permanent", err)
+	}
+}
+
+// TestGiveUpTurn: the rows a turn started on are dropped and its chat
+// gets the notice; for a turn with no started rows (put back, or never
+// started) nothing changes and no notice is queued.
+func TestGiveUpTurn(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	enqueue(t, s, msg("web:a", "1"), trigger("main", "web:a", ""))
+	b, ok, err := s.NextBatch(ctx, "main", 10)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if err := s.MarkStarted(ctx, b, "t-1"); err != nil {
+		t.Fatal(err)
+	}
+	notice := func(key string) *OutboxItem {
+		return &OutboxItem{Key: key, Kind: OutboxNotice, Folder: "main", ChatJID: "web:a", Text: "sorry"}
+	}
+	if n, err := s.GiveUpTurn(ctx, "t-other", notice("other/unrecorded")); err != nil || n != 0 {
+		t.Fatalf("GiveUpTurn of a turn with no rows = %d, %v; want 0", n, err)
+	}
+	if n, err := s.GiveUpTurn(ctx, "t-1", notice("t-1/unrecorded")); err != nil || n != 1 {
+		t.Fatalf("GiveUpTurn = %d, %v; want its 1 row dropped", n, err)
+	}
+	if _, ok, err := s.NextBatch(ctx, "main", 10); err != nil || ok {
+		t.Errorf("NextBatch after the give-up: ok %v err %v; want nothing left to run", ok, err)
+	}
+	items, err := s.Outbox(ctx, "web:a", 10)
+	if err != nil || len(items) != 1 || items[0].Key != "t-1/unrecorded" {
+		t.Errorf("outbox %+v (%v); want only t-1's notice", items, err)
 	}
 }

@@ -670,7 +670,8 @@ func TestBackfillKeepsTheNewest(t *testing.T) {
 func TestLikeWithAShortcode(t *testing.T) {
 	f := discordtest.New(t)
 	a := start(t, f, adaptertest.NewHost(), nil)
-	for _, tc := range []struct{ reaction, want string }{{":thumbsup:", "👍"}, {"+1", "👍"}, {"fire", "🔥"}, {"white_check_mark", "✅"}} {
+	for _, tc := range []struct{ reaction, want string }{{":thumbsup:", "👍"}, {"+1", "👍"}, {"fire", "🔥"}, {"white_check_mark", "✅"},
+		{"heart", "❤\ufe0f"}, {":warning:", "⚠\ufe0f"}, {"heart_on_fire", "❤\u200d🔥"}} {
 		id := f.UserPosts(discordtest.Post{Channel: discordtest.Channel, Content: "ship it?"})
 		if err := a.React(t.Context(), adapters.MessageRef{Chat: channelChat, ID: adapters.MessageID(id)}, tc.reaction); err != nil {
 			t.Errorf("like %q: %v", tc.reaction, err)

@@ -92,10 +92,9 @@ func (a *Adapter) React(ctx context.Context, ref adapters.MessageRef, reaction s
 	}
 	emoji := strings.Trim(reaction, ":")
 	if e, ok := adapters.EmojiByName(emoji); ok {
-		emoji = e // a standard emoji's shortcode (":thumbsup:", "+1")
-		if strings.ContainsAny(e, "❤✍☃✔⚠🕊") && !strings.Contains(e, "\u200d") {
-			emoji += "\ufe0f" // shown as text by default: Discord names it with the selector
-		}
+		// A standard emoji's shortcode (":thumbsup:", "+1"); one shown as
+		// text by default Discord names with the selector.
+		emoji = adapters.EmojiPresentation(e)
 	} else if isName(emoji) {
 		guild := guildOf(ref.Chat)
 		if guild == "" {

@@ -248,17 +248,13 @@ func (a *Adapter) postApproval(w http.ResponseWriter, r *http.Request) {
 // 400 for a press the gateway refused as garbage, 404 (the text as the
 // error) for one naming a request that does not exist, 503 when it failed.
 func (a *Adapter) press(w http.ResponseWriter, r *http.Request, room, data, sender, name, message, topic string) {
-	if err := checkWord("sender", sender); err != nil {
+	if name = strings.TrimSpace(name); name != "" && checkName(name, a.botName) != nil {
+		name = "" // one a post would refuse: the press is named by its sender
+	}
+	name, err := checkSender(sender, name, a.botName)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
-	}
-	if strings.EqualFold(sender, botSender) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("sender %q is reserved for the bot; pick another name", sender))
-		return
-	}
-	name = strings.TrimSpace(name)
-	if name == "" || checkName(name, a.botName) != nil { // one a post would refuse
-		name = sender
 	}
 	p := adapters.Press{Sender: senderJID(sender), SenderName: name, Data: data, Message: adapters.MessageID(message), Topic: topic}
 	if room != "" {

@@ -180,6 +180,34 @@ func TestEditReplayedToALaterPage(t *testing.T) {
 	}
 }
 
+// TestPressBySenderReadingAsTheBotRefused: a press whose sender id reads
+// as the bot's ("switch-board"), with no name or one a post would refuse,
+// is refused as a post by that sender is; it reached the gateway named
+// "switch-board" ("Allowed once by switch-board."). With a name of its
+// own the sender id is not shown and the press goes through, as a post does.
+func TestPressBySenderReadingAsTheBotRefused(t *testing.T) {
+	s := start(t, nil)
+	s.host.PressFunc = func(_ context.Context, p adapters.Press) (string, error) {
+		return "Allowed once by " + p.SenderName + ".", nil
+	}
+	for _, tc := range []struct{ path, body string }{
+		{"/api/approvals/42", `{"decision": "allow", "sender": "switch-board"}`},
+		{"/api/approvals/42", `{"decision": "allow", "sender": "Switch.Board", "name": "Switchboard"}`},
+		{"/api/rooms/lobby/press", `{"data": "x", "sender": "switch_board"}`},
+	} {
+		if code, body := s.do(t, http.MethodPost, tc.path, "application/json", tc.body); code != http.StatusBadRequest || !strings.Contains(body, "reserved for the bot") {
+			t.Errorf("%s %s: %d %s; want 400 naming the reservation", tc.path, tc.body, code, body)
+		}
+	}
+	if n := len(s.host.Presses()); n != 0 {
+		t.Fatalf("refused presses reached Host.Press %d times", n)
+	}
+	code, body := s.do(t, http.MethodPost, "/api/approvals/42", "application/json", `{"decision": "allow", "sender": "switch-board", "name": "Ann"}`)
+	if code != http.StatusOK || !strings.Contains(body, `"answer":"Allowed once by Ann."`) {
+		t.Errorf("a press by switch-board named Ann: %d %s; want 200 naming Ann", code, body)
+	}
+}
+
 // TestApprovalPressKeepsTheNameAPostWouldTake: a press carries the
 // display name a posted message may have (64 characters, any script), and
 // not one that reads as the bot's: the gateway's answer "Allowed once by

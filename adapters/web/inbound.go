@@ -15,11 +15,9 @@ import (
 // A display name that reads as the bot's (botName or "switchboard", in any
 // case, spacing or punctuation) is refused like the bot's sender.
 func inbound(room string, req postRequest, botName string, now time.Time) (adapters.Inbound, error) {
-	if err := checkWord("sender", req.Sender); err != nil {
+	name, err := checkSender(req.Sender, req.Name, botName)
+	if err != nil {
 		return adapters.Inbound{}, err
-	}
-	if strings.EqualFold(req.Sender, botSender) {
-		return adapters.Inbound{}, fmt.Errorf("sender %q is reserved for the bot; pick another name", req.Sender)
 	}
 	id := adapters.MessageID("w-" + timedID(now))
 	if req.ID != "" {
@@ -33,13 +31,6 @@ func inbound(room string, req postRequest, botName string, now time.Time) (adapt
 	}
 	if len(req.Text) > maxText {
 		return adapters.Inbound{}, fmt.Errorf("text is longer than %d bytes", maxText)
-	}
-	name := strings.TrimSpace(req.Name)
-	if name == "" {
-		name = req.Sender
-	}
-	if err := checkName(name, botName); err != nil {
-		return adapters.Inbound{}, err
 	}
 	if len(req.Topic) > maxTopic || hasControl(req.Topic) {
 		return adapters.Inbound{}, fmt.Errorf("topic must be at most %d bytes, without control characters", maxTopic)
@@ -58,6 +49,27 @@ func inbound(room string, req postRequest, botName string, now time.Time) (adapt
 		Topic:      req.Topic,
 		Verb:       adapters.VerbMention,
 	}, nil
+}
+
+// checkSender validates a sender id and the display name that goes with
+// it (trimmed; the sender id when empty), and returns the name: the id is
+// a word and not the bot's, and the name passes checkName, so that a
+// sender id shown as the name ("switch-board") cannot read as the bot's.
+// A posted message and a button press are checked alike.
+func checkSender(sender, name, botName string) (string, error) {
+	if err := checkWord("sender", sender); err != nil {
+		return "", err
+	}
+	if strings.EqualFold(sender, botSender) {
+		return "", fmt.Errorf("sender %q is reserved for the bot; pick another name", sender)
+	}
+	if name = strings.TrimSpace(name); name == "" {
+		name = sender
+	}
+	if err := checkName(name, botName); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // checkName validates a display name (trimmed): at most maxName

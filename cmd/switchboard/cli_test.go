@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"net"
@@ -724,6 +725,27 @@ func TestRouteAddWarnsOfADuplicate(t *testing.T) {
 	}
 	if out := mustSB(t, dir, "route", "add", "--target", "other", "--seq", "-1", "platform=web"); strings.Contains(out, "warning") {
 		t.Errorf("a route tried first warned:\n%s", out)
+	}
+}
+
+// TestRouteAddReportsUnreadableRoutes: when the stored routes cannot be
+// read back to check a new route against them (here a row whose match is
+// not JSON), route add still adds it but says the check did not happen,
+// instead of printing no warning as if the route were fine.
+func TestRouteAddReportsUnreadableRoutes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main")
+	db, err := sql.Open("sqlite3", filepath.Join(dir, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO routes (seq, match, target, created_ms) VALUES (0, 'not json', 'main', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	out := mustSB(t, dir, "route", "add", "--target", "main", "chat_jid=web:lobby")
+	if !strings.Contains(out, "added route 2") || !strings.Contains(out, "warning: the routes could not be read to check route 2") || !strings.Contains(out, "decode match of route 1") {
+		t.Errorf("route add over an unreadable route table:\n%s\nwant the route added and a warning that it was not checked, naming the error", out)
 	}
 }
 

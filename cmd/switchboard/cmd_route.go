@@ -138,10 +138,7 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 		}
 		warning := routing.NeverMatchWarning(added.Match)
 		if warning == "" {
-			warning = duplicateWarning(cmd.Context(), st, added)
-		}
-		if warning == "" {
-			warning = a.shadowWarning(cmd, st, added)
+			warning = tableWarning(ctx, st, added)
 		}
 		return a.emit(map[string]any{"route": added, "warning": warning}, func(w io.Writer) {
 			fmt.Fprintf(w, "added route %d: %s -> %s (%s, seq %d)\n", added.ID, routing.FormatMatch(added.Match), added.Target, added.Mode, added.Seq)
@@ -152,14 +149,28 @@ func (a *app) routeAdd(cmd *cobra.Command, r routing.Route, args []string) error
 	})
 }
 
+// tableWarning checks the added route r against the stored routes, read
+// once: a duplicate, else a route that wins for r's chat. When the routes
+// cannot be read the warning says so: r is added, but unchecked.
+func tableWarning(ctx context.Context, st *store.Store, r routing.Route) string {
+	routes, err := st.ListRoutes(ctx)
+	var t *routing.Table
+	if err == nil {
+		t, err = routing.New(routes)
+	}
+	if err != nil {
+		return fmt.Sprintf("the routes could not be read to check route %d against them (%v); check with switchboard route list and route explain", r.ID, err)
+	}
+	if w := duplicateWarning(routes, r); w != "" {
+		return w
+	}
+	return shadowWarning(t, r)
+}
+
 // duplicateWarning tells the operator when an earlier route has the very
 // same match: it wins every message this one matches, so this one never
 // does (a route added twice, or again after a first start seeded it).
-func duplicateWarning(ctx context.Context, st *store.Store, r routing.Route) string {
-	routes, err := st.ListRoutes(ctx)
-	if err != nil {
-		return ""
-	}
+func duplicateWarning(routes []routing.Route, r routing.Route) string {
 	for _, o := range routes {
 		if o.ID == r.ID || !maps.Equal(o.Match, r.Match) {
 			continue
@@ -173,13 +184,9 @@ func duplicateWarning(ctx context.Context, st *store.Store, r routing.Route) str
 
 // shadowWarning tells the operator when a route pinned to one chat loses to
 // an earlier route for that chat, the usual surprise after adding a route.
-func (a *app) shadowWarning(cmd *cobra.Command, st *store.Store, r routing.Route) string {
+func shadowWarning(t *routing.Table, r routing.Route) string {
 	jid, ok := r.Match[routing.KeyChatJID]
 	if !ok || !routing.IsLiteral(jid) {
-		return ""
-	}
-	t, err := routing.Load(cmd.Context(), st)
-	if err != nil {
 		return ""
 	}
 	// A route's match values are globs, not JIDs: only literal ones name a
