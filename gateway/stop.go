@@ -69,10 +69,11 @@ type stoppableTurn struct {
 	// a channel turn's reply is in that message's thread.
 	replyTo adapters.MessageID
 	// seqs are the messages of its batch (ascending, as claimed): a
-	// message among them is the turn's own and never interrupts it.
+	// message among them, or before one of them, never interrupts it
+	// (claimedSince).
 	seqs   []int64
 	cancel context.CancelCauseFunc
-	by      adapters.JID // who stopped it; "" while nobody did
+	by     adapters.JID // who stopped it; "" while nobody did
 	// requeue: stopped by a message in interrupt mode (midturn.go): its
 	// batch runs again with what came meanwhile.
 	requeue bool
@@ -138,8 +139,12 @@ func batchSeqs(b store.Batch) []int64 {
 	return seqs
 }
 
-// answers reports whether message seq is in the turn's own batch.
-func (rt *stoppableTurn) answers(seq int64) bool { return slices.Contains(rt.seqs, seq) }
+// claimedSince reports whether the turn's batch was claimed after message
+// seq was stored: it has that message (the turn answers it) or a later
+// one. Such a turn did not run when the message came.
+func (rt *stoppableTurn) claimedSince(seq int64) bool {
+	return len(rt.seqs) > 0 && slices.Max(rt.seqs) >= seq
+}
 
 // unregister removes rt (r.mu held).
 func (r *stoppable) unregister(rt *stoppableTurn) {

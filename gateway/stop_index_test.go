@@ -128,6 +128,69 @@ func TestMessageDoesNotInterruptItsOwnTurn(t *testing.T) {
 	}
 }
 
+// A message interrupts the turn that ran when it came, never one that
+// started after it: under load its own turn can start and end between its
+// commit and the interrupt, and the turn running by then (of a message
+// after it) would be stopped and run again for nothing.
+func TestMessageDoesNotInterruptALaterTurn(t *testing.T) {
+	ctx := context.Background()
+	r := &stoppable{}
+	mt := &midTurns{st: &countingMidTurnStore{mode: string(MidTurnInterrupt)}, running: r, stops: &stopper{running: r, log: discard},
+		def: MidTurnQueue, log: discard}
+	work := []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 7, Mode: "trigger"}}
+	mid := mt.message(work)
+	// 7's own turn ran and ended; the turn of 9, after it, runs now.
+	later := r.begin(ctx, "t-9", store.Batch{Folder: "main", ChatJID: "web:room",
+		Items: []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 9, Mode: "trigger"}}})
+	mid.interrupt(ctx, store.Message{ChatJID: "web:room", Seq: 7, Sender: "web:user/ann"})
+	if later.stopped() {
+		t.Error("message 7 interrupted the turn of message 9, which started after it")
+	}
+	later.end()
+}
+
+// A message from a channel turn's reply thread (Slack) joins that turn
+// (joinInterrupted) and interrupts it; should that turn end before the
+// message is stored, the message does not interrupt the channel's next
+// turn, which answers someone else in another thread: that turn would
+// run again and answer this message there.
+func TestThreadMessageInterruptsOnlyTheTurnItJoined(t *testing.T) {
+	ctx := context.Background()
+	r := &stoppable{}
+	mt := &midTurns{st: &countingMidTurnStore{mode: string(MidTurnInterrupt)}, running: r, stops: &stopper{running: r, log: discard},
+		def: MidTurnQueue, log: discard}
+	channelTurn := func(id string, seq int64, msg adapters.MessageID) stopHandle {
+		return r.begin(ctx, id, store.Batch{Folder: "main", ChatJID: "slack:C1",
+			Items:    []store.WorkItem{{Folder: "main", ChatJID: "slack:C1", Seq: seq, Mode: "trigger"}},
+			Messages: []store.Message{{ChatJID: "slack:C1", ID: msg, Seq: seq}}})
+	}
+	first := channelTurn("t-first", 3, "1700.1")
+	work := []store.WorkItem{{Folder: "main", ChatJID: "slack:C1", Topic: "1700.1", Mode: "trigger"}}
+	mid := mt.message(work)
+	mid.joinInterrupted(ctx, "slack:U2", work)
+	if work[0].Topic != "" {
+		t.Fatalf("the thread's message was not addressed to the turn it meets: topic %q", work[0].Topic)
+	}
+	first.end() // before the message is stored
+	next := channelTurn("t-next", 5, "1700.5")
+	mid.interrupt(ctx, store.Message{ChatJID: "slack:C1", Topic: "1700.1", Seq: 7, Sender: "slack:U2"})
+	if next.stopped() {
+		t.Error("a message from the first turn's thread interrupted the next turn, in another thread")
+	}
+	next.end()
+
+	// The turn it joined, still running, it interrupts.
+	first = channelTurn("t-first2", 8, "1700.8")
+	work = []store.WorkItem{{Folder: "main", ChatJID: "slack:C1", Topic: "1700.8", Mode: "trigger"}}
+	mid = mt.message(work)
+	mid.joinInterrupted(ctx, "slack:U2", work)
+	mid.interrupt(ctx, store.Message{ChatJID: "slack:C1", Topic: "1700.8", Seq: 10, Sender: "slack:U2"})
+	if !first.stopped() {
+		t.Error("a message from the turn's thread did not interrupt it")
+	}
+	first.end()
+}
+
 // BenchmarkMidTurnLookup measures what intake does for a message routed
 // to a chat whose folder's turn runs, among n running turns: look the turn
 // up for steer and interrupt (mode queue: neither acts). It reports the
