@@ -166,7 +166,9 @@ func (c *midTurnMsg) steer(ctx context.Context, m *store.Message, arrived func(s
 	}
 	rt.smu.Lock()
 	defer rt.smu.Unlock()
-	if rt.ended || rt.steer == nil {
+	// A turn stopped already is ending, its agent being killed: what is
+	// written into it now would be settled with it, never answered.
+	if rt.ended || rt.steer == nil || mt.running.stoppedBy(rt) != "" {
 		return false, nil
 	}
 	// A message's attachments are fetched into the folder before the turn

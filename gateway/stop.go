@@ -260,6 +260,13 @@ func (r *stoppable) stopAs(id string, by adapters.JID, requeue bool) bool {
 	return true
 }
 
+// stoppedBy is who stopped rt ("": nobody, so far).
+func (r *stoppable) stoppedBy(rt *stoppableTurn) adapters.JID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return rt.by
+}
+
 // stopper takes the requests to stop a chat's running turn (/stop, a
 // mention of the bot then "stop", the Stop button), checks who may
 // (limits.stop_by) and stops it.

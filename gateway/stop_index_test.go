@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
@@ -245,5 +247,48 @@ func TestStopSomeNotYours(t *testing.T) {
 	}
 	if want := []string{stopNotYours, stopSomeNotYours}; !slices.Equal(answers, want) {
 		t.Errorf("answers %q; want %q", answers, want)
+	}
+}
+
+// steeringStore takes every steered message.
+type steeringStore struct{ countingMidTurnStore }
+
+func (s *steeringStore) SteerMessage(_ context.Context, m *store.Message, _ store.WorkItem, _ string) (bool, int64, error) {
+	return true, m.Seq, nil
+}
+
+// A message that comes after its chat's turn was stopped (/stop, the Stop
+// button) is not written into that turn's agent, which is being killed:
+// the stopped turn would take it with its batch, settled, and it would
+// never be answered ("/stop", then "do this instead"). It waits for the
+// next turn.
+func TestSteerSkipsAStoppedTurn(t *testing.T) {
+	ctx := context.Background()
+	r := &stoppable{}
+	mt := &midTurns{st: &steeringStore{countingMidTurnStore{mode: string(MidTurnSteer)}}, running: r, stops: &stopper{running: r, log: discard},
+		def: MidTurnQueue, canSteer: true, kick: func(groups.Folder) {}, stored: func(adapters.JID, int64) {}, now: time.Now, log: discard}
+	work := []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 3, Mode: "trigger"}}
+	run := r.begin(ctx, "t-1", store.Batch{Folder: "main", ChatJID: "web:room", Items: work})
+	steer := agent.NewSteering()
+	var written []int64
+	steer.Forward(func(id int64, _ string) bool { written = append(written, id); return true })
+	run.steerWith(steer)
+
+	m := store.Message{ChatJID: "web:room", Seq: 5, Sender: "web:user/ann", Text: "and this"}
+	mid := mt.message([]store.WorkItem{{Folder: "main", ChatJID: "web:room", Mode: "trigger"}})
+	if handled, err := mid.steer(ctx, &m, func(store.Message) {}); !handled || err != nil || !slices.Equal(written, []int64{5}) {
+		t.Fatalf("steer into the running turn: %v %v, written %v", handled, err, written)
+	}
+	r.stop("t-1", "web:user/ann")
+	m = store.Message{ChatJID: "web:room", Seq: 7, Sender: "web:user/ann", Text: "do this instead"}
+	mid = mt.message([]store.WorkItem{{Folder: "main", ChatJID: "web:room", Mode: "trigger"}})
+	if handled, err := mid.steer(ctx, &m, func(store.Message) {}); handled || err != nil {
+		t.Errorf("steer after the stop: handled %v, %v; want the message queued for the next turn", handled, err)
+	}
+	if !slices.Equal(written, []int64{5}) {
+		t.Errorf("written into the stopped turn: %v", written)
+	}
+	if end := run.end(); len(end.steered) != 1 {
+		t.Errorf("the stopped turn took %+v; want only the message steered before the stop", end.steered)
 	}
 }
