@@ -143,7 +143,7 @@ func batchSeqs(b store.Batch) []int64 {
 // seq was stored: it has that message (the turn answers it) or a later
 // one. Such a turn did not run when the message came.
 func (rt *stoppableTurn) claimedSince(seq int64) bool {
-	return len(rt.seqs) > 0 && slices.Max(rt.seqs) >= seq
+	return seq > 0 && len(rt.seqs) > 0 && slices.Max(rt.seqs) >= seq
 }
 
 // unregister removes rt (r.mu held).
@@ -331,9 +331,10 @@ func (s *stopper) owns(chat adapters.JID, topic string) bool {
 // its chat and topic that m's sender may stop, and answers once when there
 // is nothing to stop or some turn is not the sender's to stop (saying
 // whether others were). The stopped turn's live reply (or a notice) says
-// it stopped.
+// it stopped. A turn that started after m was stored (a message after it
+// in its batch: "/stop", then a new question) is not the one m meant.
 func (s *stopper) command(ctx context.Context, m store.Message) {
-	running := s.running.toStop(m.ChatJID, m.Topic)
+	running := slices.DeleteFunc(s.running.toStop(m.ChatJID, m.Topic), func(rt *stoppableTurn) bool { return rt.claimedSince(m.Seq) })
 	answer := ""
 	if len(running) == 0 {
 		answer = stopNothingRunning

@@ -292,3 +292,34 @@ func TestSteerSkipsAStoppedTurn(t *testing.T) {
 		t.Errorf("the stopped turn took %+v; want only the message steered before the stop", end.steered)
 	}
 }
+
+// /stop stops the turn that ran when it came, not one that started after
+// it: "/stop", then a new question at once; should the stopped turn end
+// and the new question's turn start before the stop is acted on, the new
+// question's turn runs on, and the person is told nothing ran.
+func TestStopCommandSparesALaterTurn(t *testing.T) {
+	ctx := context.Background()
+	r := &stoppable{}
+	var answers []string
+	s := &stopper{running: r, log: discard, send: func(_ context.Context, req ops.SendRequest) (store.OutboxItem, error) {
+		answers = append(answers, req.Text)
+		return store.OutboxItem{}, nil
+	}}
+	later := r.begin(ctx, "t-9", store.Batch{Folder: "main", ChatJID: "web:room",
+		Items: []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 9, Mode: "trigger"}}})
+	s.command(ctx, store.Message{ChatJID: "web:room", ID: "m7", Seq: 7, Sender: "web:user/ann", Text: "/stop"})
+	if later.stopped() {
+		t.Error("/stop (message 7) stopped the turn of message 9, which started after it")
+	}
+	if !slices.Equal(answers, []string{stopNothingRunning}) {
+		t.Errorf("answers %q; want %q", answers, stopNothingRunning)
+	}
+	later.end()
+	running := r.begin(ctx, "t-3", store.Batch{Folder: "main", ChatJID: "web:room",
+		Items: []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 3, Mode: "trigger"}}})
+	s.command(ctx, store.Message{ChatJID: "web:room", ID: "m10", Seq: 10, Sender: "web:user/ann", Text: "/stop"})
+	if !running.stopped() {
+		t.Error("/stop did not stop the turn running when it came")
+	}
+	running.end()
+}
