@@ -160,11 +160,34 @@ func (p *approvals) Approve(ctx context.Context, req ipc.ApprovalRequest) ipc.Ap
 		p.log.Error("store approval request", "folder", req.Folder, "tool", req.Tool, "err", err)
 		return ipc.ApprovalResult{Reason: "denied: the approval request could not be stored"}
 	}
+	if done, ok := p.grantedMeanwhile(ctx, a); ok {
+		p.finished(done)
+		return ipc.ApprovalResult{Allowed: done.Status.Allows(), ID: done.ID, Reason: outcome(done, p.opt.Timeout)}
+	}
 	a = p.post(ctx, a, settings.Chat, run)
 	p.log.Info("approval requested", "approval", a.ID, "folder", a.Folder, "tool", a.Tool, "jid", a.Chat)
 	done := p.wait(ctx, a, run, wake)
 	p.finished(done)
 	return ipc.ApprovalResult{Allowed: done.Status.Allows(), ID: done.ID, Reason: outcome(done, p.opt.Timeout)}
+}
+
+// grantedMeanwhile decides a, just stored, as allowed for the session when
+// a session grant of its tool came since Approve looked for one: that
+// grant's decision found no pending request of this call to cover
+// (coveredBySession), and the approver is not to be asked again for what
+// they just allowed. Stored first, looked at after: the decision and the
+// call each see the other's write, whichever came first. ok is false when
+// a is to be posted and waited for.
+func (p *approvals) grantedMeanwhile(ctx context.Context, a store.Approval) (store.Approval, bool) {
+	if ok, err := p.st.SessionAllows(ctx, a.Folder, a.Tool, a.TurnID, a.SessionID); err != nil || !ok {
+		return a, false
+	}
+	cur, _, err := p.st.DecideApproval(context.WithoutCancel(ctx), a.ID, store.ApprovalSession, "", "")
+	if err != nil {
+		p.log.Error("record approval decision", "approval", a.ID, "err", err)
+		return a, false
+	}
+	return cur, cur.Status != store.ApprovalPending
 }
 
 // wait waits for a's decision, or for what ends the wait first, and
@@ -545,6 +568,9 @@ func outcome(a store.Approval, timeout time.Duration) string {
 	case store.ApprovalAllowed:
 		return "allowed once by " + deciderName(a.Decider)
 	case store.ApprovalSession:
+		if a.Decider == "" { // a grant made while it asked (grantedMeanwhile)
+			return "allowed for this session"
+		}
 		return "allowed for this session by " + deciderName(a.Decider)
 	case store.ApprovalDenied:
 		if a.Decider == "" {
@@ -565,6 +591,9 @@ func outcomeLine(a store.Approval) string {
 	case store.ApprovalAllowed:
 		return "Allowed once by " + deciderName(a.Decider)
 	case store.ApprovalSession:
+		if a.Decider == "" {
+			return "Allowed for this session"
+		}
 		return "Allowed for this session by " + deciderName(a.Decider)
 	case store.ApprovalDenied:
 		if a.Decider == "" {

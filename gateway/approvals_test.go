@@ -524,3 +524,64 @@ func TestBackfilledApprovalCommandNotPrompted(t *testing.T) {
 		t.Errorf("the chat got %q; want the question's reply alone", sent)
 	}
 }
+
+// grantingStore is the store of approvals whose next AddApproval first
+// runs beforeAdd: a decision made between a call's session check and
+// its request being stored.
+type grantingStore struct {
+	approvalStore
+	beforeAdd func()
+}
+
+func (s *grantingStore) AddApproval(ctx context.Context, a store.Approval) (store.Approval, error) {
+	if f := s.beforeAdd; f != nil {
+		s.beforeAdd = nil
+		f()
+	}
+	return s.approvalStore.AddApproval(ctx, a)
+}
+
+// TestSessionGrantDuringAskCoversIt: a call of a tool that asks at the
+// moment an approver allows that tool for the session (after the call
+// found no session grant, before its request was stored, so the grant
+// saw no pending request to cover) is allowed by that grant: the
+// approver is not asked again for what they just allowed, and the call
+// does not wait for the timeout.
+func TestSessionGrantDuringAskCoversIt(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, "main")
+	if err := st.SetApprovers(ctx, "main", []string{"test:user/ann"}); err != nil {
+		t.Fatal(err)
+	}
+	active := &activeTurns{}
+	active.started("t-1", messageBatch("main", testChat, "test:user/ann"))
+	defer active.finished("t-1")
+	fake := &buttonsFake{}
+	send := func(context.Context, ops.SendRequest) (store.OutboxItem, error) { return store.OutboxItem{}, nil }
+	gs := &grantingStore{approvalStore: st}
+	p := newApprovals(gs, adapterSet{"test": fake}, active, send, ApprovalOptions{Timeout: 2 * time.Second}, prometheus.NewRegistry(), discard)
+
+	first := make(chan ipc.ApprovalResult, 1)
+	go func() {
+		first <- p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: "send", Args: map[string]any{"text": "one"}})
+	}()
+	_, buttons := fake.request(t)
+	gs.beforeAdd = func() {
+		if ans, _ := p.decide(ctx, strings.Split(buttons[1].Data, ":")[1], "session", "test:user/ann"); ans != "Allowed for this session by test:user/ann." {
+			t.Errorf("session press answered %q", ans)
+		}
+	}
+	second := p.Approve(ctx, ipc.ApprovalRequest{Folder: "main", Tool: "send", Args: map[string]any{"text": "two"}})
+	if !second.Allowed {
+		t.Errorf("the call asked during the session grant got %+v; want it allowed by the grant", second)
+	}
+	if r := <-first; !r.Allowed {
+		t.Errorf("the first call got %+v", r)
+	}
+	if n, _, _ := fake.state(); n != 1 {
+		t.Errorf("%d requests posted; want only the first (the second call's tool was allowed for the session)", n)
+	}
+	if got, err := st.PendingApprovals(ctx); err != nil || len(got) != 0 {
+		t.Errorf("pending requests left: %+v, %v", got, err)
+	}
+}

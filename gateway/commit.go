@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,7 +75,11 @@ type commitReq struct {
 }
 
 // commit stores m and its work and returns once they are committed (or
-// failed), or ctx ends. inserted is false for a duplicate; m.Seq is set.
+// failed), or ctx ends before their transaction begins. inserted is false
+// for a duplicate; m.Seq is set. Once the transaction began, its outcome
+// is the caller's even if ctx ends meanwhile: told of an error, a caller
+// acts on nothing, and a redelivery of a message stored then is a
+// duplicate that acts on nothing either.
 // noted (may be nil) is called with the stored message once it is
 // inserted and before the folders its work wakes start a turn on it: what
 // a guard notes about a message's arrival is there when its turn starts.
@@ -98,11 +103,26 @@ func (c *committer) commit(ctx context.Context, m *store.Message, work []store.W
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		// The message may still be committed; a retry is a duplicate.
-		return false, ctx.Err()
+		if c.abandon(r) {
+			return false, ctx.Err()
+		}
+		<-r.done // in a transaction already (commitBatch)
 	}
 	*m = r.msg
 	return r.inserted, r.err
+}
+
+// abandon takes r out of the waiting callers; false when a transaction
+// has it already.
+func (c *committer) abandon(r *commitReq) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(c.waiting, r)
+	if i < 0 {
+		return false
+	}
+	c.waiting = slices.Delete(c.waiting, i, i+1)
+	return true
 }
 
 // run commits batches until nothing is waiting. The leading caller commits

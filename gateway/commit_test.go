@@ -195,3 +195,88 @@ func TestCommitNotesTheWholeBatchBeforeTheWake(t *testing.T) {
 		t.Errorf("order %q; want %q", order, want)
 	}
 }
+
+// gatedCommits is a commitStore whose transactions each wait for the next
+// value of gate before they commit; started is told of each first.
+type gatedCommits struct {
+	started   chan []adapters.MessageID
+	gate      chan struct{}
+	mu        sync.Mutex
+	committed map[adapters.MessageID]bool
+	seq       int64
+}
+
+func (s *gatedCommits) EnqueueMessages(_ context.Context, es []store.Enqueue) error {
+	var ids []adapters.MessageID
+	for _, e := range es {
+		ids = append(ids, e.Message.ID)
+	}
+	s.started <- ids
+	<-s.gate
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range es {
+		s.seq++
+		es[i].Message.Seq, es[i].Inserted = s.seq, true
+		s.committed[es[i].Message.ID] = true
+	}
+	return nil
+}
+
+func (s *gatedCommits) EnqueueMessage(ctx context.Context, m *store.Message, work []store.WorkItem) (bool, error) {
+	e := []store.Enqueue{{Message: m, Work: work}}
+	err := s.EnqueueMessages(ctx, e)
+	return e[0].Inserted, err
+}
+
+// A caller whose ctx ends while its message's transaction commits is told
+// what became of the message, not only that its ctx ended: told of an
+// error, it acts on nothing, while the message is stored and a redelivery
+// is a duplicate that acts on nothing either (a /stop, an /approve, an
+// interrupting message whose sender went away at that moment: lost).
+// Before its transaction begins, its ctx ending keeps it out.
+func TestCommitCallerGoneDuringItsTransaction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &gatedCommits{started: make(chan []adapters.MessageID, 4), gate: make(chan struct{}), committed: map[adapters.MessageID]bool{}}
+		c := &committer{st: st, stored: func(adapters.JID, int64) {}, kick: func(groups.Folder) {}}
+		type result struct {
+			inserted bool
+			err      error
+		}
+		commit := func(ctx context.Context, id adapters.MessageID) chan result {
+			out := make(chan result, 1)
+			go func() {
+				m := store.Message{ChatJID: testChat, ID: id, Sender: "test:user/ann", Text: "/stop"}
+				ins, err := c.commit(ctx, &m, nil, nil)
+				out <- result{ins, err}
+			}()
+			return out
+		}
+		a := commit(context.Background(), "a") // leads; its transaction waits
+		<-st.started
+		ctxB, cancelB := context.WithCancel(context.Background())
+		b := commit(ctxB, "b")
+		ctxC, cancelC := context.WithCancel(context.Background())
+		cc := commit(ctxC, "c")
+		synctest.Wait() // b and c wait for the next transaction
+		cancelC()       // c's sender goes before its transaction begins
+		synctest.Wait()
+		st.gate <- struct{}{} // a commits
+		if r := <-a; !r.inserted || r.err != nil {
+			t.Fatalf("a: %+v", r)
+		}
+		if ids := <-st.started; len(ids) != 1 || ids[0] != "b" {
+			t.Fatalf("the next transaction has %v; want b alone", ids)
+		}
+		cancelB() // b's sender goes while b's transaction commits
+		synctest.Wait()
+		st.gate <- struct{}{}
+		if r := <-b; r.err != nil || !r.inserted {
+			t.Errorf("b, stored: commit returned %+v; want it inserted", r)
+		}
+		if r := <-cc; r.err == nil || st.committed["c"] {
+			t.Errorf("c: commit returned %+v, stored %v; want an error and nothing stored", r, st.committed["c"])
+		}
+		time.Sleep(2 * gatherMax)
+	})
+}

@@ -114,10 +114,35 @@ func (bg *budgetGuard) check(ctx context.Context, c turnCandidate) (verdict, err
 	if err := bg.holder.hold(ctx, b, h.Until, time.Until(h.Until), notice, key); err != nil {
 		return verdictRun, fmt.Errorf("hold chat for budget: %w", err)
 	}
+	if bg.releasedAsRaised(ctx, b.Folder, h.Until) {
+		return verdictHeld, nil // it runs again, with the new budgets
+	}
 	// Task runs queued in the held chat would wait behind its messages
 	// and all run once the cap is raised: they are skipped now.
 	bg.skipTaskRuns(ctx, b.Folder, h, reason)
 	return verdictHeld, nil
+}
+
+// releasedAsRaised lets folder's chats held until until run at once, and
+// reports true, when the budgets loaded now no longer hold it: a reload
+// that raised the cap while check held a chat on the budgets it had read
+// released the holds stored then, not the one stored after it. The reload
+// stores the new budgets before it releases, and check looks at them
+// after it holds: one of the two sees the other.
+func (bg *budgetGuard) releasedAsRaised(ctx context.Context, folder groups.Folder, until time.Time) bool {
+	if h, err := bg.hold(ctx, folder, bg.now()); err != nil || h != nil {
+		return false
+	}
+	n, err := bg.st.ReleaseChats(ctx, folder, until)
+	if err != nil {
+		bg.log.Error("release a chat held as the cap was raised", "folder", folder, "err", err)
+		return false
+	}
+	if n > 0 {
+		bg.log.Info("budget raised as a chat was held; it runs", "folder", folder)
+		bg.kick(folder)
+	}
+	return true
 }
 
 // skipHeld skips folder's queued task runs when a budget holds it now:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"switchboard/groups"
+	"switchboard/ops"
 	"switchboard/store"
 )
 
@@ -82,5 +83,60 @@ func TestBudgetGuard(t *testing.T) {
 	}
 	if len(st.released) != 1 || len(kicks) != 1 {
 		t.Errorf("released %v, kicked %v", st.released, kicks)
+	}
+}
+
+// spentStore is the store with what was spent fixed.
+type spentStore struct {
+	*store.Store
+	spent float64
+}
+
+func (s spentStore) Spent(context.Context, groups.Folder, time.Time) (float64, error) {
+	return s.spent, nil
+}
+
+// An operator who raises a used-up cap lets the held chats run: also the
+// chat whose turn the guard was holding at that moment (decided on the old
+// cap, stored after the reload released the holds it found), which
+// otherwise stayed silent until the day or month was over.
+func TestBudgetRaisedWhileAChatIsHeld(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, "main")
+	if err := st.SetBudget(ctx, store.Budget{Folder: "main", DailyUSD: 1}); err != nil {
+		t.Fatal(err)
+	}
+	hook := &deferHook{Store: st}
+	var k kicks
+	bg := &budgetGuard{st: spentStore{Store: st, spent: 2}, now: time.Now, zone: time.UTC, kick: k.kick, log: discard,
+		holder: chatHolder{st: hook, log: discard, kickAfter: func(groups.Folder, time.Duration) {},
+			send: func(context.Context, ops.SendRequest) (store.OutboxItem, error) { return store.OutboxItem{}, nil }}}
+	if err := bg.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := store.Message{ChatJID: testChat, ID: "m1", Sender: "test:user/ann", Text: "hello", Time: time.Now()}
+	if _, err := st.EnqueueMessage(ctx, &m, []store.WorkItem{{Folder: "main", ChatJID: testChat, Mode: "trigger", Trigger: store.TriggerMessage}}); err != nil {
+		t.Fatal(err)
+	}
+	b, ok, err := st.NextBatch(ctx, "main", maxBatch)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	hook.before = func() { // the operator raises the cap; the reload runs
+		if err := st.SetBudget(ctx, store.Budget{Folder: "main", DailyUSD: 100}); err != nil {
+			t.Error(err)
+		}
+		if err := bg.load(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	if v, err := bg.check(ctx, turnCandidate{batch: b}); v != verdictHeld || err != nil {
+		t.Fatalf("check: %v, %v; want it held on the cap it read", v, err)
+	}
+	if _, ok, err := st.NextBatch(ctx, "main", maxBatch); err != nil || !ok {
+		t.Errorf("the message waits for the end of the day after the cap was raised (ready: %v, %v)", ok, err)
+	}
+	if len(k.list()) == 0 {
+		t.Error("the folder was not woken")
 	}
 }

@@ -75,6 +75,10 @@ type floodHold struct {
 	until    time.Time // the store time DeferChat holds the work to; zero once lifted or over
 	byChat   bool      // the chat's own limit holds it, not only its senders'
 	noticeTo time.Time // no further notice before this (gateway clock): one notice per window
+	// roomy is the newest message (its seq) that arrived from a sender
+	// with room while the chat had room: a hold of a batch claimed
+	// before it came is lifted for it (floodLimiter.passed).
+	roomy int64
 }
 
 // floodLimiter counts message turns per sender and per chat in sliding
@@ -193,25 +197,52 @@ func (f *floodLimiter) held(k loopKey, until time.Time, byChat bool) {
 	h.until, h.byChat = until, byChat
 }
 
-// arrived is told of a new trigger message from sender for k. It returns
-// the hold to lift when k is held only because the senders of its queued
-// messages were over their limit, and sender and the chat have room: the
-// new message is not to wait for someone else's flood.
-func (f *floodLimiter) arrived(k loopKey, sender adapters.JID) (time.Time, bool) {
+// arrived is told of a new trigger message seq from sender for k. It
+// returns the hold to lift when k is held only because the senders of
+// its queued messages were over their limit, and sender and the chat
+// have room: the new message is not to wait for someone else's flood.
+// Held or not, such a message is noted for a hold that its chat's turn
+// is about to get (passed).
+func (f *floodLimiter) arrived(k loopKey, sender adapters.JID, seq int64) (time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := f.holds[k]
-	if h == nil || h.until.IsZero() || h.byChat {
-		return time.Time{}, false
-	}
 	now := f.now()
+	f.init()
 	cr, sr := f.cfg.TurnsPerChat, f.cfg.TurnsPerSender
 	if cr.wait(cr.trim(f.chats[k.chat], now), now) > 0 || sr.wait(sr.trim(f.senders[sender], now), now) > 0 {
+		return time.Time{}, false
+	}
+	h := f.hold(k)
+	h.roomy = max(h.roomy, seq)
+	if h.until.IsZero() || h.byChat {
 		return time.Time{}, false
 	}
 	until := h.until
 	h.until = time.Time{}
 	return until, true
+}
+
+// passed reports whether k's hold until, set (held) for a batch whose
+// newest message is last and stored since, is to be lifted at once: a
+// message from a sender with room came after the batch was claimed, and
+// either lifted the hold already (arrived, which found it set but maybe
+// not yet stored) or came before the hold was set. It is then lifted.
+// The message is noted once: should it not be in the next batch (it was
+// steered into a running turn), that batch's hold stays.
+func (f *floodLimiter) passed(k loopKey, until time.Time, last int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.hold(k)
+	if h.byChat {
+		return false
+	}
+	came := h.roomy > last
+	h.roomy = 0
+	if !h.until.Equal(until) || came {
+		h.until = time.Time{}
+		return true
+	}
+	return false
 }
 
 // floodStore is what the flood guard needs of the store.
@@ -264,11 +295,36 @@ func (f floodGuard) check(ctx context.Context, c turnCandidate) (verdict, error)
 		notice = fmt.Sprintf("Slow down: %s started %s in the last %s, the limit here. Nothing is lost: "+
 			"I'll answer the messages sent meanwhile at %s.", who, count(rate.Count, "turn"), spell(rate.Window), clockTime(until, f.zone))
 	}
+	// Set before it is stored, looked at after: a message from a sender
+	// with room that comes meanwhile (or came since the batch was
+	// claimed) is not held for someone else's flood (arrived, passed).
+	f.count.held(k, until, byChat)
 	if err := f.holder.hold(ctx, b, until, wait, notice, ""); err != nil {
+		f.count.held(k, time.Time{}, byChat)
 		return verdictRun, fmt.Errorf("hold flooded chat: %w", err)
 	}
-	f.count.held(k, until, byChat)
+	if f.count.passed(k, until, lastSeq(b)) {
+		f.lift(ctx, k, until)
+	}
 	return verdictHeld, nil
+}
+
+// lastSeq is the newest message of b's trigger items (0: none).
+func lastSeq(b store.Batch) int64 {
+	var last int64
+	for _, it := range b.Items {
+		last = max(last, it.Seq)
+	}
+	return last
+}
+
+// lift lifts k's hold until (ResumeChat) and wakes its folder.
+func (f floodGuard) lift(ctx context.Context, k loopKey, until time.Time) {
+	if _, err := f.st.ResumeChat(ctx, k.folder, k.chat, k.topic, until); err != nil {
+		f.log.Error("lift flood hold", "folder", k.folder, "jid", k.chat, "err", err)
+		return
+	}
+	f.kick(k.folder)
 }
 
 // arrived lets a new message through a hold that only other senders'
@@ -281,15 +337,10 @@ func (f floodGuard) arrived(ctx context.Context, m store.Message, work []store.W
 		if w.Mode != "trigger" || w.Trigger != store.TriggerMessage {
 			continue
 		}
-		until, ok := f.count.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, m.Sender)
-		if !ok {
-			continue
+		k := loopKey{w.Folder, w.ChatJID, w.Topic}
+		if until, ok := f.count.arrived(k, m.Sender, m.Seq); ok {
+			f.lift(ctx, k, until)
 		}
-		if _, err := f.st.ResumeChat(ctx, w.Folder, w.ChatJID, w.Topic, until); err != nil {
-			f.log.Error("lift flood hold", "folder", w.Folder, "jid", w.ChatJID, "err", err)
-			continue
-		}
-		f.kick(w.Folder)
 	}
 }
 

@@ -80,11 +80,14 @@ const maxLoopRooms = 10_000
 
 // loopState is one folder's web rooms as the guard sees them.
 type loopState struct {
-	rows   map[loopKey][]time.Time // each room's turn starts in a row, within Window, oldest first
-	person map[loopKey]bool        // rooms with a person's message queued since their last turn
-	rooms  []time.Time             // new rooms echoes opened, within Window
-	until  time.Time               // the folder's echo-only rooms wait until then
-	last   time.Time               // the last change, for pruning
+	rows map[loopKey][]time.Time // each room's turn starts in a row, within Window, oldest first
+	// person: rooms with a person's message queued since their last turn,
+	// the newest such message's seq: a turn whose batch was claimed
+	// before it came leaves it for the next (started).
+	person map[loopKey]int64
+	rooms  []time.Time // new rooms echoes opened, within Window
+	until  time.Time   // the folder's echo-only rooms wait until then
+	last   time.Time   // the last change, for pruning
 }
 
 // loops is the guard's state, in memory: a restart forgets it. Entries
@@ -112,7 +115,7 @@ func (l *loops) state(folder groups.Folder, now time.Time) *loopState {
 	}
 	s := l.m[folder]
 	if s == nil {
-		s = &loopState{rows: map[loopKey][]time.Time{}, person: map[loopKey]bool{}}
+		s = &loopState{rows: map[loopKey][]time.Time{}, person: map[loopKey]int64{}}
 		l.m[folder] = s
 	}
 	if len(s.rows) >= maxLoopRooms {
@@ -126,16 +129,16 @@ func (l *loops) state(folder groups.Folder, now time.Time) *loopState {
 	return s
 }
 
-// arrived records a trigger message for k; echo says whether it was
+// arrived records a trigger message seq for k; echo says whether it was
 // posted from the host while k's folder ran a turn.
-func (l *loops) arrived(k loopKey, echo bool) {
+func (l *loops) arrived(k loopKey, echo bool, seq int64) {
 	if echo {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s := l.state(k.folder, l.now()); len(s.person) < maxLoopRooms {
-		s.person[k] = true
+		s.person[k] = max(s.person[k], seq)
 	}
 }
 
@@ -160,19 +163,23 @@ func (l *loops) openRoom(folder groups.Folder) (wait time.Duration, until time.T
 	return wait, s.until, caught
 }
 
-// started records a web turn of k starting and reports whether it is to
-// wait instead, until when (the guard's clock), and whether this start
-// caught the loop (tell the room). A room with a person's message always
-// runs and starts its row over; an echo-only room waits while its folder
-// is paused, and its start that makes Turns in a row within Window
-// pauses it.
-func (l *loops) started(k loopKey) (until time.Time, caught, hold bool) {
+// started records a web turn of k, whose batch's newest message is last,
+// starting and reports whether it is to wait instead, until when (the
+// guard's clock), and whether this start caught the loop (tell the
+// room). A room with a person's message always runs and starts its row
+// over (the message is noted until a turn that has it starts: one whose
+// batch was claimed before it came leaves it to the next); an echo-only
+// room waits while its folder is paused, and its start that makes Turns
+// in a row within Window pauses it.
+func (l *loops) started(k loopKey, last int64) (until time.Time, caught, hold bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	s := l.state(k.folder, now)
-	if s.person[k] {
-		delete(s.person, k)
+	if p, ok := s.person[k]; ok {
+		if p <= last {
+			delete(s.person, k)
+		}
 		s.rows[k] = []time.Time{now}
 		return time.Time{}, false, false
 	}
@@ -305,7 +312,7 @@ func (l loopGuard) arrived(m store.Message, work []store.WorkItem, fromHost bool
 		if w.Mode != "trigger" || m.ChatJID.Platform() != "web" {
 			continue
 		}
-		l.rooms.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, l.echo(w.Folder, fromHost))
+		l.rooms.arrived(loopKey{w.Folder, w.ChatJID, w.Topic}, l.echo(w.Folder, fromHost), m.Seq)
 	}
 }
 
@@ -318,7 +325,7 @@ func (l loopGuard) check(ctx context.Context, c turnCandidate) (verdict, error) 
 	if b.Items[0].Trigger != store.TriggerMessage || b.ChatJID.Platform() != "web" {
 		return verdictRun, nil
 	}
-	until, caught, hold := l.rooms.started(loopKey{b.Folder, b.ChatJID, b.Topic})
+	until, caught, hold := l.rooms.started(loopKey{b.Folder, b.ChatJID, b.Topic}, lastSeq(b))
 	if !hold {
 		return verdictRun, nil
 	}

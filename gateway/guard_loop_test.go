@@ -283,18 +283,18 @@ func TestLoopsPerFolder(t *testing.T) {
 	room := func(n int) loopKey { return loopKey{"main", adapters.JID(fmt.Sprintf("web:room-%d", n)), ""} }
 	step := func(k loopKey, wantHold, wantCaught bool) {
 		t.Helper()
-		_, caught, hold := l.started(k)
+		_, caught, hold := l.started(k, 0)
 		if hold != wantHold || caught != wantCaught {
 			t.Fatalf("start of %v: hold %v caught %v; want %v %v", k, hold, caught, wantHold, wantCaught)
 		}
 	}
-	l.arrived(room(1), false) // a person
+	l.arrived(room(1), false, 0) // a person
 	step(room(1), false, false)
 	step(room(1), false, false) // echoes
 	step(room(2), false, false) // another room's row
 	step(room(1), true, true)   // room-1's third in a row: paused
 	step(room(2), false, false)
-	l.arrived(room(2), false)
+	l.arrived(room(2), false, 0)
 	step(room(2), false, false) // a person: room-2's row starts over
 	step(room(2), false, false)
 	clock.Advance(2 * time.Minute) // the row leaves the window
@@ -318,7 +318,7 @@ func TestLoopsPerFolder(t *testing.T) {
 		t.Errorf("another folder's new room refused: %v", w)
 	}
 	step(room(3), true, false) // echo-only: waits out the folder's pause, untold
-	l.arrived(room(4), false)
+	l.arrived(room(4), false, 0)
 	step(room(4), false, false) // a person's room runs
 	clock.Advance(10 * time.Minute)
 	step(room(3), false, false)

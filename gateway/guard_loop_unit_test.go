@@ -99,3 +99,44 @@ func TestLoopGuardRefusesNewRooms(t *testing.T) {
 		t.Errorf("the running turn's room was not told: %+v", h.sent)
 	}
 }
+
+// A person's message that comes after an echo-only turn of its room was
+// claimed, before that turn starts, is not used up by that turn: its own
+// turn, next, runs as a person's (its room's row starts over), not as one
+// more echo in a row, which paused the room and held the person's message
+// for the pause.
+func TestLoopGuardPersonAfterAnEchoTurnsClaim(t *testing.T) {
+	var h heldChats
+	clock := &fixedClock{t: time.Unix(1e9, 0)}
+	active := &activeTurns{}
+	l := newTestLoopGuard(LoopGuard{Turns: 2}, &h, active, clock)
+	const room = "web:room/a"
+	work := []store.WorkItem{{Folder: "main", ChatJID: room, Mode: "trigger", Trigger: store.TriggerMessage}}
+	batch := func(seq int64) store.Batch {
+		b := messageBatch("main", room, "web:user/x")
+		b.Items[0].Seq, b.Messages[0].Seq = seq, seq
+		return b
+	}
+	check := func(b store.Batch) verdict {
+		t.Helper()
+		v, err := l.check(context.Background(), turnCandidate{batch: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	active.started("t1", batch(1)) // the agent runs and posts message 5
+	l.arrived(store.Message{ChatJID: room, Seq: 5}, work, true)
+	active.finished("t1")
+	echo := batch(5) // claimed; then a person writes message 9
+	l.arrived(store.Message{ChatJID: room, Seq: 9}, work, false)
+	if check(echo) != verdictRun {
+		t.Fatal("the echo's turn was held")
+	}
+	if check(batch(9)) != verdictRun {
+		t.Error("the person's message was held as an echo turn in a row")
+	}
+	if len(h.sent) != 0 {
+		t.Errorf("notices %+v; want none", h.sent)
+	}
+}

@@ -124,6 +124,9 @@ func (i *intake) deliver(ctx context.Context, in adapters.Inbound) (int64, error
 	if err != nil {
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
 	}
+	// Stored, it is acted on whether or not its sender still waits: a
+	// redelivery is a duplicate, acted on by nobody.
+	ctx = context.WithoutCancel(ctx)
 	if inserted {
 		i.flood.arrived(ctx, m, work)
 		mid.interrupt(ctx, m)
@@ -152,7 +155,7 @@ func (i *intake) stop(ctx context.Context, m store.Message, act bool) (int64, er
 		return 0, fmt.Errorf("store message %s/%s: %w", m.ChatJID, m.ID, err)
 	}
 	if inserted && act {
-		i.stops.command(ctx, m)
+		i.stops.command(context.WithoutCancel(ctx), m) // as deliver acts on a stored message
 	}
 	return m.Seq, nil
 }

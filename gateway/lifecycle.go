@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"switchboard/adapters"
@@ -88,9 +87,8 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch, release func()) time
 	// Stoppable from the moment it is claimed (/stop, the Stop button,
 	// an interrupt): a stop while it is prepared ends it unrun.
 	run := t.running.begin(ctx, store.NewID("t-"), b)
-	var started atomic.Pointer[liveTurn] // the live reply, which carries the Stop button where it can
-	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b)}, run.rt.id,
-		func() bool { return started.Load().holdButtons() })
+	var place buttonPlace // the live reply carries the Stop button where it can
+	unbutton := t.buttons.show(ctx, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b)}, run.rt.id, place.carried)
 	// Attachments are downloaded before the agent starts, which for a large
 	// file takes a while: the chat sees the bot at work from the start.
 	var stopTyping func()
@@ -112,9 +110,10 @@ func (t *turns) runTurn(ctx context.Context, b store.Batch, release func()) time
 	if stopTyping == nil {
 		stopTyping = typing(ctx, t.adapters, t.log, b.ChatJID, b.Topic)
 	}
-	live := t.live.start(ctx, t.agent.Output, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b),
-		ReplyToSender: lastSender(b), Key: p.turn.ID + "/reply", Buttons: t.buttons.forLive(b.ChatJID, run.rt.id)}, p.turn.ID)
-	started.Store(live)
+	live := place.startLive(t.buttons.forLive(b.ChatJID, run.rt.id), func(buttons []adapters.Button) *liveTurn {
+		return t.live.start(ctx, t.agent.Output, adapters.Outbound{Chat: b.ChatJID, Topic: b.Topic, ReplyTo: lastMessageID(b),
+			ReplyToSender: lastSender(b), Key: p.turn.ID + "/reply", Buttons: buttons}, p.turn.ID)
+	})
 	if live != nil {
 		p.in.OnEvent = live.onEvent
 	}

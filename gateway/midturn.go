@@ -95,6 +95,9 @@ type midTurnMsg struct {
 	w        store.WorkItem
 	mode     MidTurn
 	modeRead bool
+	// joined is the turn whose reply thread the message came from, which
+	// it joins (joinInterrupted): the one turn it may interrupt.
+	joined string
 }
 
 // message is what the mid-turn modes look up for a message routed to
@@ -163,7 +166,9 @@ func (c *midTurnMsg) steer(ctx context.Context, m *store.Message, arrived func(s
 	}
 	rt.smu.Lock()
 	defer rt.smu.Unlock()
-	if rt.ended || rt.steer == nil {
+	// A turn stopped already is ending, its agent being killed: what is
+	// written into it now would be settled with it, never answered.
+	if rt.ended || rt.steer == nil || mt.running.stoppedBy(rt) != "" {
 		return false, nil
 	}
 	// A message's attachments are fetched into the folder before the turn
@@ -245,22 +250,24 @@ func (c *midTurnMsg) joinInterrupted(ctx context.Context, sender adapters.JID, w
 	if rt == nil || rt.topic == c.w.Topic || mode != MidTurnInterrupt || !c.mt.stops.allowed(ctx, c.w.Folder, sender) {
 		return
 	}
-	c.w.Topic, work[0].Topic = rt.topic, rt.topic
+	c.w.Topic, work[0].Topic, c.joined = rt.topic, rt.topic, rt.id
 }
 
 // interrupt stops the running turn of c's folder in its chat and topic
 // when that folder interrupts and m's sender may stop it: its batch runs
 // again, with m, as one new turn. m is stored and queued as usual (in the
-// turn's topic when it came from its reply thread: joinInterrupted). A
-// turn that started between m's commit and now, with m in its batch, is
-// m's own turn and runs on.
+// turn's topic when it came from its reply thread: joinInterrupted, and
+// then only the turn it joined). A turn that started between m's commit
+// and now, with m or a later message in its batch (m's own turn, or one
+// after it), did not run when m came and runs on.
 func (c *midTurnMsg) interrupt(ctx context.Context, m store.Message) {
 	if c.mt == nil {
 		return
 	}
 	mt, w := c.mt, c.w
 	rt, mode := c.running(ctx)
-	if rt == nil || rt.answers(m.Seq) || mode != MidTurnInterrupt || !mt.stops.allowed(ctx, w.Folder, m.Sender) {
+	if rt == nil || rt.claimedSince(m.Seq) || (c.joined != "" && rt.id != c.joined) || mode != MidTurnInterrupt ||
+		!mt.stops.allowed(ctx, w.Folder, m.Sender) {
 		return
 	}
 	if mt.running.stopAs(rt.id, m.Sender, true) {

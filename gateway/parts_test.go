@@ -394,3 +394,45 @@ func TestTurnOfACancelledTaskDoesNotStart(t *testing.T) {
 		t.Errorf("runs %+v %v, want the one run skipped", runs, err)
 	}
 }
+
+// goneDuringCommit is the store whose transactions see their callers go
+// away (gone) as they commit.
+type goneDuringCommit struct {
+	*store.Store
+	gone func()
+}
+
+func (s goneDuringCommit) EnqueueMessages(ctx context.Context, es []store.Enqueue) error {
+	s.gone()
+	return s.Store.EnqueueMessages(ctx, es)
+}
+
+// A /stop whose sender goes away while it is stored (the web chat's page
+// closed, a platform's request timed out) is acted on as it is stored: a
+// redelivery is a duplicate and acts on nothing. With nothing running, the
+// chat is told so.
+func TestStopActedOnWhenItsSenderGoes(t *testing.T) {
+	st := openTestStore(t, "main")
+	table, err := routing.New([]routing.Route{(routing.Route{ID: 1, Match: map[string]string{"chat_jid": "test:room/1"}, Target: "main"}).Normalize()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &stoppable{}
+	stops := &stopper{running: r, table: func() *routing.Table { return table }, log: discard,
+		send: func(ctx context.Context, req ops.SendRequest) (store.OutboxItem, error) {
+			return ops.QueueSend(ctx, st, req)
+		}}
+	m := newMetrics(newAdapterStates(), st, nil)
+	in := &intake{st: st, commits: &committer{st: goneDuringCommit{Store: st, gone: cancel}, stored: func(adapters.JID, int64) {}, kick: func(groups.Folder) {}},
+		table: func() *routing.Table { return table }, adapters: adapterSet{}, engage: &engagements{m: map[engageKey]engagement{}, now: time.Now},
+		now: time.Now, loop: noRoomGuard{}, flood: noFloodWatch{}, stops: stops, inbound: m.inbound, log: discard}
+	if _, err := in.deliver(ctx, adapters.Inbound{Chat: testChat, ID: "s1", Sender: "test:user/ann", Text: "/stop", Time: time.Now(),
+		Verb: adapters.VerbMessage}); err != nil {
+		t.Fatalf("deliver: %v; the /stop was stored", err)
+	}
+	if it, err := st.OutboxByKey(context.Background(), "stop/"+testChat+"/s1"); err != nil || it.Text != stopNothingRunning {
+		t.Errorf("the answer to /stop: %+v, %v; want %q", it, err, stopNothingRunning)
+	}
+}

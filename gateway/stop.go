@@ -69,10 +69,11 @@ type stoppableTurn struct {
 	// a channel turn's reply is in that message's thread.
 	replyTo adapters.MessageID
 	// seqs are the messages of its batch (ascending, as claimed): a
-	// message among them is the turn's own and never interrupts it.
+	// message among them, or before one of them, never interrupts it
+	// (claimedSince).
 	seqs   []int64
 	cancel context.CancelCauseFunc
-	by      adapters.JID // who stopped it; "" while nobody did
+	by     adapters.JID // who stopped it; "" while nobody did
 	// requeue: stopped by a message in interrupt mode (midturn.go): its
 	// batch runs again with what came meanwhile.
 	requeue bool
@@ -138,8 +139,12 @@ func batchSeqs(b store.Batch) []int64 {
 	return seqs
 }
 
-// answers reports whether message seq is in the turn's own batch.
-func (rt *stoppableTurn) answers(seq int64) bool { return slices.Contains(rt.seqs, seq) }
+// claimedSince reports whether the turn's batch was claimed after message
+// seq was stored: it has that message (the turn answers it) or a later
+// one. Such a turn did not run when the message came.
+func (rt *stoppableTurn) claimedSince(seq int64) bool {
+	return seq > 0 && len(rt.seqs) > 0 && slices.Max(rt.seqs) >= seq
+}
 
 // unregister removes rt (r.mu held).
 func (r *stoppable) unregister(rt *stoppableTurn) {
@@ -255,6 +260,13 @@ func (r *stoppable) stopAs(id string, by adapters.JID, requeue bool) bool {
 	return true
 }
 
+// stoppedBy is who stopped rt ("": nobody, so far).
+func (r *stoppable) stoppedBy(rt *stoppableTurn) adapters.JID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return rt.by
+}
+
 // stopper takes the requests to stop a chat's running turn (/stop, a
 // mention of the bot then "stop", the Stop button), checks who may
 // (limits.stop_by) and stops it.
@@ -319,9 +331,10 @@ func (s *stopper) owns(chat adapters.JID, topic string) bool {
 // its chat and topic that m's sender may stop, and answers once when there
 // is nothing to stop or some turn is not the sender's to stop (saying
 // whether others were). The stopped turn's live reply (or a notice) says
-// it stopped.
+// it stopped. A turn that started after m was stored (a message after it
+// in its batch: "/stop", then a new question) is not the one m meant.
 func (s *stopper) command(ctx context.Context, m store.Message) {
-	running := s.running.toStop(m.ChatJID, m.Topic)
+	running := slices.DeleteFunc(s.running.toStop(m.ChatJID, m.Topic), func(rt *stoppableTurn) bool { return rt.claimedSince(m.Seq) })
 	answer := ""
 	if len(running) == 0 {
 		answer = stopNothingRunning

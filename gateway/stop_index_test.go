@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"switchboard/adapters"
+	"switchboard/agent"
 	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/store"
@@ -128,6 +130,69 @@ func TestMessageDoesNotInterruptItsOwnTurn(t *testing.T) {
 	}
 }
 
+// A message interrupts the turn that ran when it came, never one that
+// started after it: under load its own turn can start and end between its
+// commit and the interrupt, and the turn running by then (of a message
+// after it) would be stopped and run again for nothing.
+func TestMessageDoesNotInterruptALaterTurn(t *testing.T) {
+	ctx := context.Background()
+	r := &stoppable{}
+	mt := &midTurns{st: &countingMidTurnStore{mode: string(MidTurnInterrupt)}, running: r, stops: &stopper{running: r, log: discard},
+		def: MidTurnQueue, log: discard}
+	work := []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 7, Mode: "trigger"}}
+	mid := mt.message(work)
+	// 7's own turn ran and ended; the turn of 9, after it, runs now.
+	later := r.begin(ctx, "t-9", store.Batch{Folder: "main", ChatJID: "web:room",
+		Items: []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 9, Mode: "trigger"}}})
+	mid.interrupt(ctx, store.Message{ChatJID: "web:room", Seq: 7, Sender: "web:user/ann"})
+	if later.stopped() {
+		t.Error("message 7 interrupted the turn of message 9, which started after it")
+	}
+	later.end()
+}
+
+// A message from a channel turn's reply thread (Slack) joins that turn
+// (joinInterrupted) and interrupts it; should that turn end before the
+// message is stored, the message does not interrupt the channel's next
+// turn, which answers someone else in another thread: that turn would
+// run again and answer this message there.
+func TestThreadMessageInterruptsOnlyTheTurnItJoined(t *testing.T) {
+	ctx := context.Background()
+	r := &stoppable{}
+	mt := &midTurns{st: &countingMidTurnStore{mode: string(MidTurnInterrupt)}, running: r, stops: &stopper{running: r, log: discard},
+		def: MidTurnQueue, log: discard}
+	channelTurn := func(id string, seq int64, msg adapters.MessageID) stopHandle {
+		return r.begin(ctx, id, store.Batch{Folder: "main", ChatJID: "slack:C1",
+			Items:    []store.WorkItem{{Folder: "main", ChatJID: "slack:C1", Seq: seq, Mode: "trigger"}},
+			Messages: []store.Message{{ChatJID: "slack:C1", ID: msg, Seq: seq}}})
+	}
+	first := channelTurn("t-first", 3, "1700.1")
+	work := []store.WorkItem{{Folder: "main", ChatJID: "slack:C1", Topic: "1700.1", Mode: "trigger"}}
+	mid := mt.message(work)
+	mid.joinInterrupted(ctx, "slack:U2", work)
+	if work[0].Topic != "" {
+		t.Fatalf("the thread's message was not addressed to the turn it meets: topic %q", work[0].Topic)
+	}
+	first.end() // before the message is stored
+	next := channelTurn("t-next", 5, "1700.5")
+	mid.interrupt(ctx, store.Message{ChatJID: "slack:C1", Topic: "1700.1", Seq: 7, Sender: "slack:U2"})
+	if next.stopped() {
+		t.Error("a message from the first turn's thread interrupted the next turn, in another thread")
+	}
+	next.end()
+
+	// The turn it joined, still running, it interrupts.
+	first = channelTurn("t-first2", 8, "1700.8")
+	work = []store.WorkItem{{Folder: "main", ChatJID: "slack:C1", Topic: "1700.8", Mode: "trigger"}}
+	mid = mt.message(work)
+	mid.joinInterrupted(ctx, "slack:U2", work)
+	mid.interrupt(ctx, store.Message{ChatJID: "slack:C1", Topic: "1700.8", Seq: 10, Sender: "slack:U2"})
+	if !first.stopped() {
+		t.Error("a message from the turn's thread did not interrupt it")
+	}
+	first.end()
+}
+
 // BenchmarkMidTurnLookup measures what intake does for a message routed
 // to a chat whose folder's turn runs, among n running turns: look the turn
 // up for steer and interrupt (mode queue: neither acts). It reports the
@@ -183,4 +248,78 @@ func TestStopSomeNotYours(t *testing.T) {
 	if want := []string{stopNotYours, stopSomeNotYours}; !slices.Equal(answers, want) {
 		t.Errorf("answers %q; want %q", answers, want)
 	}
+}
+
+// steeringStore takes every steered message.
+type steeringStore struct{ countingMidTurnStore }
+
+func (s *steeringStore) SteerMessage(_ context.Context, m *store.Message, _ store.WorkItem, _ string) (bool, int64, error) {
+	return true, m.Seq, nil
+}
+
+// A message that comes after its chat's turn was stopped (/stop, the Stop
+// button) is not written into that turn's agent, which is being killed:
+// the stopped turn would take it with its batch, settled, and it would
+// never be answered ("/stop", then "do this instead"). It waits for the
+// next turn.
+func TestSteerSkipsAStoppedTurn(t *testing.T) {
+	ctx := context.Background()
+	r := &stoppable{}
+	mt := &midTurns{st: &steeringStore{countingMidTurnStore{mode: string(MidTurnSteer)}}, running: r, stops: &stopper{running: r, log: discard},
+		def: MidTurnQueue, canSteer: true, kick: func(groups.Folder) {}, stored: func(adapters.JID, int64) {}, now: time.Now, log: discard}
+	work := []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 3, Mode: "trigger"}}
+	run := r.begin(ctx, "t-1", store.Batch{Folder: "main", ChatJID: "web:room", Items: work})
+	steer := agent.NewSteering()
+	var written []int64
+	steer.Forward(func(id int64, _ string) bool { written = append(written, id); return true })
+	run.steerWith(steer)
+
+	m := store.Message{ChatJID: "web:room", Seq: 5, Sender: "web:user/ann", Text: "and this"}
+	mid := mt.message([]store.WorkItem{{Folder: "main", ChatJID: "web:room", Mode: "trigger"}})
+	if handled, err := mid.steer(ctx, &m, func(store.Message) {}); !handled || err != nil || !slices.Equal(written, []int64{5}) {
+		t.Fatalf("steer into the running turn: %v %v, written %v", handled, err, written)
+	}
+	r.stop("t-1", "web:user/ann")
+	m = store.Message{ChatJID: "web:room", Seq: 7, Sender: "web:user/ann", Text: "do this instead"}
+	mid = mt.message([]store.WorkItem{{Folder: "main", ChatJID: "web:room", Mode: "trigger"}})
+	if handled, err := mid.steer(ctx, &m, func(store.Message) {}); handled || err != nil {
+		t.Errorf("steer after the stop: handled %v, %v; want the message queued for the next turn", handled, err)
+	}
+	if !slices.Equal(written, []int64{5}) {
+		t.Errorf("written into the stopped turn: %v", written)
+	}
+	if end := run.end(); len(end.steered) != 1 {
+		t.Errorf("the stopped turn took %+v; want only the message steered before the stop", end.steered)
+	}
+}
+
+// /stop stops the turn that ran when it came, not one that started after
+// it: "/stop", then a new question at once; should the stopped turn end
+// and the new question's turn start before the stop is acted on, the new
+// question's turn runs on, and the person is told nothing ran.
+func TestStopCommandSparesALaterTurn(t *testing.T) {
+	ctx := context.Background()
+	r := &stoppable{}
+	var answers []string
+	s := &stopper{running: r, log: discard, send: func(_ context.Context, req ops.SendRequest) (store.OutboxItem, error) {
+		answers = append(answers, req.Text)
+		return store.OutboxItem{}, nil
+	}}
+	later := r.begin(ctx, "t-9", store.Batch{Folder: "main", ChatJID: "web:room",
+		Items: []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 9, Mode: "trigger"}}})
+	s.command(ctx, store.Message{ChatJID: "web:room", ID: "m7", Seq: 7, Sender: "web:user/ann", Text: "/stop"})
+	if later.stopped() {
+		t.Error("/stop (message 7) stopped the turn of message 9, which started after it")
+	}
+	if !slices.Equal(answers, []string{stopNothingRunning}) {
+		t.Errorf("answers %q; want %q", answers, stopNothingRunning)
+	}
+	later.end()
+	running := r.begin(ctx, "t-3", store.Batch{Folder: "main", ChatJID: "web:room",
+		Items: []store.WorkItem{{Folder: "main", ChatJID: "web:room", Seq: 3, Mode: "trigger"}}})
+	s.command(ctx, store.Message{ChatJID: "web:room", ID: "m10", Seq: 10, Sender: "web:user/ann", Text: "/stop"})
+	if !running.stopped() {
+		t.Error("/stop did not stop the turn running when it came")
+	}
+	running.end()
 }

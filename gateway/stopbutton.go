@@ -66,7 +66,7 @@ func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn stri
 	platform := out.Chat.Platform()
 	b := s.adapters[platform].(adapters.Buttons)
 	out.Topic = replyTopic(s.adapters[platform], out) // where the turn's reply goes
-	out.ReplyTo = "" // the button's message is no reply
+	out.ReplyTo = ""                                  // the button's message is no reply
 	out.Key, out.Text = turn+"/stop-button", "Working on it. Press Stop to stop."
 	buttons := s.forLive(out.Chat, turn)
 	done := make(chan struct{})
@@ -118,4 +118,39 @@ func (s *stopButtons) show(ctx context.Context, out adapters.Outbound, turn stri
 			}
 		}
 	}
+}
+
+// buttonPlace decides once where a turn's Stop button shows: on its live
+// reply, or as a message of its own (show). A turn whose live reply starts
+// after the button's delay (its attachments were downloading) has the
+// button's own message by then, and its live reply carries none.
+type buttonPlace struct {
+	mu   sync.Mutex
+	live *liveTurn // nil until it starts
+	own  bool      // the button has a message of its own
+}
+
+// carried is show's question at the delay: whether the live reply carries
+// the button (liveTurn.holdButtons); if not, the button's own message is
+// decided.
+func (p *buttonPlace) carried() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live.holdButtons() {
+		return true
+	}
+	p.own = true
+	return false
+}
+
+// startLive starts the turn's live reply with start, giving it buttons
+// (stopButtons.forLive) unless the button has a message of its own.
+func (p *buttonPlace) startLive(buttons []adapters.Button, start func([]adapters.Button) *liveTurn) *liveTurn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.own {
+		buttons = nil
+	}
+	p.live = start(buttons)
+	return p.live
 }

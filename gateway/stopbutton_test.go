@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"context"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"switchboard/adapters"
 	"switchboard/adapters/slack"
 	"switchboard/adapters/slack/slacktest"
 	"switchboard/adapters/telegram"
@@ -196,4 +200,84 @@ func TestStopButtonInTheReplysThreadSlack(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// gatedButtonAdapter is a platform with buttons and edits, whose downloads
+// wait for gate: its live reply is a message the bot edits, which can
+// carry the Stop button.
+type gatedButtonAdapter struct {
+	*fakeAdapter
+	gate chan struct{}
+
+	bmu     sync.Mutex
+	buttons []adapters.Outbound // messages sent with a Stop button
+}
+
+func (a *gatedButtonAdapter) SendButtons(ctx context.Context, m adapters.Outbound, b []adapters.Button) (adapters.MessageID, error) {
+	a.bmu.Lock()
+	a.buttons = append(a.buttons, m)
+	a.bmu.Unlock()
+	return a.Send(ctx, m)
+}
+
+func (a *gatedButtonAdapter) EditButtons(context.Context, adapters.MessageRef, string, []adapters.Button) error {
+	return nil
+}
+
+func (a *gatedButtonAdapter) Edit(context.Context, adapters.MessageRef, string) error { return nil }
+
+func (a *gatedButtonAdapter) Delete(context.Context, adapters.MessageRef) error { return nil }
+
+func (a *gatedButtonAdapter) Download(ctx context.Context, _ adapters.Attachment) (io.ReadCloser, error) {
+	select {
+	case <-a.gate:
+		return io.NopCloser(strings.NewReader("data")), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (a *gatedButtonAdapter) withButtons() []string {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	var out []string
+	for _, m := range a.buttons {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+// A turn whose attachments download for longer than the Stop button's
+// delay shows its button as a message of its own (the live reply has not
+// started), and then only there: the live reply that starts afterwards
+// does not carry a second one.
+func TestStopButtonOnceWhenTheTurnStartsLate(t *testing.T) {
+	argv, agentGate := streamAgent(t, toolFixture, 6, 0)
+	ba := &gatedButtonAdapter{fakeAdapter: newFakeAdapter("test"), gate: make(chan struct{})}
+	h := newHarness(t, harnessConfig{agent: argv, noStart: true, modify: func(o *Options) {
+		o.Agent.Output = "claude-stream"
+		o.Agent.Timeout = time.Minute
+		o.Adapters = []adapters.Adapter{ba}
+		o.Streams = map[string]Stream{"test": {Mode: StreamEdit, Interval: 20 * time.Millisecond}}
+	}})
+	h.fa = ba.fakeAdapter
+	h.g.turns.buttons.delay = 10 * time.Millisecond
+	h.start()
+	h.deliver(adapters.Inbound{Chat: testChat, ID: "m1", Text: "look at this", Verb: adapters.VerbMention,
+		Attachments: []adapters.Attachment{{Name: "f.bin", Size: 4, Ref: "f"}}})
+	testwait.For(t, 20*time.Second, "the Stop button's message while the file downloads", func() bool { return len(ba.withButtons()) == 1 })
+	close(ba.gate)
+	testwait.For(t, 20*time.Second, "the live reply", func() bool {
+		for _, m := range ba.sentTo(testChat) {
+			if strings.HasSuffix(m.Key, "/reply/live") { // its first state; edits follow
+				return true
+			}
+		}
+		return false
+	})
+	if got := ba.withButtons(); len(got) != 1 || !strings.Contains(got[0], "Press Stop") {
+		t.Errorf("messages with a Stop button: %q; want the button's own message alone", got)
+	}
+	openGate(t, agentGate)
+	h.waitTurns("main", 1)
 }

@@ -50,15 +50,23 @@ const maxEnded = 4096
 // outcome of a turn no longer awaited is refused as a stale upload (its
 // delta deleted); a second outcome of a turn already answered is dropped.
 func (r *Runner) acceptOutcome(o Outcome) bool {
+	// A turn a restarted gateway reattaches to is awaited once its
+	// folder's worker gets to it (Await, which then looks its outcome up
+	// on the stream): its outcome may come first.
+	later, rec := r.awaitedLater(o.TurnID)
 	r.mu.Lock()
 	p, waited := r.waits[o.TurnID]
 	e, ended := r.ended[o.TurnID]
-	if waited {
+	later = later && !waited && !ended
+	switch {
+	case waited:
 		e = turnRecord{Dir: p.dir, Worker: p.worker}
+	case later:
+		e = rec
 	}
 	reason := ""
 	switch {
-	case !waited && !ended:
+	case !waited && !ended && !later:
 		reason = "not a turn this gateway awaits"
 	case o.Worker == "" || o.Worker != e.Worker:
 		reason = "not from the worker the turn was given to"
@@ -81,6 +89,9 @@ func (r *Runner) acceptOutcome(o Outcome) bool {
 	case dup:
 		r.log.Info("remote outcome of a turn already answered; dropped", "turn", o.TurnID, "worker", o.Worker)
 		return false
+	case later:
+		r.log.Info("remote outcome of a reattached turn not awaited yet; its await takes it", "turn", o.TurnID, "worker", o.Worker)
+		return false
 	case !waited:
 		if o.Folder != nil {
 			r.fold.refuseStale(o, "the turn is no longer awaited")
@@ -90,6 +101,21 @@ func (r *Runner) acceptOutcome(o Outcome) bool {
 		return false
 	}
 	return true
+}
+
+// awaitedLater reports whether turn is recorded (StateDir) but not awaited
+// by this Runner: a turn a restarted gateway reattaches to, before its
+// Await. rec is its record.
+func (r *Runner) awaitedLater(turn string) (bool, turnRecord) {
+	r.mu.Lock()
+	_, waited := r.waits[turn]
+	_, ended := r.ended[turn]
+	r.mu.Unlock()
+	if waited || ended {
+		return false, turnRecord{}
+	}
+	rec, ok := r.recorded(turn)
+	return ok, rec
 }
 
 // deltaName is the object a worker uploads turn's changes to dir as.

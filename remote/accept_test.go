@@ -266,3 +266,28 @@ func awaitInBackground(t *testing.T, r *Runner, turn string, deadline time.Time)
 	})
 	return done
 }
+
+// After a restart the gateway reads outcomes at once, while each reattached
+// turn is awaited only when its folder's worker gets to it (after an
+// earlier turn of the folder, say). An outcome of a recorded turn that
+// comes before its Await, from the worker the turn was given to, is no
+// forgery: it is left to the Await (which looks it up on the stream), not
+// refused with a warning. One from another worker still is.
+func TestOutcomeBeforeItsAwaitNotRefused(t *testing.T) {
+	var logs testlog.Buffer
+	r := &Runner{opt: RunnerOptions{StateDir: t.TempDir()}, log: slog.New(slog.NewTextHandler(&logs, nil)),
+		waits: map[string]*pending{}, ended: map[string]turnRecord{}, by: map[string]string{}}
+	const turn = "t-0123456789abcdef"
+	if err := r.record(turn, turnRecord{Dir: "/data/groups/main", Worker: "w1", DeadlineMs: time.Now().Add(time.Hour).UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if r.acceptOutcome(Outcome{TurnID: turn, Worker: "w1"}) {
+		t.Fatal("accepted before its Await: nobody would take it")
+	}
+	if n := r.RefusedOutcomes(); n != 0 || strings.Contains(logs.String(), "refused") {
+		t.Errorf("the worker's own outcome was refused (%d): %s", n, logs.String())
+	}
+	if r.acceptOutcome(Outcome{TurnID: turn, Worker: "w2"}) || r.RefusedOutcomes() != 1 {
+		t.Errorf("another worker's outcome of the turn was not refused (%d)", r.RefusedOutcomes())
+	}
+}
