@@ -170,10 +170,10 @@ func TestChainGuardStopsSelfInject(t *testing.T) {
 		return n
 	}
 	h.post(testChat, "m1", "start")
-	testwait.For(t, 60*time.Second, "the chain stopped", func() bool { return stops() == 1 })
+	testwait.Count(t, 60*time.Second, "chains stopped", 1, stops)
 	testwait.For(t, 10*time.Second, "nothing left queued", func() bool { return len(h.pending()) == 0 })
 	h.post(testChat, "m2", "again") // a person: a new chain
-	testwait.For(t, 60*time.Second, "the second chain stopped", func() bool { return stops() == 2 })
+	testwait.Count(t, 60*time.Second, "chains stopped", 2, stops)
 	testwait.For(t, 10*time.Second, "nothing left queued", func() bool { return len(h.pending()) == 0 })
 	b, _ := os.ReadFile(log)
 	want := strings.Repeat("main message\nmain inject\nmain inject\n", 2)
@@ -218,7 +218,7 @@ func postAs(t *testing.T, h *harness, sender, id string) {
 
 func waitPrompts(t *testing.T, rec *recorder, n int) {
 	t.Helper()
-	testwait.For(t, 20*time.Second, fmt.Sprintf("turn %d running", n), func() bool { return len(rec.prompts(t)) == n })
+	testwait.Count(t, 20*time.Second, "turns running", n, func() int { return len(rec.prompts(t)) })
 }
 
 // slowDowns returns the flood notices sent to the test chat.
@@ -249,7 +249,7 @@ func TestFloodLimitBatchesABurst(t *testing.T) {
 	waitPrompts(t, rec, 2) // b1..b100 (a batch holds at most 100)
 	release()
 	// Turn 3 would be ann's third in the minute: held, with one notice.
-	testwait.For(t, 20*time.Second, "the slow-down notice", func() bool { return len(slowDowns(h)) == 1 })
+	testwait.Count(t, 20*time.Second, "slow-down notices", 1, func() int { return len(slowDowns(h)) })
 	for i := 190; i < 200; i++ { // more of the burst, while held
 		postAs(t, h, "ann", fmt.Sprint("b", i))
 	}
@@ -295,7 +295,7 @@ func TestFloodLimitChatLimitHoldsEverySender(t *testing.T) {
 	release()
 	h.waitSent(testChat, 1)
 	postAs(t, h, "ann", "a1") // ann's second turn in the minute: held
-	testwait.For(t, 20*time.Second, "ann slowed down", func() bool { return len(slowDowns(h)) == 1 })
+	testwait.Count(t, 20*time.Second, "slow-down notices (ann's)", 1, func() int { return len(slowDowns(h)) })
 	postAs(t, h, "bob", "b0") // bob has room, so has the chat
 	waitPrompts(t, rec, 2)
 	release()
@@ -310,7 +310,7 @@ func TestFloodLimitChatLimitHoldsEverySender(t *testing.T) {
 	release()
 	h.waitSent(testChat, 4)
 	postAs(t, h, "dave", "d0") // a new sender, but the chat is full
-	testwait.For(t, 20*time.Second, "the chat slowed down", func() bool { return len(slowDowns(h)) == 2 })
+	testwait.Count(t, 20*time.Second, "slow-down notices (with the chat's)", 2, func() int { return len(slowDowns(h)) })
 	postAs(t, h, "ann", "a2") // ann has room again; the chat has not
 	h.waitSent(testChat, 5)
 	if n := len(rec.prompts(t)); n != 3 {

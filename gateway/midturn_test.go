@@ -222,7 +222,7 @@ func TestSteerCountsInTheFloodLimits(t *testing.T) {
 	h.post(testChat, "m2", "one more thing") // steered: 2 of 2
 	turnFile(t, dir, "in-1", 2)
 	h.post(testChat, "m3", "and another") // over the limit
-	testwait.For(t, 10*time.Second, "the chat told to slow down", func() bool { return len(slowDowns(h)) == 1 })
+	testwait.Count(t, 10*time.Second, "slow-down notices", 1, func() int { return len(slowDowns(h)) })
 	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func TestMessagesDuringTurnBatchIntoNext(t *testing.T) {
 	rec := newRecorder(t, `while [ ! -e "`+release+`" ]; do sleep 0.01; done`)
 	h := newHarness(t, harnessConfig{agent: rec.argv})
 	h.post(testChat, "m1", "first")
-	testwait.For(t, 10*time.Second, "first turn started", func() bool { return len(rec.prompts(t)) == 1 })
+	testwait.Count(t, 10*time.Second, "turns started", 1, func() int { return len(rec.prompts(t)) })
 	for i := 2; i <= 5; i++ {
 		h.post(testChat, fmt.Sprintf("m%d", i), fmt.Sprintf("msg %d", i))
 	}
@@ -294,7 +294,7 @@ func TestShutdownDrainsRunningTurn(t *testing.T) {
 	rec := newRecorder(t, `while [ ! -e "`+release+`" ]; do sleep 0.01; done`)
 	h := newHarness(t, harnessConfig{agent: rec.argv})
 	h.post(testChat, "m1", "hello")
-	testwait.For(t, 10*time.Second, "turn started", func() bool { return len(rec.prompts(t)) == 1 })
+	testwait.Count(t, 10*time.Second, "turns started", 1, func() int { return len(rec.prompts(t)) })
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.stop() }()
 	// Intake stops first; the turn is still running then.
@@ -331,7 +331,7 @@ func TestShutdownDeadlineLeavesBatchPending(t *testing.T) {
 	rec := newRecorder(t, `if [ "$(ls "`+"$out"+`" | grep -c '^prompt-')" = 1 ]; then exec sleep 30; fi`)
 	h := newHarness(t, harnessConfig{agent: rec.argv, modify: func(o *Options) { o.DrainTimeout = 100 * time.Millisecond }})
 	h.post(testChat, "m1", "hello")
-	testwait.For(t, 10*time.Second, "turn started", func() bool { return len(rec.prompts(t)) == 1 })
+	testwait.Count(t, 10*time.Second, "turns started", 1, func() int { return len(rec.prompts(t)) })
 	start := time.Now()
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
@@ -709,9 +709,9 @@ func TestMentionEngagesFolder(t *testing.T) {
 		t.Fatalf("a plain message on an observe route queued a turn: %v", p)
 	}
 	deliver("m1", "t1", adapters.VerbMention)
-	testwait.For(t, 10*time.Second, "the mention's turn", func() bool { return len(rec.prompts(t)) == 1 })
+	testwait.Count(t, 10*time.Second, "turns (the mention's)", 1, func() int { return len(rec.prompts(t)) })
 	deliver("f1", "t1", adapters.VerbMessage)
-	testwait.For(t, 10*time.Second, "the follow-up's turn", func() bool { return len(rec.prompts(t)) == 2 })
+	testwait.Count(t, 10*time.Second, "turns (with the follow-up's)", 2, func() int { return len(rec.prompts(t)) })
 	if p := rec.prompts(t)[1]; !strings.Contains(p, `id="f1"`) || !strings.Contains(p, `trigger="message"`) {
 		t.Fatalf("second turn:\n%s", p)
 	}
@@ -736,9 +736,9 @@ func TestEngagedFollowUpOnMentionOnlyRoute(t *testing.T) {
 		}
 	}
 	deliver("m1", "t1", adapters.VerbMention)
-	testwait.For(t, 10*time.Second, "the mention's turn", func() bool { return len(rec.prompts(t)) == 1 })
+	testwait.Count(t, 10*time.Second, "turns (the mention's)", 1, func() int { return len(rec.prompts(t)) })
 	deliver("f1", "t1", adapters.VerbMessage)
-	testwait.For(t, 10*time.Second, "the follow-up's turn", func() bool { return len(rec.prompts(t)) == 2 })
+	testwait.Count(t, 10*time.Second, "turns (with the follow-up's)", 2, func() int { return len(rec.prompts(t)) })
 	if p := rec.prompts(t)[1]; !strings.Contains(p, `id="f1"`) || !strings.Contains(p, `trigger="message"`) {
 		t.Fatalf("second turn:\n%s", p)
 	}

@@ -106,7 +106,7 @@ func startOnWorker(t *testing.T, text string, modify func(*Options)) (*harness, 
 		}
 	}})
 	h.post(testChat, "m1", text)
-	testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+	testwait.Count(t, 20*time.Second, "turns run on a worker", 1, func() int { return len(first.started()) })
 	return h, string(first.started()[0].TurnID)
 }
 
@@ -146,7 +146,7 @@ func TestRestartAwaitsTurnsOnWorkers(t *testing.T) {
 	h.post(testChat, "m1", "first question")
 	h.post(chat2, "m2", "second question")
 	h.post(chat3, "m4", "question answered through a tool")
-	testwait.For(t, 20*time.Second, "three turns running on workers", func() bool { return len(first.started()) == 3 })
+	testwait.Count(t, 20*time.Second, "turns run on workers", 3, func() int { return len(first.started()) })
 	// The third turn's agent answers through its tool before the stop.
 	if sent, err := h.g.backend.Send(context.Background(), "third", ipc.Outgoing{Chat: chat3, Text: "tool reply", Kind: store.OutboxSend}); err != nil || sent.Status != ipc.SentOK {
 		t.Fatalf("send through the tool: %+v %v", sent, err)
@@ -343,7 +343,7 @@ func TestShutdownLeavesSteeredToTheAwait(t *testing.T) {
 		o.MidTurn = MidTurnSteer
 	}})
 	h.post(testChat, "m1", "first question")
-	testwait.For(t, 20*time.Second, "the turn running on a worker", func() bool { return len(first.started()) == 1 })
+	testwait.Count(t, 20*time.Second, "turns run on a worker", 1, func() int { return len(first.started()) })
 	turn := string(first.started()[0].TurnID)
 	h.post(testChat, "m2", "steered question")
 	var seq int64

@@ -357,7 +357,7 @@ echo "answered $SWITCHBOARD_TRIGGER"; echo '{"switchboard_usage": {"cost_usd": 2
 		}
 		return rs
 	}
-	testwait.For(t, 10*time.Second, "the task's run fired", func() bool { return len(runs()) == 1 })
+	testwait.Count(t, 10*time.Second, "the task's runs fired", 1, func() int { return len(runs()) })
 	release() // m1's turn spends $2 of $1: m2 is held, and the run behind it skipped
 	testwait.For(t, 10*time.Second, "the run settled", func() bool { return runs()[0].Status != "fired" })
 	if r := runs()[0]; r.Status != store.RunSkipped || !strings.Contains(r.Error, "skipped: monthly budget of $1.00 is used up ($2.00 spent)") {

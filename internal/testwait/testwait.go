@@ -36,3 +36,18 @@ func Until(within time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// Count waits until count reaches want, and fails t naming what when within
+// passes first, or when count went past want: an exact count polled with
+// For (count() == want) would only time out on a double run, hiding it as
+// a slow one.
+func Count(t testing.TB, within time.Duration, what string, want int, count func() int) {
+	t.Helper()
+	n := 0
+	if !Until(within, func() bool { n = count(); return n >= want }) {
+		t.Fatalf("after %s: still waiting for %s (%d of %d)", within, what, n, want)
+	}
+	if n > want {
+		t.Fatalf("%s: %d; want %d", what, n, want)
+	}
+}
