@@ -148,6 +148,10 @@ type testHooks struct {
 	senderWait func()
 	// paused is called once a rate limit from platform holds its sends.
 	paused func(platform string)
+	// awaitRead is called when a folder's worker, registered to await
+	// turn (a turn a stopped gateway left running on a worker), is about
+	// to read its batch.
+	awaitRead func(turn string)
 }
 
 // New checks options and builds a Gateway; nothing runs until Run.

@@ -73,6 +73,7 @@ type turns struct {
 	buttons     *stopButtons
 	wakeOutbox  func()
 	kickAfter   func(folder groups.Folder, d time.Duration) // workers.kickAfter
+	hooks       *testHooks
 	log         *slog.Logger
 }
 

@@ -154,8 +154,15 @@ func (in *interrupted) requeue(it store.Interrupted) {
 // records it; an outcome that never came counts as a crashed attempt. It
 // returns the folder's backoff, as runTurn.
 func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Duration {
+	// Registered first (/stop, the Stop button), so that a stop while its
+	// batch is read stops it as any running turn, not "Nothing is running."
+	run := t.running.begin(ctx, it.TurnID, store.Batch{Folder: it.Folder, ChatJID: it.ChatJID, Topic: it.Topic})
+	if h := t.hooks; h != nil && h.awaitRead != nil {
+		h.awaitRead(it.TurnID)
+	}
 	b, ok, err := t.st.StartedBatch(ctx, it.TurnID)
 	if err != nil {
+		run.end()
 		if ctx.Err() == nil {
 			t.log.Error("load interrupted turn", "folder", it.Folder, "turn", it.TurnID, "err", err)
 		}
@@ -163,14 +170,17 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 		return time.Second
 	}
 	if !ok {
+		run.end()
 		return 0
 	}
+	run = run.answering(b)
 	first := b.Items[0]
 	turn := store.Turn{ID: it.TurnID, Folder: b.Folder, ChatJID: b.ChatJID, Topic: b.Topic, Trigger: first.Trigger,
 		TaskID: first.TaskID, RunID: first.RunID, Attempt: first.Attempts + first.Crashes + 1, Started: it.Started}
 	session := ""
 	if !isolatedTurn(b) {
 		if session, err = t.st.Session(ctx, b.Folder, b.ChatJID, b.Topic); err != nil {
+			run.end()
 			if ctx.Err() == nil {
 				t.log.Error("load session", "folder", b.Folder, "err", err)
 			}
@@ -180,8 +190,7 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	}
 	t.log.Info("awaiting the outcome of a turn interrupted by a stop", "folder", b.Folder, "jid", b.ChatJID, "turn", turn.ID,
 		"started", it.Started)
-	t.active.started(turn.ID, b)            // its agent may still call its tools
-	run := t.running.begin(ctx, turn.ID, b) // /stop, the Stop button
+	t.active.started(turn.ID, b) // its agent may still call its tools
 	res, err := t.runner.(agent.Reattacher).Await(run.ctx, agent.TurnID(turn.ID), it.Started.Add(t.agent.Timeout))
 	return t.recordAwaited(ctx, it, preparedTurn{b: b, turn: turn, session: session}, res, err, run.end())
 }

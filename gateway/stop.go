@@ -118,16 +118,39 @@ func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHan
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.register(rt)
+	return stopHandle{ctx: ctx, r: r, rt: rt}
+}
+
+// register adds rt (r.mu held).
+func (r *stoppable) register(rt *stoppableTurn) {
 	if r.m == nil {
 		r.m, r.inChats = map[string]*stoppableTurn{}, map[chatTopic]map[groups.Folder]*stoppableTurn{}
 	}
-	r.m[id] = rt
+	r.m[rt.id] = rt
 	k := chatTopic{rt.chat, rt.topic}
 	if r.inChats[k] == nil {
 		r.inChats[k] = map[groups.Folder]*stoppableTurn{}
 	}
 	r.inChats[k][rt.folder] = rt
-	return stopHandle{ctx: ctx, r: r, rt: rt}
+}
+
+// answering completes the registration of a turn registered before its
+// batch was read (awaitTurn: begin with only its folder, chat and topic),
+// now that b is: the handle to use from then on. A stop that came
+// meanwhile stays: the turn is stopped, by whom it was.
+func (h stopHandle) answering(b store.Batch) stopHandle {
+	rt := &stoppableTurn{id: h.rt.id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, replyTo: lastMessageID(b), seqs: batchSeqs(b),
+		cancel: h.rt.cancel}
+	if h.r == nil {
+		return stopHandle{ctx: h.ctx, rt: rt}
+	}
+	h.r.mu.Lock()
+	defer h.r.mu.Unlock()
+	rt.by, rt.requeue = h.rt.by, h.rt.requeue
+	h.r.unregister(h.rt)
+	h.r.register(rt)
+	return stopHandle{ctx: h.ctx, r: h.r, rt: rt}
 }
 
 // batchSeqs lists the message seqs of b's work items.

@@ -426,6 +426,80 @@ func TestStopAwaitedTurn(t *testing.T) {
 	}
 }
 
+// A /stop that comes while a restarted gateway reads the batch of a turn
+// it is about to await (the turn still runs on its worker) stops that turn
+// as a running one: recorded stopped, the chat told "Stopped.", not
+// "Nothing is running." with the turn running on.
+func TestStopAwaitedTurnWhileRead(t *testing.T) {
+	h, turn := startOnWorker(t, "a long question", nil)
+	h.stop()
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
+	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	reading, posted := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.hooks.awaitRead = func(string) {
+		once.Do(func() {
+			close(reading)
+			<-posted
+		})
+	}
+	h.restart(func(o *Options) { o.Runner = next })
+	select {
+	case <-reading:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the restarted gateway never read the awaited turn's batch")
+	}
+	h.post(testChat, "m2", "/stop")
+	close(posted)
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+		t.Fatalf("sent %q; want %q", sent, stopStopped)
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
+		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
+	}
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+	if n := len(next.started()); n != 0 {
+		t.Errorf("%d turns ran after the stop; want none", n)
+	}
+}
+
+// A turn a restarted gateway was about to await whose batch is no longer
+// there to read (its rows settled meanwhile) is no longer stoppable: its
+// Stop button says it has ended, rather than "Stopping." for a turn that
+// nothing runs or records.
+func TestAwaitedTurnGoneBeforeReadNotStoppable(t *testing.T) {
+	h, turn := startOnWorker(t, "a long question", nil)
+	h.stop()
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
+	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	reading, settled := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.hooks.awaitRead = func(string) {
+		once.Do(func() {
+			close(reading)
+			<-settled
+		})
+	}
+	h.restart(func(o *Options) { o.Runner = next })
+	select {
+	case <-reading:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the restarted gateway never read the awaited turn's batch")
+	}
+	if _, err := h.st.RecoverTurn(context.Background(), turn); err != nil {
+		close(settled)
+		t.Fatal(err)
+	}
+	close(settled)
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{"rerun"}) {
+		t.Fatalf("sent %q; want the batch run again", sent)
+	}
+	answer, err := h.g.host("test").Press(context.Background(), adapters.Press{Chat: testChat, Sender: "test:user/ann", Data: stopPressPrefix + turn})
+	if err != nil || answer != stopGone {
+		t.Errorf("Stop pressed for the turn no longer awaited: %q, %v; want %q", answer, err, stopGone)
+	}
+}
+
 // A message that interrupts (mid_turn: interrupt) a turn a stopped gateway
 // left running on a worker, awaited by the next one, does as it does to a
 // running turn: the awaited turn is recorded stopped and its batch runs

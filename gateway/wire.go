@@ -84,7 +84,7 @@ func (g *Gateway) wire() error {
 		guards:  guards,
 		files:   &fetcher{adapters: g.adapters, layout: g.layout, maxDownload: opt.MaxDownload, log: log},
 		buttons: &stopButtons{adapters: g.adapters, st: st, streams: opt.Streams, delay: stopButtonDelay, log: log},
-		metrics: g.metrics, spend: newSpend(g.metrics.reg), live: live, running: running, wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, log: log}
+		metrics: g.metrics, spend: newSpend(g.metrics.reg), live: live, running: running, wakeOutbox: g.outbox.wake, kickAfter: g.workers.kickAfter, hooks: &g.hooks, log: log}
 	g.workers.turns = g.turns
 	return nil
 }

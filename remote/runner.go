@@ -275,9 +275,22 @@ func (r *Runner) Run(ctx context.Context, spec agent.Spec, in agent.Input) (agen
 	}()
 	relay := r.followEvents(worker, job.TurnID, in.OnEvent)
 	defer relay.close()
-	ack, err := r.js.Publish(ctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID))
+	// Published without the turn's cancellation, for at most
+	// publishTimeout: a stop (or shutdown) that comes while the job is on
+	// its way would otherwise leave it stored in the worker's queue with
+	// no sequence to take it out by, and the worker would run it later.
+	// A turn stopped meanwhile is stopped below as any published one.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	ack, err := r.js.Publish(pctx, workerSubject(worker), data, jetstream.WithMsgID(job.TurnID))
+	cancel()
 	if err != nil {
 		res.NotStarted = true
+		if agent.StopRequested(ctx) {
+			// Perhaps stored all the same: the worker that takes it
+			// remembers the stop and does not run it.
+			r.sendStop(worker, job.TurnID)
+			return res, agent.Ended(ctx)
+		}
 		if ctx.Err() != nil {
 			return res, agent.Cancelled(ctx.Err())
 		}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -16,13 +17,16 @@ import (
 
 // stallProxy forwards TCP connections to a NATS server and, while stalled,
 // holds everything either side sends: a server that accepts requests and
-// never answers them, as a stuck one does.
+// never answers them, as a stuck one does. A client's bytes that contain
+// the pattern given to before reach the server only after its func ran.
 type stallProxy struct {
 	ln      net.Listener
 	mu      sync.Mutex
 	cond    *sync.Cond
 	stalled bool
 	conns   []net.Conn
+	pattern []byte
+	hook    func()
 }
 
 func newStallProxy(t *testing.T, target string) *stallProxy {
@@ -48,8 +52,8 @@ func newStallProxy(t *testing.T, target string) *stallProxy {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
-			go p.pipe(s, c)
-			go p.pipe(c, s)
+			go p.pipe(s, c, true)
+			go p.pipe(c, s, false)
 		}
 	}()
 	return p
@@ -57,15 +61,35 @@ func newStallProxy(t *testing.T, target string) *stallProxy {
 
 func (p *stallProxy) url() string { return "nats://" + p.ln.Addr().String() }
 
-func (p *stallProxy) pipe(dst, src net.Conn) {
+// before runs hook once, before the first bytes a client sends that
+// contain pattern are forwarded to the server.
+func (p *stallProxy) before(pattern string, hook func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pattern, p.hook = []byte(pattern), hook
+}
+
+func (p *stallProxy) pipe(dst, src net.Conn, up bool) {
 	buf := make([]byte, 32<<10)
+	var tail []byte // the end of what came before: a pattern split between reads
 	for {
 		n, err := src.Read(buf)
 		p.mu.Lock()
 		for p.stalled {
 			p.cond.Wait()
 		}
+		var hook func()
+		if up && p.hook != nil {
+			seen := append(tail, buf[:n]...)
+			if bytes.Contains(seen, p.pattern) {
+				hook, p.hook = p.hook, nil
+			}
+			tail = bytes.Clone(seen[max(0, len(seen)-len(p.pattern)):])
+		}
 		p.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

@@ -31,6 +31,9 @@ const (
 	// dropTimeout bounds dropJob's JetStream calls: a NATS server that
 	// does not answer delays a stop or a failover by at most this much.
 	dropTimeout = 5 * time.Second
+	// publishTimeout bounds the publish of a job, which a stop does not
+	// cut short (Run): its outcome, stored or not, must be known.
+	publishTimeout = 5 * time.Second
 )
 
 func stopSubject(worker, turn string) string { return stopPrefix + worker + "." + turn }
@@ -106,12 +109,7 @@ func (w *Worker) listenStops() (*nats.Subscription, error) {
 // whatever it remembers of the stop (a restarted worker remembers
 // nothing), and no outcome is waited for (unrun is then true).
 func (r *Runner) stopOnWorker(ctx context.Context, worker, turn string, seq uint64, ch <-chan Outcome) (o Outcome, ok, unrun bool) {
-	subject := stopSubject(worker, turn)
-	publish := func() {
-		if err := r.nc.Publish(subject, nil); err != nil {
-			r.log.Warn("send a turn's stop to its worker", "turn", turn, "worker", worker, "err", err)
-		}
-	}
+	publish := func() { r.sendStop(worker, turn) }
 	// The stop goes first: a worker that fetched the job just before it
 	// was deleted (and has not acknowledged it) gets the stop before it
 	// runs the job, or while it does.
@@ -133,6 +131,13 @@ func (r *Runner) stopOnWorker(ctx context.Context, worker, turn string, seq uint
 		case <-resend.C:
 			publish()
 		}
+	}
+}
+
+// sendStop publishes turn's stop to worker, once.
+func (r *Runner) sendStop(worker, turn string) {
+	if err := r.nc.Publish(stopSubject(worker, turn), nil); err != nil {
+		r.log.Warn("send a turn's stop to its worker", "turn", turn, "worker", worker, "err", err)
 	}
 }
 

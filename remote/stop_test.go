@@ -270,3 +270,38 @@ func TestRemoteAwaitStoppedBeforeRestart(t *testing.T) {
 		t.Fatalf("Await: %v; want agent.ErrStopped, not a failure", err)
 	}
 }
+
+// A stop that lands while the turn's job is on its way to NATS (sent by
+// the gateway, not yet stored, so before its ack) still keeps the turn
+// from running: the job, stored all the same, is taken out of the
+// worker's queue, and Run returns agent.ErrStopped. Before, Run returned
+// at once without the job's place in the stream, and the worker ran the
+// stopped turn later.
+func TestRemoteStopWhilePublishing(t *testing.T) {
+	srv := startNATS(t, "127.0.0.1:0", t.TempDir(), t.TempDir())
+	proxy := newStallProxy(t, strings.TrimPrefix(srv.URL(), "nats://"))
+	nc := gatewayConn(t, srv, proxy.url())
+	fakeWorker(t, nc, "w1") // live, takes nothing yet
+	ran := t.TempDir()
+	command := `cat >/dev/null; touch "` + ran + `/$SWITCHBOARD_TURN_ID"; echo ran`
+	r := newRunner(t, nc, command, 0)
+	ctx, stop := context.WithCancelCause(t.Context())
+	defer stop(nil)
+	// The stop comes as the job's bytes reach the server's side of the
+	// proxy, before they are forwarded: no ack can precede it.
+	proxy.before("PUB "+workerSubject("w1")+" ", func() { stop(agent.ErrStopped) })
+	if _, err := r.Run(ctx, agent.Spec{Timeout: time.Minute}, turnInput(t, "t-pub")); !errors.Is(err, agent.ErrStopped) {
+		t.Errorf("Run of the turn stopped while published: %v; want agent.ErrStopped", err)
+	}
+	startWorker(t, nc, "w1", 1) // knows nothing of t-pub
+	res, err := r.Run(t.Context(), agent.Spec{Timeout: time.Minute}, turnInput(t, "t-next"))
+	if err != nil || res.Reply != "ran" {
+		t.Fatalf("the next turn: %q, %v; want it run", res.Reply, err)
+	}
+	if _, err := os.Stat(filepath.Join(ran, "t-pub")); err == nil {
+		t.Error("the turn stopped while its job was published ran on the worker")
+	}
+	if _, err := os.Stat(filepath.Join(stateDir(t), "t-pub")); err == nil {
+		t.Error("the stopped turn is still recorded for a restarted gateway to await")
+	}
+}

@@ -512,17 +512,23 @@ type Interrupted struct {
 	TurnID  string // "" for rows started before the store kept turn ids
 	Folder  groups.Folder
 	Started time.Time
+	// ChatJID and Topic are where the turn runs (of its first row): a
+	// turn to await can be stopped from its chat before its batch is read.
+	ChatJID adapters.JID
+	Topic   string
 }
 
 // InterruptedTurns lists the turns whose work rows are still marked
 // started, oldest first: at start, the turns an earlier gateway did not
 // record.
 func (s *Store) InterruptedTurns(ctx context.Context) ([]Interrupted, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT turn_id, folder, min(started_ms) FROM work WHERE started_ms > 0
+	// chat_jid and topic are those of the row with min(started_ms) (SQLite's
+	// bare columns beside one min()).
+	rows, err := s.r.QueryContext(ctx, `SELECT turn_id, folder, min(started_ms), chat_jid, topic FROM work WHERE started_ms > 0
 		GROUP BY turn_id, folder ORDER BY 3, 1`)
 	out, err := collect(rows, err, func(sc scanner) (Interrupted, error) {
 		var it Interrupted
-		err := sc.Scan(&it.TurnID, &it.Folder, msTime(&it.Started))
+		err := sc.Scan(&it.TurnID, &it.Folder, msTime(&it.Started), &it.ChatJID, &it.Topic)
 		return it, err
 	})
 	if err != nil {

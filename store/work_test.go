@@ -573,6 +573,9 @@ func TestInterruptedTurnKeepsItsRows(t *testing.T) {
 	if len(got) != 2 || got[0].TurnID != "t-kept" || got[0].Folder != "main" || got[0].Started.IsZero() || got[1].TurnID != "t-lost" {
 		t.Fatalf("interrupted turns %+v; want t-kept in main, then t-lost", got)
 	}
+	if got[0].ChatJID != "web:a" || got[1].ChatJID != "web:b" || got[0].Topic != "" {
+		t.Errorf("interrupted turns %+v; want t-kept in web:a, t-lost in web:b", got)
+	}
 	n, err := s.RecoverStarted(ctx, "t-kept")
 	if err != nil || n != 1 {
 		t.Fatalf("RecoverStarted touched %d rows (%v); want the one row of t-lost", n, err)
