@@ -25,6 +25,9 @@ import (
 type interrupted struct {
 	mu sync.Mutex
 	m  map[groups.Folder][]store.Interrupted
+	// runs are their registrations for /stop and the Stop button, by turn
+	// id, until their folders' workers take them (awaitTurn).
+	runs map[string]stopHandle
 }
 
 // recoverStarted settles what a stopped gateway's running turns left in
@@ -38,7 +41,12 @@ func (t *turns) recoverStarted(ctx context.Context) ([]string, error) {
 	}
 	var keep []string
 	if _, ok := t.runner.(agent.Reattacher); ok {
-		keep = t.interrupted.set(its)
+		// Each registered now, before the adapters start: a /stop (or an
+		// interrupting message) that comes before its folder's worker
+		// gets to it stops it, as it would a running turn.
+		keep = t.interrupted.set(its, func(it store.Interrupted) stopHandle {
+			return t.running.begin(context.WithoutCancel(ctx), it.TurnID, store.Batch{Folder: it.Folder, ChatJID: it.ChatJID, Topic: it.Topic})
+		})
 		if len(keep) > 0 {
 			t.log.Warn("turns interrupted by a stop are awaited on their workers", "turns", len(keep))
 		}
@@ -111,18 +119,19 @@ func (t *turns) nextInterrupted(folder groups.Folder) (store.Interrupted, bool) 
 	return t.interrupted.next(folder)
 }
 
-// set keeps the turns of its that have an id, by folder, and returns
-// their ids.
-func (in *interrupted) set(its []store.Interrupted) (ids []string) {
+// set keeps the turns of its that have an id, by folder, each with the
+// registration register makes of it, and returns their ids.
+func (in *interrupted) set(its []store.Interrupted, register func(store.Interrupted) stopHandle) (ids []string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.m = map[groups.Folder][]store.Interrupted{}
+	in.m, in.runs = map[groups.Folder][]store.Interrupted{}, map[string]stopHandle{}
 	for _, it := range its {
 		if it.TurnID == "" {
 			continue
 		}
 		ids = append(ids, it.TurnID)
 		in.m[it.Folder] = append(in.m[it.Folder], it)
+		in.runs[it.TurnID] = register(it)
 	}
 	return ids
 }
@@ -150,13 +159,31 @@ func (in *interrupted) requeue(it store.Interrupted) {
 	in.m[it.Folder] = append([]store.Interrupted{it}, in.m[it.Folder]...)
 }
 
+// registration takes turn's registration, if it has one.
+func (in *interrupted) registration(turn string) (stopHandle, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	run, ok := in.runs[turn]
+	delete(in.runs, turn)
+	return run, ok
+}
+
 // awaitTurn awaits the outcome of a turn a stopped gateway started and
 // records it; an outcome that never came counts as a crashed attempt. It
 // returns the folder's backoff, as runTurn.
 func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Duration {
-	// Registered first (/stop, the Stop button), so that a stop while its
-	// batch is read stops it as any running turn, not "Nothing is running."
-	run := t.running.begin(ctx, it.TurnID, store.Batch{Folder: it.Folder, ChatJID: it.ChatJID, Topic: it.Topic})
+	if h := t.hooks; h != nil && h.awaitStart != nil {
+		h.awaitStart(it.TurnID)
+	}
+	// Registered (/stop, the Stop button) since the start (recoverStarted):
+	// a stop that came meanwhile stops it now, its worker told as any
+	// awaited turn's is.
+	run, ok := t.interrupted.registration(it.TurnID)
+	if ok {
+		run = run.under(ctx)
+	} else {
+		run = t.running.begin(ctx, it.TurnID, store.Batch{Folder: it.Folder, ChatJID: it.ChatJID, Topic: it.Topic})
+	}
 	if h := t.hooks; h != nil && h.awaitRead != nil {
 		h.awaitRead(it.TurnID)
 	}

@@ -463,6 +463,50 @@ func TestStopAwaitedTurnWhileRead(t *testing.T) {
 	}
 }
 
+// A /stop that comes right after a restart, before the folder's worker
+// gets to the turn it awaits (the turn still runs on its worker), stops
+// that turn: the worker is told to stop it, it is recorded stopped and the
+// chat told "Stopped.", not "Nothing is running." with the turn running
+// on. The adapters start before the folders' workers do.
+func TestStopAwaitedTurnBeforeItsAwait(t *testing.T) {
+	h, turn := startOnWorker(t, "a long question", nil)
+	h.stop()
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
+	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	taking, posted := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.hooks.awaitStart = func(string) {
+		once.Do(func() {
+			close(taking)
+			<-posted
+		})
+	}
+	h.restart(func(o *Options) { o.Runner = next })
+	select {
+	case <-taking:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the restarted gateway's worker never took the turn to await")
+	}
+	h.post(testChat, "m2", "/stop")
+	close(posted)
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+		t.Fatalf("sent %q; want %q", sent, stopStopped)
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
+		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
+	}
+	next.mu.Lock()
+	stops := next.stops
+	next.mu.Unlock()
+	if !slices.Equal(stops, []string{turn}) {
+		t.Errorf("turns stopped on their worker: %q; want the awaited %s", stops, turn)
+	}
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+	if n := len(next.started()); n != 0 {
+		t.Errorf("%d turns ran after the stop; want none", n)
+	}
+}
+
 // A turn a restarted gateway was about to await whose batch is no longer
 // there to read (its rows settled meanwhile) is no longer stoppable: its
 // Stop button says it has ended, rather than "Stopping." for a turn that
