@@ -152,11 +152,15 @@ func (in *interrupted) next(folder groups.Folder) (store.Interrupted, bool) {
 	return its[0], true
 }
 
-// requeue puts it back first in its folder's turns to await.
-func (in *interrupted) requeue(it store.Interrupted) {
+// requeue puts it back first in its folder's turns to await, with run,
+// its registration (zero: none; the next try registers it anew).
+func (in *interrupted) requeue(it store.Interrupted, run stopHandle) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.m[it.Folder] = append([]store.Interrupted{it}, in.m[it.Folder]...)
+	if run.rt != nil {
+		in.runs[it.TurnID] = run
+	}
 }
 
 // registration takes turn's registration, if it has one.
@@ -175,9 +179,9 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	if h := t.hooks; h != nil && h.awaitStart != nil {
 		h.awaitStart(it.TurnID)
 	}
-	// Registered (/stop, the Stop button) since the start (recoverStarted):
-	// a stop that came meanwhile stops it now, its worker told as any
-	// awaited turn's is.
+	// Registered (/stop, the Stop button) since the start (recoverStarted),
+	// or since an earlier try that failed to read it: a stop that came
+	// meanwhile stops it now, its worker told as any awaited turn's is.
 	run, ok := t.interrupted.registration(it.TurnID)
 	if ok {
 		run = run.under(ctx)
@@ -189,11 +193,10 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	}
 	b, ok, err := t.st.StartedBatch(ctx, it.TurnID)
 	if err != nil {
-		run.end()
 		if ctx.Err() == nil {
 			t.log.Error("load interrupted turn", "folder", it.Folder, "turn", it.TurnID, "err", err)
 		}
-		t.interrupted.requeue(it)
+		t.interrupted.requeue(it, run) // still registered: a stop that came stays
 		return time.Second
 	}
 	if !ok {
@@ -207,11 +210,10 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	session := ""
 	if !isolatedTurn(b) {
 		if session, err = t.st.Session(ctx, b.Folder, b.ChatJID, b.Topic); err != nil {
-			run.end()
 			if ctx.Err() == nil {
 				t.log.Error("load session", "folder", b.Folder, "err", err)
 			}
-			t.interrupted.requeue(it)
+			t.interrupted.requeue(it, run)
 			return time.Second
 		}
 	}
@@ -250,7 +252,7 @@ func (t *turns) recordAwaited(ctx context.Context, it store.Interrupted, p prepa
 		t.active.finished(turn.ID)
 		if _, rerr := t.st.RecoverTurn(context.WithoutCancel(ctx), turn.ID); rerr != nil {
 			t.log.Error("record interrupted turn", "folder", b.Folder, "turn", turn.ID, "err", rerr)
-			t.interrupted.requeue(it) // its rows are still started: not a new batch
+			t.interrupted.requeue(it, stopHandle{}) // its rows are still started: not a new batch
 			return time.Second
 		}
 		t.log.Warn("interrupted turn's outcome never came; counted as a crashed attempt", "folder", b.Folder, "turn", turn.ID, "err", err)
