@@ -148,6 +148,9 @@ type testHooks struct {
 	senderWait func()
 	// paused is called once a rate limit from platform holds its sends.
 	paused func(platform string)
+	// awaitStart is called when a folder's worker takes turn (a turn a
+	// stopped gateway left running on a worker) to await it.
+	awaitStart func(turn string)
 	// awaitRead is called when a folder's worker, registered to await
 	// turn (a turn a stopped gateway left running on a worker), is about
 	// to read its batch.

@@ -25,6 +25,9 @@ import (
 type interrupted struct {
 	mu sync.Mutex
 	m  map[groups.Folder][]store.Interrupted
+	// runs are their registrations for /stop and the Stop button, by turn
+	// id, until their folders' workers take them (awaitTurn).
+	runs map[string]stopHandle
 }
 
 // recoverStarted settles what a stopped gateway's running turns left in
@@ -38,7 +41,12 @@ func (t *turns) recoverStarted(ctx context.Context) ([]string, error) {
 	}
 	var keep []string
 	if _, ok := t.runner.(agent.Reattacher); ok {
-		keep = t.interrupted.set(its)
+		// Each registered now, before the adapters start: a /stop (or an
+		// interrupting message) that comes before its folder's worker
+		// gets to it stops it, as it would a running turn.
+		keep = t.interrupted.set(its, func(it store.Interrupted) stopHandle {
+			return t.running.begin(context.WithoutCancel(ctx), it.TurnID, store.Batch{Folder: it.Folder, ChatJID: it.ChatJID, Topic: it.Topic})
+		})
 		if len(keep) > 0 {
 			t.log.Warn("turns interrupted by a stop are awaited on their workers", "turns", len(keep))
 		}
@@ -111,18 +119,19 @@ func (t *turns) nextInterrupted(folder groups.Folder) (store.Interrupted, bool) 
 	return t.interrupted.next(folder)
 }
 
-// set keeps the turns of its that have an id, by folder, and returns
-// their ids.
-func (in *interrupted) set(its []store.Interrupted) (ids []string) {
+// set keeps the turns of its that have an id, by folder, each with the
+// registration register makes of it, and returns their ids.
+func (in *interrupted) set(its []store.Interrupted, register func(store.Interrupted) stopHandle) (ids []string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.m = map[groups.Folder][]store.Interrupted{}
+	in.m, in.runs = map[groups.Folder][]store.Interrupted{}, map[string]stopHandle{}
 	for _, it := range its {
 		if it.TurnID == "" {
 			continue
 		}
 		ids = append(ids, it.TurnID)
 		in.m[it.Folder] = append(in.m[it.Folder], it)
+		in.runs[it.TurnID] = register(it)
 	}
 	return ids
 }
@@ -143,30 +152,51 @@ func (in *interrupted) next(folder groups.Folder) (store.Interrupted, bool) {
 	return its[0], true
 }
 
-// requeue puts it back first in its folder's turns to await.
-func (in *interrupted) requeue(it store.Interrupted) {
+// requeue puts it back first in its folder's turns to await, with run,
+// its registration (zero: none; the next try registers it anew).
+func (in *interrupted) requeue(it store.Interrupted, run stopHandle) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.m[it.Folder] = append([]store.Interrupted{it}, in.m[it.Folder]...)
+	if run.rt != nil {
+		in.runs[it.TurnID] = run
+	}
+}
+
+// registration takes turn's registration, if it has one.
+func (in *interrupted) registration(turn string) (stopHandle, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	run, ok := in.runs[turn]
+	delete(in.runs, turn)
+	return run, ok
 }
 
 // awaitTurn awaits the outcome of a turn a stopped gateway started and
 // records it; an outcome that never came counts as a crashed attempt. It
 // returns the folder's backoff, as runTurn.
 func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Duration {
-	// Registered first (/stop, the Stop button), so that a stop while its
-	// batch is read stops it as any running turn, not "Nothing is running."
-	run := t.running.begin(ctx, it.TurnID, store.Batch{Folder: it.Folder, ChatJID: it.ChatJID, Topic: it.Topic})
+	if h := t.hooks; h != nil && h.awaitStart != nil {
+		h.awaitStart(it.TurnID)
+	}
+	// Registered (/stop, the Stop button) since the start (recoverStarted),
+	// or since an earlier try that failed to read it: a stop that came
+	// meanwhile stops it now, its worker told as any awaited turn's is.
+	run, ok := t.interrupted.registration(it.TurnID)
+	if ok {
+		run = run.under(ctx)
+	} else {
+		run = t.running.begin(ctx, it.TurnID, store.Batch{Folder: it.Folder, ChatJID: it.ChatJID, Topic: it.Topic})
+	}
 	if h := t.hooks; h != nil && h.awaitRead != nil {
 		h.awaitRead(it.TurnID)
 	}
 	b, ok, err := t.st.StartedBatch(ctx, it.TurnID)
 	if err != nil {
-		run.end()
 		if ctx.Err() == nil {
 			t.log.Error("load interrupted turn", "folder", it.Folder, "turn", it.TurnID, "err", err)
 		}
-		t.interrupted.requeue(it)
+		t.interrupted.requeue(it, run) // still registered: a stop that came stays
 		return time.Second
 	}
 	if !ok {
@@ -180,11 +210,10 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 	session := ""
 	if !isolatedTurn(b) {
 		if session, err = t.st.Session(ctx, b.Folder, b.ChatJID, b.Topic); err != nil {
-			run.end()
 			if ctx.Err() == nil {
 				t.log.Error("load session", "folder", b.Folder, "err", err)
 			}
-			t.interrupted.requeue(it)
+			t.interrupted.requeue(it, run)
 			return time.Second
 		}
 	}
@@ -223,7 +252,7 @@ func (t *turns) recordAwaited(ctx context.Context, it store.Interrupted, p prepa
 		t.active.finished(turn.ID)
 		if _, rerr := t.st.RecoverTurn(context.WithoutCancel(ctx), turn.ID); rerr != nil {
 			t.log.Error("record interrupted turn", "folder", b.Folder, "turn", turn.ID, "err", rerr)
-			t.interrupted.requeue(it) // its rows are still started: not a new batch
+			t.interrupted.requeue(it, stopHandle{}) // its rows are still started: not a new batch
 			return time.Second
 		}
 		t.log.Warn("interrupted turn's outcome never came; counted as a crashed attempt", "folder", b.Folder, "turn", turn.ID, "err", err)

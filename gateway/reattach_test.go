@@ -31,6 +31,7 @@ type workerRunner struct {
 	overlap  []string          // turns Run started in a folder while one of its turns was awaited
 	answer   func(turn string) (agent.Result, error)
 	release  chan struct{}
+	stops    []string // turns whose Await ended with their stop (a remote runner stops them on their worker)
 	// forwarded, when set, takes the messages steered into a running turn,
 	// as a remote runner hands them to the worker (Steering.Forward).
 	forwarded chan int64
@@ -70,6 +71,11 @@ func (w *workerRunner) Await(ctx context.Context, id agent.TurnID, _ time.Time) 
 	select {
 	case <-w.release:
 	case <-ctx.Done():
+		if agent.StopRequested(ctx) {
+			w.mu.Lock()
+			w.stops = append(w.stops, turn)
+			w.mu.Unlock()
+		}
 		return agent.Result{ExitCode: -1}, agent.Cancelled(ctx.Err())
 	}
 	return w.answer(turn)

@@ -153,6 +153,24 @@ func (h stopHandle) answering(b store.Batch) stopHandle {
 	return stopHandle{ctx: h.ctx, r: h.r, rt: rt}
 }
 
+// under moves h, a turn registered before its folder's worker took it
+// (recoverStarted, or an earlier try of awaitTurn), to that worker: the
+// handle to use from then on, its ctx derived from ctx. A stop that came
+// before stays and ends the new ctx at once, by whom it was.
+func (h stopHandle) under(ctx context.Context) stopHandle {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if h.r != nil {
+		h.r.mu.Lock()
+		defer h.r.mu.Unlock()
+	}
+	if agent.StopRequested(h.ctx) {
+		cancel(agent.ErrStopped)
+	}
+	h.rt.cancel(nil) // the earlier ctx, used no more
+	h.rt.cancel = cancel
+	return stopHandle{ctx: ctx, r: h.r, rt: h.rt}
+}
+
 // batchSeqs lists the message seqs of b's work items.
 func batchSeqs(b store.Batch) []int64 {
 	seqs := make([]int64, len(b.Items))

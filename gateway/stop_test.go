@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -460,6 +461,109 @@ func TestStopAwaitedTurnWhileRead(t *testing.T) {
 	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
 	if n := len(next.started()); n != 0 {
 		t.Errorf("%d turns ran after the stop; want none", n)
+	}
+}
+
+// A /stop that comes right after a restart, before the folder's worker
+// gets to the turn it awaits (the turn still runs on its worker), stops
+// that turn: the worker is told to stop it, it is recorded stopped and the
+// chat told "Stopped.", not "Nothing is running." with the turn running
+// on. The adapters start before the folders' workers do.
+func TestStopAwaitedTurnBeforeItsAwait(t *testing.T) {
+	h, turn := startOnWorker(t, "a long question", nil)
+	h.stop()
+	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
+	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	taking, posted := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.hooks.awaitStart = func(string) {
+		once.Do(func() {
+			close(taking)
+			<-posted
+		})
+	}
+	h.restart(func(o *Options) { o.Runner = next })
+	select {
+	case <-taking:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the restarted gateway's worker never took the turn to await")
+	}
+	h.post(testChat, "m2", "/stop")
+	close(posted)
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+		t.Fatalf("sent %q; want %q", sent, stopStopped)
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
+		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
+	}
+	next.mu.Lock()
+	stops := next.stops
+	next.mu.Unlock()
+	if !slices.Equal(stops, []string{turn}) {
+		t.Errorf("turns stopped on their worker: %q; want the awaited %s", stops, turn)
+	}
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+	if n := len(next.started()); n != 0 {
+		t.Errorf("%d turns ran after the stop; want none", n)
+	}
+}
+
+// A /stop that came while a restarted gateway read the turn it is about to
+// await, whose read then failed (here a table of the real database file
+// renamed away for that read: its batch's, or its session's), still stops
+// the turn when the read is tried again: it is recorded stopped and the
+// chat told "Stopped.", not awaited as if nobody had stopped it.
+func TestStopAwaitedTurnSurvivesFailedRead(t *testing.T) {
+	for _, tc := range []struct{ name, table string }{
+		{"batch", "notices"}, // StartedBatch reads the folder's notices with the batch
+		{"session", "sessions"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, turn := startOnWorker(t, "a long question", nil)
+			h.stop()
+			db, err := sql.Open("sqlite3", filepath.Join(h.dir, "switchboard.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
+			next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+			reads := make(chan int, 2)
+			var n int
+			h.hooks.awaitRead = func(string) {
+				n++
+				switch n {
+				case 1: // the stop comes, then the read fails
+					h.post(testChat, "m2", "/stop")
+					if _, err := db.Exec(`ALTER TABLE ` + tc.table + ` RENAME TO gone`); err != nil {
+						t.Error(err)
+					}
+				case 2: // the next try reads
+					if _, err := db.Exec(`ALTER TABLE gone RENAME TO ` + tc.table); err != nil {
+						t.Error(err)
+					}
+				}
+				reads <- n
+			}
+			h.restart(func(o *Options) { o.Runner = next })
+			for want := 1; want <= 2; want++ {
+				select {
+				case <-reads:
+				case <-time.After(20 * time.Second):
+					t.Fatalf("the restarted gateway never read the awaited turn (try %d)", want)
+				}
+			}
+			if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+				t.Fatalf("sent %q; want %q", sent, stopStopped)
+			}
+			if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
+				t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
+			}
+			testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+			if n := len(next.started()); n != 0 {
+				t.Errorf("%d turns ran after the stop; want none", n)
+			}
+		})
 	}
 }
 

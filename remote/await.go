@@ -43,7 +43,7 @@ func (r *Runner) Await(ctx context.Context, turn agent.TurnID, deadline time.Tim
 	defer check.Stop()
 	for looked := false; ; {
 		if !looked {
-			o, found, err := r.published(ctx, rec.Worker, turnID)
+			o, found, err := r.lookUp(ctx, rec.Worker, turnID)
 			switch {
 			case found && r.acceptOutcome(o):
 				// Published while no gateway read the stream: its folder
@@ -89,6 +89,21 @@ func awaitedResult(o Outcome) (agent.Result, error) {
 		return res, fmt.Errorf("%w before the gateway restarted (on worker %s)", agent.ErrStopped, o.Worker)
 	}
 	return res, err
+}
+
+// lookUpTimeout bounds Await's look-up of an outcome already published,
+// which a stop does not cut short (lookUp).
+const lookUpTimeout = 5 * time.Second
+
+// lookUp is published, run without ctx's cancellation (for at most
+// lookUpTimeout): a turn stopped before or while it is awaited may have
+// ended on its worker already, its outcome (usage included) then being
+// the turn's: under the stopped ctx the look-up would fail, and the stop
+// wait out Grace for an outcome published before it.
+func (r *Runner) lookUp(ctx context.Context, worker, turn string) (Outcome, bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookUpTimeout)
+	defer cancel()
+	return r.published(ctx, worker, turn)
 }
 
 // published is the outcome of turn that worker published on

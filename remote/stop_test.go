@@ -305,3 +305,61 @@ func TestRemoteStopWhilePublishing(t *testing.T) {
 		t.Error("the stopped turn is still recorded for a restarted gateway to await")
 	}
 }
+
+// A turn that a restarted gateway awaits, stopped before its Await (a
+// /stop right after the restart), whose outcome its worker published
+// while no gateway ran: the turn had ended, and Await returns that
+// outcome, its usage with it (what the turn cost is recorded). Before,
+// the look-up ran under the stopped ctx and failed, and the stop waited
+// out Grace for an outcome that had come already: the turn was recorded
+// stopped without its cost.
+func TestRemoteAwaitStoppedAfterItsOutcome(t *testing.T) {
+	nc := natsConn(t)
+	startWorker(t, nc, "w1", 1)
+	gate := t.TempDir()
+	first := newRunner(t, nc, `cat >/dev/null; touch "`+gate+`/started"; while [ ! -e "`+gate+`/go" ]; do sleep 0.05; done
+echo done; echo '{"switchboard_usage":{"cost_usd":0.125}}'`, 0)
+	ctx, gatewayStops := context.WithCancel(t.Context())
+	spec := agent.Spec{Timeout: time.Minute}
+	started := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := first.Run(ctx, spec, turnInput(t, "t-ended"))
+		done <- err
+	}()
+	testwait.For(t, 20*time.Second, "the agent running on the worker", func() bool {
+		_, err := os.Stat(filepath.Join(gate, "started"))
+		return err == nil
+	})
+	gatewayStops()
+	if err := <-done; !errors.Is(err, agent.ErrCancelled) {
+		t.Fatalf("Run of the stopped gateway: %v; want cancelled", err)
+	}
+	first.Close()
+	// The turn ends on its worker while no gateway runs.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gate, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 20*time.Second, "the turn's outcome on the results stream", func() bool {
+		s, err := js.Stream(t.Context(), ResultsStream)
+		if err != nil {
+			return false
+		}
+		_, err = s.GetLastMsgForSubject(t.Context(), resultSubject("w1", "t-ended"))
+		return err == nil
+	})
+	next := newRunner(t, nc, "unused", 50*time.Millisecond)
+	actx, stop := context.WithCancelCause(t.Context())
+	stop(agent.ErrStopped)
+	res, err := next.Await(actx, "t-ended", started.Add(spec.Timeout))
+	if res.Usage.CostUSD != 0.125 {
+		t.Errorf("Await of the stopped turn: usage %+v (err %v); want the 0.125 its published outcome reported", res.Usage, err)
+	}
+	if err != nil || res.Reply != "done" {
+		t.Errorf("Await of the stopped turn: reply %q, %v; want the outcome it ended with", res.Reply, err)
+	}
+}
