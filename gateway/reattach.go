@@ -227,14 +227,15 @@ func (t *turns) awaitTurn(ctx context.Context, it store.Interrupted) time.Durati
 // recordAwaited records the outcome of the awaited turn it (p, ended as
 // end says), as recordTurn, recordStopped or, interrupted by a message,
 // recordInterrupted (its whole batch runs again with that message); one
-// that never came counts as a crashed attempt. An outcome records the turn
+// that never came counts as a crashed attempt unless someone stopped it. An outcome records the turn
 // without the messages steered into it that its agent did not take
 // (withoutUntaken). An outcome that says the turn was stopped
 // (agent.ErrStopped: by the gateway before the restart) records it
 // stopped. It returns the folder's backoff, as runTurn.
 func (t *turns) recordAwaited(ctx context.Context, it store.Interrupted, p preparedTurn, res agent.Result, err error, end turnEnd) time.Duration {
 	b, turn := p.b, p.turn
-	if end.by != "" && err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrNoOutcome) {
+	// Stopped, it is not run again, even when no outcome of it comes.
+	if end.by != "" && err != nil && ctx.Err() == nil {
 		if end.requeue {
 			return t.recordInterrupted(ctx, p, res, end.by)
 		}

@@ -32,6 +32,9 @@ type workerRunner struct {
 	answer   func(turn string) (agent.Result, error)
 	release  chan struct{}
 	stops    []string // turns whose Await ended with their stop (a remote runner stops them on their worker)
+	// noOutcome: Await has no outcome to give (agent.ErrNoOutcome), as a
+	// remote runner without a record of the turn.
+	noOutcome bool
 	// forwarded, when set, takes the messages steered into a running turn,
 	// as a remote runner hands them to the worker (Steering.Forward).
 	forwarded chan int64
@@ -60,6 +63,9 @@ func (w *workerRunner) Run(ctx context.Context, _ agent.Spec, in agent.Input) (a
 
 func (w *workerRunner) Await(ctx context.Context, id agent.TurnID, _ time.Time) (agent.Result, error) {
 	turn := string(id)
+	if w.noOutcome {
+		return agent.Result{ExitCode: -1}, fmt.Errorf("%w: no record of turn %s", agent.ErrNoOutcome, turn)
+	}
 	w.mu.Lock()
 	w.awaiting[turn] = true
 	w.mu.Unlock()

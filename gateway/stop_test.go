@@ -468,43 +468,51 @@ func TestStopAwaitedTurnWhileRead(t *testing.T) {
 // gets to the turn it awaits (the turn still runs on its worker), stops
 // that turn: the worker is told to stop it, it is recorded stopped and the
 // chat told "Stopped.", not "Nothing is running." with the turn running
-// on. The adapters start before the folders' workers do.
+// on. The adapters start before the folders' workers do. So too when the
+// runner has no outcome of the turn to give (agent.ErrNoOutcome: a remote
+// runner without a record of it): a stopped turn is not run again.
 func TestStopAwaitedTurnBeforeItsAwait(t *testing.T) {
-	h, turn := startOnWorker(t, "a long question", nil)
-	h.stop()
-	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
-	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
-	taking, posted := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	h.hooks.awaitStart = func(string) {
-		once.Do(func() {
-			close(taking)
-			<-posted
+	for _, noOutcome := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no outcome %v", noOutcome), func(t *testing.T) {
+			h, turn := startOnWorker(t, "a long question", nil)
+			h.stop()
+			next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}, noOutcome: noOutcome}
+			next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+			taking, posted := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			h.hooks.awaitStart = func(string) {
+				once.Do(func() {
+					close(taking)
+					<-posted
+				})
+			}
+			h.restart(func(o *Options) { o.Runner = next })
+			select {
+			case <-taking:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the restarted gateway's worker never took the turn to await")
+			}
+			h.post(testChat, "m2", "/stop")
+			close(posted)
+			if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+				t.Fatalf("sent %q; want %q", sent, stopStopped)
+			}
+			if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
+				t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
+			}
+			if !noOutcome {
+				next.mu.Lock()
+				stops := next.stops
+				next.mu.Unlock()
+				if !slices.Equal(stops, []string{turn}) {
+					t.Errorf("turns stopped on their worker: %q; want the awaited %s", stops, turn)
+				}
+			}
+			testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+			if n := len(next.started()); n != 0 {
+				t.Errorf("%d turns ran after the stop; want none", n)
+			}
 		})
-	}
-	h.restart(func(o *Options) { o.Runner = next })
-	select {
-	case <-taking:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the restarted gateway's worker never took the turn to await")
-	}
-	h.post(testChat, "m2", "/stop")
-	close(posted)
-	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
-		t.Fatalf("sent %q; want %q", sent, stopStopped)
-	}
-	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
-		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
-	}
-	next.mu.Lock()
-	stops := next.stops
-	next.mu.Unlock()
-	if !slices.Equal(stops, []string{turn}) {
-		t.Errorf("turns stopped on their worker: %q; want the awaited %s", stops, turn)
-	}
-	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
-	if n := len(next.started()); n != 0 {
-		t.Errorf("%d turns ran after the stop; want none", n)
 	}
 }
 
