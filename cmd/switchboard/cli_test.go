@@ -763,3 +763,41 @@ func TestSendAndInjectRefuseEmptyText(t *testing.T) {
 		}
 	}
 }
+
+// TestChatArgumentsRefuseAPersonsJID: a sender's JID where a chat is meant
+// (web:user/ann, discord:user/1, slack:T1/user/U1) is a usage error naming
+// a chat's form. `send web:user/ann hi` printed "queued outbox item" and
+// exited 0; the item then failed for good in the gateway (a web room has no
+// '/'), and task add and group add --jid stored a task or a route that could
+// never answer or match. telegram:user/<id> stays a chat (a private one).
+func TestChatArgumentsRefuseAPersonsJID(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main", "--jid", "web:lobby")
+	for _, tc := range []struct {
+		args []string
+		form string
+	}{
+		{[]string{"send", "web:user/ann", "hi"}, "web:<room>"},
+		{[]string{"send", "discord:user/42", "hi"}, "discord:dm/<channel id>"},
+		{[]string{"send", "slack:T1/user/U1", "hi"}, "slack:<team>/dm/<id>"},
+		{[]string{"inject", "web:user/ann", "hi"}, "web:<room>"},
+		{[]string{"task", "add", "--folder", "main", "--jid", "web:user/ann", "--schedule", "@daily", "--prompt", "x"}, "web:<room>"},
+		{[]string{"group", "add", "other", "--jid", "web:user/ann"}, "web:<room>"},
+	} {
+		_, _, err := sb(t, dir, tc.args...)
+		if !isUsage(err) || !strings.Contains(err.Error(), "is a person, not a chat") || !strings.Contains(err.Error(), tc.form) {
+			t.Errorf("%v: %v, want a usage error saying it is a person, with the form %s", tc.args, err, tc.form)
+		}
+	}
+	out := mustSB(t, dir, "status")
+	if s := strings.Join(strings.Fields(out), " "); !strings.Contains(s, "outbox 0 pending, 0 failed") || !strings.Contains(s, "queue empty") {
+		t.Errorf("a refused command queued something:\n%s", out)
+	}
+	if out := mustSB(t, dir, "task", "list"); strings.Contains(out, "web:user/ann") {
+		t.Errorf("a task for a person's JID was stored:\n%s", out)
+	}
+	if out := mustSB(t, dir, "group", "list"); strings.Contains(out, "other") {
+		t.Errorf("group add --jid with a person's JID added the group:\n%s", out)
+	}
+	mustSB(t, dir, "send", "telegram:user/7", "hi") // a private chat: still a chat
+}

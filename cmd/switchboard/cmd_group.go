@@ -102,7 +102,7 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 		return usageError{err: err}
 	}
 	if jid != "" {
-		if _, err := adapters.ParseJID(jid); err != nil {
+		if _, err := parseChat(jid); err != nil {
 			return usagef("--jid: %w", err)
 		}
 	}
