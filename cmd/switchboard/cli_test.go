@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"switchboard/internal/testenv"
 )
 
 // sb runs the CLI in-process against dataDir and returns stdout, stderr and the error.
@@ -800,4 +802,28 @@ func TestChatArgumentsRefuseAPersonsJID(t *testing.T) {
 		t.Errorf("group add --jid with a person's JID added the group:\n%s", out)
 	}
 	mustSB(t, dir, "send", "telegram:user/7", "hi") // a private chat: still a chat
+}
+
+// TestGroupAddWarnsOfATooLongSocketPath: a group whose MCP socket path is
+// longer than a unix socket allows gets no socket, so its agent has no
+// tools. group add said only "added group" and exited 0; the reason was in
+// the gateway's log alone. It now warns, naming the path and the fix.
+func TestGroupAddWarnsOfATooLongSocketPath(t *testing.T) {
+	// A data dir whose socket for "short" is 100 bytes long: under the
+	// limit (107 on Linux, 103 on BSDs), while the long folder's is over.
+	tmp := t.TempDir()
+	pad := 100 - len(tmp+"/"+"/data/ipc/short/mcp.sock")
+	if pad < 1 {
+		testenv.Unavailable(t, "temp dir %s is too long for this test", tmp)
+	}
+	dir := filepath.Join(tmp, strings.Repeat("d", pad), "data")
+	out := mustSB(t, dir, "group", "add", "short")
+	if strings.Contains(out, "warning") {
+		t.Errorf("group add short: %q, want no warning", out)
+	}
+	out = mustSB(t, dir, "group", "add", "a-rather-long-team/with-a-long-child")
+	if !strings.Contains(out, "added group a-rather-long-team/with-a-long-child") ||
+		!strings.Contains(out, "warning: its agent gets no MCP tools") || !strings.Contains(out, "use a shorter data_dir") {
+		t.Errorf("group add with a socket path over the limit: %q, want a warning saying its agent gets no tools", out)
+	}
 }
