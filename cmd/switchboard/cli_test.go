@@ -827,3 +827,14 @@ func TestGroupAddWarnsOfATooLongSocketPath(t *testing.T) {
 		t.Errorf("group add with a socket path over the limit: %q, want a warning saying its agent gets no tools", out)
 	}
 }
+
+// TestBackupOfAnEmptyName: `switchboard backup ""` (an unset shell
+// variable) is a usage error; it said "backup: <the current directory>
+// already exists; choose a new file name", and exited 1.
+func TestBackupOfAnEmptyName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	_, _, err := sb(t, dir, "backup", "")
+	if !isUsage(err) || !strings.Contains(err.Error(), "FILE is empty") {
+		t.Errorf("backup \"\": %v, want a usage error saying FILE is empty", err)
+	}
+}
