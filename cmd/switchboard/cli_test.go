@@ -802,6 +802,13 @@ func TestChatArgumentsRefuseAPersonsJID(t *testing.T) {
 		t.Errorf("group add --jid with a person's JID added the group:\n%s", out)
 	}
 	mustSB(t, dir, "send", "telegram:user/7", "hi") // a private chat: still a chat
+
+	// And the other way round: inject --sender takes a person, not a chat
+	// (it stored a message "from" web:lobby, shown as that sender).
+	if _, _, err := sb(t, dir, "inject", "web:lobby", "hi", "--sender", "web:lobby"); !isUsage(err) || !strings.Contains(err.Error(), "is a chat, not a person") {
+		t.Errorf("inject --sender web:lobby: %v, want a usage error saying it is a chat", err)
+	}
+	mustSB(t, dir, "inject", "web:lobby", "hi", "--sender", "web:user/zed")
 }
 
 // TestGroupAddWarnsOfATooLongSocketPath: a group whose MCP socket path is

@@ -94,6 +94,9 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 				if from, err = adapters.ParseJID(sender); err != nil {
 					return usagef("--sender: %w", err)
 				}
+				if err := from.CheckPerson(); err != nil {
+					return usagef("--sender: %w", err)
+				}
 			}
 			ctx := cmd.Context()
 			return a.withStore(ctx, func(st *store.Store) error {
