@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -843,5 +844,36 @@ func TestBackupOfAnEmptyName(t *testing.T) {
 	_, _, err := sb(t, dir, "backup", "")
 	if !isUsage(err) || !strings.Contains(err.Error(), "FILE is empty") {
 		t.Errorf("backup \"\": %v, want a usage error saying FILE is empty", err)
+	}
+}
+
+// TestStatusNamesFailedDeliveries: status counted the outbox items given up
+// on ("outbox 0 pending, 1 failed") without saying which chat or why, so an
+// operator had nothing to act on but the gateway's log. It now lists the
+// latest, newest first, in text and JSON.
+func TestStatusNamesFailedDeliveries(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var queued struct {
+		ID int64 `json:"outbox_id"`
+	}
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "send", "telegram:user/1", "hello")), &queued); err != nil {
+		t.Fatal(err)
+	}
+	// What the gateway's outbox does with an item for a platform it does not serve.
+	if err := openDB(t, dir).OutboxFailed(t.Context(), queued.ID, "no adapter for this platform is enabled: telegram"); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Join(strings.Fields(mustSB(t, dir, "status")), " ")
+	if !strings.Contains(out, "outbox 0 pending, 1 failed") || !strings.Contains(out, "failed deliveries") ||
+		!strings.Contains(out, fmt.Sprintf("#%d telegram:user/1 no adapter for this platform is enabled: telegram", queued.ID)) {
+		t.Errorf("status:\n%s\nwant the failed delivery's chat and reason", out)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "status")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.FailedDeliveries) != 1 || rep.FailedDeliveries[0].ChatJID != "telegram:user/1" || rep.FailedDeliveries[0].OutboxID != queued.ID ||
+		!strings.Contains(rep.FailedDeliveries[0].Error, "no adapter for this platform") {
+		t.Errorf("status --json failed_deliveries = %+v", rep.FailedDeliveries)
 	}
 }
