@@ -84,6 +84,31 @@ func (j JID) CheckPerson() error {
 	return fmt.Errorf("%q is a chat, not a person: a person's JID is %s", string(j), want)
 }
 
+// CheckChat says, for a JID of a built-in platform that names a person
+// rather than a chat (web:user/<name>, discord:user/<id>,
+// slack:<team>/user/<id>), that it is no chat JID (§4), with the forms a
+// chat takes; nil for a chat's JID, and for any JID of another platform.
+// Nothing can be posted to such a JID: a message queued for it fails for
+// good. Telegram's telegram:user/<id> is both: a private chat's JID is its
+// person's.
+func (j JID) CheckChat() error {
+	var want string
+	person := false
+	switch p, rest := j.Platform(), j.Room(); p {
+	case "discord":
+		want, person = "discord:<guild id>/<channel id> or discord:dm/<channel id>", strings.HasPrefix(rest, "user/")
+	case "web":
+		want, person = "web:<room>", strings.HasPrefix(rest, "user/")
+	case "slack":
+		_, after, _ := strings.Cut(rest, "/")
+		want, person = "slack:<team>/channel/<id>, slack:<team>/dm/<id> or slack:<team>/group/<id>", strings.HasPrefix(after, "user/")
+	}
+	if !person {
+		return nil
+	}
+	return fmt.Errorf("%q is a person, not a chat: a chat's JID is %s", string(j), want)
+}
+
 // IsJIDRune reports whether r may appear after a JID's platform: anything
 // but spaces, control characters and ",()*?[]" (glob and list syntax).
 func IsJIDRune(r rune) bool {

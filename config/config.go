@@ -504,7 +504,7 @@ func (c *Config) validate(env map[string]envValue, lines map[string]int) error {
 	c.validateLimits(bad)
 	c.validateAdapters(bad)
 	if c.Admin.Listen != "" {
-		if _, _, err := net.SplitHostPort(c.Admin.Listen); err != nil {
+		if _, _, err := splitListen(c.Admin.Listen); err != nil {
 			bad("admin.listen", "%q is not host:port, e.g. 127.0.0.1:8421 (\"\" turns it off)", c.Admin.Listen)
 		}
 	}
@@ -681,7 +681,7 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 		bad("adapters.max_download_mb", "%d: want 1 to 2048 (megabytes per attachment)", a.MaxDownloadMB)
 	}
 	if a.Web.Enabled {
-		if _, _, err := net.SplitHostPort(a.Web.Listen); err != nil {
+		if _, _, err := splitListen(a.Web.Listen); err != nil {
 			bad("adapters.web.listen", "%q is not host:port, e.g. 127.0.0.1:8420", a.Web.Listen)
 		}
 	}
@@ -689,7 +689,7 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 		if !strings.HasPrefix(a.Telegram.WebhookURL, "https://") {
 			bad("adapters.telegram.webhook_url", "%q: Telegram posts to https:// URLs only", a.Telegram.WebhookURL)
 		}
-		if _, _, err := net.SplitHostPort(a.Telegram.Listen); err != nil {
+		if _, _, err := splitListen(a.Telegram.Listen); err != nil {
 			bad("adapters.telegram.listen", "%q is not host:port; webhook mode needs the address your proxy forwards webhook_url to", a.Telegram.Listen)
 		}
 	}
@@ -707,7 +707,7 @@ func (c *Config) validateAdapters(bad func(string, string, ...any)) {
 	}
 	if a.Slack.Enabled {
 		if a.Slack.Mode == "events" {
-			if _, _, err := net.SplitHostPort(a.Slack.Listen); err != nil {
+			if _, _, err := splitListen(a.Slack.Listen); err != nil {
 				bad("adapters.slack.listen", "%q is not host:port, e.g. 127.0.0.1:3000 (events mode serves POST /slack/events there)", a.Slack.Listen)
 			}
 		}
@@ -836,7 +836,7 @@ func (c *Config) validateMCP(bad func(key, format string, args ...any)) {
 		}
 		return
 	}
-	host, _, err := net.SplitHostPort(m.Listen)
+	host, _, err := splitListen(m.Listen)
 	if err != nil {
 		bad("mcp.listen", "%q is not host:port, e.g. 127.0.0.1:8422 (\"\" turns it off)", m.Listen)
 		return
@@ -895,7 +895,7 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 			"credentials file (mint one with `switchboard nats gateway-creds --out FILE`; docs/scaling.md, \"Your own NATS server\")")
 	}
 	if n.Embedded {
-		host, _, err := net.SplitHostPort(n.Listen)
+		host, _, err := splitListen(n.Listen)
 		switch {
 		case err != nil:
 			bad("nats.listen", "%q is not host:port, e.g. 127.0.0.1:4222", n.Listen)
@@ -904,4 +904,20 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 				"set nats.tls_cert and nats.tls_key (PEM files; workers set nats.tls_ca), or listen on 127.0.0.1", n.Listen)
 		}
 	}
+}
+
+// splitListen splits a listen address as net.SplitHostPort does, and also
+// refuses a port that no listener takes (":99999", "127.0.0.1:842O"): such
+// an address failed only when the gateway started, with an error that asked
+// whether another program was using it. A service name the system resolves
+// (":http") is a port.
+func splitListen(addr string) (host, port string, err error) {
+	host, port, err = net.SplitHostPort(addr)
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return "", "", err
+	}
+	return host, port, nil
 }

@@ -408,3 +408,26 @@ groups: [{folder: root}, {folder: main, mid_turn: interrupt}]`), env(nil))
 		t.Errorf("agent %+v groups %+v", cfg.Agent, cfg.Groups)
 	}
 }
+
+// TestListenAddressesNeedAPort: a listen address whose port no listener
+// takes is a config error naming the key. ":99999" or "127.0.0.1:842O"
+// passed the check (net.SplitHostPort takes any port text), every CLI
+// command read the file, and run then failed with "invalid port (is
+// another program using it? ...)". Port 0 and service names still pass.
+func TestListenAddressesNeedAPort(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"adapters: {web: {listen: ':99999'}}", `adapters.web.listen: ":99999" is not host:port`},
+		{"adapters: {web: {listen: '127.0.0.1:842O'}}", `adapters.web.listen: "127.0.0.1:842O" is not host:port`},
+		{"admin: {listen: '127.0.0.1:70000'}", `admin.listen: "127.0.0.1:70000" is not host:port`},
+		{"mcp: {listen: '127.0.0.1:-1'}", `mcp.listen: "127.0.0.1:-1" is not host:port`},
+	} {
+		if _, err := Parse([]byte(tc.yaml), env(nil)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error = %v, want it to contain %q", tc.yaml, err, tc.want)
+		}
+	}
+	for _, ok := range []string{"adapters: {web: {listen: '127.0.0.1:0'}}", "admin: {listen: 'localhost:8421'}", "admin: {listen: ':http'}"} {
+		if _, err := Parse([]byte(ok), env(nil)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

@@ -82,6 +82,13 @@ func Run(ctx context.Context, prompt string, o Options) error {
 		if err == nil {
 			return nil // answered; stdout stays empty
 		}
+		if _, ok := errors.AsType[refusedError](err); ok {
+			// The group may not post this (its grants, or an approver
+			// who said no): the answer on stdout would post it anyway.
+			fmt.Fprintf(o.Stderr, "demo-agent: %s was refused (%v); not answering\n", tool, err)
+			_, err := fmt.Fprintf(o.Stdout, "(I did not answer: %s)\n", refusalReason(err.Error()))
+			return err
+		}
 		fmt.Fprintf(o.Stderr, "demo-agent: %s over MCP failed (%v); answering on stdout\n", tool, err)
 	}
 	_, err := io.WriteString(o.Stdout, reply+"\n")
@@ -165,9 +172,31 @@ func callTool(ctx context.Context, mc *client.Client, name string, args map[stri
 		}
 	}
 	if res.IsError {
+		if strings.HasPrefix(sb.String(), refusedPrefix) {
+			return "", refusedError(sb.String())
+		}
 		return "", errors.New(sb.String())
 	}
 	return sb.String(), nil
+}
+
+// refusedPrefix starts the text of a call the gateway refused (grants,
+// chat ownership, an approver's no or no decision): ipc.RefusedPrefix.
+const refusedPrefix = "refused: "
+
+// refusedError is a call the gateway refused: its text.
+type refusedError string
+
+func (e refusedError) Error() string { return string(e) }
+
+// refusalReason is the part of a refusal worth showing in the chat: after
+// "not approved: " when an approver decided ("denied by web:user/ann"),
+// else the whole text.
+func refusalReason(text string) string {
+	if _, why, ok := strings.Cut(text, "not approved: "); ok {
+		return "not approved: " + why
+	}
+	return text
 }
 
 // chatCommand recognizes /tools, /search QUERY, /routes, /every DURATION

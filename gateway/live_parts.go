@@ -38,15 +38,19 @@ func partOut(out adapters.Outbound, n int) adapters.Outbound {
 }
 
 // opener returns what starts the live reply of part n in out's chat: the
-// adapter's own (Streamer, stream: native), else the edit fallback; nil
-// when neither can start.
+// adapter's own (Streamer, stream: native, or edit where the adapter has no
+// Editor), else the edit fallback; nil when neither can start.
 func (s *liveStarter) opener(a adapters.Adapter, cfg Stream, out adapters.Outbound, turn string) func(ctx context.Context, n int) adapters.LiveReply {
 	return func(ctx context.Context, n int) adapters.LiveReply {
 		o, id := partOut(out, n), turn
 		if n > 0 {
 			id = fmt.Sprintf("%s/%d", turn, n+1) // a draft of its own
 		}
-		if st, native := a.(adapters.Streamer); native && cfg.Mode == StreamNative {
+		// stream: edit on an adapter that cannot edit (the web chat) takes
+		// its own live reply: the edit fallback has nothing to edit with,
+		// and the chat showed nothing until the turn ended.
+		_, canEdit := a.(adapters.Editor)
+		if st, native := a.(adapters.Streamer); native && (cfg.Mode == StreamNative || cfg.Mode == StreamEdit && !canEdit) {
 			r, err := st.StartLive(ctx, o, id)
 			if err != nil && !errors.Is(err, adapters.ErrUnsupported) {
 				s.log.Warn("live reply not started", "jid", out.Chat, "turn", turn, "err", err)

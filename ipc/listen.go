@@ -18,13 +18,23 @@ import (
 // of sun_path less its terminating NUL (107 bytes on Linux, 103 on BSDs).
 var maxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
 
+// CheckSocketPath says (ErrSocketPath) when path, a group's absolute socket
+// path, is too long to bind a unix socket to: the gateway then serves that
+// group no tools.
+func CheckSocketPath(folder groups.Folder, path string) error {
+	if len(path) > maxSocketPath {
+		return fmt.Errorf("%w: group %s: MCP socket path %s is %d bytes, but a unix socket path may be at most %d; use a shorter data_dir (or a shorter folder name)",
+			ErrSocketPath, folder, path, len(path), maxSocketPath)
+	}
+	return nil
+}
+
 // listenSocket binds a group's socket at path (absolute): parent directories
 // mode 0700, the socket mode 0600. A stale socket file left by a crash is
 // removed first; one that a live process still answers is not touched.
 func listenSocket(folder groups.Folder, path string) (*net.UnixListener, error) {
-	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("%w: group %s: MCP socket path %s is %d bytes, but a unix socket path may be at most %d; use a shorter data_dir (or a shorter folder name)",
-			ErrSocketPath, folder, path, len(path), maxSocketPath)
+	if err := CheckSocketPath(folder, path); err != nil {
+		return nil, err
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -23,7 +23,10 @@ type Status struct {
 	OutboxFailed  int
 	NextTasks     []NextTask
 	FailedTurns   []Turn // the most recent failed turns, newest first
-	DBBytes       int64  // database file plus its WAL
+	// FailedDeliveries are the outbox items given up on most recently,
+	// newest first: which chat, and why.
+	FailedDeliveries []FailedDelivery
+	DBBytes          int64 // database file plus its WAL
 }
 
 // RunningTurn is a batch whose turn is running (or was, when the gateway died).
@@ -31,6 +34,15 @@ type RunningTurn struct {
 	Folder  groups.Folder
 	ChatJID adapters.JID
 	Started time.Time
+}
+
+// FailedDelivery is an outbox item given up on for good.
+type FailedDelivery struct {
+	ID      int64
+	Folder  groups.Folder // the sender; "" for the operator
+	ChatJID adapters.JID
+	Error   string
+	Failed  time.Time
 }
 
 // NextTask is a task and when it next fires.
@@ -83,6 +95,13 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 			err := r.Scan(&t.ID, &t.Folder, &t.ChatJID, &t.Trigger, &t.Attempt, msTime(&t.Started), msDuration(&t.Duration), &t.Error)
 			t.Status = TurnFailed
 			st.FailedTurns = append(st.FailedTurns, t)
+			return err
+		}),
+		// Failed rows are few: the outbox_due range, then a sort.
+		q(`SELECT id, folder, chat_jid, error, done_ms FROM outbox WHERE status = 'failed' ORDER BY done_ms DESC, id DESC LIMIT 5`, func(r scanner) error {
+			var d FailedDelivery
+			err := r.Scan(&d.ID, &d.Folder, &d.ChatJID, &d.Error, msTime(&d.Failed))
+			st.FailedDeliveries = append(st.FailedDeliveries, d)
 			return err
 		}),
 	)

@@ -538,3 +538,17 @@ func TestStalledBodyClosedAtDeadlineOnEveryRequest(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// TestPostBlankTopicIsNoTopic: a topic of spaces (a script's or a form's
+// blank field) posts into the room itself. It was stored as the topic "   ",
+// a thread of its own, so the bot's answer went into a thread the room
+// could not tell apart from the room.
+func TestPostBlankTopicIsNoTopic(t *testing.T) {
+	s := start(t, nil)
+	if status, body := s.post(t, "lobby", `{"sender": "ann", "text": "hi", "topic": "   "}`); status != http.StatusAccepted {
+		t.Fatalf("status %d %s, want 202", status, body)
+	}
+	if got := s.g.stored(); len(got) != 1 || got[0].Topic != "" {
+		t.Errorf("stored %+v, want one message without a topic", got)
+	}
+}

@@ -32,6 +32,11 @@ func inbound(room string, req postRequest, botName string, now time.Time) (adapt
 	if len(req.Text) > maxText {
 		return adapters.Inbound{}, fmt.Errorf("text is longer than %d bytes", maxText)
 	}
+	// A blank topic is no topic: a thread named by spaces would be a
+	// thread of its own that nobody can tell from the room.
+	if strings.TrimSpace(req.Topic) == "" {
+		req.Topic = ""
+	}
 	if len(req.Topic) > maxTopic || hasControl(req.Topic) {
 		return adapters.Inbound{}, fmt.Errorf("topic must be at most %d bytes, without control characters", maxTopic)
 	}

@@ -179,6 +179,7 @@ td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.bad{color:
 {{if or .Workers .WorkersErr}}<h2>Workers</h2><table id="workers"><tr><th>worker</th><th>host</th><th>busy</th><th>slots</th><th>up</th></tr>{{range .Workers}}<tr><td>{{.ID}}</td><td>{{.Host}}</td><td>{{.Busy}}</td><td>{{.Slots}}</td><td>{{ago .Started}}</td></tr>{{else}}<tr><td colspan="5">{{or .WorkersErr "none connected"}}</td></tr>{{end}}</table>{{end}}
 <h2>Approvals waiting</h2><table id="approvals">{{range .Approvals}}<tr><td>{{.ID}}</td><td>{{.Folder}}</td><td>{{.Tool}}</td><td>{{.Chat}}</td><td>since {{.Created}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 <h2>Outbox</h2><p id="outbox">{{.Outbox.Pending}} pending, {{.Outbox.Failed}} failed</p>
+{{if .FailedDeliveries}}<table id="failed-deliveries">{{range .FailedDeliveries}}<tr><td>{{at .Failed}}</td><td>#{{.OutboxID}}</td><td>{{.ChatJID}}</td><td>{{.Error}}</td></tr>{{end}}</table>{{end}}
 <h2>Next tasks</h2><table id="tasks">{{range .NextTasks}}<tr><td>#{{.ID}}</td><td>{{.Folder}}</td><td>{{.Spec}}</td><td>{{.At}}</td></tr>{{else}}<tr><td>none</td></tr>{{end}}</table>
 {{with .SpendPanel}}<h2>Spend</h2>
 <table id="spend"><tr><th>group</th><th>today</th><th>daily cap</th><th>this month</th><th>monthly cap</th><th></th></tr>

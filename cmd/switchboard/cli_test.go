@@ -6,11 +6,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"switchboard/internal/testenv"
 )
 
 // sb runs the CLI in-process against dataDir and returns stdout, stderr and the error.
@@ -761,5 +764,116 @@ func TestSendAndInjectRefuseEmptyText(t *testing.T) {
 				t.Errorf("%s %q: %v, want a usage error", cmd, text, err)
 			}
 		}
+	}
+}
+
+// TestChatArgumentsRefuseAPersonsJID: a sender's JID where a chat is meant
+// (web:user/ann, discord:user/1, slack:T1/user/U1) is a usage error naming
+// a chat's form. `send web:user/ann hi` printed "queued outbox item" and
+// exited 0; the item then failed for good in the gateway (a web room has no
+// '/'), and task add and group add --jid stored a task or a route that could
+// never answer or match. telegram:user/<id> stays a chat (a private one).
+func TestChatArgumentsRefuseAPersonsJID(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustSB(t, dir, "group", "add", "main", "--jid", "web:lobby")
+	for _, tc := range []struct {
+		args []string
+		form string
+	}{
+		{[]string{"send", "web:user/ann", "hi"}, "web:<room>"},
+		{[]string{"send", "discord:user/42", "hi"}, "discord:dm/<channel id>"},
+		{[]string{"send", "slack:T1/user/U1", "hi"}, "slack:<team>/dm/<id>"},
+		{[]string{"inject", "web:user/ann", "hi"}, "web:<room>"},
+		{[]string{"task", "add", "--folder", "main", "--jid", "web:user/ann", "--schedule", "@daily", "--prompt", "x"}, "web:<room>"},
+		{[]string{"group", "add", "other", "--jid", "web:user/ann"}, "web:<room>"},
+	} {
+		_, _, err := sb(t, dir, tc.args...)
+		if !isUsage(err) || !strings.Contains(err.Error(), "is a person, not a chat") || !strings.Contains(err.Error(), tc.form) {
+			t.Errorf("%v: %v, want a usage error saying it is a person, with the form %s", tc.args, err, tc.form)
+		}
+	}
+	out := mustSB(t, dir, "status")
+	if s := strings.Join(strings.Fields(out), " "); !strings.Contains(s, "outbox 0 pending, 0 failed") || !strings.Contains(s, "queue empty") {
+		t.Errorf("a refused command queued something:\n%s", out)
+	}
+	if out := mustSB(t, dir, "task", "list"); strings.Contains(out, "web:user/ann") {
+		t.Errorf("a task for a person's JID was stored:\n%s", out)
+	}
+	if out := mustSB(t, dir, "group", "list"); strings.Contains(out, "other") {
+		t.Errorf("group add --jid with a person's JID added the group:\n%s", out)
+	}
+	mustSB(t, dir, "send", "telegram:user/7", "hi") // a private chat: still a chat
+
+	// And the other way round: inject --sender takes a person, not a chat
+	// (it stored a message "from" web:lobby, shown as that sender).
+	if _, _, err := sb(t, dir, "inject", "web:lobby", "hi", "--sender", "web:lobby"); !isUsage(err) || !strings.Contains(err.Error(), "is a chat, not a person") {
+		t.Errorf("inject --sender web:lobby: %v, want a usage error saying it is a chat", err)
+	}
+	mustSB(t, dir, "inject", "web:lobby", "hi", "--sender", "web:user/zed")
+}
+
+// TestGroupAddWarnsOfATooLongSocketPath: a group whose MCP socket path is
+// longer than a unix socket allows gets no socket, so its agent has no
+// tools. group add said only "added group" and exited 0; the reason was in
+// the gateway's log alone. It now warns, naming the path and the fix.
+func TestGroupAddWarnsOfATooLongSocketPath(t *testing.T) {
+	// A data dir whose socket for "short" is 100 bytes long: under the
+	// limit (107 on Linux, 103 on BSDs), while the long folder's is over.
+	tmp := t.TempDir()
+	pad := 100 - len(tmp+"/"+"/data/ipc/short/mcp.sock")
+	if pad < 1 {
+		testenv.Unavailable(t, "temp dir %s is too long for this test", tmp)
+	}
+	dir := filepath.Join(tmp, strings.Repeat("d", pad), "data")
+	out := mustSB(t, dir, "group", "add", "short")
+	if strings.Contains(out, "warning") {
+		t.Errorf("group add short: %q, want no warning", out)
+	}
+	out = mustSB(t, dir, "group", "add", "a-rather-long-team/with-a-long-child")
+	if !strings.Contains(out, "added group a-rather-long-team/with-a-long-child") ||
+		!strings.Contains(out, "warning: its agent gets no MCP tools") || !strings.Contains(out, "use a shorter data_dir") {
+		t.Errorf("group add with a socket path over the limit: %q, want a warning saying its agent gets no tools", out)
+	}
+}
+
+// TestBackupOfAnEmptyName: `switchboard backup ""` (an unset shell
+// variable) is a usage error; it said "backup: <the current directory>
+// already exists; choose a new file name", and exited 1.
+func TestBackupOfAnEmptyName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	_, _, err := sb(t, dir, "backup", "")
+	if !isUsage(err) || !strings.Contains(err.Error(), "FILE is empty") {
+		t.Errorf("backup \"\": %v, want a usage error saying FILE is empty", err)
+	}
+}
+
+// TestStatusNamesFailedDeliveries: status counted the outbox items given up
+// on ("outbox 0 pending, 1 failed") without saying which chat or why, so an
+// operator had nothing to act on but the gateway's log. It now lists the
+// latest, newest first, in text and JSON.
+func TestStatusNamesFailedDeliveries(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var queued struct {
+		ID int64 `json:"outbox_id"`
+	}
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "send", "telegram:user/1", "hello")), &queued); err != nil {
+		t.Fatal(err)
+	}
+	// What the gateway's outbox does with an item for a platform it does not serve.
+	if err := openDB(t, dir).OutboxFailed(t.Context(), queued.ID, "no adapter for this platform is enabled: telegram"); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Join(strings.Fields(mustSB(t, dir, "status")), " ")
+	if !strings.Contains(out, "outbox 0 pending, 1 failed") || !strings.Contains(out, "failed deliveries") ||
+		!strings.Contains(out, fmt.Sprintf("#%d telegram:user/1 no adapter for this platform is enabled: telegram", queued.ID)) {
+		t.Errorf("status:\n%s\nwant the failed delivery's chat and reason", out)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(mustSB(t, dir, "--json", "status")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.FailedDeliveries) != 1 || rep.FailedDeliveries[0].ChatJID != "telegram:user/1" || rep.FailedDeliveries[0].OutboxID != queued.ID ||
+		!strings.Contains(rep.FailedDeliveries[0].Error, "no adapter for this platform") {
+		t.Errorf("status --json failed_deliveries = %+v", rep.FailedDeliveries)
 	}
 }

@@ -23,6 +23,9 @@ copy FILE over <data_dir>/switchboard.db, remove switchboard.db-wal and -shm, st
 it again (docs/deploy.md).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return usagef("FILE is empty: give the path of the copy to write, e.g. switchboard-backup.db")
+			}
 			return a.withStore(cmd.Context(), func(st *store.Store) error {
 				if err := st.Backup(cmd.Context(), args[0]); err != nil {
 					return err

@@ -20,7 +20,9 @@ MCP client of its group's server (over HTTP with $SWITCHBOARD_MCP_URL and
 $SWITCHBOARD_MCP_TOKEN when the gateway's mcp.listen is on, else the socket
 $SWITCHBOARD_MCP_SOCKET) and answers with the
 reply tool (a scheduled task's turn with the send tool); when the socket is
-missing or fails it prints the answer on stdout instead. It also understands
+missing or fails it prints the answer on stdout instead (a call the gateway
+refuses, say an approver's Deny, is not: it prints that it did not answer,
+and why). It also understands
 these chat commands:
 
   /tools              the tools this group may call

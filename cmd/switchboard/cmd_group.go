@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"switchboard/agent"
 	"switchboard/gateway"
 	"switchboard/groups"
+	"switchboard/ipc"
 	"switchboard/ops"
 	"switchboard/scheduler"
 	"switchboard/store"
@@ -102,7 +104,7 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 		return usageError{err: err}
 	}
 	if jid != "" {
-		if _, err := adapters.ParseJID(jid); err != nil {
+		if _, err := parseChat(jid); err != nil {
 			return usagef("--jid: %w", err)
 		}
 	}
@@ -134,16 +136,27 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 		if r != nil {
 			out["route"] = *r
 		}
+		var warnings []string
 		if warning != "" {
-			out["warning"] = warning
+			warnings = append(warnings, warning)
+		}
+		// The gateway could not listen on the group's socket: its agent
+		// would have no tools, said only in the gateway's log.
+		if sock, err := filepath.Abs(layout.SocketPath(folder)); err == nil {
+			if err := ipc.CheckSocketPath(folder, sock); err != nil {
+				warnings = append(warnings, "its agent gets no MCP tools: "+strings.TrimPrefix(err.Error(), ipc.ErrSocketPath.Error()+": "))
+			}
+		}
+		if len(warnings) > 0 {
+			out["warning"] = strings.Join(warnings, "; ")
 		}
 		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintf(w, "added group %s (tier %v) at %s\n", folder, out["tier"], out["dir"])
 			if r != nil {
 				fmt.Fprintf(w, "added route %d (seq %d): chat_jid=%s -> %s\n", r.ID, r.Seq, jid, folder)
 			}
-			if warning != "" {
-				fmt.Fprintln(w, "warning: "+warning)
+			for _, w2 := range warnings {
+				fmt.Fprintln(w, "warning: "+w2)
 			}
 		})
 	})

@@ -29,7 +29,7 @@ enable is queued with a warning (the running gateway's config may enable it).`,
 		Example: `  switchboard send web:lobby "maintenance at 18:00"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			chat, err := adapters.ParseJID(args[0])
+			chat, err := parseChat(args[0])
 			if err != nil {
 				return usageError{err: err}
 			}
@@ -82,7 +82,7 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 		Example: `  switchboard inject web:lobby "summarize today's discussion"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			chat, err := adapters.ParseJID(args[0])
+			chat, err := parseChat(args[0])
 			if err != nil {
 				return usageError{err: err}
 			}
@@ -92,6 +92,9 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 			var from adapters.JID
 			if sender != "" {
 				if from, err = adapters.ParseJID(sender); err != nil {
+					return usagef("--sender: %w", err)
+				}
+				if err := from.CheckPerson(); err != nil {
 					return usagef("--sender: %w", err)
 				}
 			}
@@ -113,6 +116,20 @@ folder that owns the chat (trigger "inject"), whatever the route's mode.`,
 	}
 	cmd.Flags().StringVar(&sender, "sender", "", "sender JID (default switchboard:user/operator)")
 	return cmd
+}
+
+// parseChat parses a CHAT_JID argument: a valid JID that names a chat, not
+// a person (web:user/ann is ann, not a room: what is sent or scheduled
+// there fails for good in the outbox).
+func parseChat(s string) (adapters.JID, error) {
+	chat, err := adapters.ParseJID(s)
+	if err != nil {
+		return "", err
+	}
+	if err := chat.CheckChat(); err != nil {
+		return "", err
+	}
+	return chat, nil
 }
 
 // checkText refuses a TEXT argument longer than a stored message may be:

@@ -31,7 +31,7 @@ func (a *app) statusCommand() *cobra.Command {
 		Short: "Show adapters, queues, running turns, the outbox, next tasks and recent failures",
 		Long: `Show what the gateway is doing, read from the database: each adapter's connection
 state (since when, last error), work queued per folder, running turns, outbox
-pending and failed, the next due tasks and the most recent failed turns. It works
+pending and failed (the latest failed deliveries: chat and why), the next due tasks and the most recent failed turns. It works
 whether or not the gateway runs, and says when the gateway was last seen.
 With agent.runner nats it also lists the live workers and their slots, asked
 from NATS (nats.url, the embedded server's nats.listen, or --nats).`,
@@ -67,7 +67,10 @@ type statusReport struct {
 	Outbox      outboxCounts                 `json:"outbox"`
 	NextTasks   []nextTask                   `json:"next_tasks"`
 	FailedTurns []failedTurn                 `json:"failed_turns"`
-	DBBytes     int64                        `json:"db_bytes"`
+	// FailedDeliveries are the outbox items given up on most recently
+	// (the outbox's "failed" count), newest first.
+	FailedDeliveries []failedDelivery `json:"failed_deliveries"`
+	DBBytes          int64            `json:"db_bytes"`
 	// DataDir is the data directory read, absolute: a relative data_dir
 	// is taken from the working directory, not the config file's.
 	DataDir string `json:"data_dir,omitempty"`
@@ -115,6 +118,14 @@ type nextTask struct {
 // At is when the task fires next, in its own zone, zone named.
 func (t nextTask) At() string { return inZone(t.Next, t.Timezone) }
 
+type failedDelivery struct {
+	OutboxID int64         `json:"outbox_id"`
+	Folder   groups.Folder `json:"folder,omitempty"` // the sender; "" for the operator
+	ChatJID  adapters.JID  `json:"chat_jid"`
+	Failed   time.Time     `json:"failed"`
+	Error    string        `json:"error"`
+}
+
 type failedTurn struct {
 	TurnID  string        `json:"turn_id"`
 	Folder  groups.Folder `json:"folder"`
@@ -130,7 +141,7 @@ type failedTurn struct {
 const aliveWithin = 20 * time.Second
 
 func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
-	rep := statusReport{Running: []runningTurn{}, NextTasks: []nextTask{}, FailedTurns: []failedTurn{}, Approvals: []approvalRow{}}
+	rep := statusReport{Running: []runningTurn{}, NextTasks: []nextTask{}, FailedTurns: []failedTurn{}, FailedDeliveries: []failedDelivery{}, Approvals: []approvalRow{}}
 	rt, err := ops.ReadRuntimeStatus(ctx, st)
 	if err != nil {
 		return rep, err
@@ -154,6 +165,9 @@ func readStatus(ctx context.Context, st *store.Store) (statusReport, error) {
 	for _, t := range s.FailedTurns {
 		rep.FailedTurns = append(rep.FailedTurns, failedTurn{TurnID: t.ID, Folder: t.Folder, ChatJID: t.ChatJID,
 			Trigger: string(t.Trigger), Attempt: t.Attempt, Started: t.Started, Error: t.Error})
+	}
+	for _, d := range s.FailedDeliveries {
+		rep.FailedDeliveries = append(rep.FailedDeliveries, failedDelivery{OutboxID: d.ID, Folder: d.Folder, ChatJID: d.ChatJID, Failed: d.Failed, Error: d.Error})
 	}
 	pending, err := st.PendingApprovals(ctx)
 	if err != nil {
@@ -245,6 +259,11 @@ func (r statusReport) text(w io.Writer) {
 	label = "failed turns"
 	for _, t := range r.FailedTurns {
 		fmt.Fprintf(w, "%s\t%s %s\t%s attempt %d\t%s\n", label, t.Started.Local().Format(time.DateTime), t.Folder, t.ChatJID, t.Attempt, t.Error)
+		label = ""
+	}
+	label = "failed deliveries"
+	for _, d := range r.FailedDeliveries {
+		fmt.Fprintf(w, "%s\t%s #%d %s\t%s\n", label, d.Failed.Local().Format(time.DateTime), d.OutboxID, d.ChatJID, d.Error)
 		label = ""
 	}
 	label = "spend (" + r.Zone + ")"

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/ops"
 	"switchboard/scheduler"
@@ -71,7 +70,7 @@ func (a *app) taskAdd(cmd *cobra.Command, spec scheduler.TaskSpec) error {
 	if err := spec.Folder.Validate(); err != nil {
 		return usagef("--folder: %w", err)
 	}
-	if _, err := adapters.ParseJID(spec.ChatJID); err != nil {
+	if _, err := parseChat(spec.ChatJID); err != nil {
 		return usagef("--jid: %w", err)
 	}
 	spec.CreatedBy = "operator"

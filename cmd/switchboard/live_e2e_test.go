@@ -197,3 +197,45 @@ while :; do sleep 0.05; done`})
 		t.Fatal(err)
 	}
 }
+
+// TestE2ELiveReplyWebStreamEdit: adapters.web.stream: edit ("one message
+// sent at the first update and edited after") shows the web chat's live
+// reply, as native does: the web chat has no message edits of its own, so
+// the edit fallback could not start and the room saw nothing until the
+// turn ended.
+func TestE2ELiveReplyWebStreamEdit(t *testing.T) {
+	t.Parallel()
+	dir := newE2E(t, e2eConfig{output: "text", adapters: "  web: {enabled: true, listen: \"127.0.0.1:0\", stream: edit}\n",
+		agent: `echo "first line"
+while [ ! -e "$E2E_OUT/release" ]; do sleep 0.01; done
+echo "second line"`})
+	// The adapters: line above replaces the default web entry.
+	cfgPath := filepath.Join(dir, "switchboard.yaml")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := strings.Replace(string(cfg), "  web: {enabled: true, listen: \"127.0.0.1:0\"}\n", "", 1)
+	if err := os.WriteFile(cfgPath, []byte(fixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := startGW(t, dir)
+	drafts := roomDrafts(t, g, "lobby")
+	g.mustPost("lobby", "ann", "go")
+	var d webDraft
+	select {
+	case d = <-drafts:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no live reply in the room while the turn ran")
+	}
+	if d.FromBot || d.Type != "draft" || d.Text != "first line" {
+		t.Fatalf("first event %+v; want a draft with the text so far", d)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "out", "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bot := g.waitBot("lobby", 1)
+	if len(bot) != 1 || bot[0].Text != "first line\nsecond line" || bot[0].ID != d.ID {
+		t.Errorf("bot messages %+v; want the final once, under the draft's id %q", bot, d.ID)
+	}
+}

@@ -224,7 +224,7 @@ echo fine`})
 	testwait.Until(20*time.Second, func() bool {
 		out, err := g.cli("--json", "status")
 		if err != nil || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Running) == 0 || len(rep.Queue) == 0 ||
-			len(rep.FailedTurns) == 0 || len(rep.NextTasks) == 0 || rep.Outbox.Failed == 0 {
+			len(rep.FailedTurns) == 0 || len(rep.NextTasks) == 0 || rep.Outbox.Failed == 0 || len(rep.FailedDeliveries) == 0 {
 			missing = "status itself: " + out
 			return false
 		}
@@ -257,6 +257,9 @@ func statusMissing(rep statusReport, page string) string {
 	}
 	for _, f := range rep.FailedTurns {
 		want = append(want, string(f.Folder), string(f.ChatJID), f.Error)
+	}
+	for _, d := range rep.FailedDeliveries {
+		want = append(want, fmt.Sprintf("#%d", d.OutboxID), string(d.ChatJID), d.Error)
 	}
 	for _, w := range want {
 		if !strings.Contains(page, w) {
