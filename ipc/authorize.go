@@ -2,6 +2,8 @@ package ipc
 
 import (
 	"fmt"
+	"maps"
+	"strings"
 
 	"switchboard/adapters"
 	"switchboard/grants"
@@ -22,6 +24,7 @@ type Caller struct {
 // subtree (tier 0 excepted): a group routed one thread of a chat acts there. It is the only place that combines
 // the two, used by the MCP server and by `switchboard grants check`.
 func Authorize(c Caller, table *routing.Table, tool string, params map[string]string) grants.Decision {
+	params = grantFolder(c, tool, params)
 	d := c.Rules.Check(tool, params)
 	if (!d.Allow && !d.Ask) || c.Tier == 0 {
 		return d
@@ -40,4 +43,19 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 		d.Reason = fmt.Sprintf("denied: chat %s belongs to group %s, outside %s's subtree", jid, owner, c.Folder)
 	}
 	return d
+}
+
+// grantFolder returns params with register_group's folder as the folder the
+// call creates: a bare name below tier 0 is a child of the caller
+// (runRegisterGroup), and a rule names folders by their path, so
+// "!register_group(folder=acme/admin*)" must deny "admin" as it denies
+// "acme/admin". params itself is left alone.
+func grantFolder(c Caller, tool string, params map[string]string) map[string]string {
+	f, ok := params["folder"]
+	if tool != registerGroup || c.Tier == 0 || !ok || f == "" || strings.Contains(f, "/") {
+		return params
+	}
+	params = maps.Clone(params)
+	params["folder"] = string(c.Folder) + "/" + f
+	return params
 }
