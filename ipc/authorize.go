@@ -33,14 +33,19 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 	if !ok {
 		return d
 	}
-	owner, owned := table.Owner(adapters.JID(jid), params["topic"])
+	topic := params["topic"]
+	owner, owned := table.Owner(adapters.JID(jid), topic)
+	where := "chat " + jid
+	if topic != "" {
+		where = fmt.Sprintf("topic %s of chat %s", topic, jid)
+	}
 	switch {
 	case !owned:
 		d.Allow, d.Ask = false, false
-		d.Reason = fmt.Sprintf("denied: chat %s has no owner (no route matches it), so only the operator may act on it", jid)
+		d.Reason = fmt.Sprintf("denied: %s has no owner (no route matches it), so only the operator may act on it", where)
 	case !c.Folder.Contains(owner):
 		d.Allow, d.Ask = false, false
-		d.Reason = fmt.Sprintf("denied: chat %s belongs to group %s, outside %s's subtree", jid, owner, c.Folder)
+		d.Reason = fmt.Sprintf("denied: %s belongs to group %s, outside %s's subtree", where, owner, c.Folder)
 	}
 	return d
 }

@@ -126,6 +126,18 @@ func GrantParamName(arg string) string {
 	return arg
 }
 
+// MessageArg is the argument of tool naming a message whose thread a call
+// carries as its grant param topic (topicFrom), "" for none: `switchboard
+// grants check` looks the message up as a call does.
+func MessageArg(tool string) string {
+	for _, def := range registry() {
+		if def.tool.Name == tool {
+			return topicFrom(def.tool)
+		}
+	}
+	return ""
+}
+
 // topicFrom is the argument naming a message (message_id or reply_to) whose
 // thread a call of tool carries as its grant param topic, so that a message
 // in a thread belongs to whoever owns that thread; "" for a tool that names

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -210,6 +211,17 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		if jid, ok := params["jid"]; ok {
 			if rs, err = st.RoutesForChat(ctx, adapters.JID(jid)); err != nil {
 				return err
+			}
+			// A message in a thread is checked with its thread as the
+			// topic, as the MCP server checks a call naming it.
+			if k := ipc.MessageArg(tool); k != "" && params[k] != "" {
+				m, err := st.MessageByID(ctx, adapters.JID(jid), adapters.MessageID(params[k]))
+				switch {
+				case err == nil && m.Topic != "":
+					params["topic"] = m.Topic
+				case err != nil && !errors.Is(err, store.ErrNotFound):
+					return err
+				}
 			}
 		}
 		table, err := routing.New(rs)
