@@ -298,11 +298,11 @@ func channelOf(chat adapters.JID, topic string) (string, error) {
 	}
 	guild, ch, ok := strings.Cut(chat.Room(), "/")
 	if !ok || !isID(guild) || !isID(ch) {
-		return "", fmt.Errorf("discord: %q is not discord:<guild>/<channel> or discord:dm/<channel> (ids are letters, digits, _ and -): %w", chat, adapters.ErrPermanent)
+		return "", fmt.Errorf("discord: %q is not discord:<guild>/<channel> or discord:dm/<channel> (an id is letters, digits, _ and -, with no leading 0): %w", chat, adapters.ErrPermanent)
 	}
 	if topic != "" {
 		if !isID(topic) {
-			return "", fmt.Errorf("discord: topic %q is not a thread id (letters, digits, _ and -): %w", topic, adapters.ErrPermanent)
+			return "", fmt.Errorf("discord: topic %q is not a thread id (letters, digits, _ and -, with no leading 0): %w", topic, adapters.ErrPermanent)
 		}
 		return topic, nil
 	}
@@ -313,9 +313,11 @@ func channelOf(chat adapters.JID, topic string) (string, error) {
 // may have letters): an id goes into the REST path as it is, and Discord
 // decodes the path before it reads the id, so "%32%30%30" or "x/../200"
 // would reach channel 200 under a JID, or a topic, that the gateway
-// authorized as another chat, whose owner may be another group.
+// authorized as another chat, whose owner may be another group. For the
+// same reason a number has no leading zero: Discord reads "0200" as the
+// snowflake 200.
 func isID(s string) bool {
-	return s != "" && strings.IndexFunc(s, func(r rune) bool {
+	return s != "" && s[0] != '0' && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
 	}) < 0
 }

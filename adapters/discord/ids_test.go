@@ -25,7 +25,8 @@ func percent(s string) string {
 // a catch-all route for discord another), while Discord reads ids from a
 // REST path it decodes first. discord:100/%32%30%30 or the topic
 // %33%30%30 must not post into channel 200 or thread 300, which the route
-// table never saw named; each is refused for good, saying which id.
+// table never saw named, nor must discord:100/0200 (Discord reads "0200"
+// as the snowflake 200); each is refused for good, saying which id.
 func TestOtherSpellingsOfAnIDReachNothing(t *testing.T) {
 	f := discordtest.New(t)
 	a := start(t, f, adaptertest.NewHost(), nil)
@@ -39,6 +40,8 @@ func TestOtherSpellingsOfAnIDReachNothing(t *testing.T) {
 		{Chat: channelChat, Topic: percent(discordtest.Thread)},
 		{Chat: adapters.JID("discord:" + g + "/x/../" + discordtest.Channel)},
 		{Chat: channelChat, Topic: "x/../" + discordtest.Thread},
+		{Chat: adapters.JID("discord:" + g + "/0" + discordtest.Channel)},
+		{Chat: channelChat, Topic: "0" + discordtest.Thread},
 	} {
 		out.Text = "sent to " + string(out.Chat) + " topic " + out.Topic
 		_, err := a.Send(t.Context(), out)
