@@ -3,6 +3,7 @@ package ipc
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"strings"
 
 	"switchboard/adapters"
@@ -16,6 +17,10 @@ type Caller struct {
 	Folder groups.Folder
 	Tier   int
 	Rules  *grants.Set
+	// Dir is the group's working directory, absolute: a send_file path
+	// given as an absolute path inside it is checked as the relative path
+	// it names. "" leaves absolute paths as given.
+	Dir string
 }
 
 // Authorize decides a tool call (allow, ask or deny): the grant rules with the call's params, then
@@ -24,7 +29,7 @@ type Caller struct {
 // subtree (tier 0 excepted): a group routed one thread of a chat acts there. It is the only place that combines
 // the two, used by the MCP server and by `switchboard grants check`.
 func Authorize(c Caller, table *routing.Table, tool string, params map[string]string) grants.Decision {
-	params = grantFolder(c, tool, params)
+	params = callParams(c, tool, params)
 	d := c.Rules.Check(tool, params)
 	if (!d.Allow && !d.Ask) || c.Tier == 0 {
 		return d
@@ -50,17 +55,44 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 	return d
 }
 
-// grantFolder returns params with register_group's folder as the folder the
-// call creates: a bare name below tier 0 is a child of the caller
-// (runRegisterGroup), and a rule names folders by their path, so
-// "!register_group(folder=acme/admin*)" must deny "admin" as it denies
-// "acme/admin". params itself is left alone.
-func grantFolder(c Caller, tool string, params map[string]string) map[string]string {
-	f, ok := params["folder"]
-	if tool != registerGroup || c.Tier == 0 || !ok || f == "" || strings.Contains(f, "/") {
+// callParams returns params with the values a tool reads in more than one
+// spelling written as what the call acts on, so that a rule naming that
+// sees every spelling of it (params itself is left alone):
+//   - register_group's folder: a bare name below tier 0 is a child of the
+//     caller (runRegisterGroup), and a rule names folders by their path:
+//     "!register_group(folder=acme/admin*)" denies "admin" as it denies
+//     "acme/admin".
+//   - send_file's path: the file's path relative to the group folder,
+//     cleaned (groupFile), so "send_file(path=outbox/*)" does not let
+//     "outbox/../secret.txt" through, nor "!send_file(path=private/*)"
+//     "./private/x", "private//x" or the absolute path of private/x.
+func callParams(c Caller, tool string, params map[string]string) map[string]string {
+	set := func(k, v string) map[string]string {
+		params = maps.Clone(params)
+		params[k] = v
 		return params
 	}
-	params = maps.Clone(params)
-	params["folder"] = string(c.Folder) + "/" + f
+	switch tool {
+	case registerGroup:
+		if f, ok := params["folder"]; ok && c.Tier != 0 && f != "" && !strings.Contains(f, "/") {
+			return set("folder", string(c.Folder)+"/"+f)
+		}
+	case sendFile:
+		p, ok := params["path"]
+		if !ok {
+			break
+		}
+		rel := p
+		if filepath.IsAbs(p) && c.Dir != "" {
+			if r, err := filepath.Rel(c.Dir, filepath.Clean(p)); err == nil {
+				rel = r
+			}
+		}
+		if filepath.IsLocal(rel) { // else the call fails: it names no file in the folder
+			if clean := filepath.ToSlash(filepath.Clean(rel)); clean != p {
+				return set("path", clean)
+			}
+		}
+	}
 	return params
 }

@@ -245,7 +245,8 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 				params["topic"] = m.Topic
 			}
 		}
-		d := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules}, s.opt.Backend.Table(), name, params)
+		dir, _ := s.groupDir(folder) // "": absolute paths are checked as given
+		d := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules, Dir: dir}, s.opt.Backend.Table(), name, params)
 		if d.Ask {
 			// Before the call's own timeout: a person may take minutes.
 			r := s.opt.Backend.Approve(ctx, ApprovalRequest{Folder: folder, Tool: name, Args: args, Reason: d.Reason})

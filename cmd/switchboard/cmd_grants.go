@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -228,7 +229,8 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		if err != nil {
 			return fmt.Errorf("route table: %w", err)
 		}
-		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
+		dir, _ := filepath.Abs(groups.Layout{DataDir: a.cfg.DataDir}.Dir(folder)) // "": absolute paths as given
+		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set, Dir: dir}, table, tool, params)
 		if tool == ipc.ApproveTool && !slices.Contains(cat.Tools(), tool) { // not offered: as grants show and the MCP server
 			d = grants.Decision{Reason: "approve_tool is not offered: approvals.agent_tools is not set " +
 				"(set it in switchboard.yaml to the Claude Code tools that ask, e.g. [Bash, Write])"}
