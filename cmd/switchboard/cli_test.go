@@ -127,6 +127,32 @@ func TestRouteAddWarnsWhenStarCannotCrossSlash(t *testing.T) {
 	}
 }
 
+// Telegram's chat id of a group is negative (-1001234567890 for a
+// supergroup) and operators copy it; a chat JID holds it without the
+// minus sign (CONTRACT §4). A route written with it, or with a kind no
+// Telegram JID has, never matches: it is added, with a warning that says
+// what to write.
+func TestRouteAddWarnsOfTelegramIDsNoChatHas(t *testing.T) {
+	for _, c := range []struct {
+		match []string
+		want  string
+	}{
+		{[]string{"chat_jid=telegram:group/-1001234567890"}, "warning: chat_jid glob \"telegram:group/-1001234567890\" matches no telegram chat: a chat JID holds the chat's id without its minus sign: write telegram:group/1001234567890 for Telegram's chat id -1001234567890"},
+		{[]string{"platform=telegram", "room=group/-42*"}, "without its minus sign"},
+		{[]string{"chat_jid=telegram:supergroup/1001234567890"}, "not supergroup/"},
+		{[]string{"chat_jid=telegram:group/1001234567890"}, ""},
+		{[]string{"chat_jid=telegram:user/*"}, ""},
+		{[]string{"chat_jid=telegram:*/5"}, ""},
+	} {
+		dir := filepath.Join(t.TempDir(), "data")
+		mustSB(t, dir, "group", "add", "ops")
+		out := mustSB(t, dir, append([]string{"route", "add", "--target", "ops"}, c.match...)...)
+		if got := strings.Contains(out, "warning: "); got != (c.want != "") || !strings.Contains(out, c.want) {
+			t.Errorf("route add %s: %q; want warning %q", c.match, out, c.want)
+		}
+	}
+}
+
 func TestRouteAddListExplain(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	mustSB(t, dir, "group", "add", "main")
