@@ -153,6 +153,19 @@ func TestRouteAddWarnsOfTelegramIDsNoChatHas(t *testing.T) {
 	}
 }
 
+// group add --jid pins a route too: one Telegram's negative chat id
+// names no chat, and it says so.
+func TestGroupAddWarnsOfAPinNoChatHas(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	out := mustSB(t, dir, "group", "add", "ops", "--jid", "telegram:group/-1001234567890")
+	if !strings.Contains(out, "added route 1") || !strings.Contains(out, "warning: chat_jid glob \"telegram:group/-1001234567890\" matches no telegram chat") {
+		t.Errorf("group add --jid telegram:group/-1001234567890: %q; want the route, with a warning", out)
+	}
+	if out := mustSB(t, dir, "group", "add", "main", "--jid", "telegram:group/1001234567890"); strings.Contains(out, "warning") {
+		t.Errorf("group add --jid telegram:group/1001234567890: %q; want no warning", out)
+	}
+}
+
 func TestRouteAddListExplain(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	mustSB(t, dir, "group", "add", "main")

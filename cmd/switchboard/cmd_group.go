@@ -15,6 +15,7 @@ import (
 	"switchboard/gateway"
 	"switchboard/groups"
 	"switchboard/ops"
+	"switchboard/routing"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
@@ -115,12 +116,12 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 		layout := groups.Layout{DataDir: a.cfg.DataDir}
 		// A missing parent is warned of, not refused (as in a config
 		// seed): the tier follows from the folder's depth alone.
-		warning := ""
+		var warnings []string
 		if p := folder.Parent(); p != "" {
 			if ok, err := st.GroupExists(ctx, p); err != nil {
 				return err
 			} else if !ok {
-				warning = fmt.Sprintf("its parent group %s does not exist: %s cannot escalate_group and no parent's agent can manage it until you add it (switchboard group add %s)", p, folder, p)
+				warnings = append(warnings, fmt.Sprintf("its parent group %s does not exist: %s cannot escalate_group and no parent's agent can manage it until you add it (switchboard group add %s)", p, folder, p))
 			}
 		}
 		r, err := ops.AddGroup(ctx, st, layout, ops.Operator, ops.NewGroup{Folder: folder, Pin: adapters.JID(jid), Exe: exe, Orphan: true})
@@ -133,16 +134,20 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 		out := map[string]any{"folder": folder, "tier": groups.Tier(folder, a.cfg.OperatorFolder), "dir": layout.Dir(folder)}
 		if r != nil {
 			out["route"] = *r
+			// A pin no chat has (telegram:group/-100…) routes nothing.
+			if w := routing.NeverMatchWarning(r.Match); w != "" {
+				warnings = append(warnings, w)
+			}
 		}
-		if warning != "" {
-			out["warning"] = warning
+		if len(warnings) > 0 {
+			out["warning"] = strings.Join(warnings, "; ")
 		}
 		return a.emit(out, func(w io.Writer) {
 			fmt.Fprintf(w, "added group %s (tier %v) at %s\n", folder, out["tier"], out["dir"])
 			if r != nil {
 				fmt.Fprintf(w, "added route %d (seq %d): chat_jid=%s -> %s\n", r.ID, r.Seq, jid, folder)
 			}
-			if warning != "" {
+			for _, warning := range warnings {
 				fmt.Fprintln(w, "warning: "+warning)
 			}
 		})
