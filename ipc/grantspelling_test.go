@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"switchboard/adapters"
 	"switchboard/groups"
 	"switchboard/store"
 )
@@ -95,5 +97,55 @@ func TestSendFilePathGrantsSeeTheFile(t *testing.T) {
 		if r := call(t, c, "send_file", map[string]any{"chat_jid": "full:acme", "path": p}); r.IsError {
 			t.Errorf("send_file %s under an allow of outbox/*: %+v", p, r)
 		}
+	}
+}
+
+// TestFindMessagesWithoutSenderKeepsSenderDenials: a rule that keeps one
+// person's messages from a group's searches,
+// !find_messages(sender=web:user/bob), is not dodged by leaving sender
+// out: such a search finds everyone else's messages but not bob's.
+func TestFindMessagesWithoutSenderKeepsSenderDenials(t *testing.T) {
+	h := newHarness(t, func(ctx context.Context, st *store.Store) error {
+		if err := standardSetup(ctx, st); err != nil {
+			return err
+		}
+		return st.SetGrantOverrides(ctx, "acme", []string{"!find_messages(sender=web:user/bob)"})
+	})
+	for _, m := range []adapters.Inbound{
+		{Chat: "web:acme", ID: "a1", Sender: "web:user/ann", Text: "budget figures from ann"},
+		{Chat: "web:acme", ID: "b1", Sender: "web:user/bob", Text: "budget figures from bob"},
+	} {
+		if _, err := h.g.Deliver(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := h.connect(t, "acme", true)
+	senders := func(args map[string]any) []string {
+		var res struct {
+			Hits []struct {
+				Sender string `json:"sender"`
+			} `json:"hits"`
+		}
+		call(t, c, "find_messages", args).decode(t, &res)
+		var out []string
+		for _, hit := range res.Hits {
+			out = append(out, hit.Sender)
+		}
+		return out
+	}
+	if got := senders(map[string]any{"query": "budget"}); !slices.Equal(got, []string{"web:user/ann"}) {
+		t.Errorf("search without sender finds messages of %v; want ann's only", got)
+	}
+	if got := senders(map[string]any{"query": "budget", "chat_jid": "web:acme"}); !slices.Equal(got, []string{"web:user/ann"}) {
+		t.Errorf("search of web:acme without sender finds messages of %v; want ann's only", got)
+	}
+	if r := call(t, c, "find_messages", map[string]any{"query": "budget", "sender": "web:user/bob"}); !r.refused() {
+		t.Errorf("search for bob's messages: %+v; want it refused", r)
+	}
+	// Without such a rule a search finds everyone's.
+	eng := h.connect(t, "acme/eng", true)
+	h.deliver(t, "web:eng", "e1", "budget of eng")
+	if r := call(t, eng, "find_messages", map[string]any{"query": "budget"}); r.IsError || !strings.Contains(r.Text, "web:user/ann") {
+		t.Errorf("acme/eng search: %+v", r)
 	}
 }
