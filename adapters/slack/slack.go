@@ -80,6 +80,7 @@ type Adapter struct {
 	botID   string // the bot's bot id (B...)
 	team    string
 	teams   map[string]bool // the workspaces events came from (besides team), at most maxTeams
+	grid    bool            // auth.test named an Enterprise Grid org: the bot may be in any of its workspaces
 	ready   bool
 	addr    net.Addr // events mode: the bound listener
 
@@ -234,6 +235,7 @@ func (a *Adapter) authenticate(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	a.botUser, a.botName, a.botID, a.team, a.ready = res.UserID, res.User, res.BotID, res.TeamID, true
+	a.grid = res.EnterpriseID != ""
 	a.mu.Unlock()
 	a.log.Info("slack authenticated", "team", res.TeamID, "bot_user", res.UserID, "mode", a.opt.Mode)
 	return nil
@@ -294,8 +296,9 @@ func (a *Adapter) sawTeam(team string) {
 // conversation by its id alone, while the gateway authorizes a call by its
 // chat JID: without this a group owning a catch-all route for slack
 // reached slack:T1/channel/C1, another group's chat, as
-// slack:T9/channel/C1, a JID no route pinned. Before auth.test has said
-// (and no event came) every team is taken.
+// slack:T9/channel/C1, a JID no route pinned. Before auth.test has named
+// the bot's team, and in an Enterprise Grid org (whose workspaces the bot
+// may be in before an event from each came), every team is taken.
 func (a *Adapter) channelIn(chat adapters.JID) (id, kind string, err error) {
 	id, kind, err = channelOf(chat)
 	if err != nil {
@@ -303,7 +306,7 @@ func (a *Adapter) channelIn(chat adapters.JID) (id, kind string, err error) {
 	}
 	team, _, _ := strings.Cut(chat.Room(), "/")
 	a.mu.Lock()
-	known := team == a.team || a.teams[team] || (a.team == "" && len(a.teams) == 0)
+	known := team == a.team || a.teams[team] || a.team == "" || a.grid
 	bot := a.team
 	a.mu.Unlock()
 	if !known {
