@@ -283,6 +283,11 @@ func TestGrantsShowSetCheck(t *testing.T) {
 		{"!snd*", `warning: rule "!snd*" matches no call: no tool's name matches snd*`},
 		{"!send(chat=slack:*)", `warning: rule "!send(chat=slack:*)" matches no call: send has no param chat (its params: jid, text, topic)`},
 		{"!*pin*(emoji=x)", `warning: rule "!*pin*(emoji=x)" matches no call: no tool matching *pin* has a param emoji`},
+		// A JID glob no call's JID can match: calls carry valid JIDs only.
+		{"!send(jid=Telegram:*)", `warning: rule "!send(jid=Telegram:*)" matches no call: jid glob "Telegram:*": a JID's platform (before the :) is lowercase letters and digits`},
+		{"!send(jid=web:my lobby)", `warning: rule "!send(jid=web:my lobby)" matches no call: jid glob "web:my lobby" has ' ', which no JID has`},
+		{"!send(jid=lobby)", `warning: rule "!send(jid=lobby)" matches no call: jid glob "lobby" is no JID`},
+		{"!find_messages(sender=ann)", `warning: rule "!find_messages(sender=ann)" matches no call: sender glob "ann" is no JID`},
 	} {
 		out, _, err := sb(t, dir, "grants", "set", "main", "send", c.rule)
 		if err != nil || !strings.Contains(out, c.want) || !strings.Contains(out, "set 2 override rule(s) on main") {

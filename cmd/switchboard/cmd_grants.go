@@ -277,6 +277,10 @@ func ruleNameWarnings(rules []string) ([]string, error) {
 		}
 		for _, p := range r.Params {
 			if toolsCarry(tools, p.Name) {
+				if w := jidGlobWarning(p.Name, p.Glob); w != "" {
+					warnings = append(warnings, fmt.Sprintf("rule %q matches no call: %s", text, w))
+					break
+				}
 				continue
 			}
 			if len(tools) == 1 {
@@ -289,6 +293,31 @@ func ruleNameWarnings(rules []string) ([]string, error) {
 		}
 	}
 	return warnings, nil
+}
+
+// jidGlobWarning says why the glob of a JID param (jid, sender) matches no
+// JID a call can carry, or "": a call's JIDs are checked (ParseJID) before
+// the grants see them, so "jid=Telegram:*" or "jid=web: lobby" is a rule
+// that never decides, and as a deny leaves allowed what it was meant to
+// refuse.
+func jidGlobWarning(param, glob string) string {
+	if param != "jid" && param != "sender" {
+		return ""
+	}
+	if platform, _, ok := strings.Cut(glob, ":"); ok && !strings.Contains(platform, "*") && (platform == "" || !adapters.IsPlatformName(platform)) {
+		return fmt.Sprintf("%s glob %q: a JID's platform (before the :) is lowercase letters and digits, e.g. telegram", param, glob)
+	}
+	for _, r := range glob {
+		if r != '*' && !adapters.IsJIDRune(r) {
+			return fmt.Sprintf("%s glob %q has %q, which no JID has", param, glob, r)
+		}
+	}
+	if !strings.Contains(glob, "*") {
+		if err := adapters.JID(glob).Validate(); err != nil {
+			return fmt.Sprintf("%s glob %q is no JID: %v", param, glob, err)
+		}
+	}
+	return ""
 }
 
 // toolsCarry reports whether a call of some tool of tools carries the grant
