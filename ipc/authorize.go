@@ -10,6 +10,7 @@ import (
 	"switchboard/grants"
 	"switchboard/groups"
 	"switchboard/routing"
+	"switchboard/scheduler"
 )
 
 // Caller is who makes a tool call: a group folder and its rules.
@@ -62,6 +63,8 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 //     caller (runRegisterGroup), and a rule names folders by their path:
 //     "!register_group(folder=acme/admin*)" denies "admin" as it denies
 //     "acme/admin".
+//   - schedule_task's schedule: scheduler.Spelling, so that
+//     "!schedule_task(schedule=@every*)" refuses "every 1m" too.
 //   - send_file's path: the file's path relative to the group folder,
 //     cleaned (groupFile), so "send_file(path=outbox/*)" does not let
 //     "outbox/../secret.txt" through, nor "!send_file(path=private/*)"
@@ -76,6 +79,12 @@ func callParams(c Caller, tool string, params map[string]string) map[string]stri
 	case registerGroup:
 		if f, ok := params["folder"]; ok && c.Tier != 0 && f != "" && !strings.Contains(f, "/") {
 			return set("folder", string(c.Folder)+"/"+f)
+		}
+	case scheduleTask:
+		if v, ok := params["schedule"]; ok {
+			if sp := scheduler.Spelling(v); sp != v {
+				return set("schedule", sp)
+			}
 		}
 	case sendFile:
 		p, ok := params["path"]

@@ -149,3 +149,29 @@ func TestFindMessagesWithoutSenderKeepsSenderDenials(t *testing.T) {
 		t.Errorf("acme/eng search: %+v", r)
 	}
 }
+
+// TestScheduleGrantsSeeEverySpellingOfAnInterval: schedule_task takes an
+// interval as "@every 15m" or "every 15m" (CONTRACT §10), in any case and
+// with spaces around it. An operator's "!schedule_task(schedule=@every*)"
+// (no interval tasks for this group) refuses each spelling; a cron spec
+// still goes through.
+func TestScheduleGrantsSeeEverySpellingOfAnInterval(t *testing.T) {
+	h := newHarness(t, func(ctx context.Context, st *store.Store) error {
+		if err := standardSetup(ctx, st); err != nil {
+			return err
+		}
+		return st.SetGrantOverrides(ctx, "acme", []string{"!schedule_task(schedule=@every*)"})
+	})
+	c := h.connect(t, "acme", true)
+	task := func(spec string) callResult {
+		return call(t, c, "schedule_task", map[string]any{"chat_jid": "web:acme", "prompt": "check the queue", "schedule": spec})
+	}
+	for _, spec := range []string{"@every 15m", "every 15m", "EVERY 15m", " @every 15m", "Every  1h"} {
+		if r := task(spec); !r.refused() || !strings.Contains(r.Text, `"!schedule_task(schedule=@every*)"`) {
+			t.Errorf("schedule_task %q: %+v; want it refused by the @every* deny", spec, r)
+		}
+	}
+	if r := task("0  9 * * 1-5"); r.IsError {
+		t.Errorf("schedule_task of a cron spec: %+v", r)
+	}
+}
