@@ -313,6 +313,21 @@ func TestGrantsShowSetCheck(t *testing.T) {
 			t.Errorf("grants check %v: %v %q; want %s and %q", c.args, err, out, c.verdict, c.want)
 		}
 	}
+	// A param no call can carry is a usage error saying which, as the
+	// MCP server's is: an invalid JID, or a param given twice.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"main", "send", "jid="}, "param jid: invalid JID: empty"},
+		{[]string{"main", "send", "chat_jid=web:my lobby"}, `param jid: invalid JID "web:my lobby": character ' ' is not allowed`},
+		{[]string{"main", "find_messages", "sender=ann"}, `param sender: invalid JID "ann"`},
+		{[]string{"main", "send", "jid=web:lobby", "chat_jid=web:elsewhere"}, "param jid is given twice"},
+	} {
+		if _, _, err := sb(t, dir, append([]string{"grants", "check"}, c.args...)...); !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("grants check %v: %v; want a usage error saying %q", c.args, err, c.want)
+		}
+	}
 	// Params a call carries besides its schema's: a message's topic.
 	mustSB(t, dir, "grants", "set", "main", "!like", "send(jid=web:*)", "!edit(topic=secret)", "like*(jid=web:*)")
 	// The bad rules changed nothing.

@@ -193,7 +193,17 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		if !ok || k == "" {
 			return usagef("param %q: want NAME=VALUE, e.g. jid=web:lobby", arg)
 		}
-		params[ipc.GrantParamName(k)] = v // chat_jid, the tools' argument name, is jid
+		k = ipc.GrantParamName(k) // chat_jid, the tools' argument name, is jid
+		if _, twice := params[k]; twice {
+			return usagef("param %s is given twice; a call carries one value of each", k)
+		}
+		// A call's chat and sender are JIDs, checked before its grants.
+		if k == "jid" || k == "sender" {
+			if err := adapters.JID(v).Validate(); err != nil {
+				return usagef("param %s: %w", k, err)
+			}
+		}
+		params[k] = v
 	}
 	warning := callNameWarning(tool, params)
 	ctx := cmd.Context()
