@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"switchboard/adapters"
 	"switchboard/groups"
+	"switchboard/internal/testwait"
 	"switchboard/store"
 )
 
@@ -173,5 +175,39 @@ func TestScheduleGrantsSeeEverySpellingOfAnInterval(t *testing.T) {
 	}
 	if r := task("0  9 * * 1-5"); r.IsError {
 		t.Errorf("schedule_task of a cron spec: %+v", r)
+	}
+}
+
+// TestGrantChangeWhileAskingRefusesTheCall: a call whose rule asks waits
+// for a person, maybe for minutes. When the operator denies the tool
+// meanwhile (grants set F '!send'), an approver's later "allow" does not
+// run it: a grant change takes effect on the next decision, and the call
+// is refused saying why.
+func TestGrantChangeWhileAskingRefusesTheCall(t *testing.T) {
+	h := newHarness(t, func(ctx context.Context, st *store.Store) error {
+		if err := approvalSetup(ctx, st); err != nil {
+			return err
+		}
+		return st.SetGrantOverrides(ctx, "acme", []string{"?send"})
+	})
+	c := h.connect(t, "acme", false)
+	ch := callAsync(t, c, "send", map[string]any{"chat_jid": "web:acme", "text": "waiting for ann"})
+	testwait.For(t, 10*time.Second, "a pending request for send", func() bool {
+		p, err := h.st.PendingApprovals(context.Background())
+		return err == nil && len(p) == 1
+	})
+	if err := h.st.SetGrantOverrides(context.Background(), "acme", []string{"!send"}); err != nil {
+		t.Fatal(err)
+	}
+	other := h.connect(t, "acme", true)
+	testwait.For(t, 10*time.Second, "the deny in effect", func() bool { return !slices.Contains(listed(t, other), "send") })
+	decidePending(t, h, "send", store.ApprovalAllowed, "web:user/ann")
+	if r := waitResult(t, ch); !r.refused() || !strings.Contains(r.Text, `"!send"`) {
+		t.Errorf("the call approved after its tool was denied: %+v; want it refused by !send", r)
+	}
+	for _, m := range h.web.sends() {
+		if m.Text == "waiting for ann" {
+			t.Errorf("the send went out: %+v", m)
+		}
 	}
 }

@@ -256,6 +256,17 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 				return mcp.NewToolResultError(fmt.Sprintf("%sgroup %s may not call %s: not approved: %s", RefusedPrefix, folder, name, r.Reason)), nil
 			}
 			s.log.Info("mcp call approved", "folder", folder, "tool", name, "approval", r.ID, "reason", r.Reason)
+			// A person may take minutes: the call runs only if the group,
+			// its grants and the chat's owner still let it now.
+			if g.removed.Load() {
+				return mcp.NewToolResultError(fmt.Sprintf("refused: group %s no longer exists", folder)), nil
+			}
+			a = g.access.Load()
+			if now := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules, Dir: dir}, s.opt.Backend.Table(), name, params); !now.Allow && !now.Ask {
+				s.count(name, "refused")
+				s.log.Info("mcp call refused after approval", "folder", folder, "tool", name, "reason", now.Reason)
+				return refusal(folder, a.tier, name, "approved, but while it waited its grants or routes changed: "+now.Reason), nil
+			}
 		} else if !d.Allow {
 			s.count(name, "refused")
 			s.log.Info("mcp call refused", "folder", folder, "tool", name, "reason", d.Reason)
