@@ -79,7 +79,7 @@ type Adapter struct {
 	botName string // the bot's handle (auth.test user): one word, as a mention of the bot reads
 	botID   string // the bot's bot id (B...)
 	team    string
-	teams   map[string]bool // the workspaces events came from (besides team), at most maxTeams
+	teams   map[string]bool // the workspaces events came from, at most maxTeams
 	grid    bool            // auth.test named an Enterprise Grid org: the bot may be in any of its workspaces
 	ready   bool
 	addr    net.Addr // events mode: the bound listener
@@ -282,7 +282,7 @@ const maxTeams = 1024
 func (a *Adapter) sawTeam(team string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if team == "" || team == a.team || a.teams[team] || len(a.teams) >= maxTeams {
+	if team == "" || a.teams[team] || len(a.teams) >= maxTeams {
 		return
 	}
 	if a.teams == nil {
@@ -296,9 +296,11 @@ func (a *Adapter) sawTeam(team string) {
 // conversation by its id alone, while the gateway authorizes a call by its
 // chat JID: without this a group owning a catch-all route for slack
 // reached slack:T1/channel/C1, another group's chat, as
-// slack:T9/channel/C1, a JID no route pinned. Before auth.test has named
-// the bot's team, and in an Enterprise Grid org (whose workspaces the bot
-// may be in before an event from each came), every team is taken.
+// slack:T9/channel/C1, a JID no route pinned. The check starts with the
+// first event (until then the JIDs in use were written by the operator,
+// not minted from the bot's workspace), and never applies when auth.test
+// named no team or an Enterprise Grid org (whose workspaces the bot may be
+// in before an event from each came).
 func (a *Adapter) channelIn(chat adapters.JID) (id, kind string, err error) {
 	id, kind, err = channelOf(chat)
 	if err != nil {
@@ -306,7 +308,7 @@ func (a *Adapter) channelIn(chat adapters.JID) (id, kind string, err error) {
 	}
 	team, _, _ := strings.Cut(chat.Room(), "/")
 	a.mu.Lock()
-	known := team == a.team || a.teams[team] || a.team == "" || a.grid
+	known := team == a.team || a.teams[team] || a.team == "" || a.grid || len(a.teams) == 0
 	bot := a.team
 	a.mu.Unlock()
 	if !known {
