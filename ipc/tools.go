@@ -126,6 +126,18 @@ func GrantParamName(arg string) string {
 	return arg
 }
 
+// MessageArg is the argument of tool naming a message whose thread a call
+// carries as its grant param topic (topicFrom), "" for none: `switchboard
+// grants check` looks the message up as a call does.
+func MessageArg(tool string) string {
+	for _, def := range registry() {
+		if def.tool.Name == tool {
+			return topicFrom(def.tool)
+		}
+	}
+	return ""
+}
+
 // topicFrom is the argument naming a message (message_id or reply_to) whose
 // thread a call of tool carries as its grant param topic, so that a message
 // in a thread belongs to whoever owns that thread; "" for a tool that names
@@ -233,7 +245,8 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 				params["topic"] = m.Topic
 			}
 		}
-		d := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules}, s.opt.Backend.Table(), name, params)
+		dir, _ := s.groupDir(folder) // "": absolute paths are checked as given
+		d := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules, Dir: dir}, s.opt.Backend.Table(), name, params)
 		if d.Ask {
 			// Before the call's own timeout: a person may take minutes.
 			r := s.opt.Backend.Approve(ctx, ApprovalRequest{Folder: folder, Tool: name, Args: args, Reason: d.Reason})
@@ -243,6 +256,17 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 				return mcp.NewToolResultError(fmt.Sprintf("%sgroup %s may not call %s: not approved: %s", RefusedPrefix, folder, name, r.Reason)), nil
 			}
 			s.log.Info("mcp call approved", "folder", folder, "tool", name, "approval", r.ID, "reason", r.Reason)
+			// A person may take minutes: the call runs only if the group,
+			// its grants and the chat's owner still let it now.
+			if g.removed.Load() {
+				return mcp.NewToolResultError(fmt.Sprintf("refused: group %s no longer exists", folder)), nil
+			}
+			a = g.access.Load()
+			if now := Authorize(Caller{Folder: folder, Tier: a.tier, Rules: a.rules, Dir: dir}, s.opt.Backend.Table(), name, params); !now.Allow && !now.Ask {
+				s.count(name, "refused")
+				s.log.Info("mcp call refused after approval", "folder", folder, "tool", name, "reason", now.Reason)
+				return refusal(folder, a.tier, name, "approved, but while it waited its grants or routes changed: "+now.Reason), nil
+			}
 		} else if !d.Allow {
 			s.count(name, "refused")
 			s.log.Info("mcp call refused", "folder", folder, "tool", name, "reason", d.Reason)

@@ -14,6 +14,10 @@ import (
 	"switchboard/store"
 )
 
+// registerGroup is the tool whose folder param a bare name may give
+// (Authorize checks it as the folder it creates).
+const registerGroup = "register_group"
+
 // maxPrompt bounds a delegated or escalated prompt.
 const maxPrompt = 64 << 10
 
@@ -25,7 +29,7 @@ func groupTools() []*toolDef {
 				"parent, socket, online, routes}]} where online says whether its MCP socket is up.",
 			readOnly,
 		), run: runRefreshGroups},
-		{tool: newTool("register_group", "Create a subgroup",
+		{tool: newTool(registerGroup, "Create a subgroup",
 			"Create a subgroup of your group: its folder, its agent working directory and its MCP socket. Optionally route "+
 				"one chat your group owns to it (the route goes ahead of the others). The subgroup's tier follows from its "+
 				"depth, so it usually gets fewer tools than you. Returns {\"folder\", \"tier\", \"route\"?}.",

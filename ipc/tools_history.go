@@ -111,11 +111,33 @@ func runFindMessages(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]hitView, len(hits))
-	for i, h := range hits {
-		out[i] = hitView{messageView: viewMessage(h.Message), Snippet: h.Snippet, Rank: h.Rank}
+	out := make([]hitView, 0, len(hits))
+	for _, h := range c.bySender(hits) {
+		out = append(out, hitView{messageView: viewMessage(h.Message), Snippet: h.Snippet, Rank: h.Rank})
 	}
 	return map[string]any{"hits": out}, nil
+}
+
+// bySender keeps, of a find_messages call that names no sender, the hits
+// that a call naming the hit's sender (and chat) would be allowed to find:
+// a rule such as !find_messages(sender=slack:T1/user/U1) is not dodged by
+// leaving sender out, as searchable keeps a jid rule. Without a rule
+// naming sender for find_messages, all of them.
+func (c *call) bySender(hits []store.Hit) []store.Hit {
+	if c.has("sender") || !c.a.rules.Constrains("find_messages", "sender") {
+		return hits
+	}
+	params := grantParams(c.args)
+	caller := Caller{Folder: c.folder, Tier: c.tier, Rules: c.a.rules}
+	t := c.b.Table()
+	out := hits[:0:0]
+	for _, h := range hits {
+		params["sender"], params["jid"] = string(h.Message.Sender), string(h.Message.ChatJID)
+		if Authorize(caller, t, "find_messages", params).Allow {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // searchable keeps the chats that a find_messages call naming each one (the

@@ -19,6 +19,10 @@ const (
 	msgIDDesc = "The platform id of the message (the id attribute of a <message> in your prompt, or id in history results)."
 )
 
+// sendFile is the tool whose path param has many spellings of one file
+// (Authorize checks the one it names).
+const sendFile = "send_file"
+
 func messagingTools() []*toolDef {
 	return []*toolDef{
 		{tool: newTool("send", "Send a message",
@@ -40,7 +44,7 @@ func messagingTools() []*toolDef {
 			mcp.WithString("text", mcp.Required(), mcp.Description("The reply text (at most 64 KiB).")),
 			mcp.WithString("reply_to", mcp.Description("Platform id of the message to answer. Default: the last message of your running turn in this chat.")),
 		), run: runReply},
-		{tool: newTool("send_file", "Send a file",
+		{tool: newTool(sendFile, "Send a file",
 			"Upload a file from your group folder into a chat. The path is relative to your working directory (the group "+
 				"folder) or absolute inside it; paths that leave the folder, through .. or a symlink, are refused. Returns {\"id\"}.",
 			additive,

@@ -28,9 +28,13 @@ const (
 	taskIDDesc   = "The task id (list_tasks shows them)."
 )
 
+// scheduleTask is the tool whose schedule param has many spellings of one
+// schedule (Authorize checks scheduler.Spelling's).
+const scheduleTask = "schedule_task"
+
 func taskTools() []*toolDef {
 	return []*toolDef{
-		{tool: newTool("schedule_task", "Schedule a task",
+		{tool: newTool(scheduleTask, "Schedule a task",
 			"Schedule a prompt to run later, once or repeatedly, as an autonomous turn of your group: when it falls due a turn "+
 				"starts with the prompt in a <task id=\"…\" run=\"…\"> element (trigger \"task\"), and its reply goes to chat_jid, "+
 				"even where that chat's route only observes. Use it for reminders, recurring reports and follow-ups (\"check the "+

@@ -198,6 +198,34 @@ func NeverMatchWarning(m map[string]string) string {
 	if r, ok := m[KeyRoom]; ok && slashedPlatforms[platform] && !crossesSlash(r) {
 		return fmt.Sprintf("room glob %q matches no %s chat: its rooms have a / (e.g. %s) and * does not cross it; write ** for all of them", r, platform, strings.TrimPrefix(exampleJID(platform), platform+":"))
 	}
+	if platform == "telegram" {
+		room, key := m[KeyRoom], KeyRoom
+		if j, ok := m[KeyChatJID]; ok {
+			room, key = strings.TrimPrefix(j, "telegram:"), KeyChatJID
+		}
+		if w := telegramRoomWarning(room); w != "" {
+			return fmt.Sprintf("%s glob %q matches no telegram chat: %s", key, m[key], w)
+		}
+	}
+	return ""
+}
+
+// telegramRoomWarning says why a Telegram room glob matches no chat, or
+// "": its kind is not user or group, or its id has Telegram's minus sign
+// (the Bot API's chat id of a group is negative, -1001234567890 for a
+// supergroup, and an operator copies it; a chat JID holds the id without
+// it, CONTRACT §4).
+func telegramRoomWarning(room string) string {
+	kind, id, ok := strings.Cut(room, "/")
+	if !ok || strings.Contains(kind, "*") {
+		return ""
+	}
+	if kind != "user" && kind != "group" {
+		return fmt.Sprintf("its chat JIDs are telegram:user/<id> (a private chat) and telegram:group/<id> (a group, supergroup or channel), not %s/", kind)
+	}
+	if rest, neg := strings.CutPrefix(id, "-"); neg {
+		return fmt.Sprintf("a chat JID holds the chat's id without its minus sign: write telegram:%s/%s for Telegram's chat id -%s", kind, rest, rest)
+	}
 	return ""
 }
 

@@ -106,6 +106,25 @@ func Preview(spec, tz string, from time.Time, count int) ([]time.Time, error) {
 	return slots, nil
 }
 
+// Spelling is spec in one spelling of the forms Parse reads alike, for a
+// rule over schedules (a grant glob) to see: trimmed, an interval as
+// "@every <duration>" (Parse takes "every 15m" and "@EVERY 15m" too), and
+// a cron spec's fields one space apart. It does not validate spec.
+func Spelling(spec string) string {
+	spec = strings.TrimSpace(spec)
+	lower := strings.ToLower(spec)
+	if strings.HasPrefix(lower, "@every") || strings.HasPrefix(lower, "every") {
+		if _, arg, ok := strings.Cut(spec, " "); ok {
+			return "@every " + strings.TrimSpace(arg)
+		}
+		return spec
+	}
+	if looksLikeInstant.MatchString(spec) {
+		return spec
+	}
+	return strings.Join(strings.Fields(spec), " ")
+}
+
 // Parse parses a schedule spec (see the package doc for the forms) to be
 // evaluated in the IANA zone tz; "" means UTC (callers pass the configured
 // default). A cron spec that can never fire, such as "0 0 30 2 *", is an

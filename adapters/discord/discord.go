@@ -296,14 +296,30 @@ func channelOf(chat adapters.JID, topic string) (string, error) {
 	if chat.Platform() != platform {
 		return "", fmt.Errorf("discord: %q is not a discord chat: %w", chat, adapters.ErrPermanent)
 	}
-	_, ch, ok := strings.Cut(chat.Room(), "/")
-	if !ok || ch == "" {
-		return "", fmt.Errorf("discord: %q is not discord:<guild>/<channel> or discord:dm/<channel>: %w", chat, adapters.ErrPermanent)
+	guild, ch, ok := strings.Cut(chat.Room(), "/")
+	if !ok || !isID(guild) || !isID(ch) {
+		return "", fmt.Errorf("discord: %q is not discord:<guild>/<channel> or discord:dm/<channel> (an id is letters, digits, _ and -, with no leading 0): %w", chat, adapters.ErrPermanent)
 	}
 	if topic != "" {
+		if !isID(topic) {
+			return "", fmt.Errorf("discord: topic %q is not a thread id (letters, digits, _ and -, with no leading 0): %w", topic, adapters.ErrPermanent)
+		}
 		return topic, nil
 	}
 	return ch, nil
+}
+
+// isID reports whether s can be a Discord id (a snowflake; a test server's
+// may have letters): an id goes into the REST path as it is, and Discord
+// decodes the path before it reads the id, so "%32%30%30" or "x/../200"
+// would reach channel 200 under a JID, or a topic, that the gateway
+// authorized as another chat, whose owner may be another group. For the
+// same reason a number has no leading zero: Discord reads "0200" as the
+// snowflake 200.
+func isID(s string) bool {
+	return s != "" && s[0] != '0' && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0
 }
 
 // address is the channel to call for chat and topic, once Discord has
@@ -317,10 +333,10 @@ func channelOf(chat adapters.JID, topic string) (string, error) {
 // unconfirmed's to settle (a 4xx: the call goes as the JID names it; a
 // 429, 5xx or network error: the call's error, retried).
 func (a *Adapter) address(ctx context.Context, s *discordgo.Session, chat adapters.JID, topic string) (string, error) {
-	ch, err := channelOf(chat, "")
-	if err != nil {
+	if _, err := channelOf(chat, topic); err != nil { // the JID's and the topic's ids
 		return "", err
 	}
+	ch, _ := channelOf(chat, "")
 	guild := guildOf(chat)
 	home, thread, err := a.lookup(ctx, s, chat, ch)
 	if err != nil {

@@ -189,6 +189,9 @@ func (a *Adapter) target(ctx context.Context, ref adapters.MessageRef) (*discord
 	if err != nil {
 		return nil, "", err
 	}
+	if !isID(string(ref.ID)) { // as channelOf's ids: it goes into the path
+		return nil, "", fmt.Errorf("discord: %q is not a message id (letters, digits, _ and -, with no leading 0): %w", ref.ID, adapters.ErrPermanent)
+	}
 	ch, err := a.address(ctx, s, ref.Chat, ref.Topic)
 	return s, ch, err
 }

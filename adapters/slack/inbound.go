@@ -205,6 +205,7 @@ func mentions(text, user string) bool {
 // chat is the JID of a conversation: the kind comes from the event's
 // channel_type, else from the cache, else from conversations.info.
 func (a *Adapter) chat(ctx context.Context, team, channel, channelType string) adapters.JID {
+	a.sawTeam(team)
 	return chatJID(team, a.lookupKind(ctx, channel, kindOf(channelType)), channel)
 }
 

@@ -29,7 +29,7 @@ import (
 // stream carries none. It does not call Slack; a chat that is not Slack's
 // wraps adapters.ErrPermanent.
 func (a *Adapter) StartLive(_ context.Context, m adapters.Outbound, turn string) (adapters.LiveReply, error) {
-	channel, kind, err := channelOf(m.Chat)
+	channel, kind, err := a.channelIn(m.Chat)
 	if err != nil {
 		return nil, err
 	}

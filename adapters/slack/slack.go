@@ -79,6 +79,8 @@ type Adapter struct {
 	botName string // the bot's handle (auth.test user): one word, as a mention of the bot reads
 	botID   string // the bot's bot id (B...)
 	team    string
+	teams   map[string]bool // the workspaces events came from, at most maxTeams
+	grid    bool            // auth.test named an Enterprise Grid org: the bot may be in any of its workspaces
 	ready   bool
 	addr    net.Addr // events mode: the bound listener
 
@@ -233,6 +235,7 @@ func (a *Adapter) authenticate(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	a.botUser, a.botName, a.botID, a.team, a.ready = res.UserID, res.User, res.BotID, res.TeamID, true
+	a.grid = res.EnterpriseID != ""
 	a.mu.Unlock()
 	a.log.Info("slack authenticated", "team", res.TeamID, "bot_user", res.UserID, "mode", a.opt.Mode)
 	return nil
@@ -272,6 +275,48 @@ func channelOf(chat adapters.JID) (id, kind string, err error) {
 	return parts[2], parts[1], nil
 }
 
+// maxTeams bounds the workspaces an adapter remembers events from.
+const maxTeams = 1024
+
+// sawTeam notes a workspace an event came from: its chats' JIDs name it.
+func (a *Adapter) sawTeam(team string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if team == "" || a.teams[team] || len(a.teams) >= maxTeams {
+		return
+	}
+	if a.teams == nil {
+		a.teams = map[string]bool{}
+	}
+	a.teams[team] = true
+}
+
+// channelIn is channelOf for a chat of a workspace the bot is in: the
+// auth.test team, or one an event came from. Slack addresses a
+// conversation by its id alone, while the gateway authorizes a call by its
+// chat JID: without this a group owning a catch-all route for slack
+// reached slack:T1/channel/C1, another group's chat, as
+// slack:T9/channel/C1, a JID no route pinned. The check starts with the
+// first event (until then the JIDs in use were written by the operator,
+// not minted from the bot's workspace), and never applies when auth.test
+// named no team or an Enterprise Grid org (whose workspaces the bot may be
+// in before an event from each came).
+func (a *Adapter) channelIn(chat adapters.JID) (id, kind string, err error) {
+	id, kind, err = channelOf(chat)
+	if err != nil {
+		return "", "", err
+	}
+	team, _, _ := strings.Cut(chat.Room(), "/")
+	a.mu.Lock()
+	known := team == a.team || a.teams[team] || a.team == "" || a.grid || len(a.teams) == 0
+	bot := a.team
+	a.mu.Unlock()
+	if !known {
+		return "", "", fmt.Errorf("%w: %s is in workspace %s, which the bot is not in (its workspace is %s)", adapters.ErrPermanent, chat, team, bot)
+	}
+	return id, kind, nil
+}
+
 // address is channelOf once Slack has confirmed the JID's kind: a dm/ JID
 // names a DM, a group/ JID a private channel or group DM, a channel/ JID a
 // public channel. Slack addresses a conversation by its id alone, while the
@@ -283,7 +328,7 @@ func channelOf(chat adapters.JID) (id, kind string, err error) {
 // the call as the JID names it; one that fails for now is the call's
 // error, retried as a send's would be.
 func (a *Adapter) address(ctx context.Context, verb string, chat adapters.JID) (id, kind string, err error) {
-	id, kind, err = channelOf(chat)
+	id, kind, err = a.channelIn(chat)
 	if err != nil {
 		return "", "", err
 	}

@@ -3,6 +3,7 @@ package telegram
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"switchboard/adapters"
@@ -82,5 +83,43 @@ func TestGroupMessageIDAfterMigrationReachesNoSupergroupMessage(t *testing.T) {
 	}
 	if c := f.Calls("sendMessage"); c[len(c)-1].Params["reply_parameters"] != "" {
 		t.Errorf("the answer quotes a supergroup message for the group's %s: %v", groupMsg.ID, c[len(c)-1].Params)
+	}
+}
+
+// A supergroup that a group became keeps the group's JID, by which the
+// gateway routes and authorizes the chat. Its own id's JID
+// (telegram:group/1009997) must not reach it: a route that pins the old
+// JID to one group would not see it, and a catch-all of another group
+// would own it. Such a send is refused for good, naming the chat's JID;
+// the old JID reaches the supergroup.
+func TestSupergroupsOwnJIDReachesNothing(t *testing.T) {
+	f := telegramtest.New(t)
+	host := adaptertest.NewHost()
+	a := start(t, f, host)
+	const old, super = int64(-5557), int64(-1009997)
+	m, _ := f.UserMessage(old, "", false, 0, 0)
+	m["migrate_to_chat_id"] = super
+	f.Push("message", m)
+	after, _ := f.UserMessage(super, "in the supergroup", true, 0, 0)
+	f.Push("message", after)
+	chat := host.WaitEvents(t, 1)[0].Chat
+	if chat != "telegram:group/5557" {
+		t.Fatalf("the supergroup's message is in %s; want the group's JID telegram:group/5557", chat)
+	}
+	own := adapters.JID("telegram:group/1009997")
+	_, err := a.Send(t.Context(), adapters.Outbound{Chat: own, Text: "under the supergroup's own JID"})
+	if !errors.Is(err, adapters.ErrPermanent) || !strings.Contains(err.Error(), "telegram:group/5557") {
+		t.Errorf("send to %s: %v; want a permanent refusal naming telegram:group/5557", own, err)
+	}
+	for _, c := range f.Calls("sendMessage") {
+		if c.Params["text"] == "under the supergroup's own JID" {
+			t.Errorf("sent to the supergroup under its own JID: %v", c.Params)
+		}
+	}
+	if _, err := a.Send(t.Context(), adapters.Outbound{Chat: chat, Text: "under the group's JID"}); err != nil {
+		t.Errorf("send to %s: %v", chat, err)
+	}
+	if c := f.Calls("sendMessage"); len(c) == 0 || c[len(c)-1].Params["chat_id"] != "-1009997" {
+		t.Errorf("the send under the group's JID went to %v; want the supergroup -1009997", c)
 	}
 }

@@ -304,6 +304,13 @@ func (a *Adapter) chatID(chat adapters.JID) (int64, error) {
 		if to, ok := a.moved[-n]; ok {
 			return to, nil
 		}
+		// A supergroup that a group became keeps the group's JID: the
+		// gateway routes and authorizes the chat by that JID alone, and
+		// its own (telegram:group/100…) would reach the chat under a JID
+		// that another route, another group's, may match.
+		if from, ok := a.alias[-n]; ok {
+			return 0, fmt.Errorf("telegram: %s is the supergroup that group %s became; the chat's JID stays %s: %w", chat, groupJID(from), groupJID(from), adapters.ErrPermanent)
+		}
 		return -n, nil
 	}
 	return 0, fmt.Errorf("telegram: %q: unknown chat kind %q: %w", chat, kind, adapters.ErrPermanent)

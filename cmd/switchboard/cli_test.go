@@ -130,6 +130,45 @@ func TestRouteAddWarnsWhenStarCannotCrossSlash(t *testing.T) {
 	}
 }
 
+// Telegram's chat id of a group is negative (-1001234567890 for a
+// supergroup) and operators copy it; a chat JID holds it without the
+// minus sign (CONTRACT §4). A route written with it, or with a kind no
+// Telegram JID has, never matches: it is added, with a warning that says
+// what to write.
+func TestRouteAddWarnsOfTelegramIDsNoChatHas(t *testing.T) {
+	for _, c := range []struct {
+		match []string
+		want  string
+	}{
+		{[]string{"chat_jid=telegram:group/-1001234567890"}, "warning: chat_jid glob \"telegram:group/-1001234567890\" matches no telegram chat: a chat JID holds the chat's id without its minus sign: write telegram:group/1001234567890 for Telegram's chat id -1001234567890"},
+		{[]string{"platform=telegram", "room=group/-42*"}, "without its minus sign"},
+		{[]string{"chat_jid=telegram:supergroup/1001234567890"}, "not supergroup/"},
+		{[]string{"chat_jid=telegram:group/1001234567890"}, ""},
+		{[]string{"chat_jid=telegram:user/*"}, ""},
+		{[]string{"chat_jid=telegram:*/5"}, ""},
+	} {
+		dir := filepath.Join(t.TempDir(), "data")
+		mustSB(t, dir, "group", "add", "ops")
+		out := mustSB(t, dir, append([]string{"route", "add", "--target", "ops"}, c.match...)...)
+		if got := strings.Contains(out, "warning: "); got != (c.want != "") || !strings.Contains(out, c.want) {
+			t.Errorf("route add %s: %q; want warning %q", c.match, out, c.want)
+		}
+	}
+}
+
+// group add --jid pins a route too: one Telegram's negative chat id
+// names no chat, and it says so.
+func TestGroupAddWarnsOfAPinNoChatHas(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	out := mustSB(t, dir, "group", "add", "ops", "--jid", "telegram:group/-1001234567890")
+	if !strings.Contains(out, "added route 1") || !strings.Contains(out, "warning: chat_jid glob \"telegram:group/-1001234567890\" matches no telegram chat") {
+		t.Errorf("group add --jid telegram:group/-1001234567890: %q; want the route, with a warning", out)
+	}
+	if out := mustSB(t, dir, "group", "add", "main", "--jid", "telegram:group/1001234567890"); strings.Contains(out, "warning") {
+		t.Errorf("group add --jid telegram:group/1001234567890: %q; want no warning", out)
+	}
+}
+
 func TestRouteAddListExplain(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	mustSB(t, dir, "group", "add", "main")
@@ -247,6 +286,11 @@ func TestGrantsShowSetCheck(t *testing.T) {
 		{"!snd*", `warning: rule "!snd*" matches no call: no tool's name matches snd*`},
 		{"!send(chat=slack:*)", `warning: rule "!send(chat=slack:*)" matches no call: send has no param chat (its params: jid, text, topic)`},
 		{"!*pin*(emoji=x)", `warning: rule "!*pin*(emoji=x)" matches no call: no tool matching *pin* has a param emoji`},
+		// A JID glob no call's JID can match: calls carry valid JIDs only.
+		{"!send(jid=Telegram:*)", `warning: rule "!send(jid=Telegram:*)" matches no call: jid glob "Telegram:*": a JID's platform (before the :) is lowercase letters and digits`},
+		{"!send(jid=web:my lobby)", `warning: rule "!send(jid=web:my lobby)" matches no call: jid glob "web:my lobby" has ' ', which no JID has`},
+		{"!send(jid=lobby)", `warning: rule "!send(jid=lobby)" matches no call: jid glob "lobby" is no JID`},
+		{"!find_messages(sender=ann)", `warning: rule "!find_messages(sender=ann)" matches no call: sender glob "ann" is no JID`},
 	} {
 		out, _, err := sb(t, dir, "grants", "set", "main", "send", c.rule)
 		if err != nil || !strings.Contains(out, c.want) || !strings.Contains(out, "set 2 override rule(s) on main") {
@@ -270,6 +314,21 @@ func TestGrantsShowSetCheck(t *testing.T) {
 		out, _, err := sb(t, dir, append([]string{"grants", "check"}, c.args...)...)
 		if err != nil || !strings.HasPrefix(out, c.verdict+"\n") || !strings.Contains(out, c.want) {
 			t.Errorf("grants check %v: %v %q; want %s and %q", c.args, err, out, c.verdict, c.want)
+		}
+	}
+	// A param no call can carry is a usage error saying which, as the
+	// MCP server's is: an invalid JID, or a param given twice.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"main", "send", "jid="}, "param jid: invalid JID: empty"},
+		{[]string{"main", "send", "chat_jid=web:my lobby"}, `param jid: invalid JID "web:my lobby": character ' ' is not allowed`},
+		{[]string{"main", "find_messages", "sender=ann"}, `param sender: invalid JID "ann"`},
+		{[]string{"main", "send", "jid=web:lobby", "chat_jid=web:elsewhere"}, "param jid is given twice"},
+	} {
+		if _, _, err := sb(t, dir, append([]string{"grants", "check"}, c.args...)...); !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("grants check %v: %v; want a usage error saying %q", c.args, err, c.want)
 		}
 	}
 	// Params a call carries besides its schema's: a message's topic.

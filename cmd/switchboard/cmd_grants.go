@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -191,7 +193,17 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 		if !ok || k == "" {
 			return usagef("param %q: want NAME=VALUE, e.g. jid=web:lobby", arg)
 		}
-		params[ipc.GrantParamName(k)] = v // chat_jid, the tools' argument name, is jid
+		k = ipc.GrantParamName(k) // chat_jid, the tools' argument name, is jid
+		if _, twice := params[k]; twice {
+			return usagef("param %s is given twice; a call carries one value of each", k)
+		}
+		// A call's chat and sender are JIDs, checked before its grants.
+		if k == "jid" || k == "sender" {
+			if err := adapters.JID(v).Validate(); err != nil {
+				return usagef("param %s: %w", k, err)
+			}
+		}
+		params[k] = v
 	}
 	warning := callNameWarning(tool, params)
 	ctx := cmd.Context()
@@ -211,12 +223,24 @@ func (a *app) grantsCheck(cmd *cobra.Command, folder groups.Folder, tool string,
 			if rs, err = st.RoutesForChat(ctx, adapters.JID(jid)); err != nil {
 				return err
 			}
+			// A message in a thread is checked with its thread as the
+			// topic, as the MCP server checks a call naming it.
+			if k := ipc.MessageArg(tool); k != "" && params[k] != "" {
+				m, err := st.MessageByID(ctx, adapters.JID(jid), adapters.MessageID(params[k]))
+				switch {
+				case err == nil && m.Topic != "":
+					params["topic"] = m.Topic
+				case err != nil && !errors.Is(err, store.ErrNotFound):
+					return err
+				}
+			}
 		}
 		table, err := routing.New(rs)
 		if err != nil {
 			return fmt.Errorf("route table: %w", err)
 		}
-		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set}, table, tool, params)
+		dir, _ := filepath.Abs(groups.Layout{DataDir: a.cfg.DataDir}.Dir(folder)) // "": absolute paths as given
+		d := ipc.Authorize(ipc.Caller{Folder: folder, Tier: tier, Rules: set, Dir: dir}, table, tool, params)
 		if tool == ipc.ApproveTool && !slices.Contains(cat.Tools(), tool) { // not offered: as grants show and the MCP server
 			d = grants.Decision{Reason: "approve_tool is not offered: approvals.agent_tools is not set " +
 				"(set it in switchboard.yaml to the Claude Code tools that ask, e.g. [Bash, Write])"}
@@ -263,6 +287,10 @@ func ruleNameWarnings(rules []string) ([]string, error) {
 		}
 		for _, p := range r.Params {
 			if toolsCarry(tools, p.Name) {
+				if w := jidGlobWarning(p.Name, p.Glob); w != "" {
+					warnings = append(warnings, fmt.Sprintf("rule %q matches no call: %s", text, w))
+					break
+				}
 				continue
 			}
 			if len(tools) == 1 {
@@ -275,6 +303,31 @@ func ruleNameWarnings(rules []string) ([]string, error) {
 		}
 	}
 	return warnings, nil
+}
+
+// jidGlobWarning says why the glob of a JID param (jid, sender) matches no
+// JID a call can carry, or "": a call's JIDs are checked (ParseJID) before
+// the grants see them, so "jid=Telegram:*" or "jid=web: lobby" is a rule
+// that never decides, and as a deny leaves allowed what it was meant to
+// refuse.
+func jidGlobWarning(param, glob string) string {
+	if param != "jid" && param != "sender" {
+		return ""
+	}
+	if platform, _, ok := strings.Cut(glob, ":"); ok && !strings.Contains(platform, "*") && (platform == "" || !adapters.IsPlatformName(platform)) {
+		return fmt.Sprintf("%s glob %q: a JID's platform (before the :) is lowercase letters and digits, e.g. telegram", param, glob)
+	}
+	for _, r := range glob {
+		if r != '*' && !adapters.IsJIDRune(r) {
+			return fmt.Sprintf("%s glob %q has %q, which no JID has", param, glob, r)
+		}
+	}
+	if !strings.Contains(glob, "*") {
+		if err := adapters.JID(glob).Validate(); err != nil {
+			return fmt.Sprintf("%s glob %q is no JID: %v", param, glob, err)
+		}
+	}
+	return ""
 }
 
 // toolsCarry reports whether a call of some tool of tools carries the grant

@@ -17,6 +17,7 @@ import (
 	"switchboard/groups"
 	"switchboard/ipc"
 	"switchboard/ops"
+	"switchboard/routing"
 	"switchboard/scheduler"
 	"switchboard/store"
 )
@@ -117,12 +118,12 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 		layout := groups.Layout{DataDir: a.cfg.DataDir}
 		// A missing parent is warned of, not refused (as in a config
 		// seed): the tier follows from the folder's depth alone.
-		warning := ""
+		var warnings []string
 		if p := folder.Parent(); p != "" {
 			if ok, err := st.GroupExists(ctx, p); err != nil {
 				return err
 			} else if !ok {
-				warning = fmt.Sprintf("its parent group %s does not exist: %s cannot escalate_group and no parent's agent can manage it until you add it (switchboard group add %s)", p, folder, p)
+				warnings = append(warnings, fmt.Sprintf("its parent group %s does not exist: %s cannot escalate_group and no parent's agent can manage it until you add it (switchboard group add %s)", p, folder, p))
 			}
 		}
 		r, err := ops.AddGroup(ctx, st, layout, ops.Operator, ops.NewGroup{Folder: folder, Pin: adapters.JID(jid), Exe: exe, Orphan: true})
@@ -135,10 +136,10 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 		out := map[string]any{"folder": folder, "tier": groups.Tier(folder, a.cfg.OperatorFolder), "dir": layout.Dir(folder)}
 		if r != nil {
 			out["route"] = *r
-		}
-		var warnings []string
-		if warning != "" {
-			warnings = append(warnings, warning)
+			// A pin no chat has (telegram:group/-100…) routes nothing.
+			if w := routing.NeverMatchWarning(r.Match); w != "" {
+				warnings = append(warnings, w)
+			}
 		}
 		// The gateway could not listen on the group's socket: its agent
 		// would have no tools, said only in the gateway's log.
@@ -155,8 +156,8 @@ func (a *app) groupAdd(cmd *cobra.Command, name, jid string) error {
 			if r != nil {
 				fmt.Fprintf(w, "added route %d (seq %d): chat_jid=%s -> %s\n", r.ID, r.Seq, jid, folder)
 			}
-			for _, w2 := range warnings {
-				fmt.Fprintln(w, "warning: "+w2)
+			for _, warning := range warnings {
+				fmt.Fprintln(w, "warning: "+warning)
 			}
 		})
 	})
