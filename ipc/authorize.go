@@ -69,6 +69,9 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 //     cleaned (groupFile), so "send_file(path=outbox/*)" does not let
 //     "outbox/../secret.txt" through, nor "!send_file(path=private/*)"
 //     "./private/x", "private//x" or the absolute path of private/x.
+//   - like's reaction: the emoji itself (adapters.EmojiByName), without
+//     the presentation selector, so that "!like(reaction=👎)" refuses
+//     ":thumbsdown:", "-1" and "👎\ufe0f" too.
 func callParams(c Caller, tool string, params map[string]string) map[string]string {
 	set := func(k, v string) map[string]string {
 		params = maps.Clone(params)
@@ -84,6 +87,12 @@ func callParams(c Caller, tool string, params map[string]string) map[string]stri
 		if v, ok := params["schedule"]; ok {
 			if sp := scheduler.Spelling(v); sp != v {
 				return set("schedule", sp)
+			}
+		}
+	case likeTool:
+		if r, ok := params["reaction"]; ok {
+			if e := reactionEmoji(r); e != r {
+				return set("reaction", e)
 			}
 		}
 	case sendFile:
@@ -104,4 +113,14 @@ func callParams(c Caller, tool string, params map[string]string) map[string]stri
 		}
 	}
 	return params
+}
+
+// reactionEmoji is the emoji reaction names: a shortcode's emoji, or the
+// emoji as given without the presentation selector (U+FE0F); a name not
+// known here (a custom emoji's) is returned as it is.
+func reactionEmoji(reaction string) string {
+	if e, ok := adapters.EmojiByName(reaction); ok {
+		return e
+	}
+	return strings.ReplaceAll(strings.TrimSpace(reaction), "\ufe0f", "")
 }

@@ -178,6 +178,31 @@ func TestScheduleGrantsSeeEverySpellingOfAnInterval(t *testing.T) {
 	}
 }
 
+// TestLikeGrantsSeeEverySpellingOfAReaction: like takes a reaction as
+// the emoji or its shortcode (":thumbsdown:", "-1"), with or without the
+// presentation selector. An operator's "!like(reaction=👎)" refuses each
+// spelling; another reaction still goes through.
+func TestLikeGrantsSeeEverySpellingOfAReaction(t *testing.T) {
+	h := newHarness(t, func(ctx context.Context, st *store.Store) error {
+		if err := standardSetup(ctx, st); err != nil {
+			return err
+		}
+		return st.SetGrantOverrides(ctx, "acme", []string{"!like(reaction=👎)"})
+	})
+	c := h.connect(t, "acme", true)
+	like := func(reaction string) callResult {
+		return call(t, c, "like", map[string]any{"chat_jid": "web:acme", "message_id": "m1", "reaction": reaction})
+	}
+	for _, r := range []string{"👎", ":thumbsdown:", "thumbsdown", "-1", ":-1:", "👎\ufe0f", " 👎 "} {
+		if res := like(r); !res.refused() || !strings.Contains(res.Text, `"!like(reaction=👎)"`) {
+			t.Errorf("like %q: %+v; want it refused by the 👎 deny", r, res)
+		}
+	}
+	if res := like(":+1:"); res.refused() {
+		t.Errorf("like of another reaction: %+v", res)
+	}
+}
+
 // TestGrantChangeWhileAskingRefusesTheCall: a call whose rule asks waits
 // for a person, maybe for minutes. When the operator denies the tool
 // meanwhile (grants set F '!send'), an approver's later "allow" does not

@@ -23,6 +23,10 @@ const (
 // (Authorize checks the one it names).
 const sendFile = "send_file"
 
+// likeTool is the tool whose reaction param has many spellings of one
+// emoji (Authorize checks reactionEmoji's).
+const likeTool = "like"
+
 func messagingTools() []*toolDef {
 	return []*toolDef{
 		{tool: newTool("send", "Send a message",
@@ -63,7 +67,7 @@ func messagingTools() []*toolDef {
 				return c.b.Delete(ctx, chat, id)
 			},
 		),
-		messageTool("like", "React to a message",
+		messageTool(likeTool, "React to a message",
 			"Add a reaction to a message, e.g. to acknowledge it without posting text. Returns {\"ok\": true}.",
 			additive, runReact,
 			mcp.WithString("reaction", mcp.Required(), mcp.Description("The reaction: an emoji such as 👍, or the platform's reaction name such as thumbsup on Slack.")),
