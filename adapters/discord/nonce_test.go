@@ -48,3 +48,20 @@ func TestSendWithALostAnswerPostsOnce(t *testing.T) {
 		t.Errorf("Send returned %s and %s; want the ids of the messages shown (%v)", id, id2, ids)
 	}
 }
+
+// TestSendFileWithALostAnswerPostsOnce: as a text part, a file whose post
+// lost its answer is shown once, and SendFile returns its message's id.
+func TestSendFileWithALostAnswerPostsOnce(t *testing.T) {
+	f := discordtest.New(t)
+	a := start(t, f, adaptertest.NewHost(), nil)
+	f.LoseAnswers(1)
+	id, err := a.SendFile(t.Context(), adapters.Outbound{Chat: channelChat, Text: "the report", Key: "t-1/file"},
+		adapters.File{Name: "report.txt", MIME: "text/plain", Size: 5, Content: strings.NewReader("hello")})
+	if err != nil {
+		t.Fatalf("send a file after a lost answer: %v", err)
+	}
+	ms := f.Messages(discordtest.Channel)
+	if len(ms) != 1 || ms[0].File != "report.txt" || string(ms[0].FileData) != "hello" || ms[0].ID != string(id) {
+		t.Errorf("the channel shows %+v; want the file once, with id %s", ms, id)
+	}
+}

@@ -194,15 +194,33 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if adapters.UTF16Len(caption) > maxText {
 		caption, follow = "", m.Text
 	}
-	sent, err := s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: caption, AllowedMentions: mentions(false),
-		Files: []*discordgo.File{{Name: f.Name, ContentType: f.MIME, Reader: f.Content}}}, discordgo.WithContext(ctx))
+	// As ChannelMessageSendComplex uploads a file, with the key's nonce
+	// (see Send): a post sent again after its answer was lost does not
+	// show the file twice.
+	files := []*discordgo.File{{Name: f.Name, ContentType: f.MIME, Reader: f.Content}}
+	data := &discordgo.MessageSend{Content: caption, AllowedMentions: mentions(false), Files: files}
+	nonce := nonceOf(m.Key)
+	contentType, body, err := discordgo.MultipartBodyWithJSON(messageSend{MessageSend: data, Nonce: nonce, EnforceNonce: nonce != ""}, files)
+	if err != nil {
+		return "", fmt.Errorf("discord: send file %s: %w", f.Name, err)
+	}
+	endpoint := discordgo.EndpointChannelMessages(ch)
+	resp, err := s.RequestRaw("POST", endpoint, contentType, body, endpoint, 0, discordgo.WithContext(ctx))
 	if err != nil {
 		return "", classify(m.Chat, err)
 	}
+	var sent discordgo.Message
+	if err := json.Unmarshal(resp, &sent); err != nil || sent.ID == "" {
+		return "", fmt.Errorf("discord: send file to %s: unreadable answer: %v", m.Chat, err)
+	}
 	if follow != "" {
-		for _, part := range adapters.Split(follow, maxText) {
+		for i, part := range adapters.Split(follow, maxText) {
 			// The file is sent: a failure here must not send it again.
-			if _, err := a.Send(ctx, adapters.Outbound{Chat: m.Chat, Topic: m.Topic, Text: part}); err != nil {
+			out := adapters.Outbound{Chat: m.Chat, Topic: m.Topic, Text: part}
+			if m.Key != "" {
+				out.Key = fmt.Sprintf("%s/caption/%d", m.Key, i+1)
+			}
+			if _, err := a.Send(ctx, out); err != nil {
 				a.log.Warn("discord file sent, but its long caption could not follow", "jid", m.Chat, "err", err)
 				break
 			}
