@@ -404,7 +404,11 @@ func (f fullAdapter) Unpin(_ context.Context, m adapters.MessageRef) error {
 	return f.record("unpin " + string(m.Chat) + " " + m.ID.String())
 }
 func (f fullAdapter) SendFile(_ context.Context, m adapters.Outbound, file adapters.File) (adapters.MessageID, error) {
-	return "file-1", f.record("file " + string(m.Chat) + " " + file.Name + " " + m.Text)
+	where := string(m.Chat)
+	if m.Topic != "" {
+		where += " topic " + m.Topic
+	}
+	return "file-1", f.record("file " + where + " " + file.Name + " " + m.Text)
 }
 func (f fullAdapter) FetchHistory(_ context.Context, chat adapters.JID, _ adapters.HistoryQuery) ([]adapters.Inbound, error) {
 	return []adapters.Inbound{{Chat: chat, ID: "p1", Sender: "full:user/1", Text: "from the platform", Time: time.Unix(1, 0)}}, nil

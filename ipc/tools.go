@@ -138,6 +138,20 @@ func MessageArg(tool string) string {
 	return ""
 }
 
+// turnTopicDefault reports whether a call of tool with params goes, by
+// default, into the thread or topic of the caller's running turn in its
+// chat: reply without reply_to (runReply), send_file without topic
+// (runSendFile).
+func turnTopicDefault(tool string, params map[string]string) bool {
+	switch tool {
+	case "reply":
+		return params["reply_to"] == ""
+	case sendFile:
+		return true // params["topic"] == "", checked by the caller
+	}
+	return false
+}
+
 // topicFrom is the argument naming a message (message_id or reply_to) whose
 // thread a call of tool carries as its grant param topic, so that a message
 // in a thread belongs to whoever owns that thread; "" for a tool that names
@@ -243,6 +257,14 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 			// A message in a thread belongs to whoever owns that thread.
 			if m, found, err := s.opt.Backend.MessageByID(ctx, adapters.JID(params["jid"]), adapters.MessageID(id)); err == nil && found && m.Topic != "" {
 				params["topic"] = m.Topic
+			}
+		}
+		if params["jid"] != "" && params["topic"] == "" && turnTopicDefault(name, params) {
+			// The call goes to the running turn's thread (reply without
+			// reply_to, send_file without topic): its owner decides, so a
+			// group routed one thread of a chat answers there.
+			if turn, running := s.opt.Backend.RunningTurn(folder); running && string(turn.Chat) == params["jid"] {
+				params["topic"] = turn.Topic
 			}
 		}
 		dir, _ := s.groupDir(folder) // "": absolute paths are checked as given

@@ -50,11 +50,14 @@ func messagingTools() []*toolDef {
 		), run: runReply},
 		{tool: newTool(sendFile, "Send a file",
 			"Upload a file from your group folder into a chat. The path is relative to your working directory (the group "+
-				"folder) or absolute inside it; paths that leave the folder, through .. or a symlink, are refused. Returns {\"id\"}.",
+				"folder) or absolute inside it; paths that leave the folder, through .. or a symlink, are refused. "+
+				"Into the chat your turn answers it goes to the turn's thread or topic, like reply. Returns {\"id\"}.",
 			additive,
 			chatParam(chatDesc),
 			mcp.WithString("path", mcp.Required(), mcp.Description("File path inside the group folder, e.g. report.pdf or out/chart.png.")),
 			mcp.WithString("caption", mcp.Description("Text shown with the file.")),
+			mcp.WithString("topic", mcp.Description("Post into this thread or forum topic (Slack thread_ts, Telegram topic id, Discord thread id). "+
+				"Default: your running turn's thread or topic when the chat is the one it answers, else the main channel.")),
 		), run: runSendFile},
 		messageTool("edit", "Edit a message",
 			"Replace the text of a message the bot sent earlier. Platforms only let the bot edit its own messages. Returns {\"ok\": true}.",
@@ -190,7 +193,16 @@ func runSendFile(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: c.str("caption"), File: rel, Kind: store.OutboxFile})
+	topic := c.str("topic")
+	if topic == "" {
+		// Where the conversation is: a file sent without the topic lands
+		// in a Telegram forum's General topic, or Slack's and Discord's
+		// main channel, away from the thread that asked for it.
+		if turn, running := c.b.RunningTurn(c.folder); running && turn.Chat == chat {
+			topic = turn.Topic
+		}
+	}
+	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: c.str("caption"), Topic: topic, File: rel, Kind: store.OutboxFile})
 	if err != nil {
 		return nil, actError(chat, "send_file", err)
 	}

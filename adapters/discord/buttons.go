@@ -56,7 +56,7 @@ func (a *Adapter) sendButtons(ctx context.Context, m adapters.Outbound, buttons 
 	if err != nil {
 		return "", err
 	}
-	return a.post(ctx, m, comps, opts...)
+	return a.post(ctx, m, comps, "", opts...)
 }
 
 // EditButtons replaces a message's text and buttons; nil removes them.

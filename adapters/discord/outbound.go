@@ -2,6 +2,9 @@ package discord
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,19 +21,42 @@ func mentions(reply bool) *discordgo.MessageAllowedMentions {
 }
 
 // Send posts one part (Discord renders the Markdown), into the thread when
-// there is a topic, as a reply when ReplyTo is set.
+// there is a topic, as a reply when ReplyTo is set. The part's key (m.Key)
+// goes as an enforced nonce: a post sent again because its answer was lost
+// (discordgo retries a 502, the outbox a failed send) returns the message
+// the first one created instead of showing the part twice.
 func (a *Adapter) Send(ctx context.Context, m adapters.Outbound) (adapters.MessageID, error) {
-	return a.send(ctx, m)
+	return a.post(ctx, m, nil, nonceOf(m.Key))
 }
 
 // send is Send with more request options (a live reply's turn off
-// discordgo's waiting out a 429).
+// discordgo's waiting out a 429) and without a nonce: a live reply's
+// message may be deleted (Abort) and its key then sent by the outbox,
+// which must post anew.
 func (a *Adapter) send(ctx context.Context, m adapters.Outbound, opts ...discordgo.RequestOption) (adapters.MessageID, error) {
-	return a.post(ctx, m, nil, opts...)
+	return a.post(ctx, m, nil, "", opts...)
 }
 
-// post sends m with components comps (nil: none) for send and sendButtons.
-func (a *Adapter) post(ctx context.Context, m adapters.Outbound, comps []discordgo.MessageComponent, opts ...discordgo.RequestOption) (adapters.MessageID, error) {
+// nonceOf is the nonce for idempotency key key ("" for none): Discord
+// takes up to 25 characters, so a key is hashed (100 bits of SHA-256).
+func nonceOf(key string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])[:25]
+}
+
+// messageSend is discordgo's MessageSend with the nonce it lacks.
+type messageSend struct {
+	*discordgo.MessageSend
+	Nonce        string `json:"nonce,omitempty"`
+	EnforceNonce bool   `json:"enforce_nonce,omitempty"`
+}
+
+// post sends m with components comps (nil: none) for send and sendButtons,
+// with nonce enforced unless it is "".
+func (a *Adapter) post(ctx context.Context, m adapters.Outbound, comps []discordgo.MessageComponent, nonce string, opts ...discordgo.RequestOption) (adapters.MessageID, error) {
 	s, err := a.session()
 	if err != nil {
 		return "", err
@@ -44,9 +70,23 @@ func (a *Adapter) post(ctx context.Context, m adapters.Outbound, comps []discord
 		no := false
 		data.Reference = &discordgo.MessageReference{MessageID: string(m.ReplyTo), ChannelID: ch, GuildID: guildOf(m.Chat), FailIfNotExists: &no}
 	}
-	sent, err := s.ChannelMessageSendComplex(ch, data, append(opts, discordgo.WithContext(ctx))...)
+	opts = append(opts, discordgo.WithContext(ctx))
+	if nonce == "" {
+		sent, err := s.ChannelMessageSendComplex(ch, data, opts...)
+		if err != nil {
+			return "", classify(m.Chat, err)
+		}
+		return adapters.MessageID(sent.ID), nil
+	}
+	// As ChannelMessageSendComplex sends a message without files.
+	endpoint := discordgo.EndpointChannelMessages(ch)
+	resp, err := s.RequestWithBucketID("POST", endpoint, messageSend{MessageSend: data, Nonce: nonce, EnforceNonce: true}, endpoint, opts...)
 	if err != nil {
 		return "", classify(m.Chat, err)
+	}
+	var sent discordgo.Message
+	if err := json.Unmarshal(resp, &sent); err != nil || sent.ID == "" {
+		return "", fmt.Errorf("discord: send to %s: unreadable answer: %v", m.Chat, err)
 	}
 	return adapters.MessageID(sent.ID), nil
 }
@@ -154,15 +194,33 @@ func (a *Adapter) SendFile(ctx context.Context, m adapters.Outbound, f adapters.
 	if adapters.UTF16Len(caption) > maxText {
 		caption, follow = "", m.Text
 	}
-	sent, err := s.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: caption, AllowedMentions: mentions(false),
-		Files: []*discordgo.File{{Name: f.Name, ContentType: f.MIME, Reader: f.Content}}}, discordgo.WithContext(ctx))
+	// As ChannelMessageSendComplex uploads a file, with the key's nonce
+	// (see Send): a post sent again after its answer was lost does not
+	// show the file twice.
+	files := []*discordgo.File{{Name: f.Name, ContentType: f.MIME, Reader: f.Content}}
+	data := &discordgo.MessageSend{Content: caption, AllowedMentions: mentions(false), Files: files}
+	nonce := nonceOf(m.Key)
+	contentType, body, err := discordgo.MultipartBodyWithJSON(messageSend{MessageSend: data, Nonce: nonce, EnforceNonce: nonce != ""}, files)
+	if err != nil {
+		return "", fmt.Errorf("discord: send file %s: %w", f.Name, err)
+	}
+	endpoint := discordgo.EndpointChannelMessages(ch)
+	resp, err := s.RequestRaw("POST", endpoint, contentType, body, endpoint, 0, discordgo.WithContext(ctx))
 	if err != nil {
 		return "", classify(m.Chat, err)
 	}
+	var sent discordgo.Message
+	if err := json.Unmarshal(resp, &sent); err != nil || sent.ID == "" {
+		return "", fmt.Errorf("discord: send file to %s: unreadable answer: %v", m.Chat, err)
+	}
 	if follow != "" {
-		for _, part := range adapters.Split(follow, maxText) {
+		for i, part := range adapters.Split(follow, maxText) {
 			// The file is sent: a failure here must not send it again.
-			if _, err := a.Send(ctx, adapters.Outbound{Chat: m.Chat, Topic: m.Topic, Text: part}); err != nil {
+			out := adapters.Outbound{Chat: m.Chat, Topic: m.Topic, Text: part}
+			if m.Key != "" {
+				out.Key = fmt.Sprintf("%s/caption/%d", m.Key, i+1)
+			}
+			if _, err := a.Send(ctx, out); err != nil {
 				a.log.Warn("discord file sent, but its long caption could not follow", "jid", m.Chat, "err", err)
 				break
 			}

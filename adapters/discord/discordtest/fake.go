@@ -59,6 +59,7 @@ type Msg struct {
 	AllowedJSON string // the allowed_mentions the bot sent
 	Time        time.Time
 	Buttons     []Button // its components
+	Nonce       string   // the nonce it was sent with, if any
 }
 
 // Server is the fake Discord.
@@ -95,6 +96,17 @@ type Server struct {
 	botName atomic.Pointer[string] // the bot's username (SetBotName); nil: "switchboard"
 
 	noLookups atomic.Bool // GET /channels/{id} answers 404 (NoChannelLookups)
+
+	loseAnswers int // the next posts create their message but answer 502 (LoseAnswers)
+}
+
+// LoseAnswers makes the next n message posts create their message and
+// answer 502 Bad Gateway, as Discord's edge does when the answer is lost
+// on the way back: the sender cannot tell the message was created.
+func (f *Server) LoseAnswers(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loseAnswers = n
 }
 
 // NoChannelLookups makes the server answer GET /channels/{id} with a 404
@@ -330,7 +342,9 @@ func (f *Server) postMessage(w http.ResponseWriter, r *http.Request, ch string) 
 		Reference       *struct {
 			MessageID string `json:"message_id"`
 		} `json:"message_reference"`
-		Components json.RawMessage `json:"components"`
+		Components   json.RawMessage `json:"components"`
+		Nonce        json.RawMessage `json:"nonce"`
+		EnforceNonce bool            `json:"enforce_nonce"`
 	}
 	m := &Msg{Channel: ch, AuthorID: BotID, Time: time.Now()}
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -360,6 +374,33 @@ func (f *Server) postMessage(w http.ResponseWriter, r *http.Request, ch string) 
 		writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
 		return
 	}
+	if len(body.Nonce) > 0 {
+		var nonce any
+		if json.Unmarshal(body.Nonce, &nonce) != nil {
+			writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+			return
+		}
+		switch n := nonce.(type) {
+		case string:
+			m.Nonce = n
+		case float64:
+			m.Nonce = strconv.FormatFloat(n, 'f', -1, 64)
+		}
+		if len(m.Nonce) > 25 { // Discord: an integer or a string of up to 25 characters
+			writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+			return
+		}
+	}
+	// enforce_nonce: a message the same author sent with the same nonce
+	// in the past few minutes is returned, and no new one created.
+	if body.EnforceNonce && m.Nonce != "" {
+		for _, old := range f.msgs {
+			if old.AuthorID == BotID && old.Nonce == m.Nonce && time.Since(old.Time) < 5*time.Minute {
+				f.answerPost(w, old)
+				return
+			}
+		}
+	}
 	m.Content, m.AllowedJSON, m.Buttons = body.Content, string(body.AllowedMentions), buttons
 	if body.Reference != nil {
 		m.ReplyTo = body.Reference.MessageID
@@ -368,6 +409,17 @@ func (f *Server) postMessage(w http.ResponseWriter, r *http.Request, ch string) 
 	m.ID = strconv.Itoa(f.nextID)
 	f.msgs = append(f.msgs, m)
 	f.shown = append(f.shown, Shown{Channel: ch, ID: m.ID, Content: m.Content, AllowedJSON: m.AllowedJSON})
+	f.answerPost(w, m)
+}
+
+// answerPost answers a message post with m, or with a 502 while answers
+// are lost (LoseAnswers).
+func (f *Server) answerPost(w http.ResponseWriter, m *Msg) {
+	if f.loseAnswers > 0 {
+		f.loseAnswers--
+		writeJSON(w, 502, map[string]any{"message": "502: Bad Gateway", "code": 0})
+		return
+	}
 	writeJSON(w, 200, f.msgObj(m))
 }
 

@@ -281,8 +281,9 @@ func (f *Server) editMessageText(w http.ResponseWriter, r request) {
 	text := r.params["text"]
 	if r.params["parse_mode"] == "HTML" {
 		var ok bool
-		if text, ok = parseHTML(r.params["text"]); !ok {
-			reply(w, 400, "Bad Request: can't parse entities", nil)
+		if text, ok = parseHTML(r.params["text"]); !ok || f.rejectFmt {
+			f.rejectFmt = false
+			reply(w, 400, "Bad Request: can't parse entities: unsupported start tag at byte offset 3", nil)
 			return
 		}
 	}
