@@ -36,7 +36,7 @@ test: deps
 # The packages are pinned and cached (~/.cache/switchboard-test/npm,
 # cmd/switchboard/testdata/interop/node_modules). RUN=TestX picks one; the
 # default is every test in the files tagged interop.
-RUN ?= ^(TestMCPInterop|TestE2EClaudeCode|TestE2EClaudeCodeApprovals|TestE2EClaudeCodeSteerAndStop|TestCodexRealCLI|TestLiveClaudeCode|TestLiveCodex)$$
+RUN ?= ^(TestMCPInterop|TestMCPConformanceHTTP|TestE2EClaudeCode|TestE2EClaudeCodeApprovals|TestE2EClaudeCodeSteerAndStop|TestCodexRealCLI|TestLiveClaudeCode|TestLiveCodex)$$
 test-interop: NEED_NODE := 1
 test-interop: deps
 	go vet -tags=sqlite_fts5,interop ./cmd/switchboard/
