@@ -87,11 +87,14 @@ func TestE2ETurnPromptEnvAndReply(t *testing.T) {
 	})
 	t.Logf("send visible after %s", time.Since(sent).Round(time.Millisecond))
 
-	// inject: a turn of the chat's owner, trigger inject.
+	// inject: a turn of the chat's owner, trigger inject, started by the
+	// running gateway within 2 seconds (its reply then takes what the
+	// agent takes).
 	g.mustCLI("inject", "web:lobby", "summarize the day", "--sender", "web:user/ops")
 	injected := time.Now()
-	testwait.For(t, 3*time.Second, "the injected turn's reply", func() bool { return len(g.botMessages("lobby")) >= 4 })
-	t.Logf("inject answered after %s", time.Since(injected).Round(time.Millisecond))
+	testwait.For(t, 3*time.Second, "the injected turn's agent started", func() bool { return turnCount(dir, "main") >= 3 })
+	t.Logf("inject started after %s", time.Since(injected).Round(time.Millisecond))
+	g.waitBot("lobby", 4)
 	p3 := turnFile(t, dir, "main", "prompt", 3)
 	if !strings.Contains(p3, `trigger="inject"`) || !strings.Contains(p3, "summarize the day") || turnEnv(t, dir, "main", 3)["SWITCHBOARD_TRIGGER"] != "inject" {
 		t.Errorf("inject turn prompt:\n%s", p3)

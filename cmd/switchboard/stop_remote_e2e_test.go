@@ -62,7 +62,9 @@ exec %q demo-agent < "$out/prompt-$n"`, switchboardBinary(t))
 		d := draft()
 		return d.text == "Stopped." && len(d.buttons) == 0
 	})
-	if bot := g.botMessages("r1"); len(bot) != 1 || bot[0].Text != "Stopped." {
+	// The live reply is stored as the bot's once the platform has it
+	// (liveTurn.storeStopped): the event stream can show it first.
+	if bot := g.waitBot("r1", 1); len(bot) != 1 || bot[0].Text != "Stopped." {
 		t.Errorf("r1 got %+v from the bot; want nothing but the live reply's end, stored (no reply, no failure notice)", bot)
 	}
 	if len(g.records("remote turn removed from its worker's queue", "turn", turn)) != 1 {
