@@ -332,7 +332,7 @@ while :; do sleep 0.05; done`})
 			}
 			// The restart ends whatever is left and counts the crashed attempt.
 			g = startGW(t, dir)
-			testwait.For(t, 2*time.Second, "no process of the crashed turn after the restart", func() bool {
+			testwait.For(t, 10*time.Second, "no process of the crashed turn after the restart", func() bool {
 				return len(agentPIDs(t, "SWITCHBOARD_TURN_ID="+turn)) == 0
 			})
 			if got := g.waitBot("lobby", 1)[0].Text; got != "second run" {
