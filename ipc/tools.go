@@ -178,6 +178,10 @@ type call struct {
 	tier   int
 	a      *access
 	args   map[string]any
+	// turn is the caller's running turn in the call's chat when the call
+	// was checked, for the calls that go to it by default (reply without
+	// reply_to, send_file without topic: turnTopicDefault); nil: none.
+	turn *Turn
 }
 
 // Effects of a tool, for its annotations.
@@ -259,12 +263,16 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 				params["topic"] = m.Topic
 			}
 		}
+		var turn *Turn
 		if params["jid"] != "" && params["topic"] == "" && turnTopicDefault(name, params) {
 			// The call goes to the running turn's thread (reply without
 			// reply_to, send_file without topic): its owner decides, so a
-			// group routed one thread of a chat answers there.
-			if turn, running := s.opt.Backend.RunningTurn(folder); running && string(turn.Chat) == params["jid"] {
-				params["topic"] = turn.Topic
+			// group routed one thread of a chat answers there. The turn is
+			// read once: the call goes where it was checked (and approved),
+			// even when the turn ends or another starts meanwhile.
+			if t, running := s.opt.Backend.RunningTurn(folder); running && string(t.Chat) == params["jid"] {
+				turn = &t
+				params["topic"] = t.Topic
 			}
 		}
 		dir, _ := s.groupDir(folder) // "": absolute paths are checked as given
@@ -300,7 +308,7 @@ func (s *Server) handler(def *toolDef) server.ToolHandlerFunc {
 			defer cancel()
 		}
 		start := time.Now()
-		v, err := def.run(ctx, &call{s: s, b: s.opt.Backend, folder: folder, tier: a.tier, a: a, args: args})
+		v, err := def.run(ctx, &call{s: s, b: s.opt.Backend, folder: folder, tier: a.tier, a: a, args: args, turn: turn})
 		if err != nil {
 			s.count(name, "error")
 			s.log.Info("mcp call failed", "folder", folder, "tool", name, "ms", time.Since(start).Milliseconds(), "err", err)

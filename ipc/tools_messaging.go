@@ -113,8 +113,8 @@ func runReply(ctx context.Context, c *call) (any, error) {
 	}
 	replyTo, topic := c.msgID("reply_to"), ""
 	if replyTo == "" {
-		turn, running := c.b.RunningTurn(c.folder)
-		if !running || turn.Chat != chat {
+		turn := c.turn // as checked (handler)
+		if turn == nil || turn.Chat != chat {
 			return nil, fmt.Errorf("no turn of group %s is answering %s, so there is no message to reply to; pass reply_to, or use send", c.folder, chat)
 		}
 		replyTo, topic = turn.LastMessageID, turn.Topic
@@ -198,8 +198,8 @@ func runSendFile(ctx context.Context, c *call) (any, error) {
 		// Where the conversation is: a file sent without the topic lands
 		// in a Telegram forum's General topic, or Slack's and Discord's
 		// main channel, away from the thread that asked for it.
-		if turn, running := c.b.RunningTurn(c.folder); running && turn.Chat == chat {
-			topic = turn.Topic
+		if c.turn != nil && c.turn.Chat == chat { // as checked (handler)
+			topic = c.turn.Topic
 		}
 	}
 	sent, err := c.b.Send(ctx, c.folder, Outgoing{Chat: chat, Text: c.str("caption"), Topic: topic, File: rel, Kind: store.OutboxFile})

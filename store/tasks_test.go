@@ -421,3 +421,45 @@ func TestMarkStartedRefusesADroppedBatch(t *testing.T) {
 		})
 	}
 }
+
+// A task turn whose record the store refused for good is given up
+// (GiveUpTurn): its run is failed then, saying why, and its turn id kept,
+// not left "fired" (task runs showed it running until the next start,
+// which then failed it as "the gateway stopped after claiming this run").
+func TestGiveUpTurnFailsItsRun(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	if err := s.AddGroup(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UTC()
+	task, err := s.AddTask(ctx, scheduler.Task{Folder: "main", ChatJID: "web:lobby", Prompt: "p", Spec: "@daily", Kind: scheduler.KindCron,
+		Timezone: "UTC", Context: scheduler.ContextGroup, Missed: scheduler.MissedSkip, Status: scheduler.StatusActive, Next: slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runIDs, errs, err := s.ClaimAndQueue(ctx, []scheduler.Claim{{Advance: scheduler.Advance{TaskID: task.ID, From: slot, Next: slot.Add(24 * time.Hour), HasNext: true}, Slot: slot}})
+	if err != nil || errs[0] != nil || runIDs[0] == 0 {
+		t.Fatalf("ClaimAndQueue = %v %v %v", runIDs, errs, err)
+	}
+	b, ok, err := s.NextBatch(ctx, "main", 10)
+	if err != nil || !ok {
+		t.Fatalf("NextBatch = %v %v", ok, err)
+	}
+	if err := s.MarkStarted(ctx, b, "t-1"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.GiveUpTurn(ctx, "t-1", nil); err != nil || n != 1 {
+		t.Fatalf("GiveUpTurn = %d, %v; want its 1 row dropped", n, err)
+	}
+	runs, err := s.TaskRuns(ctx, task.ID, 10)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("TaskRuns = %+v %v", runs, err)
+	}
+	if r := runs[0]; r.Status != scheduler.RunFailed || r.TurnID != "t-1" || !strings.Contains(r.Error, "could not record") {
+		t.Errorf("run after its turn was given up = %+v; want failed, turn t-1, saying the turn could not be recorded", r)
+	}
+	if n, err := s.RecoverRuns(ctx); err != nil || n != 0 {
+		t.Errorf("RecoverRuns = %d %v; want nothing left for the next start", n, err)
+	}
+}

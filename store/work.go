@@ -584,8 +584,10 @@ func (s *Store) RecoverTurn(ctx context.Context, turn string) (int64, error) {
 	return n, nil
 }
 
-// GiveUpTurn drops the work rows of turn still marked started, queues
-// notice for the chat when there were any (nil: none) and revokes the
+// GiveUpTurn drops the work rows of turn still marked started, fails the
+// task run of a task turn (left "fired", task runs showed it running until
+// the next start failed it as lost before its turn was queued), queues
+// notice for the chat when there were any rows (nil: none) and revokes the
 // turn's MCP token, in one transaction, and returns how many rows it
 // dropped. It is for a turn whose outcome the store refused for good
 // (FinishBatch failed Permanent): left started, its batch would be picked
@@ -594,6 +596,11 @@ func (s *Store) RecoverTurn(ctx context.Context, turn string) (int64, error) {
 func (s *Store) GiveUpTurn(ctx context.Context, turn string, notice *OutboxItem) (int64, error) {
 	var n int64
 	err := writeTx(ctx, s.w, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE task_runs SET status = 'failed', turn_id = ?1,
+			error = 'the gateway could not record this run''s turn (internal error); it was given up'
+			WHERE status = 'fired' AND id IN (SELECT run_id FROM work WHERE started_ms > 0 AND turn_id = ?1 AND run_id > 0)`, turn); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM work WHERE started_ms > 0 AND turn_id = ?`, turn)
 		if err != nil {
 			return err
