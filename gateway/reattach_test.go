@@ -93,6 +93,31 @@ func (w *workerRunner) started() []agent.Input {
 	return append([]agent.Input(nil), w.runs...)
 }
 
+// rerunWorker is the runner of a restarted gateway that awaits the turns
+// its predecessor left on workers; a batch it runs again answers "rerun".
+func rerunWorker() *workerRunner {
+	w := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
+	w.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	return w
+}
+
+// wantAwaitedStopped checks that a /stop stopped the awaited turn: the
+// chat told "Stopped." alone, the turn recorded stopped, its work settled
+// and nothing run again by next.
+func (h *harness) wantAwaitedStopped(t *testing.T, next *workerRunner, turn string) {
+	t.Helper()
+	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
+		t.Fatalf("sent %q; want %q", sent, stopStopped)
+	}
+	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
+		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
+	}
+	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
+	if n := len(next.started()); n != 0 {
+		t.Errorf("%d turns ran after the stop; want none", n)
+	}
+}
+
 // waitAwaiting waits until n turns are awaited (Await called, not returned).
 func (w *workerRunner) waitAwaiting(t *testing.T, n int) {
 	t.Helper()

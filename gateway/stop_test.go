@@ -410,21 +410,11 @@ func BenchmarkStopCommand(b *testing.B) {
 func TestStopAwaitedTurn(t *testing.T) {
 	h, turn := startOnWorker(t, "a long question", nil)
 	h.stop()
-	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
-	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	next := rerunWorker()
 	h.restart(func(o *Options) { o.Runner = next })
 	next.waitAwaiting(t, 1)
 	h.post(testChat, "m2", "/stop")
-	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
-		t.Fatalf("sent %q; want %q", sent, stopStopped)
-	}
-	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
-		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
-	}
-	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
-	if n := len(next.started()); n != 0 {
-		t.Errorf("%d turns ran after the stop; want none", n)
-	}
+	h.wantAwaitedStopped(t, next, turn)
 }
 
 // A /stop that comes while a restarted gateway reads the batch of a turn
@@ -434,8 +424,7 @@ func TestStopAwaitedTurn(t *testing.T) {
 func TestStopAwaitedTurnWhileRead(t *testing.T) {
 	h, turn := startOnWorker(t, "a long question", nil)
 	h.stop()
-	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
-	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	next := rerunWorker()
 	reading, posted := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	h.hooks.awaitRead = func(string) {
@@ -452,16 +441,7 @@ func TestStopAwaitedTurnWhileRead(t *testing.T) {
 	}
 	h.post(testChat, "m2", "/stop")
 	close(posted)
-	if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
-		t.Fatalf("sent %q; want %q", sent, stopStopped)
-	}
-	if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
-		t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
-	}
-	testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
-	if n := len(next.started()); n != 0 {
-		t.Errorf("%d turns ran after the stop; want none", n)
-	}
+	h.wantAwaitedStopped(t, next, turn)
 }
 
 // A /stop that comes right after a restart, before the folder's worker
@@ -476,8 +456,8 @@ func TestStopAwaitedTurnBeforeItsAwait(t *testing.T) {
 		t.Run(fmt.Sprintf("no outcome %v", noOutcome), func(t *testing.T) {
 			h, turn := startOnWorker(t, "a long question", nil)
 			h.stop()
-			next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}, noOutcome: noOutcome}
-			next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+			next := rerunWorker()
+			next.noOutcome = noOutcome
 			taking, posted := make(chan struct{}), make(chan struct{})
 			var once sync.Once
 			h.hooks.awaitStart = func(string) {
@@ -494,12 +474,7 @@ func TestStopAwaitedTurnBeforeItsAwait(t *testing.T) {
 			}
 			h.post(testChat, "m2", "/stop")
 			close(posted)
-			if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
-				t.Fatalf("sent %q; want %q", sent, stopStopped)
-			}
-			if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
-				t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
-			}
+			h.wantAwaitedStopped(t, next, turn)
 			if !noOutcome {
 				next.mu.Lock()
 				stops := next.stops
@@ -507,10 +482,6 @@ func TestStopAwaitedTurnBeforeItsAwait(t *testing.T) {
 				if !slices.Equal(stops, []string{turn}) {
 					t.Errorf("turns stopped on their worker: %q; want the awaited %s", stops, turn)
 				}
-			}
-			testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
-			if n := len(next.started()); n != 0 {
-				t.Errorf("%d turns ran after the stop; want none", n)
 			}
 		})
 	}
@@ -534,8 +505,7 @@ func TestStopAwaitedTurnSurvivesFailedRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
-			next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+			next := rerunWorker()
 			reads := make(chan int, 2)
 			var n int
 			h.hooks.awaitRead = func(string) {
@@ -561,16 +531,7 @@ func TestStopAwaitedTurnSurvivesFailedRead(t *testing.T) {
 					t.Fatalf("the restarted gateway never read the awaited turn (try %d)", want)
 				}
 			}
-			if sent := texts(h.waitSent(testChat, 1)); !slices.Equal(sent, []string{stopStopped}) {
-				t.Fatalf("sent %q; want %q", sent, stopStopped)
-			}
-			if ts := h.waitTurns("main", 1); ts[0].Status != store.TurnStopped || ts[0].ID != turn {
-				t.Fatalf("turns %+v; want the awaited turn recorded stopped", ts)
-			}
-			testwait.For(t, 10*time.Second, "no pending work", func() bool { return len(h.pending()) == 0 })
-			if n := len(next.started()); n != 0 {
-				t.Errorf("%d turns ran after the stop; want none", n)
-			}
+			h.wantAwaitedStopped(t, next, turn)
 		})
 	}
 }
@@ -582,8 +543,7 @@ func TestStopAwaitedTurnSurvivesFailedRead(t *testing.T) {
 func TestAwaitedTurnGoneBeforeReadNotStoppable(t *testing.T) {
 	h, turn := startOnWorker(t, "a long question", nil)
 	h.stop()
-	next := &workerRunner{release: make(chan struct{}), awaiting: map[string]bool{}, folderOf: map[string]string{}}
-	next.answer = func(string) (agent.Result, error) { return agent.Result{Reply: "rerun"}, nil }
+	next := rerunWorker()
 	reading, settled := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	h.hooks.awaitRead = func(string) {

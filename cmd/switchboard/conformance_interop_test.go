@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -43,15 +42,7 @@ func TestMCPConformanceHTTP(t *testing.T) {
 		}
 		testenv.Unavailable(t, "%s", inspectorMissing)
 	}
-	dir := shortDir(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	gatewayRunCfg(t, dir, helperArgv("demo-agent"), fmt.Sprintf("mcp: {listen: %q}", addr))
-	tok := strings.TrimSpace(mustSB(t, dir, "token", "add", "main", "--ttl", "1h"))
+	_, addr, tok := gatewayOverHTTP(t)
 	target, _ := url.Parse("http://" + addr)
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.FlushInterval = -1

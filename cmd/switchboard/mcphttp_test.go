@@ -159,6 +159,22 @@ func netns(t *testing.T) (name, hostIP string) {
 	return name, hostIP
 }
 
+// gatewayOverHTTP runs the gateway (demo agent) with its MCP endpoint on
+// a free loopback port (mcp.listen) and returns its data dir, that
+// address and a token for group main, valid for an hour.
+func gatewayOverHTTP(t *testing.T) (dir, addr, token string) {
+	t.Helper()
+	dir = shortDir(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = ln.Addr().String()
+	ln.Close()
+	gatewayRunCfg(t, dir, helperArgv("demo-agent"), fmt.Sprintf("mcp: {listen: %q}", addr))
+	return dir, addr, strings.TrimSpace(mustSB(t, dir, "token", "add", "main", "--ttl", "1h"))
+}
+
 // TestBridgeURLBothProtocols: an MCP client speaking stdio to
 // "switchboard mcp-bridge --url" (token from SWITCHBOARD_MCP_TOKEN) lists
 // its group's tools, calls one, and gets list_changed after `grants set`,
@@ -166,15 +182,7 @@ func netns(t *testing.T) (name, hostIP string) {
 func TestBridgeURLBothProtocols(t *testing.T) {
 	for _, legacy := range []bool{true, false} {
 		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
-			dir := shortDir(t)
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
-			gatewayRunCfg(t, dir, helperArgv("demo-agent"), fmt.Sprintf("mcp: {listen: %q}", addr))
-			tok := strings.TrimSpace(mustSB(t, dir, "token", "add", "main", "--ttl", "1h"))
+			dir, addr, tok := gatewayOverHTTP(t)
 
 			cmd := exec.Command(helperArgv()[0], append(helperArgv()[1:], "mcp-bridge", "--url", "http://"+addr+"/mcp")...)
 			cmd.Env = append(os.Environ(), "SWITCHBOARD_TEST_HELPER=1", "SWITCHBOARD_MCP_TOKEN="+tok)
