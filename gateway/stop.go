@@ -68,12 +68,11 @@ type stoppableTurn struct {
 	// replyTo is the message its reply answers (lastMessageID): on Slack
 	// a channel turn's reply is in that message's thread.
 	replyTo adapters.MessageID
-	// seqs are the messages of its batch (ascending, as claimed): a
-	// message among them, or before one of them, never interrupts it
-	// (claimedSince).
-	seqs   []int64
-	cancel context.CancelCauseFunc
-	by     adapters.JID // who stopped it; "" while nobody did
+	// lastSeq is the newest message of its batch (0: none, as a task's):
+	// a message up to it never interrupts the turn (claimedSince).
+	lastSeq int64
+	cancel  context.CancelCauseFunc
+	by      adapters.JID // who stopped it; "" while nobody did
 	// requeue: stopped by a message in interrupt mode (midturn.go): its
 	// batch runs again with what came meanwhile.
 	requeue bool
@@ -112,7 +111,7 @@ type stopHandle struct {
 // stopped).
 func (r *stoppable) begin(ctx context.Context, id string, b store.Batch) stopHandle {
 	ctx, cancel := context.WithCancelCause(ctx)
-	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, replyTo: lastMessageID(b), seqs: batchSeqs(b), cancel: cancel}
+	rt := &stoppableTurn{id: id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, replyTo: lastMessageID(b), lastSeq: batchLastSeq(b), cancel: cancel}
 	if r == nil {
 		return stopHandle{ctx: ctx, rt: rt}
 	}
@@ -140,7 +139,7 @@ func (r *stoppable) register(rt *stoppableTurn) {
 // now that b is: the handle to use from then on. A stop that came
 // meanwhile stays: the turn is stopped, by whom it was.
 func (h stopHandle) answering(b store.Batch) stopHandle {
-	rt := &stoppableTurn{id: h.rt.id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, replyTo: lastMessageID(b), seqs: batchSeqs(b),
+	rt := &stoppableTurn{id: h.rt.id, folder: b.Folder, chat: b.ChatJID, topic: b.Topic, replyTo: lastMessageID(b), lastSeq: batchLastSeq(b),
 		cancel: h.rt.cancel}
 	if h.r == nil {
 		return stopHandle{ctx: h.ctx, rt: rt}
@@ -171,20 +170,20 @@ func (h stopHandle) under(ctx context.Context) stopHandle {
 	return stopHandle{ctx: ctx, r: h.r, rt: h.rt}
 }
 
-// batchSeqs lists the message seqs of b's work items.
-func batchSeqs(b store.Batch) []int64 {
-	seqs := make([]int64, len(b.Items))
-	for i, it := range b.Items {
-		seqs[i] = it.Seq
+// batchLastSeq is the newest message seq of b's work items (0: none).
+func batchLastSeq(b store.Batch) int64 {
+	var last int64
+	for _, it := range b.Items {
+		last = max(last, it.Seq)
 	}
-	return seqs
+	return last
 }
 
 // claimedSince reports whether the turn's batch was claimed after message
 // seq was stored: it has that message (the turn answers it) or a later
 // one. Such a turn did not run when the message came.
 func (rt *stoppableTurn) claimedSince(seq int64) bool {
-	return seq > 0 && len(rt.seqs) > 0 && slices.Max(rt.seqs) >= seq
+	return seq > 0 && rt.lastSeq >= seq
 }
 
 // unregister removes rt (r.mu held).
