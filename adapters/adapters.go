@@ -65,23 +65,11 @@ func (j JID) Validate() error {
 // writes as that chat (docs/telegram.md), and such a person's "/approve"
 // is decided by listing it.
 func (j JID) CheckPerson() error {
-	var want string
-	ok := true
-	switch p, rest := j.Platform(), j.Room(); p {
-	case "telegram":
-		want, ok = "telegram:user/<id>", strings.HasPrefix(rest, "user/") || strings.HasPrefix(rest, "group/")
-	case "discord":
-		want, ok = p+":user/<id>", strings.HasPrefix(rest, "user/")
-	case "web":
-		want, ok = "web:user/<name>", strings.HasPrefix(rest, "user/")
-	case "slack":
-		_, after, _ := strings.Cut(rest, "/")
-		want, ok = "slack:<team>/user/<id>", strings.HasPrefix(after, "user/")
-	}
-	if ok {
+	f, known := jidForms[j.Platform()]
+	if !known || j.names(f.person) {
 		return nil
 	}
-	return fmt.Errorf("%q is a chat, not a person: a person's JID is %s", string(j), want)
+	return fmt.Errorf("%q is a chat, not a person: a person's JID is %s", string(j), f.personForm)
 }
 
 // CheckChat says, for a JID of a built-in platform that names a person
@@ -92,21 +80,45 @@ func (j JID) CheckPerson() error {
 // good. Telegram's telegram:user/<id> is both: a private chat's JID is its
 // person's.
 func (j JID) CheckChat() error {
-	var want string
-	person := false
-	switch p, rest := j.Platform(), j.Room(); p {
-	case "discord":
-		want, person = "discord:<guild id>/<channel id> or discord:dm/<channel id>", strings.HasPrefix(rest, "user/")
-	case "web":
-		want, person = "web:<room>", strings.HasPrefix(rest, "user/")
-	case "slack":
-		_, after, _ := strings.Cut(rest, "/")
-		want, person = "slack:<team>/channel/<id>, slack:<team>/dm/<id> or slack:<team>/group/<id>", strings.HasPrefix(after, "user/")
-	}
-	if !person {
+	f, known := jidForms[j.Platform()]
+	if !known || j.names(f.chat) {
 		return nil
 	}
-	return fmt.Errorf("%q is a person, not a chat: a chat's JID is %s", string(j), want)
+	return fmt.Errorf("%q is a person, not a chat: a chat's JID is %s", string(j), f.chatForm)
+}
+
+// jidForm is what a built-in platform's JIDs name (§4): chat and person
+// say whether the part after the platform (Room; Slack's after its team)
+// names a chat or a person. Telegram's user/<id> is both (a private
+// chat's JID is its person's), and so is group/<id> (an anonymous admin
+// writes as the group).
+type jidForm struct {
+	chat, person         func(rest string) bool
+	chatForm, personForm string
+}
+
+var jidForms = func() map[string]jidForm {
+	user := func(rest string) bool { return strings.HasPrefix(rest, "user/") }
+	notUser := func(rest string) bool { return !user(rest) }
+	return map[string]jidForm{
+		"telegram": {chat: func(string) bool { return true }, chatForm: "telegram:user/<id> or telegram:group/<id>",
+			person: func(rest string) bool { return user(rest) || strings.HasPrefix(rest, "group/") }, personForm: "telegram:user/<id>"},
+		"discord": {chat: notUser, chatForm: "discord:<guild id>/<channel id> or discord:dm/<channel id>",
+			person: user, personForm: "discord:user/<id>"},
+		"web": {chat: notUser, chatForm: "web:<room>", person: user, personForm: "web:user/<name>"},
+		"slack": {chat: notUser, chatForm: "slack:<team>/channel/<id>, slack:<team>/dm/<id> or slack:<team>/group/<id>",
+			person: user, personForm: "slack:<team>/user/<id>"},
+	}
+}()
+
+// names applies one of a jidForm's tests to j: to its Room, or on Slack
+// to what follows the team.
+func (j JID) names(test func(rest string) bool) bool {
+	rest := j.Room()
+	if j.Platform() == "slack" {
+		_, rest, _ = strings.Cut(rest, "/")
+	}
+	return test(rest)
 }
 
 // IsJIDRune reports whether r may appear after a JID's platform: anything
