@@ -69,9 +69,9 @@ func Authorize(c Caller, table *routing.Table, tool string, params map[string]st
 //     cleaned (groupFile), so "send_file(path=outbox/*)" does not let
 //     "outbox/../secret.txt" through, nor "!send_file(path=private/*)"
 //     "./private/x", "private//x" or the absolute path of private/x.
-//   - like's reaction: the emoji itself (adapters.EmojiByName), without
-//     the presentation selector, so that "!like(reaction=👎)" refuses
-//     ":thumbsdown:", "-1" and "👎\ufe0f" too.
+//   - like's reaction: the emoji itself (reactionEmoji), so that
+//     "!like(reaction=👎)" refuses ":thumbsdown:", "-1" and "👎\ufe0f"
+//     too, and "!like(reaction=❤️)" refuses ":heart:" and "❤".
 func callParams(c Caller, tool string, params map[string]string) map[string]string {
 	set := func(k, v string) map[string]string {
 		params = maps.Clone(params)
@@ -115,12 +115,14 @@ func callParams(c Caller, tool string, params map[string]string) map[string]stri
 	return params
 }
 
-// reactionEmoji is the emoji reaction names: a shortcode's emoji, or the
-// emoji as given without the presentation selector (U+FE0F); a name not
-// known here (a custom emoji's) is returned as it is.
+// reactionEmoji is the emoji reaction names, in its emoji form as a
+// keyboard types it (adapters.EmojiPresentation: ❤ and ❤️ are ❤️, 👎 is
+// 👎): a shortcode's emoji, or the emoji as given; a name not known here
+// (a custom emoji's) is returned as it is.
 func reactionEmoji(reaction string) string {
-	if e, ok := adapters.EmojiByName(reaction); ok {
-		return e
+	e, ok := adapters.EmojiByName(reaction)
+	if !ok {
+		e = strings.ReplaceAll(strings.TrimSpace(reaction), "\ufe0f", "")
 	}
-	return strings.ReplaceAll(strings.TrimSpace(reaction), "\ufe0f", "")
+	return adapters.EmojiPresentation(e)
 }

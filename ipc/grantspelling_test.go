@@ -201,6 +201,20 @@ func TestLikeGrantsSeeEverySpellingOfAReaction(t *testing.T) {
 	if res := like(":+1:"); res.refused() {
 		t.Errorf("like of another reaction: %+v", res)
 	}
+	// A heart is typed with the presentation selector (❤️); its other
+	// spellings are the same reaction.
+	h2 := newHarness(t, func(ctx context.Context, st *store.Store) error {
+		if err := standardSetup(ctx, st); err != nil {
+			return err
+		}
+		return st.SetGrantOverrides(ctx, "acme", []string{"!like(reaction=❤\ufe0f)"})
+	})
+	c2 := h2.connect(t, "acme", true)
+	for _, r := range []string{"❤\ufe0f", "❤", ":heart:"} {
+		if res := call(t, c2, "like", map[string]any{"chat_jid": "web:acme", "message_id": "m1", "reaction": r}); !res.refused() {
+			t.Errorf("like %q: %+v; want it refused by the ❤️ deny", r, res)
+		}
+	}
 }
 
 // TestGrantChangeWhileAskingRefusesTheCall: a call whose rule asks waits
